@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages switchagg builds and tests with. Idempotent:
+# when everything is present it only checks (well under a second).
+# Why each package is here: README.md, "Dependencies".
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config   # toolchain
+  libucx-dev ucx-utils                           # transport (UCP API) + ucx_perftest/ucx_info
+  libibverbs-dev librdmacm-dev                   # GID table via libibverbs on RoCE hosts
+  libopenmpi-dev openmpi-bin                     # coll component headers + mpirun
+  slurm-wlm libslurm-dev munge libmunge-dev      # SPANK header, test cluster, munge auth
+  libgtest-dev libgmock-dev                      # unit tests
+  nlohmann-json3-dev                             # control API JSON
+  libtomlplusplus-dev                            # agent policy file (TOML)
+  gnuplot-nox                                    # benchmark plots
+  iproute2                                       # emulated hosts (network namespaces)
+  clang libclang-rt-14-dev                       # libFuzzer targets
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "bootstrap: missing packages: ${missing[*]}" >&2
+  echo "bootstrap: run as root (or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+
+echo "bootstrap: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "bootstrap: done" >&2

@@ -1,0 +1,105 @@
+#include "switchagg/common/config.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <strings.h>
+
+namespace switchagg {
+namespace {
+
+Status bad(const std::string& key, const std::string& text, const std::string& want) {
+  return Status(Code::kInvalidArgument, key + ": invalid value '" + text + "' (" + want + ")");
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+Result<uint64_t> parseSize(const std::string& key, const std::string& raw) {
+  const std::string text = trim(raw);
+  const char* want = "expected a byte size such as 4096, 64K, 64KiB, 4M or 1G";
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return bad(key, raw, want);
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) return bad(key, raw, want);
+  std::string unit = end;
+  uint64_t mult = 1;
+  if (unit.empty() || strcasecmp(unit.c_str(), "b") == 0) mult = 1;
+  else if (strcasecmp(unit.c_str(), "k") == 0 || strcasecmp(unit.c_str(), "kib") == 0 ||
+           strcasecmp(unit.c_str(), "kb") == 0) mult = 1ull << 10;
+  else if (strcasecmp(unit.c_str(), "m") == 0 || strcasecmp(unit.c_str(), "mib") == 0 ||
+           strcasecmp(unit.c_str(), "mb") == 0) mult = 1ull << 20;
+  else if (strcasecmp(unit.c_str(), "g") == 0 || strcasecmp(unit.c_str(), "gib") == 0 ||
+           strcasecmp(unit.c_str(), "gb") == 0) mult = 1ull << 30;
+  else return bad(key, raw, want);
+  if (v > UINT64_MAX / mult) return bad(key, raw, "too large");
+  return static_cast<uint64_t>(v * mult);
+}
+
+Result<int64_t> parseInt(const std::string& key, const std::string& raw, int64_t lo, int64_t hi) {
+  const std::string text = trim(raw);
+  const std::string want = "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+  if (text.empty()) return bad(key, raw, want);
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return bad(key, raw, want);
+  return static_cast<int64_t>(v);
+}
+
+Result<bool> parseBool(const std::string& key, const std::string& raw) {
+  const std::string t = trim(raw);
+  const char* s = t.c_str();
+  if (!strcasecmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on"))
+    return true;
+  if (!strcasecmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
+    return false;
+  return bad(key, raw, "expected true/false, yes/no, on/off or 1/0");
+}
+
+Result<int64_t> parseDurationMs(const std::string& key, const std::string& raw) {
+  const std::string text = trim(raw);
+  const char* want = "expected a duration such as 250ms, 2s, 1.5s, 5m or 1h";
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'))
+    return bad(key, raw, want);
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || !std::isfinite(v) || v < 0) return bad(key, raw, want);
+  std::string unit = end;
+  double mult;
+  if (unit.empty() || unit == "ms") mult = 1;
+  else if (unit == "s") mult = 1000;
+  else if (unit == "m" || unit == "min") mult = 60000;
+  else if (unit == "h") mult = 3600000;
+  else return bad(key, raw, want);
+  double ms = v * mult;
+  if (ms > 9.0e15) return bad(key, raw, "too large");
+  return static_cast<int64_t>(std::llround(ms));
+}
+
+Result<std::string> parseChoice(const std::string& key, const std::string& raw,
+                                const std::vector<std::string>& choices) {
+  const std::string text = trim(raw);
+  std::string list;
+  for (const auto& c : choices) {
+    if (c == text) return c;
+    list += list.empty() ? c : "|" + c;
+  }
+  return bad(key, raw, "valid values: " + list);
+}
+
+const char* envOrNull(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+}  // namespace switchagg

@@ -1,0 +1,29 @@
+// Typed config values: parsers that name the key and the problem on bad
+// input, shared by every part's config table (MCA params, environment,
+// TOML files, plugstack arguments, command lines).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "switchagg/common/status.h"
+
+namespace switchagg {
+
+// "4096", "64K", "64KiB", "4M", "1MiB", "2G" (binary units). Names `key` in errors.
+Result<uint64_t> parseSize(const std::string& key, const std::string& text);
+// Decimal integer within [lo, hi].
+Result<int64_t> parseInt(const std::string& key, const std::string& text, int64_t lo, int64_t hi);
+// 1/0, true/false, yes/no, on/off (case-insensitive).
+Result<bool> parseBool(const std::string& key, const std::string& text);
+// "250ms", "2s", "1.5s", "5m", "1h"; a bare number is milliseconds.
+Result<int64_t> parseDurationMs(const std::string& key, const std::string& text);
+// One of `choices`; the error lists them.
+Result<std::string> parseChoice(const std::string& key, const std::string& text,
+                                const std::vector<std::string>& choices);
+
+// getenv() that treats an empty value as unset.
+const char* envOrNull(const char* name);
+
+}  // namespace switchagg

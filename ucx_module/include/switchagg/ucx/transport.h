@@ -1,0 +1,227 @@
+// libswitchagg_ucx public API: a small C++ layer over UCX's public UCP API.
+//
+//   Context  - ucp_context plus the resolved RoCEv2 profile it was built with
+//   Worker   - one ucp_worker: progress (busy-poll or blocking wait), active-
+//              message handlers, its address for out-of-band exchange
+//   Endpoint - one connection (ucp_ep) with peer-failure detection
+//   Listener - accepts connections on a socket address (the agent)
+//   PeerGroup- ranks 0..n-1 addressed by worker addresses the caller exchanged
+//              (MPI ranks): lazy endpoints, K lanes per peer (whole messages
+//              round-robin), receiver-driven admission (clear-to-send) for
+//              large messages, nonblocking tagged send/recv
+//
+// Every call returns Status; nothing aborts and no wait is unbounded: waits
+// take a timeout and a failed peer surfaces as Code::kPeerFailed within
+// TransportOptions::peer_timeout_ms. Not thread-safe: one thread drives a
+// Worker and everything built on it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "switchagg/common/status.h"
+#include "switchagg/ucx/roce_profile.h"
+
+namespace switchagg::ucx {
+
+enum class WaitMode { kBusyPoll, kBlocking };
+
+struct TransportOptions {
+  RoceOptions roce;                    // see roce_profile.h
+  int lanes = 0;                       // endpoints per peer; 0 = auto (1 without RoCE)
+  size_t cts_threshold = 64 * 1024;    // messages >= this wait for clear-to-send
+  size_t cts_window = 8u << 20;        // max bytes in flight towards one receiver
+  int64_t peer_timeout_ms = 2000;      // failure detection bound
+  WaitMode wait_mode = WaitMode::kBlocking;
+  bool enable_am = true;               // UCP_FEATURE_AM (agent data plane)
+  bool enable_tag = true;              // UCP_FEATURE_TAG (host algorithms)
+
+  // Reads SWITCHAGG_UCX_* environment variables over the defaults
+  // (names, defaults and help: transportOptionTable()).
+  static Result<TransportOptions> fromEnvironment();
+};
+
+// {name, env var, default, help} for every TransportOptions field; used by
+// --help, switchagg-info and the docs.
+struct OptionDoc {
+  const char* name;
+  const char* env;
+  const char* default_value;
+  const char* help;
+};
+const std::vector<OptionDoc>& transportOptionTable();
+
+class Worker;
+class Endpoint;
+
+class Context {
+ public:
+  // Resolves the RoCE profile (sysfs/ibverbs discovery + options), applies it
+  // with ucp_config_modify (user-set UCX_* environment wins), inits UCP.
+  static Result<std::unique_ptr<Context>> create(const TransportOptions& options);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const TransportOptions& options() const;
+  const RoceProfile& profile() const;
+  int lanes() const;  // resolved lane count
+  struct Impl;
+  Impl* impl() { return impl_.get(); }
+
+ private:
+  explicit Context(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A completion handle for nonblocking operations. Owned by the caller; must
+// outlive the operation (wait for it or cancel by destroying its Worker).
+class Request {
+ public:
+  Request();
+  ~Request();
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  bool done() const;
+  const Status& status() const;  // valid once done()
+  size_t length() const;         // received bytes, once done()
+  struct State;
+  State* state() { return state_.get(); }
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// Payload of an active message as the handler sees it: always the whole
+// message, contiguous; valid only during the handler call.
+struct AmMessage {
+  Endpoint* from;           // connection it arrived on (nullptr if unknown)
+  const void* header;
+  size_t header_length;
+  const void* data;
+  size_t length;
+};
+using AmHandler = std::function<void(const AmMessage&)>;
+
+class Worker {
+ public:
+  static Result<std::unique_ptr<Worker>> create(Context& context);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // This worker's address for out-of-band exchange (PeerGroup).
+  std::vector<uint8_t> address() const;
+  // One round of progress; returns true if anything happened.
+  bool progress();
+  // Progress until `pred` holds or `timeout_ms` passes (kTimeout). Blocks in
+  // the kernel between events in WaitMode::kBlocking.
+  Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
+  Status wait(Request& request, int64_t timeout_ms);
+  Status waitAll(const std::vector<Request*>& requests, int64_t timeout_ms);
+
+  // Active messages (ids 0..63). The handler runs inside progress().
+  Status setAmHandler(uint16_t id, AmHandler handler);
+  // Called when an endpoint of this worker fails (peer died / closed).
+  void setFailureHandler(std::function<void(Endpoint*, const Status&)> handler);
+
+  Context& context();
+  struct Impl;
+  Impl* impl() { return impl_.get(); }
+
+ private:
+  explicit Worker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Endpoint {
+ public:
+  // Client side: connect to a listener at "host:port".
+  static Result<std::unique_ptr<Endpoint>> connect(Worker& worker, const std::string& host_port);
+  // Connect to a worker address obtained out of band.
+  static Result<std::unique_ptr<Endpoint>> connectAddress(Worker& worker,
+                                                          const std::vector<uint8_t>& address);
+  ~Endpoint();  // closes (flushes) the endpoint, bounded by peer_timeout_ms
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  // Nonblocking AM send; `header` and `data` must stay valid until done.
+  Status amSend(uint16_t id, const void* header, size_t header_length, const void* data,
+                size_t length, Request& request);
+  // Nonblocking tagged send/receive on this endpoint's worker.
+  Status tagSend(uint64_t tag, const void* data, size_t length, Request& request);
+
+  bool failed() const;
+  std::string peerName() const;  // "127.0.0.1:18515" or "worker <hash>"
+  void* userData() const;        // free slot for the owner (e.g. agent session)
+  void setUserData(void* p);
+  struct Impl;
+  Impl* impl() { return impl_.get(); }
+
+ private:
+  friend class Listener;
+  explicit Endpoint(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Listener {
+ public:
+  // Listens on "host:port" (port 0 = any; see port()). Each accepted
+  // connection becomes an Endpoint handed to `on_accept` (ownership moves).
+  static Result<std::unique_ptr<Listener>> listen(
+      Worker& worker, const std::string& host_port,
+      std::function<void(std::unique_ptr<Endpoint>)> on_accept);
+  ~Listener();
+  uint16_t port() const;
+  struct Impl;
+
+ private:
+  explicit Listener(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Counters a PeerGroup keeps; tests and benchmarks read them.
+struct PeerGroupCounters {
+  uint64_t messages_sent = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t cts_granted = 0;              // clear-to-send grants issued
+  uint64_t cts_waits = 0;                // sends that waited for a CTS
+  uint64_t max_inflight_to_me = 0;       // high-water mark of admitted bytes
+  std::vector<uint64_t> lane_messages;   // messages sent per lane index
+};
+
+// Ranks addressed by the worker addresses the caller exchanged (e.g. with
+// the previous coll module's allgather). Endpoints are created lazily on
+// first use and reused. Tags are per group: `tag` is the caller's 32-bit
+// value; source rank and group id are folded in by the group.
+class PeerGroup {
+ public:
+  static Result<std::unique_ptr<PeerGroup>> create(Worker& worker, uint32_t group_id, int rank,
+                                                   std::vector<std::vector<uint8_t>> addresses);
+  ~PeerGroup();
+  int rank() const;
+  int size() const;
+
+  Status isend(int peer, uint32_t tag, const void* data, size_t length, Request& request);
+  Status irecv(int peer, uint32_t tag, void* data, size_t length, Request& request);
+  // Blocking helpers bounded by `timeout_ms`.
+  Status send(int peer, uint32_t tag, const void* data, size_t length, int64_t timeout_ms);
+  Status recv(int peer, uint32_t tag, void* data, size_t length, int64_t timeout_ms);
+  Status sendrecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
+                  uint32_t tag, int64_t timeout_ms);
+
+  const PeerGroupCounters& counters() const;
+  Worker& worker();
+  struct Impl;
+
+ private:
+  explicit PeerGroup(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchagg::ucx
