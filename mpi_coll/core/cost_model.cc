@@ -1,0 +1,176 @@
+#include "cost_model.h"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace switchagg::coll {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Defaults, calibrated with switchagg-bench on the reference machine (2 cores,
+// 4 ranks oversubscribed, UCX over posix shm / TCP loopback; see
+// docs/selection.md for how to recalibrate). `net` rows are a RoCE-class
+// fabric guess (~5 us, ~10 GB/s) until measured on one.
+//          algorithm                     locality        alpha_us beta_ns gamma_ns
+const CostEntry kDefaultTable[] = {
+    {Algorithm::kRecursiveDoubling, Locality::kShm, 3.0, 0.20, 0.30},
+    {Algorithm::kRecursiveDoubling, Locality::kNet, 6.0, 0.12, 0.30},
+    {Algorithm::kRing,              Locality::kShm, 4.0, 0.20, 0.30},
+    {Algorithm::kRing,              Locality::kNet, 7.0, 0.12, 0.30},
+    {Algorithm::kRabenseifner,      Locality::kShm, 4.0, 0.20, 0.30},
+    {Algorithm::kRabenseifner,      Locality::kNet, 7.0, 0.12, 0.30},
+    {Algorithm::kHierarchical,      Locality::kShm, 2.5, 0.15, 0.30},
+    {Algorithm::kSwitch,            Locality::kNet, 10.0, 0.20, 0.0},
+    {Algorithm::kPrevious,          Locality::kShm, 3.0, 0.25, 0.35},
+    {Algorithm::kPrevious,          Locality::kNet, 6.0, 0.15, 0.35},
+};
+
+int floorPow2(int p) {
+  int p2 = 1;
+  while (p2 * 2 <= p) p2 *= 2;
+  return p2;
+}
+
+int ceilLog2(int p) {
+  int steps = 0;
+  while ((1 << steps) < p) ++steps;
+  return steps;
+}
+
+double us(double ns) { return ns * 1e-3; }
+
+// Extra exchange when p is not a power of two: the ranks beyond p2 fold their
+// vector into a partner first and get the result back at the end.
+double foldUs(const CostEntry& c, double n, int p) {
+  if (p == floorPow2(p)) return 0;
+  return 2 * (c.alpha_us + us(n * c.beta_ns)) + us(n * c.gamma_ns);
+}
+
+double recursiveDoublingUs(const CostEntry& c, double n, int p) {
+  const int p2 = floorPow2(p);
+  return ceilLog2(p2) * (c.alpha_us + us(n * (c.beta_ns + c.gamma_ns))) + foldUs(c, n, p);
+}
+
+double ringUs(const CostEntry& c, double n, int p) {
+  const double f = double(p - 1) / p;
+  return 2 * (p - 1) * c.alpha_us + us(2 * f * n * c.beta_ns) + us(f * n * c.gamma_ns);
+}
+
+double rabenseifnerUs(const CostEntry& c, double n, int p) {
+  const int p2 = floorPow2(p);
+  const double f = double(p2 - 1) / p2;
+  return 2 * ceilLog2(p2) * c.alpha_us + us(2 * f * n * c.beta_ns) + us(f * n * c.gamma_ns) +
+         foldUs(c, n, p);
+}
+
+}  // namespace
+
+const char* localityName(Locality l) { return l == Locality::kShm ? "shm" : "net"; }
+
+bool parseLocality(const std::string& name, Locality* out) {
+  if (strcasecmp(name.c_str(), "shm") == 0) {
+    *out = Locality::kShm;
+  } else if (strcasecmp(name.c_str(), "net") == 0) {
+    *out = Locality::kNet;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+CostModel CostModel::defaults() {
+  CostModel m;
+  m.entries_.assign(std::begin(kDefaultTable), std::end(kDefaultTable));
+  return m;
+}
+
+const CostEntry* CostModel::find(Algorithm a, Locality l) const {
+  for (const CostEntry& e : entries_) {
+    if (e.algorithm == a && e.locality == l) return &e;
+  }
+  return nullptr;
+}
+
+void CostModel::set(const CostEntry& entry) {
+  for (CostEntry& e : entries_) {
+    if (e.algorithm == entry.algorithm && e.locality == entry.locality) {
+      e = entry;
+      return;
+    }
+  }
+  entries_.push_back(entry);
+}
+
+double CostModel::flatUs(Algorithm a, Locality l, size_t bytes, int p) const {
+  if (p <= 1) return 0;
+  const CostEntry* c = find(a, l);
+  if (c == nullptr) return kInf;
+  const double n = double(bytes);
+  switch (a) {
+    case Algorithm::kRecursiveDoubling: return recursiveDoublingUs(*c, n, p);
+    case Algorithm::kRing: return ringUs(*c, n, p);
+    case Algorithm::kRabenseifner: return rabenseifnerUs(*c, n, p);
+    case Algorithm::kPrevious:
+      return std::min({recursiveDoublingUs(*c, n, p), ringUs(*c, n, p), rabenseifnerUs(*c, n, p)});
+    default: return kInf;
+  }
+}
+
+double CostModel::hierarchicalUs(const SelectionInput& in) const {
+  const CostEntry* intra = find(Algorithm::kHierarchical, Locality::kShm);
+  if (intra == nullptr) return kInf;
+  const double n = double(in.bytes);
+  const int steps = ceilLog2(std::max(1, in.ranks_per_node));
+  const double reduce = steps * (intra->alpha_us + us(n * (intra->beta_ns + intra->gamma_ns)));
+  const double bcast = steps * (intra->alpha_us + us(n * intra->beta_ns));
+  double leaders = 0;
+  if (in.nodes > 1) {
+    leaders = std::min({flatUs(Algorithm::kRecursiveDoubling, Locality::kNet, in.bytes, in.nodes),
+                        flatUs(Algorithm::kRing, Locality::kNet, in.bytes, in.nodes),
+                        flatUs(Algorithm::kRabenseifner, Locality::kNet, in.bytes, in.nodes)});
+  }
+  return reduce + leaders + bcast;
+}
+
+double CostModel::switchUs(const SelectionInput& in) const {
+  if (!in.switch_available) return kInf;
+  const CostEntry* c = find(Algorithm::kSwitch, Locality::kNet);
+  if (c == nullptr) return kInf;
+  const size_t slot = in.switch_slot_bytes > 0 ? in.switch_slot_bytes : kDefaultSlotBytes;
+  const size_t window = size_t(in.switch_window > 0 ? in.switch_window : kDefaultWindow);
+  const size_t chunks = std::max<size_t>(1, (in.bytes + slot - 1) / slot);
+  const size_t rounds = (chunks + window - 1) / window;
+  const double n = double(in.bytes);
+  return double(rounds) * c->alpha_us + us(n * c->beta_ns) +
+         us(double(in.comm_size) * n * c->gamma_ns);
+}
+
+double CostModel::predictUs(Algorithm a, const SelectionInput& in) const {
+  const Locality flat = in.nodes > 1 ? Locality::kNet : Locality::kShm;
+  switch (a) {
+    case Algorithm::kHierarchical: return in.comm_size <= 1 ? 0 : hierarchicalUs(in);
+    case Algorithm::kSwitch: return switchUs(in);
+    default: return flatUs(a, flat, in.bytes, in.comm_size);
+  }
+}
+
+std::string CostModel::toText() const {
+  std::string text =
+      "# cost <algorithm> <locality> alpha_us=<per step> beta_ns=<per byte sent> "
+      "gamma_ns=<per byte reduced>\n";
+  char line[160];
+  for (const CostEntry& e : entries_) {
+    snprintf(line, sizeof line, "cost %-18s %s alpha_us=%g beta_ns=%g gamma_ns=%g\n",
+             algorithmName(e.algorithm), localityName(e.locality), e.alpha_us, e.beta_ns,
+             e.gamma_ns);
+    text += line;
+  }
+  return text;
+}
+
+}  // namespace switchagg::coll

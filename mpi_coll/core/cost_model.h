@@ -1,0 +1,92 @@
+// The allreduce cost model: one readable table of constants per algorithm and
+// locality (NCCL-tuning style), and the classic alpha-beta-gamma formula per
+// algorithm. Pure data + pure functions: the selector ranks candidates by
+// predictUs(), switchagg-info prints them, tests check their shape.
+//
+// Units: alpha in microseconds per step (message latency incl. software),
+// beta in ns per byte on the wire (1 ns/B == 1 GB/s), gamma in ns per byte
+// reduced. n = bytes, p = ranks, p2 = largest power of two <= p.
+//
+//   recursive_doubling  log2(p2)·(α + nβ + nγ)              [+ fold, see below]
+//   ring                2(p−1)α + 2(p−1)/p·nβ + (p−1)/p·nγ
+//   rabenseifner        2·log2(p2)·α + 2(p2−1)/p2·nβ + (p2−1)/p2·nγ   [+ fold]
+//   hierarchical        intra reduce (shm, ceil(log2 ppn) steps of α+nβ+nγ)
+//                       + best flat algorithm among the node leaders (net rows)
+//                       + intra bcast (shm, ceil(log2 ppn) steps of α+nβ)
+//   switch              α·ceil(ceil(n/slot)/W) + nβ + p·nγ   (each rank sends
+//                       N and receives N; γ is the agent's per-contribution
+//                       reduce cost, 0 for a hardware switch)
+//   previous            min(rd, ring, rabenseifner) with its own rows: a model
+//                       of Open MPI tuned's decision on its own transport
+//   non-power-of-two fold (rd, rabenseifner): + 2(α + nβ) + nγ
+//
+// Flat algorithms use the `shm` row when the communicator sits on one node
+// and the `net` row otherwise (the slowest link sets the pace).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms.h"
+#include "switchagg/common/dtype.h"
+#include "switchagg/common/status.h"
+
+namespace switchagg::coll {
+
+// What the selector knows about one MPI_Allreduce call.
+struct SelectionInput {
+  size_t bytes = 0;               // message size (count * dtype size)
+  int comm_size = 1;
+  int ranks_per_node = 1;         // max ranks on one node in this communicator
+  int nodes = 1;
+  Dtype dtype = Dtype::kFloat32;
+  Op op = Op::kSum;
+  bool switch_available = false;  // lease present, agent joined, dtype/op advertised
+  int switch_window = 0;          // slots of the lease (chunks in flight); 0 = model default
+  size_t switch_slot_bytes = 0;   // payload bytes per slot; 0 = model default
+};
+
+enum class Locality { kShm, kNet };
+const char* localityName(Locality l);                 // "shm", "net"
+bool parseLocality(const std::string& name, Locality* out);
+
+struct CostEntry {
+  Algorithm algorithm = Algorithm::kRing;
+  Locality locality = Locality::kShm;
+  double alpha_us = 0;  // per step
+  double beta_ns = 0;   // per byte on the wire
+  double gamma_ns = 0;  // per byte reduced
+};
+
+class CostModel {
+ public:
+  // The constants calibrated on the reference machine (see docs/selection.md).
+  static CostModel defaults();
+
+  const std::vector<CostEntry>& entries() const { return entries_; }
+  const CostEntry* find(Algorithm a, Locality l) const;
+  // Replaces the row with the same (algorithm, locality), or adds it.
+  void set(const CostEntry& entry);
+
+  // Modeled time of one allreduce in microseconds; +infinity when the
+  // algorithm cannot run the input (switch not available, no table row).
+  double predictUs(Algorithm a, const SelectionInput& in) const;
+
+  // The table in the rules-file `cost` line format, one row per line, so
+  // `switchagg-info --select --dump-cost-model > f` gives an editable file.
+  std::string toText() const;
+
+  // Defaults used when SelectionInput leaves the switch geometry at 0.
+  static constexpr size_t kDefaultSlotBytes = 256 * 1024;
+  static constexpr int kDefaultWindow = 8;
+
+ private:
+  double flatUs(Algorithm a, Locality l, size_t n, int p) const;
+  double hierarchicalUs(const SelectionInput& in) const;
+  double switchUs(const SelectionInput& in) const;
+  std::vector<CostEntry> entries_;
+};
+
+}  // namespace switchagg::coll

@@ -1,0 +1,61 @@
+// Site selection rules: a small line format that pins an algorithm for a
+// range of message sizes / communicator shapes, and overrides rows of the
+// cost model. Documented in docs/selection.md; example config/selection.rules.
+//
+//   # comment
+//   allreduce bytes=0-4K np=2-64 ppn=* algorithm=recursive_doubling
+//   allreduce bytes=1M-* nodes=2-* algorithm=hierarchical
+//   cost ring shm alpha_us=4.5 beta_ns=0.2
+//
+// Ranges: `A-B` (inclusive), `A-*`, `A` (exactly), `*`. bytes take sizes
+// (4K, 1MiB, ...). Rule keys: bytes, np, ppn, nodes, dtype, op (all optional,
+// default *) and algorithm (required; a registry name or `auto`, which stops
+// later rules from matching and leaves the choice to the cost model).
+// The first matching rule wins. Errors name the source and line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost_model.h"
+
+namespace switchagg::coll {
+
+struct Range {
+  uint64_t lo = 0;
+  uint64_t hi = UINT64_MAX;  // inclusive
+  bool contains(uint64_t v) const { return v >= lo && v <= hi; }
+};
+
+struct Rule {
+  int line = 0;  // 1-based line in its source, for messages
+  Range bytes, np, ppn, nodes;
+  bool any_dtype = true;
+  Dtype dtype = Dtype::kFloat32;
+  bool any_op = true;
+  Op op = Op::kSum;
+  bool is_auto = false;  // algorithm=auto: leave the choice to the cost model
+  Algorithm algorithm = Algorithm::kPrevious;
+  bool matches(const SelectionInput& in) const;
+};
+
+struct Rules {
+  std::string source;  // file name or "<string>", for messages
+  std::vector<Rule> rules;
+  std::vector<CostEntry> cost_overrides;  // complete rows (defaults filled in)
+  // First rule that matches, or nullptr.
+  const Rule* match(const SelectionInput& in) const;
+  // Applies the cost overrides to `model`.
+  void applyCostOverrides(CostModel* model) const;
+  bool empty() const { return rules.empty() && cost_overrides.empty(); }
+};
+
+// Parses rules text. `base` supplies the values a partial `cost` line keeps.
+Result<Rules> parseRules(const std::string& text, const std::string& source,
+                         const CostModel& base = CostModel::defaults());
+// Reads and parses a file; a missing or unreadable file is an error.
+Result<Rules> loadRulesFile(const std::string& path,
+                            const CostModel& base = CostModel::defaults());
+
+}  // namespace switchagg::coll

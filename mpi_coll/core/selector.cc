@@ -1,0 +1,132 @@
+#include "selector.h"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace switchagg::coll {
+namespace {
+
+// Tie-break order when the model predicts equal times (e.g. p == 1).
+constexpr Algorithm kPreference[] = {
+    Algorithm::kRecursiveDoubling, Algorithm::kRabenseifner, Algorithm::kRing,
+    Algorithm::kHierarchical,      Algorithm::kSwitch,       Algorithm::kPrevious,
+};
+
+bool isEligible(Algorithm a, const SelectionInput& in, const SelectionPolicy& policy) {
+  if (a != Algorithm::kSwitch) return true;
+  return in.switch_available && strcasecmp(policy.offload.c_str(), "off") != 0;
+}
+
+void pushUnique(std::vector<Algorithm>* list, Algorithm a) {
+  if (std::find(list->begin(), list->end(), a) == list->end()) list->push_back(a);
+}
+
+// Every eligible candidate not yet in `head`, fastest first by the model.
+std::vector<Algorithm> costRanking(const SelectionInput& in, const CostModel& model,
+                                   const SelectionPolicy& policy) {
+  std::vector<std::pair<double, Algorithm>> scored;
+  for (Algorithm a : kPreference) {
+    if (!isEligible(a, in, policy)) continue;
+    const double t = model.predictUs(a, in);
+    if (std::isfinite(t) || a == Algorithm::kPrevious) scored.emplace_back(t, a);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<Algorithm> ranked;
+  for (const auto& s : scored) ranked.push_back(s.second);
+  return ranked;
+}
+
+}  // namespace
+
+Status validatePolicy(const SelectionPolicy& policy) {
+  Algorithm a;
+  if (strcasecmp(policy.forced.c_str(), "auto") != 0 && !parseAlgorithm(policy.forced, &a)) {
+    return Status(Code::kInvalidArgument, "allreduce_algorithm: unknown '" + policy.forced +
+                                              "' (expected auto|" + algorithmNameList() + ")");
+  }
+  for (const char* ok : {"auto", "on", "off"}) {
+    if (strcasecmp(policy.offload.c_str(), ok) == 0) return Status::Ok();
+  }
+  return Status(Code::kInvalidArgument,
+                "offload: unknown '" + policy.offload + "' (expected auto|on|off)");
+}
+
+Decision decide(const SelectionInput& in, const CostModel& model, const Rules& rules,
+                const SelectionPolicy& policy) {
+  Decision d;
+  Algorithm forced;
+  if (strcasecmp(policy.forced.c_str(), "auto") != 0 && parseAlgorithm(policy.forced, &forced) &&
+      isEligible(forced, in, policy)) {
+    d.ranked.push_back(forced);
+    d.reason = "forced";
+  }
+  if (strcasecmp(policy.offload.c_str(), "on") == 0 && isEligible(Algorithm::kSwitch, in, policy)) {
+    pushUnique(&d.ranked, Algorithm::kSwitch);
+    if (d.reason.empty()) d.reason = "offload=on";
+  }
+  if (d.ranked.empty()) {
+    const Rule* rule = rules.match(in);
+    if (rule != nullptr && !rule->is_auto && isEligible(rule->algorithm, in, policy)) {
+      d.ranked.push_back(rule->algorithm);
+      d.reason = "rule " + rules.source + ":" + std::to_string(rule->line);
+    }
+  }
+  if (d.reason.empty()) d.reason = "cost model";
+  for (Algorithm a : costRanking(in, model, policy)) pushUnique(&d.ranked, a);
+  pushUnique(&d.ranked, Algorithm::kPrevious);
+  // Nothing after previous: it never declines.
+  d.ranked.erase(std::find(d.ranked.begin(), d.ranked.end(), Algorithm::kPrevious) + 1,
+                 d.ranked.end());
+  return d;
+}
+
+std::vector<Algorithm> rankCandidates(const SelectionInput& in, const CostModel& model,
+                                      const Rules& rules, const SelectionPolicy& policy) {
+  return decide(in, model, rules, policy).ranked;
+}
+
+std::vector<DecisionRow> decisionTable(SelectionInput base, size_t min_bytes, size_t max_bytes,
+                                       const CostModel& model, const Rules& rules,
+                                       const SelectionPolicy& policy) {
+  std::vector<DecisionRow> rows;
+  size_t bytes = std::max<size_t>(1, min_bytes);
+  while (true) {
+    base.bytes = bytes;
+    const Decision d = decide(base, model, rules, policy);
+    if (!rows.empty() && rows.back().algorithm == d.ranked.front() &&
+        rows.back().reason == d.reason) {
+      rows.back().hi_bytes = bytes;
+    } else {
+      rows.push_back(DecisionRow{bytes, bytes, d.ranked.front(), d.reason});
+    }
+    if (bytes >= max_bytes || bytes > (SIZE_MAX >> 1)) break;
+    bytes = std::min(bytes * 2, max_bytes);
+  }
+  return rows;
+}
+
+Result<Selector> Selector::create(const SelectionPolicy& policy, const std::string& rules_path) {
+  SWITCHAGG_RETURN_IF_ERROR(validatePolicy(policy));
+  Rules rules;
+  if (!rules_path.empty()) {
+    Result<Rules> loaded = loadRulesFile(rules_path);
+    if (!loaded.ok()) return loaded.status();
+    rules = std::move(*loaded);
+  }
+  CostModel model = CostModel::defaults();
+  rules.applyCostOverrides(&model);
+  return fromParts(policy, std::move(rules), std::move(model));
+}
+
+Selector Selector::fromParts(SelectionPolicy policy, Rules rules, CostModel model) {
+  Selector s;
+  s.policy_ = std::move(policy);
+  s.rules_ = std::move(rules);
+  s.model_ = std::move(model);
+  return s;
+}
+
+}  // namespace switchagg::coll

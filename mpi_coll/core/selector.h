@@ -1,0 +1,86 @@
+// Selection: ranks the allreduce candidates for one call. A pure function of
+// the call (SelectionInput), the cost model, the site rules and the policy
+// (MCA parameters), so it is unit-tested without MPI.
+//
+// Precedence, highest first:
+//   1. offload=off removes `switch` everywhere (even if forced or ruled).
+//   2. A forced algorithm (coll_switchagg_allreduce_algorithm != auto) goes first.
+//   3. offload=on puts `switch` first whenever it can serve (after a forced one).
+//   4. The first matching rule's algorithm goes first (algorithm=auto: skip).
+//   5. The cost model ranks the remaining candidates, fastest first.
+// `switch` is only a candidate when SelectionInput::switch_available. The
+// list always ends with kPrevious and nothing follows it: the previous coll
+// module never declines, so candidates the model ranks below it are dropped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algorithms.h"
+#include "cost_model.h"
+#include "rules.h"
+
+namespace switchagg::coll {
+
+struct SelectionPolicy {
+  std::string forced = "auto";   // coll_switchagg_allreduce_algorithm
+  std::string offload = "auto";  // coll_switchagg_offload: auto|on|off
+};
+
+// Checks forced/offload against the allowed names; the error names the value.
+Status validatePolicy(const SelectionPolicy& policy);
+
+// Ranked candidates, best first; the caller tries each (a candidate may
+// decline at run time), and kPrevious is always last.
+std::vector<Algorithm> rankCandidates(const SelectionInput& in, const CostModel& model,
+                                      const Rules& rules, const SelectionPolicy& policy);
+
+// The same ranking plus why the first one was chosen, for verbose output:
+// "forced", "offload=on", "rule <file>:<line>", "cost model".
+struct Decision {
+  std::vector<Algorithm> ranked;
+  std::string reason;
+};
+Decision decide(const SelectionInput& in, const CostModel& model, const Rules& rules,
+                const SelectionPolicy& policy);
+
+// One row of a decision table: for every power-of-two size in [lo, hi] the
+// first choice is `algorithm` for the same reason.
+struct DecisionRow {
+  size_t lo_bytes = 0;
+  size_t hi_bytes = 0;
+  Algorithm algorithm = Algorithm::kPrevious;
+  std::string reason;
+};
+// Sweeps powers of two from min_bytes to max_bytes (base gives the shape).
+std::vector<DecisionRow> decisionTable(SelectionInput base, size_t min_bytes, size_t max_bytes,
+                                       const CostModel& model, const Rules& rules,
+                                       const SelectionPolicy& policy);
+
+// Bundles what a communicator needs: policy, rules (from a file) and the cost
+// model with the rules' overrides applied. Cheap to copy.
+class Selector {
+ public:
+  Selector() = default;
+  // rules_path may be empty (no rules). Errors: bad policy, unreadable or
+  // malformed rules file (message names file and line).
+  static Result<Selector> create(const SelectionPolicy& policy, const std::string& rules_path);
+  static Selector fromParts(SelectionPolicy policy, Rules rules, CostModel model);
+
+  std::vector<Algorithm> rank(const SelectionInput& in) const {
+    return rankCandidates(in, model_, rules_, policy_);
+  }
+  Decision decide(const SelectionInput& in) const {
+    return coll::decide(in, model_, rules_, policy_);
+  }
+  const CostModel& model() const { return model_; }
+  const Rules& rules() const { return rules_; }
+  const SelectionPolicy& policy() const { return policy_; }
+
+ private:
+  SelectionPolicy policy_;
+  Rules rules_;
+  CostModel model_ = CostModel::defaults();
+};
+
+}  // namespace switchagg::coll
