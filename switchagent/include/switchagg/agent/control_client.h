@@ -1,0 +1,119 @@
+// Client of the switch agent's control API (docs/control-api.md), used by
+// switchagg-ctl, the Slurm SPANK plugin and tests.
+//
+// Promises: no exception escapes any function here; every failure is a
+// Status whose message starts with the server's error code ("quota_exceeded:
+// uid 1000 holds ...") or, when the agent cannot be reached, names the
+// address; every call is bounded by ControlClientOptions::timeout_ms. Links
+// no UCX and no MPI (safe inside slurmd). On TCP a munge credential is
+// attached when libmunge is available (and munged answers), so the agent
+// knows who calls; on a Unix socket the kernel tells it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "switchagg/common/status.h"
+
+namespace switchagg::agent {
+
+// Where the agent's control API listens: "unix:/path", "http://host:port",
+// "host:port" (also "[v6addr]:port"). A bare absolute path means unix:.
+struct ControlAddress {
+  bool is_unix = true;
+  std::string path;  // unix socket path
+  std::string host;  // TCP host (name or literal)
+  int port = 0;
+  std::string toString() const;  // canonical: "unix:/path" or "host:port"
+};
+Result<ControlAddress> parseControlAddress(const std::string& text);
+
+constexpr const char* kDefaultControlSocket = "/run/switchagg/agent.sock";
+// $SWITCHAGG_CONTROL if set, else "unix:/run/switchagg/agent.sock".
+std::string defaultControlAddress();
+
+struct ControlClientOptions {
+  std::string address;       // empty: defaultControlAddress()
+  int timeout_ms = 5000;     // connect + request + response, in total
+  bool use_munge = true;     // attach a munge credential on TCP when possible
+  std::string munge_socket;  // empty: $SWITCHAGG_MUNGE_SOCKET, else libmunge's default
+};
+
+struct LeaseInfo {
+  std::string job;
+  uint32_t uid = 0;
+  int slots = 0;
+  int64_t ttl_s = 0;
+  int64_t expires_in_s = 0;
+  std::string token;         // only from create/fetchToken; empty in listings
+  std::string data_address;  // UCX address of the data plane ("host:port")
+  int groups = 0;            // listings only
+  bool created = false;      // createLease: true = new (201), false = existing (200)
+};
+
+struct Capability {
+  std::string dtype;  // "float32", ...
+  std::vector<std::string> ops;
+};
+
+struct AgentStatus {
+  std::string version;
+  bool draining = false;
+  std::string data_address;
+  int slots_total = 0;
+  int slots_in_use = 0;
+  uint64_t slot_bytes = 0;
+  int leases = 0;
+  int groups = 0;
+  std::vector<Capability> capabilities;
+  std::map<std::string, uint64_t> counters;  // numeric counters from the data plane
+};
+
+// Raw reply, for tools that print the agent's JSON as is (switchagg-ctl --json).
+struct ControlReply {
+  int http_status = 0;
+  std::string body;
+};
+
+// Maps a control API error code ("quota_exceeded") to the Status code the
+// client reports: bad_request/conflict -> kInvalidArgument, unauthenticated/
+// policy_denied -> kDenied, quota_exceeded -> kNoResource, draining ->
+// kUnsupported, not_found -> kAborted, internal/other -> kInternal.
+Code codeForControlError(const std::string& error);
+// The server's error code that starts a Status message ("quota_exceeded"),
+// "unreachable" for connection failures/timeouts, or "" when ok.
+std::string controlErrorOf(const Status& status);
+
+class ControlClient {
+ public:
+  explicit ControlClient(ControlClientOptions options = {});
+
+  const std::string& address() const { return address_; }
+
+  Result<AgentStatus> status();
+  Result<std::vector<LeaseInfo>> listLeases();
+  // uid < 0: the caller's own uid; slots <= 0 / ttl_s <= 0: policy defaults.
+  // Idempotent per job (same uid -> the same lease back, created=false).
+  Result<LeaseInfo> createLease(const std::string& job, int64_t uid, int slots, int64_t ttl_s);
+  Result<LeaseInfo> fetchToken(const std::string& job);  // owner or admin
+  Result<LeaseInfo> renewLease(const std::string& job, int64_t ttl_s);
+  // Idempotent: true if a lease was deleted, false if there was none.
+  Result<bool> deleteLease(const std::string& job);
+  // Returns the agent's draining state after the call.
+  Result<bool> drain(bool on);
+
+  // One request; a non-2xx answer is still a reply here (not an error).
+  Result<ControlReply> request(const std::string& method, const std::string& path,
+                               const std::string& body = "");
+
+ private:
+  Result<std::string> call(const std::string& method, const std::string& path,
+                           const std::string& body, int* http_status = nullptr);
+
+  ControlClientOptions options_;
+  std::string address_;
+};
+
+}  // namespace switchagg::agent

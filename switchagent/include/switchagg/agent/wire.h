@@ -1,0 +1,146 @@
+// The agent's data-plane wire protocol (v1), shared by the agent and the
+// data-plane client. No UCX here: a message is an active-message *header*
+// (fixed size per type, at most kMaxHeaderBytes) plus a *body* (payload
+// chunk, capability table or error text) that travels as the AM data, so
+// neither side copies a payload to frame it.
+//
+// Header layout, little-endian:
+//   0 magic u32 "SAGW" | 4 version u8 | 5 type u8 | 6 reserved u16 (0)
+//   8 token[16] (lease token, raw) | 24 group_id u64 | 32.. type fields
+// Type fields and semantics: docs/agent-protocol.md.
+//
+// decode() validates everything that does not need agent state (magic,
+// version, type, exact lengths, reserved bits, dtype/op, rank < size,
+// count * dtype size == body length, capability table, text); the engine
+// checks the rest (token, group, slot, chunk, duplicates, mismatches).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "switchagg/common/dtype.h"
+
+namespace switchagg::agent::wire {
+
+constexpr uint32_t kMagic = 0x57474153;  // bytes "SAGW"
+constexpr uint8_t kVersion = 1;
+constexpr uint16_t kAmToAgent = 40;      // active-message id, client -> agent
+constexpr uint16_t kAmToClient = 41;     // active-message id, agent -> client
+constexpr size_t kTokenBytes = 16;
+constexpr size_t kCommonHeaderBytes = 32;
+constexpr size_t kMaxHeaderBytes = 64;
+constexpr uint32_t kMaxGroupSize = 4096;
+constexpr uint32_t kMaxWindow = 4096;
+constexpr uint32_t kMaxSlotBytes = 64u << 20;
+constexpr size_t kMaxTextBytes = 512;
+
+using Token = std::array<uint8_t, kTokenBytes>;
+
+enum class MsgType : uint8_t {
+  kHello = 1,     // client -> agent: is my token valid? what can you do?
+  kHelloAck = 2,  // agent -> client: max window, slot bytes, capabilities
+  kJoin = 3,      // client -> agent: join group (size, rank, window request)
+  kJoinAck = 4,   // agent -> every member once all joined: window, slot bytes
+  kContrib = 5,   // client -> agent: one chunk of a member's vector
+  kResult = 6,    // agent -> every member: the reduced chunk
+  kLeave = 7,     // client -> agent: member leaves the group
+  kAbort = 8,     // agent -> members: the group is dead (reason, text)
+  kError = 9,     // agent -> sender: this message was rejected (reason, text)
+};
+constexpr int kMaxMsgType = 9;
+
+// Why a message was rejected or a group aborted. Wire-stable: append only.
+enum class Reason : uint16_t {
+  kNone = 0,
+  kBadToken = 1,             // unknown or expired lease token
+  kMalformed = 2,            // undecodable: bad magic, length, reserved bits, text
+  kVersion = 3,              // protocol version not spoken here
+  kBadType = 4,              // unknown message type, or one the receiver never accepts
+  kBadDtypeOp = 5,           // dtype/op not valid or not reducible together
+  kUnknownGroup = 6,         // no such group for this lease
+  kSizeMismatch = 7,         // members disagree on the group size
+  kRankOutOfRange = 8,
+  kDuplicateJoin = 9,        // rank already joined (or left) this group
+  kNoResource = 10,          // no free slots in the lease or the pool
+  kSlotOutOfRange = 11,      // slot >= window or slot != chunk % window
+  kChunkOutOfWindow = 12,    // chunk not the one this slot expects next
+  kDuplicateContribution = 13,
+  kCountMismatch = 14,       // element count / call size differs between members
+  kOpMismatch = 15,          // dtype or op differs between members
+  kOversize = 16,            // chunk larger than the slot
+  kWrongMember = 17,         // message for a rank from another connection
+  kNotJoined = 18,           // contribution before the group formed
+  kMemberFailed = 19,        // a member's connection failed
+  kMemberTimeout = 20,       // a member silent for member_timeout_ms
+  kMemberLeft = 21,          // a member left while the group was in use
+  kJoinTimeout = 22,         // not all members joined in time
+  kLeaseRevoked = 23,        // lease deleted or expired
+  kShutdown = 24,            // agent shutting down
+};
+constexpr int kMaxReason = 24;
+const char* reasonName(Reason r);  // "bad_token", ... (metrics labels)
+
+// Ops the agent reduces per dtype: bit (1 << op value) in mask[dtype value].
+struct CapTable {
+  std::array<uint16_t, kNumDtypes + 1> mask{};
+  bool supports(Dtype d, Op o) const;
+  void add(Dtype d, Op o);
+  bool operator==(const CapTable& other) const { return mask == other.mask; }
+};
+
+// One decoded (or to-be-encoded) message. Fields unused by a type stay 0.
+struct Message {
+  MsgType type = MsgType::kHello;
+  Token token{};
+  uint64_t group_id = 0;
+  uint32_t size = 0;        // JOIN, JOIN_ACK
+  uint32_t rank = 0;        // JOIN, JOIN_ACK, CONTRIB, LEAVE
+  uint32_t window = 0;      // JOIN (request, 0 = as many as allowed), JOIN_ACK, HELLO_ACK (max)
+  uint32_t slot_bytes = 0;  // HELLO_ACK, JOIN_ACK
+  uint32_t slot = 0;        // CONTRIB, RESULT
+  uint64_t chunk = 0;       // CONTRIB, RESULT, ERROR (the rejected chunk, if any)
+  uint64_t call_elems = 0;  // CONTRIB, RESULT: elements of the whole allreduce
+  Dtype dtype = Dtype::kInt32;
+  Op op = Op::kSum;
+  uint32_t count = 0;       // CONTRIB, RESULT: elements in this chunk
+  Reason reason = Reason::kNone;  // ABORT, ERROR
+  CapTable caps;            // HELLO_ACK, JOIN_ACK
+  std::string text;         // ABORT, ERROR (printable ASCII, <= kMaxTextBytes)
+  const void* payload = nullptr;  // CONTRIB, RESULT: points into the decoded body
+  size_t payload_bytes = 0;
+};
+
+// Encoded header plus the body the encoder owns (capability table, text).
+// CONTRIB/RESULT bodies are the caller's payload, passed alongside.
+struct Frame {
+  std::array<uint8_t, kMaxHeaderBytes> header{};
+  size_t header_bytes = 0;
+  std::vector<uint8_t> body;
+};
+
+// Encodes `m` (the caller vouches for its fields; encode clamps text).
+Frame encode(const Message& m);
+// Header length of a type (0 if unknown).
+size_t headerBytes(MsgType t);
+
+// Decodes and validates. Returns kNone and fills *out, or the reason.
+// out->payload points into `body` (valid as long as body is).
+Reason decode(const void* header, size_t header_bytes, const void* body, size_t body_bytes,
+              Message* out);
+
+// One contiguous buffer "[u16 header_bytes][header][body]": used by the
+// fuzzer, its corpus and tests; UCX carries header and body separately.
+std::vector<uint8_t> toFramed(const Frame& f, const void* payload = nullptr,
+                              size_t payload_bytes = 0);
+Reason decodeFramed(const void* data, size_t bytes, Message* out);
+
+// 32 lowercase (or uppercase) hex chars <-> raw token.
+bool tokenFromHex(const std::string& hex, Token* out);
+std::string tokenToHex(const Token& t);
+// Constant-time comparison (tokens are secrets).
+bool tokenEqual(const Token& a, const Token& b);
+
+}  // namespace switchagg::agent::wire

@@ -1,0 +1,278 @@
+#include "lease_table.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace switchagg::agent {
+
+int64_t steadyNowMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+Result<std::string> newLeaseToken() {
+  unsigned char raw[16];
+  size_t got = 0;
+  while (got < sizeof raw) {
+    ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status(Code::kIoError, std::string("getrandom: ") + strerror(errno));
+    }
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string token(32, '0');
+  for (size_t i = 0; i < sizeof raw; ++i) {
+    token[2 * i] = kHex[raw[i] >> 4];
+    token[2 * i + 1] = kHex[raw[i] & 0xf];
+  }
+  return token;
+}
+
+namespace {
+
+// Job ids travel in URL paths and Prometheus labels: keep them plain.
+// Slurm ids look like "1234", "1234_7" (array) or "1234+0" (het job).
+bool validJobId(const std::string& job) {
+  if (job.empty() || job.size() > 64) return false;
+  for (char c : job) {
+    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              c == '.' || c == '_' || c == '-' || c == '+';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Constant-time comparison: a timing side channel must not reveal how many
+// leading characters of a guessed token are right.
+bool sameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+LeaseTable::LeaseTable(LeaseLimits limits) : limits_(limits) {}
+
+LeaseTable::~LeaseTable() { stopReaper(); }
+
+void LeaseTable::setRevokeCallback(RevokeCallback cb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  revoke_cb_ = std::move(cb);
+}
+
+std::optional<Lease> LeaseTable::findByToken(const std::string& token) const {
+  if (token.size() != 32) return std::nullopt;
+  int64_t now = steadyNowMs();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<Lease> found;
+  for (const auto& [job, lease] : by_job_) {
+    if (sameToken(lease.token, token) && lease.expires_at_ms > now) found = lease;
+  }
+  return found;
+}
+
+std::optional<Lease> LeaseTable::findByJob(const std::string& job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_job_.find(job);
+  if (it == by_job_.end()) return std::nullopt;
+  return it->second;
+}
+
+Status LeaseTable::checkQuotaLocked(const std::string& job, uint32_t uid, int slots) const {
+  if (slots > limits_.max_slots_per_job) {
+    return Status(Code::kNoResource, "job " + job + " asks for " + std::to_string(slots) +
+                                         " slots; policy.max_slots_per_job is " +
+                                         std::to_string(limits_.max_slots_per_job));
+  }
+  int user_slots = 0;
+  for (const auto& [j, lease] : by_job_) {
+    if (lease.uid == uid) user_slots += lease.slots;
+  }
+  if (user_slots + slots > limits_.max_slots_per_user) {
+    return Status(Code::kNoResource,
+                  "uid " + std::to_string(uid) + " holds " + std::to_string(user_slots) +
+                      " slots and asks for " + std::to_string(slots) +
+                      " more; policy.max_slots_per_user is " +
+                      std::to_string(limits_.max_slots_per_user));
+  }
+  int free_slots = limits_.pool_slots - slots_in_use_;
+  if (slots > free_slots) {
+    return Status(Code::kNoResource, "job " + job + " asks for " + std::to_string(slots) +
+                                         " slots; " + std::to_string(free_slots) + " of " +
+                                         std::to_string(limits_.pool_slots) +
+                                         " pool slots are free");
+  }
+  return Status::Ok();
+}
+
+Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t uid, int slots,
+                                               int64_t ttl_ms) {
+  if (!validJobId(job)) {
+    return Status(Code::kInvalidArgument,
+                  "job id must be 1-64 characters of [A-Za-z0-9._+-]");
+  }
+  if (slots < 1) {
+    return Status(Code::kInvalidArgument, "slots must be at least 1, got " + std::to_string(slots));
+  }
+  if (ttl_ms < 1000) {
+    return Status(Code::kInvalidArgument, "ttl must be at least 1 s");
+  }
+  Result<std::string> token = newLeaseToken();
+  if (!token.ok()) return token.status();
+
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_job_.find(job);
+  if (it != by_job_.end()) {
+    if (it->second.uid != uid) {
+      return Status(Code::kDenied, "job " + job + " is leased to uid " +
+                                       std::to_string(it->second.uid));
+    }
+    return Created{it->second, false};
+  }
+  if (draining_) {
+    return Status(Code::kUnsupported, "agent is draining: no new leases");
+  }
+  SWITCHAGG_RETURN_IF_ERROR(checkQuotaLocked(job, uid, slots));
+  Lease lease;
+  lease.job = job;
+  lease.uid = uid;
+  lease.slots = slots;
+  lease.token = std::move(*token);
+  lease.ttl_ms = ttl_ms;
+  lease.expires_at_ms = steadyNowMs() + ttl_ms;
+  by_job_[job] = lease;
+  slots_in_use_ += slots;
+  return Created{lease, true};
+}
+
+Result<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
+  if (ttl_ms < 1000) return Status(Code::kInvalidArgument, "ttl must be at least 1 s");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_job_.find(job);
+  if (it == by_job_.end()) return Status(Code::kAborted, "no lease for job " + job);
+  it->second.ttl_ms = ttl_ms;
+  it->second.expires_at_ms = steadyNowMs() + ttl_ms;
+  return it->second;
+}
+
+bool LeaseTable::remove(const std::string& job, const std::string& reason) {
+  std::vector<Lease> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_job_.find(job);
+    if (it == by_job_.end()) return false;
+    gone.push_back(it->second);
+    slots_in_use_ -= it->second.slots;
+    by_job_.erase(it);
+  }
+  fireRevoked(gone, reason);
+  return true;
+}
+
+std::vector<Lease> LeaseTable::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Lease> out;
+  out.reserve(by_job_.size());
+  for (const auto& [job, lease] : by_job_) out.push_back(lease);
+  return out;
+}
+
+int LeaseTable::expireAt(int64_t now_ms) {
+  std::vector<Lease> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = by_job_.begin(); it != by_job_.end();) {
+      if (it->second.expires_at_ms <= now_ms) {
+        gone.push_back(it->second);
+        slots_in_use_ -= it->second.slots;
+        it = by_job_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  fireRevoked(gone, "lease expired");
+  return static_cast<int>(gone.size());
+}
+
+void LeaseTable::revokeAll(const std::string& reason) {
+  std::vector<Lease> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [job, lease] : by_job_) gone.push_back(lease);
+    by_job_.clear();
+    slots_in_use_ = 0;
+  }
+  fireRevoked(gone, reason);
+}
+
+void LeaseTable::fireRevoked(const std::vector<Lease>& gone, const std::string& reason) {
+  if (gone.empty()) return;
+  RevokeCallback cb;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cb = revoke_cb_;
+  }
+  if (!cb) return;
+  for (const Lease& lease : gone) cb(lease, reason);
+}
+
+void LeaseTable::startReaper(int64_t tick_ms) {
+  std::lock_guard<std::mutex> lock(reaper_mu_);
+  if (reaper_.joinable()) return;
+  reaper_stop_ = false;
+  reaper_ = std::thread([this, tick_ms] {
+    std::unique_lock<std::mutex> lk(reaper_mu_);
+    while (!reaper_stop_) {
+      reaper_cv_.wait_for(lk, std::chrono::milliseconds(tick_ms));
+      if (reaper_stop_) break;
+      lk.unlock();
+      expireAt(steadyNowMs());
+      lk.lock();
+    }
+  });
+}
+
+void LeaseTable::stopReaper() {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    reaper_stop_ = true;
+    t = std::move(reaper_);
+  }
+  reaper_cv_.notify_all();
+  if (t.joinable()) t.join();
+}
+
+void LeaseTable::setDraining(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = on;
+}
+
+bool LeaseTable::draining() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return draining_;
+}
+
+int LeaseTable::slotsInUse() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slots_in_use_;
+}
+
+int LeaseTable::slotsOfUser(uint32_t uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [job, lease] : by_job_) {
+    if (lease.uid == uid) n += lease.slots;
+  }
+  return n;
+}
+
+}  // namespace switchagg::agent

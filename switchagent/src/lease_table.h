@@ -1,0 +1,110 @@
+// LeaseTable: the agent's record of which job holds how many aggregation
+// slots, for whom, until when, and under which secret token. The control
+// plane creates/renews/removes leases; the data plane looks tokens up on
+// every group join. A reaper thread expires leases whose TTL ran out, so a
+// crashed job cannot leak slots.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "switchagg/common/status.h"
+
+namespace switchagg::agent {
+
+struct Lease {
+  std::string job;            // Slurm job id or admin-chosen id
+  uint32_t uid = 0;           // owning user
+  int slots = 0;              // aggregation slots reserved from the pool
+  std::string token;          // 32 lowercase hex chars (128-bit secret)
+  int64_t expires_at_ms = 0;  // steady-clock ms
+  int64_t ttl_ms = 0;         // the TTL last granted (create or renew)
+};
+
+// Pool size and the per-job / per-user maxima the table enforces.
+struct LeaseLimits {
+  int pool_slots = 64;
+  int max_slots_per_job = 16;
+  int max_slots_per_user = 32;
+};
+
+// Steady-clock milliseconds, the time base of Lease::expires_at_ms.
+int64_t steadyNowMs();
+
+// 128 bits from getrandom(), as 32 lowercase hex characters.
+Result<std::string> newLeaseToken();
+
+class LeaseTable {  // thread-safe (one mutex)
+ public:
+  using RevokeCallback = std::function<void(const Lease&, const std::string& reason)>;
+
+  explicit LeaseTable(LeaseLimits limits);
+  ~LeaseTable();  // stops the reaper; does not revoke (call revokeAll first)
+  LeaseTable(const LeaseTable&) = delete;
+  LeaseTable& operator=(const LeaseTable&) = delete;
+
+  // Called (outside the table's lock) whenever a lease goes away: deleted,
+  // expired, or agent shutdown. The data plane aborts that lease's groups.
+  void setRevokeCallback(RevokeCallback cb);
+
+  // Only unexpired leases. Token comparison does not leak timing.
+  std::optional<Lease> findByToken(const std::string& token) const;
+  std::optional<Lease> findByJob(const std::string& job) const;
+
+  struct Created {
+    Lease lease;
+    bool created = false;  // false: the job already had a lease for this uid
+  };
+  // Idempotent per job: the same job and uid get the existing lease back
+  // unchanged. Errors (control API code in brackets): kInvalidArgument
+  // [bad_request] bad job/slots/ttl; kDenied [conflict] job held by another
+  // uid; kNoResource [quota_exceeded] the message names the limit and the
+  // numbers; kUnsupported [draining] the agent is draining.
+  Result<Created> create(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
+  // Extends the lease to now + ttl_ms. kAborted [not_found] if it is gone.
+  Result<Lease> renew(const std::string& job, int64_t ttl_ms);
+  // Removes the job's lease and fires the revoke callback; false if absent.
+  bool remove(const std::string& job, const std::string& reason);
+  std::vector<Lease> list() const;
+
+  // Removes every lease expired at `now_ms` (firing callbacks); returns how
+  // many. The reaper calls it each tick; tests call it with a chosen time.
+  int expireAt(int64_t now_ms);
+  // Revokes every lease (agent shutdown).
+  void revokeAll(const std::string& reason);
+
+  // Background expiry every tick_ms (blocking wait, no busy polling).
+  void startReaper(int64_t tick_ms = 1000);
+  void stopReaper();
+
+  void setDraining(bool on);
+  bool draining() const;
+  int slotsInUse() const;
+  int slotsOfUser(uint32_t uid) const;
+  const LeaseLimits& limits() const { return limits_; }
+
+ private:
+  Status checkQuotaLocked(const std::string& job, uint32_t uid, int slots) const;
+  void fireRevoked(const std::vector<Lease>& gone, const std::string& reason);
+
+  const LeaseLimits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, Lease> by_job_;
+  int slots_in_use_ = 0;
+  bool draining_ = false;
+  RevokeCallback revoke_cb_;
+
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool reaper_stop_ = false;
+  std::thread reaper_;
+};
+
+}  // namespace switchagg::agent
