@@ -1,7 +1,7 @@
 // RoCEv2 profile: which GID, traffic class, SL, MTU, timeouts and path
 // entropy UCX should use on this host, resolved from options plus discovery
 // (sysfs, or libibverbs where devices exist), and the UCX settings that
-// express it.
+// express it. docs/tuning.md explains every knob and its default.
 #pragma once
 
 #include <cstdint>
@@ -14,19 +14,38 @@
 
 namespace switchagg::ucx {
 
+inline constexpr const char* kDefaultSysfsRoot = "/sys/class/infiniband";
+// Lanes (endpoints per peer) that "auto" means once a RoCE GID is in use:
+// several QPs per peer give ECMP more entropy (different UDP source ports).
+inline constexpr int kRoceAutoLanes = 4;
+
 struct RoceOptions {
-  std::string sysfs_root = "/sys/class/infiniband";
+  std::string sysfs_root = kDefaultSysfsRoot;  // the default also enables ibverbs
   std::string device;          // "" = any; "mlx5_0" or "mlx5_0:1"
   std::string netdev;          // netdev carrying the job's traffic; "" = any
-  int dscp = 26;               // lossless class (PFC) DSCP; TC = dscp << 2
+  int dscp = 26;               // lossless class (PFC) DSCP; TC = dscp << 2 | ecn
+  bool ecn = false;            // set ECT(0) in the TC (106 for DSCP 26): DCQCN fabrics
   int sl = 3;                  // service level / priority for the class
-  int path_mtu = 4096;         // 1024|2048|4096
-  int rc_timeout_us = 0;       // 0 = keep UCX default; else RC_TIMEOUT
-  int rc_retry_count = 7;
-  bool adaptive_routing = true;
+  int path_mtu = 4096;         // 1024|2048|4096; 0 = UCX default (device best)
+  int rc_timeout_us = 1000000; // RC_TIMEOUT; 0 = keep UCX default
+  int rc_retry_count = 7;      // RC_RETRY_COUNT (hardware maximum)
+  bool adaptive_routing = true;  // IB_AR_ENABLE try (true) / no (false)
   int path_factor = 1;         // IB_ROCE_PATH_FACTOR (source-port entropy)
-  int num_paths = 0;           // 0 = UCX default
+  int num_paths = 0;           // IB_NUM_PATHS; 0 = UCX default
 };
+
+// Reads SWITCHAGG_ROCE_{SYSFS_ROOT,DEVICE,NETDEV,DSCP,ECN,SL,MTU,RC_TIMEOUT,
+// RETRY,AR,PATH_FACTOR,NUM_PATHS} over the defaults. A bad value gives
+// InvalidArgument naming the variable.
+Result<RoceOptions> roceOptionsFromEnvironment();
+
+// {env var, default, help} for each RoceOptions field (for --help and docs).
+struct RoceOptionDoc {
+  const char* env;
+  const char* default_value;
+  const char* help;
+};
+const std::vector<RoceOptionDoc>& roceOptionTable();
 
 // One GID table entry, from sysfs or ibv_query_gid_table.
 struct GidEntry {
@@ -37,7 +56,14 @@ struct GidEntry {
   std::string type;      // "RoCE v2", "IB/RoCE v1", ...
   std::string netdev;    // "eth0" (may be empty)
   bool port_active = true;
+  std::string link_layer = "Ethernet";  // "InfiniBand" ports are not RoCE
 };
+
+enum class GidKind { kInvalid, kZero, kIpv4Mapped, kLinkLocal, kIpv6Global };
+// Classifies GID text (8 groups of 4 hex digits, or any inet_pton IPv6 form).
+GidKind classifyGid(const std::string& gid);
+// "10.0.0.1" for an IPv4-mapped GID, else the compressed IPv6 form.
+std::string gidToAddress(const std::string& gid);
 
 struct RoceProfile {
   bool rdma_present = false;   // any RDMA device found
@@ -50,19 +76,33 @@ struct RoceProfile {
   int traffic_class = 0;
   int sl = 0;
   int path_mtu = 0;
-  int lanes = 1;
+  int lanes = 1;               // what lanes=auto means here (kRoceAutoLanes with RoCE)
   std::string reason;          // one line: why this GID / why none
+  std::string source;          // "sysfs:<root>", "ibverbs" or "none"
+  std::vector<std::string> devices;  // "mlx5_0:1 ACTIVE Ethernet (4 GIDs)" per port seen
+  // What the profile wants UCX to use (keys without the UCX_ prefix), in
+  // order; applyProfile() splits it into applied / left_to_user.
+  std::vector<std::pair<std::string, std::string>> ucx_settings;
   // UCX config keys (without UCX_ prefix) this profile set, and those it left
-  // alone because the user already set UCX_<key> in the environment.
+  // alone because the user already set UCX_<key> in the environment (there
+  // the value is the user's, and the key is the variable the user set).
   std::vector<std::pair<std::string, std::string>> applied;
   std::vector<std::pair<std::string, std::string>> left_to_user;
 };
 
 // Reads the GID table under `sysfs_root` (missing root = no devices, Ok).
 Result<std::vector<GidEntry>> readSysfsGids(const std::string& sysfs_root);
-// The one chooser: prefer RoCE v2 IPv4-mapped on `netdev` and an active port.
+// The same table from libibverbs (ibv_get_device_list + ibv_query_gid_table).
+// No devices or no libibverbs in the build = empty table, Ok.
+Result<std::vector<GidEntry>> readIbverbsGids();
+// The one chooser: prefer RoCE v2 IPv4-mapped on `netdev` and an active port,
+// then RoCE v2 global IPv6, then link-local, RoCE v1 last. Fills
+// ucx_settings; an empty table gives rdma_present=false and no settings.
 Result<RoceProfile> chooseProfile(const std::vector<GidEntry>& gids, const RoceOptions& options);
 // readSysfsGids (or ibverbs) + chooseProfile + the UCX key/value list.
 Result<RoceProfile> resolveProfile(const RoceOptions& options);
+// Logs profile.reason once per process: warn when no RDMA device (so a
+// silent fall-back to TCP is visible), info otherwise.
+void logProfileOnce(const RoceProfile& profile);
 
 }  // namespace switchagg::ucx
