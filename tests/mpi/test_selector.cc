@@ -1,0 +1,346 @@
+// Unit tests of selection: registry, cost-model shape (crossovers move the
+// right way), policy precedence, rules parsing and overrides.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "selector.h"
+
+namespace switchagg::coll {
+namespace {
+
+SelectionInput shape(size_t bytes, int np, int ppn = 0, bool sw = false) {
+  SelectionInput in;
+  in.bytes = bytes;
+  in.comm_size = np;
+  in.ranks_per_node = ppn > 0 ? ppn : np;
+  in.nodes = (np + in.ranks_per_node - 1) / in.ranks_per_node;
+  in.switch_available = sw;
+  return in;
+}
+
+Rules parseOk(const std::string& text) {
+  Result<Rules> r = parseRules(text, "test.rules");
+  EXPECT_TRUE(r.ok()) << r.status().toString();
+  return r.ok() ? *r : Rules{};
+}
+
+std::string parseError(const std::string& text) {
+  Result<Rules> r = parseRules(text, "test.rules");
+  EXPECT_FALSE(r.ok());
+  return r.status().message();
+}
+
+Algorithm first(const SelectionInput& in, const SelectionPolicy& policy = {},
+                const Rules& rules = {}, const CostModel& model = CostModel::defaults()) {
+  return rankCandidates(in, model, rules, policy).front();
+}
+
+// Smallest power-of-two size at which `b` is modeled no slower than `a`.
+size_t crossover(const CostModel& m, Algorithm a, Algorithm b, SelectionInput in) {
+  for (size_t n = 8; n <= (size_t(1) << 34); n *= 2) {
+    in.bytes = n;
+    if (m.predictUs(b, in) <= m.predictUs(a, in)) return n;
+  }
+  return 0;
+}
+
+TEST(Registry, NamesRoundTrip) {
+  ASSERT_EQ(algorithmRegistry().size(), 6u);
+  for (const AlgorithmInfo& info : algorithmRegistry()) {
+    Algorithm a;
+    ASSERT_TRUE(parseAlgorithm(info.name, &a)) << info.name;
+    EXPECT_EQ(a, info.id);
+    EXPECT_STREQ(algorithmName(a), info.name);
+    EXPECT_GT(std::string(info.description).size(), 10u);
+  }
+  Algorithm a;
+  EXPECT_TRUE(parseAlgorithm("Recursive_Doubling", &a));
+  EXPECT_FALSE(parseAlgorithm("auto", &a));
+  EXPECT_FALSE(parseAlgorithm("tree", &a));
+  EXPECT_EQ(algorithmNameList(), "ring|recursive_doubling|rabenseifner|hierarchical|switch|previous");
+}
+
+TEST(CostModel, FormulasMatchHandComputation) {
+  CostModel m;
+  m.set({Algorithm::kRing, Locality::kShm, 2.0, 1.0, 0.5});
+  m.set({Algorithm::kRecursiveDoubling, Locality::kShm, 2.0, 1.0, 0.5});
+  m.set({Algorithm::kRabenseifner, Locality::kShm, 2.0, 1.0, 0.5});
+  const SelectionInput in = shape(4000, 4);
+  // ring: 2*3*2 + 2*3/4*4000*1ns + 3/4*4000*0.5ns = 12 + 6 + 1.5
+  EXPECT_NEAR(m.predictUs(Algorithm::kRing, in), 19.5, 1e-9);
+  // rd: 2 steps * (2 + 4 + 2) = 16
+  EXPECT_NEAR(m.predictUs(Algorithm::kRecursiveDoubling, in), 16.0, 1e-9);
+  // rabenseifner: 2*2*2 + 6 + 1.5
+  EXPECT_NEAR(m.predictUs(Algorithm::kRabenseifner, in), 15.5, 1e-9);
+  // no row for hierarchical/switch/previous in this model: unusable
+  EXPECT_TRUE(std::isinf(m.predictUs(Algorithm::kHierarchical, in)));
+}
+
+TEST(CostModel, NonPowerOfTwoPaysTheFold) {
+  const CostModel m = CostModel::defaults();
+  for (Algorithm a : {Algorithm::kRecursiveDoubling, Algorithm::kRabenseifner}) {
+    // 5 ranks cost more than 4 and more than half-way to 8 for the latency term.
+    EXPECT_GT(m.predictUs(a, shape(1024, 5)), m.predictUs(a, shape(1024, 4))) << algorithmName(a);
+  }
+  // The ring has no fold: 5 ranks cost about what 4 ranks cost per byte.
+  const double r4 = m.predictUs(Algorithm::kRing, shape(1 << 24, 4));
+  const double r5 = m.predictUs(Algorithm::kRing, shape(1 << 24, 5));
+  EXPECT_LT(r5 / r4, 1.1);
+}
+
+TEST(CostModel, LatencyAlgorithmsWinSmallBandwidthAlgorithmsWinLarge) {
+  const CostModel m = CostModel::defaults();
+  EXPECT_EQ(first(shape(8, 8)), Algorithm::kRecursiveDoubling);
+  const Algorithm big = first(shape(64 << 20, 8));
+  EXPECT_TRUE(big == Algorithm::kRing || big == Algorithm::kRabenseifner ||
+              big == Algorithm::kPrevious) << algorithmName(big);
+  EXPECT_NE(big, Algorithm::kRecursiveDoubling);
+}
+
+TEST(CostModel, CrossoverMovesWithCommSize) {
+  // Ring's latency term grows linearly with p, recursive doubling's with
+  // log p: the size where ring starts to win must not shrink as p grows.
+  const CostModel m = CostModel::defaults();
+  size_t prev = 0;
+  for (int p : {4, 8, 16, 64, 256}) {
+    const size_t x = crossover(m, Algorithm::kRecursiveDoubling, Algorithm::kRing, shape(0, p));
+    ASSERT_GT(x, 0u) << "ring never wins at p=" << p;
+    EXPECT_GE(x, prev) << "p=" << p;
+    prev = x;
+  }
+  EXPECT_GT(prev, crossover(m, Algorithm::kRecursiveDoubling, Algorithm::kRing, shape(0, 4)));
+}
+
+TEST(CostModel, SwitchCostGrowsWithBytesAndShrinksWithWindow) {
+  const CostModel m = CostModel::defaults();
+  SelectionInput in = shape(16 << 20, 4, 4, true);
+  EXPECT_TRUE(std::isinf(m.predictUs(Algorithm::kSwitch, shape(1024, 4))));  // not available
+  in.switch_window = 1;
+  const double w1 = m.predictUs(Algorithm::kSwitch, in);
+  in.switch_window = 16;
+  const double w16 = m.predictUs(Algorithm::kSwitch, in);
+  EXPECT_LT(w16, w1);
+  in.bytes *= 2;
+  EXPECT_GT(m.predictUs(Algorithm::kSwitch, in), w16);
+}
+
+TEST(CostModel, SwitchBeatsRingAtScaleForLargeMessages) {
+  // Each rank sends N on the switch path, 2(p-1)/p N on a ring; at many nodes
+  // and large N the switch must win with the default table.
+  const SelectionInput in = shape(64 << 20, 256, 1, true);
+  const CostModel m = CostModel::defaults();
+  EXPECT_LT(m.predictUs(Algorithm::kSwitch, in), m.predictUs(Algorithm::kRing, in));
+}
+
+TEST(CostModel, HierarchicalWinsWithManyRanksPerNode) {
+  const CostModel m = CostModel::defaults();
+  const SelectionInput in = shape(8, 256, 32);  // 8 nodes x 32 ranks
+  EXPECT_LT(m.predictUs(Algorithm::kHierarchical, in), m.predictUs(Algorithm::kRing, in));
+}
+
+TEST(CostModel, TextDumpParsesBackToTheSameTable) {
+  CostModel m = CostModel::defaults();
+  m.set({Algorithm::kRing, Locality::kNet, 1.25, 0.5, 0.125});
+  Result<Rules> r = parseRules(m.toText(), "dump", CostModel());
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  CostModel back;
+  r->applyCostOverrides(&back);
+  ASSERT_EQ(back.entries().size(), m.entries().size());
+  const CostEntry* e = back.find(Algorithm::kRing, Locality::kNet);
+  ASSERT_NE(e, nullptr);
+  EXPECT_DOUBLE_EQ(e->alpha_us, 1.25);
+  EXPECT_DOUBLE_EQ(e->gamma_ns, 0.125);
+}
+
+TEST(Policy, ForcedAlgorithmIsHonoured) {
+  for (const AlgorithmInfo& info : algorithmRegistry()) {
+    if (info.id == Algorithm::kSwitch) continue;
+    SelectionPolicy p;
+    p.forced = info.name;
+    const Decision d = decide(shape(1 << 20, 4), CostModel::defaults(), {}, p);
+    EXPECT_EQ(d.ranked.front(), info.id) << info.name;
+    EXPECT_EQ(d.reason, "forced");
+    EXPECT_EQ(d.ranked.back(), Algorithm::kPrevious);
+  }
+}
+
+TEST(Policy, ForcedSwitchFallsToHostAlgorithmsWhenUnavailable) {
+  SelectionPolicy p;
+  p.forced = "switch";
+  EXPECT_EQ(first(shape(64, 4, 4, true), p), Algorithm::kSwitch);
+  const std::vector<Algorithm> r = rankCandidates(shape(64, 4), CostModel::defaults(), {}, p);
+  EXPECT_EQ(std::count(r.begin(), r.end(), Algorithm::kSwitch), 0);
+  EXPECT_EQ(r.back(), Algorithm::kPrevious);
+}
+
+TEST(Policy, OffloadOffNeverPicksSwitch) {
+  SelectionPolicy p;
+  p.offload = "off";
+  const Rules rules = parseOk("allreduce algorithm=switch\n");
+  CostModel cheap = CostModel::defaults();
+  cheap.set({Algorithm::kSwitch, Locality::kNet, 0, 0, 0});  // switch would be free
+  for (const char* forced : {"auto", "switch"}) {
+    p.forced = forced;
+    for (size_t n : {size_t(8), size_t(1) << 20, size_t(64) << 20}) {
+      const std::vector<Algorithm> r = rankCandidates(shape(n, 4, 1, true), cheap, rules, p);
+      EXPECT_EQ(std::count(r.begin(), r.end(), Algorithm::kSwitch), 0) << forced << " " << n;
+    }
+  }
+}
+
+TEST(Policy, OffloadOnPicksSwitchWheneverAvailable) {
+  SelectionPolicy p;
+  p.offload = "on";
+  const Rules rules = parseOk("allreduce algorithm=ring\n");
+  CostModel dear = CostModel::defaults();
+  dear.set({Algorithm::kSwitch, Locality::kNet, 1e6, 1e3, 1e3});  // switch modeled terrible
+  for (size_t n : {size_t(8), size_t(4096), size_t(64) << 20}) {
+    for (int np : {2, 3, 4, 64}) {
+      EXPECT_EQ(first(shape(n, np, 1, true), p, rules, dear), Algorithm::kSwitch);
+      EXPECT_NE(first(shape(n, np, 1, false), p, rules, dear), Algorithm::kSwitch);
+    }
+  }
+}
+
+TEST(Policy, AutoOffloadUsesTheModel) {
+  CostModel m = CostModel::defaults();
+  m.set({Algorithm::kSwitch, Locality::kNet, 0.01, 0.001, 0});
+  EXPECT_EQ(first(shape(1 << 20, 4, 1, true), {}, {}, m), Algorithm::kSwitch);
+  m.set({Algorithm::kSwitch, Locality::kNet, 1e6, 1e3, 0});
+  const std::vector<Algorithm> r = rankCandidates(shape(1 << 20, 4, 1, true), m, {}, {});
+  EXPECT_NE(r.front(), Algorithm::kSwitch);
+}
+
+TEST(Policy, PreviousIsAlwaysLastAndNothingFollowsIt) {
+  CostModel m = CostModel::defaults();
+  m.set({Algorithm::kPrevious, Locality::kShm, 0, 0, 0});
+  const std::vector<Algorithm> r = rankCandidates(shape(1 << 20, 4), m, {}, {});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r.front(), Algorithm::kPrevious);
+  const std::vector<Algorithm> all = rankCandidates(shape(8, 4), CostModel::defaults(), {}, {});
+  EXPECT_EQ(all.back(), Algorithm::kPrevious);
+}
+
+TEST(Policy, BadPolicyValuesAreNamed) {
+  SelectionPolicy p;
+  p.forced = "bogus";
+  Status st = validatePolicy(p);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("bogus"), std::string::npos);
+  p.forced = "ring";
+  p.offload = "maybe";
+  EXPECT_NE(validatePolicy(p).message().find("maybe"), std::string::npos);
+  p.offload = "ON";
+  EXPECT_TRUE(validatePolicy(p).ok());
+}
+
+TEST(Rules, FirstMatchingRuleWinsOverTheModel) {
+  const Rules rules = parseOk(
+      "# site rules\n"
+      "allreduce bytes=0-4K np=2-64 ppn=* algorithm=ring   # small: ring anyway\n"
+      "allreduce bytes=4K-* dtype=float64 algorithm=recursive_doubling\n"
+      "allreduce bytes=1M-* algorithm=auto\n"
+      "allreduce algorithm=rabenseifner\n");
+  ASSERT_EQ(rules.rules.size(), 4u);
+  const Decision d = decide(shape(8, 4), CostModel::defaults(), rules, {});
+  EXPECT_EQ(d.ranked.front(), Algorithm::kRing);
+  EXPECT_EQ(d.reason, "rule test.rules:2");
+  EXPECT_EQ(first(shape(8, 128), {}, rules), Algorithm::kRabenseifner);  // np out of range
+  SelectionInput dbl = shape(1 << 22, 4);
+  dbl.dtype = Dtype::kFloat64;
+  EXPECT_EQ(first(dbl, {}, rules), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(decide(shape(1 << 22, 4), CostModel::defaults(), rules, {}).reason, "cost model");
+  SelectionPolicy forced;
+  forced.forced = "hierarchical";
+  EXPECT_EQ(first(shape(8, 4), forced, rules), Algorithm::kHierarchical);
+}
+
+TEST(Rules, RangesAndSizes) {
+  const Rules rules = parseOk("allreduce bytes=64KiB-1M np=4 nodes=2-* algorithm=ring\n");
+  const Rule& r = rules.rules.at(0);
+  EXPECT_EQ(r.bytes.lo, 65536u);
+  EXPECT_EQ(r.bytes.hi, 1u << 20);
+  EXPECT_TRUE(r.np.contains(4));
+  EXPECT_FALSE(r.np.contains(5));
+  EXPECT_FALSE(r.matches(shape(1 << 16, 4)));  // one node
+  EXPECT_TRUE(r.matches(shape(1 << 16, 4, 2)));
+}
+
+TEST(Rules, CostOverridesChangeTheDecision) {
+  const SelectionInput in = shape(8, 4);
+  ASSERT_NE(first(in), Algorithm::kRing);
+  Result<Selector> s = Selector::create({}, "");
+  ASSERT_TRUE(s.ok());
+  const Rules rules = parseOk(
+      "cost ring shm alpha_us=0.001 beta_ns=0.001\n"
+      "cost ring shm gamma_ns=0.001   # partial lines keep earlier values\n");
+  CostModel m = CostModel::defaults();
+  rules.applyCostOverrides(&m);
+  EXPECT_DOUBLE_EQ(m.find(Algorithm::kRing, Locality::kShm)->alpha_us, 0.001);
+  EXPECT_DOUBLE_EQ(m.find(Algorithm::kRing, Locality::kShm)->gamma_ns, 0.001);
+  EXPECT_EQ(first(in, {}, rules, m), Algorithm::kRing);
+}
+
+TEST(Rules, BadLinesAreErrorsNamingTheLine) {
+  struct Case { const char* text; const char* mentions; };
+  const Case cases[] = {
+      {"\n\nallreduce bytes=4K algorithm=ringg\n", "test.rules:3"},
+      {"allreduce bytes=4K algorithm=ringg\n", "ringg"},
+      {"allreduce bytes=4K\n", "no algorithm"},
+      {"allreduce color=red algorithm=ring\n", "'color'"},
+      {"allreduce bytes=8K-4K algorithm=ring\n", "ends before"},
+      {"allreduce bytes=4 parsecs algorithm=ring\n", "parsecs"},
+      {"allreduce np=two algorithm=ring\n", "two"},
+      {"allreduce dtype=float16 algorithm=ring\n", "float16"},
+      {"allreduce op=avg algorithm=ring\n", "avg"},
+      {"reduce bytes=4K algorithm=ring\n", "'reduce'"},
+      {"# ok\ncost ring fabric alpha_us=1\n", "test.rules:2"},
+      {"cost ring shm alpha_us=-1\n", "alpha_us"},
+      {"cost ring shm delta_ns=1\n", "delta_ns"},
+      {"cost tree shm alpha_us=1\n", "tree"},
+      {"cost ring shm\n", "expected: cost"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = parseError(c.text);
+    EXPECT_NE(msg.find(c.mentions), std::string::npos) << c.text << " -> " << msg;
+    EXPECT_NE(msg.find("test.rules:"), std::string::npos) << msg;
+  }
+}
+
+TEST(Rules, FilesLoadAndMissingFilesAreErrors) {
+  const std::string path = ::testing::TempDir() + "/sel_test.rules";
+  {
+    std::ofstream f(path);
+    f << "allreduce bytes=0-1K algorithm=ring\ncost ring shm alpha_us=9\n";
+  }
+  Result<Selector> s = Selector::create({"auto", "auto"}, path);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->rank(shape(8, 4)).front(), Algorithm::kRing);
+  EXPECT_DOUBLE_EQ(s->model().find(Algorithm::kRing, Locality::kShm)->alpha_us, 9);
+  std::remove(path.c_str());
+  Result<Selector> missing = Selector::create({}, path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(path), std::string::npos);
+  EXPECT_FALSE(Selector::create({"bogus", "auto"}, "").ok());
+}
+
+TEST(DecisionTable, MergesAdjacentSizes) {
+  const Rules rules = parseOk("allreduce bytes=0-1K algorithm=ring\n");
+  const std::vector<DecisionRow> rows =
+      decisionTable(shape(0, 4), 8, 64 << 20, CostModel::defaults(), rules, {});
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows.front().lo_bytes, 8u);
+  EXPECT_EQ(rows.front().hi_bytes, 1024u);
+  EXPECT_EQ(rows.front().algorithm, Algorithm::kRing);
+  EXPECT_EQ(rows.back().hi_bytes, size_t(64) << 20);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].lo_bytes, rows[i - 1].hi_bytes * 2);
+  }
+}
+
+}  // namespace
+}  // namespace switchagg::coll
