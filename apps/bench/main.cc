@@ -1,0 +1,229 @@
+// switchagg-bench: OSU-style MPI_Allreduce benchmark with validation.
+// Plain MPI; the bench's own bookkeeping (statistics, check verdicts) uses
+// MPI_Gather/MPI_Bcast so that it never measures or trusts the allreduce
+// under test with itself.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "bench_data.h"
+#include "bench_options.h"
+#include "bench_report.h"
+#include "component_query.h"
+
+namespace switchagg::bench {
+namespace {
+
+MPI_Datatype mpiType(Dtype d) {
+  switch (d) {
+    case Dtype::kInt8: return MPI_INT8_T;
+    case Dtype::kUint8: return MPI_UINT8_T;
+    case Dtype::kInt16: return MPI_INT16_T;
+    case Dtype::kUint16: return MPI_UINT16_T;
+    case Dtype::kInt32: return MPI_INT32_T;
+    case Dtype::kUint32: return MPI_UINT32_T;
+    case Dtype::kInt64: return MPI_INT64_T;
+    case Dtype::kUint64: return MPI_UINT64_T;
+    case Dtype::kFloat64: return MPI_DOUBLE;
+    default: return MPI_FLOAT;
+  }
+}
+
+MPI_Op mpiOp(Op o) {
+  switch (o) {
+    case Op::kProd: return MPI_PROD;
+    case Op::kMin: return MPI_MIN;
+    case Op::kMax: return MPI_MAX;
+    case Op::kLand: return MPI_LAND;
+    case Op::kLor: return MPI_LOR;
+    case Op::kLxor: return MPI_LXOR;
+    case Op::kBand: return MPI_BAND;
+    case Op::kBor: return MPI_BOR;
+    case Op::kBxor: return MPI_BXOR;
+    default: return MPI_SUM;
+  }
+}
+
+struct Buffers {
+  std::unique_ptr<char[]> send, recv, expected;
+};
+
+class Bench {
+ public:
+  Bench(const BenchOptions& o, int rank, int nranks) : o_(o), rank_(rank), nranks_(nranks) {
+    const size_t cap = o.max_bytes + dtypeSize(o.dtype);
+    buf_.send.reset(new char[cap]);
+    buf_.recv.reset(new char[cap]);
+    if (o.check) buf_.expected.reset(new char[cap]);
+  }
+  // Runs one size on every rank; rank 0 gets the combined row.
+  SizeResult runSize(size_t count);
+
+ private:
+  double timedLoop(size_t count, int iters, bool* ok);
+  bool checkResult(size_t count);
+  const BenchOptions& o_;
+  int rank_, nranks_;
+  Buffers buf_;
+  ComponentQuery query_;
+};
+
+bool Bench::checkResult(size_t count) {
+  const long bad = firstMismatch(buf_.recv.get(), buf_.expected.get(), count, o_.dtype);
+  if (bad < 0) return true;
+  fprintf(stderr, "switchagg-bench: rank %d: %zu bytes: element %ld is %s, expected %s\n", rank_,
+          count * dtypeSize(o_.dtype), bad, elementText(buf_.recv.get(), size_t(bad), o_.dtype).c_str(),
+          elementText(buf_.expected.get(), size_t(bad), o_.dtype).c_str());
+  return false;
+}
+
+// Average seconds per call on this rank. With --check every call gets a
+// poisoned receive buffer and is validated outside the timed region.
+double Bench::timedLoop(size_t count, int iters, bool* ok) {
+  const MPI_Datatype type = mpiType(o_.dtype);
+  const MPI_Op op = mpiOp(o_.op);
+  double total = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (!o_.check) {
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) {
+      MPI_Allreduce(buf_.send.get(), buf_.recv.get(), int(count), type, op, MPI_COMM_WORLD);
+    }
+    return (MPI_Wtime() - t0) / iters;
+  }
+  for (int i = 0; i < iters; ++i) {
+    poison(buf_.recv.get(), count * dtypeSize(o_.dtype));
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    MPI_Allreduce(buf_.send.get(), buf_.recv.get(), int(count), type, op, MPI_COMM_WORLD);
+    total += MPI_Wtime() - t0;
+    if (*ok && !checkResult(count)) *ok = false;  // report the first bad call only
+  }
+  return total / iters;
+}
+
+SizeResult Bench::runSize(size_t count) {
+  const size_t bytes = count * dtypeSize(o_.dtype);
+  fillInput(buf_.send.get(), count, o_.dtype, o_.op, rank_, nranks_);
+  if (o_.check) fillExpected(buf_.expected.get(), count, o_.dtype, o_.op, nranks_);
+  for (int i = 0; i < warmupFor(o_, bytes); ++i) {
+    MPI_Allreduce(buf_.send.get(), buf_.recv.get(), int(count), mpiType(o_.dtype), mpiOp(o_.op),
+                  MPI_COMM_WORLD);
+  }
+  SizeResult r;
+  r.bytes = bytes;
+  r.count = count;
+  r.iters = itersFor(o_, bytes);
+  bool ok = true;
+  const double mine = timedLoop(count, r.iters, &ok) * 1e6;
+  r.algorithm = query_.lastAlgorithm();
+  std::vector<double> all(static_cast<size_t>(nranks_));
+  MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  int my_ok = ok ? 1 : 0;
+  std::vector<int> oks(static_cast<size_t>(nranks_));
+  MPI_Gather(&my_ok, 1, MPI_INT, oks.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank_ == 0) {
+    r.min_us = *std::min_element(all.begin(), all.end());
+    r.max_us = *std::max_element(all.begin(), all.end());
+    double sum = 0;
+    for (double t : all) sum += t;
+    r.avg_us = sum / nranks_;
+    fillBandwidth(&r, nranks_);
+    const bool all_ok = std::all_of(oks.begin(), oks.end(), [](int v) { return v == 1; });
+    r.check = !o_.check ? "-" : all_ok ? "ok" : "FAILED";
+  }
+  return r;
+}
+
+// Writes rows as they come (CSV, table) and JSON at the end; rank 0 only.
+class Output {
+ public:
+  Output(const BenchOptions& o, RunInfo run) : o_(o), run_(std::move(run)) {
+    table_ = o.csv_path != "-" && o.json_path != "-";
+    if (!o.csv_path.empty()) csv_ = o.csv_path == "-" ? stdout : fopen(o.csv_path.c_str(), "w");
+    if (!o.csv_path.empty() && csv_ == nullptr) {
+      fprintf(stderr, "switchagg-bench: cannot write %s\n", o.csv_path.c_str());
+    }
+    if (csv_ != nullptr) fputs(csvHeader().c_str(), csv_);
+    if (table_) printTableHeader(stdout, run_);
+  }
+  ~Output() {
+    if (!o_.json_path.empty()) {
+      FILE* f = o_.json_path == "-" ? stdout : fopen(o_.json_path.c_str(), "w");
+      if (f != nullptr) {
+        fputs(toJson(run_, rows_).c_str(), f);
+        if (f != stdout) fclose(f);
+      }
+    }
+    if (csv_ != nullptr && csv_ != stdout) fclose(csv_);
+  }
+  bool ok() const { return o_.csv_path.empty() || csv_ != nullptr; }
+  void add(const SizeResult& r) {
+    rows_.push_back(r);
+    if (table_) printTableRow(stdout, r);
+    if (csv_ != nullptr) {
+      fputs(csvRow(run_, r).c_str(), csv_);
+      fflush(csv_);
+    }
+  }
+
+ private:
+  const BenchOptions& o_;
+  RunInfo run_;
+  bool table_ = true;
+  FILE* csv_ = nullptr;
+  std::vector<SizeResult> rows_;
+};
+
+int runBench(const BenchOptions& o, int rank, int nranks) {
+  RunInfo run{o.label, nranks, dtypeName(o.dtype), opName(o.op), o.check};
+  std::unique_ptr<Output> out;
+  int output_ok = 1;
+  if (rank == 0) {
+    out.reset(new Output(o, run));
+    output_ok = out->ok() ? 1 : 0;
+  }
+  MPI_Bcast(&output_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!output_ok) return 2;
+  Bench bench(o, rank, nranks);
+  const size_t width = dtypeSize(o.dtype);
+  bool failed = false;
+  for (size_t bytes = std::max(o.min_bytes, width); bytes <= o.max_bytes; bytes *= 2) {
+    const SizeResult r = bench.runSize(bytes / width);
+    if (rank == 0) {
+      out->add(r);
+      failed = failed || r.check == "FAILED";
+    }
+  }
+  int fail_flag = failed ? 1 : 0;
+  MPI_Bcast(&fail_flag, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (fail_flag && rank == 0) fprintf(stderr, "switchagg-bench: validation FAILED\n");
+  return fail_flag ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace switchagg::bench
+
+int main(int argc, char** argv) {
+  using namespace switchagg::bench;
+  MPI_Init(&argc, &argv);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  switchagg::Result<BenchOptions> opts = parseBenchOptions(argc, argv);
+  int rc = 0;
+  if (!opts.ok()) {
+    if (rank == 0) fprintf(stderr, "switchagg-bench: %s\n", opts.status().message().c_str());
+    rc = 2;
+  } else if (opts->help) {
+    if (rank == 0) fputs(benchUsage().c_str(), stdout);
+  } else {
+    rc = runBench(*opts, rank, nranks);
+  }
+  MPI_Finalize();
+  return rc;
+}
