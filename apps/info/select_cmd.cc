@@ -1,0 +1,194 @@
+#include "select_cmd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "selector.h"
+#include "switchagg/common/config.h"
+
+namespace switchagg::info {
+namespace {
+
+using coll::Algorithm;
+
+struct SelectArgs {
+  coll::SelectionInput in;
+  coll::SelectionPolicy policy;
+  std::string rules_path;
+  size_t min_bytes = 8;
+  size_t max_bytes = size_t(64) << 20;
+  bool dump_cost_model = false;
+  bool help = false;
+};
+
+std::string humanBytes(size_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && b % 1024 == 0 && u < 3) {
+    b /= 1024;
+    ++u;
+  }
+  return std::to_string(b) + " " + units[u];
+}
+
+std::string humanUs(double us) {
+  char buf[32];
+  if (std::isinf(us)) return "-";
+  if (us >= 1e4) {
+    snprintf(buf, sizeof buf, "%.1f ms", us / 1e3);
+  } else {
+    snprintf(buf, sizeof buf, "%.1f us", us);
+  }
+  return buf;
+}
+
+Status setInt(const std::string& key, const std::string& v, int lo, int* out) {
+  Result<int64_t> r = parseInt(key, v, lo, 1 << 24);
+  if (!r.ok()) return r.status();
+  *out = int(*r);
+  return Status::Ok();
+}
+
+Status setSize(const std::string& key, const std::string& v, size_t* out) {
+  Result<uint64_t> r = parseSize(key, v);
+  if (!r.ok()) return r.status();
+  *out = size_t(*r);
+  return Status::Ok();
+}
+
+// One option with its value; returns false for unknown keys.
+Status applyOption(const std::string& key, const std::string& v, SelectArgs* a, bool* known) {
+  *known = true;
+  if (key == "--np") return setInt(key, v, 1, &a->in.comm_size);
+  if (key == "--ppn") return setInt(key, v, 1, &a->in.ranks_per_node);
+  if (key == "--window") return setInt(key, v, 1, &a->in.switch_window);
+  if (key == "--slot-bytes") return setSize(key, v, &a->in.switch_slot_bytes);
+  if (key == "--min") return setSize(key, v, &a->min_bytes);
+  if (key == "--max") return setSize(key, v, &a->max_bytes);
+  if (key == "--rules") a->rules_path = v;
+  else if (key == "--offload") a->policy.offload = v;
+  else if (key == "--algorithm") a->policy.forced = v;
+  else if (key == "--dtype") {
+    if (!parseDtype(v.c_str(), &a->in.dtype)) {
+      return Status(Code::kInvalidArgument, "--dtype: unknown '" + v + "'");
+    }
+  } else {
+    *known = false;
+  }
+  return Status::Ok();
+}
+
+Result<SelectArgs> parseArgs(int argc, char** argv) {
+  SelectArgs a;
+  a.in.comm_size = 4;
+  a.in.ranks_per_node = 0;  // default: all on one node
+  for (int i = 1; i < argc; ++i) {
+    const std::string key = argv[i];
+    if (key == "--select") continue;
+    if (key == "--switch") { a.in.switch_available = true; continue; }
+    if (key == "--dump-cost-model") { a.dump_cost_model = true; continue; }
+    if (key == "--help" || key == "-h") { a.help = true; continue; }
+    if (i + 1 >= argc) return Status(Code::kInvalidArgument, key + ": unknown or missing value");
+    bool known = false;
+    SWITCHAGG_RETURN_IF_ERROR(applyOption(key, argv[i + 1], &a, &known));
+    if (!known) return Status(Code::kInvalidArgument, "unknown option '" + key + "' for --select");
+    ++i;
+  }
+  if (a.in.ranks_per_node == 0 || a.in.ranks_per_node > a.in.comm_size) {
+    a.in.ranks_per_node = a.in.comm_size;
+  }
+  a.in.nodes = (a.in.comm_size + a.in.ranks_per_node - 1) / a.in.ranks_per_node;
+  if (a.min_bytes > a.max_bytes) return Status(Code::kInvalidArgument, "--min is larger than --max");
+  SWITCHAGG_RETURN_IF_ERROR(coll::validatePolicy(a.policy));
+  return a;
+}
+
+void printDecisionTable(const SelectArgs& a, const coll::Selector& s) {
+  printf("%-24s %-20s %-22s %s\n", "message size (2^k)", "algorithm", "modeled time", "why");
+  for (const coll::DecisionRow& row :
+       coll::decisionTable(a.in, a.min_bytes, a.max_bytes, s.model(), s.rules(), s.policy())) {
+    coll::SelectionInput lo = a.in, hi = a.in;
+    lo.bytes = row.lo_bytes;
+    hi.bytes = row.hi_bytes;
+    const std::string range = humanBytes(row.lo_bytes) + " .. " + humanBytes(row.hi_bytes);
+    const std::string t = humanUs(s.model().predictUs(row.algorithm, lo)) + " .. " +
+                          humanUs(s.model().predictUs(row.algorithm, hi));
+    printf("%-24s %-20s %-22s %s\n", range.c_str(), coll::algorithmName(row.algorithm), t.c_str(),
+           row.reason.c_str());
+  }
+}
+
+void printModeledTimes(const SelectArgs& a, const coll::Selector& s) {
+  printf("\nmodeled time per candidate (us; '-' = cannot run here)\n%10s", "bytes");
+  for (const coll::AlgorithmInfo& info : coll::algorithmRegistry()) printf(" %18s", info.name);
+  printf("\n");
+  coll::SelectionInput in = a.in;
+  for (size_t b = std::max<size_t>(1, a.min_bytes); b <= a.max_bytes; b *= 2) {
+    in.bytes = b;
+    printf("%10zu", b);
+    for (const coll::AlgorithmInfo& info : coll::algorithmRegistry()) {
+      const double t = s.model().predictUs(info.id, in);
+      if (std::isinf(t)) {
+        printf(" %18s", "-");
+      } else {
+        printf(" %18.1f", t);
+      }
+    }
+    printf("\n");
+    if (b > (SIZE_MAX >> 1)) break;
+  }
+}
+
+}  // namespace
+
+bool wantsSelectCommand(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--select") == 0) return true;
+  }
+  return false;
+}
+
+std::string selectUsage() {
+  return "switchagg-info --select [--np N] [--ppn M] [--rules FILE] [--offload auto|on|off]\n"
+         "               [--algorithm NAME] [--switch [--window W] [--slot-bytes S]]\n"
+         "               [--dtype T] [--min SIZE] [--max SIZE] [--dump-cost-model]\n"
+         "  Prints the allreduce decision table (size ranges -> algorithm, why, modeled time)\n"
+         "  for a communicator of N ranks, M per node (default: all on one node). --switch\n"
+         "  models a lease being available. --dump-cost-model prints the cost table (with the\n"
+         "  rules file's overrides) in rules-file format, ready to edit.\n";
+}
+
+int runSelectCommand(int argc, char** argv) {
+  Result<SelectArgs> a = parseArgs(argc, argv);
+  if (!a.ok()) {
+    fprintf(stderr, "switchagg-info: %s\n", a.status().message().c_str());
+    return 2;
+  }
+  if (a->help) {
+    fputs(selectUsage().c_str(), stdout);
+    return 0;
+  }
+  Result<coll::Selector> s = coll::Selector::create(a->policy, a->rules_path);
+  if (!s.ok()) {
+    fprintf(stderr, "switchagg-info: %s\n", s.status().message().c_str());
+    return 2;
+  }
+  if (a->dump_cost_model) {
+    fputs(s->model().toText().c_str(), stdout);
+    return 0;
+  }
+  printf("allreduce selection: np=%d ppn=%d nodes=%d dtype=%s algorithm=%s offload=%s rules=%s\n",
+         a->in.comm_size, a->in.ranks_per_node, a->in.nodes, dtypeName(a->in.dtype),
+         a->policy.forced.c_str(), a->policy.offload.c_str(),
+         a->rules_path.empty() ? "(none)" : a->rules_path.c_str());
+  printf("switch: %s\n\n", a->in.switch_available ? "available (modeled)"
+                                                  : "not available (--switch models a lease)");
+  printDecisionTable(*a, *s);
+  printModeledTimes(*a, *s);
+  return 0;
+}
+
+}  // namespace switchagg::info
