@@ -14,3 +14,5 @@ target_include_directories(test_selector PRIVATE ${_sel_core})
 target_link_libraries(test_selector PRIVATE switchagg_common GTest::gtest_main)
 switchagg_warnings(test_selector)
 gtest_discover_tests(test_selector PROPERTIES LABELS unit TIMEOUT 60)
+# The shipped example rules file must parse.
+target_compile_definitions(test_selector PRIVATE SWITCHAGG_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -344,3 +344,20 @@ TEST(DecisionTable, MergesAdjacentSizes) {
 
 }  // namespace
 }  // namespace switchagg::coll
+
+namespace switchagg::coll {
+namespace {
+
+TEST(ShippedConfig, ExampleRulesFileParsesAndDecides) {
+  const std::string path = std::string(SWITCHAGG_SOURCE_DIR) + "/config/selection.rules";
+  Result<Selector> s = Selector::create({}, path);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_FALSE(s->rules().rules.empty());
+  EXPECT_FALSE(s->rules().cost_overrides.empty());
+  EXPECT_EQ(s->rank(shape(8, 64, 8)).front(), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(s->rank(shape(1 << 20, 64, 8)).front(), Algorithm::kHierarchical);
+  EXPECT_EQ(s->decide(shape(1 << 20, 4)).reason, "cost model");  // algorithm=auto line
+}
+
+}  // namespace
+}  // namespace switchagg::coll
