@@ -69,9 +69,10 @@ const char* skipReason(const GidEntry& e, const DeviceFilter& filter) {
   if (e.index < 0) return "port(s) without GIDs";
   if (e.link_layer == "InfiniBand") return "on InfiniBand ports";
   if (!e.port_active) return "on down ports";
-  if (e.gid.empty() || e.type.empty()) return "unreadable/empty";
+  if (e.gid.empty()) return "unreadable/empty";
   const GidKind kind = classifyGid(e.gid);
-  if (kind == GidKind::kZero) return "all-zero";
+  if (kind == GidKind::kZero) return "all-zero";  // unpopulated slot
+  if (e.type.empty()) return "unreadable/empty";
   if (kind == GidKind::kInvalid) return "malformed";
   if (roceVersion(e.type) == 0) return "of unknown type";
   return nullptr;
@@ -114,7 +115,10 @@ void addSettings(const RoceOptions& o, RoceProfile* p) {
   // NET_DEVICES pins UCX to the device/port whose GID index we chose:
   // IB_GID_INDEX is one global value, wrong for any other device.
   s.emplace_back("NET_DEVICES", p->device + ":" + std::to_string(p->port));
-  s.emplace_back("IB_GID_INDEX", std::to_string(p->gid_index));
+  // UCX 1.13 hands cached keys to the IB memory domain without its "IB_"
+  // table prefix, so the GID index must go in as GID_INDEX (the variable is
+  // still UCX_IB_GID_INDEX); "IB_GID_INDEX" would be silently unused.
+  s.emplace_back("GID_INDEX", std::to_string(p->gid_index));
   s.emplace_back("IB_TRAFFIC_CLASS", std::to_string(p->traffic_class));
   s.emplace_back("IB_SL", std::to_string(p->sl));
   if (o.path_mtu > 0) s.emplace_back("IB_PATH_MTU", std::to_string(o.path_mtu));

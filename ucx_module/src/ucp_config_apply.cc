@@ -52,14 +52,19 @@ void loadTransportModules() {
 
 }  // namespace
 
+std::string ucxEnvName(const std::string& key) {
+  return key == "GID_INDEX" ? "IB_GID_INDEX" : key;
+}
+
 std::optional<std::pair<std::string, std::string>> userOverride(const std::string& key) {
-  if (const char* v = envOrNull(("UCX_" + key).c_str())) return std::make_pair(key, std::string(v));
-  if (key.size() <= 3) return std::nullopt;
-  const std::string family = key.substr(0, 3);
-  const std::string suffix = key.substr(3);
+  const std::string env = ucxEnvName(key);
+  if (const char* v = envOrNull(("UCX_" + env).c_str())) return std::make_pair(env, std::string(v));
+  if (env.size() <= 3) return std::nullopt;
+  const std::string family = env.substr(0, 3);
+  const std::string suffix = env.substr(3);
   for (const std::string& prefix : specificPrefixes(family)) {
     const std::string name = prefix + suffix;
-    if (name == key) continue;
+    if (name == env) continue;
     if (const char* v = envOrNull(("UCX_" + name).c_str()))
       return std::make_pair(name, std::string(v));
   }

@@ -34,7 +34,13 @@ Result<std::string> readUcpConfigValue(ucp_config_t* config, const std::string& 
 // InvalidArgument otherwise, naming the key (and the value if that's wrong).
 Status checkUcxSetting(const std::string& key, const std::string& value);
 
-// The environment variable (without UCX_) that overrides `key`, if set.
+// The environment variable (without UCX_) that sets `key`: the key itself,
+// except for keys UCX 1.13 applies to a memory domain without the domain's
+// table prefix (GID_INDEX is UCX_IB_GID_INDEX in the environment).
+std::string ucxEnvName(const std::string& key);
+
+// The variable (without UCX_) and value that override `key`, if the user set
+// one: UCX_<ucxEnvName(key)> or a more specific transport spelling.
 std::optional<std::pair<std::string, std::string>> userOverride(const std::string& key);
 
 }  // namespace switchagg::ucx
