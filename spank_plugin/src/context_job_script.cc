@@ -1,0 +1,114 @@
+// Job script context: slurmd runs `slurmstepd spank prolog|epilog` as root
+// on every node of the job, before the job's first step there and after the
+// job ends however it ended (normal exit, scancel, time limit, node-side
+// task crash). So the prolog creates the job's one lease, for the job's uid
+// (root may act for any uid), and the epilog deletes it. Both calls are
+// idempotent per job, so several nodes doing the same is harmless.
+//
+// Neither may fail: a failed prolog or epilog drains the node. The prolog
+// leaves the reason for a missing lease in a note (lease_note.h); the job's
+// tasks turn it into a failure (require) or a warning (auto).
+#include <sys/types.h>
+
+#include <cstdlib>
+
+#include "agent_link.h"
+#include "contexts.h"
+#include "job_request.h"
+#include "lease_note.h"
+#include "plugin_state.h"
+#include "spank_log.h"
+#include "task_plan.h"
+
+namespace switchagg::spank {
+namespace {
+
+struct ScriptJob {
+  uint32_t id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+bool jobOf(spank_t sp, ScriptJob* job) {
+  return spank_get_item(sp, S_JOB_ID, &job->id) == ESPANK_SUCCESS &&
+         spank_get_item(sp, S_JOB_UID, &job->uid) == ESPANK_SUCCESS &&
+         spank_get_item(sp, S_JOB_GID, &job->gid) == ESPANK_SUCCESS;
+}
+
+// Slurm hands the job-control environment to prolog/epilog with "SPANK_"
+// in front, options as SPANK__SLURM_SPANK_OPTION_switchagg_* (read by
+// spank_option_getopt).
+Result<ResolvedRequest> scriptRequest(spank_t sp, const PluginConfig& config) {
+  RequestSources sources;
+  sources.option_mode = getModeOption(sp);
+  sources.option_slots = getSlotsOption(sp);
+  const char* recorded = std::getenv((std::string("SPANK_") + kRequestVar).c_str());
+  if (recorded != nullptr && recorded[0] != '\0') sources.recorded = recorded;
+  return resolveRequest(sources, config);
+}
+
+void noteFailure(const PluginConfig& config, const ScriptJob& job, const Status& why) {
+  LeaseNote note{agent::controlErrorOf(why), explainLeaseFailure(why)};
+  logError("job %u: no lease: %s", job.id, note.text.c_str());
+  Status st = writeNote(config.state_dir, job.id, job.uid, job.gid, note);
+  if (!st.ok()) logError("job %u: cannot leave the reason for the job: %s", job.id, st.toString().c_str());
+}
+
+}  // namespace
+
+int jobProlog(spank_t sp, int argc, char** argv) {
+  loadConfig(argc, argv);
+  const PluginConfig& config = configOrDefaults();
+  ScriptJob job;
+  if (!jobOf(sp, &job)) {
+    logError("prolog: cannot read the job id/uid from Slurm");
+    return 0;
+  }
+  Result<ResolvedRequest> req = scriptRequest(sp, config);
+  if (!req.ok()) {
+    noteFailure(config, job, Status(Code::kInternal, "config: " + req.status().message()));
+    return 0;
+  }
+  if (req->request.mode == Mode::kOff) return 0;
+  removeNote(config.state_dir, job.id);  // a requeued job starts clean
+  if (!state().config.ok()) {
+    noteFailure(config, job, configProblem());
+    return 0;
+  }
+  agent::ControlClient client = controlClient(config);
+  Result<agent::LeaseInfo> lease =
+      client.createLease(std::to_string(job.id), job.uid, req->request.slots, config.ttl_s);
+  if (!lease.ok()) {
+    noteFailure(config, job, lease.status());
+    return 0;
+  }
+  // Never log the token.
+  logInfo("job %u: lease %s for uid %u: %d slots, ttl %llds (mode %s)", job.id,
+          lease->created ? "created" : "already held", static_cast<unsigned>(job.uid), lease->slots,
+          static_cast<long long>(lease->ttl_s), modeName(req->request.mode));
+  return 0;
+}
+
+int jobEpilog(spank_t sp, int argc, char** argv) {
+  loadConfig(argc, argv);
+  const PluginConfig& config = configOrDefaults();
+  ScriptJob job;
+  if (!jobOf(sp, &job)) {
+    logError("epilog: cannot read the job id from Slurm");
+    return 0;
+  }
+  removeNote(config.state_dir, job.id);
+  Result<ResolvedRequest> req = scriptRequest(sp, config);
+  if (req.ok() && req->request.mode == Mode::kOff) return 0;
+  agent::ControlClient client = controlClient(config);
+  Result<bool> deleted = client.deleteLease(std::to_string(job.id));
+  if (!deleted.ok()) {
+    logError("job %u: cannot delete the lease (%s); the agent's TTL will expire it", job.id,
+             deleted.status().message().c_str());
+    return 0;
+  }
+  logInfo("job %u: lease %s", job.id, *deleted ? "deleted" : "already gone");
+  return 0;
+}
+
+}  // namespace switchagg::spank

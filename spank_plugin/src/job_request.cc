@@ -1,0 +1,88 @@
+#include "job_request.h"
+
+#include "switchagg/common/config.h"
+
+namespace switchagg::spank {
+
+Result<int> parseSlots(const std::string& what, const std::string& text, int max_slots) {
+  Result<int64_t> v = parseInt(what, text, 1, max_slots);
+  if (!v.ok()) {
+    return Status(Code::kInvalidArgument, what + ": invalid value '" + text +
+                                              "' (valid: an integer from 1 to " +
+                                              std::to_string(max_slots) + ", this site's max_slots)");
+  }
+  return static_cast<int>(*v);
+}
+
+std::string encodeRequest(const JobRequest& request) {
+  std::string out = std::string("mode=") + modeName(request.mode);
+  if (request.slots > 0) out += ",slots=" + std::to_string(request.slots);
+  return out;
+}
+
+Result<JobRequest> decodeRequest(const std::string& text) {
+  JobRequest r;
+  bool have_mode = false;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "mode") {
+      Result<Mode> m = parseMode(kRequestVar, value);
+      if (!m.ok()) return m.status();
+      r.mode = *m;
+      have_mode = true;
+    } else if (key == "slots") {
+      Result<int64_t> s = parseInt(kRequestVar, value, 0, 4096);
+      if (!s.ok()) return s.status();
+      r.slots = static_cast<int>(*s);
+    } else {
+      return Status(Code::kInvalidArgument, std::string(kRequestVar) + ": unexpected '" + item + "'");
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (!have_mode) return Status(Code::kInvalidArgument, std::string(kRequestVar) + ": no mode");
+  return r;
+}
+
+Result<ResolvedRequest> resolveRequest(const RequestSources& s, const PluginConfig& config) {
+  ResolvedRequest out;
+  out.request.mode = config.default_mode;
+  out.request.slots = config.default_slots;
+  if (s.recorded) {
+    Result<JobRequest> rec = decodeRequest(*s.recorded);
+    if (!rec.ok()) return rec.status();
+    out.request = *rec;
+    out.explicit_mode = true;
+  }
+  if (s.env_mode) {
+    Result<Mode> m = parseMode(kEnvMode, *s.env_mode);
+    if (!m.ok()) return m.status();
+    out.request.mode = *m;
+    out.explicit_mode = true;
+  }
+  if (s.option_mode) {
+    Result<Mode> m = parseMode("--switch-agg", *s.option_mode);
+    if (!m.ok()) return m.status();
+    out.request.mode = *m;
+    out.explicit_mode = true;
+  }
+  if (s.env_slots && !s.option_slots) {
+    Result<int> n = parseSlots(kEnvSlots, *s.env_slots, config.max_slots);
+    if (!n.ok()) return n.status();
+    out.request.slots = *n;
+  }
+  if (s.option_slots) {
+    Result<int> n = parseSlots("--switch-agg-slots", *s.option_slots, config.max_slots);
+    if (!n.ok()) return n.status();
+    out.request.slots = *n;
+  }
+  if (out.request.slots == 0) out.request.slots = config.default_slots;
+  return out;
+}
+
+}  // namespace switchagg::spank

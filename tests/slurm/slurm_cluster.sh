@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# slurm_cluster.sh: a private, real Slurm cluster on this machine (munged,
+# slurmctld, slurmd with a generated slurm.conf + plugstack.conf, free
+# non-default ports) plus a real switchagg-agent, for tests. Runs as root.
+#
+#   slurm_cluster.sh start DIR [--spank SO] [--spank-args "k=v ..."]
+#                              [--agent BIN] [--agent-toml FILE]
+#   slurm_cluster.sh stop DIR               everything start started, by pid
+#   slurm_cluster.sh agent-start DIR        (re)start the agent alone
+#   slurm_cluster.sh agent-stop DIR         stop the agent alone (agent down)
+#   slurm_cluster.sh run DIR [start options] -- CMD...
+#                                           start, run CMD, stop (always)
+#
+# After start, `source DIR/env.sh` exports SLURM_CONF (for srun/sbatch/
+# squeue/scancel), SWITCHAGG_CONTROL (the agent's control socket, for
+# switchagg-ctl), SWITCHAGG_TEST_CLUSTER=DIR and SWITCHAGG_TEST_PARTITION.
+# A stale cluster left in DIR by an interrupted run is stopped first. A
+# watchdog stops the cluster after SWITCHAGG_CLUSTER_MAX_S (default 900 s)
+# so an interrupted test run cannot leave daemons behind.
+set -euo pipefail
+
+die() { echo "slurm_cluster: $*" >&2; exit 1; }
+log() { echo "slurm_cluster: $*" >&2; }
+
+freePort() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Waits up to $2 tenths of a second for command $1 (a string) to succeed.
+waitFor() {
+  local cmd=$1 tries=$2
+  for ((i = 0; i < tries; i++)); do
+    if eval "$cmd" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# Stops the process (or, with a second argument "group", the process group)
+# whose id is in file $1: TERM, then KILL after 5 s.
+killPidFile() {
+  local f=$1 target pid
+  [[ -s $f ]] || return 0
+  pid=$(cat "$f")
+  target=$pid
+  [[ ${2:-} == group ]] && target=-$pid
+  if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "$target" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "$target" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+# munged with Debian's key on its default socket, which slurm, libmunge in
+# the agent and the SPANK plugin all use. Started (as the munge user, like
+# Debian's unit) only if none answers; then `stop` stops it again.
+startMunge() {
+  local dir=$1
+  if munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then return 0; fi
+  [[ -r /etc/munge/munge.key ]] || die "no /etc/munge/munge.key (apt-get install munge)"
+  install -d -o munge -g munge -m 0755 /run/munge
+  install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
+  runuser -u munge -- /usr/sbin/munged --force
+  waitFor "munge -n </dev/null | unmunge" 50 || die "munged did not start"
+  cp /run/munge/munged.pid "$dir/munged.pid"
+  log "started munged (pid $(cat "$dir/munged.pid"))"
+}
+
+writeSlurmConf() {
+  local dir=$1 spank=$2 spank_args=$3 host
+  host=$(hostname -s)
+  mkdir -p "$dir/state" "$dir/spool" "$dir/log"
+  cat >"$dir/slurm.conf" <<EOF
+ClusterName=switchaggtest
+SlurmctldHost=$host
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+SlurmctldPort=$(freePort)
+SlurmdPort=$(freePort)
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+SlurmdDebug=debug
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+SwitchType=switch/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+SchedulerParameters=sched_interval=1
+MessageTimeout=10
+KillWait=2
+MinJobAge=300
+InactiveLimit=0
+PlugStackConfig=$dir/plugstack.conf
+NodeName=$host CPUs=2 State=UNKNOWN
+PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=FORCE:4
+EOF
+  if [[ -n $spank ]]; then
+    echo "required $spank $spank_args" >"$dir/plugstack.conf"
+  else
+    : >"$dir/plugstack.conf"
+  fi
+}
+
+# The agent's policy for tests: a small pool so quota tests are cheap,
+# everybody allowed (jobs may run as nobody), root is admin.
+writeAgentToml() {
+  local dir=$1 extra=$2
+  cat >"$dir/agent.toml" <<EOF
+[data]
+listen = "127.0.0.1:$(freePort)"
+threads = 1
+
+[pool]
+slots = 16
+
+[control]
+unix_socket = "$dir/agent.sock"
+listen = "127.0.0.1:$(freePort)"
+open_readonly = true
+
+[policy]
+default_slots = 2
+max_slots_per_job = 8
+max_slots_per_user = 16
+default_ttl = "1h"
+max_ttl = "2h"
+allowed_users = ["*"]
+EOF
+  [[ -n $extra ]] && cat "$extra" >>"$dir/agent.toml"
+  return 0
+}
+
+agentStart() {
+  local dir=$1 bin
+  bin=$(cat "$dir/agent.bin" 2>/dev/null) || die "no agent configured in $dir"
+  killPidFile "$dir/agent.pid"
+  rm -f "$dir/agent.sock"
+  setsid "$bin" --config "$dir/agent.toml" >>"$dir/log/agent.log" 2>&1 </dev/null &
+  echo $! >"$dir/agent.pid"
+  waitFor "[[ -S $dir/agent.sock ]]" 100 || { tail -20 "$dir/log/agent.log" >&2; die "agent did not start"; }
+}
+
+agentStop() { killPidFile "$1/agent.pid"; rm -f "$1/agent.sock"; }
+
+writeEnv() {
+  local dir=$1
+  cat >"$dir/env.sh" <<EOF
+export SLURM_CONF=$dir/slurm.conf
+export SWITCHAGG_CONTROL=unix:$dir/agent.sock
+export SWITCHAGG_TEST_CLUSTER=$dir
+export SWITCHAGG_TEST_PARTITION=test
+EOF
+}
+
+stopAll() {
+  local dir=$1
+  [[ -d $dir ]] || return 0
+  killPidFile "$dir/watchdog.pid" group
+  # Cancel what still runs and let its epilog finish, then stop the daemons.
+  if [[ -s $dir/slurmctld.pid ]] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+    export SLURM_CONF=$dir/slurm.conf
+    timeout 5 scancel --quiet --state=PENDING,RUNNING,SUSPENDED 2>/dev/null || true
+    waitFor "! squeue -h -t PD,R,CG,S -o %i | grep -q ." 50 || true
+  fi
+  killPidFile "$dir/slurmd.pid"
+  killPidFile "$dir/slurmctld.pid"
+  agentStop "$dir"
+  # slurmstepd processes of jobs killed with slurmd (they hold our spool dir).
+  pkillUnder "$dir/spool"
+  killPidFile "$dir/munged.pid"
+}
+
+# Ends slurmstepd processes whose working spool is under $1: only those this
+# cluster started (matched by their exact spool path, never by name alone).
+pkillUnder() {
+  local spool=$1 pid
+  for pid in $(pgrep -x slurmstepd 2>/dev/null); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_CONF=${spool%/spool}/slurm.conf"; then
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+}
+
+startAll() {
+  local dir=$1; shift
+  local spank="" spank_args="" agent="" agent_toml=""
+  while (($#)); do
+    case $1 in
+      --spank) spank=$2; shift 2 ;;
+      --spank-args) spank_args=$2; shift 2 ;;
+      --agent) agent=$2; shift 2 ;;
+      --agent-toml) agent_toml=$2; shift 2 ;;
+      *) die "unknown start option $1" ;;
+    esac
+  done
+  [[ $(id -u) -eq 0 ]] || die "must run as root (slurmd, munged)"
+  stopAll "$dir"
+  rm -rf "$dir"
+  mkdir -p "$dir/log"
+  chmod 0755 "$dir"
+  startMunge "$dir"
+  writeSlurmConf "$dir" "$spank" "$spank_args"
+  writeEnv "$dir"
+  if [[ -n $agent ]]; then
+    echo "$agent" >"$dir/agent.bin"
+    writeAgentToml "$dir" "$agent_toml"
+    agentStart "$dir"
+  fi
+  # SLURM_CONF in the daemons' environment marks their slurmstepds as ours.
+  export SLURM_CONF=$dir/slurm.conf
+  /usr/sbin/slurmctld -f "$dir/slurm.conf" -i || die "slurmctld failed: $(tail -5 "$dir/log/slurmctld.log")"
+  /usr/sbin/slurmd -f "$dir/slurm.conf" || die "slurmd failed: $(tail -5 "$dir/log/slurmd.log")"
+  waitFor "sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)'" 150 ||
+    { tail -5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2; die "node did not become idle"; }
+  local max=${SWITCHAGG_CLUSTER_MAX_S:-900}
+  setsid bash -c "sleep $max; exec '$(realpath "$0")' stop '$dir'" >/dev/null 2>&1 </dev/null &
+  echo $! >"$dir/watchdog.pid"
+  log "cluster up in $dir (source $dir/env.sh)"
+}
+
+cmd=${1:-}; dir=${2:-}
+[[ -n $cmd && -n $dir ]] || die "usage: $0 start|stop|agent-start|agent-stop|run DIR [...]"
+dir=$(realpath -m "$dir")
+shift 2
+case $cmd in
+  start) startAll "$dir" "$@" ;;
+  stop) stopAll "$dir" ;;
+  agent-start) agentStart "$dir" ;;
+  agent-stop) agentStop "$dir" ;;
+  run)
+    opts=()
+    while (($#)) && [[ $1 != -- ]]; do opts+=("$1"); shift; done
+    [[ ${1:-} == -- ]] && shift
+    (($#)) || die "run: no command after --"
+    trap 'stopAll "$dir"' EXIT
+    startAll "$dir" "${opts[@]}"
+    # shellcheck disable=SC1091
+    source "$dir/env.sh"
+    "$@"
+    ;;
+  *) die "unknown command $cmd" ;;
+esac
