@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model.h"
+
+namespace switchagg::train {
+
+struct TrainOptions {
+  ModelShape shape;
+  int steps = 40;
+  int batch = 32;
+  float learning_rate = 0.1f;
+  uint64_t seed = 42;
+  size_t bucket_bytes = 512 * 1024;
+  int print_every = 5;
+  bool check = false;
+  std::string loss_file;  // CSV step,loss (rank 0)
+};
+
+// Parses argv; false with `error` set on bad input, false with an empty
+// `error` after --help (usage printed).
+bool parseTrainOptions(int argc, char** argv, TrainOptions* out, std::string* error);
+
+}  // namespace switchagg::train
