@@ -1,0 +1,77 @@
+// The agent's configuration: one typed table of keys (name, default, help,
+// parser) from which the TOML loader, `--set KEY=VALUE`, `--help`,
+// `--print-config` and the key table in docs/admin.md all come.
+// Precedence: command line (--set) > environment (SWITCHAGG_LOG_LEVEL) >
+// file > default. Any unknown key or bad value refuses the whole config with
+// a message naming the key and the problem.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "switchagg/common/status.h"
+
+namespace switchagg::agent {
+
+struct AgentConfig {
+  // [data] the data plane (H2b's DataPlaneConfig)
+  std::string data_listen = "127.0.0.1:18515";
+  uint64_t slot_bytes = 256 * 1024;
+  int data_threads = 0;
+  int64_t member_timeout_ms = 10000;
+  // [pool]
+  int pool_slots = 64;
+  // [control]
+  std::string unix_socket = "/run/switchagg/agent.sock";
+  std::string control_listen = "127.0.0.1:18516";
+  bool open_readonly = true;
+  std::string munge_socket;  // empty: libmunge's default
+  int64_t request_timeout_ms = 5000;
+  int max_connections = 64;
+  // [policy]
+  int max_slots_per_job = 16;
+  int max_slots_per_user = 32;
+  int default_slots = 4;
+  int64_t default_ttl_ms = 24LL * 3600 * 1000;
+  int64_t max_ttl_ms = 7LL * 24 * 3600 * 1000;
+  std::vector<std::string> allowed_users;   // names or numeric uids; "*" = everyone
+  std::vector<std::string> allowed_groups;  // names or numeric gids
+  std::vector<std::string> admin_users;     // may act for any uid (root always may)
+  // [agent]
+  std::string log_level = "info";
+  int64_t reaper_interval_ms = 1000;
+};
+
+enum class ConfigKind { kString, kInt, kSize, kDuration, kBool, kList };
+
+struct ConfigKey {
+  const char* name;          // "pool.slots"
+  ConfigKind kind;
+  const char* help;
+  // Parses `text` (lists: comma-separated) into the config; errors name the key.
+  Status (*set)(const std::string& key, AgentConfig& config, const std::string& text);
+  // The current value as text, for --print-config and the defaults column.
+  std::string (*get)(const AgentConfig& config);
+};
+
+const std::vector<ConfigKey>& agentConfigKeys();
+const ConfigKey* findConfigKey(const std::string& name);
+
+// Applies a TOML document (file contents) over `config`. `origin` names the
+// file in messages.
+Status applyToml(const std::string& toml_text, const std::string& origin, AgentConfig* config);
+// Applies "key=value" overrides (from --set).
+Status applyOverrides(const std::vector<std::string>& assignments, AgentConfig* config);
+// Cross-key checks (default <= max, at least one listener, ...).
+Status validateConfig(const AgentConfig& config);
+// Reads FILE (empty: defaults only), applies environment and overrides, validates.
+Result<AgentConfig> loadAgentConfig(const std::string& path,
+                                    const std::vector<std::string>& overrides);
+
+std::string renderConfigToml(const AgentConfig& config);  // --print-config
+std::string renderConfigHelp();                           // --help key list
+std::string renderConfigMarkdown();                       // docs/admin.md table
+
+}  // namespace switchagg::agent

@@ -1,0 +1,203 @@
+// switchagg-agent --config FILE: the switch agent daemon. Runs in the
+// foreground, logs to stderr, prints one "ready" line on stdout once every
+// listener is up (tests and scripts wait for it), stops on SIGINT/SIGTERM.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent_config.h"
+#include "control_api.h"
+#include "control_server.h"
+#include "lease_table.h"
+#include "switchagg/common/log.h"
+#if defined(SWITCHAGG_HAVE_DATA_PLANE)
+#include "data_plane.h"
+#endif
+
+using namespace switchagg;
+using namespace switchagg::agent;
+
+namespace {
+
+constexpr const char* kPart = "agent";
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: switchagg-agent [--config FILE] [--set KEY=VALUE]... [--check]\n"
+               "                       [--print-config] [--help]\n"
+               "  --config FILE    site policy (TOML; example: etc/switchagg/agent.toml)\n"
+               "  --set KEY=VALUE  override one key (wins over the file and environment)\n"
+               "  --check          validate the configuration and exit\n"
+               "  --print-config   print the effective configuration as TOML and exit\n"
+               "  --print-config-markdown  print the key table for docs/admin.md\n"
+               "exit codes: 0 ok, 1 runtime failure (e.g. address in use), 2 bad usage or config\n"
+               "\nconfiguration keys (default shown):\n%s",
+               renderConfigHelp().c_str());
+}
+
+struct Args {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool check = false, print = false, print_markdown = false;
+};
+
+// Returns 0 to continue, or an exit code (+1) when done/bad.
+int parseArgs(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "switchagg-agent: %s needs a value\n", name);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage(stdout);
+      return 1;
+    } else if (arg == "--config" || arg == "-c") {
+      const char* v = value("--config");
+      if (v == nullptr) return 3;
+      a->config_path = v;
+    } else if (arg.rfind("--config=", 0) == 0) {
+      a->config_path = arg.substr(9);
+    } else if (arg == "--set") {
+      const char* v = value("--set");
+      if (v == nullptr) return 3;
+      a->overrides.push_back(v);
+    } else if (arg == "--check") {
+      a->check = true;
+    } else if (arg == "--print-config") {
+      a->print = true;
+    } else if (arg == "--print-config-markdown") {
+      a->print_markdown = true;
+    } else {
+      std::fprintf(stderr, "switchagg-agent: unknown argument '%s' (see --help)\n", arg.c_str());
+      return 3;
+    }
+  }
+  return 0;
+}
+
+#if defined(SWITCHAGG_HAVE_DATA_PLANE)
+class DataPlaneAdapter : public DataPlaneView {
+ public:
+  explicit DataPlaneAdapter(const DataPlane& dp) : dp_(dp) {}
+  std::string address() const override { return dp_.address(); }
+  DataPlaneCounters counters() const override { return dp_.counters(); }
+  std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const override {
+    return DataPlane::capabilities();
+  }
+
+ private:
+  const DataPlane& dp_;
+};
+#endif
+
+int run(const AgentConfig& config) {
+  LeaseTable leases(LeaseLimits{config.pool_slots, config.max_slots_per_job,
+                                config.max_slots_per_user});
+  std::unique_ptr<DataPlaneView> view;
+#if defined(SWITCHAGG_HAVE_DATA_PLANE)
+  DataPlaneConfig dpc;
+  dpc.listen = config.data_listen;
+  dpc.slot_bytes = config.slot_bytes;
+  dpc.threads = config.data_threads;
+  dpc.member_timeout_ms = config.member_timeout_ms;
+  dpc.pool_slots = static_cast<size_t>(config.pool_slots);
+  Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(dpc, leases);
+  if (!dp.ok()) {
+    std::fprintf(stderr, "switchagg-agent: data plane on %s: %s\n", config.data_listen.c_str(),
+                 dp.status().toString().c_str());
+    return 1;
+  }
+  DataPlane* data_plane = dp->get();
+  leases.setRevokeCallback([data_plane](const Lease& lease, const std::string& reason) {
+    data_plane->revokeLease(lease.token, reason);
+  });
+  view = std::make_unique<DataPlaneAdapter>(*data_plane);
+#else
+  SA_WARN(kPart, "built without the data plane: leases only, no aggregation");
+#endif
+  leases.startReaper(config.reaper_interval_ms);
+
+  ControlApi api(config, leases, view.get());
+  ControlServerOptions so;
+  so.unix_socket = config.unix_socket;
+  so.tcp_listen = config.control_listen;
+  so.munge_socket = config.munge_socket;
+  so.request_timeout_ms = config.request_timeout_ms;
+  so.max_connections = config.max_connections;
+  Result<std::unique_ptr<ControlServer>> server = ControlServer::start(so, api);
+  if (!server.ok()) {
+    std::fprintf(stderr, "switchagg-agent: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  std::string data_address = view ? view->address() : config.data_listen;
+  std::printf("switchagg-agent ready control=%s tcp=%s data=%s\n",
+              (*server)->unixAddress().c_str(), (*server)->tcpAddress().c_str(),
+              data_address.c_str());
+  std::fflush(stdout);
+  SA_INFO(kPart, "ready: control %s %s, data %s, %d slots of %llu bytes",
+          (*server)->unixAddress().c_str(), (*server)->tcpAddress().c_str(), data_address.c_str(),
+          config.pool_slots, static_cast<unsigned long long>(config.slot_bytes));
+
+  sigset_t wait_set;
+  sigemptyset(&wait_set);
+  sigaddset(&wait_set, SIGINT);
+  sigaddset(&wait_set, SIGTERM);
+  int sig = 0;
+  sigwait(&wait_set, &sig);
+  SA_INFO(kPart, "signal %d: shutting down", sig);
+
+  (*server)->stop();
+  leases.stopReaper();
+  leases.revokeAll("agent shutting down");
+#if defined(SWITCHAGG_HAVE_DATA_PLANE)
+  view.reset();
+  dp->reset();
+#endif
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any thread exists, so every thread
+  // inherits the mask and only sigwait() in run() sees them.
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Args args;
+  int rc = parseArgs(argc, argv, &args);
+  if (rc != 0) return rc - 1;
+  if (args.print_markdown) {
+    std::fputs(renderConfigMarkdown().c_str(), stdout);
+    return 0;
+  }
+  Result<AgentConfig> config = loadAgentConfig(args.config_path, args.overrides);
+  if (!config.ok()) {
+    std::fprintf(stderr, "switchagg-agent: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  if (args.print) {
+    std::fputs(renderConfigToml(*config).c_str(), stdout);
+    return 0;
+  }
+  if (args.check) {
+    std::printf("switchagg-agent: configuration OK\n");
+    return 0;
+  }
+  LogLevel level = LogLevel::kInfo;
+  parseLogLevel(config->log_level.c_str(), &level);
+  setLogLevel(level);
+  return run(*config);
+}

@@ -1,0 +1,346 @@
+#include "control_api.h"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "metrics.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::agent {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kPart = "agent";
+
+// Nesting deeper than any valid body is refused before parsing, so hostile
+// input cannot make the parser or the destructor recurse deeply.
+bool shallowEnough(const std::string& body, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// The request body as a JSON object whose keys are all in `allowed`.
+Result<json> parseBody(const std::string& body, const std::vector<std::string>& allowed) {
+  if (body.empty()) return json::object();
+  if (!shallowEnough(body, 8)) return Status(Code::kInvalidArgument, "body nests too deeply");
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status(Code::kInvalidArgument, "body must be a JSON object");
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const std::string& a : allowed) known = known || it.key() == a;
+    if (!known) return Status(Code::kInvalidArgument, "unknown field '" + it.key() + "'");
+  }
+  return j;
+}
+
+// An optional integer field within [lo, hi].
+Result<std::optional<int64_t>> intField(const json& j, const char* key, int64_t lo, int64_t hi) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::optional<int64_t>();
+  int64_t v = 0;
+  if (it->is_number_integer()) v = it->get<int64_t>();
+  else if (it->is_number_unsigned() && it->get<uint64_t>() <= static_cast<uint64_t>(hi))
+    v = static_cast<int64_t>(it->get<uint64_t>());
+  else
+    return Status(Code::kInvalidArgument, std::string(key) + " must be an integer");
+  if (v < lo || v > hi) {
+    return Status(Code::kInvalidArgument, std::string(key) + " must be within " +
+                                              std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return std::optional<int64_t>(v);
+}
+
+ControlResponse jsonResponse(int status, const json& body) {
+  ControlResponse r;
+  r.status = status;
+  r.body = body.dump() + "\n";
+  return r;
+}
+
+// Status from the lease table or policy -> HTTP status + API error code.
+ControlResponse fromStatus(const Status& st) {
+  const std::string& m = st.message();
+  auto strip = [&](const char* prefix) {
+    size_t n = std::char_traits<char>::length(prefix);
+    return m.compare(0, n, prefix) == 0 ? m.substr(n) : m;
+  };
+  switch (st.code()) {
+    case Code::kInvalidArgument: return errorResponse(400, "bad_request", m);
+    case Code::kDenied:
+      if (m.rfind("unauthenticated: ", 0) == 0)
+        return errorResponse(401, "unauthenticated", strip("unauthenticated: "));
+      if (m.rfind("policy_denied: ", 0) == 0)
+        return errorResponse(403, "policy_denied", strip("policy_denied: "));
+      return errorResponse(409, "conflict", m);
+    case Code::kNoResource: return errorResponse(429, "quota_exceeded", m);
+    case Code::kUnsupported: return errorResponse(503, "draining", m);
+    case Code::kAborted: return errorResponse(404, "not_found", m);
+    default: return errorResponse(500, "internal", m);
+  }
+}
+
+int64_t secondsLeft(const Lease& lease) {
+  int64_t ms = lease.expires_at_ms - steadyNowMs();
+  return ms <= 0 ? 0 : (ms + 999) / 1000;
+}
+
+}  // namespace
+
+ControlResponse errorResponse(int http_status, const std::string& code, const std::string& message) {
+  return jsonResponse(http_status, json{{"error", code}, {"message", message}});
+}
+
+ControlApi::ControlApi(const AgentConfig& config, LeaseTable& leases,
+                       const DataPlaneView* data_plane)
+    : config_(config), leases_(leases), policy_(config), data_plane_(data_plane) {}
+
+std::map<std::string, uint64_t> ControlApi::refusedCounts() const {
+  std::lock_guard<std::mutex> lock(refused_mu_);
+  return refused_;
+}
+
+void ControlApi::countRefused(const std::string& code) {
+  std::lock_guard<std::mutex> lock(refused_mu_);
+  ++refused_[code];
+}
+
+std::string ControlApi::dataAddress() const {
+  return data_plane_ != nullptr ? data_plane_->address() : config_.data_listen;
+}
+
+DataPlaneCounters ControlApi::counters() const {
+  return data_plane_ != nullptr ? data_plane_->counters() : DataPlaneCounters{};
+}
+
+ControlResponse ControlApi::handle(const HttpRequest& request, const Caller& caller) {
+  ControlResponse r;
+  try {
+    r = route(request, caller);
+  } catch (const std::exception& e) {
+    // nlohmann::json throws on misuse; a request must never take the agent down.
+    SA_ERROR(kPart, "control: %s %s failed: %s", request.method.c_str(), request.path.c_str(),
+             e.what());
+    r = errorResponse(500, "internal", "internal error");
+  }
+  if (r.status >= 400) {
+    json j = json::parse(r.body, nullptr, false);
+    countRefused(j.is_object() && j.contains("error") && j["error"].is_string()
+                     ? j["error"].get<std::string>()
+                     : "internal");
+  }
+  return r;
+}
+
+ControlResponse ControlApi::route(const HttpRequest& req, const Caller& caller) {
+  const std::string& p = req.path;
+  const std::string& m = req.method;
+  auto wrongMethod = [&](const char* allowed) {
+    return errorResponse(405, "bad_request", m + " is not allowed on " + p + " (use " + allowed + ")");
+  };
+  bool read_path = p == "/v1/status" || p == "/v1/leases" || p == "/metrics";
+  if (read_path && m == "GET") {
+    Status st = policy_.authorize(caller, Action::kRead, 0);
+    if (!st.ok()) return fromStatus(st);
+    if (p == "/v1/status") return getStatus();
+    if (p == "/metrics") return metrics();
+    return getLeases();
+  }
+  if (p == "/v1/leases") return m == "POST" ? createLease(req, caller) : wrongMethod("GET, POST");
+  if (p == "/v1/status" || p == "/metrics") return wrongMethod("GET");
+  if (p == "/v1/drain") return m == "POST" ? drain(req, caller) : wrongMethod("POST");
+  const std::string prefix = "/v1/leases/";
+  if (p.compare(0, prefix.size(), prefix) == 0) {
+    std::string rest = p.substr(prefix.size());
+    size_t slash = rest.find('/');
+    std::string job = rest.substr(0, slash);
+    std::string action = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    if (!job.empty() && action.find('/') == std::string::npos) {
+      return leaseAction(job, action, req, caller);
+    }
+  }
+  return errorResponse(404, "not_found", "no endpoint " + p);
+}
+
+ControlResponse ControlApi::getStatus() {
+  DataPlaneCounters c = counters();
+  json caps = json::array();
+  if (data_plane_ != nullptr) {
+    for (const auto& [dtype, ops] : data_plane_->capabilities()) {
+      json names = json::array();
+      for (Op op : ops) names.push_back(opName(op));
+      caps.push_back({{"dtype", dtypeName(dtype)}, {"ops", names}});
+    }
+  }
+  uint64_t rejected_total = 0;
+  for (const auto& [reason, n] : c.rejected) rejected_total += n;
+  json body = {
+      {"version", SWITCHAGG_VERSION},
+      {"draining", leases_.draining()},
+      {"data_address", dataAddress()},
+      {"slots_total", config_.pool_slots},
+      {"slots_in_use", leases_.slotsInUse()},
+      {"slot_bytes", config_.slot_bytes},
+      {"leases", leases_.list().size()},
+      {"groups", c.groups_active},
+      {"capabilities", caps},
+      {"counters",
+       {{"groups_active", c.groups_active}, {"groups_created", c.groups_created},
+        {"groups_aborted", c.groups_aborted}, {"chunks_reduced", c.chunks_reduced},
+        {"bytes_reduced", c.bytes_reduced}, {"bytes_in", c.bytes_in}, {"bytes_out", c.bytes_out},
+        {"clients_connected", c.clients_connected}, {"slots_busy", c.slots_busy},
+        {"slots_reserved", c.slots_reserved}, {"rejected_total", rejected_total}}},
+      {"rejected", c.rejected},
+  };
+  return jsonResponse(200, body);
+}
+
+ControlResponse ControlApi::getLeases() {
+  DataPlaneCounters c = counters();
+  json list = json::array();
+  for (const Lease& l : leases_.list()) {
+    auto g = c.groups_by_job.find(l.job);
+    list.push_back({{"job", l.job}, {"uid", l.uid}, {"user", userName(l.uid)}, {"slots", l.slots},
+                    {"ttl_s", l.ttl_ms / 1000}, {"expires_in_s", secondsLeft(l)},
+                    {"groups", g == c.groups_by_job.end() ? 0 : g->second}});
+  }
+  return jsonResponse(200, json{{"leases", list}});
+}
+
+ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& caller) {
+  if (!caller.authenticated) return fromStatus(policy_.authorize(caller, Action::kCreate, 0));
+  Result<json> body = parseBody(req.body, {"job", "uid", "slots", "ttl_s"});
+  if (!body.ok()) return fromStatus(body.status());
+  const json& j = *body;
+  std::string job;
+  auto jit = j.find("job");
+  if (jit != j.end() && jit->is_string()) job = jit->get<std::string>();
+  else if (jit != j.end() && jit->is_number_unsigned()) job = std::to_string(jit->get<uint64_t>());
+  else return errorResponse(400, "bad_request", "job (a string) is required");
+  auto uid = intField(j, "uid", 0, 0xfffffffeLL);
+  auto slots = intField(j, "slots", 1, 1 << 20);
+  auto ttl = intField(j, "ttl_s", 1, 400LL * 24 * 3600);
+  for (const auto* r : {&uid, &slots, &ttl}) {
+    if (!r->ok()) return fromStatus(r->status());
+  }
+  uint32_t target = uid->has_value() ? static_cast<uint32_t>(**uid) : caller.uid;
+  Status st = policy_.authorize(caller, Action::kCreate, target);
+  if (!st.ok()) return fromStatus(st);
+  int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
+  if (ttl_ms > config_.max_ttl_ms) {
+    return errorResponse(429, "quota_exceeded", "ttl_s " + std::to_string(ttl_ms / 1000) +
+                                                    " exceeds policy.max_ttl (" +
+                                                    std::to_string(config_.max_ttl_ms / 1000) + " s)");
+  }
+  int n = slots->has_value() ? static_cast<int>(**slots) : config_.default_slots;
+  Result<LeaseTable::Created> created = leases_.create(job, target, n, ttl_ms);
+  if (!created.ok()) {
+    SA_INFO(kPart, "lease for job %s (uid %u, %d slots) refused: %s", job.c_str(), target, n,
+            created.status().message().c_str());
+    return fromStatus(created.status());
+  }
+  const Lease& l = created->lease;
+  if (created->created) {
+    SA_INFO(kPart, "lease created: job %s uid %u slots %d ttl %lld s (by uid %u via %s)",
+            l.job.c_str(), l.uid, l.slots, static_cast<long long>(l.ttl_ms / 1000), caller.uid,
+            caller.via.c_str());
+  }
+  return jsonResponse(created->created ? 201 : 200,
+                      {{"job", l.job}, {"uid", l.uid}, {"slots", l.slots},
+                       {"ttl_s", l.ttl_ms / 1000}, {"expires_in_s", secondsLeft(l)},
+                       {"token", l.token}, {"data_address", dataAddress()}});
+}
+
+ControlResponse ControlApi::leaseAction(const std::string& job, const std::string& action,
+                                        const HttpRequest& req, const Caller& caller) {
+  bool is_delete = action.empty() && req.method == "DELETE";
+  bool is_token = action == "token" && req.method == "GET";
+  bool is_renew = action == "renew" && req.method == "POST";
+  if (!is_delete && !is_token && !is_renew) {
+    if (action.empty() || action == "token" || action == "renew") {
+      return errorResponse(405, "bad_request", req.method + " is not allowed on " + req.path);
+    }
+    return errorResponse(404, "not_found", "no endpoint " + req.path);
+  }
+  if (!caller.authenticated) return fromStatus(policy_.authorize(caller, Action::kOwnerOnly, 0));
+  std::optional<Lease> lease = leases_.findByJob(job);
+  if (!lease) {
+    if (is_delete) return jsonResponse(200, {{"deleted", false}});
+    return errorResponse(404, "not_found", "no lease for job " + job);
+  }
+  Status st = policy_.authorize(caller, Action::kOwnerOnly, lease->uid);
+  if (!st.ok()) return fromStatus(st);
+  if (is_delete) {
+    bool deleted = leases_.remove(job, "lease deleted");
+    if (deleted) SA_INFO(kPart, "lease deleted: job %s (by uid %u)", job.c_str(), caller.uid);
+    return jsonResponse(200, {{"deleted", deleted}});
+  }
+  if (is_token) {
+    return jsonResponse(200, {{"job", lease->job}, {"token", lease->token},
+                              {"data_address", dataAddress()}, {"slots", lease->slots}});
+  }
+  Result<json> body = parseBody(req.body, {"ttl_s"});
+  if (!body.ok()) return fromStatus(body.status());
+  auto ttl = intField(*body, "ttl_s", 1, 400LL * 24 * 3600);
+  if (!ttl.ok()) return fromStatus(ttl.status());
+  int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
+  if (ttl_ms > config_.max_ttl_ms) {
+    return errorResponse(429, "quota_exceeded", "ttl_s exceeds policy.max_ttl (" +
+                                                    std::to_string(config_.max_ttl_ms / 1000) + " s)");
+  }
+  Result<Lease> renewed = leases_.renew(job, ttl_ms);
+  if (!renewed.ok()) return fromStatus(renewed.status());
+  return jsonResponse(200, {{"job", renewed->job}, {"uid", renewed->uid},
+                            {"slots", renewed->slots}, {"ttl_s", renewed->ttl_ms / 1000},
+                            {"expires_in_s", secondsLeft(*renewed)},
+                            {"data_address", dataAddress()}});
+}
+
+ControlResponse ControlApi::drain(const HttpRequest& req, const Caller& caller) {
+  Status st = policy_.authorize(caller, Action::kAdmin, 0);
+  if (!st.ok()) return fromStatus(st);
+  Result<json> body = parseBody(req.body, {"drain"});
+  if (!body.ok()) return fromStatus(body.status());
+  bool on = true;
+  auto it = body->find("drain");
+  if (it != body->end()) {
+    if (!it->is_boolean()) return errorResponse(400, "bad_request", "drain must be true or false");
+    on = it->get<bool>();
+  }
+  leases_.setDraining(on);
+  SA_INFO(kPart, "drain %s (by uid %u)", on ? "on" : "off", caller.uid);
+  return jsonResponse(200, {{"draining", on}});
+}
+
+ControlResponse ControlApi::metrics() {
+  MetricsInput in;
+  in.config = &config_;
+  in.leases = leases_.list();
+  in.slots_in_use = leases_.slotsInUse();
+  in.draining = leases_.draining();
+  in.data = counters();
+  in.control_refused = refusedCounts();
+  ControlResponse r;
+  r.content_type = "text/plain; version=0.0.4";
+  r.body = renderMetrics(in);
+  return r;
+}
+
+}  // namespace switchagg::agent

@@ -1,0 +1,95 @@
+#include "metrics.h"
+
+#include <set>
+
+namespace switchagg::agent {
+
+namespace {
+
+// Label values are job ids and reason words; escape what the format requires.
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+class Writer {
+ public:
+  void family(const char* name, const char* type, const char* help) {
+    out_ += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  }
+  void sample(const char* name, uint64_t value, const std::string& labels = "") {
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    out_ += " " + std::to_string(value) + "\n";
+  }
+  void metric(const char* name, const char* type, const char* help, uint64_t value) {
+    family(name, type, help);
+    sample(name, value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+}  // namespace
+
+std::string renderMetrics(const MetricsInput& in) {
+  Writer w;
+  const DataPlaneCounters& d = in.data;
+  uint64_t total = in.config != nullptr ? static_cast<uint64_t>(in.config->pool_slots) : 0;
+  w.metric("switchagg_slots_total", "gauge", "Aggregation slots in the pool.", total);
+  w.metric("switchagg_slots_in_use", "gauge", "Slots reserved by leases.",
+           static_cast<uint64_t>(in.slots_in_use));
+  w.metric("switchagg_slots_busy", "gauge", "Slots holding partial chunks right now.",
+           d.slots_busy);
+  w.metric("switchagg_slots_reserved", "gauge", "Slots held by live groups (their windows).",
+           d.slots_reserved);
+  w.metric("switchagg_leases", "gauge", "Leases held.", in.leases.size());
+  w.metric("switchagg_draining", "gauge", "1 while the agent refuses new leases.",
+           in.draining ? 1 : 0);
+  w.metric("switchagg_groups", "gauge", "Live aggregation groups.", d.groups_active);
+  w.metric("switchagg_groups_created_total", "counter", "Groups created.", d.groups_created);
+  w.metric("switchagg_groups_aborted_total", "counter", "Groups aborted.", d.groups_aborted);
+  w.metric("switchagg_chunks_reduced_total", "counter", "Chunks reduced.", d.chunks_reduced);
+  w.metric("switchagg_bytes_reduced_total", "counter", "Result bytes produced by reductions.",
+           d.bytes_reduced);
+  w.metric("switchagg_bytes_in_total", "counter", "Payload bytes received.", d.bytes_in);
+  w.metric("switchagg_bytes_out_total", "counter", "Payload bytes sent.", d.bytes_out);
+  w.metric("switchagg_clients_connected", "gauge", "Data-plane clients connected.",
+           d.clients_connected);
+
+  w.family("switchagg_rejected_total", "counter", "Data-plane messages rejected, by reason.");
+  for (const auto& [reason, n] : d.rejected) w.sample("switchagg_rejected_total", n,
+                                                      "reason=\"" + label(reason) + "\"");
+  w.family("switchagg_control_refused_total", "counter",
+           "Control requests refused, by API error code.");
+  for (const auto& [code, n] : in.control_refused) {
+    w.sample("switchagg_control_refused_total", n, "error=\"" + label(code) + "\"");
+  }
+
+  w.family("switchagg_job_slots", "gauge", "Slots leased per job.");
+  for (const Lease& l : in.leases) {
+    w.sample("switchagg_job_slots", static_cast<uint64_t>(l.slots),
+             "job=\"" + label(l.job) + "\",uid=\"" + std::to_string(l.uid) + "\"");
+  }
+  w.family("switchagg_job_groups", "gauge", "Live groups per job.");
+  for (const auto& [job, n] : d.groups_by_job) {
+    w.sample("switchagg_job_groups", n, "job=\"" + label(job) + "\"");
+  }
+  w.family("switchagg_job_bytes_in_total", "counter", "Payload bytes received per job.");
+  for (const auto& [job, n] : d.bytes_in_by_job) {
+    w.sample("switchagg_job_bytes_in_total", n, "job=\"" + label(job) + "\"");
+  }
+  return w.take();
+}
+
+}  // namespace switchagg::agent

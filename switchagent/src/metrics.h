@@ -1,0 +1,27 @@
+// GET /metrics: the agent's state in Prometheus text format (version 0.0.4).
+// Lease tokens never appear here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent_config.h"
+#include "data_plane.h"
+#include "lease_table.h"
+
+namespace switchagg::agent {
+
+struct MetricsInput {
+  const AgentConfig* config = nullptr;
+  std::vector<Lease> leases;
+  int slots_in_use = 0;
+  bool draining = false;
+  DataPlaneCounters data;
+  std::map<std::string, uint64_t> control_refused;  // API error code -> count
+};
+
+std::string renderMetrics(const MetricsInput& in);
+
+}  // namespace switchagg::agent
