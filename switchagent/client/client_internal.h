@@ -1,0 +1,72 @@
+// Private state of AggClient / AggGroup (data_client.h).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "switchagg/agent/data_client.h"
+#include "switchagg/ucx/transport.h"
+
+namespace switchagg::agent {
+
+struct AggGroup::State {
+  GroupInfo info;
+  bool acked = false;  // JOIN_ACK arrived
+  bool dead = false;   // failed or left; `failure` says why
+  bool agent_knows = false;  // the agent dropped the group (ABORT/ERROR) or we sent LEAVE
+  Status failure;
+  ClientCounters counters;
+  uint64_t next_chunk = 0;  // absolute sequence number of the next call's first chunk
+
+  // The call in progress (active == true).
+  bool active = false;
+  Dtype dtype = Dtype::kInt32;
+  Op op = Op::kSum;
+  size_t count = 0, esize = 0, chunk_elems = 0, n_chunks = 0, next_send = 0, n_received = 0;
+  uint64_t base = 0;
+  uint8_t* out = nullptr;           // recv, or `staging` for in-place calls
+  std::vector<uint8_t> received;    // per chunk of the call
+  std::vector<uint8_t> staging;     // in-place results until the call succeeds
+
+  // One outstanding CONTRIB per slot: its request and header.
+  std::vector<std::unique_ptr<ucx::Request>> slot_request;
+  std::vector<std::array<uint8_t, wire::kMaxHeaderBytes>> slot_header;
+
+  void fail(Status st) {
+    if (dead) return;
+    dead = true;
+    failure = std::move(st);
+  }
+};
+
+struct AggClient::Impl {
+  std::unique_ptr<ucx::Context> context;
+  std::unique_ptr<ucx::Worker> worker;
+  std::unique_ptr<ucx::Endpoint> ep;
+  wire::Token token{};
+  AgentInfo agent;
+  ClientCounters counters;
+  bool failed = false;
+  Status failure;
+  bool hello_done = false;
+  Status hello_status;
+  std::map<uint64_t, AggGroup::State*> groups;  // by group id
+
+  void onMessage(const ucx::AmMessage& am);
+  void onResult(AggGroup::State& g, const wire::Message& m);
+  void fail(Status st);  // the connection is dead: every group with it
+  bool broken() const { return failed || (ep && ep->failed()); }
+  Status brokenStatus() const;
+  // Sends a small control message and waits (bounded) until it left.
+  Status sendControl(const wire::Message& m, int64_t timeout_ms);
+  // Waits for `pending` sends to complete; closes the connection if they do
+  // not within timeout_ms (so no send still reads a caller's buffer).
+  void drain(std::vector<ucx::Request*> pending, int64_t timeout_ms);
+};
+
+int64_t clientNowMs();
+Status statusForReason(wire::Reason reason, bool abort, const std::string& text);
+
+}  // namespace switchagg::agent

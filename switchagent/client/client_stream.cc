@@ -1,0 +1,178 @@
+// AggGroup::allreduce: streams the send buffer in chunks of the group's
+// slot size, at most `window` in flight (chunk c goes to slot c % window
+// once the result of chunk c - window came back: self-clocking, so the
+// agent never holds more than the group's slots), and writes each result
+// where it belongs as it arrives.
+//
+//   chunk:   0   1   2   3   4   5   6 ...     window W = 3
+//   slot:    0   1   2   0   1   2   0
+//   send 3 after RESULT 0, send 4 after RESULT 1, ...
+//
+// Contributions are sent straight from the caller's buffer (no copy);
+// results are copied once from the message into recv (or, in place, into a
+// staging buffer committed only on success).
+#include <algorithm>
+#include <cstring>
+
+#include "client_internal.h"
+
+namespace switchagg::agent {
+
+using wire::Message;
+using wire::MsgType;
+
+void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
+  auto bad = [&](const char* why) {
+    g.fail(Status(Code::kProtocol, std::string("invalid RESULT from the agent: ") + why));
+  };
+  if (!g.active) return bad("no allreduce in progress");
+  if (m.chunk < g.base || m.chunk - g.base >= g.n_chunks) return bad("chunk outside this call");
+  const size_t rel = static_cast<size_t>(m.chunk - g.base);
+  if (rel >= g.next_send || g.received[rel]) return bad("chunk not in flight");
+  const size_t expect = std::min(g.chunk_elems, g.count - rel * g.chunk_elems);
+  if (m.slot != m.chunk % g.info.window || m.count != expect || m.call_elems != g.count ||
+      m.dtype != g.dtype || m.op != g.op)
+    return bad("slot, count, dtype or op differ from the contribution");
+  std::memcpy(g.out + rel * g.chunk_elems * g.esize, m.payload, m.payload_bytes);
+  g.received[rel] = 1;
+  ++g.n_received;
+  ++g.counters.chunks_received;
+  g.counters.bytes_received += m.payload_bytes;
+  ++counters.chunks_received;
+  counters.bytes_received += m.payload_bytes;
+}
+
+namespace {
+
+bool overlapsPartially(const void* a, const void* b, size_t bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a);
+  const auto y = reinterpret_cast<uintptr_t>(b);
+  return x != y && x < y + bytes && y < x + bytes;
+}
+
+}  // namespace
+
+// Sends chunk `rel` of the current call; its slot's previous send must be done.
+static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, size_t rel) {
+  const uint64_t chunk = g.base + rel;
+  const auto slot = static_cast<uint32_t>(chunk % g.info.window);
+  Message m;
+  m.type = MsgType::kContrib;
+  m.token = c.token;
+  m.group_id = g.info.group_id;
+  m.rank = static_cast<uint32_t>(g.info.rank);
+  m.slot = slot;
+  m.chunk = chunk;
+  m.call_elems = g.count;
+  m.dtype = g.dtype;
+  m.op = g.op;
+  m.count = static_cast<uint32_t>(std::min(g.chunk_elems, g.count - rel * g.chunk_elems));
+  const wire::Frame f = wire::encode(m);
+  std::memcpy(g.slot_header[slot].data(), f.header.data(), f.header_bytes);
+  const size_t bytes = m.count * g.esize;
+  SWITCHAGG_RETURN_IF_ERROR(c.ep->amSend(wire::kAmToAgent, g.slot_header[slot].data(),
+                                         f.header_bytes, send + rel * g.chunk_elems * g.esize,
+                                         bytes, *g.slot_request[slot]));
+  ++g.counters.chunks_sent;
+  g.counters.bytes_sent += bytes;
+  ++c.counters.chunks_sent;
+  c.counters.bytes_sent += bytes;
+  return Status::Ok();
+}
+
+// Sends every chunk the window allows; waits for a slot's previous send to
+// complete locally if it has not yet (its result is back, so it is about to).
+static Status pump(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, int64_t deadline) {
+  const size_t w = g.info.window;
+  while (g.next_send < g.n_chunks && (g.next_send < w || g.received[g.next_send - w])) {
+    const size_t slot = (g.base + g.next_send) % w;
+    ucx::Request& prev = *g.slot_request[slot];
+    if (!prev.done()) {
+      Status st = c.worker->waitUntil([&] { return prev.done() || c.broken() || g.dead; },
+                                      deadline - clientNowMs());
+      if (!st.ok()) return st;
+      if (c.broken()) return c.brokenStatus();
+      if (g.dead) return g.failure;
+    }
+    SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, send, g.next_send));
+    ++g.next_send;
+  }
+  return Status::Ok();
+}
+
+static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send,
+                     int64_t deadline) {
+  for (;;) {
+    SWITCHAGG_RETURN_IF_ERROR(pump(c, g, send, deadline));
+    if (g.n_received == g.n_chunks) break;
+    const size_t seen = g.n_received;
+    Status st = c.worker->waitUntil(
+        [&] { return g.n_received != seen || g.dead || c.broken(); }, deadline - clientNowMs());
+    if (c.broken()) return c.brokenStatus();
+    if (g.dead) return g.failure;
+    if (!st.ok()) return st;
+  }
+  // Every result is in; the sends' local completions are imminent. Wait so
+  // none still reads the caller's buffer after we return.
+  std::vector<ucx::Request*> pending;
+  for (auto& r : g.slot_request) pending.push_back(r.get());
+  const Status st = c.worker->waitAll(pending, std::max<int64_t>(deadline - clientNowMs(), 1));
+  return st.code() == Code::kTimeout ? st : Status::Ok();
+}
+
+Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
+                           int64_t timeout_ms) {
+  State& g = *state_;
+  AggClient::Impl& c = *client_;
+  if (c.broken()) return c.brokenStatus();
+  if (g.dead) return g.failure;
+  if (!supports(dtype, op))
+    return Status(Code::kUnsupported, std::string("agent does not reduce ") + dtypeName(dtype) +
+                                          "/" + opName(op));
+  if (count == 0) return Status::Ok();
+  const size_t esize = dtypeSize(dtype);
+  if (!send || !recv || count > SIZE_MAX / esize)
+    return Status(Code::kInvalidArgument, "allreduce: null buffer or count too large");
+  if (overlapsPartially(send, recv, count * esize))
+    return Status(Code::kInvalidArgument, "allreduce: send and recv overlap without being equal");
+  const size_t chunk_elems = g.info.slot_bytes / esize;
+  if (chunk_elems == 0) return Status(Code::kUnsupported, "element larger than a slot");
+
+  const bool in_place = send == recv;
+  g.dtype = dtype;
+  g.op = op;
+  g.count = count;
+  g.esize = esize;
+  g.chunk_elems = chunk_elems;
+  g.n_chunks = (count + chunk_elems - 1) / chunk_elems;
+  g.base = g.next_chunk;
+  g.next_send = 0;
+  g.n_received = 0;
+  g.received.assign(g.n_chunks, 0);
+  if (in_place) g.staging.resize(count * esize);
+  g.out = in_place ? g.staging.data() : static_cast<uint8_t*>(recv);
+  g.active = true;
+
+  Status st = stream(c, g, static_cast<const uint8_t*>(send), clientNowMs() + timeout_ms);
+  g.active = false;
+  g.next_chunk += g.n_chunks;
+  if (st.ok()) {
+    if (in_place) std::memcpy(recv, g.staging.data(), count * esize);
+    ++g.counters.allreduces;
+    ++c.counters.allreduces;
+    return st;
+  }
+  ++g.counters.failures;
+  ++c.counters.failures;
+  g.fail(st);
+  // Tell the agent (so the other members are aborted now, not after the
+  // agent's member timeout), then make sure no send still reads `send`.
+  if (!g.agent_knows && !c.broken()) (void)leave(AggClient::kDrainMs);
+  std::vector<ucx::Request*> pending;
+  for (auto& r : g.slot_request)
+    if (!r->done()) pending.push_back(r.get());
+  c.drain(pending, AggClient::kDrainMs);
+  return g.failure;
+}
+
+}  // namespace switchagg::agent

@@ -1,0 +1,256 @@
+// AggClient: connection, HELLO, JOIN/LEAVE and the dispatch of the agent's
+// messages to groups. Streaming allreduce: client_stream.cc.
+#include <chrono>
+#include <cstring>
+
+#include "client_internal.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::agent {
+
+using wire::Message;
+using wire::MsgType;
+using wire::Reason;
+
+int64_t clientNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Status statusForReason(Reason reason, bool abort, const std::string& text) {
+  std::string msg = std::string(abort ? "agent aborted the group (" : "agent rejected (") +
+                    wire::reasonName(reason) + ")" + (text.empty() ? "" : ": " + text);
+  switch (reason) {
+    case Reason::kBadToken: return Status(Code::kDenied, msg);
+    case Reason::kNoResource: return Status(Code::kNoResource, msg);
+    default: return Status(abort ? Code::kAborted : Code::kProtocol, msg);
+  }
+}
+
+Status AggClient::Impl::brokenStatus() const {
+  if (failed) return failure;
+  return Status(Code::kPeerFailed, "connection to the agent failed");
+}
+
+void AggClient::Impl::fail(Status st) {
+  if (!failed) {
+    failed = true;
+    failure = st;
+    SA_DEBUG("agent-client", "connection failed: %s", st.toString().c_str());
+  }
+  for (auto& [id, g] : groups) g->fail(st);
+}
+
+void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
+  Message m;
+  const Reason r = wire::decode(am.header, am.header_length, am.data, am.length, &m);
+  if (r != Reason::kNone)
+    return fail(Status(Code::kProtocol, std::string("undecodable message from the agent: ") +
+                                            wire::reasonName(r)));
+  if (!wire::tokenEqual(m.token, token))
+    return fail(Status(Code::kProtocol, "message from the agent carries another lease token"));
+  auto it = groups.find(m.group_id);
+  AggGroup::State* g = it == groups.end() ? nullptr : it->second;
+  switch (m.type) {
+    case MsgType::kHelloAck:
+      if (hello_done) return;
+      agent.max_window = m.window;
+      agent.slot_bytes = m.slot_bytes;
+      agent.caps = m.caps;
+      hello_done = true;
+      hello_status = Status::Ok();
+      return;
+    case MsgType::kJoinAck:
+      if (!g || g->acked || g->dead) return;
+      if (m.size != static_cast<uint32_t>(g->info.size) ||
+          m.rank != static_cast<uint32_t>(g->info.rank))
+        return g->fail(Status(Code::kProtocol, "JOIN_ACK for another size or rank"));
+      g->info.window = m.window;
+      g->info.slot_bytes = m.slot_bytes;
+      g->info.caps = m.caps;
+      g->acked = true;
+      return;
+    case MsgType::kResult:
+      if (g && !g->dead) onResult(*g, m);
+      return;
+    case MsgType::kAbort:
+    case MsgType::kError:
+      if (g) {
+        g->agent_knows = true;
+        return g->fail(statusForReason(m.reason, m.type == MsgType::kAbort, m.text));
+      }
+      if (!hello_done) {  // HELLO refused (group id 0, no group)
+        hello_done = true;
+        hello_status = statusForReason(m.reason, false, m.text);
+      }
+      return;
+    default:
+      return fail(Status(Code::kProtocol, "unexpected message type from the agent"));
+  }
+}
+
+Status AggClient::Impl::sendControl(const Message& m, int64_t timeout_ms) {
+  if (broken()) return brokenStatus();
+  const wire::Frame f = wire::encode(m);
+  ucx::Request req;
+  Status st = ep->amSend(wire::kAmToAgent, f.header.data(), f.header_bytes,
+                         f.body.empty() ? nullptr : f.body.data(), f.body.size(), req);
+  if (st.ok()) st = worker->wait(req, timeout_ms);
+  if (!st.ok()) {
+    if (!req.done()) ep.reset();  // cancel it: `f` dies with this frame
+    fail(st.code() == Code::kTimeout ? Status(Code::kTimeout, "agent not reachable: " + st.message())
+                                     : st);
+    return failure;
+  }
+  return Status::Ok();
+}
+
+void AggClient::Impl::drain(std::vector<ucx::Request*> pending, int64_t timeout_ms) {
+  if (pending.empty()) return;
+  if (ep && !ep->failed()) {
+    const Status st = worker->waitUntil(
+        [&] {
+          for (ucx::Request* r : pending)
+            if (!r->done()) return false;
+          return true;
+        },
+        timeout_ms);
+    if (st.ok()) return;
+  }
+  // Sends still reading caller memory: closing the endpoint cancels them.
+  fail(Status(Code::kPeerFailed, "sends to the agent did not complete; connection closed"));
+  ep.reset();
+}
+
+AggClient::AggClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+AggClient::~AggClient() {
+  impl_->groups.clear();
+  impl_->ep.reset();
+  impl_->worker.reset();
+  impl_->context.reset();
+}
+
+Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_address,
+                                                      const std::string& token_hex,
+                                                      int64_t timeout_ms) {
+  auto impl = std::make_unique<Impl>();
+  if (!wire::tokenFromHex(token_hex, &impl->token))
+    return Status(Code::kInvalidArgument, "lease token must be 32 hex characters");
+  auto opts = ucx::TransportOptions::fromEnvironment();
+  if (!opts.ok()) return opts.status();
+  opts->enable_tag = false;
+  auto ctx = ucx::Context::create(*opts);
+  if (!ctx.ok()) return ctx.status();
+  impl->context = std::move(ctx.value());
+  auto w = ucx::Worker::create(*impl->context);
+  if (!w.ok()) return w.status();
+  impl->worker = std::move(w.value());
+  Impl* raw = impl.get();
+  SWITCHAGG_RETURN_IF_ERROR(impl->worker->setAmHandler(
+      wire::kAmToClient, [raw](const ucx::AmMessage& am) { raw->onMessage(am); }));
+  impl->worker->setFailureHandler([raw](ucx::Endpoint*, const Status& st) { raw->fail(st); });
+  auto ep = ucx::Endpoint::connect(*impl->worker, agent_address);
+  if (!ep.ok()) return ep.status();
+  impl->ep = std::move(ep.value());
+
+  const int64_t deadline = clientNowMs() + timeout_ms;
+  Message hello;
+  hello.type = MsgType::kHello;
+  hello.token = impl->token;
+  SWITCHAGG_RETURN_IF_ERROR(impl->sendControl(hello, timeout_ms));
+  Status st = impl->worker->waitUntil([raw] { return raw->hello_done || raw->broken(); },
+                                      deadline - clientNowMs());
+  if (raw->broken()) return raw->brokenStatus();
+  if (!st.ok()) return Status(Code::kTimeout, "no answer from the agent at " + agent_address +
+                                                  " within " + std::to_string(timeout_ms) + " ms");
+  if (!raw->hello_status.ok()) return raw->hello_status;
+  return std::unique_ptr<AggClient>(new AggClient(std::move(impl)));
+}
+
+const AgentInfo& AggClient::agent() const { return impl_->agent; }
+bool AggClient::supports(Dtype d, Op o) const { return impl_->agent.caps.supports(d, o); }
+bool AggClient::failed() const { return impl_->broken(); }
+const Status& AggClient::failure() const { return impl_->failure; }
+const ClientCounters& AggClient::counters() const { return impl_->counters; }
+
+Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, int rank,
+                                                  int64_t timeout_ms, uint32_t window_request) {
+  Impl& c = *impl_;
+  if (size < 1 || static_cast<uint32_t>(size) > wire::kMaxGroupSize || rank < 0 || rank >= size)
+    return Status(Code::kInvalidArgument, "join: bad size/rank");
+  if (c.groups.count(group_id))
+    return Status(Code::kInvalidArgument, "join: this client already has group " +
+                                              std::to_string(group_id));
+  if (c.broken()) return c.brokenStatus();
+  auto state = std::make_unique<AggGroup::State>();
+  state->info.group_id = group_id;
+  state->info.size = size;
+  state->info.rank = rank;
+  AggGroup::State* g = state.get();
+  std::unique_ptr<AggGroup> group(new AggGroup(impl_.get(), std::move(state)));
+  c.groups[group_id] = g;  // group's destructor unregisters
+
+  Message j;
+  j.type = MsgType::kJoin;
+  j.token = c.token;
+  j.group_id = group_id;
+  j.size = static_cast<uint32_t>(size);
+  j.rank = static_cast<uint32_t>(rank);
+  j.window = std::min<uint32_t>(window_request, wire::kMaxWindow);
+  const int64_t deadline = clientNowMs() + timeout_ms;
+  Status st = c.sendControl(j, timeout_ms);
+  if (st.ok())
+    st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
+                             deadline - clientNowMs());
+  if (c.broken()) st = c.brokenStatus();
+  else if (g->dead) st = g->failure;
+  else if (!st.ok()) st = Status(Code::kTimeout, "join: not every member joined within " +
+                                                      std::to_string(timeout_ms) + " ms");
+  if (!st.ok()) {
+    g->fail(st);
+    ++c.counters.failures;
+    return st;  // ~AggGroup sends LEAVE so the agent drops the half-formed group
+  }
+  g->slot_request.resize(g->info.window);
+  for (auto& r : g->slot_request) r = std::make_unique<ucx::Request>();
+  g->slot_header.resize(g->info.window);
+  return group;
+}
+
+AggGroup::AggGroup(AggClient::Impl* client, std::unique_ptr<State> state)
+    : client_(client), state_(std::move(state)) {}
+
+AggGroup::~AggGroup() {
+  if (!state_->agent_knows) (void)leave(AggClient::kDrainMs);
+  client_->groups.erase(state_->info.group_id);
+}
+
+const GroupInfo& AggGroup::info() const { return state_->info; }
+bool AggGroup::supports(Dtype d, Op o) const { return state_->info.caps.supports(d, o); }
+bool AggGroup::usable() const { return !state_->dead && !client_->broken(); }
+const Status& AggGroup::failure() const {
+  return state_->dead ? state_->failure : client_->failure;
+}
+const ClientCounters& AggGroup::counters() const { return state_->counters; }
+
+Status AggGroup::leave(int64_t timeout_ms) {
+  State& s = *state_;
+  if (s.agent_knows) {
+    s.fail(Status(Code::kAborted, "left the group"));
+    return Status::Ok();
+  }
+  if (client_->broken()) return client_->brokenStatus();
+  s.agent_knows = true;
+  Message l;
+  l.type = MsgType::kLeave;
+  l.token = client_->token;
+  l.group_id = s.info.group_id;
+  l.rank = static_cast<uint32_t>(s.info.rank);
+  const Status st = client_->sendControl(l, timeout_ms);
+  s.fail(Status(Code::kAborted, "left the group"));
+  return st;
+}
+
+}  // namespace switchagg::agent

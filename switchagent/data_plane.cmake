@@ -1,0 +1,26 @@
+# Data plane (H2b), included by switchagent/CMakeLists.txt:
+#   switchagg_wire        wire codec (wire.h); no UCX, shared by agent and client
+#   switchagg_engine      slot pool, reduce pool, aggregation engine; no UCX (unit tests)
+#   switchagg_dataplane   DataPlane: the engine behind a UCX listener (the agent links it)
+#   switchagg_dataclient  AggClient (data_client.h) for mpi_coll and tests
+add_library(switchagg_wire STATIC src/wire.cc)
+target_include_directories(switchagg_wire PUBLIC
+  $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
+target_link_libraries(switchagg_wire PUBLIC switchagg_common)
+switchagg_warnings(switchagg_wire)
+
+add_library(switchagg_engine STATIC
+  src/slot_pool.cc src/reduce_pool.cc src/aggregation_engine.cc src/engine_contrib.cc)
+target_include_directories(switchagg_engine PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src)
+target_link_libraries(switchagg_engine PUBLIC switchagg_wire switchagg_common Threads::Threads)
+switchagg_warnings(switchagg_engine)
+
+add_library(switchagg_dataplane STATIC src/data_plane.cc)
+target_link_libraries(switchagg_dataplane PUBLIC switchagg_engine switchagg_ucx switchagg_control)
+switchagg_warnings(switchagg_dataplane)
+
+add_library(switchagg_dataclient STATIC client/data_client.cc client/client_stream.cc)
+target_include_directories(switchagg_dataclient PUBLIC
+  $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
+target_link_libraries(switchagg_dataclient PUBLIC switchagg_wire switchagg_ucx switchagg_common)
+switchagg_warnings(switchagg_dataclient)

@@ -1,0 +1,149 @@
+// switchagg_dataclient: the client side of the agent's data plane, for the
+// MPI component (switch path) and tests. Protocol and semantics:
+// docs/agent-protocol.md.
+//
+//   auto c = AggClient::connect(getenv("SWITCHAGG_AGENT"), getenv("SWITCHAGG_LEASE"), 2000);
+//   auto g = (*c)->join(group_id, comm_size, comm_rank, 5000);   // collective
+//   if ((*g)->supports(Dtype::kFloat32, Op::kSum))
+//     st = (*g)->allreduce(Dtype::kFloat32, Op::kSum, send, recv, count, 2000);
+//
+// Failure semantics (what the MPI fallback relies on):
+// * Every call returns within its timeout_ms (plus at most kDrainMs to let
+//   in-flight sends finish); nothing blocks forever, nothing aborts.
+// * allreduce returns Ok only when every chunk's result arrived and was
+//   validated: never a partial result as success.
+// * On failure `send` is never modified; with send == recv (in place) the
+//   buffer still holds the caller's input (results are staged internally
+//   and copied in only on success, which costs one extra copy of N bytes
+//   for in-place calls); with send != recv, recv's content is unspecified.
+// * After an allreduce failure the group is dead (usable() == false; the
+//   agent aborted it or will): later calls return its first failure at once
+//   without talking to the agent. A connection failure kills every group of
+//   the client. Codes: kPeerFailed (agent unreachable/died), kAborted (agent
+//   aborted the group: member failed/silent, lease revoked/expired, agent
+//   shutdown, protocol violation; message names the reason), kTimeout,
+//   kDenied (unknown/expired lease token), kNoResource (no free slots),
+//   kProtocol (the agent sent something invalid).
+// * Success is local: one member may see Ok while another times out (the
+//   agent died after sending some results). Members must agree on the
+//   outcome (e.g. a host allreduce of the status) before trusting results.
+// * kUnsupported / kInvalidArgument are declines: nothing was sent and the
+//   group stays usable.
+//
+// Not thread-safe: one thread uses a client and its groups. Destroy groups
+// before their client.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "switchagg/agent/wire.h"
+#include "switchagg/common/dtype.h"
+#include "switchagg/common/status.h"
+
+namespace switchagg::agent {
+
+// What HELLO_ACK told us about the agent and the lease.
+struct AgentInfo {
+  uint32_t max_window = 0;  // the lease's slots: the largest window a group can get
+  size_t slot_bytes = 0;    // the agent's chunk size (a group may get less)
+  wire::CapTable caps;      // (dtype, op) pairs the agent reduces
+};
+
+// What JOIN_ACK told us; identical at every member.
+struct GroupInfo {
+  uint64_t group_id = 0;
+  int size = 0;
+  int rank = 0;
+  uint32_t window = 0;    // chunks in flight (slots of this group)
+  size_t slot_bytes = 0;  // payload bytes per chunk for this group
+  wire::CapTable caps;
+};
+
+struct ClientCounters {
+  uint64_t bytes_sent = 0;      // payload bytes contributed
+  uint64_t bytes_received = 0;  // result payload bytes received
+  uint64_t chunks_sent = 0;
+  uint64_t chunks_received = 0;
+  uint64_t allreduces = 0;      // completed successfully
+  uint64_t failures = 0;        // allreduce/join calls that failed
+};
+
+class AggGroup;
+
+class AggClient {
+ public:
+  static constexpr int64_t kDrainMs = 1000;
+
+  // Connects to the agent's data plane ("host:port", SWITCHAGG_AGENT) and
+  // checks the lease token (32 hex chars, SWITCHAGG_LEASE) with a HELLO
+  // round trip, all within timeout_ms. kInvalidArgument: bad address or
+  // token syntax; kDenied: token unknown or expired; kPeerFailed/kTimeout:
+  // agent unreachable.
+  static Result<std::unique_ptr<AggClient>> connect(const std::string& agent_address,
+                                                    const std::string& token_hex,
+                                                    int64_t timeout_ms);
+  ~AggClient();
+  AggClient(const AggClient&) = delete;
+  AggClient& operator=(const AggClient&) = delete;
+
+  const AgentInfo& agent() const;
+  bool supports(Dtype dtype, Op op) const;
+
+  // Collective over the group's members: each calls join with the same
+  // group_id and size and its own rank; returns when all have joined (or
+  // the agent refused, or timeout_ms passed). window_request 0 = as many
+  // slots as the lease has free (members' smallest nonzero request wins).
+  // The group id must be unique among the lease's live groups (e.g. derived
+  // from the communicator and agreed by its members).
+  Result<std::unique_ptr<AggGroup>> join(uint64_t group_id, int size, int rank,
+                                         int64_t timeout_ms, uint32_t window_request = 0);
+
+  bool failed() const;             // the connection is dead
+  const Status& failure() const;   // why (Ok while not failed)
+  const ClientCounters& counters() const;  // totals over all groups
+
+  struct Impl;
+
+ private:
+  friend class AggGroup;
+  explicit AggClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class AggGroup {
+ public:
+  ~AggGroup();  // leaves the group if still usable (bounded by kDrainMs)
+  AggGroup(const AggGroup&) = delete;
+  AggGroup& operator=(const AggGroup&) = delete;
+
+  const GroupInfo& info() const;
+  bool supports(Dtype dtype, Op op) const;
+
+  // recv[i] = op over members of send[i], i < count. send == recv allowed
+  // (MPI_IN_PLACE). Streams slot_bytes chunks with `window` in flight.
+  // Failure semantics: see the top of this file.
+  Status allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
+                   int64_t timeout_ms);
+
+  // Leaves the group (members leave collectively, e.g. at communicator
+  // free). The group is unusable afterwards.
+  Status leave(int64_t timeout_ms);
+
+  bool usable() const;
+  const Status& failure() const;  // first failure (Ok while usable)
+  const ClientCounters& counters() const;  // this group only
+
+  struct State;
+
+ private:
+  friend class AggClient;
+  AggGroup(AggClient::Impl* client, std::unique_ptr<State> state);
+  AggClient::Impl* client_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace switchagg::agent

@@ -1,0 +1,325 @@
+// Engine: message dispatch, group membership (HELLO, JOIN, LEAVE), aborts,
+// timeouts and counters. Contributions and reduction: engine_contrib.cc.
+#include <algorithm>
+#include <cstring>
+
+#include "group.h"
+#include "switchagg/common/log.h"
+#include "switchagg/common/reduce.h"
+
+namespace switchagg::agent {
+
+using wire::Message;
+using wire::MsgType;
+using wire::Reason;
+
+std::string groupKey(const wire::Token& token, uint64_t group_id) {
+  std::string key(reinterpret_cast<const char*>(token.data()), token.size());
+  key.append(reinterpret_cast<const char*>(&group_id), sizeof(group_id));
+  return key;
+}
+
+AggregationEngine::AggregationEngine(const EngineConfig& config, LeaseLookup lookup,
+                                     EngineOutput& out, ReducePool& pool)
+    : config_(config),
+      lookup_(std::move(lookup)),
+      out_(out),
+      pool_(pool),
+      slots_(config.pool_slots, config.memory_bytes, config.slot_bytes) {}
+
+AggregationEngine::~AggregationEngine() = default;
+
+wire::CapTable AggregationEngine::capTable() {
+  wire::CapTable caps;
+  for (int d = 1; d <= kNumDtypes; ++d)
+    for (int o = 1; o <= kNumOps; ++o)
+      if (reduceSupported(static_cast<Dtype>(d), static_cast<Op>(o)))
+        caps.add(static_cast<Dtype>(d), static_cast<Op>(o));
+  return caps;
+}
+
+void AggregationEngine::count(Reason reason) {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  ++counters_.rejected[wire::reasonName(reason)];
+}
+
+void AggregationEngine::reject(PeerId to, const Message& m, Reason reason, const std::string& why) {
+  count(reason);
+  SA_DEBUG("agent", "rejected %s from peer %llu: %s", wire::reasonName(reason),
+           static_cast<unsigned long long>(to), why.c_str());
+  if (to == 0) return;
+  Message e;
+  e.type = MsgType::kError;
+  e.token = m.token;
+  e.group_id = m.group_id;
+  e.chunk = m.chunk;
+  e.reason = reason;
+  e.text = why;
+  out_.sendControl(to, wire::encode(e));
+}
+
+Group* AggregationEngine::findGroup(const wire::Token& token, uint64_t group_id) {
+  auto it = groups_.find(groupKey(token, group_id));
+  return it == groups_.end() ? nullptr : it->second.get();
+}
+
+void AggregationEngine::onPeerConnected() {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  ++counters_.clients_connected;
+}
+
+void AggregationEngine::onMessage(PeerId from, const void* header, size_t header_bytes,
+                                  const void* body, size_t body_bytes, int64_t now_ms) {
+  Message m;
+  const Reason r = wire::decode(header, header_bytes, body, body_bytes, &m);
+  if (r != Reason::kNone) {
+    reject(from, m, r, std::string("undecodable message: ") + wire::reasonName(r));
+    return;
+  }
+  switch (m.type) {
+    case MsgType::kHello: handleHello(from, m); return;
+    case MsgType::kJoin: handleJoin(from, m, now_ms); return;
+    case MsgType::kContrib: handleContrib(from, m, now_ms); return;
+    case MsgType::kLeave: handleLeave(from, m); return;
+    default:
+      reject(from, m, Reason::kBadType, "the agent does not accept this message type");
+  }
+}
+
+void AggregationEngine::handleHello(PeerId from, const Message& m) {
+  auto lease = lookup_(wire::tokenToHex(m.token));
+  if (!lease) return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
+  Message a;
+  a.type = MsgType::kHelloAck;
+  a.token = m.token;
+  a.window = std::min<uint32_t>(lease->slots, wire::kMaxWindow);
+  a.slot_bytes = static_cast<uint32_t>(slots_.slotBytes());
+  a.caps = capTable();
+  out_.sendControl(from, wire::encode(a));
+}
+
+void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms) {
+  const std::string hex = wire::tokenToHex(m.token);
+  auto lease = lookup_(hex);
+  if (!lease) return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
+  Group* g = findGroup(m.token, m.group_id);
+  if (!g) {
+    auto owned = std::make_unique<Group>();
+    g = owned.get();
+    g->serial = next_serial_++;
+    g->key = groupKey(m.token, m.group_id);
+    g->token_hex = hex;
+    g->job = lease->job;
+    g->token = m.token;
+    g->id = m.group_id;
+    g->size = m.size;
+    g->members.resize(m.size);
+    g->created_ms = now_ms;
+    groups_.emplace(g->key, std::move(owned));
+    by_serial_[g->serial] = g;
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    ++counters_.groups_created;
+    ++counters_.groups_active;
+    ++counters_.groups_by_job[g->job];
+  }
+  if (g->size != m.size) {
+    const std::string why = "member says size " + std::to_string(m.size) + ", group has " +
+                            std::to_string(g->size);
+    reject(from, m, Reason::kSizeMismatch, why);
+    return abortGroup(*g, Reason::kSizeMismatch, why);
+  }
+  Member& mem = g->members[m.rank];
+  if (g->formed || mem.joined) {
+    const std::string why = "rank " + std::to_string(m.rank) + " joined group twice";
+    reject(from, m, Reason::kDuplicateJoin, why);
+    return abortGroup(*g, Reason::kDuplicateJoin, why);
+  }
+  mem.peer = from;
+  mem.joined = true;
+  mem.window_request = m.window;
+  if (++g->joined == g->size) formGroup(*g);
+}
+
+void AggregationEngine::formGroup(Group& g) {
+  auto lease = lookup_(g.token_hex);
+  if (!lease) return abortGroup(g, Reason::kLeaseRevoked, "lease expired or deleted");
+  uint32_t want = 0;
+  for (const Member& mem : g.members)
+    if (mem.window_request && (want == 0 || mem.window_request < want)) want = mem.window_request;
+  SlotGrant grant = slots_.reserve(g.token_hex, lease->slots, want, g.size);
+  if (grant.window == 0) {
+    count(Reason::kNoResource);
+    return abortGroup(g, Reason::kNoResource,
+                      std::string("no free aggregation slots (limit: ") + grant.limit + ")");
+  }
+  g.buffers = SlotBuffers::allocate(grant.window, g.size, grant.slot_bytes);
+  if (!g.buffers) {
+    slots_.release(g.token_hex, grant, g.size);
+    count(Reason::kNoResource);
+    return abortGroup(g, Reason::kNoResource, "out of memory for slot buffers");
+  }
+  g.grant = grant;
+  g.formed = true;
+  g.slots.resize(grant.window);
+  for (uint32_t s = 0; s < grant.window; ++s) {
+    g.slots[s].expect_chunk = s;
+    g.slots[s].have.assign(g.size, 0);
+  }
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.slots_reserved = slots_.reserved();
+  }
+  Message a;
+  a.type = MsgType::kJoinAck;
+  a.token = g.token;
+  a.group_id = g.id;
+  a.size = g.size;
+  a.window = grant.window;
+  a.slot_bytes = static_cast<uint32_t>(grant.slot_bytes);
+  a.caps = capTable();
+  for (uint32_t r = 0; r < g.size; ++r) {
+    a.rank = r;
+    out_.sendControl(g.members[r].peer, wire::encode(a));
+  }
+  SA_INFO("agent", "group %llx of job %s formed: %u members, window %u x %zu bytes",
+          static_cast<unsigned long long>(g.id), g.job.c_str(), g.size, grant.window,
+          grant.slot_bytes);
+}
+
+void AggregationEngine::handleLeave(PeerId from, const Message& m) {
+  Group* g = findGroup(m.token, m.group_id);
+  if (!g) {
+    const bool known = lookup_(wire::tokenToHex(m.token)).has_value();
+    return reject(from, m, known ? Reason::kUnknownGroup : Reason::kBadToken,
+                  known ? "no such group" : "unknown or expired lease token");
+  }
+  if (m.rank >= g->size || g->members[m.rank].peer != from) {
+    const Reason r = m.rank >= g->size ? Reason::kRankOutOfRange : Reason::kWrongMember;
+    count(r);
+    return abortGroup(*g, r, "LEAVE for rank " + std::to_string(m.rank) + " rejected");
+  }
+  Member& mem = g->members[m.rank];
+  if (mem.left) return;  // LEAVE is idempotent
+  // busy counts slots holding contributions, reduced-but-unsent ones too.
+  if (!g->formed || g->busy > 0)
+    return abortGroup(*g, Reason::kMemberLeft,
+                      "rank " + std::to_string(m.rank) + " left while the group was in use");
+  mem.left = true;
+  if (++g->left == g->size) destroyGroup(*g);
+}
+
+void AggregationEngine::abortGroup(Group& g, Reason reason, const std::string& why) {
+  SA_INFO("agent", "group %llx of job %s aborted (%s): %s", static_cast<unsigned long long>(g.id),
+          g.job.c_str(), wire::reasonName(reason), why.c_str());
+  Message a;
+  a.type = MsgType::kAbort;
+  a.token = g.token;
+  a.group_id = g.id;
+  a.reason = reason;
+  a.text = why;
+  const wire::Frame frame = wire::encode(a);
+  for (const Member& mem : g.members)
+    if (mem.joined && !mem.left && mem.peer != 0) out_.sendControl(mem.peer, frame);
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    ++counters_.groups_aborted;
+  }
+  destroyGroup(g);
+}
+
+void AggregationEngine::destroyGroup(Group& g) {
+  ready_.erase(std::remove_if(ready_.begin(), ready_.end(),
+                              [&](const std::pair<Group*, uint32_t>& e) { return e.first == &g; }),
+               ready_.end());
+  if (g.formed) slots_.release(g.token_hex, g.grant, g.size);
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.slots_busy -= std::min<uint64_t>(counters_.slots_busy, g.busy);
+    counters_.slots_reserved = slots_.reserved();
+    --counters_.groups_active;
+    auto it = counters_.groups_by_job.find(g.job);
+    if (it != counters_.groups_by_job.end() && --it->second == 0) counters_.groups_by_job.erase(it);
+  }
+  by_serial_.erase(g.serial);
+  groups_.erase(g.key);  // frees g; buffers live on in pending sends
+}
+
+void AggregationEngine::onPeerFailed(PeerId peer, const std::string& why) {
+  std::vector<std::pair<Group*, uint32_t>> hit;
+  for (auto& [key, g] : groups_)
+    for (uint32_t r = 0; r < g->size; ++r)
+      if (g->members[r].peer == peer && g->members[r].joined && !g->members[r].left) {
+        hit.emplace_back(g.get(), r);
+        break;
+      }
+  for (auto& [g, r] : hit)
+    abortGroup(*g, Reason::kMemberFailed,
+               "rank " + std::to_string(r) + "'s connection failed: " + why);
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  if (counters_.clients_connected) --counters_.clients_connected;
+}
+
+void AggregationEngine::revokeLease(const std::string& token_hex, const std::string& why) {
+  std::vector<Group*> hit;
+  for (auto& [key, g] : groups_)
+    if (g->token_hex == token_hex) hit.push_back(g.get());
+  for (Group* g : hit) abortGroup(*g, Reason::kLeaseRevoked, "lease revoked: " + why);
+}
+
+void AggregationEngine::abortAll(Reason reason, const std::string& why) {
+  std::vector<Group*> all;
+  for (auto& [key, g] : groups_) all.push_back(g.get());
+  for (Group* g : all) abortGroup(*g, reason, why);
+}
+
+// Names the ranks a slot still waits for (at most 8), for the ABORT text.
+static std::string missingRanks(const Group& g, const Slot& s) {
+  std::string out;
+  int listed = 0;
+  for (uint32_t r = 0; r < g.size && listed < 8; ++r)
+    if (!s.have[r]) out += (listed++ ? "," : "") + std::to_string(r);
+  return out;
+}
+
+void AggregationEngine::tick(int64_t now_ms) {
+  std::vector<std::pair<Group*, std::pair<Reason, std::string>>> dead;
+  const bool check_leases = now_ms >= next_lease_check_ms_;
+  if (check_leases) next_lease_check_ms_ = now_ms + config_.lease_check_ms;
+  std::unordered_map<std::string, bool> lease_alive;
+  for (auto& [key, gp] : groups_) {
+    Group& g = *gp;
+    if (check_leases) {
+      auto it = lease_alive.find(g.token_hex);
+      if (it == lease_alive.end())
+        it = lease_alive.emplace(g.token_hex, lookup_(g.token_hex).has_value()).first;
+      if (!it->second) {
+        dead.push_back({&g, {Reason::kLeaseRevoked, "lease expired or deleted"}});
+        continue;
+      }
+    }
+    if (!g.formed) {
+      if (now_ms - g.created_ms > config_.member_timeout_ms)
+        dead.push_back({&g, {Reason::kJoinTimeout,
+                             std::to_string(g.joined) + " of " + std::to_string(g.size) +
+                                 " members joined within " +
+                                 std::to_string(config_.member_timeout_ms) + " ms"}});
+      continue;
+    }
+    for (const Slot& s : g.slots) {
+      if (s.arrived == 0 || s.ready || now_ms - s.first_ms <= config_.member_timeout_ms) continue;
+      dead.push_back({&g, {Reason::kMemberTimeout,
+                           "chunk " + std::to_string(s.expect_chunk) + " waited " +
+                               std::to_string(config_.member_timeout_ms) + " ms for rank(s) " +
+                               missingRanks(g, s)}});
+      break;
+    }
+  }
+  for (auto& [g, what] : dead) abortGroup(*g, what.first, what.second);
+}
+
+DataPlaneCounters AggregationEngine::counters() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return counters_;
+}
+
+}  // namespace switchagg::agent

@@ -1,0 +1,122 @@
+// AggregationEngine: the data plane's state machine, free of UCX so unit
+// tests drive it directly. It validates every message against group state,
+// stages contributions in slots, reduces a slot in rank order once every
+// member contributed (bitwise-identical results whatever the arrival order),
+// hands results and control messages to an EngineOutput, and aborts a group
+// - never another - when one of its members misbehaves, fails, goes silent
+// or its lease goes away. Semantics: docs/agent-protocol.md.
+//
+// One thread (the UCX worker's) calls everything except the counters, which
+// it publishes under a mutex.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "data_plane.h"
+#include "reduce_pool.h"
+#include "slot_pool.h"
+#include "switchagg/agent/wire.h"
+
+namespace switchagg::agent {
+
+using PeerId = uint64_t;  // one client connection; 0 = none
+
+// What the engine needs to know about a lease (from the LeaseTable).
+struct LeaseInfo {
+  std::string job;
+  uint32_t slots = 0;
+};
+using LeaseLookup = std::function<std::optional<LeaseInfo>(const std::string& token_hex)>;
+
+class EngineOutput {
+ public:
+  virtual ~EngineOutput() = default;
+  // A control message (HELLO_ACK, JOIN_ACK, ABORT, ERROR); the frame owns its bytes.
+  virtual void sendControl(PeerId to, wire::Frame frame) = 0;
+  // RESULT of `slot`: header and payload live in `buffers`, which the output
+  // keeps alive until the send completes (or fails), then it calls
+  // AggregationEngine::sendDone(group_serial, slot).
+  virtual void sendResult(PeerId to, const uint8_t* header, size_t header_bytes,
+                          const void* payload, size_t bytes,
+                          std::shared_ptr<SlotBuffers> buffers, uint64_t group_serial,
+                          uint32_t slot) = 0;
+};
+
+struct EngineConfig {
+  size_t slot_bytes = 256 * 1024;
+  size_t pool_slots = 0;
+  size_t memory_bytes = size_t{1} << 30;
+  int64_t member_timeout_ms = 10000;
+  int64_t lease_check_ms = 250;  // how often live groups re-check their lease
+};
+
+struct Group;
+
+class AggregationEngine {
+ public:
+  AggregationEngine(const EngineConfig& config, LeaseLookup lookup, EngineOutput& out,
+                    ReducePool& pool);
+  ~AggregationEngine();
+
+  // One message from connection `from` (header/body as the AM delivered them).
+  void onMessage(PeerId from, const void* header, size_t header_bytes, const void* body,
+                 size_t body_bytes, int64_t now_ms);
+  void onPeerFailed(PeerId peer, const std::string& why);
+  void onPeerConnected();
+  // Aborts every group of the lease (token as 32 hex chars).
+  void revokeLease(const std::string& token_hex, const std::string& why);
+  // Timeouts (join, silent members) and lease re-validation.
+  void tick(int64_t now_ms);
+  // Aborts everything (agent shutdown).
+  void abortAll(wire::Reason reason, const std::string& why);
+
+  // Slots whose contributions are complete and whose previous result has
+  // left: reduce them (on the pool) and send the results.
+  bool hasReducible() const;
+  bool hasDeferred() const { return !ready_.empty(); }
+  void reduceReady();
+  // A RESULT send of (group, slot) completed (or failed).
+  void sendDone(uint64_t group_serial, uint32_t slot);
+
+  DataPlaneCounters counters() const;
+  static wire::CapTable capTable();
+  size_t liveGroups() const { return groups_.size(); }
+
+ private:
+  void handleHello(PeerId from, const wire::Message& m);
+  void handleJoin(PeerId from, const wire::Message& m, int64_t now_ms);
+  void handleContrib(PeerId from, const wire::Message& m, int64_t now_ms);
+  void handleLeave(PeerId from, const wire::Message& m);
+  bool checkContrib(Group& g, PeerId from, const wire::Message& m);
+  void formGroup(Group& g);
+  void reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch);
+  void sendResults(Group& g, uint32_t slot);
+  void abortGroup(Group& g, wire::Reason reason, const std::string& why);
+  void destroyGroup(Group& g);
+  void reject(PeerId to, const wire::Message& m, wire::Reason reason, const std::string& why);
+  void count(wire::Reason reason);
+  Group* findGroup(const wire::Token& token, uint64_t group_id);
+
+  EngineConfig config_;
+  LeaseLookup lookup_;
+  EngineOutput& out_;
+  ReducePool& pool_;
+  SlotPool slots_;
+  std::unordered_map<std::string, std::unique_ptr<Group>> groups_;  // key: token bytes + id
+  std::unordered_map<uint64_t, Group*> by_serial_;
+  std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
+  uint64_t next_serial_ = 1;
+  int64_t next_lease_check_ms_ = 0;
+
+  mutable std::mutex counters_mu_;
+  DataPlaneCounters counters_;
+};
+
+}  // namespace switchagg::agent

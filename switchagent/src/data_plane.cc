@@ -1,0 +1,311 @@
+// DataPlane: the UCX side of the agent's data plane. One thread owns the
+// UCX worker: it waits (blocking) for messages, feeds them to the
+// AggregationEngine, reduces completed slots on the ReducePool, sends
+// results and control messages, and reaps send completions. Other threads
+// only post lease revocations (picked up within the worker's 20 ms idle
+// tick) and read counters.
+#include "data_plane.h"
+
+#include <atomic>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "aggregation_engine.h"
+#include "lease_table.h"
+#include "switchagg/common/log.h"
+#include "switchagg/ucx/transport.h"
+
+namespace switchagg::agent {
+namespace {
+
+constexpr int64_t kLoopWaitMs = 50;
+constexpr int64_t kTickMs = 50;
+constexpr int64_t kShutdownDrainMs = 500;
+
+// Endpoint user data: our PeerId, 0 before adoption, kDying once the peer
+// was dropped (its endpoint is closing and must not be adopted again).
+constexpr uintptr_t kDying = ~uintptr_t{0};
+
+uintptr_t tagOf(const ucx::Endpoint* ep) {
+  return ep ? reinterpret_cast<uintptr_t>(ep->userData()) : kDying;
+}
+
+// A send in flight and everything it reads.
+struct PendingSend {
+  ucx::Request request;
+  wire::Frame frame;                      // control messages own their bytes
+  std::shared_ptr<SlotBuffers> buffers;   // results read the group's slot
+  uint64_t serial = 0;
+  uint32_t slot = 0;
+};
+
+struct Peer {
+  ucx::Endpoint* ep = nullptr;
+  std::unique_ptr<ucx::Endpoint> owned;  // set once the listener hands it over
+};
+
+}  // namespace
+
+struct DataPlane::Impl : EngineOutput {
+  DataPlaneConfig config;
+  LeaseTable& leases;
+  std::unique_ptr<ucx::Context> context;
+  std::unique_ptr<ucx::Worker> worker;
+  std::unique_ptr<ucx::Listener> listener;
+  std::unique_ptr<ReducePool> pool;
+  std::unique_ptr<AggregationEngine> engine;
+  std::string address;
+
+  std::unordered_map<PeerId, Peer> peers;
+  PeerId next_peer = 1;
+  std::vector<std::pair<PeerId, std::string>> failed;  // worker thread only
+  std::deque<std::pair<PeerId, wire::Frame>> outbox;   // control messages to send
+  std::list<std::unique_ptr<PendingSend>> sends;
+
+  std::mutex mu;  // guards revokes
+  std::vector<std::pair<std::string, std::string>> revokes;
+  std::atomic<bool> has_revokes{false};
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  Impl(const DataPlaneConfig& c, LeaseTable& l) : config(c), leases(l) {}
+
+  // Gives a connection its PeerId (on its first message or when the
+  // listener hands it over, whichever comes first); 0 for a dying one.
+  PeerId adopt(ucx::Endpoint* ep) {
+    const uintptr_t tag = tagOf(ep);
+    if (tag == kDying) return 0;
+    if (tag != 0) return static_cast<PeerId>(tag);
+    const PeerId id = next_peer++;
+    ep->setUserData(reinterpret_cast<void*>(static_cast<uintptr_t>(id)));
+    peers[id].ep = ep;
+    engine->onPeerConnected();
+    return id;
+  }
+
+  ucx::Endpoint* endpoint(PeerId id) {
+    auto it = peers.find(id);
+    return (it == peers.end() || it->second.ep->failed()) ? nullptr : it->second.ep;
+  }
+
+  void sendControl(PeerId to, wire::Frame frame) override {
+    outbox.emplace_back(to, std::move(frame));
+  }
+
+  void sendResult(PeerId to, const uint8_t* header, size_t header_bytes, const void* payload,
+                  size_t bytes, std::shared_ptr<SlotBuffers> buffers, uint64_t serial,
+                  uint32_t slot) override {
+    ucx::Endpoint* ep = endpoint(to);
+    auto s = std::make_unique<PendingSend>();
+    if (!ep || !ep->amSend(wire::kAmToClient, header, header_bytes, payload, bytes, s->request)
+                    .ok()) {
+      engine->sendDone(serial, slot);  // the member's failure aborts the group
+      return;
+    }
+    s->buffers = std::move(buffers);
+    s->serial = serial;
+    s->slot = slot;
+    sends.push_back(std::move(s));
+  }
+
+  void flushOutbox() {
+    while (!outbox.empty()) {
+      auto [to, frame] = std::move(outbox.front());
+      outbox.pop_front();
+      ucx::Endpoint* ep = endpoint(to);
+      if (!ep) continue;
+      auto s = std::make_unique<PendingSend>();
+      s->frame = std::move(frame);
+      const auto& f = s->frame;
+      if (ep->amSend(wire::kAmToClient, f.header.data(), f.header_bytes,
+                     f.body.empty() ? nullptr : f.body.data(), f.body.size(), s->request)
+              .ok())
+        sends.push_back(std::move(s));
+    }
+  }
+
+  void reapSends() {
+    for (auto it = sends.begin(); it != sends.end();) {
+      if (!(*it)->request.done()) {
+        ++it;
+        continue;
+      }
+      if ((*it)->buffers) engine->sendDone((*it)->serial, (*it)->slot);
+      it = sends.erase(it);
+    }
+  }
+
+  bool anySendDone() const {
+    for (const auto& s : sends)
+      if (s->request.done()) return true;
+    return false;
+  }
+
+  void processEvents() {
+    if (has_revokes.exchange(false)) {
+      std::vector<std::pair<std::string, std::string>> todo;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        todo.swap(revokes);
+      }
+      for (auto& [token, why] : todo) engine->revokeLease(token, why);
+    }
+    while (!failed.empty()) {
+      std::vector<std::pair<PeerId, std::string>> todo;
+      todo.swap(failed);
+      for (auto& [id, why] : todo) {
+        engine->onPeerFailed(id, why);
+        // Closing may progress the worker (and re-enter handlers): the
+        // engine is consistent here, and `failed` was swapped out.
+        auto it = peers.find(id);
+        if (it == peers.end()) continue;
+        std::unique_ptr<ucx::Endpoint> owned = std::move(it->second.owned);
+        it->second.ep->setUserData(reinterpret_cast<void*>(kDying));
+        peers.erase(it);
+        owned.reset();
+      }
+    }
+  }
+
+  bool wakeup() const {
+    return stop.load() || has_revokes.load() || !failed.empty() || !outbox.empty() ||
+           engine->hasReducible() || (engine->hasDeferred() && anySendDone());
+  }
+
+  void run() {
+    int64_t next_tick = 0;
+    while (!stop.load()) {
+      (void)worker->waitUntil([this] { return wakeup(); }, kLoopWaitMs);
+      processEvents();
+      flushOutbox();
+      reapSends();
+      engine->reduceReady();
+      flushOutbox();
+      const int64_t now = steadyNowMs();
+      if (now >= next_tick) {
+        engine->tick(now);
+        next_tick = now + kTickMs;
+      }
+    }
+    engine->abortAll(wire::Reason::kShutdown, "agent shutting down");
+    flushOutbox();
+    (void)worker->waitUntil(
+        [this] {
+          reapSends();
+          return sends.empty();
+        },
+        kShutdownDrainMs);
+  }
+
+  Status init() {
+    auto opts = ucx::TransportOptions::fromEnvironment();
+    if (!opts.ok()) return opts.status();
+    opts->enable_tag = false;  // active messages only
+    auto ctx = ucx::Context::create(*opts);
+    if (!ctx.ok()) return ctx.status();
+    context = std::move(ctx.value());
+    auto w = ucx::Worker::create(*context);
+    if (!w.ok()) return w.status();
+    worker = std::move(w.value());
+    pool = std::make_unique<ReducePool>(config.threads);
+    EngineConfig ec;
+    ec.slot_bytes = config.slot_bytes;
+    ec.pool_slots = config.pool_slots;
+    ec.member_timeout_ms = config.member_timeout_ms;
+    LeaseLookup lookup = [this](const std::string& token) -> std::optional<LeaseInfo> {
+      auto lease = leases.findByToken(token);
+      if (!lease) return std::nullopt;
+      return LeaseInfo{lease->job, static_cast<uint32_t>(std::max(lease->slots, 0))};
+    };
+    engine = std::make_unique<AggregationEngine>(ec, std::move(lookup), *this, *pool);
+    SWITCHAGG_RETURN_IF_ERROR(worker->setAmHandler(wire::kAmToAgent, [this](const ucx::AmMessage& m) {
+      const PeerId from = m.from ? adopt(m.from) : 0;
+      engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs());
+    }));
+    worker->setFailureHandler([this](ucx::Endpoint* ep, const Status& st) {
+      const uintptr_t tag = tagOf(ep);
+      if (tag != 0 && tag != kDying) failed.emplace_back(static_cast<PeerId>(tag), st.message());
+    });
+    auto l = ucx::Listener::listen(*worker, config.listen, [this](std::unique_ptr<ucx::Endpoint> ep) {
+      const PeerId id = adopt(ep.get());
+      if (id != 0) peers[id].owned = std::move(ep);  // else: dropped already, closes here
+    });
+    if (!l.ok()) return l.status();
+    listener = std::move(l.value());
+    const size_t colon = config.listen.rfind(':');
+    address = config.listen.substr(0, colon) + ":" + std::to_string(listener->port());
+    return Status::Ok();
+  }
+
+  ~Impl() override {
+    // Order: stop accepting and dispatching, close endpoints (flushing the
+    // sends that still read slot buffers), drop sends, then the worker.
+    listener.reset();
+    if (worker) {
+      (void)worker->setAmHandler(wire::kAmToAgent, nullptr);
+      worker->setFailureHandler(nullptr);
+    }
+    std::vector<std::unique_ptr<ucx::Endpoint>> owned;
+    for (auto& [id, peer] : peers)
+      if (peer.owned) owned.push_back(std::move(peer.owned));
+    peers.clear();
+    owned.clear();
+    sends.clear();
+    outbox.clear();
+    engine.reset();
+    worker.reset();
+    context.reset();
+  }
+};
+
+DataPlane::DataPlane(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DataPlane::~DataPlane() {
+  impl_->stop.store(true);
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& config,
+                                                    LeaseTable& leases) {
+  if (config.slot_bytes < SlotPool::kMinSlotBytes || config.slot_bytes > wire::kMaxSlotBytes)
+    return Status(Code::kInvalidArgument,
+                  "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
+                      std::to_string(config.slot_bytes));
+  auto impl = std::make_unique<Impl>(config, leases);
+  SWITCHAGG_RETURN_IF_ERROR(impl->init());
+  Impl* raw = impl.get();
+  std::unique_ptr<DataPlane> dp(new DataPlane(std::move(impl)));
+  raw->thread = std::thread([raw] { raw->run(); });
+  SA_INFO("agent", "data plane listening on %s (%d reduction threads)", raw->address.c_str(),
+          raw->pool->threads());
+  return dp;
+}
+
+std::string DataPlane::address() const { return impl_->address; }
+
+DataPlaneCounters DataPlane::counters() const { return impl_->engine->counters(); }
+
+std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::capabilities() {
+  const wire::CapTable caps = AggregationEngine::capTable();
+  std::vector<std::pair<Dtype, std::vector<Op>>> out;
+  for (int d = 1; d <= kNumDtypes; ++d) {
+    std::vector<Op> ops;
+    for (int o = 1; o <= kNumOps; ++o)
+      if (caps.supports(static_cast<Dtype>(d), static_cast<Op>(o))) ops.push_back(static_cast<Op>(o));
+    if (!ops.empty()) out.emplace_back(static_cast<Dtype>(d), std::move(ops));
+  }
+  return out;
+}
+
+void DataPlane::revokeLease(const std::string& token, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->revokes.emplace_back(token, reason);
+  }
+  impl_->has_revokes.store(true);
+}
+
+}  // namespace switchagg::agent

@@ -1,0 +1,211 @@
+// Engine: contributions, rank-ordered reduction and results.
+//
+// A contribution is copied once, from the message into its slot (the AM
+// buffer is only valid during the handler). When a slot has every member's
+// chunk it is reduced on the pool, element block by element block, always
+// result = c0 op c1 op ... op c(n-1) in rank order, so the value is the same
+// bitwise whatever order the chunks arrived in and however the work is
+// split. The result goes to every member from the slot's result buffer.
+#include <algorithm>
+#include <cstring>
+
+#include "group.h"
+#include "switchagg/common/log.h"
+#include "switchagg/common/reduce.h"
+
+namespace switchagg::agent {
+
+using wire::Message;
+using wire::MsgType;
+using wire::Reason;
+
+namespace {
+
+constexpr size_t kPieceBytes = 64 * 1024;  // one pool task
+constexpr size_t kBlockBytes = 16 * 1024;  // members' blocks stay in L1/L2 together
+
+struct Piece {
+  Group* group;
+  uint32_t slot;
+  size_t begin, end;  // elements
+};
+
+void reducePiece(const Piece& p) {
+  const Group& g = *p.group;
+  const Slot& s = g.slots[p.slot];
+  const size_t esize = dtypeSize(s.dtype);
+  const size_t block = std::max<size_t>(1, kBlockBytes / esize);
+  const SlotBuffers& b = *g.buffers;
+  uint8_t* out = b.result(p.slot);
+  for (size_t at = p.begin; at < p.end; at += block) {
+    const size_t n = std::min(block, p.end - at);
+    const size_t off = at * esize;
+    if (g.size == 1) {
+      std::memcpy(out + off, b.contribution(p.slot, 0) + off, n * esize);
+      continue;
+    }
+    // Decode validated (dtype, op), so these cannot fail.
+    (void)reduce3(s.dtype, s.op, out + off, b.contribution(p.slot, 0) + off,
+                  b.contribution(p.slot, 1) + off, n);
+    for (uint32_t r = 2; r < g.size; ++r)
+      (void)reduceInto(s.dtype, s.op, out + off, b.contribution(p.slot, r) + off, n);
+  }
+}
+
+}  // namespace
+
+// Group-state checks for a CONTRIB; on failure counts, aborts the group and
+// returns false.
+bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
+  Reason r = Reason::kNone;
+  std::string why;
+  if (m.rank >= g.size) {
+    r = Reason::kRankOutOfRange;
+    why = "rank " + std::to_string(m.rank) + " >= size " + std::to_string(g.size);
+  } else if (g.members[m.rank].peer != from || !g.members[m.rank].joined) {
+    r = Reason::kWrongMember;
+    why = "rank " + std::to_string(m.rank) + " sent from a connection that did not join as it";
+  } else if (!g.formed) {
+    r = Reason::kNotJoined;
+    why = "contribution before every member joined";
+  } else if (g.left > 0) {
+    r = Reason::kMemberLeft;
+    why = "contribution after a member left the group";
+  } else if (m.slot >= g.grant.window || m.chunk % g.grant.window != m.slot) {
+    r = Reason::kSlotOutOfRange;
+    why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) +
+          " (window " + std::to_string(g.grant.window) + ")";
+  } else if (m.payload_bytes > g.grant.slot_bytes) {
+    r = Reason::kOversize;
+    why = std::to_string(m.payload_bytes) + "-byte chunk, slots hold " +
+          std::to_string(g.grant.slot_bytes);
+  }
+  if (r == Reason::kNone) {
+    const Slot& s = g.slots[m.slot];
+    if (s.have[m.rank] || m.chunk < s.expect_chunk) {
+      r = Reason::kDuplicateContribution;
+      why = "rank " + std::to_string(m.rank) + " sent chunk " + std::to_string(m.chunk) + " twice";
+    } else if (m.chunk != s.expect_chunk) {
+      r = Reason::kChunkOutOfWindow;
+      why = "chunk " + std::to_string(m.chunk) + " while slot " + std::to_string(m.slot) +
+            " collects chunk " + std::to_string(s.expect_chunk);
+    } else if (s.arrived > 0 && (s.count != m.count || s.call_elems != m.call_elems)) {
+      r = Reason::kCountMismatch;
+      why = "rank " + std::to_string(m.rank) + " sent " + std::to_string(m.count) + " of " +
+            std::to_string(m.call_elems) + " elements, others " + std::to_string(s.count) +
+            " of " + std::to_string(s.call_elems);
+    } else if (s.arrived > 0 && (s.dtype != m.dtype || s.op != m.op)) {
+      r = Reason::kOpMismatch;
+      why = std::string("rank ") + std::to_string(m.rank) + " sent " + dtypeName(m.dtype) + "/" +
+            opName(m.op) + ", others " + dtypeName(s.dtype) + "/" + opName(s.op);
+    }
+  }
+  if (r == Reason::kNone) return true;
+  count(r);
+  abortGroup(g, r, why);
+  return false;
+}
+
+void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now_ms) {
+  Group* g = findGroup(m.token, m.group_id);
+  if (!g) {
+    const bool known = lookup_(wire::tokenToHex(m.token)).has_value();
+    return reject(from, m, known ? Reason::kUnknownGroup : Reason::kBadToken,
+                  known ? "no such group for this lease" : "unknown or expired lease token");
+  }
+  if (!checkContrib(*g, from, m)) return;
+  Slot& s = g->slots[m.slot];
+  std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
+  if (s.arrived == 0) {
+    s.count = m.count;
+    s.call_elems = m.call_elems;
+    s.dtype = m.dtype;
+    s.op = m.op;
+    s.first_ms = now_ms;
+    ++g->busy;
+  }
+  s.have[m.rank] = 1;
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    if (s.arrived == 0) ++counters_.slots_busy;
+    counters_.bytes_in += m.payload_bytes;
+    counters_.bytes_in_by_job[g->job] += m.payload_bytes;
+  }
+  if (++s.arrived == g->size) {
+    s.ready = true;
+    ready_.emplace_back(g, m.slot);
+  }
+}
+
+bool AggregationEngine::hasReducible() const {
+  for (const auto& [g, slot] : ready_)
+    if (g->slots[slot].sends_pending == 0) return true;
+  return false;
+}
+
+void AggregationEngine::reduceReady() {
+  std::vector<std::pair<Group*, uint32_t>> batch, later;
+  for (const auto& e : ready_)
+    (e.first->slots[e.second].sends_pending == 0 ? batch : later).push_back(e);
+  if (batch.empty()) return;
+  ready_.swap(later);
+  reduceSlots(batch);
+  for (auto& [g, slot] : batch) sendResults(*g, slot);
+}
+
+void AggregationEngine::reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch) {
+  std::vector<Piece> pieces;
+  for (const auto& [g, slot] : batch) {
+    const Slot& s = g->slots[slot];
+    const size_t per_piece = std::max<size_t>(1, kPieceBytes / dtypeSize(s.dtype));
+    for (size_t at = 0; at < s.count; at += per_piece)
+      pieces.push_back({g, slot, at, std::min<size_t>(s.count, at + per_piece)});
+  }
+  pool_.run(pieces.size(), [&](size_t i) { reducePiece(pieces[i]); });
+}
+
+void AggregationEngine::sendResults(Group& g, uint32_t slot) {
+  Slot& s = g.slots[slot];
+  const size_t bytes = static_cast<size_t>(s.count) * dtypeSize(s.dtype);
+  Message m;
+  m.type = MsgType::kResult;
+  m.token = g.token;
+  m.group_id = g.id;
+  m.slot = slot;
+  m.chunk = s.expect_chunk;
+  m.call_elems = s.call_elems;
+  m.dtype = s.dtype;
+  m.op = s.op;
+  m.count = s.count;
+  const wire::Frame f = wire::encode(m);
+  uint8_t* header = g.buffers->resultHeader(slot);
+  std::memcpy(header, f.header.data(), f.header_bytes);
+  // The slot collects its next chunk from now on; the result buffer stays
+  // busy until every send completed (sends_pending), see reduceReady.
+  s.expect_chunk += g.grant.window;
+  s.arrived = 0;
+  s.ready = false;
+  std::fill(s.have.begin(), s.have.end(), 0);
+  --g.busy;
+  s.sends_pending = g.size;
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    if (counters_.slots_busy) --counters_.slots_busy;
+    ++counters_.chunks_reduced;
+    counters_.bytes_reduced += bytes * g.size;
+    counters_.bytes_out += bytes * g.size;
+  }
+  const uint64_t serial = g.serial;
+  for (uint32_t r = 0; r < g.size; ++r)
+    out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
+                    g.buffers, serial, slot);
+}
+
+void AggregationEngine::sendDone(uint64_t group_serial, uint32_t slot) {
+  auto it = by_serial_.find(group_serial);
+  if (it == by_serial_.end()) return;  // group gone; its buffers die with the send
+  Slot& s = it->second->slots[slot];
+  if (s.sends_pending) --s.sends_pending;
+}
+
+}  // namespace switchagg::agent

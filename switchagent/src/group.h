@@ -1,0 +1,57 @@
+// Group: one communicator of one job at the agent (lease token + group id),
+// its members and its window of slots. Internal to the aggregation engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aggregation_engine.h"
+#include "slot_pool.h"
+#include "switchagg/agent/wire.h"
+
+namespace switchagg::agent {
+
+struct Member {
+  PeerId peer = 0;
+  bool joined = false;
+  bool left = false;
+  uint32_t window_request = 0;
+};
+
+// One slot of a group's window: collects chunk `expect_chunk`, then
+// expect_chunk + window, ... (slot = chunk mod window).
+struct Slot {
+  uint64_t expect_chunk = 0;
+  uint32_t arrived = 0;
+  std::vector<uint8_t> have;  // per rank: contributed to expect_chunk
+  uint32_t count = 0;         // elements, fixed by the first contribution
+  uint64_t call_elems = 0;
+  Dtype dtype = Dtype::kInt32;
+  Op op = Op::kSum;
+  int64_t first_ms = 0;        // first contribution of this chunk arrived
+  bool ready = false;          // every member contributed; queued for reduction
+  uint32_t sends_pending = 0;  // RESULT sends of the previous chunk still reading
+};
+
+struct Group {
+  uint64_t serial = 0;  // unique per agent run; names the group in send completions
+  std::string key;      // token bytes + group id bytes
+  std::string token_hex;
+  std::string job;
+  wire::Token token{};
+  uint64_t id = 0;
+  uint32_t size = 0;
+  uint32_t joined = 0, left = 0, busy = 0;
+  bool formed = false;
+  int64_t created_ms = 0;
+  SlotGrant grant;
+  std::vector<Member> members;
+  std::vector<Slot> slots;
+  std::shared_ptr<SlotBuffers> buffers;
+};
+
+std::string groupKey(const wire::Token& token, uint64_t group_id);
+
+}  // namespace switchagg::agent

@@ -1,0 +1,79 @@
+#include "slot_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace switchagg::agent {
+
+std::shared_ptr<SlotBuffers> SlotBuffers::allocate(uint32_t window, uint32_t members,
+                                                   size_t slot_bytes) {
+  std::shared_ptr<SlotBuffers> b(new (std::nothrow) SlotBuffers());
+  if (!b || window == 0 || members == 0 || slot_bytes % 64 != 0) return nullptr;
+  b->window_ = window;
+  b->members_ = members;
+  b->slot_bytes_ = slot_bytes;
+  // aligned_alloc needs a multiple of the alignment: slot_bytes is one.
+  b->base_ = static_cast<uint8_t*>(std::aligned_alloc(64, b->bytes()));
+  b->headers_.reset(new (std::nothrow) uint8_t[window * kHeaderStride]);
+  if (!b->base_ || !b->headers_) return nullptr;
+  return b;
+}
+
+SlotBuffers::~SlotBuffers() { std::free(base_); }
+
+SlotPool::SlotPool(size_t pool_slots, size_t memory_bytes, size_t slot_bytes)
+    : pool_slots_(pool_slots),
+      memory_bytes_(memory_bytes),
+      slot_bytes_(std::max<size_t>(kMinSlotBytes, slot_bytes / 64 * 64)) {}
+
+size_t SlotPool::reservedBy(const std::string& lease) const {
+  auto it = by_lease_.find(lease);
+  return it == by_lease_.end() ? 0 : it->second;
+}
+
+SlotGrant SlotPool::reserve(const std::string& lease, uint32_t lease_slots, uint32_t want,
+                            uint32_t members) {
+  SlotGrant g;
+  const size_t used = reservedBy(lease);
+  size_t window = want == 0 ? lease_slots : std::min<size_t>(want, lease_slots);
+  g.limit = "lease";
+  if (used >= lease_slots) return g;
+  window = std::min<size_t>(window, lease_slots - used);
+  if (pool_slots_ != 0) {
+    const size_t free_pool = pool_slots_ > reserved_ ? pool_slots_ - reserved_ : 0;
+    if (free_pool < window) {
+      window = free_pool;
+      g.limit = "pool";
+    }
+  }
+  if (window == 0) return g;
+  const size_t free_mem = memory_bytes_ > memory_ ? memory_bytes_ - memory_ : 0;
+  const size_t per_chunk = static_cast<size_t>(members) + 1;
+  size_t bytes = slot_bytes_;
+  if (window * per_chunk * bytes > free_mem) {
+    g.limit = "memory";
+    window = std::max<size_t>(1, free_mem / (per_chunk * bytes));
+    if (window * per_chunk * bytes > free_mem) bytes = free_mem / per_chunk / 64 * 64;
+    if (bytes < kMinSlotBytes) return SlotGrant{0, 0, "memory"};
+  }
+  g.window = static_cast<uint32_t>(window);
+  g.slot_bytes = bytes;
+  reserved_ += window;
+  memory_ += window * per_chunk * bytes;
+  by_lease_[lease] += window;
+  return g;
+}
+
+void SlotPool::release(const std::string& lease, const SlotGrant& grant, uint32_t members) {
+  if (grant.window == 0) return;
+  reserved_ -= std::min<size_t>(reserved_, grant.window);
+  const size_t mem = grant.window * (static_cast<size_t>(members) + 1) * grant.slot_bytes;
+  memory_ -= std::min(memory_, mem);
+  auto it = by_lease_.find(lease);
+  if (it == by_lease_.end()) return;
+  it->second -= std::min<size_t>(it->second, grant.window);
+  if (it->second == 0) by_lease_.erase(it);
+}
+
+}  // namespace switchagg::agent
