@@ -1,0 +1,165 @@
+#include "info_report.h"
+
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "switchagg/common/config.h"
+#include "ucp_config_apply.h"  // libswitchagg_ucx's internal apply/read-back
+
+namespace switchagg::info {
+namespace {
+
+using ucx::RoceProfile;
+
+struct ConfigDeleter {
+  void operator()(ucp_config_t* c) const { ucp_config_release(c); }
+};
+
+// Applies the profile to a fresh UCX configuration exactly as Context does
+// and reads every applied key back from UCX, so what we print is what UCX
+// holds, not what we meant to set.
+Status applyAndReadBack(InfoReport* report) {
+  ucp_config_t* raw = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
+  if (st != UCS_OK) return Status(Code::kInternal, std::string("ucp_config_read: ") + ucs_status_string(st));
+  std::unique_ptr<ucp_config_t, ConfigDeleter> config(raw);
+  SWITCHAGG_RETURN_IF_ERROR(ucx::applyProfile(config.get(), report->profile));
+  for (const auto& kv : report->profile.applied) {
+    auto value = ucx::readUcpConfigValue(config.get(), kv.first);
+    if (!value.ok()) return value.status();
+    report->applied.emplace_back(kv.first, *value);
+  }
+  return Status::Ok();
+}
+
+// The override a command-line flag gives for an option's variable, if any.
+std::optional<std::string> cliValue(const InfoArgs& args, const std::string& env) {
+  if (env == "SWITCHAGG_ROCE_SYSFS_ROOT") return args.sysfs_root;
+  if (env == "SWITCHAGG_ROCE_DEVICE") return args.device;
+  if (env == "SWITCHAGG_ROCE_NETDEV") return args.netdev;
+  return std::nullopt;
+}
+
+std::vector<OptionRow> optionRows(const InfoArgs& args) {
+  std::vector<OptionRow> rows;
+  for (const ucx::OptionDoc& d : ucx::transportOptionTable()) {
+    OptionRow r{d.name, d.env, d.default_value, d.default_value, "default", d.help};
+    if (auto cli = cliValue(args, d.env)) {
+      r.value = *cli;
+      r.source = "command line";
+    } else if (const char* v = envOrNull(d.env)) {
+      r.value = v;
+      r.source = "environment";
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string versionText(int v) { return v == 0 ? "none" : "RoCE v" + std::to_string(v); }
+
+}  // namespace
+
+Result<InfoReport> buildReport(const InfoArgs& args) {
+  auto options = ucx::TransportOptions::fromEnvironment();
+  if (!options.ok()) return options.status();
+  ucx::RoceOptions& roce = options->roce;
+  if (args.sysfs_root) roce.sysfs_root = *args.sysfs_root;
+  if (args.device) roce.device = *args.device;
+  if (args.netdev) roce.netdev = *args.netdev;
+  auto profile = ucx::resolveProfile(roce);
+  if (!profile.ok()) return profile.status();
+  InfoReport report;
+  report.ucx_version = ucp_get_version_string();
+  report.profile = std::move(*profile);
+  // Same rule as Context::lanes(): explicit lanes, else the profile's auto.
+  report.lanes = options->lanes > 0 ? options->lanes : std::max(1, report.profile.lanes);
+  SWITCHAGG_RETURN_IF_ERROR(applyAndReadBack(&report));
+  report.options = optionRows(args);
+  return report;
+}
+
+std::string renderText(const InfoReport& r) {
+  const RoceProfile& p = r.profile;
+  std::ostringstream out;
+  out << "switchagg-info (UCX " << r.ucx_version << ")\n\n";
+  out << "RDMA devices (" << (p.source == "none" ? "none found" : p.source) << "):\n";
+  if (p.devices.empty()) out << "  (none)\n";
+  for (const std::string& d : p.devices) out << "  " << d << "\n";
+  out << "\nRoCE profile:\n";
+  auto row = [&out](const char* k, const std::string& v) {
+    out << "  " << k << std::string(15 - std::min<size_t>(14, std::string(k).size()), ' ') << v
+        << "\n";
+  };
+  const bool chosen = p.gid_index >= 0;
+  row("rdma_present", p.rdma_present ? "yes" : "no");
+  row("device", chosen ? p.device + ":" + std::to_string(p.port) : "-");
+  row("gid_index", chosen ? std::to_string(p.gid_index) : "-");
+  row("gid", chosen ? p.gid + " (" + ucx::gidToAddress(p.gid) + ")" : "-");
+  row("roce_version", versionText(p.roce_version));
+  row("netdev", p.netdev.empty() ? "-" : p.netdev);
+  row("traffic_class", chosen ? std::to_string(p.traffic_class) + " (DSCP " +
+                                    std::to_string(p.traffic_class >> 2) + ", ECN bits " +
+                                    std::to_string(p.traffic_class & 3) + ")"
+                              : "-");
+  row("sl", chosen ? std::to_string(p.sl) : "-");
+  row("path_mtu", chosen ? (p.path_mtu ? std::to_string(p.path_mtu) : "UCX default") : "-");
+  row("lanes", std::to_string(r.lanes));
+  row("reason", p.reason);
+  out << "\nUCX settings applied (ucp_config_modify, read back from UCX):\n";
+  if (r.applied.empty()) out << "  (none)\n";
+  for (const auto& [k, v] : r.applied) out << "  " << k << "=" << v << "\n";
+  out << "\nLeft to the user (set in the environment, which wins):\n";
+  if (p.left_to_user.empty()) out << "  (none)\n";
+  for (const auto& [k, v] : p.left_to_user) out << "  UCX_" << k << "=" << v << "\n";
+  out << "\nTransport options (command line > environment > default):\n";
+  for (const OptionRow& o : r.options) {
+    out << "  " << o.env << "=" << o.value;
+    if (o.source != "default") out << "  [" << o.source << "; default " << o.default_value << "]";
+    out << "\n      " << o.help << "\n";
+  }
+  return out.str();
+}
+
+std::string renderJson(const InfoReport& r) {
+  const RoceProfile& p = r.profile;
+  using Json = nlohmann::ordered_json;
+  auto pairs = [](const std::vector<std::pair<std::string, std::string>>& kvs) {
+    Json o = Json::object();
+    for (const auto& [k, v] : kvs) o[k] = v;
+    return o;
+  };
+  Json j;
+  j["ucx_version"] = r.ucx_version;
+  j["rdma_present"] = p.rdma_present;
+  j["source"] = p.source;
+  j["devices"] = p.devices;
+  j["device"] = p.device;
+  j["port"] = p.port;
+  j["gid_index"] = p.gid_index;
+  j["gid"] = p.gid;
+  j["gid_address"] = p.gid.empty() ? "" : ucx::gidToAddress(p.gid);
+  j["roce_version"] = p.roce_version;
+  j["netdev"] = p.netdev;
+  j["traffic_class"] = p.traffic_class;
+  j["sl"] = p.sl;
+  j["path_mtu"] = p.path_mtu;
+  j["lanes"] = r.lanes;
+  j["reason"] = p.reason;
+  j["ucx_settings"] = pairs(p.ucx_settings);
+  j["applied"] = pairs(r.applied);
+  j["left_to_user"] = pairs(p.left_to_user);
+  Json options = Json::array();
+  for (const OptionRow& o : r.options) {
+    options.push_back({{"name", o.name}, {"env", o.env}, {"value", o.value},
+                       {"default", o.default_value}, {"source", o.source}, {"help", o.help}});
+  }
+  j["options"] = options;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace switchagg::info

@@ -1,0 +1,137 @@
+// switchagg-info as users run it: the real binary against the shipped sysfs
+// trees, its --json parsed and checked.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs switchagg-info with `args` (and `env` prefixed, e.g. "UCX_IB_SL=5"),
+// capturing stdout; stderr goes to the test log.
+RunResult runInfo(const std::string& args, const std::string& env = "") {
+  const std::string cmd = "env -u UCX_IB_SL -u UCX_NET_DEVICES " + env + " " +
+                          SWITCHAGG_INFO_BIN + " " + args;
+  RunResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) r.out.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+nlohmann::json infoJson(const std::string& scenario, const std::string& extra = "",
+                        const std::string& env = "") {
+  RunResult r = runInfo("--json --sysfs-root " + std::string(SWITCHAGG_ROCE_SYSFS_DIR) + "/" +
+                      scenario + " " + extra,
+                  env);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+TEST(InfoCli, JsonHasTheDocumentedKeys) {
+  auto j = infoJson("mixed_v1_v2");
+  for (const char* key : {"device", "port", "gid_index", "gid", "roce_version", "netdev",
+                          "traffic_class", "sl", "path_mtu", "lanes", "rdma_present", "reason",
+                          "applied", "left_to_user"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["device"], "mlx5_0");
+  EXPECT_EQ(j["port"], 1);
+  EXPECT_EQ(j["gid_index"], 3);
+  EXPECT_EQ(j["gid"], "0000:0000:0000:0000:0000:ffff:0a00:0001");
+  EXPECT_EQ(j["gid_address"], "10.0.0.1");
+  EXPECT_EQ(j["roce_version"], 2);
+  EXPECT_EQ(j["netdev"], "eth0");
+  EXPECT_EQ(j["traffic_class"], 104);
+  EXPECT_EQ(j["sl"], 3);
+  EXPECT_EQ(j["path_mtu"], 4096);
+  EXPECT_EQ(j["lanes"], 4);
+  EXPECT_EQ(j["rdma_present"], true);
+  // Applied values are read back from UCX's configuration.
+  EXPECT_EQ(j["applied"]["NET_DEVICES"], "mlx5_0:1");
+  EXPECT_EQ(j["applied"]["GID_INDEX"], "3");
+  EXPECT_EQ(j["applied"]["IB_TRAFFIC_CLASS"], "104");
+  EXPECT_EQ(j["applied"].size(), j["ucx_settings"].size());
+  EXPECT_TRUE(j["left_to_user"].empty());
+}
+
+TEST(InfoCli, NetdevAndDeviceFlags) {
+  auto by_netdev = infoJson("two_devices", "--netdev eth1");
+  EXPECT_EQ(by_netdev["device"], "mlx5_1");
+  EXPECT_EQ(by_netdev["applied"]["NET_DEVICES"], "mlx5_1:1");
+  auto by_device = infoJson("two_devices", "--device=mlx5_1:1");
+  EXPECT_EQ(by_device["device"], "mlx5_1");
+  EXPECT_EQ(by_device["port"], 1);
+  auto down = infoJson("down_port");
+  EXPECT_EQ(down["port"], 2);
+  EXPECT_EQ(down["devices"].size(), 2u);
+}
+
+TEST(InfoCli, NoDeviceSaysSoAndAppliesNothing) {
+  for (const char* scenario : {"no_device", "missing_root"}) {
+    auto j = infoJson(scenario);
+    EXPECT_EQ(j["rdma_present"], false);
+    EXPECT_EQ(j["gid_index"], -1);
+    EXPECT_EQ(j["roce_version"], 0);
+    EXPECT_EQ(j["lanes"], 1);
+    EXPECT_TRUE(j["applied"].empty());
+    EXPECT_NE(j["reason"].get<std::string>().find("no RDMA device"), std::string::npos);
+  }
+}
+
+TEST(InfoCli, EnvironmentWinsAndShowsInOptions) {
+  auto j = infoJson("mixed_v1_v2", "", "UCX_IB_SL=5 SWITCHAGG_ROCE_DSCP=24 SWITCHAGG_UCX_LANES=2");
+  EXPECT_EQ(j["left_to_user"]["IB_SL"], "5");
+  EXPECT_FALSE(j["applied"].contains("IB_SL"));
+  EXPECT_EQ(j["traffic_class"], 96);
+  EXPECT_EQ(j["lanes"], 2);
+  bool saw_dscp = false, saw_sysfs = false;
+  for (const auto& o : j["options"]) {
+    if (o["env"] == "SWITCHAGG_ROCE_DSCP") {
+      saw_dscp = true;
+      EXPECT_EQ(o["value"], "24");
+      EXPECT_EQ(o["source"], "environment");
+    }
+    if (o["env"] == "SWITCHAGG_ROCE_SYSFS_ROOT") {
+      saw_sysfs = true;
+      EXPECT_EQ(o["source"], "command line");
+    }
+  }
+  EXPECT_TRUE(saw_dscp);
+  EXPECT_TRUE(saw_sysfs);
+}
+
+TEST(InfoCli, TextReportAndHelp) {
+  RunResult text = runInfo("--sysfs-root " + std::string(SWITCHAGG_ROCE_SYSFS_DIR) + "/ipv6_only");
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("mlx5_0:1 ACTIVE Ethernet (4 GIDs)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("2001:db8::1"), std::string::npos);
+  EXPECT_NE(text.out.find("IB_SL=3"), std::string::npos);
+  EXPECT_NE(text.out.find("SWITCHAGG_ROCE_DSCP=26"), std::string::npos);
+  RunResult help = runInfo("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--sysfs-root DIR"), std::string::npos);
+}
+
+TEST(InfoCli, BadInputExitsWithUsageError) {
+  EXPECT_EQ(runInfo("--bogus").exit_code, 2);
+  EXPECT_EQ(runInfo("--netdev").exit_code, 2);
+  EXPECT_EQ(runInfo("--json", "SWITCHAGG_ROCE_DSCP=99").exit_code, 2);
+  EXPECT_EQ(runInfo("--json --sysfs-root " + std::string(SWITCHAGG_ROCE_SYSFS_DIR) +
+                    "/README.md").exit_code, 1);
+}
+
+}  // namespace
