@@ -126,6 +126,11 @@ class Worker {
 
   // Active messages (ids 0..63). The handler runs inside progress().
   Status setAmHandler(uint16_t id, AmHandler handler);
+  // Nonblocking tagged receive on the raw 64-bit UCP tag space: matches when
+  // (incoming & tag_mask) == (tag & tag_mask). PeerGroup owns tags with any
+  // of the top 8 bits set; raw users keep them zero (see docs/transport.md).
+  Status tagRecv(uint64_t tag, uint64_t tag_mask, void* data, size_t length, Request& request);
+
   // Called when an endpoint of this worker fails (peer died / closed).
   void setFailureHandler(std::function<void(Endpoint*, const Status&)> handler);
 
@@ -163,7 +168,7 @@ class Endpoint {
   Impl* impl() { return impl_.get(); }
 
  private:
-  friend class Listener;
+  friend struct EndpointFactory;  // internal: wraps UCX endpoints
   explicit Endpoint(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,155 @@
+// Multi-process transport tests over real UCX: each rank is a separate
+// switchagg-ucx-test-peer process; this test relays addresses, kills peers
+// and asserts on what the ranks report. CTest runs the suite once per
+// transport (UCX_TLS=tcp and shared memory) through the environment.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "peer_process.h"
+
+namespace switchagg::test {
+namespace {
+
+constexpr int64_t kLineMs = 40000;
+
+using Env = std::map<std::string, std::string>;
+
+class RankGroup {
+ public:
+  RankGroup(const std::string& scenario, int size, const Env& env) {
+    for (int r = 0; r < size; ++r)
+      ranks_.push_back(std::make_unique<PeerProcess>(scenario, r, size, env));
+    std::vector<std::string> addrs;
+    for (auto& p : ranks_) {
+      std::string line = p->readUntil("ADDR", kLineMs);
+      EXPECT_EQ(line.rfind("ADDR", 0), 0u) << "rank did not publish its address: " << line;
+      addrs.push_back(line.size() > 5 ? line.substr(5) : "");
+    }
+    for (auto& p : ranks_)
+      for (const auto& a : addrs) p->writeLine(a);
+  }
+  PeerProcess& operator[](int r) { return *ranks_[r]; }
+  int size() const { return static_cast<int>(ranks_.size()); }
+
+  // RESULT line of rank r (fails the test on DONE fail / timeout).
+  std::map<std::string, std::string> result(int r) {
+    std::string line = ranks_[r]->readUntil("RESULT", kLineMs);
+    EXPECT_EQ(line.rfind("RESULT", 0), 0u) << "rank " << r << ": " << line;
+    return parseResult(line);
+  }
+  void expectDone(int r) {
+    std::string line = ranks_[r]->readUntil("DONE", kLineMs);
+    EXPECT_EQ(line, "DONE ok") << "rank " << r;
+    EXPECT_EQ(ranks_[r]->join(kLineMs), 0) << "rank " << r << " exit code";
+  }
+
+ private:
+  std::vector<std::unique_ptr<PeerProcess>> ranks_;
+};
+
+uint64_t num(std::map<std::string, std::string>& m, const std::string& key) {
+  EXPECT_TRUE(m.count(key)) << "missing " << key;
+  return m.count(key) ? std::stoull(m[key]) : 0;
+}
+
+void runMessages(int lanes) {
+  RankGroup g("messages", 2, {{"SWITCHAGG_UCX_LANES", std::to_string(lanes)}});
+  auto sender = g.result(0);
+  auto receiver = g.result(1);
+  g.expectDone(0);
+  g.expectDone(1);
+  ASSERT_EQ(num(sender, "lanes"), uint64_t(lanes));
+  const uint64_t sent = num(sender, "messages_sent");
+  uint64_t lo = ~0ull, hi = 0, total = 0;
+  for (int i = 0; i < lanes; ++i) {
+    uint64_t n = num(sender, "lane" + std::to_string(i));
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+    total += n;
+  }
+  EXPECT_EQ(total, sent);
+  EXPECT_LE(hi - lo, 1u) << "whole messages go round-robin across lanes";
+  // Sizes >= 64 KiB (5 echoes + 16 burst messages) wait for clear-to-send.
+  EXPECT_EQ(num(sender, "cts_waits"), 5u + 16u);
+  EXPECT_EQ(num(receiver, "cts_granted"), 5u + 16u);
+  EXPECT_GT(num(receiver, "bytes_received"), uint64_t(64) << 20);
+}
+
+TEST(UcxTransport, TaggedMessagesOneLane) { runMessages(1); }
+TEST(UcxTransport, TaggedMessagesFourLanes) { runMessages(4); }
+
+TEST(UcxTransport, ActiveMessagesOverListener) {
+  RankGroup g("am", 2, {});
+  auto client = g.result(0);
+  auto server = g.result(1);
+  g.expectDone(0);
+  g.expectDone(1);
+  EXPECT_EQ(num(client, "echoes"), 8u);
+  EXPECT_EQ(num(server, "echoed"), 8u);
+  EXPECT_EQ(num(server, "accepted"), 1u);
+}
+
+TEST(UcxTransport, AdmissionWindowNeverExceeded) {
+  constexpr uint64_t kWindow = 1 << 20, kSmall = 300 << 10, kLarge = 3 << 20;
+  constexpr int kSenders = 3;
+  RankGroup g("admission", 1 + kSenders,
+              {{"SWITCHAGG_UCX_CTS_WINDOW", "1MiB"}, {"SWITCHAGG_UCX_CTS_THRESHOLD", "64KiB"},
+               {"SWITCHAGG_UCX_LANES", "2"}});
+  auto phase1 = g.result(0);
+  auto receiver = g.result(0);
+  std::vector<std::map<std::string, std::string>> senders;
+  for (int r = 1; r <= kSenders; ++r) senders.push_back(g.result(r));
+  for (int r = 0; r <= kSenders; ++r) g.expectDone(r);
+  const uint64_t p1 = num(phase1, "phase1_max_inflight");
+  EXPECT_LE(p1, kWindow) << "admitted bytes exceeded the window";
+  EXPECT_GE(p1, 2 * kSmall) << "several senders should have been admitted at once";
+  // A message larger than the window is admitted alone: exactly its size.
+  EXPECT_EQ(num(receiver, "max_inflight"), kLarge);
+  EXPECT_EQ(num(receiver, "cts_granted"), uint64_t(kSenders) * (8 + 1));
+  for (auto& s : senders) EXPECT_EQ(num(s, "cts_waits"), 8u + 1u);
+}
+
+// The survivor must see kPeerFailed within the bound: detection (keepalive
+// at a quarter of the timeout) plus scheduling slack on a loaded machine.
+constexpr int64_t kPeerTimeoutMs = 1000;
+constexpr int64_t kDetectBoundMs = kPeerTimeoutMs + 1000;
+
+// Waits until both ranks are READY, SIGKILLs rank 1 and returns rank 0's
+// RESULT plus the time of the kill.
+std::map<std::string, std::string> killRankOne(RankGroup& g, int64_t* killed) {
+  EXPECT_EQ(g[1].readUntil("READY", kLineMs), "READY");
+  EXPECT_EQ(g[0].readUntil("READY", kLineMs), "READY");
+  *killed = monotonicMs();
+  g[1].kill();
+  auto r = g.result(0);
+  g.expectDone(0);
+  return r;
+}
+
+TEST(UcxTransport, KilledPeerFailsPendingPeerGroupOps) {
+  RankGroup g("idle", 2, {{"SWITCHAGG_UCX_PEER_TIMEOUT", "1s"}, {"SWITCHAGG_UCX_LANES", "2"}});
+  int64_t killed = 0;
+  auto r = killRankOne(g, &killed);
+  const int64_t elapsed = static_cast<int64_t>(num(r, "detect_ms")) - killed;
+  EXPECT_LE(elapsed, kDetectBoundMs);
+  EXPECT_EQ(r["recv"], "PeerFailed");
+  EXPECT_EQ(r["send"], "PeerFailed");
+  EXPECT_EQ(r["wait"], "PeerFailed");
+  EXPECT_EQ(r["again"], "PeerFailed");
+}
+
+TEST(UcxTransport, KilledListenerPeerFailsEndpoint) {
+  RankGroup g("am-idle", 2, {{"SWITCHAGG_UCX_PEER_TIMEOUT", "1s"}});
+  int64_t killed = 0;
+  auto r = killRankOne(g, &killed);
+  EXPECT_EQ(num(r, "refused"), 1u) << "connect to a closed port must fail";
+  EXPECT_LE(static_cast<int64_t>(num(r, "refused_ms")), kDetectBoundMs);
+  EXPECT_LE(static_cast<int64_t>(num(r, "detect_ms")) - killed, kDetectBoundMs);
+  EXPECT_EQ(r["wait"], "Ok");
+  EXPECT_EQ(num(r, "failed"), 1u);
+  EXPECT_EQ(r["again"], "PeerFailed");
+}
+
+}  // namespace
+}  // namespace switchagg::test

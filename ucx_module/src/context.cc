@@ -1,0 +1,83 @@
+// Context: resolve the RoCE profile, apply it (and our keepalive) to a UCP
+// configuration, init UCP with tag + AM + wakeup.
+#include <algorithm>
+#include <cstring>
+
+#include "switchagg/common/log.h"
+#include "transport_internal.h"
+#include "ucp_config_apply.h"
+
+namespace switchagg::ucx {
+namespace {
+
+// Keepalive drives peer-failure detection where the transport gives no
+// signal (shared memory): a few probes fit inside peer_timeout_ms.
+Status applyKeepalive(ucp_config_t* config, const TransportOptions& options, RoceProfile& profile) {
+  const std::string key = "KEEPALIVE_INTERVAL";
+  if (auto user = userOverride(key)) {
+    profile.left_to_user.push_back(*user);
+    return Status::Ok();
+  }
+  int64_t ms = std::max<int64_t>(options.peer_timeout_ms / 4, 50);
+  std::string value = std::to_string(ms) + "ms";
+  ucs_status_t st = ucp_config_modify(config, key.c_str(), value.c_str());
+  if (st != UCS_OK) return statusFromUcs(st, "ucp_config_modify(" + key + "=" + value + ")");
+  profile.applied.emplace_back(key, value);
+  return Status::Ok();
+}
+
+Status validate(const TransportOptions& o) {
+  if (o.lanes < 0 || o.lanes > 64)
+    return Status(Code::kInvalidArgument, "lanes must be 0 (auto) .. 64");
+  if (o.cts_window == 0) return Status(Code::kInvalidArgument, "cts_window must be > 0");
+  if (o.peer_timeout_ms <= 0) return Status(Code::kInvalidArgument, "peer_timeout_ms must be > 0");
+  if (!o.enable_am && !o.enable_tag)
+    return Status(Code::kInvalidArgument, "enable at least one of AM and tag");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Context::Impl::~Impl() {
+  if (ucp != nullptr) ucp_cleanup(ucp);
+}
+
+Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Context::~Context() = default;
+
+const TransportOptions& Context::options() const { return impl_->options; }
+const RoceProfile& Context::profile() const { return impl_->profile; }
+int Context::lanes() const { return impl_->lanes; }
+
+Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options) {
+  SWITCHAGG_RETURN_IF_ERROR(validate(options));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  auto profile = resolveProfile(options.roce);
+  if (!profile.ok()) return profile.status();
+  impl->profile = std::move(profile.value());
+  logProfileOnce(impl->profile);
+  impl->lanes = options.lanes > 0 ? options.lanes : std::max(1, impl->profile.lanes);
+
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return statusFromUcs(st, "ucp_config_read");
+  Status applied = applyProfile(config, impl->profile);
+  if (applied.ok()) applied = applyKeepalive(config, options, impl->profile);
+  if (!applied.ok()) {
+    ucp_config_release(config);
+    return applied;
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  // PeerGroup's clear-to-send control and data ride on tags, so tag is on
+  // whenever AM is too; wakeup serves WaitMode::kBlocking.
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | (options.enable_am ? UCP_FEATURE_AM : 0);
+  params.mt_workers_shared = 0;
+  st = ucp_init(&params, config, &impl->ucp);
+  ucp_config_release(config);
+  if (st != UCS_OK) return statusFromUcs(st, "ucp_init");
+  return std::unique_ptr<Context>(new Context(std::move(impl)));
+}
+
+}  // namespace switchagg::ucx

@@ -1,0 +1,182 @@
+// PeerGroup: ranks by worker address, lazy lanes, tag folding, nonblocking
+// send/receive and their blocking helpers. Clear-to-send and failure
+// handling live in peer_group_admission.cc. Layout: peer_group_impl.h.
+#include "peer_group_impl.h"
+
+#include "switchagg/common/log.h"
+
+namespace switchagg::ucx {
+
+PeerGroup::Impl::~Impl() {
+  *alive = nullptr;
+  control_recvs.clear();  // Request destructors cancel the posted receives
+  control_sends.clear();
+  const Status aborted(Code::kAborted, "peer group destroyed");
+  for (auto& [id, op] : awaiting_cts) req::complete(*op.user, aborted, 0);
+  awaiting_cts.clear();
+  for (auto& [id, op] : recvs) req::abandon(*op.user, aborted);
+  recvs.clear();
+  std::vector<std::unique_ptr<Endpoint>> all;
+  for (auto& peer : peers)
+    for (auto& lane : peer.lanes) all.push_back(std::move(lane));
+  closeEndpoints(w, all, w->ctx->options.peer_timeout_ms);
+  w->group_slots[slot] = false;
+}
+
+Status PeerGroup::Impl::checkPeer(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(peers.size()))
+    return Status(Code::kInvalidArgument, "rank " + std::to_string(peer) + " not in group of " +
+                                              std::to_string(peers.size()));
+  if (peers[peer].failed) return peers[peer].failure;
+  return Status::Ok();
+}
+
+// Lanes are created together on first use, for receives too: an endpoint
+// to the source is what notices that it died.
+Status PeerGroup::Impl::ensureLanes(int peer) {
+  Peer& p = peers[peer];
+  if (!p.lanes.empty()) return Status::Ok();
+  for (int i = 0; i < lanes; ++i) {
+    auto ep = Endpoint::connectAddress(*worker, addresses[peer]);
+    if (!ep.ok()) {
+      p.lanes.clear();
+      return ep.status();
+    }
+    std::weak_ptr<Impl*> token = alive;
+    ep.value()->impl()->on_failure = [token, peer](const Status& st) {
+      auto t = token.lock();
+      if (t && *t != nullptr) (*t)->peerFailed(peer, st);
+    };
+    p.lanes.push_back(std::move(ep.value()));
+  }
+  return Status::Ok();
+}
+
+void PeerGroup::Impl::postData(int peer, uint32_t tag, uint8_t seq, const void* data,
+                               size_t length, Request::State& s) {
+  Peer& p = peers[peer];
+  uint32_t lane = p.next_lane++ % static_cast<uint32_t>(p.lanes.size());
+  counters.messages_sent++;
+  counters.bytes_sent += length;
+  counters.lane_messages[lane]++;
+  req::postTagSend(*p.lanes[lane]->impl(), dataTag(rank, seq, tag), data, length, s);
+}
+
+PeerGroup::PeerGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PeerGroup::~PeerGroup() = default;
+
+Result<std::unique_ptr<PeerGroup>> PeerGroup::create(Worker& worker, uint32_t group_id, int rank,
+                                                     std::vector<std::vector<uint8_t>> addresses) {
+  const int size = static_cast<int>(addresses.size());
+  if (size == 0 || size > kMaxGroupRanks)
+    return Status(Code::kInvalidArgument, "group size must be 1.." + std::to_string(kMaxGroupRanks));
+  if (rank < 0 || rank >= size) return Status(Code::kInvalidArgument, "rank outside the group");
+  Worker::Impl* w = worker.impl();
+  const int slot = 1 + static_cast<int>(group_id % 127);
+  if (w->group_slots[slot])
+    return Status(Code::kInvalidArgument,
+                  "group id " + std::to_string(group_id) +
+                      " shares its tag slot with a live group on this worker (ids equal mod 127)");
+  auto impl = std::make_unique<Impl>();
+  impl->worker = &worker;
+  impl->w = w;
+  impl->group_id = group_id;
+  impl->slot = slot;
+  impl->group_bits = uint64_t(slot) << kGroupShift;
+  impl->rank = rank;
+  impl->addresses = std::move(addresses);
+  const Context& ctx = worker.context();
+  impl->lanes = ctx.lanes();
+  impl->cts_threshold = ctx.options().cts_threshold;
+  impl->cts_window = ctx.options().cts_window;
+  impl->counters.lane_messages.assign(impl->lanes, 0);
+  impl->peers.resize(size);
+  impl->alive = std::make_shared<Impl*>(impl.get());
+  w->group_slots[slot] = true;
+  impl->startControl();
+  return std::unique_ptr<PeerGroup>(new PeerGroup(std::move(impl)));
+}
+
+int PeerGroup::rank() const { return impl_->rank; }
+int PeerGroup::size() const { return static_cast<int>(impl_->peers.size()); }
+const PeerGroupCounters& PeerGroup::counters() const { return impl_->counters; }
+Worker& PeerGroup::worker() { return *impl_->worker; }
+
+Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
+                        Request& request) {
+  Impl& g = *impl_;
+  SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
+  SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
+  Request::State& s = *request.state();
+  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
+  const uint8_t seq = g.send_seq[Impl::pairKey(peer, tag)]++;
+  if (length < g.cts_threshold) {
+    g.postData(peer, tag, seq, data, length, s);
+    return (s.done && !s.status.ok()) ? s.status : Status::Ok();
+  }
+  const uint64_t id = g.next_id++;
+  g.awaiting_cts[id] = Impl::SendOp{&s, peer, tag, seq, data, length};
+  std::weak_ptr<Impl*> token = g.alive;
+  s.on_abandon = [token, id] {
+    auto t = token.lock();
+    if (t && *t != nullptr) (*t)->awaiting_cts.erase(id);
+  };
+  g.counters.cts_waits++;
+  ControlMessage rts{ControlMessage::kRts, uint32_t(g.rank), tag, seq, length, id};
+  g.sendControl(peer, rts);
+  return Status::Ok();
+}
+
+Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Request& request) {
+  Impl& g = *impl_;
+  SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
+  SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
+  Request::State& s = *request.state();
+  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
+  const uint8_t seq = g.recv_seq[Impl::pairKey(peer, tag)]++;
+  const uint64_t id = g.next_id++;
+  const uint64_t key = Impl::messageKey(peer, seq, tag);
+  g.recvs[id] = Impl::RecvOp{&s, peer, key};
+  g.recv_by_key[key] = id;
+  std::weak_ptr<Impl*> token = g.alive;
+  s.on_complete = [token, id](const Status& st, size_t len) {
+    auto t = token.lock();
+    if (t && *t != nullptr) (*t)->recvFinished(id, st, len);
+  };
+  s.on_abandon = [token, id] {
+    auto t = token.lock();
+    if (t && *t != nullptr) (*t)->recvFinished(id, Status(Code::kAborted, "abandoned"), 0);
+  };
+  req::postTagRecv(*g.w, g.dataTag(peer, seq, tag), ~0ull, data, length, s);
+  auto parked = g.parked_rts.find(key);
+  if (parked != g.parked_rts.end()) {
+    ControlMessage rts = parked->second;
+    g.parked_rts.erase(parked);
+    g.markEligible(id, rts);
+    g.tryGrant();
+  }
+  return (s.done && !s.status.ok()) ? s.status : Status::Ok();
+}
+
+Status PeerGroup::send(int peer, uint32_t tag, const void* data, size_t length,
+                       int64_t timeout_ms) {
+  Request r;
+  SWITCHAGG_RETURN_IF_ERROR(isend(peer, tag, data, length, r));
+  return impl_->worker->wait(r, timeout_ms);
+}
+
+Status PeerGroup::recv(int peer, uint32_t tag, void* data, size_t length, int64_t timeout_ms) {
+  Request r;
+  SWITCHAGG_RETURN_IF_ERROR(irecv(peer, tag, data, length, r));
+  return impl_->worker->wait(r, timeout_ms);
+}
+
+Status PeerGroup::sendrecv(int to, const void* sbuf, size_t slen, int from, void* rbuf,
+                           size_t rlen, uint32_t tag, int64_t timeout_ms) {
+  Request rr, sr;
+  SWITCHAGG_RETURN_IF_ERROR(irecv(from, tag, rbuf, rlen, rr));
+  SWITCHAGG_RETURN_IF_ERROR(isend(to, tag, sbuf, slen, sr));
+  return impl_->worker->waitAll({&rr, &sr}, timeout_ms);
+}
+
+}  // namespace switchagg::ucx

@@ -1,0 +1,163 @@
+// Receiver-driven admission (clear-to-send) and peer failure for PeerGroup.
+// The receiver's window counts bytes it granted and has not yet received;
+// a grant needs the matching receive posted, so admitted data always lands
+// in a user buffer and never queues in UCX's unexpected list.
+#include <algorithm>
+
+#include "peer_group_impl.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::ucx {
+
+void PeerGroup::Impl::startControl() {
+  for (int i = 0; i < kControlReceives; ++i) {
+    control_recvs.push_back(std::make_unique<ControlSlot>());
+    postControlRecv(control_recvs.size() - 1);
+  }
+}
+
+void PeerGroup::Impl::postControlRecv(size_t index) {
+  ControlSlot& slot = *control_recvs[index];
+  Request::State& s = *slot.request.state();
+  (void)req::begin(s, w, nullptr);
+  std::weak_ptr<Impl*> token = alive;
+  s.on_complete = [token, index](const Status& st, size_t len) {
+    auto t = token.lock();
+    if (!t || *t == nullptr) return;
+    Impl* g = *t;
+    if (!st.ok()) {
+      SA_WARN("ucx", "group %u: control receive failed: %s", g->group_id, st.toString().c_str());
+      return;
+    }
+    ControlMessage msg = g->control_recvs[index]->msg;
+    g->postControlRecv(index);
+    if (len == sizeof(ControlMessage)) {
+      g->onControl(msg);
+    } else {
+      SA_WARN("ucx", "group %u: dropped a %zu-byte control message", g->group_id, len);
+    }
+  };
+  req::postTagRecv(*w, controlTag(), kCtrlBit | kGroupMask, &slot.msg, sizeof(slot.msg), s);
+}
+
+void PeerGroup::Impl::sendControl(int peer, const ControlMessage& msg) {
+  auto slot = std::make_unique<ControlSlot>();
+  slot->msg = msg;
+  ControlSlot* raw = slot.get();
+  control_sends.push_back(std::move(slot));
+  Request::State& s = *raw->request.state();
+  (void)req::begin(s, w, nullptr);
+  std::weak_ptr<Impl*> token = alive;
+  s.on_complete = [token, raw](const Status&, size_t) {
+    auto t = token.lock();
+    if (!t || *t == nullptr) return;
+    (*t)->control_sends.remove_if([raw](const auto& p) { return p.get() == raw; });
+  };
+  // A failed control send needs no action here: the lane's failure reaches
+  // peerFailed(), which fails everything waiting on this peer.
+  req::postTagSend(*peers[peer].lanes[0]->impl(), controlTag(), &raw->msg, sizeof(raw->msg), s);
+}
+
+void PeerGroup::Impl::onControl(const ControlMessage& msg) {
+  if (msg.src >= peers.size()) {
+    SA_WARN("ucx", "group %u: control message from unknown rank %u", group_id, msg.src);
+    return;
+  }
+  if (msg.kind == ControlMessage::kRts) {
+    onRts(msg);
+  } else if (msg.kind == ControlMessage::kCts) {
+    onCts(msg);
+  } else {
+    SA_WARN("ucx", "group %u: unknown control kind %u", group_id, msg.kind);
+  }
+}
+
+void PeerGroup::Impl::onRts(const ControlMessage& msg) {
+  const uint64_t key = messageKey(int(msg.src), uint8_t(msg.seq), msg.tag);
+  auto it = recv_by_key.find(key);
+  if (it == recv_by_key.end()) {
+    parked_rts[key] = msg;  // granted once the receive is posted
+    return;
+  }
+  markEligible(it->second, msg);
+  tryGrant();
+}
+
+void PeerGroup::Impl::onCts(const ControlMessage& msg) {
+  auto it = awaiting_cts.find(msg.cookie);
+  if (it == awaiting_cts.end()) return;  // the send was abandoned
+  SendOp op = it->second;
+  awaiting_cts.erase(it);
+  op.user->on_abandon = nullptr;
+  if (peers[op.peer].failed) {
+    req::complete(*op.user, peers[op.peer].failure, 0);
+    return;
+  }
+  postData(op.peer, op.tag, op.seq, op.data, op.length, *op.user);
+}
+
+void PeerGroup::Impl::markEligible(uint64_t id, const ControlMessage& rts) {
+  RecvOp& op = recvs.at(id);
+  op.has_rts = true;
+  op.rts_length = rts.length;
+  op.cookie = rts.cookie;
+  eligible.push_back(id);
+}
+
+// FIFO: a large message at the head is not overtaken by smaller ones, so
+// it cannot starve; it waits until enough admitted bytes have landed.
+void PeerGroup::Impl::tryGrant() {
+  while (!eligible.empty()) {
+    auto it = recvs.find(eligible.front());
+    if (it == recvs.end() || it->second.granted) {
+      eligible.pop_front();
+      continue;
+    }
+    RecvOp& op = it->second;
+    if (inflight > 0 && inflight + op.rts_length > cts_window) return;
+    eligible.pop_front();
+    op.granted = true;
+    inflight += op.rts_length;
+    counters.max_inflight_to_me = std::max(counters.max_inflight_to_me, inflight);
+    counters.cts_granted++;
+    uint32_t tag = uint32_t(op.key & 0xffffffffu);
+    uint32_t seq = uint32_t((op.key >> kSeqShift) & 0xffu);
+    ControlMessage cts{ControlMessage::kCts, uint32_t(rank), tag, seq, op.rts_length, op.cookie};
+    sendControl(op.src, cts);
+  }
+}
+
+void PeerGroup::Impl::recvFinished(uint64_t id, const Status& status, size_t length) {
+  auto it = recvs.find(id);
+  if (it == recvs.end()) return;
+  if (it->second.granted) inflight -= it->second.rts_length;
+  if (status.ok()) counters.bytes_received += length;
+  recv_by_key.erase(it->second.key);
+  recvs.erase(it);
+  tryGrant();
+}
+
+void PeerGroup::Impl::peerFailed(int peer, const Status& status) {
+  Peer& p = peers[peer];
+  if (p.failed) return;
+  p.failed = true;
+  p.failure = Status(Code::kPeerFailed, "group " + std::to_string(group_id) + " rank " +
+                                            std::to_string(peer) + ": " + status.message());
+  SA_DEBUG("ucx", "%s", p.failure.message().c_str());
+  for (auto it = awaiting_cts.begin(); it != awaiting_cts.end();) {
+    if (it->second.peer == peer) {
+      req::complete(*it->second.user, p.failure, 0);
+      it = awaiting_cts.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Receives complete now; their deferred recvFinished() frees the window.
+  for (auto& [id, op] : recvs)
+    if (op.src == peer && op.user->active) req::abandon(*op.user, p.failure);
+  for (auto it = parked_rts.begin(); it != parked_rts.end();) {
+    it = (int(it->second.src) == peer) ? parked_rts.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace switchagg::ucx

@@ -1,0 +1,136 @@
+// PeerGroup internals: tag layout, lanes and the clear-to-send protocol.
+//
+// 64-bit UCP tag of a PeerGroup message:
+//
+//   63   62..56   55..40     39..32   31..0
+//   ctl  group    src rank   seq      user tag          data:    ctl = 0
+//   1    group    0          0        0                 control: ctl = 1
+//
+// group = 1 + group_id % 127 (slot 0 stays free for raw Worker::tagRecv
+// users), src = sending rank (< 65536), seq = count of earlier messages
+// with the same (src, dst, user tag), mod 256. Receives match all 64 bits,
+// so the n-th receive posted for (src, tag) takes exactly the n-th message
+// sent for it, whatever lane each travelled on and whether it waited for a
+// clear-to-send: MPI's non-overtaking rule per (src, dst, tag), as long as
+// fewer than 256 messages of one (src, tag) are outstanding at once.
+//
+// Clear-to-send (messages >= cts_threshold): sender -> RTS {tag, seq,
+// length, cookie} on the control tag; the receiver grants (CTS {cookie})
+// only once the matching receive is posted and its admitted-but-unfinished
+// bytes plus this message fit cts_window (or nothing else is admitted);
+// then the sender puts the data on the next lane. Control messages are
+// small eager sends on lane 0 into always-posted control receives.
+#pragma once
+
+#include <deque>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "transport_internal.h"
+
+namespace switchagg::ucx {
+
+constexpr uint64_t kCtrlBit = 1ull << 63;
+constexpr int kGroupShift = 56;
+constexpr uint64_t kGroupMask = 0x7full << kGroupShift;
+constexpr int kSrcShift = 40;
+constexpr int kSeqShift = 32;
+constexpr int kMaxGroupRanks = 1 << 16;
+constexpr int kControlReceives = 8;
+
+struct ControlMessage {
+  enum Kind : uint32_t { kRts = 1, kCts = 2 };
+  uint32_t kind;
+  uint32_t src;     // rank that sent this control message
+  uint32_t tag;
+  uint32_t seq;
+  uint64_t length;
+  uint64_t cookie;  // the sender's id for the message (RTS), echoed by CTS
+};
+
+struct PeerGroup::Impl {
+  Worker* worker = nullptr;
+  Worker::Impl* w = nullptr;
+  uint32_t group_id = 0;
+  int slot = 0;
+  uint64_t group_bits = 0;
+  int rank = 0;
+  std::vector<std::vector<uint8_t>> addresses;
+  int lanes = 1;
+  size_t cts_threshold = 0;
+  size_t cts_window = 0;
+  PeerGroupCounters counters;
+  std::shared_ptr<Impl*> alive;
+
+  struct Peer {
+    std::vector<std::unique_ptr<Endpoint>> lanes;
+    uint32_t next_lane = 0;
+    bool failed = false;
+    Status failure;
+  };
+  std::vector<Peer> peers;
+  std::unordered_map<uint64_t, uint8_t> send_seq, recv_seq;  // key: peer<<32 | tag
+  uint64_t next_id = 1;
+
+  struct SendOp {  // waiting for clear-to-send
+    Request::State* user;
+    int peer;
+    uint32_t tag;
+    uint8_t seq;
+    const void* data;
+    size_t length;
+  };
+  std::unordered_map<uint64_t, SendOp> awaiting_cts;
+
+  struct RecvOp {
+    Request::State* user;
+    int src;
+    uint64_t key;  // messageKey(src, seq, tag)
+    bool has_rts = false;
+    bool granted = false;
+    uint64_t rts_length = 0;
+    uint64_t cookie = 0;
+  };
+  std::unordered_map<uint64_t, RecvOp> recvs;           // id -> posted receive
+  std::unordered_map<uint64_t, uint64_t> recv_by_key;   // message key -> id
+  std::unordered_map<uint64_t, ControlMessage> parked_rts;  // RTS before its receive
+  std::deque<uint64_t> eligible;  // receive ids with an RTS, waiting for window
+  uint64_t inflight = 0;          // granted bytes not yet received
+
+  struct ControlSlot {
+    ControlMessage msg{};
+    Request request;
+  };
+  std::vector<std::unique_ptr<ControlSlot>> control_recvs;
+  std::list<std::unique_ptr<ControlSlot>> control_sends;
+
+  ~Impl();
+  static uint64_t pairKey(int peer, uint32_t tag) { return uint64_t(uint32_t(peer)) << 32 | tag; }
+  static uint64_t messageKey(int src, uint8_t seq, uint32_t tag) {
+    return uint64_t(uint32_t(src)) << kSrcShift | uint64_t(seq) << kSeqShift | tag;
+  }
+  uint64_t dataTag(int src, uint8_t seq, uint32_t tag) const {
+    return group_bits | messageKey(src, seq, tag);
+  }
+  uint64_t controlTag() const { return kCtrlBit | group_bits; }
+
+  Status checkPeer(int peer) const;
+  Status ensureLanes(int peer);
+  void postData(int peer, uint32_t tag, uint8_t seq, const void* data, size_t length,
+                Request::State& s);
+  // Clear-to-send (peer_group_admission.cc).
+  void startControl();
+  void postControlRecv(size_t index);
+  void sendControl(int peer, const ControlMessage& msg);
+  void onControl(const ControlMessage& msg);
+  void onRts(const ControlMessage& msg);
+  void onCts(const ControlMessage& msg);
+  void markEligible(uint64_t id, const ControlMessage& rts);
+  void tryGrant();
+  void recvFinished(uint64_t id, const Status& status, size_t length);
+  void peerFailed(int peer, const Status& status);
+};
+
+}  // namespace switchagg::ucx

@@ -1,0 +1,206 @@
+// Request: completion handles, and the one place ucs_status_t becomes Status.
+#include <time.h>
+
+#include "transport_internal.h"
+
+namespace switchagg::ucx {
+
+int64_t nowMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool isPeerError(ucs_status_t status) {
+  switch (status) {
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_IO_ERROR:
+    case UCS_ERR_TIMED_OUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status statusFromUcs(ucs_status_t status, const std::string& what) {
+  if (status == UCS_OK) return Status::Ok();
+  std::string msg = what + ": " + ucs_status_string(status);
+  if (isPeerError(status)) return Status(Code::kPeerFailed, msg);
+  switch (status) {
+    case UCS_INPROGRESS:
+      return Status(Code::kInProgress, msg);
+    case UCS_ERR_CANCELED:
+      return Status(Code::kAborted, msg);
+    case UCS_ERR_NO_MEMORY:
+    case UCS_ERR_NO_RESOURCE:
+    case UCS_ERR_EXCEEDS_LIMIT:
+      return Status(Code::kNoResource, msg);
+    case UCS_ERR_INVALID_PARAM:
+    case UCS_ERR_INVALID_ADDR:
+      return Status(Code::kInvalidArgument, msg);
+    case UCS_ERR_MESSAGE_TRUNCATED:
+      return Status(Code::kProtocol, msg);
+    case UCS_ERR_UNSUPPORTED:
+    case UCS_ERR_NO_DEVICE:
+      return Status(Code::kUnsupported, msg);
+    default:
+      return Status(Code::kInternal, msg);
+  }
+}
+
+Request::Request() : state_(std::make_unique<State>()) {}
+
+Request::~Request() {
+  State* s = state_.get();
+  if (s->active) {
+    auto abandon = std::move(s->on_abandon);
+    req::abandon(*s, Status(Code::kAborted, "request destroyed"));
+    if (abandon) abandon();
+  }
+  if (s->ucx_req != nullptr) {
+    // UCX still owns an operation on this state (a send, or a receive whose
+    // cancel is not immediate): its callback deletes the state.
+    s->zombie = true;
+    (void)state_.release();
+  }
+}
+
+bool Request::done() const { return state_->done; }
+const Status& Request::status() const { return state_->status; }
+size_t Request::length() const { return state_->length; }
+
+namespace req {
+
+Status begin(Request::State& s, Worker::Impl* worker, Endpoint::Impl* endpoint) {
+  if (s.active) return Status(Code::kInvalidArgument, "request is still in use");
+  if (s.ucx_req != nullptr)
+    return Status(Code::kInvalidArgument, "request's cancelled operation is still draining");
+  s.active = true;
+  s.done = false;
+  s.status = Status(Code::kInProgress, "in progress");
+  s.length = 0;
+  s.worker = worker;
+  s.endpoint = endpoint;
+  s.cancelling = false;
+  s.on_complete = nullptr;
+  s.on_abandon = nullptr;
+  return Status::Ok();
+}
+
+void complete(Request::State& s, Status status, size_t length) {
+  s.active = false;
+  s.done = true;
+  s.status = std::move(status);
+  s.length = length;
+  s.on_abandon = nullptr;
+  if (s.on_complete && s.worker) {
+    s.worker->defer([fn = std::move(s.on_complete), st = s.status, length] { fn(st, length); });
+  }
+  s.on_complete = nullptr;
+}
+
+// A failed send on an endpoint that is (or is about to be) marked failed is
+// the peer's failure whatever status UCX purged it with.
+static Status opStatus(Request::State& s, ucs_status_t status, const char* what) {
+  if (status == UCS_OK) return Status::Ok();
+  if (s.endpoint != nullptr && (s.endpoint->failed || status == UCS_ERR_CANCELED))
+    return Status(Code::kPeerFailed, std::string(what) + ": peer " + s.endpoint->peer_name +
+                                         " failed (" + ucs_status_string(status) + ")");
+  return statusFromUcs(status, what);
+}
+
+void prepare(Request::State& s, ucp_request_param_t& p) {
+  p.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.user_data = &s;
+  s.posting = true;
+}
+
+void attach(Request::State& s, ucs_status_ptr_t ptr, const char* what, size_t length) {
+  s.posting = false;
+  if (!s.active) {
+    // The callback already ran inside the call and freed the request.
+  } else if (ptr == nullptr) {
+    complete(s, Status::Ok(), length);
+  } else if (UCS_PTR_IS_ERR(ptr)) {
+    complete(s, opStatus(s, UCS_PTR_STATUS(ptr), what), 0);
+  } else {
+    s.ucx_req = ptr;
+    s.length = length;  // a send's size, reported on completion
+  }
+}
+
+void abandon(Request::State& s, Status status) {
+  if (s.ucx_req != nullptr) {
+    s.cancelling = true;
+    // Receives cancel at once (the callback runs inside ucp_request_cancel
+    // and clears ucx_req); sends finish inside UCX and their callback then
+    // only frees the request.
+    if (s.worker != nullptr) ucp_request_cancel(s.worker->ucp, s.ucx_req);
+  }
+  complete(s, std::move(status), 0);
+}
+
+// The state to complete for this callback, or nullptr if it is not ours
+// any more (cancelled, or a zombie that is deleted here).
+static Request::State* claim(void* request, void* user_data) {
+  auto* s = static_cast<Request::State*>(user_data);
+  if (s->posting) return s;
+  if (s->ucx_req != request) return nullptr;
+  s->ucx_req = nullptr;
+  if (s->zombie) {
+    delete s;
+    return nullptr;
+  }
+  if (s->cancelling) {
+    s->cancelling = false;
+    return nullptr;
+  }
+  return s;
+}
+
+void sendCallback(void* request, ucs_status_t status, void* user_data) {
+  Request::State* s = claim(request, user_data);
+  ucp_request_free(request);
+  if (s != nullptr) complete(*s, opStatus(*s, status, "send"), s->length);
+}
+
+void recvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                  void* user_data) {
+  Request::State* s = claim(request, user_data);
+  size_t length = (status == UCS_OK && info != nullptr) ? info->length : 0;
+  ucp_request_free(request);
+  if (s != nullptr) complete(*s, opStatus(*s, status, "receive"), length);
+}
+
+void amDataCallback(void* request, ucs_status_t status, size_t length, void* user_data) {
+  Request::State* s = claim(request, user_data);
+  ucp_request_free(request);
+  if (s != nullptr) complete(*s, opStatus(*s, status, "am receive"), length);
+}
+
+void postTagSend(Endpoint::Impl& ep, uint64_t tag, const void* data, size_t length,
+                 Request::State& s) {
+  s.endpoint = &ep;
+  ucp_request_param_t p{};
+  p.cb.send = sendCallback;
+  prepare(s, p);
+  attach(s, ucp_tag_send_nbx(ep.ep, data, length, tag, &p), "tag send", length);
+}
+
+// Always through the callback: UCX 1.13 leaves recv_info unset on an
+// immediate completion, and the length matters.
+void postTagRecv(Worker::Impl& w, uint64_t tag, uint64_t mask, void* data, size_t length,
+                 Request::State& s) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.recv = recvCallback;
+  prepare(s, p);
+  attach(s, ucp_tag_recv_nbx(w.ucp, data, length, tag, mask, &p), "tag receive", 0);
+}
+
+}  // namespace req
+}  // namespace switchagg::ucx

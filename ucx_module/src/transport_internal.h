@@ -1,0 +1,150 @@
+// Private state behind the transport.h handles. One thread drives a Worker
+// and everything built on it, so nothing here locks.
+//
+// Lifetimes: each UCX request carries its Request::State as user_data. A
+// callback completes the state only if it is the state's current request (or
+// the state is being posted: UCX may call back inside the *_nbx call). A
+// Request destroyed while UCX still holds its operation leaves the State
+// behind as a zombie, deleted by that operation's callback. Work that must
+// not run inside a UCX callback (user failure handlers, accept callbacks,
+// rendezvous AM receives, PeerGroup bookkeeping) is deferred to the end of
+// Worker::progress().
+#pragma once
+
+#include <sys/socket.h>
+#include <ucp/api/ucp.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "switchagg/ucx/transport.h"
+
+namespace switchagg::ucx {
+
+// Translation of ucs_status_t into Status, in one place.
+Status statusFromUcs(ucs_status_t status, const std::string& what);
+// True for statuses that mean "the peer or the connection is gone".
+bool isPeerError(ucs_status_t status);
+int64_t nowMs();
+
+struct Context::Impl {
+  TransportOptions options;
+  RoceProfile profile;
+  int lanes = 1;
+  ucp_context_h ucp = nullptr;
+  ~Impl();
+};
+
+struct Request::State {
+  bool active = false;  // started and not yet completed
+  bool done = false;
+  Status status{Code::kInProgress, "not started"};
+  size_t length = 0;
+  void* ucx_req = nullptr;              // pending UCX request, if any
+  bool posting = false;                 // inside the ucp_*_nbx call
+  bool cancelling = false;              // completed by us; UCX's callback only frees
+  bool zombie = false;                  // its Request is gone; callback deletes
+  Worker::Impl* worker = nullptr;
+  Endpoint::Impl* endpoint = nullptr;   // errors on it mean kPeerFailed
+  ucp_tag_recv_info_t tag_info{};
+  // Internal continuation, run deferred (outside UCX callbacks) on
+  // completion with the final status and length; it must not touch the
+  // State (its Request may be gone by then).
+  std::function<void(const Status&, size_t)> on_complete;
+  // Internal owner cleanup, run if the Request dies while still active.
+  std::function<void()> on_abandon;
+};
+
+namespace req {
+// Resets `s` for a new operation; fails if it is still active.
+Status begin(Request::State& s, Worker::Impl* worker, Endpoint::Impl* endpoint);
+void complete(Request::State& s, Status status, size_t length);
+// Fills the callback and user_data fields for an operation on `s`.
+void prepare(Request::State& s, ucp_request_param_t& p);
+// Takes the result of a ucp_*_nbx call: NULL (done now), error, or a request.
+void attach(Request::State& s, ucs_status_ptr_t ptr, const char* what, size_t length);
+// Detaches from the UCX request (cancelling receives) and completes `s`.
+void abandon(Request::State& s, Status status);
+// Post on an already begun state (begin() first).
+void postTagSend(Endpoint::Impl& ep, uint64_t tag, const void* data, size_t length,
+                 Request::State& s);
+void postTagRecv(Worker::Impl& w, uint64_t tag, uint64_t mask, void* data, size_t length,
+                 Request::State& s);
+void sendCallback(void* request, ucs_status_t status, void* user_data);
+void recvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                  void* user_data);
+void amDataCallback(void* request, ucs_status_t status, size_t length, void* user_data);
+}  // namespace req
+
+// One registered active-message id; `arg` of the UCX handler.
+struct AmSlot {
+  Worker::Impl* worker = nullptr;
+  uint16_t id = 0;
+  AmHandler handler;
+};
+
+// A rendezvous active message being pulled into a contiguous buffer.
+struct PendingAm {
+  uint16_t id = 0;
+  ucp_ep_h reply_ep = nullptr;
+  std::vector<uint8_t> header;
+  std::unique_ptr<uint8_t[]> data;
+  size_t length = 0;
+  Request request;
+};
+
+struct Worker::Impl {
+  Context* context = nullptr;
+  Context::Impl* ctx = nullptr;
+  ucp_worker_h ucp = nullptr;
+  int efd = -1;
+  std::unordered_map<ucp_ep_h, Endpoint::Impl*> endpoints;  // live, for AM reply ep
+  std::unordered_map<uint16_t, std::unique_ptr<AmSlot>> am_slots;
+  std::unordered_map<PendingAm*, std::unique_ptr<PendingAm>> pending_am;
+  std::function<void(Endpoint*, const Status&)> failure_handler;
+  std::vector<std::function<void()>> deferred;
+  std::vector<bool> group_slots;  // PeerGroup tag-field slots in use
+  // Tokens held by deferred closures to notice that their owner died.
+  std::shared_ptr<Worker::Impl*> alive;
+
+  void defer(std::function<void()> fn) { deferred.push_back(std::move(fn)); }
+  bool runDeferred();
+  bool progress();
+  Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
+  Endpoint* endpointFor(ucp_ep_h ep) const;
+  ~Impl();
+};
+
+struct Endpoint::Impl {
+  Endpoint* owner = nullptr;
+  Worker::Impl* worker = nullptr;
+  ucp_ep_h ep = nullptr;
+  bool failed = false;
+  Status failure;
+  std::string peer_name;
+  void* user_data = nullptr;
+  // Internal failure hook (PeerGroup), run deferred before the worker's.
+  std::function<void(const Status&)> on_failure;
+
+  // Starts a close; returns the UCX request to wait for (or nullptr).
+  void* startClose();
+  static void errorCallback(void* arg, ucp_ep_h ep, ucs_status_t status);
+};
+
+struct EndpointFactory {
+  // Creates an Endpoint from filled ucp_ep_params (error handling is added).
+  static Result<std::unique_ptr<Endpoint>> create(Worker::Impl* worker, ucp_ep_params_t params,
+                                                  std::string peer_name);
+};
+// "host:port" (numeric or DNS; "*" = any for listeners) to a socket address.
+Status resolveSockaddr(const std::string& host_port, bool passive, sockaddr_storage* out,
+                       socklen_t* out_len);
+// Closes several endpoints in parallel, bounded by `timeout_ms` overall.
+void closeEndpoints(Worker::Impl* worker, std::vector<std::unique_ptr<Endpoint>>& endpoints,
+                    int64_t timeout_ms);
+
+}  // namespace switchagg::ucx

@@ -1,0 +1,98 @@
+// Active-message receive: every message reaches the handler whole and
+// contiguous. Eager messages are handed over in place, inside progress();
+// rendezvous messages are pulled into a buffer with ucp_am_recv_data_nbx
+// (started outside the UCX callback) and delivered when the pull completes.
+#include "switchagg/common/log.h"
+#include "transport_internal.h"
+
+namespace switchagg::ucx {
+namespace {
+
+void deliver(Worker::Impl* w, uint16_t id, ucp_ep_h reply_ep, const void* header,
+             size_t header_length, const void* data, size_t length) {
+  auto it = w->am_slots.find(id);
+  if (it == w->am_slots.end() || !it->second->handler) return;
+  AmMessage msg{reply_ep ? w->endpointFor(reply_ep) : nullptr, header, header_length, data,
+                length};
+  it->second->handler(msg);
+}
+
+// Starts the rendezvous pull of `pending` (descriptor `desc`).
+void startRendezvous(Worker::Impl* w, PendingAm* pending, void* desc) {
+  Request::State& s = *pending->request.state();
+  (void)req::begin(s, w, nullptr);
+  std::weak_ptr<Worker::Impl*> alive = w->alive;
+  s.on_complete = [alive, pending](const Status&, size_t) {
+    auto token = alive.lock();
+    if (!token || *token == nullptr) return;
+    Worker::Impl* wi = *token;
+    auto it = wi->pending_am.find(pending);
+    if (it == wi->pending_am.end()) return;
+    std::unique_ptr<PendingAm> owned = std::move(it->second);
+    wi->pending_am.erase(it);
+    if (!owned->request.status().ok()) {
+      SA_WARN("ucx", "active message %u (%zu bytes) lost: %s", owned->id, owned->length,
+              owned->request.status().toString().c_str());
+      return;
+    }
+    deliver(wi, owned->id, owned->reply_ep, owned->header.data(), owned->header.size(),
+            owned->data.get(), owned->length);
+  };
+  ucp_request_param_t p{};
+  p.cb.recv_am = req::amDataCallback;
+  req::prepare(s, p);
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(w->ucp, desc, pending->data.get(), pending->length, &p);
+  req::attach(s, r, "am rendezvous receive", pending->length);
+}
+
+ucs_status_t amCallback(void* arg, const void* header, size_t header_length, void* data,
+                        size_t length, const ucp_am_recv_param_t* param) {
+  auto* slot = static_cast<AmSlot*>(arg);
+  Worker::Impl* w = slot->worker;
+  ucp_ep_h reply_ep =
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param->reply_ep : nullptr;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+    deliver(w, slot->id, reply_ep, header, header_length, data, length);
+    return UCS_OK;
+  }
+  auto pending = std::make_unique<PendingAm>();
+  pending->id = slot->id;
+  pending->reply_ep = reply_ep;
+  const auto* h = static_cast<const uint8_t*>(header);
+  if (header_length > 0) pending->header.assign(h, h + header_length);
+  pending->length = length;
+  pending->data.reset(new (std::nothrow) uint8_t[length > 0 ? length : 1]);
+  if (!pending->data) {
+    SA_ERROR("ucx", "no memory for a %zu-byte active message; dropped", length);
+    return UCS_ERR_NO_MEMORY;  // the sender's request fails with this status
+  }
+  PendingAm* raw = pending.get();
+  w->pending_am.emplace(raw, std::move(pending));
+  std::weak_ptr<Worker::Impl*> alive = w->alive;
+  w->defer([alive, raw, data] {
+    auto token = alive.lock();
+    if (!token || *token == nullptr) return;
+    startRendezvous(*token, raw, data);
+  });
+  return UCS_INPROGRESS;
+}
+
+}  // namespace
+
+Status Worker::setAmHandler(uint16_t id, AmHandler handler) {
+  auto& slot = impl_->am_slots[id];
+  if (!slot) slot = std::make_unique<AmSlot>();
+  slot->worker = impl_.get();
+  slot->id = id;
+  slot->handler = std::move(handler);
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                 UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  p.id = id;
+  p.flags = UCP_AM_FLAG_WHOLE_MSG;
+  p.cb = amCallback;
+  p.arg = slot.get();
+  return statusFromUcs(ucp_worker_set_am_recv_handler(impl_->ucp, &p), "set am handler");
+}
+
+}  // namespace switchagg::ucx
