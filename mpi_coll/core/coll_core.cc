@@ -1,0 +1,149 @@
+// The extern "C" face of the core. Each entry point converts C arguments to
+// core types and catches every exception: nothing C++ crosses into Open MPI.
+#include "coll_core.h"
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "dispatch.h"
+#include "process_runtime.h"
+#include "switchagg/common/dtype.h"
+#include "switchagg/common/log.h"
+
+struct switchagg_coll_comm {
+  explicit switchagg_coll_comm(const switchagg_coll_comm_info_t& info) : state(info) {}
+  switchagg::coll::CommState state;
+};
+
+namespace {
+
+using switchagg::Dtype;
+using switchagg::Op;
+using switchagg::coll::Algorithm;
+
+static_assert(SWITCHAGG_DT_INT8 == static_cast<int>(Dtype::kInt8) &&
+                  SWITCHAGG_DT_FLOAT64 == static_cast<int>(Dtype::kFloat64) &&
+                  SWITCHAGG_DT_BOOL == static_cast<int>(Dtype::kBool) &&
+                  SWITCHAGG_DT_SHORT_INT == static_cast<int>(Dtype::kShortInt) &&
+                  SWITCHAGG_DT_SHORT_INT == switchagg::kNumDtypes,
+              "coll_core.h dtype values must mirror switchagg::Dtype");
+static_assert(SWITCHAGG_OP_SUM == static_cast<int>(Op::kSum) &&
+                  SWITCHAGG_OP_BXOR == static_cast<int>(Op::kBxor) &&
+                  SWITCHAGG_OP_MAXLOC == static_cast<int>(Op::kMaxloc) &&
+                  SWITCHAGG_OP_MAXLOC == switchagg::kNumOps,
+              "coll_core.h op values must mirror switchagg::Op");
+
+// Runs `body`; an escaping exception is logged and turned into `on_error`.
+template <typename T, typename F>
+T guarded(const char* where, T on_error, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    SA_ERROR("coll", "%s: unexpected exception: %s", where, e.what());
+  } catch (...) {
+    SA_ERROR("coll", "%s: unexpected exception", where);
+  }
+  return on_error;
+}
+
+}  // namespace
+
+extern "C" {
+
+int switchagg_coll_open(const switchagg_coll_params_t* params) {
+  return guarded("open", -1, [&] {
+    switchagg::coll::ComponentParams p;
+    p.policy.forced = params->algorithm ? params->algorithm : "auto";
+    p.policy.offload = params->offload ? params->offload : "auto";
+    p.rules_path = params->rules ? params->rules : "";
+    p.verbose = params->verbose;
+    switchagg::Status st = switchagg::coll::ProcessRuntime::instance().open(p);
+    if (!st.ok()) {
+      // Shown whatever the log level: the component disables itself.
+      std::fprintf(stderr, "switchagg[coll] error: coll_switchagg disabled: %s\n",
+                   st.message().c_str());
+      return -1;
+    }
+    return 0;
+  });
+}
+
+void switchagg_coll_close(void) {
+  guarded("close", 0, [] {
+    switchagg::coll::ProcessRuntime::instance().close();
+    return 0;
+  });
+}
+
+switchagg_coll_comm_t* switchagg_coll_comm_create(const switchagg_coll_comm_info_t* info) {
+  return guarded<switchagg_coll_comm_t*>("comm_create", nullptr,
+                                         [&] { return new switchagg_coll_comm(*info); });
+}
+
+void switchagg_coll_comm_destroy(switchagg_coll_comm_t* comm) {
+  guarded("comm_destroy", 0, [&] {
+    delete comm;
+    return 0;
+  });
+}
+
+int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void* recv,
+                             size_t count, int dtype, int op) {
+  return guarded("allreduce", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
+    switchagg::coll::AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype),
+                                        static_cast<Op>(op)};
+    switch (switchagg::coll::dispatchAllreduce(comm->state, args)) {
+      case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
+      case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
+      case switchagg::coll::Outcome::kFailed: break;
+    }
+    return static_cast<int>(SWITCHAGG_COLL_FAILED);
+  });
+}
+
+void switchagg_coll_note_fallback(switchagg_coll_comm_t* comm, const char* reason) {
+  guarded("note_fallback", 0, [&] {
+    comm->state.recordFallback(reason);
+    return 0;
+  });
+}
+
+const char* switchagg_coll_algorithm_choice(int index) {
+  if (index == 0) return "auto";
+  const auto& registry = switchagg::coll::algorithmRegistry();
+  if (index < 0 || static_cast<size_t>(index) > registry.size()) return nullptr;
+  return registry[static_cast<size_t>(index - 1)].name;
+}
+
+const char* switchagg_coll_algorithm_help(void) {
+  static const std::string help = [] {
+    std::string h = "auto: chosen per call by the cost model and rules";
+    for (const auto& info : switchagg::coll::algorithmRegistry())
+      h += std::string("; ") + info.name + ": " + info.description;
+    return h;
+  }();
+  return help.c_str();
+}
+
+const char* switchagg_coll_last_path(const switchagg_coll_comm_t* comm) {
+  return comm->state.counters().last_path;
+}
+
+uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* name) {
+  return guarded<uint64_t>("counter", 0, [&]() -> uint64_t {
+    const auto& c = comm->state.counters();
+    const std::string key = name;
+    if (key == "local") return c.local;
+    if (key == "fallback") return c.served[static_cast<size_t>(Algorithm::kPrevious)];
+    if (key.rfind("fallback:", 0) == 0) {
+      auto it = c.fallback_reasons.find(key.substr(9));
+      return it == c.fallback_reasons.end() ? 0 : it->second;
+    }
+    Algorithm a;
+    if (switchagg::coll::parseAlgorithm(key, &a)) return c.served[static_cast<size_t>(a)];
+    return 0;
+  });
+}
+
+}  // extern "C"

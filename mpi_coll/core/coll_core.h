@@ -1,0 +1,105 @@
+/* The C API between the Open MPI glue (C, mpi_coll/glue/) and the C++ core.
+ *
+ * Open MPI's internal headers are not C++-clean, so the glue stays in C and
+ * talks to the core only through this header: plain C types, no MPI types.
+ * Every function catches C++ exceptions before returning; none escapes.
+ */
+#ifndef SWITCHAGG_COLL_CORE_H
+#define SWITCHAGG_COLL_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* switchagg::Dtype and switchagg::Op values (common/dtype.h, wire-stable),
+ * mirrored for the C glue; coll_core.cc checks them at compile time. */
+enum switchagg_coll_dtype {
+  SWITCHAGG_DT_INT8 = 1, SWITCHAGG_DT_UINT8 = 2, SWITCHAGG_DT_INT16 = 3,
+  SWITCHAGG_DT_UINT16 = 4, SWITCHAGG_DT_INT32 = 5, SWITCHAGG_DT_UINT32 = 6,
+  SWITCHAGG_DT_INT64 = 7, SWITCHAGG_DT_UINT64 = 8, SWITCHAGG_DT_FLOAT32 = 9,
+  SWITCHAGG_DT_FLOAT64 = 10, SWITCHAGG_DT_BOOL = 11, SWITCHAGG_DT_FLOAT_INT = 12,
+  SWITCHAGG_DT_DOUBLE_INT = 13, SWITCHAGG_DT_LONG_INT = 14, SWITCHAGG_DT_2INT = 15,
+  SWITCHAGG_DT_SHORT_INT = 16
+};
+enum switchagg_coll_op {
+  SWITCHAGG_OP_SUM = 1, SWITCHAGG_OP_PROD = 2, SWITCHAGG_OP_MIN = 3, SWITCHAGG_OP_MAX = 4,
+  SWITCHAGG_OP_LAND = 5, SWITCHAGG_OP_LOR = 6, SWITCHAGG_OP_LXOR = 7, SWITCHAGG_OP_BAND = 8,
+  SWITCHAGG_OP_BOR = 9, SWITCHAGG_OP_BXOR = 10, SWITCHAGG_OP_MINLOC = 11, SWITCHAGG_OP_MAXLOC = 12
+};
+
+/* Outcome of switchagg_coll_allreduce. */
+enum switchagg_coll_result {
+  SWITCHAGG_COLL_SERVED = 0,   /* result is in the receive buffer */
+  SWITCHAGG_COLL_DECLINED = 1, /* nothing was touched: call the previous module */
+  SWITCHAGG_COLL_FAILED = 2    /* a peer failed mid-algorithm: MPI error path */
+};
+
+typedef struct switchagg_coll_params {
+  const char *algorithm; /* coll_switchagg_allreduce_algorithm: "auto" or a registry name */
+  const char *offload;   /* coll_switchagg_offload: auto|on|off */
+  const char *rules;     /* path to a rules file, NULL or "" for none */
+  int verbose;           /* coll_switchagg_verbose */
+} switchagg_coll_params_t;
+
+/* Collective services the core borrows from the previous coll module. The
+ * allgather gathers `bytes` from every rank into recv (size * bytes), in rank
+ * order; returns 0 on success. */
+typedef int (*switchagg_coll_allgather_fn)(void *ctx, const void *send, void *recv,
+                                           size_t bytes);
+
+typedef struct switchagg_coll_comm_info {
+  int rank;
+  int size;
+  uint32_t context_id;   /* Open MPI's cid: logs and transport group id */
+  const char *name;      /* communicator name, for logs */
+  const char *node_name; /* this process's host name (locality) */
+  void *allgather_ctx;
+  switchagg_coll_allgather_fn allgather;
+} switchagg_coll_comm_info_t;
+
+typedef struct switchagg_coll_comm switchagg_coll_comm_t;
+
+/* Component open: validates and stores the parameters. Returns 0, or -1 with
+ * one error line naming the bad value. */
+int switchagg_coll_open(const switchagg_coll_params_t *params);
+/* Component close: destroys the process's UCX worker and context. All
+ * communicators must have been destroyed. */
+void switchagg_coll_close(void);
+
+/* Per communicator (module enable / destructor). Creation is local and cheap;
+ * the address exchange happens on the first call that needs it. */
+switchagg_coll_comm_t *switchagg_coll_comm_create(const switchagg_coll_comm_info_t *info);
+void switchagg_coll_comm_destroy(switchagg_coll_comm_t *comm);
+
+/* dtype and op are switchagg::Dtype / switchagg::Op values (common/dtype.h).
+ * send == NULL means MPI_IN_PLACE (input already in recv). Every rank of the
+ * communicator makes the same SERVED/DECLINED decision for the same call. */
+int switchagg_coll_allreduce(switchagg_coll_comm_t *comm, const void *send, void *recv,
+                             size_t count, int dtype, int op);
+
+/* Records that the glue sent a call to the previous module without asking
+ * the core (user-defined op, derived datatype, ...). `reason` is a literal. */
+void switchagg_coll_note_fallback(switchagg_coll_comm_t *comm, const char *reason);
+
+/* Values of coll_switchagg_allreduce_algorithm: 0 is "auto", then the
+ * algorithm registry in order; NULL past the end. */
+const char *switchagg_coll_algorithm_choice(int index);
+/* One line describing the registry (name: description; ...), for help. */
+const char *switchagg_coll_algorithm_help(void);
+
+/* Diagnostics (exported by the component, see diagnostics.h): the path that
+ * served the last allreduce ("ring", ..., "previous", "local"), and counters
+ * by name: an algorithm name counts calls served by it, "fallback:<reason>"
+ * counts calls handed to the previous module for that reason,
+ * "fallback" all of them. Unknown names count 0. */
+const char *switchagg_coll_last_path(const switchagg_coll_comm_t *comm);
+uint64_t switchagg_coll_counter(const switchagg_coll_comm_t *comm, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SWITCHAGG_COLL_CORE_H */

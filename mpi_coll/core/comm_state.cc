@@ -1,0 +1,159 @@
+#include "comm_state.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "process_runtime.h"
+#include "switch_path.h"
+#include "switchagg/common/config.h"
+#include "switchagg/common/log.h"
+#include "switchagg/ucx/transport.h"
+
+namespace switchagg::coll {
+namespace {
+
+// What each rank contributes to the address exchange.
+struct ExchangeHeader {
+  uint64_t host_id;
+  uint32_t context_id;
+  uint32_t address_bytes;  // 0: this rank has no working transport
+};
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+CommState::CommState(const switchagg_coll_comm_info_t& info)
+    : rank_(info.rank),
+      size_(info.size),
+      context_id_(info.context_id),
+      name_(info.name ? info.name : "?"),
+      node_name_(info.node_name ? info.node_name : ""),
+      allgather_ctx_(info.allgather_ctx),
+      allgather_(info.allgather) {
+  // Lets tests place ranks on emulated nodes from one machine.
+  if (const char* node = envOrNull("SWITCHAGG_NODE_NAME")) node_name_ = node;
+  ProcessRuntime::instance().commCreated();
+}
+
+CommState::~CommState() {
+  logSummary();
+  switch_path_.reset();
+  peer_group_.reset();
+  ProcessRuntime::instance().commDestroyed();
+}
+
+void CommState::ensureSetup() {
+  if (setup_done_) return;
+  setup_done_ = true;
+  Status st = exchangeAddresses();
+  if (!st.ok() && rank_ == 0)
+    SA_WARN("coll", "comm %s: host algorithms unavailable (%s); using the previous module",
+            name_.c_str(), st.toString().c_str());
+  if (hostReady()) switch_path_ = createSwitchPath(*this);
+  if (rank_ == 0) {
+    const auto& p = ProcessRuntime::instance().params();
+    SA_INFO("coll",
+            "comm %s (cid %u): %d ranks on %d nodes (max %d per node), host path %s, "
+            "algorithm=%s offload=%s rules=%s",
+            name_.c_str(), context_id_, size_, layout_.nodes, layout_.max_ranks_per_node,
+            hostReady() ? "ready" : "unavailable", p.policy.forced.c_str(),
+            p.policy.offload.c_str(), p.rules_path.empty() ? "none" : p.rules_path.c_str());
+  }
+}
+
+// Two allgathers over the previous module: fixed-size headers, then the
+// worker addresses padded to the longest. Every rank sees the same headers,
+// so all agree on whether the host path can run.
+Status CommState::exchangeAddresses() {
+  layout_.node_of.assign(static_cast<size_t>(size_), 0);
+  Result<ucx::Worker*> worker = ProcessRuntime::instance().worker();
+  std::vector<uint8_t> address;
+  if (worker.ok()) address = worker.value()->address();
+  else SA_WARN("coll", "rank %d: UCX transport unavailable: %s", rank_,
+               worker.status().toString().c_str());
+
+  ExchangeHeader mine{fnv1a(node_name_), context_id_, static_cast<uint32_t>(address.size())};
+  std::vector<ExchangeHeader> all(static_cast<size_t>(size_));
+  if (allgather_(allgather_ctx_, &mine, all.data(), sizeof mine) != 0)
+    return Status(Code::kIoError, "address exchange (allgather) failed");
+  std::vector<uint64_t> host_ids;
+  size_t longest = 0;
+  for (const ExchangeHeader& h : all) {
+    host_ids.push_back(h.host_id);
+    longest = std::max<size_t>(longest, h.address_bytes);
+    if (h.address_bytes == 0) return Status(Code::kUnsupported, "a rank has no UCX transport");
+    if (h.context_id != context_id_)
+      return Status(Code::kInternal, "ranks disagree on the communicator id");
+  }
+  layout_ = nodeLayoutFromHostIds(host_ids);
+
+  std::vector<uint8_t> padded(longest, 0), gathered(longest * all.size());
+  std::memcpy(padded.data(), address.data(), address.size());
+  if (allgather_(allgather_ctx_, padded.data(), gathered.data(), longest) != 0)
+    return Status(Code::kIoError, "address exchange (allgather) failed");
+  std::vector<std::vector<uint8_t>> addresses;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const uint8_t* begin = gathered.data() + r * longest;
+    addresses.emplace_back(begin, begin + all[r].address_bytes);
+  }
+  Result<std::unique_ptr<ucx::PeerGroup>> group =
+      ucx::PeerGroup::create(*worker.value(), context_id_, rank_, std::move(addresses));
+  if (!group.ok())
+    SA_WARN("coll", "rank %d: peer group: %s", rank_, group.status().toString().c_str());
+  // Creating the group is local; agree on the outcome so that no rank runs
+  // a host algorithm that another rank will not join.
+  uint8_t ok = group.ok() ? 1 : 0;
+  std::vector<uint8_t> oks(all.size());
+  if (allgather_(allgather_ctx_, &ok, oks.data(), 1) != 0)
+    return Status(Code::kIoError, "address exchange (allgather) failed");
+  if (std::find(oks.begin(), oks.end(), 0) != oks.end())
+    return Status(Code::kUnsupported, "a rank could not create its peer group");
+  peer_group_ = std::move(group.value());
+  return Status::Ok();
+}
+
+void CommState::recordServed(Algorithm a) {
+  const auto i = static_cast<size_t>(a);
+  ++counters_.served[i];
+  counters_.last_path = algorithmName(a);
+}
+
+void CommState::recordLocal() {
+  ++counters_.local;
+  counters_.last_path = "local";
+}
+
+void CommState::recordFallback(const std::string& reason) {
+  ++counters_.served[static_cast<size_t>(Algorithm::kPrevious)];
+  counters_.last_path = "previous";
+  // "selected" is announced by dispatch with the call's size and reason.
+  if (counters_.fallback_reasons[reason]++ == 0 && rank_ == 0 && reason != "selected")
+    SA_INFO("coll", "comm %s: allreduce handed to the previous module: %s", name_.c_str(),
+            reason.c_str());
+}
+
+void CommState::logSummary() const {
+  if (rank_ != 0 || !logEnabled(LogLevel::kInfo)) return;
+  std::string served;
+  for (const AlgorithmInfo& info : algorithmRegistry()) {
+    const uint64_t n = counters_.served[static_cast<size_t>(info.id)];
+    if (n) served += " " + std::string(info.name) + "=" + std::to_string(n);
+  }
+  if (counters_.local) served += " local=" + std::to_string(counters_.local);
+  if (served.empty()) return;
+  std::string reasons;
+  for (const auto& [reason, n] : counters_.fallback_reasons)
+    reasons += (reasons.empty() ? "" : ", ") + reason + "=" + std::to_string(n);
+  SA_INFO("coll", "comm %s freed: allreduce calls:%s%s%s%s", name_.c_str(), served.c_str(),
+          reasons.empty() ? "" : " (previous: ", reasons.c_str(), reasons.empty() ? "" : ")");
+}
+
+}  // namespace switchagg::coll

@@ -1,0 +1,88 @@
+// CommState: what the component keeps per communicator - its identity, the
+// PeerGroup (set up lazily by one address exchange over the previous coll
+// module's allgather), the node layout, the switch candidate's slot and the
+// counters that tests, benchmarks and verbose output read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms.h"
+#include "coll_core.h"
+#include "host_algorithms.h"
+#include "switchagg/common/status.h"
+
+namespace switchagg::ucx {
+class PeerGroup;
+}
+
+namespace switchagg::coll {
+
+class SwitchPath;
+
+struct CommCounters {
+  uint64_t served[6] = {};  // by Algorithm; kPrevious = calls handed back
+  uint64_t local = 0;       // count 0 or a single rank: nothing to communicate
+  std::map<std::string, uint64_t> fallback_reasons;
+  const char* last_path = nullptr;
+};
+
+class CommState {
+ public:
+  explicit CommState(const switchagg_coll_comm_info_t& info);
+  ~CommState();
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return name_; }
+
+  // Collective on first use: every rank calls it for the same call (the
+  // decision to need it depends only on the call's arguments). Afterwards
+  // hostReady() says whether every rank has a working transport.
+  void ensureSetup();
+  bool hostReady() const { return peer_group_ != nullptr; }
+  const NodeLayout& layout() const { return layout_; }
+  ucx::PeerGroup& peerGroup() { return *peer_group_; }
+  // The switch candidate; nullptr when no switch path is built in.
+  SwitchPath* switchPath() { return switch_path_.get(); }
+
+  // Numbers the host-algorithm calls so their tags never mix (8 bits used).
+  uint32_t nextSequence() { return sequence_++ & 0xFFu; }
+
+  const CommCounters& counters() const { return counters_; }
+  void recordServed(Algorithm a);
+  void recordLocal();
+  // Counts a hand-back to the previous module; the first one per reason is
+  // logged at verbose >= 1.
+  void recordFallback(const std::string& reason);
+  // After a host algorithm failed mid-way the communicator is unusable.
+  void markBroken() { broken_ = true; }
+  bool broken() const { return broken_; }
+
+ private:
+  Status exchangeAddresses();
+  void logSummary() const;
+
+  int rank_ = 0;
+  int size_ = 1;
+  uint32_t context_id_ = 0;
+  std::string name_;
+  std::string node_name_;
+  void* allgather_ctx_ = nullptr;
+  switchagg_coll_allgather_fn allgather_ = nullptr;
+
+  bool setup_done_ = false;
+  bool broken_ = false;
+  uint32_t sequence_ = 0;
+  NodeLayout layout_;
+  std::unique_ptr<ucx::PeerGroup> peer_group_;
+  std::unique_ptr<SwitchPath> switch_path_;
+  CommCounters counters_;
+};
+
+}  // namespace switchagg::coll

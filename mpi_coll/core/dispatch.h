@@ -1,0 +1,22 @@
+// Per-call dispatch: the one place that decides who serves an
+// MPI_Allreduce. Candidates come ranked from the selector; each is tried in
+// turn (a candidate may decline) and the previous coll module ends the list.
+#pragma once
+
+#include "comm_state.h"
+#include "host_algorithms.h"
+
+namespace switchagg::coll {
+
+enum class Outcome {
+  kServed,    // the result is in args.recv
+  kDeclined,  // nothing touched: the glue calls the previous module
+  kFailed,    // communication failed mid-way: the glue returns an MPI error
+};
+
+// Every rank of the communicator reaches the same outcome for the same call:
+// decisions depend only on (count, dtype, op, communicator, parameters) and
+// on state all ranks agreed on at setup.
+Outcome dispatchAllreduce(CommState& comm, const AllreduceArgs& args);
+
+}  // namespace switchagg::coll

@@ -1,0 +1,88 @@
+// The host allreduce algorithms (one file each: allreduce_<name>.cc) and the
+// small pieces they share. Every algorithm:
+//   * reduces `count` elements of `dtype` with a commutative `op` in place in
+//     `recv` (the caller's input is in `send`, or already in `recv` when
+//     `send` is nullptr, i.e. MPI_IN_PLACE);
+//   * uses only local tags below kAlgorithmTagSpace;
+//   * combines two contributions always as (lower rank) op (higher rank), so
+//     every rank ends with bitwise the same result even for ops that are not
+//     commutative in every corner (float MIN/MAX with NaN);
+//   * returns a non-ok Status only when communication failed, in which case
+//     `recv` holds garbage and the caller must report an error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "host_comm.h"
+#include "switchagg/common/dtype.h"
+#include "switchagg/common/status.h"
+
+namespace switchagg::coll {
+
+struct AllreduceArgs {
+  const void* send = nullptr;  // nullptr: in place
+  void* recv = nullptr;
+  size_t count = 0;
+  Dtype dtype = Dtype::kInt32;
+  Op op = Op::kSum;
+};
+
+// Node layout of a communicator for the hierarchical algorithm: node_of[r]
+// is a dense node index (0..nodes-1, in order of each node's lowest rank).
+struct NodeLayout {
+  std::vector<int> node_of;
+  int nodes = 1;
+  int max_ranks_per_node = 1;
+};
+NodeLayout nodeLayoutFromHostIds(const std::vector<uint64_t>& host_ids);
+
+Status allreduceRecursiveDoubling(HostComm& comm, const AllreduceArgs& args);
+Status allreduceRing(HostComm& comm, const AllreduceArgs& args);
+Status allreduceRabenseifner(HostComm& comm, const AllreduceArgs& args);
+Status allreduceHierarchical(HostComm& comm, const AllreduceArgs& args, const NodeLayout& layout);
+
+// --- shared helpers (allreduce_common.cc) ---
+
+// Copies send into recv unless in place.
+void copyInput(const AllreduceArgs& args);
+
+// mine = theirs op mine, or mine op theirs, so that the lower rank's data is
+// always the left operand (see above). `n` elements.
+Status combineOrdered(const AllreduceArgs& args, void* mine, const void* theirs, size_t n,
+                      bool theirs_is_lower);
+
+// Elements [begin, begin + size) of block `b` when `count` elements are cut
+// into `blocks` nearly equal blocks (the first count % blocks get one more).
+struct BlockRange {
+  size_t begin = 0;
+  size_t size = 0;
+};
+BlockRange blockRange(size_t count, int blocks, int b);
+
+// Largest power of two <= n (n >= 1).
+int floorPowerOfTwo(int n);
+
+// Byte pointer to element `i` of a buffer of `dtype`.
+inline char* elementPtr(void* base, Dtype dtype, size_t i) {
+  return static_cast<char*>(base) + i * dtypeSize(dtype);
+}
+
+// The fold that turns p ranks into a power of two (MPICH's scheme): among
+// the first 2*rem ranks, each even rank hands its data to the odd rank above
+// it and sits out; everybody else gets a "virtual" rank in [0, pof2).
+struct Fold {
+  int pof2 = 1;
+  int rem = 0;
+  int vrank = -1;  // -1: this rank sits out
+  int realRank(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
+};
+Fold makeFold(int rank, int size);
+// Before: sitting-out ranks send their vector to their partner, which
+// combines it. After: partners send the result back.
+Status foldIn(HostComm& comm, const AllreduceArgs& args, const Fold& fold, void* scratch,
+              uint32_t tag);
+Status foldOut(HostComm& comm, const AllreduceArgs& args, const Fold& fold, uint32_t tag);
+
+}  // namespace switchagg::coll

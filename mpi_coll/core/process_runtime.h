@@ -1,0 +1,57 @@
+// The process-wide part of the component: parameters from the MCA glue and
+// the one UCX context + worker every communicator's PeerGroup shares.
+// Created lazily (ompi_info and jobs that never allreduce pay nothing),
+// destroyed at component close. Not thread-safe: the component declines
+// MPI_THREAD_MULTIPLE, so one thread drives it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "selector.h"
+#include "switchagg/common/status.h"
+
+namespace switchagg::ucx {
+class Context;
+class Worker;
+}  // namespace switchagg::ucx
+
+namespace switchagg::coll {
+
+struct ComponentParams {
+  SelectionPolicy policy;
+  std::string rules_path;
+  int verbose = 0;
+};
+
+class ProcessRuntime {
+ public:
+  static ProcessRuntime& instance();
+
+  // Component open: checks the parameters and loads the rules file.
+  Status open(const ComponentParams& params);
+  // Component close: frees the worker/context unless communicators still
+  // use them (then they are left to process exit).
+  void close();
+
+  const ComponentParams& params() const { return params_; }
+  const Selector& selector() const { return selector_; }
+
+  // The shared worker, created on first use; an error is remembered so a
+  // broken UCX setup is reported once, not on every communicator.
+  Result<ucx::Worker*> worker();
+
+  void commCreated() { ++live_comms_; }
+  void commDestroyed() { --live_comms_; }
+
+ private:
+  ProcessRuntime() = default;
+  ComponentParams params_;
+  Selector selector_;
+  std::unique_ptr<ucx::Context> context_;
+  std::unique_ptr<ucx::Worker> worker_;
+  Status worker_error_;
+  int live_comms_ = 0;
+};
+
+}  // namespace switchagg::coll

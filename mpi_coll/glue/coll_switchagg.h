@@ -1,0 +1,62 @@
+/* Open MPI coll component "switchagg": types shared by the glue files.
+ * The glue is C because Open MPI's internal headers are not C++-clean; the
+ * work happens in the C++ core behind core/coll_core.h. */
+#ifndef MCA_COLL_SWITCHAGG_H
+#define MCA_COLL_SWITCHAGG_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+
+#include "coll_core.h"
+
+BEGIN_C_DECLS
+
+typedef struct mca_coll_switchagg_component_t {
+  mca_coll_base_component_2_0_0_t super;
+  /* MCA parameters (storage registered with the MCA variable system). */
+  bool enable;
+  int priority;
+  int algorithm; /* index into switchagg_coll_algorithm_choice() */
+  int offload;   /* 0 auto, 1 on, 2 off */
+  char *rules;
+  int verbose;
+  /* False when the parameters were rejected at open or MPI_THREAD_MULTIPLE
+   * was requested: comm_query then declines every communicator. */
+  bool usable;
+} mca_coll_switchagg_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_switchagg_component_t mca_coll_switchagg_component;
+
+typedef struct mca_coll_switchagg_module_t {
+  mca_coll_base_module_t super;
+  switchagg_coll_comm_t *core;
+  /* The modules that served allreduce/allgather before us (retained). */
+  mca_coll_base_module_allreduce_fn_t previous_allreduce;
+  mca_coll_base_module_t *previous_allreduce_module;
+  mca_coll_base_module_allgather_fn_t previous_allgather;
+  mca_coll_base_module_t *previous_allgather_module;
+  struct ompi_communicator_t *comm;
+} mca_coll_switchagg_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_switchagg_module_t);
+
+/* coll_switchagg_module.c */
+mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t *comm,
+                                                      int *priority);
+int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module);
+
+/* coll_switchagg_types.c: maps a predefined MPI datatype and op onto the
+ * core's dtype/op codes. Returns NULL when the core can serve the pair, or
+ * why not ("user-defined op", "derived datatype", ...). */
+const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        int *sa_dtype, int *sa_op);
+
+END_C_DECLS
+
+#endif /* MCA_COLL_SWITCHAGG_H */

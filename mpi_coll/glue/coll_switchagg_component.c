@@ -1,0 +1,147 @@
+/* Component: MCA parameters, open/close, and the per-process checks.
+ *
+ *   coll_switchagg_enable               bool, default 1
+ *   coll_switchagg_priority             int, default 90 (above tuned's 30)
+ *   coll_switchagg_allreduce_algorithm  auto|ring|recursive_doubling|...
+ *   coll_switchagg_offload              auto|on|off
+ *   coll_switchagg_rules                path of a selection rules file
+ *   coll_switchagg_verbose              0; 1 per communicator; 2+ per call
+ *
+ * Enum parameters are MCA enums: Open MPI itself rejects a value outside the
+ * list with a message that lists the valid ones. A rules file that cannot
+ * be read disables the component with one error line (jobs still run, on
+ * the previous module). docs/mca-params.md documents all of them. */
+#include "coll_switchagg.h"
+
+#include <stdio.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+
+static const mca_base_var_enum_value_t offload_values[] = {
+    {0, "auto"}, {1, "on"}, {2, "off"}, {0, NULL}};
+
+static int switchagg_register(void);
+static int switchagg_open(void);
+static int switchagg_close(void);
+static int switchagg_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+mca_coll_switchagg_component_t mca_coll_switchagg_component = {
+    .super = {
+        .collm_version = {
+            OMPI_MCA_BASE_VERSION_2_1_0("coll", 2, 0, 0),
+            .mca_component_name = "switchagg",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = switchagg_open,
+            .mca_close_component = switchagg_close,
+            .mca_register_component_params = switchagg_register,
+        },
+        .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .collm_init_query = switchagg_init_query,
+        .collm_comm_query = mca_coll_switchagg_comm_query,
+    },
+    .enable = true,
+    .priority = 90,
+    .algorithm = 0,
+    .offload = 0,
+    .rules = NULL,
+    .verbose = 0,
+    .usable = true,
+};
+
+static int register_enum(const char *name, const char *help, const char *enum_name,
+                         const mca_base_var_enum_value_t *values, int *storage) {
+  mca_base_var_enum_t *enumerator = NULL;
+  int rc = mca_base_var_enum_create(enum_name, values, &enumerator);
+  if (OPAL_SUCCESS != rc) return rc;
+  rc = mca_base_component_var_register(&mca_coll_switchagg_component.super.collm_version, name,
+                                       help, MCA_BASE_VAR_TYPE_INT, enumerator, 0, 0,
+                                       OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+  OBJ_RELEASE(enumerator);
+  return rc < 0 ? rc : OPAL_SUCCESS;
+}
+
+static int register_algorithm(void) {
+  /* The values come from the core's algorithm registry (auto first). */
+  static mca_base_var_enum_value_t values[16];
+  static char help[2048];
+  int n = 0;
+  const char *name;
+  while (n < 15 && (name = switchagg_coll_algorithm_choice(n)) != NULL) {
+    values[n].value = n;
+    values[n].string = name;
+    ++n;
+  }
+  values[n].value = 0;
+  values[n].string = NULL;
+  snprintf(help, sizeof help,
+           "Allreduce algorithm: 'auto' lets the cost model and rules choose per call; a name "
+           "forces that algorithm first (it may still decline, e.g. switch without a lease, "
+           "and the next candidate runs). %s",
+           switchagg_coll_algorithm_help());
+  return register_enum("allreduce_algorithm", help, "coll_switchagg_allreduce_algorithm", values,
+                       &mca_coll_switchagg_component.algorithm);
+}
+
+static int switchagg_register(void) {
+  mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
+  const mca_base_component_t *v = &c->super.collm_version;
+  int rc;
+
+  (void)mca_base_component_var_register(
+      v, "enable", "Enable the switchagg coll component (MPI_Allreduce via host algorithms "
+                   "over UCX and switch offload); 0 leaves every call to the other components",
+      MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable);
+  (void)mca_base_component_var_register(
+      v, "priority", "Priority of the switchagg coll component (tuned is 30: keep it above to "
+                     "serve MPI_Allreduce)",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->priority);
+  rc = register_algorithm();
+  if (OPAL_SUCCESS != rc) return rc;
+  rc = register_enum("offload",
+                     "Switch offload of MPI_Allreduce: auto (the cost model decides when a lease "
+                     "is present), on (use the switch whenever it can serve), off (never)",
+                     "coll_switchagg_offload", offload_values, &c->offload);
+  if (OPAL_SUCCESS != rc) return rc;
+  (void)mca_base_component_var_register(
+      v, "rules", "Path of a selection rules file (format: docs/selection.md; example: "
+                  "etc/switchagg/selection.rules); rules override the cost model, this "
+                  "component's allreduce_algorithm overrides rules. Empty: no rules",
+      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
+      &c->rules);
+  (void)mca_base_component_var_register(
+      v, "verbose", "Verbosity: 0 errors and warnings only; 1 one line per communicator (setup, "
+                    "first use of each algorithm, fallbacks, a summary when freed); 2 one line "
+                    "per call; 3 transport detail",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
+  return OMPI_SUCCESS;
+}
+
+static int switchagg_open(void) {
+  mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
+  switchagg_coll_params_t params;
+  params.algorithm = switchagg_coll_algorithm_choice(c->algorithm);
+  params.offload = (c->offload >= 0 && c->offload <= 2) ? offload_values[c->offload].string : NULL;
+  params.rules = c->rules;
+  params.verbose = c->verbose;
+  /* A rejected value leaves the component loaded but unusable, so that the
+   * job runs on the other components after the one error line. */
+  c->usable = (0 == switchagg_coll_open(&params));
+  return OMPI_SUCCESS;
+}
+
+static int switchagg_close(void) {
+  switchagg_coll_close();
+  return OMPI_SUCCESS;
+}
+
+static int switchagg_init_query(bool enable_progress_threads, bool enable_mpi_threads) {
+  (void)enable_progress_threads;
+  /* The core drives one UCX worker from one thread. */
+  if (enable_mpi_threads) {
+    mca_coll_switchagg_component.usable = false;
+    if (mca_coll_switchagg_component.verbose > 0)
+      fprintf(stderr, "switchagg[coll] info: MPI_THREAD_MULTIPLE: component not used\n");
+  }
+  return OMPI_SUCCESS;
+}

@@ -1,0 +1,140 @@
+/* Module: one per communicator. Saves the previous allreduce/allgather at
+ * enable, forwards MPI_Allreduce to the core, and hands every call the core
+ * does not serve to the previous module - a call never fails because
+ * switchagg declined. */
+#include "coll_switchagg.h"
+
+#include <stdint.h>
+
+#include "opal/util/proc.h"
+
+static void module_construct(mca_coll_switchagg_module_t *m) {
+  m->core = NULL;
+  m->previous_allreduce = NULL;
+  m->previous_allreduce_module = NULL;
+  m->previous_allgather = NULL;
+  m->previous_allgather_module = NULL;
+  m->comm = NULL;
+}
+
+static void release_previous(mca_coll_switchagg_module_t *m) {
+  if (NULL != m->previous_allreduce_module) OBJ_RELEASE(m->previous_allreduce_module);
+  if (NULL != m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
+  m->previous_allreduce_module = NULL;
+  m->previous_allgather_module = NULL;
+}
+
+static void module_destruct(mca_coll_switchagg_module_t *m) {
+  /* Frees the communicator's PeerGroup and its endpoints. */
+  if (NULL != m->core) switchagg_coll_comm_destroy(m->core);
+  m->core = NULL;
+  release_previous(m);
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_switchagg_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+/* The core's address exchange rides on the previous module's allgather. */
+static int previous_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)ctx;
+  if (bytes > INT32_MAX) return -1;
+  return m->previous_allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, m->comm,
+                               m->previous_allgather_module) == OMPI_SUCCESS ? 0 : -1;
+}
+
+static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  switchagg_coll_comm_info_t info;
+
+  /* Modules are enabled lowest priority first: c_coll holds what would run
+   * without us. Both must exist (basic always provides them). */
+  if (NULL == comm->c_coll->coll_allreduce || NULL == comm->c_coll->coll_allgather)
+    return OMPI_ERR_NOT_SUPPORTED;
+  m->comm = comm;
+  m->previous_allreduce = comm->c_coll->coll_allreduce;
+  m->previous_allreduce_module = comm->c_coll->coll_allreduce_module;
+  OBJ_RETAIN(m->previous_allreduce_module);
+  m->previous_allgather = comm->c_coll->coll_allgather;
+  m->previous_allgather_module = comm->c_coll->coll_allgather_module;
+  OBJ_RETAIN(m->previous_allgather_module);
+
+  info.rank = ompi_comm_rank(comm);
+  info.size = ompi_comm_size(comm);
+  info.context_id = ompi_comm_get_cid(comm);
+  info.name = comm->c_name;
+  info.node_name = opal_process_info.nodename;
+  info.allgather_ctx = m;
+  info.allgather = previous_allgather;
+  m->core = switchagg_coll_comm_create(&info);
+  /* Without a core every call goes to the previous module. */
+  return OMPI_SUCCESS;
+}
+
+static int module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
+  (void)comm;
+  /* Break the reference to the previous modules early so that they are not
+   * kept alive by us while the communicator tears down. */
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  if (NULL != m->core) switchagg_coll_comm_destroy(m->core);
+  m->core = NULL;
+  release_previous(m);
+  return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t *comm,
+                                                      int *priority) {
+  mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
+  mca_coll_switchagg_module_t *m;
+
+  /* Same answer on every rank: depends only on parameters (ALL_EQ) and the
+   * communicator's kind. Inter-communicators keep their own modules. */
+  if (!c->enable || !c->usable || c->priority < 0 || OMPI_COMM_IS_INTER(comm)) return NULL;
+  m = OBJ_NEW(mca_coll_switchagg_module_t);
+  if (NULL == m) return NULL;
+  *priority = c->priority;
+  m->super.coll_module_enable = module_enable;
+  m->super.coll_module_disable = module_disable;
+  m->super.coll_allreduce = mca_coll_switchagg_allreduce;
+  return &m->super;
+}
+
+int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  int sa_dtype = 0, sa_op = 0;
+  const char *why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op);
+
+  if (NULL != m->core && NULL == why && count >= 0) {
+    int rc = switchagg_coll_allreduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
+                                      (size_t)count, sa_dtype, sa_op);
+    if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+    /* The core logged the failure; MPI's error handler decides (fatal by
+     * default). A silently wrong result is never an option. */
+    if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+  } else if (NULL != m->core && NULL != why) {
+    switchagg_coll_note_fallback(m->core, why);
+  }
+  return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
+}
+
+/* Diagnostics for tests and switchagg-bench (looked up with dlsym; see
+ * mpi_coll/include/switchagg/coll/diagnostics.h). NULL / UINT64_MAX when
+ * switchagg does not serve allreduce on `comm`. */
+static mca_coll_switchagg_module_t *module_of(MPI_Comm comm) {
+  if (NULL == comm || NULL == comm->c_coll ||
+      comm->c_coll->coll_allreduce != mca_coll_switchagg_allreduce)
+    return NULL;
+  return (mca_coll_switchagg_module_t *)comm->c_coll->coll_allreduce_module;
+}
+
+OMPI_MODULE_DECLSPEC const char *switchagg_coll_last_algorithm(MPI_Comm comm) {
+  mca_coll_switchagg_module_t *m = module_of(comm);
+  return (NULL == m || NULL == m->core) ? NULL : switchagg_coll_last_path(m->core);
+}
+
+OMPI_MODULE_DECLSPEC uint64_t switchagg_coll_comm_counter(MPI_Comm comm, const char *name) {
+  mca_coll_switchagg_module_t *m = module_of(comm);
+  return (NULL == m || NULL == m->core) ? UINT64_MAX : switchagg_coll_counter(m->core, name);
+}
