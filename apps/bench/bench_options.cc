@@ -74,6 +74,10 @@ const std::vector<OptionSpec>& optionTable() {
        [](BenchOptions* o, const std::string& v) { o->csv_path = v; return ok(); }},
       {"--json", "FILE", "write JSON to FILE ('-' = stdout instead of the table)",
        [](BenchOptions* o, const std::string& v) { o->json_path = v; return ok(); }},
+      {"--measure-gamma", nullptr,
+       "time the reduction kernel for --dtype/--op on --max bytes (no communication) and print "
+       "the cost model's gamma_ns",
+       [](BenchOptions* o, const std::string&) { o->measure_gamma = true; return ok(); }},
       {"--help", nullptr, "this text",
        [](BenchOptions* o, const std::string&) { o->help = true; return ok(); }},
   };

@@ -22,6 +22,7 @@ struct BenchOptions {
   std::string label;        // names this run's path in CSV/JSON/plots
   std::string csv_path;     // "" none, "-" stdout
   std::string json_path;    // "" none, "-" stdout
+  bool measure_gamma = false;  // time the local reduction kernel, print gamma_ns
   bool help = false;
 };
 

@@ -8,7 +8,7 @@
 namespace switchagg::bench {
 namespace {
 
-constexpr const char* kSymbol = "switchagg_coll_last_algorithm";
+constexpr const char* kSymbol = SWITCHAGG_COLL_LAST_ALGORITHM_SYMBOL;
 constexpr const char* kComponentFile = "mca_coll_switchagg.so";
 
 // Open MPI may dlopen components with RTLD_LOCAL, which hides their symbols
@@ -37,13 +37,13 @@ ComponentQuery::ComponentQuery() {
       if (handle != nullptr) sym = dlsym(handle, kSymbol);
     }
   }
-  fn_ = reinterpret_cast<Fn>(sym);
+  fn_ = reinterpret_cast<switchagg_coll_last_algorithm_fn>(sym);
 }
 
-std::string ComponentQuery::lastAlgorithm() const {
+std::string ComponentQuery::lastAlgorithm(MPI_Comm comm) const {
   if (fn_ == nullptr) return "n/a";
-  const char* name = fn_();
-  return name != nullptr ? name : "none";
+  const char* name = fn_(comm);
+  return name != nullptr ? name : "not-serving";
 }
 
 }  // namespace switchagg::bench

@@ -1,12 +1,15 @@
 // Asks the switchagg coll component, if Open MPI loaded it into this
-// process, which path served the last MPI_Allreduce. The component exports
-//   extern "C" const char* switchagg_coll_last_algorithm(void);
-// (registry name: ring, recursive_doubling, ..., switch, previous). The bench
-// does not link the component: it finds the symbol at run time, so the same
-// binary measures Open MPI's tuned/han runs, where the answer is "n/a".
+// process, which path served the last MPI_Allreduce on a communicator
+// (switchagg_coll_last_algorithm, see switchagg/coll/diagnostics.h). The
+// bench does not link the component: it finds the symbol at run time, so the
+// same binary measures Open MPI's tuned/han runs, where the answer is "n/a".
 #pragma once
 
+#include <mpi.h>
+
 #include <string>
+
+#include "switchagg/coll/diagnostics.h"
 
 namespace switchagg::bench {
 
@@ -15,12 +18,12 @@ class ComponentQuery {
   // Looks the symbol up; call after MPI_Init (components are loaded then).
   ComponentQuery();
   bool loaded() const { return fn_ != nullptr; }
-  // Name of the last path, or "n/a" when the component is not loaded.
-  std::string lastAlgorithm() const;
+  // Name of the last path on `comm`; "n/a" when the component is not
+  // loaded, "not-serving" when it is loaded but does not serve `comm`.
+  std::string lastAlgorithm(MPI_Comm comm) const;
 
  private:
-  using Fn = const char* (*)();
-  Fn fn_ = nullptr;
+  switchagg_coll_last_algorithm_fn fn_ = nullptr;
 };
 
 }  // namespace switchagg::bench

@@ -14,6 +14,7 @@
 #include "bench_options.h"
 #include "bench_report.h"
 #include "component_query.h"
+#include "gamma.h"
 
 namespace switchagg::bench {
 namespace {
@@ -120,7 +121,7 @@ SizeResult Bench::runSize(size_t count) {
   r.iters = itersFor(o_, bytes);
   bool ok = true;
   const double mine = timedLoop(count, r.iters, &ok) * 1e6;
-  r.algorithm = query_.lastAlgorithm();
+  r.algorithm = query_.lastAlgorithm(MPI_COMM_WORLD);
   std::vector<double> all(static_cast<size_t>(nranks_));
   MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   int my_ok = ok ? 1 : 0;
@@ -221,6 +222,12 @@ int main(int argc, char** argv) {
     rc = 2;
   } else if (opts->help) {
     if (rank == 0) fputs(benchUsage().c_str(), stdout);
+  } else if (opts->measure_gamma) {
+    if (rank == 0) {
+      printf("gamma_ns=%.4f  # %s %s, %zu bytes, reduction kernel on one core\n",
+             measureGammaNs(opts->dtype, opts->op, opts->max_bytes), dtypeName(opts->dtype),
+             opName(opts->op), opts->max_bytes);
+    }
   } else {
     rc = runBench(*opts, rank, nranks);
   }

@@ -121,6 +121,33 @@ Result<Selector> Selector::create(const SelectionPolicy& policy, const std::stri
   return fromParts(policy, std::move(rules), std::move(model));
 }
 
+namespace {
+
+bool sameInput(const SelectionInput& a, const SelectionInput& b) {
+  return a.bytes == b.bytes && a.comm_size == b.comm_size &&
+         a.ranks_per_node == b.ranks_per_node && a.nodes == b.nodes && a.dtype == b.dtype &&
+         a.op == b.op && a.switch_available == b.switch_available &&
+         a.switch_window == b.switch_window && a.switch_slot_bytes == b.switch_slot_bytes;
+}
+
+}  // namespace
+
+const Decision& DecisionCache::decide(const Selector& selector, const SelectionInput& in) {
+  // Slot = log2 of the size, xor its next three bits: every power of two
+  // gets its own slot, and sizes between them spread over the others.
+  size_t log2 = 0;
+  while ((in.bytes >> log2) > 1) ++log2;
+  const size_t mantissa = log2 >= 3 ? (in.bytes >> (log2 - 3)) & 7 : 0;
+  const size_t slot = (log2 ^ (mantissa << 3)) % kEntries;
+  Entry& e = entries_[slot];
+  if (!e.valid || !sameInput(e.in, in)) {
+    e.decision = selector.decide(in);
+    e.in = in;
+    e.valid = true;
+  }
+  return e.decision;
+}
+
 Selector Selector::fromParts(SelectionPolicy policy, Rules rules, CostModel model) {
   Selector s;
   s.policy_ = std::move(policy);

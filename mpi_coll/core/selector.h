@@ -83,4 +83,23 @@ class Selector {
   CostModel model_ = CostModel::defaults();
 };
 
+// Remembers recent decisions of one Selector for one communicator, so a
+// program repeating the same allreduce pays the ranking once (decide() costs
+// a few hundred ns, comparable to a small allreduce on shared memory).
+// Not thread-safe: keep one per communicator (MPI forbids concurrent
+// collectives on one communicator). The Selector must outlive the cache.
+class DecisionCache {
+ public:
+  const Decision& decide(const Selector& selector, const SelectionInput& in);
+
+ private:
+  struct Entry {
+    bool valid = false;
+    SelectionInput in;
+    Decision decision;
+  };
+  static constexpr size_t kEntries = 64;  // direct-mapped by message size
+  Entry entries_[kEntries];
+};
+
 }  // namespace switchagg::coll

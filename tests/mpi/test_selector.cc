@@ -361,3 +361,28 @@ TEST(ShippedConfig, ExampleRulesFileParsesAndDecides) {
 
 }  // namespace
 }  // namespace switchagg::coll
+
+namespace switchagg::coll {
+namespace {
+
+TEST(DecisionCache, AgreesWithDecideAcrossSizesShapesAndCollisions) {
+  const Rules rules = parseOk("allreduce bytes=3000-5000 algorithm=ring\n");
+  const Selector s = Selector::fromParts({}, rules, CostModel::defaults());
+  DecisionCache cache;
+  for (int pass = 0; pass < 2; ++pass) {  // second pass: served from the cache
+    for (int np : {2, 4, 64}) {
+      for (size_t n = 1; n <= (size_t(1) << 26); n = n * 2 + (n % 3)) {
+        for (size_t bytes : {n, n + 1, 4096 + n % 7}) {
+          SelectionInput in = shape(bytes, np);
+          const Decision& cached = cache.decide(s, in);
+          const Decision fresh = s.decide(in);
+          ASSERT_EQ(cached.ranked, fresh.ranked) << bytes << " np=" << np;
+          ASSERT_EQ(cached.reason, fresh.reason);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace switchagg::coll
