@@ -110,12 +110,13 @@ std::string renderText(const InfoReport& r) {
   row("path_mtu", chosen ? (p.path_mtu ? std::to_string(p.path_mtu) : "UCX default") : "-");
   row("lanes", std::to_string(r.lanes));
   row("reason", p.reason);
-  out << "\nUCX settings applied (ucp_config_modify, read back from UCX):\n";
-  if (r.applied.empty()) out << "  (none)\n";
-  for (const auto& [k, v] : r.applied) out << "  " << k << "=" << v << "\n";
-  out << "\nLeft to the user (set in the environment, which wins):\n";
-  if (p.left_to_user.empty()) out << "  (none)\n";
-  for (const auto& [k, v] : p.left_to_user) out << "  UCX_" << k << "=" << v << "\n";
+  auto pairs = [&out](const char* title, const char* prefix, const auto& kvs) {
+    out << "\n" << title << ":\n";
+    if (kvs.empty()) out << "  (none)\n";
+    for (const auto& [k, v] : kvs) out << "  " << prefix << k << "=" << v << "\n";
+  };
+  pairs("UCX settings applied (ucp_config_modify keys, read back from UCX)", "", r.applied);
+  pairs("Left to the user (set in the environment, which wins)", "UCX_", p.left_to_user);
   out << "\nTransport options (command line > environment > default):\n";
   for (const OptionRow& o : r.options) {
     out << "  " << o.env << "=" << o.value;

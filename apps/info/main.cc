@@ -1,13 +1,13 @@
 // switchagg-info: what this host gives switchagg's transport — RDMA devices,
 // the resolved RoCEv2 profile, the UCX settings applied or left to the user,
-// and the transport options. Other modes (e.g. --select) register themselves
-// through info_command.h and are dispatched before the default report.
+// and the transport options. Other modes live in their own files and are
+// dispatched first, one marked line each (see "Other modes" below).
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "info_command.h"
 #include "info_report.h"
+#include "select_cmd.h"  // --select: allreduce selection table (mpi_coll/core)
 
 namespace {
 
@@ -22,10 +22,10 @@ void printUsage(FILE* out) {
                "  --device DEV[:P]   only this RDMA device (and port)\n"
                "  --netdev IF        prefer GIDs on this netdev\n"
                "  --help             this text\n");
-  for (const auto& c : switchagg::info::registeredCommands()) std::fprintf(out, "  %s\n", c.usage);
   std::fprintf(out,
                "Options are also read from SWITCHAGG_UCX_* / SWITCHAGG_ROCE_* (see the table in "
-               "the output); the command line wins.\n");
+               "the output); the command line wins.\n\n%s",
+               switchagg::info::selectUsage().c_str());
 }
 
 // Accepts "--flag VALUE" and "--flag=VALUE". Returns false on a usage error.
@@ -77,15 +77,11 @@ int parseArgs(const std::vector<std::string>& args, InfoArgs* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Other modes: each owns its arguments; one line per mode here.
+  if (switchagg::info::wantsSelectCommand(argc, argv))
+    return switchagg::info::runSelectCommand(argc, argv);
+
   std::vector<std::string> args(argv + 1, argv + argc);
-  // Registered modes first: the flag may appear anywhere.
-  for (const auto& command : switchagg::info::registeredCommands()) {
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i] != command.flag) continue;
-      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
-      return command.run(args);
-    }
-  }
   InfoArgs info_args;
   const int parsed = parseArgs(args, &info_args);
   if (parsed != 0) return parsed == 1 ? 0 : 2;
