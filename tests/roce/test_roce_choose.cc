@@ -59,7 +59,8 @@ TEST(RoceChoose, MixedV1V2PicksV2Ipv4) {
   auto s = settings(p);
   EXPECT_EQ(s["IB_TRAFFIC_CLASS"], "104");  // DSCP 26 << 2, ECN bits clear
   EXPECT_EQ(s["IB_SL"], "3");
-  EXPECT_EQ(s["IB_PATH_MTU"], "4096");
+  EXPECT_EQ(s["IB_PATH_MTU"], "4096");  // eth0 MTU 9000 allows 4096
+  EXPECT_EQ(p.path_mtu, 4096);
   EXPECT_EQ(s["RC_TIMEOUT"], "1000000us");
   EXPECT_EQ(s["RC_RETRY_COUNT"], "7");
   EXPECT_EQ(s["IB_AR_ENABLE"], "try");
@@ -74,6 +75,12 @@ TEST(RoceChoose, TwoDevicesDefaultNetdevAndFilter) {
   RoceProfile by_netdev = resolveTree("two_devices", o);
   expectChoice(by_netdev, "mlx5_1", 1, 3, 2);
   EXPECT_EQ(by_netdev.gid, "0000:0000:0000:0000:0000:ffff:0a01:0001");
+  EXPECT_EQ(by_netdev.path_mtu, 1024);  // eth1 MTU 1500
+  EXPECT_EQ(settings(by_netdev)["IB_PATH_MTU"], "1024");
+  o.path_mtu = 4096;
+  RoceProfile capped = resolveTree("two_devices", o);
+  EXPECT_EQ(capped.path_mtu, 1024);
+  EXPECT_NE(capped.reason.find("path MTU capped at 1024"), std::string::npos) << capped.reason;
   for (const char* filter : {"mlx5_1", "mlx5_1:1"}) {
     RoceOptions f;
     f.device = filter;
@@ -136,6 +143,9 @@ TEST(RoceChoose, NetdevPreference) {
   RoceProfile p = resolveTree("netdev_pref", vlan);
   expectChoice(p, "mlx5_0", 1, 2, 2);
   EXPECT_NE(p.reason.find("192.168.7.1 on eth0.100"), std::string::npos) << p.reason;
+  // A VLAN's MTU is not under the RDMA device: left to UCX (port active MTU).
+  EXPECT_EQ(p.path_mtu, 0);
+  EXPECT_EQ(settings(p).count("IB_PATH_MTU"), 0u);
   RoceOptions absent;
   absent.netdev = "eth9";
   RoceProfile fallback = resolveTree("netdev_pref", absent);
@@ -246,7 +256,7 @@ TEST(RoceChoose, OptionsShapeTheSettings) {
   o.dscp = 46;
   o.ecn = true;
   o.sl = 5;
-  o.path_mtu = 0;
+  o.path_mtu = 2048;
   o.rc_timeout_us = 0;
   o.rc_retry_count = 3;
   o.adaptive_routing = false;
@@ -258,12 +268,30 @@ TEST(RoceChoose, OptionsShapeTheSettings) {
   auto s = settings(*p);
   EXPECT_EQ(s["IB_TRAFFIC_CLASS"], "186");
   EXPECT_EQ(s["IB_SL"], "5");
-  EXPECT_EQ(s.count("IB_PATH_MTU"), 0u);
+  EXPECT_EQ(s["IB_PATH_MTU"], "2048");  // below the port's 4096: kept
   EXPECT_EQ(s.count("RC_TIMEOUT"), 0u);
   EXPECT_EQ(s["RC_RETRY_COUNT"], "3");
   EXPECT_EQ(s["IB_AR_ENABLE"], "no");
   EXPECT_EQ(s["IB_ROCE_PATH_FACTOR"], "2");
   EXPECT_EQ(s["IB_NUM_PATHS"], "4");
+}
+
+// Port MTU unknown (no netdev MTU in the tree): a requested MTU is used as
+// given, "auto" leaves the key to UCX.
+TEST(RoceChoose, PathMtuWithUnknownPortMtu) {
+  RoceOptions o;
+  EXPECT_EQ(settings(resolveTree("ipv6_only", o)).count("IB_PATH_MTU"), 0u);
+  o.path_mtu = 4096;
+  EXPECT_EQ(settings(resolveTree("ipv6_only", o))["IB_PATH_MTU"], "4096");
+}
+
+TEST(RoceChoose, RoceMtuFromNetdevMtu) {
+  EXPECT_EQ(roceMtuForNetdevMtu(9000), 4096);
+  EXPECT_EQ(roceMtuForNetdevMtu(4200), 4096);
+  EXPECT_EQ(roceMtuForNetdevMtu(4191), 2048);
+  EXPECT_EQ(roceMtuForNetdevMtu(1500), 1024);
+  EXPECT_EQ(roceMtuForNetdevMtu(600), 256);
+  EXPECT_EQ(roceMtuForNetdevMtu(300), 0);
 }
 
 TEST(RoceChoose, OutOfRangeOptionsAreRejected) {

@@ -36,7 +36,7 @@ TEST(RoceOptionsEnv, DefaultsWithoutVariables) {
   EXPECT_EQ(o->sysfs_root, std::string(kDefaultSysfsRoot));
   EXPECT_EQ(o->dscp, d.dscp);
   EXPECT_EQ(o->sl, d.sl);
-  EXPECT_EQ(o->path_mtu, 4096);
+  EXPECT_EQ(o->path_mtu, 0);  // auto: the port's
   EXPECT_EQ(o->rc_timeout_us, 1000000);
   EXPECT_EQ(o->rc_retry_count, 7);
   EXPECT_TRUE(o->adaptive_routing);
@@ -72,8 +72,8 @@ TEST(RoceOptionsEnv, EveryVariableIsRead) {
   EXPECT_EQ(o->num_paths, 2);
 }
 
-TEST(RoceOptionsEnv, MtuDefaultAndTimeoutZeroMeanUcxDefaults) {
-  RoceEnv env({{"SWITCHAGG_ROCE_MTU", "default"}, {"SWITCHAGG_ROCE_RC_TIMEOUT", "0"}});
+TEST(RoceOptionsEnv, MtuAutoAndTimeoutZeroMeanDefaults) {
+  RoceEnv env({{"SWITCHAGG_ROCE_MTU", "auto"}, {"SWITCHAGG_ROCE_RC_TIMEOUT", "0"}});
   auto o = roceOptionsFromEnvironment();
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->path_mtu, 0);

@@ -65,6 +65,7 @@ void readDevice(ibv_device* dev, std::vector<GidEntry>* out) {
     if (g.ndev_ifindex && if_indextoname(g.ndev_ifindex, name)) e.netdev = name;
     if (e.port >= 1 && e.port <= attr.phys_port_cnt) {
       e.port_active = ports[e.port].state == IBV_PORT_ACTIVE;
+      e.port_mtu = 128 << static_cast<int>(ports[e.port].active_mtu);  // IBV_MTU_256 = 1
       e.link_layer = ports[e.port].link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
                                                                            : "Ethernet";
     }

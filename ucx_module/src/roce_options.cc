@@ -41,9 +41,9 @@ auto stringSetter(std::string RoceOptions::*field) {
 }
 
 Status setMtu(const char* env, const std::string& text, RoceOptions* o) {
-  auto v = parseChoice(env, text, {"default", "512", "1024", "2048", "4096"});
+  auto v = parseChoice(env, text, {"auto", "512", "1024", "2048", "4096"});
   if (!v.ok()) return v.status();
-  o->path_mtu = *v == "default" ? 0 : std::stoi(*v);
+  o->path_mtu = *v == "auto" ? 0 : std::stoi(*v);
   return Status::Ok();
 }
 
@@ -73,7 +73,9 @@ const std::vector<RoceOptionSpec>& specs() {
        boolSetter(&RoceOptions::ecn)},
       {{"SWITCHAGG_ROCE_SL", "3", "Ethernet priority (PCP) of the lossless class, 0..7"},
        intSetter(&RoceOptions::sl, 0, 7)},
-      {{"SWITCHAGG_ROCE_MTU", "4096", "RoCE path MTU: 1024|2048|4096|default"}, setMtu},
+      {{"SWITCHAGG_ROCE_MTU", "auto",
+        "RoCE path MTU cap: auto (the port's MTU) or 512|1024|2048|4096, never above the port's"},
+       setMtu},
       {{"SWITCHAGG_ROCE_RC_TIMEOUT", "1s", "RC ack timeout (duration; 0 = UCX default)"},
        setTimeout},
       {{"SWITCHAGG_ROCE_RETRY", "7", "RC retry count, 0..7"},

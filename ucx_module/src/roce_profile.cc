@@ -84,7 +84,7 @@ Status validateOptions(const RoceOptions& o) {
   if (o.sl < 0 || o.sl > 7) return bad("RoCE sl (Ethernet priority) must be 0..7");
   if (o.path_mtu != 0 && o.path_mtu != 512 && o.path_mtu != 1024 && o.path_mtu != 2048 &&
       o.path_mtu != 4096)
-    return bad("RoCE path_mtu must be 0 (UCX default), 512, 1024, 2048 or 4096");
+    return bad("RoCE path_mtu must be 0 (the port's), 512, 1024, 2048 or 4096");
   if (o.rc_timeout_us < 0) return bad("RoCE rc_timeout_us must be >= 0");
   if (o.rc_retry_count < 0 || o.rc_retry_count > 7) return bad("RoCE rc_retry_count must be 0..7");
   if (o.path_factor < 1) return bad("RoCE path_factor must be >= 1");
@@ -110,6 +110,29 @@ std::vector<std::string> describePorts(const std::vector<GidEntry>& gids) {
   return out;
 }
 
+// UCX uses a configured path MTU as is; one above what the netdev MTU
+// allows would fail or be dropped, so cap it at the port's when known.
+// 0 = leave it to UCX (which then takes the port's active MTU).
+int choosePathMtu(int requested, int port_mtu, std::string* note) {
+  if (port_mtu <= 0) return requested;
+  if (requested > port_mtu) *note = ", path MTU capped at " + std::to_string(port_mtu);
+  return requested == 0 || requested > port_mtu ? port_mtu : requested;
+}
+
+// "mlx5_0:1 GID 3 (RoCE v2, IPv4 10.0.0.1 on eth0)".
+std::string describeChoice(const RoceProfile& p) {
+  const GidKind kind = classifyGid(p.gid);
+  const char* family = kind == GidKind::kIpv4Mapped  ? "IPv4 "
+                       : kind == GidKind::kLinkLocal ? "link-local IPv6 "
+                                                     : "IPv6 ";
+  std::string text = p.device + ":" + std::to_string(p.port) + " GID " +
+                     std::to_string(p.gid_index) + " (" + versionName(p.roce_version) + ", " +
+                     family + gidToAddress(p.gid) + (p.netdev.empty() ? "" : " on " + p.netdev) +
+                     ")";
+  if (kind == GidKind::kLinkLocal || p.roce_version == 1) text += ", not routable beyond L2";
+  return text;
+}
+
 void addSettings(const RoceOptions& o, RoceProfile* p) {
   auto& s = p->ucx_settings;
   // NET_DEVICES pins UCX to the device/port whose GID index we chose:
@@ -121,7 +144,7 @@ void addSettings(const RoceOptions& o, RoceProfile* p) {
   s.emplace_back("GID_INDEX", std::to_string(p->gid_index));
   s.emplace_back("IB_TRAFFIC_CLASS", std::to_string(p->traffic_class));
   s.emplace_back("IB_SL", std::to_string(p->sl));
-  if (o.path_mtu > 0) s.emplace_back("IB_PATH_MTU", std::to_string(o.path_mtu));
+  if (p->path_mtu > 0) s.emplace_back("IB_PATH_MTU", std::to_string(p->path_mtu));
   if (o.rc_timeout_us > 0) s.emplace_back("RC_TIMEOUT", std::to_string(o.rc_timeout_us) + "us");
   s.emplace_back("RC_RETRY_COUNT", std::to_string(o.rc_retry_count));
   // With an explicit SL, "try" uses AR exactly when the fabric enabled it
@@ -177,17 +200,11 @@ Result<RoceProfile> chooseProfile(const std::vector<GidEntry>& gids, const RoceO
   p.netdev = best->netdev;
   p.traffic_class = (options.dscp << 2) | (options.ecn ? 2 : 0);
   p.sl = options.sl;
-  p.path_mtu = options.path_mtu;
+  std::string mtu_note;
+  p.path_mtu = choosePathMtu(options.path_mtu, best->port_mtu, &mtu_note);
   p.lanes = kRoceAutoLanes;
-  const GidKind kind = classifyGid(best->gid);
-  p.reason = p.device + ":" + std::to_string(p.port) + " GID " + std::to_string(p.gid_index) +
-             " (" + versionName(p.roce_version) + ", " +
-             (kind == GidKind::kIpv4Mapped ? "IPv4 " : kind == GidKind::kLinkLocal
-                                                           ? "link-local IPv6 "
-                                                           : "IPv6 ") +
-             gidToAddress(p.gid) + (p.netdev.empty() ? "" : " on " + p.netdev) + ")";
+  p.reason = describeChoice(p) + mtu_note;
   if (std::get<0>(best_key) != 0) p.reason += ", none on requested netdev " + options.netdev;
-  if (kind == GidKind::kLinkLocal || p.roce_version == 1) p.reason += ", not routable beyond L2";
   const std::string skip_text = skipped.text();
   if (!skip_text.empty()) p.reason += "; " + skip_text;
   addSettings(options, &p);

@@ -56,8 +56,19 @@ bool portIsActive(const fs::path& port_dir) {
   return state->find("ACTIVE") != std::string::npos && state->find("INACTIVE") == std::string::npos;
 }
 
-void readPort(const std::string& device, int port, const fs::path& port_dir,
+// The netdev's MTU from the RDMA device's own PCI function
+// (<dev>/device/net/<netdev>/mtu); VLAN and bond devices are not listed
+// there, so their MTU stays unknown (0) and UCX picks the port's MTU.
+int netdevRoceMtu(const fs::path& device_dir, const std::string& netdev) {
+  if (netdev.empty()) return 0;
+  auto text = readLine(device_dir / "device" / "net" / netdev / "mtu");
+  if (!text || !isNumber(*text)) return 0;
+  return roceMtuForNetdevMtu(std::stoi(*text));
+}
+
+void readPort(const fs::path& device_dir, int port, const fs::path& port_dir,
               std::vector<GidEntry>* out) {
+  const std::string device = device_dir.filename().string();
   GidEntry base;
   base.device = device;
   base.port = port;
@@ -77,6 +88,7 @@ void readPort(const std::string& device, int port, const fs::path& port_dir,
     e.gid = readLine(port_dir / "gids" / i).value_or("");
     e.type = readLine(port_dir / "gid_attrs" / "types" / i).value_or("");
     e.netdev = readLine(port_dir / "gid_attrs" / "ndevs" / i).value_or("");
+    e.port_mtu = netdevRoceMtu(device_dir, e.netdev);
     out->push_back(std::move(e));
   }
 }
@@ -110,6 +122,14 @@ std::string gidToAddress(const std::string& gid) {
   return buf;
 }
 
+int roceMtuForNetdevMtu(int netdev_mtu) {
+  const int room = netdev_mtu - 96;
+  for (int mtu = 4096; mtu >= 256; mtu /= 2) {
+    if (room >= mtu) return mtu;
+  }
+  return 0;
+}
+
 Result<std::vector<GidEntry>> readSysfsGids(const std::string& sysfs_root) {
   std::vector<GidEntry> out;
   std::error_code ec;
@@ -128,7 +148,7 @@ Result<std::vector<GidEntry>> readSysfsGids(const std::string& sysfs_root) {
   for (const std::string& device : devices) {
     const fs::path ports = root / device / "ports";
     for (int port : numericEntries(ports)) {
-      readPort(device, port, ports / std::to_string(port), &out);
+      readPort(root / device, port, ports / std::to_string(port), &out);
     }
   }
   return out;

@@ -26,7 +26,7 @@ struct RoceOptions {
   int dscp = 26;               // lossless class (PFC) DSCP; TC = dscp << 2 | ecn
   bool ecn = false;            // set ECT(0) in the TC (106 for DSCP 26): DCQCN fabrics
   int sl = 3;                  // service level / priority for the class
-  int path_mtu = 4096;         // 1024|2048|4096; 0 = UCX default (device best)
+  int path_mtu = 0;            // 0 = the port's MTU; else at most this (1024|2048|4096)
   int rc_timeout_us = 1000000; // RC_TIMEOUT; 0 = keep UCX default
   int rc_retry_count = 7;      // RC_RETRY_COUNT (hardware maximum)
   bool adaptive_routing = true;  // IB_AR_ENABLE try (true) / no (false)
@@ -56,6 +56,7 @@ struct GidEntry {
   std::string type;      // "RoCE v2", "IB/RoCE v1", ...
   std::string netdev;    // "eth0" (may be empty)
   bool port_active = true;
+  int port_mtu = 0;      // largest RoCE path MTU the netdev allows (active_mtu); 0 = unknown
   std::string link_layer = "Ethernet";  // "InfiniBand" ports are not RoCE
 };
 
@@ -99,6 +100,9 @@ Result<std::vector<GidEntry>> readIbverbsGids();
 // then RoCE v2 global IPv6, then link-local, RoCE v1 last. Fills
 // ucx_settings; an empty table gives rdma_present=false and no settings.
 Result<RoceProfile> chooseProfile(const std::vector<GidEntry>& gids, const RoceOptions& options);
+// The RoCE path MTU a netdev MTU allows (the kernel's iboe_get_mtu: headers
+// take 96 bytes): 9000 -> 4096, 1500 -> 1024; 0 if below 256.
+int roceMtuForNetdevMtu(int netdev_mtu);
 // readSysfsGids (or ibverbs) + chooseProfile + the UCX key/value list.
 Result<RoceProfile> resolveProfile(const RoceOptions& options);
 // Logs profile.reason once per process: warn when no RDMA device (so a
