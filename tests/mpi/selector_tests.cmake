@@ -45,3 +45,25 @@ if(TARGET switchagg-bench AND TARGET mca_coll_switchagg)
   set_tests_properties(bench_check_detects_wrong_results PROPERTIES LABELS mpi TIMEOUT 120
     ENVIRONMENT "${_bench_env}")
 endif()
+
+# `switchagg-info --select` as docs/selection.md shows it (label unit: no MPI).
+if(TARGET switchagg-info)
+  add_test(NAME info_select_with_rules
+    COMMAND switchagg-info --select --np 64 --ppn 8 --rules ${PROJECT_SOURCE_DIR}/config/selection.rules)
+  set_tests_properties(info_select_with_rules PROPERTIES LABELS unit TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "4 KiB \\.\\. 64 MiB +hierarchical +[0-9.]+ us \\.\\. [0-9.]+ ms +rule .*selection.rules:[0-9]+")
+  add_test(NAME info_select_offload_on
+    COMMAND switchagg-info --select --np 4 --switch --offload on --window 4 --slot-bytes 64K)
+  set_tests_properties(info_select_offload_on PROPERTIES LABELS unit TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "8 B \\.\\. 64 MiB +switch .*offload=on")
+  # The dumped table is a valid rules file that reproduces the same decisions.
+  add_test(NAME info_select_dump_round_trip
+    COMMAND sh -c "\"$1\" --select --dump-cost-model > \"$2\" && \"$1\" --select --np 8 > \"$2.a\" && \"$1\" --select --np 8 --rules \"$2\" | sed 's|rules=.*|rules=(none)|' > \"$2.b\" && diff \"$2.a\" \"$2.b\""
+            sh $<TARGET_FILE:switchagg-info> ${CMAKE_CURRENT_BINARY_DIR}/dumped_cost.rules)
+  set_tests_properties(info_select_dump_round_trip PROPERTIES LABELS unit TIMEOUT 30)
+  add_test(NAME info_select_bad_rules_line
+    COMMAND sh -c "printf 'allreduce bytes=0-4K algorithm=ring\\nallreduce color=red algorithm=ring\\n' > \"$2\"; \"$1\" --select --rules \"$2\"; test $? -eq 2"
+            sh $<TARGET_FILE:switchagg-info> ${CMAKE_CURRENT_BINARY_DIR}/bad.rules)
+  set_tests_properties(info_select_bad_rules_line PROPERTIES LABELS unit TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "bad.rules:2: unknown key 'color'")
+endif()
