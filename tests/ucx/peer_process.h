@@ -17,12 +17,15 @@
 namespace switchagg::test {
 
 // UCX_TLS for a SWITCHAGG_TEST_TRANSPORT value (tcp | shm; unset = UCX's
-// own choice).
-inline std::string transportTls() {
+// own choice). shm keeps tcp for PeerGroup's failure sentinel and the
+// listener's connection manager; data lanes still pick shared memory.
+inline std::string transportName() {
   const char* t = std::getenv("SWITCHAGG_TEST_TRANSPORT");
-  if (t == nullptr) return "";
-  if (std::string(t) == "shm") return "posix,sysv,cma,self";
-  return t;
+  return t == nullptr ? "" : t;
+}
+inline std::string transportTls() {
+  if (transportName() == "shm") return "posix,sysv,cma,tcp,self";
+  return transportName();
 }
 
 class PeerProcess {

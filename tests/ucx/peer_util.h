@@ -4,27 +4,41 @@
 #include <time.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace switchagg::test {
 
-// A pattern that differs per message and per byte, so a swapped, shifted or
-// truncated payload is caught.
-inline uint8_t patternByte(uint64_t seed, size_t i) {
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + i;
-  x ^= x >> 29;
-  return static_cast<uint8_t>(x * 0xbf58476d1ce4e5b9ull >> 56);
+// A pattern that differs per message and per 8-byte word, so a swapped,
+// shifted or truncated payload is caught; word-wise to stay cheap at 64 MiB.
+inline uint64_t patternWord(uint64_t seed, size_t word) {
+  uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ull + word * 0xbf58476d1ce4e5b9ull;
+  return x ^ (x >> 31);
 }
 
 inline void fillPattern(std::vector<uint8_t>& buf, uint64_t seed) {
-  for (size_t i = 0; i < buf.size(); ++i) buf[i] = patternByte(seed, i);
+  const size_t words = buf.size() / 8;
+  for (size_t w = 0; w < words; ++w) {
+    uint64_t v = patternWord(seed, w);
+    std::memcpy(buf.data() + w * 8, &v, 8);
+  }
+  uint64_t tail = patternWord(seed, words);
+  std::memcpy(buf.data() + words * 8, &tail, buf.size() - words * 8);
 }
 
 // Index of the first wrong byte, or -1.
 inline long checkPattern(const uint8_t* data, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; ++i)
-    if (data[i] != patternByte(seed, i)) return static_cast<long>(i);
+  const size_t words = n / 8;
+  for (size_t w = 0; w <= words; ++w) {
+    uint64_t v = patternWord(seed, w);
+    size_t len = w < words ? 8 : n - words * 8;
+    if (len > 0 && std::memcmp(data + w * 8, &v, len) != 0) {
+      for (size_t i = 0; i < len; ++i)
+        if (data[w * 8 + i] != reinterpret_cast<const uint8_t*>(&v)[i])
+          return static_cast<long>(w * 8 + i);
+    }
+  }
   return -1;
 }
 

@@ -74,6 +74,14 @@ void runMessages(int lanes) {
   EXPECT_EQ(num(sender, "cts_waits"), 5u + 16u);
   EXPECT_EQ(num(receiver, "cts_granted"), 5u + 16u);
   EXPECT_GT(num(receiver, "bytes_received"), uint64_t(64) << 20);
+  // The lanes really run on the transport under test.
+  const std::string tl = sender["transports"];
+  if (transportName() == "shm") {
+    EXPECT_TRUE(tl.find("lane,0:,sysv") == 0 || tl.find("lane,0:,posix") == 0) << tl;
+    EXPECT_NE(tl.find("sentinel:,tcp"), std::string::npos) << tl;
+  } else if (transportName() == "tcp") {
+    EXPECT_EQ(tl.find("lane,0:,tcp"), 0u) << tl;
+  }
 }
 
 TEST(UcxTransport, TaggedMessagesOneLane) { runMessages(1); }

@@ -48,6 +48,7 @@ Context::~Context() = default;
 const TransportOptions& Context::options() const { return impl_->options; }
 const RoceProfile& Context::profile() const { return impl_->profile; }
 int Context::lanes() const { return impl_->lanes; }
+FailureDetection Context::failureDetection() const { return impl_->failure_detection; }
 
 Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options) {
   SWITCHAGG_RETURN_IF_ERROR(validate(options));
@@ -58,6 +59,10 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   impl->profile = std::move(profile.value());
   logProfileOnce(impl->profile);
   impl->lanes = options.lanes > 0 ? options.lanes : std::max(1, impl->profile.lanes);
+  impl->failure_detection = options.failure_detection;
+  if (impl->failure_detection == FailureDetection::kAuto)
+    impl->failure_detection =
+        impl->profile.rdma_present ? FailureDetection::kPeer : FailureDetection::kSentinel;
 
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);

@@ -6,6 +6,8 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 
@@ -75,14 +77,19 @@ void closeEndpoints(Worker::Impl* worker, std::vector<std::unique_ptr<Endpoint>>
 
 Result<std::unique_ptr<Endpoint>> EndpointFactory::create(Worker::Impl* worker,
                                                           ucp_ep_params_t params,
-                                                          std::string peer_name) {
+                                                          std::string peer_name,
+                                                          ucp_err_handling_mode_t mode) {
   auto impl = std::make_unique<Endpoint::Impl>();
   impl->worker = worker;
   impl->peer_name = std::move(peer_name);
-  params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = Endpoint::Impl::errorCallback;
-  params.err_handler.arg = impl.get();
+  impl->err_mode = mode;
+  params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.err_mode = mode;
+  if (mode == UCP_ERR_HANDLING_MODE_PEER) {
+    params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_handler.cb = Endpoint::Impl::errorCallback;
+    params.err_handler.arg = impl.get();
+  }
   ucs_status_t st = ucp_ep_create(worker->ucp, &params, &impl->ep);
   if (st != UCS_OK) return statusFromUcs(st, "connect to " + impl->peer_name);
   worker->endpoints[impl->ep] = impl.get();
@@ -146,8 +153,9 @@ Result<std::unique_ptr<Endpoint>> Endpoint::connect(Worker& worker, const std::s
   return EndpointFactory::create(worker.impl(), p, host_port);
 }
 
-Result<std::unique_ptr<Endpoint>> Endpoint::connectAddress(Worker& worker,
-                                                           const std::vector<uint8_t>& address) {
+Result<std::unique_ptr<Endpoint>> EndpointFactory::toAddress(Worker::Impl* worker,
+                                                             const std::vector<uint8_t>& address,
+                                                             ucp_err_handling_mode_t mode) {
   if (address.empty()) return Status(Code::kInvalidArgument, "empty worker address");
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
@@ -155,7 +163,12 @@ Result<std::unique_ptr<Endpoint>> Endpoint::connectAddress(Worker& worker,
   size_t h = std::hash<std::string>{}(std::string(address.begin(), address.end()));
   char name[32];
   snprintf(name, sizeof(name), "worker %08zx", h & 0xffffffffu);
-  return EndpointFactory::create(worker.impl(), p, name);
+  return create(worker, p, name, mode);
+}
+
+Result<std::unique_ptr<Endpoint>> Endpoint::connectAddress(Worker& worker,
+                                                           const std::vector<uint8_t>& address) {
+  return EndpointFactory::toAddress(worker.impl(), address, UCP_ERR_HANDLING_MODE_PEER);
 }
 
 Status Endpoint::amSend(uint16_t id, const void* header, size_t header_length, const void* data,
@@ -181,6 +194,27 @@ Status Endpoint::tagSend(uint64_t tag, const void* data, size_t length, Request&
   SWITCHAGG_RETURN_IF_ERROR(req::begin(s, impl_->worker, impl_.get()));
   req::postTagSend(*impl_, tag, data, length, s);
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
+}
+
+// Parses ucp_ep_print_info's "lane[i]:  2:tcp/lo.0 md[1] -> ..." lines.
+std::string Endpoint::transports() const {
+  if (impl_->ep == nullptr) return "";
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (f == nullptr) return "";
+  ucp_ep_print_info(impl_->ep, f);
+  fclose(f);
+  std::string info(text, size), out;
+  free(text);
+  for (size_t pos = info.find("lane["); pos != std::string::npos; pos = info.find("lane[", pos + 1)) {
+    size_t colon = info.find(':', info.find(']', pos) + 2);  // after the resource index
+    size_t end = info.find_first_of(" .", colon + 1);
+    if (colon == std::string::npos || end == std::string::npos) break;
+    std::string tl = info.substr(colon + 1, end - colon - 1);
+    if (out.find(tl) == std::string::npos) out += (out.empty() ? "" : " ") + tl;
+  }
+  return out;
 }
 
 bool Endpoint::failed() const { return impl_->failed; }

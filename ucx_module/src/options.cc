@@ -54,6 +54,15 @@ Status setWait(const char* env, const std::string& text, TransportOptions* o) {
   return Status::Ok();
 }
 
+Status setFailureDetection(const char* env, const std::string& text, TransportOptions* o) {
+  auto v = parseChoice(env, text, {"auto", "peer", "sentinel"});
+  if (!v.ok()) return v.status();
+  o->failure_detection = *v == "peer"       ? FailureDetection::kPeer
+                         : *v == "sentinel" ? FailureDetection::kSentinel
+                                            : FailureDetection::kAuto;
+  return Status::Ok();
+}
+
 const std::vector<OptionSpec>& specs() {
   static const std::vector<OptionSpec> table = {
       {{"lanes", "SWITCHAGG_UCX_LANES", "auto",
@@ -75,6 +84,11 @@ const std::vector<OptionSpec>& specs() {
         "blocking: sleep on the worker's event fd between events; busy: poll (lowest "
         "latency, burns a core)"},
        setWait},
+      {{"failure_detection", "SWITCHAGG_UCX_FAILURE_DETECTION", "auto",
+        "peer: UCX peer error handling on every lane (no shared memory in UCX 1.13); "
+        "sentinel: plain lanes plus one watched TCP endpoint per peer; auto: peer with an "
+        "RDMA device, else sentinel"},
+       setFailureDetection},
   };
   return table;
 }

@@ -17,8 +17,11 @@ PeerGroup::Impl::~Impl() {
   for (auto& [id, op] : recvs) req::abandon(*op.user, aborted);
   recvs.clear();
   std::vector<std::unique_ptr<Endpoint>> all;
-  for (auto& peer : peers)
+  for (auto& peer : peers) {
+    for (auto& [id, st] : peer.inflight_sends) req::abandon(*st, aborted);
     for (auto& lane : peer.lanes) all.push_back(std::move(lane));
+    all.push_back(std::move(peer.sentinel));
+  }
   closeEndpoints(w, all, w->ctx->options.peer_timeout_ms);
   w->group_slots[slot] = false;
 }
@@ -31,25 +34,61 @@ Status PeerGroup::Impl::checkPeer(int peer) const {
   return Status::Ok();
 }
 
+// A PEER-mode endpoint whose failure fails the whole peer.
+Result<std::unique_ptr<Endpoint>> PeerGroup::Impl::watchedEndpoint(int peer) {
+  auto ep = EndpointFactory::toAddress(w, addresses[peer], UCP_ERR_HANDLING_MODE_PEER);
+  if (!ep.ok()) return ep.status();
+  std::weak_ptr<Impl*> token = alive;
+  ep.value()->impl()->on_failure = [token, peer](const Status& st) {
+    auto t = token.lock();
+    if (t && *t != nullptr) (*t)->peerFailed(peer, st);
+  };
+  return ep;
+}
+
 // Lanes are created together on first use, for receives too: an endpoint
-// to the source is what notices that it died.
+// to the source is what notices that it died. Lanes to oneself never fail
+// and skip error handling (PEER mode has no shared-memory or self path).
 Status PeerGroup::Impl::ensureLanes(int peer) {
   Peer& p = peers[peer];
   if (!p.lanes.empty()) return Status::Ok();
+  const bool plain = sentinel_mode || peer == rank;
   for (int i = 0; i < lanes; ++i) {
-    auto ep = Endpoint::connectAddress(*worker, addresses[peer]);
+    auto ep = plain ? EndpointFactory::toAddress(w, addresses[peer], UCP_ERR_HANDLING_MODE_NONE)
+                    : watchedEndpoint(peer);
     if (!ep.ok()) {
       p.lanes.clear();
       return ep.status();
     }
-    std::weak_ptr<Impl*> token = alive;
-    ep.value()->impl()->on_failure = [token, peer](const Status& st) {
-      auto t = token.lock();
-      if (t && *t != nullptr) (*t)->peerFailed(peer, st);
-    };
     p.lanes.push_back(std::move(ep.value()));
   }
+  if (sentinel_mode && peer != rank) {
+    auto watch = watchedEndpoint(peer);
+    if (watch.ok()) {
+      p.sentinel = std::move(watch.value());
+    } else {
+      // No transport with peer error handling (e.g. UCX_TLS without tcp):
+      // still usable, but a dead peer now only shows as a timeout.
+      static bool warned = false;
+      if (!warned)
+        SA_WARN("ucx", "no failure sentinel possible (%s); dead peers surface as timeouts",
+                watch.status().toString().c_str());
+      warned = true;
+    }
+  }
   return Status::Ok();
+}
+
+void PeerGroup::Impl::trackSend(int peer, Request::State& s) {
+  const uint64_t id = next_id++;
+  peers[peer].inflight_sends[id] = &s;
+  std::weak_ptr<Impl*> token = alive;
+  auto forget = [token, peer, id] {
+    auto t = token.lock();
+    if (t && *t != nullptr) (*t)->peers[peer].inflight_sends.erase(id);
+  };
+  s.on_complete = [forget](const Status&, size_t) { forget(); };
+  s.on_abandon = forget;
 }
 
 void PeerGroup::Impl::postData(int peer, uint32_t tag, uint8_t seq, const void* data,
@@ -60,6 +99,7 @@ void PeerGroup::Impl::postData(int peer, uint32_t tag, uint8_t seq, const void* 
   counters.bytes_sent += length;
   counters.lane_messages[lane]++;
   req::postTagSend(*p.lanes[lane]->impl(), dataTag(rank, seq, tag), data, length, s);
+  if (s.active) trackSend(peer, s);
 }
 
 PeerGroup::PeerGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -87,6 +127,7 @@ Result<std::unique_ptr<PeerGroup>> PeerGroup::create(Worker& worker, uint32_t gr
   impl->addresses = std::move(addresses);
   const Context& ctx = worker.context();
   impl->lanes = ctx.lanes();
+  impl->sentinel_mode = ctx.failureDetection() == FailureDetection::kSentinel;
   impl->cts_threshold = ctx.options().cts_threshold;
   impl->cts_window = ctx.options().cts_window;
   impl->counters.lane_messages.assign(impl->lanes, 0);
@@ -95,6 +136,16 @@ Result<std::unique_ptr<PeerGroup>> PeerGroup::create(Worker& worker, uint32_t gr
   w->group_slots[slot] = true;
   impl->startControl();
   return std::unique_ptr<PeerGroup>(new PeerGroup(std::move(impl)));
+}
+
+std::string PeerGroup::describePeer(int peer) {
+  if (!impl_->checkPeer(peer).ok() || !impl_->ensureLanes(peer).ok()) return "";
+  const auto& p = impl_->peers[peer];
+  std::string out;
+  for (size_t i = 0; i < p.lanes.size(); ++i)
+    out += "lane " + std::to_string(i) + ": " + p.lanes[i]->transports() + "\n";
+  if (p.sentinel) out += "sentinel: " + p.sentinel->transports() + "\n";
+  return out;
 }
 
 int PeerGroup::rank() const { return impl_->rank; }

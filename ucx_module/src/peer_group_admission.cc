@@ -144,6 +144,13 @@ void PeerGroup::Impl::peerFailed(int peer, const Status& status) {
   p.failure = Status(Code::kPeerFailed, "group " + std::to_string(group_id) + " rank " +
                                             std::to_string(peer) + ": " + status.message());
   SA_DEBUG("ucx", "%s", p.failure.message().c_str());
+  for (auto& lane : p.lanes) {
+    lane->impl()->failed = true;  // fail fast, and close by force
+    lane->impl()->failure = p.failure;
+  }
+  auto sends = std::move(p.inflight_sends);
+  p.inflight_sends.clear();
+  for (auto& [id, st] : sends) req::abandon(*st, p.failure);
   for (auto it = awaiting_cts.begin(); it != awaiting_cts.end();) {
     if (it->second.peer == peer) {
       req::complete(*it->second.user, p.failure, 0);

@@ -59,6 +59,7 @@ struct PeerGroup::Impl {
   int rank = 0;
   std::vector<std::vector<uint8_t>> addresses;
   int lanes = 1;
+  bool sentinel_mode = false;
   size_t cts_threshold = 0;
   size_t cts_window = 0;
   PeerGroupCounters counters;
@@ -66,6 +67,10 @@ struct PeerGroup::Impl {
 
   struct Peer {
     std::vector<std::unique_ptr<Endpoint>> lanes;
+    std::unique_ptr<Endpoint> sentinel;  // FailureDetection::kSentinel only
+    // Data sends UCX has not completed: failed by peerFailed(), since lanes
+    // without error handling may never complete them.
+    std::unordered_map<uint64_t, Request::State*> inflight_sends;
     uint32_t next_lane = 0;
     bool failed = false;
     Status failure;
@@ -118,6 +123,8 @@ struct PeerGroup::Impl {
 
   Status checkPeer(int peer) const;
   Status ensureLanes(int peer);
+  Result<std::unique_ptr<Endpoint>> watchedEndpoint(int peer);
+  void trackSend(int peer, Request::State& s);
   void postData(int peer, uint32_t tag, uint8_t seq, const void* data, size_t length,
                 Request::State& s);
   // Clear-to-send (peer_group_admission.cc).

@@ -20,6 +20,7 @@ bool isPeerError(ucs_status_t status) {
     case UCS_ERR_NOT_CONNECTED:
     case UCS_ERR_IO_ERROR:
     case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_SHMEM_SEGMENT:  // a dead peer's shared memory is gone
       return true;
     default:
       return false;
@@ -86,6 +87,7 @@ Status begin(Request::State& s, Worker::Impl* worker, Endpoint::Impl* endpoint) 
   s.worker = worker;
   s.endpoint = endpoint;
   s.cancelling = false;
+  s.is_recv = false;
   s.on_complete = nullptr;
   s.on_abandon = nullptr;
   return Status::Ok();
@@ -139,7 +141,7 @@ void abandon(Request::State& s, Status status) {
     // Receives cancel at once (the callback runs inside ucp_request_cancel
     // and clears ucx_req); sends finish inside UCX and their callback then
     // only frees the request.
-    if (s.worker != nullptr) ucp_request_cancel(s.worker->ucp, s.ucx_req);
+    if (s.worker != nullptr && s.is_recv) ucp_request_cancel(s.worker->ucp, s.ucx_req);
   }
   complete(s, std::move(status), 0);
 }
@@ -198,6 +200,7 @@ void postTagRecv(Worker::Impl& w, uint64_t tag, uint64_t mask, void* data, size_
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = recvCallback;
+  s.is_recv = true;
   prepare(s, p);
   attach(s, ucp_tag_recv_nbx(w.ucp, data, length, tag, mask, &p), "tag receive", 0);
 }

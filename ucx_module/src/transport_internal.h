@@ -35,6 +35,8 @@ struct Context::Impl {
   TransportOptions options;
   RoceProfile profile;
   int lanes = 1;
+  // PeerGroup failure detection, resolved from options.failure_detection.
+  FailureDetection failure_detection = FailureDetection::kPeer;
   ucp_context_h ucp = nullptr;
   ~Impl();
 };
@@ -48,6 +50,7 @@ struct Request::State {
   bool posting = false;                 // inside the ucp_*_nbx call
   bool cancelling = false;              // completed by us; UCX's callback only frees
   bool zombie = false;                  // its Request is gone; callback deletes
+  bool is_recv = false;                 // receives can be cancelled in UCX
   Worker::Impl* worker = nullptr;
   Endpoint::Impl* endpoint = nullptr;   // errors on it mean kPeerFailed
   ucp_tag_recv_info_t tag_info{};
@@ -126,6 +129,7 @@ struct Endpoint::Impl {
   bool failed = false;
   Status failure;
   std::string peer_name;
+  ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_PEER;
   void* user_data = nullptr;
   // Internal failure hook (PeerGroup), run deferred before the worker's.
   std::function<void(const Status&)> on_failure;
@@ -137,8 +141,14 @@ struct Endpoint::Impl {
 
 struct EndpointFactory {
   // Creates an Endpoint from filled ucp_ep_params (error handling is added).
-  static Result<std::unique_ptr<Endpoint>> create(Worker::Impl* worker, ucp_ep_params_t params,
-                                                  std::string peer_name);
+  // UCP_ERR_HANDLING_MODE_NONE endpoints get no error callback; their owner
+  // must detect failure another way (PeerGroup's sentinel).
+  static Result<std::unique_ptr<Endpoint>> create(
+      Worker::Impl* worker, ucp_ep_params_t params, std::string peer_name,
+      ucp_err_handling_mode_t mode = UCP_ERR_HANDLING_MODE_PEER);
+  static Result<std::unique_ptr<Endpoint>> toAddress(Worker::Impl* worker,
+                                                     const std::vector<uint8_t>& address,
+                                                     ucp_err_handling_mode_t mode);
 };
 // "host:port" (numeric or DNS; "*" = any for listeners) to a socket address.
 Status resolveSockaddr(const std::string& host_port, bool passive, sockaddr_storage* out,

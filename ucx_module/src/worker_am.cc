@@ -40,6 +40,7 @@ void startRendezvous(Worker::Impl* w, PendingAm* pending, void* desc) {
   };
   ucp_request_param_t p{};
   p.cb.recv_am = req::amDataCallback;
+  s.is_recv = true;
   req::prepare(s, p);
   ucs_status_ptr_t r = ucp_am_recv_data_nbx(w->ucp, desc, pending->data.get(), pending->length, &p);
   req::attach(s, r, "am rendezvous receive", pending->length);

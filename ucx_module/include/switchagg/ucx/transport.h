@@ -30,6 +30,18 @@ namespace switchagg::ucx {
 
 enum class WaitMode { kBusyPoll, kBlocking };
 
+// How a PeerGroup notices a dead peer. UCX 1.13 drops shared-memory
+// transports from endpoints with peer error handling, so:
+//   kPeer     - every lane uses UCP_ERR_HANDLING_MODE_PEER (RDMA/TCP lanes;
+//               intra-node traffic loses shared memory)
+//   kSentinel - lanes use no error handling (shared memory stays usable) and
+//               one extra PEER-mode endpoint per peer (TCP keepalive) watches
+//               the peer; its failure fails every lane to that peer
+//   kAuto     - kPeer when an RDMA device is present (RC transports would
+//               treat a dead peer as fatal without error handling), else
+//               kSentinel
+enum class FailureDetection { kAuto, kPeer, kSentinel };
+
 struct TransportOptions {
   RoceOptions roce;                    // see roce_profile.h
   int lanes = 0;                       // endpoints per peer; 0 = auto (1 without RoCE)
@@ -37,6 +49,7 @@ struct TransportOptions {
   size_t cts_window = 8u << 20;        // max bytes in flight towards one receiver
   int64_t peer_timeout_ms = 2000;      // failure detection bound
   WaitMode wait_mode = WaitMode::kBlocking;
+  FailureDetection failure_detection = FailureDetection::kAuto;
   bool enable_am = true;               // UCP_FEATURE_AM (agent data plane)
   bool enable_tag = true;              // UCP_FEATURE_TAG (host algorithms)
 
@@ -70,6 +83,7 @@ class Context {
   const TransportOptions& options() const;
   const RoceProfile& profile() const;
   int lanes() const;  // resolved lane count
+  FailureDetection failureDetection() const;  // resolved: kPeer or kSentinel
   struct Impl;
   Impl* impl() { return impl_.get(); }
 
@@ -161,6 +175,9 @@ class Endpoint {
   Status tagSend(uint64_t tag, const void* data, size_t length, Request& request);
 
   bool failed() const;
+  // The UCX transports this endpoint's lanes use, e.g. "sysv/memory cma/memory"
+  // (from ucp_ep_print_info; for logs, tests and benchmarks).
+  std::string transports() const;
   std::string peerName() const;  // "127.0.0.1:18515" or "worker <hash>"
   void* userData() const;        // free slot for the owner (e.g. agent session)
   void setUserData(void* p);
@@ -221,6 +238,9 @@ class PeerGroup {
                   uint32_t tag, int64_t timeout_ms);
 
   const PeerGroupCounters& counters() const;
+  // One line per lane (and the failure sentinel) naming its transports;
+  // connects to `peer` if needed. "" for a bad or failed rank.
+  std::string describePeer(int peer);
   Worker& worker();
   struct Impl;
 
