@@ -1,0 +1,34 @@
+# Data-plane tests (H2b), included by tests/agent/CMakeLists.txt.
+#   test_data_unit     wire codec, slot pool, engine (no UCX, no processes)
+#   test_data_member   one group member as a process (driven by the tests below)
+#   test_data_agent    real switchagg-agent + real member processes
+set(SWITCHAGG_DATA_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+file(GLOB SWITCHAGG_DATA_UNIT_SOURCES CONFIGURE_DEPENDS
+  ${SWITCHAGG_DATA_TEST_DIR}/test_data_wire*.cc ${SWITCHAGG_DATA_TEST_DIR}/test_data_engine*.cc)
+file(GLOB SWITCHAGG_DATA_AGENT_SOURCES CONFIGURE_DEPENDS
+  ${SWITCHAGG_DATA_TEST_DIR}/test_data_harness.cc ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent*.cc)
+
+if(SWITCHAGG_DATA_UNIT_SOURCES)
+add_executable(test_data_unit ${SWITCHAGG_DATA_UNIT_SOURCES})
+target_link_libraries(test_data_unit PRIVATE switchagg_engine GTest::gtest_main)
+switchagg_warnings(test_data_unit)
+gtest_discover_tests(test_data_unit PROPERTIES LABELS "unit;agent" TIMEOUT 60)
+endif()
+
+add_executable(test_data_member ${SWITCHAGG_DATA_TEST_DIR}/test_data_member.cc)
+target_link_libraries(test_data_member PRIVATE switchagg_dataclient)
+switchagg_warnings(test_data_member)
+
+if(TARGET switchagg_agent_fixture AND TARGET switchagg-agent AND SWITCHAGG_DATA_AGENT_SOURCES)
+  add_executable(test_data_agent ${SWITCHAGG_DATA_AGENT_SOURCES})
+  target_link_libraries(test_data_agent PRIVATE switchagg_agent_fixture switchagg_ctlclient
+    switchagg_dataclient switchagg_ucx nlohmann_json::nlohmann_json GTest::gtest_main)
+  add_dependencies(test_data_agent test_data_member switchagg-agent)
+  switchagg_warnings(test_data_agent)
+  # One agent per test; members are real processes. Fault tests also carry `fault`.
+  gtest_discover_tests(test_data_agent TEST_FILTER "DataAgent.*"
+    PROPERTIES LABELS "agent" TIMEOUT 120)
+  gtest_discover_tests(test_data_agent TEST_FILTER "DataAgentFault.*"
+    PROPERTIES LABELS "agent;fault" TIMEOUT 120)
+endif()

@@ -1,0 +1,155 @@
+// test_data_member: one group member as a real process, for the data-plane
+// multi-process tests. Connects to the agent, joins, runs `iters` allreduces
+// of deterministic inputs and checks every result bit for bit against the
+// rank-ordered reference.
+//
+//   test_data_member --agent H:P --token HEX --group ID --size N --rank R
+//     [--dtype float32] [--op sum] [--count N] [--iters N] [--window W]
+//     [--timeout MS] [--in-place] [--forever] [--pairs d1/o1,d2/o2,...]
+//
+// Prints "STREAMING" once joined, then one "RESULT ok ..." line or
+// "RESULT fail <Code> <message>" line. Exit: 0 all calls right, 2 a call
+// failed (status), 3 a wrong result, 4 connect/join failed, 5 bad usage.
+// --forever repeats until a call fails (fault tests kill something meanwhile)
+// and then checks that an in-place buffer still holds the input.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "switchagg/agent/data_client.h"
+#include "test_data_util.h"
+
+using namespace switchagg;
+using namespace switchagg::agent;
+
+namespace {
+
+struct Args {
+  std::string agent, token;
+  uint64_t group = 1;
+  int size = 1, rank = 0, iters = 1, window = 0;
+  size_t count = 1000;
+  int64_t timeout = 10000;
+  bool in_place = false, forever = false;
+  std::vector<std::pair<Dtype, Op>> pairs;
+};
+
+bool parsePairs(const std::string& text, std::vector<std::pair<Dtype, Op>>* out) {
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(at, comma - at);
+    const size_t slash = item.find('/');
+    Dtype d;
+    Op o;
+    if (slash == std::string::npos || !parseDtype(item.substr(0, slash).c_str(), &d) ||
+        !parseOp(item.substr(slash + 1).c_str(), &o))
+      return false;
+    out->emplace_back(d, o);
+    at = comma + 1;
+  }
+  return !out->empty();
+}
+
+bool parseArgs(int argc, char** argv, Args* a) {
+  Dtype dtype = Dtype::kFloat32;
+  Op op = Op::kSum;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--in-place") { a->in_place = true; continue; }
+    if (k == "--forever") { a->forever = true; continue; }
+    if (i + 1 >= argc) return false;
+    const std::string v = argv[++i];
+    if (k == "--agent") a->agent = v;
+    else if (k == "--token") a->token = v;
+    else if (k == "--group") a->group = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--size") a->size = std::atoi(v.c_str());
+    else if (k == "--rank") a->rank = std::atoi(v.c_str());
+    else if (k == "--iters") a->iters = std::atoi(v.c_str());
+    else if (k == "--window") a->window = std::atoi(v.c_str());
+    else if (k == "--count") a->count = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--timeout") a->timeout = std::atoll(v.c_str());
+    else if (k == "--dtype") { if (!parseDtype(v.c_str(), &dtype)) return false; }
+    else if (k == "--op") { if (!parseOp(v.c_str(), &op)) return false; }
+    else if (k == "--pairs") { if (!parsePairs(v, &a->pairs)) return false; }
+    else return false;
+  }
+  if (a->pairs.empty()) a->pairs.emplace_back(dtype, op);
+  return !a->agent.empty() && !a->token.empty();
+}
+
+int fail(const char* what, const Status& st, int code) {
+  std::printf("RESULT fail %s %s: %s\n", codeName(st.code()), what, st.message().c_str());
+  std::fflush(stdout);
+  return code;
+}
+
+// One allreduce of call `iter`; 0 ok, else the exit code.
+int runOne(AggGroup& g, const Args& a, Dtype d, Op op, int iter) {
+  const std::vector<uint8_t> input = testing::makeInput(d, a.rank, iter, a.count);
+  std::vector<uint8_t> send = input;
+  std::vector<uint8_t> recv(a.in_place ? 0 : input.size(), 0xEE);
+  void* out = a.in_place ? send.data() : recv.data();
+  const Status st = g.allreduce(d, op, send.data(), out, a.count, a.timeout);
+  if (!st.ok()) {
+    // Failure contract: the input is intact (in place: the whole buffer).
+    if (send != input) {
+      std::printf("RESULT wrong input modified by a failed allreduce\n");
+      return 3;
+    }
+    return fail("allreduce", st, 2);
+  }
+  const auto want = testing::referenceResult(d, op, a.size, iter, a.count);
+  if (!testing::sameResult(d, static_cast<const uint8_t*>(out), want.data(), a.count)) {
+    std::printf("RESULT wrong %s/%s iter %d\n", dtypeName(d), opName(op), iter);
+    return 3;
+  }
+  if (!a.in_place && send != input) {
+    std::printf("RESULT wrong send buffer modified\n");
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!parseArgs(argc, argv, &a)) {
+    std::fprintf(stderr, "usage: see the top of test_data_member.cc\n");
+    return 5;
+  }
+  auto client = AggClient::connect(a.agent, a.token, a.timeout);
+  if (!client.ok()) return fail("connect", client.status(), 4);
+  auto group = (*client)->join(a.group, a.size, a.rank, a.timeout,
+                               static_cast<uint32_t>(a.window));
+  if (!group.ok()) return fail("join", group.status(), 4);
+  AggGroup& g = **group;
+  std::printf("STREAMING window=%u slot_bytes=%zu\n", g.info().window, g.info().slot_bytes);
+  std::fflush(stdout);
+  int calls = 0;
+  for (int iter = 0; a.forever || iter < a.iters; ++iter) {
+    for (const auto& [d, op] : a.pairs) {
+      if (!g.supports(d, op)) return fail("supports", Status(Code::kUnsupported, dtypeName(d)), 2);
+      const int rc = runOne(g, a, d, op, iter);
+      if (rc != 0) return rc;
+      ++calls;
+    }
+  }
+  const ClientCounters& c = g.counters();
+  std::printf("RESULT ok calls=%d chunks_sent=%llu chunks_received=%llu bytes_sent=%llu "
+              "bytes_received=%llu\n",
+              calls, static_cast<unsigned long long>(c.chunks_sent),
+              static_cast<unsigned long long>(c.chunks_received),
+              static_cast<unsigned long long>(c.bytes_sent),
+              static_cast<unsigned long long>(c.bytes_received));
+  std::fflush(stdout);
+  group->reset();
+  return 0;
+}
