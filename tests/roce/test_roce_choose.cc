@@ -61,7 +61,7 @@ TEST(RoceChoose, MixedV1V2PicksV2Ipv4) {
   EXPECT_EQ(s["IB_SL"], "3");
   EXPECT_EQ(s["IB_PATH_MTU"], "4096");  // eth0 MTU 9000 allows 4096
   EXPECT_EQ(p.path_mtu, 4096);
-  EXPECT_EQ(s["RC_TIMEOUT"], "1000000us");
+  EXPECT_EQ(s["RC_TIMEOUT"], "4000000us");
   EXPECT_EQ(s["RC_RETRY_COUNT"], "7");
   EXPECT_EQ(s["IB_AR_ENABLE"], "try");
   EXPECT_EQ(s["IB_ROCE_PATH_FACTOR"], "1");

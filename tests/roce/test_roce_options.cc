@@ -37,7 +37,7 @@ TEST(RoceOptionsEnv, DefaultsWithoutVariables) {
   EXPECT_EQ(o->dscp, d.dscp);
   EXPECT_EQ(o->sl, d.sl);
   EXPECT_EQ(o->path_mtu, 0);  // auto: the port's
-  EXPECT_EQ(o->rc_timeout_us, 1000000);
+  EXPECT_EQ(o->rc_timeout_us, 4000000);
   EXPECT_EQ(o->rc_retry_count, 7);
   EXPECT_TRUE(o->adaptive_routing);
   EXPECT_FALSE(o->ecn);

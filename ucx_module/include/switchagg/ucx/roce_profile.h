@@ -27,7 +27,7 @@ struct RoceOptions {
   bool ecn = false;            // set ECT(0) in the TC (106 for DSCP 26): DCQCN fabrics
   int sl = 3;                  // service level / priority for the class
   int path_mtu = 0;            // 0 = the port's MTU; else at most this (1024|2048|4096)
-  int rc_timeout_us = 1000000; // RC_TIMEOUT; 0 = keep UCX default
+  int rc_timeout_us = 4000000; // RC_TIMEOUT (survives port flaps); 0 = UCX default
   int rc_retry_count = 7;      // RC_RETRY_COUNT (hardware maximum)
   bool adaptive_routing = true;  // IB_AR_ENABLE try (true) / no (false)
   int path_factor = 1;         // IB_ROCE_PATH_FACTOR (source-port entropy)
