@@ -36,9 +36,30 @@ Status validate(const TransportOptions& o) {
   return Status::Ok();
 }
 
+// The sentinel context: TCP only (it exists to get peer error handling
+// without giving up shared memory on the main context), tag feature for the
+// wireup, wakeup for blocking waits, our keepalive.
+ucp_context_h createSentinelContext(const TransportOptions& options) {
+  ucp_config_t* config = nullptr;
+  if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return nullptr;
+  RoceProfile scratch;
+  ucp_context_h ctx = nullptr;
+  if (ucp_config_modify(config, "TLS", "tcp") == UCS_OK &&
+      applyKeepalive(config, options, scratch).ok()) {
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    if (ucp_init(&params, config, &ctx) != UCS_OK) ctx = nullptr;
+  }
+  ucp_config_release(config);
+  if (ctx == nullptr) SA_WARN("ucx", "no TCP failure sentinel; dead peers surface as timeouts");
+  return ctx;
+}
+
 }  // namespace
 
 Context::Impl::~Impl() {
+  if (sentinel != nullptr) ucp_cleanup(sentinel);
   if (ucp != nullptr) ucp_cleanup(ucp);
 }
 
@@ -82,6 +103,8 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   st = ucp_init(&params, config, &impl->ucp);
   ucp_config_release(config);
   if (st != UCS_OK) return statusFromUcs(st, "ucp_init");
+  if (impl->failure_detection == FailureDetection::kSentinel)
+    impl->sentinel = createSentinelContext(options);
   return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
 

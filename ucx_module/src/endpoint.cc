@@ -63,6 +63,7 @@ void closeEndpoints(Worker::Impl* worker, std::vector<std::unique_ptr<Endpoint>>
   if (worker != nullptr && !pending.empty()) {
     (void)worker->waitUntil(
         [&] {
+          worker->progressSentinel();
           for (void* r : pending)
             if (ucp_request_check_status(r) == UCS_INPROGRESS) return false;
           return true;
@@ -78,9 +79,12 @@ void closeEndpoints(Worker::Impl* worker, std::vector<std::unique_ptr<Endpoint>>
 Result<std::unique_ptr<Endpoint>> EndpointFactory::create(Worker::Impl* worker,
                                                           ucp_ep_params_t params,
                                                           std::string peer_name,
-                                                          ucp_err_handling_mode_t mode) {
+                                                          ucp_err_handling_mode_t mode,
+                                                          bool on_sentinel) {
   auto impl = std::make_unique<Endpoint::Impl>();
   impl->worker = worker;
+  impl->ucp_worker = on_sentinel ? worker->sentinel : worker->ucp;
+  if (impl->ucp_worker == nullptr) return Status(Code::kUnsupported, "no sentinel worker");
   impl->peer_name = std::move(peer_name);
   impl->err_mode = mode;
   params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
@@ -90,7 +94,7 @@ Result<std::unique_ptr<Endpoint>> EndpointFactory::create(Worker::Impl* worker,
     params.err_handler.cb = Endpoint::Impl::errorCallback;
     params.err_handler.arg = impl.get();
   }
-  ucs_status_t st = ucp_ep_create(worker->ucp, &params, &impl->ep);
+  ucs_status_t st = ucp_ep_create(impl->ucp_worker, &params, &impl->ep);
   if (st != UCS_OK) return statusFromUcs(st, "connect to " + impl->peer_name);
   worker->endpoints[impl->ep] = impl.get();
   Endpoint::Impl* raw = impl.get();
@@ -105,8 +109,12 @@ Endpoint::~Endpoint() {
   Worker::Impl* w = impl_->worker;
   void* r = impl_->startClose();
   if (r == nullptr) return;
-  (void)w->waitUntil([r] { return ucp_request_check_status(r) != UCS_INPROGRESS; },
-                     w->ctx->options.peer_timeout_ms);
+  (void)w->waitUntil(
+      [w, r] {
+        w->progressSentinel();
+        return ucp_request_check_status(r) != UCS_INPROGRESS;
+      },
+      w->ctx->options.peer_timeout_ms);
   ucp_request_free(r);
 }
 
@@ -155,15 +163,20 @@ Result<std::unique_ptr<Endpoint>> Endpoint::connect(Worker& worker, const std::s
 
 Result<std::unique_ptr<Endpoint>> EndpointFactory::toAddress(Worker::Impl* worker,
                                                              const std::vector<uint8_t>& address,
-                                                             ucp_err_handling_mode_t mode) {
-  if (address.empty()) return Status(Code::kInvalidArgument, "empty worker address");
+                                                             ucp_err_handling_mode_t mode,
+                                                             bool on_sentinel) {
+  WorkerAddress parts = splitWorkerAddress(address);
+  const std::vector<uint8_t>& target = on_sentinel ? parts.sentinel : parts.main;
+  if (target.empty())
+    return Status(on_sentinel ? Code::kUnsupported : Code::kInvalidArgument,
+                  on_sentinel ? "peer has no sentinel worker" : "empty worker address");
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-  p.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  size_t h = std::hash<std::string>{}(std::string(address.begin(), address.end()));
+  p.address = reinterpret_cast<const ucp_address_t*>(target.data());
+  size_t h = std::hash<std::string>{}(std::string(parts.main.begin(), parts.main.end()));
   char name[32];
   snprintf(name, sizeof(name), "worker %08zx", h & 0xffffffffu);
-  return create(worker, p, name, mode);
+  return create(worker, p, name, mode, on_sentinel);
 }
 
 Result<std::unique_ptr<Endpoint>> Endpoint::connectAddress(Worker& worker,

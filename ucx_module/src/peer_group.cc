@@ -34,9 +34,11 @@ Status PeerGroup::Impl::checkPeer(int peer) const {
   return Status::Ok();
 }
 
-// A PEER-mode endpoint whose failure fails the whole peer.
+// A PEER-mode endpoint whose failure fails the whole peer: a lane, or in
+// sentinel mode the one endpoint between the two sentinel workers.
 Result<std::unique_ptr<Endpoint>> PeerGroup::Impl::watchedEndpoint(int peer) {
-  auto ep = EndpointFactory::toAddress(w, addresses[peer], UCP_ERR_HANDLING_MODE_PEER);
+  auto ep = EndpointFactory::toAddress(w, addresses[peer], UCP_ERR_HANDLING_MODE_PEER,
+                                       sentinel_mode);
   if (!ep.ok()) return ep.status();
   std::weak_ptr<Impl*> token = alive;
   ep.value()->impl()->on_failure = [token, peer](const Status& st) {
@@ -67,8 +69,8 @@ Status PeerGroup::Impl::ensureLanes(int peer) {
     if (watch.ok()) {
       p.sentinel = std::move(watch.value());
     } else {
-      // No transport with peer error handling (e.g. UCX_TLS without tcp):
-      // still usable, but a dead peer now only shows as a timeout.
+      // No sentinel (no TCP, or the peer has none): still usable, but a
+      // dead peer now only shows as a timeout.
       static bool warned = false;
       if (!warned)
         SA_WARN("ucx", "no failure sentinel possible (%s); dead peers surface as timeouts",

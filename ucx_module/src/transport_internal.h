@@ -38,6 +38,9 @@ struct Context::Impl {
   // PeerGroup failure detection, resolved from options.failure_detection.
   FailureDetection failure_detection = FailureDetection::kPeer;
   ucp_context_h ucp = nullptr;
+  // kSentinel: a TCP-only context whose workers carry the sentinel
+  // endpoints, so the main worker never polls TCP sockets on its hot path.
+  ucp_context_h sentinel = nullptr;
   ~Impl();
 };
 
@@ -105,6 +108,12 @@ struct Worker::Impl {
   Context::Impl* ctx = nullptr;
   ucp_worker_h ucp = nullptr;
   int efd = -1;
+  // Sentinel worker (see Context::Impl::sentinel), progressed at most every
+  // kSentinelPeriodMs from progress() and woken by its fd in blocking waits.
+  ucp_worker_h sentinel = nullptr;
+  int sentinel_efd = -1;
+  uint32_t progress_calls = 0;
+  int64_t next_sentinel_ms = 0;
   std::unordered_map<ucp_ep_h, Endpoint::Impl*> endpoints;  // live, for AM reply ep
   std::unordered_map<uint16_t, std::unique_ptr<AmSlot>> am_slots;
   std::unordered_map<PendingAm*, std::unique_ptr<PendingAm>> pending_am;
@@ -117,6 +126,7 @@ struct Worker::Impl {
   void defer(std::function<void()> fn) { deferred.push_back(std::move(fn)); }
   bool runDeferred();
   bool progress();
+  void progressSentinel();
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
   Endpoint* endpointFor(ucp_ep_h ep) const;
   ~Impl();
@@ -125,6 +135,7 @@ struct Worker::Impl {
 struct Endpoint::Impl {
   Endpoint* owner = nullptr;
   Worker::Impl* worker = nullptr;
+  ucp_worker_h ucp_worker = nullptr;  // the main or the sentinel worker
   ucp_ep_h ep = nullptr;
   bool failed = false;
   Status failure;
@@ -145,11 +156,24 @@ struct EndpointFactory {
   // must detect failure another way (PeerGroup's sentinel).
   static Result<std::unique_ptr<Endpoint>> create(
       Worker::Impl* worker, ucp_ep_params_t params, std::string peer_name,
-      ucp_err_handling_mode_t mode = UCP_ERR_HANDLING_MODE_PEER);
+      ucp_err_handling_mode_t mode = UCP_ERR_HANDLING_MODE_PEER, bool on_sentinel = false);
+  // `address` as Worker::address() returns it; on_sentinel connects the
+  // sentinel workers instead of the main ones.
   static Result<std::unique_ptr<Endpoint>> toAddress(Worker::Impl* worker,
                                                      const std::vector<uint8_t>& address,
-                                                     ucp_err_handling_mode_t mode);
+                                                     ucp_err_handling_mode_t mode,
+                                                     bool on_sentinel = false);
 };
+// Worker::address() is "SAW1" | u32 length | main address | u32 length |
+// sentinel address (length 0 without a sentinel worker). Anything else is
+// taken as a bare UCP worker address.
+struct WorkerAddress {
+  std::vector<uint8_t> main;
+  std::vector<uint8_t> sentinel;
+};
+WorkerAddress splitWorkerAddress(const std::vector<uint8_t>& bytes);
+std::vector<uint8_t> joinWorkerAddress(const WorkerAddress& parts);
+
 // "host:port" (numeric or DNS; "*" = any for listeners) to a socket address.
 Status resolveSockaddr(const std::string& host_port, bool passive, sockaddr_storage* out,
                        socklen_t* out_len);

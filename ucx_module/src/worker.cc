@@ -16,8 +16,66 @@ namespace {
 // tick and progresses a short burst to keep detection within the bound.
 constexpr int kIdleTickMs = 20;
 constexpr int kIdleProgressBurst = 64;
+// The sentinel worker polls TCP sockets; keeping it off the hot path is its
+// whole point, and failure detection needs no finer grain than this.
+constexpr int64_t kSentinelPeriodMs = 1;
+constexpr char kAddressMagic[4] = {'S', 'A', 'W', '1'};
+
+void putU32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+bool getU32(const std::vector<uint8_t>& in, size_t* pos, uint32_t* v) {
+  if (*pos + 4 > in.size()) return false;
+  *v = 0;
+  for (int i = 0; i < 4; ++i) *v |= uint32_t(in[*pos + i]) << (8 * i);
+  *pos += 4;
+  return true;
+}
+
+std::vector<uint8_t> ucpAddress(ucp_worker_h worker) {
+  ucp_address_t* addr = nullptr;
+  size_t len = 0;
+  if (worker == nullptr || ucp_worker_get_address(worker, &addr, &len) != UCS_OK) return {};
+  const auto* p = reinterpret_cast<const uint8_t*>(addr);
+  std::vector<uint8_t> out(p, p + len);
+  ucp_worker_release_address(worker, addr);
+  return out;
+}
+
+ucs_status_t createUcpWorker(ucp_context_h ctx, ucp_worker_h* out) {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  return ucp_worker_create(ctx, &params, out);
+}
 
 }  // namespace
+
+std::vector<uint8_t> joinWorkerAddress(const WorkerAddress& parts) {
+  std::vector<uint8_t> out(kAddressMagic, kAddressMagic + 4);
+  putU32(out, static_cast<uint32_t>(parts.main.size()));
+  out.insert(out.end(), parts.main.begin(), parts.main.end());
+  putU32(out, static_cast<uint32_t>(parts.sentinel.size()));
+  out.insert(out.end(), parts.sentinel.begin(), parts.sentinel.end());
+  return out;
+}
+
+WorkerAddress splitWorkerAddress(const std::vector<uint8_t>& bytes) {
+  WorkerAddress parts;
+  size_t pos = 4;
+  uint32_t n = 0;
+  if (bytes.size() < 8 || !std::equal(kAddressMagic, kAddressMagic + 4, bytes.begin()) ||
+      !getU32(bytes, &pos, &n) || pos + n > bytes.size()) {
+    parts.main = bytes;
+    return parts;
+  }
+  parts.main.assign(bytes.begin() + pos, bytes.begin() + pos + n);
+  pos += n;
+  if (getU32(bytes, &pos, &n) && pos + n <= bytes.size())
+    parts.sentinel.assign(bytes.begin() + pos, bytes.begin() + pos + n);
+  return parts;
+}
 
 Worker::Impl::~Impl() {
   *alive = nullptr;
@@ -30,7 +88,7 @@ Worker::Impl::~Impl() {
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &p);
     if (UCS_PTR_IS_PTR(r)) {
-      while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(ucp);
+      while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(impl->ucp_worker);
       ucp_request_free(r);
     }
     impl->ep = nullptr;
@@ -47,6 +105,7 @@ Worker::Impl::~Impl() {
     (void)ucp_worker_set_am_recv_handler(ucp, &p);
   }
   deferred.clear();
+  if (sentinel != nullptr) ucp_worker_destroy(sentinel);
   if (ucp != nullptr) ucp_worker_destroy(ucp);
 }
 
@@ -61,8 +120,17 @@ bool Worker::Impl::runDeferred() {
   return any;
 }
 
+void Worker::Impl::progressSentinel() {
+  if (sentinel == nullptr) return;
+  while (ucp_worker_progress(sentinel) != 0) {
+  }
+  next_sentinel_ms = nowMs() + kSentinelPeriodMs;
+}
+
 bool Worker::Impl::progress() {
   bool any = ucp_worker_progress(ucp) != 0;
+  if (sentinel != nullptr && (++progress_calls & 63) == 0 && nowMs() >= next_sentinel_ms)
+    progressSentinel();
   return runDeferred() || any;
 }
 
@@ -84,10 +152,20 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
     ucs_status_t st = ucp_worker_arm(ucp);
     if (st == UCS_ERR_BUSY) continue;
     if (st != UCS_OK) return statusFromUcs(st, "ucp_worker_arm");
-    pollfd pfd{efd, POLLIN, 0};
+    int nfds = 1;
+    pollfd pfd[2] = {{efd, POLLIN, 0}, {sentinel_efd, POLLIN, 0}};
+    if (sentinel_efd >= 0) {
+      progressSentinel();
+      if (ucp_worker_arm(sentinel) == UCS_OK) nfds = 2;
+    }
     int wait_ms = static_cast<int>(std::min<int64_t>(deadline - now, kIdleTickMs));
-    if (poll(&pfd, 1, wait_ms) == 0) {
-      for (int i = 0; i < kIdleProgressBurst; ++i) ucp_worker_progress(ucp);
+    if (poll(pfd, nfds, wait_ms) == 0) {
+      for (int i = 0; i < kIdleProgressBurst; ++i) {
+        ucp_worker_progress(ucp);
+        if (sentinel != nullptr) ucp_worker_progress(sentinel);
+      }
+    } else if (nfds == 2 && pfd[1].revents != 0) {
+      progressSentinel();
     }
   }
 }
@@ -101,29 +179,28 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
   impl->ctx = context.impl();
   impl->alive = std::make_shared<Worker::Impl*>(impl.get());
   impl->group_slots.assign(128, false);
-  ucp_worker_params_t params{};
-  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  params.thread_mode = UCS_THREAD_MODE_SINGLE;
-  ucs_status_t st = ucp_worker_create(impl->ctx->ucp, &params, &impl->ucp);
+  ucs_status_t st = createUcpWorker(impl->ctx->ucp, &impl->ucp);
   if (st != UCS_OK) return statusFromUcs(st, "ucp_worker_create");
+  if (impl->ctx->sentinel != nullptr) {
+    st = createUcpWorker(impl->ctx->sentinel, &impl->sentinel);
+    if (st != UCS_OK) return statusFromUcs(st, "ucp_worker_create (sentinel)");
+  }
   if (context.options().wait_mode == WaitMode::kBlocking) {
     st = ucp_worker_get_efd(impl->ucp, &impl->efd);
     if (st != UCS_OK) {
       SA_WARN("ucx", "no worker event fd (%s); waits will busy-poll", ucs_status_string(st));
       impl->efd = -1;
     }
+    if (impl->sentinel != nullptr && ucp_worker_get_efd(impl->sentinel, &impl->sentinel_efd) != UCS_OK)
+      impl->sentinel_efd = -1;
   }
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
 }
 
 std::vector<uint8_t> Worker::address() const {
-  ucp_address_t* addr = nullptr;
-  size_t len = 0;
-  if (ucp_worker_get_address(impl_->ucp, &addr, &len) != UCS_OK) return {};
-  const auto* p = reinterpret_cast<const uint8_t*>(addr);
-  std::vector<uint8_t> out(p, p + len);
-  ucp_worker_release_address(impl_->ucp, addr);
-  return out;
+  WorkerAddress parts{ucpAddress(impl_->ucp), ucpAddress(impl_->sentinel)};
+  if (parts.main.empty()) return {};
+  return joinWorkerAddress(parts);
 }
 
 bool Worker::progress() { return impl_->progress(); }
