@@ -68,7 +68,7 @@ void averageGradients(Mlp& model, std::vector<Bucket>& buckets, int world,
     }
     MPI_Allreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()), MPI_FLOAT,
                   MPI_SUM, MPI_COMM_WORLD);
-    b.path = query.lastAlgorithm();
+    b.path = query.lastAlgorithm(MPI_COMM_WORLD);
     off = 0;
     for (int t : b.tensors) {
       for (float& g : tensors[t].grad) g = b.buffer[off++] * scale;
