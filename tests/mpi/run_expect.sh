@@ -1,0 +1,27 @@
+#!/bin/sh
+# run_expect.sh PATTERN [PATTERN...] -- COMMAND...
+# Runs COMMAND; passes when it exits 0 and its combined output matches every
+# PATTERN (grep -E). Prints the output either way, for ctest --output-on-failure.
+patterns=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  patterns="$patterns
+$1"
+  shift
+done
+[ "$1" = "--" ] && shift
+out=$("$@" 2>&1)
+rc=$?
+printf '%s\n' "$out"
+if [ $rc -ne 0 ]; then
+  echo "run_expect: command exited $rc" >&2
+  exit 1
+fi
+status=0
+printf '%s\n' "$patterns" | while IFS= read -r p; do
+  [ -z "$p" ] && continue
+  if ! printf '%s\n' "$out" | grep -Eq -- "$p"; then
+    echo "run_expect: output lacks /$p/" >&2
+    exit 1
+  fi
+done || status=1
+exit $status
