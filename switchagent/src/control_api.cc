@@ -13,6 +13,9 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kPart = "agent";
+// Larger TTLs are not malformed, just beyond policy (quota_exceeded below);
+// the bound only keeps ttl_s * 1000 from overflowing.
+constexpr int64_t kMaxTtlSeconds = 1000000000000LL;
 
 // Nesting deeper than any valid body is refused before parsing, so hostile
 // input cannot make the parser or the destructor recurse deeply.
@@ -236,7 +239,7 @@ ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& ca
   else return errorResponse(400, "bad_request", "job (a string) is required");
   auto uid = intField(j, "uid", 0, 0xfffffffeLL);
   auto slots = intField(j, "slots", 1, 1 << 20);
-  auto ttl = intField(j, "ttl_s", 1, 400LL * 24 * 3600);
+  auto ttl = intField(j, "ttl_s", 1, kMaxTtlSeconds);
   for (const auto* r : {&uid, &slots, &ttl}) {
     if (!r->ok()) return fromStatus(r->status());
   }
@@ -298,7 +301,7 @@ ControlResponse ControlApi::leaseAction(const std::string& job, const std::strin
   }
   Result<json> body = parseBody(req.body, {"ttl_s"});
   if (!body.ok()) return fromStatus(body.status());
-  auto ttl = intField(*body, "ttl_s", 1, 400LL * 24 * 3600);
+  auto ttl = intField(*body, "ttl_s", 1, kMaxTtlSeconds);
   if (!ttl.ok()) return fromStatus(ttl.status());
   int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
   if (ttl_ms > config_.max_ttl_ms) {

@@ -122,7 +122,7 @@ std::string defaultControlAddress() {
 Code codeForControlError(const std::string& error) {
   if (error == "bad_request" || error == "conflict") return Code::kInvalidArgument;
   if (error == "unauthenticated" || error == "policy_denied") return Code::kDenied;
-  if (error == "quota_exceeded") return Code::kNoResource;
+  if (error == "quota_exceeded" || error == "overloaded") return Code::kNoResource;
   if (error == "draining") return Code::kUnsupported;
   if (error == "not_found") return Code::kAborted;
   return Code::kInternal;
@@ -144,6 +144,13 @@ ControlClient::ControlClient(ControlClientOptions options) : options_(std::move(
     address_.clear();
   }
 }
+
+ControlClient::ControlClient(const std::string& address)
+    : ControlClient([&] {
+        ControlClientOptions o;
+        o.address = address;
+        return o;
+      }()) {}
 
 Result<ControlReply> ControlClient::request(const std::string& method, const std::string& path,
                                             const std::string& body) {

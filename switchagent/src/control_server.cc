@@ -217,7 +217,7 @@ void ControlServer::accepted(int fd, bool is_unix) {
     }
   }
   api_.countRefused("overloaded");
-  ControlResponse r = errorResponse(503, "internal", "too many control connections");
+  ControlResponse r = errorResponse(503, "overloaded", "too many control connections; retry");
   sendAll(fd, formatHttpResponse(r.status, r.content_type, r.body), nowMs() + 100);
   close(fd);
 }

@@ -53,7 +53,9 @@ int reportError(const Status& status) {
   std::string error = controlErrorOf(status);
   if (error == "unreachable") return kExitUnreachable;
   if (error == "unauthenticated" || error == "policy_denied") return kExitDenied;
-  if (error == "quota_exceeded" || error == "draining") return kExitNoResource;
+  if (error == "quota_exceeded" || error == "draining" || error == "overloaded") {
+    return kExitNoResource;
+  }
   if (status.code() == Code::kInvalidArgument && error != "bad_request" && error != "conflict") {
     return kExitUsage;  // e.g. a malformed --agent address
   }

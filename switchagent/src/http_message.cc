@@ -150,7 +150,12 @@ ParseResult parseHttpRequest(std::string_view data, const HttpLimits& limits, Ht
   size_t head_limit = limits.max_header_bytes;
   if (end == std::string_view::npos) {
     // Reject early what can never become valid, so a slow peer cannot make
-    // us buffer unbounded garbage.
+    // us buffer unbounded garbage or wait for a CRLF that will not come.
+    for (size_t i = 0; i < data.size(); ++i) {
+      bool bare_lf = data[i] == '\n' && (i == 0 || data[i - 1] != '\r');
+      bool bare_cr = data[i] == '\r' && i + 1 < data.size() && data[i + 1] != '\n';
+      if (bare_lf || bare_cr) return fail(400, "lines must end with CRLF");
+    }
     size_t first_eol = data.find_first_of("\r\n");
     size_t line_len = first_eol == std::string_view::npos ? data.size() : first_eol;
     if (line_len > limits.max_request_line) return fail(414, "request line too long");

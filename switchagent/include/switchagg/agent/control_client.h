@@ -79,7 +79,7 @@ struct ControlReply {
 
 // Maps a control API error code ("quota_exceeded") to the Status code the
 // client reports: bad_request/conflict -> kInvalidArgument, unauthenticated/
-// policy_denied -> kDenied, quota_exceeded -> kNoResource, draining ->
+// policy_denied -> kDenied, quota_exceeded/overloaded -> kNoResource, draining ->
 // kUnsupported, not_found -> kAborted, internal/other -> kInternal.
 Code codeForControlError(const std::string& error);
 // The server's error code that starts a Status message ("quota_exceeded"),
@@ -89,6 +89,8 @@ std::string controlErrorOf(const Status& status);
 class ControlClient {
  public:
   explicit ControlClient(ControlClientOptions options = {});
+  // The given address ("" = default) with default options.
+  explicit ControlClient(const std::string& address);
 
   const std::string& address() const { return address_; }
 

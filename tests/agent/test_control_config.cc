@@ -1,0 +1,147 @@
+// The agent's config table: TOML in, typed values out, every bad input
+// refused with a message naming the key.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "agent_config.h"
+
+using namespace switchagg;
+using namespace switchagg::agent;
+
+namespace {
+
+Status load(const std::string& toml, AgentConfig* out = nullptr) {
+  AgentConfig c;
+  Status st = applyToml(toml, "test.toml", &c);
+  if (st.ok()) st = validateConfig(c);
+  if (out != nullptr) *out = c;
+  return st;
+}
+
+TEST(ControlConfig, DefaultsAreValid) {
+  AgentConfig c;
+  EXPECT_TRUE(validateConfig(c).ok());
+  EXPECT_EQ(c.unix_socket, "/run/switchagg/agent.sock");
+}
+
+TEST(ControlConfig, ParsesEveryKind) {
+  AgentConfig c;
+  Status st = load(R"(
+[data]
+listen = "0.0.0.0:0"
+slot_bytes = "1M"
+threads = 3
+member_timeout = "2500ms"
+[pool]
+slots = 128
+[control]
+unix_socket = "/tmp/x.sock"
+listen = ""
+open_readonly = false
+[policy]
+max_slots_per_job = 32
+max_slots_per_user = 64
+default_slots = 8
+default_ttl = "2h"
+max_ttl = "48h"
+allowed_users = ["alice", 1001, "*"]
+allowed_groups = ["hpc"]
+admin_users = []
+)",
+                   &c);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(c.data_listen, "0.0.0.0:0");
+  EXPECT_EQ(c.slot_bytes, 1u << 20);
+  EXPECT_EQ(c.data_threads, 3);
+  EXPECT_EQ(c.member_timeout_ms, 2500);
+  EXPECT_EQ(c.pool_slots, 128);
+  EXPECT_EQ(c.control_listen, "");
+  EXPECT_FALSE(c.open_readonly);
+  EXPECT_EQ(c.default_ttl_ms, 2 * 3600 * 1000);
+  EXPECT_EQ(c.max_ttl_ms, 48 * 3600 * 1000);
+  EXPECT_EQ(c.allowed_users, (std::vector<std::string>{"alice", "1001", "*"}));
+  EXPECT_EQ(c.allowed_groups, (std::vector<std::string>{"hpc"}));
+  EXPECT_TRUE(c.admin_users.empty());
+}
+
+struct Bad {
+  const char* toml;
+  const char* must_mention;
+};
+
+TEST(ControlConfig, BadConfigNamesTheKey) {
+  const Bad cases[] = {
+      {"[pool]\nslot = 3\n", "pool.slot: unknown key"},
+      {"[pool]\nslots = 0\n", "pool.slots"},
+      {"[pool]\nslots = \"many\"\n", "pool.slots: expected an integer"},
+      {"[pools]\nslots = 3\n", "[pools]: unknown section"},
+      {"slots = 3\n", "slots: unknown key"},
+      {"[data]\nslot_bytes = \"12 parsecs\"\n", "data.slot_bytes"},
+      {"[data]\nslot_bytes = 16\n", "data.slot_bytes"},
+      {"[data]\nlisten = \"nowhere\"\n", "data.listen"},
+      {"[data]\nmember_timeout = \"10\"\n", "data.member_timeout"},
+      {"[data]\nmember_timeout = 10\n", "data.member_timeout: expected a duration"},
+      {"[control]\nunix_socket = \"relative.sock\"\n", "control.unix_socket"},
+      {"[control]\nopen_readonly = \"maybe\"\n", "control.open_readonly"},
+      {"[control]\nunix_socket = \"\"\nlisten = \"\"\n", "control.unix_socket"},
+      {"[policy]\nallowed_users = \"alice\"\n", "policy.allowed_users: expected an array"},
+      {"[policy]\nallowed_users = [\"a b\"]\n", "policy.allowed_users"},
+      {"[policy]\ndefault_slots = 17\n", "policy.default_slots: 17 exceeds policy.max_slots_per_job"},
+      {"[policy]\nmax_slots_per_job = 100\n", "policy.max_slots_per_job: 100 exceeds pool.slots"},
+      {"[policy]\ndefault_ttl = \"9000h\"\n", "policy.default_ttl"},
+      {"[policy]\nmax_ttl = \"1d\"\n", "policy.max_ttl"},
+      {"[agent]\nlog_level = \"loud\"\n", "agent.log_level"},
+      {"[pool\nslots = 1\n", "test.toml:1"},
+  };
+  for (const Bad& b : cases) {
+    Status st = load(b.toml);
+    EXPECT_FALSE(st.ok()) << b.toml;
+    EXPECT_NE(st.message().find(b.must_mention), std::string::npos)
+        << "config:\n" << b.toml << "message: " << st.message();
+  }
+}
+
+TEST(ControlConfig, OverridesWinAndNameUnknownKeys) {
+  AgentConfig c;
+  ASSERT_TRUE(applyOverrides({"pool.slots=9", "policy.allowed_users=a,b"}, &c).ok());
+  EXPECT_EQ(c.pool_slots, 9);
+  EXPECT_EQ(c.allowed_users, (std::vector<std::string>{"a", "b"}));
+  Status st = applyOverrides({"pool.slotz=9"}, &c);
+  EXPECT_NE(st.message().find("pool.slotz: unknown key"), std::string::npos);
+  EXPECT_FALSE(applyOverrides({"pool.slots"}, &c).ok());
+}
+
+TEST(ControlConfig, PrintedConfigParsesBackToTheSameValues) {
+  AgentConfig c;
+  ASSERT_TRUE(applyOverrides({"pool.slots=48", "policy.admin_users=ops,1002",
+                              "data.member_timeout=1500ms", "data.slot_bytes=64K"},
+                             &c)
+                  .ok());
+  AgentConfig back;
+  Status st = applyToml(renderConfigToml(c), "printed", &back);
+  ASSERT_TRUE(st.ok()) << st.message() << "\n" << renderConfigToml(c);
+  EXPECT_EQ(renderConfigToml(back), renderConfigToml(c));
+  EXPECT_EQ(back.admin_users, (std::vector<std::string>{"ops", "1002"}));
+}
+
+TEST(ControlConfig, EveryKeyIsDocumentedInTheAdminGuideAndExample) {
+  std::ifstream admin(SWITCHAGG_SOURCE_DIR "/docs/admin.md");
+  std::string doc((std::istreambuf_iterator<char>(admin)), std::istreambuf_iterator<char>());
+  EXPECT_NE(doc.find(renderConfigMarkdown()), std::string::npos)
+      << "docs/admin.md is missing the current key table; regenerate with "
+         "switchagg-agent --print-config-markdown";
+  std::ifstream ex(SWITCHAGG_SOURCE_DIR "/config/agent.toml");
+  std::string example((std::istreambuf_iterator<char>(ex)), std::istreambuf_iterator<char>());
+  AgentConfig c;
+  Status st = applyToml(example, "config/agent.toml", &c);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(validateConfig(c).ok());
+  for (const ConfigKey& k : agentConfigKeys()) {
+    std::string name = k.name;
+    std::string leaf = name.substr(name.find('.') + 1);
+    EXPECT_NE(example.find("\n" + leaf + " = "), std::string::npos) << name << " missing in agent.toml";
+  }
+}
+
+}  // namespace

@@ -1,0 +1,221 @@
+// Faults against a real agent process: bad configs refused naming the key,
+// hostile HTTP answered without harm, munge credentials (forged, replayed,
+// mismatched), a dead agent seen as unreachable without hanging.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "agent_fixture.h"
+#include "munge_cred.h"
+#include "switchagg/agent/control_client.h"
+
+using namespace switchagg;
+using namespace switchagg::agent;
+using namespace switchagg::testing;
+
+namespace {
+
+int statusOf(const std::string& response) {
+  if (response.size() < 12 || response.rfind("HTTP/1.1 ", 0) != 0) return -1;
+  return std::atoi(response.c_str() + 9);
+}
+
+TEST(ControlFaults, BadConfigIsRefusedNamingTheKey) {
+  char tmpl[] = "/tmp/switchagg-badcfg-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string path = std::string(tmpl) + "/agent.toml";
+  const std::pair<const char*, const char*> cases[] = {
+      {"[pool]\nslots = -3\n", "pool.slots"},
+      {"[pool]\nslotz = 3\n", "pool.slotz: unknown key"},
+      {"[policy]\ndefault_ttl = \"forever\"\n", "policy.default_ttl"},
+      {"[policy]\nmax_slots_per_job = 999\n", "policy.max_slots_per_job"},
+      {"[control]\nlisten = \"localhost\"\n", "control.listen"},
+      {"[control\n", "agent.toml:1"},
+  };
+  for (const auto& [toml, key] : cases) {
+    std::ofstream(path) << toml;
+    ProcessResult r = runProcess({binaryPath("switchagg-agent"), "--config", path});
+    EXPECT_EQ(r.exit_code, 2) << toml;
+    EXPECT_NE(r.err.find(key), std::string::npos) << toml << "stderr: " << r.err;
+  }
+  ProcessResult missing = runProcess({binaryPath("switchagg-agent"), "--config", path + ".nope"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find(".nope"), std::string::npos);
+  ProcessResult bad_set = runProcess({binaryPath("switchagg-agent"), "--set", "data.threads=-1"});
+  EXPECT_EQ(bad_set.exit_code, 2);
+  EXPECT_NE(bad_set.err.find("data.threads"), std::string::npos);
+  std::remove(path.c_str());
+  rmdir(tmpl);
+}
+
+TEST(ControlFaults, ExampleConfigChecksAndPrints) {
+  ProcessResult r = runProcess({binaryPath("switchagg-agent"), "--config",
+                                SWITCHAGG_SOURCE_DIR "/config/agent.toml", "--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = runProcess({binaryPath("switchagg-agent"), "--print-config", "--set", "pool.slots=50"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[pool]"), std::string::npos);
+  EXPECT_NE(r.out.find("\nslots = 50\n"), std::string::npos) << r.out;
+  r = runProcess({binaryPath("switchagg-agent"), "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("policy.max_slots_per_user"), std::string::npos);
+}
+
+TEST(ControlFaults, HostileRequestsAreAnsweredAndTheAgentLivesOn) {
+  auto agent = AgentProcess::start(
+      AgentOptions::withSets({"control.request_timeout=500ms", "control.max_connections=4"}));
+  ASSERT_TRUE(agent.ok()) << agent.status().toString();
+  const std::string addr = (*agent)->unixAddress();
+  const std::string tcp = (*agent)->tcpAddress();
+
+  EXPECT_EQ(statusOf(rawExchange(addr, "HELLO\r\n\r\n")), 400);
+  EXPECT_EQ(statusOf(rawExchange(addr, "GET /v1/status HTTP/1.1\nHost: x\n\n")), 400);
+  EXPECT_EQ(statusOf(rawExchange(tcp, "GET /v1/status HTTP/3\r\n\r\n")), 505);
+  EXPECT_EQ(statusOf(rawExchange(addr, "GET /" + std::string(10000, 'x') + " HTTP/1.1\r\n\r\n")), 414);
+  EXPECT_EQ(statusOf(rawExchange(tcp, "GET / HTTP/1.1\r\nA: " + std::string(40000, 'b') + "\r\n\r\n")),
+            431);
+  EXPECT_EQ(statusOf(rawExchange(addr, "POST /v1/leases HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n")),
+            413);
+  EXPECT_EQ(statusOf(rawExchange(addr, "POST /v1/leases HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")),
+            501);
+  std::string junk;
+  for (int i = 0; i < 4096; ++i) junk += static_cast<char>((i * 7919) & 0xff);
+  std::string reply = rawExchange(tcp, junk);
+  EXPECT_TRUE(reply.empty() || statusOf(reply) >= 400) << reply;
+  std::string body = "{\"job\": [[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]}";
+  reply = rawExchange(addr, "POST /v1/leases HTTP/1.1\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(statusOf(reply), 400) << reply;
+  EXPECT_NE(reply.find("\"error\":\"bad_request\""), std::string::npos) << reply;
+
+  // Slow clients: a request not complete within control.request_timeout gets 408.
+  auto slow = RawConnection::open(addr);
+  ASSERT_TRUE(slow.ok());
+  (*slow)->send("GET /v1/status HTTP/1.1\r\n");
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(statusOf((*slow)->readAll(5000)), 408);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+
+  // More idle connections than control.max_connections: the extra ones are
+  // refused at once, the agent does not stall.
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 4; ++i) {
+    auto c = RawConnection::open(addr);
+    ASSERT_TRUE(c.ok());
+    idle.push_back(std::move(*c));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(statusOf(rawExchange(addr, "GET /v1/status HTTP/1.1\r\n\r\n", 2000)), 503);
+  idle.clear();
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // their 408s go out
+
+  // Clients that connect and vanish.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(RawConnection::open(addr).ok());
+
+  // Their threads end as soon as they see the close; then service resumes.
+  ControlClient client(addr);
+  Result<AgentStatus> st = client.status();
+  for (int i = 0; i < 50 && !st.ok(); ++i) {
+    EXPECT_EQ(controlErrorOf(st.status()), "overloaded") << st.status().toString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    st = client.status();
+  }
+  ASSERT_TRUE(st.ok()) << st.status().toString();
+  EXPECT_TRUE((*agent)->running());
+  Result<ControlReply> m = client.request("GET", "/metrics");
+  ASSERT_TRUE(m.ok());
+  EXPECT_NE(m->body.find("switchagg_control_refused_total{error=\"bad_request\"}"), std::string::npos);
+  EXPECT_NE(m->body.find("switchagg_control_refused_total{error=\"overloaded\"}"), std::string::npos)
+      << m->body;
+  EXPECT_EQ((*agent)->stop(), 0) << (*agent)->stderrText();
+}
+
+TEST(ControlFaults, DeadAgentIsUnreachableNotAHang) {
+  auto agent = AgentProcess::start({});
+  ASSERT_TRUE(agent.ok()) << agent.status().toString();
+  std::string addr = (*agent)->unixAddress();
+  std::string tcp = (*agent)->tcpAddress();
+  // A second agent on the same socket refuses to start rather than steal it.
+  ProcessResult second = runProcess({binaryPath("switchagg-agent"), "--config",
+                                     (*agent)->configPath()});
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(second.err.find("another agent listens"), std::string::npos) << second.err;
+
+  (*agent)->kill();
+  ControlClientOptions o;
+  o.address = tcp;
+  o.timeout_ms = 2000;
+  auto t0 = std::chrono::steady_clock::now();
+  Result<AgentStatus> st = ControlClient(o).status();
+  EXPECT_EQ(controlErrorOf(st.status()), "unreachable");
+  EXPECT_NE(st.status().message().find(tcp), std::string::npos) << st.status().message();
+  ProcessResult r = runProcess({binaryPath("switchagg-ctl"), "--agent", addr, "status"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find(addr), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // A bad address is a usage error, not a hang.
+  r = runProcess({binaryPath("switchagg-ctl"), "--agent", "nowhere", "status"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
+  char tmpl[] = "/tmp/switchagg-munge-XXXXXX";  // 0700: munged insists on a private dir
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  chmod(tmpl, 0755);  // other uids must reach munged's socket; munged wants it unwritable
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() { std::system(("rm -rf '" + dir + "'").c_str()); }
+  } remove_dir{tmpl};
+  auto munged = MungeDaemon::start(tmpl);
+  ASSERT_TRUE(munged.ok()) << munged.status().toString();
+  const std::string sock = (*munged)->socket();
+  auto agent = AgentProcess::start(
+      AgentOptions::withSets({"control.munge_socket=" + sock, "policy.allowed_users=1000"}));
+  ASSERT_TRUE(agent.ok()) << agent.status().toString();
+  const std::string tcp = (*agent)->tcpAddress();
+
+  ControlClientOptions o;
+  o.address = tcp;
+  o.munge_socket = sock;
+  ControlClient root(o);
+  Result<LeaseInfo> l = root.createLease("mj", 4242, 2, 600);  // root acts for any uid
+  ASSERT_TRUE(l.ok()) << l.status().toString();
+  EXPECT_EQ(l->uid, 4242u);
+
+  // munge carries the caller's uid: nobody is denied by policy (not "anonymous").
+  ProcessResult r = runProcess({binaryPath("switchagg-ctl"), "--agent", tcp, "lease", "create",
+                                "--job", "n1"},
+                               65534, 65534, {"SWITCHAGG_MUNGE_SOCKET=" + sock});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("policy_denied"), std::string::npos) << r.err;
+  r = runProcess({binaryPath("switchagg-ctl"), "--agent", tcp, "lease", "create", "--job", "u1"},
+                 1000, 1000, {"SWITCHAGG_MUNGE_SOCKET=" + sock});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("uid 1000"), std::string::npos) << r.out;
+
+  // A captured credential cannot be replayed, nor reused for another request.
+  Result<std::string> cred = mungeEncode("DELETE /v1/leases/mj", sock);
+  ASSERT_TRUE(cred.ok()) << cred.status().toString();
+  std::string del = "DELETE /v1/leases/mj HTTP/1.1\r\nX-Switchagg-Munge: " + *cred + "\r\n\r\n";
+  std::string first = rawExchange(tcp, del);
+  EXPECT_EQ(statusOf(first), 200) << first;
+  EXPECT_NE(first.find("\"deleted\":true"), std::string::npos);
+  std::string replay = rawExchange(tcp, del);
+  EXPECT_EQ(statusOf(replay), 401) << replay;
+  EXPECT_NE(replay.find("unauthenticated"), std::string::npos);
+  Result<std::string> other = mungeEncode("GET /v1/status", sock);
+  ASSERT_TRUE(other.ok());
+  std::string mismatched = rawExchange(
+      tcp, "POST /v1/drain HTTP/1.1\r\nX-Switchagg-Munge: " + *other + "\r\n\r\n");
+  EXPECT_EQ(statusOf(mismatched), 401) << mismatched;
+  EXPECT_NE(mismatched.find("another request"), std::string::npos) << mismatched;
+  std::string forged = rawExchange(
+      tcp, "POST /v1/drain HTTP/1.1\r\nX-Switchagg-Munge: MUNGE:AAAAforged:\r\n\r\n");
+  EXPECT_EQ(statusOf(forged), 401) << forged;
+  EXPECT_FALSE(root.status()->draining);
+}
+
+}  // namespace
