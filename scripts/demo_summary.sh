@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The demo's one-screen summary. Args: OUTDIR NP METRICS_TEXT PLOTS
+set -euo pipefail
+out=$1 np=$2 metrics=$3 plots=${4:-}
+
+printf '\n\033[1mswitchagg demo summary (np=%s)\033[0m\n' "$np"
+printf '%-9s | %-18s %10s | %-18s %10s | %7s | %12s %12s\n' \
+  size "offload=on path" "time us" "offload=off path" "time us" "on/off" "sent/rank on" "off"
+# Bytes a rank sends per allreduce of N bytes: measured by the component when
+# the bench reports it (bytes_sent_per_rank column), else the algorithm's
+# textbook volume.
+awk -F, -v np="$np" '
+  function human(b) { b = b + 0; return b >= 1048576 ? sprintf("%gM", b / 1048576) : b >= 1024 ? sprintf("%gK", b / 1024) : b "" }
+  function model(alg, n,   l) {
+    if (alg == "switch") return n
+    if (alg == "ring" || alg == "rabenseifner") return int(2 * (np - 1) / np * n)
+    if (alg == "recursive_doubling") { l = 0; for (p = 1; p < np; p *= 2) l++; return l * n }
+    return -1
+  }
+  function sent(alg, n, measured) { if (measured != "") return human(measured); v = model(alg, n); return v < 0 ? "n/a" : human(v) }
+  FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; f++; next }
+  { b = $col["bytes"]; sizes[b] = 1
+    m = ("bytes_sent_per_rank" in col) ? $col["bytes_sent_per_rank"] : ""
+    if (f == 1) { a1[b] = $col["algorithm"]; t1[b] = $col["avg_us"]; s1[b] = sent(a1[b], b, m) }
+    else        { a2[b] = $col["algorithm"]; t2[b] = $col["avg_us"]; s2[b] = sent(a2[b], b, m) } }
+  END {
+    for (b in sizes)
+      printf "%d %-9s | %-18s %10.1f | %-18s %10.1f | %7.2f | %12s %12s\n", b, human(b), a1[b], t1[b], a2[b], t2[b], (t2[b] > 0 ? t1[b] / t2[b] : 0), s1[b], s2[b]
+  }' "$out/bench-switch.csv" "$out/bench-host.csv" | sort -n | cut -d" " -f2-
+
+echo
+for label in switch host; do
+  log=$out/train-$label.log
+  printf 'train (offload=%s): %s; %s\n' "$([[ $label == switch ]] && echo on || echo off)" \
+    "$(grep -m1 '^time per step' "$log" | sed 's/ (mean.*//')" "$(grep -m1 '^final loss' "$log")"
+  grep '^bucket' "$log" | sed 's/^/    /'
+done
+if cmp -s "$out/loss-switch.csv" "$out/loss-host.csv"; then
+  echo "loss curves: bitwise identical with offload on and off"
+else
+  awk -F, 'NR == FNR { a[$1] = $2; next } FNR > 1 { d = $2 - a[$1]; if (d < 0) d = -d; if (d > m) m = d } END { printf "loss curves: max |difference| %.3g (float sums reduced in a different order)\n", m }' \
+    "$out/loss-switch.csv" "$out/loss-host.csv"
+fi
+echo
+echo "agent: $(printf '%s\n' "$metrics" | awk '/^switchagg_(chunks_reduced|bytes_reduced|groups_created|groups_aborted)_total/ { printf "%s=%s  ", $1, $2 }')"
+[[ -n $plots ]] && echo "plots: $plots"
+echo "logs and CSV: $out"
