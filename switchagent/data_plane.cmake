@@ -24,3 +24,8 @@ target_include_directories(switchagg_dataclient PUBLIC
   $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
 target_link_libraries(switchagg_dataclient PUBLIC switchagg_wire switchagg_ucx switchagg_common)
 switchagg_warnings(switchagg_dataclient)
+
+# Benchmarks (benchmarks/agent_bench.sh drives them; not installed).
+add_executable(agent_client_bench ${PROJECT_SOURCE_DIR}/benchmarks/agent_client_bench.cc)
+target_link_libraries(agent_client_bench PRIVATE switchagg_dataclient)
+switchagg_warnings(agent_client_bench)

@@ -31,7 +31,8 @@ struct AggGroup::State {
   std::vector<uint8_t> staging;     // in-place results until the call succeeds
 
   // One outstanding CONTRIB per slot: its request and header.
-  std::vector<std::unique_ptr<ucx::Request>> slot_request;
+  std::vector<std::unique_ptr<ucx::Request>> slot_request;  // created on first use
+  std::vector<uint8_t> slot_used;                           // a send was posted on it
   std::vector<std::array<uint8_t, wire::kMaxHeaderBytes>> slot_header;
 
   void fail(Status st) {

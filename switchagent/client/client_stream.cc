@@ -86,8 +86,9 @@ static Status pump(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, 
   const size_t w = g.info.window;
   while (g.next_send < g.n_chunks && (g.next_send < w || g.received[g.next_send - w])) {
     const size_t slot = (g.base + g.next_send) % w;
+    if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
     ucx::Request& prev = *g.slot_request[slot];
-    if (!prev.done()) {
+    if (g.slot_used[slot] && !prev.done()) {
       Status st = c.worker->waitUntil([&] { return prev.done() || c.broken() || g.dead; },
                                       deadline - clientNowMs());
       if (!st.ok()) return st;
@@ -95,6 +96,7 @@ static Status pump(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, 
       if (g.dead) return g.failure;
     }
     SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, send, g.next_send));
+    g.slot_used[slot] = 1;
     ++g.next_send;
   }
   return Status::Ok();
@@ -115,7 +117,8 @@ static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send
   // Every result is in; the sends' local completions are imminent. Wait so
   // none still reads the caller's buffer after we return.
   std::vector<ucx::Request*> pending;
-  for (auto& r : g.slot_request) pending.push_back(r.get());
+  for (size_t i = 0; i < g.slot_request.size(); ++i)
+    if (g.slot_used[i]) pending.push_back(g.slot_request[i].get());
   const Status st = c.worker->waitAll(pending, std::max<int64_t>(deadline - clientNowMs(), 1));
   return st.code() == Code::kTimeout ? st : Status::Ok();
 }
@@ -169,8 +172,8 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
   // agent's member timeout), then make sure no send still reads `send`.
   if (!g.agent_knows && !c.broken()) (void)leave(AggClient::kDrainMs);
   std::vector<ucx::Request*> pending;
-  for (auto& r : g.slot_request)
-    if (!r->done()) pending.push_back(r.get());
+  for (size_t i = 0; i < g.slot_request.size(); ++i)
+    if (g.slot_used[i] && !g.slot_request[i]->done()) pending.push_back(g.slot_request[i].get());
   c.drain(pending, AggClient::kDrainMs);
   return g.failure;
 }

@@ -214,7 +214,7 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
     return st;  // ~AggGroup sends LEAVE so the agent drops the half-formed group
   }
   g->slot_request.resize(g->info.window);
-  for (auto& r : g->slot_request) r = std::make_unique<ucx::Request>();
+  g->slot_used.assign(g->info.window, 0);
   g->slot_header.resize(g->info.window);
   return group;
 }

@@ -252,9 +252,11 @@ void AggregationEngine::onPeerFailed(PeerId peer, const std::string& why) {
         hit.emplace_back(g.get(), r);
         break;
       }
-  for (auto& [g, r] : hit)
+  for (auto& [g, r] : hit) {
+    g->members[r].peer = 0;  // gone: not told
     abortGroup(*g, Reason::kMemberFailed,
                "rank " + std::to_string(r) + "'s connection failed: " + why);
+  }
   std::lock_guard<std::mutex> lock(counters_mu_);
   if (counters_.clients_connected) --counters_.clients_connected;
 }

@@ -117,9 +117,10 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
   m->op = static_cast<Op>(op);
   if (!reduceSupported(m->dtype, m->op)) return Reason::kBadDtypeOp;
   if (m->type == MsgType::kResult && m->rank != 0) return Reason::kMalformed;
-  if (m->count == 0 || m->call_elems < m->count) return Reason::kMalformed;
+  if (m->count == 0) return Reason::kMalformed;
   const uint64_t bytes = static_cast<uint64_t>(m->count) * dtypeSize(m->dtype);
   if (bytes > kMaxSlotBytes) return Reason::kOversize;
+  if (m->call_elems < m->count) return Reason::kMalformed;
   if (bytes != body_bytes) return Reason::kMalformed;
   m->payload = body;
   m->payload_bytes = body_bytes;

@@ -1,0 +1,242 @@
+// Aggregation engine, normal operation: joining, streaming through a window,
+// rank-ordered (arrival-order independent) reduction, slot accounting.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "test_data_engine_fixture.h"
+#include "test_data_util.h"
+
+namespace switchagg::agent::testing {
+namespace {
+
+using wire::MsgType;
+
+TEST_F(EngineTest, HelloAdvertisesLeaseSlotsSlotBytesAndCapabilities) {
+  const auto t = addLease(1, "job1", 6);
+  wire::Message m;
+  m.type = MsgType::kHello;
+  m.token = t;
+  deliver(7, m);
+  auto acks = out_.take(MsgType::kHelloAck);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].to, 7u);
+  EXPECT_EQ(acks[0].msg.window, 6u);
+  EXPECT_EQ(acks[0].msg.slot_bytes, config_.slot_bytes);
+  EXPECT_TRUE(acks[0].msg.caps.supports(Dtype::kFloat32, Op::kSum));
+  EXPECT_TRUE(acks[0].msg.caps.supports(Dtype::kInt64, Op::kMax));
+  EXPECT_TRUE(acks[0].msg.caps.supports(Dtype::kDoubleInt, Op::kMinloc));
+  EXPECT_FALSE(acks[0].msg.caps.supports(Dtype::kFloat32, Op::kBand));
+}
+
+TEST_F(EngineTest, JoinAckGoesToEveryMemberOnlyOnceAllJoined) {
+  const auto t = addLease(1, "job1", 4);
+  join(1, t, 9, 3, 0);
+  join(2, t, 9, 3, 2);
+  EXPECT_TRUE(out_.take(MsgType::kJoinAck).empty());
+  join(3, t, 9, 3, 1);
+  auto acks = out_.take(MsgType::kJoinAck);
+  ASSERT_EQ(acks.size(), 3u);
+  std::map<PeerId, uint32_t> rank_of;
+  for (auto& a : acks) {
+    rank_of[a.to] = a.msg.rank;
+    EXPECT_EQ(a.msg.size, 3u);
+    EXPECT_EQ(a.msg.window, 4u);
+    EXPECT_EQ(a.msg.group_id, 9u);
+  }
+  EXPECT_EQ(rank_of[1], 0u);
+  EXPECT_EQ(rank_of[2], 2u);
+  EXPECT_EQ(rank_of[3], 1u);
+  auto c = engine_->counters();
+  EXPECT_EQ(c.groups_active, 1u);
+  EXPECT_EQ(c.slots_reserved, 4u);
+  EXPECT_EQ(c.groups_by_job["job1"], 1u);
+}
+
+TEST_F(EngineTest, SmallestNonzeroWindowRequestWins) {
+  const auto t = addLease(1, "job1", 8);
+  join(1, t, 5, 3, 0, 0);
+  join(2, t, 5, 3, 1, 5);
+  join(3, t, 5, 3, 2, 3);
+  auto acks = out_.take(MsgType::kJoinAck);
+  ASSERT_EQ(acks.size(), 3u);
+  for (auto& a : acks) EXPECT_EQ(a.msg.window, 3u);
+}
+
+// The heart of determinism: float sums whose value depends on the order of
+// additions come out bitwise identical to the rank-ordered reference for
+// every arrival order, and the work is split across the pool's threads.
+TEST_F(EngineTest, ResultIsBitwiseTheSameForEveryArrivalOrder) {
+  const auto t = addLease(1, "job1", 2);
+  const uint32_t size = 4;
+  const size_t count = 40000;  // 160 KB: several pool pieces
+  std::vector<std::vector<float>> in(size, std::vector<float>(count));
+  for (uint32_t r = 0; r < size; ++r)
+    for (size_t i = 0; i < count; ++i)
+      in[r][i] = (r % 2 ? 1e8f : 1.0f) * (1.0f + static_cast<float>((i * 7 + r) % 13)) *
+                 (r == 2 ? -1.0f : 1.0f) + 0.1f * static_cast<float>(r);
+  std::vector<float> want = in[0];
+  for (uint32_t r = 1; r < size; ++r)
+    ASSERT_TRUE(reduceInto(Dtype::kFloat32, Op::kSum, want.data(), in[r].data(), count).ok());
+
+  std::vector<uint32_t> order(size);
+  std::iota(order.begin(), order.end(), 0);
+  uint64_t gid = 100;
+  int perms = 0;
+  do {
+    ++gid;
+    ASSERT_EQ(formGroup(t, gid, size), 2u);
+    for (uint32_t r : order) contrib(1 + r, t, gid, r, 0, 2, Dtype::kFloat32, Op::kSum, bytesOf(in[r]));
+    pump();
+    auto results = out_.take(MsgType::kResult);
+    ASSERT_EQ(results.size(), size);
+    for (auto& res : results)
+      ASSERT_EQ(std::memcmp(res.payload.data(), want.data(), count * sizeof(float)), 0)
+          << "arrival order permutation " << perms;
+    for (uint32_t r = 0; r < size; ++r) {
+      wire::Message l;
+      l.type = MsgType::kLeave;
+      l.token = t;
+      l.group_id = gid;
+      l.rank = r;
+      deliver(1 + r, l);
+    }
+    ++perms;
+  } while (std::next_permutation(order.begin(), order.end()));
+  EXPECT_EQ(perms, 24);
+  EXPECT_EQ(engine_->counters().groups_active, 0u);
+  EXPECT_EQ(engine_->counters().slots_reserved, 0u);
+}
+
+TEST_F(EngineTest, StreamsManyChunksThroughTheWindowForEveryDtypeAndOp) {
+  const auto t = addLease(1, "job1", 3);
+  const uint32_t size = 3;
+  uint64_t gid = 1;
+  for (int d = 1; d <= kNumDtypes; ++d) {
+    for (int o = 1; o <= kNumOps; ++o) {
+      const auto dt = static_cast<Dtype>(d);
+      const auto op = static_cast<Op>(o);
+      if (!reduceSupported(dt, op)) continue;
+      ++gid;
+      const uint32_t w = formGroup(t, gid, size);
+      ASSERT_EQ(w, 3u);
+      const size_t chunk_elems = 5, chunks = 7, count = chunk_elems * chunks - 2;
+      const auto want = switchagg::testing::referenceResult(dt, op, size, 0, count);
+      std::vector<std::vector<uint8_t>> inputs;
+      for (uint32_t r = 0; r < size; ++r) inputs.push_back(switchagg::testing::makeInput(dt, r, 0, count));
+      std::vector<uint8_t> got(want.size());
+      const size_t es = dtypeSize(dt);
+      for (uint64_t c = 0; c < chunks; ++c) {
+        const size_t n = std::min(chunk_elems, count - c * chunk_elems);
+        for (uint32_t r = 0; r < size; ++r) {
+          const uint8_t* p = inputs[r].data() + c * chunk_elems * es;
+          contrib(1 + r, t, gid, r, c, w, dt, op, std::vector<uint8_t>(p, p + n * es), count);
+        }
+        pump();
+        auto res = out_.take(MsgType::kResult);
+        ASSERT_EQ(res.size(), size) << dtypeName(dt) << "/" << opName(op) << " chunk " << c;
+        EXPECT_EQ(res[0].msg.chunk, c);
+        EXPECT_EQ(res[0].msg.slot, c % w);
+        std::memcpy(got.data() + c * chunk_elems * es, res[0].payload.data(), n * es);
+      }
+      EXPECT_TRUE(switchagg::testing::sameResult(dt, got.data(), want.data(), count))
+          << dtypeName(dt) << "/" << opName(op);
+      ASSERT_TRUE(out_.take(MsgType::kAbort).empty());
+      for (uint32_t r = 0; r < size; ++r) {
+        wire::Message l;
+        l.type = MsgType::kLeave;
+        l.token = t;
+        l.group_id = gid;
+        l.rank = r;
+        deliver(1 + r, l);
+      }
+    }
+  }
+  EXPECT_EQ(engine_->counters().groups_aborted, 0u);
+}
+
+TEST_F(EngineTest, WindowChunksInFlightCompleteOutOfOrder) {
+  const auto t = addLease(1, "job1", 4);
+  const uint32_t w = formGroup(t, 3, 2);
+  ASSERT_EQ(w, 4u);
+  std::vector<int32_t> a{1, 2}, b{10, 20};
+  // Rank 0 fills all four slots, rank 1 answers them in reverse.
+  for (uint64_t c = 0; c < 4; ++c) contrib(1, t, 3, 0, c, w, Dtype::kInt32, Op::kSum, bytesOf(a), 8);
+  EXPECT_EQ(engine_->counters().slots_busy, 4u);
+  for (uint64_t c = 4; c-- > 0;) contrib(2, t, 3, 1, c, w, Dtype::kInt32, Op::kSum, bytesOf(b), 8);
+  pump();
+  auto res = out_.take(MsgType::kResult);
+  ASSERT_EQ(res.size(), 8u);
+  for (auto& r : res) {
+    int32_t v[2];
+    std::memcpy(v, r.payload.data(), sizeof v);
+    EXPECT_EQ(v[0], 11);
+    EXPECT_EQ(v[1], 22);
+  }
+  EXPECT_EQ(engine_->counters().slots_busy, 0u);
+  EXPECT_EQ(engine_->counters().chunks_reduced, 4u);
+}
+
+TEST_F(EngineTest, SlotWaitsForItsPreviousResultSendsBeforeReducingAgain) {
+  const auto t = addLease(1, "job1", 1);
+  ASSERT_EQ(formGroup(t, 4, 2), 1u);
+  std::vector<int64_t> x{5};
+  contrib(1, t, 4, 0, 0, 1, Dtype::kInt64, Op::kSum, bytesOf(x));
+  contrib(2, t, 4, 1, 0, 1, Dtype::kInt64, Op::kSum, bytesOf(x));
+  engine_->reduceReady();  // results of chunk 0 sent, not completed
+  ASSERT_EQ(out_.take(MsgType::kResult).size(), 2u);
+  contrib(1, t, 4, 0, 1, 1, Dtype::kInt64, Op::kSum, bytesOf(x));
+  contrib(2, t, 4, 1, 1, 1, Dtype::kInt64, Op::kSum, bytesOf(x));
+  EXPECT_TRUE(engine_->hasDeferred());
+  EXPECT_FALSE(engine_->hasReducible());
+  engine_->reduceReady();
+  EXPECT_TRUE(out_.take(MsgType::kResult).empty());
+  completeSends();
+  EXPECT_TRUE(engine_->hasReducible());
+  pump();
+  auto res = out_.take(MsgType::kResult);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_EQ(res[0].msg.chunk, 1u);
+}
+
+TEST_F(EngineTest, LeaseSlotsAreSharedByItsGroupsAndReturnedOnLeave) {
+  const auto t = addLease(1, "job1", 4);
+  EXPECT_EQ(formGroup(t, 1, 2, 1, 3), 3u);  // asks for 3 of 4
+  EXPECT_EQ(formGroup(t, 2, 2, 3), 1u);     // gets what is left
+  join(5, t, 3, 1, 0);                      // nothing left: aborted
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_EQ(aborts.size(), 1u);
+  EXPECT_EQ(aborts[0].msg.reason, wire::Reason::kNoResource);
+  for (uint32_t r = 0; r < 2; ++r) {
+    wire::Message l;
+    l.type = MsgType::kLeave;
+    l.token = t;
+    l.group_id = 1;
+    l.rank = r;
+    deliver(1 + r, l);
+  }
+  EXPECT_EQ(engine_->counters().slots_reserved, 1u);
+  EXPECT_EQ(formGroup(t, 3, 1, 5), 3u);
+  EXPECT_EQ(engine_->counters().rejected["no_resource"], 1u);
+}
+
+TEST_F(EngineTest, PoolCapAndMemoryBudgetShrinkTheGrant) {
+  EngineConfig c;
+  c.pool_slots = 5;
+  c.slot_bytes = 64 * 1024;
+  c.memory_bytes = 3 * 3 * 64 * 1024;  // (2 members + 1) x 64 KiB x 3 slots
+  makeEngine(c);
+  const auto a = addLease(1, "a", 4);
+  const auto b = addLease(2, "b", 4);
+  EXPECT_EQ(formGroup(a, 1, 2, 1), 3u);  // memory allows 3 of 4
+  for (uint32_t r = 0; r < 2; ++r) join(10 + r, b, 1, 2, r);
+  auto acks = out_.take(MsgType::kJoinAck);
+  auto aborts = out_.take(MsgType::kAbort);
+  EXPECT_TRUE(acks.empty());
+  ASSERT_EQ(aborts.size(), 2u);  // memory exhausted: refused, a's group untouched
+  EXPECT_EQ(aborts[0].msg.reason, wire::Reason::kNoResource);
+  EXPECT_EQ(engine_->counters().groups_active, 1u);
+}
+
+}  // namespace
+}  // namespace switchagg::agent::testing

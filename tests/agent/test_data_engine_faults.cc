@@ -1,0 +1,251 @@
+// Aggregation engine under bad input and failures: every rejection is
+// counted by reason, a misbehaving or failed member aborts its own group
+// (every member told why, slots returned) and never touches another group.
+#include <cstring>
+
+#include "test_data_engine_fixture.h"
+
+namespace switchagg::agent::testing {
+namespace {
+
+using wire::MsgType;
+using wire::Reason;
+
+class EngineFaultTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    a_ = addLease(1, "jobA", 2);
+    b_ = addLease(2, "jobB", 2);
+    ASSERT_EQ(formGroup(a_, 7, 2, 1), 2u);   // job A: peers 1, 2
+    ASSERT_EQ(formGroup(b_, 7, 2, 11), 2u);  // job B, same group id: peers 11, 12
+  }
+
+  void contribA(PeerId from, uint32_t rank, uint64_t chunk, std::vector<int32_t> v,
+                Op op = Op::kSum, uint64_t call = 0) {
+    contrib(from, a_, 7, rank, chunk, 2, Dtype::kInt32, op, bytesOf(v), call);
+  }
+
+  // Job B still computes right after whatever happened to job A.
+  void expectJobBHealthy() {
+    out_.take(MsgType::kResult);
+    std::vector<int32_t> x{3, 4};
+    contrib(11, b_, 7, 0, next_b_, 2, Dtype::kInt32, Op::kSum, bytesOf(x));
+    contrib(12, b_, 7, 1, next_b_, 2, Dtype::kInt32, Op::kSum, bytesOf(x));
+    ++next_b_;
+    pump();
+    auto res = out_.take(MsgType::kResult);
+    ASSERT_EQ(res.size(), 2u);
+    int32_t v[2];
+    std::memcpy(v, res[0].payload.data(), sizeof v);
+    EXPECT_EQ(v[0], 6);
+    EXPECT_EQ(v[1], 8);
+  }
+
+  // Job A's group was aborted with `reason`: both members told, slots back.
+  void expectAAborted(Reason reason, bool counted = true) {
+    auto aborts = out_.take(MsgType::kAbort);
+    ASSERT_EQ(aborts.size(), 2u);
+    for (auto& a : aborts) {
+      EXPECT_EQ(a.msg.reason, reason);
+      EXPECT_TRUE(a.to == 1 || a.to == 2);
+      EXPECT_FALSE(a.msg.text.empty());
+    }
+    auto c = engine_->counters();
+    EXPECT_EQ(c.groups_aborted, 1u);
+    EXPECT_EQ(c.groups_active, 1u);
+    EXPECT_EQ(c.slots_reserved, 2u);  // job B's only
+    EXPECT_EQ(c.groups_by_job.count("jobA"), 0u);
+    if (counted) {
+      EXPECT_EQ(c.rejected[wire::reasonName(reason)], 1u);
+    }
+    expectJobBHealthy();
+  }
+
+  wire::Token a_, b_;
+  uint64_t next_b_ = 0;
+};
+
+TEST_F(EngineFaultTest, DuplicateContributionAbortsOnlyItsGroup) {
+  contribA(1, 0, 0, {1, 2});
+  contribA(1, 0, 0, {1, 2});
+  expectAAborted(Reason::kDuplicateContribution);
+}
+
+TEST_F(EngineFaultTest, CountMismatchBetweenMembers) {
+  contribA(1, 0, 0, {1, 2});
+  contribA(2, 1, 0, {1, 2, 3});
+  expectAAborted(Reason::kCountMismatch);
+}
+
+TEST_F(EngineFaultTest, CallSizeMismatchBetweenMembers) {
+  contribA(1, 0, 0, {1, 2}, Op::kSum, 10);
+  contribA(2, 1, 0, {1, 2}, Op::kSum, 12);
+  expectAAborted(Reason::kCountMismatch);
+}
+
+TEST_F(EngineFaultTest, OpMismatchBetweenMembers) {
+  contribA(1, 0, 0, {1, 2}, Op::kSum);
+  contribA(2, 1, 0, {1, 2}, Op::kMax);
+  expectAAborted(Reason::kOpMismatch);
+}
+
+TEST_F(EngineFaultTest, SlotOutOfRange) {
+  wire::Message m;
+  m.type = MsgType::kContrib;
+  m.token = a_;
+  m.group_id = 7;
+  m.slot = 5;  // window is 2
+  m.chunk = 5;
+  m.count = 1;
+  m.call_elems = 1;
+  m.dtype = Dtype::kInt32;
+  int32_t v = 1;
+  deliver(1, m, &v, sizeof v);
+  expectAAborted(Reason::kSlotOutOfRange);
+}
+
+TEST_F(EngineFaultTest, ChunkAheadOfTheWindow) {
+  contribA(1, 0, 2, {1, 2});  // slot 0 collects chunk 0
+  expectAAborted(Reason::kChunkOutOfWindow);
+}
+
+TEST_F(EngineFaultTest, OversizeChunk) {
+  std::vector<int32_t> big(config_.slot_bytes / 4 + 1, 1);
+  contribA(1, 0, 0, big);
+  expectAAborted(Reason::kOversize);
+}
+
+TEST_F(EngineFaultTest, ContributionFromAnotherConnectionForARank) {
+  contribA(2, 0, 0, {1, 2});  // peer 2 is rank 1
+  expectAAborted(Reason::kWrongMember);
+}
+
+TEST_F(EngineFaultTest, UnknownTokenIsRejectedAndCounted) {
+  const wire::Token stranger = tokenOf(99);
+  std::vector<int32_t> v{1, 2};
+  contrib(1, stranger, 7, 0, 0, 2, Dtype::kInt32, Op::kSum, bytesOf(v));
+  join(3, stranger, 8, 2, 0);
+  auto errs = out_.take(MsgType::kError);
+  ASSERT_EQ(errs.size(), 2u);
+  EXPECT_EQ(errs[0].msg.reason, Reason::kBadToken);
+  EXPECT_EQ(engine_->counters().rejected["bad_token"], 2u);
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  expectJobBHealthy();
+}
+
+TEST_F(EngineFaultTest, AnotherJobsTokenCannotReachTheGroup) {
+  // Group ids are per lease: with job B's token a group id names one of job
+  // B's groups only, so job A's group 7 cannot be reached or disturbed.
+  contribA(1, 0, 0, {1, 2});
+  std::vector<int32_t> v{100, 100};
+  contrib(1, b_, 8, 0, 0, 2, Dtype::kInt32, Op::kSum, bytesOf(v));  // unknown group of B
+  auto errs = out_.take(MsgType::kError);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].msg.reason, Reason::kUnknownGroup);
+  contribA(2, 1, 0, {10, 20});
+  pump();
+  auto res = out_.take(MsgType::kResult);
+  ASSERT_EQ(res.size(), 2u);
+  int32_t r[2];
+  std::memcpy(r, res[0].payload.data(), sizeof r);
+  EXPECT_EQ(r[0], 11);
+  EXPECT_EQ(r[1], 22);
+}
+
+TEST_F(EngineFaultTest, MalformedMessagesAreRejectedAndCounted) {
+  const uint8_t junk[40] = {1, 2, 3};
+  engine_->onMessage(1, junk, sizeof junk, nullptr, 0, now_);
+  engine_->onMessage(1, junk, 3, nullptr, 0, now_);
+  auto errs = out_.take(MsgType::kError);
+  ASSERT_EQ(errs.size(), 2u);
+  EXPECT_EQ(errs[0].msg.reason, Reason::kMalformed);
+  EXPECT_EQ(engine_->counters().rejected["malformed"], 2u);
+  expectJobBHealthy();
+}
+
+TEST_F(EngineFaultTest, SizeMismatchOnJoinAbortsThePendingGroup) {
+  join(21, a_, 30, 3, 0);
+  join(22, a_, 30, 4, 1);
+  auto errs = out_.take(MsgType::kError);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].to, 22u);
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_EQ(aborts.size(), 1u);
+  EXPECT_EQ(aborts[0].to, 21u);
+  EXPECT_EQ(aborts[0].msg.reason, Reason::kSizeMismatch);
+}
+
+TEST_F(EngineFaultTest, MemberConnectionFailureAbortsItsGroups) {
+  contribA(1, 0, 0, {1, 2});
+  engine_->onPeerFailed(2, "connection reset");
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_EQ(aborts.size(), 1u);  // peer 2 is gone: only rank 0 is told
+  EXPECT_EQ(aborts[0].to, 1u);
+  EXPECT_EQ(aborts[0].msg.reason, Reason::kMemberFailed);
+  auto c = engine_->counters();
+  EXPECT_EQ(c.slots_busy, 0u);
+  EXPECT_EQ(c.slots_reserved, 2u);
+  expectJobBHealthy();
+}
+
+TEST_F(EngineFaultTest, SilentMemberTimesOutButIdleGroupsLive) {
+  now_ += 10 * config_.member_timeout_ms;  // idle for long: fine
+  engine_->tick(now_);
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  contribA(1, 0, 0, {1, 2});
+  engine_->tick(now_ + config_.member_timeout_ms / 2);
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  engine_->tick(now_ + config_.member_timeout_ms + 1);
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_GE(aborts.size(), 2u);
+  EXPECT_EQ(aborts[0].msg.reason, Reason::kMemberTimeout);
+  EXPECT_NE(aborts[0].msg.text.find("rank(s) 1"), std::string::npos) << aborts[0].msg.text;
+}
+
+TEST_F(EngineFaultTest, IncompleteJoinTimesOut) {
+  join(21, a_, 30, 3, 0);
+  engine_->tick(now_ + config_.member_timeout_ms + 1);
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_EQ(aborts.size(), 1u);
+  EXPECT_EQ(aborts[0].msg.reason, Reason::kJoinTimeout);
+}
+
+TEST_F(EngineFaultTest, RevokedLeaseAbortsItsGroupsOnly) {
+  contribA(1, 0, 0, {1, 2});
+  engine_->revokeLease(wire::tokenToHex(a_), "deleted by admin");
+  expectAAborted(Reason::kLeaseRevoked, false);
+}
+
+TEST_F(EngineFaultTest, ExpiredLeaseIsNoticedByTheTick) {
+  leases_.erase(wire::tokenToHex(a_));
+  engine_->tick(now_ + 1);
+  expectAAborted(Reason::kLeaseRevoked, false);
+}
+
+TEST_F(EngineFaultTest, LeavingMidChunkAbortsButLeavingIdleDoesNot) {
+  wire::Message l;
+  l.type = MsgType::kLeave;
+  l.token = b_;
+  l.group_id = 7;
+  l.rank = 0;
+  deliver(11, l);  // job B idle: a clean leave
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  contribA(1, 0, 0, {1, 2});
+  l.token = a_;
+  l.rank = 1;
+  deliver(2, l);
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_EQ(aborts.size(), 2u);
+  EXPECT_EQ(aborts[0].msg.reason, Reason::kMemberLeft);
+}
+
+TEST_F(EngineFaultTest, ShutdownAbortsEverything) {
+  engine_->abortAll(Reason::kShutdown, "agent shutting down");
+  EXPECT_EQ(out_.take(MsgType::kAbort).size(), 4u);
+  EXPECT_EQ(engine_->counters().groups_active, 0u);
+  EXPECT_EQ(engine_->counters().slots_reserved, 0u);
+}
+
+}  // namespace
+}  // namespace switchagg::agent::testing
