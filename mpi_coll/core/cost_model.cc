@@ -130,9 +130,9 @@ double CostModel::hierarchicalUs(const SelectionInput& in) const {
   const double bcast = steps * (intra->alpha_us + us(n * intra->beta_ns));
   double leaders = 0;
   if (in.nodes > 1) {
-    leaders = std::min({flatUs(Algorithm::kRecursiveDoubling, Locality::kNet, in.bytes, in.nodes),
-                        flatUs(Algorithm::kRing, Locality::kNet, in.bytes, in.nodes),
-                        flatUs(Algorithm::kRabenseifner, Locality::kNet, in.bytes, in.nodes)});
+    // The leaders run recursive doubling or a ring, whichever is faster.
+    leaders = std::min(flatUs(Algorithm::kRecursiveDoubling, Locality::kNet, in.bytes, in.nodes),
+                       flatUs(Algorithm::kRing, Locality::kNet, in.bytes, in.nodes));
   }
   return reduce + leaders + bcast;
 }

@@ -11,7 +11,7 @@
 //   ring                2(p−1)α + 2(p−1)/p·nβ + (p−1)/p·nγ
 //   rabenseifner        2·log2(p2)·α + 2(p2−1)/p2·nβ + (p2−1)/p2·nγ   [+ fold]
 //   hierarchical        intra reduce (shm, ceil(log2 ppn) steps of α+nβ+nγ)
-//                       + best flat algorithm among the node leaders (net rows)
+//                       + min(rd, ring) among the node leaders (net rows)
 //                       + intra bcast (shm, ceil(log2 ppn) steps of α+nβ)
 //   switch              α·ceil(ceil(n/slot)/W) + nβ + p·nγ   (each rank sends
 //                       N and receives N; γ is the agent's per-contribution
