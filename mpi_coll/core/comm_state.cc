@@ -69,8 +69,14 @@ void CommState::ensureSetup() {
   }
 }
 
-// Two allgathers over the previous module: fixed-size headers, then the
-// worker addresses padded to the longest. Every rank sees the same headers,
+Status CommState::allgather(const void* send, void* recv, size_t bytes) {
+  if (allgather_(allgather_ctx_, send, recv, bytes) != 0)
+    return Status(Code::kIoError, "allgather over the previous coll module failed");
+  return Status::Ok();
+}
+
+// Allgathers over the previous module: fixed-size headers, then the worker
+// addresses padded to the longest, then whether each rank built its group. Every rank sees the same headers,
 // so all agree on whether the host path can run.
 Status CommState::exchangeAddresses() {
   layout_.node_of.assign(static_cast<size_t>(size_), 0);
@@ -82,8 +88,7 @@ Status CommState::exchangeAddresses() {
 
   ExchangeHeader mine{fnv1a(node_name_), context_id_, static_cast<uint32_t>(address.size())};
   std::vector<ExchangeHeader> all(static_cast<size_t>(size_));
-  if (allgather_(allgather_ctx_, &mine, all.data(), sizeof mine) != 0)
-    return Status(Code::kIoError, "address exchange (allgather) failed");
+  SWITCHAGG_RETURN_IF_ERROR(allgather(&mine, all.data(), sizeof mine));
   std::vector<uint64_t> host_ids;
   size_t longest = 0;
   for (const ExchangeHeader& h : all) {
@@ -97,8 +102,7 @@ Status CommState::exchangeAddresses() {
 
   std::vector<uint8_t> padded(longest, 0), gathered(longest * all.size());
   std::memcpy(padded.data(), address.data(), address.size());
-  if (allgather_(allgather_ctx_, padded.data(), gathered.data(), longest) != 0)
-    return Status(Code::kIoError, "address exchange (allgather) failed");
+  SWITCHAGG_RETURN_IF_ERROR(allgather(padded.data(), gathered.data(), longest));
   std::vector<std::vector<uint8_t>> addresses;
   for (size_t r = 0; r < all.size(); ++r) {
     const uint8_t* begin = gathered.data() + r * longest;
@@ -112,8 +116,7 @@ Status CommState::exchangeAddresses() {
   // a host algorithm that another rank will not join.
   uint8_t ok = group.ok() ? 1 : 0;
   std::vector<uint8_t> oks(all.size());
-  if (allgather_(allgather_ctx_, &ok, oks.data(), 1) != 0)
-    return Status(Code::kIoError, "address exchange (allgather) failed");
+  SWITCHAGG_RETURN_IF_ERROR(allgather(&ok, oks.data(), 1));
   if (std::find(oks.begin(), oks.end(), 0) != oks.end())
     return Status(Code::kUnsupported, "a rank could not create its peer group");
   peer_group_ = std::move(group.value());

@@ -39,7 +39,13 @@ class CommState {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  uint32_t contextId() const { return context_id_; }
   const std::string& name() const { return name_; }
+
+  // Collective over the previous coll module: `bytes` from every rank into
+  // recv (size * bytes) in rank order. For agreement among the ranks (the
+  // address exchange; the switch path's group join).
+  Status allgather(const void* send, void* recv, size_t bytes);
 
   // Collective on first use: every rank calls it for the same call (the
   // decision to need it depends only on the call's arguments). Afterwards
