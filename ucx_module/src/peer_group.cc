@@ -8,6 +8,7 @@
 namespace switchagg::ucx {
 
 PeerGroup::Impl::~Impl() {
+  w->runHooksFor(this);  // forget Requests that finished since the last progress
   *alive = nullptr;
   control_recvs.clear();  // Request destructors cancel the posted receives
   control_sends.clear();
@@ -16,9 +17,11 @@ PeerGroup::Impl::~Impl() {
   awaiting_cts.clear();
   for (auto& [id, op] : recvs) req::abandon(*op.user, aborted);
   recvs.clear();
+  for (auto& [id, op] : inflight_sends) req::abandon(*op.user, aborted);
+  inflight_sends.clear();
+  w->forgetHooks(this);
   std::vector<std::unique_ptr<Endpoint>> all;
   for (auto& peer : peers) {
-    for (auto& [id, st] : peer.inflight_sends) req::abandon(*st, aborted);
     for (auto& lane : peer.lanes) all.push_back(std::move(lane));
     all.push_back(std::move(peer.sentinel));
   }
@@ -83,14 +86,28 @@ Status PeerGroup::Impl::ensureLanes(int peer) {
 
 void PeerGroup::Impl::trackSend(int peer, Request::State& s) {
   const uint64_t id = next_id++;
-  peers[peer].inflight_sends[id] = &s;
-  std::weak_ptr<Impl*> token = alive;
-  auto forget = [token, peer, id] {
-    auto t = token.lock();
-    if (t && *t != nullptr) (*t)->peers[peer].inflight_sends.erase(id);
-  };
-  s.on_complete = [forget](const Status&, size_t) { forget(); };
-  s.on_abandon = forget;
+  inflight_sends[id] = InflightSend{peer, &s};
+  s.hook = Hook{sendDone, sendAbandoned, this, id};
+}
+
+void PeerGroup::Impl::sendDone(void* ctx, uint64_t id, const Status&, size_t) {
+  static_cast<Impl*>(ctx)->inflight_sends.erase(id);
+}
+
+void PeerGroup::Impl::sendAbandoned(void* ctx, uint64_t id) {
+  static_cast<Impl*>(ctx)->inflight_sends.erase(id);
+}
+
+void PeerGroup::Impl::ctsAbandoned(void* ctx, uint64_t id) {
+  static_cast<Impl*>(ctx)->awaiting_cts.erase(id);
+}
+
+void PeerGroup::Impl::recvDone(void* ctx, uint64_t id, const Status& st, size_t length) {
+  static_cast<Impl*>(ctx)->recvFinished(id, st, length);
+}
+
+void PeerGroup::Impl::recvAbandoned(void* ctx, uint64_t id) {
+  static_cast<Impl*>(ctx)->recvFinished(id, Status(Code::kAborted, "abandoned"), 0);
 }
 
 void PeerGroup::Impl::postData(int peer, uint32_t tag, uint8_t seq, const void* data,
@@ -169,11 +186,7 @@ Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
   }
   const uint64_t id = g.next_id++;
   g.awaiting_cts[id] = Impl::SendOp{&s, peer, tag, seq, data, length};
-  std::weak_ptr<Impl*> token = g.alive;
-  s.on_abandon = [token, id] {
-    auto t = token.lock();
-    if (t && *t != nullptr) (*t)->awaiting_cts.erase(id);
-  };
+  s.hook = Hook{nullptr, Impl::ctsAbandoned, &g, id};
   g.counters.cts_waits++;
   ControlMessage rts{ControlMessage::kRts, uint32_t(g.rank), tag, seq, length, id};
   g.sendControl(peer, rts);
@@ -185,28 +198,25 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
   SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
   SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   Request::State& s = *request.state();
+  uint8_t& next_seq = g.recv_seq[Impl::pairKey(peer, tag)];
+  const uint8_t seq = next_seq;
+  const uint64_t key = Impl::messageKey(peer, seq, tag);  // also the receive's id
+  if (g.recvs.count(key) != 0)
+    return Status(Code::kNoResource, "256 receives already pending for rank " +
+                                         std::to_string(peer) + " tag " + std::to_string(tag));
   SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
-  const uint8_t seq = g.recv_seq[Impl::pairKey(peer, tag)]++;
-  const uint64_t id = g.next_id++;
-  const uint64_t key = Impl::messageKey(peer, seq, tag);
-  g.recvs[id] = Impl::RecvOp{&s, peer, key};
-  g.recv_by_key[key] = id;
-  std::weak_ptr<Impl*> token = g.alive;
-  s.on_complete = [token, id](const Status& st, size_t len) {
-    auto t = token.lock();
-    if (t && *t != nullptr) (*t)->recvFinished(id, st, len);
-  };
-  s.on_abandon = [token, id] {
-    auto t = token.lock();
-    if (t && *t != nullptr) (*t)->recvFinished(id, Status(Code::kAborted, "abandoned"), 0);
-  };
+  ++next_seq;
+  g.recvs.emplace(key, Impl::RecvOp{&s, peer, key});
+  s.hook = Hook{Impl::recvDone, Impl::recvAbandoned, &g, key};
   req::postTagRecv(*g.w, g.dataTag(peer, seq, tag), ~0ull, data, length, s);
-  auto parked = g.parked_rts.find(key);
-  if (parked != g.parked_rts.end()) {
-    ControlMessage rts = parked->second;
-    g.parked_rts.erase(parked);
-    g.markEligible(id, rts);
-    g.tryGrant();
+  if (!g.parked_rts.empty()) {
+    auto parked = g.parked_rts.find(key);
+    if (parked != g.parked_rts.end()) {
+      ControlMessage rts = parked->second;
+      g.parked_rts.erase(parked);
+      g.markEligible(key, rts);
+      g.tryGrant();
+    }
   }
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
 }

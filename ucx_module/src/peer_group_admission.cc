@@ -20,24 +20,30 @@ void PeerGroup::Impl::postControlRecv(size_t index) {
   ControlSlot& slot = *control_recvs[index];
   Request::State& s = *slot.request.state();
   (void)req::begin(s, w, nullptr);
-  std::weak_ptr<Impl*> token = alive;
-  s.on_complete = [token, index](const Status& st, size_t len) {
-    auto t = token.lock();
-    if (!t || *t == nullptr) return;
-    Impl* g = *t;
-    if (!st.ok()) {
-      SA_WARN("ucx", "group %u: control receive failed: %s", g->group_id, st.toString().c_str());
-      return;
-    }
-    ControlMessage msg = g->control_recvs[index]->msg;
-    g->postControlRecv(index);
-    if (len == sizeof(ControlMessage)) {
-      g->onControl(msg);
-    } else {
-      SA_WARN("ucx", "group %u: dropped a %zu-byte control message", g->group_id, len);
-    }
-  };
+  s.hook = Hook{controlReceived, nullptr, this, index};
   req::postTagRecv(*w, controlTag(), kCtrlBit | kGroupMask, &slot.msg, sizeof(slot.msg), s);
+}
+
+void PeerGroup::Impl::controlReceived(void* ctx, uint64_t index, const Status& st,
+                                      size_t length) {
+  auto* g = static_cast<Impl*>(ctx);
+  if (!st.ok()) {
+    SA_WARN("ucx", "group %u: control receive failed: %s", g->group_id, st.toString().c_str());
+    return;
+  }
+  ControlMessage msg = g->control_recvs[index]->msg;
+  g->postControlRecv(index);
+  if (length == sizeof(ControlMessage)) {
+    g->onControl(msg);
+  } else {
+    SA_WARN("ucx", "group %u: dropped a %zu-byte control message", g->group_id, length);
+  }
+}
+
+void PeerGroup::Impl::controlSent(void* ctx, uint64_t slot, const Status&, size_t) {
+  auto* g = static_cast<Impl*>(ctx);
+  auto* raw = reinterpret_cast<ControlSlot*>(slot);
+  g->control_sends.remove_if([raw](const auto& p) { return p.get() == raw; });
 }
 
 void PeerGroup::Impl::sendControl(int peer, const ControlMessage& msg) {
@@ -47,12 +53,7 @@ void PeerGroup::Impl::sendControl(int peer, const ControlMessage& msg) {
   control_sends.push_back(std::move(slot));
   Request::State& s = *raw->request.state();
   (void)req::begin(s, w, nullptr);
-  std::weak_ptr<Impl*> token = alive;
-  s.on_complete = [token, raw](const Status&, size_t) {
-    auto t = token.lock();
-    if (!t || *t == nullptr) return;
-    (*t)->control_sends.remove_if([raw](const auto& p) { return p.get() == raw; });
-  };
+  s.hook = Hook{controlSent, nullptr, this, reinterpret_cast<uint64_t>(raw)};
   // A failed control send needs no action here: the lane's failure reaches
   // peerFailed(), which fails everything waiting on this peer.
   req::postTagSend(*peers[peer].lanes[0]->impl(), controlTag(), &raw->msg, sizeof(raw->msg), s);
@@ -74,12 +75,11 @@ void PeerGroup::Impl::onControl(const ControlMessage& msg) {
 
 void PeerGroup::Impl::onRts(const ControlMessage& msg) {
   const uint64_t key = messageKey(int(msg.src), uint8_t(msg.seq), msg.tag);
-  auto it = recv_by_key.find(key);
-  if (it == recv_by_key.end()) {
+  if (recvs.count(key) == 0) {
     parked_rts[key] = msg;  // granted once the receive is posted
     return;
   }
-  markEligible(it->second, msg);
+  markEligible(key, msg);
   tryGrant();
 }
 
@@ -88,7 +88,7 @@ void PeerGroup::Impl::onCts(const ControlMessage& msg) {
   if (it == awaiting_cts.end()) return;  // the send was abandoned
   SendOp op = it->second;
   awaiting_cts.erase(it);
-  op.user->on_abandon = nullptr;
+  op.user->hook = Hook{};
   if (peers[op.peer].failed) {
     req::complete(*op.user, peers[op.peer].failure, 0);
     return;
@@ -132,7 +132,6 @@ void PeerGroup::Impl::recvFinished(uint64_t id, const Status& status, size_t len
   if (it == recvs.end()) return;
   if (it->second.granted) inflight -= it->second.rts_length;
   if (status.ok()) counters.bytes_received += length;
-  recv_by_key.erase(it->second.key);
   recvs.erase(it);
   tryGrant();
 }
@@ -148,9 +147,10 @@ void PeerGroup::Impl::peerFailed(int peer, const Status& status) {
     lane->impl()->failed = true;  // fail fast, and close by force
     lane->impl()->failure = p.failure;
   }
-  auto sends = std::move(p.inflight_sends);
-  p.inflight_sends.clear();
-  for (auto& [id, st] : sends) req::abandon(*st, p.failure);
+  std::vector<Request::State*> sends;
+  for (auto& [id, op] : inflight_sends)
+    if (op.peer == peer) sends.push_back(op.user);
+  for (Request::State* st : sends) req::abandon(*st, p.failure);  // hooks erase them
   for (auto it = awaiting_cts.begin(); it != awaiting_cts.end();) {
     if (it->second.peer == peer) {
       req::complete(*it->second.user, p.failure, 0);

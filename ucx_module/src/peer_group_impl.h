@@ -68,9 +68,6 @@ struct PeerGroup::Impl {
   struct Peer {
     std::vector<std::unique_ptr<Endpoint>> lanes;
     std::unique_ptr<Endpoint> sentinel;  // FailureDetection::kSentinel only
-    // Data sends UCX has not completed: failed by peerFailed(), since lanes
-    // without error handling may never complete them.
-    std::unordered_map<uint64_t, Request::State*> inflight_sends;
     uint32_t next_lane = 0;
     bool failed = false;
     Status failure;
@@ -88,6 +85,13 @@ struct PeerGroup::Impl {
     size_t length;
   };
   std::unordered_map<uint64_t, SendOp> awaiting_cts;
+  struct InflightSend {
+    int peer;
+    Request::State* user;
+  };
+  // Data sends UCX has not completed: failed by peerFailed(), since lanes
+  // without error handling may never complete them.
+  std::unordered_map<uint64_t, InflightSend> inflight_sends;
 
   struct RecvOp {
     Request::State* user;
@@ -98,8 +102,7 @@ struct PeerGroup::Impl {
     uint64_t rts_length = 0;
     uint64_t cookie = 0;
   };
-  std::unordered_map<uint64_t, RecvOp> recvs;           // id -> posted receive
-  std::unordered_map<uint64_t, uint64_t> recv_by_key;   // message key -> id
+  std::unordered_map<uint64_t, RecvOp> recvs;  // message key -> posted receive
   std::unordered_map<uint64_t, ControlMessage> parked_rts;  // RTS before its receive
   std::deque<uint64_t> eligible;  // receive ids with an RTS, waiting for window
   uint64_t inflight = 0;          // granted bytes not yet received
@@ -138,6 +141,15 @@ struct PeerGroup::Impl {
   void tryGrant();
   void recvFinished(uint64_t id, const Status& status, size_t length);
   void peerFailed(int peer, const Status& status);
+
+  // Hook thunks (ctx = this, id = operation id / slot).
+  static void sendDone(void* ctx, uint64_t id, const Status&, size_t);
+  static void sendAbandoned(void* ctx, uint64_t id);
+  static void ctsAbandoned(void* ctx, uint64_t id);
+  static void recvDone(void* ctx, uint64_t id, const Status& st, size_t length);
+  static void recvAbandoned(void* ctx, uint64_t id);
+  static void controlReceived(void* ctx, uint64_t index, const Status& st, size_t length);
+  static void controlSent(void* ctx, uint64_t slot, const Status&, size_t);
 };
 
 }  // namespace switchagg::ucx

@@ -44,6 +44,25 @@ struct Context::Impl {
   ~Impl();
 };
 
+// An internal owner's continuation of an operation. `complete` runs deferred
+// (outside UCX callbacks, at the end of Worker::progress) with the final
+// status and must not touch the State (its Request may be gone by then);
+// `abandon` runs when the Request is destroyed while active. Plain function
+// pointers, so tracking a message allocates nothing. An owner that dies
+// first calls Worker::Impl::forgetHooks(ctx).
+struct Hook {
+  void (*complete)(void* ctx, uint64_t id, const Status& status, size_t length) = nullptr;
+  void (*abandon)(void* ctx, uint64_t id) = nullptr;
+  void* ctx = nullptr;
+  uint64_t id = 0;
+};
+
+struct PendingCompletion {
+  Hook hook;
+  Status status;
+  size_t length;
+};
+
 struct Request::State {
   bool active = false;  // started and not yet completed
   bool done = false;
@@ -55,14 +74,9 @@ struct Request::State {
   bool zombie = false;                  // its Request is gone; callback deletes
   bool is_recv = false;                 // receives can be cancelled in UCX
   Worker::Impl* worker = nullptr;
-  Endpoint::Impl* endpoint = nullptr;   // errors on it mean kPeerFailed
+  Endpoint::Impl* endpoint = nullptr;   // endpoint-bound op (never dereferenced)
   ucp_tag_recv_info_t tag_info{};
-  // Internal continuation, run deferred (outside UCX callbacks) on
-  // completion with the final status and length; it must not touch the
-  // State (its Request may be gone by then).
-  std::function<void(const Status&, size_t)> on_complete;
-  // Internal owner cleanup, run if the Request dies while still active.
-  std::function<void()> on_abandon;
+  Hook hook;  // internal owner's continuation (PeerGroup, AM rendezvous)
 };
 
 namespace req {
@@ -119,11 +133,16 @@ struct Worker::Impl {
   std::unordered_map<PendingAm*, std::unique_ptr<PendingAm>> pending_am;
   std::function<void(Endpoint*, const Status&)> failure_handler;
   std::vector<std::function<void()>> deferred;
+  std::vector<PendingCompletion> completions;
   std::vector<bool> group_slots;  // PeerGroup tag-field slots in use
   // Tokens held by deferred closures to notice that their owner died.
   std::shared_ptr<Worker::Impl*> alive;
 
   void defer(std::function<void()> fn) { deferred.push_back(std::move(fn)); }
+  // An owner about to die: run its pending completions now (they drop its
+  // references to finished Requests), or drop them unrun.
+  void runHooksFor(void* ctx);
+  void forgetHooks(void* ctx);
   bool runDeferred();
   bool progress();
   void progressSentinel();

@@ -111,13 +111,33 @@ Worker::Impl::~Impl() {
 
 bool Worker::Impl::runDeferred() {
   bool any = false;
-  while (!deferred.empty()) {
+  while (!completions.empty() || !deferred.empty()) {
+    // Index loop: a hook may complete more operations (appending).
+    for (size_t i = 0; i < completions.size(); ++i) {
+      PendingCompletion c = std::move(completions[i]);
+      if (c.hook.complete != nullptr) c.hook.complete(c.hook.ctx, c.hook.id, c.status, c.length);
+    }
+    completions.clear();
     std::vector<std::function<void()>> batch;
     batch.swap(deferred);
     for (auto& fn : batch) fn();
     any = true;
   }
   return any;
+}
+
+void Worker::Impl::runHooksFor(void* ctx) {
+  for (size_t i = 0; i < completions.size(); ++i) {
+    if (completions[i].hook.ctx != ctx) continue;
+    PendingCompletion c = std::move(completions[i]);
+    completions[i].hook = Hook{};
+    c.hook.complete(c.hook.ctx, c.hook.id, c.status, c.length);
+  }
+}
+
+void Worker::Impl::forgetHooks(void* ctx) {
+  for (auto& c : completions)
+    if (c.hook.ctx == ctx) c.hook = Hook{};
 }
 
 void Worker::Impl::progressSentinel() {
@@ -131,6 +151,7 @@ bool Worker::Impl::progress() {
   bool any = ucp_worker_progress(ucp) != 0;
   if (sentinel != nullptr && (++progress_calls & 63) == 0 && nowMs() >= next_sentinel_ms)
     progressSentinel();
+  if (completions.empty() && deferred.empty()) return any;
   return runDeferred() || any;
 }
 
@@ -140,11 +161,15 @@ Endpoint* Worker::Impl::endpointFor(ucp_ep_h ep) const {
 }
 
 Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
+  if (pred()) return Status::Ok();  // e.g. a send that completed in place
   const int64_t deadline = nowMs() + std::max<int64_t>(timeout_ms, 0);
   const bool blocking = ctx->options.wait_mode == WaitMode::kBlocking && efd >= 0;
-  for (;;) {
+  for (uint32_t spin = 1;; ++spin) {
     bool any = progress();
     if (pred()) return Status::Ok();
+    // Reading the clock costs as much as an idle progress round: while
+    // spinning, look at it every 16th round only.
+    if ((any || !blocking) && (spin & 15) != 0) continue;
     int64_t now = nowMs();
     if (now >= deadline)
       return Status(Code::kTimeout, "wait timed out after " + std::to_string(timeout_ms) + " ms");

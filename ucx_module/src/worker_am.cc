@@ -17,27 +17,27 @@ void deliver(Worker::Impl* w, uint16_t id, ucp_ep_h reply_ep, const void* header
   it->second->handler(msg);
 }
 
+// The rendezvous pull of a PendingAm (hook id) finished: hand it over.
+void rendezvousDone(void* ctx, uint64_t id, const Status& status, size_t) {
+  auto* w = static_cast<Worker::Impl*>(ctx);
+  auto it = w->pending_am.find(reinterpret_cast<PendingAm*>(id));
+  if (it == w->pending_am.end()) return;
+  std::unique_ptr<PendingAm> owned = std::move(it->second);
+  w->pending_am.erase(it);
+  if (!status.ok()) {
+    SA_WARN("ucx", "active message %u (%zu bytes) lost: %s", owned->id, owned->length,
+            status.toString().c_str());
+    return;
+  }
+  deliver(w, owned->id, owned->reply_ep, owned->header.data(), owned->header.size(),
+          owned->data.get(), owned->length);
+}
+
 // Starts the rendezvous pull of `pending` (descriptor `desc`).
 void startRendezvous(Worker::Impl* w, PendingAm* pending, void* desc) {
   Request::State& s = *pending->request.state();
   (void)req::begin(s, w, nullptr);
-  std::weak_ptr<Worker::Impl*> alive = w->alive;
-  s.on_complete = [alive, pending](const Status&, size_t) {
-    auto token = alive.lock();
-    if (!token || *token == nullptr) return;
-    Worker::Impl* wi = *token;
-    auto it = wi->pending_am.find(pending);
-    if (it == wi->pending_am.end()) return;
-    std::unique_ptr<PendingAm> owned = std::move(it->second);
-    wi->pending_am.erase(it);
-    if (!owned->request.status().ok()) {
-      SA_WARN("ucx", "active message %u (%zu bytes) lost: %s", owned->id, owned->length,
-              owned->request.status().toString().c_str());
-      return;
-    }
-    deliver(wi, owned->id, owned->reply_ep, owned->header.data(), owned->header.size(),
-            owned->data.get(), owned->length);
-  };
+  s.hook = Hook{rendezvousDone, nullptr, w, reinterpret_cast<uint64_t>(pending)};
   ucp_request_param_t p{};
   p.cb.recv_am = req::amDataCallback;
   s.is_recv = true;
