@@ -74,12 +74,21 @@ int remoteUserInit(spank_t sp) {
   }
 
   TaskPlan plan = planTaskEnv(in);
+  // A batch script that already warned hands SWITCHAGG_MODE without a lease
+  // to the steps inside it: read before applyPlan() changes the variables.
+  const bool warned_before =
+      stepEnv(sp, kEnvTaskMode).value_or("") == modeName(in.mode) && !stepEnv(sp, kEnvLease);
   applyPlan(sp, plan);
   if (!plan.failure.empty()) {
     state().task_failure = plan.failure;
   } else if (!plan.warning.empty()) {
-    logInfo("job %u step %u: %s", job, step, plan.warning.c_str());
-    if (node == 0) userLine("%s", plan.warning.c_str());
+    // One line for the user (it reaches slurmd's log too); other nodes, and
+    // steps inside a batch script that already warned, log only.
+    if (node == 0 && !warned_before) {
+      userLine("%s", plan.warning.c_str());
+    } else {
+      logInfo("%s", plan.warning.c_str());
+    }
   }
   return 0;
 }

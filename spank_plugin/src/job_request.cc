@@ -50,38 +50,35 @@ Result<JobRequest> decodeRequest(const std::string& text) {
 }
 
 Result<ResolvedRequest> resolveRequest(const RequestSources& s, const PluginConfig& config) {
+  // The first source that says something wins; later ones are not read.
   ResolvedRequest out;
-  out.request.mode = config.default_mode;
-  out.request.slots = config.default_slots;
-  if (s.recorded) {
+  JobRequest recorded{config.default_mode, 0};
+  const bool mode_given = s.option_mode || s.env_mode;
+  const bool slots_given = s.option_slots || s.env_slots;
+  if (s.recorded && !(mode_given && slots_given)) {
     Result<JobRequest> rec = decodeRequest(*s.recorded);
     if (!rec.ok()) return rec.status();
-    out.request = *rec;
-    out.explicit_mode = true;
+    recorded = *rec;
   }
-  if (s.env_mode) {
-    Result<Mode> m = parseMode(kEnvMode, *s.env_mode);
+  if (mode_given) {
+    const bool from_option = s.option_mode.has_value();
+    Result<Mode> m = parseMode(from_option ? "--switch-agg" : kEnvMode,
+                               from_option ? *s.option_mode : *s.env_mode);
     if (!m.ok()) return m.status();
     out.request.mode = *m;
-    out.explicit_mode = true;
+  } else {
+    out.request.mode = recorded.mode;
   }
-  if (s.option_mode) {
-    Result<Mode> m = parseMode("--switch-agg", *s.option_mode);
-    if (!m.ok()) return m.status();
-    out.request.mode = *m;
-    out.explicit_mode = true;
-  }
-  if (s.env_slots && !s.option_slots) {
-    Result<int> n = parseSlots(kEnvSlots, *s.env_slots, config.max_slots);
+  out.explicit_mode = mode_given || s.recorded;
+  if (slots_given) {
+    const bool from_option = s.option_slots.has_value();
+    Result<int> n = parseSlots(from_option ? "--switch-agg-slots" : kEnvSlots,
+                               from_option ? *s.option_slots : *s.env_slots, config.max_slots);
     if (!n.ok()) return n.status();
     out.request.slots = *n;
+  } else {
+    out.request.slots = recorded.slots > 0 ? recorded.slots : config.default_slots;
   }
-  if (s.option_slots) {
-    Result<int> n = parseSlots("--switch-agg-slots", *s.option_slots, config.max_slots);
-    if (!n.ok()) return n.status();
-    out.request.slots = *n;
-  }
-  if (out.request.slots == 0) out.request.slots = config.default_slots;
   return out;
 }
 

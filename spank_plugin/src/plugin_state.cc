@@ -101,12 +101,11 @@ Status configProblem() {
 int registerOptions(spank_t sp) {
   const PluginConfig& c = configOrDefaults();
   OptionText& text = optionText();
-  text.mode_usage = std::string("switch aggregation for allreduce: off, auto (if available), "
-                                "require (else fail); default ") +
+  // One line each in --help: Slurm wraps usage text after ~48 characters.
+  text.mode_usage = std::string("auto=if available; require=or fail; default ") +
                     modeName(c.default_mode);
-  text.slots_usage = "aggregation slots to reserve, 1-" + std::to_string(c.max_slots) +
-                     " (default: " +
-                     (c.default_slots > 0 ? std::to_string(c.default_slots) : "agent policy") + ")";
+  text.slots_usage = "switch slots to reserve, 1-" + std::to_string(c.max_slots) + " (default " +
+                     (c.default_slots > 0 ? std::to_string(c.default_slots) : "agent's") + ")";
   modeOption()->usage = text.mode_usage.data();
   slotsOption()->usage = text.slots_usage.data();
   for (spank_option* opt : {modeOption(), slotsOption()}) {

@@ -5,9 +5,15 @@
 #
 #   slurm_cluster.sh start DIR [--spank SO] [--spank-args "k=v ..."]
 #                              [--agent BIN] [--agent-toml FILE]
+#       --spank SO         plugstack.conf gets "required SO control=unix:DIR/agent.sock
+#                          state_dir=DIR/notes" followed by --spank-args
+#       --agent BIN        switchagg-agent started with DIR/agent.toml (16 slots,
+#                          8 per job, only root creates leases); --agent-toml
+#                          FILE is appended to it
 #   slurm_cluster.sh stop DIR               everything start started, by pid
 #   slurm_cluster.sh agent-start DIR        (re)start the agent alone
 #   slurm_cluster.sh agent-stop DIR         stop the agent alone (agent down)
+#   slurm_cluster.sh slurmd-restart DIR     restart slurmd (re-reads plugstack.conf)
 #   slurm_cluster.sh run DIR [start options] -- CMD...
 #                                           start, run CMD, stop (always)
 #
@@ -107,14 +113,15 @@ NodeName=$host CPUs=2 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=FORCE:4
 EOF
   if [[ -n $spank ]]; then
-    echo "required $spank $spank_args" >"$dir/plugstack.conf"
+    echo "required $spank control=unix:$dir/agent.sock state_dir=$dir/notes $spank_args" >"$dir/plugstack.conf"
   else
     : >"$dir/plugstack.conf"
   fi
 }
 
-# The agent's policy for tests: a small pool so quota tests are cheap,
-# everybody allowed (jobs may run as nobody), root is admin.
+# The agent's policy for tests: a small pool so quota tests are cheap. No
+# user may create leases (allowed_users = []): the prolog creates them as
+# root, and a job's tasks only fetch their own token, which owners may.
 writeAgentToml() {
   local dir=$1 extra=$2
   cat >"$dir/agent.toml" <<EOF
@@ -136,7 +143,7 @@ max_slots_per_job = 8
 max_slots_per_user = 16
 default_ttl = "1h"
 max_ttl = "2h"
-allowed_users = ["*"]
+allowed_users = []
 EOF
   [[ -n $extra ]] && cat "$extra" >>"$dir/agent.toml"
   return 0
@@ -153,6 +160,17 @@ agentStart() {
 }
 
 agentStop() { killPidFile "$1/agent.pid"; rm -f "$1/agent.sock"; }
+
+# slurmd reads plugstack.conf when it starts; tests that change the line
+# restart it. Succeeds once the node answers again.
+slurmdRestart() {
+  local dir=$1
+  export SLURM_CONF=$dir/slurm.conf
+  killPidFile "$dir/slurmd.pid"
+  /usr/sbin/slurmd -f "$dir/slurm.conf" || die "slurmd failed: $(tail -5 "$dir/log/slurmd.log")"
+  waitFor "kill -0 \$(cat $dir/slurmd.pid) && scontrol ping >/dev/null && sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)\$'" 150 ||
+    die "slurmd did not come back: $(tail -5 "$dir/log/slurmd.log")"
+}
 
 writeEnv() {
   local dir=$1
@@ -239,6 +257,7 @@ case $cmd in
   stop) stopAll "$dir" ;;
   agent-start) agentStart "$dir" ;;
   agent-stop) agentStop "$dir" ;;
+  slurmd-restart) slurmdRestart "$dir" ;;
   run)
     opts=()
     while (($#)) && [[ $1 != -- ]]; do opts+=("$1"); shift; done

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# slurm_cases.sh CASE: one real-Slurm test of switchagg_spank.so against the
+# cluster + agent that slurm_cluster.sh started in $SWITCHAGG_TEST_CLUSTER.
+# Needs SWITCHAGG_CTL (switchagg-ctl) and SWITCHAGG_SPANK (the plugin).
+# Prints "PASS CASE" and exits 0, or says what failed and exits 1.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+case=${1:?usage: $0 CASE}
+DIR=${SWITCHAGG_TEST_CLUSTER:?start the cluster with slurm_cluster.sh first}
+CTL=${SWITCHAGG_CTL:?path to switchagg-ctl}
+# shellcheck disable=SC1091
+source "$DIR/env.sh"
+# shellcheck source=slurm_lib.sh
+source "$here/slurm_lib.sh"
+
+# srun --switch-agg=require: every task gets SWITCHAGG_*, the lease is at the
+# agent (with the asked slots) while the job runs and gone after it.
+case_require_srun() {
+  srun --switch-agg=require --switch-agg-slots=3 -n 2 "$PROBE" >"$W/out" 2>"$W/err" ||
+    fail "require job failed: $(cat "$W/err")"
+  local job
+  job=$(jobOf "$W/out")
+  [[ $(grep -c 'mode=require' "$W/out") == 2 ]] || fail "tasks lack SWITCHAGG_MODE=require: $(cat "$W/out")"
+  [[ $(grep -c 'lease_len=32 ' "$W/out") == 2 ]] || fail "tasks lack a 32-char token: $(cat "$W/out")"
+  [[ $(grep -o 'lease_sum=[0-9a-f]*' "$W/out" | sort -u | wc -l) == 1 ]] || fail "tasks got different tokens"
+  grep -q "agent=$(dataAddress) " "$W/out" || fail "SWITCHAGG_AGENT is not the agent's data address"
+  grep -q "during=job:$job uid:0 slots:3" "$W/out" || fail "no 3-slot lease of job $job during the job: $(cat "$W/out")"
+  [[ ! -s $W/err ]] || fail "unexpected stderr: $(cat "$W/err")"
+  waitNoLease "$job"
+}
+
+# sbatch with SWITCHAGG_JOB_MODE/SWITCHAGG_JOB_SLOTS: the batch script and
+# the srun inside it both get the lease; one lease for the whole job.
+case_sbatch_env() {
+  cat >"$W/job.sh" <<EOF
+#!/bin/bash
+"$PROBE" batch
+srun -n 2 "$PROBE"
+EOF
+  local job
+  job=$(SWITCHAGG_JOB_MODE=require SWITCHAGG_JOB_SLOTS=2 sbatch --parsable --wait -n 2 -o "$W/out" "$W/job.sh") ||
+    fail "batch job failed: $(cat "$W/out")"
+  [[ $(grep -c 'mode=require lease_len=32 ' "$W/out") == 3 ]] || fail "batch script + 2 tasks lack the lease: $(cat "$W/out")"
+  [[ $(grep -o 'lease_sum=[0-9a-f]*' "$W/out" | sort -u | wc -l) == 1 ]] || fail "steps got different tokens"
+  grep -q "during=job:$job uid:0 slots:2" "$W/out" || fail "no 2-slot lease during the job: $(cat "$W/out")"
+  [[ $(grep -o 'leases_total=[0-9]*' "$W/out" | sort -u) == leases_total=1 ]] || fail "more than one lease: $(cat "$W/out")"
+  waitNoLease "$job"
+}
+
+# auto with the agent down: the job runs, with exactly one warning line.
+case_auto_agent_down() {
+  agentDown
+  srun --switch-agg=auto -n 2 "$PROBE" >"$W/out" 2>"$W/err" || fail "auto job failed: $(cat "$W/err")"
+  [[ $(grep -c 'mode=auto lease_len=0 ' "$W/out") == 2 ]] || fail "tasks: $(cat "$W/out")"
+  [[ $(grep -c '^switchagg: warning: job [0-9]* runs without switch aggregation' "$W/err") == 1 ]] ||
+    fail "want one warning line, stderr: $(cat "$W/err")"
+  grep -q 'unreachable' "$W/err" || fail "warning does not say why: $(cat "$W/err")"
+}
+
+# require with the agent down: srun and sbatch jobs fail before their tasks
+# run, saying why; the node is not drained.
+case_require_agent_down() {
+  agentDown
+  if srun --switch-agg=require -n 2 bash -c 'echo TASK-RAN' >"$W/out" 2>"$W/err"; then
+    fail "require job succeeded without an agent"
+  fi
+  ! grep -q TASK-RAN "$W/out" || fail "a task ran"
+  grep -q 'switchagg: job [0-9]* requires switch aggregation (--switch-agg=require) but has no lease: the switch agent is unreachable' "$W/err" ||
+    fail "no reason on stderr: $(cat "$W/err")"
+  if sbatch --parsable --wait --switch-agg=require -o "$W/bout" --wrap 'echo TASK-RAN' >/dev/null 2>&1; then
+    fail "require batch job succeeded without an agent"
+  fi
+  ! grep -q TASK-RAN "$W/bout" || fail "the batch script ran"
+  grep -q 'requires switch aggregation.*unreachable' "$W/bout" || fail "batch output lacks the reason: $(cat "$W/bout")"
+  nodeUsable
+}
+
+# require with the quota exhausted (the pool's 16 slots held by others).
+case_require_quota() {
+  atExit '"$CTL" lease delete --job fill-a >/dev/null; "$CTL" lease delete --job fill-b >/dev/null'
+  "$CTL" lease create --job fill-a --slots 8 --uid 4242 >/dev/null || fail "cannot fill the pool"
+  "$CTL" lease create --job fill-b --slots 8 --uid 4243 >/dev/null || fail "cannot fill the pool"
+  if srun --switch-agg=require -n 1 bash -c 'echo TASK-RAN' >"$W/out" 2>"$W/err"; then
+    fail "require job succeeded with the pool full"
+  fi
+  ! grep -q TASK-RAN "$W/out" || fail "the task ran"
+  grep -q 'has no lease: quota exceeded' "$W/err" || fail "reason is not the quota: $(cat "$W/err")"
+  srun --switch-agg=auto -n 1 "$PROBE" >"$W/out" 2>"$W/err" || fail "auto job failed on quota"
+  grep -q 'warning: .*quota exceeded' "$W/err" || fail "auto: no quota warning: $(cat "$W/err")"
+}
+
+# Two jobs at once hold two leases with different tokens.
+case_concurrent() {
+  cat >"$W/job.sh" <<EOF
+#!/bin/bash
+touch "$W/started.\$SLURM_JOB_ID"
+for i in \$(seq 100); do [[ \$(ls "$W"/started.* | wc -l) -ge 2 ]] && break; sleep 0.1; done
+srun -n 1 "$PROBE"
+EOF
+  local a b
+  a=$(sbatch --parsable --switch-agg=require -n 1 -o "$W/a" "$W/job.sh")
+  b=$(sbatch --parsable --switch-agg=require -n 1 -o "$W/b" "$W/job.sh")
+  waitJobsDone "$a" "$b"
+  grep -q 'lease_len=32 ' "$W/a" && grep -q 'lease_len=32 ' "$W/b" || fail "a job lacks its lease: $(cat "$W/a" "$W/b")"
+  [[ $(grep -ho 'lease_sum=[0-9a-f]*' "$W/a" "$W/b" | sort -u | wc -l) == 2 ]] || fail "the two jobs share a token"
+  grep -q "during=job:$a uid:0" "$W/a" && grep -q "during=job:$b uid:0" "$W/b" || fail "leases not listed"
+  grep -q 'leases_total=2' "$W/a" "$W/b" || fail "never saw both leases at once: $(cat "$W/a" "$W/b")"
+  waitNoLease "$a"
+  waitNoLease "$b"
+}
+
+# scancel while the job runs: the epilog deletes the lease.
+case_scancel() {
+  local job
+  job=$(sbatch --parsable --switch-agg=require -o /dev/null --wrap 'sleep 120')
+  atExit "scancel $job"
+  waitLease "$job"
+  scancel "$job"
+  waitNoLease "$job"
+}
+
+# A task killed by a signal: the job fails, the lease still goes.
+case_task_signal() {
+  if srun --switch-agg=require -n 2 bash -c "\"$PROBE\"; kill -KILL \$\$" >"$W/out" 2>"$W/err"; then
+    fail "job with killed tasks succeeded"
+  fi
+  local job
+  job=$(jobOf "$W/out")
+  grep -q 'lease_len=32 ' "$W/out" || fail "tasks had no lease: $(cat "$W/out")"
+  waitNoLease "$job"
+}
+
+# Bad values fail at submission, naming the valid ones, and create no job.
+case_invalid_options() {
+  local before
+  before=$(jobCount)
+  expectRefused 'valid: off, auto, require' srun --switch-agg=bogus -n 1 true
+  expectRefused 'valid: an integer from 1 to 8' srun --switch-agg-slots=-2 -n 1 true
+  expectRefused 'valid: an integer from 1 to 8' srun --switch-agg=auto --switch-agg-slots=100000 -n 1 true
+  expectRefused 'valid: off, auto, require' sbatch --switch-agg=bogus --wrap true
+  expectRefused 'SWITCHAGG_JOB_MODE: invalid value' env SWITCHAGG_JOB_MODE=sometimes sbatch --wrap true
+  expectRefused 'SWITCHAGG_JOB_SLOTS: invalid value' env SWITCHAGG_JOB_SLOTS=0 srun -n 1 true
+  [[ $(jobCount) == "$before" ]] || fail "a refused submission created a job"
+  srun --help | grep -A1 -- '--switch-agg=' | grep -q 'auto=if available; require=or fail' || fail "--help lacks --switch-agg"
+  srun --help | grep -q -- '--switch-agg-slots=N  *switch slots to reserve, 1-8' || fail "--help lacks --switch-agg-slots"
+}
+
+# A job of another user: the lease belongs to that uid, the token reached its
+# tasks (fetched as that user), another user cannot fetch it, and the token
+# is in no log, no `scontrol show job`.
+case_token_secrecy() {
+  chmod 0777 "$W"
+  local job token
+  job=$(sbatch --parsable --wait --uid=nobody --gid=nogroup --switch-agg=require -o "$W/out" \
+    --wrap "\"$PROBE\" batch; umask 077; printf %s \"\$SWITCHAGG_LEASE\" >\"$W/token\"; sleep 1") ||
+    fail "nobody's job failed: $(cat "$W/out")"
+  grep -q "during=job:$job uid:65534" "$W/out" || fail "lease not owned by nobody: $(cat "$W/out")"
+  token=$(cat "$W/token")
+  [[ $token =~ ^[0-9a-f]{32}$ ]] || fail "no token in nobody's job"
+  [[ $(stat -c %U "$W/token") == nobody ]] || fail "token file not nobody's"
+  local hits
+  hits=$(grep -rl "$token" "$DIR/log" 2>/dev/null || true)
+  [[ -z $hits ]] || fail "token found in logs: $hits"
+  ! scontrol show job -d "$job" | grep -q "$token" || fail "token in scontrol show job"
+  ! scontrol show job -d "$job" | grep -qi 'SWITCHAGG_LEASE' || fail "lease variable in scontrol show job"
+  # While a job holds a lease, another (non-admin) user cannot fetch its token.
+  local held
+  held=$(sbatch --parsable --uid=nobody --gid=nogroup --switch-agg=require -o /dev/null --wrap 'sleep 60')
+  atExit "scancel $held"
+  waitLease "$held"
+  if setpriv --reuid=daemon --regid=daemon --clear-groups "$CTL" lease token --job "$held" >"$W/steal" 2>&1; then
+    fail "user daemon fetched nobody's token"
+  fi
+  ! grep -Eq '[0-9a-f]{32}' "$W/steal" || fail "a token leaked to another user"
+  scancel "$held"
+  waitNoLease "$job"
+  waitNoLease "$held"
+}
+
+# A broken plugstack line: slurmd keeps running and logs a clear error; srun
+# says so; require is refused, auto runs with a warning.
+case_broken_plugstack() {
+  local good
+  good=$(cat "$DIR/plugstack.conf")
+  atExit 'printf "%s\n" "$good" >"$DIR/plugstack.conf"; "$here/slurm_cluster.sh" slurmd-restart "$DIR"'
+  printf '%s bogus_key=1\n' "$good" >"$DIR/plugstack.conf"
+  "$here/slurm_cluster.sh" slurmd-restart "$DIR" || fail "slurmd did not survive the broken line"
+  grep -q "switchagg: plugstack.conf: unknown key 'bogus_key' (valid keys: control, mode" "$DIR/log/slurmd.log" ||
+    fail "slurmd.log lacks the error"
+  expectRefused "unknown key 'bogus_key'" srun --switch-agg=require -n 1 true
+  srun --switch-agg=auto -n 1 bash -c 'echo TASK-RAN' >"$W/out" 2>"$W/err" || fail "auto job failed: $(cat "$W/err")"
+  grep -q TASK-RAN "$W/out" || fail "auto task did not run"
+  grep -q 'switchagg: warning: switch aggregation is misconfigured' "$W/err" || fail "no warning: $(cat "$W/err")"
+  srun -n 1 true 2>"$W/err" || fail "a job without --switch-agg failed"
+}
+
+W=$(mktemp -d "$DIR/case.$case.XXXXXX")
+chmod 0755 "$W"
+PROBE=$here/job_probe.sh
+export SWITCHAGG_PROBE_CTL=$CTL
+declare -F "case_$case" >/dev/null || { echo "unknown case $case" >&2; exit 2; }
+"case_$case"
+rm -rf "$W"
+echo "PASS $case"

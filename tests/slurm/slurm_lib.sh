@@ -1,0 +1,84 @@
+# Helpers for slurm_cases.sh (sourced). Polls are bounded; nothing busy-waits
+# faster than 10 Hz.
+
+fail() {
+  echo "FAIL ${case:-?}: $*" >&2
+  exit 1
+}
+
+# The job id a job_probe.sh line reported.
+jobOf() { grep -o 'job=[0-9]*' "$1" | head -1 | cut -d= -f2; }
+
+# "job:J uid:U slots:S" of the agent's lease for job $1, or nothing.
+leaseOf() {
+  "$CTL" leases --json | python3 -c '
+import json, sys
+for l in json.load(sys.stdin).get("leases", []):
+    if str(l.get("job")) == sys.argv[1]:
+        print("job:%s uid:%s slots:%s" % (l["job"], l["uid"], l["slots"]))' "$1"
+}
+
+dataAddress() {
+  "$CTL" status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["data_address"])'
+}
+
+# Waits (up to $2 s, default 20) until the agent holds / no longer holds job $1's lease.
+waitLease() {
+  for ((i = 0; i < ${2:-20} * 10; i++)); do
+    [[ -n $(leaseOf "$1") ]] && return 0
+    sleep 0.1
+  done
+  fail "job $1 never got a lease"
+}
+waitNoLease() {
+  for ((i = 0; i < ${2:-20} * 10; i++)); do
+    [[ -z $(leaseOf "$1") ]] && return 0
+    sleep 0.1
+  done
+  fail "job $1's lease is still at the agent after the job: $(leaseOf "$1")"
+}
+
+waitJobsDone() {
+  local ids
+  ids=$(IFS=,; echo "$*")
+  for ((i = 0; i < 600; i++)); do
+    [[ -z $(squeue -h -j "$ids" -o %i 2>/dev/null) ]] && return 0
+    sleep 0.1
+  done
+  fail "jobs $ids did not finish"
+}
+
+jobCount() { scontrol show jobs -o 2>/dev/null | grep -c '^JobId=' || true; }
+
+# Runs "$@" (a submission), which must fail with $1 in its output.
+expectRefused() {
+  local want=$1 out
+  shift
+  if out=$("$@" 2>&1); then fail "accepted: $*"; fi
+  grep -qF -- "$want" <<<"$out" || fail "'$*' refused without saying '$want': $out"
+}
+
+# Commands run when the case ends, passed or failed (last registered first).
+CLEANUP=()
+atExit() { CLEANUP=("$*" "${CLEANUP[@]}"); }
+
+# Stops the agent for this case; it starts again when the case ends.
+agentDown() {
+  "$here/slurm_cluster.sh" agent-stop "$DIR"
+  atExit '"$here/slurm_cluster.sh" agent-start "$DIR"'
+}
+
+# The node still takes jobs (a failing prolog or batch step would drain it).
+nodeUsable() {
+  local state
+  state=$(sinfo -h -o %t)
+  [[ $state != drain* && $state != down* ]] || fail "node is $state: $(sinfo -h -o %E)"
+  srun -n 1 true || fail "node does not run jobs any more"
+}
+
+onExit() {
+  local rc=$? cmd
+  for cmd in "${CLEANUP[@]}"; do eval "$cmd" || rc=1; done
+  exit $rc
+}
+trap onExit EXIT

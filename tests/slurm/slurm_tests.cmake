@@ -1,0 +1,40 @@
+# Real-Slurm tests (label slurm): one private cluster + agent for all cases
+# (CTest fixture slurm_cluster: started by slurm_cluster_start, stopped by
+# slurm_cluster_stop even when a case fails), cases serialised on it.
+add_test(NAME slurm_plugin_binary
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_plugin_binary.sh $<TARGET_FILE:switchagg_spank>)
+set_tests_properties(slurm_plugin_binary PROPERTIES LABELS "unit;slurm" TIMEOUT 30)
+
+if(NOT TARGET switchagg-agent OR NOT TARGET switchagg-ctl)
+  message(WARNING "tests/slurm: no switchagg-agent/switchagg-ctl target, real-Slurm tests not registered")
+  return()
+endif()
+
+set(SWITCHAGG_SLURM_CLUSTER ${CMAKE_CURRENT_BINARY_DIR}/cluster)
+set(_fixture ${CMAKE_CURRENT_SOURCE_DIR}/slurm_cluster.sh)
+add_test(NAME slurm_cluster_start
+  COMMAND ${_fixture} start ${SWITCHAGG_SLURM_CLUSTER}
+          --spank $<TARGET_FILE:switchagg_spank> --spank-args "max_slots=8 timeout=2s"
+          --agent $<TARGET_FILE:switchagg-agent>)
+add_test(NAME slurm_cluster_stop COMMAND ${_fixture} stop ${SWITCHAGG_SLURM_CLUSTER})
+set_tests_properties(slurm_cluster_start PROPERTIES FIXTURES_SETUP slurm_cluster)
+set_tests_properties(slurm_cluster_stop PROPERTIES FIXTURES_CLEANUP slurm_cluster)
+set_tests_properties(slurm_cluster_start slurm_cluster_stop PROPERTIES
+  LABELS slurm TIMEOUT 60 RESOURCE_LOCK slurm_cluster)
+
+set(SWITCHAGG_SLURM_CASE_ENV
+  SWITCHAGG_TEST_CLUSTER=${SWITCHAGG_SLURM_CLUSTER}
+  SWITCHAGG_CTL=$<TARGET_FILE:switchagg-ctl>)
+
+# add_slurm_case(NAME [ENV...]): tests/slurm/slurm_cases.sh NAME on the cluster.
+function(add_slurm_case name)
+  add_test(NAME slurm_${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/slurm_cases.sh ${name})
+  set_tests_properties(slurm_${name} PROPERTIES LABELS slurm TIMEOUT 90
+    FIXTURES_REQUIRED slurm_cluster RESOURCE_LOCK slurm_cluster
+    ENVIRONMENT "${SWITCHAGG_SLURM_CASE_ENV};${ARGN}")
+endfunction()
+
+foreach(name require_srun sbatch_env auto_agent_down require_agent_down require_quota
+             concurrent scancel task_signal invalid_options token_secrecy broken_plugstack)
+  add_slurm_case(${name})
+endforeach()
