@@ -8,6 +8,7 @@
 
 #include "dispatch.h"
 #include "process_runtime.h"
+#include "switch_path.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/log.h"
 
@@ -89,11 +90,12 @@ void switchagg_coll_comm_destroy(switchagg_coll_comm_t* comm) {
 }
 
 int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void* recv,
-                             size_t count, int dtype, int op) {
+                             size_t count, int dtype, int op, int flags) {
   return guarded("allreduce", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
     switchagg::coll::AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype),
                                         static_cast<Op>(op)};
-    switch (switchagg::coll::dispatchAllreduce(comm->state, args)) {
+    const bool differs = (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0;
+    switch (switchagg::coll::dispatchAllreduce(comm->state, args, differs)) {
       case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
       case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
       case switchagg::coll::Outcome::kFailed: break;
@@ -134,6 +136,10 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
   return guarded<uint64_t>("counter", 0, [&]() -> uint64_t {
     const auto& c = comm->state.counters();
     const std::string key = name;
+    // The switch path's own counters (switch:*, fallback:switch-failed).
+    uint64_t value = 0;
+    if (const switchagg::coll::SwitchPath* sw = const_cast<switchagg::coll::CommState&>(comm->state).switchPath())
+      if (sw->counter(key, &value)) return value;
     if (key == "local") return c.local;
     if (key == "fallback") return c.served[static_cast<size_t>(Algorithm::kPrevious)];
     if (key.rfind("fallback:", 0) == 0) {

@@ -74,11 +74,20 @@ void switchagg_coll_close(void);
 switchagg_coll_comm_t *switchagg_coll_comm_create(const switchagg_coll_comm_info_t *info);
 void switchagg_coll_comm_destroy(switchagg_coll_comm_t *comm);
 
+/* Flags for switchagg_coll_allreduce. */
+enum switchagg_coll_flags {
+  /* The previous module is known to compute this dtype/op differently from
+   * C semantics (Open MPI 4.1's op/avx saturates 8/16-bit sums; its MIN/MAX
+   * treat MPI_OFFSET as unsigned): in `auto` mode serve the call on the
+   * host rather than hand it back. */
+  SWITCHAGG_COLL_PREVIOUS_DIFFERS = 1
+};
+
 /* dtype and op are switchagg::Dtype / switchagg::Op values (common/dtype.h).
  * send == NULL means MPI_IN_PLACE (input already in recv). Every rank of the
  * communicator makes the same SERVED/DECLINED decision for the same call. */
 int switchagg_coll_allreduce(switchagg_coll_comm_t *comm, const void *send, void *recv,
-                             size_t count, int dtype, int op);
+                             size_t count, int dtype, int op, int flags);
 
 /* Records that the glue sent a call to the previous module without asking
  * the core (user-defined op, derived datatype, ...). `reason` is a literal. */

@@ -8,11 +8,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "algorithms.h"
 #include "coll_core.h"
 #include "host_algorithms.h"
+#include "selector.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::ucx {
@@ -66,6 +68,10 @@ class CommState {
   // Counts a hand-back to the previous module; the first one per reason is
   // logged at verbose >= 1.
   void recordFallback(const std::string& reason);
+  // The selector's decision for this call, memoised: decide() is a pure
+  // function of its input, and small calls should not pay for it each time.
+  const Decision& decide(const SelectionInput& in);
+
   // After a host algorithm failed mid-way the communicator is unusable.
   void markBroken() { broken_ = true; }
   bool broken() const { return broken_; }
@@ -89,6 +95,7 @@ class CommState {
   std::unique_ptr<ucx::PeerGroup> peer_group_;
   std::unique_ptr<SwitchPath> switch_path_;
   CommCounters counters_;
+  std::unordered_map<uint64_t, Decision> decisions_;
 };
 
 }  // namespace switchagg::coll

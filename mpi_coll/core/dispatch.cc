@@ -43,6 +43,22 @@ void announce(CommState& state, Algorithm a, const SelectionInput& in, const Dec
                 algorithmName(a), d.reason.c_str());
 }
 
+// The host algorithm the cost model rates fastest for this call.
+Algorithm cheapestHost(const SelectionInput& in) {
+  const CostModel& model = ProcessRuntime::instance().selector().model();
+  Algorithm best = Algorithm::kRecursiveDoubling;
+  double best_us = model.predictUs(best, in);
+  for (const AlgorithmInfo& info : algorithmRegistry()) {
+    if (!isHostAlgorithm(info.id)) continue;
+    const double us = model.predictUs(info.id, in);
+    if (us < best_us) {
+      best = info.id;
+      best_us = us;
+    }
+  }
+  return best;
+}
+
 Outcome fail(CommState& state, Algorithm a, const Status& st) {
   state.markBroken();
   SA_ERROR("coll",
@@ -54,7 +70,7 @@ Outcome fail(CommState& state, Algorithm a, const Status& st) {
 
 }  // namespace
 
-Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args) {
+Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool previous_differs) {
   if (state.broken()) return Outcome::kFailed;
   if (args.count == 0 || state.size() == 1) {
     copyInput(args);
@@ -67,8 +83,13 @@ Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args) {
   }
   state.ensureSetup();
   const SelectionInput in = describeCall(state, args);
-  const Decision decision = ProcessRuntime::instance().selector().decide(in);
+  const Decision& decision = state.decide(in);
   for (Algorithm a : decision.ranked) {
+    if (a == Algorithm::kPrevious && previous_differs && state.hostReady() &&
+        ProcessRuntime::instance().params().policy.forced != "previous") {
+      // All ranks see the same flag (it depends on dtype/op only).
+      a = cheapestHost(in);
+    }
     if (a == Algorithm::kPrevious) {
       announce(state, a, in, decision);
       state.recordFallback(state.hostReady() ? "selected" : "host path unavailable");

@@ -17,6 +17,9 @@ enum class Outcome {
 // Every rank of the communicator reaches the same outcome for the same call:
 // decisions depend only on (count, dtype, op, communicator, parameters) and
 // on state all ranks agreed on at setup.
-Outcome dispatchAllreduce(CommState& comm, const AllreduceArgs& args);
+// `previous_differs`: the previous module's answer would not follow C
+// semantics for this dtype/op, so when the ranking puts it first (and the
+// user did not force it) the cheapest host algorithm serves instead.
+Outcome dispatchAllreduce(CommState& comm, const AllreduceArgs& args, bool previous_differs);
 
 }  // namespace switchagg::coll

@@ -52,10 +52,10 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
                                  mca_coll_base_module_t *module);
 
 /* coll_switchagg_types.c: maps a predefined MPI datatype and op onto the
- * core's dtype/op codes. Returns NULL when the core can serve the pair, or
- * why not ("user-defined op", "derived datatype", ...). */
+ * core's dtype/op codes and switchagg_coll_flags. Returns NULL when the core
+ * can serve the pair, or why not ("user-defined op", "derived datatype"). */
 const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        int *sa_dtype, int *sa_op);
+                                        int *sa_dtype, int *sa_op, int *flags);
 
 END_C_DECLS
 

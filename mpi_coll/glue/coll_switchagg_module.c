@@ -103,12 +103,12 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
                                  struct ompi_communicator_t *comm,
                                  mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  int sa_dtype = 0, sa_op = 0;
-  const char *why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op);
+  int sa_dtype = 0, sa_op = 0, flags = 0;
+  const char *why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op, &flags);
 
   if (NULL != m->core && NULL == why && count >= 0) {
     int rc = switchagg_coll_allreduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
-                                      (size_t)count, sa_dtype, sa_op);
+                                      (size_t)count, sa_dtype, sa_op, flags);
     if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
     /* The core logged the failure; MPI's error handler decides (fatal by
      * default). A silently wrong result is never an option. */

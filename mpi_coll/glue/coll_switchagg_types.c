@@ -105,14 +105,28 @@ static bool layout_matches(struct ompi_datatype_t *dtype, int code) {
   return dtype->super.lb == 0 && (size_t)(dtype->super.ub - dtype->super.lb) == expected;
 }
 
+/* Where Open MPI 4.1.4's own reduction departs from C semantics (found by
+ * tests/mpi): op/avx saturates 8- and 16-bit integer sums (and we do not
+ * trust its products either), and MIN/MAX compare MPI_OFFSET as unsigned. */
+static int previous_differs(MPI_Datatype dtype, int sa_dtype, int sa_op) {
+  const bool small_int = sa_dtype == SWITCHAGG_DT_INT8 || sa_dtype == SWITCHAGG_DT_UINT8 ||
+                         sa_dtype == SWITCHAGG_DT_INT16 || sa_dtype == SWITCHAGG_DT_UINT16;
+  if (small_int && (sa_op == SWITCHAGG_OP_SUM || sa_op == SWITCHAGG_OP_PROD))
+    return SWITCHAGG_COLL_PREVIOUS_DIFFERS;
+  if (dtype == MPI_OFFSET && (sa_op == SWITCHAGG_OP_MIN || sa_op == SWITCHAGG_OP_MAX))
+    return SWITCHAGG_COLL_PREVIOUS_DIFFERS;
+  return 0;
+}
+
 static bool is_bitwise(int op) {
   return op == SWITCHAGG_OP_BAND || op == SWITCHAGG_OP_BOR || op == SWITCHAGG_OP_BXOR;
 }
 
 const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        int *sa_dtype, int *sa_op) {
+                                        int *sa_dtype, int *sa_op, int *flags) {
   size_t i;
   *sa_op = 0;
+  *flags = 0;
   for (i = 0; i < sizeof ops / sizeof ops[0]; ++i)
     if (ops[i].handle == op) *sa_op = ops[i].code;
   if (*sa_op == 0) return "user-defined op";
@@ -131,6 +145,7 @@ const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct om
     }
     if (*sa_dtype == 0) return "integer size not served";
     if (!layout_matches(dtype, *sa_dtype)) return "pair type layout differs from C";
+    *flags = previous_differs(dtype, *sa_dtype, *sa_op);
     return NULL;
   }
   return ompi_datatype_is_predefined(dtype) ? "predefined datatype not served"
