@@ -16,6 +16,7 @@ PACKAGES=(
   gnuplot-nox                                    # benchmark plots
   iproute2                                       # emulated hosts (network namespaces)
   clang libclang-rt-14-dev                       # libFuzzer targets
+  python3 procps                                 # tests/slurm fixture: free ports, JSON checks, pgrep
 )
 
 missing=()

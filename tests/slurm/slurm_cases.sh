@@ -196,8 +196,11 @@ case_broken_plugstack() {
 
 W=$(mktemp -d "$DIR/case.$case.XXXXXX")
 chmod 0755 "$W"
-PROBE=$here/job_probe.sh
-export SWITCHAGG_PROBE_CTL=$CTL
+# Copies the jobs can run whatever user they run as and wherever the
+# checkout lives.
+cp "$here/job_probe.sh" "$CTL" "$W/"
+PROBE=$W/job_probe.sh
+export SWITCHAGG_PROBE_CTL=$W/$(basename "$CTL")
 declare -F "case_$case" >/dev/null || { echo "unknown case $case" >&2; exit 2; }
 "case_$case"
 rm -rf "$W"

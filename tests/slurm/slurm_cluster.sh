@@ -224,9 +224,14 @@ startAll() {
     esac
   done
   [[ $(id -u) -eq 0 ]] || die "must run as root (slurmd, munged)"
+  # Only ever wipe a directory this script made (it leaves a marker).
+  if [[ -d $dir && ! -e $dir/.switchagg_test_cluster && -n $(ls -A "$dir") ]]; then
+    die "$dir exists and is not a switchagg test cluster; not touching it"
+  fi
   stopAll "$dir"
   rm -rf "$dir"
   mkdir -p "$dir/log"
+  touch "$dir/.switchagg_test_cluster"
   chmod 0755 "$dir"
   startMunge "$dir"
   writeSlurmConf "$dir" "$spank" "$spank_args"

@@ -10,7 +10,11 @@ if(NOT TARGET switchagg-agent OR NOT TARGET switchagg-ctl)
   return()
 endif()
 
-set(SWITCHAGG_SLURM_CLUSTER ${CMAKE_CURRENT_BINARY_DIR}/cluster)
+# Under /tmp, not in the build tree: jobs of user nobody must reach the
+# agent socket and their work files, whatever the checkout's permissions.
+string(MD5 _build_hash "${CMAKE_BINARY_DIR}")
+string(SUBSTRING "${_build_hash}" 0 10 _build_hash)
+set(SWITCHAGG_SLURM_CLUSTER /tmp/switchagg-slurm-${_build_hash})
 set(_fixture ${CMAKE_CURRENT_SOURCE_DIR}/slurm_cluster.sh)
 add_test(NAME slurm_cluster_start
   COMMAND ${_fixture} start ${SWITCHAGG_SLURM_CLUSTER}

@@ -1,6 +1,9 @@
 // plugstack.conf arguments -> PluginConfig (pure parser, no Slurm).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "plugin_config.h"
 
 namespace switchagg::spank {
@@ -114,6 +117,35 @@ TEST(SpankMode, ParsesCaseInsensitivelyAndListsValidValues) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "--switch-agg: invalid value 'bogus' (valid: off, auto, require)");
   EXPECT_FALSE(parseMode("--switch-agg", "").ok());
+}
+
+}  // namespace
+}  // namespace switchagg::spank
+
+namespace switchagg::spank {
+namespace {
+
+// config/plugstack.conf is what admins copy: its line must parse.
+TEST(SpankConfig, ShippedExampleLineParses) {
+  std::ifstream in(SWITCHAGG_PLUGSTACK_EXAMPLE);
+  ASSERT_TRUE(in) << SWITCHAGG_PLUGSTACK_EXAMPLE;
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string kind, path, arg;
+    words >> kind >> path;
+    EXPECT_EQ(kind, "required");
+    EXPECT_NE(path.find("/lib/slurm/switchagg_spank.so"), std::string::npos);
+    std::vector<std::string> args;
+    while (words >> arg) args.push_back(arg);
+    Result<PluginConfig> c = parsePluginArgs(args);
+    ASSERT_TRUE(c.ok()) << c.status().toString();
+    EXPECT_EQ(args.size(), kConfigKeys.size()) << "the example shows every key";
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1);
 }
 
 }  // namespace
