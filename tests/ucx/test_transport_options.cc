@@ -1,0 +1,89 @@
+// TransportOptions::fromEnvironment and the option table (label unit): the
+// variables parse with the common parsers and bad values name the variable.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "switchagg/ucx/transport.h"
+
+namespace switchagg::ucx {
+namespace {
+
+class EnvGuard {
+ public:
+  ~EnvGuard() {
+    for (const auto& k : keys_) unsetenv(k.c_str());
+  }
+  void set(const std::string& k, const std::string& v) {
+    keys_.insert(k);
+    setenv(k.c_str(), v.c_str(), 1);
+  }
+
+ private:
+  std::set<std::string> keys_;
+};
+
+TEST(TransportOptions, DefaultsWithoutEnvironment) {
+  auto o = TransportOptions::fromEnvironment();
+  ASSERT_TRUE(o.ok()) << o.status().toString();
+  EXPECT_EQ(o->lanes, 0);
+  EXPECT_EQ(o->cts_threshold, 64u << 10);
+  EXPECT_EQ(o->cts_window, 8u << 20);
+  EXPECT_EQ(o->peer_timeout_ms, 2000);
+  EXPECT_EQ(o->wait_mode, WaitMode::kBlocking);
+  EXPECT_EQ(o->failure_detection, FailureDetection::kAuto);
+}
+
+TEST(TransportOptions, ReadsEveryVariable) {
+  EnvGuard env;
+  env.set("SWITCHAGG_UCX_LANES", "4");
+  env.set("SWITCHAGG_UCX_CTS_THRESHOLD", "128KiB");
+  env.set("SWITCHAGG_UCX_CTS_WINDOW", "2M");
+  env.set("SWITCHAGG_UCX_PEER_TIMEOUT", "1.5s");
+  env.set("SWITCHAGG_UCX_WAIT", "busy");
+  env.set("SWITCHAGG_UCX_FAILURE_DETECTION", "peer");
+  env.set("SWITCHAGG_ROCE_DSCP", "24");
+  auto o = TransportOptions::fromEnvironment();
+  ASSERT_TRUE(o.ok()) << o.status().toString();
+  EXPECT_EQ(o->lanes, 4);
+  EXPECT_EQ(o->cts_threshold, 128u << 10);
+  EXPECT_EQ(o->cts_window, 2u << 20);
+  EXPECT_EQ(o->peer_timeout_ms, 1500);
+  EXPECT_EQ(o->wait_mode, WaitMode::kBusyPoll);
+  EXPECT_EQ(o->failure_detection, FailureDetection::kPeer);
+  EXPECT_EQ(o->roce.dscp, 24);
+}
+
+TEST(TransportOptions, BadValuesNameTheVariable) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"SWITCHAGG_UCX_LANES", "65"},
+                                                        {"SWITCHAGG_UCX_CTS_WINDOW", "lots"},
+                                                        {"SWITCHAGG_UCX_PEER_TIMEOUT", "0"},
+                                                        {"SWITCHAGG_UCX_WAIT", "spin"},
+                                                        {"SWITCHAGG_UCX_FAILURE_DETECTION", "x"}}) {
+    EnvGuard env;
+    env.set(key, value);
+    auto o = TransportOptions::fromEnvironment();
+    ASSERT_FALSE(o.ok()) << key << "=" << value;
+    EXPECT_EQ(o.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(o.status().message().find(key), std::string::npos) << o.status().message();
+  }
+}
+
+TEST(TransportOptions, TableDocumentsTransportAndRoceVariables) {
+  std::set<std::string> envs;
+  for (const auto& d : transportOptionTable()) {
+    EXPECT_NE(std::string(d.help), "");
+    envs.insert(d.env);
+  }
+  for (const char* e : {"SWITCHAGG_UCX_LANES", "SWITCHAGG_UCX_CTS_THRESHOLD",
+                        "SWITCHAGG_UCX_CTS_WINDOW", "SWITCHAGG_UCX_PEER_TIMEOUT",
+                        "SWITCHAGG_UCX_WAIT", "SWITCHAGG_UCX_FAILURE_DETECTION",
+                        "SWITCHAGG_ROCE_DSCP"})
+    EXPECT_EQ(envs.count(e), 1u) << e;
+}
+
+}  // namespace
+}  // namespace switchagg::ucx
