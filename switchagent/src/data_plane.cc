@@ -241,22 +241,23 @@ struct DataPlane::Impl : EngineOutput {
   }
 
   ~Impl() override {
-    // Order: stop accepting and dispatching, close endpoints (flushing the
-    // sends that still read slot buffers), drop sends, then the worker.
+    // Stop accepting and dispatching; then destroy the worker first: it
+    // force-closes every endpoint at once (a flushing close per endpoint
+    // could wait peer_timeout_ms for each unresponsive client). Slot buffers
+    // that sends still referenced live until UCX has purged those sends.
     listener.reset();
     if (worker) {
       (void)worker->setAmHandler(wire::kAmToAgent, nullptr);
       worker->setFailureHandler(nullptr);
     }
-    std::vector<std::unique_ptr<ucx::Endpoint>> owned;
-    for (auto& [id, peer] : peers)
-      if (peer.owned) owned.push_back(std::move(peer.owned));
-    peers.clear();
-    owned.clear();
+    std::vector<std::shared_ptr<SlotBuffers>> keep;
+    for (auto& s : sends) keep.push_back(std::move(s->buffers));
     sends.clear();
     outbox.clear();
-    engine.reset();
     worker.reset();
+    peers.clear();
+    keep.clear();
+    engine.reset();
     context.reset();
   }
 };

@@ -27,7 +27,7 @@ if(TARGET switchagg_agent_fixture AND TARGET switchagg-agent AND SWITCHAGG_DATA_
   add_dependencies(test_data_agent test_data_member switchagg-agent)
   switchagg_warnings(test_data_agent)
   # One agent per test; members are real processes. Fault tests also carry `fault`.
-  gtest_discover_tests(test_data_agent TEST_FILTER "DataAgent.*"
+  gtest_discover_tests(test_data_agent TEST_FILTER "DataAgentTest.*:DataAgentWire.*"
     PROPERTIES LABELS "agent" TIMEOUT 120)
   gtest_discover_tests(test_data_agent TEST_FILTER "DataAgentFault.*"
     PROPERTIES LABELS "agent;fault" TIMEOUT 120)

@@ -84,8 +84,11 @@ bool parseArgs(int argc, char** argv, Args* a) {
   return !a->agent.empty() && !a->token.empty();
 }
 
+int g_calls = 0;  // allreduces that succeeded before a failure
+
 int fail(const char* what, const Status& st, int code) {
-  std::printf("RESULT fail %s %s: %s\n", codeName(st.code()), what, st.message().c_str());
+  std::printf("RESULT fail %s %s: %s (after %d calls)\n", codeName(st.code()), what,
+              st.message().c_str(), g_calls);
   std::fflush(stdout);
   return code;
 }
@@ -133,7 +136,7 @@ int main(int argc, char** argv) {
   AggGroup& g = **group;
   std::printf("STREAMING window=%u slot_bytes=%zu\n", g.info().window, g.info().slot_bytes);
   std::fflush(stdout);
-  int calls = 0;
+  int& calls = g_calls;
   for (int iter = 0; a.forever || iter < a.iters; ++iter) {
     for (const auto& [d, op] : a.pairs) {
       if (!g.supports(d, op)) return fail("supports", Status(Code::kUnsupported, dtypeName(d)), 2);

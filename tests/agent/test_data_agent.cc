@@ -1,0 +1,100 @@
+// Data plane end to end: the real switchagg-agent, leases from its control
+// API, members as real processes. Every result is checked bit for bit
+// against the rank-ordered reference inside the member.
+#include <string>
+
+#include "switchagg/common/reduce.h"
+#include "test_data_harness.h"
+
+namespace switchagg::testing {
+namespace {
+
+// Every (dtype, op) the agent advertises, as test_data_member --pairs.
+std::string allPairs() {
+  std::string out;
+  for (int d = 1; d <= kNumDtypes; ++d)
+    for (int o = 1; o <= kNumOps; ++o)
+      if (reduceSupported(static_cast<Dtype>(d), static_cast<Op>(o)))
+        out += std::string(out.empty() ? "" : ",") + dtypeName(static_cast<Dtype>(d)) + "/" +
+               opName(static_cast<Op>(o));
+  return out;
+}
+
+TEST_F(DataAgentTest, EveryDtypeAndOpWithOneToEightMembers) {
+  startAgent();
+  const std::string token = createLease("dtypes", 4);
+  // Groups of 1, 2, 3 and 8 at once; 3000 elements span several 4 KiB chunks.
+  std::vector<std::unique_ptr<Child>> all;
+  uint64_t gid = 10;
+  for (int size : {1, 2, 3, 8}) {
+    auto g = startGroup({gid++, size, token,
+                         {"--pairs", allPairs(), "--count", "3000", "--window", "1"}});
+    for (auto& c : g) all.push_back(std::move(c));
+  }
+  expectAllOk(all, 100000);
+  const auto s = status();
+  EXPECT_EQ(s["counters"]["groups_created"], 4);
+  EXPECT_EQ(s["counters"]["groups_aborted"], 0);
+  EXPECT_EQ(s["counters"]["rejected_total"], 0);
+}
+
+TEST_F(DataAgentTest, ManyChunksThroughWindowsOneToN) {
+  startAgent();
+  const std::string token = createLease("windows", 16);
+  // 40000 doubles = 320 KB = 79 chunks of 4 KiB, in place and not, windows 1, 3, 16.
+  std::vector<std::unique_ptr<Child>> all;
+  uint64_t gid = 1;
+  for (const char* w : {"1", "3", "0"}) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::string> extra = {"--dtype", "float64", "--op", "sum", "--count", "40000",
+                                        "--iters", "2", "--window", w};
+      if (in_place) extra.push_back("--in-place");
+      auto g = startGroup({gid++, 3, token, extra});
+      // The lease has 16 slots: run one group at a time so each gets its window.
+      expectAllOk(g, 60000);
+      if (std::string(w) == "0") {
+        EXPECT_NE(g[0]->output().find("window=16"), std::string::npos) << g[0]->output();
+      } else {
+        EXPECT_NE(g[0]->output().find(std::string("window=") + w + " "), std::string::npos)
+            << g[0]->output();
+      }
+      EXPECT_NE(g[0]->output().find("chunks_sent=158"), std::string::npos) << g[0]->output();
+    }
+  }
+  const auto s = status();
+  EXPECT_EQ(s["counters"]["chunks_reduced"], 6 * 158);
+  EXPECT_EQ(s["counters"]["slots_reserved"], 0);
+  EXPECT_EQ(s["counters"]["slots_busy"], 0);
+}
+
+TEST_F(DataAgentTest, EightJobsOfFourMembersAtOnce) {
+  startAgent({"data.member_timeout=20s"});
+  std::vector<std::unique_ptr<Child>> all;
+  for (int job = 0; job < 8; ++job) {
+    const std::string token = createLease("job" + std::to_string(job), 2);
+    // Every job uses group id 1: ids are per lease, jobs never mix.
+    auto g = startGroup({1, 4, token,
+                         {"--pairs", job % 2 ? "int32/sum,float32/max" : "float64/sum,int64/bxor",
+                          "--count", std::to_string(1500 + 100 * job), "--iters", "3",
+                          "--timeout", "60000"}});
+    for (auto& c : g) all.push_back(std::move(c));
+  }
+  expectAllOk(all, 110000);
+  const auto s = status();
+  EXPECT_EQ(s["counters"]["groups_created"], 8);
+  EXPECT_EQ(s["counters"]["groups_aborted"], 0);
+  EXPECT_EQ(s["counters"]["groups_active"], 0);
+  EXPECT_EQ(s["counters"]["slots_reserved"], 0);
+}
+
+TEST_F(DataAgentTest, BadTokenIsRefusedAndCounted) {
+  startAgent();
+  auto g = startGroup({1, 1, "0123456789abcdef0123456789abcdef", {"--timeout", "5000"}});
+  ASSERT_EQ(g[0]->wait(20000), 4) << g[0]->output();
+  EXPECT_NE(g[0]->output().find("RESULT fail Denied connect"), std::string::npos) << g[0]->output();
+  const auto s = status();
+  EXPECT_GE(s["rejected"].value("bad_token", 0), 1) << s.dump();
+}
+
+}  // namespace
+}  // namespace switchagg::testing
