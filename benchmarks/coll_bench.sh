@@ -88,8 +88,10 @@ names=$(for p in "${paths[@]}"; do printf '%s ' "${p%%|*}"; done)
   echo
   echo "Produced by \`$cmdline\` (started $started, $(nproc) cores, $(uname -m),"
   echo "Open MPI $(ompi_info --version 2>/dev/null | awk '/Open MPI/ {print $NF; exit}'), git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'))."
-  echo "float32 sum, every result validated (--check). Time = median over $reps interleaved"
-  echo "repetitions of each rank-averaged latency (us). ratio = path / tuned (< 1 is faster)."
+  echo "float32 sum, every result validated (--check). Latency = median over $reps interleaved"
+  echo "repetitions of the per-call median (p50_us: each rank's median call time, averaged"
+  echo "over ranks), in us. The machine is shared, so medians, not means. ratio = path / tuned"
+  echo "(< 1 is faster)."
   echo "\`auto chose\` is what the component reported for the last call of that size."
   echo
   for np in $np_list; do

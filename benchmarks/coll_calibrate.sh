@@ -52,7 +52,8 @@ done
 
 # Median per (algorithm, bytes), then per algorithm: A = median latency of
 # the sizes <= 256 B, B = least-squares slope of (t - A) over sizes >= 256 KiB.
-cat "$work"/*.csv | awk -F, '/^label,/ { next } { print $1, $5, $8 }' |
+cat "$work"/*.csv | awk -F, '/^label,/ { for (i = 1; i <= NF; i++) col[$i] = i; next }
+                           { print $col["label"], $col["bytes"], $col["p50_us"] }' |
   sort -k1,1 -k2,2n -k3,3g | awk '
     function flush() { if (n) print l, b, (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2); n = 0 }
     { if ($1 != l || $2 != b) { flush(); l = $1; b = $2 } v[++n] = $3 }

@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 
 cat "$raw"/np"${np}"_*_rep*.csv 2>/dev/null | awk -F, '
   /^label,/ { for (i = 1; i <= NF; i++) col[$i] = i; next }
-  { print $col["label"], $col["bytes"], $col["avg_us"], $col["algorithm"], $col["check"] }' \
+  { print $col["label"], $col["bytes"], $col["p50_us"], $col["algorithm"], $col["check"] }' \
   >"$work/rows"
 if [[ ! -s $work/rows ]]; then
   echo "## np=$np: no results (every run failed; see $raw/*.log)"

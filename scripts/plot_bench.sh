@@ -30,14 +30,17 @@ mkdir -p "$outdir"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# "label bytes avg_us busbw" for every data row, columns found by header name.
+# "label bytes latency busbw" for every data row, columns found by header
+# name. Latency is the per-call median (p50_us) when the CSV has it.
 for f in "$@"; do
   awk -F, '
     /^label,/ { for (i = 1; i <= NF; i++) col[$i] = i; next }
     !("bytes" in col) { next }
     { l = $col["label"]; if (l == "") l = $col["algorithm"]
       gsub(/ /, "_", l)
-      print l, $col["bytes"], $col["avg_us"], $col["busbw_GBps"] }' "$f"
+      t = ("p50_us" in col) ? $col["p50_us"] : $col["avg_us"]
+      bw = ("p50_us" in col && t > 0) ? $col["busbw_GBps"] * $col["avg_us"] / t : $col["busbw_GBps"]
+      print l, $col["bytes"], t, bw }' "$f"
 done >"$work/rows"
 [[ -s $work/rows ]] || { echo "plot_bench: no data rows in $*" >&2; exit 1; }
 

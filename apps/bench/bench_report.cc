@@ -39,27 +39,27 @@ void printTableHeader(FILE* out, const RunInfo& run) {
   fprintf(out, "# switchagg-bench: MPI_Allreduce, %d ranks, dtype %s, op %s%s%s%s\n", run.nranks,
           run.dtype.c_str(), run.op.c_str(), run.checked ? ", checked" : "",
           run.label.empty() ? "" : ", label ", run.label.c_str());
-  fprintf(out, "%12s %8s %12s %12s %12s %10s %10s  %-18s %s\n", "# bytes", "iters", "avg_us",
-          "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "algorithm", "check");
+  fprintf(out, "%12s %8s %12s %12s %12s %12s %10s %10s  %-18s %s\n", "# bytes", "iters",
+          "avg_us", "min_us", "max_us", "p50_us", "algbw_GB/s", "busbw_GB/s", "algorithm", "check");
 }
 
 void printTableRow(FILE* out, const SizeResult& r) {
-  fprintf(out, "%12zu %8d %12.2f %12.2f %12.2f %10.3f %10.3f  %-18s %s\n", r.bytes, r.iters,
-          r.avg_us, r.min_us, r.max_us, r.algbw_gbs, r.busbw_gbs, r.algorithm.c_str(),
-          r.check.c_str());
+  fprintf(out, "%12zu %8d %12.2f %12.2f %12.2f %12.2f %10.3f %10.3f  %-18s %s\n", r.bytes,
+          r.iters, r.avg_us, r.min_us, r.max_us, r.p50_us, r.algbw_gbs, r.busbw_gbs,
+          r.algorithm.c_str(), r.check.c_str());
   fflush(out);
 }
 
 std::string csvHeader() {
   return "label,np,dtype,op,bytes,count,iters,avg_us,min_us,max_us,algbw_GBps,busbw_GBps,"
-         "algorithm,check\n";
+         "algorithm,check,p50_us\n";
 }
 
 std::string csvRow(const RunInfo& run, const SizeResult& r) {
-  return format("%s,%d,%s,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s\n", run.label.c_str(),
-                run.nranks, run.dtype.c_str(), run.op.c_str(), r.bytes, r.count, r.iters,
-                r.avg_us, r.min_us, r.max_us, r.algbw_gbs, r.busbw_gbs, r.algorithm.c_str(),
-                r.check.c_str());
+  return format("%s,%d,%s,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%.3f\n",
+                run.label.c_str(), run.nranks, run.dtype.c_str(), run.op.c_str(), r.bytes, r.count,
+                r.iters, r.avg_us, r.min_us, r.max_us, r.algbw_gbs, r.busbw_gbs,
+                r.algorithm.c_str(), r.check.c_str(), r.p50_us);
 }
 
 std::string toJson(const RunInfo& run, const std::vector<SizeResult>& rows) {
@@ -71,9 +71,10 @@ std::string toJson(const RunInfo& run, const std::vector<SizeResult>& rows) {
     const SizeResult& r = rows[i];
     out += format(
         "%s\n  {\"bytes\": %zu, \"count\": %zu, \"iters\": %d, \"avg_us\": %.3f, "
-        "\"min_us\": %.3f, \"max_us\": %.3f, \"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, ",
-        i ? "," : "", r.bytes, r.count, r.iters, r.avg_us, r.min_us, r.max_us, r.algbw_gbs,
-        r.busbw_gbs);
+        "\"min_us\": %.3f, \"max_us\": %.3f, \"p50_us\": %.3f, \"algbw_GBps\": %.4f, "
+        "\"busbw_GBps\": %.4f, ",
+        i ? "," : "", r.bytes, r.count, r.iters, r.avg_us, r.min_us, r.max_us, r.p50_us,
+        r.algbw_gbs, r.busbw_gbs);
     out += "\"algorithm\": " + jsonString(r.algorithm) + ", \"check\": " + jsonString(r.check) + "}";
   }
   return out + "\n]}\n";

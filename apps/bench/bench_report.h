@@ -21,6 +21,7 @@ struct SizeResult {
   size_t count = 0;
   int iters = 0;
   double avg_us = 0, min_us = 0, max_us = 0;  // per-rank averages, across ranks
+  double p50_us = 0;  // per-rank median call time, averaged across ranks (robust to noise)
   double algbw_gbs = 0, busbw_gbs = 0;
   std::string algorithm;  // path the component used ("n/a" if not loaded)
   std::string check;      // "ok", "FAILED", or "-" when not checked

@@ -65,7 +65,7 @@ class Bench {
   SizeResult runSize(size_t count);
 
  private:
-  double timedLoop(size_t count, int iters, bool* ok);
+  std::vector<double> timedLoop(size_t count, int iters, bool* ok);
   bool checkResult(size_t count);
   const BenchOptions& o_;
   int rank_, nranks_;
@@ -82,29 +82,35 @@ bool Bench::checkResult(size_t count) {
   return false;
 }
 
-// Average seconds per call on this rank. With --check every call gets a
-// poisoned receive buffer and is validated outside the timed region.
-double Bench::timedLoop(size_t count, int iters, bool* ok) {
+// Seconds of each call on this rank. Calls run back to back (as in OSU);
+// with --check every call gets a poisoned receive buffer and is validated
+// outside the timed region, then the ranks line up again.
+std::vector<double> Bench::timedLoop(size_t count, int iters, bool* ok) {
   const MPI_Datatype type = mpiType(o_.dtype);
   const MPI_Op op = mpiOp(o_.op);
-  double total = 0;
+  std::vector<double> samples(static_cast<size_t>(iters));
   MPI_Barrier(MPI_COMM_WORLD);
-  if (!o_.check) {
-    const double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) {
-      MPI_Allreduce(buf_.send.get(), buf_.recv.get(), int(count), type, op, MPI_COMM_WORLD);
-    }
-    return (MPI_Wtime() - t0) / iters;
-  }
   for (int i = 0; i < iters; ++i) {
-    poison(buf_.recv.get(), count * dtypeSize(o_.dtype));
-    MPI_Barrier(MPI_COMM_WORLD);
+    if (o_.check) {
+      poison(buf_.recv.get(), count * dtypeSize(o_.dtype));
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
     const double t0 = MPI_Wtime();
     MPI_Allreduce(buf_.send.get(), buf_.recv.get(), int(count), type, op, MPI_COMM_WORLD);
-    total += MPI_Wtime() - t0;
-    if (*ok && !checkResult(count)) *ok = false;  // report the first bad call only
+    samples[size_t(i)] = MPI_Wtime() - t0;
+    if (o_.check && *ok && !checkResult(count)) *ok = false;  // report the first bad call only
   }
-  return total / iters;
+  return samples;
+}
+
+// {mean, median} in microseconds.
+std::pair<double, double> meanAndMedianUs(std::vector<double> s) {
+  double sum = 0;
+  for (double v : s) sum += v;
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  const double median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  return {sum / double(n) * 1e6, median * 1e6};
 }
 
 SizeResult Bench::runSize(size_t count) {
@@ -120,10 +126,11 @@ SizeResult Bench::runSize(size_t count) {
   r.count = count;
   r.iters = itersFor(o_, bytes);
   bool ok = true;
-  const double mine = timedLoop(count, r.iters, &ok) * 1e6;
+  const std::pair<double, double> mine = meanAndMedianUs(timedLoop(count, r.iters, &ok));
   r.algorithm = query_.lastAlgorithm(MPI_COMM_WORLD);
-  std::vector<double> all(static_cast<size_t>(nranks_));
-  MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  std::vector<double> all(static_cast<size_t>(nranks_)), medians(all.size());
+  MPI_Gather(&mine.first, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Gather(&mine.second, 1, MPI_DOUBLE, medians.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   int my_ok = ok ? 1 : 0;
   std::vector<int> oks(static_cast<size_t>(nranks_));
   MPI_Gather(&my_ok, 1, MPI_INT, oks.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -133,6 +140,9 @@ SizeResult Bench::runSize(size_t count) {
     double sum = 0;
     for (double t : all) sum += t;
     r.avg_us = sum / nranks_;
+    double median_sum = 0;
+    for (double t : medians) median_sum += t;
+    r.p50_us = median_sum / nranks_;
     fillBandwidth(&r, nranks_);
     const bool all_ok = std::all_of(oks.begin(), oks.end(), [](int v) { return v == 1; });
     r.check = !o_.check ? "-" : all_ok ? "ok" : "FAILED";

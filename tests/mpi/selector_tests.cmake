@@ -34,7 +34,7 @@ if(TARGET switchagg-bench AND TARGET mca_coll_switchagg)
               --dtype int32 --csv -)
     set_tests_properties(bench_check_${alg} PROPERTIES LABELS mpi TIMEOUT 120
       ENVIRONMENT "${_bench_env}"
-      PASS_REGULAR_EXPRESSION "262144,65536,[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,${alg},ok"
+      PASS_REGULAR_EXPRESSION "262144,65536,[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,${alg},ok,[0-9.]+"
       FAIL_REGULAR_EXPRESSION "FAILED;n/a;not-serving")
   endforeach()
   add_test(NAME bench_check_detects_wrong_results
