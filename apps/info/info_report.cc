@@ -25,7 +25,8 @@ struct ConfigDeleter {
 Status applyAndReadBack(InfoReport* report) {
   ucp_config_t* raw = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
-  if (st != UCS_OK) return Status(Code::kInternal, std::string("ucp_config_read: ") + ucs_status_string(st));
+  if (st != UCS_OK)
+    return Status(Code::kInternal, std::string("ucp_config_read: ") + ucs_status_string(st));
   std::unique_ptr<ucp_config_t, ConfigDeleter> config(raw);
   SWITCHAGG_RETURN_IF_ERROR(ucx::applyProfile(config.get(), report->profile));
   for (const auto& kv : report->profile.applied) {
@@ -60,7 +61,9 @@ std::vector<OptionRow> optionRows(const InfoArgs& args) {
   return rows;
 }
 
-std::string versionText(int v) { return v == 0 ? "none" : "RoCE v" + std::to_string(v); }
+std::string versionText(int v) {
+  return v == 0 ? "none" : "RoCE v" + std::to_string(v);
+}
 
 }  // namespace
 
@@ -156,8 +159,12 @@ std::string renderJson(const InfoReport& r) {
   j["left_to_user"] = pairs(p.left_to_user);
   Json options = Json::array();
   for (const OptionRow& o : r.options) {
-    options.push_back({{"name", o.name}, {"env", o.env}, {"value", o.value},
-                       {"default", o.default_value}, {"source", o.source}, {"help", o.help}});
+    options.push_back({{"name", o.name},
+                       {"env", o.env},
+                       {"value", o.value},
+                       {"default", o.default_value},
+                       {"source", o.source},
+                       {"help", o.help}});
   }
   j["options"] = options;
   return j.dump(2) + "\n";

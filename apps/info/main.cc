@@ -90,8 +90,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "switchagg-info: %s\n", report.status().toString().c_str());
     return report.status().code() == switchagg::Code::kInvalidArgument ? 2 : 1;
   }
-  const std::string text = info_args.json ? switchagg::info::renderJson(*report)
-                                          : switchagg::info::renderText(*report);
+  const std::string text =
+      info_args.json ? switchagg::info::renderJson(*report) : switchagg::info::renderText(*report);
   std::fputs(text.c_str(), stdout);
   return 0;
 }

@@ -18,8 +18,8 @@ struct RunResult {
 // Runs switchagg-info with `args` (and `env` prefixed, e.g. "UCX_IB_SL=5"),
 // capturing stdout; stderr goes to the test log.
 RunResult runInfo(const std::string& args, const std::string& env = "") {
-  const std::string cmd = "env -u UCX_IB_SL -u UCX_NET_DEVICES " + env + " " +
-                          SWITCHAGG_INFO_BIN + " " + args;
+  const std::string cmd =
+      "env -u UCX_IB_SL -u UCX_NET_DEVICES " + env + " " + SWITCHAGG_INFO_BIN + " " + args;
   RunResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -32,9 +32,9 @@ RunResult runInfo(const std::string& args, const std::string& env = "") {
 
 nlohmann::json infoJson(const std::string& scenario, const std::string& extra = "",
                         const std::string& env = "") {
-  RunResult r = runInfo("--json --sysfs-root " + std::string(SWITCHAGG_ROCE_SYSFS_DIR) + "/" +
-                      scenario + " " + extra,
-                  env);
+  RunResult r = runInfo(
+      "--json --sysfs-root " + std::string(SWITCHAGG_ROCE_SYSFS_DIR) + "/" + scenario + " " + extra,
+      env);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out;
@@ -43,9 +43,9 @@ nlohmann::json infoJson(const std::string& scenario, const std::string& extra = 
 
 TEST(InfoCli, JsonHasTheDocumentedKeys) {
   auto j = infoJson("mixed_v1_v2");
-  for (const char* key : {"device", "port", "gid_index", "gid", "roce_version", "netdev",
-                          "traffic_class", "sl", "path_mtu", "lanes", "rdma_present", "reason",
-                          "applied", "left_to_user"}) {
+  for (const char* key :
+       {"device", "port", "gid_index", "gid", "roce_version", "netdev", "traffic_class", "sl",
+        "path_mtu", "lanes", "rdma_present", "reason", "applied", "left_to_user"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["device"], "mlx5_0");
@@ -130,8 +130,9 @@ TEST(InfoCli, BadInputExitsWithUsageError) {
   EXPECT_EQ(runInfo("--bogus").exit_code, 2);
   EXPECT_EQ(runInfo("--netdev").exit_code, 2);
   EXPECT_EQ(runInfo("--json", "SWITCHAGG_ROCE_DSCP=99").exit_code, 2);
-  EXPECT_EQ(runInfo("--json --sysfs-root " + std::string(SWITCHAGG_ROCE_SYSFS_DIR) +
-                    "/README.md").exit_code, 1);
+  EXPECT_EQ(runInfo("--json --sysfs-root " + std::string(SWITCHAGG_ROCE_SYSFS_DIR) + "/README.md")
+                .exit_code,
+            1);
 }
 
 }  // namespace

@@ -174,7 +174,8 @@ TEST(RoceChoose, NoDeviceAndMissingRoot) {
     expectNoChoice(*p, false);
     EXPECT_EQ(p->source, "none");
     EXPECT_TRUE(p->devices.empty());
-    EXPECT_EQ(p->reason, "no RDMA device found: UCX uses shared memory and TCP, no RoCE keys applied");
+    EXPECT_EQ(p->reason,
+              "no RDMA device found: UCX uses shared memory and TCP, no RoCE keys applied");
   }
 }
 

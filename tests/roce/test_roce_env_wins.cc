@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "ucp_config_apply.h"
 #include "switchagg/ucx/roce_profile.h"
+#include "ucp_config_apply.h"
 
 namespace switchagg::ucx {
 namespace {

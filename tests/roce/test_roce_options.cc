@@ -82,11 +82,16 @@ TEST(RoceOptionsEnv, MtuAutoAndTimeoutZeroMeanDefaults) {
 
 TEST(RoceOptionsEnv, BadValuesNameTheVariable) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"SWITCHAGG_ROCE_DSCP", "64"},       {"SWITCHAGG_ROCE_DSCP", "af41"},
-      {"SWITCHAGG_ROCE_SL", "8"},          {"SWITCHAGG_ROCE_MTU", "9000"},
-      {"SWITCHAGG_ROCE_RC_TIMEOUT", "soon"}, {"SWITCHAGG_ROCE_RC_TIMEOUT", "2h"},
-      {"SWITCHAGG_ROCE_RETRY", "8"},       {"SWITCHAGG_ROCE_AR", "maybe"},
-      {"SWITCHAGG_ROCE_ECN", "2"},         {"SWITCHAGG_ROCE_PATH_FACTOR", "0"},
+      {"SWITCHAGG_ROCE_DSCP", "64"},
+      {"SWITCHAGG_ROCE_DSCP", "af41"},
+      {"SWITCHAGG_ROCE_SL", "8"},
+      {"SWITCHAGG_ROCE_MTU", "9000"},
+      {"SWITCHAGG_ROCE_RC_TIMEOUT", "soon"},
+      {"SWITCHAGG_ROCE_RC_TIMEOUT", "2h"},
+      {"SWITCHAGG_ROCE_RETRY", "8"},
+      {"SWITCHAGG_ROCE_AR", "maybe"},
+      {"SWITCHAGG_ROCE_ECN", "2"},
+      {"SWITCHAGG_ROCE_PATH_FACTOR", "0"},
       {"SWITCHAGG_ROCE_NUM_PATHS", "-1"},
   };
   for (const auto& [name, value] : bad) {

@@ -8,15 +8,16 @@
 #include <map>
 #include <memory>
 
-#include "ucp_config_apply.h"
 #include "switchagg/ucx/roce_profile.h"
+#include "ucp_config_apply.h"
 
 namespace switchagg::ucx {
 namespace {
 
 // UCX variables these tests touch; cleared around each test.
-const char* const kUcxVars[] = {"UCX_NET_DEVICES", "UCX_IB_SL", "UCX_RC_MLX5_SL",
-                                "UCX_IB_GID_INDEX", "UCX_IB_TRAFFIC_CLASS", "UCX_RC_TIMEOUT"};
+const char* const kUcxVars[] = {"UCX_NET_DEVICES",      "UCX_IB_SL",
+                                "UCX_RC_MLX5_SL",       "UCX_IB_GID_INDEX",
+                                "UCX_IB_TRAFFIC_CLASS", "UCX_RC_TIMEOUT"};
 
 class RoceUcx : public ::testing::Test {
  protected:

@@ -29,9 +29,12 @@ std::string gidText(const union ibv_gid& gid) {
 
 const char* gidTypeText(uint32_t type) {
   switch (type) {
-    case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
-    case IBV_GID_TYPE_ROCE_V1: return "IB/RoCE v1";  // sysfs spells v1 this way
-    default: return "IB";
+    case IBV_GID_TYPE_ROCE_V2:
+      return "RoCE v2";
+    case IBV_GID_TYPE_ROCE_V1:
+      return "IB/RoCE v1";  // sysfs spells v1 this way
+    default:
+      return "IB";
   }
 }
 
@@ -66,8 +69,8 @@ void readDevice(ibv_device* dev, std::vector<GidEntry>* out) {
     if (e.port >= 1 && e.port <= attr.phys_port_cnt) {
       e.port_active = ports[e.port].state == IBV_PORT_ACTIVE;
       e.port_mtu = 128 << static_cast<int>(ports[e.port].active_mtu);  // IBV_MTU_256 = 1
-      e.link_layer = ports[e.port].link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
-                                                                           : "Ethernet";
+      e.link_layer =
+          ports[e.port].link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand" : "Ethernet";
     }
     out->push_back(std::move(e));
   }
@@ -86,7 +89,9 @@ Result<std::vector<GidEntry>> readIbverbsGids() {
   return out;
 }
 #else
-Result<std::vector<GidEntry>> readIbverbsGids() { return std::vector<GidEntry>{}; }
+Result<std::vector<GidEntry>> readIbverbsGids() {
+  return std::vector<GidEntry>{};
+}
 #endif
 
 }  // namespace switchagg::ucx

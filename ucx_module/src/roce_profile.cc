@@ -19,10 +19,14 @@ namespace {
 int gidRank(int version, GidKind kind) {
   const int base = version == 2 ? 0 : 3;
   switch (kind) {
-    case GidKind::kIpv4Mapped: return base;
-    case GidKind::kIpv6Global: return base + 1;
-    case GidKind::kLinkLocal: return base + 2;
-    default: return 100;
+    case GidKind::kIpv4Mapped:
+      return base;
+    case GidKind::kIpv6Global:
+      return base + 1;
+    case GidKind::kLinkLocal:
+      return base + 2;
+    default:
+      return 100;
   }
 }
 
@@ -92,7 +96,9 @@ Status validateOptions(const RoceOptions& o) {
   return Status::Ok();
 }
 
-std::string versionName(int v) { return v == 2 ? "RoCE v2" : "RoCE v1"; }
+std::string versionName(int v) {
+  return v == 2 ? "RoCE v2" : "RoCE v1";
+}
 
 // Port summaries for switchagg-info: "mlx5_0:1 ACTIVE Ethernet (4 GIDs)".
 std::vector<std::string> describePorts(const std::vector<GidEntry>& gids) {

@@ -21,7 +21,7 @@ namespace {
 // e.g. UCX_RC_MLX5_SL beats the IB_SL we would cache (cached keys are
 // applied over the environment at ucp_init, so we must not set them).
 const std::vector<std::string>& specificPrefixes(const std::string& family) {
-  static const std::vector<std::string> ib = {"RC_",      "RC_VERBS_", "RC_MLX5_", "DC_",
+  static const std::vector<std::string> ib = {"RC_",      "RC_VERBS_", "RC_MLX5_",  "DC_",
                                               "DC_MLX5_", "UD_",       "UD_VERBS_", "UD_MLX5_"};
   static const std::vector<std::string> rc = {"RC_VERBS_", "RC_MLX5_", "DC_", "DC_MLX5_"};
   static const std::vector<std::string> none;
@@ -36,8 +36,8 @@ void forEachConfigTable(Fn fn) {
   const size_t off = offsetof(ucs_config_global_list_entry_t, list);
   for (ucs_list_link_t* l = ucs_config_global_list.next; l != &ucs_config_global_list;
        l = l->next) {
-    auto* entry = reinterpret_cast<ucs_config_global_list_entry_t*>(
-        reinterpret_cast<char*>(l) - off);
+    auto* entry =
+        reinterpret_cast<ucs_config_global_list_entry_t*>(reinterpret_cast<char*>(l) - off);
     if (entry->table != nullptr && entry->size > 0) fn(entry);
   }
 }
@@ -83,22 +83,22 @@ Status checkUcxSetting(const std::string& key, const std::string& value) {
     if (ucs_config_parser_fill_opts(opts.get(), entry->table, "SWITCHAGG_UNUSED_PREFIX_", nullptr,
                                     1) != UCS_OK)
       return;
-    ucs_status_t st = ucs_config_parser_set_value(opts.get(), entry->table, key.c_str(),
-                                                  value.c_str());
+    ucs_status_t st =
+        ucs_config_parser_set_value(opts.get(), entry->table, key.c_str(), value.c_str());
     ucs_config_parser_release_opts(opts.get(), entry->table);
     if (st == UCS_OK) {
       known = true;
     } else if (st != UCS_ERR_NO_ELEM) {
-      bad_value = Status(Code::kInvalidArgument, "UCX rejects " + key + "=" + value + " (" +
-                                                     entry->name + ": " + ucs_status_string(st) +
-                                                     ")");
+      bad_value =
+          Status(Code::kInvalidArgument, "UCX rejects " + key + "=" + value + " (" + entry->name +
+                                             ": " + ucs_status_string(st) + ")");
     }
   });
   if (!bad_value.ok()) return bad_value;
   if (!known) {
-    return Status(Code::kInvalidArgument,
-                  "UCX " + std::string(ucp_get_version_string()) + " has no configuration key '" +
-                      key + "' (see ucx_info -c -f)");
+    return Status(Code::kInvalidArgument, "UCX " + std::string(ucp_get_version_string()) +
+                                              " has no configuration key '" + key +
+                                              "' (see ucx_info -c -f)");
   }
   return Status::Ok();
 }
@@ -139,8 +139,10 @@ Result<std::string> readUcpConfigValue(ucp_config_t* config, const std::string& 
   const std::string prefixed = "UCX_" + key + "=";
   const std::string bare = key + "=";
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(prefixed, 0) == 0) found = line.substr(prefixed.size());
-    else if (line.rfind(bare, 0) == 0) found = line.substr(bare.size());
+    if (line.rfind(prefixed, 0) == 0)
+      found = line.substr(prefixed.size());
+    else if (line.rfind(bare, 0) == 0)
+      found = line.substr(bare.size());
   }
   if (!found) return Status(Code::kInvalidArgument, "UCX configuration holds no '" + key + "'");
   return *found;

@@ -21,17 +21,17 @@ inline constexpr int kRoceAutoLanes = 4;
 
 struct RoceOptions {
   std::string sysfs_root = kDefaultSysfsRoot;  // the default also enables ibverbs
-  std::string device;          // "" = any; "mlx5_0" or "mlx5_0:1"
-  std::string netdev;          // netdev carrying the job's traffic; "" = any
-  int dscp = 26;               // lossless class (PFC) DSCP; TC = dscp << 2 | ecn
-  bool ecn = false;            // set ECT(0) in the TC (106 for DSCP 26): DCQCN fabrics
-  int sl = 3;                  // service level / priority for the class
-  int path_mtu = 0;            // 0 = the port's MTU; else at most this (1024|2048|4096)
-  int rc_timeout_us = 4000000; // RC_TIMEOUT (survives port flaps); 0 = UCX default
-  int rc_retry_count = 7;      // RC_RETRY_COUNT (hardware maximum)
+  std::string device;                          // "" = any; "mlx5_0" or "mlx5_0:1"
+  std::string netdev;                          // netdev carrying the job's traffic; "" = any
+  int dscp = 26;                               // lossless class (PFC) DSCP; TC = dscp << 2 | ecn
+  bool ecn = false;              // set ECT(0) in the TC (106 for DSCP 26): DCQCN fabrics
+  int sl = 3;                    // service level / priority for the class
+  int path_mtu = 0;              // 0 = the port's MTU; else at most this (1024|2048|4096)
+  int rc_timeout_us = 4000000;   // RC_TIMEOUT (survives port flaps); 0 = UCX default
+  int rc_retry_count = 7;        // RC_RETRY_COUNT (hardware maximum)
   bool adaptive_routing = true;  // IB_AR_ENABLE try (true) / no (false)
-  int path_factor = 1;         // IB_ROCE_PATH_FACTOR (source-port entropy)
-  int num_paths = 0;           // IB_NUM_PATHS; 0 = UCX default
+  int path_factor = 1;           // IB_ROCE_PATH_FACTOR (source-port entropy)
+  int num_paths = 0;             // IB_NUM_PATHS; 0 = UCX default
 };
 
 // Reads SWITCHAGG_ROCE_{SYSFS_ROOT,DEVICE,NETDEV,DSCP,ECN,SL,MTU,RC_TIMEOUT,
@@ -52,11 +52,11 @@ struct GidEntry {
   std::string device;
   int port = 1;
   int index = 0;
-  std::string gid;       // "0000:0000:0000:0000:0000:ffff:0a00:0001"
-  std::string type;      // "RoCE v2", "IB/RoCE v1", ...
-  std::string netdev;    // "eth0" (may be empty)
+  std::string gid;     // "0000:0000:0000:0000:0000:ffff:0a00:0001"
+  std::string type;    // "RoCE v2", "IB/RoCE v1", ...
+  std::string netdev;  // "eth0" (may be empty)
   bool port_active = true;
-  int port_mtu = 0;      // largest RoCE path MTU the netdev allows (active_mtu); 0 = unknown
+  int port_mtu = 0;  // largest RoCE path MTU the netdev allows (active_mtu); 0 = unknown
   std::string link_layer = "Ethernet";  // "InfiniBand" ports are not RoCE
 };
 
@@ -67,19 +67,19 @@ GidKind classifyGid(const std::string& gid);
 std::string gidToAddress(const std::string& gid);
 
 struct RoceProfile {
-  bool rdma_present = false;   // any RDMA device found
+  bool rdma_present = false;  // any RDMA device found
   std::string device;
   int port = 0;
   int gid_index = -1;
   std::string gid;
-  int roce_version = 0;        // 1, 2, or 0 when none
+  int roce_version = 0;  // 1, 2, or 0 when none
   std::string netdev;
   int traffic_class = 0;
   int sl = 0;
   int path_mtu = 0;
-  int lanes = 1;               // what lanes=auto means here (kRoceAutoLanes with RoCE)
-  std::string reason;          // one line: why this GID / why none
-  std::string source;          // "sysfs:<root>", "ibverbs" or "none"
+  int lanes = 1;                     // what lanes=auto means here (kRoceAutoLanes with RoCE)
+  std::string reason;                // one line: why this GID / why none
+  std::string source;                // "sysfs:<root>", "ibverbs" or "none"
   std::vector<std::string> devices;  // "mlx5_0:1 ACTIVE Ethernet (4 GIDs)" per port seen
   // What the profile wants UCX to use (keys without the UCX_ prefix), in
   // order; applyProfile() splits it into applied / left_to_user.
