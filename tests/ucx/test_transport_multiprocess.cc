@@ -53,8 +53,11 @@ uint64_t num(std::map<std::string, std::string>& m, const std::string& key) {
   return m.count(key) ? std::stoull(m[key]) : 0;
 }
 
+// Four lanes also run the busy-poll wait path (one lane: blocking waits).
 void runMessages(int lanes) {
-  RankGroup g("messages", 2, {{"SWITCHAGG_UCX_LANES", std::to_string(lanes)}});
+  RankGroup g("messages", 2,
+              {{"SWITCHAGG_UCX_LANES", std::to_string(lanes)},
+               {"SWITCHAGG_UCX_WAIT", lanes > 1 ? "busy" : "blocking"}});
   auto sender = g.result(0);
   auto receiver = g.result(1);
   g.expectDone(0);
