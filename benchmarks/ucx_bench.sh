@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The transport benchmark: switchagg-ucx-bench (PeerGroup tag path, lanes 1
-# and 4) beside ucx_perftest (tag_lat / tag_bw) on the same transports, in
-# ONE run. Runs are interleaved (every path for a size, rep after rep), each
-# point is the median over repetitions. Latency: one-way 50%ile (both
-# tools); bandwidth: total bytes / wall time ("overall", MB = 10^6 B).
+# and 4, busy-poll waits like ucx_perftest, plus lanes 1 with the library's
+# default blocking waits) beside ucx_perftest (tag_lat / tag_bw) on the same
+# transports, in ONE run. Runs are interleaved (every path for a size, rep
+# after rep), each point is the median over repetitions. Latency: one-way
+# 50%ile (both tools); bandwidth: total bytes / wall time ("overall", MB =
+# 10^6 B), 32 messages in flight on our side (ucx_perftest's default window
+# is larger), default admission (64 KiB threshold, 8 MiB window).
 # Writes benchmarks/results/ucx.md (table, ratios, the exact command).
 #
 #   benchmarks/ucx_bench.sh [--build DIR] [--reps 3] [--transports "shm tcp"]
@@ -56,10 +59,11 @@ perftest() {
   [[ $2 == lat ]] && awk '{print $2}' <<<"$line" || awk '{print $6}' <<<"$line"
 }
 
-# ours <tls> <lat|bw> <size> <lanes>: one value (median us, or MB/s).
+# ours <tls> <lat|bw> <size> <lanes> <busy|blocking>: one value (median us, or MB/s).
 ours() {
   UCX_TLS=$1 SWITCHAGG_LOG_LEVEL=error timeout 300 "$bench" --test "$2" --sizes "$3" \
-    --lanes "$4" --iters "$(iters_of "$2" "$3")" --csv | awk -F, '/^(lat|bw),/{print $3}'
+    --lanes "$4" --wait "$5" --iters "$(iters_of "$2" "$3")" --csv |
+    awk -F, '/^(lat|bw),/{print $3}'
 }
 
 for ((rep = 1; rep <= reps; rep++)); do
@@ -70,8 +74,10 @@ for ((rep = 1; rep <= reps; rep++)); do
       for s in $sizes; do
         echo "$tr $kind $s perftest $(perftest "$tls" "$kind" "$s")" >>"$raw"
         for lanes in 1 4; do
-          echo "$tr $kind $s lanes$lanes $(ours "$tls" "$kind" "$s" "$lanes")" >>"$raw"
+          echo "$tr $kind $s lanes$lanes $(ours "$tls" "$kind" "$s" "$lanes" busy)" >>"$raw"
         done
+        echo "$tr $kind $s blocking1 $(ours "$tls" "$kind" "$s" 1 blocking)" >>"$raw"
+
         echo "rep $rep/$reps $tr $kind $s done" >&2
       done
     done
@@ -91,8 +97,8 @@ value() { awk -v t="$1" -v k="$2" -v s="$3" -v p="$4" '$1==t && $2==k && $3==s &
   echo "Latency: one-way µs, 50%ile (lower is better; ratio = ours / perftest)."
   echo "Bandwidth: MB/s overall (higher is better; ratio = ours / perftest)."
   echo
-  echo "| transport | test | size (B) | ucx_perftest | lanes=1 | ratio | lanes=4 | ratio |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+  echo "| transport | test | size (B) | ucx_perftest | lanes=1 | ratio | lanes=4 | ratio | lanes=1 blocking | ratio |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   for tr in $transports; do
     for kind in lat bw; do
       sizes=$lat_sizes; [[ $kind == bw ]] && sizes=$bw_sizes
@@ -100,9 +106,11 @@ value() { awk -v t="$1" -v k="$2" -v s="$3" -v p="$4" '$1==t && $2==k && $3==s &
         pf=$(value "$tr" "$kind" "$s" perftest)
         l1=$(value "$tr" "$kind" "$s" lanes1)
         l4=$(value "$tr" "$kind" "$s" lanes4)
-        awk -v tr="$tr" -v k="$kind" -v s="$s" -v pf="$pf" -v l1="$l1" -v l4="$l4" 'BEGIN {
-          r1 = (pf > 0) ? l1 / pf : 0; r4 = (pf > 0) ? l4 / pf : 0
-          printf "| %s | %s | %d | %.3f | %.3f | %.2f | %.3f | %.2f |\n", tr, k, s, pf, l1, r1, l4, r4 }'
+        b1=$(value "$tr" "$kind" "$s" blocking1)
+        awk -v tr="$tr" -v k="$kind" -v s="$s" -v pf="$pf" -v l1="$l1" -v l4="$l4" -v b1="$b1" 'BEGIN {
+          r1 = (pf > 0) ? l1 / pf : 0; r4 = (pf > 0) ? l4 / pf : 0; rb = (pf > 0) ? b1 / pf : 0
+          printf "| %s | %s | %d | %.3f | %.3f | %.2f | %.3f | %.2f | %.3f | %.2f |\n",
+                 tr, k, s, pf, l1, r1, l4, r4, b1, rb }'
       done
     done
   done

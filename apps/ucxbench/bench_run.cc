@@ -203,7 +203,7 @@ Status runRank(const BenchConfig& cfg, int rank, const Pipe& link) {
     if (rank == 0) report(cfg, "lat", s, v->median_us, v->average_us);
   }
   for (size_t s : bw ? bw_sizes : std::vector<size_t>{}) {
-    int window = cfg.window > 0 ? cfg.window : (s < (1u << 20) ? 32 : 8);
+    int window = cfg.window > 0 ? cfg.window : 32;
     auto v = stream(g, buf, s, itersFor(cfg, s, false), window);
     if (!v.ok()) return v.status();
     if (rank == 0) report(cfg, "bw", s, *v);

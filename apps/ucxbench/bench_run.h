@@ -14,7 +14,7 @@ struct BenchConfig {
   std::string test = "all";     // lat | bw | all
   std::vector<size_t> sizes;    // empty: 8 B..4 KiB (lat), 64 KiB..64 MiB (bw)
   int64_t iters = 0;            // 0: per size, about 0.2 s of traffic
-  int window = 0;               // bw sends in flight; 0: 32 below 1 MiB, else 8
+  int window = 0;               // bw sends (and receives) in flight; 0: 32
   bool csv = false;
 };
 

@@ -21,7 +21,8 @@ std::string counterLine(const PeerGroup& g) {
   std::ostringstream os;
   os << "RESULT messages_sent=" << c.messages_sent << " bytes_sent=" << c.bytes_sent
      << " bytes_received=" << c.bytes_received << " cts_granted=" << c.cts_granted
-     << " cts_waits=" << c.cts_waits << " max_inflight=" << c.max_inflight_to_me
+     << " cts_waits=" << c.cts_waits << " credits_used=" << c.cts_credits_used
+     << " max_inflight=" << c.max_inflight_to_me
      << " lanes=" << c.lane_messages.size();
   for (size_t i = 0; i < c.lane_messages.size(); ++i)
     os << " lane" << i << "=" << c.lane_messages[i];
@@ -109,12 +110,35 @@ void finalBarrier(const PeerEnv& env, PeerGroup& g) {
   for (int r = 1; r < env.size; ++r) check(g.send(r, 0xbaa, &token, 1, kWaitMs), "barrier out");
 }
 
+// Receiver-driven credits: rank 1 posts a large receive and tells rank 0
+// (small message); rank 0 lets the credit arrive, then its send must go at
+// once (credits_used), without an RTS round trip.
+void creditedSend(const PeerEnv& env, PeerGroup& g) {
+  std::vector<uint8_t> buf(1 << 20);
+  uint8_t token = 7;
+  if (env.rank == 1) {
+    Request r;
+    check(g.irecv(0, 500, buf.data(), buf.size(), r), "credit irecv");
+    check(g.send(0, 501, &token, 1, kWaitMs), "credit token");
+    check(env.worker->wait(r, kWaitMs), "credited recv");
+    expectPayload(buf, r.length(), buf.size(), 500, "credited message");
+    return;
+  }
+  check(g.recv(1, 501, &token, 1, kWaitMs), "credit token");
+  (void)env.worker->waitUntil([] { return false; }, 100);  // let the credit land
+  const uint64_t waits = g.counters().cts_waits;
+  fillPattern(buf, 500);
+  check(g.send(1, 500, buf.data(), buf.size(), kWaitMs), "credited send");
+  if (g.counters().cts_waits != waits) fail("a send with a credit in hand waited for CTS");
+}
+
 }  // namespace
 
 void runMessages(const PeerEnv& env, PeerGroup& g) {
   if (env.size != 2) fail("messages needs 2 ranks");
   echoSizes(env, g);
   orderedBurst(env, g);
+  creditedSend(env, g);
   finalBarrier(env, g);
   std::string lanes = g.describePeer(1 - env.rank);
   for (char& c : lanes) c = (c == ' ') ? ',' : (c == '\n' ? ';' : c);

@@ -110,7 +110,7 @@ void PeerGroup::Impl::recvAbandoned(void* ctx, uint64_t id) {
   static_cast<Impl*>(ctx)->recvFinished(id, Status(Code::kAborted, "abandoned"), 0);
 }
 
-void PeerGroup::Impl::postData(int peer, uint32_t tag, uint8_t seq, const void* data,
+void PeerGroup::Impl::postData(int peer, uint32_t tag, uint64_t seq, const void* data,
                                size_t length, Request::State& s) {
   Peer& p = peers[peer];
   uint32_t lane = p.next_lane++ % static_cast<uint32_t>(p.lanes.size());
@@ -178,18 +178,25 @@ Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
   SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
   SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   Request::State& s = *request.state();
+  uint64_t& next_seq = g.send_seq[Impl::pairKey(peer, tag)];
+  const uint64_t seq = next_seq;
+  const uint64_t key = Impl::messageKey(peer, seq, tag);
+  const bool large = length >= g.cts_threshold;
+  if (large && g.awaiting_cts.count(key) != 0)
+    return Status(Code::kNoResource, "256 sends already waiting for rank " +
+                                         std::to_string(peer) + " tag " + std::to_string(tag));
   SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
-  const uint8_t seq = g.send_seq[Impl::pairKey(peer, tag)]++;
-  if (length < g.cts_threshold) {
+  ++next_seq;
+  const bool credit = g.takeCredit(peer, tag, seq);
+  if (large && credit) g.counters.cts_credits_used++;
+  if (!large || credit) {
     g.postData(peer, tag, seq, data, length, s);
     return (s.done && !s.status.ok()) ? s.status : Status::Ok();
   }
-  const uint64_t id = g.next_id++;
-  g.awaiting_cts[id] = Impl::SendOp{&s, peer, tag, seq, data, length};
-  s.hook = Hook{nullptr, Impl::ctsAbandoned, &g, id};
+  g.awaiting_cts.emplace(key, Impl::SendOp{&s, peer, tag, seq, data, length});
+  s.hook = Hook{nullptr, Impl::ctsAbandoned, &g, key};
   g.counters.cts_waits++;
-  ControlMessage rts{ControlMessage::kRts, uint32_t(g.rank), tag, seq, length, id};
-  g.sendControl(peer, rts);
+  g.sendControl(peer, ControlMessage{ControlMessage::kRts, uint32_t(g.rank), tag, 0, seq, length});
   return Status::Ok();
 }
 
@@ -198,26 +205,31 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
   SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
   SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   Request::State& s = *request.state();
-  uint8_t& next_seq = g.recv_seq[Impl::pairKey(peer, tag)];
-  const uint8_t seq = next_seq;
+  uint64_t& next_seq = g.recv_seq[Impl::pairKey(peer, tag)];
+  const uint64_t seq = next_seq;
   const uint64_t key = Impl::messageKey(peer, seq, tag);  // also the receive's id
   if (g.recvs.count(key) != 0)
     return Status(Code::kNoResource, "256 receives already pending for rank " +
                                          std::to_string(peer) + " tag " + std::to_string(tag));
   SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
   ++next_seq;
-  g.recvs.emplace(key, Impl::RecvOp{&s, peer, key});
+  g.recvs.emplace(key, Impl::RecvOp{&s, peer, tag, seq, length});
   s.hook = Hook{Impl::recvDone, Impl::recvAbandoned, &g, key};
   req::postTagRecv(*g.w, g.dataTag(peer, seq, tag), ~0ull, data, length, s);
+  bool queued = false;
+  if (length >= g.cts_threshold) {  // room for an admitted message: earn a credit
+    g.queueGrant(key, length);
+    queued = true;
+  }
   if (!g.parked_rts.empty()) {
     auto parked = g.parked_rts.find(key);
-    if (parked != g.parked_rts.end()) {
-      ControlMessage rts = parked->second;
+    if (parked != g.parked_rts.end() && parked->second.seq == seq) {
+      if (!queued) g.queueGrant(key, parked->second.length);
       g.parked_rts.erase(parked);
-      g.markEligible(key, rts);
-      g.tryGrant();
+      queued = true;
     }
   }
+  if (queued) g.tryGrant();
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
 }
 

@@ -74,34 +74,50 @@ void PeerGroup::Impl::onControl(const ControlMessage& msg) {
 }
 
 void PeerGroup::Impl::onRts(const ControlMessage& msg) {
-  const uint64_t key = messageKey(int(msg.src), uint8_t(msg.seq), msg.tag);
-  if (recvs.count(key) == 0) {
-    parked_rts[key] = msg;  // granted once the receive is posted
+  const uint64_t key = messageKey(int(msg.src), msg.seq, msg.tag);
+  auto it = recvs.find(key);
+  if (it == recvs.end() || it->second.seq != msg.seq) {
+    parked_rts[key] = msg;  // queued once the receive is posted
     return;
   }
-  markEligible(key, msg);
+  if (it->second.queued) return;  // its credit is queued or on the way
+  queueGrant(key, msg.length);
   tryGrant();
 }
 
 void PeerGroup::Impl::onCts(const ControlMessage& msg) {
-  auto it = awaiting_cts.find(msg.cookie);
-  if (it == awaiting_cts.end()) return;  // the send was abandoned
-  SendOp op = it->second;
-  awaiting_cts.erase(it);
-  op.user->hook = Hook{};
-  if (peers[op.peer].failed) {
-    req::complete(*op.user, peers[op.peer].failure, 0);
+  const uint64_t key = messageKey(int(msg.src), msg.seq, msg.tag);
+  auto it = awaiting_cts.find(key);
+  if (it != awaiting_cts.end() && it->second.seq == msg.seq) {
+    SendOp op = it->second;
+    awaiting_cts.erase(it);
+    op.user->hook = Hook{};
+    if (peers[op.peer].failed) {
+      req::complete(*op.user, peers[op.peer].failure, 0);
+      return;
+    }
+    postData(op.peer, op.tag, op.seq, op.data, op.length, *op.user);
     return;
   }
-  postData(op.peer, op.tag, op.seq, op.data, op.length, *op.user);
+  // A credit ahead of the send; one for a message already sent is stale.
+  auto next = send_seq.find(pairKey(int(msg.src), msg.tag));
+  if (msg.seq >= (next == send_seq.end() ? 0 : next->second)) credits[key] = msg.seq;
 }
 
-void PeerGroup::Impl::markEligible(uint64_t id, const ControlMessage& rts) {
-  RecvOp& op = recvs.at(id);
-  op.has_rts = true;
-  op.rts_length = rts.length;
-  op.cookie = rts.cookie;
-  eligible.push_back(id);
+bool PeerGroup::Impl::takeCredit(int peer, uint32_t tag, uint64_t seq) {
+  if (credits.empty()) return false;
+  auto it = credits.find(messageKey(peer, seq, tag));
+  if (it == credits.end() || it->second > seq) return false;  // none, or for 256 later
+  const bool mine = it->second == seq;
+  credits.erase(it);
+  return mine;
+}
+
+void PeerGroup::Impl::queueGrant(uint64_t key, uint64_t bytes) {
+  RecvOp& op = recvs.at(key);
+  op.queued = true;
+  op.grant_bytes = bytes;
+  eligible.push_back(key);
 }
 
 // FIFO: a large message at the head is not overtaken by smaller ones, so
@@ -114,23 +130,22 @@ void PeerGroup::Impl::tryGrant() {
       continue;
     }
     RecvOp& op = it->second;
-    if (inflight > 0 && inflight + op.rts_length > cts_window) return;
+    if (inflight > 0 && inflight + op.grant_bytes > cts_window) return;
     eligible.pop_front();
     op.granted = true;
-    inflight += op.rts_length;
+    inflight += op.grant_bytes;
     counters.max_inflight_to_me = std::max(counters.max_inflight_to_me, inflight);
     counters.cts_granted++;
-    uint32_t tag = uint32_t(op.key & 0xffffffffu);
-    uint32_t seq = uint32_t((op.key >> kSeqShift) & 0xffu);
-    ControlMessage cts{ControlMessage::kCts, uint32_t(rank), tag, seq, op.rts_length, op.cookie};
-    sendControl(op.src, cts);
+    sendControl(op.src,
+                ControlMessage{ControlMessage::kCts, uint32_t(rank), op.tag, 0, op.seq,
+                               op.grant_bytes});
   }
 }
 
 void PeerGroup::Impl::recvFinished(uint64_t id, const Status& status, size_t length) {
   auto it = recvs.find(id);
   if (it == recvs.end()) return;
-  if (it->second.granted) inflight -= it->second.rts_length;
+  if (it->second.granted) inflight -= it->second.grant_bytes;
   if (status.ok()) counters.bytes_received += length;
   recvs.erase(it);
   tryGrant();
@@ -164,6 +179,9 @@ void PeerGroup::Impl::peerFailed(int peer, const Status& status) {
     if (op.src == peer && op.user->active) req::abandon(*op.user, p.failure);
   for (auto it = parked_rts.begin(); it != parked_rts.end();) {
     it = (int(it->second.src) == peer) ? parked_rts.erase(it) : std::next(it);
+  }
+  for (auto it = credits.begin(); it != credits.end();) {
+    it = (int((it->first >> kSrcShift) & 0xffff) == peer) ? credits.erase(it) : std::next(it);
   }
 }
 

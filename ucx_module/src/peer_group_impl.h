@@ -14,12 +14,17 @@
 // clear-to-send: MPI's non-overtaking rule per (src, dst, tag), as long as
 // fewer than 256 messages of one (src, tag) are outstanding at once.
 //
-// Clear-to-send (messages >= cts_threshold): sender -> RTS {tag, seq,
-// length, cookie} on the control tag; the receiver grants (CTS {cookie})
-// only once the matching receive is posted and its admitted-but-unfinished
-// bytes plus this message fit cts_window (or nothing else is admitted);
-// then the sender puts the data on the next lane. Control messages are
-// small eager sends on lane 0 into always-posted control receives.
+// Admission of messages >= cts_threshold works with receiver credits. The
+// receiver queues every posted receive that can hold >= cts_threshold
+// bytes; in FIFO order, when its admitted-but-unfinished bytes plus the
+// receive's capacity fit cts_window (or nothing else is admitted) it sends
+// CTS {tag, seq, bytes} to the source: a credit for that one message. A
+// sender with a credit in hand sends at once on the next lane; without one
+// it sends RTS {tag, seq, length} and waits (an RTS also queues a receive
+// whose buffer was too small to earn a credit). `seq` here is the full
+// 64-bit count, so a credit for a message that went eagerly is recognised
+// as stale and dropped. Control messages are small eager sends on lane 0
+// into always-posted control receives.
 #pragma once
 
 #include <deque>
@@ -45,9 +50,9 @@ struct ControlMessage {
   uint32_t kind;
   uint32_t src;     // rank that sent this control message
   uint32_t tag;
-  uint32_t seq;
-  uint64_t length;
-  uint64_t cookie;  // the sender's id for the message (RTS), echoed by CTS
+  uint32_t reserved;
+  uint64_t seq;     // full count of (src, dst, tag) messages before this one
+  uint64_t length;  // RTS: message length; CTS: bytes granted
 };
 
 struct PeerGroup::Impl {
@@ -73,18 +78,20 @@ struct PeerGroup::Impl {
     Status failure;
   };
   std::vector<Peer> peers;
-  std::unordered_map<uint64_t, uint8_t> send_seq, recv_seq;  // key: peer<<32 | tag
+  // Next message sequence number per pairKey(peer, tag).
+  std::unordered_map<uint64_t, uint64_t> send_seq, recv_seq;
   uint64_t next_id = 1;
 
   struct SendOp {  // waiting for clear-to-send
     Request::State* user;
     int peer;
     uint32_t tag;
-    uint8_t seq;
+    uint64_t seq;
     const void* data;
     size_t length;
   };
-  std::unordered_map<uint64_t, SendOp> awaiting_cts;
+  std::unordered_map<uint64_t, SendOp> awaiting_cts;  // messageKey -> send
+  std::unordered_map<uint64_t, uint64_t> credits;     // messageKey -> seq granted
   struct InflightSend {
     int peer;
     Request::State* user;
@@ -96,15 +103,16 @@ struct PeerGroup::Impl {
   struct RecvOp {
     Request::State* user;
     int src;
-    uint64_t key;  // messageKey(src, seq, tag)
-    bool has_rts = false;
+    uint32_t tag;
+    uint64_t seq;
+    size_t capacity;
+    bool queued = false;   // waiting in `eligible` (or granted)
     bool granted = false;
-    uint64_t rts_length = 0;
-    uint64_t cookie = 0;
+    uint64_t grant_bytes = 0;
   };
-  std::unordered_map<uint64_t, RecvOp> recvs;  // message key -> posted receive
+  std::unordered_map<uint64_t, RecvOp> recvs;  // messageKey -> posted receive
   std::unordered_map<uint64_t, ControlMessage> parked_rts;  // RTS before its receive
-  std::deque<uint64_t> eligible;  // receive ids with an RTS, waiting for window
+  std::deque<uint64_t> eligible;  // receives waiting for window, FIFO
   uint64_t inflight = 0;          // granted bytes not yet received
 
   struct ControlSlot {
@@ -116,10 +124,11 @@ struct PeerGroup::Impl {
 
   ~Impl();
   static uint64_t pairKey(int peer, uint32_t tag) { return uint64_t(uint32_t(peer)) << 32 | tag; }
-  static uint64_t messageKey(int src, uint8_t seq, uint32_t tag) {
-    return uint64_t(uint32_t(src)) << kSrcShift | uint64_t(seq) << kSeqShift | tag;
+  // The tag bits below the group: (rank, seq mod 256, tag).
+  static uint64_t messageKey(int src, uint64_t seq, uint32_t tag) {
+    return uint64_t(uint32_t(src)) << kSrcShift | (seq & 0xff) << kSeqShift | tag;
   }
-  uint64_t dataTag(int src, uint8_t seq, uint32_t tag) const {
+  uint64_t dataTag(int src, uint64_t seq, uint32_t tag) const {
     return group_bits | messageKey(src, seq, tag);
   }
   uint64_t controlTag() const { return kCtrlBit | group_bits; }
@@ -128,8 +137,11 @@ struct PeerGroup::Impl {
   Status ensureLanes(int peer);
   Result<std::unique_ptr<Endpoint>> watchedEndpoint(int peer);
   void trackSend(int peer, Request::State& s);
-  void postData(int peer, uint32_t tag, uint8_t seq, const void* data, size_t length,
+  void postData(int peer, uint32_t tag, uint64_t seq, const void* data, size_t length,
                 Request::State& s);
+  // Takes a credit for message `seq` to `peer` if one is here (dropping
+  // stale ones for that slot).
+  bool takeCredit(int peer, uint32_t tag, uint64_t seq);
   // Clear-to-send (peer_group_admission.cc).
   void startControl();
   void postControlRecv(size_t index);
@@ -137,7 +149,7 @@ struct PeerGroup::Impl {
   void onControl(const ControlMessage& msg);
   void onRts(const ControlMessage& msg);
   void onCts(const ControlMessage& msg);
-  void markEligible(uint64_t id, const ControlMessage& rts);
+  void queueGrant(uint64_t key, uint64_t bytes);
   void tryGrant();
   void recvFinished(uint64_t id, const Status& status, size_t length);
   void peerFailed(int peer, const Status& status);
