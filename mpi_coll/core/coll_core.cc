@@ -138,10 +138,13 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
     const std::string key = name;
     // The switch path's own counters (switch:*, fallback:switch-failed).
     uint64_t value = 0;
-    if (const switchagg::coll::SwitchPath* sw = const_cast<switchagg::coll::CommState&>(comm->state).switchPath())
+    if (const switchagg::coll::SwitchPath* sw = comm->state.switchPath())
       if (sw->counter(key, &value)) return value;
     if (key == "local") return c.local;
+    if (key == "host:bytes_sent") return comm->state.hostBytesSent();
     if (key == "fallback") return c.served[static_cast<size_t>(Algorithm::kPrevious)];
+    if (key == std::string("fallback:") + switchagg::coll::kFallbackSelected)
+      return c.selected_previous;
     if (key.rfind("fallback:", 0) == 0) {
       auto it = c.fallback_reasons.find(key.substr(9));
       return it == c.fallback_reasons.end() ? 0 : it->second;

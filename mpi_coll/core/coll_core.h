@@ -103,7 +103,9 @@ const char *switchagg_coll_algorithm_help(void);
  * served the last allreduce ("ring", ..., "previous", "local"), and counters
  * by name: an algorithm name counts calls served by it, "fallback:<reason>"
  * counts calls handed to the previous module for that reason,
- * "fallback" all of them. Unknown names count 0. */
+ * "fallback" all of them, "host:bytes_sent" payload bytes this rank sent
+ * over the host transport; the switch path adds its own ("switch:*").
+ * Unknown names count 0. */
 const char *switchagg_coll_last_path(const switchagg_coll_comm_t *comm);
 uint64_t switchagg_coll_counter(const switchagg_coll_comm_t *comm, const char *name);
 

@@ -134,6 +134,10 @@ const Decision& CommState::decide(const SelectionInput& in) {
   return decisions_.emplace(key, ProcessRuntime::instance().selector().decide(in)).first->second;
 }
 
+uint64_t CommState::hostBytesSent() const {
+  return peer_group_ ? peer_group_->counters().bytes_sent : 0;
+}
+
 void CommState::recordServed(Algorithm a) {
   const auto i = static_cast<size_t>(a);
   ++counters_.served[i];
@@ -145,13 +149,17 @@ void CommState::recordLocal() {
   counters_.last_path = "local";
 }
 
-void CommState::recordFallback(const std::string& reason) {
+void CommState::recordFallback(const char* reason) {
   ++counters_.served[static_cast<size_t>(Algorithm::kPrevious)];
   counters_.last_path = "previous";
   // "selected" is announced by dispatch with the call's size and reason.
-  if (counters_.fallback_reasons[reason]++ == 0 && rank_ == 0 && reason != "selected")
+  if (reason == kFallbackSelected) {
+    ++counters_.selected_previous;
+    return;
+  }
+  if (counters_.fallback_reasons[reason]++ == 0 && rank_ == 0)
     SA_INFO("coll", "comm %s: allreduce handed to the previous module: %s", name_.c_str(),
-            reason.c_str());
+            reason);
 }
 
 void CommState::logSummary() const {
@@ -164,6 +172,8 @@ void CommState::logSummary() const {
   if (counters_.local) served += " local=" + std::to_string(counters_.local);
   if (served.empty()) return;
   std::string reasons;
+  if (counters_.selected_previous)
+    reasons = std::string(kFallbackSelected) + "=" + std::to_string(counters_.selected_previous);
   for (const auto& [reason, n] : counters_.fallback_reasons)
     reasons += (reasons.empty() ? "" : ", ") + reason + "=" + std::to_string(n);
   SA_INFO("coll", "comm %s freed: allreduce calls:%s%s%s%s", name_.c_str(), served.c_str(),

@@ -25,10 +25,15 @@ namespace switchagg::coll {
 
 class SwitchPath;
 
+// The fallback reason of calls the selector itself hands back: counted
+// without a map lookup, since it is the common case for small messages.
+inline constexpr char kFallbackSelected[] = "selected";
+
 struct CommCounters {
   uint64_t served[6] = {};  // by Algorithm; kPrevious = calls handed back
   uint64_t local = 0;       // count 0 or a single rank: nothing to communicate
-  std::map<std::string, uint64_t> fallback_reasons;
+  uint64_t selected_previous = 0;  // fallback reason kFallbackSelected
+  std::map<std::string, uint64_t> fallback_reasons;  // every other reason
   const char* last_path = nullptr;
 };
 
@@ -58,6 +63,9 @@ class CommState {
   ucx::PeerGroup& peerGroup() { return *peer_group_; }
   // The switch candidate; nullptr when no switch path is built in.
   SwitchPath* switchPath() { return switch_path_.get(); }
+  const SwitchPath* switchPath() const { return switch_path_.get(); }
+  // Payload bytes this rank sent over the host transport (all calls).
+  uint64_t hostBytesSent() const;
 
   // Numbers the host-algorithm calls so their tags never mix (8 bits used).
   uint32_t nextSequence() { return sequence_++ & 0xFFu; }
@@ -67,7 +75,7 @@ class CommState {
   void recordLocal();
   // Counts a hand-back to the previous module; the first one per reason is
   // logged at verbose >= 1.
-  void recordFallback(const std::string& reason);
+  void recordFallback(const char* reason);
   // The selector's decision for this call, memoised: decide() is a pure
   // function of its input, and small calls should not pay for it each time.
   const Decision& decide(const SelectionInput& in);

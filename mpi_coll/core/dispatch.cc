@@ -92,7 +92,7 @@ Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool prev
     }
     if (a == Algorithm::kPrevious) {
       announce(state, a, in, decision);
-      state.recordFallback(state.hostReady() ? "selected" : "host path unavailable");
+      state.recordFallback(state.hostReady() ? kFallbackSelected : "host path unavailable");
       return Outcome::kDeclined;
     }
     if (a == Algorithm::kSwitch) {

@@ -1,5 +1,6 @@
 #include "peer_group_comm.h"
 
+#include <chrono>
 #include <utility>
 
 #include "switchagg/ucx/transport.h"
@@ -17,7 +18,14 @@ constexpr int64_t kWaitSliceMs = 1000;
 constexpr uint32_t kLocalTagBits = 24;
 constexpr uint32_t kLocalTagMask = (1u << kLocalTagBits) - 1;
 
+// Small messages complete within microseconds: poll that long before
+// sleeping in the kernel, whose wake-up costs several microseconds per
+// step. Bounded, so oversubscribed ranks still yield the core quickly.
+constexpr auto kSpinBeforeBlock = std::chrono::microseconds(20);
+
 Status waitSliced(ucx::Worker& worker, ucx::Request& request) {
+  const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeBlock;
+  while (!request.done() && std::chrono::steady_clock::now() < spin_until) worker.progress();
   for (;;) {
     Status st = worker.wait(request, kWaitSliceMs);
     if (st.ok()) return request.status();

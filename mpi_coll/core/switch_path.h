@@ -9,7 +9,9 @@
 // same call, as every candidate must (see dispatch.cc).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "cost_model.h"
 #include "host_algorithms.h"
@@ -28,6 +30,10 @@ class SwitchPath {
   // Anything else: the call failed (dispatch reports it; issue 5 requires
   // the switch path to recover on the host itself instead of failing).
   virtual Status allreduce(const AllreduceArgs& args) = 0;
+  // Counters the switch path keeps (issue 5: "switch:bytes_sent",
+  // "fallback:switch-failed", ...; docs/offload.md). False: not one of its
+  // names, the caller looks elsewhere.
+  virtual bool counter(const std::string& /*name*/, uint64_t* /*value*/) const { return false; }
 };
 
 // The switch path for a communicator, or nullptr when this build or this

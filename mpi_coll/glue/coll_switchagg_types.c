@@ -26,32 +26,33 @@ struct long_int { long v; int i; };
 struct two_int { int v; int i; };
 struct short_int { short v; int i; };
 
+/* Most used first: the lookup is a linear scan on every call. */
 static const struct dtype_entry dtypes[] = {
+    {MPI_DOUBLE, FIXED, SWITCHAGG_DT_FLOAT64},
+    {MPI_FLOAT, FIXED, SWITCHAGG_DT_FLOAT32},
+    {MPI_INT, SIGNED_INT, sizeof(int)},
+    {MPI_LONG, SIGNED_INT, sizeof(long)},
+    {MPI_LONG_LONG, SIGNED_INT, sizeof(long long)},
+    {MPI_UNSIGNED, UNSIGNED_INT, sizeof(unsigned)},
+    {MPI_UNSIGNED_LONG, UNSIGNED_INT, sizeof(unsigned long)},
+    {MPI_INT32_T, SIGNED_INT, 4},
+    {MPI_INT64_T, SIGNED_INT, 8},
+    {MPI_UINT32_T, UNSIGNED_INT, 4},
+    {MPI_UINT64_T, UNSIGNED_INT, 8},
+    {MPI_C_BOOL, FIXED, SWITCHAGG_DT_BOOL},
     {MPI_SIGNED_CHAR, SIGNED_INT, sizeof(signed char)},
     {MPI_UNSIGNED_CHAR, UNSIGNED_INT, sizeof(unsigned char)},
     {MPI_SHORT, SIGNED_INT, sizeof(short)},
     {MPI_UNSIGNED_SHORT, UNSIGNED_INT, sizeof(unsigned short)},
-    {MPI_INT, SIGNED_INT, sizeof(int)},
-    {MPI_UNSIGNED, UNSIGNED_INT, sizeof(unsigned)},
-    {MPI_LONG, SIGNED_INT, sizeof(long)},
-    {MPI_UNSIGNED_LONG, UNSIGNED_INT, sizeof(unsigned long)},
     {MPI_LONG_LONG_INT, SIGNED_INT, sizeof(long long)},
-    {MPI_LONG_LONG, SIGNED_INT, sizeof(long long)},
     {MPI_UNSIGNED_LONG_LONG, UNSIGNED_INT, sizeof(unsigned long long)},
     {MPI_INT8_T, SIGNED_INT, 1},
     {MPI_UINT8_T, UNSIGNED_INT, 1},
     {MPI_INT16_T, SIGNED_INT, 2},
     {MPI_UINT16_T, UNSIGNED_INT, 2},
-    {MPI_INT32_T, SIGNED_INT, 4},
-    {MPI_UINT32_T, UNSIGNED_INT, 4},
-    {MPI_INT64_T, SIGNED_INT, 8},
-    {MPI_UINT64_T, UNSIGNED_INT, 8},
     {MPI_AINT, SIGNED_INT, sizeof(MPI_Aint)},
     {MPI_OFFSET, SIGNED_INT, sizeof(MPI_Offset)},
     {MPI_COUNT, SIGNED_INT, sizeof(MPI_Count)},
-    {MPI_FLOAT, FIXED, SWITCHAGG_DT_FLOAT32},
-    {MPI_DOUBLE, FIXED, SWITCHAGG_DT_FLOAT64},
-    {MPI_C_BOOL, FIXED, SWITCHAGG_DT_BOOL},
     {MPI_CXX_BOOL, FIXED, SWITCHAGG_DT_BOOL},
     {MPI_FLOAT_INT, FIXED, SWITCHAGG_DT_FLOAT_INT},
     {MPI_DOUBLE_INT, FIXED, SWITCHAGG_DT_DOUBLE_INT},
@@ -127,7 +128,7 @@ const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct om
   size_t i;
   *sa_op = 0;
   *flags = 0;
-  for (i = 0; i < sizeof ops / sizeof ops[0]; ++i)
+  for (i = 0; i < sizeof ops / sizeof ops[0] && *sa_op == 0; ++i)
     if (ops[i].handle == op) *sa_op = ops[i].code;
   if (*sa_op == 0) return "user-defined op";
 
