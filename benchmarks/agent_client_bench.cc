@@ -67,9 +67,9 @@ int main(int argc, char** argv) {
   }
   std::sort(us.begin(), us.end());
   const double med = us[us.size() / 2];
-  std::printf("rank=%d bytes=%zu iters=%d window=%u slot_bytes=%zu median_us=%.1f min_us=%.1f "
+  std::printf("transports=%s rank=%d bytes=%zu iters=%d window=%u slot_bytes=%zu median_us=%.1f min_us=%.1f "
               "goodput_MBps=%.1f\n",
-              rank, count * sizeof(float), iters, (*g)->info().window, (*g)->info().slot_bytes,
+              (*client)->transports().c_str(), rank, count * sizeof(float), iters, (*g)->info().window, (*g)->info().slot_bytes,
               med, us.front(), static_cast<double>(count * sizeof(float)) / med);
   g->reset();
   return 0;

@@ -29,3 +29,12 @@ switchagg_warnings(switchagg_dataclient)
 add_executable(agent_client_bench ${PROJECT_SOURCE_DIR}/benchmarks/agent_client_bench.cc)
 target_link_libraries(agent_client_bench PRIVATE switchagg_dataclient)
 switchagg_warnings(agent_client_bench)
+find_package(benchmark QUIET)
+if(benchmark_FOUND)
+  add_executable(agent_kernel_bench ${PROJECT_SOURCE_DIR}/benchmarks/agent_kernel_bench.cc)
+  # The plain loop it compares against must get -O3 like the kernels do.
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/benchmarks/agent_kernel_bench.cc
+    PROPERTIES COMPILE_OPTIONS "-O3")
+  target_link_libraries(agent_kernel_bench PRIVATE switchagg_engine benchmark::benchmark)
+  switchagg_warnings(agent_kernel_bench)
+endif()

@@ -172,6 +172,7 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
 const AgentInfo& AggClient::agent() const { return impl_->agent; }
 bool AggClient::supports(Dtype d, Op o) const { return impl_->agent.caps.supports(d, o); }
 bool AggClient::failed() const { return impl_->broken(); }
+std::string AggClient::transports() const { return impl_->ep ? impl_->ep->transports() : ""; }
 const Status& AggClient::failure() const { return impl_->failure; }
 const ClientCounters& AggClient::counters() const { return impl_->counters; }
 

@@ -102,6 +102,8 @@ class AggClient {
   Result<std::unique_ptr<AggGroup>> join(uint64_t group_id, int size, int rank,
                                          int64_t timeout_ms, uint32_t window_request = 0);
 
+  // UCX transports of the connection, e.g. "tcp/lo" (logs, benchmarks).
+  std::string transports() const;
   bool failed() const;             // the connection is dead
   const Status& failure() const;   // why (Ok while not failed)
   const ClientCounters& counters() const;  // totals over all groups
