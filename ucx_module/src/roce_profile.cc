@@ -242,7 +242,10 @@ Result<RoceProfile> resolveProfile(const RoceOptions& options) {
 void logProfileOnce(const RoceProfile& profile) {
   static std::once_flag once;
   std::call_once(once, [&profile] {
-    if (!profile.rdma_present || profile.gid_index < 0) {
+    // A host without RDMA devices is a normal shared-memory/TCP host: say so
+    // at info level (once per process, not once per rank at warn level on
+    // every job). Devices present but no usable GID is a misconfiguration.
+    if (profile.rdma_present && profile.gid_index < 0) {
       SA_WARN("ucx", "RoCE: %s", profile.reason.c_str());
     } else {
       SA_INFO("ucx", "RoCE: %s", profile.reason.c_str());
