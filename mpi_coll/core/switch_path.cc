@@ -1,9 +1,238 @@
-// No switch path is built in yet (issue 5 replaces this factory): the
-// `switch` candidate is never available and selection skips it.
+// The switch candidate (issue 5): MPI_Allreduce offloaded to the switch
+// agent's aggregation engine through the data-plane client.
+//
+// Joining (once per communicator, collective, in createSwitchPath which
+// CommState calls on the communicator's first eligible allreduce): every
+// rank connects (one process-wide connection), then the ranks allgather
+// {connected, rank 0's nonce} over the previous coll module; only if ALL
+// connected do they join group id = rank 0's random nonce with the cid in
+// its low 16 bits (unique per communicator per job, never reused after a
+// free), then allgather the join outcome. Any failure anywhere -> no switch
+// candidate for this communicator on every rank alike.
+//
+// One call: the client streams the buffer (window = the group's slots) into
+// a result buffer that is never the caller's input (scratch for in place),
+// then every rank allgathers its local outcome. All ok -> the result is
+// committed. Anyone failed -> the input is untouched everywhere, the path
+// is dead for the communicator (agreed, so all ranks alike) and we return
+// kUnsupported: dispatch runs the next candidate (a host algorithm) from the
+// intact input. Detailed semantics: docs/offload.md.
 #include "switch_path.h"
 
-namespace switchagg::coll {
+#include <strings.h>
 
-std::unique_ptr<SwitchPath> createSwitchPath(CommState& /*comm*/) { return nullptr; }
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "comm_state.h"
+#include "process_runtime.h"
+#include "switch_lease.h"
+#include "switchagg/agent/data_client.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::coll {
+namespace {
+
+constexpr int64_t kJoinTimeoutMs = 5000;
+
+struct JoinHello {
+  uint64_t nonce;
+  uint8_t connected;
+  uint8_t pad[7];
+};
+
+bool allOnes(const std::vector<uint8_t>& flags) {
+  return std::all_of(flags.begin(), flags.end(), [](uint8_t f) { return f == 1; });
+}
+
+uint64_t randomNonce() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd() ^
+         uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+class AgentSwitchPath : public SwitchPath {
+ public:
+  AgentSwitchPath(CommState& comm, const SwitchLease& lease,
+                  std::shared_ptr<agent::AggClient> client, std::unique_ptr<agent::AggGroup> group)
+      : comm_(comm), lease_(lease), client_(std::move(client)), group_(std::move(group)) {}
+  ~AgentSwitchPath() override;
+
+  void describe(const AllreduceArgs& args, SelectionInput* in) override;
+  Status allreduce(const AllreduceArgs& args) override;
+  bool counter(const std::string& name, uint64_t* value) const override;
+
+ private:
+  bool serves(const AllreduceArgs& args) const {
+    return group_ && !dead_ && group_->supports(args.dtype, args.op);
+  }
+  int64_t timeoutFor(size_t bytes) const {
+    // A slow but alive agent on a loaded machine: ~16 MB/s at least.
+    return lease_.call_timeout_ms + int64_t(bytes / 16384);
+  }
+  void giveUp(const Status& mine, const std::vector<uint8_t>& oks);
+  void logSummary() const;
+
+  CommState& comm_;
+  const SwitchLease& lease_;
+  std::shared_ptr<agent::AggClient> client_;  // outlives group_
+  std::unique_ptr<agent::AggGroup> group_;
+  std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
+  bool dead_ = false;
+  uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0;
+  uint64_t last_bytes_sent_ = 0;
+};
+
+AgentSwitchPath::~AgentSwitchPath() {
+  logSummary();
+  // Leaving is collective at the agent; every member frees the
+  // communicator, and the client bounds it (kDrainMs) if one does not.
+  if (group_ && group_->usable()) {
+    Status st = group_->leave(agent::AggClient::kDrainMs);
+    if (!st.ok()) SA_DEBUG("coll", "comm %s: leaving switch group: %s", comm_.name().c_str(),
+                           st.toString().c_str());
+  }
+  group_.reset();
+}
+
+void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) {
+  if (!serves(args)) return;
+  in->switch_available = true;
+  in->switch_window = int(group_->info().window);
+  in->switch_slot_bytes = group_->info().slot_bytes;
+}
+
+Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
+  if (!serves(args)) return Status(Code::kUnsupported, "switch path cannot serve this call");
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  const bool in_place = args.send == nullptr;
+  const void* input = in_place ? args.recv : args.send;
+  void* out = args.recv;
+  if (in_place) {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    out = scratch_.data();
+  }
+  const agent::ClientCounters before = group_->counters();
+  Status mine = group_->allreduce(args.dtype, args.op, input, out, args.count, timeoutFor(bytes));
+  const agent::ClientCounters& after = group_->counters();
+  last_bytes_sent_ = after.bytes_sent - before.bytes_sent;
+  bytes_sent_ += last_bytes_sent_;
+  chunks_ += after.chunks_sent - before.chunks_sent;
+  // Success is local (the agent may die after sending some members their
+  // last chunk): nobody trusts its result until every rank says ok.
+  uint8_t ok = mine.ok() ? 1 : 0;
+  std::vector<uint8_t> oks(size_t(comm_.size()));
+  SWITCHAGG_RETURN_IF_ERROR(comm_.allgather(&ok, oks.data(), 1));
+  if (allOnes(oks)) {
+    if (in_place) std::memcpy(args.recv, scratch_.data(), bytes);
+    ++calls_;
+    return Status::Ok();
+  }
+  giveUp(mine, oks);
+  // The input is intact on every rank (send never written; in place results
+  // went to scratch): the next candidate redoes the reduction on the host.
+  return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
+void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks) {
+  dead_ = true;
+  ++failed_;
+  int first_bad = 0;
+  while (first_bad < int(oks.size()) && oks[size_t(first_bad)]) ++first_bad;
+  if (!mine.ok())
+    SA_DEBUG("coll", "comm %s rank %d: switch allreduce failed: %s", comm_.name().c_str(),
+             comm_.rank(), mine.toString().c_str());
+  if (comm_.rank() == 0)
+    SA_INFO("coll",
+            "comm %s: switch allreduce failed (rank %d: %s); result recomputed on the host, "
+            "switch path disabled for this communicator (fallback:switch-failed)",
+            comm_.name().c_str(), first_bad,
+            mine.ok() ? "see its log at verbose 2" : mine.toString().c_str());
+  // The group is dead or about to be; drop it (a usable one is left).
+  group_.reset();
+}
+
+bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
+  if (name == "switch:bytes_sent") *value = bytes_sent_;
+  else if (name == "switch:last_bytes_sent") *value = last_bytes_sent_;
+  else if (name == "switch:chunks") *value = chunks_;
+  else if (name == "switch:calls") *value = calls_;
+  else if (name == "switch:failed" || name == "fallback:switch-failed") *value = failed_;
+  else if (name == "switch:joined") *value = 1;
+  else if (name == "switch:dead") *value = dead_ ? 1 : 0;
+  else return false;
+  return true;
+}
+
+void AgentSwitchPath::logSummary() const {
+  if (comm_.rank() != 0 || !logEnabled(LogLevel::kInfo)) return;
+  SA_INFO("coll",
+          "comm %s switch path: %" PRIu64 " calls, %" PRIu64 " bytes sent per rank in %" PRIu64
+          " chunks, %" PRIu64 " fallback(s)%s",
+          comm_.name().c_str(), calls_, bytes_sent_,
+          chunks_, failed_,
+          dead_ ? ", disabled after a failure" : "");
+}
+
+// The collective join; nullptr on every rank alike when any rank failed.
+std::unique_ptr<SwitchPath> joinSwitch(CommState& comm, const SwitchLease& lease) {
+  Result<std::shared_ptr<agent::AggClient>> client = switchClient(lease);
+  JoinHello mine{};
+  mine.connected = client.ok() ? 1 : 0;
+  mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
+  std::vector<JoinHello> all(size_t(comm.size()));
+  if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return nullptr;
+  for (const JoinHello& h : all) {
+    if (h.connected) continue;
+    if (lease.require) reportRequireFailure(lease, client.ok() ? "a rank cannot connect"
+                                                               : client.status().toString());
+    if (comm.rank() == 0)
+      SA_INFO("coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
+              client.ok() ? "a rank cannot reach the agent" : client.status().toString().c_str());
+    return nullptr;
+  }
+  const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
+  // Every rank computes the same request (the lease's slots come from the
+  // agent's HELLO_ACK, the override from the job-wide environment).
+  const uint32_t window = lease.window_request
+                              ? lease.window_request
+                              : std::max<uint32_t>(1, client.value()->agent().max_window / 2);
+  Result<std::unique_ptr<agent::AggGroup>> group =
+      client.value()->join(group_id, comm.size(), comm.rank(), kJoinTimeoutMs, window);
+  uint8_t ok = group.ok() ? 1 : 0;
+  std::vector<uint8_t> oks(size_t(comm.size()));
+  if (!comm.allgather(&ok, oks.data(), 1).ok() || !allOnes(oks)) {
+    const std::string why = group.ok() ? "another rank could not join" : group.status().toString();
+    if (lease.require) reportRequireFailure(lease, why);
+    if (comm.rank() == 0)
+      SA_INFO("coll", "comm %s: switch path unavailable: join failed: %s", comm.name().c_str(),
+              why.c_str());
+    return nullptr;  // a joined group is left by its destructor
+  }
+  const agent::GroupInfo& info = group.value()->info();
+  if (comm.rank() == 0)
+    SA_INFO("coll", "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes)",
+            comm.name().c_str(), group_id, lease.agent.c_str(), info.window,
+            info.slot_bytes);
+  return std::make_unique<AgentSwitchPath>(comm, lease, std::move(client.value()),
+                                           std::move(group.value()));
+}
+
+}  // namespace
+
+std::unique_ptr<SwitchPath> createSwitchPath(CommState& comm) {
+  const SwitchLease* lease = switchLease();
+  if (!lease) return nullptr;  // no lease: quietly no switch candidate
+  const SelectionPolicy& policy = ProcessRuntime::instance().params().policy;
+  if (strcasecmp(policy.offload.c_str(), "off") == 0) return nullptr;
+  // A forced host algorithm never asks the switch; do not occupy slots.
+  Algorithm forced;
+  if (parseAlgorithm(policy.forced, &forced) && forced != Algorithm::kSwitch) return nullptr;
+  return joinSwitch(comm, *lease);
+}
 
 }  // namespace switchagg::coll

@@ -1,0 +1,107 @@
+#include "switch_lease.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <strings.h>
+
+#include <cstring>
+
+#include "switchagg/agent/data_client.h"
+#include "switchagg/common/config.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::coll {
+namespace {
+
+constexpr int64_t kConnectTimeoutMs = 2000;
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::unique_ptr<SwitchLease> readLease() {
+  const char* agent = envOrNull("SWITCHAGG_AGENT");
+  const char* token = envOrNull("SWITCHAGG_LEASE");
+  if (!agent || !token || !*agent || !*token) return nullptr;
+  auto lease = std::make_unique<SwitchLease>();
+  lease->agent = agent;
+  lease->token = token;
+  const char* mode = envOrNull("SWITCHAGG_MODE");
+  lease->require = mode && strcasecmp(mode, "require") == 0;
+  // "off" in the environment means the job asked for no offload at all.
+  if (mode && strcasecmp(mode, "off") == 0) return nullptr;
+  if (const char* t = envOrNull("SWITCHAGG_SWITCH_TIMEOUT_MS")) {
+    Result<int64_t> ms = parseDurationMs("SWITCHAGG_SWITCH_TIMEOUT_MS", t);
+    if (ms.ok() && ms.value() > 0) lease->call_timeout_ms = ms.value();
+  }
+  if (const char* w = envOrNull("SWITCHAGG_SWITCH_WINDOW")) {
+    Result<int64_t> n = parseInt("SWITCHAGG_SWITCH_WINDOW", w, 1, 1 << 16);
+    if (n.ok()) lease->window_request = uint32_t(n.value());
+  }
+  return lease;
+}
+
+// Weak: the communicators' switch paths own the connection, so it closes
+// with the last of them (at MPI_Finalize at the latest), never in a static
+// destructor after MPI and UCX are gone.
+struct ClientSlot {
+  std::weak_ptr<agent::AggClient> client;
+  Status last_error;
+  int64_t failed_at_ms = 0;
+};
+
+ClientSlot& slot() {
+  static ClientSlot s;
+  return s;
+}
+
+}  // namespace
+
+const SwitchLease* switchLease() {
+  static const std::unique_ptr<SwitchLease> lease = readLease();
+  return lease.get();
+}
+
+Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease) {
+  ClientSlot& s = slot();
+  std::shared_ptr<agent::AggClient> live = s.client.lock();
+  // A dead connection is dropped; its groups keep it alive until they go.
+  if (live && live->failed()) {
+    s.last_error = live->failure();
+    s.failed_at_ms = nowMs();
+    s.client.reset();
+    live.reset();
+  }
+  if (live) return live;
+  if (!s.last_error.ok() && nowMs() - s.failed_at_ms < kReconnectBackoffMs) return s.last_error;
+  Result<std::unique_ptr<agent::AggClient>> c =
+      agent::AggClient::connect(lease.agent, lease.token, kConnectTimeoutMs);
+  if (!c.ok()) {
+    s.last_error = c.status();
+    s.failed_at_ms = nowMs();
+    return s.last_error;
+  }
+  s.last_error = Status::Ok();
+  live = std::shared_ptr<agent::AggClient>(std::move(c.value()));
+  s.client = live;
+  return live;
+}
+
+void reportRequireFailure(const SwitchLease& lease, const std::string& why) {
+  static bool printed = false;
+  if (printed) return;
+  printed = true;
+  const char* world_rank = envOrNull("OMPI_COMM_WORLD_RANK");
+  if (!world_rank) world_rank = envOrNull("PMIX_RANK");
+  if (world_rank && std::strcmp(world_rank, "0") != 0) return;
+  // Always printed (error level): the job asked for the switch and runs
+  // on the host instead.
+  SA_ERROR("coll",
+           "SWITCHAGG_MODE=require but the switch agent at %s cannot be joined (%s); "
+           "allreduce runs on host algorithms (results are correct, not offloaded)",
+           lease.agent.c_str(), why.c_str());
+}
+
+}  // namespace switchagg::coll

@@ -1,0 +1,36 @@
+# Switch path tests (issue 5, H5): a real switchagg-agent + real mpirun with
+# coll_switchagg_offload=on. Labels mpi + agent (+ fault for the fault ones).
+# Included from tests/mpi/CMakeLists.txt after the mpi test helpers exist.
+if(NOT TARGET mca_coll_switchagg OR NOT TARGET switchagg-agent OR NOT TARGET switchagg-ctl)
+  return()
+endif()
+
+add_executable(test_switch_check test_switch_check.cc)
+target_include_directories(test_switch_check PRIVATE ${PROJECT_SOURCE_DIR}/mpi_coll/include)
+target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
+switchagg_warnings(test_switch_check)
+add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
+  mpi_allreduce_check)
+
+set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
+
+# add_switch_test(NAME TIMEOUT LABELS SCENARIO ARGS...)
+function(add_switch_test name timeout labels)
+  add_test(NAME ${name} COMMAND ${_switch_run} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout}
+    RESOURCE_LOCK mpirun)
+endfunction()
+
+# Served by the switch: np 2 and 4 add the 5x repeated 16 MiB run; np 3
+# and 4 the split/dup/churn communicators and 1M+3 elements.
+add_switch_test(mpi_switch_serve_np2 180 "mpi;agent" serve 2)
+add_switch_test(mpi_switch_serve_np3 240 "mpi;agent" serve 3 --large)
+add_switch_test(mpi_switch_serve_np4 300 "mpi;agent" serve 4 --large)
+add_switch_test(mpi_switch_serve_np8 240 "mpi;agent" serve 8)
+add_switch_test(mpi_switch_two_jobs 180 "mpi;agent" two_jobs)
+# Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
+add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)
+add_switch_test(mpi_switch_fault_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300)
+add_switch_test(mpi_switch_fault_kill_8m 150 "mpi;agent;fault" kill 8388608 random:200 4)
+add_switch_test(mpi_switch_fault_delete 120 "mpi;agent;fault" delete 1048576 100)
+add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)

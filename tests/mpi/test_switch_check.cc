@@ -1,0 +1,223 @@
+// Runs under mpirun with the switchagg component and a real switch agent
+// (SWITCHAGG_AGENT/LEASE exported). Two modes:
+//
+//   test_switch_check --repeat N [--big BYTES]
+//     int32/int64 sums (exact) and float/double sums of inexact values at
+//     counts 1, 3, 1001, 65537 and one BYTES-sized case (default 16 MiB + 8),
+//     in place every other run; each case N times: equal to the reference
+//     computed here (integers exact, floats within p*eps*sum|x|), bitwise
+//     identical across the N runs and across ranks, served by `switch`, and
+//     switch:bytes_sent grows by exactly the call's bytes on every rank.
+//
+//   test_switch_check --fault DIR [--bytes B] [--after K] [--max-call-ms M]
+//     int64 sums of B bytes (in place every other call), checked each call.
+//     Rank 0 creates DIR/ready after the first call the switch served, then
+//     every call checks DIR/fired (the test script kills the agent or
+//     deletes the lease and then creates it); K calls after that the loop
+//     ends. Asserts: every result right, no call slower than M ms, exactly
+//     one fallback:switch-failed, no switch call after the fallback.
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "check_support.h"
+#include "switchagg/coll/diagnostics.h"
+
+namespace {
+
+switchagg_coll_last_algorithm_fn g_last;
+switchagg_coll_comm_counter_fn g_counter;
+int g_rank, g_size;
+long g_failures;
+
+void fail(const std::string& what) {
+  if (++g_failures <= 10) std::fprintf(stderr, "FAIL rank %d/%d: %s\n", g_rank, g_size, what.c_str());
+}
+
+template <typename T>
+T input(int r, size_t i) {
+  if constexpr (std::is_floating_point_v<T>) {
+    // Not dyadic: sums round, so the reduction order shows in the bits.
+    return T(double((r * 7919 + long(i) * 104729) % 2001 - 1000) * 1e-3 + r * 0.1);
+  } else {
+    return T((r + 1) * long(i % 1000 + 1) - 500);
+  }
+}
+
+template <typename T>
+void reference(size_t count, std::vector<T>* ref, std::vector<double>* mag) {
+  ref->assign(count, T(0));
+  mag->assign(count, 0.0);
+  for (int r = 0; r < g_size; ++r)
+    for (size_t i = 0; i < count; ++i) {
+      (*ref)[i] += input<T>(r, i);
+      (*mag)[i] += std::fabs(double(input<T>(r, i)));
+    }
+}
+
+uint64_t hashBytes(const void* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t counter(const char* name) { return g_counter(MPI_COMM_WORLD, name); }
+
+template <typename T>
+void repeatCase(MPI_Datatype dt, const char* name, size_t count, int repeat) {
+  std::vector<T> ref, in(count), out(count);
+  std::vector<double> mag;
+  reference(count, &ref, &mag);
+  const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
+  uint64_t first = 0;
+  for (int k = 0; k < repeat; ++k) {
+    const bool in_place = k % 2 == 1;
+    for (size_t i = 0; i < count; ++i) in[i] = input<T>(g_rank, i);
+    const uint64_t sent0 = counter("switch:bytes_sent");
+    if (in_place) {
+      MPI_Allreduce(MPI_IN_PLACE, in.data(), int(count), dt, MPI_SUM, MPI_COMM_WORLD);
+      out = in;
+    } else {
+      MPI_Allreduce(in.data(), out.data(), int(count), dt, MPI_SUM, MPI_COMM_WORLD);
+    }
+    const std::string where = std::string(name) + " count " + std::to_string(count) +
+                              (in_place ? " in place" : "") + " run " + std::to_string(k);
+    const char* path = g_last(MPI_COMM_WORLD);
+    if (!path || std::strcmp(path, "switch") != 0) fail(where + ": served by " + (path ? path : "?"));
+    if (counter("switch:bytes_sent") - sent0 != count * sizeof(T))
+      fail(where + ": switch:bytes_sent grew by " +
+           std::to_string(counter("switch:bytes_sent") - sent0));
+    size_t bad = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const double bound = std::is_floating_point_v<T> ? g_size * 2 * eps * mag[i] : 0.0;
+      if (std::fabs(double(out[i]) - double(ref[i])) > bound && bad++ == 0)
+        fail(where + ": element " + std::to_string(i) + " = " + std::to_string(double(out[i])) +
+             ", expected " + std::to_string(double(ref[i])));
+    }
+    uint64_t h = hashBytes(out.data(), count * sizeof(T)), h0 = h;
+    MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (h != h0) fail(where + ": result bits differ from rank 0's");
+    if (k == 0) first = h;
+    else if (h != first) fail(where + ": result bits differ from run 0");
+  }
+}
+
+int runRepeat(int repeat, size_t big) {
+  long cases = 0;
+  for (size_t count : {size_t(1), size_t(3), size_t(1001), size_t(65537)}) {
+    repeatCase<int32_t>(MPI_INT32_T, "int32", count, repeat);
+    repeatCase<int64_t>(MPI_INT64_T, "int64", count, repeat);
+    repeatCase<float>(MPI_FLOAT, "float", count, repeat);
+    repeatCase<double>(MPI_DOUBLE, "double", count, repeat);
+    cases += 4;
+  }
+  repeatCase<double>(MPI_DOUBLE, "double", big / sizeof(double), repeat);
+  ++cases;
+  return int(cases * repeat);
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms) {
+  const size_t count = bytes / sizeof(int64_t);
+  std::vector<int64_t> ref, in(count), out(count);
+  std::vector<double> mag;
+  reference(count, &ref, &mag);
+  int fired_at = -1, fallback_at = -1, switch_calls = 0, iter = 0;
+  double worst = 0, worst_fallback = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (;; ++iter) {
+    const bool in_place = iter % 2 == 1;
+    for (size_t i = 0; i < count; ++i) in[i] = input<int64_t>(g_rank, i);
+    const uint64_t fb0 = counter("fallback:switch-failed");
+    const auto t0 = std::chrono::steady_clock::now();
+    if (in_place) MPI_Allreduce(MPI_IN_PLACE, in.data(), int(count), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    else MPI_Allreduce(in.data(), out.data(), int(count), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const int64_t* got = in_place ? in.data() : out.data();
+    for (size_t i = 0; i < count; ++i)
+      if (got[i] != ref[i]) {
+        fail("call " + std::to_string(iter) + ": element " + std::to_string(i) + " wrong");
+        break;
+      }
+    worst = std::max(worst, ms);
+    const char* path = g_last(MPI_COMM_WORLD);
+    const bool on_switch = path && std::strcmp(path, "switch") == 0;
+    if (counter("fallback:switch-failed") != fb0) {
+      fallback_at = iter;
+      worst_fallback = ms;
+    }
+    if (on_switch) {
+      ++switch_calls;
+      if (fallback_at >= 0) fail("switch served call " + std::to_string(iter) + " after the fallback");
+    }
+    if (g_rank == 0 && on_switch && !exists(dir + "/ready")) std::fclose(std::fopen((dir + "/ready").c_str(), "w"));
+    int fired = g_rank == 0 && exists(dir + "/fired");
+    MPI_Bcast(&fired, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (fired && fired_at < 0) fired_at = iter;
+    if (fired_at >= 0 && iter - fired_at >= after) break;
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(90)) {
+      fail("the fault was never injected (no " + dir + "/fired within 90 s)");
+      break;
+    }
+  }
+  if (worst > max_call_ms) fail("a call took " + std::to_string(worst) + " ms");
+  if (counter("fallback:switch-failed") != 1)
+    fail("fallback:switch-failed = " + std::to_string(counter("fallback:switch-failed")));
+  if (switch_calls == 0) fail("the switch never served a call");
+  if (g_rank == 0)
+    std::printf("fault run: %d calls of %zu bytes, %d on the switch, fault injected before call "
+                "%d, fallback at call %d (%.1f ms), slowest call %.1f ms\n",
+                iter + 1, bytes, switch_calls, fired_at, fallback_at, worst_fallback, worst);
+  return iter + 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  int repeat = 0, after = 5;
+  size_t big = (16u << 20) + 8, bytes = 1u << 20;
+  double max_call_ms = 6000;
+  std::string fault_dir;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--big")) big = std::strtoull(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--fault")) fault_dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--bytes")) bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--after")) after = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--max-call-ms")) max_call_ms = std::atof(argv[++i]);
+  }
+  check::Diagnostics diag;
+  const bool loaded = diag.load();
+  g_last = diag.last;
+  g_counter = diag.counter;
+  if (!loaded) {
+    std::fprintf(stderr, "FAIL: switchagg component not loaded\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const int cases = fault_dir.empty() ? runRepeat(repeat > 0 ? repeat : 5, big)
+                                      : runFault(fault_dir, bytes, after, max_call_ms);
+  long total = 0;
+  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0)
+    std::printf("%s np=%d: %d calls checked, %ld failures, switch bytes sent per rank %llu\n",
+                total ? "FAIL" : "PASS", g_size, cases, total,
+                static_cast<unsigned long long>(counter("switch:bytes_sent")));
+  MPI_Finalize();
+  return total ? 1 : 0;
+}

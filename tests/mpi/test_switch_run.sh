@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# test_switch_run.sh BUILD_DIR SCENARIO [ARGS...]
+# Real switchagg-agent (scripts/lib_agent.sh) + real mpirun with the
+# component loaded from BUILD_DIR, offload on. Scenarios:
+#   serve NP [--large]    mpi_allreduce_check --expect switch (dtype x op
+#                         matrix, odd counts, in place, dup/split/churn) and
+#                         test_switch_check --repeat 5 (16 MiB case, bitwise
+#                         repeatability); agent metrics show the traffic
+#   two_jobs              two mpirun jobs, two leases, one agent, at once
+#   kill BYTES DELAY_MS [NP]  SIGKILL the agent DELAY_MS after the switch served
+#                         its first call of a loop of BYTES-byte allreduces
+#   delete BYTES DELAY_MS delete the lease mid-run instead
+#   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
+#                         right answers on the host
+# Prints PASS on success; any failure exits non-zero with the logs.
+set -uo pipefail
+build=$1 scenario=$2
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=$build/bin
+source "$root/scripts/lib_agent.sh"
+
+work=$(mktemp -d /tmp/switchagg-h5-test.XXXXXX)
+cleanup() { agent_stop; rm -rf "$work"; }
+trap cleanup EXIT
+
+component_path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
+# Two communicators' groups fit a 16-slot lease many times over.
+export SWITCHAGG_SWITCH_WINDOW=${SWITCHAGG_SWITCH_WINDOW:-2}
+
+die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
+ctl() { "$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" "$@"; }
+
+# lease JOB: exports SWITCHAGG_AGENT/LEASE/MODE for a 16-slot lease.
+lease() {
+  local out
+  out=$(ctl lease create --job "$1" --slots 16 --ttl 10m) || die "lease create $1: $out"
+  eval "$(grep '^export ' <<<"$out")"
+}
+
+# run_mpi NP LOG PROGRAM ARGS...: mpirun with offload on, output to LOG.
+run_mpi() {
+  local np=$1 log=$2
+  shift 2
+  timeout -s KILL 240 mpirun --oversubscribe --bind-to none --mca btl self,vader \
+    --mca mca_base_component_path "$component_path" -np "$np" \
+    --mca coll_switchagg_offload on --mca coll_switchagg_verbose "${VERBOSE:-1}" \
+    -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+    -x SWITCHAGG_SWITCH_WINDOW "$@" >"$log" 2>&1
+}
+
+expect_pass() {  # LOG [PATTERN...]
+  local log=$1
+  shift
+  cat "$log"
+  grep -q '^PASS' "$log" || die "no PASS in $log"
+  local p
+  for p in "$@"; do grep -Eq -- "$p" "$log" || die "$log lacks /$p/"; done
+}
+
+metric() { ctl metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+
+start_agent() { agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info || die "agent start"; }
+
+case $scenario in
+  serve)
+    np=$1
+    start_agent
+    lease "serve-np$np"
+    args=(--quick)
+    [[ ${2:-} == --large ]] && args=(--large)
+    run_mpi "$np" "$work/matrix.log" "$bin/mpi_allreduce_check" --expect switch "${args[@]}" ||
+      { cat "$work/matrix.log"; die "matrix run failed"; }
+    expect_pass "$work/matrix.log" "joined switch group"
+    if [[ ${2:-} == --large || $np -le 2 ]]; then
+      run_mpi "$np" "$work/repeat.log" "$bin/test_switch_check" --repeat 5 ||
+        { cat "$work/repeat.log"; die "repeat run failed"; }
+      expect_pass "$work/repeat.log"
+    fi
+    in=$(metric switchagg_bytes_in_total)
+    created=$(metric switchagg_groups_created_total)
+    echo "agent metrics: bytes_in=$in groups_created=$created"
+    [[ ${in%.*} -gt 0 && ${created%.*} -gt 0 ]] || die "the agent saw no traffic"
+    ;;
+  two_jobs)
+    start_agent
+    lease jobA
+    run_mpi 2 "$work/a.log" "$bin/mpi_allreduce_check" --expect switch --quick &
+    pa=$!
+    lease jobB
+    run_mpi 2 "$work/b.log" "$bin/mpi_allreduce_check" --expect switch --quick &
+    pb=$!
+    wait $pa; ra=$?
+    wait $pb; rb=$?
+    [[ $ra -eq 0 && $rb -eq 0 ]] || { cat "$work/a.log" "$work/b.log"; die "a job failed ($ra, $rb)"; }
+    expect_pass "$work/a.log" "joined switch group"
+    expect_pass "$work/b.log" "joined switch group"
+    ctl metrics | grep -E 'switchagg_job_bytes_in_total\{job="job[AB]"\}' | tee "$work/jobs.txt"
+    [[ $(grep -c . "$work/jobs.txt") -eq 2 ]] || die "both jobs' traffic should show in the metrics"
+    ;;
+  kill | delete)
+    bytes=$1 delay_ms=$2 np=${3:-3}
+    # random:MAX -> a random moment in [0, MAX) ms after the first switch call.
+    [[ $delay_ms == random:* ]] && delay_ms=$((RANDOM % ${delay_ms#random:}))
+    echo "injecting $scenario ${delay_ms} ms after the switch served its first call"
+    start_agent
+    lease "fault-$scenario"
+    run_mpi "$np" "$work/fault.log" "$bin/test_switch_check" --fault "$work" --bytes "$bytes" \
+      --max-call-ms 6000 &
+    pid=$!
+    for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
+    sleep "$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
+    if [[ $scenario == kill ]]; then
+      kill -KILL "$AGENT_PID"
+      wait "$AGENT_PID" 2>/dev/null
+      AGENT_PID=
+    else
+      ctl lease delete --job "fault-$scenario" || die "lease delete"
+    fi
+    touch "$work/fired"
+    wait $pid || { cat "$work/fault.log"; die "the job failed after the fault"; }
+    expect_pass "$work/fault.log" "switch allreduce failed .*recomputed on the host"
+    ;;
+  require_unreachable)
+    export SWITCHAGG_AGENT=127.0.0.1:9 SWITCHAGG_MODE=require
+    export SWITCHAGG_LEASE=0123456789abcdef0123456789abcdef
+    VERBOSE=0 run_mpi 4 "$work/req.log" "$bin/mpi_allreduce_check" --expect auto --counts 1,37,1001 ||
+      { cat "$work/req.log"; die "require run failed"; }
+    expect_pass "$work/req.log" "SWITCHAGG_MODE=require but the switch agent at 127.0.0.1:9 cannot be joined"
+    n=$(grep -c "SWITCHAGG_MODE=require" "$work/req.log")
+    [[ $n -eq 1 ]] || die "expected one require error line per job, saw $n"
+    ;;
+  *) die "unknown scenario $scenario" ;;
+esac
+echo "PASS $scenario $*"
