@@ -7,7 +7,9 @@ sum=$(printf %s "$lease" | md5sum | cut -c1-8)
 line="task=${SLURM_PROCID:-?} job=${SLURM_JOB_ID:-?} mode=${SWITCHAGG_MODE:-unset}"
 line+=" lease_len=${#lease} lease_sum=$sum agent=${SWITCHAGG_AGENT:-unset} "
 if [[ ${SLURM_PROCID:-0} == 0 && -n ${SWITCHAGG_PROBE_CTL:-} ]]; then
-  line+=$("$SWITCHAGG_PROBE_CTL" leases --json 2>/dev/null | python3 -c '
+  py=/usr/bin/python3
+  [[ -x $py ]] || py=python3
+  line+=$("$SWITCHAGG_PROBE_CTL" leases --json 2>/dev/null | "$py" -c '
 import json, sys
 try:
     leases = json.load(sys.stdin).get("leases", [])

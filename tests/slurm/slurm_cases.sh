@@ -109,14 +109,23 @@ EOF
   waitNoLease "$b"
 }
 
-# scancel while the job runs: the epilog deletes the lease.
-case_scancel() {
-  local job
+# scancel while a job runs, and a job killed at its time limit: both
+# epilogs delete the lease. The limit is reached by moving the job's
+# EndTime to now; slurmctld enforces limits within 30 s.
+case_scancel_and_time_limit() {
+  local limited job
+  limited=$(sbatch --parsable --switch-agg=require -o /dev/null --wrap 'sleep 300')
+  atExit "scancel $limited"
   job=$(sbatch --parsable --switch-agg=require -o /dev/null --wrap 'sleep 120')
   atExit "scancel $job"
+  waitLease "$limited"
+  scontrol update JobId="$limited" EndTime="$(date +%Y-%m-%dT%H:%M:%S)" || fail "cannot move EndTime"
   waitLease "$job"
   scancel "$job"
   waitNoLease "$job"
+  waitNoLease "$limited" 45
+  [[ $(scontrol show job "$limited" | grep -o 'JobState=[A-Z]*') == JobState=TIMEOUT ]] ||
+    fail "job $limited did not end by its time limit: $(scontrol show job "$limited" | grep JobState)"
 }
 
 # A task killed by a signal: the job fails, the lease still goes.
@@ -192,6 +201,26 @@ case_broken_plugstack() {
   grep -q TASK-RAN "$W/out" || fail "auto task did not run"
   grep -q 'switchagg: warning: switch aggregation is misconfigured' "$W/err" || fail "no warning: $(cat "$W/err")"
   srun -n 1 true 2>"$W/err" || fail "a job without --switch-agg failed"
+}
+
+# The MPI end-to-end: srun --mpi=pmix -n 4 switchagg-bench --check with the
+# coll component offloading to the agent; the agent's counters must move,
+# the results must check out, and the lease must go with the job. Needs
+# SWITCHAGG_BENCH and SWITCHAGG_OMPI_COMPONENT_PATH (slurm_tests.cmake sets
+# them when mca_coll_switchagg and switchagg-bench are built).
+case_mpi_offload() {
+  local bench=${SWITCHAGG_BENCH:?} path=${SWITCHAGG_OMPI_COMPONENT_PATH:?} before after job
+  before=$(agentCounter groups_created)
+  OMPI_MCA_mca_base_component_path=$path OMPI_MCA_coll_switchagg_offload=on \
+    OMPI_MCA_btl=self,vader SWITCHAGG_UCX_WAIT=blocking \
+    srun --switch-agg=require --switch-agg-slots=4 --mpi=pmix -n 4 --overcommit \
+    bash -c 'echo "job=$SLURM_JOB_ID"; exec "$0" "$@"' "$bench" --check --max 256K --iters 20 \
+    >"$W/out" 2>"$W/err" || fail "bench failed: $(tail -20 "$W/err")"
+  after=$(agentCounter groups_created)
+  job=$(jobOf "$W/out")
+  ((after > before)) || fail "no aggregation group at the agent: offload was not used"
+  [[ $(agentCounter bytes_reduced) -gt 0 ]] || fail "the agent reduced nothing"
+  waitNoLease "$job"
 }
 
 W=$(mktemp -d "$DIR/case.$case.XXXXXX")

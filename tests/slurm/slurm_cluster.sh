@@ -29,7 +29,9 @@ die() { echo "slurm_cluster: $*" >&2; exit 1; }
 log() { echo "slurm_cluster: $*" >&2; }
 
 freePort() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  local py=/usr/bin/python3
+  [[ -x $py ]] || py=python3
+  "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 # Waits up to $2 tenths of a second for command $1 (a string) to succeed.
@@ -42,6 +44,15 @@ waitFor() {
   return 1
 }
 
+# True while process $1 runs. A zombie counts as gone: daemons we started
+# are re-parented to PID 1, which in a container may never reap them.
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
 # Stops the process (or, with a second argument "group", the process group)
 # whose id is in file $1: TERM, then KILL after 5 s.
 killPidFile() {
@@ -50,10 +61,10 @@ killPidFile() {
   pid=$(cat "$f")
   target=$pid
   [[ ${2:-} == group ]] && target=-$pid
-  if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+  if [[ $pid =~ ^[0-9]+$ ]] && alive "$pid"; then
     kill -TERM -- "$target" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "$target" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && kill -KILL -- "$target" 2>/dev/null
   fi
   rm -f "$f"
 }
@@ -168,7 +179,7 @@ slurmdRestart() {
   export SLURM_CONF=$dir/slurm.conf
   killPidFile "$dir/slurmd.pid"
   /usr/sbin/slurmd -f "$dir/slurm.conf" || die "slurmd failed: $(tail -5 "$dir/log/slurmd.log")"
-  waitFor "kill -0 \$(cat $dir/slurmd.pid) && scontrol ping >/dev/null && sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)\$'" 150 ||
+  waitFor "alive \$(cat $dir/slurmd.pid) && scontrol ping >/dev/null && sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)\$'" 150 ||
     die "slurmd did not come back: $(tail -5 "$dir/log/slurmd.log")"
 }
 
@@ -187,7 +198,7 @@ stopAll() {
   [[ -d $dir ]] || return 0
   killPidFile "$dir/watchdog.pid" group
   # Cancel what still runs and let its epilog finish, then stop the daemons.
-  if [[ -s $dir/slurmctld.pid ]] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+  if [[ -s $dir/slurmctld.pid ]] && alive "$(cat "$dir/slurmctld.pid")"; then
     export SLURM_CONF=$dir/slurm.conf
     timeout 5 scancel --quiet --state=PENDING,RUNNING,SUSPENDED 2>/dev/null || true
     waitFor "! squeue -h -t PD,R,CG,S -o %i | grep -q ." 50 || true

@@ -1,6 +1,10 @@
 # Helpers for slurm_cases.sh (sourced). Polls are bounded; nothing busy-waits
 # faster than 10 Hz.
 
+# Debian's interpreter: a version manager's shim in PATH can cost seconds a call.
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+
 fail() {
   echo "FAIL ${case:-?}: $*" >&2
   exit 1
@@ -11,15 +15,20 @@ jobOf() { grep -o 'job=[0-9]*' "$1" | head -1 | cut -d= -f2; }
 
 # "job:J uid:U slots:S" of the agent's lease for job $1, or nothing.
 leaseOf() {
-  "$CTL" leases --json | python3 -c '
+  "$CTL" leases --json | "$PY" -c '
 import json, sys
 for l in json.load(sys.stdin).get("leases", []):
     if str(l.get("job")) == sys.argv[1]:
         print("job:%s uid:%s slots:%s" % (l["job"], l["uid"], l["slots"]))' "$1"
 }
 
+# A numeric counter of the agent's data plane (GET /v1/status).
+agentCounter() {
+  "$CTL" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["counters"][sys.argv[1]])' "$1"
+}
+
 dataAddress() {
-  "$CTL" status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["data_address"])'
+  "$CTL" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["data_address"])'
 }
 
 # Waits (up to $2 s, default 20) until the agent holds / no longer holds job $1's lease.

@@ -39,6 +39,19 @@ function(add_slurm_case name)
 endfunction()
 
 foreach(name require_srun sbatch_env auto_agent_down require_agent_down require_quota
-             concurrent scancel task_signal invalid_options token_secrecy broken_plugstack)
+             concurrent scancel_and_time_limit task_signal invalid_options token_secrecy broken_plugstack)
   add_slurm_case(${name})
 endforeach()
+
+# The MPI end-to-end (srun --mpi=pmix -n 4 switchagg-bench --check with
+# offload): registered once the component and the bench are built and
+# SWITCHAGG_SLURM_MPI_TEST is on (default on; the switch path is needed).
+option(SWITCHAGG_SLURM_MPI_TEST "Run switchagg-bench with offload under srun in the slurm label" ON)
+if(SWITCHAGG_SLURM_MPI_TEST AND TARGET mca_coll_switchagg AND TARGET switchagg-bench)
+  execute_process(COMMAND ompi_info --path pkglibdir --parsable
+    OUTPUT_VARIABLE _ompi_pkglibdir OUTPUT_STRIP_TRAILING_WHITESPACE)
+  string(REGEX REPLACE "^path:pkglibdir:" "" _ompi_pkglibdir "${_ompi_pkglibdir}")
+  add_slurm_case(mpi_offload
+    SWITCHAGG_BENCH=$<TARGET_FILE:switchagg-bench>
+    SWITCHAGG_OMPI_COMPONENT_PATH=${CMAKE_BINARY_DIR}/lib/openmpi:${_ompi_pkglibdir})
+endif()
