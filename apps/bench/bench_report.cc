@@ -52,14 +52,15 @@ void printTableRow(FILE* out, const SizeResult& r) {
 
 std::string csvHeader() {
   return "label,np,dtype,op,bytes,count,iters,avg_us,min_us,max_us,algbw_GBps,busbw_GBps,"
-         "algorithm,check,p50_us\n";
+         "algorithm,check,p50_us,bytes_sent_per_rank\n";
 }
 
 std::string csvRow(const RunInfo& run, const SizeResult& r) {
-  return format("%s,%d,%s,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%.3f\n",
+  const std::string sent = r.bytes_sent < 0 ? "" : format("%.0f", r.bytes_sent);
+  return format("%s,%d,%s,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%.3f,%s\n",
                 run.label.c_str(), run.nranks, run.dtype.c_str(), run.op.c_str(), r.bytes, r.count,
                 r.iters, r.avg_us, r.min_us, r.max_us, r.algbw_gbs, r.busbw_gbs,
-                r.algorithm.c_str(), r.check.c_str(), r.p50_us);
+                r.algorithm.c_str(), r.check.c_str(), r.p50_us, sent.c_str());
 }
 
 std::string toJson(const RunInfo& run, const std::vector<SizeResult>& rows) {
@@ -75,7 +76,9 @@ std::string toJson(const RunInfo& run, const std::vector<SizeResult>& rows) {
         "\"busbw_GBps\": %.4f, ",
         i ? "," : "", r.bytes, r.count, r.iters, r.avg_us, r.min_us, r.max_us, r.p50_us,
         r.algbw_gbs, r.busbw_gbs);
-    out += "\"algorithm\": " + jsonString(r.algorithm) + ", \"check\": " + jsonString(r.check) + "}";
+    out += "\"algorithm\": " + jsonString(r.algorithm) + ", \"check\": " + jsonString(r.check);
+    out += r.bytes_sent < 0 ? std::string(", \"bytes_sent_per_rank\": null}")
+                            : format(", \"bytes_sent_per_rank\": %.0f}", r.bytes_sent);
   }
   return out + "\n]}\n";
 }

@@ -22,6 +22,7 @@ struct SizeResult {
   int iters = 0;
   double avg_us = 0, min_us = 0, max_us = 0;  // per-rank averages, across ranks
   double p50_us = 0;  // per-rank median call time, averaged across ranks (robust to noise)
+  double bytes_sent = -1;  // per rank per call on switchagg's paths, averaged; -1 unknown
   double algbw_gbs = 0, busbw_gbs = 0;
   std::string algorithm;  // path the component used ("n/a" if not loaded)
   std::string check;      // "ok", "FAILED", or "-" when not checked

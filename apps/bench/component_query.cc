@@ -23,21 +23,34 @@ int findComponent(struct dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
+void* findSymbol(const char* name) {
+  void* sym = dlsym(RTLD_DEFAULT, name);
+  if (sym != nullptr) return sym;
+  std::string path;
+  dl_iterate_phdr(findComponent, &path);
+  if (path.empty()) return nullptr;
+  // RTLD_NOLOAD: only a handle on the already-loaded copy; the reference it
+  // takes is dropped at exit with the process.
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  return handle != nullptr ? dlsym(handle, name) : nullptr;
+}
+
 }  // namespace
 
 ComponentQuery::ComponentQuery() {
-  void* sym = dlsym(RTLD_DEFAULT, kSymbol);
-  if (sym == nullptr) {
-    std::string path;
-    dl_iterate_phdr(findComponent, &path);
-    if (!path.empty()) {
-      // RTLD_NOLOAD: only a handle on the already-loaded copy; the reference
-      // it takes is dropped at exit with the process.
-      void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-      if (handle != nullptr) sym = dlsym(handle, kSymbol);
-    }
+  fn_ = reinterpret_cast<switchagg_coll_last_algorithm_fn>(findSymbol(kSymbol));
+  counter_ = reinterpret_cast<switchagg_coll_comm_counter_fn>(
+      findSymbol(SWITCHAGG_COLL_COMM_COUNTER_SYMBOL));
+}
+
+int64_t ComponentQuery::bytesSent(MPI_Comm comm) const {
+  if (counter_ == nullptr) return -1;
+  int64_t total = 0;
+  for (const char* name : {"host:bytes_sent", "switch:bytes_sent"}) {
+    const uint64_t v = counter_(comm, name);
+    if (v != UINT64_MAX) total += int64_t(v);
   }
-  fn_ = reinterpret_cast<switchagg_coll_last_algorithm_fn>(sym);
+  return total;
 }
 
 std::string ComponentQuery::lastAlgorithm(MPI_Comm comm) const {

@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 
 #include "switchagg/coll/diagnostics.h"
@@ -21,9 +22,13 @@ class ComponentQuery {
   // Name of the last path on `comm`; "n/a" when the component is not
   // loaded, "not-serving" when it is loaded but does not serve `comm`.
   std::string lastAlgorithm(MPI_Comm comm) const;
+  // Payload bytes this rank has sent on `comm` through switchagg's own paths
+  // (host algorithms + switch); -1 when the component cannot say.
+  int64_t bytesSent(MPI_Comm comm) const;
 
  private:
   switchagg_coll_last_algorithm_fn fn_ = nullptr;
+  switchagg_coll_comm_counter_fn counter_ = nullptr;
 };
 
 }  // namespace switchagg::bench

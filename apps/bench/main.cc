@@ -126,7 +126,12 @@ SizeResult Bench::runSize(size_t count) {
   r.count = count;
   r.iters = itersFor(o_, bytes);
   bool ok = true;
+  const int64_t sent_before = query_.bytesSent(MPI_COMM_WORLD);
   const std::pair<double, double> mine = meanAndMedianUs(timedLoop(count, r.iters, &ok));
+  const int64_t sent_after = query_.bytesSent(MPI_COMM_WORLD);
+  const double my_sent = sent_before < 0 ? -1.0 : double(sent_after - sent_before) / r.iters;
+  std::vector<double> sent(static_cast<size_t>(nranks_));
+  MPI_Gather(&my_sent, 1, MPI_DOUBLE, sent.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   r.algorithm = query_.lastAlgorithm(MPI_COMM_WORLD);
   std::vector<double> all(static_cast<size_t>(nranks_)), medians(all.size());
   MPI_Gather(&mine.first, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -143,6 +148,9 @@ SizeResult Bench::runSize(size_t count) {
     double median_sum = 0;
     for (double t : medians) median_sum += t;
     r.p50_us = median_sum / nranks_;
+    double sent_sum = 0;
+    for (double s : sent) sent_sum += s;
+    r.bytes_sent = sent[0] < 0 ? -1.0 : sent_sum / nranks_;
     fillBandwidth(&r, nranks_);
     const bool all_ok = std::all_of(oks.begin(), oks.end(), [](int v) { return v == 1; });
     r.check = !o_.check ? "-" : all_ok ? "ok" : "FAILED";
