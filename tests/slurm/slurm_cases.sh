@@ -36,15 +36,26 @@ case_sbatch_env() {
 #!/bin/bash
 "$PROBE" batch
 srun -n 2 "$PROBE"
+srun -n 1 --switch-agg=off "$PROBE"
 EOF
   local job
   job=$(SWITCHAGG_JOB_MODE=require SWITCHAGG_JOB_SLOTS=2 sbatch --parsable --wait -n 2 -o "$W/out" "$W/job.sh") ||
     fail "batch job failed: $(cat "$W/out")"
   [[ $(grep -c 'mode=require lease_len=32 ' "$W/out") == 3 ]] || fail "batch script + 2 tasks lack the lease: $(cat "$W/out")"
-  [[ $(grep -o 'lease_sum=[0-9a-f]*' "$W/out" | sort -u | wc -l) == 1 ]] || fail "steps got different tokens"
+  [[ $(grep 'lease_len=32 ' "$W/out" | grep -o 'lease_sum=[0-9a-f]*' | sort -u | wc -l) == 1 ]] ||
+    fail "steps got different tokens"
   grep -q "during=job:$job uid:0 slots:2" "$W/out" || fail "no 2-slot lease during the job: $(cat "$W/out")"
   [[ $(grep -o 'leases_total=[0-9]*' "$W/out" | sort -u) == leases_total=1 ]] || fail "more than one lease: $(cat "$W/out")"
+  grep -q 'mode=off lease_len=0 ' "$W/out" || fail "srun --switch-agg=off still sees the lease: $(cat "$W/out")"
   waitNoLease "$job"
+}
+
+# salloc --switch-agg=require: the srun inside the allocation gets the lease.
+case_salloc() {
+  salloc --switch-agg=require -n 1 srun -n 1 "$PROBE" >"$W/out" 2>"$W/err" ||
+    fail "salloc job failed: $(cat "$W/err")"
+  grep -q 'mode=require lease_len=32 ' "$W/out" || fail "no lease in the salloc step: $(cat "$W/out")"
+  waitNoLease "$(jobOf "$W/out")"
 }
 
 # auto with the agent down: the job runs, with exactly one warning line.

@@ -38,7 +38,7 @@ function(add_slurm_case name)
     ENVIRONMENT "${SWITCHAGG_SLURM_CASE_ENV};${ARGN}")
 endfunction()
 
-foreach(name require_srun sbatch_env auto_agent_down require_agent_down require_quota
+foreach(name require_srun sbatch_env salloc auto_agent_down require_agent_down require_quota
              concurrent scancel_and_time_limit task_signal invalid_options token_secrecy broken_plugstack)
   add_slurm_case(${name})
 endforeach()
