@@ -26,6 +26,7 @@ void runScenario(const PeerEnv& env);
 void runMessages(const PeerEnv& env, ucx::PeerGroup& group);
 void runAdmission(const PeerEnv& env, ucx::PeerGroup& group);
 void runIdle(const PeerEnv& env, ucx::PeerGroup& group);
+void runRevoke(const PeerEnv& env, ucx::PeerGroup& group);
 // Listener / active-message scenarios (peer_scenarios_am.cc).
 void runAm(const PeerEnv& env);
 void runAmIdle(const PeerEnv& env);

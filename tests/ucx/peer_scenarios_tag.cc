@@ -22,7 +22,7 @@ std::string counterLine(const PeerGroup& g) {
   os << "RESULT messages_sent=" << c.messages_sent << " bytes_sent=" << c.bytes_sent
      << " bytes_received=" << c.bytes_received << " cts_granted=" << c.cts_granted
      << " cts_waits=" << c.cts_waits << " credits_used=" << c.cts_credits_used
-     << " max_inflight=" << c.max_inflight_to_me
+     << " revoked=" << c.cts_revoked << " max_inflight=" << c.max_inflight_to_me
      << " lanes=" << c.lane_messages.size();
   for (size_t i = 0; i < c.lane_messages.size(); ++i)
     os << " lane" << i << "=" << c.lane_messages[i];
@@ -184,6 +184,31 @@ void runAdmission(const PeerEnv& env, PeerGroup& g) {
   say(counterLine(g));
 }
 
+// Credits must not deadlock: rank 0's 1 MiB window goes to rank 1's credit
+// first, but rank 1 sends only after rank 0 heard from rank 2, whose
+// message needs that window. Rank 0 has to take rank 1's credit back.
+void runRevoke(const PeerEnv& env, PeerGroup& g) {
+  std::vector<uint8_t> a(1 << 20), b(1 << 20);
+  uint8_t token = 3;
+  if (env.rank == 0) {
+    Request ra, rb;
+    check(g.irecv(1, 1, a.data(), a.size(), ra), "irecv from 1");
+    check(g.irecv(2, 1, b.data(), b.size(), rb), "irecv from 2");
+    check(env.worker->wait(rb, kWaitMs), "message from 2 (needs rank 1's credit back)");
+    check(g.send(1, 2, &token, 1, kWaitMs), "token");
+    check(env.worker->wait(ra, kWaitMs), "message from 1");
+    expectPayload(a, ra.length(), a.size(), 1, "message from 1");
+    expectPayload(b, rb.length(), b.size(), 2, "message from 2");
+  } else {
+    std::vector<uint8_t>& buf = env.rank == 1 ? a : b;
+    fillPattern(buf, env.rank);
+    if (env.rank == 1) check(g.recv(0, 2, &token, 1, kWaitMs), "token");
+    check(g.send(0, 1, buf.data(), buf.size(), kWaitMs), "send to 0");
+  }
+  finalBarrier(env, g);
+  say(counterLine(g));
+}
+
 // rank 1 goes quiet after a handshake; rank 0 has a receive and a
 // clear-to-send send pending on it and reports when they fail.
 void runIdle(const PeerEnv& env, PeerGroup& g) {
@@ -219,6 +244,7 @@ void runScenario(const PeerEnv& env) {
   if (env.scenario == "messages") return runMessages(env, g);
   if (env.scenario == "admission") return runAdmission(env, g);
   if (env.scenario == "idle") return runIdle(env, g);
+  if (env.scenario == "revoke") return runRevoke(env, g);
   fail("unknown scenario " + env.scenario);
 }
 

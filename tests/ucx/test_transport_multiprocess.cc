@@ -126,6 +126,17 @@ TEST(UcxTransport, AdmissionWindowNeverExceeded) {
   for (auto& s : senders) EXPECT_EQ(num(s, "cts_waits") + num(s, "credits_used"), 8u + 1u);
 }
 
+TEST(UcxTransport, CreditsAreRevokedRatherThanDeadlock) {
+  RankGroup g("revoke", 3,
+              {{"SWITCHAGG_UCX_CTS_WINDOW", "1MiB"}, {"SWITCHAGG_UCX_CTS_THRESHOLD", "64KiB"}});
+  auto receiver = g.result(0);
+  g.result(1);
+  g.result(2);
+  for (int r = 0; r < 3; ++r) g.expectDone(r);
+  EXPECT_GE(num(receiver, "revoked"), 1u);
+  EXPECT_LE(num(receiver, "max_inflight"), uint64_t(1) << 20);
+}
+
 // The survivor must see kPeerFailed within the bound: detection (keepalive
 // at a quarter of the timeout) plus scheduling slack on a loaded machine.
 constexpr int64_t kPeerTimeoutMs = 1000;

@@ -216,20 +216,21 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
   g.recvs.emplace(key, Impl::RecvOp{&s, peer, tag, seq, length});
   s.hook = Hook{Impl::recvDone, Impl::recvAbandoned, &g, key};
   req::postTagRecv(*g.w, g.dataTag(peer, seq, tag), ~0ull, data, length, s);
-  bool queued = false;
+  Impl::RecvOp& op = g.recvs.at(key);
   if (length >= g.cts_threshold) {  // room for an admitted message: earn a credit
-    g.queueGrant(key, length);
-    queued = true;
+    op.grant = Impl::Grant::kCreditQueued;
+    op.grant_bytes = length;
+    g.credit_queue.push_back(key);
   }
   if (!g.parked_rts.empty()) {
     auto parked = g.parked_rts.find(key);
     if (parked != g.parked_rts.end() && parked->second.seq == seq) {
-      if (!queued) g.queueGrant(key, parked->second.length);
+      ControlMessage rts = parked->second;
       g.parked_rts.erase(parked);
-      queued = true;
+      g.rtsFor(key, op, rts);
     }
   }
-  if (queued) g.tryGrant();
+  if (op.grant != Impl::Grant::kNone) g.tryGrant();
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
 }
 

@@ -68,6 +68,10 @@ void PeerGroup::Impl::onControl(const ControlMessage& msg) {
     onRts(msg);
   } else if (msg.kind == ControlMessage::kCts) {
     onCts(msg);
+  } else if (msg.kind == ControlMessage::kRevoke) {
+    onRevoke(msg);
+  } else if (msg.kind == ControlMessage::kRevokeAck) {
+    onRevokeAck(msg);
   } else {
     SA_WARN("ucx", "group %u: unknown control kind %u", group_id, msg.kind);
   }
@@ -80,9 +84,20 @@ void PeerGroup::Impl::onRts(const ControlMessage& msg) {
     parked_rts[key] = msg;  // queued once the receive is posted
     return;
   }
-  if (it->second.queued) return;  // its credit is queued or on the way
-  queueGrant(key, msg.length);
+  rtsFor(key, it->second, msg);
   tryGrant();
+}
+
+// The sender of `op` is committed: it goes to the announced queue, or, if
+// its credit is already out, that credit needs no revoking any more.
+void PeerGroup::Impl::rtsFor(uint64_t key, RecvOp& op, const ControlMessage& rts) {
+  if (op.grant == Grant::kGranted) {
+    op.credit = false;
+    return;
+  }
+  op.grant = Grant::kRtsQueued;
+  op.grant_bytes = rts.length;
+  rts_queue.push_back(key);
 }
 
 void PeerGroup::Impl::onCts(const ControlMessage& msg) {
@@ -113,39 +128,86 @@ bool PeerGroup::Impl::takeCredit(int peer, uint32_t tag, uint64_t seq) {
   return mine;
 }
 
-void PeerGroup::Impl::queueGrant(uint64_t key, uint64_t bytes) {
-  RecvOp& op = recvs.at(key);
-  op.queued = true;
-  op.grant_bytes = bytes;
-  eligible.push_back(key);
+void PeerGroup::Impl::grant(uint64_t key, RecvOp& op, bool credit) {
+  (void)key;
+  op.grant = Grant::kGranted;
+  op.credit = credit;
+  inflight += op.grant_bytes;
+  counters.max_inflight_to_me = std::max(counters.max_inflight_to_me, inflight);
+  counters.cts_granted++;
+  sendControl(op.src, ControlMessage{ControlMessage::kCts, uint32_t(rank), op.tag, 0, op.seq,
+                                     op.grant_bytes});
 }
 
-// FIFO: a large message at the head is not overtaken by smaller ones, so
-// it cannot starve; it waits until enough admitted bytes have landed.
+// Announced senders first, FIFO: a large message at the head is not
+// overtaken, so it cannot starve. Credits only while nobody announced
+// waits; if the window is what holds an announced sender back, unused
+// credits are asked back.
 void PeerGroup::Impl::tryGrant() {
-  while (!eligible.empty()) {
-    auto it = recvs.find(eligible.front());
-    if (it == recvs.end() || it->second.granted) {
-      eligible.pop_front();
+  for (;;) {
+    if (!rts_queue.empty()) {
+      auto it = recvs.find(rts_queue.front());
+      if (it == recvs.end() || it->second.grant != Grant::kRtsQueued) {
+        rts_queue.pop_front();
+        continue;
+      }
+      if (!fits(it->second.grant_bytes)) return revokeIdleCredits();
+      rts_queue.pop_front();
+      grant(it->first, it->second, false);
       continue;
     }
-    RecvOp& op = it->second;
-    if (inflight > 0 && inflight + op.grant_bytes > cts_window) return;
-    eligible.pop_front();
-    op.granted = true;
-    inflight += op.grant_bytes;
-    counters.max_inflight_to_me = std::max(counters.max_inflight_to_me, inflight);
-    counters.cts_granted++;
+    if (credit_queue.empty()) return;
+    auto it = recvs.find(credit_queue.front());
+    if (it == recvs.end() || it->second.grant != Grant::kCreditQueued) {
+      credit_queue.pop_front();
+      continue;
+    }
+    if (!fits(it->second.grant_bytes)) return;
+    credit_queue.pop_front();
+    grant(it->first, it->second, true);
+  }
+}
+
+void PeerGroup::Impl::revokeIdleCredits() {
+  for (auto& [key, op] : recvs) {
+    if (op.grant != Grant::kGranted || !op.credit || op.revoking) continue;
+    op.revoking = true;
     sendControl(op.src,
-                ControlMessage{ControlMessage::kCts, uint32_t(rank), op.tag, 0, op.seq,
-                               op.grant_bytes});
+                ControlMessage{ControlMessage::kRevoke, uint32_t(rank), op.tag, 0, op.seq, 0});
+  }
+}
+
+// Sender side: give the credit back if it is still unused.
+void PeerGroup::Impl::onRevoke(const ControlMessage& msg) {
+  const uint64_t key = messageKey(int(msg.src), msg.seq, msg.tag);
+  auto it = credits.find(key);
+  const bool unused = it != credits.end() && it->second == msg.seq;
+  if (unused) credits.erase(it);
+  sendControl(int(msg.src), ControlMessage{ControlMessage::kRevokeAck, uint32_t(rank), msg.tag,
+                                           0, msg.seq, unused ? 1u : 0u});
+}
+
+// Receiver side: an unused credit frees its window share; the sender will
+// announce itself (RTS) when it gets to that message. A used one means the
+// data is on its way.
+void PeerGroup::Impl::onRevokeAck(const ControlMessage& msg) {
+  auto it = recvs.find(messageKey(int(msg.src), msg.seq, msg.tag));
+  if (it == recvs.end() || it->second.seq != msg.seq || !it->second.revoking) return;
+  RecvOp& op = it->second;
+  op.revoking = false;
+  op.credit = false;
+  if (msg.length == 1 && op.grant == Grant::kGranted) {
+    op.grant = Grant::kNone;
+    inflight -= op.grant_bytes;
+    counters.cts_revoked++;
+    tryGrant();
   }
 }
 
 void PeerGroup::Impl::recvFinished(uint64_t id, const Status& status, size_t length) {
   auto it = recvs.find(id);
   if (it == recvs.end()) return;
-  if (it->second.granted) inflight -= it->second.grant_bytes;
+  if (it->second.grant == Grant::kGranted) inflight -= it->second.grant_bytes;
   if (status.ok()) counters.bytes_received += length;
   recvs.erase(it);
   tryGrant();

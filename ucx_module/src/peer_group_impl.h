@@ -23,8 +23,11 @@
 // it sends RTS {tag, seq, length} and waits (an RTS also queues a receive
 // whose buffer was too small to earn a credit). `seq` here is the full
 // 64-bit count, so a credit for a message that went eagerly is recognised
-// as stale and dropped. Control messages are small eager sends on lane 0
-// into always-posted control receives.
+// as stale and dropped. Senders that announced themselves (RTS) go first;
+// if the window is held by credits while such a sender waits, the receiver
+// asks its unused credits back (REVOKE / ack): a credit to a sender that is
+// itself waiting on this receiver can never deadlock the group. Control
+// messages are small eager sends on lane 0 into always-posted receives.
 #pragma once
 
 #include <deque>
@@ -46,13 +49,13 @@ constexpr int kMaxGroupRanks = 1 << 16;
 constexpr int kControlReceives = 8;
 
 struct ControlMessage {
-  enum Kind : uint32_t { kRts = 1, kCts = 2 };
+  enum Kind : uint32_t { kRts = 1, kCts = 2, kRevoke = 3, kRevokeAck = 4 };
   uint32_t kind;
   uint32_t src;     // rank that sent this control message
   uint32_t tag;
   uint32_t reserved;
   uint64_t seq;     // full count of (src, dst, tag) messages before this one
-  uint64_t length;  // RTS: message length; CTS: bytes granted
+  uint64_t length;  // RTS: message length; CTS: bytes granted; ack: 1 = unused
 };
 
 struct PeerGroup::Impl {
@@ -100,20 +103,23 @@ struct PeerGroup::Impl {
   // without error handling may never complete them.
   std::unordered_map<uint64_t, InflightSend> inflight_sends;
 
+  enum class Grant { kNone, kCreditQueued, kRtsQueued, kGranted };
   struct RecvOp {
     Request::State* user;
     int src;
     uint32_t tag;
     uint64_t seq;
     size_t capacity;
-    bool queued = false;   // waiting in `eligible` (or granted)
-    bool granted = false;
+    Grant grant = Grant::kNone;
+    bool credit = false;    // granted before its sender announced itself
+    bool revoking = false;  // REVOKE sent, ack pending
     uint64_t grant_bytes = 0;
   };
   std::unordered_map<uint64_t, RecvOp> recvs;  // messageKey -> posted receive
   std::unordered_map<uint64_t, ControlMessage> parked_rts;  // RTS before its receive
-  std::deque<uint64_t> eligible;  // receives waiting for window, FIFO
-  uint64_t inflight = 0;          // granted bytes not yet received
+  std::deque<uint64_t> rts_queue;     // announced senders waiting for window, FIFO
+  std::deque<uint64_t> credit_queue;  // posted receives waiting for a credit, FIFO
+  uint64_t inflight = 0;              // granted bytes not yet received
 
   struct ControlSlot {
     ControlMessage msg{};
@@ -149,7 +155,12 @@ struct PeerGroup::Impl {
   void onControl(const ControlMessage& msg);
   void onRts(const ControlMessage& msg);
   void onCts(const ControlMessage& msg);
-  void queueGrant(uint64_t key, uint64_t bytes);
+  void onRevoke(const ControlMessage& msg);
+  void onRevokeAck(const ControlMessage& msg);
+  void rtsFor(uint64_t key, RecvOp& op, const ControlMessage& rts);
+  bool fits(uint64_t bytes) const { return inflight == 0 || inflight + bytes <= cts_window; }
+  void grant(uint64_t key, RecvOp& op, bool credit);
+  void revokeIdleCredits();
   void tryGrant();
   void recvFinished(uint64_t id, const Status& status, size_t length);
   void peerFailed(int peer, const Status& status);

@@ -214,6 +214,7 @@ struct PeerGroupCounters {
   uint64_t cts_granted = 0;              // clear-to-send grants (credits) issued
   uint64_t cts_waits = 0;                // sends that waited for a CTS
   uint64_t cts_credits_used = 0;         // large sends that found a credit, went at once
+  uint64_t cts_revoked = 0;              // credits taken back unused (window was needed)
   uint64_t max_inflight_to_me = 0;       // high-water mark of admitted bytes
   std::vector<uint64_t> lane_messages;   // messages sent per lane index
 };
