@@ -105,7 +105,8 @@ case_concurrent() {
   cat >"$W/job.sh" <<EOF
 #!/bin/bash
 touch "$W/started.\$SLURM_JOB_ID"
-for i in \$(seq 100); do [[ \$(ls "$W"/started.* | wc -l) -ge 2 ]] && break; sleep 0.1; done
+end=\$((SECONDS + 60))
+while ((SECONDS < end)) && [[ \$(ls "$W"/started.* | wc -l) -lt 2 ]]; do sleep 0.1; done
 srun -n 1 "$PROBE"
 EOF
   local a b
@@ -134,7 +135,7 @@ case_scancel_and_time_limit() {
   waitLease "$job"
   scancel "$job"
   waitNoLease "$job"
-  waitNoLease "$limited" 45
+  waitNoLease "$limited" 75
   [[ $(scontrol show job "$limited" | grep -o 'JobState=[A-Z]*') == JobState=TIMEOUT ]] ||
     fail "job $limited did not end by its time limit: $(scontrol show job "$limited" | grep JobState)"
 }

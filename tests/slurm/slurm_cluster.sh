@@ -10,7 +10,8 @@
 #       --agent BIN        switchagg-agent started with DIR/agent.toml (16 slots,
 #                          8 per job, only root creates leases); --agent-toml
 #                          FILE is appended to it
-#   slurm_cluster.sh stop DIR               everything start started, by pid
+#   slurm_cluster.sh stop DIR [--logs-to D] everything start started, by pid; then
+#                                           DIR is removed (its log/ copied to D)
 #   slurm_cluster.sh agent-start DIR        (re)start the agent alone
 #   slurm_cluster.sh agent-stop DIR         stop the agent alone (agent down)
 #   slurm_cluster.sh slurmd-restart DIR     restart slurmd (re-reads plugstack.conf)
@@ -79,7 +80,7 @@ startMunge() {
   install -d -o munge -g munge -m 0755 /run/munge
   install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
   runuser -u munge -- /usr/sbin/munged --force
-  waitFor "munge -n </dev/null | unmunge" 50 || die "munged did not start"
+  waitFor "munge -n </dev/null | unmunge" 100 || die "munged did not start"
   cp /run/munge/munged.pid "$dir/munged.pid"
   log "started munged (pid $(cat "$dir/munged.pid"))"
 }
@@ -167,7 +168,7 @@ agentStart() {
   rm -f "$dir/agent.sock"
   setsid "$bin" --config "$dir/agent.toml" >>"$dir/log/agent.log" 2>&1 </dev/null &
   echo $! >"$dir/agent.pid"
-  waitFor "[[ -S $dir/agent.sock ]]" 100 || { tail -20 "$dir/log/agent.log" >&2; die "agent did not start"; }
+  waitFor "[[ -S $dir/agent.sock ]]" 300 || { tail -20 "$dir/log/agent.log" >&2; die "agent did not start"; }
 }
 
 agentStop() { killPidFile "$1/agent.pid"; rm -f "$1/agent.sock"; }
@@ -179,7 +180,7 @@ slurmdRestart() {
   export SLURM_CONF=$dir/slurm.conf
   killPidFile "$dir/slurmd.pid"
   /usr/sbin/slurmd -f "$dir/slurm.conf" || die "slurmd failed: $(tail -5 "$dir/log/slurmd.log")"
-  waitFor "alive \$(cat $dir/slurmd.pid) && scontrol ping >/dev/null && sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)\$'" 150 ||
+  waitFor "alive \$(cat $dir/slurmd.pid) && scontrol ping >/dev/null && sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)\$'" 300 ||
     die "slurmd did not come back: $(tail -5 "$dir/log/slurmd.log")"
 }
 
@@ -209,6 +210,19 @@ stopAll() {
   # slurmstepd processes of jobs killed with slurmd (they hold our spool dir).
   pkillUnder "$dir/spool"
   killPidFile "$dir/munged.pid"
+}
+
+# stop, then remove DIR (a directory start made), keeping its logs in $2.
+stopAndRemove() {
+  local dir=$1 logs=${2:-}
+  stopAll "$dir"
+  [[ -e $dir/.switchagg_test_cluster ]] || return 0
+  if [[ -n $logs ]]; then
+    rm -rf "$logs"
+    mkdir -p "$logs"
+    cp -a "$dir/log/." "$logs/" 2>/dev/null || true
+  fi
+  rm -rf "$dir"
 }
 
 # Ends slurmstepd processes whose working spool is under $1: only those this
@@ -256,7 +270,7 @@ startAll() {
   export SLURM_CONF=$dir/slurm.conf
   /usr/sbin/slurmctld -f "$dir/slurm.conf" -i || die "slurmctld failed: $(tail -5 "$dir/log/slurmctld.log")"
   /usr/sbin/slurmd -f "$dir/slurm.conf" || die "slurmd failed: $(tail -5 "$dir/log/slurmd.log")"
-  waitFor "sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)'" 150 ||
+  waitFor "sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)'" 300 ||
     { tail -5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2; die "node did not become idle"; }
   local max=${SWITCHAGG_CLUSTER_MAX_S:-900}
   setsid bash -c "sleep $max; exec '$(realpath "$0")' stop '$dir'" >/dev/null 2>&1 </dev/null &
@@ -270,7 +284,11 @@ dir=$(realpath -m "$dir")
 shift 2
 case $cmd in
   start) startAll "$dir" "$@" ;;
-  stop) stopAll "$dir" ;;
+  stop)
+    logs=""
+    [[ ${1:-} == --logs-to ]] && logs=${2:?--logs-to needs a directory}
+    stopAndRemove "$dir" "$logs"
+    ;;
   agent-start) agentStart "$dir" ;;
   agent-stop) agentStop "$dir" ;;
   slurmd-restart) slurmdRestart "$dir" ;;
@@ -279,7 +297,7 @@ case $cmd in
     while (($#)) && [[ $1 != -- ]]; do opts+=("$1"); shift; done
     [[ ${1:-} == -- ]] && shift
     (($#)) || die "run: no command after --"
-    trap 'stopAll "$dir"' EXIT
+    trap 'stopAndRemove "$dir"' EXIT
     startAll "$dir" "${opts[@]}"
     # shellcheck disable=SC1091
     source "$dir/env.sh"

@@ -31,16 +31,18 @@ dataAddress() {
   "$CTL" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["data_address"])'
 }
 
-# Waits (up to $2 s, default 20) until the agent holds / no longer holds job $1's lease.
+# Waits (up to $2 s, default 30) until the agent holds / no longer holds job $1's lease.
 waitLease() {
-  for ((i = 0; i < ${2:-20} * 10; i++)); do
+  local end=$((SECONDS + ${2:-30}))
+  while ((SECONDS < end)); do
     [[ -n $(leaseOf "$1") ]] && return 0
     sleep 0.1
   done
   fail "job $1 never got a lease"
 }
 waitNoLease() {
-  for ((i = 0; i < ${2:-20} * 10; i++)); do
+  local end=$((SECONDS + ${2:-30}))
+  while ((SECONDS < end)); do
     [[ -z $(leaseOf "$1") ]] && return 0
     sleep 0.1
   done
@@ -50,9 +52,10 @@ waitNoLease() {
 waitJobsDone() {
   local ids
   ids=$(IFS=,; echo "$*")
-  for ((i = 0; i < 600; i++)); do
+  local end=$((SECONDS + 90))
+  while ((SECONDS < end)); do
     [[ -z $(squeue -h -j "$ids" -o %i 2>/dev/null) ]] && return 0
-    sleep 0.1
+    sleep 0.2
   done
   fail "jobs $ids did not finish"
 }

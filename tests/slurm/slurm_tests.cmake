@@ -20,11 +20,13 @@ add_test(NAME slurm_cluster_start
   COMMAND ${_fixture} start ${SWITCHAGG_SLURM_CLUSTER}
           --spank $<TARGET_FILE:switchagg_spank> --spank-args "max_slots=8 timeout=2s"
           --agent $<TARGET_FILE:switchagg-agent>)
-add_test(NAME slurm_cluster_stop COMMAND ${_fixture} stop ${SWITCHAGG_SLURM_CLUSTER})
+# Removes the cluster directory; its logs stay in the build tree.
+add_test(NAME slurm_cluster_stop COMMAND ${_fixture} stop ${SWITCHAGG_SLURM_CLUSTER}
+  --logs-to ${CMAKE_CURRENT_BINARY_DIR}/cluster-logs)
 set_tests_properties(slurm_cluster_start PROPERTIES FIXTURES_SETUP slurm_cluster)
 set_tests_properties(slurm_cluster_stop PROPERTIES FIXTURES_CLEANUP slurm_cluster)
 set_tests_properties(slurm_cluster_start slurm_cluster_stop PROPERTIES
-  LABELS slurm TIMEOUT 60 RESOURCE_LOCK slurm_cluster)
+  LABELS slurm TIMEOUT 120 RESOURCE_LOCK slurm_cluster)
 
 set(SWITCHAGG_SLURM_CASE_ENV
   SWITCHAGG_TEST_CLUSTER=${SWITCHAGG_SLURM_CLUSTER}
@@ -33,7 +35,7 @@ set(SWITCHAGG_SLURM_CASE_ENV
 # add_slurm_case(NAME [ENV...]): tests/slurm/slurm_cases.sh NAME on the cluster.
 function(add_slurm_case name)
   add_test(NAME slurm_${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/slurm_cases.sh ${name})
-  set_tests_properties(slurm_${name} PROPERTIES LABELS slurm TIMEOUT 90
+  set_tests_properties(slurm_${name} PROPERTIES LABELS slurm TIMEOUT 150
     FIXTURES_REQUIRED slurm_cluster RESOURCE_LOCK slurm_cluster
     ENVIRONMENT "${SWITCHAGG_SLURM_CASE_ENV};${ARGN}")
 endfunction()
@@ -45,8 +47,9 @@ endforeach()
 
 # The MPI end-to-end (srun --mpi=pmix -n 4 switchagg-bench --check with
 # offload): registered once the component and the bench are built and
-# SWITCHAGG_SLURM_MPI_TEST is on (default on; the switch path is needed).
-option(SWITCHAGG_SLURM_MPI_TEST "Run switchagg-bench with offload under srun in the slurm label" ON)
+# -DSWITCHAGG_SLURM_MPI_TEST=ON (off by default until the switch path is
+# verified under srun; see docs/admin-slurm.md).
+option(SWITCHAGG_SLURM_MPI_TEST "Run switchagg-bench with offload under srun in the slurm label" OFF)
 if(SWITCHAGG_SLURM_MPI_TEST AND TARGET mca_coll_switchagg AND TARGET switchagg-bench)
   execute_process(COMMAND ompi_info --path pkglibdir --parsable
     OUTPUT_VARIABLE _ompi_pkglibdir OUTPUT_STRIP_TRAILING_WHITESPACE)
