@@ -12,21 +12,24 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Defaults, calibrated with switchagg-bench on the reference machine (2 cores,
-// 4 ranks oversubscribed, UCX over posix shm / TCP loopback; see
-// docs/selection.md for how to recalibrate). `net` rows are a RoCE-class
-// fabric guess (~5 us, ~10 GB/s) until measured on one.
+// Defaults, calibrated with benchmarks/coll_calibrate.sh on the reference
+// machine (2 cores, Open MPI 4.1 vader for `previous`, UCX posix shm for ours;
+// see docs/selection.md to recalibrate): alpha and beta from
+// the np=4 fit (4 ranks oversubscribed on 2 cores: the benchmark's case), gamma from --measure-gamma. The machine was
+// shared (load ~15) while measuring, so per-byte costs include scheduling.
+// `net` and `switch` rows are a RoCE-class estimate (~5 us, ~10 GB/s) until
+// measured on one.
 //          algorithm                     locality        alpha_us beta_ns gamma_ns
 const CostEntry kDefaultTable[] = {
-    {Algorithm::kRecursiveDoubling, Locality::kShm, 3.0, 0.20, 0.30},
+    {Algorithm::kRecursiveDoubling, Locality::kShm, 131.0, 8.7, 0.27},
     {Algorithm::kRecursiveDoubling, Locality::kNet, 6.0, 0.12, 0.30},
-    {Algorithm::kRing,              Locality::kShm, 4.0, 0.20, 0.30},
+    {Algorithm::kRing,              Locality::kShm, 60.0, 12.5, 0.27},
     {Algorithm::kRing,              Locality::kNet, 7.0, 0.12, 0.30},
-    {Algorithm::kRabenseifner,      Locality::kShm, 4.0, 0.20, 0.30},
+    {Algorithm::kRabenseifner,      Locality::kShm, 105.0, 10.6, 0.27},
     {Algorithm::kRabenseifner,      Locality::kNet, 7.0, 0.12, 0.30},
-    {Algorithm::kHierarchical,      Locality::kShm, 2.5, 0.15, 0.30},
+    {Algorithm::kHierarchical,      Locality::kShm, 73.0, 3.0, 0.27},
     {Algorithm::kSwitch,            Locality::kNet, 10.0, 0.20, 0.0},
-    {Algorithm::kPrevious,          Locality::kShm, 3.0, 0.25, 0.35},
+    {Algorithm::kPrevious,          Locality::kShm, 13.0, 8.7, 0.27},
     {Algorithm::kPrevious,          Locality::kNet, 6.0, 0.15, 0.35},
 };
 

@@ -92,10 +92,22 @@ TEST(CostModel, NonPowerOfTwoPaysTheFold) {
   EXPECT_LT(r5 / r4, 1.1);
 }
 
+// A textbook table (same link for every algorithm, no `previous` row): the
+// formulas' shape, independent of the machine the defaults were fitted on.
+CostModel textbookModel() {
+  CostModel m;
+  for (Algorithm a : {Algorithm::kRecursiveDoubling, Algorithm::kRing, Algorithm::kRabenseifner}) {
+    m.set({a, Locality::kShm, 2.0, 0.2, 0.3});
+    m.set({a, Locality::kNet, 5.0, 0.1, 0.3});
+  }
+  m.set({Algorithm::kHierarchical, Locality::kShm, 1.0, 0.1, 0.3});
+  return m;
+}
+
 TEST(CostModel, LatencyAlgorithmsWinSmallBandwidthAlgorithmsWinLarge) {
-  const CostModel m = CostModel::defaults();
-  EXPECT_EQ(first(shape(8, 8)), Algorithm::kRecursiveDoubling);
-  const Algorithm big = first(shape(64 << 20, 8));
+  const CostModel m = textbookModel();
+  EXPECT_EQ(first(shape(8, 8), {}, {}, m), Algorithm::kRecursiveDoubling);
+  const Algorithm big = first(shape(64 << 20, 8), {}, {}, m);
   EXPECT_TRUE(big == Algorithm::kRing || big == Algorithm::kRabenseifner ||
               big == Algorithm::kPrevious) << algorithmName(big);
   EXPECT_NE(big, Algorithm::kRecursiveDoubling);
@@ -104,7 +116,7 @@ TEST(CostModel, LatencyAlgorithmsWinSmallBandwidthAlgorithmsWinLarge) {
 TEST(CostModel, CrossoverMovesWithCommSize) {
   // Ring's latency term grows linearly with p, recursive doubling's with
   // log p: the size where ring starts to win must not shrink as p grows.
-  const CostModel m = CostModel::defaults();
+  const CostModel m = textbookModel();
   size_t prev = 0;
   for (int p : {4, 8, 16, 64, 256}) {
     const size_t x = crossover(m, Algorithm::kRecursiveDoubling, Algorithm::kRing, shape(0, p));
