@@ -8,8 +8,10 @@
 //     st = (*g)->allreduce(Dtype::kFloat32, Op::kSum, send, recv, count, 2000);
 //
 // Failure semantics (what the MPI fallback relies on):
-// * Every call returns within its timeout_ms (plus at most kDrainMs to let
-//   in-flight sends finish); nothing blocks forever, nothing aborts.
+// * Every call returns within its timeout_ms (after a failure plus at most
+//   2 x kDrainMs for the LEAVE and the in-flight sends, and one bounded
+//   close if the agent hangs with the connection open); nothing blocks
+//   forever, nothing aborts.
 // * allreduce returns Ok only when every chunk's result arrived and was
 //   validated: never a partial result as success.
 // * On failure `send` is never modified; with send == recv (in place) the
