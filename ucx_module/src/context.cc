@@ -10,20 +10,38 @@
 namespace switchagg::ucx {
 namespace {
 
-// Keepalive drives peer-failure detection where the transport gives no
-// signal (shared memory): a few probes fit inside peer_timeout_ms.
-Status applyKeepalive(ucp_config_t* config, const TransportOptions& options, RoceProfile& profile) {
-  const std::string key = "KEEPALIVE_INTERVAL";
+// Sets UCX `key` unless the user set UCX_<key>; records which happened.
+Status applyUnlessUserSet(ucp_config_t* config, const std::string& key, const std::string& value,
+                          RoceProfile& profile) {
   if (auto user = userOverride(key)) {
     profile.left_to_user.push_back(*user);
     return Status::Ok();
   }
-  int64_t ms = std::max<int64_t>(options.peer_timeout_ms / 4, 50);
-  std::string value = std::to_string(ms) + "ms";
   ucs_status_t st = ucp_config_modify(config, key.c_str(), value.c_str());
   if (st != UCS_OK) return statusFromUcs(st, "ucp_config_modify(" + key + "=" + value + ")");
   profile.applied.emplace_back(key, value);
   return Status::Ok();
+}
+
+// Keepalive drives peer-failure detection where the transport gives no
+// signal of its own: a few probes fit inside peer_timeout_ms.
+Status applyKeepalive(ucp_config_t* config, const TransportOptions& options, RoceProfile& profile) {
+  int64_t ms = std::max<int64_t>(options.peer_timeout_ms / 4, 50);
+  return applyUnlessUserSet(config, "KEEPALIVE_INTERVAL", std::to_string(ms) + "ms", profile);
+}
+
+// A peer *host* that vanishes sends no reset: TCP keepalive on the sentinel
+// connections then bounds detection to about peer_timeout_ms (best effort:
+// only while the connection is idle, which a sentinel mostly is).
+Status applyTcpKeepalive(ucp_config_t* config, const TransportOptions& options,
+                         RoceProfile& profile) {
+  const int64_t idle = std::max<int64_t>(options.peer_timeout_ms / 2, 1000);
+  const int64_t interval = std::max<int64_t>(options.peer_timeout_ms / 8, 100);
+  SWITCHAGG_RETURN_IF_ERROR(
+      applyUnlessUserSet(config, "TCP_KEEPIDLE", std::to_string(idle) + "ms", profile));
+  SWITCHAGG_RETURN_IF_ERROR(
+      applyUnlessUserSet(config, "TCP_KEEPINTVL", std::to_string(interval) + "ms", profile));
+  return applyUnlessUserSet(config, "TCP_KEEPCNT", "4", profile);
 }
 
 Status validate(const TransportOptions& o) {
@@ -45,7 +63,8 @@ ucp_context_h createSentinelContext(const TransportOptions& options) {
   RoceProfile scratch;
   ucp_context_h ctx = nullptr;
   if (ucp_config_modify(config, "TLS", "tcp") == UCS_OK &&
-      applyKeepalive(config, options, scratch).ok()) {
+      applyKeepalive(config, options, scratch).ok() &&
+      applyTcpKeepalive(config, options, scratch).ok()) {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;

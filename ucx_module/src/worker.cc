@@ -181,6 +181,7 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
     pollfd pfd[2] = {{efd, POLLIN, 0}, {sentinel_efd, POLLIN, 0}};
     if (sentinel_efd >= 0) {
       progressSentinel();
+      if (!completions.empty() || !deferred.empty()) continue;  // e.g. a failure to report
       if (ucp_worker_arm(sentinel) == UCS_OK) nfds = 2;
     }
     int wait_ms = static_cast<int>(std::min<int64_t>(deadline - now, kIdleTickMs));
