@@ -5,21 +5,17 @@
 # offload on (switch path) and off (host algorithms), prints one summary
 # screen and stops everything it started (also on Ctrl-C).
 #
-#   scripts/demo.sh [--np N] [--max SIZE] [--slurm] [--out DIR]
-#
-# --slurm runs the same jobs through a private local Slurm cluster with
-# `srun --switch-agg=require` instead of mpirun + switchagg-ctl.
+#   scripts/demo.sh [--np N] [--max SIZE] [--out DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SWITCHAGG_BUILD_DIR:-$root/build}
-np=4 max=4M use_slurm=0 out=$root/out/demo
+np=4 max=4M out=$root/out/demo
 while (($#)); do
   case $1 in
     --np) np=$2; shift 2 ;;
     --max) max=$2; shift 2 ;;
-    --slurm) use_slurm=1; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -30,10 +26,6 @@ SWITCHAGG_BUILD_DIR=$build "$root/scripts/build.sh" >/dev/null
 mkdir -p "$out"
 bin=$build/bin
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-if ((use_slurm)); then
-  exec "$root/scripts/demo_slurm.sh" --np "$np" --max "$max" --out "$out"
-fi
 
 # shellcheck source=scripts/lib_agent.sh
 source "$root/scripts/lib_agent.sh"
