@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "client_internal.h"
+#include "../src/malloc_tuning.h"
 #include "switchagg/common/log.h"
 
 namespace switchagg::agent {
@@ -138,6 +139,7 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
   auto impl = std::make_unique<Impl>();
   if (!wire::tokenFromHex(token_hex, &impl->token))
     return Status(Code::kInvalidArgument, "lease token must be 32 hex characters");
+  tuneMallocForStreaming();  // results arrive in per-message buffers, see there
   auto opts = ucx::TransportOptions::fromEnvironment();
   if (!opts.ok()) return opts.status();
   opts->enable_tag = false;

@@ -15,6 +15,7 @@
 
 #include "aggregation_engine.h"
 #include "lease_table.h"
+#include "malloc_tuning.h"
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
 
@@ -275,6 +276,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& confi
     return Status(Code::kInvalidArgument,
                   "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
                       std::to_string(config.slot_bytes));
+  tuneMallocForStreaming();
   auto impl = std::make_unique<Impl>(config, leases);
   SWITCHAGG_RETURN_IF_ERROR(impl->init());
   Impl* raw = impl.get();

@@ -21,7 +21,7 @@ std::string allPairs() {
 }
 
 TEST_F(DataAgentTest, EveryDtypeAndOpWithOneToEightMembers) {
-  startAgent();
+  ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("dtypes", 4);
   // Groups of 1, 2, 3 and 8 at once; 3000 elements span several 4 KiB chunks.
   std::vector<std::unique_ptr<Child>> all;
@@ -39,7 +39,7 @@ TEST_F(DataAgentTest, EveryDtypeAndOpWithOneToEightMembers) {
 }
 
 TEST_F(DataAgentTest, ManyChunksThroughWindowsOneToN) {
-  startAgent();
+  ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("windows", 16);
   // 40000 doubles = 320 KB = 79 chunks of 4 KiB, in place and not, windows 1, 3, 16.
   std::vector<std::unique_ptr<Child>> all;
@@ -68,7 +68,7 @@ TEST_F(DataAgentTest, ManyChunksThroughWindowsOneToN) {
 }
 
 TEST_F(DataAgentTest, EightJobsOfFourMembersAtOnce) {
-  startAgent({"data.member_timeout=20s"});
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.member_timeout=20s"}));
   std::vector<std::unique_ptr<Child>> all;
   for (int job = 0; job < 8; ++job) {
     const std::string token = createLease("job" + std::to_string(job), 2);
@@ -88,7 +88,7 @@ TEST_F(DataAgentTest, EightJobsOfFourMembersAtOnce) {
 }
 
 TEST_F(DataAgentTest, BadTokenIsRefusedAndCounted) {
-  startAgent();
+  ASSERT_NO_FATAL_FAILURE(startAgent());
   auto g = startGroup({1, 1, "0123456789abcdef0123456789abcdef", {"--timeout", "5000"}});
   ASSERT_EQ(g[0]->wait(20000), 4) << g[0]->output();
   EXPECT_NE(g[0]->output().find("RESULT fail Denied connect"), std::string::npos) << g[0]->output();

@@ -37,7 +37,7 @@ void expectFailed(std::vector<std::unique_ptr<Child>>& g, const std::string& cod
 }
 
 TEST_F(DataAgentFault, MemberKilledMidStreamAbortsOnlyItsGroup) {
-  startAgent();
+  ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string ta = createLease("victim", 4);
   const std::string tb = createLease("bystander", 4);
   auto a = startGroup(streaming(1, 3, ta));
@@ -58,7 +58,7 @@ TEST_F(DataAgentFault, MemberKilledMidStreamAbortsOnlyItsGroup) {
 }
 
 TEST_F(DataAgentFault, LeaseDeletedMidStream) {
-  startAgent();
+  ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("deleted", 4);
   auto g = startGroup(streaming(5, 3, token));
   expectAllStreaming(g);
@@ -72,7 +72,7 @@ TEST_F(DataAgentFault, LeaseDeletedMidStream) {
 }
 
 TEST_F(DataAgentFault, LeaseExpiredMidStream) {
-  startAgent({"agent.reaper_interval=100ms"});
+  ASSERT_NO_FATAL_FAILURE(startAgent({"agent.reaper_interval=100ms"}));
   const std::string token = createLease("expiring", 4, /*ttl_s=*/3);
   auto g = startGroup(streaming(6, 2, token));
   expectAllStreaming(g);
@@ -81,7 +81,7 @@ TEST_F(DataAgentFault, LeaseExpiredMidStream) {
 }
 
 TEST_F(DataAgentFault, AgentKilledMidStreamFailsFastWithInputIntact) {
-  startAgent();
+  ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("orphans", 4);
   auto g = startGroup(streaming(7, 3, token));
   expectAllStreaming(g);
@@ -101,7 +101,7 @@ TEST_F(DataAgentFault, AgentKilledMidStreamFailsFastWithInputIntact) {
 }
 
 TEST_F(DataAgentFault, AgentGoneBeforeConnectFailsFast) {
-  startAgent();
+  ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("late", 2);
   const std::string address = agent_->dataAddress();
   agent_->kill();

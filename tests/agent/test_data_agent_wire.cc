@@ -79,7 +79,7 @@ class RawClient {
 class DataAgentWire : public DataAgentTest {
  protected:
   void SetUp() override {
-    startAgent();
+    ASSERT_NO_FATAL_FAILURE(startAgent());
     ASSERT_TRUE(wire::tokenFromHex(createLease("wire", 2), &token_));
     for (int i = 0; i < 2; ++i) {
       members_.push_back(RawClient::connect(agent_->dataAddress()));

@@ -91,6 +91,8 @@ void Child::kill(int sig) {
 }
 
 void DataAgentTest::startAgent(std::vector<std::string> sets) {
+  // UCX prints warnings on stdout, where the fixture expects the ready line.
+  setenv("UCX_LOG_LEVEL", "error", 0);
   AgentOptions o;
   o.sets = {"data.slot_bytes=4096", "data.member_timeout=3s", "pool.slots=64",
             "policy.max_slots_per_job=16", "policy.max_slots_per_user=64"};
