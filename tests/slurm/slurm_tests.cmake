@@ -47,9 +47,9 @@ endforeach()
 
 # The MPI end-to-end (srun --mpi=pmix -n 4 switchagg-bench --check with
 # offload): registered once the component and the bench are built and
-# -DSWITCHAGG_SLURM_MPI_TEST=ON (off by default until the switch path is
-# verified under srun; see docs/admin-slurm.md).
-option(SWITCHAGG_SLURM_MPI_TEST "Run switchagg-bench with offload under srun in the slurm label" OFF)
+# The MPI end-to-end case (srun + PMIx + the component + the switch path);
+# -DSWITCHAGG_SLURM_MPI_TEST=OFF leaves it out (see docs/admin-slurm.md).
+option(SWITCHAGG_SLURM_MPI_TEST "Run switchagg-bench with offload under srun in the slurm label" ON)
 if(SWITCHAGG_SLURM_MPI_TEST AND TARGET mca_coll_switchagg AND TARGET switchagg-bench)
   execute_process(COMMAND ompi_info --path pkglibdir --parsable
     OUTPUT_VARIABLE _ompi_pkglibdir OUTPUT_STRIP_TRAILING_WHITESPACE)
