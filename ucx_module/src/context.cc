@@ -30,20 +30,6 @@ Status applyKeepalive(ucp_config_t* config, const TransportOptions& options, Roc
   return applyUnlessUserSet(config, "KEEPALIVE_INTERVAL", std::to_string(ms) + "ms", profile);
 }
 
-// A peer *host* that vanishes sends no reset: TCP keepalive on the sentinel
-// connections then bounds detection to about peer_timeout_ms (best effort:
-// only while the connection is idle, which a sentinel mostly is).
-Status applyTcpKeepalive(ucp_config_t* config, const TransportOptions& options,
-                         RoceProfile& profile) {
-  const int64_t idle = std::max<int64_t>(options.peer_timeout_ms / 2, 1000);
-  const int64_t interval = std::max<int64_t>(options.peer_timeout_ms / 8, 100);
-  SWITCHAGG_RETURN_IF_ERROR(
-      applyUnlessUserSet(config, "TCP_KEEPIDLE", std::to_string(idle) + "ms", profile));
-  SWITCHAGG_RETURN_IF_ERROR(
-      applyUnlessUserSet(config, "TCP_KEEPINTVL", std::to_string(interval) + "ms", profile));
-  return applyUnlessUserSet(config, "TCP_KEEPCNT", "4", profile);
-}
-
 Status validate(const TransportOptions& o) {
   if (o.lanes < 0 || o.lanes > 64)
     return Status(Code::kInvalidArgument, "lanes must be 0 (auto) .. 64");
@@ -63,8 +49,7 @@ ucp_context_h createSentinelContext(const TransportOptions& options) {
   RoceProfile scratch;
   ucp_context_h ctx = nullptr;
   if (ucp_config_modify(config, "TLS", "tcp") == UCS_OK &&
-      applyKeepalive(config, options, scratch).ok() &&
-      applyTcpKeepalive(config, options, scratch).ok()) {
+      applyKeepalive(config, options, scratch).ok()) {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;

@@ -7,7 +7,20 @@
 
 namespace switchagg::ucx {
 
+namespace {
+
+void flushWorker(Worker::Impl* w, int64_t timeout_ms) {
+  ucp_request_param_t p{};
+  ucs_status_ptr_t r = ucp_worker_flush_nbx(w->ucp, &p);
+  if (!UCS_PTR_IS_PTR(r)) return;
+  (void)w->waitUntil([r] { return ucp_request_check_status(r) != UCS_INPROGRESS; }, timeout_ms);
+  ucp_request_free(r);
+}
+
+}  // namespace
+
 PeerGroup::Impl::~Impl() {
+  SA_DEBUG("ucx", "group %u rank %d: closing", group_id, rank);
   w->runHooksFor(this);  // forget Requests that finished since the last progress
   *alive = nullptr;
   control_recvs.clear();  // Request destructors cancel the posted receives
@@ -20,12 +33,18 @@ PeerGroup::Impl::~Impl() {
   for (auto& [id, op] : inflight_sends) req::abandon(*op.user, aborted);
   inflight_sends.clear();
   w->forgetHooks(this);
-  std::vector<std::unique_ptr<Endpoint>> all;
+  // Flush the worker first: UCX answers a peer's rendezvous (ATS) on
+  // endpoints of its own, which closing our lanes does not flush. Then lanes
+  // (what we sent), sentinels last: a peer must not see us "fail" while our
+  // last messages or acks are still on their way.
+  flushWorker(w, w->ctx->options.peer_timeout_ms);
+  std::vector<std::unique_ptr<Endpoint>> lanes_out, sentinels;
   for (auto& peer : peers) {
-    for (auto& lane : peer.lanes) all.push_back(std::move(lane));
-    all.push_back(std::move(peer.sentinel));
+    for (auto& lane : peer.lanes) lanes_out.push_back(std::move(lane));
+    sentinels.push_back(std::move(peer.sentinel));
   }
-  closeEndpoints(w, all, w->ctx->options.peer_timeout_ms);
+  closeEndpoints(w, lanes_out, w->ctx->options.peer_timeout_ms);
+  closeEndpoints(w, sentinels, w->ctx->options.peer_timeout_ms);
   w->group_slots[slot] = false;
 }
 
@@ -202,7 +221,9 @@ Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
 
 Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Request& request) {
   Impl& g = *impl_;
-  SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
+  Status peer_state = g.checkPeer(peer);
+  if (peer_state.code() == Code::kPeerFailed) return g.recvFromFailed(peer, tag, data, length, request);
+  SWITCHAGG_RETURN_IF_ERROR(peer_state);
   SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   Request::State& s = *request.state();
   uint64_t& next_seq = g.recv_seq[Impl::pairKey(peer, tag)];
@@ -232,6 +253,23 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
   }
   if (op.grant != Impl::Grant::kNone) g.tryGrant();
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
+}
+
+// A peer that sent its last messages and exited is "failed", but what it
+// sent before is still deliverable: UCX holds it as unexpected. Match it if
+// it is there (eager; the receive completes inside the post), else fail.
+Status PeerGroup::Impl::recvFromFailed(int peer, uint32_t tag, void* data, size_t length,
+                                       Request& request) {
+  Request::State& s = *request.state();
+  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, w, nullptr));
+  const uint64_t seq = recv_seq[pairKey(peer, tag)]++;
+  req::postTagRecv(*w, dataTag(peer, seq, tag), ~0ull, data, length, s);
+  if (s.done) {
+    if (s.status.ok()) counters.bytes_received += s.length;
+    return s.status;
+  }
+  req::abandon(s, peers[peer].failure);
+  return peers[peer].failure;
 }
 
 Status PeerGroup::send(int peer, uint32_t tag, const void* data, size_t length,

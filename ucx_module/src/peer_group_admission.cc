@@ -216,6 +216,13 @@ void PeerGroup::Impl::recvFinished(uint64_t id, const Status& status, size_t len
 void PeerGroup::Impl::peerFailed(int peer, const Status& status) {
   Peer& p = peers[peer];
   if (p.failed) return;
+  // A peer that finished and exited closes its connections right after its
+  // last sends; that data (and the acks of our sends) may still sit in the
+  // data lanes when the sentinel reports the close. Drain them first, so
+  // only what is really lost fails.
+  for (int idle = 0, i = 0; idle < 2 && i < 10000; ++i)
+    idle = ucp_worker_progress(w->ucp) != 0 ? 0 : idle + 1;
+  w->runHooksFor(this);
   p.failed = true;
   p.failure = Status(Code::kPeerFailed, "group " + std::to_string(group_id) + " rank " +
                                             std::to_string(peer) + ": " + status.message());
@@ -226,7 +233,7 @@ void PeerGroup::Impl::peerFailed(int peer, const Status& status) {
   }
   std::vector<Request::State*> sends;
   for (auto& [id, op] : inflight_sends)
-    if (op.peer == peer) sends.push_back(op.user);
+    if (op.peer == peer && op.user->active) sends.push_back(op.user);
   for (Request::State* st : sends) req::abandon(*st, p.failure);  // hooks erase them
   for (auto it = awaiting_cts.begin(); it != awaiting_cts.end();) {
     if (it->second.peer == peer) {

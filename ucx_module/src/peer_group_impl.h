@@ -140,6 +140,7 @@ struct PeerGroup::Impl {
   uint64_t controlTag() const { return kCtrlBit | group_bits; }
 
   Status checkPeer(int peer) const;
+  Status recvFromFailed(int peer, uint32_t tag, void* data, size_t length, Request& request);
   Status ensureLanes(int peer);
   Result<std::unique_ptr<Endpoint>> watchedEndpoint(int peer);
   void trackSend(int peer, Request::State& s);
