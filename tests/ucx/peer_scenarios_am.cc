@@ -19,6 +19,8 @@ namespace {
 
 constexpr int64_t kWaitMs = 30000;
 constexpr uint16_t kAmData = 3, kAmEcho = 4, kAmBye = 5;
+constexpr uint64_t kRawTag = 0x42;  // top 8 bits clear: outside PeerGroup's space
+constexpr size_t kRawTagBytes = 5001;
 
 struct AmHeader {
   uint64_t seed;
@@ -81,6 +83,13 @@ void serveEcho(const PeerEnv& env) {
   }), "am handler");
   check(env.worker->setAmHandler(kAmBye, [&](const AmMessage&) { bye = true; }), "bye handler");
   check(env.worker->waitUntil([&] { return bye; }, 2 * kWaitMs), "wait for bye");
+  // The raw tag path on a listener endpoint: the client sent it before bye.
+  std::vector<uint8_t> tagged(8192);
+  Request tr;
+  check(env.worker->tagRecv(kRawTag, ~0ull, tagged.data(), tagged.size(), tr), "tagRecv");
+  check(env.worker->wait(tr, kWaitMs), "raw tagged message");
+  if (tr.length() != kRawTagBytes || checkPattern(tagged.data(), kRawTagBytes, kRawTag) >= 0)
+    fail("raw tagged message corrupt");
   for (auto& r : replies)
     if (!r.request.done() || !r.request.status().ok()) fail("an echo did not complete");
   say("RESULT echoed=" + std::to_string(replies.size()) +
@@ -105,6 +114,11 @@ void clientEcho(const PeerEnv& env) {
           "echo of " + std::to_string(sizes[i]) + " bytes");
     check(r.status(), "am send completion");
   }
+  std::vector<uint8_t> tagged(kRawTagBytes);
+  fillPattern(tagged, kRawTag);
+  Request tr;
+  check(ep->tagSend(kRawTag, tagged.data(), tagged.size(), tr), "tagSend");
+  check(env.worker->wait(tr, kWaitMs), "tagSend completion");
   Request bye;
   check(ep->amSend(kAmBye, nullptr, 0, nullptr, 0, bye), "bye");
   check(env.worker->wait(bye, kWaitMs), "bye completion");
