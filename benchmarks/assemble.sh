@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Rebuilds BENCHMARKS.md from the per-part result pages in
+# benchmarks/results/ (each written by its benchmark script, which names the
+# command that reproduces it). Image links are rewritten relative to the top.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/BENCHMARKS.md
+{
+  cat "$root/benchmarks/summary.md"
+  for part in ucx agent coll switch slurm; do
+    f=$root/benchmarks/results/$part.md
+    [[ -f $f ]] || continue
+    echo
+    echo "---"
+    echo
+    # Demote headings one level and point relative links at benchmarks/results/.
+    sed -e 's/^#/##/' -e 's#\](\([a-z_][a-z0-9_./-]*\.\(png\|csv\|md\)\))#](benchmarks/results/\1)#g' "$f"
+  done
+} >"$out"
+echo "wrote $out"
