@@ -15,6 +15,7 @@ bytes=${AGENT_BENCH_BYTES:-8388608}
 iters=${AGENT_BENCH_ITERS:-10}
 reps=${AGENT_BENCH_REPS:-5}
 out=$root/benchmarks/results/agent.md
+export UCX_LOG_LEVEL=${UCX_LOG_LEVEL:-error}  # UCX warnings go to stdout
 
 if [[ ! -f "$build/build.ninja" ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWITCHAGG_BUILD_MPI=OFF \

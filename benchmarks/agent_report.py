@@ -43,6 +43,8 @@ def client_lines(label, n):
     out = []
     try:
         for line in open(f"{tmp}/e2e_{label}_{n}.txt"):
+            if not line.startswith("transports="):
+                continue  # e.g. UCX warnings, which UCX prints on stdout
             f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
             out.append(f)
     except FileNotFoundError:
