@@ -28,7 +28,7 @@ PeerGroup::Impl::~Impl() {
   const Status aborted(Code::kAborted, "peer group destroyed");
   for (auto& [id, op] : awaiting_cts) req::complete(*op.user, aborted, 0);
   awaiting_cts.clear();
-  for (auto& [id, op] : recvs) req::abandon(*op.user, aborted);
+  for (Request::State* st : pending_recvs.states()) req::abandon(*st, aborted);
   recvs.clear();
   for (auto& [id, op] : inflight_sends) req::abandon(*op.user, aborted);
   inflight_sends.clear();
@@ -121,12 +121,12 @@ void PeerGroup::Impl::ctsAbandoned(void* ctx, uint64_t id) {
   static_cast<Impl*>(ctx)->awaiting_cts.erase(id);
 }
 
-void PeerGroup::Impl::recvDone(void* ctx, uint64_t id, const Status& st, size_t length) {
-  static_cast<Impl*>(ctx)->recvFinished(id, st, length);
+void PeerGroup::Impl::recvDone(void* ctx, uint64_t id, const Status&, size_t) {
+  static_cast<Impl*>(ctx)->recvFinished(id);
 }
 
 void PeerGroup::Impl::recvAbandoned(void* ctx, uint64_t id) {
-  static_cast<Impl*>(ctx)->recvFinished(id, Status(Code::kAborted, "abandoned"), 0);
+  static_cast<Impl*>(ctx)->recvFinished(id);
 }
 
 void PeerGroup::Impl::postData(int peer, uint32_t tag, uint64_t seq, const void* data,
@@ -170,6 +170,7 @@ Result<std::unique_ptr<PeerGroup>> PeerGroup::create(Worker& worker, uint32_t gr
   impl->cts_window = ctx.options().cts_window;
   impl->counters.lane_messages.assign(impl->lanes, 0);
   impl->peers.resize(size);
+  impl->pending_recvs.bytes_done = &impl->counters.bytes_received;
   impl->alive = std::make_shared<Impl*>(impl.get());
   w->group_slots[slot] = true;
   impl->startControl();
@@ -197,7 +198,7 @@ Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
   SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
   SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   Request::State& s = *request.state();
-  uint64_t& next_seq = g.send_seq[Impl::pairKey(peer, tag)];
+  uint64_t& next_seq = g.streams[Impl::pairKey(peer, tag)].send;
   const uint64_t seq = next_seq;
   const uint64_t key = Impl::messageKey(peer, seq, tag);
   const bool large = length >= g.cts_threshold;
@@ -226,21 +227,27 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
   SWITCHAGG_RETURN_IF_ERROR(peer_state);
   SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   Request::State& s = *request.state();
-  uint64_t& next_seq = g.recv_seq[Impl::pairKey(peer, tag)];
+  uint64_t& next_seq = g.streams[Impl::pairKey(peer, tag)].recv;
   const uint64_t seq = next_seq;
-  const uint64_t key = Impl::messageKey(peer, seq, tag);  // also the receive's id
-  if (g.recvs.count(key) != 0)
+  const uint64_t key = Impl::messageKey(peer, seq, tag);
+  // Room for an admitted message: tracked for admission and earns a credit.
+  const bool admitted = length >= g.cts_threshold;
+  if (admitted && g.recvs.count(key) != 0)
     return Status(Code::kNoResource, "256 receives already pending for rank " +
                                          std::to_string(peer) + " tag " + std::to_string(tag));
   SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
   ++next_seq;
-  g.recvs.emplace(key, Impl::RecvOp{&s, peer, tag, seq, length});
-  s.hook = Hook{Impl::recvDone, Impl::recvAbandoned, &g, key};
-  req::postTagRecv(*g.w, g.dataTag(peer, seq, tag), ~0ull, data, length, s);
-  Impl::RecvOp& op = g.recvs.at(key);
-  if (length >= g.cts_threshold) {  // room for an admitted message: earn a credit
-    op.grant = Impl::Grant::kCreditQueued;
-    op.grant_bytes = length;
+  s.link.state = &s;
+  s.link.peer = peer;
+  s.link.tag = tag;
+  s.link.seq = seq;
+  s.link.capacity = length;
+  g.pending_recvs.push(s.link);
+  Impl::RecvOp* op = nullptr;
+  if (admitted) {
+    op = &g.admit(key, s);
+    op->grant = Impl::Grant::kCreditQueued;
+    op->grant_bytes = length;
     g.credit_queue.push_back(key);
   }
   if (!g.parked_rts.empty()) {
@@ -248,10 +255,12 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
     if (parked != g.parked_rts.end() && parked->second.seq == seq) {
       ControlMessage rts = parked->second;
       g.parked_rts.erase(parked);
-      g.rtsFor(key, op, rts);
+      if (op == nullptr) op = &g.admit(key, s);
+      g.rtsFor(key, *op, rts);
     }
   }
-  if (op.grant != Impl::Grant::kNone) g.tryGrant();
+  req::postTagRecv(*g.w, g.dataTag(peer, seq, tag), ~0ull, data, length, s);
+  if (op != nullptr) g.tryGrant();
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
 }
 
@@ -262,7 +271,7 @@ Status PeerGroup::Impl::recvFromFailed(int peer, uint32_t tag, void* data, size_
                                        Request& request) {
   Request::State& s = *request.state();
   SWITCHAGG_RETURN_IF_ERROR(req::begin(s, w, nullptr));
-  const uint64_t seq = recv_seq[pairKey(peer, tag)]++;
+  const uint64_t seq = streams[pairKey(peer, tag)].recv++;
   req::postTagRecv(*w, dataTag(peer, seq, tag), ~0ull, data, length, s);
   if (s.done) {
     if (s.status.ok()) counters.bytes_received += s.length;

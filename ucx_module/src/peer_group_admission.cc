@@ -80,12 +80,29 @@ void PeerGroup::Impl::onControl(const ControlMessage& msg) {
 void PeerGroup::Impl::onRts(const ControlMessage& msg) {
   const uint64_t key = messageKey(int(msg.src), msg.seq, msg.tag);
   auto it = recvs.find(key);
-  if (it == recvs.end() || it->second.seq != msg.seq) {
-    parked_rts[key] = msg;  // queued once the receive is posted
+  if (it != recvs.end() && it->second.seq == msg.seq) {
+    rtsFor(key, it->second, msg);
+    tryGrant();
     return;
   }
-  rtsFor(key, it->second, msg);
-  tryGrant();
+  // A posted receive too small to be tracked (rare: the message will not
+  // fit, UCX reports the truncation): admit it now.
+  for (Request::State* st : pending_recvs.states(int(msg.src))) {
+    if (st->link.tag != msg.tag || st->link.seq != msg.seq) continue;
+    rtsFor(key, admit(key, *st), msg);
+    tryGrant();
+    return;
+  }
+  parked_rts[key] = msg;  // queued once the receive is posted
+}
+
+// Tracks a posted receive for admission; its completion hook releases it.
+PeerGroup::Impl::RecvOp& PeerGroup::Impl::admit(uint64_t key, Request::State& s) {
+  s.hook = Hook{recvDone, recvAbandoned, this, key};
+  auto [it, inserted] = recvs.emplace(
+      key, RecvOp{&s, s.link.peer, s.link.tag, s.link.seq, s.link.capacity});
+  (void)inserted;
+  return it->second;
 }
 
 // The sender of `op` is committed: it goes to the announced queue, or, if
@@ -115,8 +132,8 @@ void PeerGroup::Impl::onCts(const ControlMessage& msg) {
     return;
   }
   // A credit ahead of the send; one for a message already sent is stale.
-  auto next = send_seq.find(pairKey(int(msg.src), msg.tag));
-  if (msg.seq >= (next == send_seq.end() ? 0 : next->second)) credits[key] = msg.seq;
+  auto next = streams.find(pairKey(int(msg.src), msg.tag));
+  if (msg.seq >= (next == streams.end() ? 0 : next->second.send)) credits[key] = msg.seq;
 }
 
 bool PeerGroup::Impl::takeCredit(int peer, uint32_t tag, uint64_t seq) {
@@ -204,11 +221,10 @@ void PeerGroup::Impl::onRevokeAck(const ControlMessage& msg) {
   }
 }
 
-void PeerGroup::Impl::recvFinished(uint64_t id, const Status& status, size_t length) {
+void PeerGroup::Impl::recvFinished(uint64_t id) {
   auto it = recvs.find(id);
   if (it == recvs.end()) return;
   if (it->second.grant == Grant::kGranted) inflight -= it->second.grant_bytes;
-  if (status.ok()) counters.bytes_received += length;
   recvs.erase(it);
   tryGrant();
 }
@@ -244,8 +260,8 @@ void PeerGroup::Impl::peerFailed(int peer, const Status& status) {
     }
   }
   // Receives complete now; their deferred recvFinished() frees the window.
-  for (auto& [id, op] : recvs)
-    if (op.src == peer && op.user->active) req::abandon(*op.user, p.failure);
+  for (Request::State* st : pending_recvs.states(peer))
+    if (st->active) req::abandon(*st, p.failure);
   for (auto it = parked_rts.begin(); it != parked_rts.end();) {
     it = (int(it->second.src) == peer) ? parked_rts.erase(it) : std::next(it);
   }

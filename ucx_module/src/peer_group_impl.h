@@ -81,8 +81,13 @@ struct PeerGroup::Impl {
     Status failure;
   };
   std::vector<Peer> peers;
-  // Next message sequence number per pairKey(peer, tag).
-  std::unordered_map<uint64_t, uint64_t> send_seq, recv_seq;
+  // Next message sequence numbers per pairKey(peer, tag).
+  struct Stream {
+    uint64_t send = 0;
+    uint64_t recv = 0;
+  };
+  std::unordered_map<uint64_t, Stream> streams;
+  PendingList pending_recvs;  // every posted receive (failure, teardown)
   uint64_t next_id = 1;
 
   struct SendOp {  // waiting for clear-to-send
@@ -115,7 +120,8 @@ struct PeerGroup::Impl {
     bool revoking = false;  // REVOKE sent, ack pending
     uint64_t grant_bytes = 0;
   };
-  std::unordered_map<uint64_t, RecvOp> recvs;  // messageKey -> posted receive
+  // Receives under admission (room for >= cts_threshold, or an RTS came).
+  std::unordered_map<uint64_t, RecvOp> recvs;  // messageKey -> receive
   std::unordered_map<uint64_t, ControlMessage> parked_rts;  // RTS before its receive
   std::deque<uint64_t> rts_queue;     // announced senders waiting for window, FIFO
   std::deque<uint64_t> credit_queue;  // posted receives waiting for a credit, FIFO
@@ -159,11 +165,12 @@ struct PeerGroup::Impl {
   void onRevoke(const ControlMessage& msg);
   void onRevokeAck(const ControlMessage& msg);
   void rtsFor(uint64_t key, RecvOp& op, const ControlMessage& rts);
+  RecvOp& admit(uint64_t key, Request::State& s);
   bool fits(uint64_t bytes) const { return inflight == 0 || inflight + bytes <= cts_window; }
   void grant(uint64_t key, RecvOp& op, bool credit);
   void revokeIdleCredits();
   void tryGrant();
-  void recvFinished(uint64_t id, const Status& status, size_t length);
+  void recvFinished(uint64_t id);  // releases an admitted receive's window share
   void peerFailed(int peer, const Status& status);
 
   // Hook thunks (ctx = this, id = operation id / slot).

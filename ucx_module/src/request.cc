@@ -101,6 +101,10 @@ void complete(Request::State& s, Status status, size_t length) {
   s.done = true;
   s.status = std::move(status);
   s.length = length;
+  if (s.link.list != nullptr) {
+    if (s.status.ok() && s.link.list->bytes_done != nullptr) *s.link.list->bytes_done += length;
+    PendingList::unlink(s.link);
+  }
   if (s.hook.complete != nullptr && s.worker != nullptr)
     s.worker->completions.push_back(PendingCompletion{s.hook, s.status, length});
   s.hook = Hook{};

@@ -63,6 +63,50 @@ struct PendingCompletion {
   size_t length;
 };
 
+// Intrusive membership of a pending receive in its owner's list (PeerGroup
+// keeps one to fail receives from a dead peer). complete() unlinks it and
+// counts the bytes, so tracking a receive costs no allocation or lookup.
+struct PendingList;
+struct PendingLink {
+  PendingLink* prev = nullptr;
+  PendingLink* next = nullptr;
+  PendingList* list = nullptr;
+  Request::State* state = nullptr;
+  int peer = -1;
+  uint32_t tag = 0;
+  uint64_t seq = 0;
+  size_t capacity = 0;
+};
+
+struct PendingList {
+  PendingLink head;                 // circular, head is the sentinel
+  uint64_t* bytes_done = nullptr;   // += length of each successful completion
+  PendingList() { head.prev = head.next = &head; }
+  PendingList(const PendingList&) = delete;
+  PendingList& operator=(const PendingList&) = delete;
+  bool empty() const { return head.next == &head; }
+  void push(PendingLink& l) {
+    l.list = this;
+    l.prev = head.prev;
+    l.next = &head;
+    head.prev->next = &l;
+    head.prev = &l;
+  }
+  static void unlink(PendingLink& l) {
+    l.prev->next = l.next;
+    l.next->prev = l.prev;
+    l.prev = l.next = nullptr;
+    l.list = nullptr;
+  }
+  // The states on the list (a copy: completing them unlinks).
+  std::vector<Request::State*> states(int peer = -1) const {
+    std::vector<Request::State*> out;
+    for (const PendingLink* l = head.next; l != &head; l = l->next)
+      if (peer < 0 || l->peer == peer) out.push_back(l->state);
+    return out;
+  }
+};
+
 struct Request::State {
   bool active = false;  // started and not yet completed
   bool done = false;
@@ -77,6 +121,7 @@ struct Request::State {
   Endpoint::Impl* endpoint = nullptr;   // endpoint-bound op (never dereferenced)
   ucp_tag_recv_info_t tag_info{};
   Hook hook;  // internal owner's continuation (PeerGroup, AM rendezvous)
+  PendingLink link;
 };
 
 namespace req {
