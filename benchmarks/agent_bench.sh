@@ -65,7 +65,8 @@ run_clients() {  # $1 label, $2 n, $3 UCX_TLS or ""
   local token
   token=$("$build/bin/switchagg-ctl" --agent "unix:$tmp/agent.sock" lease create --job "b$1$2" \
     --slots 8 | sed -n 's/.*SWITCHAGG_LEASE=\([0-9a-f]*\).*/\1/p')
-  local pids=()
+  local pids=() cpu0
+  cpu0=$(awk '{print $14 + $15}' "/proc/$agent_pid/stat")
   for r in $(seq 0 $(($2 - 1))); do
     env ${3:+UCX_TLS=$3} "$build/bin/agent_client_bench" --agent "$data" --token "$token" \
       --group 1 --size "$2" --rank "$r" --bytes "$bytes" --iters "$iters" --warmup 2 \
@@ -73,6 +74,9 @@ run_clients() {  # $1 label, $2 n, $3 UCX_TLS or ""
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || echo "client failed" >>"$tmp/e2e_$1_$2.err"; done
+  # Agent CPU (clock ticks) spent on the whole run, warm-ups included.
+  echo $(($(awk '{print $14 + $15}' "/proc/$agent_pid/stat") - cpu0)) $(getconf CLK_TCK) \
+    >"$tmp/cpu_$1_$2.txt"
 }
 
 perftest() {  # $1 label, $2 UCX_TLS -> $tmp/perftest_<label>.txt (MiB/s overall)
@@ -97,5 +101,5 @@ done
 
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 "$root/benchmarks/agent_report.py" "$tmp" "$bytes" "$iters" "$reps" \
-  "$load_before" "$load_after" "$(nproc)" >"$out"
+  "$load_before" "$load_after" "$(nproc)" "$root/benchmarks/agent_analysis.md" >"$out"
 echo "agent_bench: wrote ${out#$root/}" >&2

@@ -66,11 +66,20 @@ def perftest(label):
         return None
 
 
+def agent_cpu(label, n):
+    try:
+        ticks, hz = open(f"{tmp}/cpu_{label}_{n}.txt").read().split()
+        gb_in = n * float(vec_bytes) * (int(iters) + 2) / 1e9
+        return f"{int(ticks) / int(hz) / gb_in:.2f}"
+    except (FileNotFoundError, ValueError):
+        return "–"
+
+
 def e2e_table():
     rows = ["| UCX_TLS allowed | clients | data-plane lanes | median time / allreduce | "
             "goodput per client MB/s | agent goodput MB/s (all clients) | ucx_perftest AM bw MB/s | "
-            "agent / perftest |",
-            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+            "agent / perftest | agent CPU s per GB in |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for label, tls_name in (("tcp", "tcp"), ("shm", "posix,sysv,cma,self,tcp")):
         pt = perftest(label)
         for n in (2, 4, 8):
@@ -84,7 +93,7 @@ def e2e_table():
             ratio = f"{agg / pt:.0%}" if pt else "–"
             pts = f"{pt:.0f}" if pt else "–"
             rows.append(f"| {tls_name} | {n} | {lanes} | {med_us / 1000:.2f} ms | {per:.0f} | "
-                        f"{agg:.0f} | {pts} | {ratio} |")
+                        f"{agg:.0f} | {pts} | {ratio} | {agent_cpu(label, n)} |")
     return "\n".join(rows)
 
 
@@ -119,7 +128,11 @@ Every client is one member of one group (float32 SUM of {int(vec_bytes) >> 20} M
 this machine with the agent. Goodput per client = vector bytes / median time
 of one allreduce; agent goodput = clients x that (input bytes the agent
 reduces per second; it also sends as many back). ucx_perftest: `ucp_am_bw`,
-256 KiB messages, one pair, busy-polling, same UCX_TLS.
+256 KiB messages, one pair, busy-polling, same UCX_TLS. Agent CPU = the
+agent process's user+system time over the run / input bytes it reduced (a
+rate that does not depend on how busy the machine was).
 
 {e2e_table()}
+
+{open(sys.argv[8]).read() if len(sys.argv) > 8 else ''}
 """)
