@@ -189,7 +189,7 @@ Status Endpoint::amSend(uint16_t id, const void* header, size_t header_length, c
   Request::State& s = *request.state();
   if (impl_->ep == nullptr || impl_->failed)
     return impl_->failed ? impl_->failure : Status(Code::kAborted, "endpoint closed");
-  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, impl_->worker, impl_.get()));
+  if (!req::begin(s, impl_->worker, impl_.get())) return req::beginFailure(s);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = req::sendCallback;
@@ -204,7 +204,7 @@ Status Endpoint::tagSend(uint64_t tag, const void* data, size_t length, Request&
   Request::State& s = *request.state();
   if (impl_->ep == nullptr || impl_->failed)
     return impl_->failed ? impl_->failure : Status(Code::kAborted, "endpoint closed");
-  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, impl_->worker, impl_.get()));
+  if (!req::begin(s, impl_->worker, impl_.get())) return req::beginFailure(s);
   req::postTagSend(*impl_, tag, data, length, s);
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
 }

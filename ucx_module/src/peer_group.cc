@@ -195,17 +195,19 @@ Worker& PeerGroup::worker() { return *impl_->worker; }
 Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
                         Request& request) {
   Impl& g = *impl_;
-  SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
-  SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
+  if (!g.ready(peer)) {
+    SWITCHAGG_RETURN_IF_ERROR(g.checkPeer(peer));
+    SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
+  }
   Request::State& s = *request.state();
-  uint64_t& next_seq = g.streams[Impl::pairKey(peer, tag)].send;
+  uint64_t& next_seq = g.stream(peer, tag).send;
   const uint64_t seq = next_seq;
   const uint64_t key = Impl::messageKey(peer, seq, tag);
   const bool large = length >= g.cts_threshold;
   if (large && g.awaiting_cts.count(key) != 0)
     return Status(Code::kNoResource, "256 sends already waiting for rank " +
                                          std::to_string(peer) + " tag " + std::to_string(tag));
-  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
+  if (!req::begin(s, g.w, nullptr)) return req::beginFailure(s);
   ++next_seq;
   const bool credit = g.takeCredit(peer, tag, seq);
   if (large && credit) g.counters.cts_credits_used++;
@@ -222,12 +224,15 @@ Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
 
 Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Request& request) {
   Impl& g = *impl_;
-  Status peer_state = g.checkPeer(peer);
-  if (peer_state.code() == Code::kPeerFailed) return g.recvFromFailed(peer, tag, data, length, request);
-  SWITCHAGG_RETURN_IF_ERROR(peer_state);
-  SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
+  if (!g.ready(peer)) {
+    Status peer_state = g.checkPeer(peer);
+    if (peer_state.code() == Code::kPeerFailed)
+      return g.recvFromFailed(peer, tag, data, length, request);
+    SWITCHAGG_RETURN_IF_ERROR(peer_state);
+    SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
+  }
   Request::State& s = *request.state();
-  uint64_t& next_seq = g.streams[Impl::pairKey(peer, tag)].recv;
+  uint64_t& next_seq = g.stream(peer, tag).recv;
   const uint64_t seq = next_seq;
   const uint64_t key = Impl::messageKey(peer, seq, tag);
   // Room for an admitted message: tracked for admission and earns a credit.
@@ -235,7 +240,7 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
   if (admitted && g.recvs.count(key) != 0)
     return Status(Code::kNoResource, "256 receives already pending for rank " +
                                          std::to_string(peer) + " tag " + std::to_string(tag));
-  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, g.w, nullptr));
+  if (!req::begin(s, g.w, nullptr)) return req::beginFailure(s);
   ++next_seq;
   s.link.state = &s;
   s.link.peer = peer;
@@ -270,8 +275,8 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
 Status PeerGroup::Impl::recvFromFailed(int peer, uint32_t tag, void* data, size_t length,
                                        Request& request) {
   Request::State& s = *request.state();
-  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, w, nullptr));
-  const uint64_t seq = streams[pairKey(peer, tag)].recv++;
+  if (!req::begin(s, w, nullptr)) return req::beginFailure(s);
+  const uint64_t seq = stream(peer, tag).recv++;
   req::postTagRecv(*w, dataTag(peer, seq, tag), ~0ull, data, length, s);
   if (s.done) {
     if (s.status.ok()) counters.bytes_received += s.length;

@@ -21,7 +21,9 @@ void PeerGroup::Impl::postControlRecv(size_t index) {
   Request::State& s = *slot.request.state();
   (void)req::begin(s, w, nullptr);
   s.hook = Hook{controlReceived, nullptr, this, index};
-  req::postTagRecv(*w, controlTag(), kCtrlBit | kGroupMask, &slot.msg, sizeof(slot.msg), s);
+  // Exact tag, full mask: a masked receive would put every incoming message
+  // of the worker through UCX's slower wildcard search.
+  req::postTagRecv(*w, controlTag(), ~0ull, &slot.msg, sizeof(slot.msg), s);
 }
 
 void PeerGroup::Impl::controlReceived(void* ctx, uint64_t index, const Status& st,

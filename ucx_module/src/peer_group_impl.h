@@ -87,6 +87,18 @@ struct PeerGroup::Impl {
     uint64_t recv = 0;
   };
   std::unordered_map<uint64_t, Stream> streams;
+  // One-entry cache in front of `streams` (nodes never move): loops and
+  // ping-pongs hit the same (peer, tag) again and again.
+  uint64_t cached_pair = ~0ull;
+  Stream* cached_stream = nullptr;
+  Stream& stream(int peer, uint32_t tag) {
+    const uint64_t k = pairKey(peer, tag);
+    if (k != cached_pair) {
+      cached_stream = &streams[k];
+      cached_pair = k;
+    }
+    return *cached_stream;
+  }
   PendingList pending_recvs;  // every posted receive (failure, teardown)
   uint64_t next_id = 1;
 
@@ -145,6 +157,11 @@ struct PeerGroup::Impl {
   }
   uint64_t controlTag() const { return kCtrlBit | group_bits; }
 
+  // Fast path: a valid, live rank whose lanes exist.
+  bool ready(int peer) const {
+    return peer >= 0 && peer < static_cast<int>(peers.size()) && !peers[peer].failed &&
+           !peers[peer].lanes.empty();
+  }
   Status checkPeer(int peer) const;
   Status recvFromFailed(int peer, uint32_t tag, void* data, size_t length, Request& request);
   Status ensureLanes(int peer);

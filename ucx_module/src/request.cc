@@ -80,20 +80,24 @@ size_t Request::length() const { return state_->length; }
 
 namespace req {
 
-Status begin(Request::State& s, Worker::Impl* worker, Endpoint::Impl* endpoint) {
+Status beginFailure(const Request::State& s) {
   if (s.active) return Status(Code::kInvalidArgument, "request is still in use");
-  if (s.ucx_req != nullptr)
-    return Status(Code::kInvalidArgument, "request's cancelled operation is still draining");
+  return Status(Code::kInvalidArgument, "request's cancelled operation is still draining");
+}
+
+// status() is only meaningful once done(), so it is not reset here: that
+// keeps string work off the per-message path.
+bool begin(Request::State& s, Worker::Impl* worker, Endpoint::Impl* endpoint) {
+  if (s.active || s.ucx_req != nullptr) return false;
   s.active = true;
   s.done = false;
-  s.status = Status(Code::kInProgress, "in progress");
   s.length = 0;
   s.worker = worker;
   s.endpoint = endpoint;
   s.cancelling = false;
   s.is_recv = false;
   s.hook = Hook{};
-  return Status::Ok();
+  return true;
 }
 
 void complete(Request::State& s, Status status, size_t length) {

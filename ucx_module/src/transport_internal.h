@@ -125,8 +125,10 @@ struct Request::State {
 };
 
 namespace req {
-// Resets `s` for a new operation; fails if it is still active.
-Status begin(Request::State& s, Worker::Impl* worker, Endpoint::Impl* endpoint);
+// Resets `s` for a new operation; false if it is still in use (then
+// beginFailure(s) says why).
+bool begin(Request::State& s, Worker::Impl* worker, Endpoint::Impl* endpoint);
+Status beginFailure(const Request::State& s);
 void complete(Request::State& s, Status status, size_t length);
 // Fills the callback and user_data fields for an operation on `s`.
 void prepare(Request::State& s, ucp_request_param_t& p);

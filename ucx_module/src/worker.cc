@@ -236,9 +236,11 @@ Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) 
 }
 
 Status Worker::wait(Request& request, int64_t timeout_ms) {
-  Status st = impl_->waitUntil([&] { return request.done(); }, timeout_ms);
-  if (!st.ok()) return st;
-  return request.status();
+  if (!request.done()) {
+    Status st = impl_->waitUntil([&] { return request.done(); }, timeout_ms);
+    if (!st.ok()) return st;
+  }
+  return request.status().ok() ? Status::Ok() : request.status();
 }
 
 Status Worker::waitAll(const std::vector<Request*>& requests, int64_t timeout_ms) {
@@ -262,7 +264,7 @@ Context& Worker::context() { return *impl_->context; }
 Status Worker::tagRecv(uint64_t tag, uint64_t tag_mask, void* data, size_t length,
                        Request& request) {
   Request::State& s = *request.state();
-  SWITCHAGG_RETURN_IF_ERROR(req::begin(s, impl_.get(), nullptr));
+  if (!req::begin(s, impl_.get(), nullptr)) return req::beginFailure(s);
   req::postTagRecv(*impl_, tag, tag_mask, data, length, s);
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
 }
