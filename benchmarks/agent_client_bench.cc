@@ -22,15 +22,24 @@ int main(int argc, char** argv) {
   size_t bytes = 1 << 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--agent") agent = v;
-    else if (k == "--token") token = v;
-    else if (k == "--group") group = std::strtoull(v.c_str(), nullptr, 0);
-    else if (k == "--size") size = std::atoi(v.c_str());
-    else if (k == "--rank") rank = std::atoi(v.c_str());
-    else if (k == "--iters") iters = std::atoi(v.c_str());
-    else if (k == "--warmup") warmup = std::atoi(v.c_str());
-    else if (k == "--window") window = std::atoi(v.c_str());
-    else if (k == "--bytes") bytes = std::strtoull(v.c_str(), nullptr, 0);
+    if (k == "--agent")
+      agent = v;
+    else if (k == "--token")
+      token = v;
+    else if (k == "--group")
+      group = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--size")
+      size = std::atoi(v.c_str());
+    else if (k == "--rank")
+      rank = std::atoi(v.c_str());
+    else if (k == "--iters")
+      iters = std::atoi(v.c_str());
+    else if (k == "--warmup")
+      warmup = std::atoi(v.c_str());
+    else if (k == "--window")
+      window = std::atoi(v.c_str());
+    else if (k == "--bytes")
+      bytes = std::strtoull(v.c_str(), nullptr, 0);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -51,8 +60,8 @@ int main(int argc, char** argv) {
   std::vector<double> us;
   for (int i = 0; i < warmup + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    const Status st = (*g)->allreduce(Dtype::kFloat32, Op::kSum, send.data(), recv.data(), count,
-                                      60000);
+    const Status st =
+        (*g)->allreduce(Dtype::kFloat32, Op::kSum, send.data(), recv.data(), count, 60000);
     const auto t1 = std::chrono::steady_clock::now();
     if (!st.ok()) {
       std::fprintf(stderr, "allreduce: %s\n", st.toString().c_str());
@@ -67,10 +76,12 @@ int main(int argc, char** argv) {
   }
   std::sort(us.begin(), us.end());
   const double med = us[us.size() / 2];
-  std::printf("transports=%s rank=%d bytes=%zu iters=%d window=%u slot_bytes=%zu median_us=%.1f min_us=%.1f "
-              "goodput_MBps=%.1f\n",
-              (*client)->transports().c_str(), rank, count * sizeof(float), iters, (*g)->info().window, (*g)->info().slot_bytes,
-              med, us.front(), static_cast<double>(count * sizeof(float)) / med);
+  std::printf(
+      "transports=%s rank=%d bytes=%zu iters=%d window=%u slot_bytes=%zu median_us=%.1f "
+      "min_us=%.1f "
+      "goodput_MBps=%.1f\n",
+      (*client)->transports().c_str(), rank, count * sizeof(float), iters, (*g)->info().window,
+      (*g)->info().slot_bytes, med, us.front(), static_cast<double>(count * sizeof(float)) / med);
   g->reset();
   return 0;
 }

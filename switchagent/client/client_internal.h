@@ -13,8 +13,8 @@ namespace switchagg::agent {
 
 struct AggGroup::State {
   GroupInfo info;
-  bool acked = false;  // JOIN_ACK arrived
-  bool dead = false;   // failed or left; `failure` says why
+  bool acked = false;        // JOIN_ACK arrived
+  bool dead = false;         // failed or left; `failure` says why
   bool agent_knows = false;  // the agent dropped the group (ABORT/ERROR) or we sent LEAVE
   Status failure;
   ClientCounters counters;
@@ -26,9 +26,9 @@ struct AggGroup::State {
   Op op = Op::kSum;
   size_t count = 0, esize = 0, chunk_elems = 0, n_chunks = 0, next_send = 0, n_received = 0;
   uint64_t base = 0;
-  uint8_t* out = nullptr;           // recv, or `staging` for in-place calls
-  std::vector<uint8_t> received;    // per chunk of the call
-  std::vector<uint8_t> staging;     // in-place results until the call succeeds
+  uint8_t* out = nullptr;         // recv, or `staging` for in-place calls
+  std::vector<uint8_t> received;  // per chunk of the call
+  std::vector<uint8_t> staging;   // in-place results until the call succeeds
 
   // One outstanding CONTRIB per slot: its request and header.
   std::vector<std::unique_ptr<ucx::Request>> slot_request;  // created on first use

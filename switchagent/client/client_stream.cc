@@ -108,8 +108,8 @@ static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send
     SWITCHAGG_RETURN_IF_ERROR(pump(c, g, send, deadline));
     if (g.n_received == g.n_chunks) break;
     const size_t seen = g.n_received;
-    Status st = c.worker->waitUntil(
-        [&] { return g.n_received != seen || g.dead || c.broken(); }, deadline - clientNowMs());
+    Status st = c.worker->waitUntil([&] { return g.n_received != seen || g.dead || c.broken(); },
+                                    deadline - clientNowMs());
     if (c.broken()) return c.brokenStatus();
     if (g.dead) return g.failure;
     if (!st.ok()) return st;
@@ -130,8 +130,8 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
   if (c.broken()) return c.brokenStatus();
   if (g.dead) return g.failure;
   if (!supports(dtype, op))
-    return Status(Code::kUnsupported, std::string("agent does not reduce ") + dtypeName(dtype) +
-                                          "/" + opName(op));
+    return Status(Code::kUnsupported,
+                  std::string("agent does not reduce ") + dtypeName(dtype) + "/" + opName(op));
   if (count == 0) return Status::Ok();
   const size_t esize = dtypeSize(dtype);
   if (!send || !recv || count > SIZE_MAX / esize)

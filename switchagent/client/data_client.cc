@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "client_internal.h"
 #include "../src/malloc_tuning.h"
+#include "client_internal.h"
 #include "switchagg/common/log.h"
 
 namespace switchagg::agent {
@@ -23,9 +23,12 @@ Status statusForReason(Reason reason, bool abort, const std::string& text) {
   std::string msg = std::string(abort ? "agent aborted the group (" : "agent rejected (") +
                     wire::reasonName(reason) + ")" + (text.empty() ? "" : ": " + text);
   switch (reason) {
-    case Reason::kBadToken: return Status(Code::kDenied, msg);
-    case Reason::kNoResource: return Status(Code::kNoResource, msg);
-    default: return Status(abort ? Code::kAborted : Code::kProtocol, msg);
+    case Reason::kBadToken:
+      return Status(Code::kDenied, msg);
+    case Reason::kNoResource:
+      return Status(Code::kNoResource, msg);
+    default:
+      return Status(abort ? Code::kAborted : Code::kProtocol, msg);
   }
 }
 
@@ -47,8 +50,8 @@ void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
   Message m;
   const Reason r = wire::decode(am.header, am.header_length, am.data, am.length, &m);
   if (r != Reason::kNone)
-    return fail(Status(Code::kProtocol, std::string("undecodable message from the agent: ") +
-                                            wire::reasonName(r)));
+    return fail(Status(Code::kProtocol,
+                       std::string("undecodable message from the agent: ") + wire::reasonName(r)));
   if (!wire::tokenEqual(m.token, token))
     return fail(Status(Code::kProtocol, "message from the agent carries another lease token"));
   auto it = groups.find(m.group_id);
@@ -100,8 +103,9 @@ Status AggClient::Impl::sendControl(const Message& m, int64_t timeout_ms) {
   if (st.ok()) st = worker->wait(req, timeout_ms);
   if (!st.ok()) {
     if (!req.done()) ep.reset();  // cancel it: `f` dies with this frame
-    fail(st.code() == Code::kTimeout ? Status(Code::kTimeout, "agent not reachable: " + st.message())
-                                     : st);
+    fail(st.code() == Code::kTimeout
+             ? Status(Code::kTimeout, "agent not reachable: " + st.message())
+             : st);
     return failure;
   }
   return Status::Ok();
@@ -165,18 +169,31 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
   Status st = impl->worker->waitUntil([raw] { return raw->hello_done || raw->broken(); },
                                       deadline - clientNowMs());
   if (raw->broken()) return raw->brokenStatus();
-  if (!st.ok()) return Status(Code::kTimeout, "no answer from the agent at " + agent_address +
-                                                  " within " + std::to_string(timeout_ms) + " ms");
+  if (!st.ok())
+    return Status(Code::kTimeout, "no answer from the agent at " + agent_address + " within " +
+                                      std::to_string(timeout_ms) + " ms");
   if (!raw->hello_status.ok()) return raw->hello_status;
   return std::unique_ptr<AggClient>(new AggClient(std::move(impl)));
 }
 
-const AgentInfo& AggClient::agent() const { return impl_->agent; }
-bool AggClient::supports(Dtype d, Op o) const { return impl_->agent.caps.supports(d, o); }
-bool AggClient::failed() const { return impl_->broken(); }
-std::string AggClient::transports() const { return impl_->ep ? impl_->ep->transports() : ""; }
-const Status& AggClient::failure() const { return impl_->failure; }
-const ClientCounters& AggClient::counters() const { return impl_->counters; }
+const AgentInfo& AggClient::agent() const {
+  return impl_->agent;
+}
+bool AggClient::supports(Dtype d, Op o) const {
+  return impl_->agent.caps.supports(d, o);
+}
+bool AggClient::failed() const {
+  return impl_->broken();
+}
+std::string AggClient::transports() const {
+  return impl_->ep ? impl_->ep->transports() : "";
+}
+const Status& AggClient::failure() const {
+  return impl_->failure;
+}
+const ClientCounters& AggClient::counters() const {
+  return impl_->counters;
+}
 
 Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, int rank,
                                                   int64_t timeout_ms, uint32_t window_request) {
@@ -184,8 +201,8 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   if (size < 1 || static_cast<uint32_t>(size) > wire::kMaxGroupSize || rank < 0 || rank >= size)
     return Status(Code::kInvalidArgument, "join: bad size/rank");
   if (c.groups.count(group_id))
-    return Status(Code::kInvalidArgument, "join: this client already has group " +
-                                              std::to_string(group_id));
+    return Status(Code::kInvalidArgument,
+                  "join: this client already has group " + std::to_string(group_id));
   if (c.broken()) return c.brokenStatus();
   auto state = std::make_unique<AggGroup::State>();
   state->info.group_id = group_id;
@@ -207,10 +224,13 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   if (st.ok())
     st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
                              deadline - clientNowMs());
-  if (c.broken()) st = c.brokenStatus();
-  else if (g->dead) st = g->failure;
-  else if (!st.ok()) st = Status(Code::kTimeout, "join: not every member joined within " +
-                                                      std::to_string(timeout_ms) + " ms");
+  if (c.broken())
+    st = c.brokenStatus();
+  else if (g->dead)
+    st = g->failure;
+  else if (!st.ok())
+    st = Status(Code::kTimeout,
+                "join: not every member joined within " + std::to_string(timeout_ms) + " ms");
   if (!st.ok()) {
     g->fail(st);
     ++c.counters.failures;
@@ -230,13 +250,21 @@ AggGroup::~AggGroup() {
   client_->groups.erase(state_->info.group_id);
 }
 
-const GroupInfo& AggGroup::info() const { return state_->info; }
-bool AggGroup::supports(Dtype d, Op o) const { return state_->info.caps.supports(d, o); }
-bool AggGroup::usable() const { return !state_->dead && !client_->broken(); }
+const GroupInfo& AggGroup::info() const {
+  return state_->info;
+}
+bool AggGroup::supports(Dtype d, Op o) const {
+  return state_->info.caps.supports(d, o);
+}
+bool AggGroup::usable() const {
+  return !state_->dead && !client_->broken();
+}
 const Status& AggGroup::failure() const {
   return state_->dead ? state_->failure : client_->failure;
 }
-const ClientCounters& AggGroup::counters() const { return state_->counters; }
+const ClientCounters& AggGroup::counters() const {
+  return state_->counters;
+}
 
 Status AggGroup::leave(int64_t timeout_ms) {
   State& s = *state_;

@@ -77,10 +77,18 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
     return;
   }
   switch (m.type) {
-    case MsgType::kHello: handleHello(from, m); return;
-    case MsgType::kJoin: handleJoin(from, m, now_ms); return;
-    case MsgType::kContrib: handleContrib(from, m, now_ms); return;
-    case MsgType::kLeave: handleLeave(from, m); return;
+    case MsgType::kHello:
+      handleHello(from, m);
+      return;
+    case MsgType::kJoin:
+      handleJoin(from, m, now_ms);
+      return;
+    case MsgType::kContrib:
+      handleContrib(from, m, now_ms);
+      return;
+    case MsgType::kLeave:
+      handleLeave(from, m);
+      return;
     default:
       reject(from, m, Reason::kBadType, "the agent does not accept this message type");
   }
@@ -123,8 +131,8 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
     ++counters_.groups_by_job[g->job];
   }
   if (g->size != m.size) {
-    const std::string why = "member says size " + std::to_string(m.size) + ", group has " +
-                            std::to_string(g->size);
+    const std::string why =
+        "member says size " + std::to_string(m.size) + ", group has " + std::to_string(g->size);
     reject(from, m, Reason::kSizeMismatch, why);
     return abortGroup(*g, Reason::kSizeMismatch, why);
   }
@@ -301,18 +309,20 @@ void AggregationEngine::tick(int64_t now_ms) {
     }
     if (!g.formed) {
       if (now_ms - g.created_ms > config_.member_timeout_ms)
-        dead.push_back({&g, {Reason::kJoinTimeout,
-                             std::to_string(g.joined) + " of " + std::to_string(g.size) +
-                                 " members joined within " +
-                                 std::to_string(config_.member_timeout_ms) + " ms"}});
+        dead.push_back(
+            {&g,
+             {Reason::kJoinTimeout, std::to_string(g.joined) + " of " + std::to_string(g.size) +
+                                        " members joined within " +
+                                        std::to_string(config_.member_timeout_ms) + " ms"}});
       continue;
     }
     for (const Slot& s : g.slots) {
       if (s.arrived == 0 || s.ready || now_ms - s.first_ms <= config_.member_timeout_ms) continue;
-      dead.push_back({&g, {Reason::kMemberTimeout,
-                           "chunk " + std::to_string(s.expect_chunk) + " waited " +
-                               std::to_string(config_.member_timeout_ms) + " ms for rank(s) " +
-                               missingRanks(g, s)}});
+      dead.push_back(
+          {&g,
+           {Reason::kMemberTimeout, "chunk " + std::to_string(s.expect_chunk) + " waited " +
+                                        std::to_string(config_.member_timeout_ms) +
+                                        " ms for rank(s) " + missingRanks(g, s)}});
       break;
     }
   }

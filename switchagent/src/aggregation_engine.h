@@ -44,9 +44,8 @@ class EngineOutput {
   // keeps alive until the send completes (or fails), then it calls
   // AggregationEngine::sendDone(group_serial, slot).
   virtual void sendResult(PeerId to, const uint8_t* header, size_t header_bytes,
-                          const void* payload, size_t bytes,
-                          std::shared_ptr<SlotBuffers> buffers, uint64_t group_serial,
-                          uint32_t slot) = 0;
+                          const void* payload, size_t bytes, std::shared_ptr<SlotBuffers> buffers,
+                          uint64_t group_serial, uint32_t slot) = 0;
 };
 
 struct EngineConfig {

@@ -37,8 +37,8 @@ uintptr_t tagOf(const ucx::Endpoint* ep) {
 // A send in flight and everything it reads.
 struct PendingSend {
   ucx::Request request;
-  wire::Frame frame;                      // control messages own their bytes
-  std::shared_ptr<SlotBuffers> buffers;   // results read the group's slot
+  wire::Frame frame;                     // control messages own their bytes
+  std::shared_ptr<SlotBuffers> buffers;  // results read the group's slot
   uint64_t serial = 0;
   uint32_t slot = 0;
 };
@@ -101,8 +101,8 @@ struct DataPlane::Impl : EngineOutput {
                   uint32_t slot) override {
     ucx::Endpoint* ep = endpoint(to);
     auto s = std::make_unique<PendingSend>();
-    if (!ep || !ep->amSend(wire::kAmToClient, header, header_bytes, payload, bytes, s->request)
-                    .ok()) {
+    if (!ep ||
+        !ep->amSend(wire::kAmToClient, header, header_bytes, payload, bytes, s->request).ok()) {
       engine->sendDone(serial, slot);  // the member's failure aborts the group
       return;
     }
@@ -222,18 +222,20 @@ struct DataPlane::Impl : EngineOutput {
       return LeaseInfo{lease->job, static_cast<uint32_t>(std::max(lease->slots, 0))};
     };
     engine = std::make_unique<AggregationEngine>(ec, std::move(lookup), *this, *pool);
-    SWITCHAGG_RETURN_IF_ERROR(worker->setAmHandler(wire::kAmToAgent, [this](const ucx::AmMessage& m) {
-      const PeerId from = m.from ? adopt(m.from) : 0;
-      engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs());
-    }));
+    SWITCHAGG_RETURN_IF_ERROR(
+        worker->setAmHandler(wire::kAmToAgent, [this](const ucx::AmMessage& m) {
+          const PeerId from = m.from ? adopt(m.from) : 0;
+          engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs());
+        }));
     worker->setFailureHandler([this](ucx::Endpoint* ep, const Status& st) {
       const uintptr_t tag = tagOf(ep);
       if (tag != 0 && tag != kDying) failed.emplace_back(static_cast<PeerId>(tag), st.message());
     });
-    auto l = ucx::Listener::listen(*worker, config.listen, [this](std::unique_ptr<ucx::Endpoint> ep) {
-      const PeerId id = adopt(ep.get());
-      if (id != 0) peers[id].owned = std::move(ep);  // else: dropped already, closes here
-    });
+    auto l =
+        ucx::Listener::listen(*worker, config.listen, [this](std::unique_ptr<ucx::Endpoint> ep) {
+          const PeerId id = adopt(ep.get());
+          if (id != 0) peers[id].owned = std::move(ep);  // else: dropped already, closes here
+        });
     if (!l.ok()) return l.status();
     listener = std::move(l.value());
     const size_t colon = config.listen.rfind(':');
@@ -273,9 +275,8 @@ DataPlane::~DataPlane() {
 Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& config,
                                                     LeaseTable& leases) {
   if (config.slot_bytes < SlotPool::kMinSlotBytes || config.slot_bytes > wire::kMaxSlotBytes)
-    return Status(Code::kInvalidArgument,
-                  "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
-                      std::to_string(config.slot_bytes));
+    return Status(Code::kInvalidArgument, "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
+                                              std::to_string(config.slot_bytes));
   tuneMallocForStreaming();
   auto impl = std::make_unique<Impl>(config, leases);
   SWITCHAGG_RETURN_IF_ERROR(impl->init());
@@ -287,9 +288,13 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& confi
   return dp;
 }
 
-std::string DataPlane::address() const { return impl_->address; }
+std::string DataPlane::address() const {
+  return impl_->address;
+}
 
-DataPlaneCounters DataPlane::counters() const { return impl_->engine->counters(); }
+DataPlaneCounters DataPlane::counters() const {
+  return impl_->engine->counters();
+}
 
 std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::capabilities() {
   const wire::CapTable caps = AggregationEngine::capTable();
@@ -297,7 +302,8 @@ std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::capabilities() {
   for (int d = 1; d <= kNumDtypes; ++d) {
     std::vector<Op> ops;
     for (int o = 1; o <= kNumOps; ++o)
-      if (caps.supports(static_cast<Dtype>(d), static_cast<Op>(o))) ops.push_back(static_cast<Op>(o));
+      if (caps.supports(static_cast<Dtype>(d), static_cast<Op>(o)))
+        ops.push_back(static_cast<Op>(o));
     if (!ops.empty()) out.emplace_back(static_cast<Dtype>(d), std::move(ops));
   }
   return out;

@@ -73,8 +73,8 @@ bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
     why = "contribution after a member left the group";
   } else if (m.slot >= g.grant.window || m.chunk % g.grant.window != m.slot) {
     r = Reason::kSlotOutOfRange;
-    why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) +
-          " (window " + std::to_string(g.grant.window) + ")";
+    why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) + " (window " +
+          std::to_string(g.grant.window) + ")";
   } else if (m.payload_bytes > g.grant.slot_bytes) {
     r = Reason::kOversize;
     why = std::to_string(m.payload_bytes) + "-byte chunk, slots hold " +
@@ -92,8 +92,8 @@ bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
     } else if (s.arrived > 0 && (s.count != m.count || s.call_elems != m.call_elems)) {
       r = Reason::kCountMismatch;
       why = "rank " + std::to_string(m.rank) + " sent " + std::to_string(m.count) + " of " +
-            std::to_string(m.call_elems) + " elements, others " + std::to_string(s.count) +
-            " of " + std::to_string(s.call_elems);
+            std::to_string(m.call_elems) + " elements, others " + std::to_string(s.count) + " of " +
+            std::to_string(s.call_elems);
     } else if (s.arrived > 0 && (s.dtype != m.dtype || s.op != m.op)) {
       r = Reason::kOpMismatch;
       why = std::string("rank ") + std::to_string(m.rank) + " sent " + dtypeName(m.dtype) + "/" +

@@ -20,7 +20,9 @@ std::shared_ptr<SlotBuffers> SlotBuffers::allocate(uint32_t window, uint32_t mem
   return b;
 }
 
-SlotBuffers::~SlotBuffers() { std::free(base_); }
+SlotBuffers::~SlotBuffers() {
+  std::free(base_);
+}
 
 SlotPool::SlotPool(size_t pool_slots, size_t memory_bytes, size_t slot_bytes)
     : pool_slots_(pool_slots),

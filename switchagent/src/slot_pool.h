@@ -47,9 +47,9 @@ class SlotBuffers {
 };
 
 struct SlotGrant {
-  uint32_t window = 0;    // 0: nothing granted
-  size_t slot_bytes = 0;  // payload bytes per chunk for this group
-  const char* limit = ""; // what capped the grant ("lease", "pool", "memory")
+  uint32_t window = 0;     // 0: nothing granted
+  size_t slot_bytes = 0;   // payload bytes per chunk for this group
+  const char* limit = "";  // what capped the grant ("lease", "pool", "memory")
 };
 
 class SlotPool {

@@ -14,10 +14,19 @@ class Writer {
  public:
   explicit Writer(uint8_t* p) : p_(p) {}
   void u8(uint8_t v) { p_[n_++] = v; }
-  void u16(uint16_t v) { for (int i = 0; i < 2; ++i) u8(static_cast<uint8_t>(v >> (8 * i))); }
-  void u32(uint32_t v) { for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i))); }
-  void u64(uint64_t v) { for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(v >> (8 * i))); }
-  void bytes(const uint8_t* b, size_t n) { std::memcpy(p_ + n_, b, n); n_ += n; }
+  void u16(uint16_t v) {
+    for (int i = 0; i < 2; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void bytes(const uint8_t* b, size_t n) {
+    std::memcpy(p_ + n_, b, n);
+    n_ += n;
+  }
   size_t size() const { return n_; }
 
  private:
@@ -31,10 +40,25 @@ class Reader {
   Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
   bool has(size_t k) const { return n_ - off_ >= k; }
   uint8_t u8() { return p_[off_++]; }
-  uint16_t u16() { uint16_t v = 0; for (int i = 0; i < 2; ++i) v |= static_cast<uint16_t>(u8() << (8 * i)); return v; }
-  uint32_t u32() { uint32_t v = 0; for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(u8()) << (8 * i); return v; }
-  uint64_t u64() { uint64_t v = 0; for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(u8()) << (8 * i); return v; }
-  void bytes(uint8_t* out, size_t k) { std::memcpy(out, p_ + off_, k); off_ += k; }
+  uint16_t u16() {
+    uint16_t v = 0;
+    for (int i = 0; i < 2; ++i) v |= static_cast<uint16_t>(u8() << (8 * i));
+    return v;
+  }
+  uint32_t u32() {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(u8()) << (8 * i);
+    return v;
+  }
+  uint64_t u64() {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(u8()) << (8 * i);
+    return v;
+  }
+  void bytes(uint8_t* out, size_t k) {
+    std::memcpy(out, p_ + off_, k);
+    off_ += k;
+  }
 
  private:
   const uint8_t* p_;
@@ -87,7 +111,8 @@ Reason decodeCaps(const uint8_t* p, size_t n, CapTable* caps) {
   for (size_t e = 0; e < entries; ++e) {
     const uint8_t* q = p + 1 + 4 * e;
     const uint16_t mask = static_cast<uint16_t>(q[2] | (q[3] << 8));
-    if (!isValidDtype(q[0]) || q[1] != 0 || mask == 0 || (mask & ~kValidOps)) return Reason::kMalformed;
+    if (!isValidDtype(q[0]) || q[1] != 0 || mask == 0 || (mask & ~kValidOps))
+      return Reason::kMalformed;
     if (caps->mask[q[0]]) return Reason::kMalformed;  // duplicate dtype entry
     caps->mask[q[0]] = mask;
   }
@@ -178,13 +203,31 @@ Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* 
 }  // namespace
 
 const char* reasonName(Reason r) {
-  static const char* const kNames[kMaxReason + 1] = {
-      "none", "bad_token", "malformed", "version", "bad_type", "bad_dtype_op",
-      "unknown_group", "size_mismatch", "rank_out_of_range", "duplicate_join",
-      "no_resource", "slot_out_of_range", "chunk_out_of_window", "duplicate_contribution",
-      "count_mismatch", "op_mismatch", "oversize", "wrong_member", "not_joined",
-      "member_failed", "member_timeout", "member_left", "join_timeout", "lease_revoked",
-      "shutdown"};
+  static const char* const kNames[kMaxReason + 1] = {"none",
+                                                     "bad_token",
+                                                     "malformed",
+                                                     "version",
+                                                     "bad_type",
+                                                     "bad_dtype_op",
+                                                     "unknown_group",
+                                                     "size_mismatch",
+                                                     "rank_out_of_range",
+                                                     "duplicate_join",
+                                                     "no_resource",
+                                                     "slot_out_of_range",
+                                                     "chunk_out_of_window",
+                                                     "duplicate_contribution",
+                                                     "count_mismatch",
+                                                     "op_mismatch",
+                                                     "oversize",
+                                                     "wrong_member",
+                                                     "not_joined",
+                                                     "member_failed",
+                                                     "member_timeout",
+                                                     "member_left",
+                                                     "join_timeout",
+                                                     "lease_revoked",
+                                                     "shutdown"};
   const auto i = static_cast<uint16_t>(r);
   return i <= kMaxReason ? kNames[i] : "unknown";
 }
@@ -217,7 +260,8 @@ Frame encode(const Message& m) {
   w.bytes(m.token.data(), kTokenBytes);
   w.u64(m.group_id);
   switch (m.type) {
-    case MsgType::kHello: break;
+    case MsgType::kHello:
+      break;
     case MsgType::kHelloAck:
       w.u32(m.window);
       w.u32(m.slot_bytes);

@@ -27,8 +27,8 @@ TEST_F(DataAgentTest, EveryDtypeAndOpWithOneToEightMembers) {
   std::vector<std::unique_ptr<Child>> all;
   uint64_t gid = 10;
   for (int size : {1, 2, 3, 8}) {
-    auto g = startGroup({gid++, size, token,
-                         {"--pairs", allPairs(), "--count", "3000", "--window", "1"}});
+    auto g = startGroup(
+        {gid++, size, token, {"--pairs", allPairs(), "--count", "3000", "--window", "1"}});
     for (auto& c : g) all.push_back(std::move(c));
   }
   expectAllOk(all, 100000);
@@ -46,8 +46,8 @@ TEST_F(DataAgentTest, ManyChunksThroughWindowsOneToN) {
   uint64_t gid = 1;
   for (const char* w : {"1", "3", "0"}) {
     for (bool in_place : {false, true}) {
-      std::vector<std::string> extra = {"--dtype", "float64", "--op", "sum", "--count", "40000",
-                                        "--iters", "2", "--window", w};
+      std::vector<std::string> extra = {"--dtype", "float64", "--op", "sum",      "--count",
+                                        "40000",   "--iters", "2",    "--window", w};
       if (in_place) extra.push_back("--in-place");
       auto g = startGroup({gid++, 3, token, extra});
       // The lease has 16 slots: run one group at a time so each gets its window.
@@ -73,10 +73,12 @@ TEST_F(DataAgentTest, EightJobsOfFourMembersAtOnce) {
   for (int job = 0; job < 8; ++job) {
     const std::string token = createLease("job" + std::to_string(job), 2);
     // Every job uses group id 1: ids are per lease, jobs never mix.
-    auto g = startGroup({1, 4, token,
-                         {"--pairs", job % 2 ? "int32/sum,float32/max" : "float64/sum,int64/bxor",
-                          "--count", std::to_string(1500 + 100 * job), "--iters", "3",
-                          "--timeout", "60000"}});
+    auto g = startGroup(
+        {1,
+         4,
+         token,
+         {"--pairs", job % 2 ? "int32/sum,float32/max" : "float64/sum,int64/bxor", "--count",
+          std::to_string(1500 + 100 * job), "--iters", "3", "--timeout", "60000"}});
     for (auto& c : g) all.push_back(std::move(c));
   }
   expectAllOk(all, 110000);

@@ -13,7 +13,9 @@ using DataAgentFault = DataAgentTest;
 
 // Long-running members: stream until something breaks.
 MemberSpec streaming(uint64_t gid, int size, const std::string& token) {
-  return {gid, size, token,
+  return {gid,
+          size,
+          token,
           {"--forever", "--in-place", "--dtype", "float32", "--op", "sum", "--count", "20000",
            "--timeout", "20000"}};
 }
@@ -41,17 +43,22 @@ TEST_F(DataAgentFault, MemberKilledMidStreamAbortsOnlyItsGroup) {
   const std::string ta = createLease("victim", 4);
   const std::string tb = createLease("bystander", 4);
   auto a = startGroup(streaming(1, 3, ta));
-  auto b = startGroup({1, 3, tb, {"--dtype", "int64", "--op", "sum", "--count", "20000",
-                                  "--iters", "150", "--timeout", "20000"}});
+  auto b = startGroup({1,
+                       3,
+                       tb,
+                       {"--dtype", "int64", "--op", "sum", "--count", "20000", "--iters", "150",
+                        "--timeout", "20000"}});
   expectAllStreaming(a);
   ASSERT_TRUE(a[1]->waitForOutput("STREAMING", 1000));
   a[1]->kill(SIGKILL);
   // member_failed when the agent sees the connection drop, member_timeout if not first.
   expectFailed(a, "Aborted", "member_", 15000, 1);
   expectAllOk(b, 90000);
-  const auto s = waitStatus([](const nlohmann::json& j) {
-    return j["counters"]["slots_reserved"] == 0 && j["counters"]["groups_active"] == 0;
-  }, 5000);
+  const auto s = waitStatus(
+      [](const nlohmann::json& j) {
+        return j["counters"]["slots_reserved"] == 0 && j["counters"]["groups_active"] == 0;
+      },
+      5000);
   EXPECT_EQ(s["counters"]["slots_reserved"], 0) << s.dump();
   EXPECT_EQ(s["counters"]["slots_busy"], 0) << s.dump();
   EXPECT_EQ(s["counters"]["groups_aborted"], 1) << s.dump();
@@ -64,9 +71,8 @@ TEST_F(DataAgentFault, LeaseDeletedMidStream) {
   expectAllStreaming(g);
   ASSERT_TRUE(deleteLease("deleted"));
   expectFailed(g, "Aborted", "lease_revoked", 10000);
-  const auto s = waitStatus([](const nlohmann::json& j) {
-    return j["counters"]["slots_reserved"] == 0;
-  }, 5000);
+  const auto s = waitStatus(
+      [](const nlohmann::json& j) { return j["counters"]["slots_reserved"] == 0; }, 5000);
   EXPECT_EQ(s["counters"]["slots_reserved"], 0) << s.dump();
   EXPECT_EQ(s["leases"], 0);
 }
@@ -106,8 +112,8 @@ TEST_F(DataAgentFault, AgentGoneBeforeConnectFailsFast) {
   const std::string address = agent_->dataAddress();
   agent_->kill();
   const int64_t t0 = testNowMs();
-  auto c = Child::spawn({binaryPath("test_data_member"), "--agent", address, "--token", token,
-                         "--timeout", "3000"});
+  auto c = Child::spawn(
+      {binaryPath("test_data_member"), "--agent", address, "--token", token, "--timeout", "3000"});
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->wait(15000), 4) << c->output();
   EXPECT_NE(c->output().find("RESULT fail"), std::string::npos) << c->output();

@@ -32,11 +32,15 @@ class RawClient {
     if (!w.ok()) return nullptr;
     c->worker_ = std::move(w.value());
     RawClient* raw = c.get();
-    if (!c->worker_->setAmHandler(wire::kAmToClient, [raw](const ucx::AmMessage& m) {
-          Message msg;
-          if (wire::decode(m.header, m.header_length, m.data, m.length, &msg) == Reason::kNone)
-            raw->got_.push_back(msg);
-        }).ok())
+    if (!c->worker_
+             ->setAmHandler(wire::kAmToClient,
+                            [raw](const ucx::AmMessage& m) {
+                              Message msg;
+                              if (wire::decode(m.header, m.header_length, m.data, m.length, &msg) ==
+                                  Reason::kNone)
+                                raw->got_.push_back(msg);
+                            })
+             .ok())
       return nullptr;
     auto ep = ucx::Endpoint::connect(*c->worker_, address);
     if (!ep.ok()) return nullptr;
@@ -57,15 +61,17 @@ class RawClient {
   // Waits for a message of `type`; returns it (type kHello if none came).
   Message expect(MsgType type, int64_t timeout_ms = 10000) {
     Message found;
-    (void)worker_->waitUntil([&] {
-      for (size_t i = 0; i < got_.size(); ++i)
-        if (got_[i].type == type) {
-          found = got_[i];
-          got_.erase(got_.begin() + static_cast<long>(i));
-          return true;
-        }
-      return false;
-    }, timeout_ms);
+    (void)worker_->waitUntil(
+        [&] {
+          for (size_t i = 0; i < got_.size(); ++i)
+            if (got_[i].type == type) {
+              found = got_[i];
+              got_.erase(got_.begin() + static_cast<long>(i));
+              return true;
+            }
+          return false;
+        },
+        timeout_ms);
     return found;
   }
 
@@ -126,7 +132,8 @@ TEST_F(DataAgentWire, DuplicateContributionAbortsTheGroupAndIsCounted) {
   joinBoth(1);
   contrib(0, 1, 0, 0, {1, 2});
   contrib(0, 1, 0, 0, {1, 2});
-  for (auto& m : members_) EXPECT_EQ(m->expect(MsgType::kAbort).reason, Reason::kDuplicateContribution);
+  for (auto& m : members_)
+    EXPECT_EQ(m->expect(MsgType::kAbort).reason, Reason::kDuplicateContribution);
   EXPECT_EQ(rejected("duplicate_contribution"), 1);
 }
 

@@ -74,7 +74,8 @@ TEST_F(EngineTest, ResultIsBitwiseTheSameForEveryArrivalOrder) {
   for (uint32_t r = 0; r < size; ++r)
     for (size_t i = 0; i < count; ++i)
       in[r][i] = (r % 2 ? 1e8f : 1.0f) * (1.0f + static_cast<float>((i * 7 + r) % 13)) *
-                 (r == 2 ? -1.0f : 1.0f) + 0.1f * static_cast<float>(r);
+                     (r == 2 ? -1.0f : 1.0f) +
+                 0.1f * static_cast<float>(r);
   std::vector<float> want = in[0];
   for (uint32_t r = 1; r < size; ++r)
     ASSERT_TRUE(reduceInto(Dtype::kFloat32, Op::kSum, want.data(), in[r].data(), count).ok());
@@ -86,7 +87,8 @@ TEST_F(EngineTest, ResultIsBitwiseTheSameForEveryArrivalOrder) {
   do {
     ++gid;
     ASSERT_EQ(formGroup(t, gid, size), 2u);
-    for (uint32_t r : order) contrib(1 + r, t, gid, r, 0, 2, Dtype::kFloat32, Op::kSum, bytesOf(in[r]));
+    for (uint32_t r : order)
+      contrib(1 + r, t, gid, r, 0, 2, Dtype::kFloat32, Op::kSum, bytesOf(in[r]));
     pump();
     auto results = out_.take(MsgType::kResult);
     ASSERT_EQ(results.size(), size);
@@ -123,7 +125,8 @@ TEST_F(EngineTest, StreamsManyChunksThroughTheWindowForEveryDtypeAndOp) {
       const size_t chunk_elems = 5, chunks = 7, count = chunk_elems * chunks - 2;
       const auto want = switchagg::testing::referenceResult(dt, op, size, 0, count);
       std::vector<std::vector<uint8_t>> inputs;
-      for (uint32_t r = 0; r < size; ++r) inputs.push_back(switchagg::testing::makeInput(dt, r, 0, count));
+      for (uint32_t r = 0; r < size; ++r)
+        inputs.push_back(switchagg::testing::makeInput(dt, r, 0, count));
       std::vector<uint8_t> got(want.size());
       const size_t es = dtypeSize(dt);
       for (uint64_t c = 0; c < chunks; ++c) {
@@ -161,7 +164,8 @@ TEST_F(EngineTest, WindowChunksInFlightCompleteOutOfOrder) {
   ASSERT_EQ(w, 4u);
   std::vector<int32_t> a{1, 2}, b{10, 20};
   // Rank 0 fills all four slots, rank 1 answers them in reverse.
-  for (uint64_t c = 0; c < 4; ++c) contrib(1, t, 3, 0, c, w, Dtype::kInt32, Op::kSum, bytesOf(a), 8);
+  for (uint64_t c = 0; c < 4; ++c)
+    contrib(1, t, 3, 0, c, w, Dtype::kInt32, Op::kSum, bytesOf(a), 8);
   EXPECT_EQ(engine_->counters().slots_busy, 4u);
   for (uint64_t c = 4; c-- > 0;) contrib(2, t, 3, 1, c, w, Dtype::kInt32, Op::kSum, bytesOf(b), 8);
   pump();

@@ -142,11 +142,16 @@ std::vector<std::unique_ptr<Child>> DataAgentTest::startGroup(const MemberSpec& 
   std::vector<std::unique_ptr<Child>> out;
   for (int r = 0; r < spec.size; ++r) {
     std::vector<std::string> argv = {binaryPath("test_data_member"),
-                                     "--agent", agent_->dataAddress(),
-                                     "--token", spec.token,
-                                     "--group", std::to_string(spec.group),
-                                     "--size", std::to_string(spec.size),
-                                     "--rank", std::to_string(r)};
+                                     "--agent",
+                                     agent_->dataAddress(),
+                                     "--token",
+                                     spec.token,
+                                     "--group",
+                                     std::to_string(spec.group),
+                                     "--size",
+                                     std::to_string(spec.size),
+                                     "--rank",
+                                     std::to_string(r)};
     argv.insert(argv.end(), spec.extra.begin(), spec.extra.end());
     auto c = Child::spawn(argv);
     EXPECT_NE(c, nullptr);
@@ -155,8 +160,7 @@ std::vector<std::unique_ptr<Child>> DataAgentTest::startGroup(const MemberSpec& 
   return out;
 }
 
-void DataAgentTest::expectAllOk(std::vector<std::unique_ptr<Child>>& members,
-                                int64_t timeout_ms) {
+void DataAgentTest::expectAllOk(std::vector<std::unique_ptr<Child>>& members, int64_t timeout_ms) {
   const int64_t deadline = testNowMs() + timeout_ms;
   for (size_t i = 0; i < members.size(); ++i) {
     const int rc = members[i]->wait(deadline - testNowMs());

@@ -62,23 +62,42 @@ bool parseArgs(int argc, char** argv, Args* a) {
   Op op = Op::kSum;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    if (k == "--in-place") { a->in_place = true; continue; }
-    if (k == "--forever") { a->forever = true; continue; }
+    if (k == "--in-place") {
+      a->in_place = true;
+      continue;
+    }
+    if (k == "--forever") {
+      a->forever = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     const std::string v = argv[++i];
-    if (k == "--agent") a->agent = v;
-    else if (k == "--token") a->token = v;
-    else if (k == "--group") a->group = std::strtoull(v.c_str(), nullptr, 0);
-    else if (k == "--size") a->size = std::atoi(v.c_str());
-    else if (k == "--rank") a->rank = std::atoi(v.c_str());
-    else if (k == "--iters") a->iters = std::atoi(v.c_str());
-    else if (k == "--window") a->window = std::atoi(v.c_str());
-    else if (k == "--count") a->count = std::strtoull(v.c_str(), nullptr, 0);
-    else if (k == "--timeout") a->timeout = std::atoll(v.c_str());
-    else if (k == "--dtype") { if (!parseDtype(v.c_str(), &dtype)) return false; }
-    else if (k == "--op") { if (!parseOp(v.c_str(), &op)) return false; }
-    else if (k == "--pairs") { if (!parsePairs(v, &a->pairs)) return false; }
-    else return false;
+    if (k == "--agent")
+      a->agent = v;
+    else if (k == "--token")
+      a->token = v;
+    else if (k == "--group")
+      a->group = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--size")
+      a->size = std::atoi(v.c_str());
+    else if (k == "--rank")
+      a->rank = std::atoi(v.c_str());
+    else if (k == "--iters")
+      a->iters = std::atoi(v.c_str());
+    else if (k == "--window")
+      a->window = std::atoi(v.c_str());
+    else if (k == "--count")
+      a->count = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--timeout")
+      a->timeout = std::atoll(v.c_str());
+    else if (k == "--dtype") {
+      if (!parseDtype(v.c_str(), &dtype)) return false;
+    } else if (k == "--op") {
+      if (!parseOp(v.c_str(), &op)) return false;
+    } else if (k == "--pairs") {
+      if (!parsePairs(v, &a->pairs)) return false;
+    } else
+      return false;
   }
   if (a->pairs.empty()) a->pairs.emplace_back(dtype, op);
   return !a->agent.empty() && !a->token.empty();
@@ -130,8 +149,7 @@ int main(int argc, char** argv) {
   }
   auto client = AggClient::connect(a.agent, a.token, a.timeout);
   if (!client.ok()) return fail("connect", client.status(), 4);
-  auto group = (*client)->join(a.group, a.size, a.rank, a.timeout,
-                               static_cast<uint32_t>(a.window));
+  auto group = (*client)->join(a.group, a.size, a.rank, a.timeout, static_cast<uint32_t>(a.window));
   if (!group.ok()) return fail("join", group.status(), 4);
   AggGroup& g = **group;
   std::printf("STREAMING window=%u slot_bytes=%zu\n", g.info().window, g.info().slot_bytes);
@@ -146,12 +164,13 @@ int main(int argc, char** argv) {
     }
   }
   const ClientCounters& c = g.counters();
-  std::printf("RESULT ok calls=%d chunks_sent=%llu chunks_received=%llu bytes_sent=%llu "
-              "bytes_received=%llu\n",
-              calls, static_cast<unsigned long long>(c.chunks_sent),
-              static_cast<unsigned long long>(c.chunks_received),
-              static_cast<unsigned long long>(c.bytes_sent),
-              static_cast<unsigned long long>(c.bytes_received));
+  std::printf(
+      "RESULT ok calls=%d chunks_sent=%llu chunks_received=%llu bytes_sent=%llu "
+      "bytes_received=%llu\n",
+      calls, static_cast<unsigned long long>(c.chunks_sent),
+      static_cast<unsigned long long>(c.chunks_received),
+      static_cast<unsigned long long>(c.bytes_sent),
+      static_cast<unsigned long long>(c.bytes_received));
   std::fflush(stdout);
   group->reset();
   return 0;

@@ -52,7 +52,8 @@ TEST(DataWire, EveryTypeRoundTrips) {
   ASSERT_EQ(frames.size(), static_cast<size_t>(kMaxMsgType));
   for (size_t i = 0; i < frames.size(); ++i) {
     Message m;
-    ASSERT_EQ(decodeFramed(frames[i].data(), frames[i].size(), &m), Reason::kNone) << "type " << i + 1;
+    ASSERT_EQ(decodeFramed(frames[i].data(), frames[i].size(), &m), Reason::kNone)
+        << "type " << i + 1;
     EXPECT_EQ(static_cast<size_t>(m.type), i + 1);
     EXPECT_TRUE(tokenEqual(m.token, someToken()));
     EXPECT_EQ(m.group_id, 0x1122334455667788ull);
@@ -113,13 +114,15 @@ TEST(DataWire, EveryTruncationAndExtensionIsRejected) {
     // A header cut short (and framed as such) never decodes.
     for (size_t k = 0; k < hlen; ++k) {
       Message m;
-      EXPECT_NE(decode(f.data() + 2, k, f.data() + 2 + hlen, f.size() - 2 - hlen, &m), Reason::kNone);
+      EXPECT_NE(decode(f.data() + 2, k, f.data() + 2 + hlen, f.size() - 2 - hlen, &m),
+                Reason::kNone);
     }
     // One byte more: no body, wrong count, wrong table length, or a NUL in text.
     std::vector<uint8_t> longer = f;
     longer.push_back(0);
     Message m;
-    EXPECT_NE(decodeFramed(longer.data(), longer.size(), &m), Reason::kNone) << "type " << int(f[7]);
+    EXPECT_NE(decodeFramed(longer.data(), longer.size(), &m), Reason::kNone)
+        << "type " << int(f[7]);
   }
 }
 
@@ -133,22 +136,22 @@ Reason contribWith(size_t offset, uint8_t value, size_t clear = 0) {
 }
 
 TEST(DataWire, BadFieldsAreRejectedWithTheirReason) {
-  EXPECT_EQ(contribWith(0, 0), Reason::kMalformed);         // magic
-  EXPECT_EQ(contribWith(4, 2), Reason::kVersion);           // version
-  EXPECT_EQ(contribWith(5, 0), Reason::kBadType);           // type 0
-  EXPECT_EQ(contribWith(5, 10), Reason::kBadType);          // type out of range
-  EXPECT_EQ(contribWith(6, 1), Reason::kMalformed);         // reserved
-  EXPECT_EQ(contribWith(56, 0), Reason::kBadDtypeOp);       // dtype 0
-  EXPECT_EQ(contribWith(56, 200), Reason::kBadDtypeOp);     // dtype unknown
-  EXPECT_EQ(contribWith(57, 13), Reason::kBadDtypeOp);      // op unknown
+  EXPECT_EQ(contribWith(0, 0), Reason::kMalformed);      // magic
+  EXPECT_EQ(contribWith(4, 2), Reason::kVersion);        // version
+  EXPECT_EQ(contribWith(5, 0), Reason::kBadType);        // type 0
+  EXPECT_EQ(contribWith(5, 10), Reason::kBadType);       // type out of range
+  EXPECT_EQ(contribWith(6, 1), Reason::kMalformed);      // reserved
+  EXPECT_EQ(contribWith(56, 0), Reason::kBadDtypeOp);    // dtype 0
+  EXPECT_EQ(contribWith(56, 200), Reason::kBadDtypeOp);  // dtype unknown
+  EXPECT_EQ(contribWith(57, 13), Reason::kBadDtypeOp);   // op unknown
   EXPECT_EQ(contribWith(57, static_cast<uint8_t>(Op::kBand)), Reason::kBadDtypeOp);  // float band
-  EXPECT_EQ(contribWith(58, 1), Reason::kMalformed);        // reserved
-  EXPECT_EQ(contribWith(60, 4), Reason::kMalformed);        // count 4, body holds 3
-  EXPECT_EQ(contribWith(60, 0), Reason::kMalformed);        // count 0
-  EXPECT_EQ(contribWith(63, 0x10), Reason::kOversize);      // count * 4 > 64 MiB
-  EXPECT_EQ(contribWith(48, 2, 7), Reason::kMalformed);     // call_elems 2 < count 3
-  EXPECT_EQ(contribWith(40, 0), Reason::kNone);             // chunk: the engine's business
-  EXPECT_EQ(contribWith(36, 9), Reason::kNone);             // slot: the engine's business
+  EXPECT_EQ(contribWith(58, 1), Reason::kMalformed);                                 // reserved
+  EXPECT_EQ(contribWith(60, 4), Reason::kMalformed);     // count 4, body holds 3
+  EXPECT_EQ(contribWith(60, 0), Reason::kMalformed);     // count 0
+  EXPECT_EQ(contribWith(63, 0x10), Reason::kOversize);   // count * 4 > 64 MiB
+  EXPECT_EQ(contribWith(48, 2, 7), Reason::kMalformed);  // call_elems 2 < count 3
+  EXPECT_EQ(contribWith(40, 0), Reason::kNone);          // chunk: the engine's business
+  EXPECT_EQ(contribWith(36, 9), Reason::kNone);          // slot: the engine's business
 }
 
 TEST(DataWire, JoinFieldsAreChecked) {
@@ -185,11 +188,11 @@ TEST(DataWire, CapabilityTablesAndTextAreValidated) {
   };
   EXPECT_EQ(check(f.body), Reason::kNone);
   EXPECT_EQ(check({}), Reason::kMalformed);
-  EXPECT_EQ(check({2, 5, 0, 2, 0}), Reason::kMalformed);                // says 2 entries, has 1
-  EXPECT_EQ(check({2, 5, 0, 2, 0, 5, 0, 2, 0}), Reason::kMalformed);    // duplicate dtype
-  EXPECT_EQ(check({1, 99, 0, 2, 0}), Reason::kMalformed);               // bad dtype
-  EXPECT_EQ(check({1, 5, 0, 1, 0}), Reason::kMalformed);                // op bit 0
-  EXPECT_EQ(check({1, 5, 0, 0, 0x20}), Reason::kMalformed);             // op 13
+  EXPECT_EQ(check({2, 5, 0, 2, 0}), Reason::kMalformed);              // says 2 entries, has 1
+  EXPECT_EQ(check({2, 5, 0, 2, 0, 5, 0, 2, 0}), Reason::kMalformed);  // duplicate dtype
+  EXPECT_EQ(check({1, 99, 0, 2, 0}), Reason::kMalformed);             // bad dtype
+  EXPECT_EQ(check({1, 5, 0, 1, 0}), Reason::kMalformed);              // op bit 0
+  EXPECT_EQ(check({1, 5, 0, 0, 0x20}), Reason::kMalformed);           // op 13
   m = Message();
   m.type = MsgType::kAbort;
   m.reason = Reason::kShutdown;

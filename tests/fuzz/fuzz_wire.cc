@@ -46,8 +46,8 @@ void roundTrip(const uint8_t* data, size_t size) {
 class NullOutput : public EngineOutput {
  public:
   void sendControl(PeerId, wire::Frame) override {}
-  void sendResult(PeerId, const uint8_t*, size_t, const void*, size_t,
-                  std::shared_ptr<SlotBuffers>, uint64_t serial, uint32_t slot) override {
+  void sendResult(PeerId, const uint8_t*, size_t, const void*, size_t, std::shared_ptr<SlotBuffers>,
+                  uint64_t serial, uint32_t slot) override {
     pending.push_back({serial, slot});
   }
   std::vector<std::pair<uint64_t, uint32_t>> pending;
@@ -102,7 +102,9 @@ void session(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  if (data[0] % 2 == 0) roundTrip(data + 1, size - 1);
-  else session(data + 1, size - 1);
+  if (data[0] % 2 == 0)
+    roundTrip(data + 1, size - 1);
+  else
+    session(data + 1, size - 1);
   return 0;
 }

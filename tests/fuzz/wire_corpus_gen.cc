@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
   }
   std::vector<uint8_t> bad = good;
   for (uint64_t c = 0; c < 2; ++c)
-    for (uint32_t r = 0; r < 2; ++r) step(good, static_cast<uint8_t>(r), framed(contrib(r, c, 2, 4), payload));
+    for (uint32_t r = 0; r < 2; ++r)
+      step(good, static_cast<uint8_t>(r), framed(contrib(r, c, 2, 4), payload));
   for (uint32_t r = 0; r < 2; ++r) {
     Message l = base(MsgType::kLeave, 1);
     l.rank = r;

@@ -75,8 +75,8 @@ struct ClientCounters {
   uint64_t bytes_received = 0;  // result payload bytes received
   uint64_t chunks_sent = 0;
   uint64_t chunks_received = 0;
-  uint64_t allreduces = 0;      // completed successfully
-  uint64_t failures = 0;        // allreduce/join calls that failed
+  uint64_t allreduces = 0;  // completed successfully
+  uint64_t failures = 0;    // allreduce/join calls that failed
 };
 
 class AggGroup;
@@ -106,13 +106,13 @@ class AggClient {
   // slots as the lease has free (members' smallest nonzero request wins).
   // The group id must be unique among the lease's live groups (e.g. derived
   // from the communicator and agreed by its members).
-  Result<std::unique_ptr<AggGroup>> join(uint64_t group_id, int size, int rank,
-                                         int64_t timeout_ms, uint32_t window_request = 0);
+  Result<std::unique_ptr<AggGroup>> join(uint64_t group_id, int size, int rank, int64_t timeout_ms,
+                                         uint32_t window_request = 0);
 
   // UCX transports of the connection, e.g. "tcp/lo" (logs, benchmarks).
   std::string transports() const;
-  bool failed() const;             // the connection is dead
-  const Status& failure() const;   // why (Ok while not failed)
+  bool failed() const;                     // the connection is dead
+  const Status& failure() const;           // why (Ok while not failed)
   const ClientCounters& counters() const;  // totals over all groups
 
   struct Impl;
@@ -143,7 +143,7 @@ class AggGroup {
   Status leave(int64_t timeout_ms);
 
   bool usable() const;
-  const Status& failure() const;  // first failure (Ok while usable)
+  const Status& failure() const;           // first failure (Ok while usable)
   const ClientCounters& counters() const;  // this group only
 
   struct State;

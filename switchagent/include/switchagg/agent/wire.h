@@ -27,8 +27,8 @@ namespace switchagg::agent::wire {
 
 constexpr uint32_t kMagic = 0x57474153;  // bytes "SAGW"
 constexpr uint8_t kVersion = 1;
-constexpr uint16_t kAmToAgent = 40;      // active-message id, client -> agent
-constexpr uint16_t kAmToClient = 41;     // active-message id, agent -> client
+constexpr uint16_t kAmToAgent = 40;   // active-message id, client -> agent
+constexpr uint16_t kAmToClient = 41;  // active-message id, agent -> client
 constexpr size_t kTokenBytes = 16;
 constexpr size_t kCommonHeaderBytes = 32;
 constexpr size_t kMaxHeaderBytes = 64;
@@ -55,30 +55,30 @@ constexpr int kMaxMsgType = 9;
 // Why a message was rejected or a group aborted. Wire-stable: append only.
 enum class Reason : uint16_t {
   kNone = 0,
-  kBadToken = 1,             // unknown or expired lease token
-  kMalformed = 2,            // undecodable: bad magic, length, reserved bits, text
-  kVersion = 3,              // protocol version not spoken here
-  kBadType = 4,              // unknown message type, or one the receiver never accepts
-  kBadDtypeOp = 5,           // dtype/op not valid or not reducible together
-  kUnknownGroup = 6,         // no such group for this lease
-  kSizeMismatch = 7,         // members disagree on the group size
+  kBadToken = 1,      // unknown or expired lease token
+  kMalformed = 2,     // undecodable: bad magic, length, reserved bits, text
+  kVersion = 3,       // protocol version not spoken here
+  kBadType = 4,       // unknown message type, or one the receiver never accepts
+  kBadDtypeOp = 5,    // dtype/op not valid or not reducible together
+  kUnknownGroup = 6,  // no such group for this lease
+  kSizeMismatch = 7,  // members disagree on the group size
   kRankOutOfRange = 8,
-  kDuplicateJoin = 9,        // rank already joined (or left) this group
-  kNoResource = 10,          // no free slots in the lease or the pool
-  kSlotOutOfRange = 11,      // slot >= window or slot != chunk % window
-  kChunkOutOfWindow = 12,    // chunk not the one this slot expects next
+  kDuplicateJoin = 9,      // rank already joined (or left) this group
+  kNoResource = 10,        // no free slots in the lease or the pool
+  kSlotOutOfRange = 11,    // slot >= window or slot != chunk % window
+  kChunkOutOfWindow = 12,  // chunk not the one this slot expects next
   kDuplicateContribution = 13,
-  kCountMismatch = 14,       // element count / call size differs between members
-  kOpMismatch = 15,          // dtype or op differs between members
-  kOversize = 16,            // chunk larger than the slot
-  kWrongMember = 17,         // message for a rank from another connection
-  kNotJoined = 18,           // contribution before the group formed
-  kMemberFailed = 19,        // a member's connection failed
-  kMemberTimeout = 20,       // a member silent for member_timeout_ms
-  kMemberLeft = 21,          // a member left while the group was in use
-  kJoinTimeout = 22,         // not all members joined in time
-  kLeaseRevoked = 23,        // lease deleted or expired
-  kShutdown = 24,            // agent shutting down
+  kCountMismatch = 14,  // element count / call size differs between members
+  kOpMismatch = 15,     // dtype or op differs between members
+  kOversize = 16,       // chunk larger than the slot
+  kWrongMember = 17,    // message for a rank from another connection
+  kNotJoined = 18,      // contribution before the group formed
+  kMemberFailed = 19,   // a member's connection failed
+  kMemberTimeout = 20,  // a member silent for member_timeout_ms
+  kMemberLeft = 21,     // a member left while the group was in use
+  kJoinTimeout = 22,    // not all members joined in time
+  kLeaseRevoked = 23,   // lease deleted or expired
+  kShutdown = 24,       // agent shutting down
 };
 constexpr int kMaxReason = 24;
 const char* reasonName(Reason r);  // "bad_token", ... (metrics labels)
@@ -105,10 +105,10 @@ struct Message {
   uint64_t call_elems = 0;  // CONTRIB, RESULT: elements of the whole allreduce
   Dtype dtype = Dtype::kInt32;
   Op op = Op::kSum;
-  uint32_t count = 0;       // CONTRIB, RESULT: elements in this chunk
+  uint32_t count = 0;             // CONTRIB, RESULT: elements in this chunk
   Reason reason = Reason::kNone;  // ABORT, ERROR
-  CapTable caps;            // HELLO_ACK, JOIN_ACK
-  std::string text;         // ABORT, ERROR (printable ASCII, <= kMaxTextBytes)
+  CapTable caps;                  // HELLO_ACK, JOIN_ACK
+  std::string text;               // ABORT, ERROR (printable ASCII, <= kMaxTextBytes)
   const void* payload = nullptr;  // CONTRIB, RESULT: points into the decoded body
   size_t payload_bytes = 0;
 };
