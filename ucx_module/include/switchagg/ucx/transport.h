@@ -35,8 +35,9 @@ enum class WaitMode { kBusyPoll, kBlocking };
 //   kPeer     - every lane uses UCP_ERR_HANDLING_MODE_PEER (RDMA/TCP lanes;
 //               intra-node traffic loses shared memory)
 //   kSentinel - lanes use no error handling (shared memory stays usable) and
-//               one extra PEER-mode endpoint per peer (TCP keepalive) watches
-//               the peer; its failure fails every lane to that peer
+//               one extra PEER-mode TCP endpoint per peer, on a separate
+//               sentinel worker, watches the peer; its failure fails every
+//               lane to that peer
 //   kAuto     - kPeer when an RDMA device is present (RC transports would
 //               treat a dead peer as fatal without error handling), else
 //               kSentinel
@@ -128,7 +129,8 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // This worker's address for out-of-band exchange (PeerGroup).
+  // This worker's address for out-of-band exchange (PeerGroup,
+  // connectAddress). Opaque bytes: it also carries the sentinel worker's.
   std::vector<uint8_t> address() const;
   // One round of progress; returns true if anything happened.
   bool progress();
