@@ -201,10 +201,12 @@ case_token_secrecy() {
 # A broken plugstack line: slurmd keeps running and logs a clear error; srun
 # says so; require is refused, auto runs with a warning.
 case_broken_plugstack() {
-  local good
-  good=$(cat "$DIR/plugstack.conf")
-  atExit 'printf "%s\n" "$good" >"$DIR/plugstack.conf"; "$here/slurm_cluster.sh" slurmd-restart "$DIR"'
-  printf '%s bogus_key=1\n' "$good" >"$DIR/plugstack.conf"
+  # Global, not local: the restore runs at exit, after this function's
+  # locals are gone (and set -u would abort it, leaving the line broken for
+  # the cases that follow).
+  GOOD_PLUGSTACK=$(cat "$DIR/plugstack.conf")
+  atExit 'printf "%s\n" "$GOOD_PLUGSTACK" >"$DIR/plugstack.conf"; "$here/slurm_cluster.sh" slurmd-restart "$DIR"'
+  printf '%s bogus_key=1\n' "$GOOD_PLUGSTACK" >"$DIR/plugstack.conf"
   "$here/slurm_cluster.sh" slurmd-restart "$DIR" || fail "slurmd did not survive the broken line"
   grep -q "switchagg: plugstack.conf: unknown key 'bogus_key' (valid keys: control, mode" "$DIR/log/slurmd.log" ||
     fail "slurmd.log lacks the error"
