@@ -14,6 +14,8 @@
 #
 # Transports: shm = UCX_TLS=posix,sysv,cma,self; tcp = UCX_TLS=tcp (both
 # tools; switchagg's failure sentinel always uses its own TCP context).
+# Both tools pin their two processes to CPUs 0 and 1 (ucx_perftest -c,
+# switchagg-ucx-bench --cpus) so busy-polling ranks do not share a core.
 # Target (issue 2): bandwidth >= 1 MiB within 10% of ucx_perftest tag_bw,
 # 8-byte latency within 25% of tag_lat.
 set -euo pipefail
@@ -50,11 +52,11 @@ iters_of() {  # ~256 MiB of traffic per bandwidth point, 20000 round trips for l
 # perftest <tls> <lat|bw> <size>: one value (50%ile us, or overall MB/s).
 perftest() {
   local test=tag_$2 n; n=$(iters_of "$2" "$3"); port=$((port + 1))
-  UCX_TLS=$1 timeout 120 ucx_perftest -t "$test" -s "$3" -n "$n" -p $port -f >/dev/null 2>&1 &
+  UCX_TLS=$1 timeout 120 ucx_perftest -t "$test" -s "$3" -n "$n" -p $port -c 0 -f >/dev/null 2>&1 &
   local server=$!
   sleep 0.3
   local line
-  line=$(UCX_TLS=$1 timeout 120 ucx_perftest 127.0.0.1 -t "$test" -s "$3" -n "$n" -p $port -f 2>/dev/null | tail -1)
+  line=$(UCX_TLS=$1 timeout 120 ucx_perftest 127.0.0.1 -t "$test" -s "$3" -n "$n" -p $port -c 1 -f 2>/dev/null | tail -1)
   wait $server 2>/dev/null || true
   [[ $2 == lat ]] && awk '{print $2}' <<<"$line" || awk '{print $6}' <<<"$line"
 }
@@ -62,7 +64,7 @@ perftest() {
 # ours <tls> <lat|bw> <size> <lanes> <busy|blocking>: one value (median us, or MB/s).
 ours() {
   UCX_TLS=$1 SWITCHAGG_LOG_LEVEL=error timeout 300 "$bench" --test "$2" --sizes "$3" \
-    --lanes "$4" --wait "$5" --iters "$(iters_of "$2" "$3")" --csv |
+    --lanes "$4" --wait "$5" --iters "$(iters_of "$2" "$3")" --cpus 0,1 --csv |
     awk -F, '/^(lat|bw),/{print $3}'
 }
 

@@ -16,6 +16,7 @@ struct BenchConfig {
   int64_t iters = 0;            // 0: per size, about 0.2 s of traffic
   int window = 0;               // bw sends (and receives) in flight; 0: 32
   bool csv = false;
+  std::vector<int> cpus;        // {rank 0 CPU, rank 1 CPU}; empty: no pinning
 };
 
 struct Pipe {

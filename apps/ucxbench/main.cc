@@ -5,10 +5,12 @@
 //
 //   switchagg-ucx-bench [--test lat|bw|all] [--lanes N] [--wait busy|blocking]
 //                       [--sizes 8,64,...] [--iters N] [--window W] [--csv]
+//                       [--cpus A,B]   (pin rank 0 to CPU A, rank 1 to CPU B)
 //
 // Output (one line per size): "lat <bytes> <median us> <average us>" (one
 // way, as ucx_perftest's 50%ile and average) or "bw <bytes> <MB/s>" (MB =
 // 10^6 bytes, total bytes / wall time, as ucx_perftest's "overall").
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +30,7 @@ namespace {
 void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--test lat|bw|all] [--lanes N] [--wait busy|blocking]\n"
-               "          [--sizes a,b,c] [--iters N] [--window W] [--csv]\n"
+               "          [--sizes a,b,c] [--iters N] [--window W] [--csv] [--cpus A,B]\n"
                "Environment: UCX_TLS picks transports; SWITCHAGG_UCX_* as in docs/transport.md\n",
                argv0);
 }
@@ -76,6 +78,15 @@ Status parseArgs(int argc, char** argv, bench::BenchConfig* cfg) {
       cfg->window = static_cast<int>(*v);
     } else if (a == "--csv") {
       cfg->csv = true;
+    } else if (a == "--cpus") {
+      std::string v = next();
+      size_t comma = v.find(',');
+      if (comma == std::string::npos) return Status(Code::kInvalidArgument, "--cpus wants A,B");
+      auto c0 = parseInt("--cpus", v.substr(0, comma), 0, 4095);
+      auto c1 = parseInt("--cpus", v.substr(comma + 1), 0, 4095);
+      if (!c0.ok()) return c0.status();
+      if (!c1.ok()) return c1.status();
+      cfg->cpus = {static_cast<int>(*c0), static_cast<int>(*c1)};
     } else {
       return Status(Code::kInvalidArgument, "unknown argument " + a);
     }
@@ -105,6 +116,15 @@ int main(int argc, char** argv) {
   pid_t pid = fork();
   if (pid < 0) return 1;
   const int rank = pid == 0 ? 1 : 0;
+  if (!cfg.cpus.empty()) {
+    // Pinning keeps both busy-polling ranks off one core, where every
+    // hand-off would wait for a time slice (ucx_perftest -c does the same).
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cfg.cpus[rank], &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+      std::fprintf(stderr, "switchagg-ucx-bench: cannot pin rank %d to CPU %d\n", rank, cfg.cpus[rank]);
+  }
   bench::Pipe link{rank == 0 ? to_parent[0] : to_child[0], rank == 0 ? to_child[1] : to_parent[1]};
   st = bench::runRank(cfg, rank, link);
   if (!st.ok()) std::fprintf(stderr, "switchagg-ucx-bench rank %d: %s\n", rank, st.toString().c_str());
