@@ -17,7 +17,7 @@ awk -F, -v np="$np" '
     if (alg == "recursive_doubling") { l = 0; for (p = 1; p < np; p *= 2) l++; return l * n }
     return -1
   }
-  # "previous" is Open MPI's own module: the component cannot count its bytes.
+  # "previous" is the module Open MPI would have used: its bytes are not counted here.
   function sent(alg, n, measured) { if (alg == "previous") return "n/a"; if (measured != "") return human(measured); v = model(alg, n); return v < 0 ? "n/a" : human(v) }
   FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; f++; next }
   { b = $col["bytes"]; sizes[b] = 1
