@@ -1,7 +1,9 @@
 #include "comm_state.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <string>
 
 #include "process_runtime.h"
 #include "switch_path.h"
@@ -17,6 +19,7 @@ struct ExchangeHeader {
   uint64_t host_id;
   uint32_t context_id;
   uint32_t address_bytes;  // 0: this rank has no working transport
+  uint64_t busy_slots[2];  // PeerGroup tag slots held on this rank's worker
 };
 
 uint64_t fnv1a(const std::string& text) {
@@ -86,13 +89,20 @@ Status CommState::exchangeAddresses() {
   else SA_WARN("coll", "rank %d: UCX transport unavailable: %s", rank_,
                worker.status().toString().c_str());
 
-  ExchangeHeader mine{fnv1a(node_name_), context_id_, static_cast<uint32_t>(address.size())};
+  ExchangeHeader mine{fnv1a(node_name_), context_id_, static_cast<uint32_t>(address.size()), {}};
+  if (worker.ok()) {
+    const std::array<uint64_t, 2> busy = worker.value()->busyGroupSlots();
+    mine.busy_slots[0] = busy[0];
+    mine.busy_slots[1] = busy[1];
+  }
   std::vector<ExchangeHeader> all(static_cast<size_t>(size_));
   SWITCHAGG_RETURN_IF_ERROR(allgather(&mine, all.data(), sizeof mine));
   std::vector<uint64_t> host_ids;
+  std::vector<std::array<uint64_t, 2>> busy;
   size_t longest = 0;
   for (const ExchangeHeader& h : all) {
     host_ids.push_back(h.host_id);
+    busy.push_back({h.busy_slots[0], h.busy_slots[1]});
     longest = std::max<size_t>(longest, h.address_bytes);
     if (h.address_bytes == 0) return Status(Code::kUnsupported, "a rank has no UCX transport");
     if (h.context_id != context_id_)
@@ -108,8 +118,15 @@ Status CommState::exchangeAddresses() {
     const uint8_t* begin = gathered.data() + r * longest;
     addresses.emplace_back(begin, begin + all[r].address_bytes);
   }
+  // Every rank computes the same slot from the same headers: the lowest one
+  // free on all members, so live communicators never share tag space.
+  const int slot = ucx::PeerGroup::firstCommonFreeSlot(busy);
+  if (slot == 0)
+    return Status(Code::kUnsupported,
+                  "every peer-group tag slot (" + std::to_string(ucx::PeerGroup::kMaxSlot) +
+                      ") is held by a live communicator on some rank");
   Result<std::unique_ptr<ucx::PeerGroup>> group =
-      ucx::PeerGroup::create(*worker.value(), context_id_, rank_, std::move(addresses));
+      ucx::PeerGroup::create(*worker.value(), context_id_, rank_, std::move(addresses), slot);
   if (!group.ok())
     SA_WARN("coll", "rank %d: peer group: %s", rank_, group.status().toString().c_str());
   // Creating the group is local; agree on the outcome so that no rank runs

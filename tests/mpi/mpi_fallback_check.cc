@@ -3,7 +3,8 @@
 // itself rejects predefined ops on derived types), a predefined type it does
 // not serve - still get the right answer through the previous coll module,
 // and the component counts each hand-back by reason.
-// Served calls in between must keep using the expected algorithm.
+// Served calls in between must keep using the expected algorithm, also on
+// the 130th of 130 live communicators.
 //
 //   mpi_fallback_check --expect ALG
 #include <dlfcn.h>
@@ -122,6 +123,25 @@ void servedCall(const char* expect) {
   if (g_size > 1) expectPath(expect, "served call between fallbacks");
 }
 
+// 130 live duplicates of WORLD: their context ids run past 127, where a tag
+// slot derived from the id alone would collide with an earlier live one and
+// the communicator would lose the host path. Every one must be served.
+void manyLiveCommunicators(const char* expect) {
+  std::vector<MPI_Comm> comms(130);
+  for (MPI_Comm& c : comms) MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  for (size_t k : {size_t(0), size_t(126), size_t(127), size_t(128), size_t(129)}) {
+    int in = g_rank + 1, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, comms[k]);
+    expectTrue(out == g_size * (g_size + 1) / 2, "sum on duplicate " + std::to_string(k));
+    const char* got = g_last(comms[k]);
+    if (g_size > 1)
+      expectTrue(got && !std::strcmp(got, expect),
+                 "duplicate " + std::to_string(k) + " of 130 live: served by " +
+                     (got ? got : "(none)") + ", want " + expect);
+  }
+  for (MPI_Comm& c : comms) MPI_Comm_free(&c);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,6 +163,7 @@ int main(int argc, char** argv) {
   derivedTypes();
   unservedPredefined();
   servedCall(expect);
+  manyLiveCommunicators(expect);
 
   expectTrue(g_counter(MPI_COMM_WORLD, "fallback:user-defined op") == 4, "user-op counter");
   expectTrue(g_counter(MPI_COMM_WORLD, "fallback:predefined datatype not served") == 1,

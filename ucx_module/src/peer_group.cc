@@ -143,18 +143,32 @@ void PeerGroup::Impl::postData(int peer, uint32_t tag, uint64_t seq, const void*
 PeerGroup::PeerGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PeerGroup::~PeerGroup() = default;
 
+int PeerGroup::firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy) {
+  for (int slot = 1; slot <= kMaxSlot; ++slot) {
+    const uint64_t bit = uint64_t(1) << (slot % 64);
+    bool free_everywhere = true;
+    for (const auto& mask : busy) free_everywhere = free_everywhere && !(mask[slot / 64] & bit);
+    if (free_everywhere) return slot;
+  }
+  return 0;
+}
+
 Result<std::unique_ptr<PeerGroup>> PeerGroup::create(Worker& worker, uint32_t group_id, int rank,
-                                                     std::vector<std::vector<uint8_t>> addresses) {
+                                                     std::vector<std::vector<uint8_t>> addresses,
+                                                     int slot) {
   const int size = static_cast<int>(addresses.size());
   if (size == 0 || size > kMaxGroupRanks)
     return Status(Code::kInvalidArgument, "group size must be 1.." + std::to_string(kMaxGroupRanks));
   if (rank < 0 || rank >= size) return Status(Code::kInvalidArgument, "rank outside the group");
   Worker::Impl* w = worker.impl();
-  const int slot = 1 + static_cast<int>(group_id % 127);
+  if (slot < 0 || slot > kMaxSlot)
+    return Status(Code::kInvalidArgument, "group tag slot " + std::to_string(slot) +
+                                              " outside 1.." + std::to_string(kMaxSlot));
+  if (slot == 0) slot = 1 + static_cast<int>(group_id % kMaxSlot);
   if (w->group_slots[slot])
     return Status(Code::kInvalidArgument,
-                  "group id " + std::to_string(group_id) +
-                      " shares its tag slot with a live group on this worker (ids equal mod 127)");
+                  "group id " + std::to_string(group_id) + ": tag slot " + std::to_string(slot) +
+                      " is held by a live group on this worker");
   auto impl = std::make_unique<Impl>();
   impl->worker = &worker;
   impl->w = w;

@@ -6,8 +6,9 @@
 //   ctl  group    src rank   seq      user tag          data:    ctl = 0
 //   1    group    0          0        0                 control: ctl = 1
 //
-// group = 1 + group_id % 127 (slot 0 stays free for raw Worker::tagRecv
-// users), src = sending rank (< 65536), seq = count of earlier messages
+// group = the group's tag slot, 1..127 (slot 0 stays free for raw
+// Worker::tagRecv users; the creator picks a slot free on every member, or
+// 1 + group_id % 127), src = sending rank (< 65536), seq = count of earlier messages
 // with the same (src, dst, user tag), mod 256. Receives match all 64 bits,
 // so the n-th receive posted for (src, tag) takes exactly the n-th message
 // sent for it, whatever lane each travelled on and whether it waited for a

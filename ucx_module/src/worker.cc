@@ -229,6 +229,13 @@ std::vector<uint8_t> Worker::address() const {
   return joinWorkerAddress(parts);
 }
 
+std::array<uint64_t, 2> Worker::busyGroupSlots() const {
+  std::array<uint64_t, 2> mask{1, 0};  // slot 0: raw tag users
+  for (size_t slot = 1; slot < impl_->group_slots.size(); ++slot)
+    if (impl_->group_slots[slot]) mask[slot / 64] |= uint64_t(1) << (slot % 64);
+  return mask;
+}
+
 bool Worker::progress() { return impl_->progress(); }
 
 Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {

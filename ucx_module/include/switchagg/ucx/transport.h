@@ -16,6 +16,7 @@
 // Worker and everything built on it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -132,6 +133,10 @@ class Worker {
   // This worker's address for out-of-band exchange (PeerGroup,
   // connectAddress). Opaque bytes: it also carries the sentinel worker's.
   std::vector<uint8_t> address() const;
+  // PeerGroup tag slots held by live groups on this worker: bit s of the
+  // 128-bit mask (word s / 64) is set when slot s is taken; bit 0 (raw tag
+  // users) always is.
+  std::array<uint64_t, 2> busyGroupSlots() const;
   // One round of progress; returns true if anything happened.
   bool progress();
   // Progress until `pred` holds or `timeout_ms` passes (kTimeout). Blocks in
@@ -227,8 +232,18 @@ struct PeerGroupCounters {
 // value; source rank and group id are folded in by the group.
 class PeerGroup {
  public:
+  // Tag slots a group lives in: 1..kMaxSlot on each worker. With slot 0
+  // the group takes 1 + group_id % kMaxSlot, which only works if every
+  // member computes the same slot and none holds a live group there;
+  // callers that can exchange data agree on a slot free on every member
+  // instead (Worker::busyGroupSlots) and pass it.
+  static constexpr int kMaxSlot = 127;
   static Result<std::unique_ptr<PeerGroup>> create(Worker& worker, uint32_t group_id, int rank,
-                                                   std::vector<std::vector<uint8_t>> addresses);
+                                                   std::vector<std::vector<uint8_t>> addresses,
+                                                   int slot = 0);
+  // The lowest slot whose bit is clear in every mask of `busy` (masks as
+  // returned by Worker::busyGroupSlots, one per member); 0 if none is.
+  static int firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy);
   ~PeerGroup();
   int rank() const;
   int size() const;
