@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The demo's one-screen summary. Args: OUTDIR NP METRICS_TEXT PLOTS
+# The demo's one-screen summary. Args: OUTDIR NP METRICS_TEXT [PLOTS [EXTRA]]
+# (EXTRA: lines printed after the agent's counters, e.g. what Slurm did).
 set -euo pipefail
-out=$1 np=$2 metrics=$3 plots=${4:-}
+out=$1 np=$2 metrics=$3 plots=${4:-} extra=${5:-}
 
 printf '\n\033[1mswitchagg demo summary (np=%s)\033[0m\n' "$np"
 printf '%-9s | %-18s %10s | %-18s %10s | %7s | %12s %12s\n' \
@@ -44,5 +45,6 @@ else
 fi
 echo
 echo "agent: $(printf '%s\n' "$metrics" | awk '/^switchagg_(chunks_reduced|bytes_reduced|groups_created|groups_aborted)_total/ { printf "%s=%s  ", $1, $2 }')"
+[[ -n $extra ]] && printf '%s\n' "$extra"
 [[ -n $plots ]] && echo "plots: $plots"
 echo "logs and CSV: $out"
