@@ -99,6 +99,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo; echo "demo: interrupted; stopping everything it started" >&2; exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 # Runs one MPI job in the background and waits for it, so that Ctrl-C
 # reaches the trap at once (bash defers traps while a foreground child runs).
@@ -128,6 +129,7 @@ slurmStart() {
   export OMPI_MCA_mca_base_component_path=${mca[2]} OMPI_MCA_btl=self,vader SWITCHAGG_UCX_WAIT=blocking \
     OMPI_MCA_mpi_yield_when_idle=1
   mkdir -p "$work/jobs"
+  unset SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_MODE  # only the plugin's, not a caller's
 }
 slurmRun() {  # slurmRun OFFLOAD LOG PROGRAM ARGS...
   local offload=$1 log=$2 opts=(--switch-agg=off)
@@ -184,10 +186,10 @@ run() {  # run OFFLOAD LOG -- program args...
   fi
 }
 
-launcher="mpirun -np $np"
-((use_slurm)) && launcher="srun -n $np"
 for mode in on off; do
   label=$([[ $mode == on ]] && echo switch || echo host)
+  launcher="mpirun -np $np"
+  ((use_slurm)) && launcher="srun --switch-agg=$([[ $mode == on ]] && echo require || echo off) --mpi=pmix -n $np"
   say "$launcher switchagg-bench --check --max $max   (offload=$mode)"
   run "$mode" "$out/bench-$label.log" -- "$bin/switchagg-bench" --check --max "$max" --iters "$iters" \
     --label "$label" --csv "$out/bench-$label.csv"
