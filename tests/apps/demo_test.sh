@@ -7,6 +7,8 @@
 #                    loss for both training runs (and for slurm, the lease the
 #                    plugin created and deleted); CSVs and PNG plots in --out;
 #                    nothing it started is left running
+#   options          --help documents every option the parser takes; an
+#                    unknown option or a missing value is refused, naming it
 #   interrupt,       SIGINT to the demo's process group (what Ctrl-C does)
 #   slurm_interrupt  while its first MPI job runs: it exits non-zero within
 #                    60 s, no process it started is left, its temp dir is gone
@@ -19,6 +21,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 case=${1:?usage: $0 run|slurm|interrupt|slurm_interrupt}
 export SWITCHAGG_BUILD_DIR=${SWITCHAGG_BUILD_DIR:?a built build directory}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The Slurm fixture's watchdog: a cluster of a killed test goes after 10 min.
+export SWITCHAGG_CLUSTER_MAX_S=${SWITCHAGG_CLUSTER_MAX_S:-600}
 t=$(mktemp -d /tmp/switchagg-apps-test.XXXXXX)
 log=$t/demo.log pid="" work=""
 
@@ -156,7 +160,21 @@ interruptCase() {  # interruptCase [--slurm]
   echo "interrupted: exit $rc after $((SECONDS - start)) s; stopped: $(awk '{ print $2 }' <<<"$before" | sort | uniq -c | xargs)"
 }
 
+optionsCase() {
+  local demo=$root/scripts/demo.sh help opt out rc
+  help=$("$demo" --help) || fail "--help failed"
+  for opt in $(grep -oE '^ +(-h\|)?--[a-z-]+\)' "$demo" | grep -oE -- '--[a-z-]+'); do
+    grep -qE -- "^  $opt( |,|$)|, $opt " <<<"$help" || fail "--help does not document $opt"
+  done
+  grep -qE -- "^  -h, --help" <<<"$help" || fail "--help does not document itself"
+  rc=0; out=$("$demo" --frobnicate 2>&1) || rc=$?
+  ((rc == 2)) && grep -q "unknown option '--frobnicate'" <<<"$out" || fail "unknown option: rc $rc, '$out'"
+  rc=0; out=$("$demo" --max 2>&1) || rc=$?
+  ((rc == 2)) && grep -q -- "--max needs a value" <<<"$out" || fail "missing value: rc $rc, '$out'"
+}
+
 case $case in
+  options) optionsCase ;;
   run) runCase ;;
   slurm) runCase --slurm ;;
   interrupt) interruptCase ;;
