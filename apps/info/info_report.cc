@@ -34,6 +34,14 @@ Status applyAndReadBack(InfoReport* report) {
     if (!value.ok()) return value.status();
     report->applied.emplace_back(kv.first, *value);
   }
+  // The cache above is only what we asked for; this is what UCX's transport
+  // configs will hold (a key UCX ignores would show up as "default" here).
+  std::vector<std::string> keys;
+  for (const auto& kv : report->profile.ucx_settings) keys.push_back(kv.first);
+  auto effective = ucx::effectiveTransportConfig(config.get(), keys);
+  if (!effective.ok()) return effective.status();
+  for (const ucx::UcxEffectiveValue& e : *effective)
+    report->effective.push_back({e.table, e.name, e.value, e.source});
   return Status::Ok();
 }
 
@@ -120,6 +128,12 @@ std::string renderText(const InfoReport& r) {
   };
   pairs("UCX settings applied (ucp_config_modify keys, read back from UCX)", "", r.applied);
   pairs("Left to the user (set in the environment, which wins)", "UCX_", p.left_to_user);
+  out << "\nEffective in UCX's transport configs (what rc/dc/ud will use):\n";
+  if (r.effective.empty()) out << "  (none)\n";
+  for (const EffectiveRow& e : r.effective) {
+    const std::string kv = e.name + "=" + e.value;
+    out << "  " << kv << std::string(kv.size() < 38 ? 38 - kv.size() : 1, ' ') << e.source << "\n";
+  }
   out << "\nTransport options (command line > environment > default):\n";
   for (const OptionRow& o : r.options) {
     out << "  " << o.env << "=" << o.value;
@@ -157,6 +171,10 @@ std::string renderJson(const InfoReport& r) {
   j["ucx_settings"] = pairs(p.ucx_settings);
   j["applied"] = pairs(r.applied);
   j["left_to_user"] = pairs(p.left_to_user);
+  Json effective = Json::object();
+  for (const EffectiveRow& e : r.effective)
+    effective[e.name] = {{"value", e.value}, {"source", e.source}, {"table", e.table}};
+  j["effective"] = effective;
   Json options = Json::array();
   for (const OptionRow& o : r.options) {
     options.push_back({{"name", o.name},

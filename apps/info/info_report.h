@@ -25,12 +25,23 @@ struct OptionRow {
   std::string name, env, value, default_value, source, help;
 };
 
+// One field of a UCX transport/memory-domain config as UCX will build it.
+struct EffectiveRow {
+  std::string table;   // "rc_mlx5 transport"
+  std::string name;    // "UCX_RC_MLX5_SL"
+  std::string value;   // "3"
+  std::string source;  // "profile IB_SL", "environment UCX_RC_MLX5_SL", "default"
+};
+
 struct InfoReport {
   std::string ucx_version;
   ucx::RoceProfile profile;
   int lanes = 1;
   // Key -> value as UCX's configuration holds it after applyProfile.
   std::vector<std::pair<std::string, std::string>> applied;
+  // Every transport field the profile's keys reach (rc/dc/ud on mlx5 and
+  // verbs, the IB memory domain), with the value UCX will use there.
+  std::vector<EffectiveRow> effective;
   std::vector<OptionRow> options;
 };
 

@@ -66,6 +66,16 @@ TEST(InfoCli, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["applied"]["IB_TRAFFIC_CLASS"], "104");
   EXPECT_EQ(j["applied"].size(), j["ucx_settings"].size());
   EXPECT_TRUE(j["left_to_user"].empty());
+  // ...and shown as UCX's transport configs will hold them.
+  const auto& eff = j["effective"];
+  EXPECT_EQ(eff["UCX_IB_GID_INDEX"]["value"], "3");
+  EXPECT_EQ(eff["UCX_IB_GID_INDEX"]["source"], "profile GID_INDEX");
+  for (const char* tl : {"RC_MLX5", "RC_VERBS", "DC_MLX5", "UD_MLX5", "UD_VERBS"}) {
+    const std::string pre = std::string("UCX_") + tl + "_";
+    EXPECT_EQ(eff[pre + "SL"]["value"], "3") << tl;
+    EXPECT_EQ(eff[pre + "TRAFFIC_CLASS"]["value"], "104") << tl;
+  }
+  EXPECT_EQ(eff["UCX_RC_MLX5_TIMEOUT"]["value"], "4000000.00us");
 }
 
 TEST(InfoCli, NetdevAndDeviceFlags) {
@@ -88,6 +98,7 @@ TEST(InfoCli, NoDeviceSaysSoAndAppliesNothing) {
     EXPECT_EQ(j["roce_version"], 0);
     EXPECT_EQ(j["lanes"], 1);
     EXPECT_TRUE(j["applied"].empty());
+    EXPECT_TRUE(j["effective"].empty());
     EXPECT_NE(j["reason"].get<std::string>().find("no RDMA device"), std::string::npos);
   }
 }
@@ -96,6 +107,8 @@ TEST(InfoCli, EnvironmentWinsAndShowsInOptions) {
   auto j = infoJson("mixed_v1_v2", "", "UCX_IB_SL=5 SWITCHAGG_ROCE_DSCP=24 SWITCHAGG_UCX_LANES=2");
   EXPECT_EQ(j["left_to_user"]["IB_SL"], "5");
   EXPECT_FALSE(j["applied"].contains("IB_SL"));
+  EXPECT_EQ(j["effective"]["UCX_UD_VERBS_SL"]["value"], "5");
+  EXPECT_EQ(j["effective"]["UCX_UD_VERBS_SL"]["source"], "environment UCX_IB_SL");
   EXPECT_EQ(j["traffic_class"], 96);
   EXPECT_EQ(j["lanes"], 2);
   bool saw_dscp = false, saw_sysfs = false;

@@ -111,7 +111,8 @@ TEST_F(RoceUcx, UserUcpKeyWins) {
 }
 
 // A transport-specific spelling (UCX_RC_MLX5_SL) also beats our IB_SL: the
-// cached IB_SL would be applied over it at ucp_init, so it is not set.
+// cached IB_SL would be applied over it at ucp_init, so it is not set; ud
+// and dc get the SL through keys that miss rc_mlx5 (test_roce_reach.cc).
 TEST_F(RoceUcx, UserTransportVariantWins) {
   setenv("UCX_RC_MLX5_SL", "5", 1);
   RoceProfile p = profileFor("mixed_v1_v2");
@@ -121,6 +122,8 @@ TEST_F(RoceUcx, UserTransportVariantWins) {
   EXPECT_EQ(p.left_to_user[0], std::make_pair(std::string("RC_MLX5_SL"), std::string("5")));
   for (const auto& kv : p.applied) EXPECT_NE(kv.first, "IB_SL");
   EXPECT_FALSE(readUcpConfigValue(c, "IB_SL").ok());
+  EXPECT_EQ(*readUcpConfigValue(c, "UD_SL"), "3");
+  EXPECT_EQ(*readUcpConfigValue(c, "DC_SL"), "3");
   EXPECT_EQ(*readUcpConfigValue(c, "GID_INDEX"), "3");
 }
 

@@ -1,17 +1,26 @@
 // Applying a RoceProfile to a ucp_config_t, and reading values back from
 // UCX's own configuration (tests, switchagg-info).
 //
-// UCX 1.13 quirk this layer exists for: ucp_config_modify() validates only
-// keys of the UCP context table (NET_DEVICES, TLS, ...). Transport keys
-// (IB_*, RC_*) are cached unchecked and applied at ucp_init; a misspelt key or
-// a bad value then only shows up as a "UCX WARN invalid configuration" line
-// at worker creation. checkUcxSetting() runs UCX's own parser over its
-// registered tables first, so such a mistake is an error here instead.
+// How UCX 1.13 treats ucp_config_modify keys (v1.13.1 source; see
+// roce_ucx_tables.cc for the functions): UCP context and UCS global keys are
+// set at once; any other key is cached unchecked and, at ucp_init /
+// ucp_worker_create, applied to every memory-domain and transport config
+// with uct_config_modify. That match ignores the table's own prefix
+// (RC_MLX5_, TCP_, the IB memory domain's IB_), so IB_GID_INDEX and
+// TCP_SNDBUF are silently unused (GID_INDEX, SNDBUF work), while IB_SL or
+// RC_TIMEOUT reach rc/dc/ud through the names of their embedded tables. A
+// key no table takes is only a "UCX WARN invalid configuration" line at
+// worker creation. Cached keys are applied over the environment, so
+// "the user's UCX_* wins" is ours to enforce, per transport field.
 #pragma once
 
 #include <ucp/api/ucp.h>
+#include <ucs/config/parser.h>
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "switchagg/common/status.h"
 #include "switchagg/ucx/roce_profile.h"
@@ -19,9 +28,12 @@
 namespace switchagg::ucx {
 
 // Applies profile.ucx_settings with ucp_config_modify (keys without the UCX_
-// prefix). A key the user set in the environment (UCX_<key>, or a more
-// specific transport variant such as UCX_RC_MLX5_SL for IB_SL) is left
-// alone and recorded in profile.left_to_user; the rest go to profile.applied.
+// prefix). For each key: every UCX field it reaches that the user set in
+// the environment (any spelling UCX reads, e.g. UCX_RC_MLX5_SL for IB_SL)
+// is left alone and the variable recorded in profile.left_to_user; the other
+// fields still get the value, through the narrowest keys that do not touch
+// the user's (UD_SL, DC_SL, ...), recorded in profile.applied. A transport
+// that no such key separates from the user's keeps UCX's value.
 // Any key/value UCX would not accept gives InvalidArgument naming it.
 Status applyProfile(ucp_config_t* config, RoceProfile& profile);
 
@@ -29,18 +41,69 @@ Status applyProfile(ucp_config_t* config, RoceProfile& profile);
 // UCP context keys print as UCX_<KEY>=v, cached transport keys as <KEY>=v.
 Result<std::string> readUcpConfigValue(ucp_config_t* config, const std::string& key);
 
+// The cached transport keys of `config`, in the order UCX applies them.
+std::vector<std::pair<std::string, std::string>> cachedTransportKeys(ucp_config_t* config);
+
 // Ok if some UCX 1.13 configuration table (UCP context, IB memory domain,
 // rc/dc/ud transports, ...) knows `key` and accepts `value` for it.
 // InvalidArgument otherwise, naming the key (and the value if that's wrong).
 Status checkUcxSetting(const std::string& key, const std::string& value);
 
-// The environment variable (without UCX_) that sets `key`: the key itself,
-// except for keys UCX 1.13 applies to a memory domain without the domain's
-// table prefix (GID_INDEX is UCX_IB_GID_INDEX in the environment).
+// The environment variable (without UCX_) that sets what `key` sets: the
+// key itself where UCX reads it from the environment too, else the name
+// ucx_info -c prints (GID_INDEX -> IB_GID_INDEX).
 std::string ucxEnvName(const std::string& key);
 
-// The variable (without UCX_) and value that override `key`, if the user set
-// one: UCX_<ucxEnvName(key)> or a more specific transport spelling.
+// The variable (without UCX_) and value the user set for a field `key`
+// reaches, if any (UCX_NET_DEVICES, UCX_RC_MLX5_SL for IB_SL, ...).
 std::optional<std::pair<std::string, std::string>> userOverride(const std::string& key);
+
+// One field of a registered UCX configuration table.
+struct UcxField {
+  std::string table;                      // "rc_mlx5 transport", "IB memory domain"
+  std::string name;                       // "UCX_RC_MLX5_SL", as ucx_info -c prints it
+  std::vector<std::string> env_names;     // UCX_ + each sets it; the last set one counts
+  std::vector<std::string> modify_names;  // ucp_config_modify keys that reach it
+  bool consumed_by_ucp = false;           // UCP context / UCS global: never cached
+  const ucs_config_global_list_entry_t* entry = nullptr;
+  size_t offset = 0;  // inside the table's config struct
+  const ucs_config_field_t* field = nullptr;
+};
+
+// Every field of every table registered once the transport modules loaded.
+const std::vector<UcxField>& ucxConfigFields();
+// The fields ucp_config_modify(key) ends up setting (UCP ones if it is a
+// UCP key, else every transport/md field the cached key reaches).
+std::vector<const UcxField*> fieldsReachedBy(const std::string& key);
+// The variable (without UCX_) that sets `field` in this environment, if any.
+std::optional<std::string> userVariable(const UcxField& field);
+
+// What a transport field will hold, built as UCX builds md/iface configs:
+// uct_config_read (defaults, ucx.conf, environment), then each cached key in
+// order through uct_config_modify's parser call.
+struct UcxEffectiveValue {
+  std::string table, name, value;
+  std::string source;  // "profile <KEY>", "environment UCX_<VAR>" or "default"
+};
+Result<std::vector<UcxEffectiveValue>> effectiveUcxValues(
+    const std::vector<std::pair<std::string, std::string>>& cached,
+    const std::vector<const UcxField*>& fields);
+// The transport fields that `keys` reach, with the values `config` gives them.
+Result<std::vector<UcxEffectiveValue>> effectiveTransportConfig(
+    ucp_config_t* config, const std::vector<std::string>& keys);
+
+// Internal helpers shared by the two files.
+void loadUcxTransportModules();
+template <typename Fn>
+void forEachUcxConfigTable(Fn fn) {
+  // ucs_list_for_each is typeof-based C; walk the list by hand.
+  const size_t off = offsetof(ucs_config_global_list_entry_t, list);
+  for (ucs_list_link_t* l = ucs_config_global_list.next; l != &ucs_config_global_list;
+       l = l->next) {
+    auto* entry =
+        reinterpret_cast<ucs_config_global_list_entry_t*>(reinterpret_cast<char*>(l) - off);
+    if (entry->table != nullptr && entry->size > 0) fn(entry);
+  }
+}
 
 }  // namespace switchagg::ucx

@@ -84,9 +84,11 @@ struct RoceProfile {
   // What the profile wants UCX to use (keys without the UCX_ prefix), in
   // order; applyProfile() splits it into applied / left_to_user.
   std::vector<std::pair<std::string, std::string>> ucx_settings;
-  // UCX config keys (without UCX_ prefix) this profile set, and those it left
-  // alone because the user already set UCX_<key> in the environment (there
-  // the value is the user's, and the key is the variable the user set).
+  // UCX config keys (without UCX_ prefix) this profile set, and the
+  // variables (without UCX_) the user set that it left alone, with the
+  // user's values. Environment wins per transport field: with only
+  // UCX_RC_MLX5_SL set, IB_SL becomes UD_SL + DC_SL in `applied` (keys that
+  // miss rc_mlx5), so ud and dc still get the profile's SL.
   std::vector<std::pair<std::string, std::string>> applied;
   std::vector<std::pair<std::string, std::string>> left_to_user;
 };
