@@ -32,13 +32,21 @@ std::unique_ptr<SwitchLease> readLease() {
   lease->require = mode && strcasecmp(mode, "require") == 0;
   // "off" in the environment means the job asked for no offload at all.
   if (mode && strcasecmp(mode, "off") == 0) return nullptr;
+  // A bad value is named once and the default kept: the job still runs.
   if (const char* t = envOrNull("SWITCHAGG_SWITCH_TIMEOUT_MS")) {
     Result<int64_t> ms = parseDurationMs("SWITCHAGG_SWITCH_TIMEOUT_MS", t);
     if (ms.ok() && ms.value() > 0) lease->call_timeout_ms = ms.value();
+    else SA_WARN("coll", "SWITCHAGG_SWITCH_TIMEOUT_MS='%s' ignored (want a duration > 0)", t);
   }
   if (const char* w = envOrNull("SWITCHAGG_SWITCH_WINDOW")) {
     Result<int64_t> n = parseInt("SWITCHAGG_SWITCH_WINDOW", w, 1, 1 << 16);
     if (n.ok()) lease->window_request = uint32_t(n.value());
+    else SA_WARN("coll", "%s; SWITCHAGG_SWITCH_WINDOW ignored", n.status().toString().c_str());
+  }
+  if (const char* r = envOrNull("SWITCHAGG_SWITCH_REJOIN_CALLS")) {
+    Result<int64_t> n = parseInt("SWITCHAGG_SWITCH_REJOIN_CALLS", r, 0, kMaxRejoinCalls);
+    if (n.ok()) lease->rejoin_calls = uint32_t(n.value());
+    else SA_WARN("coll", "%s; SWITCHAGG_SWITCH_REJOIN_CALLS ignored", n.status().toString().c_str());
   }
   return lease;
 }
@@ -67,12 +75,15 @@ const SwitchLease* switchLease() {
 Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease) {
   ClientSlot& s = slot();
   std::shared_ptr<agent::AggClient> live = s.client.lock();
-  // A dead connection is dropped; its groups keep it alive until they go.
+  // A dead connection is dropped (its groups keep it alive until they go)
+  // and replaced at once: the agent may be back. Only failed connects back
+  // off.
   if (live && live->failed()) {
-    s.last_error = live->failure();
-    s.failed_at_ms = nowMs();
+    SA_DEBUG("coll", "agent connection lost (%s); reconnecting",
+             live->failure().toString().c_str());
     s.client.reset();
     live.reset();
+    s.last_error = Status::Ok();
   }
   if (live) return live;
   if (!s.last_error.ok() && nowMs() - s.failed_at_ms < kReconnectBackoffMs) return s.last_error;

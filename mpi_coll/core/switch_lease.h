@@ -9,6 +9,10 @@
 //   SWITCHAGG_SWITCH_WINDOW      slots each communicator's group asks for
 //                    (default: half the lease, so a second communicator
 //                    still finds slots; later ones may find none -> host)
+//   SWITCHAGG_SWITCH_REJOIN_CALLS  after a switch failure, allreduce calls on
+//                    the host before the communicator tries to rejoin (100;
+//                    doubles after each failed rejoin up to kMaxRejoinCalls;
+//                    0: never rejoin)
 //
 // The environment is job-wide (set by the Slurm plugin for every task, or
 // exported to every rank by mpirun -x), so every rank sees the same lease
@@ -33,7 +37,10 @@ struct SwitchLease {
   bool require = false;
   int64_t call_timeout_ms = 2000;
   uint32_t window_request = 0;  // 0: half of the lease's slots
+  uint32_t rejoin_calls = 100;   // 0: a failed switch path stays off
 };
+
+constexpr int64_t kMaxRejoinCalls = 1 << 20;
 
 // The lease from the environment, or nullptr when the job has none.
 const SwitchLease* switchLease();

@@ -16,7 +16,10 @@
 // committed. Anyone failed -> the input is untouched everywhere, the path
 // is dead for the communicator (agreed, so all ranks alike) and we return
 // kUnsupported: dispatch runs the next candidate (a host algorithm) from the
-// intact input. Detailed semantics: docs/offload.md.
+// intact input. After `rejoin_calls` more calls (counted alike on every
+// rank, so no extra communication decides it) the communicator runs the
+// join again; a failed rejoin doubles the wait. Detailed semantics:
+// docs/offload.md.
 #include "switch_path.h"
 
 #include <strings.h>
@@ -55,11 +58,22 @@ uint64_t randomNonce() {
          uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+struct Joined {
+  std::shared_ptr<agent::AggClient> client;  // outlives group
+  std::unique_ptr<agent::AggGroup> group;
+};
+
+// The collective join (first or rejoin); no group on every rank alike when
+// any rank failed. `first`: report a `require` failure and say why at info
+// level (a failed rejoin is logged at debug level only: its first failure
+// was already reported).
+Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first);
+
 class AgentSwitchPath : public SwitchPath {
  public:
-  AgentSwitchPath(CommState& comm, const SwitchLease& lease,
-                  std::shared_ptr<agent::AggClient> client, std::unique_ptr<agent::AggGroup> group)
-      : comm_(comm), lease_(lease), client_(std::move(client)), group_(std::move(group)) {}
+  AgentSwitchPath(CommState& comm, const SwitchLease& lease, Joined joined)
+      : comm_(comm), lease_(lease), client_(std::move(joined.client)),
+        group_(std::move(joined.group)) {}
   ~AgentSwitchPath() override;
 
   void describe(const AllreduceArgs& args, SelectionInput* in) override;
@@ -76,6 +90,7 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   void giveUp(const Status& mine, const std::vector<uint8_t>& oks);
+  void maybeRejoin();
   void logSummary() const;
 
   CommState& comm_;
@@ -84,7 +99,8 @@ class AgentSwitchPath : public SwitchPath {
   std::unique_ptr<agent::AggGroup> group_;
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
   bool dead_ = false;
-  uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0;
+  uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
+  uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0;
   uint64_t last_bytes_sent_ = 0;
 };
 
@@ -101,6 +117,7 @@ AgentSwitchPath::~AgentSwitchPath() {
 }
 
 void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) {
+  if (dead_) maybeRejoin();
   if (!serves(args)) return;
   in->switch_available = true;
   in->switch_window = int(group_->info().window);
@@ -139,9 +156,33 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 
+// Every rank calls describe() for the same calls in the same order, so the
+// count - and the decision to run the collective join - agree everywhere.
+void AgentSwitchPath::maybeRejoin() {
+  if (rejoin_after_ == 0 || ++calls_since_failure_ < rejoin_after_) return;
+  calls_since_failure_ = 0;
+  Joined joined = joinGroup(comm_, lease_, false);
+  if (!joined.group) {
+    rejoin_after_ = std::min<uint64_t>(rejoin_after_ * 2, kMaxRejoinCalls);
+    if (comm_.rank() == 0)
+      SA_DEBUG("coll", "comm %s: switch rejoin failed; next try after %" PRIu64 " calls",
+               comm_.name().c_str(), rejoin_after_);
+    return;
+  }
+  client_ = std::move(joined.client);
+  group_ = std::move(joined.group);
+  dead_ = false;
+  ++rejoined_;
+  if (comm_.rank() == 0)
+    SA_INFO("coll", "comm %s: switch path back after a failure (rejoined the agent)",
+            comm_.name().c_str());
+}
+
 void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks) {
   dead_ = true;
   ++failed_;
+  calls_since_failure_ = 0;
+  rejoin_after_ = lease_.rejoin_calls;
   int first_bad = 0;
   while (first_bad < int(oks.size()) && oks[size_t(first_bad)]) ++first_bad;
   if (!mine.ok())
@@ -150,9 +191,10 @@ void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks
   if (comm_.rank() == 0)
     SA_INFO("coll",
             "comm %s: switch allreduce failed (rank %d: %s); result recomputed on the host, "
-            "switch path disabled for this communicator (fallback:switch-failed)",
+            "switch path disabled for this communicator (fallback:switch-failed)%s",
             comm_.name().c_str(), first_bad,
-            mine.ok() ? "see its log at verbose 2" : mine.toString().c_str());
+            mine.ok() ? "see its log at verbose 2" : mine.toString().c_str(),
+            rejoin_after_ ? "; rejoin attempts follow" : "");
   // The group is dead or about to be; drop it (a usable one is left).
   group_.reset();
 }
@@ -165,6 +207,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:failed" || name == "fallback:switch-failed") *value = failed_;
   else if (name == "switch:joined") *value = 1;
   else if (name == "switch:dead") *value = dead_ ? 1 : 0;
+  else if (name == "switch:rejoined") *value = rejoined_;
   else return false;
   return true;
 }
@@ -173,28 +216,28 @@ void AgentSwitchPath::logSummary() const {
   if (comm_.rank() != 0 || !logEnabled(LogLevel::kInfo)) return;
   SA_INFO("coll",
           "comm %s switch path: %" PRIu64 " calls, %" PRIu64 " bytes sent per rank in %" PRIu64
-          " chunks, %" PRIu64 " fallback(s)%s",
+          " chunks, %" PRIu64 " fallback(s), %" PRIu64 " rejoin(s)%s",
           comm_.name().c_str(), calls_, bytes_sent_,
-          chunks_, failed_,
+          chunks_, failed_, rejoined_,
           dead_ ? ", disabled after a failure" : "");
 }
 
-// The collective join; nullptr on every rank alike when any rank failed.
-std::unique_ptr<SwitchPath> joinSwitch(CommState& comm, const SwitchLease& lease) {
+Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {
+  const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
   Result<std::shared_ptr<agent::AggClient>> client = switchClient(lease);
   JoinHello mine{};
   mine.connected = client.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
   std::vector<JoinHello> all(size_t(comm.size()));
-  if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return nullptr;
+  if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
     if (h.connected) continue;
-    if (lease.require) reportRequireFailure(lease, client.ok() ? "a rank cannot connect"
-                                                               : client.status().toString());
+    const std::string why = client.ok() ? "a rank cannot reach the agent" : client.status().toString();
+    if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
-      SA_INFO("coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
-              client.ok() ? "a rank cannot reach the agent" : client.status().toString().c_str());
-    return nullptr;
+      SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
+                    why.c_str());
+    return {};
   }
   const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
   // Every rank computes the same request (the lease's slots come from the
@@ -208,19 +251,18 @@ std::unique_ptr<SwitchPath> joinSwitch(CommState& comm, const SwitchLease& lease
   std::vector<uint8_t> oks(size_t(comm.size()));
   if (!comm.allgather(&ok, oks.data(), 1).ok() || !allOnes(oks)) {
     const std::string why = group.ok() ? "another rank could not join" : group.status().toString();
-    if (lease.require) reportRequireFailure(lease, why);
+    if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
-      SA_INFO("coll", "comm %s: switch path unavailable: join failed: %s", comm.name().c_str(),
-              why.c_str());
-    return nullptr;  // a joined group is left by its destructor
+      SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: join failed: %s",
+                    comm.name().c_str(), why.c_str());
+    return {};  // a joined group is left by its destructor
   }
   const agent::GroupInfo& info = group.value()->info();
   if (comm.rank() == 0)
     SA_INFO("coll", "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes)",
             comm.name().c_str(), group_id, lease.agent.c_str(), info.window,
             info.slot_bytes);
-  return std::make_unique<AgentSwitchPath>(comm, lease, std::move(client.value()),
-                                           std::move(group.value()));
+  return {std::move(client.value()), std::move(group.value())};
 }
 
 }  // namespace
@@ -233,7 +275,9 @@ std::unique_ptr<SwitchPath> createSwitchPath(CommState& comm) {
   // A forced host algorithm never asks the switch; do not occupy slots.
   Algorithm forced;
   if (parseAlgorithm(policy.forced, &forced) && forced != Algorithm::kSwitch) return nullptr;
-  return joinSwitch(comm, *lease);
+  Joined joined = joinGroup(comm, *lease, true);
+  if (!joined.group) return nullptr;
+  return std::make_unique<AgentSwitchPath>(comm, *lease, std::move(joined));
 }
 
 }  // namespace switchagg::coll

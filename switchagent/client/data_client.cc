@@ -102,7 +102,10 @@ Status AggClient::Impl::sendControl(const Message& m, int64_t timeout_ms) {
                          f.body.empty() ? nullptr : f.body.data(), f.body.size(), req);
   if (st.ok()) st = worker->wait(req, timeout_ms);
   if (!st.ok()) {
-    if (!req.done()) ep.reset();  // cancel it: `f` dies with this frame
+    if (!req.done()) {  // cancel it: `f` dies with this frame
+      ep->abandon();
+      ep.reset();
+    }
     fail(st.code() == Code::kTimeout
              ? Status(Code::kTimeout, "agent not reachable: " + st.message())
              : st);
@@ -123,8 +126,10 @@ void AggClient::Impl::drain(std::vector<ucx::Request*> pending, int64_t timeout_
         timeout_ms);
     if (st.ok()) return;
   }
-  // Sends still reading caller memory: closing the endpoint cancels them.
+  // Sends still reading caller memory: a forced close cancels them (the
+  // agent may be alive but stalled, so a graceful close would not finish).
   fail(Status(Code::kPeerFailed, "sends to the agent did not complete; connection closed"));
+  if (ep) ep->abandon();
   ep.reset();
 }
 
@@ -132,6 +137,8 @@ AggClient::AggClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 AggClient::~AggClient() {
   impl_->groups.clear();
+  // A connection already given up on is not flushed (nobody may answer).
+  if (impl_->ep && impl_->broken()) impl_->ep->abandon();
   impl_->ep.reset();
   impl_->worker.reset();
   impl_->context.reset();

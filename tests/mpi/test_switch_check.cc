@@ -16,6 +16,10 @@
 //     deletes the lease and then creates it); K calls after that the loop
 //     ends. Asserts: every result right, no call slower than M ms, exactly
 //     one fallback:switch-failed, no switch call after the fallback.
+//     With --rejoin (the script stalls the agent, waits for DIR/fellback,
+//     which rank 0 creates at the fallback, then resumes it and fires): the
+//     loop ends once the switch served 3 calls after the fallback; asserts
+//     at least one fallback, switch:rejoined >= 1, every result right.
 #include <mpi.h>
 #include <sys/stat.h>
 
@@ -130,12 +134,12 @@ bool exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
-int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms) {
+int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms, bool rejoin) {
   const size_t count = bytes / sizeof(int64_t);
   std::vector<int64_t> ref, in(count), out(count);
   std::vector<double> mag;
   reference(count, &ref, &mag);
-  int fired_at = -1, fallback_at = -1, switch_calls = 0, iter = 0;
+  int fired_at = -1, fallback_at = -1, switch_calls = 0, switch_after = 0, iter = 0;
   double worst = 0, worst_fallback = 0;
   const auto start = std::chrono::steady_clock::now();
   for (;; ++iter) {
@@ -161,26 +165,35 @@ int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms
     }
     if (on_switch) {
       ++switch_calls;
-      if (fallback_at >= 0) fail("switch served call " + std::to_string(iter) + " after the fallback");
+      if (fallback_at >= 0) ++switch_after;
+      if (fallback_at >= 0 && !rejoin)
+        fail("switch served call " + std::to_string(iter) + " after the fallback");
     }
     if (g_rank == 0 && on_switch && !exists(dir + "/ready")) std::fclose(std::fopen((dir + "/ready").c_str(), "w"));
+    if (g_rank == 0 && fallback_at >= 0 && !exists(dir + "/fellback"))
+      std::fclose(std::fopen((dir + "/fellback").c_str(), "w"));
     int fired = g_rank == 0 && exists(dir + "/fired");
     MPI_Bcast(&fired, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (fired && fired_at < 0) fired_at = iter;
-    if (fired_at >= 0 && iter - fired_at >= after) break;
+    if (!rejoin && fired_at >= 0 && iter - fired_at >= after) break;
+    if (rejoin && fired_at >= 0 && switch_after >= 3) break;
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(90)) {
       fail("the fault was never injected (no " + dir + "/fired within 90 s)");
       break;
     }
   }
   if (worst > max_call_ms) fail("a call took " + std::to_string(worst) + " ms");
-  if (counter("fallback:switch-failed") != 1)
-    fail("fallback:switch-failed = " + std::to_string(counter("fallback:switch-failed")));
+  const uint64_t fallbacks = counter("fallback:switch-failed");
+  if (rejoin ? fallbacks < 1 : fallbacks != 1)
+    fail("fallback:switch-failed = " + std::to_string(fallbacks));
+  if (rejoin && counter("switch:rejoined") < 1) fail("switch:rejoined = 0 after the agent came back");
   if (switch_calls == 0) fail("the switch never served a call");
   if (g_rank == 0)
     std::printf("fault run: %d calls of %zu bytes, %d on the switch, fault injected before call "
-                "%d, fallback at call %d (%.1f ms), slowest call %.1f ms\n",
-                iter + 1, bytes, switch_calls, fired_at, fallback_at, worst_fallback, worst);
+                "%d, fallback at call %d (%.1f ms), slowest call %.1f ms, %d switch calls after "
+                "it, %llu rejoin(s)\n",
+                iter + 1, bytes, switch_calls, fired_at, fallback_at, worst_fallback, worst,
+                switch_after, static_cast<unsigned long long>(counter("switch:rejoined")));
   return iter + 1;
 }
 
@@ -194,6 +207,9 @@ int main(int argc, char** argv) {
   size_t big = (16u << 20) + 8, bytes = 1u << 20;
   double max_call_ms = 6000;
   std::string fault_dir;
+  bool rejoin = false;
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--rejoin")) rejoin = true;
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--big")) big = std::strtoull(argv[++i], nullptr, 10);
@@ -211,7 +227,7 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const int cases = fault_dir.empty() ? runRepeat(repeat > 0 ? repeat : 5, big)
-                                      : runFault(fault_dir, bytes, after, max_call_ms);
+                                      : runFault(fault_dir, bytes, after, max_call_ms, rejoin);
   long total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)

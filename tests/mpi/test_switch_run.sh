@@ -10,6 +10,9 @@
 #   kill BYTES DELAY_MS [NP]  SIGKILL the agent DELAY_MS after the switch served
 #                         its first call of a loop of BYTES-byte allreduces
 #   delete BYTES DELAY_MS delete the lease mid-run instead
+#   stall BYTES           SIGSTOP the agent after the switch served a call;
+#                         once the ranks fell back, SIGCONT it: the
+#                         communicator must rejoin and use the switch again
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
 #                         right answers on the host
 # Prints PASS on success; any failure exits non-zero with the logs.
@@ -123,6 +126,26 @@ case $scenario in
     touch "$work/fired"
     wait $pid || { cat "$work/fault.log"; die "the job failed after the fault"; }
     expect_pass "$work/fault.log" "switch allreduce failed .*recomputed on the host"
+    ;;
+  stall)
+    bytes=$1
+    start_agent
+    lease fault-stall
+    # Short call bound and rejoin interval keep the test quick.
+    SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
+      run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
+      "$bin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
+    pid=$!
+    for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
+    kill -STOP "$AGENT_PID"
+    for _ in $(seq 1 600); do [[ -f $work/fellback ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    kill -CONT "$AGENT_PID"
+    [[ -f $work/fellback ]] || { wait $pid; cat "$work/fault.log"; die "no fallback while the agent was stopped"; }
+    touch "$work/fired"
+    wait $pid || { cat "$work/fault.log"; die "the job failed around the stall"; }
+    expect_pass "$work/fault.log" "switch allreduce failed .*rejoin attempts follow" \
+      "switch path back after a failure" "rejoin\(s\)"
     ;;
   require_unreachable)
     export SWITCHAGG_AGENT=127.0.0.1:9 SWITCHAGG_MODE=require

@@ -231,6 +231,11 @@ std::string Endpoint::transports() const {
 }
 
 bool Endpoint::failed() const { return impl_->failed; }
+void Endpoint::abandon() {
+  if (impl_->failed) return;
+  impl_->failed = true;
+  impl_->failure = Status(Code::kAborted, "endpoint abandoned by its owner");
+}
 std::string Endpoint::peerName() const { return impl_->peer_name; }
 void* Endpoint::userData() const { return impl_->user_data; }
 void Endpoint::setUserData(void* p) { impl_->user_data = p; }

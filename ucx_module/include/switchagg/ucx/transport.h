@@ -182,6 +182,11 @@ class Endpoint {
   Status tagSend(uint64_t tag, const void* data, size_t length, Request& request);
 
   bool failed() const;
+  // Gives up on the peer: the endpoint counts as failed from now on, and its
+  // close (destructor) is forced, cancelling operations still in flight
+  // instead of waiting for a peer that does not answer (a stalled one would
+  // otherwise leave UCX a half-closed endpoint with live requests).
+  void abandon();
   // The UCX transports this endpoint's lanes use, e.g. "sysv/memory cma/memory"
   // (from ucp_ep_print_info; for logs, tests and benchmarks).
   std::string transports() const;
