@@ -17,6 +17,7 @@ PACKAGES=(
   iproute2                                       # emulated hosts (network namespaces)
   clang libclang-rt-14-dev                       # libFuzzer targets
   python3 procps                                 # tests/slurm fixture: free ports, JSON checks, pgrep
+  curl                                           # docs/control-api.md examples (run by the docs test)
 )
 
 missing=()
