@@ -117,6 +117,25 @@ Status setPath(const std::string& key, AgentConfig& c, const std::string& text) 
   return Status::Ok();
 }
 
+// A file the agent writes (not a socket: no 108-byte limit).
+template <auto F>
+Status setFilePath(const std::string& key, AgentConfig& c, const std::string& text) {
+  if (text.empty()) {
+    c.*F = text;
+    return Status::Ok();
+  }
+  if (text[0] != '/') return badValue(key, text, "expected an absolute path, or \"\" to disable");
+  if (text.back() == '/') return badValue(key, text, "expected a file, not a directory");
+  for (char ch : text) {
+    if (static_cast<unsigned char>(ch) < 0x20) {
+      return badValue(key, text, "control characters are not allowed in a path");
+    }
+  }
+  if (text.size() > 4000) return badValue(key, text, "longer than a path may be");
+  c.*F = text;
+  return Status::Ok();
+}
+
 Status setLogLevel(const std::string& key, AgentConfig& c, const std::string& text) {
   Result<std::string> v = parseChoice(key, text, {"error", "warn", "info", "debug", "trace"});
   if (!v.ok()) return v.status();
@@ -215,6 +234,10 @@ const std::vector<ConfigKey>& agentConfigKeys() {
        getString<&C::log_level>},
       {"agent.reaper_interval", K::kDuration, "how often expired leases are reaped",
        setDuration<&C::reaper_interval_ms, 10, 60000>, getDuration<&C::reaper_interval_ms>},
+      {"state.lease_file", K::kString,
+       "keeps leases across agent restarts in this file (written 0600, atomically); \"\" = in "
+       "memory only",
+       setFilePath<&C::lease_file>, getString<&C::lease_file>},
   };
   return keys;
 }

@@ -42,6 +42,8 @@ struct AgentConfig {
   // [agent]
   std::string log_level = "info";
   int64_t reaper_interval_ms = 1000;
+  // [state]
+  std::string lease_file;  // empty: leases live in memory only
 };
 
 enum class ConfigKind { kString, kInt, kSize, kDuration, kBool, kList };

@@ -12,6 +12,7 @@
 #include "agent_config.h"
 #include "control_api.h"
 #include "control_server.h"
+#include "lease_store.h"
 #include "lease_table.h"
 #include "switchagg/common/log.h"
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
@@ -101,6 +102,10 @@ class DataPlaneAdapter : public DataPlaneView {
 int run(const AgentConfig& config) {
   LeaseTable leases(LeaseLimits{config.pool_slots, config.max_slots_per_job,
                                 config.max_slots_per_user});
+  // Before any listener opens: a restarted agent serves its old leases at once.
+  if (!config.lease_file.empty()) {
+    leases.attachStore(std::make_unique<LeaseStore>(config.lease_file));
+  }
   std::unique_ptr<DataPlaneView> view;
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
   DataPlaneConfig dpc;
@@ -156,7 +161,15 @@ int run(const AgentConfig& config) {
 
   (*server)->stop();
   leases.stopReaper();
-  leases.revokeAll("agent shutting down");
+  if (leases.store() != nullptr) {
+    // Live groups end with this process, but the leases stay in the file
+    // for the next start: jobs rejoin with the same token.
+    leases.abortGroups("agent restarting");
+    SA_INFO(kPart, "%zu leases kept in %s", leases.list().size(),
+            leases.store()->path().c_str());
+  } else {
+    leases.revokeAll("agent shutting down");
+  }
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
   view.reset();
   dp->reset();

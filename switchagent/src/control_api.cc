@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "lease_store.h"
 #include "metrics.h"
 #include "switchagg/common/log.h"
 
@@ -211,6 +212,8 @@ ControlResponse ControlApi::getStatus() {
         {"clients_connected", c.clients_connected}, {"slots_busy", c.slots_busy},
         {"slots_reserved", c.slots_reserved}, {"rejected_total", rejected_total}}},
       {"rejected", c.rejected},
+      {"lease_file", leases_.store() != nullptr ? leases_.store()->path() : ""},
+      {"lease_file_save_failures", leases_.store() != nullptr ? leases_.store()->saveFailures() : 0},
   };
   return jsonResponse(200, body);
 }
@@ -340,6 +343,7 @@ ControlResponse ControlApi::metrics() {
   in.draining = leases_.draining();
   in.data = counters();
   in.control_refused = refusedCounts();
+  in.lease_file_save_failures = leases_.store() != nullptr ? leases_.store()->saveFailures() : 0;
   ControlResponse r;
   r.content_type = "text/plain; version=0.0.4";
   r.body = renderMetrics(in);

@@ -211,6 +211,8 @@ Result<AgentStatus> ControlClient::status() {
     s.slot_bytes = static_cast<uint64_t>(num(*j, "slot_bytes"));
     s.leases = static_cast<int>(num(*j, "leases"));
     s.groups = static_cast<int>(num(*j, "groups"));
+    s.lease_file = str(*j, "lease_file");
+    s.lease_file_save_failures = static_cast<uint64_t>(num(*j, "lease_file_save_failures"));
     auto caps = j->find("capabilities");
     if (caps != j->end() && caps->is_array()) {
       for (const json& c : *caps) {

@@ -72,6 +72,12 @@ int cmdStatus(ControlClient& client, const CtlOptions& o) {
   std::printf("slots         %d of %d leased, %s each\n", s->slots_in_use, s->slots_total,
               humanBytes(s->slot_bytes).c_str());
   std::printf("leases        %d\ngroups        %d\n", s->leases, s->groups);
+  if (s->lease_file.empty()) {
+    std::printf("persistence   off (leases are lost when the agent restarts)\n");
+  } else {
+    std::printf("persistence   on, %s (%llu save failures)\n", s->lease_file.c_str(),
+                static_cast<unsigned long long>(s->lease_file_save_failures));
+  }
   for (const Capability& c : s->capabilities) {
     std::string ops;
     for (const std::string& op : c.ops) ops += (ops.empty() ? "" : ",") + op;

@@ -2,9 +2,13 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+
+#include "lease_store.h"
+#include "switchagg/common/log.h"
 
 namespace switchagg::agent {
 
@@ -33,11 +37,8 @@ Result<std::string> newLeaseToken() {
   return token;
 }
 
-namespace {
-
-// Job ids travel in URL paths and Prometheus labels: keep them plain.
 // Slurm ids look like "1234", "1234_7" (array) or "1234+0" (het job).
-bool validJobId(const std::string& job) {
+bool isValidJobId(const std::string& job) {
   if (job.empty() || job.size() > 64) return false;
   for (char c : job) {
     bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -46,6 +47,10 @@ bool validJobId(const std::string& job) {
   }
   return true;
 }
+
+namespace {
+
+constexpr const char* kPart = "agent";
 
 // Constant-time comparison: a timing side channel must not reveal how many
 // leading characters of a guessed token are right.
@@ -114,7 +119,14 @@ Status LeaseTable::checkQuotaLocked(const std::string& job, uint32_t uid, int sl
 
 Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t uid, int slots,
                                                int64_t ttl_ms) {
-  if (!validJobId(job)) {
+  Result<Created> r = createInMemory(job, uid, slots, ttl_ms);
+  if (r.ok() && r->created) persist();
+  return r;
+}
+
+Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, uint32_t uid,
+                                                       int slots, int64_t ttl_ms) {
+  if (!isValidJobId(job)) {
     return Status(Code::kInvalidArgument,
                   "job id must be 1-64 characters of [A-Za-z0-9._+-]");
   }
@@ -147,6 +159,7 @@ Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t 
   lease.token = std::move(*token);
   lease.ttl_ms = ttl_ms;
   lease.expires_at_ms = steadyNowMs() + ttl_ms;
+  lease.granted_at_wall_ms = wallNowMs();
   by_job_[job] = lease;
   slots_in_use_ += slots;
   return Created{lease, true};
@@ -154,12 +167,17 @@ Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t 
 
 Result<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
   if (ttl_ms < 1000) return Status(Code::kInvalidArgument, "ttl must be at least 1 s");
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_job_.find(job);
-  if (it == by_job_.end()) return Status(Code::kAborted, "no lease for job " + job);
-  it->second.ttl_ms = ttl_ms;
-  it->second.expires_at_ms = steadyNowMs() + ttl_ms;
-  return it->second;
+  Lease renewed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_job_.find(job);
+    if (it == by_job_.end()) return Status(Code::kAborted, "no lease for job " + job);
+    it->second.ttl_ms = ttl_ms;
+    it->second.expires_at_ms = steadyNowMs() + ttl_ms;
+    renewed = it->second;
+  }
+  persist();
+  return renewed;
 }
 
 bool LeaseTable::remove(const std::string& job, const std::string& reason) {
@@ -172,6 +190,7 @@ bool LeaseTable::remove(const std::string& job, const std::string& reason) {
     slots_in_use_ -= it->second.slots;
     by_job_.erase(it);
   }
+  persist();
   fireRevoked(gone, reason);
   return true;
 }
@@ -198,6 +217,7 @@ int LeaseTable::expireAt(int64_t now_ms) {
       }
     }
   }
+  if (!gone.empty()) persist();
   fireRevoked(gone, "lease expired");
   return static_cast<int>(gone.size());
 }
@@ -210,7 +230,81 @@ void LeaseTable::revokeAll(const std::string& reason) {
     by_job_.clear();
     slots_in_use_ = 0;
   }
+  if (!gone.empty()) persist();
   fireRevoked(gone, reason);
+}
+
+void LeaseTable::abortGroups(const std::string& reason) { fireRevoked(list(), reason); }
+
+void LeaseTable::attachStore(std::unique_ptr<LeaseStore> store) {
+  LeaseFileState state = store->load();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    store_ = std::move(store);
+    restoreLocked(state);
+  }
+  persist();  // the file now says what was kept, and an unwritable directory shows at start
+}
+
+// Oldest grant first: when the pool shrank, the jobs that have run longest
+// (a multi-day training job) keep their slots; newer ones fall back to host
+// algorithms. Each lease passes the same checks a new request would.
+void LeaseTable::restoreLocked(LeaseFileState& state) {
+  const char* file = store_->path().c_str();
+  std::stable_sort(state.leases.begin(), state.leases.end(), [](const Lease& a, const Lease& b) {
+    return a.granted_at_wall_ms < b.granted_at_wall_ms;
+  });
+  int64_t wall = wallNowMs();
+  int64_t steady = steadyNowMs();
+  int kept = 0;
+  for (Lease& l : state.leases) {
+    int64_t left = l.expires_at_ms - wall;
+    if (left <= 0) {
+      SA_INFO(kPart, "lease file %s: job %s (uid %u, %d slots) expired %lld s ago, while the "
+              "agent was down: dropped", file, l.job.c_str(), l.uid, l.slots,
+              static_cast<long long>(-left / 1000));
+      continue;
+    }
+    Status fits = checkQuotaLocked(l.job, l.uid, l.slots);
+    if (!fits.ok()) {
+      SA_WARN(kPart, "lease file %s: job %s (uid %u, %d slots) no longer fits the current "
+              "policy: dropped (%s)", file, l.job.c_str(), l.uid, l.slots,
+              fits.message().c_str());
+      continue;
+    }
+    // A wall clock stepped back while we were down must not stretch a lease
+    // beyond the TTL it was granted.
+    l.expires_at_ms = steady + std::min(left, l.ttl_ms);
+    slots_in_use_ += l.slots;
+    by_job_[l.job] = l;
+    ++kept;
+  }
+  draining_ = state.draining;
+  SA_INFO(kPart, "lease file %s: restored %d of %zu leases (%d slots)%s", file, kept,
+          state.leases.size(), slots_in_use_,
+          draining_ ? "; the agent was draining and still is (switchagg-ctl drain off resumes)"
+                    : "");
+}
+
+void LeaseTable::persist() {
+  if (!store_) return;
+  // Snapshot and write under one lock, so saves land in order and the file
+  // never goes back to an older state; the table lock is held only to copy.
+  std::lock_guard<std::mutex> order(persist_mu_);
+  LeaseFileState state;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t wall = wallNowMs();
+    int64_t steady = steadyNowMs();
+    state.draining = draining_;
+    for (const auto& [job, lease] : by_job_) {
+      Lease w = lease;
+      w.expires_at_ms = wall + (lease.expires_at_ms - steady);
+      state.leases.push_back(std::move(w));
+    }
+  }
+  // A failure is logged and counted by the store; the change in memory stands.
+  static_cast<void>(store_->save(state));
 }
 
 void LeaseTable::fireRevoked(const std::vector<Lease>& gone, const std::string& reason) {
@@ -252,8 +346,12 @@ void LeaseTable::stopReaper() {
 }
 
 void LeaseTable::setDraining(bool on) {
-  std::lock_guard<std::mutex> lock(mu_);
-  draining_ = on;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_ == on) return;
+    draining_ = on;
+  }
+  persist();
 }
 
 bool LeaseTable::draining() const {

@@ -2,13 +2,15 @@
 // slots, for whom, until when, and under which secret token. The control
 // plane creates/renews/removes leases; the data plane looks tokens up on
 // every group join. A reaper thread expires leases whose TTL ran out, so a
-// crashed job cannot leak slots.
+// crashed job cannot leak slots. With a LeaseStore attached (state.lease_file)
+// every change is also saved to disk, so leases survive an agent restart.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,6 +28,7 @@ struct Lease {
   std::string token;          // 32 lowercase hex chars (128-bit secret)
   int64_t expires_at_ms = 0;  // steady-clock ms
   int64_t ttl_ms = 0;         // the TTL last granted (create or renew)
+  int64_t granted_at_wall_ms = 0;  // CLOCK_REALTIME ms of create: restore order
 };
 
 // Pool size and the per-job / per-user maxima the table enforces.
@@ -40,6 +43,12 @@ int64_t steadyNowMs();
 
 // 128 bits from getrandom(), as 32 lowercase hex characters.
 Result<std::string> newLeaseToken();
+
+// Job ids travel in URL paths and Prometheus labels: 1-64 of [A-Za-z0-9._+-].
+bool isValidJobId(const std::string& job);
+
+class LeaseStore;
+struct LeaseFileState;
 
 class LeaseTable {  // thread-safe (one mutex)
  public:
@@ -80,6 +89,19 @@ class LeaseTable {  // thread-safe (one mutex)
   // Revokes every lease (agent shutdown).
   void revokeAll(const std::string& reason);
 
+  // Persistence (state.lease_file). Call once, before serving: loads the
+  // file, re-admits its unexpired leases (oldest grant first) under the
+  // current pool and quotas exactly as create() would check them, logs each
+  // one dropped, restores draining, saves the result, and from then on saves
+  // after every change (create, renew, remove, expiry, drain). Lookups never
+  // touch the disk. A failed save is logged and counted by the store; the
+  // in-memory change stands.
+  void attachStore(std::unique_ptr<LeaseStore> store);
+  const LeaseStore* store() const { return store_.get(); }
+  // Fires the revoke callback for every lease but keeps the leases (and the
+  // file): shutdown with persistence ends live groups, not leases.
+  void abortGroups(const std::string& reason);
+
   // Background expiry every tick_ms (blocking wait, no busy polling).
   void startReaper(int64_t tick_ms = 1000);
   void stopReaper();
@@ -92,6 +114,9 @@ class LeaseTable {  // thread-safe (one mutex)
 
  private:
   Status checkQuotaLocked(const std::string& job, uint32_t uid, int slots) const;
+  Result<Created> createInMemory(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
+  void restoreLocked(LeaseFileState& state);
+  void persist();
   void fireRevoked(const std::vector<Lease>& gone, const std::string& reason);
 
   const LeaseLimits limits_;
@@ -100,6 +125,9 @@ class LeaseTable {  // thread-safe (one mutex)
   int slots_in_use_ = 0;
   bool draining_ = false;
   RevokeCallback revoke_cb_;
+
+  std::unique_ptr<LeaseStore> store_;  // set once before serving; null = off
+  std::mutex persist_mu_;              // saves in order: the file never goes back
 
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;

@@ -20,6 +20,7 @@ struct MetricsInput {
   bool draining = false;
   DataPlaneCounters data;
   std::map<std::string, uint64_t> control_refused;  // API error code -> count
+  uint64_t lease_file_save_failures = 0;             // state.lease_file writes that failed
 };
 
 std::string renderMetrics(const MetricsInput& in);

@@ -69,6 +69,8 @@ struct AgentStatus {
   int groups = 0;
   std::vector<Capability> capabilities;
   std::map<std::string, uint64_t> counters;  // numeric counters from the data plane
+  std::string lease_file;                    // state.lease_file; "" = persistence off
+  uint64_t lease_file_save_failures = 0;
 };
 
 // Raw reply, for tools that print the agent's JSON as is (switchagg-ctl --json).
