@@ -64,13 +64,16 @@ class Fixtures:
         self.agent_dir = os.path.join(self.tmp, "agent")
         os.makedirs(self.agent_dir)
         log("fixture agent: scripts/lib_agent.sh agent_start config/agent.toml")
-        # The helper shell waits for the agent, so the agent stays in this
-        # process tree (a test driver that kills the tree reaches it).
+        # The helper shell stays with the agent and stops it if the runner
+        # dies (even by SIGKILL, which leaves no chance to clean up).
         script = ('build=$1; source "$2/scripts/lib_agent.sh"; '
                   'agent_start "$2/config/agent.toml" "$3" || exit 1; '
-                  'echo "$AGENT_PID $AGENT_SOCKET"; exec >/dev/null; wait "$AGENT_PID"')
+                  'echo "$AGENT_PID $AGENT_SOCKET"; exec >/dev/null; '
+                  'while kill -0 "$4" && kill -0 "$AGENT_PID"; do sleep 1; done 2>/dev/null; '
+                  'agent_stop')
         self.agent_helper = subprocess.Popen(
-            ["bash", "-c", script, "agent", self.build, self.src, self.agent_dir],
+            ["bash", "-c", script, "agent", self.build, self.src, self.agent_dir,
+             str(os.getpid())],
             stdout=subprocess.PIPE, text=True)
         line = self.agent_helper.stdout.readline().split()
         if len(line) != 2:

@@ -113,6 +113,13 @@ def script(name, blocks, fixtures, state):
     out = ["set -euo pipefail",
            # A TERM (the runner, or its death) takes the whole group along.
            "trap 'trap - TERM; kill -TERM -- -$$ 2>/dev/null; exit 143' TERM",
+           # If the runner dies (SIGKILL leaves it no cleanup), stop the
+           # Slurm fixture and this group; bash itself would wait for the
+           # running command before its TERM trap.
+           f"( while kill -0 $PPID; do sleep 1; done; {slurmStop(fixtures)}"
+           f"rm -rf {shlex.quote(os.path.dirname(state))}; kill -TERM -- -$$ ) >/dev/null 2>&1 &",
+           "__doc_watch=$!",
+           "trap 'kill $__doc_watch 2>/dev/null' EXIT",
            f"__doc_at() {{ printf '%s\\n' \"$1\" >{shlex.quote(state)}; }}"]
     entered = set()
     for b in blocks:
@@ -138,6 +145,13 @@ def script(name, blocks, fixtures, state):
             out.append(runs)
     out.append("__doc_at done")
     return "\n".join(out) + "\n"
+
+
+def slurmStop(fixtures):
+    if not fixtures.slurm_dir:
+        return ""
+    stop = os.path.join(fixtures.src, "tests/slurm/slurm_cluster.sh")
+    return f"{shlex.quote(stop)} stop {shlex.quote(fixtures.slurm_dir)}; "
 
 
 def dieWithParent():
