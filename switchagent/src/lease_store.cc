@@ -1,5 +1,6 @@
 #include "lease_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,6 +88,27 @@ std::string utcStamp() {
   return buf;
 }
 
+std::string dirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A crash between mkstemp and rename leaves <file>.tmp-XXXXXX behind (it
+// holds tokens); the next start removes it.
+void removeStaleTempFiles(const std::string& path) {
+  const std::string dir = dirOf(path);
+  const std::string prefix = path.substr(path.rfind('/') + 1) + ".tmp-";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string stale = dir + "/" + name;
+    if (unlink(stale.c_str()) == 0) SA_INFO(kPart, "removed %s, left by a crash", stale.c_str());
+  }
+  closedir(d);
+}
+
 }  // namespace
 
 int64_t wallNowMs() {
@@ -141,8 +163,7 @@ Result<LeaseFileState> decodeLeaseFile(const std::string& text) {
 }
 
 Status writeFileAtomically(const std::string& path, const std::string& bytes) {
-  size_t slash = path.rfind('/');
-  std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+  std::string dir = dirOf(path);
   std::string tmp = path + ".tmp-XXXXXX";
   int fd = mkstemp(tmp.data());  // creates mode 0600, owned by us
   if (fd < 0) return sysError("cannot create a temp file next to", path);
@@ -183,6 +204,7 @@ Status writeFileAtomically(const std::string& path, const std::string& bytes) {
 }
 
 LeaseFileState LeaseStore::load() {
+  removeStaleTempFiles(path_);
   struct stat sb {};
   if (stat(path_.c_str(), &sb) != 0 && errno == ENOENT) {
     SA_INFO(kPart, "lease file %s does not exist yet: starting with no leases", path_.c_str());

@@ -134,10 +134,13 @@ TEST_F(LeaseStoreTest, AtomicWriteIsPrivateAndLeavesNoTempFile) {
   EXPECT_NE(st.message().find(dir_ + "/missing/leases.json"), std::string::npos) << st.message();
 }
 
-TEST_F(LeaseStoreTest, MissingFileIsEmptyCorruptFileIsMovedAside) {
+TEST_F(LeaseStoreTest, MissingFileIsEmptyCorruptFileIsMovedAsideStaleTempRemoved) {
   LeaseStore store(file_);
+  std::ofstream(file_ + ".tmp-AbC123") << "left by a crash mid-save";
+  std::ofstream(dir_ + "/other.tmp-AbC123") << "not ours";
   EXPECT_TRUE(store.load().leases.empty());
-  EXPECT_TRUE(files().empty());
+  EXPECT_EQ(files(), std::vector<std::string>{"other.tmp-AbC123"});
+  ASSERT_EQ(unlink((dir_ + "/other.tmp-AbC123").c_str()), 0);
   write("garbage");
   EXPECT_TRUE(store.load().leases.empty());
   std::vector<std::string> f = files();
