@@ -154,6 +154,7 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
   auto opts = ucx::TransportOptions::fromEnvironment();
   if (!opts.ok()) return opts.status();
   opts->enable_tag = false;
+  opts->rndv_threshold = wire::kMaxSlotBytes + wire::kMaxHeaderBytes + 1;  // chunks go eagerly
   auto ctx = ucx::Context::create(*opts);
   if (!ctx.ok()) return ctx.status();
   impl->context = std::move(ctx.value());

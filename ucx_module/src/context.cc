@@ -94,6 +94,9 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   if (st != UCS_OK) return statusFromUcs(st, "ucp_config_read");
   Status applied = applyProfile(config, impl->profile);
   if (applied.ok()) applied = applyKeepalive(config, options, impl->profile);
+  if (applied.ok() && options.rndv_threshold > 0)
+    applied = applyUnlessUserSet(config, "RNDV_THRESH", std::to_string(options.rndv_threshold),
+                                 impl->profile);
   if (!applied.ok()) {
     ucp_config_release(config);
     return applied;

@@ -54,6 +54,12 @@ struct TransportOptions {
   FailureDetection failure_detection = FailureDetection::kAuto;
   bool enable_am = true;               // UCP_FEATURE_AM (agent data plane)
   bool enable_tag = true;              // UCP_FEATURE_TAG (host algorithms)
+  // > 0: messages below this size go eagerly (UCX RNDV_THRESH), unless the
+  // user set UCX_RNDV_THRESH. The agent data plane sets it above its largest
+  // chunk: over TCP, UCX's automatic threshold (~8 KiB) sends every chunk by
+  // rendezvous, an extra round trip through both progress loops per chunk
+  // (6x the latency of 8-32 KiB switch calls here; BENCHMARKS.md).
+  size_t rndv_threshold = 0;
 
   // Reads SWITCHAGG_UCX_* environment variables over the defaults
   // (names, defaults and help: transportOptionTable()).
