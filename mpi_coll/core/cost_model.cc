@@ -12,24 +12,24 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Defaults, calibrated with benchmarks/coll_calibrate.sh on the reference
-// machine (2 cores, Open MPI 4.1 vader for `previous`, UCX posix shm for ours;
-// see docs/selection.md to recalibrate): alpha and beta from
-// the np=4 fit (4 ranks oversubscribed on 2 cores: the benchmark's case), gamma from --measure-gamma. The machine was
-// shared (load ~15) while measuring, so per-byte costs include scheduling.
-// `net` and `switch` rows are a RoCE-class estimate (~5 us, ~10 GB/s) until
-// measured on one.
+// Defaults, calibrated with benchmarks/coll_calibrate.sh (np=4, 3 reps, up
+// to 16 MiB) on the reference machine while it was quiet (2 cores, 4 ranks
+// oversubscribed, Open MPI 4.1 vader for `previous`, UCX posix shm for ours;
+// gamma from --measure-gamma; see docs/tuning.md to recalibrate). An earlier
+// table was fitted under load ~15 and modelled scheduler time. `net` and
+// `switch` rows are a RoCE-class estimate (~5 us, ~10 GB/s) until measured
+// on one.
 //          algorithm                     locality        alpha_us beta_ns gamma_ns
 const CostEntry kDefaultTable[] = {
-    {Algorithm::kRecursiveDoubling, Locality::kShm, 131.0, 8.7, 0.27},
+    {Algorithm::kRecursiveDoubling, Locality::kShm, 58.0, 0.66, 0.063},
     {Algorithm::kRecursiveDoubling, Locality::kNet, 6.0, 0.12, 0.30},
-    {Algorithm::kRing,              Locality::kShm, 60.0, 12.5, 0.27},
+    {Algorithm::kRing,              Locality::kShm, 40.5, 0.95, 0.063},
     {Algorithm::kRing,              Locality::kNet, 7.0, 0.12, 0.30},
-    {Algorithm::kRabenseifner,      Locality::kShm, 105.0, 10.6, 0.27},
+    {Algorithm::kRabenseifner,      Locality::kShm, 37.3, 0.69, 0.063},
     {Algorithm::kRabenseifner,      Locality::kNet, 7.0, 0.12, 0.30},
-    {Algorithm::kHierarchical,      Locality::kShm, 73.0, 3.0, 0.27},
+    {Algorithm::kHierarchical,      Locality::kShm, 33.8, 0.35, 0.063},
     {Algorithm::kSwitch,            Locality::kNet, 10.0, 0.20, 0.0},
-    {Algorithm::kPrevious,          Locality::kShm, 13.0, 8.7, 0.27},
+    {Algorithm::kPrevious,          Locality::kShm, 6.6, 0.66, 0.063},
     {Algorithm::kPrevious,          Locality::kNet, 6.0, 0.15, 0.35},
 };
 
