@@ -29,6 +29,9 @@ awk -F, -v np="$np" '
     for (b in sizes)
       printf "%d %-9s | %-18s %10.1f | %-18s %10.1f | %7.2f | %12s %12s\n", b, human(b), a1[b], t1[b], a2[b], t2[b], (t2[b] > 0 ? t1[b] / t2[b] : 0), s1[b], s2[b]
   }' "$out/bench-switch.csv" "$out/bench-host.csv" | sort -n | cut -d" " -f2-
+echo "paths: switch = the switch agent; ring, recursive_doubling, rabenseifner, hierarchical ="
+echo "  switchagg's host algorithms; previous = Open MPI's own module (tuned), picked by the cost"
+echo "  model when it is cheapest (its bytes are not counted: n/a). on/off < 1: the switch was faster."
 
 echo
 for label in switch host; do
