@@ -80,6 +80,11 @@ Status parseRuleKey(const std::string& key, const std::string& value, Rule* rule
     if (!rule->any_op && !parseOp(value.c_str(), &rule->op)) {
       return Status(Code::kInvalidArgument, "op: unknown operation '" + value + "'");
     }
+  } else if (key == "switch") {
+    if (value == "*") rule->when_switch = Rule::SwitchCond::kAny;
+    else if (strcasecmp(value.c_str(), "yes") == 0) rule->when_switch = Rule::SwitchCond::kAvailable;
+    else if (strcasecmp(value.c_str(), "no") == 0) rule->when_switch = Rule::SwitchCond::kUnavailable;
+    else return Status(Code::kInvalidArgument, "switch: '" + value + "' (expected yes, no or *)");
   } else if (key == "algorithm") {
     *has_algorithm = true;
     rule->is_auto = strcasecmp(value.c_str(), "auto") == 0;
@@ -89,7 +94,8 @@ Status parseRuleKey(const std::string& key, const std::string& value, Rule* rule
     }
   } else {
     return Status(Code::kInvalidArgument,
-                  "unknown key '" + key + "' (expected bytes, np, ppn, nodes, dtype, op, algorithm)");
+                  "unknown key '" + key +
+                      "' (expected bytes, np, ppn, nodes, dtype, op, switch, algorithm)");
   }
   return Status::Ok();
 }
@@ -160,7 +166,9 @@ Status parseCostLine(const LineContext& ctx, const std::vector<std::string>& wor
 bool Rule::matches(const SelectionInput& in) const {
   return bytes.contains(in.bytes) && np.contains(uint64_t(in.comm_size)) &&
          ppn.contains(uint64_t(in.ranks_per_node)) && nodes.contains(uint64_t(in.nodes)) &&
-         (any_dtype || dtype == in.dtype) && (any_op || op == in.op);
+         (any_dtype || dtype == in.dtype) && (any_op || op == in.op) &&
+         (when_switch == SwitchCond::kAny ||
+          (when_switch == SwitchCond::kAvailable) == in.switch_available);
 }
 
 const Rule* Rules::match(const SelectionInput& in) const {

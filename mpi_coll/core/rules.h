@@ -35,6 +35,9 @@ struct Rule {
   Dtype dtype = Dtype::kFloat32;
   bool any_op = true;
   Op op = Op::kSum;
+  // switch=yes|no: only when the switch can (yes) / cannot (no) serve the
+  // call, so a rule that pins a host algorithm need not outrank the switch.
+  enum class SwitchCond { kAny, kAvailable, kUnavailable } when_switch = SwitchCond::kAny;
   bool is_auto = false;  // algorithm=auto: leave the choice to the cost model
   Algorithm algorithm = Algorithm::kPrevious;
   bool matches(const SelectionInput& in) const;

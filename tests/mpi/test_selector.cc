@@ -282,6 +282,26 @@ TEST(Rules, RangesAndSizes) {
   EXPECT_TRUE(r.matches(shape(1 << 16, 4, 2)));
 }
 
+// A rule that pins a host algorithm for multi-node jobs must not take the
+// switch away from them when the rule says switch=no.
+TEST(Rules, SwitchConditionLetsTheSwitchCompete) {
+  const Rules rules = parseOk(
+      "allreduce bytes=2K-* nodes=2-* switch=no algorithm=hierarchical\n"
+      "allreduce switch=yes bytes=0-1K algorithm=ring\n");
+  const SelectionInput no_lease = shape(1 << 20, 64, 8, false);
+  const SelectionInput lease = shape(1 << 20, 64, 8, true);
+  EXPECT_TRUE(rules.rules.at(0).matches(no_lease));
+  EXPECT_FALSE(rules.rules.at(0).matches(lease));
+  EXPECT_EQ(first(no_lease, {}, rules), Algorithm::kHierarchical);
+  CostModel cheap_switch = CostModel::defaults();
+  cheap_switch.set({Algorithm::kSwitch, Locality::kNet, 0.01, 0.001, 0});
+  EXPECT_EQ(first(lease, {}, rules, cheap_switch), Algorithm::kSwitch);  // the model decides
+  EXPECT_TRUE(rules.rules.at(1).matches(shape(512, 64, 8, true)));
+  EXPECT_FALSE(rules.rules.at(1).matches(shape(512, 64, 8, false)));
+  EXPECT_NE(parseError("allreduce switch=maybe algorithm=ring\n").find("switch: 'maybe'"),
+            std::string::npos);
+}
+
 TEST(Rules, CostOverridesChangeTheDecision) {
   const SelectionInput in = shape(8, 4);
   ASSERT_NE(first(in), Algorithm::kRing);
@@ -368,6 +388,8 @@ TEST(ShippedConfig, ExampleRulesFileParsesAndDecides) {
   EXPECT_FALSE(s->rules().cost_overrides.empty());
   EXPECT_EQ(s->rank(shape(8, 64, 8)).front(), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(s->rank(shape(1 << 20, 64, 8)).front(), Algorithm::kHierarchical);
+  // With a lease the hierarchical rule (switch=no) steps aside for the model.
+  EXPECT_NE(s->decide(shape(1 << 20, 64, 8, true)).reason.rfind("rule", 0), 0u);
   EXPECT_EQ(s->decide(shape(1 << 20, 4)).reason, "cost model");  // algorithm=auto line
 }
 
