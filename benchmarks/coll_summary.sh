@@ -4,6 +4,7 @@
 # on the target (auto <= 1.10 x tuned everywhere, < 1.0 x at >= 256 KiB).
 #   benchmarks/coll_summary.sh NP RAWDIR PATH_NAME...
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
 np=$1 raw=$2
 shift 2
 names="$*"
@@ -29,8 +30,7 @@ sort -k1,1 -k2,2n -k3,3g "$work/rows" | awk '
   { if ($1 != l || $2 != b) { flush(); l = $1; b = $2 } v[++n] = $3; alg = $4; if ($5 == "FAILED") bad++ }
   END { flush() }' >"$work/medians"
 
-awk -v names="$names" -v np="$np" '
-  function human(x) { return x >= 1048576 ? x / 1048576 " MiB" : x >= 1024 ? x / 1024 " KiB" : x " B" }
+awk -v names="$names" -v np="$np" "$(cat "$root/benchmarks/lib/stats.awk")"'
   { t[$1, $2] = $3; bad[$1, $2] = $4; alg[$1, $2] = $5; sizes[$2] = 1; if ($4 > 0) failed++ }
   END {
     n = split(names, name, " ")
@@ -38,8 +38,7 @@ awk -v names="$names" -v np="$np" '
     for (i = 1; i <= n; i++) { hdr = hdr " | " name[i]; sep = sep "|---:" }
     print "## np=" np "\n\nMedian latency (us) per path, and ratio to tuned:\n"
     print hdr " | auto/tuned | best host/tuned | target |"; print sep "|---:|---:|---|"
-    m = 0; for (s in sizes) list[++m] = s + 0
-    for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (list[j] < list[i]) { x = list[i]; list[i] = list[j]; list[j] = x }
+    m = sortedKeys(sizes, list)
     for (k = 1; k <= m; k++) {
       s = list[k]; line = "| " human(s) " | " ((("auto", s) in alg) ? alg["auto", s] : "-")
       best = ""

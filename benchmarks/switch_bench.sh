@@ -65,20 +65,13 @@ metrics=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" metrics)
 
 # Medians over repetitions of each size's p50 -> one table per np.
 summarize() {  # NP
-  cat "$raw"/np"$1"_*.csv | awk -F, -v np="$1" '
+  cat "$raw"/np"$1"_*.csv | awk -F, -v np="$1" "$(cat "$root/benchmarks/lib/stats.awk")"'
     $1 == "label" { next }
     { key = $1 SUBSEP $5; v[key] = v[key] " " $15; sizes[$5] = 1; alg[key] = $13 }
-    function median(s,   a, n, i, j, t) {
-      n = split(s, a, " ")
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
-    function human(b) { return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B" }
     END {
       printf "| bytes | switch us | host-best us (alg) | ring us | tuned us | switch/host-best | switch/tuned | bytes sent per rank: switch / ring |\n"
       printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-      n = 0; for (s in sizes) list[++n] = s + 0
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
+      n = sortedKeys(sizes, list)
       for (i = 1; i <= n; i++) {
         s = list[i]
         sw = median(v["switch" SUBSEP s]); hb = median(v["host-best" SUBSEP s])

@@ -70,20 +70,13 @@ done
   echo "float32 sum, $np ranks, agent on the same cores over UCX TCP loopback, window 8 x 256 KiB;"
   echo "each cell = median over $reps interleaved runs of the per-size p50.)"
   echo
-  cat "$work"/*.csv | awk -F, '
+  cat "$work"/*.csv | awk -F, "$(cat "$root/benchmarks/lib/stats.awk")"'
     $1 == "label" { for (i = 1; i <= NF; i++) col[$i] = i; next }
     { key = $col["label"] SUBSEP $col["bytes"]; v[key] = v[key] " " $col["p50_us"]; sizes[$col["bytes"]] = 1 }
-    function median(s,   a, n, i, j, t) {
-      n = split(s, a, " ")
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
-    function human(b) { return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B" }
     END {
       print "| bytes | eager (default) p50 us | rendezvous (UCX_RNDV_THRESH=auto) p50 us | rendezvous / eager |"
       print "| ---: | ---: | ---: | ---: |"
-      n = 0; for (s in sizes) list[++n] = s + 0
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
+      n = sortedKeys(sizes, list)
       for (i = 1; i <= n; i++) {
         e = median(v["eager" SUBSEP list[i]]); r = median(v["rndv" SUBSEP list[i]])
         printf "| %s | %.1f | %.1f | %.2f |\n", human(list[i]), e, r, (e > 0 ? r / e : 0)
