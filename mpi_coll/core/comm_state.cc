@@ -19,7 +19,7 @@ struct ExchangeHeader {
   uint64_t host_id;
   uint32_t context_id;
   uint32_t address_bytes;  // 0: this rank has no working transport
-  uint64_t busy_slots[2];  // PeerGroup tag slots held on this rank's worker
+  std::array<uint64_t, 2> busy_slots;  // PeerGroup tag slots held on this rank's worker
 };
 
 uint64_t fnv1a(const std::string& text) {
@@ -90,11 +90,7 @@ Status CommState::exchangeAddresses() {
                worker.status().toString().c_str());
 
   ExchangeHeader mine{fnv1a(node_name_), context_id_, static_cast<uint32_t>(address.size()), {}};
-  if (worker.ok()) {
-    const std::array<uint64_t, 2> busy = worker.value()->busyGroupSlots();
-    mine.busy_slots[0] = busy[0];
-    mine.busy_slots[1] = busy[1];
-  }
+  if (worker.ok()) mine.busy_slots = worker.value()->busyGroupSlots();
   std::vector<ExchangeHeader> all(static_cast<size_t>(size_));
   SWITCHAGG_RETURN_IF_ERROR(allgather(&mine, all.data(), sizeof mine));
   std::vector<uint64_t> host_ids;
@@ -102,7 +98,7 @@ Status CommState::exchangeAddresses() {
   size_t longest = 0;
   for (const ExchangeHeader& h : all) {
     host_ids.push_back(h.host_id);
-    busy.push_back({h.busy_slots[0], h.busy_slots[1]});
+    busy.push_back(h.busy_slots);
     longest = std::max<size_t>(longest, h.address_bytes);
     if (h.address_bytes == 0) return Status(Code::kUnsupported, "a rank has no UCX transport");
     if (h.context_id != context_id_)

@@ -82,7 +82,7 @@ class AgentSwitchPath : public SwitchPath {
 
  private:
   bool serves(const AllreduceArgs& args) const {
-    return group_ && !dead_ && group_->supports(args.dtype, args.op);
+    return group_ && group_->supports(args.dtype, args.op);
   }
   int64_t timeoutFor(size_t bytes) const {
     // A slow but alive agent on a loaded machine: ~4 MB/s at least (the
@@ -96,9 +96,8 @@ class AgentSwitchPath : public SwitchPath {
   CommState& comm_;
   const SwitchLease& lease_;
   std::shared_ptr<agent::AggClient> client_;  // outlives group_
-  std::unique_ptr<agent::AggGroup> group_;
+  std::unique_ptr<agent::AggGroup> group_;  // null after a failure, until a rejoin
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
-  bool dead_ = false;
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0;
   uint64_t last_bytes_sent_ = 0;
@@ -117,7 +116,7 @@ AgentSwitchPath::~AgentSwitchPath() {
 }
 
 void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) {
-  if (dead_) maybeRejoin();
+  if (!group_) maybeRejoin();
   if (!serves(args)) return;
   in->switch_available = true;
   in->switch_window = int(group_->info().window);
@@ -171,7 +170,6 @@ void AgentSwitchPath::maybeRejoin() {
   }
   client_ = std::move(joined.client);
   group_ = std::move(joined.group);
-  dead_ = false;
   ++rejoined_;
   if (comm_.rank() == 0)
     SA_INFO("coll", "comm %s: switch path back after a failure (rejoined the agent)",
@@ -179,7 +177,6 @@ void AgentSwitchPath::maybeRejoin() {
 }
 
 void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks) {
-  dead_ = true;
   ++failed_;
   calls_since_failure_ = 0;
   rejoin_after_ = lease_.rejoin_calls;
@@ -206,7 +203,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:calls") *value = calls_;
   else if (name == "switch:failed" || name == "fallback:switch-failed") *value = failed_;
   else if (name == "switch:joined") *value = 1;
-  else if (name == "switch:dead") *value = dead_ ? 1 : 0;
+  else if (name == "switch:dead") *value = group_ ? 0 : 1;
   else if (name == "switch:rejoined") *value = rejoined_;
   else return false;
   return true;
@@ -219,7 +216,7 @@ void AgentSwitchPath::logSummary() const {
           " chunks, %" PRIu64 " fallback(s), %" PRIu64 " rejoin(s)%s",
           comm_.name().c_str(), calls_, bytes_sent_,
           chunks_, failed_, rejoined_,
-          dead_ ? ", disabled after a failure" : "");
+          group_ ? "" : ", disabled after a failure");
 }
 
 Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {

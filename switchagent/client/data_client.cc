@@ -43,6 +43,9 @@ void AggClient::Impl::fail(Status st) {
     failure = st;
     SA_DEBUG("agent-client", "connection failed: %s", st.toString().c_str());
   }
+  // Given up on: its close is forced, cancelling sends still in flight (the
+  // agent may be alive but stalled, so a graceful close would not finish).
+  if (ep) ep->abandon();
   for (auto& [id, g] : groups) g->fail(st);
 }
 
@@ -102,13 +105,10 @@ Status AggClient::Impl::sendControl(const Message& m, int64_t timeout_ms) {
                          f.body.empty() ? nullptr : f.body.data(), f.body.size(), req);
   if (st.ok()) st = worker->wait(req, timeout_ms);
   if (!st.ok()) {
-    if (!req.done()) {  // cancel it: `f` dies with this frame
-      ep->abandon();
-      ep.reset();
-    }
     fail(st.code() == Code::kTimeout
              ? Status(Code::kTimeout, "agent not reachable: " + st.message())
              : st);
+    if (!req.done()) ep.reset();  // cancel it: `f` dies with this frame
     return failure;
   }
   return Status::Ok();
@@ -126,10 +126,9 @@ void AggClient::Impl::drain(std::vector<ucx::Request*> pending, int64_t timeout_
         timeout_ms);
     if (st.ok()) return;
   }
-  // Sends still reading caller memory: a forced close cancels them (the
-  // agent may be alive but stalled, so a graceful close would not finish).
+  // Sends still reading caller memory: closing the (abandoned) endpoint
+  // cancels them.
   fail(Status(Code::kPeerFailed, "sends to the agent did not complete; connection closed"));
-  if (ep) ep->abandon();
   ep.reset();
 }
 
@@ -137,8 +136,6 @@ AggClient::AggClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 AggClient::~AggClient() {
   impl_->groups.clear();
-  // A connection already given up on is not flushed (nobody may answer).
-  if (impl_->ep && impl_->broken()) impl_->ep->abandon();
   impl_->ep.reset();
   impl_->worker.reset();
   impl_->context.reset();
@@ -154,7 +151,7 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
   auto opts = ucx::TransportOptions::fromEnvironment();
   if (!opts.ok()) return opts.status();
   opts->enable_tag = false;
-  opts->rndv_threshold = wire::kMaxSlotBytes + wire::kMaxHeaderBytes + 1;  // chunks go eagerly
+  opts->rndv_threshold = wire::kEagerThresholdBytes;
   auto ctx = ucx::Context::create(*opts);
   if (!ctx.ok()) return ctx.status();
   impl->context = std::move(ctx.value());

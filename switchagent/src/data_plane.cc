@@ -205,7 +205,7 @@ struct DataPlane::Impl : EngineOutput {
     auto opts = ucx::TransportOptions::fromEnvironment();
     if (!opts.ok()) return opts.status();
     opts->enable_tag = false;  // active messages only
-    opts->rndv_threshold = wire::kMaxSlotBytes + wire::kMaxHeaderBytes + 1;  // chunks go eagerly
+    opts->rndv_threshold = wire::kEagerThresholdBytes;
     auto ctx = ucx::Context::create(*opts);
     if (!ctx.ok()) return ctx.status();
     context = std::move(ctx.value());

@@ -35,6 +35,10 @@ constexpr size_t kMaxHeaderBytes = 64;
 constexpr uint32_t kMaxGroupSize = 4096;
 constexpr uint32_t kMaxWindow = 4096;
 constexpr uint32_t kMaxSlotBytes = 64u << 20;
+// UCX rendezvous threshold of both data-plane sides: above any message, so
+// every chunk goes eagerly (rendezvous costs each chunk an extra round trip
+// through both progress loops; BENCHMARKS.md, switch_eager).
+constexpr size_t kEagerThresholdBytes = size_t(kMaxSlotBytes) + kMaxHeaderBytes + 1;
 constexpr size_t kMaxTextBytes = 512;
 
 using Token = std::array<uint8_t, kTokenBytes>;
