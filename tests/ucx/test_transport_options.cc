@@ -2,6 +2,7 @@
 // variables parse with the common parsers and bad values name the variable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -83,6 +84,31 @@ TEST(TransportOptions, TableDocumentsTransportAndRoceVariables) {
                         "SWITCHAGG_UCX_WAIT", "SWITCHAGG_UCX_FAILURE_DETECTION",
                         "SWITCHAGG_ROCE_DSCP"})
     EXPECT_EQ(envs.count(e), 1u) << e;
+}
+
+// Context's own UCX keys (keepalive, the rendezvous threshold) go through
+// the same environment-wins rule as the RoCE profile's.
+bool hasPair(const std::vector<std::pair<std::string, std::string>>& v, const std::string& k,
+             const std::string& val) {
+  return std::find(v.begin(), v.end(), std::make_pair(k, val)) != v.end();
+}
+
+TEST(TransportOptions, ContextKeysYieldToTheUsersEnvironment) {
+  auto o = TransportOptions::fromEnvironment();
+  ASSERT_TRUE(o.ok()) << o.status().toString();
+  o->rndv_threshold = 1 << 20;
+  {
+    auto ctx = Context::create(*o);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().toString();
+    EXPECT_TRUE(hasPair((*ctx)->profile().applied, "KEEPALIVE_INTERVAL", "500ms"));
+    EXPECT_TRUE(hasPair((*ctx)->profile().applied, "RNDV_THRESH", "1048576"));
+  }
+  EnvGuard env;
+  env.set("UCX_RNDV_THRESH", "auto");
+  auto ctx = Context::create(*o);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().toString();
+  EXPECT_TRUE(hasPair((*ctx)->profile().left_to_user, "RNDV_THRESH", "auto"));
+  for (const auto& [key, value] : (*ctx)->profile().applied) EXPECT_NE(key, "RNDV_THRESH");
 }
 
 }  // namespace

@@ -10,24 +10,11 @@
 namespace switchagg::ucx {
 namespace {
 
-// Sets UCX `key` unless the user set UCX_<key>; records which happened.
-Status applyUnlessUserSet(ucp_config_t* config, const std::string& key, const std::string& value,
-                          RoceProfile& profile) {
-  if (auto user = userOverride(key)) {
-    profile.left_to_user.push_back(*user);
-    return Status::Ok();
-  }
-  ucs_status_t st = ucp_config_modify(config, key.c_str(), value.c_str());
-  if (st != UCS_OK) return statusFromUcs(st, "ucp_config_modify(" + key + "=" + value + ")");
-  profile.applied.emplace_back(key, value);
-  return Status::Ok();
-}
-
 // Keepalive drives peer-failure detection where the transport gives no
 // signal of its own: a few probes fit inside peer_timeout_ms.
 Status applyKeepalive(ucp_config_t* config, const TransportOptions& options, RoceProfile& profile) {
   int64_t ms = std::max<int64_t>(options.peer_timeout_ms / 4, 50);
-  return applyUnlessUserSet(config, "KEEPALIVE_INTERVAL", std::to_string(ms) + "ms", profile);
+  return applyUcxSetting(config, "KEEPALIVE_INTERVAL", std::to_string(ms) + "ms", profile);
 }
 
 Status validate(const TransportOptions& o) {
@@ -95,8 +82,8 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   Status applied = applyProfile(config, impl->profile);
   if (applied.ok()) applied = applyKeepalive(config, options, impl->profile);
   if (applied.ok() && options.rndv_threshold > 0)
-    applied = applyUnlessUserSet(config, "RNDV_THRESH", std::to_string(options.rndv_threshold),
-                                 impl->profile);
+    applied = applyUcxSetting(config, "RNDV_THRESH", std::to_string(options.rndv_threshold),
+                              impl->profile);
   if (!applied.ok()) {
     ucp_config_release(config);
     return applied;

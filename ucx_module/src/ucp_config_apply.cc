@@ -54,9 +54,10 @@ std::vector<std::string> coveringKeys(const std::vector<const UcxField*>& free) 
   return keys;
 }
 
+// `key` is either one applyUcxSetting checked or a narrower key UCX's own
+// tables name for a subset of its fields, so it is not checked again.
 Status modify(ucp_config_t* config, const std::string& key, const std::string& value,
               RoceProfile& profile) {
-  SWITCHAGG_RETURN_IF_ERROR(checkUcxSetting(key, value));
   ucs_status_t st = ucp_config_modify(config, key.c_str(), value.c_str());
   if (st != UCS_OK) {
     return Status(Code::kInvalidArgument,
@@ -73,11 +74,10 @@ void addLeftToUser(RoceProfile& profile, const std::string& var) {
     profile.left_to_user.push_back(std::move(kv));
 }
 
-// One profile key: the fields the user set keep the user's value, the rest
-// get ours through `key` itself or, if that would override the user, the
-// narrower keys that miss the user's fields.
-Status applySetting(ucp_config_t* config, const std::string& key, const std::string& value,
-                    RoceProfile& profile) {
+}  // namespace
+
+Status applyUcxSetting(ucp_config_t* config, const std::string& key, const std::string& value,
+                       RoceProfile& profile) {
   SWITCHAGG_RETURN_IF_ERROR(checkUcxSetting(key, value));
   const std::vector<const UcxField*> reached = fieldsReachedBy(key);
   if (reached.empty()) {
@@ -101,8 +101,6 @@ Status applySetting(ucp_config_t* config, const std::string& key, const std::str
   return Status::Ok();
 }
 
-}  // namespace
-
 void loadUcxTransportModules() {
   // Transport tables are registered when their modules load (uct_ib etc.),
   // which uct_query_components triggers, as ucp_init would.
@@ -116,17 +114,6 @@ std::string ucxEnvName(const std::string& key) {
   for (const UcxField* f : reached)
     if (std::find(f->env_names.begin(), f->env_names.end(), key) != f->env_names.end()) return key;
   return reached.empty() ? key : reached.front()->name.substr(4);
-}
-
-std::optional<std::pair<std::string, std::string>> userOverride(const std::string& key) {
-  auto reached = fieldsReachedBy(key);
-  for (const UcxField* f : reached) {
-    if (auto var = userVariable(*f))
-      return std::make_pair(*var, std::string(envOrNull(("UCX_" + *var).c_str())));
-  }
-  if (!reached.empty()) return std::nullopt;
-  if (const char* v = envOrNull(("UCX_" + key).c_str())) return std::make_pair(key, std::string(v));
-  return std::nullopt;
 }
 
 Status checkUcxSetting(const std::string& key, const std::string& value) {
@@ -166,7 +153,7 @@ Status applyProfile(ucp_config_t* config, RoceProfile& profile) {
   profile.applied.clear();
   profile.left_to_user.clear();
   for (const auto& [key, value] : profile.ucx_settings)
-    SWITCHAGG_RETURN_IF_ERROR(applySetting(config, key, value, profile));
+    SWITCHAGG_RETURN_IF_ERROR(applyUcxSetting(config, key, value, profile));
   return Status::Ok();
 }
 

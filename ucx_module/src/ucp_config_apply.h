@@ -54,9 +54,14 @@ Status checkUcxSetting(const std::string& key, const std::string& value);
 // ucx_info -c prints (GID_INDEX -> IB_GID_INDEX).
 std::string ucxEnvName(const std::string& key);
 
-// The variable (without UCX_) and value the user set for a field `key`
-// reaches, if any (UCX_NET_DEVICES, UCX_RC_MLX5_SL for IB_SL, ...).
-std::optional<std::pair<std::string, std::string>> userOverride(const std::string& key);
+// Sets UCX `key` = `value` in `config` with the environment-wins rule, per
+// field: fields the user set (UCX_RC_MLX5_SL for IB_SL, UCX_RNDV_THRESH, ...)
+// keep the user's value and are listed in profile.left_to_user; the others
+// get `value`, through `key` or through narrower keys that miss the user's
+// fields; what was set goes to profile.applied. InvalidArgument for a key
+// no UCX table knows or a value it refuses.
+Status applyUcxSetting(ucp_config_t* config, const std::string& key, const std::string& value,
+                       RoceProfile& profile);
 
 // One field of a registered UCX configuration table.
 struct UcxField {

@@ -204,7 +204,7 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
   impl->context = &context;
   impl->ctx = context.impl();
   impl->alive = std::make_shared<Worker::Impl*>(impl.get());
-  impl->group_slots.assign(128, false);
+  impl->group_slots.assign(PeerGroup::kMaxSlot + 1, false);  // slot 0 + 1..kMaxSlot
   ucs_status_t st = createUcpWorker(impl->ctx->ucp, &impl->ucp);
   if (st != UCS_OK) return statusFromUcs(st, "ucp_worker_create");
   if (impl->ctx->sentinel != nullptr) {
