@@ -212,8 +212,8 @@ ControlResponse ControlApi::getStatus() {
         {"clients_connected", c.clients_connected}, {"slots_busy", c.slots_busy},
         {"slots_reserved", c.slots_reserved}, {"rejected_total", rejected_total}}},
       {"rejected", c.rejected},
-      {"lease_file", leases_.store() != nullptr ? leases_.store()->path() : ""},
-      {"lease_file_save_failures", leases_.store() != nullptr ? leases_.store()->saveFailures() : 0},
+      {"lease_file", leases_.leaseFile()},
+      {"lease_file_save_failures", leases_.leaseFileSaveFailures()},
   };
   return jsonResponse(200, body);
 }
@@ -343,7 +343,7 @@ ControlResponse ControlApi::metrics() {
   in.draining = leases_.draining();
   in.data = counters();
   in.control_refused = refusedCounts();
-  in.lease_file_save_failures = leases_.store() != nullptr ? leases_.store()->saveFailures() : 0;
+  in.lease_file_save_failures = leases_.leaseFileSaveFailures();
   ControlResponse r;
   r.content_type = "text/plain; version=0.0.4";
   r.body = renderMetrics(in);

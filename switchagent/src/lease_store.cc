@@ -212,7 +212,6 @@ LeaseFileState LeaseStore::load() {
   }
   std::ifstream in(path_, std::ios::binary);
   Status problem;
-  LeaseFileState state;
   if (!in) {
     problem = sysError("cannot read", path_);
   } else {
@@ -231,7 +230,7 @@ LeaseFileState LeaseStore::load() {
     SA_ERROR(kPart, "cannot move %s aside to %s: %s", path_.c_str(), aside.c_str(),
              std::strerror(errno));
   }
-  return state;
+  return {};
 }
 
 Status LeaseStore::save(const LeaseFileState& state) {

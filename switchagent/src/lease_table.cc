@@ -236,6 +236,12 @@ void LeaseTable::revokeAll(const std::string& reason) {
 
 void LeaseTable::abortGroups(const std::string& reason) { fireRevoked(list(), reason); }
 
+std::string LeaseTable::leaseFile() const { return store_ ? store_->path() : ""; }
+
+uint64_t LeaseTable::leaseFileSaveFailures() const {
+  return store_ ? store_->saveFailures() : 0;
+}
+
 void LeaseTable::attachStore(std::unique_ptr<LeaseStore> store) {
   LeaseFileState state = store->load();
   {

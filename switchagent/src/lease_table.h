@@ -98,6 +98,9 @@ class LeaseTable {  // thread-safe (one mutex)
   // in-memory change stands.
   void attachStore(std::unique_ptr<LeaseStore> store);
   const LeaseStore* store() const { return store_.get(); }
+  // The lease file ("" when persistence is off) and its failed saves.
+  std::string leaseFile() const;
+  uint64_t leaseFileSaveFailures() const;
   // Fires the revoke callback for every lease but keeps the leases (and the
   // file): shutdown with persistence ends live groups, not leases.
   void abortGroups(const std::string& reason);
