@@ -2,6 +2,7 @@
 // core types and catches every exception: nothing C++ crosses into Open MPI.
 #include "coll_core.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -59,6 +60,16 @@ int switchagg_coll_open(const switchagg_coll_params_t* params) {
     p.policy.offload = params->offload ? params->offload : "auto";
     p.rules_path = params->rules ? params->rules : "";
     p.verbose = params->verbose;
+    if (params->stall_timeout < 0) {
+      std::fprintf(stderr,
+                   "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_stall_timeout "
+                   "must be >= 0 seconds (0 = warn only), got %d\n",
+                   params->stall_timeout);
+      return -1;
+    }
+    p.stall.fail_ms = int64_t(params->stall_timeout) * 1000;
+    // Warn early enough to be seen in a hung job, before a long bound fails.
+    p.stall.warn_ms = p.stall.fail_ms > 0 ? std::min<int64_t>(10000, p.stall.fail_ms / 2) : 10000;
     switchagg::Status st = switchagg::coll::ProcessRuntime::instance().open(p);
     if (!st.ok()) {
       // Shown whatever the log level: the component disables itself.
@@ -83,14 +94,20 @@ switchagg_coll_comm_t* switchagg_coll_comm_create(const switchagg_coll_comm_info
 }
 
 void switchagg_coll_comm_destroy(switchagg_coll_comm_t* comm) {
+  switchagg::coll::ProcessRuntime::CallScope in_call;  // closes groups: no progress callback
   guarded("comm_destroy", 0, [&] {
     delete comm;
     return 0;
   });
 }
 
+int switchagg_coll_progress(void) {
+  return guarded("progress", 0, [] { return switchagg::coll::ProcessRuntime::instance().progress(); });
+}
+
 int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void* recv,
                              size_t count, int dtype, int op, int flags) {
+  switchagg::coll::ProcessRuntime::CallScope in_call;
   return guarded("allreduce", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
     switchagg::coll::AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype),
                                         static_cast<Op>(op)};

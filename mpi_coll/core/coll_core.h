@@ -42,6 +42,7 @@ typedef struct switchagg_coll_params {
   const char *offload;   /* coll_switchagg_offload: auto|on|off */
   const char *rules;     /* path to a rules file, NULL or "" for none */
   int verbose;           /* coll_switchagg_verbose */
+  int stall_timeout;     /* coll_switchagg_stall_timeout, seconds; 0 = warn only */
 } switchagg_coll_params_t;
 
 /* Collective services the core borrows from the previous coll module. The
@@ -73,6 +74,14 @@ void switchagg_coll_close(void);
  * the address exchange happens on the first call that needs it. */
 switchagg_coll_comm_t *switchagg_coll_comm_create(const switchagg_coll_comm_info_t *info);
 void switchagg_coll_comm_destroy(switchagg_coll_comm_t *comm);
+
+/* Progress callback for Open MPI's progress engine (registered by the glue
+ * at open): drives the component's UCX workers while the process waits in
+ * another component, so that a peer's request that still needs this
+ * process (a rendezvous ack, a transport buffer to drain) completes even
+ * after this process left the call. Returns the number of events; never
+ * re-enters a running switchagg call. */
+int switchagg_coll_progress(void);
 
 /* Flags for switchagg_coll_allreduce. */
 enum switchagg_coll_flags {

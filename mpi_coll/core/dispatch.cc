@@ -5,12 +5,12 @@
 #include "switch_path.h"
 #include "switchagg/common/log.h"
 #include "switchagg/common/reduce.h"
+#include "switchagg/ucx/transport.h"
 
 namespace switchagg::coll {
 namespace {
 
-Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
-  PeerGroupComm comm(state.peerGroup(), state.nextSequence());
+Status runHostAlgorithm(HostComm& comm, CommState& state, Algorithm a, const AllreduceArgs& args) {
   switch (a) {
     case Algorithm::kRing: return allreduceRing(comm, args);
     case Algorithm::kRecursiveDoubling: return allreduceRecursiveDoubling(comm, args);
@@ -18,6 +18,12 @@ Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
     case Algorithm::kHierarchical: return allreduceHierarchical(comm, args, state.layout());
     default: return Status(Code::kInternal, "not a host algorithm");
   }
+}
+
+Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
+  PeerGroupComm comm(state.peerGroup(), state.nextSequence(),
+                     ProcessRuntime::instance().params().stall);
+  return runHostAlgorithm(comm, state, a, args);
 }
 
 SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {
@@ -61,10 +67,10 @@ Algorithm cheapestHost(const SelectionInput& in) {
 
 Outcome fail(CommState& state, Algorithm a, const Status& st) {
   state.markBroken();
-  SA_ERROR("coll",
-           "comm %s rank %d: %s allreduce failed: %s; returning MPI_ERR_OTHER (a peer "
-           "failed, the result would be wrong)",
-           state.name().c_str(), state.rank(), algorithmName(a), st.toString().c_str());
+  SA_ERROR("coll", "comm %s rank %d: %s allreduce failed: %s; returning MPI_ERR_OTHER (%s)",
+           state.name().c_str(), state.rank(), algorithmName(a), st.toString().c_str(),
+           st.code() == Code::kTimeout ? "a step stalled past coll_switchagg_stall_timeout"
+                                       : "a peer failed, the result would be wrong");
   return Outcome::kFailed;
 }
 

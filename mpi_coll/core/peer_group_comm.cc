@@ -1,8 +1,10 @@
 #include "peer_group_comm.h"
 
+#include <cinttypes>
 #include <chrono>
 #include <utility>
 
+#include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
 
 namespace switchagg::coll {
@@ -23,20 +25,36 @@ constexpr uint32_t kLocalTagMask = (1u << kLocalTagBits) - 1;
 // step. Bounded, so oversubscribed ranks still yield the core quickly.
 constexpr auto kSpinBeforeBlock = std::chrono::microseconds(20);
 
-Status waitSliced(ucx::Worker& worker, ucx::Request& request) {
-  const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeBlock;
+}  // namespace
+
+Status PeerGroupComm::waitBounded(ucx::Request& request) {
+  ucx::Worker& worker = group_.worker();
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin_until = start + kSpinBeforeBlock;
   while (!request.done() && std::chrono::steady_clock::now() < spin_until) worker.progress();
+  int64_t next_warn_ms = stall_.warn_ms;
   for (;;) {
     Status st = worker.wait(request, kWaitSliceMs);
     if (st.ok()) return request.status();
     if (st.code() != Code::kTimeout) return st;
+    const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count();
+    if (stall_.fail_ms > 0 && waited_ms >= stall_.fail_ms)
+      return Status(Code::kTimeout, "no progress for " + std::to_string(waited_ms / 1000) +
+                                        " s (coll_switchagg_stall_timeout) on " +
+                                        group_.describePending(request));
+    if (next_warn_ms > 0 && waited_ms >= next_warn_ms) {
+      SA_WARN("coll", "rank %d has waited %" PRId64 " s in one allreduce step: %s%s",
+              group_.rank(), waited_ms / 1000, group_.describePending(request).c_str(),
+              stall_.fail_ms > 0 ? "" : " (coll_switchagg_stall_timeout=0: waiting on)");
+      next_warn_ms *= 2;
+    }
   }
 }
 
-}  // namespace
-
-PeerGroupComm::PeerGroupComm(ucx::PeerGroup& group, uint32_t sequence)
-    : group_(group), sequence_(sequence) {}
+PeerGroupComm::PeerGroupComm(ucx::PeerGroup& group, uint32_t sequence, StallBounds stall)
+    : group_(group), sequence_(sequence), stall_(stall) {}
 
 PeerGroupComm::~PeerGroupComm() {
   // Only an error path leaves operations in flight (a peer failed and the
@@ -83,7 +101,7 @@ Status PeerGroupComm::wait(Handle h) {
   if (h >= requests_.size()) return Status(Code::kInternal, "wait on an unknown handle");
   auto& request = requests_[h];
   if (!request) return Status::Ok();
-  Status st = waitSliced(group_.worker(), *request);
+  Status st = waitBounded(*request);
   if (!st.ok()) return st;
   request.reset();
   return Status::Ok();

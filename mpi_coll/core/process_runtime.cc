@@ -24,6 +24,7 @@ Status ProcessRuntime::open(const ComponentParams& params) {
 }
 
 void ProcessRuntime::close() {
+  extra_progress_.clear();
   if (live_comms_ > 0) {
     SA_DEBUG("coll", "%d communicators still alive at close; UCX worker left to process exit",
              live_comms_);
@@ -34,6 +35,30 @@ void ProcessRuntime::close() {
   worker_.reset();
   context_.reset();
   worker_error_ = Status::Ok();
+}
+
+int ProcessRuntime::progress() {
+  if (in_call_ > 0) return 0;
+  ++in_call_;  // a callback that re-enters opal_progress must not recurse here
+  int events = 0;
+  if (worker_ && worker_->progress()) ++events;
+  for (auto& [owner, fn] : extra_progress_) events += fn();
+  --in_call_;
+  return events;
+}
+
+void ProcessRuntime::addProgress(const void* owner, std::function<int()> fn) {
+  removeProgress(owner);
+  extra_progress_.emplace_back(owner, std::move(fn));
+}
+
+void ProcessRuntime::removeProgress(const void* owner) {
+  for (auto it = extra_progress_.begin(); it != extra_progress_.end(); ++it) {
+    if (it->first == owner) {
+      extra_progress_.erase(it);
+      return;
+    }
+  }
 }
 
 Result<ucx::Worker*> ProcessRuntime::worker() {

@@ -5,9 +5,13 @@
 // MPI_THREAD_MULTIPLE, so one thread drives it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "peer_group_comm.h"
 #include "selector.h"
 #include "switchagg/common/status.h"
 
@@ -22,6 +26,7 @@ struct ComponentParams {
   SelectionPolicy policy;
   std::string rules_path;
   int verbose = 0;
+  StallBounds stall;  // coll_switchagg_stall_timeout
 };
 
 class ProcessRuntime {
@@ -44,6 +49,24 @@ class ProcessRuntime {
   void commCreated() { ++live_comms_; }
   void commDestroyed() { --live_comms_; }
 
+  // Open MPI's progress engine calls this (switchagg_coll_progress) while
+  // the process is in other components: it drives the shared worker and
+  // every worker registered below, unless a switchagg call is running on
+  // this thread (the call drives them itself; UCX is not re-entrant).
+  int progress();
+  // Marks a switchagg call: progress() stays out while one is alive.
+  class CallScope {
+   public:
+    CallScope() { ++instance().in_call_; }
+    ~CallScope() { --instance().in_call_; }
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+  };
+  // Other workers the process owns (the switch path's agent clients):
+  // `fn` progresses one and returns its event count. Keyed by `owner`.
+  void addProgress(const void* owner, std::function<int()> fn);
+  void removeProgress(const void* owner);
+
  private:
   ProcessRuntime() = default;
   ComponentParams params_;
@@ -52,6 +75,8 @@ class ProcessRuntime {
   std::unique_ptr<ucx::Worker> worker_;
   Status worker_error_;
   int live_comms_ = 0;
+  int in_call_ = 0;
+  std::vector<std::pair<const void*, std::function<int()>>> extra_progress_;
 };
 
 }  // namespace switchagg::coll

@@ -23,6 +23,8 @@ typedef struct mca_coll_switchagg_component_t {
   int offload;   /* 0 auto, 1 on, 2 off */
   char *rules;
   int verbose;
+  int stall_timeout; /* seconds; 0 = warn only */
+  bool progress_registered;
   /* False when the parameters were rejected at open or MPI_THREAD_MULTIPLE
    * was requested: comm_query then declines every communicator. */
   bool usable;

@@ -6,6 +6,7 @@
  *   coll_switchagg_offload              auto|on|off
  *   coll_switchagg_rules                path of a selection rules file
  *   coll_switchagg_verbose              0; 1 per communicator; 2+ per call
+ *   coll_switchagg_stall_timeout        seconds a host step may wait (300; 0 = warn only)
  *
  * Enum parameters are MCA enums: Open MPI itself rejects a value outside the
  * list with a message that lists the valid ones. A rules file that cannot
@@ -17,6 +18,7 @@
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/runtime/opal_progress.h"
 
 static const mca_base_var_enum_value_t offload_values[] = {
     {0, "auto"}, {1, "on"}, {2, "off"}, {0, NULL}};
@@ -25,6 +27,7 @@ static int switchagg_register(void);
 static int switchagg_open(void);
 static int switchagg_close(void);
 static int switchagg_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+static int switchagg_progress(void) { return switchagg_coll_progress(); }
 
 mca_coll_switchagg_component_t mca_coll_switchagg_component = {
     .super = {
@@ -46,6 +49,7 @@ mca_coll_switchagg_component_t mca_coll_switchagg_component = {
     .offload = 0,
     .rules = NULL,
     .verbose = 0,
+    .stall_timeout = 300,
     .usable = true,
 };
 
@@ -114,6 +118,15 @@ static int switchagg_register(void) {
                     "first use of each algorithm, fallbacks, a summary when freed); 2 one line "
                     "per call; 3 transport detail",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
+  (void)mca_base_component_var_register(
+      v, "stall_timeout",
+      "Seconds a host-algorithm step may wait without progress before the allreduce fails "
+      "with an error naming the peer and the message it waited for (a warning naming them "
+      "comes after min(10, half of it) seconds). A peer that has not reached the call yet is "
+      "normal MPI behaviour, so keep it above the job's worst load imbalance; 0 = warn only, "
+      "never fail",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+      &c->stall_timeout);
   return OMPI_SUCCESS;
 }
 
@@ -124,13 +137,25 @@ static int switchagg_open(void) {
   params.offload = (c->offload >= 0 && c->offload <= 2) ? offload_values[c->offload].string : NULL;
   params.rules = c->rules;
   params.verbose = c->verbose;
+  params.stall_timeout = c->stall_timeout;
   /* A rejected value leaves the component loaded but unusable, so that the
    * job runs on the other components after the one error line. */
   c->usable = (0 == switchagg_coll_open(&params));
+  /* Our UCX workers make progress while the process waits in other
+   * components (as pml/ucx and coll/ucc register theirs): a peer may still
+   * need this process's transport after it left a switchagg call. Low
+   * priority: Open MPI runs it on every 8th progress round. */
+  if (c->usable && OPAL_SUCCESS == opal_progress_register_lp(switchagg_progress))
+    c->progress_registered = true;
   return OMPI_SUCCESS;
 }
 
 static int switchagg_close(void) {
+  mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
+  if (c->progress_registered) {
+    (void)opal_progress_unregister(switchagg_progress);
+    c->progress_registered = false;
+  }
   switchagg_coll_close();
   return OMPI_SUCCESS;
 }

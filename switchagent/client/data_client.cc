@@ -187,6 +187,8 @@ const AgentInfo& AggClient::agent() const {
 bool AggClient::supports(Dtype d, Op o) const {
   return impl_->agent.caps.supports(d, o);
 }
+int AggClient::progress() { return impl_->worker && impl_->worker->progress() ? 1 : 0; }
+
 bool AggClient::failed() const {
   return impl_->broken();
 }

@@ -7,6 +7,8 @@
 #                         test_switch_check --repeat 5 (16 MiB case, bitwise
 #                         repeatability); agent metrics show the traffic
 #   two_jobs              two mpirun jobs, two leases, one agent, at once
+#   liveness NP           mpi_liveness_check --expect switch: Open MPI's own
+#                         barrier around every allreduce, 8 KiB..16 MiB
 #   kill BYTES DELAY_MS [NP]  SIGKILL the agent DELAY_MS after the switch served
 #                         its first call of a loop of BYTES-byte allreduces
 #   delete BYTES DELAY_MS delete the lease mid-run instead
@@ -86,6 +88,16 @@ case $scenario in
     created=$(metric switchagg_groups_created_total)
     echo "agent metrics: bytes_in=$in groups_created=$created"
     [[ ${in%.*} -gt 0 && ${created%.*} -gt 0 ]] || die "the agent saw no traffic"
+    ;;
+  liveness)
+    np=$1
+    start_agent
+    lease "liveness-np$np"
+    run_mpi "$np" "$work/liveness.log" --mca coll_switchagg_stall_timeout 60 \
+      "$bin/mpi_liveness_check" --expect switch --iters 6 \
+      --sizes 8192,65536,262144,1048580,8388608,16777216 ||
+      { cat "$work/liveness.log"; die "liveness run failed"; }
+    expect_pass "$work/liveness.log" "joined switch group"
     ;;
   two_jobs)
     start_agent

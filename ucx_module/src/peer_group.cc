@@ -7,18 +7,6 @@
 
 namespace switchagg::ucx {
 
-namespace {
-
-void flushWorker(Worker::Impl* w, int64_t timeout_ms) {
-  ucp_request_param_t p{};
-  ucs_status_ptr_t r = ucp_worker_flush_nbx(w->ucp, &p);
-  if (!UCS_PTR_IS_PTR(r)) return;
-  (void)w->waitUntil([r] { return ucp_request_check_status(r) != UCS_INPROGRESS; }, timeout_ms);
-  ucp_request_free(r);
-}
-
-}  // namespace
-
 PeerGroup::Impl::~Impl() {
   SA_DEBUG("ucx", "group %u rank %d: closing", group_id, rank);
   w->runHooksFor(this);  // forget Requests that finished since the last progress
@@ -37,7 +25,7 @@ PeerGroup::Impl::~Impl() {
   // endpoints of its own, which closing our lanes does not flush. Then lanes
   // (what we sent), sentinels last: a peer must not see us "fail" while our
   // last messages or acks are still on their way.
-  flushWorker(w, w->ctx->options.peer_timeout_ms);
+  (void)w->flush(w->ctx->options.peer_timeout_ms);
   std::vector<std::unique_ptr<Endpoint>> lanes_out, sentinels;
   for (auto& peer : peers) {
     for (auto& lane : peer.lanes) lanes_out.push_back(std::move(lane));
@@ -103,9 +91,9 @@ Status PeerGroup::Impl::ensureLanes(int peer) {
   return Status::Ok();
 }
 
-void PeerGroup::Impl::trackSend(int peer, Request::State& s) {
+void PeerGroup::Impl::trackSend(int peer, uint32_t tag, size_t length, Request::State& s) {
   const uint64_t id = next_id++;
-  inflight_sends[id] = InflightSend{peer, &s};
+  inflight_sends[id] = InflightSend{peer, &s, tag, length};
   s.hook = Hook{sendDone, sendAbandoned, this, id};
 }
 
@@ -137,7 +125,7 @@ void PeerGroup::Impl::postData(int peer, uint32_t tag, uint64_t seq, const void*
   counters.bytes_sent += length;
   counters.lane_messages[lane]++;
   req::postTagSend(*p.lanes[lane]->impl(), dataTag(rank, seq, tag), data, length, s);
-  if (s.active) trackSend(peer, s);
+  if (s.active) trackSend(peer, tag, length, s);
 }
 
 PeerGroup::PeerGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -199,6 +187,47 @@ std::string PeerGroup::describePeer(int peer) {
     out += "lane " + std::to_string(i) + ": " + p.lanes[i]->transports() + "\n";
   if (p.sentinel) out += "sentinel: " + p.sentinel->transports() + "\n";
   return out;
+}
+
+namespace {
+
+std::string messageName(const char* dir, int peer, uint32_t tag, size_t bytes) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s rank %d (tag 0x%x, %zu bytes)", dir, peer, tag, bytes);
+  return buf;
+}
+
+}  // namespace
+
+std::string PeerGroup::describePending(const Request& request) const {
+  const Impl& g = *impl_;
+  const Request::State* s = request.state();
+  if (!s->active) return "";
+  const std::string group = "group " + std::to_string(g.group_id) + ": ";
+  for (const auto& [key, op] : g.awaiting_cts)
+    if (op.user == s)
+      return group + messageName("send to", op.peer, op.tag, op.length) +
+             ": announced (RTS), waiting for the receiver's clear-to-send";
+  for (const auto& [id, op] : g.inflight_sends)
+    if (op.user == s)
+      return group + messageName("send to", op.peer, op.tag, op.length) +
+             ": handed to UCX, its completion needs the receiver's progress";
+  if (s->link.list != nullptr) {
+    const PendingLink& l = s->link;
+    std::string what = group + messageName("receive from", l.peer, l.tag, l.capacity) + ": ";
+    auto it = g.recvs.find(Impl::messageKey(l.peer, l.seq, l.tag));
+    if (it == g.recvs.end() || it->second.user != s) return what + "posted, no data yet";
+    switch (it->second.grant) {
+      case Impl::Grant::kGranted:
+        return what + (it->second.credit
+                           ? "credit granted, the sender has not sent the message yet"
+                           : "clear-to-send granted to the announced sender, data not complete");
+      case Impl::Grant::kRtsQueued: return what + "sender announced, waiting for window";
+      case Impl::Grant::kCreditQueued: return what + "posted, waiting for window to grant a credit";
+      default: return what + "posted, sender not announced";
+    }
+  }
+  return group + "request in progress";
 }
 
 int PeerGroup::rank() const { return impl_->rank; }

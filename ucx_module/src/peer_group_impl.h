@@ -116,6 +116,8 @@ struct PeerGroup::Impl {
   struct InflightSend {
     int peer;
     Request::State* user;
+    uint32_t tag;
+    size_t length;
   };
   // Data sends UCX has not completed: failed by peerFailed(), since lanes
   // without error handling may never complete them.
@@ -167,7 +169,7 @@ struct PeerGroup::Impl {
   Status recvFromFailed(int peer, uint32_t tag, void* data, size_t length, Request& request);
   Status ensureLanes(int peer);
   Result<std::unique_ptr<Endpoint>> watchedEndpoint(int peer);
-  void trackSend(int peer, Request::State& s);
+  void trackSend(int peer, uint32_t tag, size_t length, Request::State& s);
   void postData(int peer, uint32_t tag, uint64_t seq, const void* data, size_t length,
                 Request::State& s);
   // Takes a credit for message `seq` to `peer` if one is here (dropping

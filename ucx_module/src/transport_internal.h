@@ -194,6 +194,7 @@ struct Worker::Impl {
   bool progress();
   void progressSentinel();
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
+  Status flush(int64_t timeout_ms);
   Endpoint* endpointFor(ucp_ep_h ep) const;
   ~Impl();
 };

@@ -196,6 +196,22 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
   }
 }
 
+Status Worker::Impl::flush(int64_t timeout_ms) {
+  ucp_request_param_t p{};
+  ucs_status_ptr_t r = ucp_worker_flush_nbx(ucp, &p);
+  if (r == nullptr) return Status::Ok();
+  if (UCS_PTR_IS_ERR(r)) return statusFromUcs(UCS_PTR_STATUS(r), "ucp_worker_flush");
+  Status st = waitUntil([r] { return ucp_request_check_status(r) != UCS_INPROGRESS; }, timeout_ms);
+  if (st.ok()) st = statusFromUcs(ucp_request_check_status(r), "ucp_worker_flush");
+  // A flush still running when the bound passed is cancelled by freeing it:
+  // UCX completes it internally.
+  ucp_request_free(r);
+  if (st.code() == Code::kTimeout)
+    return Status(Code::kTimeout, "worker flush: operations towards peers still incomplete after " +
+                                      std::to_string(timeout_ms) + " ms");
+  return st;
+}
+
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Worker::~Worker() = default;
 
@@ -237,6 +253,8 @@ std::array<uint64_t, 2> Worker::busyGroupSlots() const {
 }
 
 bool Worker::progress() { return impl_->progress(); }
+
+Status Worker::flush(int64_t timeout_ms) { return impl_->flush(timeout_ms); }
 
 Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
   return impl_->waitUntil(pred, timeout_ms);

@@ -111,6 +111,9 @@ class AggClient {
 
   // UCX transports of the connection, e.g. "tcp/lo" (logs, benchmarks).
   std::string transports() const;
+  // One round of progress on the client's worker outside any call (the
+  // component drives it from Open MPI's progress engine); events seen.
+  int progress();
   bool failed() const;                     // the connection is dead
   const Status& failure() const;           // why (Ok while not failed)
   const ClientCounters& counters() const;  // totals over all groups

@@ -113,6 +113,7 @@ class Request {
   size_t length() const;         // received bytes, once done()
   struct State;
   State* state() { return state_.get(); }
+  const State* state() const { return state_.get(); }
 
  private:
   std::unique_ptr<State> state_;
@@ -150,6 +151,12 @@ class Worker {
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
   Status wait(Request& request, int64_t timeout_ms);
   Status waitAll(const std::vector<Request*>& requests, int64_t timeout_ms);
+  // Completes every operation this worker has started towards its peers,
+  // including UCX's own protocol replies (a rendezvous receive's ack goes
+  // out after the receive completes): afterwards no peer's request waits
+  // for this worker to progress again. Needs no peer to act unless a
+  // transport's buffers are full; bounded by timeout_ms (kTimeout).
+  Status flush(int64_t timeout_ms);
 
   // Active messages (ids 0..63). The handler runs inside progress().
   Status setAmHandler(uint16_t id, AmHandler handler);
@@ -271,6 +278,11 @@ class PeerGroup {
   // One line per lane (and the failure sentinel) naming its transports;
   // connects to `peer` if needed. "" for a bad or failed rank.
   std::string describePeer(int peer);
+  // Where an unfinished request of this group stands, for a stall report:
+  // "send to rank 3 (tag 0x..., 262144 bytes): waiting for clear-to-send",
+  // "... handed to UCX, not completed", "receive from rank 1 (...): credit
+  // granted, no data yet", ... "" for a request this group does not hold.
+  std::string describePending(const Request& request) const;
   Worker& worker();
   struct Impl;
 

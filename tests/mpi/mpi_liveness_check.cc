@@ -1,0 +1,188 @@
+// Liveness under Open MPI's own operations: the pattern of OSU's
+// osu_allreduce -c, which found a hang (issue 11). Per iteration and size:
+// fill the buffers, a few warm-up allreduces on other buffers each preceded
+// by one of Open MPI's own operations, that operation, the checked
+// allreduce, the operation again, check the result. A rank that left a
+// switchagg call while a peer still needed its transport to progress would
+// leave that peer stuck inside the allreduce while it sits in Open MPI's
+// operation, which never drives switchagg's UCX worker.
+//
+//   mpi_liveness_check --sizes B,B,... [--iters N] [--warmup K]
+//                      [--between barrier|sendrecv|reduce] [--expect ALG]
+//     --sizes    message sizes in bytes (MPI_FLOAT SUM; rounded down to floats)
+//     --iters    checked allreduces per size (default 20)
+//     --warmup   allreduces before each checked one (default 2)
+//     --between  Open MPI's operation around every allreduce: MPI_Barrier,
+//                MPI_Sendrecv with both ring neighbours, or MPI_Reduce to 0
+//     --expect   the path every allreduce must have taken (diagnostics)
+//     --stall-rank R --stall-seconds S
+//                rank R sleeps S seconds, outside MPI, before the first
+//                checked allreduce: its peers wait for it inside the call
+//                (tests coll_switchagg_stall_timeout)
+//
+// Prints "PASS ..." on rank 0 when every result is exact and every call was
+// served by the expected path.
+#include <dlfcn.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "switchagg/coll/diagnostics.h"
+
+namespace {
+
+struct Options {
+  std::vector<size_t> sizes;
+  int iters = 20;
+  int warmup = 2;
+  std::string between = "barrier";
+  std::string expect;
+  int stall_rank = -1;
+  int stall_seconds = 0;
+};
+
+[[noreturn]] void usage(const char* msg) {
+  std::fprintf(stderr, "mpi_liveness_check: %s\n", msg);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::exit(2);
+}
+
+std::vector<size_t> parseList(const char* s) {
+  std::vector<size_t> out;
+  for (const char* p = s; *p != '\0';) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(p, &end, 10);
+    if (end == p) usage("--sizes: expected comma-separated byte counts");
+    out.push_back(static_cast<size_t>(v));
+    p = (*end == ',') ? end + 1 : end;
+    if (*end != ',' && *end != '\0') usage("--sizes: expected comma-separated byte counts");
+  }
+  return out;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage((a + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (a == "--sizes") o.sizes = parseList(value());
+    else if (a == "--iters") o.iters = std::atoi(value());
+    else if (a == "--warmup") o.warmup = std::atoi(value());
+    else if (a == "--between") o.between = value();
+    else if (a == "--expect") o.expect = value();
+    else if (a == "--stall-rank") o.stall_rank = std::atoi(value());
+    else if (a == "--stall-seconds") o.stall_seconds = std::atoi(value());
+    else usage(("unknown option " + a).c_str());
+  }
+  if (o.sizes.empty()) usage("--sizes is required");
+  if (o.iters < 1 || o.warmup < 0) usage("--iters must be >= 1 and --warmup >= 0");
+  if (o.between != "barrier" && o.between != "sendrecv" && o.between != "reduce")
+    usage("--between must be barrier, sendrecv or reduce");
+  return o;
+}
+
+// Open MPI's own operation, served by ob1/tuned: it progresses only Open
+// MPI's engine.
+void between(const Options& o, MPI_Comm comm, int rank, int size) {
+  if (o.between == "barrier") {
+    MPI_Barrier(comm);
+  } else if (o.between == "sendrecv") {
+    int out = rank, in_left = -1, in_right = -1;
+    const int left = (rank - 1 + size) % size, right = (rank + 1) % size;
+    MPI_Sendrecv(&out, 1, MPI_INT, right, 7, &in_left, 1, MPI_INT, left, 7, comm,
+                 MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&out, 1, MPI_INT, left, 8, &in_right, 1, MPI_INT, right, 8, comm,
+                 MPI_STATUS_IGNORE);
+    if (in_left != left || in_right != right) usage("MPI_Sendrecv delivered a wrong value");
+  } else {
+    int one = 1, total = 0;
+    MPI_Reduce(&one, &total, 1, MPI_INT, MPI_SUM, 0, comm);
+    if (rank == 0 && total != size) usage("MPI_Reduce delivered a wrong value");
+  }
+}
+
+// Small integers: float sums stay exact whatever the reduction order.
+float input(int rank, int iter, size_t i) {
+  return static_cast<float>((rank + 1) * 3 + (iter % 7) + static_cast<int>(i % 13));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const Options o = parse(argc, argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  auto last = reinterpret_cast<switchagg_coll_last_algorithm_fn>(
+      dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_LAST_ALGORITHM_SYMBOL));
+  if (!o.expect.empty() && last == nullptr) usage("the switchagg component is not loaded");
+
+  long failures = 0, calls = 0;
+  auto checkPath = [&](const char* what, size_t bytes) {
+    ++calls;
+    if (o.expect.empty()) return;
+    const char* path = last(MPI_COMM_WORLD);
+    if (path == nullptr || o.expect != path) {
+      if (++failures <= 5)
+        std::fprintf(stderr, "FAIL rank %d: %s %zu bytes served by %s, expected %s\n", rank,
+                     what, bytes, path ? path : "(none)", o.expect.c_str());
+    }
+  };
+
+  for (size_t bytes : o.sizes) {
+    const size_t n = bytes / sizeof(float);
+    std::vector<float> send(n), recv(n), wsend(n, 1.0f), wrecv(n);
+    for (int it = 0; it < o.iters; ++it) {
+      for (size_t i = 0; i < n; ++i) send[i] = input(rank, it, i);
+      for (int w = 0; w < o.warmup; ++w) {
+        between(o, MPI_COMM_WORLD, rank, size);
+        MPI_Allreduce(wsend.data(), wrecv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
+        checkPath("warm-up", bytes);
+      }
+      between(o, MPI_COMM_WORLD, rank, size);
+      if (rank == o.stall_rank && it == 0 && bytes == o.sizes.front()) {
+        std::fprintf(stderr, "rank %d: stalling %d s before the allreduce\n", rank,
+                     o.stall_seconds);
+        sleep(static_cast<unsigned>(o.stall_seconds));
+      }
+      MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      checkPath("allreduce", bytes);
+      between(o, MPI_COMM_WORLD, rank, size);
+      for (size_t i = 0; i < n; ++i) {
+        float want = 0;
+        for (int r = 0; r < size; ++r) want += input(r, it, i);
+        if (recv[i] != want) {
+          if (++failures <= 5)
+            std::fprintf(stderr, "FAIL rank %d: %zu bytes iter %d element %zu: %g, want %g\n",
+                         rank, bytes, it, i, double(recv[i]), double(want));
+          break;
+        }
+      }
+      if (n > 0 && wrecv[n / 2] != static_cast<float>(size) && ++failures <= 5)
+        std::fprintf(stderr, "FAIL rank %d: warm-up result %g, want %d\n", rank,
+                     double(wrecv[n / 2]), size);
+    }
+  }
+
+  long total_failures = 0, total_calls = 0;
+  MPI_Reduce(&failures, &total_failures, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&calls, &total_calls, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    std::printf("%s liveness np=%d between=%s expect=%s sizes=%zu iters=%d calls=%ld failures=%ld\n",
+                total_failures ? "FAIL" : "PASS", size, o.between.c_str(),
+                o.expect.empty() ? "-" : o.expect.c_str(), o.sizes.size(), o.iters, total_calls,
+                total_failures);
+  MPI_Finalize();
+  return total_failures ? 1 : 0;
+}
