@@ -36,9 +36,10 @@ for ((r = 1; r <= reps; r++)); do
     echo "$enable $line" | sed 's/[a-z_]*=//g' >>"$raw"
   done
 done
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-b1=$(awk '$1 == 1 { print $2 }' "$raw" | median); b0=$(awk '$1 == 0 { print $2 }' "$raw" | median)
-s1=$(awk '$1 == 1 { print $3 }' "$raw" | median); s0=$(awk '$1 == 0 { print $3 }' "$raw" | median)
+# Medians per column with the shared stats library: "b0 b1 s0 s1".
+read -r b0 b1 s0 s1 < <(awk "$(cat "$root/benchmarks/lib/stats.awk")"'
+  { b[$1] = b[$1] " " $2; s[$1] = s[$1] " " $3 }
+  END { print median(b[0]), median(b[1]), median(s[0]), median(s[1]) }' "$raw")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 {
   echo "# Progress callback: cost to Open MPI's own operations"
