@@ -15,6 +15,7 @@ PACKAGES=(
   libtomlplusplus-dev                            # agent policy file (TOML)
   gnuplot-nox                                    # benchmark plots
   iproute2                                       # emulated hosts (network namespaces)
+  mininet bridge-utils                           # emulated cluster (scripts/fabric.py): hosts, bridges, shaped links
   clang libclang-rt-14-dev                       # libFuzzer targets
   python3 procps                                 # tests/slurm fixture: free ports, JSON checks, pgrep
   curl                                           # docs/control-api.md examples (run by the docs test)

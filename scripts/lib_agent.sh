@@ -2,13 +2,16 @@
 #   agent_start CONFIG WORKDIR [--set K=V ...]  → AGENT_PID AGENT_SOCKET AGENT_DATA
 #   agent_stop                                    (idempotent)
 # The agent gets a Unix control socket in WORKDIR, a free data port, no TCP
-# control listener, and logs to WORKDIR/agent.log.
+# control listener, and logs to WORKDIR/agent.log. AGENT_LAUNCH (an array:
+# a command prefix, e.g. entering an emulated host) and AGENT_DATA_LISTEN
+# (default 127.0.0.1:0) place it elsewhere (scripts/lib_fabric.sh).
 agent_start() {
   local config=$1 dir=$2; shift 2
   local bin=${build:?}/bin
   AGENT_SOCKET=$dir/agent.sock
-  "$bin/switchagg-agent" --config "$config" --set "control.unix_socket=$AGENT_SOCKET" \
-    --set 'control.listen=' --set 'data.listen=127.0.0.1:0' "$@" >"$dir/agent.log" 2>&1 &
+  "${AGENT_LAUNCH[@]}" "$bin/switchagg-agent" --config "$config" \
+    --set "control.unix_socket=$AGENT_SOCKET" --set 'control.listen=' \
+    --set "data.listen=${AGENT_DATA_LISTEN:-127.0.0.1:0}" "$@" >"$dir/agent.log" 2>&1 &
   AGENT_PID=$!
   local i
   for i in $(seq 1 100); do

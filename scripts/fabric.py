@@ -1,0 +1,447 @@
+#!/usr/bin/python3
+"""fabric.py: an emulated cluster on one machine (Mininet + Linux bridges).
+
+Hosts are network namespaces with their own hostname and /tmp, joined by
+veth links shaped with htb (Mininet's TCLink) to a chosen rate, so that the
+network, not the CPU, is the bottleneck. mpirun, Slurm and the switch agent
+run inside the hosts; nothing between two hosts takes a shortcut (every
+byte crosses the hosts' shaped links: `counters` shows it).
+
+  fabric.py up NAME [--topo star|leaf-spine] [--hosts H] [--racks R]
+                    [--rate MBIT] [--uplink MBIT] [--agent-rate MBIT]
+                    [--subnet 10.77]        bring a fabric up (returns when ready)
+  fabric.py down NAME                       tear it down (also what a dead run left)
+  fabric.py status [NAME] [--json]          hosts, addresses, links, owner
+  fabric.py exec NAME HOST -- CMD...        run CMD on HOST (its netns, hostname, /tmp)
+  fabric.py hostfile NAME [--ppn N]         an Open MPI hostfile of the compute hosts
+  fabric.py counters NAME                   bytes sent/received per host interface
+
+Topologies:
+  star        H hosts h1..hH on one switch; the agent host `agent` on the
+              same switch with a link of H x rate (default): it models an
+              aggregation engine inside the switch, which takes every
+              port's traffic at line rate.
+  leaf-spine  R racks x H hosts (h1..hRH, rack by rack), a leaf switch per
+              rack, one spine; leaf uplinks at --uplink (default H x rate:
+              no oversubscription). Agents: `aleaf<r>` on each leaf and
+              `agent` on the spine (agent link as fast as all uplinks).
+
+State lives in /run/switchagg-fabric/NAME/ (state.json, per-host /tmp,
+the mpirun launcher `rsh`). The `up` process stays in the background as the
+fabric's owner; `down` (or SIGTERM to the owner) stops what still runs
+inside the hosts (found by network namespace), the owner, and deletes every
+bridge and link it created, by the names recorded in state.json.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+STATE_ROOT = os.environ.get("SWITCHAGG_FABRIC_STATE", "/run/switchagg-fabric")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,3}$")
+SELF = os.path.abspath(__file__)
+
+
+def die(msg, code=1):
+    print("fabric: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def state_dir(name):
+    return os.path.join(STATE_ROOT, name)
+
+
+def load_state(name):
+    path = os.path.join(state_dir(name), "state.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        die("no fabric named '%s' is up (%s missing)" % (name, path))
+
+
+def pid_alive(pid, marker=None):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmdline = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    return marker is None or marker in cmdline
+
+
+# ---------------------------------------------------------------- topology
+
+def plan(args):
+    """Nodes and links of the topology, independent of Mininet."""
+    rate, hosts, racks = args.rate, args.hosts, args.racks
+    net = args.subnet
+    p = args.name  # prefix of everything that lives in the root namespace
+    nodes, links = [], []
+    if args.topo == "star":
+        sw = [p + "s0"]
+        agent_rate = args.agent_rate or hosts * rate
+        for i in range(1, hosts + 1):
+            nodes.append({"name": "h%d" % i, "ip": "%s.0.%d" % (net, i), "role": "host", "rack": 0})
+            links.append(("h%d" % i, sw[0], rate))
+        nodes.append({"name": "agent", "ip": "%s.1.1" % net, "role": "agent", "rack": -1})
+        links.append(("agent", sw[0], agent_rate))
+    else:
+        spine = p + "s0"
+        sw = [spine]
+        uplink = args.uplink or hosts * rate
+        for r in range(1, racks + 1):
+            leaf = "%sl%d" % (p, r)
+            sw.append(leaf)
+            links.append((leaf, spine, uplink))
+            for j in range(1, hosts + 1):
+                i = (r - 1) * hosts + j
+                nodes.append({"name": "h%d" % i, "ip": "%s.0.%d" % (net, i), "role": "host",
+                              "rack": r})
+                links.append(("h%d" % i, leaf, rate))
+            nodes.append({"name": "aleaf%d" % r, "ip": "%s.1.%d" % (net, 10 + r),
+                          "role": "leaf-agent", "rack": r})
+            links.append(("aleaf%d" % r, leaf, args.agent_rate or hosts * rate))
+        nodes.append({"name": "agent", "ip": "%s.1.1" % net, "role": "agent", "rack": -1})
+        links.append(("agent", spine, args.agent_rate or racks * uplink))
+    return nodes, sw, links
+
+
+def owner_main(args):
+    """The background owner: builds the Mininet network, records it, and
+    holds it until SIGTERM/SIGINT/SIGHUP, then stops it."""
+    from mininet.link import TCIntf, TCLink
+    from mininet.log import setLogLevel
+    from mininet.net import Mininet
+    from mininet.nodelib import LinuxBridge
+
+    setLogLevel("error")
+    # Mininet refuses rates above 1 Gbit/s by default; the agent's link is
+    # the sum of its ports (htb shapes far faster links fine).
+    TCIntf.bwParamMax = 1000 * 1000
+    d = state_dir(args.name)
+    nodes, switches, links = plan(args)
+    net = Mininet(topo=None, switch=LinuxBridge, link=TCLink, controller=None,
+                  autoSetMacs=False, build=False)
+    stopping = {"flag": False}
+
+    def on_signal(signum, _frame):
+        stopping["flag"] = True
+
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    try:
+        for n in nodes:
+            net.addHost(n["name"], ip=n["ip"] + "/16")
+        for s in switches:
+            net.addSwitch(s, dpid="%016x" % (switches.index(s) + 1))
+        for a, b, mbit in links:
+            net.addLink(a, b, bw=mbit)
+        net.build()
+        net.start()
+        record = {"name": args.name, "owner": os.getpid(), "topo": args.topo,
+                  "rate_mbit": args.rate, "subnet": args.subnet + ".0.0/16",
+                  "switches": switches, "hosts": [], "links": []}
+        for n in nodes:
+            h = net.get(n["name"])
+            os.makedirs(os.path.join(d, "hosts", n["name"], "tmp"), exist_ok=True)
+            os.chmod(os.path.join(d, "hosts", n["name"], "tmp"), 0o1777)
+            record["hosts"].append(dict(n, pid=h.pid, intf=h.defaultIntf().name))
+        for a, b, mbit in links:
+            record["links"].append({"a": a, "b": b, "mbit": mbit})
+        # Root-namespace interfaces (switch ports) and bridges, for cleanup.
+        record["root_intfs"] = sorted(i.name for s in switches for i in net.get(s).intfList()
+                                      if i.name != "lo")
+        with open(os.path.join(d, "state.json.tmp"), "w") as f:
+            json.dump(record, f, indent=1)
+        os.rename(os.path.join(d, "state.json.tmp"), os.path.join(d, "state.json"))
+        while not stopping["flag"]:
+            time.sleep(0.2)
+            # A host shell that died means the fabric is broken: stop.
+            if any(not pid_alive(h["pid"]) for h in record["hosts"]):
+                print("fabric %s: a host process died; stopping" % args.name, file=sys.stderr)
+                break
+    finally:
+        try:
+            net.stop()
+        finally:
+            cleanup_names(args.name, switches)
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def cleanup_names(name, switches=None):
+    """Deletes bridges and root-namespace links by the names this fabric
+    uses (recorded, or derived from the fabric's prefix)."""
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    prefix = re.compile(r"^\d+: (%s[sl]\d+)(-eth\d+)?[@:]" % re.escape(name))
+    bridges, ports = set(switches or []), set()
+    for line in out.splitlines():
+        m = prefix.match(line)
+        if not m:
+            continue
+        (ports if m.group(2) else bridges).add(m.group(1) + (m.group(2) or ""))
+    for p in sorted(ports):
+        subprocess.run(["ip", "link", "del", p], capture_output=True)
+    for b in sorted(bridges):
+        subprocess.run(["ip", "link", "set", b, "down"], capture_output=True)
+        subprocess.run(["ip", "link", "del", b], capture_output=True)
+
+
+# ---------------------------------------------------------------- commands
+
+def cmd_up(args):
+    if not NAME_RE.match(args.name):
+        die("fabric name '%s': 1-4 characters, a lowercase letter then letters/digits "
+            "(it prefixes the bridges and ports in the root namespace)" % args.name, 2)
+    if args.topo == "star" and not 1 <= args.hosts <= 64:
+        die("--hosts must be 1..64", 2)
+    if args.topo == "leaf-spine" and not (1 <= args.racks <= 16 and 1 <= args.hosts <= 16):
+        die("leaf-spine: --racks and --hosts (per rack) must be 1..16", 2)
+    if not re.match(r"^\d{1,3}\.\d{1,3}$", args.subnet):
+        die("--subnet takes the first two octets, e.g. 10.77", 2)
+    if args.rate <= 0 or (args.uplink or 1) <= 0 or (args.agent_rate or 1) <= 0:
+        die("link rates must be > 0 Mbit/s", 2)
+    if os.geteuid() != 0:
+        die("needs root (network namespaces, bridges, tc)")
+    for tool in ("brctl", "tc", "nsenter", "unshare", "mnexec"):
+        if shutil.which(tool) is None:
+            die("'%s' not found: run scripts/bootstrap.sh (packages mininet, bridge-utils)" % tool)
+    d = state_dir(args.name)
+    if os.path.exists(os.path.join(d, "state.json")):
+        st = json.load(open(os.path.join(d, "state.json")))
+        if pid_alive(st["owner"], "fabric.py"):
+            die("fabric '%s' is already up (owner pid %d); `fabric.py down %s` first"
+                % (args.name, st["owner"], args.name))
+    do_down(args.name, quiet=True)  # what a dead run left behind
+    os.makedirs(d, exist_ok=True)
+    log = open(os.path.join(d, "owner.log"), "w")
+    argv = [sys.executable, SELF, "_owner"] + [a for a in sys.argv[2:]]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if os.path.exists(os.path.join(d, "state.json")):
+            break
+        if proc.poll() is not None:
+            die("fabric '%s' failed to come up:\n%s" % (args.name,
+                open(os.path.join(d, "owner.log")).read()))
+        time.sleep(0.1)
+    else:
+        proc.terminate()
+        die("fabric '%s' not up within 120 s" % args.name)
+    write_rsh(args.name)
+    st = load_state(args.name)
+    if not args.quiet:
+        print_status(st)
+
+
+def write_rsh(name):
+    """The launcher mpirun uses instead of ssh: `rsh HOST CMD...`."""
+    path = os.path.join(state_dir(name), "rsh")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n# mpirun's plm_rsh_agent for fabric %s: HOST CMD... (CMD is\n"
+                "# a shell command line, as ssh would pass it)\n" % name)
+        f.write('host=$1\nshift\nexec %s %s exec %s "$host" -- sh -c "$*"\n'
+                % (sys.executable, SELF, name))
+    os.chmod(path, 0o755)
+
+
+def netns_of(pid):
+    try:
+        return os.readlink("/proc/%d/ns/net" % pid)
+    except OSError:
+        return None
+
+
+def kill_in_namespaces(hosts, quiet):
+    """Processes started inside the hosts (agents, slurmd, ranks) outlive
+    the host shells: find them by network namespace, TERM, then KILL."""
+    shells = {h["pid"] for h in hosts}
+    spaces = {netns_of(h["pid"]) for h in hosts} - {None}
+    if not spaces:
+        return
+    victims = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in shells or int(entry) == os.getpid():
+            continue
+        if netns_of(int(entry)) in spaces:
+            victims.append(int(entry))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in victims:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.time() + 3
+        while time.time() < deadline and any(pid_alive(p) for p in victims):
+            time.sleep(0.1)
+    if victims and not quiet:
+        print("fabric: stopped %d process(es) left inside the hosts" % len(victims))
+
+
+def do_down(name, quiet=False):
+    d = state_dir(name)
+    path = os.path.join(d, "state.json")
+    switches = None
+    if os.path.exists(path):
+        try:
+            st = json.load(open(path))
+            switches = st.get("switches")
+            kill_in_namespaces(st.get("hosts", []), quiet)
+            owner = st.get("owner", 0)
+            if owner and pid_alive(owner, "fabric.py"):
+                os.kill(owner, signal.SIGTERM)
+                for _ in range(300):
+                    if not pid_alive(owner, "fabric.py"):
+                        break
+                    time.sleep(0.1)
+                else:
+                    os.kill(owner, signal.SIGKILL)
+            # Host shells of a killed owner: by recorded pid and Mininet's tag.
+            for h in st.get("hosts", []):
+                if pid_alive(h["pid"], "mininet:" + h["name"]):
+                    os.kill(h["pid"], signal.SIGKILL)
+        except (ValueError, OSError) as e:
+            if not quiet:
+                print("fabric: %s: %s (cleaning by name)" % (path, e), file=sys.stderr)
+    cleanup_names(name, switches)
+    shutil.rmtree(d, ignore_errors=True)
+    if not quiet:
+        print("fabric %s: down" % name)
+
+
+def cmd_down(args):
+    do_down(args.name)
+
+
+def print_status(st):
+    print("fabric %s: %s, %s, links %d Mbit/s, owner pid %d" % (
+        st["name"], st["topo"], st["subnet"], st["rate_mbit"], st["owner"]))
+    for h in st["hosts"]:
+        print("  %-8s %-12s %-10s %s" % (h["name"], h["ip"], h["role"],
+                                       "rack %d" % h["rack"] if h["rack"] > 0 else ""))
+    for l in st["links"]:
+        print("  link %s - %s %d Mbit/s" % (l["a"], l["b"], l["mbit"]))
+    print("  mpirun launcher: %s" % os.path.join(state_dir(st["name"]), "rsh"))
+
+
+def cmd_status(args):
+    if args.name:
+        st = load_state(args.name)
+        if not pid_alive(st["owner"], "fabric.py"):
+            die("fabric '%s': owner %d is gone (run `fabric.py down %s`)"
+                % (args.name, st["owner"], args.name))
+        if args.json:
+            print(json.dumps(st, indent=1))
+        else:
+            print_status(st)
+        return
+    names = sorted(os.listdir(STATE_ROOT)) if os.path.isdir(STATE_ROOT) else []
+    for n in names:
+        print(n)
+
+
+def find_host(st, host):
+    for h in st["hosts"]:
+        if h["name"] == host:
+            return h
+    die("fabric %s has no host '%s' (hosts: %s)"
+        % (st["name"], host, " ".join(h["name"] for h in st["hosts"])))
+
+
+def host_argv(st, h, cmd):
+    """argv that runs cmd inside host h: its network namespace (nsenter), its
+    own hostname (UTS), and a private mount namespace with its own /tmp and a
+    sysfs of its network namespace (UCX lists network devices from
+    /sys/class/net), the cgroup hierarchies carried over (slurmd needs them)."""
+    hdir = os.path.join(state_dir(st["name"]), "hosts", h["name"])
+    inner = ('hostname "$0" && mount --bind "$1/tmp" /tmp && mkdir -p "$1/cg" && '
+             'mount --rbind /sys/fs/cgroup "$1/cg" && mount -t sysfs sysfs /sys && '
+             'mount --rbind "$1/cg" /sys/fs/cgroup && shift && exec "$@"')
+    return (["nsenter", "-t", str(h["pid"]), "-n", "--", "unshare", "--uts", "--mount",
+             "--propagation", "private", "--", "sh", "-c", inner, h["name"], hdir] + cmd)
+
+
+def cmd_exec(args):
+    st = load_state(args.name)
+    cmd = args.cmd
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        die("exec: no command given", 2)
+    h = find_host(st, args.host)
+    if not pid_alive(h["pid"]):
+        die("host %s of fabric %s is gone" % (args.host, args.name))
+    os.execvp("nsenter", host_argv(st, h, cmd))
+
+
+def cmd_hostfile(args):
+    st = load_state(args.name)
+    for h in st["hosts"]:
+        if h["role"] == "host":
+            print("%s slots=%d" % (h["name"], args.ppn))
+
+
+def read_counters(st):
+    out = {}
+    for h in st["hosts"]:
+        res = subprocess.run(["nsenter", "-t", str(h["pid"]), "-n", "cat", "/proc/net/dev"],
+                             capture_output=True, text=True)
+        for line in res.stdout.splitlines():
+            if ":" not in line:
+                continue
+            ifname, rest = line.split(":", 1)
+            if ifname.strip() != h["intf"]:
+                continue
+            f = rest.split()
+            out[h["name"]] = {"rx_bytes": int(f[0]), "tx_bytes": int(f[8])}
+    return out
+
+
+def cmd_counters(args):
+    print(json.dumps(read_counters(load_state(args.name)), indent=1, sort_keys=True))
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="fabric.py", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    for verb in ("up", "_owner"):
+        p = sub.add_parser(verb, help="bring a fabric up" if verb == "up" else argparse.SUPPRESS)
+        p.add_argument("name")
+        p.add_argument("--topo", choices=("star", "leaf-spine"), default="star")
+        p.add_argument("--hosts", type=int, default=4, help="hosts (per rack for leaf-spine)")
+        p.add_argument("--racks", type=int, default=2)
+        p.add_argument("--rate", type=int, default=400, help="host link Mbit/s (default 400)")
+        p.add_argument("--uplink", type=int, default=0, help="leaf uplink Mbit/s (default hosts x rate)")
+        p.add_argument("--agent-rate", type=int, default=0,
+                       help="agent link Mbit/s (default: the sum of what feeds it)")
+        p.add_argument("--subnet", default="10.77", help="first two octets (default 10.77)")
+        p.add_argument("--quiet", action="store_true")
+    p = sub.add_parser("down", help="tear a fabric down")
+    p.add_argument("name")
+    p = sub.add_parser("status", help="show a fabric (or list them)")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--json", action="store_true", help="the recorded state as JSON")
+    p = sub.add_parser("exec", help="run a command on a host")
+    p.add_argument("name")
+    p.add_argument("host")
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    p = sub.add_parser("hostfile", help="Open MPI hostfile of the compute hosts")
+    p.add_argument("name")
+    p.add_argument("--ppn", type=int, default=1)
+    p = sub.add_parser("counters", help="bytes per host interface (JSON)")
+    p.add_argument("name")
+    args = ap.parse_args()
+    if args.command == "_owner":
+        owner_main(args)
+    else:
+        {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec,
+         "hostfile": cmd_hostfile, "counters": cmd_counters}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+# Sourced by the demo, the fabric tests and benchmarks/fabric_bench.sh: an
+# emulated cluster (scripts/fabric.py) and MPI jobs across it.
+#   fabric_up NAME [fabric.py up options]   → FABRIC (name), FABRIC_DIR
+#   fabric_down                              (idempotent; also what a dead run left)
+#   fabric_hostfile PPN                      → path of a hostfile with PPN slots per host
+#   fabric_mpirun NP PPN [mpirun args] PROG… mpirun on h1 across the hosts
+#   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` → AGENT_* (lib_agent.sh)
+#   fabric_tx_bytes                          "host bytes" lines: bytes sent per host so far
+# Needs $build (the build tree) and $root (the checkout).
+FABRIC_STATE_ROOT=${SWITCHAGG_FABRIC_STATE:-/run/switchagg-fabric}
+
+fabric_py() { /usr/bin/python3 "$root/scripts/fabric.py" "$@"; }
+
+fabric_up() {
+  FABRIC=$1
+  shift
+  FABRIC_DIR=$FABRIC_STATE_ROOT/$FABRIC
+  fabric_py up "$FABRIC" --quiet "$@"
+}
+
+fabric_down() {
+  [[ -n ${FABRIC:-} ]] && fabric_py down "$FABRIC" >/dev/null 2>&1
+  return 0
+}
+
+fabric_hostfile() {
+  local f=$FABRIC_DIR/hostfile.ppn$1
+  fabric_py hostfile "$FABRIC" --ppn "$1" >"$f"
+  echo "$f"
+}
+
+# The subnet's first two octets, for the interface filters.
+fabric_net() { fabric_py status "$FABRIC" | sed -n 's/.*, \([0-9]*\.[0-9]*\)\.0\.0\/16,.*/\1/p'; }
+
+# UCX over TCP only: every rank pair on different hosts shares this kernel's
+# boot id, which UCX 1.13 takes for "same node" and would use shared memory
+# across hosts. Ranks of one host then talk over that host's loopback (not
+# shaped, like shared memory), ranks of different hosts over the fabric.
+fabric_mpirun() {
+  local np=$1 ppn=$2
+  shift 2
+  local net hf
+  net=$(fabric_net)
+  hf=$(fabric_hostfile "$ppn")
+  fabric_py exec "$FABRIC" h1 -- env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun --hostfile "$hf" -np "$np" --map-by "ppr:$ppn:node" --bind-to none \
+    --mca plm_rsh_agent "$FABRIC_DIR/rsh" \
+    --mca oob_tcp_if_include "$net.0.0/16" --mca btl self,vader,tcp \
+    --mca btl_tcp_if_include "$net.0.0/16" \
+    --mca mca_base_component_path "$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')" \
+    -x UCX_TLS=self,tcp -x SWITCHAGG_UCX_WAIT="${SWITCHAGG_UCX_WAIT:-blocking}" "$@" 2>&1 |
+    grep -v 'plm:rsh: Warning: setpgid'   # the launcher execs at once; harmless
+  return "${PIPESTATUS[0]}"
+}
+
+# The agent on the fabric's agent host, data plane on its fabric address.
+fabric_agent_start() {
+  local dir=$1
+  shift
+  local ip
+  ip=$(fabric_py status "$FABRIC" | awk '$1 == "agent" { print $2 }')
+  AGENT_LAUNCH=(/usr/bin/python3 "$root/scripts/fabric.py" exec "$FABRIC" agent --)
+  AGENT_DATA_LISTEN=$ip:0
+  agent_start "$root/config/agent.toml" "$dir" "$@"
+}
+
+fabric_tx_bytes() {
+  fabric_py counters "$FABRIC" |
+    /usr/bin/python3 -c 'import json,sys; [print(h, v["tx_bytes"]) for h, v in sorted(json.load(sys.stdin).items())]'
+}

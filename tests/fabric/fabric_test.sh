@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# fabric_test.sh BUILD_DIR SCENARIO: MPI across an emulated cluster
+# (scripts/fabric.py: Mininet hosts in network namespaces, links shaped
+# with htb), the component loaded from BUILD_DIR. Scenarios:
+#   hosts      4-host star: ring, recursive doubling, Rabenseifner exact across
+#              real emulated nodes (4 ranks on 4 nodes); hierarchical with 2
+#              ranks per host (MPI_COMM_TYPE_SHARED sees 2 nodes); a ring
+#              allreduce's bytes leave every host through its shaped link
+#              (2(p-1)/p N per call, from the interface counters)
+#   switch     the agent on the fabric's agent host, a lease: the switch path
+#              is exact across hosts and each host sends N bytes per call
+#   link_down  a host's link flaps (3 s down) during a loop of checked
+#              switch-path calls: every rank ends with the right answer or a
+#              clear error, in bounded time, never a hang
+#   teardown   the fabric's owner SIGKILLed: a new `up` cleans what it left;
+#              `down` leaves no namespace, bridge, link or process
+# Every scenario asserts at exit that its fabric left nothing behind.
+# Prints PASS lines; exits non-zero with the reason on failure.
+set -uo pipefail
+build=$(cd "$1" && pwd) scenario=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/scripts/lib_agent.sh"
+source "$root/scripts/lib_fabric.sh"
+
+name=ft${scenario:0:1}
+work=$(mktemp -d /var/tmp/switchagg-fabric-test.XXXXXX)
+die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
+
+# Nothing of fabric $1 may remain: bridges/ports by prefix, state, owner.
+assert_gone() {
+  local left
+  left=$(ip -o link show | grep -E "^[0-9]+: $1[sl][0-9]+" || true)
+  [[ -z $left ]] || { echo "FAIL: fabric $1 left links: $left" >&2; return 1; }
+  [[ ! -e $FABRIC_STATE_ROOT/$1 ]] || { echo "FAIL: $FABRIC_STATE_ROOT/$1 left" >&2; return 1; }
+  if pgrep -f "fabric.py _owner $1 " >/dev/null; then
+    echo "FAIL: the owner of fabric $1 still runs" >&2
+    return 1
+  fi
+  return 0
+}
+
+cleanup() {
+  local rc=$?
+  agent_stop
+  fabric_down
+  assert_gone "$name" || rc=1
+  rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The agent on the fabric's agent host and a lease for job $1 (exported).
+agent_and_lease() {
+  fabric_agent_start "$work" || die "agent start"
+  local out
+  out=$("$build/bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job "$1" \
+    --slots 16 --ttl 10m) || die "lease create: $out"
+  eval "$(grep '^export ' <<<"$out")"
+}
+
+# Bytes each compute host sent between two fabric_tx_bytes snapshots.
+sent_per_host() { paste "$1" "$2" | awk '$1 ~ /^h[0-9]+$/ { print $1, $4 - $2 }'; }
+
+# Every host's bytes within 5% (+64 KiB of MPI and UCX chatter) of $3.
+check_bytes() {
+  local label=$1 file=$2 want=$3
+  awk -v want="$want" -v label="$label" '
+    { d = $2 - want; if (d < 0) d = -d
+      if (d > want * 0.05 + 65536) { printf "FAIL: %s: %s sent %d bytes, theory %d\n", label, $1, $2, want; bad = 1 }
+      else printf "%s: %s sent %d bytes (theory %d)\n", label, $1, $2, want }
+    END { exit bad }' "$file"
+}
+
+case $scenario in
+  hosts)
+    fabric_up "$name" --hosts 4 --subnet 10.81 || die "fabric up"
+    for alg in ring recursive_doubling rabenseifner; do
+      fabric_mpirun 4 1 --mca coll_switchagg_allreduce_algorithm "$alg" \
+        --mca coll_switchagg_verbose 1 "$build/bin/mpi_allreduce_check" --expect "$alg" \
+        --quick >"$work/$alg.log"
+      rc=$?
+      cat "$work/$alg.log"
+      [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/$alg.log" || die "$alg across 4 hosts"
+      grep -q '4 ranks on 4 nodes (max 1 per node)' "$work/$alg.log" ||
+        die "$alg: the component did not see 4 nodes"
+    done
+    fabric_mpirun 4 2 --mca coll_switchagg_allreduce_algorithm hierarchical \
+      --mca coll_switchagg_verbose 1 "$build/bin/mpi_allreduce_check" --expect hierarchical \
+      --quick >"$work/hier.log"
+    rc=$?
+    cat "$work/hier.log"
+    [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/hier.log" || die "hierarchical, 2 hosts x 2 ranks"
+    grep -q '4 ranks on 2 nodes (max 2 per node)' "$work/hier.log" ||
+      die "hierarchical: MPI_COMM_TYPE_SHARED did not see 2 ranks on each of 2 nodes"
+    # Bytes: 4 ring calls of 8 MiB, p = 4: 2(p-1)/p N = 1.5 N per call.
+    fabric_tx_bytes >"$work/b0"
+    fabric_mpirun 4 1 --mca coll_switchagg_allreduce_algorithm ring \
+      "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect ring \
+      >"$work/bytes.log" || { cat "$work/bytes.log"; die "ring byte run"; }
+    fabric_tx_bytes >"$work/b1"
+    sent_per_host "$work/b0" "$work/b1" >"$work/sent"
+    check_bytes "ring 4 x 8 MiB" "$work/sent" $((4 * 8388608 * 3 / 2)) || die "ring bytes"
+    echo "PASS fabric hosts"
+    ;;
+  switch)
+    fabric_up "$name" --hosts 3 --subnet 10.82 || die "fabric up"
+    agent_and_lease fabric-switch
+    fabric_mpirun 3 1 --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+      "$build/bin/mpi_allreduce_check" --expect switch --quick >"$work/matrix.log"
+    rc=$?
+    cat "$work/matrix.log"
+    [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/matrix.log" || die "switch path across hosts"
+    grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$work/matrix.log" ||
+      die "the ranks did not join the agent at its fabric address $AGENT_DATA"
+    fabric_tx_bytes >"$work/b0"
+    fabric_mpirun 3 1 --mca coll_switchagg_offload on \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+      "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect switch \
+      >"$work/bytes.log" || { cat "$work/bytes.log"; die "switch byte run"; }
+    fabric_tx_bytes >"$work/b1"
+    sent_per_host "$work/b0" "$work/b1" >"$work/sent"
+    check_bytes "switch 4 x 8 MiB" "$work/sent" $((4 * 8388608)) || die "switch bytes"
+    echo "PASS fabric switch"
+    ;;
+  link_down)
+    fabric_up "$name" --hosts 3 --subnet 10.83 || die "fabric up"
+    agent_and_lease fabric-down
+    # A loop of checked switch-path calls; h2's link flaps (3 s down) in
+    # the middle, as a port reset would.
+    (
+      sleep 2
+      date +%s >"$work/flap_start"
+      fabric_py exec "$FABRIC" h2 -- ip link set h2-eth0 down
+      sleep 3
+      fabric_py exec "$FABRIC" h2 -- ip link set h2-eth0 up
+    ) </dev/null >"$work/flap.log" 2>&1 &
+    flap=$!
+    timeout -s KILL 150 bash -c "root='$root' build='$build'
+      source '$root/scripts/lib_agent.sh'; source '$root/scripts/lib_fabric.sh'
+      FABRIC='$FABRIC' FABRIC_DIR='$FABRIC_DIR'
+      fabric_mpirun 3 1 --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
+        --mca coll_switchagg_stall_timeout 30 \
+        -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+        '$build/bin/mpi_liveness_check' --sizes 1048576 --iters 60 --warmup 1" \
+      </dev/null >"$work/fault.log" 2>&1
+    echo "exit $?" >>"$work/fault.log"
+    wait $flap
+    start=$(cat "$work/flap_start" 2>/dev/null) || die "the job ended before the flap began"
+    took=$(($(date +%s) - start))
+    cat "$work/fault.log"
+    grep -q '^exit 137' "$work/fault.log" && die "the job hung (killed after 150 s)"
+    grep -q 'want' "$work/fault.log" && die "a rank got a wrong answer"
+    if grep -q '^PASS liveness' "$work/fault.log"; then
+      echo "every call right; job ended $took s after the flap began"
+    else
+      grep -q 'switchagg\[coll\] error' "$work/fault.log" ||
+        die "the job failed without a switchagg error naming why"
+      echo "job failed with a clear error $took s after the flap began"
+    fi
+    ((took <= 120)) || die "the job took $took s to end after the flap"
+    echo "PASS fabric link_down"
+    ;;
+  teardown)
+    fabric_up "$name" --hosts 2 --subnet 10.84 || die "fabric up"
+    owner=$(/usr/bin/python3 -c "import json; print(json.load(open('$FABRIC_DIR/state.json'))['owner'])")
+    kill -KILL "$owner"
+    sleep 0.5
+    fabric_up "$name" --hosts 2 --subnet 10.84 || die "fabric up after its owner was killed"
+    fabric_py exec "$FABRIC" h1 -- sh -c 'test "$(hostname)" = h1' || die "h1 after re-up"
+    fabric_py down "$name" || die "down"
+    assert_gone "$name" || die "down left something behind"
+    # A second down is harmless.
+    fabric_py down "$name" >/dev/null || die "second down"
+    echo "PASS fabric teardown"
+    ;;
+  *) die "unknown scenario $scenario" ;;
+esac

@@ -1,0 +1,458 @@
+#!/usr/bin/env bash
+# slurm_fabric_test.sh BUILD_DIR: the SPANK plugin on a real multi-node Slurm
+# cluster over an emulated fabric. Brings up fabric `sl` (star, 3 hosts,
+# 400 Mbit/s, 10.79/16), switchagg-agent on its `agent` host, and Slurm
+# (slurm_fabric.sh: slurmctld on h1, slurmd on h1..h3), then runs:
+#   srun_3_nodes   srun -N 3 --switch-agg=require: one lease for the job, the
+#                  same token on all 3 nodes, gone after the job
+#   srun_off       --switch-agg=off: no lease, no token
+#   scancel        a running 3-node require job cancelled: lease and every
+#                  step process gone within 20 s
+#   slurmd_killed  slurmd of h3 SIGKILLed mid-job: the job ends, the lease
+#                  goes (the test says who released it)
+# Prints "PASS <case>" per case; exits 0 only if all pass. Everything is torn
+# down on exit (also on INT/TERM and failures), then checked to be gone.
+# Runs as root. Work files and logs: /var/tmp/switchagg-slurm-fabric-sl/
+# (the logs of the last run stay in logs/ there).
+# shellcheck disable=SC2034  # $case is read by fail() (slurm_lib.sh)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+T0=$SECONDS
+
+[[ $(id -u) -eq 0 ]] || { echo "FAIL setup: must run as root" >&2; exit 1; }
+CTL=$build/bin/switchagg-ctl
+SPANK=$build/lib/slurm/switchagg_spank.so
+for f in "$CTL" "$build/bin/switchagg-agent" "$SPANK"; do
+  [[ -e $f ]] || { echo "FAIL setup: $f missing (build first)" >&2; exit 1; }
+done
+
+# shellcheck source=/dev/null
+source "$root/scripts/lib_fabric.sh"
+# shellcheck source=/dev/null
+source "$root/scripts/lib_agent.sh"
+# fail, jobOf, leaseOf, waitLease, waitNoLease (they use $CTL, $case, $PY).
+# Its EXIT trap is replaced by teardown below.
+# shellcheck source=/dev/null
+source "$root/tests/slurm/slurm_lib.sh"
+
+FABRIC=sl
+FABRIC_DIR=$FABRIC_STATE_ROOT/$FABRIC
+W=/var/tmp/switchagg-slurm-fabric-$FABRIC   # not /tmp: every host has its own
+CL=$W/cluster
+AG=$W/agent
+J=$W/jobs
+BG_PIDS=()
+case=setup
+
+say() { echo "slurm_fabric_test: $*" >&2; }
+
+# True while process $1 runs (zombies count as gone: PID 1 here may not reap).
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
+# pids recorded in pid files $@ (for the final check that none survived).
+recordedPids() { cat "$@" 2>/dev/null | grep -E '^[0-9]+$' || true; }
+
+stopAgentRecorded() {
+  local pid
+  pid=$(cat "$AG/agent.pid" 2>/dev/null) || return 0
+  if alive "$pid" && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == switchagg-agent ]]; then
+    AGENT_PID=$pid
+    agent_stop
+  fi
+  rm -f "$AG/agent.pid"
+}
+
+# Everything a run (this one, or a dead one before it) left: Slurm, agent, fabric.
+tearDownAll() {
+  local pid bg
+  # Our sruns and what they forked (srun's shepherd): TERM lets srun cancel
+  # its step while slurmctld still answers; what is left gets KILL below.
+  bg=$(descendants "${BG_PIDS[@]}")
+  for pid in "${BG_PIDS[@]}"; do alive "$pid" && kill -TERM "$pid" 2>/dev/null; done
+  "$here/slurm_fabric.sh" stop "$CL" --logs-to "$W/logs" || say "slurm_fabric.sh stop failed"
+  for pid in $bg; do alive "$pid" && kill -KILL "$pid" 2>/dev/null; done
+  stopAgentRecorded
+  [[ -f $AG/agent.log ]] && cp "$AG/agent.log" "$W/logs/" 2>/dev/null
+  fabric_down
+  return 0
+}
+
+# Pids $@ and every process below them.
+descendants() {
+  (($#)) || return 0
+  ps -e -o pid=,ppid= | awk -v roots="$*" '
+    { parent[$1] = $2 }
+    END {
+      n = split(roots, r, " ")
+      for (i = 1; i <= n; i++) mine[r[i]] = 1
+      do { grew = 0
+        for (p in parent) if (!(p in mine) && (parent[p] in mine)) { mine[p] = 1; grew = 1 }
+      } while (grew)
+      for (p in mine) if (p in parent) print p
+    }'
+}
+
+teardown() {
+  local rc=$? pids pid left=() steps
+  set +e
+  trap - EXIT INT TERM
+  pids=$(recordedPids "$CL/slurmctld.pid" "$CL"/slurmd-*.pid "$AG/agent.pid")
+  tearDownAll
+  for pid in $pids; do alive "$pid" && left+=("$pid($(cat "/proc/$pid/comm"))"); done
+  if ((${#left[@]})); then
+    echo "FAIL teardown: still running after teardown: ${left[*]}" >&2
+    rc=1
+  fi
+  if ip -o link show | grep -Eq "^[0-9]+: ${FABRIC}[sl][0-9]"; then
+    echo "FAIL teardown: fabric links/bridges left: $(ip -o link show | grep -Eo "^[0-9]+: ${FABRIC}[sl][0-9][^:@]*" | tr '\n' ' ')" >&2
+    rc=1
+  fi
+  # The hosts' network namespaces (anonymous: Mininet's) live while any
+  # process is in one; none may be left.
+  if [[ -s $W/netns ]]; then
+    steps=$("$PY" - "$W/netns" <<'EOF'
+import os, sys
+want = set(open(sys.argv[1]).read().split())
+left = []
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.readlink("/proc/%s/ns/net" % p) in want:
+            left.append("%s:%s" % (p, open("/proc/%s/comm" % p).read().strip()))
+    except OSError:
+        pass
+print(" ".join(left))
+EOF
+)
+    if [[ -n $steps ]]; then
+      echo "FAIL teardown: processes still in the fabric's network namespaces: $steps" >&2
+      rc=1
+    fi
+  fi
+  if [[ -e $FABRIC_DIR ]]; then
+    echo "FAIL teardown: $FABRIC_DIR still exists" >&2
+    rc=1
+  fi
+  BG_PIDS=()   # the sruns count now
+  steps=$(stepProcs "SLURM_CONF=$CL/slurm.conf")
+  if [[ -n $steps ]]; then
+    echo "FAIL teardown: job step processes left: $steps" >&2
+    rc=1
+  fi
+  if ((rc == 0)); then
+    echo "PASS teardown (no fabric namespace, link, state dir, daemon or step process left; $((SECONDS - T0)) s in all)"
+  fi
+  rm -rf "$J" "$AG" "$W/netns"
+  exit "$rc"
+}
+
+# Processes (other than the test's own sruns) whose environment holds $1
+# (e.g. SLURM_JOB_ID=7), or slurmstepd of job $2: "pid:comm@host ...",
+# host = the process's UTS hostname. One python pass over /proc.
+stepProcs() {
+  "$PY" - "$1" "${2:-}" "${BG_PIDS[@]}" <<'EOF'
+import os, subprocess, sys
+var, job, skip = sys.argv[1].encode(), sys.argv[2], set(sys.argv[3:]) | {str(os.getpid())}
+out = []
+for p in os.listdir("/proc"):
+    if not p.isdigit() or p in skip:
+        continue
+    try:
+        with open("/proc/%s/stat" % p) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+        with open("/proc/%s/environ" % p, "rb") as f:
+            env = f.read().split(b"\0")
+        with open("/proc/%s/cmdline" % p, "rb") as f:
+            cmd = f.read().split(b"\0")[0].decode(errors="replace")
+        with open("/proc/%s/comm" % p) as f:
+            comm = f.read().strip()
+    except (OSError, IndexError):
+        continue
+    if var in env or (job and cmd.startswith("slurmstepd: [%s." % job)):
+        host = subprocess.run(["nsenter", "-t", p, "-u", "hostname"], capture_output=True,
+                              text=True).stdout.strip() or "?"
+        out.append("%s:%s@%s" % (p, comm, host))
+print(" ".join(sorted(out)))
+EOF
+}
+
+# Runs a command in the background (so that a signal to this script is
+# handled at once), remembering its pid in BG (and BG_PIDS for teardown).
+# `client` is replaced by its script, so that $! is srun's own pid (a shell
+# function would run in a subshell, with srun a grandchild).
+startBg() {
+  local out=$1 err=$2
+  shift 2
+  [[ $1 == client ]] && set -- "$CL/client" "${@:2}"
+  "$@" >"$out" 2>"$err" </dev/null &
+  BG=$!
+  BG_PIDS+=("$BG")
+}
+
+# Waits up to $2 s for background pid $1; its exit code in BG_RC. Fails on timeout.
+waitBg() {
+  local pid=$1 end=$((SECONDS + $2))
+  while alive "$pid" && ((SECONDS < end)); do sleep 0.2; done
+  alive "$pid" && fail "$3 still running after $2 s"
+  BG_RC=0
+  wait "$pid" || BG_RC=$?
+}
+
+# Slurm clients run on h1 (the root namespace has no route to the fabric).
+client() { "$CL/client" "$@"; }
+
+# The job id of the job named $1 (waits up to 20 s for it to appear).
+jobNamed() {
+  local end=$((SECONDS + 20)) id
+  while ((SECONDS < end)); do
+    id=$(client squeue -h -n "$1" -o %i 2>/dev/null | head -1)
+    [[ -n $id ]] && { echo "$id"; return 0; }
+    sleep 0.5
+  done
+  fail "job $1 never showed up in squeue"
+}
+
+# Waits up to 20 s until job $1 has $2 task processes (named sleep) running.
+waitTasks() {
+  local end=$((SECONDS + 20)) procs
+  while ((SECONDS < end)); do
+    procs=$(stepProcs "SLURM_JOB_ID=$1")
+    [[ $(grep -o ':sleep@h[0-9]*' <<<"$procs" | sort -u | wc -l) == "$2" ]] && return 0
+    sleep 0.5
+  done
+  fail "job $1 does not run $2 tasks on $2 hosts: $procs"
+}
+
+nowMs() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+md5of() { printf %s "$1" | md5sum | cut -c1-8; }
+
+# ------------------------------------------------------------------ cases
+
+# srun -N 3 require: exactly one lease (4 slots) at the agent while the job
+# runs, the same token on all 3 nodes, each task on its own host.
+case_srun_3_nodes() {
+  case=srun_3_nodes
+  startBg "$J/c1.out" "$J/c1.err" client srun -N 3 -n 3 --switch-agg=require --switch-agg-slots=4 \
+    -J sa-c1 env PROBE_HOLD=3 "$PROBE"
+  local pid=$BG end=$((SECONDS + 60)) n max=0 seen="" tokens="" job line tok
+  # Watch the agent from outside while the job runs.
+  while alive "$pid" && ((SECONDS < end)); do
+    line=$("$CTL" leases --json | "$PY" -c 'import json,sys; print(" ".join(str(l["job"]) for l in json.load(sys.stdin).get("leases", [])))') ||
+      fail "cannot list the agent's leases"
+    n=$(wc -w <<<"$line")
+    ((n > max)) && max=$n
+    for job in $line; do
+      [[ " $seen " == *" $job "* ]] || seen+=" $job"
+      tok=$("$CTL" lease token --job "$job" 2>/dev/null | grep -o 'SWITCHAGG_LEASE=[0-9a-f]*' | cut -d= -f2) || true
+      [[ -n $tok ]] && tokens+=" $(md5of "$tok")"
+    done
+    sleep 0.2
+  done
+  waitBg "$pid" 5 "srun -N 3"
+  ((BG_RC == 0)) || fail "srun -N 3 failed ($BG_RC): $(cat "$J/c1.err")"
+  job=$(jobOf "$J/c1.out") || true
+  [[ -n $job ]] || fail "no job id in the tasks' output: $(cat "$J/c1.out")"
+  [[ $(wc -l <"$J/c1.out") == 3 ]] || fail "want 3 task lines: $(cat "$J/c1.out")"
+  [[ $(grep -o 'host=h[0-9]*' "$J/c1.out" | sort | tr '\n' ' ') == "host=h1 host=h2 host=h3 " ]] ||
+    fail "tasks are not on h1, h2, h3: $(cat "$J/c1.out")"
+  while read -r line; do
+    [[ $line =~ host=(h[0-9]+)\ node=(h[0-9]+) && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] ||
+      fail "task's hostname is not its node's name: $line"
+  done <"$J/c1.out"
+  [[ $(grep -c "mode=require lease_len=32 " "$J/c1.out") == 3 ]] || fail "a task lacks the lease: $(cat "$J/c1.out")"
+  [[ $(grep -o 'lease_sum=[0-9a-f]*' "$J/c1.out" | sort -u | wc -l) == 1 ]] ||
+    fail "the nodes got different tokens: $(grep -o 'host=h[0-9]*\|lease_sum=[0-9a-f]*' "$J/c1.out" | tr '\n' ' ')"
+  [[ $(grep -c "agent=$AGENT_DATA " "$J/c1.out") == 3 ]] ||
+    fail "SWITCHAGG_AGENT is not the agent's data address $AGENT_DATA: $(cat "$J/c1.out")"
+  [[ $(grep -c "during=job:$job uid:0 slots:4 leases_total=1" "$J/c1.out") == 3 ]] ||
+    fail "a task did not see exactly one 4-slot lease of job $job: $(cat "$J/c1.out")"
+  [[ $max == 1 && $seen == " $job" ]] ||
+    fail "the agent held $max lease(s) at once (jobs:$seen) during job $job; want exactly job $job's"
+  local sum
+  sum=$(grep -o 'lease_sum=[0-9a-f]*' "$J/c1.out" | head -1 | cut -d= -f2)
+  [[ -n $tokens && $(tr ' ' '\n' <<<"$tokens" | sort -u | grep . | tr -d '\n') == "$sum" ]] ||
+    fail "the tasks' token is not the lease the agent holds for job $job"
+  [[ ! -s $J/c1.err ]] || fail "unexpected stderr: $(cat "$J/c1.err")"
+  waitNoLease "$job" 20
+  [[ $("$CTL" leases --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin).get("leases", [])))') == 0 ]] ||
+    fail "leases remain after job $job: $("$CTL" leases)"
+  echo "PASS srun_3_nodes (job $job: 1 lease of 4 slots at the agent during the job, same token on h1 h2 h3, none after)"
+}
+
+# --switch-agg=off on 3 nodes: no lease ever, no token in the tasks.
+case_srun_off() {
+  case=srun_off
+  local created_before
+  created_before=$(grep -c 'lease created' "$AG/agent.log" || true)
+  startBg "$J/c2.out" "$J/c2.err" client srun -N 3 -n 3 --switch-agg=off -J sa-c2 env PROBE_HOLD=0 "$PROBE"
+  local pid=$BG max=0 n end=$((SECONDS + 60))
+  while alive "$pid" && ((SECONDS < end)); do
+    n=$("$CTL" leases --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin).get("leases", [])))') ||
+      fail "cannot list the agent's leases"
+    ((n > max)) && max=$n
+    sleep 0.2
+  done
+  waitBg "$pid" 5 "srun --switch-agg=off"
+  ((BG_RC == 0)) || fail "srun --switch-agg=off failed ($BG_RC): $(cat "$J/c2.err")"
+  local job
+  job=$(jobOf "$J/c2.out") || true
+  [[ -n $job ]] || fail "no job id in the tasks' output: $(cat "$J/c2.out")"
+  [[ $(grep -o 'host=h[0-9]*' "$J/c2.out" | sort | tr '\n' ' ') == "host=h1 host=h2 host=h3 " ]] ||
+    fail "tasks are not on h1, h2, h3: $(cat "$J/c2.out")"
+  [[ $(grep -c ' lease_len=0 ' "$J/c2.out") == 3 ]] || fail "a task sees SWITCHAGG_LEASE: $(cat "$J/c2.out")"
+  [[ $(grep -c 'during=none leases_total=0' "$J/c2.out") == 3 ]] ||
+    fail "a task saw a lease at the agent: $(cat "$J/c2.out")"
+  ((max == 0)) || fail "the agent held a lease during the off job $job"
+  [[ $(grep -c 'lease created' "$AG/agent.log" || true) == "$created_before" ]] ||
+    fail "the agent created a lease: $(grep 'lease created' "$AG/agent.log" | tail -1)"
+  ! grep -q "switchagg: job $job: lease" "$CL"/log/d-h*.log || fail "a prolog leased for the off job: $(grep -h "switchagg: job $job:" "$CL"/log/d-h*.log)"
+  echo "PASS srun_off (job $job: no lease created, no SWITCHAGG_LEASE on h1 h2 h3, tasks see $(grep -o 'mode=[a-z]*' "$J/c2.out" | sort -u | tr '\n' ' ' | sed 's/ $//'))"
+}
+
+# scancel of a running 3-node require job: within 20 s no lease and no step
+# process (slurmstepd or task) on any host.
+case_scancel() {
+  case=scancel
+  startBg "$J/c3.out" "$J/c3.err" client srun -N 3 -n 3 --switch-agg=require -J sa-c3 sleep 60
+  local pid=$BG job t0 procs="" end
+  job=$(jobNamed sa-c3)
+  waitLease "$job" 20
+  waitTasks "$job" 3
+  client scancel "$job" || fail "scancel $job failed"
+  t0=$(nowMs)
+  end=$((SECONDS + 20))
+  while ((SECONDS < end)); do
+    procs=$(stepProcs "SLURM_JOB_ID=$job" "$job")
+    [[ -z $(leaseOf "$job") && -z $procs ]] && break
+    sleep 0.5
+  done
+  [[ -z $(leaseOf "$job") ]] || fail "job $job's lease is still at the agent 20 s after scancel: $(leaseOf "$job")"
+  [[ -z $procs ]] || fail "job $job's step processes still run 20 s after scancel: $procs"
+  local took=$(($(nowMs) - t0))
+  waitBg "$pid" 15 "srun of the cancelled job"
+  local state
+  state=$(client scontrol show job "$job" | grep -o 'JobState=[A-Z_]*')
+  [[ $state == JobState=CANCELLED ]] || fail "job $job is $state after scancel"
+  echo "PASS scancel (job $job: lease and every step process on h1 h2 h3 gone ${took} ms after scancel returned, $state, srun exit $BG_RC: $(grep -c . "$J/c3.err") stderr lines)"
+}
+
+# slurmd of h3 SIGKILLed while a 3-node require job runs.
+case_slurmd_killed() {
+  case=slurmd_killed
+  startBg "$J/c4.out" "$J/c4.err" client srun -N 3 -n 3 --switch-agg=require -J sa-c4 sleep 60
+  local pid=$BG job t0 down="" ended="" gone="" how="ended by Slurm" end node state
+  job=$(jobNamed sa-c4)
+  waitLease "$job" 20
+  waitTasks "$job" 3
+  local slurmd
+  slurmd=$(cat "$CL/slurmd-h3.pid")
+  kill -KILL "$slurmd"
+  t0=$SECONDS
+  end=$((SECONDS + 45))
+  while ((SECONDS < end)) && [[ -z $gone || -z $ended ]]; do
+    if [[ -z $down ]]; then
+      node=$(client sinfo -h -n h3 -o %t 2>/dev/null) || true
+      [[ $node == down* ]] && down=$((SECONDS - t0))
+    fi
+    if [[ -z $ended ]]; then
+      state=$(client scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2) || true
+      [[ -n $state && ! $state =~ ^(RUNNING|PENDING|CONFIGURING|SUSPENDED)$ ]] && ended=$((SECONDS - t0))
+      # Slurm kept it running after the node went down: cancel it ourselves.
+      if [[ -n $down && -z $ended && $how == "ended by Slurm" ]] && ((SECONDS - t0 > down + 10)); then
+        client scancel "$job"
+        how="cancelled by the test after h3 was down"
+      fi
+    fi
+    [[ -z $gone && -z $(leaseOf "$job") ]] && gone=$((SECONDS - t0))
+    sleep 1
+  done
+  [[ -n $down ]] || fail "h3 never marked down within 45 s of its slurmd's death: $(client sinfo -N 2>&1 | tr '\n' ' ')"
+  [[ -n $ended ]] || fail "job $job still ${state:-?} 45 s after h3's slurmd died"
+  [[ -n $gone ]] || fail "job $job's lease still at the agent 45 s after h3's slurmd died: $(leaseOf "$job")"
+  waitBg "$pid" 15 "srun of the job on the dead node"
+  state=$(client scontrol show job "$job" | grep -o 'JobState=[A-Z_]*\|Reason=[^ ]*' | tr '\n' ' ')
+  # Who released the lease: an epilog (a slurmd log says "lease deleted",
+  # the agent says deleted by a control call) or the agent's TTL.
+  local by
+  by=$(grep -l "switchagg: job $job: lease deleted" "$CL"/log/d-h*.log 2>/dev/null | sed 's|.*/d-\(h[0-9]*\)\.log|\1|' | tr '\n' ' ') || true
+  local agent_says
+  agent_says=$(grep -o "lease deleted: job $job (by uid [0-9]*)" "$AG/agent.log" | head -1) || true
+  if [[ -n $by && -n $agent_says ]]; then
+    by="the epilog on ${by% } (agent: \"$agent_says\")"
+  elif grep -q "job $job.*expired\|expired.*job $job" "$AG/agent.log"; then
+    by="the agent's TTL expiry"
+  else
+    fail "job $job's lease went, but neither an epilog nor the agent says how: $(grep "job $job" "$AG/agent.log")"
+  fi
+  local orphans
+  orphans=$(stepProcs "SLURM_JOB_ID=$job" "$job")
+  echo "PASS slurmd_killed (job $job: h3 down ${down} s after its slurmd was killed, job ${how} at ${ended} s: ${state% };" \
+    "lease released at ${gone} s by ${by}; srun exit $BG_RC; left on the dead node until teardown: ${orphans:-nothing})"
+}
+
+# ------------------------------------------------------------------ main
+
+trap teardown EXIT
+trap 'say "interrupted"; exit 130' INT
+trap 'say "terminated"; exit 143' TERM
+
+# What a dead run left (its daemons, its fabric), then a fresh work dir.
+mkdir -p "$W"
+tearDownAll
+rm -rf "$J" "$AG"
+mkdir -p "$J" "$AG"
+chmod 0755 "$W" "$J" "$AG"
+
+fabric_up "$FABRIC" --topo star --hosts 3 --rate 400 --subnet 10.79 || fail "fabric $FABRIC did not come up"
+"$PY" -c 'import json, os, sys
+print(" ".join(os.readlink("/proc/%d/ns/net" % h["pid"]) for h in json.load(open(sys.argv[1]))["hosts"]))' \
+  "$FABRIC_DIR/state.json" >"$W/netns" || fail "cannot read the fabric hosts' namespaces"
+# The agent's policy as in tests/slurm: 16 slots, 8 per job, only root
+# (the plugin's prolog) creates leases.
+fabric_agent_start "$AG" --set pool.slots=16 --set policy.max_slots_per_job=8 \
+  --set policy.max_slots_per_user=16 --set policy.default_slots=2 --set policy.default_ttl=1h \
+  --set policy.max_ttl=2h --set policy.allowed_users= --set data.threads=1 || fail "agent did not start"
+echo "$AGENT_PID" >"$AG/agent.pid"
+[[ $AGENT_DATA == 10.79.1.1:* ]] || fail "agent's data plane is on $AGENT_DATA, not the agent host's fabric address"
+"$here/slurm_fabric.sh" start "$CL" "$FABRIC" --spank "$SPANK" --spank-args "max_slots=8 timeout=2s" \
+  --agent-socket "$AGENT_SOCKET" || fail "the Slurm cluster did not come up"
+# shellcheck disable=SC1091
+source "$CL/env.sh"
+export SWITCHAGG_CONTROL
+
+# The task probe: where it runs, what the plugin handed over (a hash of the
+# token, never the token), and the agent's leases as this task sees them.
+PROBE=$J/probe.sh
+cat >"$PROBE" <<EOF
+#!/bin/bash
+lease=\${SWITCHAGG_LEASE:-}
+sleep 1   # every node's prolog has run by now
+leases=\$("$CTL" leases --json 2>/dev/null | "$PY" -c '
+import json, sys
+try:
+    ls = json.load(sys.stdin).get("leases", [])
+except ValueError:
+    print("during=unreachable"); sys.exit(0)
+mine = [l for l in ls if str(l.get("job")) == sys.argv[1]]
+print("during=" + ("job:%s uid:%s slots:%s" % (mine[0]["job"], mine[0]["uid"], mine[0]["slots"]) if mine else "none")
+      + " leases_total=%d" % len(ls))' "\${SLURM_JOB_ID:-}")
+echo "host=\$(hostname) node=\${SLURMD_NODENAME:-?} task=\${SLURM_PROCID:-?} job=\${SLURM_JOB_ID:-?}" \\
+  "mode=\${SWITCHAGG_MODE:-unset} lease_len=\${#lease} lease_sum=\$(printf %s "\$lease" | md5sum | cut -c1-8)" \\
+  "agent=\${SWITCHAGG_AGENT:-unset} \$leases"
+sleep "\${PROBE_HOLD:-0}"
+EOF
+chmod 0755 "$PROBE"
+say "fabric, agent ($AGENT_DATA) and 3-node Slurm up in $((SECONDS - T0)) s"
+
+case_srun_3_nodes
+case_srun_off
+case_scancel
+case_slurmd_killed
