@@ -149,7 +149,11 @@ summarize() {  # TAG HOSTS PPN MBIT
     echo "## $hosts hosts × $ppn rank(s), $mbit Mbit/s links (CPU busy during the runs: $(awk '{ print $3 }' "$raw/${tag}_cpu.txt")%)"
     echo
     summarize "$tag" "$hosts" "$ppn" "$mbit"
+    echo
+    echo "![time per allreduce, $hosts hosts x $ppn](fabric_$tag.png)"
   done
+  # How to read the gaps (written from the 2026-11-30 run; re-check after a new one).
+  cat "$root/benchmarks/fabric_gaps.md"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 if command -v gnuplot >/dev/null; then
