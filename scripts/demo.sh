@@ -7,7 +7,14 @@
 #
 #   scripts/demo.sh [--slurm] [--np N] [--max SIZE] [--iters N] [--steps N]
 #                   [--out DIR] [--no-build]
+#   scripts/demo.sh --fabric [--hosts H] [--rate MBIT] [--max SIZE] [--steps N]
+#                   [--out DIR] [--no-build]
 #
+#   --fabric     the same jobs on an emulated cluster of H hosts (default 4) whose
+#                links are shaped to MBIT (default 400) so the network is the
+#                bottleneck: switch path, ring, hierarchical and Open MPI's tuned
+#                with 1 and 2 ranks per host, bytes per host link beside theory
+#                (scripts/demo_fabric.sh, docs/fabric.md)
 #   --slurm      run the same jobs through a private local Slurm cluster (munged,
 #                slurmctld, slurmd, the switchagg SPANK plugin and agent) with
 #                `srun --switch-agg=require --mpi=pmix` (the plugin creates and
@@ -27,7 +34,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SWITCHAGG_BUILD_DIR:-$root/build}
 np=4 max=4M iters=200 steps=40 out=$root/out/demo use_slurm=0 do_build=1
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+for a in "$@"; do
+  [[ $a == --fabric ]] || continue
+  args=()
+  for b in "$@"; do [[ $b == --fabric ]] || args+=("$b"); done
+  exec "$root/scripts/demo_fabric.sh" "${args[@]}"
+done
 value() {  # value OPTION ARGS...: the option's argument, or a clear error
   [[ $# -ge 2 && -n $2 && $2 != --* ]] || { echo "demo: $1 needs a value (see --help)" >&2; exit 2; }
   printf '%s' "$2"

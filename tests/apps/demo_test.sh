@@ -9,6 +9,13 @@
 #                    nothing it started is left running
 #   options          --help documents every option the parser takes; an
 #                    unknown option or a missing value is refused, naming it
+#   fabric           demo --fabric (emulated 4-host cluster) finishes: both
+#                    ranks-per-host tables with every path and the theory, the
+#                    bytes per host link (switch 1.00 N at 1 rank per host),
+#                    both training runs, plots; the fabric, its agent and
+#                    its links are gone afterwards
+#   fabric_interrupt SIGINT to demo --fabric's process group while an MPI job
+#                    runs: exits non-zero within 60 s, the fabric is gone
 #   interrupt,       SIGINT to the demo's process group (what Ctrl-C does)
 #   slurm_interrupt  while its first MPI job runs: it exits non-zero within
 #                    60 s, no process it started is left, its temp dir is gone
@@ -18,7 +25,7 @@
 # (other engineers' agents and clusters run on the same machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-case=${1:?usage: $0 run|slurm|interrupt|slurm_interrupt}
+case=${1:?usage: $0 run|slurm|fabric|interrupt|slurm_interrupt|fabric_interrupt}
 export SWITCHAGG_BUILD_DIR=${SWITCHAGG_BUILD_DIR:?a built build directory}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The Slurm fixture's watchdog: a cluster of a killed test goes after 10 min.
@@ -130,6 +137,58 @@ waitForRanks() {
   fail "no switchagg-bench rank of the demo within 240 s"
 }
 
+# The fabric demo's fabric (name dm), its bridge ports and its agent are gone.
+fabricGone() {
+  [[ ! -e /run/switchagg-fabric/dm ]] || fail "the fabric's state /run/switchagg-fabric/dm is left"
+  ! ip -o link show | grep -q ': dms0' || fail "the fabric's bridge or ports are left"
+  ! grep -lsaF "switchagg-demo-fabric." /proc/[0-9]*/cmdline >/dev/null ||
+    fail "a process of the fabric demo is left: $(grep -lsaF switchagg-demo-fabric. /proc/[0-9]*/cmdline | head -3)"
+}
+
+fabricCase() {
+  # Not under /tmp: every emulated host has its own.
+  local o
+  o=$(mktemp -d /var/tmp/switchagg-apps-fabric.XXXXXX)
+  "$root/scripts/demo.sh" --fabric --no-build --max 1M --steps 20 --out "$o" >"$log" 2>&1 ||
+    { rm -rf "$o"; fail "demo --fabric exited non-zero"; }
+  mv "$o" "$t/out"
+  local ppn
+  for ppn in 1 2; do
+    grep -q "^$ppn rank(s) per host" "$log" || fail "no table for $ppn rank(s) per host"
+    grep -Eq "^  1 MiB +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ \| +[0-9.]+ +[0-9.]+$" "$log" ||
+      fail "no 1 MiB row with every path and the theory"
+    [[ -s $t/out/ppn$ppn/allreduce_latency.png ]] || fail "no plot for $ppn rank(s) per host"
+  done
+  grep -Eq "switch 1\.0[0-9] / 1\.00 +ring 1\.5[0-9] / 1\.50" "$log" ||
+    fail "bytes per host link at 1 rank per host should be N for the switch path and 1.5 N for the ring"
+  [[ $(grep -c '^train (offload=\(on\|off\)): time per step.*final loss' "$log") -eq 2 ]] ||
+    fail "both training runs should report time per step and a final loss"
+  fabricGone
+  echo "demo --fabric: $(grep -m1 'bytes on each host link' "$log" | sed 's/^ *//')"
+}
+
+fabricInterruptCase() {
+  local rc=0 start
+  set -m
+  "$root/scripts/demo.sh" --fabric --no-build --out "/var/tmp/switchagg-apps-fabric-int.$$" >"$log" 2>&1 &
+  pid=$!
+  set +m
+  for _ in $(seq 1 600); do grep -q 'switchagg-bench --check' "$log" && break; sleep 0.1; done
+  grep -q 'switchagg-bench --check' "$log" || fail "the demo never started its first MPI job"
+  sleep 2
+  start=$SECONDS
+  kill -INT -- "-$pid"
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < 60)); do sleep 0.2; done
+  kill -0 "$pid" 2>/dev/null && fail "demo --fabric still runs 60 s after SIGINT"
+  wait "$pid" || rc=$?
+  pid=""
+  ((rc != 0)) || fail "demo --fabric exited 0 after SIGINT"
+  grep -q 'demo: interrupted' "$log" || fail "the demo did not say it was interrupted"
+  rm -rf "/var/tmp/switchagg-apps-fabric-int.$$"
+  fabricGone
+  echo "interrupted: exit $rc after $((SECONDS - start)) s; fabric, agent and links gone"
+}
+
 interruptCase() {  # interruptCase [--slurm]
   local before want p comm rc=0 start
   set -m  # the demo gets its own process group, as a terminal's foreground job does
@@ -175,6 +234,8 @@ optionsCase() {
 
 case $case in
   options) optionsCase ;;
+  fabric) fabricCase ;;
+  fabric_interrupt) fabricInterruptCase ;;
   run) runCase ;;
   slurm) runCase --slurm ;;
   interrupt) interruptCase ;;

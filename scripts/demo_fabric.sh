@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The main job on an emulated cluster (`scripts/demo.sh --fabric`): four
+# hosts on one switch, every host link shaped to 400 Mbit/s so the network,
+# not the CPU, is the bottleneck, the switch agent on the switch. Runs
+# switchagg-bench --check for the switch path, ring, hierarchical and Open
+# MPI's tuned with 1 and 2 ranks per host, the training proxy with offload on
+# and off, and prints one screen: time per size and path, the measured
+# switch/ring ratio beside its theory, and the bytes each host put on its
+# link per allreduce (interface counters) beside theirs. Plots and CSVs land
+# in --out. Everything it started stops at the end, on Ctrl-C and on TERM.
+#
+#   scripts/demo_fabric.sh [--hosts H] [--rate MBIT] [--max SIZE] [--steps N]
+#                          [--out DIR] [--no-build]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${SWITCHAGG_BUILD_DIR:-$root/build}
+hosts=4 rate=400 max=8M steps=20 out=$root/out/demo-fabric do_build=1
+value() {
+  [[ $# -ge 2 && -n $2 && $2 != --* ]] || { echo "demo: $1 needs a value (see --help)" >&2; exit 2; }
+  printf '%s' "$2"
+}
+while (($#)); do
+  case $1 in
+    --hosts) hosts=$(value "$@"); shift 2 ;;
+    --rate) rate=$(value "$@"); shift 2 ;;
+    --max) max=$(value "$@"); shift 2 ;;
+    --steps) steps=$(value "$@"); shift 2 ;;
+    --out) out=$(value "$@"); shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "demo --fabric: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ $hosts =~ ^[0-9]+$ ]] && ((hosts >= 2 && hosts <= 8)) ||
+  { echo "demo --fabric: --hosts must be 2..8 (2 cores run every rank)" >&2; exit 2; }
+[[ $rate =~ ^[0-9]+$ ]] && ((rate >= 10)) || { echo "demo --fabric: --rate must be >= 10 Mbit/s" >&2; exit 2; }
+
+say() { printf '\033[1m== %s\033[0m\n' "$*"; }
+if ((do_build)); then
+  say "build (scripts/build.sh → $build)"
+  SWITCHAGG_BUILD_DIR=$build "$root/scripts/build.sh" >/dev/null
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+[[ $out != /tmp && $out != /tmp/* ]] ||
+  { echo "demo --fabric: --out $out: every emulated host has its own /tmp; choose a directory elsewhere" >&2; exit 2; }
+bin=$build/bin
+source "$root/scripts/lib_agent.sh"
+source "$root/scripts/lib_fabric.sh"
+work=$(mktemp -d /var/tmp/switchagg-demo-fabric.XXXXXX)
+cleanup() {
+  local rc=$?
+  set +e
+  trap '' INT TERM HUP
+  agent_stop
+  fabric_down   # also stops what still runs inside the hosts
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo; echo "demo: interrupted; stopping everything it started" >&2; exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+say "emulated cluster: $hosts hosts on one switch, links shaped to $rate Mbit/s (scripts/fabric.py)"
+fabric_up dm --hosts "$hosts" --rate "$rate" --subnet 10.88
+fabric_py status dm | sed 's/^/  /'
+say "switchagg-agent on the switch (host 'agent'), a lease"
+fabric_agent_start "$work"
+echo "  agent data plane $AGENT_DATA"
+eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job demo-fabric --slots 16 \
+  --ttl 1h | grep '^export ')"
+export SWITCHAGG_SWITCH_WINDOW=16
+
+paths=(
+  "switch|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch"
+  "ring|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm ring"
+  "hierarchical|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm hierarchical"
+  "tuned|--mca coll ^switchagg"
+)
+job() {  # job NP PPN LOG ARGS... : one MPI job across the hosts, in the background
+  local np=$1 ppn=$2 log=$3
+  shift 3
+  fabric_mpirun "$np" "$ppn" -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+    -x SWITCHAGG_SWITCH_WINDOW "$@" >"$log" 2>&1 </dev/null &
+  wait $! || { echo "demo: FAILED (log: $log)"; tail -20 "$log"; exit 1; }
+}
+
+for ppn in 1 2; do
+  np=$((hosts * ppn))
+  for p in "${paths[@]}"; do
+    name=${p%%|*} args=${p#*|}
+    say "mpirun -np $np ($ppn per host) switchagg-bench --check --min 64K --max $max: $name"
+    # shellcheck disable=SC2086
+    job "$np" "$ppn" "$out/bench-ppn$ppn-$name.log" $args "$bin/switchagg-bench" --check \
+      --min 64K --max "$max" --iters 10 --min-iters 3 --warmup 1 --label "$name" \
+      --csv "$out/bench-ppn$ppn-$name.csv"
+    fabric_tx_bytes >"$work/b0"
+    # shellcheck disable=SC2086
+    job "$np" "$ppn" "$work/bytes.log" $args "$bin/mpi_liveness_check" --sizes 4194304 --iters 2 \
+      --warmup 0
+    fabric_tx_bytes >"$work/b1"
+    paste "$work/b0" "$work/b1" | awk -v name="$name" '$1 ~ /^h[0-9]+$/ { s += $4 - $2; n++ }
+      END { printf "%s %.2f\n", name, s / n / 2 / 4194304 }' >>"$out/bytes-ppn$ppn.txt.new"
+  done
+  mv "$out/bytes-ppn$ppn.txt.new" "$out/bytes-ppn$ppn.txt"
+  "$root/scripts/plot_bench.sh" -o "$out/ppn$ppn" -t "allreduce, $hosts hosts x $ppn, $rate Mbit/s links" \
+    "$out"/bench-ppn$ppn-*.csv >/dev/null 2>&1 || true
+done
+# A model whose gradients (~9 MB per step, 4 MiB buckets) make the
+# allreduce bandwidth-bound, as data-parallel training is.
+train=(--inputs 1024 --hidden 1024,1024 --bucket-bytes 4M --steps "$steps")
+for mode in on off; do
+  say "mpirun -np $hosts switchagg-train --check ${train[*]} (offload=$mode)"
+  job "$hosts" 1 "$out/train-$mode.log" --mca coll_switchagg_offload "$mode" \
+    "$bin/switchagg-train" --check "${train[@]}" --loss-file "$out/loss-$mode.csv"
+done
+
+# The screen.
+printf '\n\033[1mswitchagg on an emulated cluster: %d hosts, %s Mbit/s links (%s MB/s)\033[0m\n' \
+  "$hosts" "$rate" "$((rate / 8))"
+for ppn in 1 2; do
+  np=$((hosts * ppn))
+  printf '\n%d rank(s) per host, np=%d: time per allreduce in ms (median p50 of switchagg-bench)\n' "$ppn" "$np"
+  cat "$out"/bench-ppn$ppn-*.csv | awk -F, -v p="$np" -v k="$ppn" -v rate="$rate" \
+    "$(cat "$root/benchmarks/lib/stats.awk")"'
+    $1 == "label" { next }
+    { v[$1 SUBSEP $5] = v[$1 SUBSEP $5] " " $15; sizes[$5] = 1 }
+    END {
+      printf "  %-8s %9s %9s %12s %9s | %11s %7s\n", "size", "switch", "ring", "hierarchical", "tuned", "switch/ring", "theory"
+      n = sortedKeys(sizes, l)
+      for (i = 1; i <= n; i++) {
+        s = l[i]; sw = median(v["switch" SUBSEP s]) / 1000; rg = median(v["ring" SUBSEP s]) / 1000
+        printf "  %-8s %9.1f %9.1f %12.1f %9.1f | %11.2f %7.2f\n", human(s), sw, rg,
+          median(v["hierarchical" SUBSEP s]) / 1000, median(v["tuned" SUBSEP s]) / 1000, sw / rg, k * p / (2 * (p - 1))
+      }
+    }'
+  printf '  bytes on each host link per allreduce, in N (measured / theory): '
+  awk -v p="$np" -v k="$ppn" '
+    { t = ($1 == "switch") ? k : ($1 == "tuned") ? -1 : 2 * (p - 1) / p
+      if ($1 == "hierarchical") t = 2 * (p / k - 1) / (p / k)
+      printf "%s %.2f / %s   ", $1, $2, t < 0 ? "?" : sprintf("%.2f", t) }' "$out/bytes-ppn$ppn.txt"
+  echo
+done
+cat <<EOF
+
+theory: per host link of B bytes/s, p ranks, k per host, vector N: the switch path puts k·N
+  on each host link (every rank sends its vector once; node leaders are future work), the ring
+  2(p-1)/p·N, hierarchical 2(H-1)/H·N between H hosts; for large N time ≈ bytes / B, so
+  switch/ring → k·p / (2(p-1)). Small sizes are latency-bound (TCP, the agent's round trip).
+EOF
+for mode in on off; do
+  printf 'train (offload=%s): %s; %s\n' "$mode" \
+    "$(grep -m1 '^time per step' "$out/train-$mode.log" | sed 's/ (mean.*//')" \
+    "$(grep -m1 '^final loss' "$out/train-$mode.log")"
+done
+echo "agent: $("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" metrics |
+  awk '/^switchagg_(chunks_reduced|bytes_in|groups_created)_total/ { printf "%s=%s  ", $1, $2 }')"
+echo "plots: $out/ppn1/allreduce_latency.png $out/ppn2/allreduce_latency.png"
+echo "logs and CSV: $out"
