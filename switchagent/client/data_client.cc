@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "../src/malloc_tuning.h"
+#include "switchagg/agent/malloc_tuning.h"
 #include "client_internal.h"
 #include "switchagg/common/log.h"
 

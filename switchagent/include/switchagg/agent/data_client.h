@@ -38,7 +38,7 @@
 // connect() sets glibc's mmap/trim thresholds once per process (32/256 MiB)
 // unless the user tunes malloc or sets SWITCHAGG_MALLOC_TUNING=0: large
 // per-message receive buffers otherwise page-fault in on every chunk
-// (switchagent/src/malloc_tuning.h).
+// (switchagent/include/switchagg/agent/malloc_tuning.h).
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "data_plane.h"
+#include "data_plane_view.h"
 #include "reduce_pool.h"
 #include "slot_pool.h"
 #include "switchagg/agent/wire.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "agent_config.h"
-#include "data_plane.h"
+#include "data_plane_view.h"
 #include "lease_table.h"
 
 namespace switchagg::agent {

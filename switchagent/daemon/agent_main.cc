@@ -84,20 +84,6 @@ int parseArgs(int argc, char** argv, Args* a) {
   return 0;
 }
 
-#if defined(SWITCHAGG_HAVE_DATA_PLANE)
-class DataPlaneAdapter : public DataPlaneView {
- public:
-  explicit DataPlaneAdapter(const DataPlane& dp) : dp_(dp) {}
-  std::string address() const override { return dp_.address(); }
-  DataPlaneCounters counters() const override { return dp_.counters(); }
-  std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const override {
-    return DataPlane::capabilities();
-  }
-
- private:
-  const DataPlane& dp_;
-};
-#endif
 
 int run(const AgentConfig& config) {
   LeaseTable leases(LeaseLimits{config.pool_slots, config.max_slots_per_job,
@@ -106,7 +92,7 @@ int run(const AgentConfig& config) {
   if (!config.lease_file.empty()) {
     leases.attachStore(std::make_unique<LeaseStore>(config.lease_file));
   }
-  std::unique_ptr<DataPlaneView> view;
+  const DataPlaneView* view = nullptr;  // the data plane, when built in
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
   DataPlaneConfig dpc;
   dpc.listen = config.data_listen;
@@ -124,13 +110,13 @@ int run(const AgentConfig& config) {
   leases.setRevokeCallback([data_plane](const Lease& lease, const std::string& reason) {
     data_plane->revokeLease(lease.token, reason);
   });
-  view = std::make_unique<DataPlaneAdapter>(*data_plane);
+  view = data_plane;
 #else
   SA_WARN(kPart, "built without the data plane: leases only, no aggregation");
 #endif
   leases.startReaper(config.reaper_interval_ms);
 
-  ControlApi api(config, leases, view.get());
+  ControlApi api(config, leases, view);
   ControlServerOptions so;
   so.unix_socket = config.unix_socket;
   so.tcp_listen = config.control_listen;
@@ -171,7 +157,7 @@ int run(const AgentConfig& config) {
     leases.revokeAll("agent shutting down");
   }
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
-  view.reset();
+  view = nullptr;  // the control server is stopped: nothing reads it any more
   dp->reset();
 #endif
   return 0;

@@ -13,22 +13,12 @@
 #include <vector>
 
 #include "agent_config.h"
-#include "data_plane.h"
+#include "data_plane_view.h"
 #include "http_message.h"
 #include "lease_table.h"
 #include "policy.h"
 
 namespace switchagg::agent {
-
-// What the control plane needs from the data plane; the agent adapts
-// DataPlane to it, tests use a fake. Methods are thread-safe.
-class DataPlaneView {
- public:
-  virtual ~DataPlaneView() = default;
-  virtual std::string address() const = 0;
-  virtual DataPlaneCounters counters() const = 0;
-  virtual std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const = 0;
-};
 
 struct ControlResponse {
   int status = 200;

@@ -15,7 +15,7 @@
 
 #include "aggregation_engine.h"
 #include "lease_table.h"
-#include "malloc_tuning.h"
+#include "switchagg/agent/malloc_tuning.h"
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
 
@@ -297,7 +297,7 @@ DataPlaneCounters DataPlane::counters() const {
   return impl_->engine->counters();
 }
 
-std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::capabilities() {
+std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::supported() {
   const wire::CapTable caps = AggregationEngine::capTable();
   std::vector<std::pair<Dtype, std::vector<Op>>> out;
   for (int d = 1; d <= kNumDtypes; ++d) {

@@ -1,0 +1,51 @@
+// The data plane as the rest of the agent sees it: its configuration, its
+// counters (kept by the aggregation engine) and the view the control plane
+// reads (address, counters, capabilities). No UCX here: the engine, the
+// control plane and their tests include it without the transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "switchagg/common/dtype.h"
+
+namespace switchagg::agent {
+
+struct DataPlaneConfig {
+  std::string listen = "127.0.0.1:18515";  // UCX socket address ("host:port", port 0 = any)
+  size_t slot_bytes = 256 * 1024;          // payload bytes per aggregation slot
+  int threads = 0;                         // reduction threads; 0 = nproc
+  int64_t member_timeout_ms = 10000;       // a group member silent this long -> group aborted
+  // Added by H2b: total aggregation slots of the pool ([pool] slots). Live
+  // groups never hold more than this many slots together; 0 = no cap beyond
+  // the leases' own slot counts (which the control plane keeps <= the pool).
+  size_t pool_slots = 0;
+};
+
+struct DataPlaneCounters {
+  uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
+  uint64_t chunks_reduced = 0, bytes_reduced = 0, bytes_in = 0, bytes_out = 0;
+  uint64_t clients_connected = 0;
+  std::map<std::string, uint64_t> rejected;         // reason -> count (bad_token, malformed, ...)
+  std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes
+  uint64_t slots_busy = 0;                          // slots holding partial chunks right now
+  // Added by H2b:
+  uint64_t slots_reserved = 0;                    // slots held by live groups (their windows)
+  std::map<std::string, uint64_t> groups_by_job;  // job -> live groups
+};
+
+// What the control plane needs from the data plane: DataPlane (daemon/)
+// implements it, tests use a fake. Methods are thread-safe.
+class DataPlaneView {
+ public:
+  virtual ~DataPlaneView() = default;
+  virtual std::string address() const = 0;
+  virtual DataPlaneCounters counters() const = 0;
+  virtual std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const = 0;
+};
+
+}  // namespace switchagg::agent
