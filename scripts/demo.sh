@@ -7,8 +7,8 @@
 #
 #   scripts/demo.sh [--slurm] [--np N] [--max SIZE] [--iters N] [--steps N]
 #                   [--out DIR] [--no-build]
-#   scripts/demo.sh --fabric [--hosts H] [--rate MBIT] [--max SIZE] [--steps N]
-#                   [--out DIR] [--no-build]
+#   scripts/demo.sh --fabric [--hosts H] [--rate MBIT] [--max SIZE] [--iters N]
+#                   [--steps N] [--out DIR] [--no-build]
 #
 #   --fabric     the same jobs on an emulated cluster of H hosts (default 4) whose
 #                links are shaped to MBIT (default 400) so the network is the

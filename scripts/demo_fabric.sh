@@ -9,12 +9,12 @@
 # link per allreduce (interface counters) beside theirs. Plots and CSVs land
 # in --out. Everything it started stops at the end, on Ctrl-C and on TERM.
 #
-#   scripts/demo_fabric.sh [--hosts H] [--rate MBIT] [--max SIZE] [--steps N]
-#                          [--out DIR] [--no-build]
+#   scripts/demo_fabric.sh [--hosts H] [--rate MBIT] [--max SIZE] [--iters N]
+#                          [--steps N] [--out DIR] [--no-build]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SWITCHAGG_BUILD_DIR:-$root/build}
-hosts=4 rate=400 max=8M steps=20 out=$root/out/demo-fabric do_build=1
+hosts=4 rate=400 max=8M iters=10 steps=20 out=$root/out/demo-fabric do_build=1
 value() {
   [[ $# -ge 2 && -n $2 && $2 != --* ]] || { echo "demo: $1 needs a value (see --help)" >&2; exit 2; }
   printf '%s' "$2"
@@ -24,6 +24,7 @@ while (($#)); do
     --hosts) hosts=$(value "$@"); shift 2 ;;
     --rate) rate=$(value "$@"); shift 2 ;;
     --max) max=$(value "$@"); shift 2 ;;
+    --iters) iters=$(value "$@"); shift 2 ;;
     --steps) steps=$(value "$@"); shift 2 ;;
     --out) out=$(value "$@"); shift 2 ;;
     --no-build) do_build=0; shift ;;
@@ -42,12 +43,13 @@ if ((do_build)); then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-[[ $out != /tmp && $out != /tmp/* ]] ||
-  { echo "demo --fabric: --out $out: every emulated host has its own /tmp; choose a directory elsewhere" >&2; exit 2; }
 bin=$build/bin
 source "$root/scripts/lib_agent.sh"
 source "$root/scripts/lib_fabric.sh"
+# Ranks write their CSVs here (every emulated host has its own /tmp, so not
+# there); they are copied to --out as they come.
 work=$(mktemp -d /var/tmp/switchagg-demo-fabric.XXXXXX)
+mkdir -p "$work/csv"
 cleanup() {
   local rc=$?
   set +e
@@ -93,8 +95,9 @@ for ppn in 1 2; do
     say "mpirun -np $np ($ppn per host) switchagg-bench --check --min 64K --max $max: $name"
     # shellcheck disable=SC2086
     job "$np" "$ppn" "$out/bench-ppn$ppn-$name.log" $args "$bin/switchagg-bench" --check \
-      --min 64K --max "$max" --iters 10 --min-iters 3 --warmup 1 --label "$name" \
-      --csv "$out/bench-ppn$ppn-$name.csv"
+      --min 64K --max "$max" --iters "$iters" --min-iters 3 --warmup 1 --label "$name" \
+      --csv "$work/csv/bench-ppn$ppn-$name.csv"
+    cp "$work/csv/bench-ppn$ppn-$name.csv" "$out/"
     fabric_tx_bytes >"$work/b0"
     # shellcheck disable=SC2086
     job "$np" "$ppn" "$work/bytes.log" $args "$bin/mpi_liveness_check" --sizes 4194304 --iters 2 \
@@ -113,7 +116,8 @@ train=(--inputs 1024 --hidden 1024,1024 --bucket-bytes 4M --steps "$steps")
 for mode in on off; do
   say "mpirun -np $hosts switchagg-train --check ${train[*]} (offload=$mode)"
   job "$hosts" 1 "$out/train-$mode.log" --mca coll_switchagg_offload "$mode" \
-    "$bin/switchagg-train" --check "${train[@]}" --loss-file "$out/loss-$mode.csv"
+    "$bin/switchagg-train" --check "${train[@]}" --loss-file "$work/csv/loss-$mode.csv"
+  cp "$work/csv/loss-$mode.csv" "$out/"
 done
 
 # The screen.

@@ -146,12 +146,8 @@ fabricGone() {
 }
 
 fabricCase() {
-  # Not under /tmp: every emulated host has its own.
-  local o
-  o=$(mktemp -d /var/tmp/switchagg-apps-fabric.XXXXXX)
-  "$root/scripts/demo.sh" --fabric --no-build --max 1M --steps 20 --out "$o" >"$log" 2>&1 ||
-    { rm -rf "$o"; fail "demo --fabric exited non-zero"; }
-  mv "$o" "$t/out"
+  "$root/scripts/demo.sh" --fabric --no-build --max 1M --steps 20 --out "$t/out" >"$log" 2>&1 ||
+    fail "demo --fabric exited non-zero"
   local ppn
   for ppn in 1 2; do
     grep -q "^$ppn rank(s) per host" "$log" || fail "no table for $ppn rank(s) per host"
@@ -170,7 +166,7 @@ fabricCase() {
 fabricInterruptCase() {
   local rc=0 start
   set -m
-  "$root/scripts/demo.sh" --fabric --no-build --out "/var/tmp/switchagg-apps-fabric-int.$$" >"$log" 2>&1 &
+  "$root/scripts/demo.sh" --fabric --no-build --out "$t/out" >"$log" 2>&1 &
   pid=$!
   set +m
   for _ in $(seq 1 600); do grep -q 'switchagg-bench --check' "$log" && break; sleep 0.1; done
@@ -184,7 +180,6 @@ fabricInterruptCase() {
   pid=""
   ((rc != 0)) || fail "demo --fabric exited 0 after SIGINT"
   grep -q 'demo: interrupted' "$log" || fail "the demo did not say it was interrupted"
-  rm -rf "/var/tmp/switchagg-apps-fabric-int.$$"
   fabricGone
   echo "interrupted: exit $rc after $((SECONDS - start)) s; fabric, agent and links gone"
 }
