@@ -84,7 +84,7 @@ run_config() {  # HOSTS PPN MBIT
       -x SWITCHAGG_SWITCH_WINDOW "$bin/mpi_liveness_check" --sizes 8388608 --iters 4 \
       --warmup 0 >"$work/run.log" || { cat "$work/run.log" >&2; exit 1; }
     fabric_tx_bytes >"$work/b1"
-    paste "$work/b0" "$work/b1" | awk -v name="$name" '$1 ~ /^h[0-9]+$/ { s += $4 - $2; n++ }
+    fabric_tx_delta "$work/b0" "$work/b1" | awk -v name="$name" '{ s += $2; n++ }
       END { printf "%s %.3f\n", name, s / n / 4 / 8388608 }' >>"$raw/${tag}_bytes.txt"
   done
   agent_stop

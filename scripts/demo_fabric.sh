@@ -103,7 +103,7 @@ for ppn in 1 2; do
     job "$np" "$ppn" "$work/bytes.log" $args "$bin/mpi_liveness_check" --sizes 4194304 --iters 2 \
       --warmup 0
     fabric_tx_bytes >"$work/b1"
-    paste "$work/b0" "$work/b1" | awk -v name="$name" '$1 ~ /^h[0-9]+$/ { s += $4 - $2; n++ }
+    fabric_tx_delta "$work/b0" "$work/b1" | awk -v name="$name" '{ s += $2; n++ }
       END { printf "%s %.2f\n", name, s / n / 2 / 4194304 }' >>"$out/bytes-ppn$ppn.txt.new"
   done
   mv "$out/bytes-ppn$ppn.txt.new" "$out/bytes-ppn$ppn.txt"

@@ -6,6 +6,8 @@
 #   fabric_mpirun NP PPN [mpirun args] PROG… mpirun on h1 across the hosts
 #   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` → AGENT_* (lib_agent.sh)
 #   fabric_tx_bytes                          "host bytes" lines: bytes sent per host so far
+#   fabric_tx_delta BEFORE AFTER             "host bytes" each compute host sent between two
+#                                            fabric_tx_bytes snapshots (files)
 # Needs $build (the build tree) and $root (the checkout).
 FABRIC_STATE_ROOT=${SWITCHAGG_FABRIC_STATE:-/run/switchagg-fabric}
 
@@ -68,3 +70,5 @@ fabric_tx_bytes() {
   fabric_py counters "$FABRIC" |
     /usr/bin/python3 -c 'import json,sys; [print(h, v["tx_bytes"]) for h, v in sorted(json.load(sys.stdin).items())]'
 }
+
+fabric_tx_delta() { paste "$1" "$2" | awk '$1 ~ /^h[0-9]+$/ { print $1, $4 - $2 }'; }

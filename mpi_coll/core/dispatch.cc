@@ -5,12 +5,13 @@
 #include "switch_path.h"
 #include "switchagg/common/log.h"
 #include "switchagg/common/reduce.h"
-#include "switchagg/ucx/transport.h"
 
 namespace switchagg::coll {
 namespace {
 
-Status runHostAlgorithm(HostComm& comm, CommState& state, Algorithm a, const AllreduceArgs& args) {
+Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
+  PeerGroupComm comm(state.peerGroup(), state.nextSequence(),
+                     ProcessRuntime::instance().params().stall);
   switch (a) {
     case Algorithm::kRing: return allreduceRing(comm, args);
     case Algorithm::kRecursiveDoubling: return allreduceRecursiveDoubling(comm, args);
@@ -18,12 +19,6 @@ Status runHostAlgorithm(HostComm& comm, CommState& state, Algorithm a, const All
     case Algorithm::kHierarchical: return allreduceHierarchical(comm, args, state.layout());
     default: return Status(Code::kInternal, "not a host algorithm");
   }
-}
-
-Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
-  PeerGroupComm comm(state.peerGroup(), state.nextSequence(),
-                     ProcessRuntime::instance().params().stall);
-  return runHostAlgorithm(comm, state, a, args);
 }
 
 SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "process_runtime.h"
 #include "switchagg/agent/data_client.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/log.h"
@@ -95,7 +96,15 @@ Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease)
     return s.last_error;
   }
   s.last_error = Status::Ok();
-  live = std::shared_ptr<agent::AggClient>(std::move(c.value()));
+  // Communicators share the connection; its worker also progresses while
+  // the process waits in other components (ProcessRuntime::progress), once
+  // per connection, for as long as the connection lives.
+  agent::AggClient* raw = c.value().release();
+  ProcessRuntime::instance().addProgress(raw, [raw] { return raw->progress(); });
+  live = std::shared_ptr<agent::AggClient>(raw, [](agent::AggClient* p) {
+    ProcessRuntime::instance().removeProgress(p);
+    delete p;
+  });
   s.client = live;
   return live;
 }

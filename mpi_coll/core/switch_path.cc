@@ -73,9 +73,7 @@ class AgentSwitchPath : public SwitchPath {
  public:
   AgentSwitchPath(CommState& comm, const SwitchLease& lease, Joined joined)
       : comm_(comm), lease_(lease), client_(std::move(joined.client)),
-        group_(std::move(joined.group)) {
-    driveFromOpenMpi();
-  }
+        group_(std::move(joined.group)) {}
   ~AgentSwitchPath() override;
 
   void describe(const AllreduceArgs& args, SelectionInput* in) override;
@@ -92,12 +90,6 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   void giveUp(const Status& mine, const std::vector<uint8_t>& oks);
-  // The client's worker progresses while the process is in other
-  // components too (ProcessRuntime::progress), like the host transport's.
-  void driveFromOpenMpi() {
-    agent::AggClient* c = client_.get();
-    if (c != nullptr) ProcessRuntime::instance().addProgress(this, [c] { return c->progress(); });
-  }
   void maybeRejoin();
   void logSummary() const;
 
@@ -112,7 +104,6 @@ class AgentSwitchPath : public SwitchPath {
 };
 
 AgentSwitchPath::~AgentSwitchPath() {
-  ProcessRuntime::instance().removeProgress(this);
   logSummary();
   // Leaving is collective at the agent; every member frees the
   // communicator, and the client bounds it (kDrainMs) if one does not.
@@ -179,7 +170,6 @@ void AgentSwitchPath::maybeRejoin() {
   }
   client_ = std::move(joined.client);
   group_ = std::move(joined.group);
-  driveFromOpenMpi();
   ++rejoined_;
   if (comm_.rank() == 0)
     SA_INFO("coll", "comm %s: switch path back after a failure (rejoined the agent)",

@@ -59,9 +59,6 @@ agent_and_lease() {
   eval "$(grep '^export ' <<<"$out")"
 }
 
-# Bytes each compute host sent between two fabric_tx_bytes snapshots.
-sent_per_host() { paste "$1" "$2" | awk '$1 ~ /^h[0-9]+$/ { print $1, $4 - $2 }'; }
-
 # Every host's bytes within 5% (+64 KiB of MPI and UCX chatter) of $3.
 check_bytes() {
   local label=$1 file=$2 want=$3
@@ -99,7 +96,7 @@ case $scenario in
       "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect ring \
       >"$work/bytes.log" || { cat "$work/bytes.log"; die "ring byte run"; }
     fabric_tx_bytes >"$work/b1"
-    sent_per_host "$work/b0" "$work/b1" >"$work/sent"
+    fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
     check_bytes "ring 4 x 8 MiB" "$work/sent" $((4 * 8388608 * 3 / 2)) || die "ring bytes"
     echo "PASS fabric hosts"
     ;;
@@ -120,7 +117,7 @@ case $scenario in
       "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect switch \
       >"$work/bytes.log" || { cat "$work/bytes.log"; die "switch byte run"; }
     fabric_tx_bytes >"$work/b1"
-    sent_per_host "$work/b0" "$work/b1" >"$work/sent"
+    fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
     check_bytes "switch 4 x 8 MiB" "$work/sent" $((4 * 8388608)) || die "switch bytes"
     echo "PASS fabric switch"
     ;;
