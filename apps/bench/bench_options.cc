@@ -56,6 +56,11 @@ const std::vector<OptionSpec>& optionTable() {
        }},
       {"--warmup", "N", "untimed calls before each size, scaled like --iters (default 20)",
        [](BenchOptions* o, const std::string& v) { return setCount("--warmup", v, 0, &o->warmup); }},
+      {"--min-warmup", "N",
+       "fewest untimed calls at large sizes (default 1; 30 lets online tuning settle)",
+       [](BenchOptions* o, const std::string& v) {
+         return setCount("--min-warmup", v, 1, &o->min_warmup);
+       }},
       {"--dtype", "T", "int8..uint64, float32, float64 (default float32)",
        [](BenchOptions* o, const std::string& v) {
          if (parseDtype(v.c_str(), &o->dtype) && !isPairType(o->dtype)) return ok();
@@ -142,7 +147,7 @@ int itersFor(const BenchOptions& o, size_t bytes) {
 int warmupFor(const BenchOptions& o, size_t bytes) {
   if (bytes <= kFullItersBytes || o.warmup == 0) return o.warmup;
   const double scaled = double(o.warmup) * double(kFullItersBytes) / double(bytes);
-  return std::max(1, int(scaled));
+  return std::max(std::min(o.min_warmup, o.warmup), int(scaled));
 }
 
 bool benchSupports(Dtype dtype, Op op) {

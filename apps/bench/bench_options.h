@@ -16,6 +16,7 @@ struct BenchOptions {
   int iters = 200;          // iterations at sizes <= kFullItersBytes
   int min_iters = 5;        // floor for large sizes
   int warmup = 20;
+  int min_warmup = 1;       // floor for large sizes (e.g. to let online tuning settle)
   Dtype dtype = Dtype::kFloat32;
   Op op = Op::kSum;
   bool check = false;       // validate every iteration against a reference

@@ -142,6 +142,45 @@ void printModeledTimes(const SelectArgs& a, const coll::Selector& s) {
   }
 }
 
+// The rules file's `measured` lines (coll_switchagg_tune_file): what online
+// tuning measured against what the model predicts, per size it covers.
+void printMeasuredTimes(const SelectArgs& a, const coll::Selector& s) {
+  if (s.rules().measured.empty()) return;
+  printf("\nmeasured vs modeled (us, from %s; '-' = not measured: pruned after one call\n"
+         "more than 2x slower than the fastest, or not a candidate)\n%10s %-20s %-20s",
+         a.rules_path.c_str(), "bytes", "measured fastest", "modeled fastest");
+  for (const coll::AlgorithmInfo& info : coll::algorithmRegistry())
+    printf(" %24s", info.name);
+  printf("\n");
+  coll::SelectionInput in = a.in;
+  bool any = false;
+  for (size_t b = std::max<size_t>(1, a.min_bytes); b <= a.max_bytes; b *= 2) {
+    in.bytes = b;
+    const coll::Measured* m = s.rules().measuredFor(in);
+    if (m != nullptr) {
+      any = true;
+      Algorithm fastest = Algorithm::kPrevious;
+      double best = INFINITY;
+      for (size_t i = 0; i < m->us.size(); ++i)
+        if (!std::isnan(m->us[i]) && m->us[i] < best) best = m->us[i], fastest = Algorithm(i);
+      const Algorithm modeled = coll::rankCandidates(in, s.model(), coll::Rules{}, a.policy).front();
+      printf("%10zu %-20s %-20s", b, coll::algorithmName(fastest), coll::algorithmName(modeled));
+      for (const coll::AlgorithmInfo& info : coll::algorithmRegistry()) {
+        const double t = m->us[size_t(info.id)], model = s.model().predictUs(info.id, in);
+        char cell[64];
+        if (std::isnan(t)) snprintf(cell, sizeof cell, "- / %.0f", model);
+        else snprintf(cell, sizeof cell, "%.1f / %.0f", t, model);
+        printf(" %24s", cell);
+      }
+      printf("\n");
+    }
+    if (b > (SIZE_MAX >> 1)) break;
+  }
+  if (!any) printf("(no measured line matches np=%d ppn=%d nodes=%d switch=%s)\n", a.in.comm_size,
+                   a.in.ranks_per_node, a.in.nodes, a.in.switch_available ? "yes" : "no");
+  else printf("(each cell: measured / modeled)\n");
+}
+
 }  // namespace
 
 bool wantsSelectCommand(int argc, char** argv) {
@@ -158,7 +197,8 @@ std::string selectUsage() {
          "  Prints the allreduce decision table (size ranges -> algorithm, why, modeled time)\n"
          "  for a communicator of N ranks, M per node (default: all on one node). --switch\n"
          "  models a lease being available. --dump-cost-model prints the cost table (with the\n"
-         "  rules file's overrides) in rules-file format, ready to edit.\n";
+         "  rules file's overrides) in rules-file format, ready to edit. A rules file written\n"
+         "  by coll_switchagg_tune_file adds a table of measured vs modeled times.\n";
 }
 
 int runSelectCommand(int argc, char** argv) {
@@ -188,6 +228,7 @@ int runSelectCommand(int argc, char** argv) {
                                                   : "not available (--switch models a lease)");
   printDecisionTable(*a, *s);
   printModeledTimes(*a, *s);
+  printMeasuredTimes(*a, *s);
   return 0;
 }
 

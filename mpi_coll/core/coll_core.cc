@@ -68,6 +68,16 @@ int switchagg_coll_open(const switchagg_coll_params_t* params) {
       return -1;
     }
     p.stall.fail_ms = int64_t(params->stall_timeout) * 1000;
+    const std::string tune = params->tune ? params->tune : "online";
+    if (tune != "online" && tune != "off") {
+      std::fprintf(stderr,
+                   "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_tune must be "
+                   "online or off, got '%s'\n",
+                   tune.c_str());
+      return -1;
+    }
+    p.tune_online = tune == "online";
+    p.tune_file = params->tune_file ? params->tune_file : "";
     // Warn early enough to be seen in a hung job, before a long bound fails.
     p.stall.warn_ms = p.stall.fail_ms > 0 ? std::min<int64_t>(10000, p.stall.fail_ms / 2) : 10000;
     switchagg::Status st = switchagg::coll::ProcessRuntime::instance().open(p);
@@ -121,6 +131,18 @@ int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void
   });
 }
 
+int switchagg_coll_previous_done(switchagg_coll_comm_t* comm) {
+  switchagg::coll::ProcessRuntime::CallScope in_call;
+  return guarded("previous_done", -1, [&] {
+    switchagg::Status st = comm->state.previousDone();
+    if (st.ok()) return 0;
+    SA_ERROR("coll", "comm %s rank %d: online tuning could not agree with the other ranks: %s",
+             comm->state.name().c_str(), comm->state.rank(), st.toString().c_str());
+    comm->state.markBroken();
+    return -1;
+  });
+}
+
 void switchagg_coll_note_fallback(switchagg_coll_comm_t* comm, const char* reason) {
   guarded("note_fallback", 0, [&] {
     comm->state.recordFallback(reason);
@@ -158,6 +180,17 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
     if (const switchagg::coll::SwitchPath* sw = comm->state.switchPath())
       if (sw->counter(key, &value)) return value;
     if (key == "local") return c.local;
+    if (key.rfind("tune:", 0) == 0) {
+      const switchagg::coll::Tuner* t = comm->state.tuner();
+      if (t == nullptr) return 0;
+      const auto& tc = t->counters();
+      if (key == "tune:explore_calls") return tc.explore_calls;
+      if (key == "tune:settled_calls") return tc.settled_calls;
+      if (key == "tune:agreements") return tc.agreements;
+      if (key == "tune:reopened") return tc.reopened;
+      if (key == "tune:settled_buckets") return t->settledBuckets();
+      return 0;
+    }
     if (key == "host:bytes_sent") return comm->state.hostBytesSent();
     if (key == "fallback") return c.served[static_cast<size_t>(Algorithm::kPrevious)];
     if (key == std::string("fallback:") + switchagg::coll::kFallbackSelected)

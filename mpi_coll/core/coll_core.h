@@ -43,6 +43,8 @@ typedef struct switchagg_coll_params {
   const char *rules;     /* path to a rules file, NULL or "" for none */
   int verbose;           /* coll_switchagg_verbose */
   int stall_timeout;     /* coll_switchagg_stall_timeout, seconds; 0 = warn only */
+  const char *tune;      /* coll_switchagg_tune: online|off */
+  const char *tune_file; /* coll_switchagg_tune_file: NULL or "" = do not save */
 } switchagg_coll_params_t;
 
 /* Collective services the core borrows from the previous coll module. The
@@ -91,6 +93,11 @@ enum switchagg_coll_flags {
    * host rather than hand it back. */
   SWITCHAGG_COLL_PREVIOUS_DIFFERS = 1
 };
+
+/* After the glue ran the previous module for a call the core declined:
+ * lets online tuning time it (and agree with the other ranks when it asks).
+ * Returns 0, or -1 when that agreement failed (the call's MPI error). */
+int switchagg_coll_previous_done(switchagg_coll_comm_t *comm);
 
 /* dtype and op are switchagg::Dtype / switchagg::Op values (common/dtype.h).
  * send == NULL means MPI_IN_PLACE (input already in recv). Every rank of the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -43,11 +44,19 @@ CommState::CommState(const switchagg_coll_comm_info_t& info)
       allgather_(info.allgather) {
   // Lets tests place ranks on emulated nodes from one machine.
   if (const char* node = envOrNull("SWITCHAGG_NODE_NAME")) node_name_ = node;
+  if (ProcessRuntime::instance().params().tune_online) tuner_ = std::make_unique<Tuner>();
   ProcessRuntime::instance().commCreated();
 }
 
 CommState::~CommState() {
   logSummary();
+  if (tuner_ && rank_ == 0) {
+    SelectionInput shape;
+    shape.comm_size = size_;
+    shape.ranks_per_node = layout_.max_ranks_per_node;
+    shape.nodes = layout_.nodes;
+    ProcessRuntime::instance().addTuned(formatTuneRules(tuner_->learnt(), shape));
+  }
   switch_path_.reset();
   peer_group_.reset();
   ProcessRuntime::instance().commDestroyed();
@@ -145,6 +154,31 @@ const Decision& CommState::decide(const SelectionInput& in) {
   if (it != decisions_.end()) return it->second;
   if (decisions_.size() >= 1024) decisions_.clear();  // bound the memo
   return decisions_.emplace(key, ProcessRuntime::instance().selector().decide(in)).first->second;
+}
+
+double nowUs() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Status CommState::tunerRecord(Algorithm served, double us) {
+  if (!tuner_) return Status::Ok();
+  tuner_->record(served, us);
+  if (!tuner_->needsAgreement()) return Status::Ok();
+  const Tuner::Payload mine = tuner_->payload();
+  std::vector<double> all(Tuner::kAlgorithms * size_t(size_));
+  Status st = allgather(mine.data(), all.data(), sizeof mine);
+  if (!st.ok()) return st;
+  tuner_->agree(all);
+  return Status::Ok();
+}
+
+Status CommState::previousDone() {
+  if (previous_start_us_ < 0) return Status::Ok();
+  const double us = nowUs() - previous_start_us_;
+  previous_start_us_ = -1;
+  return tunerRecord(Algorithm::kPrevious, us);
 }
 
 uint64_t CommState::hostBytesSent() const {

@@ -15,6 +15,7 @@
 #include "coll_core.h"
 #include "host_algorithms.h"
 #include "selector.h"
+#include "tuner.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::ucx {
@@ -80,6 +81,18 @@ class CommState {
   // function of its input, and small calls should not pay for it each time.
   const Decision& decide(const SelectionInput& in);
 
+  // Online tuning (nullptr when coll_switchagg_tune=off).
+  Tuner* tuner() { return tuner_.get(); }
+  const Tuner* tuner() const { return tuner_.get(); }
+  // After a timed call: hands the tuner the call's local time and, when it
+  // asks, runs the agreement (an allgather over the previous module; every
+  // rank reaches it at the same call). An error: the ranks may now disagree.
+  Status tunerRecord(Algorithm served, double us);
+  // A tuned call handed to the previous module: the glue reports its end
+  // (previousDone) so the previous module's time is measured too.
+  void startPreviousTiming(double start_us) { previous_start_us_ = start_us; }
+  Status previousDone();
+
   // After a host algorithm failed mid-way the communicator is unusable.
   void markBroken() { broken_ = true; }
   bool broken() const { return broken_; }
@@ -104,6 +117,11 @@ class CommState {
   std::unique_ptr<SwitchPath> switch_path_;
   CommCounters counters_;
   std::unordered_map<uint64_t, Decision> decisions_;
+  std::unique_ptr<Tuner> tuner_;
+  double previous_start_us_ = -1;  // >= 0: a tuned call is in the previous module
 };
+
+// Monotonic microseconds, for the tuner's timings.
+double nowUs();
 
 }  // namespace switchagg::coll

@@ -33,7 +33,7 @@ SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {
   return in;
 }
 
-void announce(CommState& state, Algorithm a, const SelectionInput& in, const Decision& d) {
+void announce(CommState& state, Algorithm a, const SelectionInput& in, const char* reason) {
   if (state.rank() != 0) return;
   // verbose 1: the first time each path serves on this communicator;
   // verbose 2: every call.
@@ -41,7 +41,7 @@ void announce(CommState& state, Algorithm a, const SelectionInput& in, const Dec
   const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
   SWITCHAGG_LOG(level, "coll", "comm %s: allreduce %zu bytes (%s %s) -> %s (%s)",
                 state.name().c_str(), in.bytes, dtypeName(in.dtype), opName(in.op),
-                algorithmName(a), d.reason.c_str());
+                algorithmName(a), reason);
 }
 
 // The host algorithm the cost model rates fastest for this call.
@@ -71,6 +71,65 @@ Outcome fail(CommState& state, Algorithm a, const Status& st) {
 
 }  // namespace
 
+namespace {
+
+// What trying one candidate came to.
+enum class Step { kServed, kNext, kPrevious, kFailed };
+
+Step tryCandidate(CommState& state, Algorithm a, const AllreduceArgs& args,
+                  const SelectionInput& in, const char* reason) {
+  if (a == Algorithm::kPrevious) {
+    announce(state, a, in, reason);
+    state.recordFallback(state.hostReady() ? kFallbackSelected : "host path unavailable");
+    return Step::kPrevious;
+  }
+  if (a == Algorithm::kSwitch) {
+    SwitchPath* sw = state.switchPath();
+    if (!sw) return Step::kNext;
+    Status st = sw->allreduce(args);
+    if (st.code() == Code::kUnsupported) return Step::kNext;
+    if (!st.ok()) {
+      fail(state, a, st);
+      return Step::kFailed;
+    }
+  } else {
+    if (!state.hostReady()) return Step::kNext;
+    announce(state, a, in, reason);
+    Status st = runHost(state, a, args);
+    if (!st.ok()) {
+      fail(state, a, st);
+      return Step::kFailed;
+    }
+  }
+  if (a == Algorithm::kSwitch) announce(state, a, in, reason);
+  state.recordServed(a);
+  return Step::kServed;
+}
+
+// The tuner's pick for this call, or kPrevious with *tuned false when the
+// call is not tuned (a forced algorithm, a rule, offload=on, no host path).
+Algorithm tunedPick(CommState& state, const SelectionInput& in, const Decision& d,
+                    bool previous_differs, bool* tuned) {
+  *tuned = false;
+  Tuner* tuner = state.tuner();
+  if (tuner == nullptr || !d.tunable || !state.hostReady()) return Algorithm::kPrevious;
+  const SwitchPath* sw = state.switchPath();
+  const uint64_t epoch = sw ? sw->epoch() : 0;
+  if (previous_differs) {
+    // The previous module would answer differently: not a candidate.
+    std::vector<Algorithm> own;
+    for (Algorithm a : d.candidates)
+      if (a != Algorithm::kPrevious) own.push_back(a);
+    if (own.empty()) return Algorithm::kPrevious;
+    *tuned = true;
+    return tuner->choose(in.bytes, in.switch_available, own, epoch);
+  }
+  *tuned = true;
+  return tuner->choose(in.bytes, in.switch_available, d.candidates, epoch);
+}
+
+}  // namespace
+
 Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool previous_differs) {
   if (state.broken()) return Outcome::kFailed;
   if (args.count == 0 || state.size() == 1) {
@@ -85,33 +144,45 @@ Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool prev
   state.ensureSetup();
   const SelectionInput in = describeCall(state, args);
   const Decision& decision = state.decide(in);
+  bool tuned = false;
+  const Algorithm pick = tunedPick(state, in, decision, previous_differs, &tuned);
+  const char* reason = decision.reason.c_str();
+  if (tuned)
+    reason = state.tuner()->lastSettled() ? "tuned: measured fastest" : "tuned: measuring";
+  if (tuned && state.tuner()->syncBeforeCall()) {
+    // A measuring call starts together on every rank (tuner.h).
+    uint8_t mine = 1;
+    std::vector<uint8_t> all(size_t(state.size()));
+    Status st = state.allgather(&mine, all.data(), 1);
+    if (!st.ok()) return fail(state, pick, st);
+  }
+  const double start = tuned ? nowUs() : 0;
+
+  Step step = Step::kNext;
+  Algorithm ran = pick;
+  if (tuned) step = tryCandidate(state, pick, args, in, reason);
   for (Algorithm a : decision.ranked) {
+    if (step != Step::kNext) break;
+    if (tuned && a == pick) continue;
     if (a == Algorithm::kPrevious && previous_differs && state.hostReady() &&
         ProcessRuntime::instance().params().policy.forced != "previous") {
       // All ranks see the same flag (it depends on dtype/op only).
       a = cheapestHost(in);
     }
-    if (a == Algorithm::kPrevious) {
-      announce(state, a, in, decision);
-      state.recordFallback(state.hostReady() ? kFallbackSelected : "host path unavailable");
+    ran = a;
+    step = tryCandidate(state, a, args, in, reason);
+  }
+  switch (step) {
+    case Step::kServed: {
+      if (!tuned) return Outcome::kServed;
+      Status st = state.tunerRecord(ran, nowUs() - start);
+      return st.ok() ? Outcome::kServed : fail(state, ran, st);
+    }
+    case Step::kPrevious:
+      if (tuned) state.startPreviousTiming(start);
       return Outcome::kDeclined;
-    }
-    if (a == Algorithm::kSwitch) {
-      SwitchPath* sw = state.switchPath();
-      if (!sw) continue;
-      Status st = sw->allreduce(args);
-      if (st.code() == Code::kUnsupported) continue;
-      if (!st.ok()) return fail(state, a, st);
-      announce(state, a, in, decision);
-      state.recordServed(a);
-      return Outcome::kServed;
-    }
-    if (!state.hostReady()) continue;
-    announce(state, a, in, decision);
-    Status st = runHost(state, a, args);
-    if (!st.ok()) return fail(state, a, st);
-    state.recordServed(a);
-    return Outcome::kServed;
+    case Step::kFailed: return Outcome::kFailed;
+    case Step::kNext: break;
   }
   state.recordFallback("no candidate");
   return Outcome::kDeclined;

@@ -1,5 +1,10 @@
 #include "process_runtime.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "switchagg/common/config.h"
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
 
@@ -23,7 +28,15 @@ Status ProcessRuntime::open(const ComponentParams& params) {
   return Status::Ok();
 }
 
+void ProcessRuntime::addTuned(const std::string& rules_text) {
+  if (params_.tune_file.empty() || rules_text.empty()) return;
+  // One communicator shape per block; a later communicator of the same
+  // shape repeats rules that the first match already decides.
+  tuned_ += rules_text;
+}
+
 void ProcessRuntime::close() {
+  writeTuneFile();
   extra_progress_.clear();
   if (live_comms_ > 0) {
     SA_DEBUG("coll", "%d communicators still alive at close; UCX worker left to process exit",
@@ -35,6 +48,28 @@ void ProcessRuntime::close() {
   worker_.reset();
   context_.reset();
   worker_error_ = Status::Ok();
+}
+
+// The job's rank 0 writes (every rank learnt the same: decisions are agreed).
+void ProcessRuntime::writeTuneFile() {
+  if (params_.tune_file.empty()) return;
+  const char* rank = envOrNull("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr) rank = envOrNull("PMIX_RANK");
+  if (rank == nullptr) rank = envOrNull("SLURM_PROCID");
+  if (rank != nullptr && std::string(rank) != "0") return;
+  std::ofstream out(params_.tune_file, std::ios::trunc);
+  out << "# switchagg selection rules learnt online (coll_switchagg_tune=online).\n"
+         "# Ship as site rules with coll_switchagg_rules=<this file>; format and\n"
+         "# meaning: docs/selection.md. `measured` lines: agreed microseconds per\n"
+         "# candidate (the slowest rank's median), shown by switchagg-info --select.\n"
+      << tuned_;
+  out.flush();
+  if (!out) {
+    SA_WARN("coll", "cannot write coll_switchagg_tune_file '%s': %s", params_.tune_file.c_str(),
+            std::strerror(errno));
+    return;
+  }
+  SA_INFO("coll", "learnt selection rules written to %s", params_.tune_file.c_str());
 }
 
 int ProcessRuntime::progress() {

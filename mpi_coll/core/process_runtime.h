@@ -27,6 +27,8 @@ struct ComponentParams {
   std::string rules_path;
   int verbose = 0;
   StallBounds stall;  // coll_switchagg_stall_timeout
+  bool tune_online = true;  // coll_switchagg_tune=online|off
+  std::string tune_file;    // coll_switchagg_tune_file: written at close by job rank 0
 };
 
 class ProcessRuntime {
@@ -67,8 +69,13 @@ class ProcessRuntime {
   void addProgress(const void* owner, std::function<int()> fn);
   void removeProgress(const void* owner);
 
+  // Rules a communicator learnt online (tune-file text); kept until close,
+  // when the job's rank 0 writes them to coll_switchagg_tune_file.
+  void addTuned(const std::string& rules_text);
+
  private:
   ProcessRuntime() = default;
+  void writeTuneFile();
   ComponentParams params_;
   Selector selector_;
   std::unique_ptr<ucx::Context> context_;
@@ -77,6 +84,7 @@ class ProcessRuntime {
   int live_comms_ = 0;
   int in_call_ = 0;
   std::vector<std::pair<const void*, std::function<int()>>> extra_progress_;
+  std::string tuned_;
 };
 
 }  // namespace switchagg::coll

@@ -2,8 +2,10 @@
 
 #include <strings.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "switchagg/common/config.h"
@@ -127,6 +129,39 @@ Result<double> parseCost(const std::string& key, const std::string& text) {
   return v;
 }
 
+// measured <shape keys> us:<algorithm>=<microseconds> ...
+Status parseMeasuredLine(const LineContext& ctx, const std::vector<std::string>& words,
+                         Rules* out) {
+  Measured m;
+  m.shape.line = ctx.line;
+  m.us.fill(std::numeric_limits<double>::quiet_NaN());
+  bool has_algorithm = false, has_time = false;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const size_t eq = words[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return ctx.error("expected key=value, got '" + words[i] + "'");
+    }
+    const std::string key = words[i].substr(0, eq), value = words[i].substr(eq + 1);
+    if (key.rfind("us:", 0) == 0) {
+      Algorithm a;
+      if (!parseAlgorithm(key.substr(3), &a))
+        return ctx.error("unknown algorithm in '" + key + "' (expected us:<" +
+                         algorithmNameList() + ">)");
+      Result<double> v = parseCost(key, value);
+      if (!v.ok()) return ctx.error(v.status().message());
+      m.us[static_cast<size_t>(a)] = *v;
+      has_time = true;
+      continue;
+    }
+    Status st = parseRuleKey(key, value, &m.shape, &has_algorithm);
+    if (!st.ok()) return ctx.error(st.message());
+    if (has_algorithm) return ctx.error("a measured line has no algorithm= (it records times)");
+  }
+  if (!has_time) return ctx.error("measured line has no us:<algorithm>=<microseconds>");
+  out->measured.push_back(m);
+  return Status::Ok();
+}
+
 Status parseCostLine(const LineContext& ctx, const std::vector<std::string>& words,
                      const CostModel& base, Rules* out) {
   if (words.size() < 4) {
@@ -171,6 +206,13 @@ bool Rule::matches(const SelectionInput& in) const {
           (when_switch == SwitchCond::kAvailable) == in.switch_available);
 }
 
+const Measured* Rules::measuredFor(const SelectionInput& in) const {
+  for (const Measured& m : measured) {
+    if (m.shape.matches(in)) return &m;
+  }
+  return nullptr;
+}
+
 const Rule* Rules::match(const SelectionInput& in) const {
   for (const Rule& r : rules) {
     if (r.matches(in)) return &r;
@@ -199,8 +241,11 @@ Result<Rules> parseRules(const std::string& text, const std::string& source,
       st = parseRuleLine(ctx, words, &out);
     } else if (words[0] == "cost") {
       st = parseCostLine(ctx, words, base, &out);
+    } else if (words[0] == "measured") {
+      st = parseMeasuredLine(ctx, words, &out);
     } else {
-      st = ctx.error("unknown line type '" + words[0] + "' (expected allreduce or cost)");
+      st = ctx.error("unknown line type '" + words[0] +
+                     "' (expected allreduce, cost or measured)");
     }
     if (!st.ok()) return st;
   }

@@ -12,8 +12,15 @@
 // default *) and algorithm (required; a registry name or `auto`, which stops
 // later rules from matching and leaves the choice to the cost model).
 // The first matching rule wins. Errors name the source and line.
+//
+//   measured bytes=4096-8191 np=4 ppn=4 nodes=1 switch=yes us:ring=41.2 us:switch=160
+//
+// records what online tuning measured for that shape (agreed microseconds
+// per candidate; coll_switchagg_tune_file writes these beside the rules it
+// derives). Selection ignores them; switchagg-info --select shows them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,9 +50,19 @@ struct Rule {
   bool matches(const SelectionInput& in) const;
 };
 
+// A `measured` line: the shape it applies to (a Rule without an algorithm)
+// and the agreed time per algorithm (NaN: not measured).
+struct Measured {
+  Rule shape;
+  std::array<double, 6> us;
+};
+
 struct Rules {
   std::string source;  // file name or "<string>", for messages
   std::vector<Rule> rules;
+  std::vector<Measured> measured;
+  // The first measured line whose shape matches, or nullptr.
+  const Measured* measuredFor(const SelectionInput& in) const;
   std::vector<CostEntry> cost_overrides;  // complete rows (defaults filled in)
   // First rule that matches, or nullptr.
   const Rule* match(const SelectionInput& in) const;

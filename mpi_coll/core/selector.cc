@@ -74,8 +74,12 @@ Decision decide(const SelectionInput& in, const CostModel& model, const Rules& r
       d.reason = "rule " + rules.source + ":" + std::to_string(rule->line);
     }
   }
-  if (d.reason.empty()) d.reason = "cost model";
-  for (Algorithm a : costRanking(in, model, policy)) pushUnique(&d.ranked, a);
+  d.candidates = costRanking(in, model, policy);
+  if (d.reason.empty()) {
+    d.reason = "cost model";
+    d.tunable = true;
+  }
+  for (Algorithm a : d.candidates) pushUnique(&d.ranked, a);
   pushUnique(&d.ranked, Algorithm::kPrevious);
   // Nothing after previous: it never declines.
   d.ranked.erase(std::find(d.ranked.begin(), d.ranked.end(), Algorithm::kPrevious) + 1,

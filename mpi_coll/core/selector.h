@@ -40,6 +40,11 @@ std::vector<Algorithm> rankCandidates(const SelectionInput& in, const CostModel&
 struct Decision {
   std::vector<Algorithm> ranked;
   std::string reason;
+  // Only the cost model chose (no forced algorithm, offload=on or rule):
+  // online tuning may measure and overrule it, over `candidates` = every
+  // eligible algorithm in the model's order (previous included, nothing cut).
+  bool tunable = false;
+  std::vector<Algorithm> candidates;
 };
 Decision decide(const SelectionInput& in, const CostModel& model, const Rules& rules,
                 const SelectionPolicy& policy);

@@ -79,6 +79,7 @@ class AgentSwitchPath : public SwitchPath {
   void describe(const AllreduceArgs& args, SelectionInput* in) override;
   Status allreduce(const AllreduceArgs& args) override;
   bool counter(const std::string& name, uint64_t* value) const override;
+  uint64_t epoch() const override { return failed_ + rejoined_; }
 
  private:
   bool serves(const AllreduceArgs& args) const {

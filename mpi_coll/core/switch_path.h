@@ -34,6 +34,9 @@ class SwitchPath {
   // "fallback:switch-failed", ...; docs/offload.md). False: not one of its
   // names, the caller looks elsewhere.
   virtual bool counter(const std::string& /*name*/, uint64_t* /*value*/) const { return false; }
+  // Changes, alike on every rank, whenever the path fails or rejoins: what
+  // online tuning measured of it before no longer holds.
+  virtual uint64_t epoch() const { return 0; }
 };
 
 // The switch path for a communicator, or nullptr when this build or this

@@ -24,6 +24,8 @@ typedef struct mca_coll_switchagg_component_t {
   char *rules;
   int verbose;
   int stall_timeout; /* seconds; 0 = warn only */
+  int tune;          /* 0 online, 1 off */
+  char *tune_file;
   bool progress_registered;
   /* False when the parameters were rejected at open or MPI_THREAD_MULTIPLE
    * was requested: comm_query then declines every communicator. */

@@ -7,6 +7,8 @@
  *   coll_switchagg_rules                path of a selection rules file
  *   coll_switchagg_verbose              0; 1 per communicator; 2+ per call
  *   coll_switchagg_stall_timeout        seconds a host step may wait (300; 0 = warn only)
+ *   coll_switchagg_tune                 online|off: measure candidates, pick the fastest
+ *   coll_switchagg_tune_file            where the job's rank 0 saves what was learnt
  *
  * Enum parameters are MCA enums: Open MPI itself rejects a value outside the
  * list with a message that lists the valid ones. A rules file that cannot
@@ -22,6 +24,7 @@
 
 static const mca_base_var_enum_value_t offload_values[] = {
     {0, "auto"}, {1, "on"}, {2, "off"}, {0, NULL}};
+static const mca_base_var_enum_value_t tune_values[] = {{0, "online"}, {1, "off"}, {0, NULL}};
 
 static int switchagg_register(void);
 static int switchagg_open(void);
@@ -50,6 +53,8 @@ mca_coll_switchagg_component_t mca_coll_switchagg_component = {
     .rules = NULL,
     .verbose = 0,
     .stall_timeout = 300,
+    .tune = 0,
+    .tune_file = NULL,
     .usable = true,
 };
 
@@ -127,6 +132,20 @@ static int switchagg_register(void) {
       "never fail",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
       &c->stall_timeout);
+  rc = register_enum("tune",
+                     "Online tuning of auto's choice: online (each communicator times the "
+                     "candidates the cost model allows a few calls per message-size bucket, the "
+                     "ranks agree on the slowest rank's median, and the fastest is used; a "
+                     "slowdown, a switch fallback or a rejoin measures again), off (the cost "
+                     "model alone). Forced algorithms, offload=on and rules always win",
+                     "coll_switchagg_tune", tune_values, &c->tune);
+  if (OPAL_SUCCESS != rc) return rc;
+  (void)mca_base_component_var_register(
+      v, "tune_file", "File where the job's rank 0 writes, at MPI_Finalize, the selection rules "
+                      "online tuning settled on (rules-file format with the measured times; "
+                      "ship it as site rules with coll_switchagg_rules). Empty: not saved",
+      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+      &c->tune_file);
   return OMPI_SUCCESS;
 }
 
@@ -138,6 +157,8 @@ static int switchagg_open(void) {
   params.rules = c->rules;
   params.verbose = c->verbose;
   params.stall_timeout = c->stall_timeout;
+  params.tune = (c->tune >= 0 && c->tune <= 1) ? tune_values[c->tune].string : NULL;
+  params.tune_file = c->tune_file;
   /* A rejected value leaves the component loaded but unusable, so that the
    * job runs on the other components after the one error line. */
   c->usable = (0 == switchagg_coll_open(&params));

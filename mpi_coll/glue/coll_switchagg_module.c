@@ -113,6 +113,10 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
     /* The core logged the failure; MPI's error handler decides (fatal by
      * default). A silently wrong result is never an option. */
     if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+    /* Declined: the previous module serves, and online tuning times it. */
+    rc = m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
+    if (OMPI_SUCCESS == rc && 0 != switchagg_coll_previous_done(m->core)) return MPI_ERR_OTHER;
+    return rc;
   } else if (NULL != m->core && NULL != why) {
     switchagg_coll_note_fallback(m->core, why);
   }

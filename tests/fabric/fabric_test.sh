@@ -12,6 +12,9 @@
 #   link_down  a host's link flaps (3 s down) during a loop of checked
 #              switch-path calls: every rank ends with the right answer or a
 #              clear error, in bounded time, never a hang
+#   auto       offload=auto with online tuning, 4 hosts x 1 rank, a lease:
+#              after warm-up small calls settle on a host path and large
+#              ones on the switch, where the links make it faster
 #   teardown   the fabric's owner SIGKILLed: a new `up` cleans what it left;
 #              `down` leaves no namespace, bridge, link or process
 # Every scenario asserts at exit that its fabric left nothing behind.
@@ -158,6 +161,19 @@ case $scenario in
     fi
     ((took <= 120)) || die "the job took $took s to end after the flap"
     echo "PASS fabric link_down"
+    ;;
+  auto)
+    fabric_up "$name" --hosts 4 --subnet 10.85 || die "fabric up"
+    agent_and_lease fabric-auto
+    fabric_mpirun 4 1 --mca coll_switchagg_offload auto --mca coll_switchagg_tune online \
+      --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+      "$build/bin/mpi_tune_check" --sizes 8,1024,2097152,8388608 --warmup 32 --measure 6 \
+      --expect 'host<2048,switch>=2097152' >"$work/auto.log"
+    rc=$?
+    cat "$work/auto.log"
+    [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/auto.log" || die "auto across 4 hosts"
+    grep -q 'joined switch group' "$work/auto.log" || die "auto: the switch path never joined"
+    echo "PASS fabric auto"
     ;;
   teardown)
     fabric_up "$name" --hosts 2 --subnet 10.84 || die "fabric up"

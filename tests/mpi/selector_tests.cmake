@@ -14,6 +14,12 @@ target_include_directories(test_selector PRIVATE ${_sel_core})
 target_link_libraries(test_selector PRIVATE switchagg_common GTest::gtest_main)
 switchagg_warnings(test_selector)
 gtest_discover_tests(test_selector PROPERTIES LABELS unit TIMEOUT 60)
+if(TARGET switchagg_coll_select)
+  add_executable(test_tuner ${CMAKE_CURRENT_LIST_DIR}/test_tuner.cc)
+  target_link_libraries(test_tuner PRIVATE switchagg_coll_select switchagg_common GTest::gtest_main)
+  switchagg_warnings(test_tuner)
+  gtest_discover_tests(test_tuner PROPERTIES LABELS unit TIMEOUT 60)
+endif()
 # The shipped example rules file must parse.
 target_compile_definitions(test_selector PRIVATE SWITCHAGG_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 

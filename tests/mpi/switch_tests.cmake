@@ -10,7 +10,7 @@ target_include_directories(test_switch_check PRIVATE ${PROJECT_SOURCE_DIR}/mpi_c
 target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
 switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
-  mpi_allreduce_check mpi_liveness_check)
+  mpi_allreduce_check mpi_liveness_check mpi_tune_check)
 
 set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
 
@@ -28,6 +28,8 @@ add_switch_test(mpi_switch_serve_np3 240 "mpi;agent" serve 3 --large)
 add_switch_test(mpi_switch_serve_np4 300 "mpi;agent" serve 4 --large)
 add_switch_test(mpi_switch_serve_np8 240 "mpi;agent" serve 8)
 add_switch_test(mpi_switch_two_jobs 180 "mpi;agent" two_jobs)
+# offload=auto with a lease on one node: online tuning settles on the host.
+add_switch_test(mpi_switch_auto_np4 240 "mpi;agent" auto 4)
 add_switch_test(mpi_switch_liveness_np3 240 "mpi;agent" liveness 3)
 # Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
 add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)

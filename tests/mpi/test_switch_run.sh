@@ -6,6 +6,8 @@
 #                         matrix, odd counts, in place, dup/split/churn) and
 #                         test_switch_check --repeat 5 (16 MiB case, bitwise
 #                         repeatability); agent metrics show the traffic
+#   auto NP               offload=auto (online tuning), one node: after
+#                         warm-up every size is served by a host path
 #   two_jobs              two mpirun jobs, two leases, one agent, at once
 #   liveness NP           mpi_liveness_check --expect switch: Open MPI's own
 #                         barrier around every allreduce, 8 KiB..16 MiB
@@ -51,7 +53,7 @@ run_mpi() {
   shift 2
   timeout -s KILL 240 mpirun --oversubscribe --bind-to none --mca btl self,vader \
     --mca mca_base_component_path "$component_path" -np "$np" \
-    --mca coll_switchagg_offload on --mca coll_switchagg_verbose "${VERBOSE:-1}" \
+    --mca coll_switchagg_offload "${OFFLOAD:-on}" --mca coll_switchagg_verbose "${VERBOSE:-1}" \
     -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
     -x SWITCHAGG_SWITCH_WINDOW "$@" >"$log" 2>&1
 }
@@ -98,6 +100,17 @@ case $scenario in
       --sizes 8192,65536,262144,1048580,8388608,16777216 ||
       { cat "$work/liveness.log"; die "liveness run failed"; }
     expect_pass "$work/liveness.log" "joined switch group"
+    ;;
+  auto)
+    # offload=auto with a lease on one node: after warm-up, online tuning
+    # serves every size on the host (the switch was measured and lost).
+    np=$1
+    start_agent
+    lease "auto-np$np"
+    OFFLOAD=auto run_mpi "$np" "$work/auto.log" "$bin/mpi_tune_check" \
+      --sizes 8,1024,16384,262144,4194304 --expect host ||
+      { cat "$work/auto.log"; die "auto run failed"; }
+    expect_pass "$work/auto.log" "joined switch group" "size 4194304: settled on"
     ;;
   two_jobs)
     start_agent

@@ -1,0 +1,180 @@
+// Online tuning under real mpirun (coll_switchagg_offload=auto, tune=online):
+// per message size, `--warmup` checked calls let the component measure its
+// candidates; then `--measure` more checked calls must all be served by ONE
+// path (the settled choice: the component's own per-path counters grow for
+// exactly one path, its exploration counter does not grow) and that path
+// must be what --expect says:
+//
+//   mpi_tune_check --sizes 8,1024,... [--warmup 40] [--measure 8]
+//                  --expect any             report only (benchmarks/tune_bench.sh)
+//                  --expect host            every size settles on a host path
+//                  --expect host<B,switch>=C  sizes < B on a host path, sizes
+//                                           >= C on the switch (between: any)
+//
+// The switch must have been measured at least once (switch:calls > 0), so
+// the choice was informed, not forced by an absent lease. int64 sums, exact.
+// Prints per size the settled path, the calls spent measuring, and the
+// warm-up's cost: its time minus the same calls at the settled speed (the
+// slowest rank's wall time for both).
+#include <mpi.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "check_support.h"
+
+namespace {
+
+const char* kPaths[] = {"ring", "recursive_doubling", "rabenseifner", "hierarchical",
+                        "switch", "previous"};
+
+struct Expect {
+  size_t host_below = SIZE_MAX;  // sizes < this: a host path
+  size_t switch_from = SIZE_MAX;  // sizes >= this: the switch
+};
+
+bool parseExpect(const std::string& text, Expect* e, bool* any) {
+  *any = text == "any";
+  if (text == "host" || *any) return true;
+  unsigned long long b = 0, c = 0;
+  if (std::sscanf(text.c_str(), "host<%llu,switch>=%llu", &b, &c) == 2 && b <= c) {
+    e->host_below = b;
+    e->switch_from = c;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<size_t> sizes;
+  int warmup = 40, measure = 8;
+  Expect expect;
+  bool have_expect = false, any = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--sizes") {
+      for (char* p = std::strtok(const_cast<char*>(v), ","); p; p = std::strtok(nullptr, ","))
+        sizes.push_back(std::strtoull(p, nullptr, 10));
+      ++i;
+    } else if (a == "--warmup") {
+      warmup = std::atoi(v), ++i;
+    } else if (a == "--measure") {
+      measure = std::atoi(v), ++i;
+    } else if (a == "--expect") {
+      have_expect = parseExpect(v, &expect, &any), ++i;
+      if (!have_expect && rank == 0) std::fprintf(stderr, "bad --expect '%s'\n", v);
+    } else {
+      if (rank == 0) std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  if (sizes.empty() || !have_expect || warmup < 1 || measure < 1) {
+    if (rank == 0) std::fprintf(stderr, "usage: mpi_tune_check --sizes B,... --expect ...\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  check::Diagnostics diag;
+  if (!diag.load()) {
+    if (rank == 0) std::fprintf(stderr, "FAIL: the switchagg component is not loaded\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  long failures = 0;
+  auto fail = [&](const std::string& what) {
+    if (++failures <= 10) std::fprintf(stderr, "FAIL rank %d: %s\n", rank, what.c_str());
+  };
+  auto counter = [&](const char* name) { return diag.counter(comm, name); };
+
+  for (size_t bytes : sizes) {
+    const size_t count = std::max<size_t>(1, bytes / sizeof(int64_t));
+    std::vector<int64_t> in(count), out(count);
+    for (size_t i = 0; i < count; ++i) in[i] = int64_t(rank + 1) * int64_t(i % 977 + 1) - 300;
+    auto one = [&](int call) {
+      for (size_t i = 0; i < count; ++i) in[i] += call;  // each call its own answer
+      MPI_Allreduce(in.data(), out.data(), int(count), MPI_INT64_T, MPI_SUM, comm);
+      for (size_t i = 0; i < count; ++i) {
+        const int64_t want =
+            int64_t(size) * (size + 1) / 2 * int64_t(i % 977 + 1) - 300 * int64_t(size) +
+            int64_t(size) * int64_t(call) * int64_t(call + 1) / 2;
+        if (out[i] != want) {
+          fail(std::to_string(bytes) + " bytes call " + std::to_string(call) + " element " +
+               std::to_string(i) + ": got " + std::to_string(out[i]) + ", want " +
+               std::to_string(want) + " (served by " + (diag.last(comm) ? diag.last(comm) : "?") +
+               ")");
+          return;
+        }
+      }
+    };
+    const uint64_t explore0 = counter("tune:explore_calls");
+    int call = 0;
+    auto slowest = [&](double t0) {  // the slowest rank's seconds since t0
+      double mine = MPI_Wtime() - t0, all = 0;
+      MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      return all;
+    };
+    MPI_Barrier(comm);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < warmup; ++i) one(++call);
+    const double warm_s = slowest(t0);
+    uint64_t before[6], grew_paths = 0;
+    for (int p = 0; p < 6; ++p) before[p] = counter(kPaths[p]);
+    const uint64_t explore1 = counter("tune:explore_calls");
+    MPI_Barrier(comm);
+    t0 = MPI_Wtime();
+    for (int i = 0; i < measure; ++i) one(++call);
+    const double settled_s = slowest(t0) / measure;
+    const char* settled = nullptr;
+    for (int p = 0; p < 6; ++p) {
+      const uint64_t grew = counter(kPaths[p]) - before[p];
+      if (grew == 0) continue;
+      ++grew_paths;
+      settled = kPaths[p];
+      if (grew != uint64_t(measure))
+        fail(std::to_string(bytes) + " bytes: " + kPaths[p] + " served " + std::to_string(grew) +
+             " of the " + std::to_string(measure) + " calls after warm-up");
+    }
+    if (grew_paths != 1 || settled == nullptr) {
+      fail(std::to_string(bytes) + " bytes: not one settled path after warm-up");
+      continue;
+    }
+    if (counter("tune:explore_calls") != explore1)
+      fail(std::to_string(bytes) + " bytes: still exploring after " + std::to_string(warmup) +
+           " calls");
+    const bool is_switch = std::strcmp(settled, "switch") == 0;
+    if (rank == 0)
+      std::printf("size %zu: settled on %s after %" PRIu64
+                  " measuring calls; warm-up %d calls %.2f ms, settled %.1f us per call, "
+                  "measuring cost %.2f ms\n",
+                  bytes, settled, explore1 - explore0, warmup, warm_s * 1e3, settled_s * 1e6,
+                  (warm_s - warmup * settled_s) * 1e3);
+    if (any) continue;
+    if (bytes < expect.host_below && is_switch)
+      fail(std::to_string(bytes) + " bytes: settled on the switch, expected a host path");
+    if (bytes >= expect.switch_from && !is_switch)
+      fail(std::to_string(bytes) + " bytes: settled on " + settled + ", expected the switch");
+  }
+  if (counter("switch:calls") == 0 || counter("switch:calls") == UINT64_MAX)
+    fail("the switch path never ran: no lease, or tuning never measured it");
+  if (rank == 0)
+    std::printf("tuning: %" PRIu64 " agreements, %" PRIu64 " reopened, %" PRIu64
+                " settled buckets, switch measured %" PRIu64 " calls\n",
+                counter("tune:agreements"), counter("tune:reopened"),
+                counter("tune:settled_buckets"), counter("switch:calls"));
+  long total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Comm_free(&comm);
+  if (rank == 0) std::printf(total == 0 ? "PASS tune\n" : "FAILED tune (%ld failures)\n", total);
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}

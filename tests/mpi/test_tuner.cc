@@ -1,0 +1,315 @@
+// Unit tests of online tuning (tuner.h), driven by synthetic timings: every
+// simulated rank runs its own Tuner in lockstep, the test plays the
+// allgather, and each call checks that all ranks chose alike.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+
+#include "rules.h"
+#include "tuner.h"
+
+namespace switchagg::coll {
+namespace {
+
+using A = Algorithm;
+const std::vector<A> kCands = {A::kRecursiveDoubling, A::kRing, A::kSwitch, A::kPrevious};
+
+// time(rank, algorithm, call index) -> microseconds that rank saw.
+using TimeFn = std::function<double(int, A, uint64_t)>;
+
+struct Job {
+  explicit Job(int ranks, TunerOptions o = {}) : tuners(size_t(ranks), Tuner(o)) {}
+  std::vector<Tuner> tuners;
+  uint64_t calls = 0;
+  std::map<A, int> runs;  // how often each candidate ran
+
+  A call(size_t bytes, const TimeFn& time, const std::vector<A>& cands = kCands,
+         uint64_t epoch = 0, bool switch_ok = true) {
+    std::vector<A> picks;
+    for (Tuner& t : tuners) picks.push_back(t.choose(bytes, switch_ok, cands, epoch));
+    for (A p : picks) EXPECT_EQ(p, picks[0]) << "ranks diverged at call " << calls;
+    for (size_t r = 0; r < tuners.size(); ++r)
+      tuners[r].record(picks[r], time(int(r), picks[r], calls));
+    const bool agree = tuners[0].needsAgreement();
+    std::vector<double> all;
+    for (Tuner& t : tuners) {
+      EXPECT_EQ(t.needsAgreement(), agree) << "ranks disagree on when to agree";
+      const Tuner::Payload p = t.payload();
+      all.insert(all.end(), p.begin(), p.end());
+    }
+    if (agree)
+      for (Tuner& t : tuners) t.agree(all);
+    ++calls;
+    ++runs[picks[0]];
+    return picks[0];
+  }
+  // Calls until the bucket of `bytes` is settled; returns how many it took.
+  uint64_t settle(size_t bytes, const TimeFn& time, uint64_t limit = 100) {
+    const uint64_t start = calls;
+    while (calls - start < limit) {
+      call(bytes, time);
+      if (tuners[0].lastSettled() || settledFor(bytes)) break;
+    }
+    return calls - start;
+  }
+  bool settledFor(size_t bytes) const {
+    for (const Tuner::Learnt& l : tuners[0].learnt())
+      if (l.log2_bytes == Tuner::bucketOf(bytes) && l.settled) return true;
+    return false;
+  }
+};
+
+TimeFn fixed(std::map<A, double> us, double noise = 0, unsigned seed = 1) {
+  auto rng = std::make_shared<std::mt19937>(seed);
+  return [us, noise, rng](int, A a, uint64_t) {
+    std::uniform_real_distribution<double> d(1 - noise, 1 + noise);
+    return us.at(a) * (noise > 0 ? d(*rng) : 1.0);
+  };
+}
+
+TEST(Tuner, SettlesOnTheFastestAndNeverRerunsAFarSlowerOne) {
+  Job job(4);
+  const TimeFn t = fixed({{A::kRecursiveDoubling, 150}, {A::kRing, 50}, {A::kSwitch, 400},
+                          {A::kPrevious, 60}});
+  const uint64_t calls = job.settle(4096, t);
+  // Four first calls (set-up, not samples); round 1: four calls; round 2:
+  // ring and previous (within 2x of the fastest), 3 calls each.
+  EXPECT_EQ(calls, 4u + 4u + 6u);
+  EXPECT_TRUE(job.settledFor(4096));
+  EXPECT_EQ(job.tuners[0].counters().cold_calls, 4u);
+  EXPECT_EQ(job.runs[A::kSwitch], 2);              // 8x slower: set-up + one sample
+  EXPECT_EQ(job.runs[A::kRecursiveDoubling], 2);   // 3x slower: set-up + one sample
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(job.call(4096, t), A::kRing);
+  EXPECT_EQ(job.tuners[0].counters().explore_calls, 14u);
+  EXPECT_EQ(job.tuners[0].counters().settled_calls, 50u);
+  // The next bucket pays no set-up: 4 + 6 calls.
+  job.runs.clear();
+  EXPECT_EQ(job.settle(1 << 16, t), 4u + 6u);
+  EXPECT_EQ(job.runs[A::kSwitch], 1);
+}
+
+TEST(Tuner, AFirstCallIsNotASample) {
+  // The first call of every algorithm is 100x slower (connections): had it
+  // counted, ring (the fastest) would have been pruned in round 1.
+  Job job(2);
+  std::map<A, int> seen;
+  const TimeFn t = [&](int rank, A a, uint64_t) {
+    const bool first = rank == 0 && seen[a]++ == 0;
+    const double base = a == A::kRing ? 20 : a == A::kPrevious ? 30 : 90;
+    return first ? base * 100 : base;
+  };
+  job.settle(64, t);
+  EXPECT_EQ(job.call(64, t), A::kRing);
+}
+
+TEST(Tuner, ConvergesUnderNoiseForEverySeed) {
+  // 10% noise per sample and rank; the best is 1.4x faster than the next.
+  for (unsigned seed = 1; seed <= 50; ++seed) {
+    Job job(4);
+    const TimeFn t = fixed({{A::kRecursiveDoubling, 70}, {A::kRing, 100}, {A::kSwitch, 130},
+                            {A::kPrevious, 300}},
+                           0.10, seed);
+    EXPECT_LE(job.settle(1 << 20, t), 4u + 4u + 3u * 3u);
+    EXPECT_EQ(job.call(1 << 20, t), A::kRecursiveDoubling) << "seed " << seed;
+  }
+}
+
+TEST(Tuner, OneSlowRankDecidesForAll) {
+  // Ring is fast on ranks 0, 1, 3 and slow on rank 2: the collective ends
+  // when rank 2 is done, so previous wins everywhere, alike.
+  Job job(4);
+  const TimeFn t = [](int rank, A a, uint64_t) {
+    if (a == A::kRing) return rank == 2 ? 500.0 : 40.0;
+    return a == A::kPrevious ? 90.0 : 1000.0;
+  };
+  job.settle(64, t);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(job.call(64, t), A::kPrevious);
+}
+
+TEST(Tuner, TiesGoToTheModelsOrder) {
+  Job job(2);
+  const TimeFn t = fixed({{A::kRecursiveDoubling, 50}, {A::kRing, 50}, {A::kSwitch, 50},
+                          {A::kPrevious, 50}});
+  job.settle(8, t);
+  EXPECT_EQ(job.call(8, t), A::kRecursiveDoubling);
+}
+
+TEST(Tuner, ACandidateThatBecomesSlowIsReplacedInBoundedCalls) {
+  Job job(3);
+  double switch_us = 100;
+  const TimeFn t = [&](int, A a, uint64_t) {
+    return a == A::kSwitch ? switch_us : a == A::kRing ? 160.0 : 1000.0;
+  };
+  job.settle(1 << 22, t);
+  EXPECT_EQ(job.call(1 << 22, t), A::kSwitch);
+  switch_us = 400;  // the agent became slow (a busy reducer, a slow link)
+  uint64_t n = 0;
+  while (job.call(1 << 22, t) == A::kSwitch && n < 200) ++n;
+  // Noticed at two checks in a row (one might be noise), check_first apart.
+  EXPECT_LE(n, 3u * TunerOptions{}.check_first + 4);
+  EXPECT_EQ(job.tuners[0].counters().reopened, 1u);
+  job.settle(1 << 22, t);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(job.call(1 << 22, t), A::kRing);
+}
+
+TEST(Tuner, OneSlowCheckIsNotEnoughToReopen) {
+  Job job(2);
+  bool hiccup = false;
+  const TimeFn t = [&](int, A a, uint64_t) {
+    const double base = a == A::kRing ? 50 : 500;
+    return hiccup ? base * 3 : base;
+  };
+  job.settle(4096, t);
+  const uint32_t first = TunerOptions{}.check_first;
+  hiccup = true;  // the machine is busy for one check's worth of calls
+  for (uint32_t i = 0; i < first; ++i) EXPECT_EQ(job.call(4096, t), A::kRing);
+  hiccup = false;
+  for (uint32_t i = 0; i < 4 * first; ++i) EXPECT_EQ(job.call(4096, t), A::kRing);
+  EXPECT_EQ(job.tuners[0].counters().reopened, 0u);
+}
+
+TEST(Tuner, ALateRankDoesNotMakeASettledChoiceLookSlow) {
+  // Settled calls are not synchronised: the application's imbalance is in
+  // every rank's time but the last to arrive. Rank 1 always arrives 1 ms
+  // late, so ranks 0, 2, 3 wait for it; the last arriver's time decides.
+  Job job(4);
+  bool imbalance = false;
+  const TimeFn t = [&](int rank, A a, uint64_t) {
+    const double base = a == A::kRing ? 50 : 400;
+    return base + (imbalance && rank != 1 ? 1000 : 0);
+  };
+  job.settle(4096, t);
+  imbalance = true;
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(job.call(4096, t), A::kRing);
+  EXPECT_EQ(job.tuners[0].counters().reopened, 0u);
+  EXPECT_FALSE(job.tuners[0].syncBeforeCall());
+}
+
+TEST(Tuner, ASteadyChoiceIsCheckedLessAndLessOften) {
+  Job job(2);
+  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 90},
+                          {A::kPrevious, 25}});
+  job.settle(256, t);
+  const uint64_t before = job.tuners[0].counters().agreements;
+  for (int i = 0; i < 2000; ++i) job.call(256, t);
+  // 32, 64, 128, ... calls apart: 2000 calls need 5 checks, not 60.
+  EXPECT_EQ(job.tuners[0].counters().agreements - before, 5u);
+  EXPECT_EQ(job.tuners[0].counters().reopened, 0u);
+}
+
+TEST(Tuner, ANewSwitchEpochReopensEveryBucket) {
+  Job job(2);
+  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 5},
+                          {A::kPrevious, 25}});
+  job.settle(256, t);
+  job.settle(1 << 20, t);
+  EXPECT_EQ(job.tuners[0].settledBuckets(), 2u);
+  job.call(256, t, kCands, /*epoch=*/1);  // the switch path failed or rejoined
+  EXPECT_EQ(job.tuners[0].counters().reopened, 2u);
+  EXPECT_EQ(job.tuners[0].settledBuckets(), 0u);
+}
+
+TEST(Tuner, SizesShareABucketPerPowerOfTwoAndSwitchAvailability) {
+  EXPECT_EQ(Tuner::bucketOf(4096), Tuner::bucketOf(8191));
+  EXPECT_NE(Tuner::bucketOf(4095), Tuner::bucketOf(4096));
+  EXPECT_EQ(Tuner::bucketOf(0), 0);
+  Job job(2);
+  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 5},
+                          {A::kPrevious, 25}});
+  job.settle(5000, t);
+  EXPECT_TRUE(job.settledFor(8000));
+  // Without the switch the same size is a bucket of its own.
+  const std::vector<A> host = {A::kRecursiveDoubling, A::kRing, A::kPrevious};
+  EXPECT_FALSE(job.tuners[0].lastSettled());
+  job.call(5000, t, host, 0, /*switch_ok=*/false);
+  EXPECT_FALSE(job.tuners[0].lastSettled());
+}
+
+TEST(Tuner, ACallWhoseCandidatesLackThePickFollowsTheModelUnmeasured) {
+  Job job(2);
+  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 90},
+                          {A::kPrevious, 5}});
+  job.settle(64, t);
+  ASSERT_EQ(job.call(64, t), A::kPrevious);
+  const uint64_t settled_calls = job.tuners[0].counters().settled_calls;
+  const std::vector<A> no_previous = {A::kRing, A::kRecursiveDoubling};
+  EXPECT_EQ(job.call(64, t, no_previous), A::kRing);
+  EXPECT_EQ(job.tuners[0].counters().settled_calls, settled_calls);
+}
+
+TEST(Tuner, ADeclinedCandidateIsNotASampleOfIt) {
+  Tuner t;
+  // Warm every algorithm up in another bucket first (its first call on a
+  // communicator is not a sample: the same candidate runs again).
+  for (A a : kCands) {
+    for (int twice = 0; twice < 2; ++twice) {
+      ASSERT_EQ(t.choose(1 << 20, true, kCands, 0), a);
+      t.record(a, 1000);
+    }
+  }
+  ASSERT_EQ(t.counters().cold_calls, 4u);
+  ASSERT_TRUE(t.needsAgreement());
+  const Tuner::Payload mine = t.payload();
+  t.agree(std::vector<double>(mine.begin(), mine.end()));
+  const A pick = t.choose(64, true, kCands, 0);
+  ASSERT_EQ(pick, A::kRecursiveDoubling);
+  t.record(A::kRing, 5);  // it declined and ring stood in
+  ASSERT_FALSE(t.needsAgreement());
+  for (A a : {A::kRing, A::kSwitch, A::kPrevious}) {
+    EXPECT_EQ(t.choose(64, true, kCands, 0), a);
+    t.record(a, 10);
+  }
+  ASSERT_TRUE(t.needsAgreement());
+  EXPECT_TRUE(std::isnan(t.payload()[size_t(A::kRecursiveDoubling)]));
+  EXPECT_EQ(t.payload()[size_t(A::kRing)], 10);
+}
+
+TEST(Tuner, LearntRulesParseBackAsSiteRules) {
+  Job job(2);
+  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 90},
+                          {A::kPrevious, 12}});
+  job.settle(4096, t);
+  SelectionInput shape;
+  shape.comm_size = 4;
+  shape.ranks_per_node = 2;
+  shape.nodes = 2;
+  const std::string text = formatTuneRules(job.tuners[0].learnt(), shape);
+  Result<Rules> rules = parseRules(text, "tuned.rules");
+  ASSERT_TRUE(rules.ok()) << rules.status().toString() << "\n" << text;
+  SelectionInput in = shape;
+  in.bytes = 6000;
+  in.switch_available = true;
+  const Rule* rule = rules->match(in);
+  ASSERT_NE(rule, nullptr) << text;
+  EXPECT_EQ(rule->algorithm, A::kRecursiveDoubling);
+  const Measured* m = rules->measuredFor(in);
+  ASSERT_NE(m, nullptr);
+  EXPECT_DOUBLE_EQ(m->us[size_t(A::kRecursiveDoubling)], 10);
+  EXPECT_DOUBLE_EQ(m->us[size_t(A::kSwitch)], 90);  // measured once, pruned
+  in.bytes = 8192;  // the next bucket was never measured
+  EXPECT_EQ(rules->match(in), nullptr);
+  in.bytes = 6000;
+  in.switch_available = false;
+  EXPECT_EQ(rules->match(in), nullptr);
+}
+
+TEST(Tuner, MeasuredLinesAreCheckedLikeRules) {
+  EXPECT_NE(parseRules("measured bytes=1-2 us:bogus=3", "x").status().message().find(
+                "unknown algorithm in 'us:bogus'"),
+            std::string::npos);
+  EXPECT_NE(parseRules("measured bytes=1-2", "x").status().message().find("no us:"),
+            std::string::npos);
+  EXPECT_NE(parseRules("measured bytes=1-2 us:ring=3 algorithm=ring", "x")
+                .status()
+                .message()
+                .find("no algorithm="),
+            std::string::npos);
+  EXPECT_NE(parseRules("measured bytes=1-2 us:ring=-3", "x").status().message().find(">= 0"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchagg::coll
