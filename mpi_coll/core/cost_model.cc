@@ -148,9 +148,12 @@ double CostModel::switchUs(const SelectionInput& in) const {
   const size_t window = size_t(in.switch_window > 0 ? in.switch_window : kDefaultWindow);
   const size_t chunks = std::max<size_t>(1, (in.bytes + slot - 1) / slot);
   const size_t rounds = (chunks + window - 1) / window;
-  const double n = double(in.bytes);
-  return double(rounds) * c->alpha_us + us(n * c->beta_ns) +
-         us(double(in.comm_size) * n * c->gamma_ns);
+  const double n = double(in.bytes), pn = double(in.comm_size) * n;
+  double stream_us = us(n * c->beta_ns);
+  if (in.switch_link_mbps > 0) stream_us = std::max(stream_us, pn * 8.0 / in.switch_link_mbps);
+  if (in.switch_reduce_mbps > 0) stream_us = std::max(stream_us, pn / in.switch_reduce_mbps);
+  return double(rounds) * (c->alpha_us + in.switch_turnaround_us) + stream_us +
+         us(pn * c->gamma_ns);
 }
 
 double CostModel::predictUs(Algorithm a, const SelectionInput& in) const {

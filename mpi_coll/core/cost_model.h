@@ -13,9 +13,15 @@
 //   hierarchical        intra reduce (shm, ceil(log2 ppn) steps of α+nβ+nγ)
 //                       + min(rd, ring) among the node leaders (net rows)
 //                       + intra bcast (shm, ceil(log2 ppn) steps of α+nβ)
-//   switch              α·ceil(ceil(n/slot)/W) + nβ + p·nγ   (each rank sends
-//                       N and receives N; γ is the agent's per-contribution
-//                       reduce cost, 0 for a hardware switch)
+//   switch              ceil(ceil(n/slot)/W)·(α + T) + max(nβ, p·n/L, p·n/R)
+//                       + p·nγ  (each rank sends N and receives N; γ is a
+//                       per-contribution reduce cost, 0 for a hardware
+//                       switch). What the agent advertised at connect
+//                       (CAPACITY_ACK; 0 = unknown, the term drops): T its
+//                       median chunk turnaround, L its data link rate (its
+//                       link carries p·N each way), R its aggregate
+//                       reduction rate (it reduces p·N bytes). The stream is
+//                       pipelined, so the slowest stage sets the pace.
 //   previous            min(rd, ring, rabenseifner) with its own rows: a model
 //                       of Open MPI tuned's decision on its own transport
 //   non-power-of-two fold (rd, rabenseifner): + 2(α + nβ) + nγ
@@ -46,6 +52,10 @@ struct SelectionInput {
   bool switch_available = false;  // lease present, agent joined, dtype/op advertised
   int switch_window = 0;          // slots of the lease (chunks in flight); 0 = model default
   size_t switch_slot_bytes = 0;   // payload bytes per slot; 0 = model default
+  // The agent's own figures (CAPACITY_ACK); 0 = unknown.
+  uint32_t switch_reduce_mbps = 0;    // MB/s of input, all its reduction threads
+  uint32_t switch_link_mbps = 0;      // its data link, Mbit/s
+  uint32_t switch_turnaround_us = 0;  // median per chunk batch
 };
 
 enum class Locality { kShm, kNet };

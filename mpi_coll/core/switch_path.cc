@@ -45,7 +45,11 @@ constexpr int64_t kJoinTimeoutMs = 5000;
 struct JoinHello {
   uint64_t nonce;
   uint8_t connected;
-  uint8_t pad[7];
+  uint8_t pad[3];
+  // What the agent told this rank's connection (CAPACITY_ACK). Ranks asked
+  // at different moments, so everyone uses rank 0's: the selector's input
+  // must be the same on every rank.
+  uint32_t reduce_mbps, link_mbps, turnaround_us;
 };
 
 bool allOnes(const std::vector<uint8_t>& flags) {
@@ -58,9 +62,15 @@ uint64_t randomNonce() {
          uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+// The agent's figures as the communicator agreed on them (rank 0's).
+struct AgreedCapacity {
+  uint32_t reduce_mbps = 0, link_mbps = 0, turnaround_us = 0;
+};
+
 struct Joined {
   std::shared_ptr<agent::AggClient> client;  // outlives group
   std::unique_ptr<agent::AggGroup> group;
+  AgreedCapacity capacity;
 };
 
 // The collective join (first or rejoin); no group on every rank alike when
@@ -73,7 +83,7 @@ class AgentSwitchPath : public SwitchPath {
  public:
   AgentSwitchPath(CommState& comm, const SwitchLease& lease, Joined joined)
       : comm_(comm), lease_(lease), client_(std::move(joined.client)),
-        group_(std::move(joined.group)) {}
+        group_(std::move(joined.group)), capacity_(joined.capacity) {}
   ~AgentSwitchPath() override;
 
   void describe(const AllreduceArgs& args, SelectionInput* in) override;
@@ -98,6 +108,9 @@ class AgentSwitchPath : public SwitchPath {
   const SwitchLease& lease_;
   std::shared_ptr<agent::AggClient> client_;  // outlives group_
   std::unique_ptr<agent::AggGroup> group_;  // null after a failure, until a rejoin
+  // Agreed at the first join and kept (a rejoin does not change the
+  // selector's input: decisions are memoised per call shape).
+  AgreedCapacity capacity_;
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0;
@@ -122,6 +135,9 @@ void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) {
   in->switch_available = true;
   in->switch_window = int(group_->info().window);
   in->switch_slot_bytes = group_->info().slot_bytes;
+  in->switch_reduce_mbps = capacity_.reduce_mbps;
+  in->switch_link_mbps = capacity_.link_mbps;
+  in->switch_turnaround_us = capacity_.turnaround_us;
 }
 
 Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
@@ -226,6 +242,12 @@ Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {
   JoinHello mine{};
   mine.connected = client.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
+  if (client.ok()) {
+    const agent::AgentInfo& agent = client.value()->agent();
+    mine.reduce_mbps = agent.reduce_mbps;
+    mine.link_mbps = agent.link_mbps;
+    mine.turnaround_us = agent.turnaround_us;
+  }
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
@@ -260,7 +282,13 @@ Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {
     SA_INFO("coll", "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes)",
             comm.name().c_str(), group_id, lease.agent.c_str(), info.window,
             info.slot_bytes);
-  return {std::move(client.value()), std::move(group.value())};
+  if (comm.rank() == 0 && all[0].reduce_mbps > 0)
+    SA_INFO("coll",
+            "comm %s: the agent advertises %u MB/s reduction, link %u Mbit/s (0 = unknown), "
+            "%u us turnaround",
+            comm.name().c_str(), all[0].reduce_mbps, all[0].link_mbps, all[0].turnaround_us);
+  return {std::move(client.value()), std::move(group.value()),
+          AgreedCapacity{all[0].reduce_mbps, all[0].link_mbps, all[0].turnaround_us}};
 }
 
 }  // namespace

@@ -74,7 +74,9 @@ Algorithm Tuner::choose(size_t bytes, bool switch_ok, const std::vector<Algorith
     pick = b.choice;
     last_settled_ = true;
   } else {
-    pick = b.order[b.next % b.order.size()];
+    // Round 1: each candidate twice in a row; round 2: interleaved.
+    pick = b.phase == Phase::kRound1 ? b.order[(b.next / 2) % b.order.size()]
+                                     : b.order[b.next % b.order.size()];
   }
   // A call of this bucket whose candidates differ (e.g. a datatype the
   // previous module would reduce differently) follows the model and is not
@@ -109,7 +111,7 @@ void Tuner::record(Algorithm served, double us) {
   if (served == current_pick_) b.samples[slot(served)].push_back(us);
   ++b.next;
   const size_t calls_in_round =
-      b.phase == Phase::kRound1 ? b.order.size() : b.order.size() * size_t(options_.round2_calls);
+      b.order.size() * size_t(b.phase == Phase::kRound1 ? 2 : options_.round2_calls);
   if (b.next >= calls_in_round) agreement_ = &b;
 }
 
@@ -120,7 +122,16 @@ Tuner::Payload Tuner::payload() const {
   if (b.phase == Phase::kSettled) {
     p[slot(b.choice)] = medianOf(b.recent);
   } else {
-    for (Algorithm a : b.order) p[slot(a)] = medianOf(b.samples[slot(a)]);
+    for (Algorithm a : b.order) {
+      const std::vector<double>& v = b.samples[slot(a)];
+      // Round 1 judges by the faster of the pair: one preemption of one
+      // rank on a busy node must not condemn a path.
+      if (b.phase == Phase::kRound1)
+        p[slot(a)] = v.empty() ? std::numeric_limits<double>::quiet_NaN()
+                               : *std::min_element(v.begin(), v.end());
+      else
+        p[slot(a)] = medianOf(v);
+    }
   }
   return p;
 }

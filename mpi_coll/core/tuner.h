@@ -8,9 +8,11 @@
 // sets up connections and buffers): it runs again as its own first sample.
 //
 // The schedule, per bucket:
-//   round 1   every candidate once, in the model's order; agreement;
-//             candidates slower than prune_factor x the fastest are dropped
-//             (a slow path is never measured twice).
+//   round 1   every candidate twice in a row, in the model's order; a
+//             rank's time for it is the faster of the two (a preemption on
+//             a busy node must not condemn a path); agreement; candidates
+//             slower than prune_factor x the fastest are dropped and never
+//             measured again in this bucket.
 //   round 2   each survivor round2_calls times; agreement; the fastest
 //             median is the choice: the bucket is settled.
 //   settled   the choice runs. After check_first calls (then doubling up to

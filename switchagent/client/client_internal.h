@@ -53,6 +53,7 @@ struct AggClient::Impl {
   Status failure;
   bool hello_done = false;
   Status hello_status;
+  bool capacity_done = false;  // CAPACITY answered (or refused by an older agent)
   std::map<uint64_t, AggGroup::State*> groups;  // by group id
 
   void onMessage(const ucx::AmMessage& am);

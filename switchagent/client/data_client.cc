@@ -81,6 +81,12 @@ void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
     case MsgType::kResult:
       if (g && !g->dead) onResult(*g, m);
       return;
+    case MsgType::kCapacityAck:
+      agent.reduce_mbps = m.reduce_mbps;
+      agent.link_mbps = m.link_mbps;
+      agent.turnaround_us = m.turnaround_us;
+      capacity_done = true;
+      return;
     case MsgType::kAbort:
     case MsgType::kError:
       if (g) {
@@ -90,6 +96,8 @@ void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
       if (!hello_done) {  // HELLO refused (group id 0, no group)
         hello_done = true;
         hello_status = statusForReason(m.reason, false, m.text);
+      } else if (!capacity_done) {  // an agent that predates CAPACITY
+        capacity_done = true;
       }
       return;
     default:
@@ -178,6 +186,15 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
     return Status(Code::kTimeout, "no answer from the agent at " + agent_address + " within " +
                                       std::to_string(timeout_ms) + " ms");
   if (!raw->hello_status.ok()) return raw->hello_status;
+  // What the agent measured of itself, for the cost model. Optional: an
+  // older agent refuses the type, a silent one costs at most a second.
+  Message ask;
+  ask.type = MsgType::kCapacity;
+  ask.token = impl->token;
+  const int64_t ask_ms = std::min<int64_t>(1000, std::max<int64_t>(1, deadline - clientNowMs()));
+  SWITCHAGG_RETURN_IF_ERROR(impl->sendControl(ask, ask_ms));
+  (void)impl->worker->waitUntil([raw] { return raw->capacity_done || raw->broken(); }, ask_ms);
+  if (raw->broken()) return raw->brokenStatus();
   return std::unique_ptr<AggClient>(new AggClient(std::move(impl)));
 }
 

@@ -192,6 +192,13 @@ const std::vector<ConfigKey>& agentConfigKeys() {
       {"data.member_timeout", K::kDuration,
        "a group member silent this long has its group aborted",
        setDuration<&C::member_timeout_ms, 100, kDay>, getDuration<&C::member_timeout_ms>},
+      {"data.link_mbps", K::kInt,
+       "the data link's rate in Mbit/s, told to clients for their cost model (0 = unknown)",
+       setInt<&C::link_mbps, 0, 100000000>, getInt<&C::link_mbps>},
+      {"data.advertise_capacity", K::kBool,
+       "tell clients the measured reduction rate, link rate and turnaround (false: answer "
+       "as an agent that predates it)",
+       setBool<&C::advertise_capacity>, getBool<&C::advertise_capacity>},
       {"pool.slots", K::kInt, "aggregation slots of the switch (the pool leases draw from)",
        setInt<&C::pool_slots, 1, 1 << 20>, getInt<&C::pool_slots>},
       {"control.unix_socket", K::kString,

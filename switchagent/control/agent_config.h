@@ -21,6 +21,8 @@ struct AgentConfig {
   uint64_t slot_bytes = 256 * 1024;
   int data_threads = 0;
   int64_t member_timeout_ms = 10000;
+  int link_mbps = 0;                // advertised to clients' cost models; 0 = unknown
+  bool advertise_capacity = true;   // answer clients' CAPACITY requests
   // [pool]
   int pool_slots = 64;
   // [control]

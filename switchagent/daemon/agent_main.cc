@@ -99,6 +99,8 @@ int run(const AgentConfig& config) {
   dpc.slot_bytes = config.slot_bytes;
   dpc.threads = config.data_threads;
   dpc.member_timeout_ms = config.member_timeout_ms;
+  dpc.link_mbps = static_cast<uint32_t>(config.link_mbps);
+  dpc.advertise_capacity = config.advertise_capacity;
   dpc.pool_slots = static_cast<size_t>(config.pool_slots);
   Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(dpc, leases);
   if (!dp.ok()) {

@@ -217,6 +217,8 @@ struct DataPlane::Impl : EngineOutput {
     ec.slot_bytes = config.slot_bytes;
     ec.pool_slots = config.pool_slots;
     ec.member_timeout_ms = config.member_timeout_ms;
+    ec.link_mbps = config.link_mbps;
+    ec.advertise_capacity = config.advertise_capacity;
     LeaseLookup lookup = [this](const std::string& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);
       if (!lease) return std::nullopt;

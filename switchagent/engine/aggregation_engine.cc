@@ -1,7 +1,9 @@
 // Engine: message dispatch, group membership (HELLO, JOIN, LEAVE), aborts,
 // timeouts and counters. Contributions and reduction: engine_contrib.cc.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "group.h"
 #include "switchagg/common/log.h"
@@ -25,7 +27,22 @@ AggregationEngine::AggregationEngine(const EngineConfig& config, LeaseLookup loo
       lookup_(std::move(lookup)),
       out_(out),
       pool_(pool),
-      slots_(config.pool_slots, config.memory_bytes, config.slot_bytes) {}
+      slots_(config.pool_slots, config.memory_bytes, config.slot_bytes) {
+  // The reduction rate clients are told: the float32 sum kernel on one slot,
+  // best of a few runs, times the reduction threads (the pool splits a
+  // chunk's work across them).
+  const size_t count = std::max<size_t>(1, config.slot_bytes / sizeof(float));
+  std::vector<float> acc(count, 1.0f), in(count, 0.5f);
+  double best_s = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)reduceInto(Dtype::kFloat32, Op::kSum, acc.data(), in.data(), count);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep == 0 || s < best_s) best_s = s;
+  }
+  const double mbps = best_s > 0 ? double(count * sizeof(float)) / best_s / 1e6 : 0;
+  reduce_mbps_ = uint32_t(std::min(4e9, mbps * pool.threads()));
+}
 
 AggregationEngine::~AggregationEngine() = default;
 
@@ -89,6 +106,9 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
     case MsgType::kLeave:
       handleLeave(from, m);
       return;
+    case MsgType::kCapacity:
+      if (config_.advertise_capacity) return handleCapacity(from, m);
+      [[fallthrough]];
     default:
       reject(from, m, Reason::kBadType, "the agent does not accept this message type");
   }
@@ -103,6 +123,31 @@ void AggregationEngine::handleHello(PeerId from, const Message& m) {
   a.window = std::min<uint32_t>(lease->slots, wire::kMaxWindow);
   a.slot_bytes = static_cast<uint32_t>(slots_.slotBytes());
   a.caps = capTable();
+  out_.sendControl(from, wire::encode(a));
+}
+
+EngineCapacity AggregationEngine::capacity() const {
+  EngineCapacity c;
+  c.reduce_mbps = reduce_mbps_;
+  c.link_mbps = config_.link_mbps;
+  if (!turnaround_us_.empty()) {
+    std::vector<uint32_t> v = turnaround_us_;
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    c.turnaround_us = std::max<uint32_t>(1, v[v.size() / 2]);
+  }
+  return c;
+}
+
+void AggregationEngine::handleCapacity(PeerId from, const Message& m) {
+  if (!lookup_(wire::tokenToHex(m.token)))
+    return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
+  const EngineCapacity c = capacity();
+  Message a;
+  a.type = MsgType::kCapacityAck;
+  a.token = m.token;
+  a.reduce_mbps = c.reduce_mbps;
+  a.link_mbps = c.link_mbps;
+  a.turnaround_us = c.turnaround_us;
   out_.sendControl(from, wire::encode(a));
 }
 

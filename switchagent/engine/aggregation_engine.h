@@ -54,6 +54,15 @@ struct EngineConfig {
   size_t memory_bytes = size_t{1} << 30;
   int64_t member_timeout_ms = 10000;
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
+  uint32_t link_mbps = 0;         // the data link's rate, advertised (0 = unknown)
+  bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
+};
+
+// What the agent tells clients about its speed (CAPACITY_ACK).
+struct EngineCapacity {
+  uint32_t reduce_mbps = 0;    // aggregate reduction input rate, measured at start-up
+  uint32_t link_mbps = 0;      // EngineConfig::link_mbps
+  uint32_t turnaround_us = 0;  // median of recent chunks, last contribution -> results out
 };
 
 struct Group;
@@ -85,11 +94,13 @@ class AggregationEngine {
   void sendDone(uint64_t group_serial, uint32_t slot);
 
   DataPlaneCounters counters() const;
+  EngineCapacity capacity() const;
   static wire::CapTable capTable();
   size_t liveGroups() const { return groups_.size(); }
 
  private:
   void handleHello(PeerId from, const wire::Message& m);
+  void handleCapacity(PeerId from, const wire::Message& m);
   void handleJoin(PeerId from, const wire::Message& m, int64_t now_ms);
   void handleContrib(PeerId from, const wire::Message& m, int64_t now_ms);
   void handleLeave(PeerId from, const wire::Message& m);
@@ -112,6 +123,9 @@ class AggregationEngine {
   std::unordered_map<uint64_t, Group*> by_serial_;
   std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
   uint64_t next_serial_ = 1;
+  uint32_t reduce_mbps_ = 0;               // measured in the constructor
+  std::vector<uint32_t> turnaround_us_;    // recent batches, a ring
+  size_t turnaround_next_ = 0;
   int64_t next_lease_check_ms_ = 0;
 
   mutable std::mutex counters_mu_;

@@ -20,6 +20,8 @@ struct DataPlaneConfig {
   size_t slot_bytes = 256 * 1024;          // payload bytes per aggregation slot
   int threads = 0;                         // reduction threads; 0 = nproc
   int64_t member_timeout_ms = 10000;       // a group member silent this long -> group aborted
+  uint32_t link_mbps = 0;                  // advertised data link rate (0 = unknown)
+  bool advertise_capacity = true;          // answer CAPACITY (false: as a v1.0 agent)
   // Added by H2b: total aggregation slots of the pool ([pool] slots). Live
   // groups never hold more than this many slots together; 0 = no cap beyond
   // the leases' own slot counts (which the control plane keeps <= the pool).

@@ -7,6 +7,7 @@
 // bitwise whatever order the chunks arrived in and however the work is
 // split. The result goes to every member from the slot's result buffer.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "group.h"
@@ -149,8 +150,16 @@ void AggregationEngine::reduceReady() {
     (e.first->slots[e.second].sends_pending == 0 ? batch : later).push_back(e);
   if (batch.empty()) return;
   ready_.swap(later);
+  const auto t0 = std::chrono::steady_clock::now();
   reduceSlots(batch);
   for (auto& [g, slot] : batch) sendResults(*g, slot);
+  // Turnaround: every chunk of the batch waited for all of it.
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  constexpr size_t kRecent = 64;
+  if (turnaround_us_.size() < kRecent) turnaround_us_.push_back(uint32_t(us));
+  else turnaround_us_[turnaround_next_++ % kRecent] = uint32_t(us);
 }
 
 void AggregationEngine::reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch) {

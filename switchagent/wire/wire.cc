@@ -77,6 +77,8 @@ constexpr size_t kTypeHeader[kMaxMsgType + 1] = {
     40,  // LEAVE: rank, reserved
     40,  // ABORT: reason u16, rsv u16, rsv u32
     48,  // ERROR: reason u16, rsv u16, rsv u32, chunk u64
+    40,  // CAPACITY: reserved u64
+    48,  // CAPACITY_ACK: reduce_mbps, link_mbps, turnaround_us, reserved u32
 };
 
 void encodeChunkFields(Writer& w, const Message& m) {
@@ -187,6 +189,13 @@ Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* 
     case MsgType::kLeave:
       m->rank = r.u32();
       return r.u32() == 0 ? Reason::kNone : Reason::kMalformed;
+    case MsgType::kCapacity:
+      return r.u64() == 0 ? Reason::kNone : Reason::kMalformed;
+    case MsgType::kCapacityAck:
+      m->reduce_mbps = r.u32();
+      m->link_mbps = r.u32();
+      m->turnaround_us = r.u32();
+      return r.u32() == 0 ? Reason::kNone : Reason::kMalformed;
     case MsgType::kAbort:
     case MsgType::kError: {
       const uint16_t reason = r.u16();
@@ -281,6 +290,15 @@ Frame encode(const Message& m) {
       break;
     case MsgType::kLeave:
       w.u32(m.rank);
+      w.u32(0);
+      break;
+    case MsgType::kCapacity:
+      w.u64(0);
+      break;
+    case MsgType::kCapacityAck:
+      w.u32(m.reduce_mbps);
+      w.u32(m.link_mbps);
+      w.u32(m.turnaround_us);
       w.u32(0);
       break;
     case MsgType::kAbort:

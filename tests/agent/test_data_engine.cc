@@ -29,6 +29,56 @@ TEST_F(EngineTest, HelloAdvertisesLeaseSlotsSlotBytesAndCapabilities) {
   EXPECT_FALSE(acks[0].msg.caps.supports(Dtype::kFloat32, Op::kBand));
 }
 
+TEST_F(EngineTest, CapacityTellsTheMeasuredReduceRateTheLinkAndTurnaround) {
+  EngineConfig c;
+  c.link_mbps = 400;
+  makeEngine(c);
+  const auto t = addLease(1, "job1", 4);
+  wire::Message ask;
+  ask.type = MsgType::kCapacity;
+  ask.token = t;
+  deliver(7, ask);
+  auto acks = out_.take(MsgType::kCapacityAck);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].to, 7u);
+  EXPECT_GT(acks[0].msg.reduce_mbps, 10u);  // a float sum kernel runs faster than 10 MB/s
+  EXPECT_EQ(acks[0].msg.link_mbps, 400u);
+  EXPECT_EQ(acks[0].msg.turnaround_us, 0u);  // no chunk reduced yet: unknown
+  // After chunks went through, the turnaround is measured.
+  const uint32_t window = formGroup(t, 5, 2);
+  const std::vector<uint8_t> data(64 * 1024, 1);
+  for (uint32_t r = 0; r < 2; ++r)
+    contrib(r + 1, t, 5, r, 0, window, Dtype::kInt8, Op::kBor, data);
+  pump();
+  ASSERT_EQ(out_.take(MsgType::kResult).size(), 2u);
+  deliver(7, ask);
+  acks = out_.take(MsgType::kCapacityAck);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_GE(acks[0].msg.turnaround_us, 1u);  // measured, at least 1 us
+  EXPECT_EQ(engine_->capacity().turnaround_us, acks[0].msg.turnaround_us);
+}
+
+TEST_F(EngineTest, CapacityNeedsAValidTokenAndCanBeTurnedOff) {
+  const auto t = addLease(1, "job1", 4);
+  wire::Message ask;
+  ask.type = MsgType::kCapacity;
+  ask.token = tokenOf(9);  // no such lease
+  deliver(7, ask);
+  auto errors = out_.take(MsgType::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].msg.reason, wire::Reason::kBadToken);
+  // advertise_capacity=false answers as an agent that predates the message.
+  EngineConfig c;
+  c.advertise_capacity = false;
+  makeEngine(c);
+  ask.token = t;
+  deliver(7, ask);
+  EXPECT_TRUE(out_.take(MsgType::kCapacityAck).empty());
+  errors = out_.take(MsgType::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].msg.reason, wire::Reason::kBadType);
+}
+
 TEST_F(EngineTest, JoinAckGoesToEveryMemberOnlyOnceAllJoined) {
   const auto t = addLease(1, "job1", 4);
   join(1, t, 9, 3, 0);

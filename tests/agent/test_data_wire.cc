@@ -40,6 +40,9 @@ std::vector<std::vector<uint8_t>> validFrames() {
     m.op = Op::kSum;
     m.count = 3;
     m.call_elems = 1000;
+    m.reduce_mbps = 5100;
+    m.link_mbps = 400;
+    m.turnaround_us = 73;
     if (m.type == MsgType::kResult) m.rank = 0;
     const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult;
     out.push_back(toFramed(encode(m), chunk ? payload : nullptr, chunk ? sizeof payload : 0));
@@ -86,6 +89,11 @@ TEST(DataWire, EveryTypeRoundTrips) {
       case MsgType::kError:
         EXPECT_EQ(m.reason, Reason::kLeaseRevoked);
         EXPECT_EQ(m.text, "lease deleted");
+        break;
+      case MsgType::kCapacityAck:
+        EXPECT_EQ(m.reduce_mbps, 5100u);
+        EXPECT_EQ(m.link_mbps, 400u);
+        EXPECT_EQ(m.turnaround_us, 73u);
         break;
       default:
         break;
@@ -139,7 +147,7 @@ TEST(DataWire, BadFieldsAreRejectedWithTheirReason) {
   EXPECT_EQ(contribWith(0, 0), Reason::kMalformed);      // magic
   EXPECT_EQ(contribWith(4, 2), Reason::kVersion);        // version
   EXPECT_EQ(contribWith(5, 0), Reason::kBadType);        // type 0
-  EXPECT_EQ(contribWith(5, 10), Reason::kBadType);       // type out of range
+  EXPECT_EQ(contribWith(5, kMaxMsgType + 1), Reason::kBadType);  // type out of range
   EXPECT_EQ(contribWith(6, 1), Reason::kMalformed);      // reserved
   EXPECT_EQ(contribWith(56, 0), Reason::kBadDtypeOp);    // dtype 0
   EXPECT_EQ(contribWith(56, 200), Reason::kBadDtypeOp);  // dtype unknown
@@ -152,6 +160,16 @@ TEST(DataWire, BadFieldsAreRejectedWithTheirReason) {
   EXPECT_EQ(contribWith(48, 2, 7), Reason::kMalformed);  // call_elems 2 < count 3
   EXPECT_EQ(contribWith(40, 0), Reason::kNone);          // chunk: the engine's business
   EXPECT_EQ(contribWith(36, 9), Reason::kNone);          // slot: the engine's business
+}
+
+TEST(DataWire, CapacityReservedFieldsMustBeZero) {
+  for (MsgType t : {MsgType::kCapacity, MsgType::kCapacityAck}) {
+    auto f = validFrames()[static_cast<size_t>(t) - 1];
+    const size_t hlen = f[0] | (f[1] << 8);
+    f[2 + hlen - 1] = 1;  // the last header byte is reserved in both
+    Message m;
+    EXPECT_EQ(decodeFramed(f.data(), f.size(), &m), Reason::kMalformed) << int(t);
+  }
 }
 
 TEST(DataWire, JoinFieldsAreChecked) {

@@ -167,7 +167,7 @@ case $scenario in
     agent_and_lease fabric-auto
     fabric_mpirun 4 1 --mca coll_switchagg_offload auto --mca coll_switchagg_tune online \
       --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-      "$build/bin/mpi_tune_check" --sizes 8,1024,2097152,8388608 --warmup 32 --measure 6 \
+      "$build/bin/mpi_tune_check" --sizes 8,1024,2097152,8388608 --warmup 40 --measure 6 \
       --expect 'host<2048,switch>=2097152' >"$work/auto.log"
     rc=$?
     cat "$work/auto.log"

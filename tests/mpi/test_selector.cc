@@ -64,6 +64,29 @@ TEST(Registry, NamesRoundTrip) {
   EXPECT_EQ(algorithmNameList(), "ring|recursive_doubling|rabenseifner|hierarchical|switch|previous");
 }
 
+TEST(CostModel, TheAgentsAdvertisedCapacityShapesTheSwitchRow) {
+  const CostModel m = CostModel::defaults();
+  SelectionInput in = shape(size_t(8) << 20, 8, 1, /*sw=*/true);
+  const double unknown = m.predictUs(Algorithm::kSwitch, in);
+  // A fast agent on a fast link: the member link (the row's beta) still sets the pace.
+  in.switch_reduce_mbps = 1000000;
+  in.switch_link_mbps = 1000000;
+  EXPECT_DOUBLE_EQ(m.predictUs(Algorithm::kSwitch, in), unknown);
+  // A 400 Mbit/s agent link carries 8 members' vectors: 8 x 8 MiB x 8 bit / 400 Mbit/s.
+  in.switch_link_mbps = 400;
+  const double link_bound = m.predictUs(Algorithm::kSwitch, in);
+  EXPECT_NEAR(link_bound, 8.0 * (8 << 20) * 8 / 400 + (unknown - m.predictUs(Algorithm::kSwitch,
+              shape(0, 8, 1, true))), link_bound * 0.05);
+  // A slow reducer (10 MB/s for all its threads) is slower still: 8 x 8 MiB / 10 MB/s.
+  in.switch_reduce_mbps = 10;
+  EXPECT_GT(m.predictUs(Algorithm::kSwitch, in), link_bound);
+  // Turnaround is paid once per window of chunks.
+  SelectionInput small = shape(4096, 8, 1, true);
+  const double base = m.predictUs(Algorithm::kSwitch, small);
+  small.switch_turnaround_us = 500;
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, small), base + 500, 1e-6);
+}
+
 TEST(CostModel, FormulasMatchHandComputation) {
   CostModel m;
   m.set({Algorithm::kRing, Locality::kShm, 2.0, 1.0, 0.5});

@@ -75,20 +75,33 @@ TEST(Tuner, SettlesOnTheFastestAndNeverRerunsAFarSlowerOne) {
   const TimeFn t = fixed({{A::kRecursiveDoubling, 150}, {A::kRing, 50}, {A::kSwitch, 400},
                           {A::kPrevious, 60}});
   const uint64_t calls = job.settle(4096, t);
-  // Four first calls (set-up, not samples); round 1: four calls; round 2:
-  // ring and previous (within 2x of the fastest), 3 calls each.
-  EXPECT_EQ(calls, 4u + 4u + 6u);
+  // Four first calls (set-up, not samples); round 1: a pair of calls per
+  // candidate; round 2: ring and previous (within 2x), 3 calls each.
+  EXPECT_EQ(calls, 4u + 8u + 6u);
   EXPECT_TRUE(job.settledFor(4096));
   EXPECT_EQ(job.tuners[0].counters().cold_calls, 4u);
-  EXPECT_EQ(job.runs[A::kSwitch], 2);              // 8x slower: set-up + one sample
-  EXPECT_EQ(job.runs[A::kRecursiveDoubling], 2);   // 3x slower: set-up + one sample
+  EXPECT_EQ(job.runs[A::kSwitch], 3);              // 8x slower: set-up + its round-1 pair
+  EXPECT_EQ(job.runs[A::kRecursiveDoubling], 3);   // 3x slower: set-up + its round-1 pair
   for (int i = 0; i < 50; ++i) EXPECT_EQ(job.call(4096, t), A::kRing);
-  EXPECT_EQ(job.tuners[0].counters().explore_calls, 14u);
+  EXPECT_EQ(job.tuners[0].counters().explore_calls, 18u);
   EXPECT_EQ(job.tuners[0].counters().settled_calls, 50u);
-  // The next bucket pays no set-up: 4 + 6 calls.
+  // The next bucket pays no set-up: 8 + 6 calls; the switch runs its pair only.
   job.runs.clear();
-  EXPECT_EQ(job.settle(1 << 16, t), 4u + 6u);
-  EXPECT_EQ(job.runs[A::kSwitch], 1);
+  EXPECT_EQ(job.settle(1 << 16, t), 8u + 6u);
+  EXPECT_EQ(job.runs[A::kSwitch], 2);
+}
+
+TEST(Tuner, OnePreemptedSampleDoesNotCondemnAPath) {
+  // Round 1 judges by the faster of a pair: previous is the fastest path,
+  // but one of its calls is hit by a 10 ms preemption on one rank.
+  Job job(4);
+  int previous_calls = 0;
+  const TimeFn t = [&](int rank, A a, uint64_t) {
+    if (a == A::kPrevious) return (rank == 3 && ++previous_calls == 2) ? 10000.0 : 10.0;
+    return a == A::kRing ? 120.0 : 300.0;
+  };
+  job.settle(8, t);
+  EXPECT_EQ(job.call(8, t), A::kPrevious);
 }
 
 TEST(Tuner, AFirstCallIsNotASample) {
@@ -112,7 +125,7 @@ TEST(Tuner, ConvergesUnderNoiseForEverySeed) {
     const TimeFn t = fixed({{A::kRecursiveDoubling, 70}, {A::kRing, 100}, {A::kSwitch, 130},
                             {A::kPrevious, 300}},
                            0.10, seed);
-    EXPECT_LE(job.settle(1 << 20, t), 4u + 4u + 3u * 3u);
+    EXPECT_LE(job.settle(1 << 20, t), 4u + 8u + 3u * 3u);
     EXPECT_EQ(job.call(1 << 20, t), A::kRecursiveDoubling) << "seed " << seed;
   }
 }
@@ -243,9 +256,10 @@ TEST(Tuner, ACallWhoseCandidatesLackThePickFollowsTheModelUnmeasured) {
 TEST(Tuner, ADeclinedCandidateIsNotASampleOfIt) {
   Tuner t;
   // Warm every algorithm up in another bucket first (its first call on a
-  // communicator is not a sample: the same candidate runs again).
+  // communicator is not a sample: the same candidate runs again), then its
+  // round-1 pair.
   for (A a : kCands) {
-    for (int twice = 0; twice < 2; ++twice) {
+    for (int calls = 0; calls < 3; ++calls) {
       ASSERT_EQ(t.choose(1 << 20, true, kCands, 0), a);
       t.record(a, 1000);
     }
@@ -254,13 +268,16 @@ TEST(Tuner, ADeclinedCandidateIsNotASampleOfIt) {
   ASSERT_TRUE(t.needsAgreement());
   const Tuner::Payload mine = t.payload();
   t.agree(std::vector<double>(mine.begin(), mine.end()));
-  const A pick = t.choose(64, true, kCands, 0);
-  ASSERT_EQ(pick, A::kRecursiveDoubling);
-  t.record(A::kRing, 5);  // it declined and ring stood in
+  for (int pair = 0; pair < 2; ++pair) {
+    ASSERT_EQ(t.choose(64, true, kCands, 0), A::kRecursiveDoubling);
+    t.record(A::kRing, 5);  // it declined and ring stood in
+  }
   ASSERT_FALSE(t.needsAgreement());
   for (A a : {A::kRing, A::kSwitch, A::kPrevious}) {
-    EXPECT_EQ(t.choose(64, true, kCands, 0), a);
-    t.record(a, 10);
+    for (int pair = 0; pair < 2; ++pair) {
+      EXPECT_EQ(t.choose(64, true, kCands, 0), a);
+      t.record(a, 10 + pair);
+    }
   }
   ASSERT_TRUE(t.needsAgreement());
   EXPECT_TRUE(std::isnan(t.payload()[size_t(A::kRecursiveDoubling)]));

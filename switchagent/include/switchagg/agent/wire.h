@@ -53,8 +53,12 @@ enum class MsgType : uint8_t {
   kLeave = 7,     // client -> agent: member leaves the group
   kAbort = 8,     // agent -> members: the group is dead (reason, text)
   kError = 9,     // agent -> sender: this message was rejected (reason, text)
+  // Added after v1's first release, compatibly: a client asks, an agent that
+  // predates them answers ERROR(bad_type) and the client goes on without.
+  kCapacity = 10,     // client -> agent: what can you do, how fast?
+  kCapacityAck = 11,  // agent -> client: measured reduce rate, link rate, turnaround
 };
-constexpr int kMaxMsgType = 9;
+constexpr int kMaxMsgType = 11;
 
 // Why a message was rejected or a group aborted. Wire-stable: append only.
 enum class Reason : uint16_t {
@@ -112,6 +116,14 @@ struct Message {
   uint32_t count = 0;             // CONTRIB, RESULT: elements in this chunk
   Reason reason = Reason::kNone;  // ABORT, ERROR
   CapTable caps;                  // HELLO_ACK, JOIN_ACK
+  // CAPACITY_ACK (0 = unknown): the agent's aggregate reduction rate in MB/s
+  // of input (all its reduction threads, float32 sum at its slot size,
+  // measured at start-up), its data link in Mbit/s (admin's data.link_mbps),
+  // and its median turnaround per chunk in microseconds (last contribution
+  // in -> result out, from its own recent chunks).
+  uint32_t reduce_mbps = 0;
+  uint32_t link_mbps = 0;
+  uint32_t turnaround_us = 0;
   std::string text;               // ABORT, ERROR (printable ASCII, <= kMaxTextBytes)
   const void* payload = nullptr;  // CONTRIB, RESULT: points into the decoded body
   size_t payload_bytes = 0;
