@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -170,6 +172,18 @@ Status CommState::tunerRecord(Algorithm served, double us) {
   std::vector<double> all(Tuner::kAlgorithms * size_t(size_));
   Status st = allgather(mine.data(), all.data(), sizeof mine);
   if (!st.ok()) return st;
+  if (rank_ == 0 && logEnabled(LogLevel::kDebug)) {
+    std::string per_rank;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (std::isnan(all[i])) continue;
+      char cell[64];
+      snprintf(cell, sizeof cell, " r%zu:%s=%.1f", i / Tuner::kAlgorithms,
+               algorithmName(static_cast<Algorithm>(i % Tuner::kAlgorithms)), all[i]);
+      per_rank += cell;
+    }
+    SA_DEBUG("coll", "comm %s: tuning agreement, local us per rank:%s", name_.c_str(),
+             per_rank.c_str());
+  }
   tuner_->agree(all);
   return Status::Ok();
 }
