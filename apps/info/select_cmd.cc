@@ -52,6 +52,13 @@ Status setInt(const std::string& key, const std::string& v, int lo, int* out) {
   return Status::Ok();
 }
 
+Status setU32(const std::string& key, const std::string& v, uint32_t* out) {
+  Result<int64_t> r = parseInt(key, v, 0, INT32_MAX);
+  if (!r.ok()) return r.status();
+  *out = uint32_t(*r);
+  return Status::Ok();
+}
+
 Status setSize(const std::string& key, const std::string& v, size_t* out) {
   Result<uint64_t> r = parseSize(key, v);
   if (!r.ok()) return r.status();
@@ -66,6 +73,10 @@ Status applyOption(const std::string& key, const std::string& v, SelectArgs* a, 
   if (key == "--ppn") return setInt(key, v, 1, &a->in.ranks_per_node);
   if (key == "--window") return setInt(key, v, 1, &a->in.switch_window);
   if (key == "--slot-bytes") return setSize(key, v, &a->in.switch_slot_bytes);
+  // What an agent would advertise (CAPACITY_ACK); 0 = unknown.
+  if (key == "--agent-reduce-mbps") return setU32(key, v, &a->in.switch_reduce_mbps);
+  if (key == "--agent-link-mbps") return setU32(key, v, &a->in.switch_link_mbps);
+  if (key == "--agent-turnaround-us") return setU32(key, v, &a->in.switch_turnaround_us);
   if (key == "--min") return setSize(key, v, &a->min_bytes);
   if (key == "--max") return setSize(key, v, &a->max_bytes);
   if (key == "--rules") a->rules_path = v;
@@ -192,13 +203,16 @@ bool wantsSelectCommand(int argc, char** argv) {
 
 std::string selectUsage() {
   return "switchagg-info --select [--np N] [--ppn M] [--rules FILE] [--offload auto|on|off]\n"
-         "               [--algorithm NAME] [--switch [--window W] [--slot-bytes S]]\n"
+         "               [--algorithm NAME] [--switch [--window W] [--slot-bytes S]\n"
+         "               [--agent-reduce-mbps R] [--agent-link-mbps L] [--agent-turnaround-us T]]\n"
          "               [--dtype T] [--min SIZE] [--max SIZE] [--dump-cost-model]\n"
          "  Prints the allreduce decision table (size ranges -> algorithm, why, modeled time)\n"
          "  for a communicator of N ranks, M per node (default: all on one node). --switch\n"
-         "  models a lease being available. --dump-cost-model prints the cost table (with the\n"
-         "  rules file's overrides) in rules-file format, ready to edit. A rules file written\n"
-         "  by coll_switchagg_tune_file adds a table of measured vs modeled times.\n";
+         "  models a lease being available, the --agent-* options what its agent advertises\n"
+         "  (its reduction rate in MB/s, link in Mbit/s, chunk turnaround in us).\n"
+         "  --dump-cost-model prints the cost table (with the rules file's overrides) in\n"
+         "  rules-file format, ready to edit. A rules file written by\n"
+         "  coll_switchagg_tune_file adds a table of measured vs modeled times.\n";
 }
 
 int runSelectCommand(int argc, char** argv) {

@@ -72,4 +72,16 @@ if(TARGET switchagg-info)
             sh $<TARGET_FILE:switchagg-info> ${CMAKE_CURRENT_BINARY_DIR}/bad.rules)
   set_tests_properties(info_select_bad_rules_line PROPERTIES LABELS unit TIMEOUT 30
     PASS_REGULAR_EXPRESSION "bad.rules:2: unknown key 'color'")
+  # An agent on a 400 Mbit/s link for 8 one-rank nodes: the switch row is
+  # link-bound and the model no longer picks it for large messages.
+  add_test(NAME info_select_agent_capacity
+    COMMAND switchagg-info --select --np 8 --ppn 1 --switch --agent-link-mbps 400 --min 1M --max 16M)
+  set_tests_properties(info_select_agent_capacity PROPERTIES LABELS unit TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "1 MiB \\.\\. 16 MiB +rabenseifner +[0-9.]+ us")
+  # A tune file (as coll_switchagg_tune_file writes it) shows measured vs modeled.
+  add_test(NAME info_select_measured
+    COMMAND sh -c "printf 'allreduce bytes=4096-8191 np=4 ppn=4 nodes=1 switch=no algorithm=previous\nmeasured bytes=4096-8191 np=4 ppn=4 nodes=1 switch=no us:ring=41.5 us:previous=12.5\n' > \"$2\" && \"$1\" --select --np 4 --rules \"$2\" --max 8K"
+            sh $<TARGET_FILE:switchagg-info> ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules)
+  set_tests_properties(info_select_measured PROPERTIES LABELS unit TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "4096 previous +previous +41\\.5 / [0-9]+ .* 12\\.5 / [0-9]+")
 endif()
