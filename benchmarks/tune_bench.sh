@@ -5,10 +5,15 @@
 #   auto        coll_switchagg_offload=auto, coll_switchagg_tune=online
 #               (warm-up of >= 32 calls per size: the tuner settles first)
 #   model       offload=auto, tune=off: the cost model alone (before tuning)
-#   ring, recursive_doubling, rabenseifner, hierarchical, switch: forced
-#   tuned       Open MPI's own module (the component excluded)
-# Reported per size: auto / min(fixed) and model / min(fixed); the warm-up
-# cost (calls spent measuring, their extra time) from mpi_tune_check.
+#   nolease     auto without a lease: what the same job gets without one
+#   ring, recursive_doubling, rabenseifner, hierarchical, switch, previous:
+#               forced (previous = Open MPI's module, through the component)
+#   tuned       Open MPI's own module with the component excluded: not a
+#               choice auto can make, the reference for the component's cost
+# Reported per size: auto / min(fixed) and model / min(fixed), auto with a
+# lease / auto without one, auto / tuned;
+# the warm-up cost (calls spent measuring, their extra time) from
+# mpi_tune_check.
 # Writes benchmarks/results/tune.md.
 #
 #   benchmarks/tune_bench.sh [--build DIR] [--where "node fabric:4x1@400 fabric:4x2@400"]
@@ -41,10 +46,10 @@ mkdir -p "$raw"
 trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
-fixed="ring recursive_doubling rabenseifner hierarchical switch tuned"
+fixed="ring recursive_doubling rabenseifner hierarchical switch previous"
 args_for() {  # PATH -> mpirun arguments
   case $1 in
-    auto) echo "--mca coll_switchagg_offload auto --mca coll_switchagg_tune online" ;;
+    auto | nolease) echo "--mca coll_switchagg_offload auto --mca coll_switchagg_tune online" ;;
     model) echo "--mca coll_switchagg_offload auto --mca coll_switchagg_tune off" ;;
     tuned) echo "--mca coll ^switchagg" ;;
     switch) echo "--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch" ;;
@@ -84,12 +89,13 @@ run_where() {  # node | fabric:HxP@MBIT
   lease
   local env=(-x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_SWITCH_WINDOW)
   for rep in $(seq 1 "$reps"); do
-    for p in auto model $fixed; do
+    for p in auto model nolease $fixed tuned; do
       echo "$tag rep $rep: $p" >&2
-      local warm=(--warmup 4 --min-warmup 1)
-      [[ $p == auto ]] && warm=(--warmup 40 --min-warmup 32)
+      local warm=(--warmup 4 --min-warmup 1) pass=("${env[@]}")
+      [[ $p == auto || $p == nolease ]] && warm=(--warmup 40 --min-warmup 32)
+      [[ $p == nolease ]] && pass=()
       # shellcheck disable=SC2046
-      $launch $(args_for "$p") "${env[@]}" "$bin/switchagg-bench" --min "$min" --max "$max" \
+      $launch $(args_for "$p") "${pass[@]}" "$bin/switchagg-bench" --min "$min" --max "$max" \
         --iters 40 --min-iters 5 "${warm[@]}" --label "$p" \
         --csv "$raw/${tag}_${p}_rep${rep}.csv" >"$work/run.log" 2>&1 ||
         { cat "$work/run.log" >&2; exit 1; }
@@ -114,9 +120,9 @@ summarize() {  # TAG
       nf = split(fixed, fx, " ")
       printf "| bytes | auto µs | model µs | best fixed | best µs | auto / best | model / best |"
       for (j = 1; j <= nf; j++) printf " %s µs |", fx[j]
-      printf "\n|---:|---:|---:|---|---:|---:|---:|"
+      printf " no-lease auto µs | auto / no-lease | tuned µs | auto / tuned |\n|---:|---:|---:|---|---:|---:|---:|"
       for (j = 1; j <= nf; j++) printf "---:|"
-      printf "\n"
+      printf "---:|---:|---:|---:|\n"
       n = sortedKeys(sizes, list)
       worst = 0; worst_model = 0
       for (i = 1; i <= n; i++) {
@@ -130,9 +136,11 @@ summarize() {  # TAG
         if (mo / best > worst_model) worst_model = mo / best
         printf "| %s | %.1f | %.1f | %s | %.1f | %.2f | %.2f |", human(s), a, mo, bname, best, a / best, mo / best
         for (j = 1; j <= nf; j++) printf " %.1f |", m[j]
-        printf "\n"
+        tu = median(v["tuned" SUBSEP s]); nl = median(v["nolease" SUBSEP s])
+        if (a / nl > worst_nl) worst_nl = a / nl
+        printf " %.1f | %.2f | %.1f | %.2f |\n", nl, a / nl, tu, a / tu
       }
-      printf "\nWorst auto / best fixed: **%.2f** (target ≤ 1.10); the cost model alone: %.2f.\n", worst, worst_model
+      printf "\nWorst auto / best fixed: **%.2f** (target ≤ 1.10); the cost model alone: %.2f; auto with the lease / without: %.2f.\n", worst, worst_model, worst_nl
     }'
 }
 

@@ -108,7 +108,10 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
       return;
     case MsgType::kCapacity:
       if (config_.advertise_capacity) return handleCapacity(from, m);
-      [[fallthrough]];
+      // Answer exactly as an agent that predates CAPACITY does: its decoder
+      // stopped at the unknown type, so its ERROR carries no token.
+      return reject(from, Message(), Reason::kBadType,
+                    std::string("undecodable message: ") + wire::reasonName(Reason::kBadType));
     default:
       reject(from, m, Reason::kBadType, "the agent does not accept this message type");
   }

@@ -327,12 +327,17 @@ Reason decode(const void* header, size_t header_bytes, const void* body, size_t 
   if (r.u32() != kMagic) return Reason::kMalformed;
   if (r.u8() != kVersion) return Reason::kVersion;
   const uint8_t type = r.u8();
-  if (type < 1 || type > kMaxMsgType) return Reason::kBadType;
-  if (r.u16() != 0) return Reason::kMalformed;
-  if (header_bytes != kTypeHeader[type]) return Reason::kMalformed;
-  out->type = static_cast<MsgType>(type);
+  const bool known = type >= 1 && type <= kMaxMsgType;
+  const uint16_t reserved = r.u16();
+  // The token and group id of a type this side does not know are still read
+  // (the common header is there), so the ERROR that answers it carries them
+  // and a newer peer can tell its own request was refused.
   r.bytes(out->token.data(), kTokenBytes);
   out->group_id = r.u64();
+  if (!known) return Reason::kBadType;
+  if (reserved != 0) return Reason::kMalformed;
+  if (header_bytes != kTypeHeader[type]) return Reason::kMalformed;
+  out->type = static_cast<MsgType>(type);
   const Reason reason = decodeFields(r, static_cast<const uint8_t*>(body), body_bytes, out);
   if (reason != Reason::kNone) {
     out->payload = nullptr;

@@ -162,6 +162,15 @@ TEST(DataWire, BadFieldsAreRejectedWithTheirReason) {
   EXPECT_EQ(contribWith(36, 9), Reason::kNone);          // slot: the engine's business
 }
 
+TEST(DataWire, AnUnknownTypeStillYieldsItsTokenForTheErrorReply) {
+  auto f = validFrames()[static_cast<size_t>(MsgType::kCapacity) - 1];
+  f[2 + 5] = kMaxMsgType + 1;  // a type from a newer peer
+  Message m;
+  ASSERT_EQ(decodeFramed(f.data(), f.size(), &m), Reason::kBadType);
+  EXPECT_TRUE(tokenEqual(m.token, someToken()));
+  EXPECT_EQ(m.group_id, 0x1122334455667788ull);
+}
+
 TEST(DataWire, CapacityReservedFieldsMustBeZero) {
   for (MsgType t : {MsgType::kCapacity, MsgType::kCapacityAck}) {
     auto f = validFrames()[static_cast<size_t>(t) - 1];
