@@ -84,6 +84,7 @@ void CommState::ensureSetup() {
 }
 
 Status CommState::allgather(const void* send, void* recv, size_t bytes) {
+  ProcessRuntime::OpenForProgress open;  // a peer may need our transport meanwhile
   if (allgather_(allgather_ctx_, send, recv, bytes) != 0)
     return Status(Code::kIoError, "allgather over the previous coll module failed");
   return Status::Ok();

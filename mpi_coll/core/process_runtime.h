@@ -64,6 +64,22 @@ class ProcessRuntime {
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
   };
+  // Inside a switchagg call, while it waits in the previous module (the
+  // allgathers of setup, of the switch path's outcome, of online tuning):
+  // progress() may drive our workers again. A peer can be waiting on this
+  // process's transport (a rendezvous send of the call before, whose
+  // completion needs our acknowledgement), and while we wait for that peer
+  // in the allgather, only Open MPI's progress loop runs here.
+  class OpenForProgress {
+   public:
+    OpenForProgress() : saved_(instance().in_call_) { instance().in_call_ = 0; }
+    ~OpenForProgress() { instance().in_call_ = saved_; }
+    OpenForProgress(const OpenForProgress&) = delete;
+    OpenForProgress& operator=(const OpenForProgress&) = delete;
+
+   private:
+    int saved_;
+  };
   // Other workers the process owns (the switch path's agent clients):
   // `fn` progresses one and returns its event count. Keyed by `owner`.
   void addProgress(const void* owner, std::function<int()> fn);
