@@ -17,11 +17,12 @@
 # Writes benchmarks/results/tune.md.
 #
 #   benchmarks/tune_bench.sh [--build DIR] [--where "node fabric:4x1@400 fabric:4x2@400"]
-#                            [--reps 3] [--min 8] [--max 32M] [--out FILE]
+#                            [--reps 3] [--min 8] [--max 32M] [--out FILE] [--report-only]
+#   --report-only: write FILE from the raw results already there (no runs)
 #   node: this machine, np 4; fabric:HOSTSxPPN@MBIT: scripts/fabric.py star
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build where="node fabric:4x1@400 fabric:4x2@400" reps=3 min=8 max=32M
+build=$root/build where="node fabric:4x1@400 fabric:4x2@400" reps=3 min=8 max=32M run=1
 out=$root/benchmarks/results/tune.md
 while (($#)); do
   case $1 in
@@ -31,7 +32,8 @@ while (($#)); do
     --min) min=$2; shift ;;
     --max) max=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --report-only) run=0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "tune_bench: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -91,14 +93,19 @@ run_where() {  # node | fabric:HxP@MBIT
   for rep in $(seq 1 "$reps"); do
     for p in auto model nolease $fixed tuned; do
       echo "$tag rep $rep: $p" >&2
-      local warm=(--warmup 4 --min-warmup 1) pass=("${env[@]}")
+      local warm=(--warmup 4 --min-warmup 1)
       [[ $p == auto || $p == nolease ]] && warm=(--warmup 40 --min-warmup 32)
-      [[ $p == nolease ]] && pass=()
-      # shellcheck disable=SC2046
-      $launch $(args_for "$p") "${pass[@]}" "$bin/switchagg-bench" --min "$min" --max "$max" \
-        --iters 40 --min-iters 5 "${warm[@]}" --label "$p" \
-        --csv "$raw/${tag}_${p}_rep${rep}.csv" >"$work/run.log" 2>&1 ||
-        { cat "$work/run.log" >&2; exit 1; }
+      # The lease reaches ranks through the environment too (the fabric's
+      # launcher keeps it): the no-lease run drops it in a subshell.
+      local pass=("${env[@]}")
+      [[ $p == nolease ]] && pass=(-x SWITCHAGG_SWITCH_WINDOW)
+      (
+        [[ $p == nolease ]] && unset SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_MODE
+        # shellcheck disable=SC2046
+        $launch $(args_for "$p") "${pass[@]}" "$bin/switchagg-bench" --min "$min" --max "$max" \
+          --iters 40 --min-iters 5 "${warm[@]}" --label "$p" \
+          --csv "$raw/${tag}_${p}_rep${rep}.csv" >"$work/run.log" 2>&1
+      ) || { cat "$work/run.log" >&2; exit 1; }
     done
   done
   # Warm-up cost: one run of the checker per size list (its own report).
@@ -110,7 +117,9 @@ run_where() {  # node | fabric:HxP@MBIT
   [[ $w == node ]] || fabric_down
 }
 
-for w in $where; do run_where "$w"; done
+if ((run)); then
+  for w in $where; do run_where "$w"; done
+fi
 
 summarize() {  # TAG
   cat "$raw/$1"_*_rep*.csv | awk -F, -v fixed="$fixed" "$(cat "$root/benchmarks/lib/stats.awk")"'
@@ -137,10 +146,13 @@ summarize() {  # TAG
         printf "| %s | %.1f | %.1f | %s | %.1f | %.2f | %.2f |", human(s), a, mo, bname, best, a / best, mo / best
         for (j = 1; j <= nf; j++) printf " %.1f |", m[j]
         tu = median(v["tuned" SUBSEP s]); nl = median(v["nolease" SUBSEP s])
-        if (a / nl > worst_nl) worst_nl = a / nl
-        printf " %.1f | %.2f | %.1f | %.2f |\n", nl, a / nl, tu, a / tu
+        if (nl > 0 && a / nl > worst_nl) worst_nl = a / nl
+        if (nl > 0) printf " %.1f | %.2f |", nl, a / nl; else printf " – | – |"
+        printf " %.1f | %.2f |\n", tu, a / tu
       }
-      printf "\nWorst auto / best fixed: **%.2f** (target ≤ 1.10); the cost model alone: %.2f; auto with the lease / without: %.2f.\n", worst, worst_model, worst_nl
+      printf "\nWorst auto / best fixed: **%.2f** (target ≤ 1.10); the cost model alone: %.2f", worst, worst_model
+      if (worst_nl > 0) printf "; auto with the lease / without: %.2f", worst_nl
+      printf ".\n"
     }'
 }
 
@@ -148,10 +160,17 @@ summarize() {  # TAG
   echo "# auto against every fixed choice (online tuning)"
   echo
   echo "Command: \`benchmarks/tune_bench.sh --where \"$where\" --reps $reps --min $min --max $max\`,"
-  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
+  if ((run)); then
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
+  else
+    echo "page written $(date -u '+%Y-%m-%d %H:%M UTC') from the runs in benchmarks/results/tune_raw (2 cores)."
+  fi
   echo "switchagg-bench float32 sum; each cell the median over $reps interleaved runs of its per-size"
   echo "p50. A lease is present in every run, so the switch is a candidate for \`auto\` and \`model\`."
-  echo "\`auto\` gets ≥ 32 untimed calls per size (it settles within 24); the others 4."
+  echo "\`auto\` gets ≥ 32 untimed calls per size (it settles within 30); the others 4."
+  echo "(The 2026-12-01 page: the node and the fabric configurations were run one after the other, two"
+  echo "invocations with these options; the fabric runs' no-lease column was lost to a script bug"
+  echo "since fixed — the lease reached those ranks through the environment.)"
   for w in $where; do
     if [[ $w == node ]]; then
       tag=node title="one node, np 4 (oversubscribed on 2 cores), agent on the same node"
@@ -171,6 +190,8 @@ summarize() {  # TAG
     grep -E '^size |^tuning' "$raw/${tag}_warmup.txt" || true
     echo '```'
   done
+  # How to read them (written from the 2026-12-01 runs; re-check after a new one).
+  cat "$root/benchmarks/tune_notes.md"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"
