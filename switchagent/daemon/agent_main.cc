@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -185,6 +186,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // An agent restarted after a crash (Restart=on-failure) must bind its data
+  // port again at once, while the dead process's connections sit in
+  // TIME_WAIT; without SO_REUSEADDR UCX's listener fails "Address already in
+  // use" for up to a minute. An explicit setting in the environment wins.
+  setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 
   Args args;
   int rc = parseArgs(argc, argv, &args);
