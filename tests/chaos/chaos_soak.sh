@@ -60,8 +60,10 @@ chmod 0777 "$out/logs"
 : >"$out/jobs.log"
 tools=$BASE/tools
 mkdir -p "$tools"
+# Copies: a rebuild of the tree during a long run must not change what runs
+# (the agent is restarted from this copy, slurmstepd loads this plugin).
 cp "$build/bin/switchagg-chaos-check" "$build/bin/switchagg-train" "$build/bin/switchagg-ctl" \
-  "$build/bin/switchagg-test-control-flood" "$tools/"
+  "$build/bin/switchagg-test-control-flood" "$build/bin/switchagg-agent" "$spank" "$tools/"
 CTL=$tools/switchagg-ctl
 
 cat >"$BASE/agent-extra.toml" <<EOF
@@ -76,16 +78,17 @@ cleanup() {
   for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   # SIGCONT first: a stopped agent cannot be stopped by SIGTERM.
-  [[ -s $DIR/agent.pid ]] && kill -CONT "$(cat "$DIR/agent.pid")" 2>/dev/null
+  [[ -s $DIR/agent.pid ]] && kill -CONT "$(cat "$DIR/agent.pid")" 2>/dev/null || true
   "$root/tests/slurm/slurm_cluster.sh" stop "$DIR" --logs-to "$out/cluster-logs" >/dev/null 2>&1 || true
   rm -rf "$BASE/tools" "$BASE/leases.json"
   [[ $out == "$BASE"/* ]] || rm -rf "$BASE"
   exit $rc
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 SWITCHAGG_CLUSTER_MAX_S=$((minutes * 60 + 900)) \
-  "$root/tests/slurm/slurm_cluster.sh" start "$DIR" --spank "$spank" --spank-args "timeout=2s" \
-  --agent "$build/bin/switchagg-agent" --agent-toml "$BASE/agent-extra.toml" >"$out/cluster-start.log" 2>&1 ||
+  "$root/tests/slurm/slurm_cluster.sh" start "$DIR" --spank "$tools/switchagg_spank.so" \
+  --spank-args "timeout=2s" --agent "$tools/switchagg-agent" --agent-toml "$BASE/agent-extra.toml" >"$out/cluster-start.log" 2>&1 ||
   { cat "$out/cluster-start.log" >&2; exit 1; }
 # shellcheck disable=SC1091
 source "$DIR/env.sh"
