@@ -192,6 +192,10 @@ const std::vector<ConfigKey>& agentConfigKeys() {
       {"data.member_timeout", K::kDuration,
        "a group member silent this long has its group aborted",
        setDuration<&C::member_timeout_ms, 100, kDay>, getDuration<&C::member_timeout_ms>},
+      {"data.max_groups_per_lease", K::kInt,
+       "groups (communicators) one lease may hold at once, formed or waiting for members; "
+       "more joins are refused (no_resource)",
+       setInt<&C::max_groups_per_lease, 1, 4096>, getInt<&C::max_groups_per_lease>},
       {"pool.slots", K::kInt, "aggregation slots of the switch (the pool leases draw from)",
        setInt<&C::pool_slots, 1, 1 << 20>, getInt<&C::pool_slots>},
       {"control.unix_socket", K::kString,

@@ -22,6 +22,7 @@ struct AgentConfig {
   uint64_t slot_bytes = 256 * 1024;
   int data_threads = 0;
   int64_t member_timeout_ms = 10000;
+  int max_groups_per_lease = 64;
   // [pool]
   int pool_slots = 64;
   // [control]

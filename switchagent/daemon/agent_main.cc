@@ -109,6 +109,7 @@ int run(const AgentConfig& config) {
   dpc.slot_bytes = config.slot_bytes;
   dpc.threads = config.data_threads;
   dpc.member_timeout_ms = config.member_timeout_ms;
+  dpc.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
   dpc.pool_slots = static_cast<size_t>(config.pool_slots);
   Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(dpc, leases);
   if (!dp.ok()) {

@@ -217,6 +217,7 @@ struct DataPlane::Impl : EngineOutput {
     ec.slot_bytes = config.slot_bytes;
     ec.pool_slots = config.pool_slots;
     ec.member_timeout_ms = config.member_timeout_ms;
+    ec.max_groups_per_lease = config.max_groups_per_lease;
     LeaseLookup lookup = [this](const std::string& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);
       if (!lease) return std::nullopt;

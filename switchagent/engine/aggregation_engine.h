@@ -54,6 +54,9 @@ struct EngineConfig {
   size_t memory_bytes = size_t{1} << 30;
   int64_t member_timeout_ms = 10000;
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
+  // Groups one lease may hold at once, formed or waiting for members: a
+  // token holder joining group after group cannot fill the agent's memory.
+  size_t max_groups_per_lease = 64;
 };
 
 struct Group;
@@ -110,6 +113,7 @@ class AggregationEngine {
   SlotPool slots_;
   std::unordered_map<std::string, std::unique_ptr<Group>> groups_;  // key: token bytes + id
   std::unordered_map<uint64_t, Group*> by_serial_;
+  std::unordered_map<std::string, size_t> groups_per_lease_;  // token hex -> groups
   std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
   uint64_t next_serial_ = 1;
   int64_t next_lease_check_ms_ = 0;
