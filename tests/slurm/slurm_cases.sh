@@ -224,7 +224,8 @@ case_broken_plugstack() {
 # without the attack, an admin lease create over the Unix socket answers
 # within 1 s, and the agent counts what it shed. Needs SWITCHAGG_FLOOD.
 case_prolog_under_flood() {
-  local flood=$W/$(basename "${SWITCHAGG_FLOOD:?}") tcp base=999999 t0 ms job i
+  local flood tcp base=999999 t0 ms job i
+  flood=$W/$(basename "${SWITCHAGG_FLOOD:?}")
   cp "$SWITCHAGG_FLOOD" "$flood"
   tcp=$(sed -n '/^\[control\]/,/^\[/s/^listen = "\(.*\)"/\1/p' "$DIR/agent.toml")
   [[ -n $tcp ]] || fail "no control listen address in $DIR/agent.toml"
