@@ -32,7 +32,7 @@ work=$(mktemp -d /tmp/switchagg-abuse.XXXXXX)
 source "$root/scripts/lib_agent.sh"
 attacker=""
 trap '[[ -n $attacker ]] && kill "$attacker" 2>/dev/null; agent_stop; rm -rf "$work"' EXIT
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)"  # the flood and the agent need a descriptor per connection
 agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
 ctl() { "$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" "$@"; }
 eval "$(ctl lease create --job victim --slots 8 --ttl 2h | grep '^export ')"
