@@ -106,7 +106,7 @@ cleanup() {
   [[ -e $cluster ]] && "$fixture" stop "$cluster" >/dev/null 2>&1
   agent_stop
   sweepMarked
-  rm -rf "$work"
+  [[ -n ${DEMO_KEEP:-} ]] || rm -rf "$work"
   exit "$rc"
 }
 trap cleanup EXIT

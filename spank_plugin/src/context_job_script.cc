@@ -10,7 +10,9 @@
 // tasks turn it into a failure (require) or a warning (auto).
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "agent_link.h"
 #include "contexts.h"
@@ -89,6 +91,26 @@ int jobProlog(spank_t sp, int argc, char** argv) {
   return 0;
 }
 
+// An agent restarting (or stopped for a moment) must not leave the lease
+// behind until its TTL: the epilog retries while the agent is unreachable
+// or overloaded, for at most `budget_ms` (3x the plugin's timeout), then
+// gives up with the TTL as the backstop.
+namespace {
+
+Result<bool> deleteWithRetry(agent::ControlClient& client, uint32_t job, int64_t budget_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto end = Clock::now() + std::chrono::milliseconds(budget_ms);
+  for (;;) {
+    Result<bool> deleted = client.deleteLease(std::to_string(job));
+    const std::string error = agent::controlErrorOf(deleted.status());
+    if (deleted.ok() || (error != "unreachable" && error != "overloaded")) return deleted;
+    if (Clock::now() + std::chrono::milliseconds(250) >= end) return deleted;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+}  // namespace
+
 int jobEpilog(spank_t sp, int argc, char** argv) {
   loadConfig(argc, argv);
   const PluginConfig& config = configOrDefaults();
@@ -101,7 +123,7 @@ int jobEpilog(spank_t sp, int argc, char** argv) {
   Result<ResolvedRequest> req = scriptRequest(sp, config);
   if (req.ok() && req->request.mode == Mode::kOff) return 0;
   agent::ControlClient client = controlClient(config);
-  Result<bool> deleted = client.deleteLease(std::to_string(job.id));
+  Result<bool> deleted = deleteWithRetry(client, job.id, 3 * int64_t{config.timeout_ms});
   if (!deleted.ok()) {
     logError("job %u: cannot delete the lease (%s); the agent's TTL will expire it", job.id,
              deleted.status().message().c_str());

@@ -199,6 +199,10 @@ const std::vector<ConfigKey>& agentConfigKeys() {
        "tell clients the measured reduction rate, link rate and turnaround (false: answer "
        "as an agent that predates it)",
        setBool<&C::advertise_capacity>, getBool<&C::advertise_capacity>},
+      {"data.max_groups_per_lease", K::kInt,
+       "groups (communicators) one lease may hold at once, formed or waiting for members; "
+       "more joins are refused (no_resource)",
+       setInt<&C::max_groups_per_lease, 1, 4096>, getInt<&C::max_groups_per_lease>},
       {"pool.slots", K::kInt, "aggregation slots of the switch (the pool leases draw from)",
        setInt<&C::pool_slots, 1, 1 << 20>, getInt<&C::pool_slots>},
       {"control.unix_socket", K::kString,
@@ -215,8 +219,16 @@ const std::vector<ConfigKey>& agentConfigKeys() {
       {"control.request_timeout", K::kDuration,
        "a control connection must deliver its whole request within this",
        setDuration<&C::request_timeout_ms, 100, 60000>, getDuration<&C::request_timeout_ms>},
-      {"control.max_connections", K::kInt, "concurrent control connections; more are refused",
+      {"control.max_connections", K::kInt,
+       "concurrent TCP control connections (the Unix socket has its own budget); when full, "
+       "the oldest one still sending its request is cut for a newcomer",
        setInt<&C::max_connections, 1, 4096>, getInt<&C::max_connections>},
+      {"control.max_unix_connections", K::kInt,
+       "concurrent Unix-socket control connections, a budget TCP clients cannot take",
+       setInt<&C::max_unix_connections, 1, 4096>, getInt<&C::max_unix_connections>},
+      {"control.max_connections_per_peer", K::kInt,
+       "concurrent control connections from one TCP address or one non-root uid",
+       setInt<&C::max_connections_per_peer, 1, 4096>, getInt<&C::max_connections_per_peer>},
       {"policy.max_slots_per_job", K::kInt, "most slots one job's lease may hold",
        setInt<&C::max_slots_per_job, 1, 1 << 20>, getInt<&C::max_slots_per_job>},
       {"policy.max_slots_per_user", K::kInt, "most slots all leases of one user may hold",
@@ -292,6 +304,15 @@ Status validateConfig(const AgentConfig& c) {
                   "would be unreachable");
   }
   return Status::Ok();
+}
+
+LeaseLimits leaseLimitsOf(const AgentConfig& config) {
+  LeaseLimits l;
+  l.pool_slots = config.pool_slots;
+  l.max_slots_per_job = config.max_slots_per_job;
+  l.max_slots_per_user = config.max_slots_per_user;
+  l.max_ttl_ms = config.max_ttl_ms;
+  return l;
 }
 
 }  // namespace switchagg::agent

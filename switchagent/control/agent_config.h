@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "admission.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
@@ -23,6 +24,7 @@ struct AgentConfig {
   int64_t member_timeout_ms = 10000;
   int link_mbps = 0;                // advertised to clients' cost models; 0 = unknown
   bool advertise_capacity = true;   // answer clients' CAPACITY requests
+  int max_groups_per_lease = 64;
   // [pool]
   int pool_slots = 64;
   // [control]
@@ -30,8 +32,10 @@ struct AgentConfig {
   std::string control_listen = "127.0.0.1:18516";
   bool open_readonly = true;
   std::string munge_socket;  // empty: libmunge's default
-  int64_t request_timeout_ms = 5000;
-  int max_connections = 64;
+  int64_t request_timeout_ms = 2000;
+  int max_connections = 64;           // TCP
+  int max_unix_connections = 64;
+  int max_connections_per_peer = 8;
   // [policy]
   int max_slots_per_job = 16;
   int max_slots_per_user = 32;
@@ -47,6 +51,9 @@ struct AgentConfig {
   // [state]
   std::string lease_file;  // empty: leases live in memory only
 };
+
+// The lease bounds the config sets (pool.slots, policy.max_*).
+LeaseLimits leaseLimitsOf(const AgentConfig& config);
 
 enum class ConfigKind { kString, kInt, kSize, kDuration, kBool, kList };
 

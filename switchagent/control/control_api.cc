@@ -79,26 +79,9 @@ ControlResponse jsonResponse(int status, const json& body) {
   return r;
 }
 
-// Status from the lease table or policy -> HTTP status + API error code.
+// A Status from the lease table or the body parsers -> its API error.
 ControlResponse fromStatus(const Status& st) {
-  const std::string& m = st.message();
-  auto strip = [&](const char* prefix) {
-    size_t n = std::char_traits<char>::length(prefix);
-    return m.compare(0, n, prefix) == 0 ? m.substr(n) : m;
-  };
-  switch (st.code()) {
-    case Code::kInvalidArgument: return errorResponse(400, "bad_request", m);
-    case Code::kDenied:
-      if (m.rfind("unauthenticated: ", 0) == 0)
-        return errorResponse(401, "unauthenticated", strip("unauthenticated: "));
-      if (m.rfind("policy_denied: ", 0) == 0)
-        return errorResponse(403, "policy_denied", strip("policy_denied: "));
-      return errorResponse(409, "conflict", m);
-    case Code::kNoResource: return errorResponse(429, "quota_exceeded", m);
-    case Code::kUnsupported: return errorResponse(503, "draining", m);
-    case Code::kAborted: return errorResponse(404, "not_found", m);
-    default: return errorResponse(500, "internal", m);
-  }
+  return errorResponse(apiErrorOf(st.code()), st.message());
 }
 
 int64_t secondsLeft(const Lease& lease) {
@@ -108,8 +91,16 @@ int64_t secondsLeft(const Lease& lease) {
 
 }  // namespace
 
-ControlResponse errorResponse(int http_status, const std::string& code, const std::string& message) {
-  return jsonResponse(http_status, json{{"error", code}, {"message", message}});
+ControlResponse errorResponse(ApiError error, const std::string& message, int http_status) {
+  ControlResponse r =
+      jsonResponse(http_status != 0 ? http_status : apiErrorHttpStatus(error),
+                   json{{"error", apiErrorCode(error)}, {"message", message}});
+  r.error = error;
+  return r;
+}
+
+ControlResponse errorResponse(const Denial& denial) {
+  return errorResponse(denial.error, denial.message);
 }
 
 ControlApi::ControlApi(const AgentConfig& config, LeaseTable& leases,
@@ -121,9 +112,14 @@ std::map<std::string, uint64_t> ControlApi::refusedCounts() const {
   return refused_;
 }
 
-void ControlApi::countRefused(const std::string& code) {
+void ControlApi::countRefused(ApiError error) {
   std::lock_guard<std::mutex> lock(refused_mu_);
-  ++refused_[code];
+  ++refused_[apiErrorCode(error)];
+}
+
+void ControlApi::countShed(const std::string& listener, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(refused_mu_);
+  ++shed_[{listener, reason}];
 }
 
 std::string ControlApi::dataAddress() const {
@@ -142,14 +138,9 @@ ControlResponse ControlApi::handle(const HttpRequest& request, const Caller& cal
     // nlohmann::json throws on misuse; a request must never take the agent down.
     SA_ERROR(kPart, "control: %s %s failed: %s", request.method.c_str(), request.path.c_str(),
              e.what());
-    r = errorResponse(500, "internal", "internal error");
+    r = errorResponse(ApiError::kInternal, "internal error");
   }
-  if (r.status >= 400) {
-    json j = json::parse(r.body, nullptr, false);
-    countRefused(j.is_object() && j.contains("error") && j["error"].is_string()
-                     ? j["error"].get<std::string>()
-                     : "internal");
-  }
+  if (r.error) countRefused(*r.error);
   return r;
 }
 
@@ -157,12 +148,12 @@ ControlResponse ControlApi::route(const HttpRequest& req, const Caller& caller) 
   const std::string& p = req.path;
   const std::string& m = req.method;
   auto wrongMethod = [&](const char* allowed) {
-    return errorResponse(405, "bad_request", m + " is not allowed on " + p + " (use " + allowed + ")");
+    return errorResponse(ApiError::kBadRequest,
+                         m + " is not allowed on " + p + " (use " + allowed + ")", 405);
   };
   bool read_path = p == "/v1/status" || p == "/v1/leases" || p == "/metrics";
   if (read_path && m == "GET") {
-    Status st = policy_.authorize(caller, Action::kRead, 0);
-    if (!st.ok()) return fromStatus(st);
+    if (auto denial = policy_.authorize(caller, Action::kRead, 0)) return errorResponse(*denial);
     if (p == "/v1/status") return getStatus();
     if (p == "/metrics") return metrics();
     return getLeases();
@@ -180,7 +171,7 @@ ControlResponse ControlApi::route(const HttpRequest& req, const Caller& caller) 
       return leaseAction(job, action, req, caller);
     }
   }
-  return errorResponse(404, "not_found", "no endpoint " + p);
+  return errorResponse(ApiError::kNotFound, "no endpoint " + p);
 }
 
 ControlResponse ControlApi::getStatus() {
@@ -231,7 +222,8 @@ ControlResponse ControlApi::getLeases() {
 }
 
 ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& caller) {
-  if (!caller.authenticated) return fromStatus(policy_.authorize(caller, Action::kCreate, 0));
+  // Anonymous callers learn nothing about the body's checks.
+  if (!caller.authenticated) return errorResponse(policy_.authorize(caller, Action::kCreate, 0).value());
   Result<json> body = parseBody(req.body, {"job", "uid", "slots", "ttl_s"});
   if (!body.ok()) return fromStatus(body.status());
   const json& j = *body;
@@ -239,7 +231,7 @@ ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& ca
   auto jit = j.find("job");
   if (jit != j.end() && jit->is_string()) job = jit->get<std::string>();
   else if (jit != j.end() && jit->is_number_unsigned()) job = std::to_string(jit->get<uint64_t>());
-  else return errorResponse(400, "bad_request", "job (a string) is required");
+  else return errorResponse(ApiError::kBadRequest, "job (a string) is required");
   auto uid = intField(j, "uid", 0, 0xfffffffeLL);
   auto slots = intField(j, "slots", 1, 1 << 20);
   auto ttl = intField(j, "ttl_s", 1, kMaxTtlSeconds);
@@ -247,14 +239,10 @@ ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& ca
     if (!r->ok()) return fromStatus(r->status());
   }
   uint32_t target = uid->has_value() ? static_cast<uint32_t>(**uid) : caller.uid;
-  Status st = policy_.authorize(caller, Action::kCreate, target);
-  if (!st.ok()) return fromStatus(st);
-  int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
-  if (ttl_ms > config_.max_ttl_ms) {
-    return errorResponse(429, "quota_exceeded", "ttl_s " + std::to_string(ttl_ms / 1000) +
-                                                    " exceeds policy.max_ttl (" +
-                                                    std::to_string(config_.max_ttl_ms / 1000) + " s)");
+  if (auto denial = policy_.authorize(caller, Action::kCreate, target)) {
+    return errorResponse(*denial);
   }
+  int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
   int n = slots->has_value() ? static_cast<int>(**slots) : config_.default_slots;
   Result<LeaseTable::Created> created = leases_.create(job, target, n, ttl_ms);
   if (!created.ok()) {
@@ -281,18 +269,22 @@ ControlResponse ControlApi::leaseAction(const std::string& job, const std::strin
   bool is_renew = action == "renew" && req.method == "POST";
   if (!is_delete && !is_token && !is_renew) {
     if (action.empty() || action == "token" || action == "renew") {
-      return errorResponse(405, "bad_request", req.method + " is not allowed on " + req.path);
+      return errorResponse(ApiError::kBadRequest,
+                           req.method + " is not allowed on " + req.path, 405);
     }
-    return errorResponse(404, "not_found", "no endpoint " + req.path);
+    return errorResponse(ApiError::kNotFound, "no endpoint " + req.path);
   }
-  if (!caller.authenticated) return fromStatus(policy_.authorize(caller, Action::kOwnerOnly, 0));
+  if (!caller.authenticated) {
+    return errorResponse(policy_.authorize(caller, Action::kOwnerOnly, 0).value());
+  }
   std::optional<Lease> lease = leases_.findByJob(job);
   if (!lease) {
     if (is_delete) return jsonResponse(200, {{"deleted", false}});
-    return errorResponse(404, "not_found", "no lease for job " + job);
+    return errorResponse(ApiError::kNotFound, "no lease for job " + job);
   }
-  Status st = policy_.authorize(caller, Action::kOwnerOnly, lease->uid);
-  if (!st.ok()) return fromStatus(st);
+  if (auto denial = policy_.authorize(caller, Action::kOwnerOnly, lease->uid)) {
+    return errorResponse(*denial);
+  }
   if (is_delete) {
     bool deleted = leases_.remove(job, "lease deleted");
     if (deleted) SA_INFO(kPart, "lease deleted: job %s (by uid %u)", job.c_str(), caller.uid);
@@ -307,10 +299,6 @@ ControlResponse ControlApi::leaseAction(const std::string& job, const std::strin
   auto ttl = intField(*body, "ttl_s", 1, kMaxTtlSeconds);
   if (!ttl.ok()) return fromStatus(ttl.status());
   int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
-  if (ttl_ms > config_.max_ttl_ms) {
-    return errorResponse(429, "quota_exceeded", "ttl_s exceeds policy.max_ttl (" +
-                                                    std::to_string(config_.max_ttl_ms / 1000) + " s)");
-  }
   Result<Lease> renewed = leases_.renew(job, ttl_ms);
   if (!renewed.ok()) return fromStatus(renewed.status());
   return jsonResponse(200, {{"job", renewed->job}, {"uid", renewed->uid},
@@ -320,14 +308,15 @@ ControlResponse ControlApi::leaseAction(const std::string& job, const std::strin
 }
 
 ControlResponse ControlApi::drain(const HttpRequest& req, const Caller& caller) {
-  Status st = policy_.authorize(caller, Action::kAdmin, 0);
-  if (!st.ok()) return fromStatus(st);
+  if (auto denial = policy_.authorize(caller, Action::kAdmin, 0)) return errorResponse(*denial);
   Result<json> body = parseBody(req.body, {"drain"});
   if (!body.ok()) return fromStatus(body.status());
   bool on = true;
   auto it = body->find("drain");
   if (it != body->end()) {
-    if (!it->is_boolean()) return errorResponse(400, "bad_request", "drain must be true or false");
+    if (!it->is_boolean()) {
+      return errorResponse(ApiError::kBadRequest, "drain must be true or false");
+    }
     on = it->get<bool>();
   }
   leases_.setDraining(on);
@@ -342,7 +331,11 @@ ControlResponse ControlApi::metrics() {
   in.slots_in_use = leases_.slotsInUse();
   in.draining = leases_.draining();
   in.data = counters();
-  in.control_refused = refusedCounts();
+  {
+    std::lock_guard<std::mutex> lock(refused_mu_);
+    in.control_refused = refused_;
+    in.control_shed = shed_;
+  }
   in.lease_file_save_failures = leases_.leaseFileSaveFailures();
   ControlResponse r;
   r.content_type = "text/plain; version=0.0.4";

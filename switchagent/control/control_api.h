@@ -8,6 +8,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,10 +25,14 @@ struct ControlResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::optional<ApiError> error;  // set by errorResponse: what /metrics counts
 };
 
-// Renders the error body {"error": code, "message": text}.
-ControlResponse errorResponse(int http_status, const std::string& code, const std::string& message);
+// Renders the error body {"error": code, "message": text} with the code's
+// HTTP status, or `http_status` where a more precise one exists (405, 408,
+// 413 are all bad_request).
+ControlResponse errorResponse(ApiError error, const std::string& message, int http_status = 0);
+ControlResponse errorResponse(const Denial& denial);
 
 class ControlApi {
  public:
@@ -40,7 +45,10 @@ class ControlApi {
   // Refused control requests by error code, for /metrics.
   std::map<std::string, uint64_t> refusedCounts() const;
   // Counts a request refused before routing (bad HTTP, too many connections).
-  void countRefused(const std::string& code);
+  void countRefused(ApiError error);
+  // Counts a connection the server shed to keep its budgets, by listener
+  // ("unix", "tcp") and reason ("evicted_peer_limit", "timeout", ...).
+  void countShed(const std::string& listener, const std::string& reason);
 
  private:
   ControlResponse route(const HttpRequest& request, const Caller& caller);
@@ -60,6 +68,7 @@ class ControlApi {
   const DataPlaneView* data_plane_;
   mutable std::mutex refused_mu_;
   std::map<std::string, uint64_t> refused_;
+  std::map<std::pair<std::string, std::string>, uint64_t> shed_;
 };
 
 }  // namespace switchagg::agent

@@ -100,10 +100,33 @@ ParseResult readRequest(int fd, const HttpLimits& limits, int64_t deadline, Http
   }
 }
 
+// Who is at the other end: the numeric source address on TCP, the uid on
+// the Unix socket (root is not held to a per-peer share).
+std::string peerOf(int fd, Listener listener, bool* unlimited) {
+  *unlimited = false;
+  if (listener == Listener::kUnix) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "uid ?";
+    *unlimited = cred.uid == 0;
+    return "uid " + std::to_string(cred.uid);
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  char host[NI_MAXHOST] = "?";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, nullptr, 0,
+                NI_NUMERICHOST);
+  }
+  return host;
+}
+
+constexpr int64_t kShedLogIntervalMs = 10000;
+
 }  // namespace
 
 ControlServer::ControlServer(const ControlServerOptions& options, ControlApi& api)
-    : options_(options), api_(api) {}
+    : options_(options), api_(api), budget_(options.budget) {}
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerOptions& options,
                                                             ControlApi& api) {
@@ -198,41 +221,92 @@ void ControlServer::acceptLoop() {
       return;
     }
     if (stopping_.load()) return;
+    // The Unix socket first: a TCP flood must not delay it.
     for (int i = 1; i < 3; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & POLLIN)) continue;
       int fd = accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) accepted(fd, i == 1);
+      if (fd >= 0) accepted(fd, i == 1 ? Listener::kUnix : Listener::kTcp);
     }
   }
 }
 
-void ControlServer::accepted(int fd, bool is_unix) {
+void ControlServer::accepted(int fd, Listener listener) {
+  bool unlimited = false;
+  const std::string peer = peerOf(fd, listener, &unlimited);
+  ConnectionBudget::Decision d;
   {
     std::lock_guard<std::mutex> lock(conn_mu_);
-    if (conn_threads_ < options_.max_connections) {
+    d = budget_.arrive(fd, listener, peer, unlimited, ++arrivals_);
+    if (d.evict) {
+      // Its thread sees end-of-input, answers 503 and closes.
+      conn_fds_[*d.evict] = true;
+      shutdown(*d.evict, SHUT_RD);
+    }
+    if (d.admit) {
       ++conn_threads_;
-      conn_fds_.insert(fd);
-      std::thread([this, fd, is_unix] { serve(fd, is_unix); }).detach();
-      return;
+      conn_fds_[fd] = false;
+      std::thread([this, fd, listener] { serve(fd, listener); }).detach();
     }
   }
-  api_.countRefused("overloaded");
-  ControlResponse r = errorResponse(503, "overloaded", "too many control connections; retry");
+  const char* why = d.why == ConnectionBudget::Why::kPeerLimit ? "peer_limit" : "budget";
+  if (d.evict) shed(listener, d.why == ConnectionBudget::Why::kPeerLimit ? "evicted_peer_limit"
+                                                                         : "evicted_budget",
+                    peer);
+  if (d.admit) return;
+  shed(listener, why, peer);
+  api_.countRefused(ApiError::kOverloaded);
+  ControlResponse r = errorResponse(ApiError::kOverloaded, "too many control connections; retry");
   sendAll(fd, formatHttpResponse(r.status, r.content_type, r.body), nowMs() + 100);
   close(fd);
 }
 
-void ControlServer::serve(int fd, bool is_unix) {
+void ControlServer::shed(Listener listener, const char* reason, const std::string& peer) {
+  api_.countShed(listenerName(listener), reason);
+  int64_t now = nowMs();
+  uint64_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    ShedLog& log = shed_log_[listener == Listener::kUnix ? 0 : 1];
+    ++log.since;
+    if (now - log.last_ms < kShedLogIntervalMs) return;
+    count = log.since;
+    log.since = 0;
+    log.last_ms = now;
+  }
+  SA_WARN(kPart,
+          "control: %s connections over budget: %llu shed in the last %lld s (latest: %s from "
+          "%s); see switchagg_control_shed_total",
+          listenerName(listener), static_cast<unsigned long long>(count),
+          static_cast<long long>(kShedLogIntervalMs / 1000), reason, peer.c_str());
+}
+
+void ControlServer::serve(int fd, Listener listener) {
+  const bool is_unix = listener == Listener::kUnix;
   int64_t deadline = nowMs() + options_.request_timeout_ms;
   HttpRequest req;
   ParseResult parsed = readRequest(fd, options_.limits, deadline, &req);
+  bool evicted = false;
+  {
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    evicted = conn_fds_[fd];
+    if (!evicted) budget_.served(fd);
+  }
   ControlResponse resp;
   bool answer = true;
-  if (parsed.state == ParseState::kError) {
+  if (evicted) {
+    api_.countRefused(ApiError::kOverloaded);
+    resp = errorResponse(ApiError::kOverloaded,
+                         "request not complete while the control connections were all taken; "
+                         "retry");
+  } else if (parsed.state == ParseState::kError) {
     answer = parsed.status != 0;
+    if (parsed.status == 408) {
+      bool unlimited = false;
+      shed(listener, "timeout", peerOf(fd, listener, &unlimited));
+    }
     if (answer) {
-      api_.countRefused("bad_request");
-      resp = errorResponse(parsed.status, "bad_request", parsed.message);
+      api_.countRefused(ApiError::kBadRequest);
+      resp = errorResponse(ApiError::kBadRequest, parsed.message, parsed.status);
     }
   } else {
     Caller caller;
@@ -259,8 +333,8 @@ void ControlServer::serve(int fd, bool is_unix) {
       }
     }
     if (!auth_error.ok()) {
-      api_.countRefused("unauthenticated");
-      resp = errorResponse(401, "unauthenticated", auth_error.message());
+      api_.countRefused(ApiError::kUnauthenticated);
+      resp = errorResponse(ApiError::kUnauthenticated, auth_error.message());
     } else {
       resp = api_.handle(req, caller);
     }
@@ -272,6 +346,7 @@ void ControlServer::serve(int fd, bool is_unix) {
             nowMs() + options_.request_timeout_ms);
   }
   std::lock_guard<std::mutex> lock(conn_mu_);
+  if (!evicted) budget_.release(fd);
   conn_fds_.erase(fd);
   close(fd);
   --conn_threads_;
@@ -285,7 +360,7 @@ void ControlServer::stop() {
   if (accept_thread_.joinable()) accept_thread_.join();
   {
     std::unique_lock<std::mutex> lock(conn_mu_);
-    for (int fd : conn_fds_) shutdown(fd, SHUT_RDWR);
+    for (const auto& [fd, evicted] : conn_fds_) shutdown(fd, SHUT_RDWR);
     conn_cv_.wait(lock, [this] { return conn_threads_ == 0; });
   }
   if (unix_fd_ >= 0) {

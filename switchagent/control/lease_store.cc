@@ -9,10 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "switchagg/common/log.h"
 
@@ -203,34 +201,57 @@ Status writeFileAtomically(const std::string& path, const std::string& bytes) {
   return Status::Ok();
 }
 
-LeaseFileState LeaseStore::load() {
+namespace {
+
+// The whole file, or kIoError naming it and the error (EISDIR included:
+// open() succeeds on a directory, read() does not).
+Result<std::string> readWholeFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return sysError("cannot open", path);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status st = sysError("cannot read", path);
+      close(fd);
+      return st;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
+}
+
+}  // namespace
+
+Result<LeaseFileState> LeaseStore::load() {
   removeStaleTempFiles(path_);
   struct stat sb {};
-  if (stat(path_.c_str(), &sb) != 0 && errno == ENOENT) {
-    SA_INFO(kPart, "lease file %s does not exist yet: starting with no leases", path_.c_str());
-    return {};
+  if (stat(path_.c_str(), &sb) != 0) {
+    if (errno == ENOENT) {
+      SA_INFO(kPart, "lease file %s does not exist yet: starting with no leases", path_.c_str());
+      return LeaseFileState{};
+    }
+    return sysError("cannot stat", path_);
   }
-  std::ifstream in(path_, std::ios::binary);
-  Status problem;
-  if (!in) {
-    problem = sysError("cannot read", path_);
-  } else {
-    std::stringstream text;
-    text << in.rdbuf();
-    Result<LeaseFileState> decoded = decodeLeaseFile(text.str());
-    if (decoded.ok()) return std::move(*decoded);
-    problem = decoded.status();
-  }
+  Result<std::string> text = readWholeFile(path_);
+  if (!text.ok()) return text.status();
+  Result<LeaseFileState> decoded = decodeLeaseFile(*text);
+  if (decoded.ok()) return decoded;
   std::string aside = path_ + ".corrupt-" + utcStamp();
   SA_ERROR(kPart, "lease file %s is unusable (%s): starting with no leases", path_.c_str(),
-           problem.message().c_str());
-  if (rename(path_.c_str(), aside.c_str()) == 0) {
-    SA_ERROR(kPart, "moved %s aside to %s", path_.c_str(), aside.c_str());
-  } else {
-    SA_ERROR(kPart, "cannot move %s aside to %s: %s", path_.c_str(), aside.c_str(),
-             std::strerror(errno));
+           decoded.status().message().c_str());
+  if (rename(path_.c_str(), aside.c_str()) != 0) {
+    // Saving now would overwrite the only copy: refuse instead.
+    return Status(Code::kIoError, "lease file " + path_ + " is unusable (" +
+                                      decoded.status().message() + ") and cannot be moved aside to " +
+                                      aside + ": " + std::strerror(errno));
   }
-  return {};
+  SA_ERROR(kPart, "moved %s aside to %s", path_.c_str(), aside.c_str());
+  return LeaseFileState{};
 }
 
 Status LeaseStore::save(const LeaseFileState& state) {

@@ -43,11 +43,13 @@ class LeaseStore {
 
   const std::string& path() const { return path_; }
 
-  // A missing file is an empty state. A corrupt or unreadable one is logged
-  // (naming the file and the problem), renamed to <path>.corrupt-<UTC time>
-  // and read as empty: the agent never refuses to start over it, and never
-  // ignores it silently.
-  LeaseFileState load();
+  // A missing file is an empty state. A file that reads but does not decode
+  // is logged (naming the file and the problem), renamed to
+  // <path>.corrupt-<UTC time> and read as empty. A file that cannot be read
+  // (EACCES, EIO, a directory in its place, ...) is left exactly where it
+  // is and kIoError names the file and the error: such faults are often
+  // transient, and the leases in it are not ours to throw away.
+  Result<LeaseFileState> load();
 
   // Writes `state`. A failure is logged and counted, and returned.
   Status save(const LeaseFileState& state);

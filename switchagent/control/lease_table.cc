@@ -37,17 +37,6 @@ Result<std::string> newLeaseToken() {
   return token;
 }
 
-// Slurm ids look like "1234", "1234_7" (array) or "1234+0" (het job).
-bool isValidJobId(const std::string& job) {
-  if (job.empty() || job.size() > 64) return false;
-  for (char c : job) {
-    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              c == '.' || c == '_' || c == '-' || c == '+';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 namespace {
 
 constexpr const char* kPart = "agent";
@@ -90,31 +79,15 @@ std::optional<Lease> LeaseTable::findByJob(const std::string& job) const {
   return it->second;
 }
 
-Status LeaseTable::checkQuotaLocked(const std::string& job, uint32_t uid, int slots) const {
-  if (slots > limits_.max_slots_per_job) {
-    return Status(Code::kNoResource, "job " + job + " asks for " + std::to_string(slots) +
-                                         " slots; policy.max_slots_per_job is " +
-                                         std::to_string(limits_.max_slots_per_job));
-  }
-  int user_slots = 0;
+PoolUse LeaseTable::useOthersLocked(const std::string& job, uint32_t uid) const {
+  PoolUse use;
+  use.draining = draining_;
+  use.slots_in_use = slots_in_use_;
   for (const auto& [j, lease] : by_job_) {
-    if (lease.uid == uid) user_slots += lease.slots;
+    if (j == job) use.slots_in_use -= lease.slots;
+    else if (lease.uid == uid) use.user_slots += lease.slots;
   }
-  if (user_slots + slots > limits_.max_slots_per_user) {
-    return Status(Code::kNoResource,
-                  "uid " + std::to_string(uid) + " holds " + std::to_string(user_slots) +
-                      " slots and asks for " + std::to_string(slots) +
-                      " more; policy.max_slots_per_user is " +
-                      std::to_string(limits_.max_slots_per_user));
-  }
-  int free_slots = limits_.pool_slots - slots_in_use_;
-  if (slots > free_slots) {
-    return Status(Code::kNoResource, "job " + job + " asks for " + std::to_string(slots) +
-                                         " slots; " + std::to_string(free_slots) + " of " +
-                                         std::to_string(limits_.pool_slots) +
-                                         " pool slots are free");
-  }
-  return Status::Ok();
+  return use;
 }
 
 Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t uid, int slots,
@@ -126,16 +99,6 @@ Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t 
 
 Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, uint32_t uid,
                                                        int slots, int64_t ttl_ms) {
-  if (!isValidJobId(job)) {
-    return Status(Code::kInvalidArgument,
-                  "job id must be 1-64 characters of [A-Za-z0-9._+-]");
-  }
-  if (slots < 1) {
-    return Status(Code::kInvalidArgument, "slots must be at least 1, got " + std::to_string(slots));
-  }
-  if (ttl_ms < 1000) {
-    return Status(Code::kInvalidArgument, "ttl must be at least 1 s");
-  }
   Result<std::string> token = newLeaseToken();
   if (!token.ok()) return token.status();
 
@@ -148,17 +111,16 @@ Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, u
     }
     return Created{it->second, false};
   }
-  if (draining_) {
-    return Status(Code::kUnsupported, "agent is draining: no new leases");
-  }
-  SWITCHAGG_RETURN_IF_ERROR(checkQuotaLocked(job, uid, slots));
+  Admission a = admitLease(limits_, Admit::kCreate, {job, uid, slots, ttl_ms},
+                           useOthersLocked(job, uid));
+  if (a.denial) return toStatus(*a.denial);
   Lease lease;
   lease.job = job;
   lease.uid = uid;
   lease.slots = slots;
   lease.token = std::move(*token);
-  lease.ttl_ms = ttl_ms;
-  lease.expires_at_ms = steadyNowMs() + ttl_ms;
+  lease.ttl_ms = a.ttl_ms;
+  lease.expires_at_ms = steadyNowMs() + a.ttl_ms;
   lease.granted_at_wall_ms = wallNowMs();
   by_job_[job] = lease;
   slots_in_use_ += slots;
@@ -166,14 +128,17 @@ Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, u
 }
 
 Result<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
-  if (ttl_ms < 1000) return Status(Code::kInvalidArgument, "ttl must be at least 1 s");
   Lease renewed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_job_.find(job);
     if (it == by_job_.end()) return Status(Code::kAborted, "no lease for job " + job);
-    it->second.ttl_ms = ttl_ms;
-    it->second.expires_at_ms = steadyNowMs() + ttl_ms;
+    const Lease& held = it->second;
+    Admission a = admitLease(limits_, Admit::kRenew, {job, held.uid, held.slots, ttl_ms},
+                             useOthersLocked(job, held.uid));
+    if (a.denial) return toStatus(*a.denial);
+    it->second.ttl_ms = a.ttl_ms;
+    it->second.expires_at_ms = steadyNowMs() + a.ttl_ms;
     renewed = it->second;
   }
   persist();
@@ -242,19 +207,23 @@ uint64_t LeaseTable::leaseFileSaveFailures() const {
   return store_ ? store_->saveFailures() : 0;
 }
 
-void LeaseTable::attachStore(std::unique_ptr<LeaseStore> store) {
-  LeaseFileState state = store->load();
+Status LeaseTable::attachStore(std::unique_ptr<LeaseStore> store) {
+  Result<LeaseFileState> loaded = store->load();
+  if (!loaded.ok()) return loaded.status();
+  LeaseFileState& state = *loaded;
   {
     std::lock_guard<std::mutex> lock(mu_);
     store_ = std::move(store);
     restoreLocked(state);
   }
   persist();  // the file now says what was kept, and an unwritable directory shows at start
+  return Status::Ok();
 }
 
 // Oldest grant first: when the pool shrank, the jobs that have run longest
 // (a multi-day training job) keep their slots; newer ones fall back to host
-// algorithms. Each lease passes the same checks a new request would.
+// algorithms. Each lease passes admitLease, the check a new request passes
+// (bar draining); a remaining time beyond policy.max_ttl is cut to it.
 void LeaseTable::restoreLocked(LeaseFileState& state) {
   const char* file = store_->path().c_str();
   std::stable_sort(state.leases.begin(), state.leases.end(), [](const Lease& a, const Lease& b) {
@@ -271,16 +240,23 @@ void LeaseTable::restoreLocked(LeaseFileState& state) {
               static_cast<long long>(-left / 1000));
       continue;
     }
-    Status fits = checkQuotaLocked(l.job, l.uid, l.slots);
-    if (!fits.ok()) {
-      SA_WARN(kPart, "lease file %s: job %s (uid %u, %d slots) no longer fits the current "
-              "policy: dropped (%s)", file, l.job.c_str(), l.uid, l.slots,
-              fits.message().c_str());
-      continue;
-    }
     // A wall clock stepped back while we were down must not stretch a lease
     // beyond the TTL it was granted.
-    l.expires_at_ms = steady + std::min(left, l.ttl_ms);
+    Admission a = admitLease(limits_, Admit::kRestore, {l.job, l.uid, l.slots, std::min(left, l.ttl_ms)},
+                             useOthersLocked(l.job, l.uid));
+    if (a.denial) {
+      SA_WARN(kPart, "lease file %s: job %s (uid %u, %d slots) no longer fits the current "
+              "policy: dropped (%s)", file, l.job.c_str(), l.uid, l.slots,
+              a.denial->message.c_str());
+      continue;
+    }
+    if (a.ttl_cut) {
+      SA_WARN(kPart, "lease file %s: job %s (uid %u) had %lld s left, beyond policy.max_ttl: "
+              "cut to %lld s", file, l.job.c_str(), l.uid, static_cast<long long>(left / 1000),
+              static_cast<long long>(a.ttl_ms / 1000));
+      l.ttl_ms = a.ttl_ms;
+    }
+    l.expires_at_ms = steady + a.ttl_ms;
     slots_in_use_ += l.slots;
     by_job_[l.job] = l;
     ++kept;

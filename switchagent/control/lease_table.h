@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "admission.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
@@ -31,21 +32,11 @@ struct Lease {
   int64_t granted_at_wall_ms = 0;  // CLOCK_REALTIME ms of create: restore order
 };
 
-// Pool size and the per-job / per-user maxima the table enforces.
-struct LeaseLimits {
-  int pool_slots = 64;
-  int max_slots_per_job = 16;
-  int max_slots_per_user = 32;
-};
-
 // Steady-clock milliseconds, the time base of Lease::expires_at_ms.
 int64_t steadyNowMs();
 
 // 128 bits from getrandom(), as 32 lowercase hex characters.
 Result<std::string> newLeaseToken();
-
-// Job ids travel in URL paths and Prometheus labels: 1-64 of [A-Za-z0-9._+-].
-bool isValidJobId(const std::string& job);
 
 class LeaseStore;
 struct LeaseFileState;
@@ -72,12 +63,12 @@ class LeaseTable {  // thread-safe (one mutex)
     bool created = false;  // false: the job already had a lease for this uid
   };
   // Idempotent per job: the same job and uid get the existing lease back
-  // unchanged. Errors (control API code in brackets): kInvalidArgument
-  // [bad_request] bad job/slots/ttl; kDenied [conflict] job held by another
-  // uid; kNoResource [quota_exceeded] the message names the limit and the
-  // numbers; kUnsupported [draining] the agent is draining.
+  // unchanged. Otherwise admitLease(kCreate) decides; its refusals come back
+  // as toStatus(denial) (apiErrorOf(code) recovers the API error), and a job
+  // held by another uid is kDenied [conflict].
   Result<Created> create(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
-  // Extends the lease to now + ttl_ms. kAborted [not_found] if it is gone.
+  // Extends the lease to now + ttl_ms if admitLease(kRenew) agrees.
+  // kAborted [not_found] if it is gone.
   Result<Lease> renew(const std::string& job, int64_t ttl_ms);
   // Removes the job's lease and fires the revoke callback; false if absent.
   bool remove(const std::string& job, const std::string& reason);
@@ -90,13 +81,16 @@ class LeaseTable {  // thread-safe (one mutex)
   void revokeAll(const std::string& reason);
 
   // Persistence (state.lease_file). Call once, before serving: loads the
-  // file, re-admits its unexpired leases (oldest grant first) under the
-  // current pool and quotas exactly as create() would check them, logs each
-  // one dropped, restores draining, saves the result, and from then on saves
-  // after every change (create, renew, remove, expiry, drain). Lookups never
-  // touch the disk. A failed save is logged and counted by the store; the
-  // in-memory change stands.
-  void attachStore(std::unique_ptr<LeaseStore> store);
+  // file, re-admits its unexpired leases (oldest grant first) through
+  // admitLease(kRestore), the check create() uses, logs each one dropped or
+  // cut to policy.max_ttl, restores draining, saves the result, and from then
+  // on saves after every change (create, renew, remove, expiry, drain).
+  // Lookups never touch the disk. A failed save is logged and counted by the
+  // store; the in-memory change stands. If the file cannot be read (not a
+  // decode error: EACCES, EIO, a directory in its place) nothing is attached
+  // or written and the error, naming the file, is returned: the caller must
+  // not serve on an empty table that would overwrite the leases.
+  Status attachStore(std::unique_ptr<LeaseStore> store);
   const LeaseStore* store() const { return store_.get(); }
   // The lease file ("" when persistence is off) and its failed saves.
   std::string leaseFile() const;
@@ -116,7 +110,7 @@ class LeaseTable {  // thread-safe (one mutex)
   const LeaseLimits& limits() const { return limits_; }
 
  private:
-  Status checkQuotaLocked(const std::string& job, uint32_t uid, int slots) const;
+  PoolUse useOthersLocked(const std::string& job, uint32_t uid) const;
   Result<Created> createInMemory(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
   void restoreLocked(LeaseFileState& state);
   void persist();

@@ -79,6 +79,14 @@ std::string renderMetrics(const MetricsInput& in) {
     w.sample("switchagg_control_refused_total", n, "error=\"" + label(code) + "\"");
   }
 
+  w.family("switchagg_control_shed_total", "counter",
+           "Control connections cut or refused to keep the per-listener and per-peer budgets, "
+           "or timed out before sending a whole request.");
+  for (const auto& [key, n] : in.control_shed) {
+    w.sample("switchagg_control_shed_total", n,
+             "listener=\"" + label(key.first) + "\",reason=\"" + label(key.second) + "\"");
+  }
+
   w.family("switchagg_job_slots", "gauge", "Slots leased per job.");
   for (const Lease& l : in.leases) {
     w.sample("switchagg_job_slots", static_cast<uint64_t>(l.slots),

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent_config.h"
@@ -20,6 +21,8 @@ struct MetricsInput {
   bool draining = false;
   DataPlaneCounters data;
   std::map<std::string, uint64_t> control_refused;  // API error code -> count
+  // (listener, reason) -> connections shed by the control server's budgets
+  std::map<std::pair<std::string, std::string>, uint64_t> control_shed;
   uint64_t lease_file_save_failures = 0;             // state.lease_file writes that failed
 };
 

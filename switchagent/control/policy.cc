@@ -10,9 +10,7 @@ namespace switchagg::agent {
 
 namespace {
 
-Status denied(const std::string& message) {
-  return Status(Code::kDenied, "policy_denied: " + message);
-}
+Denial denied(const std::string& message) { return Denial{ApiError::kPolicyDenied, message}; }
 
 std::string groupName(uint32_t gid) {
   std::vector<char> buf(16384);
@@ -101,24 +99,24 @@ bool Policy::mayLeaseForSelf(const Caller& caller) const {
          listedGroup(caller.uid, caller.gid);
 }
 
-Status Policy::authorize(const Caller& caller, Action action, uint32_t target_uid) const {
+std::optional<Denial> Policy::authorize(const Caller& caller, Action action,
+                                        uint32_t target_uid) const {
   if (!caller.authenticated) {
-    if (action == Action::kRead && open_readonly_) return Status::Ok();
-    return Status(Code::kDenied,
+    if (action == Action::kRead && open_readonly_) return std::nullopt;
+    return Denial{ApiError::kUnauthenticated,
                   action == Action::kRead
-                      ? "unauthenticated: control.open_readonly is off; send a munge credential "
-                        "or use the Unix socket"
-                      : "unauthenticated: this request needs a munge credential on TCP, or the "
-                        "Unix socket");
+                      ? "control.open_readonly is off; send a munge credential or use the Unix "
+                        "socket"
+                      : "this request needs a munge credential on TCP, or the Unix socket"};
   }
   switch (action) {
     case Action::kRead:
-      return Status::Ok();
+      return std::nullopt;
     case Action::kAdmin:
-      if (isAdmin(caller)) return Status::Ok();
+      if (isAdmin(caller)) return std::nullopt;
       return denied(describe(caller.uid) + " is not root or in policy.admin_users");
     case Action::kCreate:
-      if (isAdmin(caller)) return Status::Ok();
+      if (isAdmin(caller)) return std::nullopt;
       if (!mayLeaseForSelf(caller)) {
         return denied(describe(caller.uid) +
                       " may not lease slots (not in policy.allowed_users or policy.allowed_groups)");
@@ -127,9 +125,9 @@ Status Policy::authorize(const Caller& caller, Action action, uint32_t target_ui
         return denied(describe(caller.uid) + " may only lease for itself, not for uid " +
                       std::to_string(target_uid) + " (policy.admin_users may)");
       }
-      return Status::Ok();
+      return std::nullopt;
     case Action::kOwnerOnly:
-      if (isAdmin(caller) || target_uid == caller.uid) return Status::Ok();
+      if (isAdmin(caller) || target_uid == caller.uid) return std::nullopt;
       return denied("the lease belongs to uid " + std::to_string(target_uid) + ", not to " +
                     describe(caller.uid));
   }

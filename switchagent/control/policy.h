@@ -5,11 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "admission.h"
 #include "agent_config.h"
-#include "switchagg/common/status.h"
 
 namespace switchagg::agent {
 
@@ -31,9 +32,9 @@ class Policy {
  public:
   explicit Policy(const AgentConfig& config);
 
-  // Ok, or kDenied with "unauthenticated: ..." / "policy_denied: ..." (the
-  // control API error code first, then a one-line reason).
-  Status authorize(const Caller& caller, Action action, uint32_t target_uid) const;
+  // Nothing, or the refusal: kUnauthenticated or kPolicyDenied with a
+  // one-line reason.
+  std::optional<Denial> authorize(const Caller& caller, Action action, uint32_t target_uid) const;
 
   bool isAdmin(const Caller& caller) const;
   bool mayLeaseForSelf(const Caller& caller) const;

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -86,11 +87,20 @@ int parseArgs(int argc, char** argv, Args* a) {
 
 
 int run(const AgentConfig& config) {
-  LeaseTable leases(LeaseLimits{config.pool_slots, config.max_slots_per_job,
-                                config.max_slots_per_user});
+  LeaseTable leases(leaseLimitsOf(config));
   // Before any listener opens: a restarted agent serves its old leases at once.
+  // An unreadable file (not a corrupt one) stops the start: serving on an
+  // empty table would overwrite the leases it holds. Restart=on-failure
+  // retries, and the message says what to fix.
   if (!config.lease_file.empty()) {
-    leases.attachStore(std::make_unique<LeaseStore>(config.lease_file));
+    Status st = leases.attachStore(std::make_unique<LeaseStore>(config.lease_file));
+    if (!st.ok()) {
+      std::fprintf(stderr,
+                   "switchagg-agent: state.lease_file: %s; the file is left as it is and the "
+                   "agent does not start (fix the file or its permissions, then start again)\n",
+                   st.message().c_str());
+      return 1;
+    }
   }
   const DataPlaneView* view = nullptr;  // the data plane, when built in
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
@@ -101,6 +111,7 @@ int run(const AgentConfig& config) {
   dpc.member_timeout_ms = config.member_timeout_ms;
   dpc.link_mbps = static_cast<uint32_t>(config.link_mbps);
   dpc.advertise_capacity = config.advertise_capacity;
+  dpc.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
   dpc.pool_slots = static_cast<size_t>(config.pool_slots);
   Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(dpc, leases);
   if (!dp.ok()) {
@@ -124,7 +135,9 @@ int run(const AgentConfig& config) {
   so.tcp_listen = config.control_listen;
   so.munge_socket = config.munge_socket;
   so.request_timeout_ms = config.request_timeout_ms;
-  so.max_connections = config.max_connections;
+  so.budget.max_tcp = config.max_connections;
+  so.budget.max_unix = config.max_unix_connections;
+  so.budget.max_per_peer = config.max_connections_per_peer;
   Result<std::unique_ptr<ControlServer>> server = ControlServer::start(so, api);
   if (!server.ok()) {
     std::fprintf(stderr, "switchagg-agent: %s\n", server.status().message().c_str());
@@ -176,6 +189,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // An agent restarted after a crash (Restart=on-failure) must bind its data
+  // port again at once, while the dead process's connections sit in
+  // TIME_WAIT; without SO_REUSEADDR UCX's listener fails "Address already in
+  // use" for up to a minute. An explicit setting in the environment wins.
+  setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 
   Args args;
   int rc = parseArgs(argc, argv, &args);

@@ -160,6 +160,13 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
   if (!lease) return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
   Group* g = findGroup(m.token, m.group_id);
   if (!g) {
+    size_t& held = groups_per_lease_[hex];
+    if (held >= config_.max_groups_per_lease) {
+      return reject(from, m, Reason::kNoResource,
+                    "the lease holds " + std::to_string(held) +
+                        " groups already (data.max_groups_per_lease)");
+    }
+    ++held;
     auto owned = std::make_unique<Group>();
     g = owned.get();
     g->serial = next_serial_++;
@@ -296,6 +303,8 @@ void AggregationEngine::destroyGroup(Group& g) {
     auto it = counters_.groups_by_job.find(g.job);
     if (it != counters_.groups_by_job.end() && --it->second == 0) counters_.groups_by_job.erase(it);
   }
+  auto held = groups_per_lease_.find(g.token_hex);
+  if (held != groups_per_lease_.end() && --held->second == 0) groups_per_lease_.erase(held);
   by_serial_.erase(g.serial);
   groups_.erase(g.key);  // frees g; buffers live on in pending sends
 }

@@ -56,6 +56,9 @@ struct EngineConfig {
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
   uint32_t link_mbps = 0;         // the data link's rate, advertised (0 = unknown)
   bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
+  // Groups one lease may hold at once, formed or waiting for members: a
+  // token holder joining group after group cannot fill the agent's memory.
+  size_t max_groups_per_lease = 64;
 };
 
 // What the agent tells clients about its speed (CAPACITY_ACK).
@@ -121,6 +124,7 @@ class AggregationEngine {
   SlotPool slots_;
   std::unordered_map<std::string, std::unique_ptr<Group>> groups_;  // key: token bytes + id
   std::unordered_map<uint64_t, Group*> by_serial_;
+  std::unordered_map<std::string, size_t> groups_per_lease_;  // token hex -> groups
   std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
   uint64_t next_serial_ = 1;
   uint32_t reduce_mbps_ = 0;               // measured in the constructor

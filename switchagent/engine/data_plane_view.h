@@ -26,6 +26,7 @@ struct DataPlaneConfig {
   // groups never hold more than this many slots together; 0 = no cap beyond
   // the leases' own slot counts (which the control plane keeps <= the pool).
   size_t pool_slots = 0;
+  size_t max_groups_per_lease = 64;        // groups (formed or forming) one lease may hold
 };
 
 struct DataPlaneCounters {

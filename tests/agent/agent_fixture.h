@@ -87,6 +87,7 @@ class RawConnection {
   bool send(const std::string& bytes);
   // Everything until the peer closes, or what arrived by the timeout.
   std::string readAll(int timeout_ms = 10000);
+  int fd() const { return fd_; }
 
  private:
   explicit RawConnection(int fd) : fd_(fd) {}

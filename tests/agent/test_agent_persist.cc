@@ -1,6 +1,8 @@
 // state.lease_file at agent start-up, with real switchagg-agent processes:
 // expired leases are dropped, a corrupt file is moved aside (the agent still
-// starts), and without the key the agent writes nothing. The lease files
+// starts), an unreadable one (EACCES, a directory in its place) is left
+// untouched and the agent refuses to start, and without the key the agent
+// writes nothing. The lease files
 // here are written by hand in the documented format, not by the agent's code.
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -127,6 +129,70 @@ TEST_F(AgentPersist, CorruptFileIsMovedAsideAndTheAgentStartsEmpty) {
   ASSERT_EQ(stat(file_.c_str(), &sb), 0);
   EXPECT_EQ(sb.st_mode & 07777, 0600u);
   EXPECT_NE(readText(file_).find(l->token), std::string::npos);
+}
+
+// The agent as root without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so a mode
+// 0000 file really gives EACCES; it must exit without serving.
+ProcessResult startWithoutDacOverride(const std::string& dir, const std::string& file) {
+  return runProcess({"/usr/bin/setpriv", "--bounding-set=-dac_override,-dac_read_search",
+                     binaryPath("switchagg-agent"), "--set", "state.lease_file=" + file, "--set",
+                     "control.unix_socket=" + dir + "/agent.sock", "--set", "control.listen=",
+                     "--set", "data.listen=127.0.0.1:0"},
+                    -1, -1, {}, 20000);
+}
+
+TEST_F(AgentPersist, UnreadableFileIsLeftInPlaceAndTheAgentRefusesToStart) {
+  const int64_t now = wallMs();
+  json doc = {{"format", "switchagg-leases"}, {"version", 1}, {"draining", false},
+              {"leases", {leaseEntry("keep", 3, now + 600000)}}};
+  write(doc.dump());
+  const std::string before = readText(file_);
+  ASSERT_EQ(chmod(file_.c_str(), 0), 0);
+  ProcessResult r = startWithoutDacOverride(dir_, file_);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("state.lease_file: cannot open " + file_ + ": Permission denied"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the file is left as it is and the agent does not start"), std::string::npos)
+      << r.err;
+  ASSERT_EQ(chmod(file_.c_str(), 0600), 0);
+  EXPECT_EQ(readText(file_), before);  // not overwritten with an empty state
+  EXPECT_EQ(filesIn(dir_), std::vector<std::string>{"leases.json"});  // nothing moved aside
+
+  // Fixed, the next start serves the lease: none was lost.
+  ASSERT_NO_FATAL_FAILURE(start({"state.lease_file=" + file_}));
+  auto list = leases();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].job, "keep");
+}
+
+TEST_F(AgentPersist, DirectoryInPlaceOfTheFileIsLeftAndTheAgentRefusesToStart) {
+  ASSERT_EQ(mkdir(file_.c_str(), 0700), 0);
+  ProcessResult r = startWithoutDacOverride(dir_, file_);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot read " + file_ + ": Is a directory"), std::string::npos) << r.err;
+  struct stat sb {};
+  ASSERT_EQ(stat(file_.c_str(), &sb), 0);
+  EXPECT_TRUE(S_ISDIR(sb.st_mode));
+  EXPECT_EQ(filesIn(dir_), std::vector<std::string>{"leases.json"});
+}
+
+// policy.max_ttl lowered while the agent was down: the restored lease stays
+// but expires within the new bound (the review's bug: it kept 30 days).
+TEST_F(AgentPersist, RestoredLeasesAreHeldToTheCurrentMaxTtl) {
+  const int64_t now = wallMs();
+  json entry = leaseEntry("long", 2, now + 29LL * 24 * 3600000);
+  entry["ttl_ms"] = 30LL * 24 * 3600000;
+  json doc = {{"format", "switchagg-leases"}, {"version", 1}, {"draining", false},
+              {"leases", {entry}}};
+  write(doc.dump());
+  ASSERT_NO_FATAL_FAILURE(start({"state.lease_file=" + file_, "policy.max_ttl=1h",
+                                 "policy.default_ttl=1h"}));
+  auto list = leases();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_LE(list[0].expires_in_s, 3600);
+  EXPECT_GT(list[0].expires_in_s, 3500);
+  EXPECT_NE(agent_->stderrText().find("beyond policy.max_ttl: cut to 3600 s"), std::string::npos)
+      << agent_->stderrText();
 }
 
 TEST_F(AgentPersist, WithoutTheKeyNothingIsWrittenAndStatusSaysOff) {

@@ -66,7 +66,8 @@ TEST(ControlFaults, ExampleConfigChecksAndPrints) {
 
 TEST(ControlFaults, HostileRequestsAreAnsweredAndTheAgentLivesOn) {
   auto agent = AgentProcess::start(
-      AgentOptions::withSets({"control.request_timeout=500ms", "control.max_connections=4"}));
+      AgentOptions::withSets({"control.request_timeout=500ms", "control.max_connections=4",
+                              "control.max_unix_connections=4"}));
   ASSERT_TRUE(agent.ok()) << agent.status().toString();
   const std::string addr = (*agent)->unixAddress();
   const std::string tcp = (*agent)->tcpAddress();
@@ -99,8 +100,9 @@ TEST(ControlFaults, HostileRequestsAreAnsweredAndTheAgentLivesOn) {
   EXPECT_EQ(statusOf((*slow)->readAll(5000)), 408);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
 
-  // More idle connections than control.max_connections: the extra ones are
-  // refused at once, the agent does not stall.
+  // More idle connections than control.max_unix_connections: a newcomer
+  // with a whole request is served at once, and the oldest idle connection
+  // is cut with 503 overloaded; the agent does not stall.
   std::vector<std::unique_ptr<RawConnection>> idle;
   for (int i = 0; i < 4; ++i) {
     auto c = RawConnection::open(addr);
@@ -108,7 +110,10 @@ TEST(ControlFaults, HostileRequestsAreAnsweredAndTheAgentLivesOn) {
     idle.push_back(std::move(*c));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(statusOf(rawExchange(addr, "GET /v1/status HTTP/1.1\r\n\r\n", 2000)), 503);
+  EXPECT_EQ(statusOf(rawExchange(addr, "GET /v1/status HTTP/1.1\r\n\r\n", 2000)), 200);
+  std::string cut = idle[0]->readAll(2000);
+  EXPECT_EQ(statusOf(cut), 503) << cut;
+  EXPECT_NE(cut.find("\"error\":\"overloaded\""), std::string::npos) << cut;
   idle.clear();
   std::this_thread::sleep_for(std::chrono::milliseconds(800));  // their 408s go out
 
@@ -130,6 +135,10 @@ TEST(ControlFaults, HostileRequestsAreAnsweredAndTheAgentLivesOn) {
   EXPECT_NE(m->body.find("switchagg_control_refused_total{error=\"bad_request\"}"), std::string::npos);
   EXPECT_NE(m->body.find("switchagg_control_refused_total{error=\"overloaded\"}"), std::string::npos)
       << m->body;
+  // At least the idle connection cut above (more when the vanishing clients
+  // below were still open as others arrived).
+  EXPECT_NE(m->body.find("switchagg_control_shed_total{listener=\"unix\",reason=\"evicted_budget\"} "),
+            std::string::npos) << m->body;
   EXPECT_EQ((*agent)->stop(), 0) << (*agent)->stderrText();
 }
 

@@ -211,6 +211,27 @@ TEST_F(EngineFaultTest, IncompleteJoinTimesOut) {
   EXPECT_EQ(aborts[0].msg.reason, Reason::kJoinTimeout);
 }
 
+// A token holder joining group after group (each waiting for 4096 members
+// that never come) is held to data.max_groups_per_lease; the refusal is
+// counted, other leases are untouched, and a group that ends frees a place.
+TEST_F(EngineFaultTest, GroupsPerLeaseAreBounded) {
+  const size_t cap = config_.max_groups_per_lease;
+  for (uint64_t gid = 100; gid < 100 + cap - 1; ++gid) join(1, a_, gid, 4096, 0);  // + group 7
+  EXPECT_TRUE(out_.take(MsgType::kError).empty());
+  join(1, a_, 5000, 4096, 0);
+  auto errors = out_.take(MsgType::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].msg.reason, Reason::kNoResource);
+  EXPECT_NE(errors[0].msg.text.find("data.max_groups_per_lease"), std::string::npos);
+  EXPECT_EQ(engine_->counters().rejected.at("no_resource"), 1u);
+  join(11, b_, 5000, 2, 0);  // job B's joins are not refused
+  EXPECT_TRUE(out_.take(MsgType::kError).empty());
+  engine_->tick(now_ + config_.member_timeout_ms + 1);  // the waiting groups time out
+  out_.take(MsgType::kAbort);
+  join(1, a_, 5001, 2, 0);
+  EXPECT_TRUE(out_.take(MsgType::kError).empty());
+}
+
 TEST_F(EngineFaultTest, RevokedLeaseAbortsItsGroupsOnly) {
   contribA(1, 0, 0, {1, 2});
   engine_->revokeLease(wire::tokenToHex(a_), "deleted by admin");

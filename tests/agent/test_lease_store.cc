@@ -50,7 +50,8 @@ class LeaseStoreTest : public ::testing::Test {
   std::unique_ptr<LeaseTable> restored(const LeaseFileState& state, LeaseLimits limits) {
     write(encodeLeaseFile(state));
     auto t = std::make_unique<LeaseTable>(limits);
-    t->attachStore(std::make_unique<LeaseStore>(file_));
+    Status st = t->attachStore(std::make_unique<LeaseStore>(file_));
+    EXPECT_TRUE(st.ok()) << st.toString();
     return t;
   }
   switchagg::testing::TempDir tmp_;
@@ -138,11 +139,11 @@ TEST_F(LeaseStoreTest, MissingFileIsEmptyCorruptFileIsMovedAsideStaleTempRemoved
   LeaseStore store(file_);
   std::ofstream(file_ + ".tmp-AbC123") << "left by a crash mid-save";
   std::ofstream(dir_ + "/other.tmp-AbC123") << "not ours";
-  EXPECT_TRUE(store.load().leases.empty());
+  EXPECT_TRUE(store.load()->leases.empty());
   EXPECT_EQ(files(), std::vector<std::string>{"other.tmp-AbC123"});
   ASSERT_EQ(unlink((dir_ + "/other.tmp-AbC123").c_str()), 0);
   write("garbage");
-  EXPECT_TRUE(store.load().leases.empty());
+  EXPECT_TRUE(store.load()->leases.empty());
   std::vector<std::string> f = files();
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].rfind("leases.json.corrupt-", 0), 0u) << f[0];
@@ -189,7 +190,7 @@ TEST_F(LeaseStoreTest, RestoreAppliesQuotasAndClampsToTheTtl) {
 
 TEST_F(LeaseStoreTest, EveryChangeIsSavedAndFailuresAreCountedNotFatal) {
   LeaseTable t(LeaseLimits{});
-  t.attachStore(std::make_unique<LeaseStore>(file_));
+  ASSERT_TRUE(t.attachStore(std::make_unique<LeaseStore>(file_)).ok());
   auto onDisk = [&] {
     std::ifstream in(file_);
     std::stringstream b;
@@ -221,6 +222,51 @@ TEST_F(LeaseStoreTest, EveryChangeIsSavedAndFailuresAreCountedNotFatal) {
   EXPECT_TRUE(t.create("c", 1000, 2, 60000).ok());  // in memory it still works
   EXPECT_EQ(t.store()->saveFailures(), 1u);
   ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+}
+
+// The review's bug: policy.max_ttl was not applied to restored leases. A
+// lease granted for 30 days under an old policy, restored under a 1 h
+// max_ttl, is kept but expires within the hour; the file says so too.
+TEST_F(LeaseStoreTest, RestoreCutsARemainingTimeBeyondMaxTtl) {
+  const int64_t now = wallNowMs();
+  const int64_t kDay = 24 * 3600000LL;
+  LeaseFileState s;
+  s.leases = {lease("long", 2, now + 29 * kDay, now - kDay), lease("short", 2, now + 600000, now)};
+  s.leases[0].ttl_ms = 30 * kDay;
+  LeaseLimits limits;
+  limits.max_ttl_ms = 3600000;
+  auto t = restored(s, limits);
+  std::optional<Lease> kept = t->findByJob("long");
+  ASSERT_TRUE(kept);
+  EXPECT_LE(kept->expires_at_ms - steadyNowMs(), 3600000);
+  EXPECT_GT(kept->expires_at_ms - steadyNowMs(), 3500000);
+  EXPECT_EQ(kept->ttl_ms, 3600000);
+  std::optional<Lease> other = t->findByJob("short");
+  ASSERT_TRUE(other);
+  EXPECT_LE(other->expires_at_ms - steadyNowMs(), 600000);  // within bounds: untouched
+  // A renew asking beyond max_ttl is refused by the same check.
+  Result<Lease> r = t->renew("long", 2 * 3600000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(apiErrorOf(r.status().code()), ApiError::kQuotaExceeded);
+  EXPECT_NE(r.status().message().find("policy.max_ttl"), std::string::npos);
+}
+
+// A lease file that cannot be read is not a corrupt one: it stays where it
+// is, untouched, and attaching fails with a message naming it and errno.
+TEST_F(LeaseStoreTest, UnreadableFileIsLeftInPlaceAndAttachFails) {
+  ASSERT_EQ(mkdir(file_.c_str(), 0700), 0);  // a directory where the file should be
+  LeaseTable t(LeaseLimits{});
+  Status st = t.attachStore(std::make_unique<LeaseStore>(file_));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kIoError);
+  EXPECT_NE(st.message().find(file_), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Is a directory"), std::string::npos) << st.message();
+  EXPECT_EQ(files(), std::vector<std::string>{"leases.json"});  // nothing moved aside or written
+  EXPECT_EQ(t.store(), nullptr);
+  EXPECT_TRUE(t.create("x", 1000, 1, 60000).ok());  // and no save happens
+  struct stat sb {};
+  ASSERT_EQ(stat(file_.c_str(), &sb), 0);
+  EXPECT_TRUE(S_ISDIR(sb.st_mode));
 }
 
 TEST(LeaseFileKey, ValidatedWithErrorsNamingTheKey) {

@@ -217,6 +217,51 @@ case_broken_plugstack() {
   srun -n 1 true 2>"$W/err" || fail "a job without --switch-agg failed"
 }
 
+# The control-plane starvation attack while jobs start: user nobody holds
+# 200 TCP and 200 Unix-socket connections to the agent, each with half a
+# request line, re-opened every second. Every --switch-agg=require job still
+# gets its lease from the prolog, each srun takes at most 1 s longer than
+# without the attack, an admin lease create over the Unix socket answers
+# within 1 s, and the agent counts what it shed. Needs SWITCHAGG_FLOOD.
+case_prolog_under_flood() {
+  local flood tcp base=999999 t0 ms job i
+  flood=$W/$(basename "${SWITCHAGG_FLOOD:?}")
+  cp "$SWITCHAGG_FLOOD" "$flood"
+  tcp=$(sed -n '/^\[control\]/,/^\[/s/^listen = "\(.*\)"/\1/p' "$DIR/agent.toml")
+  [[ -n $tcp ]] || fail "no control listen address in $DIR/agent.toml"
+  for i in 1 2; do
+    t0=$(date +%s%N)
+    srun --switch-agg=require -n 1 "$PROBE" >"$W/out" 2>"$W/err" || fail "baseline job failed: $(cat "$W/err")"
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    ((ms < base)) && base=$ms
+  done
+  local shed_before
+  shed_before=$(shedTotal)
+  local target
+  for target in "$tcp" "unix:$DIR/agent.sock"; do
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$flood" --address "$target" \
+      --connections 200 --reopen-ms 1000 --seconds 120 >/dev/null 2>&1 &
+    atExit "kill $! 2>/dev/null; wait $! 2>/dev/null"
+  done
+  sleep 1.5
+  for i in 1 2 3; do
+    t0=$(date +%s%N)
+    srun --switch-agg=require -n 1 "$PROBE" >"$W/out" 2>"$W/err" || fail "job under attack failed: $(cat "$W/err")"
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    job=$(jobOf "$W/out")
+    grep -q "during=job:$job uid:0" "$W/out" || fail "job $job had no lease under attack: $(cat "$W/out")"
+    ((ms <= base + 1000)) || fail "srun took $ms ms under attack, $base ms without"
+    echo "srun under attack: $ms ms (without: $base ms)"
+    t0=$(date +%s%N)
+    "$CTL" lease create --job "flood-$i" --slots 1 >/dev/null || fail "admin lease create failed under attack"
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    ((ms < 1000)) || fail "admin lease create took $ms ms under attack"
+    "$CTL" lease delete --job "flood-$i" >/dev/null
+    waitNoLease "$job"
+  done
+  (($(shedTotal) > shed_before + 300)) || fail "the agent shed only $(($(shedTotal) - shed_before)) connections: was the attack real?"
+}
+
 # The MPI end-to-end: srun --mpi=pmix -n 4 switchagg-bench --check with the
 # coll component offloading to the agent; the agent's counters must move,
 # the results must check out, and the lease must go with the job. Needs

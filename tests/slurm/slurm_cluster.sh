@@ -124,6 +124,13 @@ PlugStackConfig=$dir/plugstack.conf
 NodeName=$host CPUs=2 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=FORCE:4
 EOF
+  # Slurm's PMIx plugin makes /tmp/spmix_appdir_<uid>_<job>.<step> for each
+  # step. Job ids restart at 1 in every private cluster, so a directory left
+  # in /tmp by a killed step of another cluster (or an earlier run) fails a
+  # step with "File exists": each cluster gets its own base directory.
+  mkdir -p "$dir/pmix"
+  chmod 1777 "$dir/pmix"
+  echo "PMIxCliTmpDirBase=$dir/pmix" >"$dir/mpi.conf"
   if [[ -n $spank ]]; then
     echo "required $spank control=unix:$dir/agent.sock state_dir=$dir/notes $spank_args" >"$dir/plugstack.conf"
   else

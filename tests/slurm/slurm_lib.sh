@@ -27,6 +27,11 @@ agentCounter() {
   "$CTL" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["counters"][sys.argv[1]])' "$1"
 }
 
+# Control connections the agent shed to keep its budgets (all listeners and reasons).
+shedTotal() {
+  "$CTL" metrics | awk '/^switchagg_control_shed_total/ { n += $2 } END { print n + 0 }'
+}
+
 dataAddress() {
   "$CTL" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["data_address"])'
 }

@@ -45,6 +45,10 @@ foreach(name require_srun sbatch_env salloc auto_agent_down require_agent_down r
   add_slurm_case(${name})
 endforeach()
 
+if(TARGET switchagg-test-control-flood)
+  add_slurm_case(prolog_under_flood SWITCHAGG_FLOOD=$<TARGET_FILE:switchagg-test-control-flood>)
+endif()
+
 # The MPI end-to-end (srun --mpi=pmix -n 4 switchagg-bench --check with
 # offload): registered once the component and the bench are built and
 # The MPI end-to-end case (srun + PMIx + the component + the switch path);
