@@ -15,6 +15,8 @@
 #   stall BYTES           SIGSTOP the agent after the switch served a call;
 #                         once the ranks fell back, SIGCONT it: the
 #                         communicator must rejoin and use the switch again
+#   program NP PROGRAM [ARGS...]  any check program that prints PASS (e.g.
+#                         mpi_fortran_types --expect switch), offload on
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
 #                         right answers on the host
 # Prints PASS on success; any failure exits non-zero with the logs.
@@ -88,6 +90,14 @@ case $scenario in
     created=$(metric switchagg_groups_created_total)
     echo "agent metrics: bytes_in=$in groups_created=$created"
     [[ ${in%.*} -gt 0 && ${created%.*} -gt 0 ]] || die "the agent saw no traffic"
+    ;;
+  program)
+    np=$1
+    shift
+    start_agent
+    lease "program-np$np"
+    run_mpi "$np" "$work/program.log" "$@" || { cat "$work/program.log"; die "program run failed"; }
+    expect_pass "$work/program.log" "joined switch group"
     ;;
   liveness)
     np=$1

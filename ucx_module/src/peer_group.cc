@@ -131,8 +131,11 @@ void PeerGroup::Impl::postData(int peer, uint32_t tag, uint64_t seq, const void*
 PeerGroup::PeerGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PeerGroup::~PeerGroup() = default;
 
-int PeerGroup::firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy) {
-  for (int slot = 1; slot <= kMaxSlot; ++slot) {
+int PeerGroup::firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy,
+                                   int start) {
+  if (start < 1 || start > kMaxSlot) start = 1;
+  for (int i = 0; i < kMaxSlot; ++i) {
+    const int slot = 1 + (start - 1 + i) % kMaxSlot;
     const uint64_t bit = uint64_t(1) << (slot % 64);
     bool free_everywhere = true;
     for (const auto& mask : busy) free_everywhere = free_everywhere && !(mask[slot / 64] & bit);
