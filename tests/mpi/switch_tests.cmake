@@ -10,7 +10,7 @@ target_include_directories(test_switch_check PRIVATE ${PROJECT_SOURCE_DIR}/mpi_c
 target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
 switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
-  mpi_allreduce_check mpi_liveness_check mpi_thread_check mpi_fortran_types)
+  mpi_allreduce_check mpi_liveness_check mpi_thread_check mpi_fortran_types switchagg-cg)
 
 set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
 
@@ -38,6 +38,8 @@ add_switch_test(mpi_switch_threads_np2 180 "mpi;agent" program 2
 add_switch_test(mpi_switch_python_np2 180 "mpi;agent" program 2
   --mca coll_switchagg_stall_timeout 60 ${SWITCHAGG_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/python_check.py --expect switch)
+# The CG mini-application (MPI + OpenMP) with and without the switch.
+add_switch_test(mpi_switch_cg_np2 180 "mpi;agent;apps" cg 2)
 add_switch_test(mpi_switch_two_jobs 180 "mpi;agent" two_jobs)
 add_switch_test(mpi_switch_liveness_np3 240 "mpi;agent" liveness 3)
 # Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
