@@ -66,7 +66,8 @@ class ThreadGate {
   // thread holds it; returns early when another thread made progress
   // (then > 0 with every revents of `fds` zero).
   static int poll(pollfd* fds, int nfds, int timeout_ms);
-  // Gives other threads a turn at the gate (spin loops); no-op when off.
+  // Gives threads blocked on the gate a turn (spin loops); no-op when off
+  // or when none is waiting.
   static void yield();
   // Called after progress that saw events: wakes the threads in poll().
   static void wakeSleepers();
