@@ -33,15 +33,16 @@ trap 'agent_stop; rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
 path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
 agent_start "$root/config/agent.toml" "$work" >/dev/null || { echo "cg_bench: agent start failed" >&2; exit 1; }
-eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job cg-bench --slots 16 | grep '^export ')"
+# The lease goes to the switch configuration only (local ranks inherit
+# mpirun's environment, so it must not be exported to the others).
+lease_env=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job cg-bench --slots 16 |
+  sed -n 's/^export //p')
 
-# Only the switch configuration gets the lease (auto would otherwise weigh
-# the switch too).
 declare -A mca=(
   [off]="--mca coll_switchagg_enable 0"
   [auto]=""
   [recursive_doubling]="--mca coll_switchagg_allreduce_algorithm recursive_doubling"
-  [switch]="--mca coll_switchagg_offload on -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE"
+  [switch]="--mca coll_switchagg_offload on"
 )
 configs=(off auto recursive_doubling switch)
 : >"$work/rows"
@@ -49,8 +50,10 @@ for np in $np_list; do
   for ((r = 1; r <= reps; r++)); do
     for c in "${configs[@]}"; do
       log=$work/$np-$c-$r.log
+      lease=()
+      [[ $c == switch ]] && read -ra lease <<<"$lease_env"
       # shellcheck disable=SC2086 # mca options split on purpose
-      mpirun --oversubscribe --bind-to none -np "$np" --mca btl self,vader \
+      env "${lease[@]}" mpirun --oversubscribe --bind-to none -np "$np" --mca btl self,vader \
         --mca mca_base_component_path "$path" ${mca[$c]} -x OMP_NUM_THREADS="$threads" \
         -x OMP_WAIT_POLICY=passive -x SWITCHAGG_UCX_WAIT "$bin/switchagg-cg" --n "$n" >"$log" 2>&1 ||
         { cat "$log"; echo "cg_bench: $c np $np failed" >&2; exit 1; }

@@ -5,8 +5,6 @@
 
 namespace switchagg::coll {
 
-thread_local int ProcessRuntime::in_call_ = 0;
-
 void ProcessRuntime::enableThreads() { ucx::ThreadGate::enable(); }
 
 ProcessRuntime& ProcessRuntime::instance() {
@@ -42,9 +40,8 @@ void ProcessRuntime::close() {
 }
 
 int ProcessRuntime::progress() {
-  if (in_call_ > 0) return 0;
   ucx::ThreadGate::TryHold gate;
-  if (!gate.held()) return 0;
+  if (!gate.held() || (!ucx::ThreadGate::enabled() && in_call_ > 0)) return 0;
   ++in_call_;  // a callback that re-enters opal_progress must not recurse here
   int events = 0;
   if (worker_ && worker_->progress()) ++events;

@@ -66,12 +66,13 @@ class ProcessRuntime {
   // this thread (the call drives them itself; UCX is not re-entrant) or,
   // with threads, another thread holds the gate (it drives them).
   int progress();
-  // Marks a switchagg call on this thread and holds the thread gate:
-  // progress() stays out of it.
+  // Marks a switchagg call and holds the thread gate: progress() stays out
+  // of it (with threads, through the gate: in_call_ then only changes
+  // under it and is not read).
   class CallScope {
    public:
-    CallScope() { ++in_call_; }
-    ~CallScope() { --in_call_; }
+    CallScope() { ++instance().in_call_; }
+    ~CallScope() { --instance().in_call_; }
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
 
@@ -91,7 +92,7 @@ class ProcessRuntime {
   std::unique_ptr<ucx::Worker> worker_;
   Status worker_error_;
   int live_comms_ = 0;
-  static thread_local int in_call_;
+  int in_call_ = 0;
   std::vector<std::pair<const void*, std::function<int()>>> extra_progress_;
 };
 

@@ -74,11 +74,11 @@ ThreadGate::Release::~Release() {
 }
 
 ThreadGate::TryHold::TryHold() {
-  if (t_depth > 0) return;  // re-entered from inside a held section
   if (!enabled()) {
     held_ = true;
     return;
   }
+  if (t_depth > 0) return;  // re-entered from inside a held section
   if (g_mutex.try_lock()) {
     t_depth = 1;
     held_ = locked_ = true;

@@ -48,7 +48,7 @@ class ThreadGate {
   };
   // For a progress callback: holds the gate only if it is free now and
   // this thread does not already hold it (held() false: do nothing). When
-  // off, held() is true unless this thread is inside Hold.
+  // off, held() is true (the caller keeps its own re-entry guard).
   class TryHold {
    public:
     TryHold();
