@@ -6,12 +6,16 @@
 # solve time and median time inside MPI_Allreduce (max over ranks) per
 # configuration. Also checks that every configuration's residual history
 # is the same as switchagg off (bitwise where the ranks are 2).
-# Writes benchmarks/results/cg.md.
+# Writes benchmarks/results/cg.md; with --fabric H, on an emulated cluster
+# of H hosts (scripts/fabric.py, one rank per host, links shaped to --rate
+# Mbit/s, the agent on the switch's host; takes /run/switchagg-fabric.lock)
+# and writes benchmarks/results/cg_fabric.md.
 #
 #   benchmarks/cg_bench.sh [--build DIR] [--np "2 4"] [--threads 1] [--n 48] [--reps 5]
+#                          [--fabric H [--rate 400]] [--out FILE]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build np_list="2 4" threads=1 n=48 reps=5 out=$root/benchmarks/results/cg.md
+build=$root/build np_list="2 4" threads=1 n=48 reps=5 out="" fabric=0 rate=400
 while (($#)); do
   case $1 in
     --build) build=$2; shift ;;
@@ -20,7 +24,9 @@ while (($#)); do
     --n) n=$2; shift ;;
     --reps) reps=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --fabric) fabric=$2; shift ;;
+    --rate) rate=$2; shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cg_bench: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -28,15 +34,43 @@ done
 build=$(cd "$build" && pwd)
 bin=$build/bin
 source "$root/scripts/lib_agent.sh"
+source "$root/scripts/lib_fabric.sh"
 work=$(mktemp -d /tmp/switchagg-cg-bench.XXXXXX)
-trap 'agent_stop; rm -rf "$work"' EXIT
+trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
 path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
-agent_start "$root/config/agent.toml" "$work" >/dev/null || { echo "cg_bench: agent start failed" >&2; exit 1; }
-# The lease goes to the switch configuration only (local ranks inherit
-# mpirun's environment, so it must not be exported to the others).
-lease_env=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job cg-bench --slots 16 |
-  sed -n 's/^export //p')
+if ((fabric > 0)); then
+  exec 9>/run/switchagg-fabric.lock
+  flock -w 1200 9 || { echo "cg_bench: the fabric lock stayed taken" >&2; exit 1; }
+  np_list=$fabric
+  fabric_up cgb --hosts "$fabric" --rate "$rate" --subnet 10.92
+  fabric_agent_start "$work" >/dev/null || { echo "cg_bench: agent start failed" >&2; exit 1; }
+  where="an emulated cluster of $fabric hosts (one rank each, $rate Mbit/s links, UCX over TCP)"
+  out=${out:-$root/benchmarks/results/cg_fabric.md}
+else
+  agent_start "$root/config/agent.toml" "$work" >/dev/null ||
+    { echo "cg_bench: agent start failed" >&2; exit 1; }
+  where="this machine"
+  out=${out:-$root/benchmarks/results/cg.md}
+fi
+# The lease goes to the switch configuration only (-x KEY=VALUE; local
+# ranks inherit mpirun's environment, so it is not exported).
+lease_args=()
+for kv in $("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job cg-bench \
+  --slots 16 | sed -n 's/^export //p'); do
+  lease_args+=(-x "$kv")
+done
+# launch NP ARGS...: mpirun of NP ranks here or across the fabric's hosts.
+launch() {
+  local np=$1
+  shift
+  if ((fabric > 0)); then
+    fabric_mpirun "$np" 1 "$@"
+  else
+    mpirun --oversubscribe --bind-to none -np "$np" --mca btl self,vader \
+      --mca mca_base_component_path "$path" "$@"
+  fi
+}
 
 declare -A mca=(
   [off]="--mca coll_switchagg_enable 0"
@@ -51,10 +85,9 @@ for np in $np_list; do
     for c in "${configs[@]}"; do
       log=$work/$np-$c-$r.log
       lease=()
-      [[ $c == switch ]] && read -ra lease <<<"$lease_env"
+      [[ $c == switch ]] && lease=("${lease_args[@]}")
       # shellcheck disable=SC2086 # mca options split on purpose
-      env "${lease[@]}" mpirun --oversubscribe --bind-to none -np "$np" --mca btl self,vader \
-        --mca mca_base_component_path "$path" ${mca[$c]} -x OMP_NUM_THREADS="$threads" \
+      launch "$np" ${mca[$c]} "${lease[@]}" -x OMP_NUM_THREADS="$threads" \
         -x OMP_WAIT_POLICY=passive -x SWITCHAGG_UCX_WAIT "$bin/switchagg-cg" --n "$n" >"$log" 2>&1 ||
         { cat "$log"; echo "cg_bench: $c np $np failed" >&2; exit 1; }
       grep '^iter' "$log" >"$work/$np-$c.hist"
@@ -73,11 +106,13 @@ for np in $np_list; do
   done
 done
 {
-  echo "# CG mini-application: switchagg on and off"
+  opts="--np \"$np_list\""
+  ((fabric > 0)) && opts="--fabric $fabric --rate $rate"
+  echo "# CG mini-application: switchagg on and off, $where"
   echo
-  echo "Command: \`benchmarks/cg_bench.sh --np \"$np_list\" --threads $threads --n $n --reps $reps\`,"
+  echo "Command: \`benchmarks/cg_bench.sh $opts --threads $threads --n $n --reps $reps\`,"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores shared with other jobs (load average at the"
-  echo "end: $(cut -d' ' -f1-3 /proc/loadavg)), ob1 + vader, $threads OpenMP thread(s) per rank."
+  echo "end: $(cut -d' ' -f1-3 /proc/loadavg)), $threads OpenMP thread(s) per rank."
   echo
   echo "switchagg-cg on ${n}^3 points to a relative residual of 1e-8; each"
   echo "iteration is one halo exchange and two one-double MPI_Allreduce calls."
