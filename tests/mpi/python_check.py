@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """mpi4py at its default thread level (MPI_THREAD_MULTIPLE) through
-switchagg: exact float32/float64/int32 results (integer values, so sums are
-exact in any order), in place and not, on COMM_WORLD; then two Python
+switchagg: exact float32/float64/int32/complex64/complex128 results (NumPy
+complex arrays are MPI_C_FLOAT_COMPLEX / MPI_C_DOUBLE_COMPLEX; integer
+values, so sums are exact in any order), in place and not, on COMM_WORLD;
+then two Python
 threads, each on its own duplicate of COMM_WORLD, at the same time. Every
 call must be served by --expect (the component's counters and last path
 say so).
@@ -22,11 +24,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 import switchagg_path  # noqa: E402
 
 COUNTS = [1, 5, 1000, 40000]
-DTYPES = [np.float32, np.float64, np.int32]
+DTYPES = [np.float32, np.float64, np.int32, np.complex64, np.complex128]
 
 
 def contribution(rank, salt, count, dtype):
-    return ((np.arange(count) * 7 + rank * 13 + salt) % 101 - 50).astype(dtype)
+    values = (np.arange(count) * 7 + rank * 13 + salt) % 101 - 50
+    if np.issubdtype(dtype, np.complexfloating):
+        return (values - 2j * values).astype(dtype)
+    return values.astype(dtype)
 
 
 def check_calls(comm, salt, iters, expect, failures):
@@ -34,7 +39,8 @@ def check_calls(comm, salt, iters, expect, failures):
     for k in range(iters):
         count, dtype = COUNTS[k % len(COUNTS)], DTYPES[(k // len(COUNTS)) % len(DTYPES)]
         mine = contribution(rank, salt + k, count, dtype)
-        want = sum(contribution(r, salt + k, count, np.int64) for r in range(size))
+        wide = np.complex128 if np.issubdtype(dtype, np.complexfloating) else np.int64
+        want = sum(contribution(r, salt + k, count, wide) for r in range(size)).astype(dtype)
         if k % 2:
             got = mine.copy()
             comm.Allreduce(MPI.IN_PLACE, got, op=MPI.SUM)
@@ -42,7 +48,7 @@ def check_calls(comm, salt, iters, expect, failures):
             got = np.empty_like(mine)
             comm.Allreduce(mine, got, op=MPI.SUM)
         path = switchagg_path.last_path(comm)
-        if not np.array_equal(got.astype(np.int64), want):
+        if not np.array_equal(got, want):
             failures.append(f"rank {rank} salt {salt} call {k}: wrong {dtype.__name__} result")
         if path != expect:
             failures.append(f"rank {rank} salt {salt} call {k}: served by {path}, expected {expect}")
