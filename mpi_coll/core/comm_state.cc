@@ -127,10 +127,10 @@ Status CommState::exchangeAddresses() {
     const uint8_t* begin = gathered.data() + r * longest;
     addresses.emplace_back(begin, begin + all[r].address_bytes);
   }
-  // Every rank computes the same slot from the same headers: the lowest one
-  // free on all members, so live communicators never share tag space.
-  // With threads, communicators set up at the same time start their search
-  // at different slots (their ids differ), so they rarely race for one.
+  // Every rank computes the same slot from the same headers: the first one
+  // free on all members, so live communicators never share tag space. With
+  // threads, communicators set up at the same time start their search at
+  // different slots (their ids differ), so they rarely race for one.
   const int start = ucx::ThreadGate::enabled()
                         ? 1 + int(context_id_ % uint32_t(ucx::PeerGroup::kMaxSlot))
                         : 1;
