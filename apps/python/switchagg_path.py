@@ -13,20 +13,18 @@ from mpi4py import MPI
 _process = ctypes.CDLL(None)
 
 
-def _lookup(name, restype):
+def _lookup(name, restype, *argtypes):
     try:
         fn = getattr(_process, name)
     except AttributeError:
         return None
-    fn.argtypes = [ctypes.c_void_p]
-    if name == "switchagg_coll_comm_counter":
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    fn.argtypes = [ctypes.c_void_p, *argtypes]  # an MPI_Comm is a pointer in Open MPI
     fn.restype = restype
     return fn
 
 
 _last = _lookup("switchagg_coll_last_algorithm", ctypes.c_char_p)
-_counter = _lookup("switchagg_coll_comm_counter", ctypes.c_uint64)
+_counter = _lookup("switchagg_coll_comm_counter", ctypes.c_uint64, ctypes.c_char_p)
 _NOT_SERVED = 2**64 - 1
 
 
