@@ -35,7 +35,9 @@ build=$(cd "$build" && pwd)
 bin=$build/bin
 source "$root/scripts/lib_agent.sh"
 source "$root/scripts/lib_fabric.sh"
-work=$(mktemp -d /tmp/switchagg-cg-bench.XXXXXX)
+# Not under /tmp: emulated hosts have a private /tmp (the agent's socket
+# must be visible from here).
+work=$(mktemp -d /var/tmp/switchagg-cg-bench.XXXXXX)
 trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
 path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
