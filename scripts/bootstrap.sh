@@ -19,6 +19,8 @@ PACKAGES=(
   clang libclang-rt-14-dev                       # libFuzzer targets
   python3 procps                                 # tests/slurm fixture: free ports, JSON checks, pgrep
   curl                                           # docs/control-api.md examples (run by the docs test)
+  gfortran                                       # Fortran datatypes test (mpifort)
+  python3-mpi4py python3-numpy                   # apps/python example and its tests
 )
 
 missing=()

@@ -24,6 +24,7 @@ struct BenchOptions {
   std::string csv_path;     // "" none, "-" stdout
   std::string json_path;    // "" none, "-" stdout
   bool measure_gamma = false;  // time the local reduction kernel, print gamma_ns
+  bool thread_multiple = false;  // MPI_Init_thread(MPI_THREAD_MULTIPLE)
   bool help = false;
 };
 

@@ -229,7 +229,11 @@ int runBench(const BenchOptions& o, int rank, int nranks) {
 
 int main(int argc, char** argv) {
   using namespace switchagg::bench;
-  MPI_Init(&argc, &argv);
+  // The thread level is chosen before MPI exists; options are parsed after.
+  bool multiple = false;
+  for (int i = 1; i < argc; ++i) multiple = multiple || std::strcmp(argv[i], "--thread-multiple") == 0;
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
   int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);

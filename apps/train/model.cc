@@ -13,6 +13,7 @@ void denseForward(const std::vector<float>& x, int n, int in, const Tensor& w, c
                   std::vector<float>* y) {
   const int out = w.rows;
   y->assign(static_cast<size_t>(n) * out, 0.f);
+#pragma omp parallel for schedule(static)
   for (int r = 0; r < n; ++r) {
     const float* xr = &x[static_cast<size_t>(r) * in];
     float* yr = &(*y)[static_cast<size_t>(r) * out];
@@ -95,22 +96,31 @@ float Mlp::forwardBackward(const std::vector<float>& x, const std::vector<int>& 
     std::fill(w.grad.begin(), w.grad.end(), 0.f);
     std::fill(b.grad.begin(), b.grad.end(), 0.f);
     std::vector<float> prev_delta(static_cast<size_t>(n) * fan_in, 0.f);
+    // OpenMP threads own output units here and samples below: each sum
+    // still runs in one thread in a fixed order (samples for a weight's
+    // gradient, units for a sample's delta), so results do not depend on
+    // the thread count.
+#pragma omp parallel for schedule(static)
+    for (int o = 0; o < out; ++o) {
+      float* wg = &w.grad[static_cast<size_t>(o) * fan_in];
+      for (int r = 0; r < n; ++r) {
+        const float g = delta[static_cast<size_t>(r) * out + o];
+        const float* a = &acts_[l][static_cast<size_t>(r) * fan_in];
+        b.grad[o] += g;
+        for (int i = 0; i < fan_in; ++i) wg[i] += g * a[i];
+      }
+    }
+#pragma omp parallel for schedule(static)
     for (int r = 0; r < n; ++r) {
       const float* d = &delta[static_cast<size_t>(r) * out];
-      const float* a = &acts_[l][static_cast<size_t>(r) * fan_in];
       float* pd = &prev_delta[static_cast<size_t>(r) * fan_in];
       for (int o = 0; o < out; ++o) {
-        const float g = d[o];
-        b.grad[o] += g;
-        float* wg = &w.grad[static_cast<size_t>(o) * fan_in];
         const float* wv = &w.value[static_cast<size_t>(o) * fan_in];
-        for (int i = 0; i < fan_in; ++i) {
-          wg[i] += g * a[i];
-          pd[i] += g * wv[i];
-        }
+        for (int i = 0; i < fan_in; ++i) pd[i] += d[o] * wv[i];
       }
     }
     if (l > 0) {  // ReLU derivative of the layer below
+#pragma omp parallel for schedule(static)
       for (size_t i = 0; i < prev_delta.size(); ++i)
         if (acts_[l][i] <= 0.f) prev_delta[i] = 0.f;
     }
@@ -120,8 +130,10 @@ float Mlp::forwardBackward(const std::vector<float>& x, const std::vector<int>& 
 }
 
 void Mlp::sgdStep(float learning_rate) {
-  for (auto& t : tensors_)
+  for (auto& t : tensors_) {
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < t.value.size(); ++i) t.value[i] -= learning_rate * t.grad[i];
+  }
 }
 
 SyntheticData::SyntheticData(int inputs, int classes, uint64_t seed)

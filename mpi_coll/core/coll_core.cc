@@ -98,7 +98,10 @@ void switchagg_coll_close(void) {
   });
 }
 
+void switchagg_coll_enable_threads(void) { switchagg::coll::ProcessRuntime::enableThreads(); }
+
 switchagg_coll_comm_t* switchagg_coll_comm_create(const switchagg_coll_comm_info_t* info) {
+  switchagg::coll::ProcessRuntime::CallScope in_call;  // counts live communicators
   return guarded<switchagg_coll_comm_t*>("comm_create", nullptr,
                                          [&] { return new switchagg_coll_comm(*info); });
 }

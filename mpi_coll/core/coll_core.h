@@ -68,6 +68,12 @@ typedef struct switchagg_coll_comm switchagg_coll_comm_t;
 /* Component open: validates and stores the parameters. Returns 0, or -1 with
  * one error line naming the bad value. */
 int switchagg_coll_open(const switchagg_coll_params_t *params);
+/* MPI_THREAD_MULTIPLE (component init_query, before any communicator):
+ * from now on several threads may call the functions below at once for
+ * different communicators; the core serialises its shared parts and never
+ * holds them while it waits. Never called: one thread at a time (MPI's
+ * other thread levels), at no cost. */
+void switchagg_coll_enable_threads(void);
 /* Component close: destroys the process's UCX worker and context. All
  * communicators must have been destroyed. */
 void switchagg_coll_close(void);

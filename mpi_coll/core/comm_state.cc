@@ -12,6 +12,7 @@
 #include "switch_path.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/log.h"
+#include "switchagg/ucx/thread_gate.h"
 #include "switchagg/ucx/transport.h"
 
 namespace switchagg::coll {
@@ -24,6 +25,8 @@ struct ExchangeHeader {
   uint32_t address_bytes;  // 0: this rank has no working transport
   std::array<uint64_t, 2> busy_slots;  // PeerGroup tag slots held on this rank's worker
 };
+
+constexpr int kSetupAttempts = 8;
 
 uint64_t fnv1a(const std::string& text) {
   uint64_t h = 1469598103934665603ull;
@@ -68,6 +71,14 @@ void CommState::ensureSetup() {
   if (setup_done_) return;
   setup_done_ = true;
   Status st = exchangeAddresses();
+  // With threads, another communicator's setup on some rank may take the
+  // agreed tag slot between the exchange and the group's creation: every
+  // rank sees that in the agreement (kNoResource) and tries again, now
+  // seeing that slot busy.
+  for (int attempt = 1; st.code() == Code::kNoResource && ucx::ThreadGate::enabled() &&
+                        attempt < kSetupAttempts;
+       ++attempt)
+    st = exchangeAddresses();
   if (!st.ok() && rank_ == 0)
     SA_WARN("coll", "comm %s: host algorithms unavailable (%s); using the previous module",
             name_.c_str(), st.toString().c_str());
@@ -84,7 +95,10 @@ void CommState::ensureSetup() {
 }
 
 Status CommState::allgather(const void* send, void* recv, size_t bytes) {
-  ProcessRuntime::OpenForProgress open;  // a peer may need our transport meanwhile
+  // Waits for every rank: other threads' collectives go on meanwhile, and
+  // the progress callback drives our workers (a peer may need them).
+  ucx::ThreadGate::Release released;
+  ProcessRuntime::OpenForProgress open;
   if (allgather_(allgather_ctx_, send, recv, bytes) != 0)
     return Status(Code::kIoError, "allgather over the previous coll module failed");
   return Status::Ok();
@@ -126,9 +140,14 @@ Status CommState::exchangeAddresses() {
     const uint8_t* begin = gathered.data() + r * longest;
     addresses.emplace_back(begin, begin + all[r].address_bytes);
   }
-  // Every rank computes the same slot from the same headers: the lowest one
-  // free on all members, so live communicators never share tag space.
-  const int slot = ucx::PeerGroup::firstCommonFreeSlot(busy);
+  // Every rank computes the same slot from the same headers: the first one
+  // free on all members, so live communicators never share tag space. With
+  // threads, communicators set up at the same time start their search at
+  // different slots (their ids differ), so they rarely race for one.
+  const int start = ucx::ThreadGate::enabled()
+                        ? 1 + int(context_id_ % uint32_t(ucx::PeerGroup::kMaxSlot))
+                        : 1;
+  const int slot = ucx::PeerGroup::firstCommonFreeSlot(busy, start);
   if (slot == 0)
     return Status(Code::kUnsupported,
                   "every peer-group tag slot (" + std::to_string(ucx::PeerGroup::kMaxSlot) +
@@ -143,7 +162,7 @@ Status CommState::exchangeAddresses() {
   std::vector<uint8_t> oks(all.size());
   SWITCHAGG_RETURN_IF_ERROR(allgather(&ok, oks.data(), 1));
   if (std::find(oks.begin(), oks.end(), 0) != oks.end())
-    return Status(Code::kUnsupported, "a rank could not create its peer group");
+    return Status(Code::kNoResource, "a rank could not create its peer group");
   peer_group_ = std::move(group.value());
   return Status::Ok();
 }

@@ -10,6 +10,8 @@
 
 namespace switchagg::coll {
 
+void ProcessRuntime::enableThreads() { ucx::ThreadGate::enable(); }
+
 ProcessRuntime& ProcessRuntime::instance() {
   static ProcessRuntime runtime;
   return runtime;
@@ -73,7 +75,8 @@ void ProcessRuntime::writeTuneFile() {
 }
 
 int ProcessRuntime::progress() {
-  if (in_call_ > 0) return 0;
+  ucx::ThreadGate::TryHold gate;
+  if (!gate.held() || (!ucx::ThreadGate::enabled() && in_call_ > 0)) return 0;
   ++in_call_;  // a callback that re-enters opal_progress must not recurse here
   int events = 0;
   if (worker_ && worker_->progress()) ++events;

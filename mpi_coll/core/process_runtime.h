@@ -1,8 +1,15 @@
 // The process-wide part of the component: parameters from the MCA glue and
 // the one UCX context + worker every communicator's PeerGroup shares.
 // Created lazily (ompi_info and jobs that never allreduce pay nothing),
-// destroyed at component close. Not thread-safe: the component declines
-// MPI_THREAD_MULTIPLE, so one thread drives it.
+// destroyed at component close.
+//
+// Threads (MPI_THREAD_MULTIPLE): enableThreads() turns on ucx::ThreadGate;
+// every entry point of the core then runs inside CallScope, which holds the
+// gate, and lets it go whenever it waits (UCX waits, the previous module's
+// allgather: CommState::allgather). Different communicators' collectives
+// thus run from different threads at once, taking turns at the shared
+// workers, the agent client and this object. Single-threaded jobs leave
+// the gate off and pay one flag test per call.
 #pragma once
 
 #include <functional>
@@ -12,6 +19,7 @@
 #include <vector>
 
 #include "peer_group_comm.h"
+#include "switchagg/ucx/thread_gate.h"
 #include "selector.h"
 #include "switchagg/common/status.h"
 
@@ -51,18 +59,27 @@ class ProcessRuntime {
   void commCreated() { ++live_comms_; }
   void commDestroyed() { --live_comms_; }
 
+  // MPI_THREAD_MULTIPLE was requested: before any worker exists.
+  static void enableThreads();
+
   // Open MPI's progress engine calls this (switchagg_coll_progress) while
   // the process is in other components: it drives the shared worker and
   // every worker registered below, unless a switchagg call is running on
-  // this thread (the call drives them itself; UCX is not re-entrant).
+  // this thread (the call drives them itself; UCX is not re-entrant) or,
+  // with threads, another thread holds the gate (it drives them).
   int progress();
-  // Marks a switchagg call: progress() stays out while one is alive.
+  // Marks a switchagg call and holds the thread gate: progress() stays out
+  // of it (with threads, through the gate: in_call_ then only changes
+  // under it and is not read).
   class CallScope {
    public:
     CallScope() { ++instance().in_call_; }
     ~CallScope() { --instance().in_call_; }
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
+
+   private:
+    ucx::ThreadGate::Hold hold_;
   };
   // Inside a switchagg call, while it waits in the previous module (the
   // allgathers of setup, of the switch path's outcome, of online tuning):

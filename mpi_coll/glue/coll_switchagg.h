@@ -27,8 +27,8 @@ typedef struct mca_coll_switchagg_component_t {
   int tune;          /* 0 online, 1 off */
   char *tune_file;
   bool progress_registered;
-  /* False when the parameters were rejected at open or MPI_THREAD_MULTIPLE
-   * was requested: comm_query then declines every communicator. */
+  /* False when the parameters were rejected at open: comm_query then
+   * declines every communicator. */
   bool usable;
 } mca_coll_switchagg_component_t;
 
@@ -57,9 +57,10 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
 
 /* coll_switchagg_types.c: maps a predefined MPI datatype and op onto the
  * core's dtype/op codes and switchagg_coll_flags. Returns NULL when the core
- * can serve the pair, or why not ("user-defined op", "derived datatype"). */
+ * can serve the pair, or why not ("user-defined op", "derived datatype").
+ * *scale: kernel elements per MPI element (2 for complex SUM, else 1). */
 const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        int *sa_dtype, int *sa_op, int *flags);
+                                        int *sa_dtype, int *sa_op, int *flags, int *scale);
 
 END_C_DECLS
 

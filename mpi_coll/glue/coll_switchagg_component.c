@@ -183,11 +183,13 @@ static int switchagg_close(void) {
 
 static int switchagg_init_query(bool enable_progress_threads, bool enable_mpi_threads) {
   (void)enable_progress_threads;
-  /* The core drives one UCX worker from one thread. */
+  /* MPI_THREAD_MULTIPLE: threads may run collectives on different
+   * communicators at once; the core takes turns at its shared parts. */
   if (enable_mpi_threads) {
-    mca_coll_switchagg_component.usable = false;
+    switchagg_coll_enable_threads();
     if (mca_coll_switchagg_component.verbose > 0)
-      fprintf(stderr, "switchagg[coll] info: MPI_THREAD_MULTIPLE: component not used\n");
+      fprintf(stderr, "switchagg[coll] info: MPI_THREAD_MULTIPLE: threads share the "
+                      "component's transport in turns\n");
   }
   return OMPI_SUCCESS;
 }

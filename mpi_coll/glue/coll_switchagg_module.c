@@ -8,6 +8,25 @@
 
 #include "opal/util/proc.h"
 
+#if OPAL_CUDA_SUPPORT
+#include "opal/datatype/opal_datatype_cuda.h"
+#endif
+
+/* Open MPI built CUDA-aware hands device pointers to coll components as it
+ * does host ones; the host kernels must never read them. opal_cuda_check_bufs
+ * is the check Open MPI's own coll/cuda makes (false when no GPU runtime is
+ * loaded). Without CUDA support every buffer is host memory. */
+static bool device_buffers(const void *sbuf, void *rbuf) {
+#if OPAL_CUDA_SUPPORT
+  char *send = (MPI_IN_PLACE == sbuf) ? (char *)rbuf : (char *)sbuf;
+  return opal_cuda_check_bufs((char *)rbuf, send);
+#else
+  (void)sbuf;
+  (void)rbuf;
+  return false;
+#endif
+}
+
 static void module_construct(mca_coll_switchagg_module_t *m) {
   m->core = NULL;
   m->previous_allreduce = NULL;
@@ -103,12 +122,13 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
                                  struct ompi_communicator_t *comm,
                                  mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  int sa_dtype = 0, sa_op = 0, flags = 0;
-  const char *why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op, &flags);
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+  const char *why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
 
+  if (NULL == why && device_buffers(sbuf, rbuf)) why = "device memory";
   if (NULL != m->core && NULL == why && count >= 0) {
     int rc = switchagg_coll_allreduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
-                                      (size_t)count, sa_dtype, sa_op, flags);
+                                      (size_t)count * (size_t)scale, sa_dtype, sa_op, flags);
     if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
     /* The core logged the failure; MPI's error handler decides (fatal by
      * default). A silently wrong result is never an option. */

@@ -4,7 +4,16 @@
  * ompi/op/op.h needs a header Debian does not ship, and comparing handles
  * is all it takes. Anything not in these tables (derived or duplicated
  * datatypes, user-defined ops) is handed to the previous coll module.
- * C integer types map by their size and signedness on this platform. */
+ * C integer types map by their size and signedness on this platform.
+ *
+ * Fortran types map by the size Open MPI was built with (the datatype's
+ * own size: INTEGER may be 8 bytes with -fdefault-integer-8): INTEGERs onto
+ * the signed integer kernels, REALs onto float32/float64, LOGICAL onto the
+ * integer logical kernels (0/1 results, as Open MPI's and gfortran's
+ * .TRUE. = 1), 2INTEGER onto the 2int pair. Complex SUM is two float sums
+ * per element, so it runs as float32/float64 over twice the count; complex
+ * PROD (no exact elementwise kernel) and REAL16, INTEGER16, 2REAL,
+ * MPI_LONG_DOUBLE, ... stay with the previous module. */
 #include "coll_switchagg.h"
 
 #include <stdbool.h>
@@ -12,7 +21,13 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 
-enum kind { SIGNED_INT, UNSIGNED_INT, FIXED, BYTE_BITS };
+enum kind {
+  SIGNED_INT, UNSIGNED_INT, FIXED, BYTE_BITS,
+  F_INTEGER, /* Fortran INTEGER*: signed, size from the datatype */
+  F_REAL,    /* Fortran REAL*: IEEE binary32/64 by size */
+  F_LOGICAL, /* Fortran LOGICAL*: logical ops only */
+  F_COMPLEX  /* complex: SUM only, as reals over twice the count */
+};
 
 struct dtype_entry {
   MPI_Datatype handle;
@@ -31,6 +46,9 @@ static const struct dtype_entry dtypes[] = {
     {MPI_DOUBLE, FIXED, SWITCHAGG_DT_FLOAT64},
     {MPI_FLOAT, FIXED, SWITCHAGG_DT_FLOAT32},
     {MPI_INT, SIGNED_INT, sizeof(int)},
+    {MPI_DOUBLE_PRECISION, F_REAL, 0},
+    {MPI_REAL, F_REAL, 0},
+    {MPI_INTEGER, F_INTEGER, 0},
     {MPI_LONG, SIGNED_INT, sizeof(long)},
     {MPI_LONG_LONG, SIGNED_INT, sizeof(long long)},
     {MPI_UNSIGNED, UNSIGNED_INT, sizeof(unsigned)},
@@ -59,6 +77,22 @@ static const struct dtype_entry dtypes[] = {
     {MPI_LONG_INT, FIXED, SWITCHAGG_DT_LONG_INT},
     {MPI_2INT, FIXED, SWITCHAGG_DT_2INT},
     {MPI_SHORT_INT, FIXED, SWITCHAGG_DT_SHORT_INT},
+    {MPI_LOGICAL, F_LOGICAL, 0},
+    {MPI_REAL4, F_REAL, 0},
+    {MPI_REAL8, F_REAL, 0},
+    {MPI_INTEGER1, F_INTEGER, 0},
+    {MPI_INTEGER2, F_INTEGER, 0},
+    {MPI_INTEGER4, F_INTEGER, 0},
+    {MPI_INTEGER8, F_INTEGER, 0},
+    {MPI_2INTEGER, FIXED, SWITCHAGG_DT_2INT},
+    {MPI_COMPLEX, F_COMPLEX, 0},
+    {MPI_DOUBLE_COMPLEX, F_COMPLEX, 0},
+    {MPI_COMPLEX8, F_COMPLEX, 0},
+    {MPI_COMPLEX16, F_COMPLEX, 0},
+    {MPI_C_FLOAT_COMPLEX, F_COMPLEX, 0},
+    {MPI_C_DOUBLE_COMPLEX, F_COMPLEX, 0},
+    {MPI_CXX_FLOAT_COMPLEX, F_COMPLEX, 0},
+    {MPI_CXX_DOUBLE_COMPLEX, F_COMPLEX, 0},
     /* MPI defines only the bitwise ops on MPI_BYTE. */
     {MPI_BYTE, BYTE_BITS, SWITCHAGG_DT_UINT8},
 };
@@ -123,28 +157,59 @@ static bool is_bitwise(int op) {
   return op == SWITCHAGG_OP_BAND || op == SWITCHAGG_OP_BOR || op == SWITCHAGG_OP_BXOR;
 }
 
+static bool is_logical(int op) {
+  return op == SWITCHAGG_OP_LAND || op == SWITCHAGG_OP_LOR || op == SWITCHAGG_OP_LXOR;
+}
+
+static int real_code(size_t size) {
+  return size == 4 ? SWITCHAGG_DT_FLOAT32 : size == 8 ? SWITCHAGG_DT_FLOAT64 : 0;
+}
+
+/* The kernel dtype for one table entry and op, or why the pair is not
+ * served; *scale is the number of kernel elements per MPI element. */
+static const char *entry_code(const struct dtype_entry *e, struct ompi_datatype_t *dtype,
+                              int op, int *code, int *scale) {
+  const size_t size = dtype->super.size;
+  *scale = 1;
+  switch (e->kind) {
+    case SIGNED_INT: *code = int_code(e->size_or_code, true); break;
+    case UNSIGNED_INT: *code = int_code(e->size_or_code, false); break;
+    case BYTE_BITS:
+      if (!is_bitwise(op)) return "op not defined on MPI_BYTE";
+      *code = e->size_or_code;
+      break;
+    case FIXED: *code = e->size_or_code; break;
+    case F_INTEGER: *code = size <= 8 ? int_code((int)size, true) : 0; break;
+    case F_REAL: *code = real_code(size); break;
+    case F_LOGICAL:
+      if (!is_logical(op)) return "op not defined on MPI_LOGICAL";
+      *code = size <= 8 ? int_code((int)size, true) : 0;
+      break;
+    case F_COMPLEX:
+      if (op != SWITCHAGG_OP_SUM) return "complex op other than sum";
+      *code = real_code(size / 2);
+      *scale = 2;
+      break;
+  }
+  return *code == 0 ? "datatype size not served" : NULL;
+}
+
 const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        int *sa_dtype, int *sa_op, int *flags) {
+                                        int *sa_dtype, int *sa_op, int *flags, int *scale) {
   size_t i;
   *sa_op = 0;
   *flags = 0;
+  *scale = 1;
   for (i = 0; i < sizeof ops / sizeof ops[0] && *sa_op == 0; ++i)
     if (ops[i].handle == op) *sa_op = ops[i].code;
   if (*sa_op == 0) return "user-defined op";
 
   for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
     const struct dtype_entry *e = &dtypes[i];
+    const char *why;
     if (e->handle != dtype) continue;
-    switch (e->kind) {
-      case SIGNED_INT: *sa_dtype = int_code(e->size_or_code, true); break;
-      case UNSIGNED_INT: *sa_dtype = int_code(e->size_or_code, false); break;
-      case BYTE_BITS:
-        if (!is_bitwise(*sa_op)) return "op not defined on MPI_BYTE";
-        *sa_dtype = e->size_or_code;
-        break;
-      case FIXED: *sa_dtype = e->size_or_code; break;
-    }
-    if (*sa_dtype == 0) return "integer size not served";
+    why = entry_code(e, dtype, *sa_op, sa_dtype, scale);
+    if (NULL != why) return why;
     if (!layout_matches(dtype, *sa_dtype)) return "pair type layout differs from C";
     *flags = previous_differs(dtype, *sa_dtype, *sa_op);
     return NULL;

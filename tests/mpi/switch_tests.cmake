@@ -10,7 +10,8 @@ target_include_directories(test_switch_check PRIVATE ${PROJECT_SOURCE_DIR}/mpi_c
 target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
 switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
-  mpi_allreduce_check mpi_liveness_check mpi_tune_check)
+  mpi_allreduce_check mpi_liveness_check mpi_tune_check mpi_thread_check mpi_fortran_types
+  switchagg-cg)
 
 set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
 
@@ -27,6 +28,19 @@ add_switch_test(mpi_switch_serve_np2 180 "mpi;agent" serve 2)
 add_switch_test(mpi_switch_serve_np3 240 "mpi;agent" serve 3 --large)
 add_switch_test(mpi_switch_serve_np4 300 "mpi;agent" serve 4 --large)
 add_switch_test(mpi_switch_serve_np8 240 "mpi;agent" serve 8)
+# Fortran datatypes on the switch path (issue 17).
+add_switch_test(mpi_switch_fortran_types_np3 180 "mpi;agent" program 3
+  $<TARGET_FILE:mpi_fortran_types> --expect switch)
+# MPI_THREAD_MULTIPLE on the switch path: three threads, three groups.
+add_switch_test(mpi_switch_threads_np2 180 "mpi;agent" program 2
+  --mca coll_switchagg_stall_timeout 60 $<TARGET_FILE:mpi_thread_check> --expect switch
+  --threads 3 --iters 1000)
+# mpi4py (MPI_THREAD_MULTIPLE, two Python threads) with offload on.
+add_switch_test(mpi_switch_python_np2 180 "mpi;agent" program 2
+  --mca coll_switchagg_stall_timeout 60 ${SWITCHAGG_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/python_check.py --expect switch)
+# The CG mini-application (MPI + OpenMP) with and without the switch.
+add_switch_test(mpi_switch_cg_np2 180 "mpi;agent;apps" cg 2)
 add_switch_test(mpi_switch_two_jobs 180 "mpi;agent" two_jobs)
 # offload=auto with a lease on one node: online tuning settles on the host.
 add_switch_test(mpi_switch_auto_np4 240 "mpi;agent" auto 4)

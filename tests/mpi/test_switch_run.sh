@@ -17,6 +17,10 @@
 #   stall BYTES           SIGSTOP the agent after the switch served a call;
 #                         once the ranks fell back, SIGCONT it: the
 #                         communicator must rejoin and use the switch again
+#   program NP PROGRAM [ARGS...]  any check program that prints PASS (e.g.
+#                         mpi_fortran_types --expect switch), offload on
+#   cg NP                 switchagg-cg without switchagg and with offload on:
+#                         residual histories bitwise equal (cg_compare.sh)
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
 #                         right answers on the host
 # Prints PASS on success; any failure exits non-zero with the logs.
@@ -47,15 +51,25 @@ lease() {
   eval "$(grep '^export ' <<<"$out")"
 }
 
-# run_mpi NP LOG PROGRAM ARGS...: mpirun with offload on, output to LOG.
-run_mpi() {
-  local np=$1 log=$2
-  shift 2
+# mpirun_lease NP ARGS...: mpirun with offload on and the lease exported
+# (exported as a function: cg_compare.sh runs it through bash -c).
+mpirun_lease() {
+  local np=$1
+  shift
   timeout -s KILL 240 mpirun --oversubscribe --bind-to none --mca btl self,vader \
     --mca mca_base_component_path "$component_path" -np "$np" \
     --mca coll_switchagg_offload "${OFFLOAD:-on}" --mca coll_switchagg_verbose "${VERBOSE:-1}" \
     -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
-    -x SWITCHAGG_SWITCH_WINDOW "$@" >"$log" 2>&1
+    -x SWITCHAGG_SWITCH_WINDOW "$@"
+}
+export -f mpirun_lease
+export component_path
+
+# run_mpi NP LOG PROGRAM ARGS...: mpirun_lease, output to LOG.
+run_mpi() {
+  local np=$1 log=$2
+  shift 2
+  mpirun_lease "$np" "$@" >"$log" 2>&1
 }
 
 expect_pass() {  # LOG [PATTERN...]
@@ -90,6 +104,22 @@ case $scenario in
     created=$(metric switchagg_groups_created_total)
     echo "agent metrics: bytes_in=$in groups_created=$created"
     [[ ${in%.*} -gt 0 && ${created%.*} -gt 0 ]] || die "the agent saw no traffic"
+    ;;
+  program)
+    np=$1
+    shift
+    start_agent
+    lease "program-np$np"
+    run_mpi "$np" "$work/program.log" "$@" || { cat "$work/program.log"; die "program run failed"; }
+    expect_pass "$work/program.log" "joined switch group"
+    ;;
+  cg)
+    np=$1
+    start_agent
+    lease "cg-np$np"
+    export SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_MODE
+    "$here/cg_compare.sh" switch "$bin/switchagg-cg" -- bash -c 'mpirun_lease "$@"' _ "$np" ||
+      die "CG on the switch differs from CG without switchagg"
     ;;
   liveness)
     np=$1

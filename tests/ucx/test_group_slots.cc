@@ -30,6 +30,19 @@ TEST(GroupSlots, FirstCommonFreeSlotSkipsSlotsBusyAnywhere) {
   EXPECT_EQ(PeerGroup::firstCommonFreeSlot({{1, 0}, full}), 0);
 }
 
+// Communicators set up by different threads at once search from different
+// slots (the component starts at 1 + cid % 127) and wrap round.
+TEST(GroupSlots, FirstCommonFreeSlotSearchesFromStartAndWraps) {
+  EXPECT_EQ(PeerGroup::firstCommonFreeSlot({{1, 0}, {1, 0}}, 5), 5);
+  EXPECT_EQ(PeerGroup::firstCommonFreeSlot({{1 | (1u << 5), 0}, {1, 0}}, 5), 6);
+  // Slots 126 and 127 busy: the search from 126 wraps to 1.
+  Mask top{1, uint64_t(3) << 62};
+  EXPECT_EQ(PeerGroup::firstCommonFreeSlot({top}, 126), 1);
+  // Out of range starts behave like 1.
+  EXPECT_EQ(PeerGroup::firstCommonFreeSlot({{1, 0}}, 0), 1);
+  EXPECT_EQ(PeerGroup::firstCommonFreeSlot({{1, 0}}, 500), 1);
+}
+
 class GroupSlotsOnWorker : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -3,7 +3,10 @@
 // handling live in peer_group_admission.cc. Layout: peer_group_impl.h.
 #include "peer_group_impl.h"
 
+#include <algorithm>
+
 #include "switchagg/common/log.h"
+#include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::ucx {
 
@@ -31,9 +34,29 @@ PeerGroup::Impl::~Impl() {
     for (auto& lane : peer.lanes) lanes_out.push_back(std::move(lane));
     sentinels.push_back(std::move(peer.sentinel));
   }
+  w->group_slots[slot] = false;
+  // UCX pairs a new endpoint with the peer's endpoint of the same creation
+  // order between the two workers. One thread creates groups and lanes in
+  // the same order on every rank, so pairs stay within a group; threads do
+  // not, and closing this group's endpoints could fail another live group
+  // whose peer endpoints are paired with them. So with threads they stay
+  // open until the worker's last group closes.
+  auto keep = [](std::vector<std::unique_ptr<Endpoint>>& from,
+                 std::vector<std::unique_ptr<Endpoint>>& to) {
+    for (auto& e : from)
+      if (e) to.push_back(std::move(e));
+    from.clear();
+  };
+  if (ThreadGate::enabled()) {
+    keep(lanes_out, w->retired_lanes);
+    keep(sentinels, w->retired_sentinels);
+    if (std::find(w->group_slots.begin() + 1, w->group_slots.end(), true) != w->group_slots.end())
+      return;
+    lanes_out.swap(w->retired_lanes);
+    sentinels.swap(w->retired_sentinels);
+  }
   closeEndpoints(w, lanes_out, w->ctx->options.peer_timeout_ms);
   closeEndpoints(w, sentinels, w->ctx->options.peer_timeout_ms);
-  w->group_slots[slot] = false;
 }
 
 Status PeerGroup::Impl::checkPeer(int peer) const {
@@ -131,8 +154,11 @@ void PeerGroup::Impl::postData(int peer, uint32_t tag, uint64_t seq, const void*
 PeerGroup::PeerGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PeerGroup::~PeerGroup() = default;
 
-int PeerGroup::firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy) {
-  for (int slot = 1; slot <= kMaxSlot; ++slot) {
+int PeerGroup::firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy,
+                                   int start) {
+  if (start < 1 || start > kMaxSlot) start = 1;
+  for (int i = 0; i < kMaxSlot; ++i) {
+    const int slot = 1 + (start - 1 + i) % kMaxSlot;
     const uint64_t bit = uint64_t(1) << (slot % 64);
     bool free_everywhere = true;
     for (const auto& mask : busy) free_everywhere = free_everywhere && !(mask[slot / 64] & bit);

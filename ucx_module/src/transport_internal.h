@@ -182,6 +182,9 @@ struct Worker::Impl {
   std::vector<std::function<void()>> deferred;
   std::vector<PendingCompletion> completions;
   std::vector<bool> group_slots;  // PeerGroup tag-field slots in use
+  // Connections of closed groups kept while other groups live (threads:
+  // see ~PeerGroup::Impl); closed with the last group.
+  std::vector<std::unique_ptr<Endpoint>> retired_lanes, retired_sentinels;
   // Tokens held by deferred closures to notice that their owner died.
   std::shared_ptr<Worker::Impl*> alive;
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "switchagg/common/log.h"
+#include "switchagg/ucx/thread_gate.h"
 #include "transport_internal.h"
 
 namespace switchagg::ucx {
@@ -46,7 +47,9 @@ std::vector<uint8_t> ucpAddress(ucp_worker_h worker) {
 ucs_status_t createUcpWorker(ucp_context_h ctx, ucp_worker_h* out) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  // With the gate on, threads take turns at the worker (serialised by the
+  // gate); UCX must not assume one fixed thread.
+  params.thread_mode = ThreadGate::enabled() ? UCS_THREAD_MODE_SERIALIZED : UCS_THREAD_MODE_SINGLE;
   return ucp_worker_create(ctx, &params, out);
 }
 
@@ -151,8 +154,10 @@ bool Worker::Impl::progress() {
   bool any = ucp_worker_progress(ucp) != 0;
   if (sentinel != nullptr && (++progress_calls & 63) == 0 && nowMs() >= next_sentinel_ms)
     progressSentinel();
-  if (completions.empty() && deferred.empty()) return any;
-  return runDeferred() || any;
+  if (!completions.empty() || !deferred.empty()) any = runDeferred() || any;
+  // Another thread's request may have completed here while it sleeps.
+  if (any) ThreadGate::wakeSleepers();
+  return any;
 }
 
 Endpoint* Worker::Impl::endpointFor(ucp_ep_h ep) const {
@@ -173,7 +178,10 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
     int64_t now = nowMs();
     if (now >= deadline)
       return Status(Code::kTimeout, "wait timed out after " + std::to_string(timeout_ms) + " ms");
-    if (any || !blocking) continue;
+    if (any || !blocking) {
+      ThreadGate::yield();  // others' turn at the gate between spin rounds
+      continue;
+    }
     ucs_status_t st = ucp_worker_arm(ucp);
     if (st == UCS_ERR_BUSY) continue;
     if (st != UCS_OK) return statusFromUcs(st, "ucp_worker_arm");
@@ -185,7 +193,7 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
       if (ucp_worker_arm(sentinel) == UCS_OK) nfds = 2;
     }
     int wait_ms = static_cast<int>(std::min<int64_t>(deadline - now, kIdleTickMs));
-    if (poll(pfd, nfds, wait_ms) == 0) {
+    if (ThreadGate::poll(pfd, nfds, wait_ms) == 0) {
       for (int i = 0; i < kIdleProgressBurst; ++i) {
         ucp_worker_progress(ucp);
         if (sentinel != nullptr) ucp_worker_progress(sentinel);

@@ -259,9 +259,11 @@ class PeerGroup {
   static Result<std::unique_ptr<PeerGroup>> create(Worker& worker, uint32_t group_id, int rank,
                                                    std::vector<std::vector<uint8_t>> addresses,
                                                    int slot = 0);
-  // The lowest slot whose bit is clear in every mask of `busy` (masks as
-  // returned by Worker::busyGroupSlots, one per member); 0 if none is.
-  static int firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy);
+  // The first slot from `start` on (wrapping round) whose bit is clear in
+  // every mask of `busy` (masks as returned by Worker::busyGroupSlots, one
+  // per member); 0 if none is.
+  static int firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& busy,
+                                 int start = 1);
   ~PeerGroup();
   int rank() const;
   int size() const;

@@ -1,0 +1,149 @@
+/* MPI_THREAD_MULTIPLE: T threads per rank, each on its own duplicate of
+ * MPI_COMM_WORLD, run thousands of allreduces at the same time (int64 and
+ * double SUM, MAX, in place every other call, counts from 1 to 20000) and
+ * check every result exactly and which path served it.
+ *
+ *   mpi_thread_check --expect ring|switch|... [--threads T] [--iters N]
+ *
+ * A deadlock between the threads (one holding what another's peers need)
+ * shows as a stall error or the CTest timeout. Prints PASS on rank 0. */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "switchagg/coll/diagnostics.h"
+
+enum { kMaxThreads = 8 };
+static const int kCounts[] = {1, 3, 100, 1000, 20000};
+
+static int g_rank, g_size, g_iters = 1000;
+static const char *g_expect = "auto";
+static switchagg_coll_last_algorithm_fn g_last;
+static switchagg_coll_comm_counter_fn g_counter;
+
+struct worker {
+  int index;
+  MPI_Comm comm;
+  int failures;
+  pthread_t thread;
+};
+
+/* Rank r's value at element i of call k on thread t: small integers, so
+ * double sums are exact in any order. */
+static int64_t contribution(int r, int t, int k, int i) {
+  return (int64_t)((r + 1) * 1000 + t * 100 + (k % 17) * 3 + i % 29) - 2000;
+}
+
+static int64_t expected(int t, int k, int i, int use_max) {
+  int64_t acc = contribution(0, t, k, i);
+  for (int r = 1; r < g_size; ++r) {
+    int64_t v = contribution(r, t, k, i);
+    acc = use_max ? (v > acc ? v : acc) : acc + v;
+  }
+  return acc;
+}
+
+static void fail(struct worker *w, int k, const char *what) {
+  if (w->failures++ < 5)
+    fprintf(stderr, "FAIL rank %d thread %d call %d: %s\n", g_rank, w->index, k, what);
+}
+
+static int run_call(struct worker *w, int k, void *send, void *recv) {
+  const int count = kCounts[k % (int)(sizeof kCounts / sizeof kCounts[0])];
+  const int use_double = k % 2, use_max = (k / 2) % 3 == 0, in_place = (k / 3) % 2;
+  MPI_Datatype type = use_double ? MPI_DOUBLE : MPI_INT64_T;
+  for (int i = 0; i < count; ++i) {
+    int64_t v = contribution(g_rank, w->index, k, i);
+    if (use_double) ((double *)(in_place ? recv : send))[i] = (double)v;
+    else ((int64_t *)(in_place ? recv : send))[i] = v;
+  }
+  if (MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, type, use_max ? MPI_MAX : MPI_SUM,
+                    w->comm) != MPI_SUCCESS) {
+    fail(w, k, "MPI_Allreduce returned an error");
+    return 0;
+  }
+  for (int i = 0; i < count; ++i) {
+    int64_t want = expected(w->index, k, i, use_max);
+    int ok = use_double ? ((double *)recv)[i] == (double)want : ((int64_t *)recv)[i] == want;
+    if (!ok) {
+      fail(w, k, "wrong result");
+      return 0;
+    }
+  }
+  const char *path = g_last(w->comm);
+  if (strcmp(g_expect, "auto") != 0 && (path == NULL || strcmp(path, g_expect) != 0)) {
+    char what[96];
+    snprintf(what, sizeof what, "served by %s, expected %s", path ? path : "(none)", g_expect);
+    fail(w, k, what);
+  }
+  return 1;
+}
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  const size_t bytes = 20000 * sizeof(double);
+  void *send = malloc(bytes), *recv = malloc(bytes);
+  for (int k = 0; k < g_iters && run_call(w, k, send, recv); ++k) {
+  }
+  free(send);
+  free(recv);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  int provided, threads = 3, failures = 0, total = 0;
+  struct worker workers[kMaxThreads];
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--expect") == 0) g_expect = argv[i + 1];
+    else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--iters") == 0) g_iters = atoi(argv[i + 1]);
+  }
+  if (threads < 1 || threads > kMaxThreads) threads = 3;
+  g_last = (switchagg_coll_last_algorithm_fn)dlsym(RTLD_DEFAULT,
+                                                   SWITCHAGG_COLL_LAST_ALGORITHM_SYMBOL);
+  g_counter = (switchagg_coll_comm_counter_fn)dlsym(RTLD_DEFAULT,
+                                                    SWITCHAGG_COLL_COMM_COUNTER_SYMBOL);
+  if (provided != MPI_THREAD_MULTIPLE || !g_last || !g_counter) {
+    fprintf(stderr, "FAIL rank %d: thread level %d provided, component %s\n", g_rank, provided,
+            g_last ? "loaded" : "not loaded");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  /* Duplicating is collective on WORLD: one thread does it, in order. */
+  for (int t = 0; t < threads; ++t) {
+    workers[t].index = t;
+    workers[t].failures = 0;
+    MPI_Comm_dup(MPI_COMM_WORLD, &workers[t].comm);
+  }
+  for (int t = 0; t < threads; ++t)
+    pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]);
+  for (int t = 0; t < threads; ++t) {
+    pthread_join(workers[t].thread, NULL);
+    failures += workers[t].failures;
+    if (strcmp(g_expect, "auto") != 0) {
+      uint64_t n = g_counter(workers[t].comm, g_expect);
+      if (n != (uint64_t)g_iters) {
+        fprintf(stderr, "FAIL rank %d thread %d: %s counted %" PRIu64 " calls, expected %d\n",
+                g_rank, t, g_expect, n, g_iters);
+        ++failures;
+      }
+    }
+    MPI_Comm_free(&workers[t].comm);
+  }
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    if (total == 0)
+      printf("PASS %d ranks x %d threads x %d allreduces, each on its own communicator, "
+             "served by %s\n", g_size, threads, g_iters, g_expect);
+    else
+      printf("FAIL %d failures\n", total);
+  }
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}
