@@ -69,10 +69,6 @@ Outcome fail(CommState& state, Algorithm a, const Status& st) {
   return Outcome::kFailed;
 }
 
-}  // namespace
-
-namespace {
-
 // What trying one candidate came to.
 enum class Step { kServed, kNext, kPrevious, kFailed };
 
@@ -92,6 +88,7 @@ Step tryCandidate(CommState& state, Algorithm a, const AllreduceArgs& args,
       fail(state, a, st);
       return Step::kFailed;
     }
+    announce(state, a, in, reason);  // only once it served: it may have declined
   } else {
     if (!state.hostReady()) return Step::kNext;
     announce(state, a, in, reason);
@@ -101,7 +98,6 @@ Step tryCandidate(CommState& state, Algorithm a, const AllreduceArgs& args,
       return Step::kFailed;
     }
   }
-  if (a == Algorithm::kSwitch) announce(state, a, in, reason);
   state.recordServed(a);
   return Step::kServed;
 }

@@ -12,6 +12,13 @@ namespace switchagg::coll {
 
 void ProcessRuntime::enableThreads() { ucx::ThreadGate::enable(); }
 
+bool isJobRankZero() {
+  // mpirun, PMIx (srun --mpi=pmix), then Slurm's own task id.
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* rank = envOrNull(name)) return std::strcmp(rank, "0") == 0;
+  return true;
+}
+
 ProcessRuntime& ProcessRuntime::instance() {
   static ProcessRuntime runtime;
   return runtime;
@@ -55,10 +62,7 @@ void ProcessRuntime::close() {
 // The job's rank 0 writes (every rank learnt the same: decisions are agreed).
 void ProcessRuntime::writeTuneFile() {
   if (params_.tune_file.empty()) return;
-  const char* rank = envOrNull("OMPI_COMM_WORLD_RANK");
-  if (rank == nullptr) rank = envOrNull("PMIX_RANK");
-  if (rank == nullptr) rank = envOrNull("SLURM_PROCID");
-  if (rank != nullptr && std::string(rank) != "0") return;
+  if (!isJobRankZero()) return;
   std::ofstream out(params_.tune_file, std::ios::trunc);
   out << "# switchagg selection rules learnt online (coll_switchagg_tune=online).\n"
          "# Ship as site rules with coll_switchagg_rules=<this file>; format and\n"

@@ -39,6 +39,10 @@ struct ComponentParams {
   std::string tune_file;    // coll_switchagg_tune_file: written at close by job rank 0
 };
 
+// Whether this process is the job's rank 0 (or the launcher does not say):
+// for what one process of the job should print or write.
+bool isJobRankZero();
+
 class ProcessRuntime {
  public:
   static ProcessRuntime& instance();

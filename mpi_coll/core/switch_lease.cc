@@ -113,9 +113,7 @@ void reportRequireFailure(const SwitchLease& lease, const std::string& why) {
   static bool printed = false;
   if (printed) return;
   printed = true;
-  const char* world_rank = envOrNull("OMPI_COMM_WORLD_RANK");
-  if (!world_rank) world_rank = envOrNull("PMIX_RANK");
-  if (world_rank && std::strcmp(world_rank, "0") != 0) return;
+  if (!isJobRankZero()) return;
   // Always printed (error level): the job asked for the switch and runs
   // on the host instead.
   SA_ERROR("coll",

@@ -157,7 +157,9 @@ void Tuner::agree(const std::vector<double>& all) {
     case Phase::kSettled: {
       const double now = agreed[slot(b.choice)];
       b.since_check = 0;
-      if (!std::isnan(now) && now > options_.reopen_factor * b.settled_us) {
+      // What the choice was settled at (NaN if it never got a sample: no check fires).
+      const double settled = b.agreed[slot(b.choice)];
+      if (!std::isnan(now) && now > options_.reopen_factor * settled) {
         if (b.slow_once) {
           ++counters_.reopened;
           startExploring(b, b.candidates);
@@ -205,10 +207,7 @@ void Tuner::finishRound2(Bucket& b, const Payload& agreed) {
     if (std::isnan(best) || t < best) choice = a;
   }
   b.choice = choice;
-  b.settled_us = b.agreed[slot(choice)];
-  if (std::isnan(b.settled_us)) b.settled_us = std::numeric_limits<double>::infinity();
   b.phase = Phase::kSettled;
-  b.measured = true;
   b.recent.clear();
   b.since_check = 0;
   b.slow_once = false;

@@ -116,9 +116,7 @@ class Tuner {
     size_t next = 0;               // calls made in the current round
     std::array<std::vector<double>, kAlgorithms> samples;  // local, this exploration
     Payload agreed{};
-    bool measured = false;
     Algorithm choice = Algorithm::kPrevious;
-    double settled_us = 0;
     std::vector<double> recent;
     uint32_t since_check = 0, check_every = 0;
     bool slow_once = false;  // the last check was above reopen_factor
