@@ -31,16 +31,9 @@ while (($#)); do
   esac
   shift
 done
-build=$(cd "$build" && pwd)
-bin=$build/bin
-source "$root/scripts/lib_agent.sh"
-source "$root/scripts/lib_fabric.sh"
-# Not under /tmp: emulated hosts have a private /tmp (the agent's socket
-# must be visible from here).
-work=$(mktemp -d /var/tmp/switchagg-cg-bench.XXXXXX)
-trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
+source "$root/benchmarks/lib/bench_env.sh"
+bench_setup cg-bench
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
-path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
 if ((fabric > 0)); then
   exec 9>/run/switchagg-fabric.lock
   flock -w 1200 9 || { echo "cg_bench: the fabric lock stayed taken" >&2; exit 1; }
@@ -70,7 +63,7 @@ launch() {
     fabric_mpirun "$np" 1 "$@"
   else
     mpirun --oversubscribe --bind-to none -np "$np" --mca btl self,vader \
-      --mca mca_base_component_path "$path" "$@"
+      --mca mca_base_component_path "$comp_path" "$@"
   fi
 }
 

@@ -27,15 +27,8 @@ while (($#)); do
   esac
   shift
 done
-build=$(cd "$build" && pwd)
-bin=$build/bin
-source "$root/scripts/lib_agent.sh"
-source "$root/scripts/lib_fabric.sh"
-work=$(mktemp -d /var/tmp/switchagg-fabric-bench.XXXXXX)
-raw=$root/benchmarks/results/fabric_raw
-mkdir -p "$raw"
-trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+source "$root/benchmarks/lib/bench_env.sh"
+bench_setup fabric-bench fabric_raw
 
 paths=(
   "switch|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch"

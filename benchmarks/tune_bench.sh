@@ -38,15 +38,8 @@ while (($#)); do
   esac
   shift
 done
-build=$(cd "$build" && pwd)
-bin=$build/bin
-source "$root/scripts/lib_agent.sh"
-source "$root/scripts/lib_fabric.sh"
-work=$(mktemp -d /var/tmp/switchagg-tune-bench.XXXXXX)
-raw=$root/benchmarks/results/tune_raw
-mkdir -p "$raw"
-trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+source "$root/benchmarks/lib/bench_env.sh"
+bench_setup tune-bench tune_raw
 
 fixed="ring recursive_doubling rabenseifner hierarchical switch previous"
 args_for() {  # PATH -> mpirun arguments
@@ -64,7 +57,7 @@ node_mpirun() {  # NP ARGS...: this machine, the component from the build
   local np=$1
   shift
   mpirun --oversubscribe --bind-to none --mca btl self,vader \
-    --mca mca_base_component_path "$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')" \
+    --mca mca_base_component_path "$comp_path" \
     -np "$np" -x SWITCHAGG_UCX_WAIT=blocking "$@"
 }
 
