@@ -49,7 +49,7 @@ struct JoinHello {
   // What the agent told this rank's connection (CAPACITY_ACK). Ranks asked
   // at different moments, so everyone uses rank 0's: the selector's input
   // must be the same on every rank.
-  uint32_t reduce_mbps, link_mbps, turnaround_us;
+  agent::wire::Capacity capacity;
 };
 
 bool allOnes(const std::vector<uint8_t>& flags) {
@@ -62,15 +62,10 @@ uint64_t randomNonce() {
          uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
-// The agent's figures as the communicator agreed on them (rank 0's).
-struct AgreedCapacity {
-  uint32_t reduce_mbps = 0, link_mbps = 0, turnaround_us = 0;
-};
-
 struct Joined {
   std::shared_ptr<agent::AggClient> client;  // outlives group
   std::unique_ptr<agent::AggGroup> group;
-  AgreedCapacity capacity;
+  agent::wire::Capacity capacity;  // the agent's figures as agreed (rank 0's)
 };
 
 // The collective join (first or rejoin); no group on every rank alike when
@@ -110,7 +105,7 @@ class AgentSwitchPath : public SwitchPath {
   std::unique_ptr<agent::AggGroup> group_;  // null after a failure, until a rejoin
   // Agreed at the first join and kept (a rejoin does not change the
   // selector's input: decisions are memoised per call shape).
-  AgreedCapacity capacity_;
+  agent::wire::Capacity capacity_;
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0;
@@ -242,12 +237,7 @@ Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {
   JoinHello mine{};
   mine.connected = client.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
-  if (client.ok()) {
-    const agent::AgentInfo& agent = client.value()->agent();
-    mine.reduce_mbps = agent.reduce_mbps;
-    mine.link_mbps = agent.link_mbps;
-    mine.turnaround_us = agent.turnaround_us;
-  }
+  if (client.ok()) mine.capacity = client.value()->agent().capacity;
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
@@ -282,13 +272,13 @@ Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {
     SA_INFO("coll", "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes)",
             comm.name().c_str(), group_id, lease.agent.c_str(), info.window,
             info.slot_bytes);
-  if (comm.rank() == 0 && all[0].reduce_mbps > 0)
+  const agent::wire::Capacity& agreed = all[0].capacity;
+  if (comm.rank() == 0 && agreed.reduce_mbps > 0)
     SA_INFO("coll",
             "comm %s: the agent advertises %u MB/s reduction, link %u Mbit/s (0 = unknown), "
             "%u us turnaround",
-            comm.name().c_str(), all[0].reduce_mbps, all[0].link_mbps, all[0].turnaround_us);
-  return {std::move(client.value()), std::move(group.value()),
-          AgreedCapacity{all[0].reduce_mbps, all[0].link_mbps, all[0].turnaround_us}};
+            comm.name().c_str(), agreed.reduce_mbps, agreed.link_mbps, agreed.turnaround_us);
+  return {std::move(client.value()), std::move(group.value()), agreed};
 }
 
 }  // namespace

@@ -91,9 +91,7 @@ void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
       if (g && !g->dead) onResult(*g, m);
       return;
     case MsgType::kCapacityAck:
-      agent.reduce_mbps = m.reduce_mbps;
-      agent.link_mbps = m.link_mbps;
-      agent.turnaround_us = m.turnaround_us;
+      agent.capacity = m.capacity;
       capacity_done = true;
       return;
     case MsgType::kAbort:

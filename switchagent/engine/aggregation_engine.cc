@@ -129,8 +129,8 @@ void AggregationEngine::handleHello(PeerId from, const Message& m) {
   out_.sendControl(from, wire::encode(a));
 }
 
-EngineCapacity AggregationEngine::capacity() const {
-  EngineCapacity c;
+wire::Capacity AggregationEngine::capacity() const {
+  wire::Capacity c;
   c.reduce_mbps = reduce_mbps_;
   c.link_mbps = config_.link_mbps;
   if (!turnaround_us_.empty()) {
@@ -144,13 +144,10 @@ EngineCapacity AggregationEngine::capacity() const {
 void AggregationEngine::handleCapacity(PeerId from, const Message& m) {
   if (!lookup_(wire::tokenToHex(m.token)))
     return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
-  const EngineCapacity c = capacity();
   Message a;
   a.type = MsgType::kCapacityAck;
   a.token = m.token;
-  a.reduce_mbps = c.reduce_mbps;
-  a.link_mbps = c.link_mbps;
-  a.turnaround_us = c.turnaround_us;
+  a.capacity = capacity();
   out_.sendControl(from, wire::encode(a));
 }
 

@@ -61,13 +61,6 @@ struct EngineConfig {
   size_t max_groups_per_lease = 64;
 };
 
-// What the agent tells clients about its speed (CAPACITY_ACK).
-struct EngineCapacity {
-  uint32_t reduce_mbps = 0;    // aggregate reduction input rate, measured at start-up
-  uint32_t link_mbps = 0;      // EngineConfig::link_mbps
-  uint32_t turnaround_us = 0;  // median of recent chunks, last contribution -> results out
-};
-
 struct Group;
 
 class AggregationEngine {
@@ -97,7 +90,8 @@ class AggregationEngine {
   void sendDone(uint64_t group_serial, uint32_t slot);
 
   DataPlaneCounters counters() const;
-  EngineCapacity capacity() const;
+  // What CAPACITY_ACK tells clients (link_mbps from EngineConfig).
+  wire::Capacity capacity() const;
   static wire::CapTable capTable();
   size_t liveGroups() const { return groups_.size(); }
 

@@ -192,9 +192,9 @@ Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* 
     case MsgType::kCapacity:
       return r.u64() == 0 ? Reason::kNone : Reason::kMalformed;
     case MsgType::kCapacityAck:
-      m->reduce_mbps = r.u32();
-      m->link_mbps = r.u32();
-      m->turnaround_us = r.u32();
+      m->capacity.reduce_mbps = r.u32();
+      m->capacity.link_mbps = r.u32();
+      m->capacity.turnaround_us = r.u32();
       return r.u32() == 0 ? Reason::kNone : Reason::kMalformed;
     case MsgType::kAbort:
     case MsgType::kError: {
@@ -296,9 +296,9 @@ Frame encode(const Message& m) {
       w.u64(0);
       break;
     case MsgType::kCapacityAck:
-      w.u32(m.reduce_mbps);
-      w.u32(m.link_mbps);
-      w.u32(m.turnaround_us);
+      w.u32(m.capacity.reduce_mbps);
+      w.u32(m.capacity.link_mbps);
+      w.u32(m.capacity.turnaround_us);
       w.u32(0);
       break;
     case MsgType::kAbort:

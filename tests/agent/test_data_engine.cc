@@ -41,9 +41,9 @@ TEST_F(EngineTest, CapacityTellsTheMeasuredReduceRateTheLinkAndTurnaround) {
   auto acks = out_.take(MsgType::kCapacityAck);
   ASSERT_EQ(acks.size(), 1u);
   EXPECT_EQ(acks[0].to, 7u);
-  EXPECT_GT(acks[0].msg.reduce_mbps, 10u);  // a float sum kernel runs faster than 10 MB/s
-  EXPECT_EQ(acks[0].msg.link_mbps, 400u);
-  EXPECT_EQ(acks[0].msg.turnaround_us, 0u);  // no chunk reduced yet: unknown
+  EXPECT_GT(acks[0].msg.capacity.reduce_mbps, 10u);  // a float sum kernel runs faster than 10 MB/s
+  EXPECT_EQ(acks[0].msg.capacity.link_mbps, 400u);
+  EXPECT_EQ(acks[0].msg.capacity.turnaround_us, 0u);  // no chunk reduced yet: unknown
   // After chunks went through, the turnaround is measured.
   const uint32_t window = formGroup(t, 5, 2);
   const std::vector<uint8_t> data(64 * 1024, 1);
@@ -54,8 +54,8 @@ TEST_F(EngineTest, CapacityTellsTheMeasuredReduceRateTheLinkAndTurnaround) {
   deliver(7, ask);
   acks = out_.take(MsgType::kCapacityAck);
   ASSERT_EQ(acks.size(), 1u);
-  EXPECT_GE(acks[0].msg.turnaround_us, 1u);  // measured, at least 1 us
-  EXPECT_EQ(engine_->capacity().turnaround_us, acks[0].msg.turnaround_us);
+  EXPECT_GE(acks[0].msg.capacity.turnaround_us, 1u);  // measured, at least 1 us
+  EXPECT_EQ(engine_->capacity().turnaround_us, acks[0].msg.capacity.turnaround_us);
 }
 
 TEST_F(EngineTest, CapacityNeedsAValidTokenAndCanBeTurnedOff) {

@@ -152,9 +152,9 @@ int main(int argc, char** argv) {
   auto group = (*client)->join(a.group, a.size, a.rank, a.timeout, static_cast<uint32_t>(a.window));
   if (!group.ok()) return fail("join", group.status(), 4);
   AggGroup& g = **group;
-  const agent::AgentInfo& info = (*client)->agent();
-  std::printf("CAPACITY reduce_mbps=%u link_mbps=%u turnaround_us=%u\n", info.reduce_mbps,
-              info.link_mbps, info.turnaround_us);
+  const agent::wire::Capacity& cap = (*client)->agent().capacity;
+  std::printf("CAPACITY reduce_mbps=%u link_mbps=%u turnaround_us=%u\n", cap.reduce_mbps,
+              cap.link_mbps, cap.turnaround_us);
   std::printf("STREAMING window=%u slot_bytes=%zu\n", g.info().window, g.info().slot_bytes);
   std::fflush(stdout);
   int& calls = g_calls;

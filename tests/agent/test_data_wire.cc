@@ -40,9 +40,7 @@ std::vector<std::vector<uint8_t>> validFrames() {
     m.op = Op::kSum;
     m.count = 3;
     m.call_elems = 1000;
-    m.reduce_mbps = 5100;
-    m.link_mbps = 400;
-    m.turnaround_us = 73;
+    m.capacity = Capacity{5100, 400, 73};
     if (m.type == MsgType::kResult) m.rank = 0;
     const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult;
     out.push_back(toFramed(encode(m), chunk ? payload : nullptr, chunk ? sizeof payload : 0));
@@ -91,9 +89,9 @@ TEST(DataWire, EveryTypeRoundTrips) {
         EXPECT_EQ(m.text, "lease deleted");
         break;
       case MsgType::kCapacityAck:
-        EXPECT_EQ(m.reduce_mbps, 5100u);
-        EXPECT_EQ(m.link_mbps, 400u);
-        EXPECT_EQ(m.turnaround_us, 73u);
+        EXPECT_EQ(m.capacity.reduce_mbps, 5100u);
+        EXPECT_EQ(m.capacity.link_mbps, 400u);
+        EXPECT_EQ(m.capacity.turnaround_us, 73u);
         break;
       default:
         break;

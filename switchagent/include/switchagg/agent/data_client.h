@@ -58,12 +58,9 @@ struct AgentInfo {
   uint32_t max_window = 0;  // the lease's slots: the largest window a group can get
   size_t slot_bytes = 0;    // the agent's chunk size (a group may get less)
   wire::CapTable caps;      // (dtype, op) pairs the agent reduces
-  // The agent's CAPACITY_ACK (all 0 when it predates it or does not tell):
-  // aggregate reduction rate (MB/s of input), data link (Mbit/s), median
-  // turnaround per chunk (us). For the component's cost model.
-  uint32_t reduce_mbps = 0;
-  uint32_t link_mbps = 0;
-  uint32_t turnaround_us = 0;
+  // The agent's CAPACITY_ACK (all 0 when it predates it or does not tell),
+  // for the component's cost model.
+  wire::Capacity capacity;
 };
 
 // What JOIN_ACK told us; identical at every member.

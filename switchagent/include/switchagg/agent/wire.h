@@ -43,6 +43,18 @@ constexpr size_t kMaxTextBytes = 512;
 
 using Token = std::array<uint8_t, kTokenBytes>;
 
+// What an agent tells about its own speed (CAPACITY_ACK; 0 = unknown): its
+// aggregate reduction rate in MB/s of input (all its reduction threads,
+// float32 sum at its slot size, measured at start-up), its data link in
+// Mbit/s (the admin's data.link_mbps), and its median turnaround per chunk
+// batch in microseconds (last contribution in -> results out, from its own
+// recent chunks).
+struct Capacity {
+  uint32_t reduce_mbps = 0;
+  uint32_t link_mbps = 0;
+  uint32_t turnaround_us = 0;
+};
+
 enum class MsgType : uint8_t {
   kHello = 1,     // client -> agent: is my token valid? what can you do?
   kHelloAck = 2,  // agent -> client: max window, slot bytes, capabilities
@@ -116,14 +128,7 @@ struct Message {
   uint32_t count = 0;             // CONTRIB, RESULT: elements in this chunk
   Reason reason = Reason::kNone;  // ABORT, ERROR
   CapTable caps;                  // HELLO_ACK, JOIN_ACK
-  // CAPACITY_ACK (0 = unknown): the agent's aggregate reduction rate in MB/s
-  // of input (all its reduction threads, float32 sum at its slot size,
-  // measured at start-up), its data link in Mbit/s (admin's data.link_mbps),
-  // and its median turnaround per chunk in microseconds (last contribution
-  // in -> result out, from its own recent chunks).
-  uint32_t reduce_mbps = 0;
-  uint32_t link_mbps = 0;
-  uint32_t turnaround_us = 0;
+  Capacity capacity;              // CAPACITY_ACK
   std::string text;               // ABORT, ERROR (printable ASCII, <= kMaxTextBytes)
   const void* payload = nullptr;  // CONTRIB, RESULT: points into the decoded body
   size_t payload_bytes = 0;
