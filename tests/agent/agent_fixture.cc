@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -190,12 +192,48 @@ void AgentProcess::kill() {
 
 std::string AgentProcess::stderrText() const { return readFile(stderr_path_); }
 
+namespace {
+
+// A copy of `path` that any uid can execute. The build tree may sit below a
+// directory only root can enter (a CI clone in `mktemp -d`, mode 0700), so a
+// program run as another user is copied once into a world-readable
+// directory, removed when the test process exits.
+std::string reachableCopy(const std::string& path) {
+  static struct Copies {
+    std::string dir;
+    std::map<std::string, std::string> by_path;
+    ~Copies() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } copies;
+  namespace fs = std::filesystem;
+  auto it = copies.by_path.find(path);
+  if (it != copies.by_path.end()) return it->second;
+  if (copies.dir.empty()) {
+    char tmpl[] = "/tmp/switchagg-runas-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return path;
+    chmod(tmpl, 0755);
+    copies.dir = tmpl;
+  }
+  const std::string copy = copies.dir + "/" + fs::path(path).filename().string();
+  std::error_code ec;
+  fs::copy_file(path, copy, fs::copy_options::overwrite_existing, ec);
+  if (ec) return path;
+  chmod(copy.c_str(), 0755);
+  return copies.by_path[path] = copy;
+}
+
+}  // namespace
+
 ProcessResult runProcess(const std::vector<std::string>& argv_in, int64_t uid, int64_t gid,
                          const std::vector<std::string>& env, int timeout_ms) {
   ProcessResult result;
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) return result;
   std::vector<std::string> args = argv_in;
+  if (uid >= 0 && !args.empty() && args[0].find('/') != std::string::npos)
+    args[0] = reachableCopy(args[0]);
   std::vector<std::string> envs = env;
   pid_t pid = fork();
   if (pid == 0) {
