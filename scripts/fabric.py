@@ -359,11 +359,35 @@ def host_argv(st, h, cmd):
     sysfs of its network namespace (UCX lists network devices from
     /sys/class/net), the cgroup hierarchies carried over (slurmd needs them)."""
     hdir = os.path.join(state_dir(st["name"]), "hosts", h["name"])
-    inner = ('hostname "$0" && mount --bind "$1/tmp" /tmp && mkdir -p "$1/cg" && '
+    # A checkout (or working directory) under /tmp, such as a CI clone made
+    # with mktemp -d, stays visible at the same path on every host: it is
+    # bound aside before the private /tmp covers the real one, then back.
+    keep = tmp_paths_to_keep()
+    hold = "".join('mkdir -p "$1/keep/%d" && mount --bind "%s" "$1/keep/%d" && ' % (i, p, i)
+                   for i, p in enumerate(keep))
+    back = "".join('mkdir -p "%s" && mount --bind "$1/keep/%d" "%s" && ' % (p, i, p)
+                   for i, p in enumerate(keep))
+    inner = ('hostname "$0" && ' + hold + 'mount --bind "$1/tmp" /tmp && ' + back +
+             'mkdir -p "$1/cg" && '
              'mount --rbind /sys/fs/cgroup "$1/cg" && mount -t sysfs sysfs /sys && '
              'mount --rbind "$1/cg" /sys/fs/cgroup && shift && exec "$@"')
     return (["nsenter", "-t", str(h["pid"]), "-n", "--", "unshare", "--uts", "--mount",
              "--propagation", "private", "--", "sh", "-c", inner, h["name"], hdir] + cmd)
+
+
+def tmp_paths_to_keep():
+    """Directories under /tmp a host must still see: this checkout and the
+    working directory (outermost only, shell-safe names only)."""
+    cands = [os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+             os.path.realpath(os.getcwd())]
+    keep = []
+    for p in sorted(set(cands), key=len):
+        if not p.startswith("/tmp/") or any(p == k or p.startswith(k + "/") for k in keep):
+            continue
+        if any(c in p for c in "\"$`\n"):
+            continue
+        keep.append(p)
+    return keep
 
 
 def cmd_exec(args):

@@ -20,6 +20,10 @@ int main(int argc, char** argv) {
   const int n = 1 << 22;  // 32 MiB of doubles: long enough to die inside it
   std::vector<double> in(n, rank + 1.0), out(n);
   for (int call = 0; call < 20; ++call) {
+    // Every rank has finished the previous call before rank 1 dies: a rank
+    // still inside call 1 (slow on an oversubscribed box) would otherwise
+    // see the death there, and which call fails would depend on timing.
+    if (call == 2) MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1 && call == 2) {
       // Let the others enter the call first, then die mid-way.
       usleep(200 * 1000);
