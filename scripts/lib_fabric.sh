@@ -13,11 +13,35 @@ FABRIC_STATE_ROOT=${SWITCHAGG_FABRIC_STATE:-/run/switchagg-fabric}
 
 fabric_py() { /usr/bin/python3 "$root/scripts/fabric.py" "$@"; }
 
+# One run at a time per fabric name on a machine: a second run (another
+# checkout's tests, a demo) waits here for the first to finish, instead of
+# failing on "already up" and then tearing down a fabric it does not own.
+# The lock is held until this shell exits.
+declare -A FABRIC_LOCK_FD=()
+fabric_lock() {
+  local name=$1 fd
+  [[ -n ${FABRIC_LOCK_FD[$name]:-} ]] && return 0
+  mkdir -p "$FABRIC_STATE_ROOT"
+  exec {fd}>"$FABRIC_STATE_ROOT/$name.lock"
+  if ! flock -n "$fd"; then
+    echo "fabric $name is in use by another run; waiting (up to ${SWITCHAGG_FABRIC_WAIT:-900} s)" >&2
+    flock -w "${SWITCHAGG_FABRIC_WAIT:-900}" "$fd" || {
+      echo "fabric $name: still in use after ${SWITCHAGG_FABRIC_WAIT:-900} s" >&2
+      exec {fd}>&-
+      return 1
+    }
+  fi
+  FABRIC_LOCK_FD[$name]=$fd
+}
+
 fabric_up() {
-  FABRIC=$1
+  local name=$1
   shift
+  fabric_lock "$name" || return 1
+  fabric_py up "$name" --quiet "$@" || return 1
+  # Only a fabric this run brought up is its to tear down.
+  FABRIC=$name
   FABRIC_DIR=$FABRIC_STATE_ROOT/$FABRIC
-  fabric_py up "$FABRIC" --quiet "$@"
 }
 
 fabric_down() {

@@ -400,6 +400,13 @@ case_slurmd_killed() {
 
 # ------------------------------------------------------------------ main
 
+# Another live run of this test (another checkout) owns $W and the fabric
+# until it ends: wait for it rather than tear down what it runs (so before
+# the teardown trap).
+if ! fabric_lock "$FABRIC"; then
+  echo "FAIL setup: fabric $FABRIC stayed in use by another run" >&2
+  exit 1
+fi
 trap teardown EXIT
 trap 'say "interrupted"; exit 130' INT
 trap 'say "terminated"; exit 143' TERM
