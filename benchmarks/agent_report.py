@@ -112,7 +112,7 @@ tests: load average {load_before} before, {load_after} after. Medians of
 
 GB/s of input reduced per second of CPU time (`inout[i] = inout[i] op in[i]`:
 reads 2, writes 1 element per input element), Google Benchmark,
-`switchagg::reduceInto` (ucx_module/common/reduce.cc, built -O3) against the
+`switchagg::reduceInto` (common/src/reduce.cc, built -O3) against the
 same loop written plainly at -O3 and against memcpy.
 
 {kernel_table(rates)}

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
 #include "ucp_config_apply.h"  // libswitchagg_ucx's internal apply/read-back
 
@@ -55,7 +56,9 @@ std::optional<std::string> cliValue(const InfoArgs& args, const std::string& env
 
 std::vector<OptionRow> optionRows(const InfoArgs& args) {
   std::vector<OptionRow> rows;
-  for (const ucx::OptionDoc& d : ucx::transportOptionTable()) {
+  std::vector<ConfigDoc> docs = ucx::transportOptionTable();
+  for (const ConfigDoc& d : coll::switchSettingsTable().docs()) docs.push_back(d);
+  for (const ConfigDoc& d : docs) {
     OptionRow r{d.name, d.env, d.default_value, d.default_value, "default", d.help};
     if (auto cli = cliValue(args, d.env)) {
       r.value = *cli;
@@ -134,7 +137,7 @@ std::string renderText(const InfoReport& r) {
     const std::string kv = e.name + "=" + e.value;
     out << "  " << kv << std::string(kv.size() < 38 ? 38 - kv.size() : 1, ' ') << e.source << "\n";
   }
-  out << "\nTransport options (command line > environment > default):\n";
+  out << "\nTransport and switch-path options (command line > environment > default):\n";
   for (const OptionRow& o : r.options) {
     out << "  " << o.env << "=" << o.value;
     if (o.source != "default") out << "  [" << o.source << "; default " << o.default_value << "]";

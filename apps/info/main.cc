@@ -23,7 +23,7 @@ void printUsage(FILE* out) {
                "  --netdev IF        prefer GIDs on this netdev\n"
                "  --help             this text\n");
   std::fprintf(out,
-               "Options are also read from SWITCHAGG_UCX_* / SWITCHAGG_ROCE_* (see the table in "
+               "Options are also read from SWITCHAGG_UCX_* / SWITCHAGG_ROCE_* / SWITCHAGG_SWITCH_* (see the table in "
                "the output); the command line wins.\n\n%s",
                switchagg::info::selectUsage().c_str());
 }

@@ -1,4 +1,5 @@
 #include "switchagg/common/config.h"
+#include "switchagg/common/config_table.h"
 
 #include <cctype>
 #include <cerrno>
@@ -100,6 +101,20 @@ Result<std::string> parseChoice(const std::string& key, const std::string& raw,
 const char* envOrNull(const char* name) {
   const char* v = std::getenv(name);
   return (v && *v) ? v : nullptr;
+}
+
+std::string formatSize(uint64_t v) {
+  if (v != 0 && v % (1ull << 30) == 0) return std::to_string(v >> 30) + "G";
+  if (v != 0 && v % (1ull << 20) == 0) return std::to_string(v >> 20) + "M";
+  if (v != 0 && v % (1ull << 10) == 0) return std::to_string(v >> 10) + "K";
+  return std::to_string(v);
+}
+
+std::string formatDurationMs(int64_t v) {
+  if (v != 0 && v % 3600000 == 0) return std::to_string(v / 3600000) + "h";
+  if (v > 60000 && v % 60000 == 0) return std::to_string(v / 60000) + "m";  // 60000: "60s"
+  if (v != 0 && v % 1000 == 0) return std::to_string(v / 1000) + "s";
+  return std::to_string(v) + "ms";
 }
 
 }  // namespace switchagg

@@ -8,7 +8,7 @@
 
 #include "process_runtime.h"
 #include "switchagg/agent/data_client.h"
-#include "switchagg/common/config.h"
+#include "switchagg/common/config_table.h"
 #include "switchagg/common/log.h"
 
 namespace switchagg::coll {
@@ -34,20 +34,11 @@ std::unique_ptr<SwitchLease> readLease() {
   // "off" in the environment means the job asked for no offload at all.
   if (mode && strcasecmp(mode, "off") == 0) return nullptr;
   // A bad value is named once and the default kept: the job still runs.
-  if (const char* t = envOrNull("SWITCHAGG_SWITCH_TIMEOUT_MS")) {
-    Result<int64_t> ms = parseDurationMs("SWITCHAGG_SWITCH_TIMEOUT_MS", t);
-    if (ms.ok() && ms.value() > 0) lease->call_timeout_ms = ms.value();
-    else SA_WARN("coll", "SWITCHAGG_SWITCH_TIMEOUT_MS='%s' ignored (want a duration > 0)", t);
-  }
-  if (const char* w = envOrNull("SWITCHAGG_SWITCH_WINDOW")) {
-    Result<int64_t> n = parseInt("SWITCHAGG_SWITCH_WINDOW", w, 1, 1 << 16);
-    if (n.ok()) lease->window_request = uint32_t(n.value());
-    else SA_WARN("coll", "%s; SWITCHAGG_SWITCH_WINDOW ignored", n.status().toString().c_str());
-  }
-  if (const char* r = envOrNull("SWITCHAGG_SWITCH_REJOIN_CALLS")) {
-    Result<int64_t> n = parseInt("SWITCHAGG_SWITCH_REJOIN_CALLS", r, 0, kMaxRejoinCalls);
-    if (n.ok()) lease->rejoin_calls = uint32_t(n.value());
-    else SA_WARN("coll", "%s; SWITCHAGG_SWITCH_REJOIN_CALLS ignored", n.status().toString().c_str());
+  for (const ConfigKey<SwitchSettings>& k : switchSettingsTable().keys()) {
+    const char* text = envOrNull(k.env);
+    if (text == nullptr) continue;
+    Status st = k.set(k.env, *lease, text);  // leaves the default on error
+    if (!st.ok()) SA_WARN("coll", "%s; %s ignored", st.toString().c_str(), k.env);
   }
   return lease;
 }

@@ -2,97 +2,85 @@
 
 #include <strings.h>
 
-#include <functional>
 #include <set>
 
 #include "switchagg/agent/control_client.h"
-#include "switchagg/common/config.h"
+#include "switchagg/common/config_table.h"
 
 namespace switchagg::spank {
 namespace {
 
-using Setter = std::function<Status(PluginConfig&, const std::string& key, const std::string& value)>;
+using P = PluginConfig;
 
-struct KeyRule {
-  ConfigKey key;
-  Setter set;
-};
+ConfigBinding<P> controlAddress() {
+  return customField<P>(
+      ConfigKind::kString,
+      [](const std::string& k, P& c, const std::string& v) -> Status {
+        Result<agent::ControlAddress> a = agent::parseControlAddress(v);
+        if (!a.ok()) return Status(Code::kInvalidArgument, k + ": " + a.status().message());
+        c.control = a->toString();
+        return Status::Ok();
+      },
+      [](const P& c) {
+        return c.control.empty() ? "unix:" + std::string(agent::kDefaultControlSocket) : c.control;
+      });
+}
 
-Status setSlots(int* out, const std::string& key, const std::string& value, int64_t lo) {
-  Result<int64_t> v = parseInt(key, value, lo, 4096);
-  if (!v.ok()) return v.status();
-  *out = static_cast<int>(*v);
+ConfigBinding<P> mode() {
+  return customField<P>(
+      ConfigKind::kChoice,
+      [](const std::string& k, P& c, const std::string& v) -> Status {
+        Result<Mode> m = parseMode(k, v);
+        if (!m.ok()) return m.status();
+        c.default_mode = *m;
+        return Status::Ok();
+      },
+      [](const P& c) { return std::string(modeName(c.default_mode)); });
+}
+
+// Whole seconds, rounded up; 0 = the agent's policy; otherwise at least 1s.
+ConfigBinding<P> ttl() {
+  ConfigBinding<P> b = durationField(&P::ttl_s, 0, INT64_MAX, DurationUnit::kOptional, 1000);
+  auto parse = b.set;
+  b.set = [parse](const std::string& k, P& c, const std::string& v) -> Status {
+    Result<int64_t> ms = parseDurationMs(k, v);
+    if (ms.ok() && *ms != 0 && *ms < 1000) {
+      return Status(Code::kInvalidArgument, k + ": at least 1s (or 0)");
+    }
+    return parse(k, c, v);
+  };
+  return b;
+}
+
+Status absolutePath(const std::string& k, const std::string& v) {
+  if (v.empty() || v[0] != '/') {
+    return Status(Code::kInvalidArgument, k + ": invalid value '" + v + "' (an absolute path)");
+  }
   return Status::Ok();
 }
 
-const std::vector<KeyRule>& rules() {
-  static const std::vector<KeyRule> table = {
-      {{"control", "unix:/run/switchagg/agent.sock",
-        "the agent's control address: unix:/path, host:port or http://host:port"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         Result<agent::ControlAddress> a = agent::parseControlAddress(v);
-         if (!a.ok()) return Status(Code::kInvalidArgument, k + ": " + a.status().message());
-         c.control = a->toString();
-         return Status::Ok();
-       }},
-      {{"mode", "off", "mode of jobs that do not pass --switch-agg: off, auto or require"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         Result<Mode> m = parseMode(k, v);
-         if (!m.ok()) return m.status();
-         c.default_mode = *m;
-         return Status::Ok();
-       }},
-      {{"default_slots", "0", "slots of jobs that do not pass --switch-agg-slots; 0 = agent policy"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         return setSlots(&c.default_slots, k, v, 0);
-       }},
-      {{"max_slots", "64", "largest --switch-agg-slots accepted at submission (1-4096)"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         return setSlots(&c.max_slots, k, v, 1);
-       }},
-      {{"ttl", "0", "lease lifetime (e.g. 12h) if the epilog never deletes it; 0 = agent policy"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         Result<int64_t> ms = parseDurationMs(k, v);
-         if (!ms.ok()) return ms.status();
-         if (*ms != 0 && *ms < 1000) return Status(Code::kInvalidArgument, k + ": at least 1s (or 0)");
-         c.ttl_s = (*ms + 999) / 1000;
-         return Status::Ok();
-       }},
-      {{"timeout", "5s", "bound on one request to the agent (100ms-60s)"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         Result<int64_t> ms = parseDurationMs(k, v);
-         if (!ms.ok()) return ms.status();
-         if (*ms < 100 || *ms > 60000) {
-           return Status(Code::kInvalidArgument, k + ": invalid value '" + v + "' (100ms to 60s)");
-         }
-         c.timeout_ms = static_cast<int>(*ms);
-         return Status::Ok();
-       }},
-      {{"fail_job_on_error", "false",
-        "true: auto jobs also fail when the agent is unreachable or errs (refusals still warn)"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         Result<bool> b = parseBool(k, v);
-         if (!b.ok()) return b.status();
-         c.fail_job_on_error = *b;
-         return Status::Ok();
-       }},
-      {{"state_dir", "/run/switchagg-spank",
-        "node-local directory where the prolog leaves why a lease failed, for the job's tasks"},
-       [](PluginConfig& c, const std::string& k, const std::string& v) {
-         if (v.empty() || v[0] != '/') {
-           return Status(Code::kInvalidArgument, k + ": invalid value '" + v + "' (an absolute path)");
-         }
-         c.state_dir = v;
-         return Status::Ok();
-       }},
-  };
-  return table;
-}
-
-std::string validKeys() {
-  std::string out;
-  for (const KeyRule& r : rules()) out += (out.empty() ? "" : ", ") + std::string(r.key.name);
-  return out;
+const ConfigTable<P>& table() {
+  static const ConfigTable<P> t({
+      {"control", nullptr, "the agent's control address: unix:/path, host:port or http://host:port",
+       controlAddress()},
+      {"mode", nullptr, "mode of jobs that do not pass --switch-agg: off, auto or require", mode()},
+      {"default_slots", nullptr,
+       "slots of jobs that do not pass --switch-agg-slots; 0 = agent policy",
+       intField(&P::default_slots, 0, 4096)},
+      {"max_slots", nullptr, "largest --switch-agg-slots accepted at submission (1-4096)",
+       intField(&P::max_slots, 1, 4096)},
+      {"ttl", nullptr, "lease lifetime (e.g. 12h) if the epilog never deletes it; 0 = agent policy",
+       ttl()},
+      {"timeout", nullptr, "bound on one request to the agent (100ms-60s)",
+       durationField(&P::timeout_ms, 100, 60000)},
+      {"fail_job_on_error", nullptr,
+       "true: auto jobs also fail when the agent is unreachable or errs (refusals still warn)",
+       boolField(&P::fail_job_on_error)},
+      {"state_dir", nullptr,
+       "node-local directory where the prolog leaves why a lease failed, for the job's tasks",
+       stringField(&P::state_dir, absolutePath)},
+  });
+  return t;
 }
 
 }  // namespace
@@ -114,11 +102,10 @@ Result<Mode> parseMode(const std::string& what, const std::string& text) {
                 what + ": invalid value '" + text + "' (valid: off, auto, require)");
 }
 
-const std::vector<ConfigKey> kConfigKeys = [] {
-  std::vector<ConfigKey> keys;
-  for (const KeyRule& r : rules()) keys.push_back(r.key);
-  return keys;
-}();
+const std::vector<ConfigDoc>& pluginConfigKeys() {
+  static const std::vector<ConfigDoc> docs = table().docs();
+  return docs;
+}
 
 Result<PluginConfig> parsePluginArgs(const std::vector<std::string>& args) {
   PluginConfig config;
@@ -127,22 +114,20 @@ Result<PluginConfig> parsePluginArgs(const std::vector<std::string>& args) {
     size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
       return Status(Code::kInvalidArgument,
-                    "argument '" + arg + "' is not key=value (valid keys: " + validKeys() + ")");
+                    "argument '" + arg + "' is not key=value (valid keys: " + table().names() +
+                        ")");
     }
     std::string key = arg.substr(0, eq);
     std::string value = arg.substr(eq + 1);
-    const KeyRule* rule = nullptr;
-    for (const KeyRule& r : rules()) {
-      if (key == r.key.name) rule = &r;
-    }
+    const ConfigKey<P>* rule = table().find(key);
     if (rule == nullptr) {
       return Status(Code::kInvalidArgument,
-                    "unknown key '" + key + "' (valid keys: " + validKeys() + ")");
+                    "unknown key '" + key + "' (valid keys: " + table().names() + ")");
     }
     if (!seen.insert(key).second) {
       return Status(Code::kInvalidArgument, "key '" + key + "' given twice");
     }
-    SWITCHAGG_RETURN_IF_ERROR(rule->set(config, key, value));
+    SWITCHAGG_RETURN_IF_ERROR(rule->set(key, config, value));
   }
   if (config.default_slots > config.max_slots) {
     return Status(Code::kInvalidArgument, "default_slots (" + std::to_string(config.default_slots) +

@@ -1,5 +1,5 @@
 // The plugstack.conf arguments of switchagg_spank.so, parsed by a pure
-// function into a typed struct. One table (kConfigKeys) gives every key's
+// function into a typed struct. One table (plugin_config.cc) gives every key's
 // name, default and help; the parser, the unknown-key error and
 // docs/admin-slurm.md all follow it.
 #pragma once
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "switchagg/common/config_table.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::spank {
@@ -30,12 +31,8 @@ struct PluginConfig {
   std::string state_dir = "/run/switchagg-spank";  // prolog -> task notes
 };
 
-struct ConfigKey {
-  const char* name;
-  const char* default_text;
-  const char* help;
-};
-extern const std::vector<ConfigKey> kConfigKeys;
+// Every key's name, default and help (docs/admin-slurm.md, the tests).
+const std::vector<ConfigDoc>& pluginConfigKeys();
 
 // Parses "key=value" arguments (plugstack.conf, after the plugin path).
 // Errors name the offending argument: unknown keys (listing the valid ones),

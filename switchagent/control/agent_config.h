@@ -12,24 +12,26 @@
 #include <vector>
 
 #include "admission.h"
+#include "switchagg/agent/defaults.h"
+#include "switchagg/common/config_table.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
 
 struct AgentConfig {
-  // [data] the data plane (H2b's DataPlaneConfig)
-  std::string data_listen = "127.0.0.1:18515";
-  uint64_t slot_bytes = 256 * 1024;
+  // [data] the data plane (DataPlaneConfig)
+  std::string data_listen = kDefaultDataListen;
+  uint64_t slot_bytes = kDefaultSlotBytes;
   int data_threads = 0;
-  int64_t member_timeout_ms = 10000;
+  int64_t member_timeout_ms = kDefaultMemberTimeoutMs;
   int link_mbps = 0;                // advertised to clients' cost models; 0 = unknown
   bool advertise_capacity = true;   // answer clients' CAPACITY requests
-  int max_groups_per_lease = 64;
+  int max_groups_per_lease = kDefaultMaxGroupsPerLease;
   // [pool]
   int pool_slots = 64;
   // [control]
-  std::string unix_socket = "/run/switchagg/agent.sock";
-  std::string control_listen = "127.0.0.1:18516";
+  std::string unix_socket = kDefaultControlSocket;
+  std::string control_listen = kDefaultControlListen;
   bool open_readonly = true;
   std::string munge_socket;  // empty: libmunge's default
   int64_t request_timeout_ms = 2000;
@@ -55,20 +57,12 @@ struct AgentConfig {
 // The lease bounds the config sets (pool.slots, policy.max_*).
 LeaseLimits leaseLimitsOf(const AgentConfig& config);
 
-enum class ConfigKind { kString, kInt, kSize, kDuration, kBool, kList };
-
-struct ConfigKey {
-  const char* name;          // "pool.slots"
-  ConfigKind kind;
-  const char* help;
-  // Parses `text` (lists: comma-separated) into the config; errors name the key.
-  Status (*set)(const std::string& key, AgentConfig& config, const std::string& text);
-  // The current value as text, for --print-config and the defaults column.
-  std::string (*get)(const AgentConfig& config);
-};
-
-const std::vector<ConfigKey>& agentConfigKeys();
-const ConfigKey* findConfigKey(const std::string& name);
+// The key table (switchagg/common/config_table.h): name, kind, help, parser
+// and printer of every key; a key's default is AgentConfig's initializer.
+using AgentConfigKey = ConfigKey<AgentConfig>;
+const ConfigTable<AgentConfig>& agentConfigTable();
+const std::vector<AgentConfigKey>& agentConfigKeys();
+const AgentConfigKey* findConfigKey(const std::string& name);
 
 // Applies a TOML document (file contents) over `config`. `origin` names the
 // file in messages.

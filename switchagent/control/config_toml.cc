@@ -19,6 +19,7 @@ const char* kindName(ConfigKind k) {
     case ConfigKind::kDuration: return "a duration string like \"90s\"";
     case ConfigKind::kBool: return "true or false";
     case ConfigKind::kList: return "an array of strings";
+    case ConfigKind::kChoice: return "a string";
   }
   return "?";
 }
@@ -30,6 +31,7 @@ Result<std::string> nodeText(const std::string& key, ConfigKind kind, const toml
   };
   switch (kind) {
     case ConfigKind::kString:
+    case ConfigKind::kChoice:
     case ConfigKind::kDuration:
       if (auto s = node.value<std::string>(); s && node.is_string()) return *s;
       return wrongType();
@@ -65,7 +67,7 @@ Result<std::string> nodeText(const std::string& key, ConfigKind kind, const toml
 
 std::string knownKeysOf(const std::string& section) {
   std::string out;
-  for (const ConfigKey& k : agentConfigKeys()) {
+  for (const AgentConfigKey& k : agentConfigKeys()) {
     std::string name = k.name;
     if (name.compare(0, section.size() + 1, section + ".") == 0) {
       out += (out.empty() ? "" : ", ") + name.substr(section.size() + 1);
@@ -74,7 +76,7 @@ std::string knownKeysOf(const std::string& section) {
   return out;
 }
 
-std::string tomlValue(const ConfigKey& k, const AgentConfig& c) {
+std::string tomlValue(const AgentConfigKey& k, const AgentConfig& c) {
   std::string v = k.get(c);
   switch (k.kind) {
     case ConfigKind::kInt:
@@ -124,7 +126,7 @@ Status applyToml(const std::string& toml_text, const std::string& origin, AgentC
     }
     for (const auto& [key, node] : *table) {
       std::string name = section + "." + std::string(key.str());
-      const ConfigKey* k = findConfigKey(name);
+      const AgentConfigKey* k = findConfigKey(name);
       if (k == nullptr) {
         return Status(Code::kInvalidArgument,
                       name + ": unknown key (keys in [" + section + "]: " + known + ")");
@@ -148,10 +150,7 @@ Result<AgentConfig> loadAgentConfig(const std::string& path,
     Status st = applyToml(text.str(), path, &config);
     if (!st.ok()) return Status(st.code(), "config " + path + ": " + st.message());
   }
-  if (const char* level = envOrNull("SWITCHAGG_LOG_LEVEL")) {
-    Status st = findConfigKey("agent.log_level")->set("SWITCHAGG_LOG_LEVEL", config, level);
-    if (!st.ok()) return st;
-  }
+  SWITCHAGG_RETURN_IF_ERROR(agentConfigTable().applyEnvironment(config));
   SWITCHAGG_RETURN_IF_ERROR(applyOverrides(overrides, &config));
   Status st = validateConfig(config);
   if (!st.ok()) {
@@ -163,7 +162,7 @@ Result<AgentConfig> loadAgentConfig(const std::string& path,
 std::string renderConfigToml(const AgentConfig& config) {
   std::string out;
   std::string section;
-  for (const ConfigKey& k : agentConfigKeys()) {
+  for (const AgentConfigKey& k : agentConfigKeys()) {
     std::string name = k.name;
     std::string sec = name.substr(0, name.find('.'));
     if (sec != section) {
@@ -179,7 +178,7 @@ std::string renderConfigToml(const AgentConfig& config) {
 std::string renderConfigHelp() {
   AgentConfig defaults;
   std::string out;
-  for (const ConfigKey& k : agentConfigKeys()) {
+  for (const AgentConfigKey& k : agentConfigKeys()) {
     out += "  " + std::string(k.name) + " = " + tomlValue(k, defaults) + "\n      " + k.help + "\n";
   }
   return out;
@@ -188,7 +187,7 @@ std::string renderConfigHelp() {
 std::string renderConfigMarkdown() {
   AgentConfig defaults;
   std::string out = "| key | default | meaning |\n| --- | --- | --- |\n";
-  for (const ConfigKey& k : agentConfigKeys()) {
+  for (const AgentConfigKey& k : agentConfigKeys()) {
     std::string help = k.help;
     for (size_t p = help.find('|'); p != std::string::npos; p = help.find('|', p + 2)) {
       help.replace(p, 1, "\\|");

@@ -49,10 +49,10 @@ class EngineOutput {
 };
 
 struct EngineConfig {
-  size_t slot_bytes = 256 * 1024;
+  size_t slot_bytes = kDefaultSlotBytes;
   size_t pool_slots = 0;
   size_t memory_bytes = size_t{1} << 30;
-  int64_t member_timeout_ms = 10000;
+  int64_t member_timeout_ms = kDefaultMemberTimeoutMs;
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
   uint32_t link_mbps = 0;         // the data link's rate, advertised (0 = unknown)
   bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)

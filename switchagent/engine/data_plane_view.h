@@ -11,22 +11,23 @@
 #include <utility>
 #include <vector>
 
+#include "switchagg/agent/defaults.h"
 #include "switchagg/common/dtype.h"
 
 namespace switchagg::agent {
 
 struct DataPlaneConfig {
-  std::string listen = "127.0.0.1:18515";  // UCX socket address ("host:port", port 0 = any)
-  size_t slot_bytes = 256 * 1024;          // payload bytes per aggregation slot
+  std::string listen = kDefaultDataListen; // UCX socket address ("host:port", port 0 = any)
+  size_t slot_bytes = kDefaultSlotBytes;   // payload bytes per aggregation slot
   int threads = 0;                         // reduction threads; 0 = nproc
-  int64_t member_timeout_ms = 10000;       // a group member silent this long -> group aborted
+  int64_t member_timeout_ms = kDefaultMemberTimeoutMs;  // a group member silent this long -> group aborted
   uint32_t link_mbps = 0;                  // advertised data link rate (0 = unknown)
   bool advertise_capacity = true;          // answer CAPACITY (false: as a v1.0 agent)
-  // Added by H2b: total aggregation slots of the pool ([pool] slots). Live
+  // Total aggregation slots of the pool ([pool] slots). Live
   // groups never hold more than this many slots together; 0 = no cap beyond
   // the leases' own slot counts (which the control plane keeps <= the pool).
   size_t pool_slots = 0;
-  size_t max_groups_per_lease = 64;        // groups (formed or forming) one lease may hold
+  size_t max_groups_per_lease = kDefaultMaxGroupsPerLease;  // groups (formed or forming) one lease may hold
 };
 
 struct DataPlaneCounters {

@@ -137,7 +137,7 @@ TEST(ControlConfig, EveryKeyIsDocumentedInTheAdminGuideAndExample) {
   Status st = applyToml(example, "config/agent.toml", &c);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_TRUE(validateConfig(c).ok());
-  for (const ConfigKey& k : agentConfigKeys()) {
+  for (const AgentConfigKey& k : agentConfigKeys()) {
     std::string name = k.name;
     std::string leaf = name.substr(name.find('.') + 1);
     EXPECT_NE(example.find("\n" + leaf + " = "), std::string::npos) << name << " missing in agent.toml";

@@ -24,7 +24,7 @@ class RoceEnv {
 
  private:
   static void clear() {
-    for (const RoceOptionDoc& d : roceOptionTable()) unsetenv(d.env);
+    for (const ConfigDoc& d : roceOptionTable()) unsetenv(d.env);
   }
 };
 
@@ -105,7 +105,7 @@ TEST(RoceOptionsEnv, BadValuesNameTheVariable) {
 
 TEST(RoceOptionsEnv, TableListsEveryVariableOnce) {
   std::vector<std::string> names;
-  for (const RoceOptionDoc& d : roceOptionTable()) {
+  for (const ConfigDoc& d : roceOptionTable()) {
     EXPECT_NE(std::string(d.help), "");
     names.emplace_back(d.env);
   }

@@ -99,11 +99,11 @@ TEST(SpankConfig, DefaultSlotsMustFitMaxSlots) {
 
 TEST(SpankConfig, TableListsEveryKeyWithHelp) {
   std::vector<std::string> names;
-  for (const ConfigKey& k : kConfigKeys) {
+  for (const ConfigDoc& k : pluginConfigKeys()) {
     names.emplace_back(k.name);
     EXPECT_NE(std::string(k.help), "") << k.name;
     // Every documented default is accepted by the parser.
-    EXPECT_TRUE(parse({std::string(k.name) + "=" + k.default_text}).ok()) << k.name;
+    EXPECT_TRUE(parse({std::string(k.name) + "=" + k.default_value}).ok()) << k.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"control", "mode", "default_slots", "max_slots", "ttl",
                                              "timeout", "fail_job_on_error", "state_dir"}));
@@ -142,7 +142,7 @@ TEST(SpankConfig, ShippedExampleLineParses) {
     while (words >> arg) args.push_back(arg);
     Result<PluginConfig> c = parsePluginArgs(args);
     ASSERT_TRUE(c.ok()) << c.status().toString();
-    EXPECT_EQ(args.size(), kConfigKeys.size()) << "the example shows every key";
+    EXPECT_EQ(args.size(), pluginConfigKeys().size()) << "the example shows every key";
     ++lines;
   }
   EXPECT_EQ(lines, 1);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "switchagg/agent/defaults.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
@@ -30,7 +31,6 @@ struct ControlAddress {
 };
 Result<ControlAddress> parseControlAddress(const std::string& text);
 
-constexpr const char* kDefaultControlSocket = "/run/switchagg/agent.sock";
 // $SWITCHAGG_CONTROL if set, else "unix:/run/switchagg/agent.sock".
 std::string defaultControlAddress();
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "switchagg/common/config_table.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::ucx {
@@ -39,13 +40,9 @@ struct RoceOptions {
 // InvalidArgument naming the variable.
 Result<RoceOptions> roceOptionsFromEnvironment();
 
-// {env var, default, help} for each RoceOptions field (for --help and docs).
-struct RoceOptionDoc {
-  const char* env;
-  const char* default_value;
-  const char* help;
-};
-const std::vector<RoceOptionDoc>& roceOptionTable();
+// {name, env var, default, help} for each RoceOptions field (for --help and
+// docs).
+const std::vector<ConfigDoc>& roceOptionTable();
 
 // One GID table entry, from sysfs or ibv_query_gid_table.
 struct GidEntry {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "switchagg/common/config_table.h"
 #include "switchagg/common/status.h"
 #include "switchagg/ucx/roce_profile.h"
 
@@ -66,15 +67,9 @@ struct TransportOptions {
   static Result<TransportOptions> fromEnvironment();
 };
 
-// {name, env var, default, help} for every TransportOptions field; used by
-// --help, switchagg-info and the docs.
-struct OptionDoc {
-  const char* name;
-  const char* env;
-  const char* default_value;
-  const char* help;
-};
-const std::vector<OptionDoc>& transportOptionTable();
+// {name, env var, default, help} for every TransportOptions and RoceOptions
+// key; used by --help, switchagg-info and the docs.
+const std::vector<ConfigDoc>& transportOptionTable();
 
 class Worker;
 class Endpoint;

@@ -1,0 +1,38 @@
+// The user's settings of the switch path (SWITCHAGG_SWITCH_* variables):
+// one table gives each its name, variable, help and parser; the defaults are
+// SwitchSettings' initializers. The component reads them with the lease;
+// switchagg-info --help lists them.
+#pragma once
+
+#include <cstdint>
+
+#include "switchagg/common/config_table.h"
+
+namespace switchagg::coll {
+
+constexpr int64_t kMaxRejoinCalls = 1 << 20;
+
+struct SwitchSettings {
+  int64_t call_timeout_ms = 2000;  // base bound of one call; + 1 ms per 4 KiB
+  uint32_t window_request = 0;     // 0: half of the lease's slots
+  uint32_t rejoin_calls = 100;     // 0: a failed switch path stays off
+};
+
+inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
+  using S = SwitchSettings;
+  static const ConfigTable<S> t({
+      {"switch.timeout", "SWITCHAGG_SWITCH_TIMEOUT_MS",
+       "base bound of one offloaded call (a duration; a bare number is ms), plus 1 ms per 4 KiB",
+       durationField(&S::call_timeout_ms, 1, INT64_MAX)},
+      {"switch.window", "SWITCHAGG_SWITCH_WINDOW",
+       "slots each communicator's group asks for (0: half of the lease's slots)",
+       intField(&S::window_request, 1, 1 << 16)},
+      {"switch.rejoin_calls", "SWITCHAGG_SWITCH_REJOIN_CALLS",
+       "after a switch failure, allreduce calls on the host before the communicator rejoins "
+       "(doubling after each failed rejoin; 0: never rejoin)",
+       intField(&S::rejoin_calls, 0, kMaxRejoinCalls)},
+  });
+  return t;
+}
+
+}  // namespace switchagg::coll

@@ -1,0 +1,18 @@
+// The agent's defaults that more than one part needs (the agent's config
+// table, the data plane's and engine's own config structs, the control
+// client, the SPANK plugin, the cost model's switch row). Written once here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace switchagg::agent {
+
+inline constexpr const char* kDefaultControlSocket = "/run/switchagg/agent.sock";
+inline constexpr const char* kDefaultControlListen = "127.0.0.1:18516";
+inline constexpr const char* kDefaultDataListen = "127.0.0.1:18515";
+inline constexpr size_t kDefaultSlotBytes = 256 * 1024;  // payload bytes per aggregation slot
+inline constexpr int64_t kDefaultMemberTimeoutMs = 10000;
+inline constexpr int kDefaultMaxGroupsPerLease = 64;
+
+}  // namespace switchagg::agent
