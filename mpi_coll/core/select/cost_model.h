@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms.h"
+#include "algorithm_registry.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/status.h"
 

@@ -1,4 +1,4 @@
-#include "algorithms.h"
+#include "algorithm_registry.h"
 
 #include <strings.h>
 

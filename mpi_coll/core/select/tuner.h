@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms.h"
+#include "algorithm_registry.h"
 #include "cost_model.h"
 
 namespace switchagg::coll {

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "algorithms.h"
+#include "algorithm_registry.h"
 #include "coll_core.h"
 #include "host_algorithms.h"
 #include "selector.h"
