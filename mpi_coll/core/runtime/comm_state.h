@@ -4,6 +4,7 @@
 // counters that tests, benchmarks and verbose output read.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -31,7 +32,7 @@ class SwitchPath;
 inline constexpr char kFallbackSelected[] = "selected";
 
 struct CommCounters {
-  uint64_t served[6] = {};  // by Algorithm; kPrevious = calls handed back
+  std::array<uint64_t, kNumAlgorithms> served{};  // by Algorithm; kPrevious = calls handed back
   uint64_t local = 0;       // count 0 or a single rank: nothing to communicate
   uint64_t selected_previous = 0;  // fallback reason kFallbackSelected
   std::map<std::string, uint64_t> fallback_reasons;  // every other reason

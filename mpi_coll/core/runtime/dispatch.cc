@@ -10,15 +10,11 @@ namespace switchagg::coll {
 namespace {
 
 Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
+  const HostRunFn run = algorithmInfo(a).run;
+  if (run == nullptr) return Status(Code::kInternal, "not a host algorithm");
   PeerGroupComm comm(state.peerGroup(), state.nextSequence(),
                      ProcessRuntime::instance().params().stall);
-  switch (a) {
-    case Algorithm::kRing: return allreduceRing(comm, args);
-    case Algorithm::kRecursiveDoubling: return allreduceRecursiveDoubling(comm, args);
-    case Algorithm::kRabenseifner: return allreduceRabenseifner(comm, args);
-    case Algorithm::kHierarchical: return allreduceHierarchical(comm, args, state.layout());
-    default: return Status(Code::kInternal, "not a host algorithm");
-  }
+  return run(comm, args, state.layout());
 }
 
 SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {
@@ -44,20 +40,21 @@ void announce(CommState& state, Algorithm a, const SelectionInput& in, const cha
                 algorithmName(a), reason);
 }
 
-// The host algorithm the cost model rates fastest for this call.
+// The host algorithm the cost model rates fastest for this call (equal
+// times: the first in tie order).
 Algorithm cheapestHost(const SelectionInput& in) {
   const CostModel& model = ProcessRuntime::instance().selector().model();
-  Algorithm best = Algorithm::kRecursiveDoubling;
-  double best_us = model.predictUs(best, in);
-  for (const AlgorithmInfo& info : algorithmRegistry()) {
-    if (!isHostAlgorithm(info.id)) continue;
-    const double us = model.predictUs(info.id, in);
-    if (us < best_us) {
-      best = info.id;
+  const AlgorithmInfo* best = nullptr;
+  double best_us = 0;
+  for (const AlgorithmInfo* info : algorithmsInTieOrder()) {
+    if (info->run == nullptr) continue;
+    const double us = model.predictUs(info->id, in);
+    if (best == nullptr || us < best_us) {
+      best = info;
       best_us = us;
     }
   }
-  return best;
+  return best->id;
 }
 
 Outcome fail(CommState& state, Algorithm a, const Status& st) {
