@@ -17,7 +17,7 @@ Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
   return run(comm, args, state.layout());
 }
 
-SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {
+SelectionInput describeCall(const CommState& state, const AllreduceArgs& args) {
   SelectionInput in;
   in.bytes = args.count * dtypeSize(args.dtype);
   in.comm_size = state.size();
@@ -25,7 +25,7 @@ SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {
   in.nodes = state.layout().nodes;
   in.dtype = args.dtype;
   in.op = args.op;
-  if (SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
+  if (const SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
   return in;
 }
 
@@ -135,6 +135,9 @@ Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool prev
     return Outcome::kDeclined;
   }
   state.ensureSetup();
+  // A switch path that failed may rejoin at this call (collective, at the
+  // same call on every rank), before the call is described.
+  if (SwitchPath* sw = state.switchPath()) sw->rejoinIfDue();
   const SelectionInput in = describeCall(state, args);
   const Decision& decision = state.decide(in);
   bool tuned = false;
