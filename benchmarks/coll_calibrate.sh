@@ -5,7 +5,7 @@
 # alpha_us / beta_ns with the algorithm's own formula (docs/selection.md);
 # gamma_ns comes from timing the reduction kernel (--measure-gamma).
 # Prints `cost` lines for a rules file (or for the defaults in
-# mpi_coll/core/cost_model.cc).
+# mpi_coll/core/select/cost_model.cc).
 #
 #   benchmarks/coll_calibrate.sh [--build DIR] [--np 4] [--locality shm|net]
 #                                [--reps 3] [--max 16M] [-- extra mpirun args]

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "info_report.h"
-#include "select_cmd.h"  // --select: allreduce selection table (mpi_coll/core)
+#include "select_cmd.h"  // --select: allreduce selection table (mpi_coll/core/select)
 
 namespace {
 

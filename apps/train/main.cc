@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../bench/component_query.h"
+#include "component_query.h"
 #include "model.h"
 #include "train_options.h"
 

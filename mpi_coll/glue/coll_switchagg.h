@@ -1,6 +1,6 @@
 /* Open MPI coll component "switchagg": types shared by the glue files.
  * The glue is C because Open MPI's internal headers are not C++-clean; the
- * work happens in the C++ core behind core/coll_core.h. */
+ * work happens in the C++ core behind core/runtime/coll_core.h. */
 #ifndef MCA_COLL_SWITCHAGG_H
 #define MCA_COLL_SWITCHAGG_H
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "selector.h"
 
@@ -62,6 +63,25 @@ TEST(Registry, NamesRoundTrip) {
   EXPECT_FALSE(parseAlgorithm("auto", &a));
   EXPECT_FALSE(parseAlgorithm("tree", &a));
   EXPECT_EQ(algorithmNameList(), "ring|recursive_doubling|rabenseifner|hierarchical|switch|previous");
+}
+
+// Rows index counters and tuner samples by enum value; each carries its
+// behaviour: a cost formula, a tie order, a host schedule unless it is the
+// switch or the previous module.
+TEST(Registry, RowsAreInEnumOrderAndCarryTheirBehaviour) {
+  ASSERT_EQ(algorithmRegistry().size(), kNumAlgorithms);
+  std::set<int> tie_orders;
+  for (size_t i = 0; i < kNumAlgorithms; ++i) {
+    const AlgorithmInfo& info = algorithmRegistry()[i];
+    EXPECT_EQ(static_cast<size_t>(info.id), i) << info.name;
+    EXPECT_EQ(&algorithmInfo(info.id), &info);
+    EXPECT_NE(info.predict, nullptr) << info.name;
+    const bool host = info.id != Algorithm::kSwitch && info.id != Algorithm::kPrevious;
+    EXPECT_EQ(info.run != nullptr, host) << info.name;
+    EXPECT_TRUE(tie_orders.insert(info.tie_order).second) << info.name;
+  }
+  EXPECT_EQ(algorithmsInTieOrder().front()->id, Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(algorithmsInTieOrder().back()->id, Algorithm::kPrevious);
 }
 
 TEST(CostModel, TheAgentsAdvertisedCapacityShapesTheSwitchRow) {

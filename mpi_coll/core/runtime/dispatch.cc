@@ -10,18 +10,14 @@ namespace switchagg::coll {
 namespace {
 
 Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
+  const HostRunFn run = algorithmInfo(a).run;
+  if (run == nullptr) return Status(Code::kInternal, "not a host algorithm");
   PeerGroupComm comm(state.peerGroup(), state.nextSequence(),
                      ProcessRuntime::instance().params().stall);
-  switch (a) {
-    case Algorithm::kRing: return allreduceRing(comm, args);
-    case Algorithm::kRecursiveDoubling: return allreduceRecursiveDoubling(comm, args);
-    case Algorithm::kRabenseifner: return allreduceRabenseifner(comm, args);
-    case Algorithm::kHierarchical: return allreduceHierarchical(comm, args, state.layout());
-    default: return Status(Code::kInternal, "not a host algorithm");
-  }
+  return run(comm, args, state.layout());
 }
 
-SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {
+SelectionInput describeCall(const CommState& state, const AllreduceArgs& args) {
   SelectionInput in;
   in.bytes = args.count * dtypeSize(args.dtype);
   in.comm_size = state.size();
@@ -29,7 +25,7 @@ SelectionInput describeCall(CommState& state, const AllreduceArgs& args) {
   in.nodes = state.layout().nodes;
   in.dtype = args.dtype;
   in.op = args.op;
-  if (SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
+  if (const SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
   return in;
 }
 
@@ -44,20 +40,21 @@ void announce(CommState& state, Algorithm a, const SelectionInput& in, const cha
                 algorithmName(a), reason);
 }
 
-// The host algorithm the cost model rates fastest for this call.
+// The host algorithm the cost model rates fastest for this call (equal
+// times: the first in tie order).
 Algorithm cheapestHost(const SelectionInput& in) {
   const CostModel& model = ProcessRuntime::instance().selector().model();
-  Algorithm best = Algorithm::kRecursiveDoubling;
-  double best_us = model.predictUs(best, in);
-  for (const AlgorithmInfo& info : algorithmRegistry()) {
-    if (!isHostAlgorithm(info.id)) continue;
-    const double us = model.predictUs(info.id, in);
-    if (us < best_us) {
-      best = info.id;
+  const AlgorithmInfo* best = nullptr;
+  double best_us = 0;
+  for (const AlgorithmInfo* info : algorithmsInTieOrder()) {
+    if (info->run == nullptr) continue;
+    const double us = model.predictUs(info->id, in);
+    if (best == nullptr || us < best_us) {
+      best = info;
       best_us = us;
     }
   }
-  return best;
+  return best->id;
 }
 
 Outcome fail(CommState& state, Algorithm a, const Status& st) {
@@ -138,6 +135,9 @@ Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool prev
     return Outcome::kDeclined;
   }
   state.ensureSetup();
+  // A switch path that failed may rejoin at this call (collective, at the
+  // same call on every rank), before the call is described.
+  if (SwitchPath* sw = state.switchPath()) sw->rejoinIfDue();
   const SelectionInput in = describeCall(state, args);
   const Decision& decision = state.decide(in);
   bool tuned = false;

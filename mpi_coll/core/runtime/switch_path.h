@@ -1,36 +1,41 @@
-// The slot for the switch candidate (issue 5: offload to the switch agent).
-// Dispatch asks it two things per call and knows nothing else about it:
+// The slot for the switch candidate (offload to the switch agent). Dispatch
+// asks it three things per call and knows nothing else about it:
 //
+//   rejoinIfDue() once per call, first: after a failure, rejoins the agent
+//                when due (collective: the only communication outside
+//                allreduce());
 //   describe()   fills SelectionInput's switch fields (available, window,
-//                slot bytes) so the selector can rank `switch`;
+//                slot bytes) so the selector can rank `switch`; local;
 //   allreduce()  runs the call when `switch` is tried.
 //
-// Both must give the same answer on every rank of the communicator for the
-// same call, as every candidate must (see dispatch.cc).
+// All must give the same answer on every rank of the communicator for the
+// same call, as every candidate must (see dispatch.cc). The path sees its
+// communicator only as a CommGroup.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "comm_group.h"
 #include "cost_model.h"
 #include "host_algorithms.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::coll {
 
-class CommState;
-
 class SwitchPath {
  public:
   virtual ~SwitchPath() = default;
-  virtual void describe(const AllreduceArgs& args, SelectionInput* in) = 0;
+  // Every rank calls it for the same calls in the same order.
+  virtual void rejoinIfDue() {}
+  virtual void describe(const AllreduceArgs& args, SelectionInput* in) const = 0;
   // Ok: the result is in args.recv. kUnsupported: declined before anything
   // was touched, on every rank alike -> dispatch tries the next candidate.
-  // Anything else: the call failed (dispatch reports it; issue 5 requires
-  // the switch path to recover on the host itself instead of failing).
+  // Anything else: the call failed and dispatch reports it (a failure the
+  // path can recover from on the host is returned as kUnsupported).
   virtual Status allreduce(const AllreduceArgs& args) = 0;
-  // Counters the switch path keeps (issue 5: "switch:bytes_sent",
+  // Counters the switch path keeps ("switch:bytes_sent",
   // "fallback:switch-failed", ...; docs/offload.md). False: not one of its
   // names, the caller looks elsewhere.
   virtual bool counter(const std::string& /*name*/, uint64_t* /*value*/) const { return false; }
@@ -42,6 +47,6 @@ class SwitchPath {
 // The switch path for a communicator, or nullptr when this build or this
 // job has none (no lease in the environment). Called once per communicator,
 // after its address exchange.
-std::unique_ptr<SwitchPath> createSwitchPath(CommState& comm);
+std::unique_ptr<SwitchPath> createSwitchPath(CommGroup& comm);
 
 }  // namespace switchagg::coll

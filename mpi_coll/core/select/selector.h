@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms.h"
+#include "algorithm_registry.h"
 #include "cost_model.h"
 #include "rules.h"
 

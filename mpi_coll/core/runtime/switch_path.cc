@@ -1,4 +1,4 @@
-// The switch candidate (issue 5): MPI_Allreduce offloaded to the switch
+// The switch candidate: MPI_Allreduce offloaded to the switch
 // agent's aggregation engine through the data-plane client.
 //
 // Joining (once per communicator, collective, in createSwitchPath which
@@ -31,7 +31,6 @@
 #include <random>
 #include <vector>
 
-#include "comm_state.h"
 #include "process_runtime.h"
 #include "switch_lease.h"
 #include "switchagg/agent/data_client.h"
@@ -72,16 +71,17 @@ struct Joined {
 // any rank failed. `first`: report a `require` failure and say why at info
 // level (a failed rejoin is logged at debug level only: its first failure
 // was already reported).
-Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first);
+Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first);
 
 class AgentSwitchPath : public SwitchPath {
  public:
-  AgentSwitchPath(CommState& comm, const SwitchLease& lease, Joined joined)
+  AgentSwitchPath(CommGroup& comm, const SwitchLease& lease, Joined joined)
       : comm_(comm), lease_(lease), client_(std::move(joined.client)),
         group_(std::move(joined.group)), capacity_(joined.capacity) {}
   ~AgentSwitchPath() override;
 
-  void describe(const AllreduceArgs& args, SelectionInput* in) override;
+  void rejoinIfDue() override;
+  void describe(const AllreduceArgs& args, SelectionInput* in) const override;
   Status allreduce(const AllreduceArgs& args) override;
   bool counter(const std::string& name, uint64_t* value) const override;
   uint64_t epoch() const override { return failed_ + rejoined_; }
@@ -96,10 +96,9 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   void giveUp(const Status& mine, const std::vector<uint8_t>& oks);
-  void maybeRejoin();
   void logSummary() const;
 
-  CommState& comm_;
+  CommGroup& comm_;
   const SwitchLease& lease_;
   std::shared_ptr<agent::AggClient> client_;  // outlives group_
   std::unique_ptr<agent::AggGroup> group_;  // null after a failure, until a rejoin
@@ -124,8 +123,7 @@ AgentSwitchPath::~AgentSwitchPath() {
   group_.reset();
 }
 
-void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) {
-  if (!group_) maybeRejoin();
+void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) const {
   if (!serves(args)) return;
   in->switch_available = true;
   in->switch_window = int(group_->info().window);
@@ -167,10 +165,10 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 
-// Every rank calls describe() for the same calls in the same order, so the
-// count - and the decision to run the collective join - agree everywhere.
-void AgentSwitchPath::maybeRejoin() {
-  if (rejoin_after_ == 0 || ++calls_since_failure_ < rejoin_after_) return;
+// Every rank calls it for the same calls in the same order, so the count -
+// and the decision to run the collective join - agree everywhere.
+void AgentSwitchPath::rejoinIfDue() {
+  if (group_ || rejoin_after_ == 0 || ++calls_since_failure_ < rejoin_after_) return;
   calls_since_failure_ = 0;
   Joined joined = joinGroup(comm_, lease_, false);
   if (!joined.group) {
@@ -231,7 +229,7 @@ void AgentSwitchPath::logSummary() const {
           group_ ? "" : ", disabled after a failure");
 }
 
-Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {
+Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first) {
   const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
   Result<std::shared_ptr<agent::AggClient>> client = switchClient(lease);
   JoinHello mine{};
@@ -283,7 +281,7 @@ Joined joinGroup(CommState& comm, const SwitchLease& lease, bool first) {
 
 }  // namespace
 
-std::unique_ptr<SwitchPath> createSwitchPath(CommState& comm) {
+std::unique_ptr<SwitchPath> createSwitchPath(CommGroup& comm) {
   const SwitchLease* lease = switchLease();
   if (!lease) return nullptr;  // no lease: quietly no switch candidate
   const SelectionPolicy& policy = ProcessRuntime::instance().params().policy;

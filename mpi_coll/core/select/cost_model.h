@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms.h"
+#include "algorithm_registry.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/status.h"
 
@@ -80,8 +80,9 @@ class CostModel {
   // Replaces the row with the same (algorithm, locality), or adds it.
   void set(const CostEntry& entry);
 
-  // Modeled time of one allreduce in microseconds; +infinity when the
-  // algorithm cannot run the input (switch not available, no table row).
+  // Modeled time of one allreduce in microseconds (the algorithm's row in
+  // the registry names its formula); +infinity when the algorithm cannot
+  // run the input (switch not available, no table row).
   double predictUs(Algorithm a, const SelectionInput& in) const;
 
   // The table in the rules-file `cost` line format, one row per line, so
@@ -93,10 +94,16 @@ class CostModel {
   static constexpr int kDefaultWindow = 8;
 
  private:
-  double flatUs(Algorithm a, Locality l, size_t n, int p) const;
-  double hierarchicalUs(const SelectionInput& in) const;
-  double switchUs(const SelectionInput& in) const;
   std::vector<CostEntry> entries_;
 };
+
+// The formulas above, one per algorithm, for the registry's `predict`
+// column (CostModel::predictUs is the way to call them).
+double predictRingUs(const CostModel& m, const SelectionInput& in);
+double predictRecursiveDoublingUs(const CostModel& m, const SelectionInput& in);
+double predictRabenseifnerUs(const CostModel& m, const SelectionInput& in);
+double predictHierarchicalUs(const CostModel& m, const SelectionInput& in);
+double predictSwitchUs(const CostModel& m, const SelectionInput& in);
+double predictPreviousUs(const CostModel& m, const SelectionInput& in);
 
 }  // namespace switchagg::coll

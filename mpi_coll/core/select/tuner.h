@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms.h"
+#include "algorithm_registry.h"
 #include "cost_model.h"
 
 namespace switchagg::coll {
@@ -59,7 +59,7 @@ struct TunerOptions {
 
 class Tuner {
  public:
-  static constexpr size_t kAlgorithms = 6;  // one slot per Algorithm value
+  static constexpr size_t kAlgorithms = kNumAlgorithms;  // one slot per Algorithm value
   using Payload = std::array<double, kAlgorithms>;  // NaN: no sample
 
   explicit Tuner(TunerOptions options = {});

@@ -71,6 +71,25 @@ double rabenseifnerUs(const CostEntry& c, double n, int p) {
          foldUs(c, n, p);
 }
 
+using FlatFormula = double (*)(const CostEntry& c, double n, int p);
+
+double previousUs(const CostEntry& c, double n, int p) {
+  return std::min({recursiveDoublingUs(c, n, p), ringUs(c, n, p), rabenseifnerUs(c, n, p)});
+}
+
+double flatUs(const CostModel& m, Algorithm a, FlatFormula formula, Locality l, size_t bytes,
+              int p) {
+  if (p <= 1) return 0;
+  const CostEntry* c = m.find(a, l);
+  return c == nullptr ? kInf : formula(*c, double(bytes), p);
+}
+
+// Flat algorithms use the `shm` row on one node, the `net` row otherwise.
+double flatUs(const CostModel& m, Algorithm a, FlatFormula formula, const SelectionInput& in) {
+  const Locality l = in.nodes > 1 ? Locality::kNet : Locality::kShm;
+  return flatUs(m, a, formula, l, in.bytes, in.comm_size);
+}
+
 }  // namespace
 
 const char* localityName(Locality l) { return l == Locality::kShm ? "shm" : "net"; }
@@ -109,23 +128,25 @@ void CostModel::set(const CostEntry& entry) {
   entries_.push_back(entry);
 }
 
-double CostModel::flatUs(Algorithm a, Locality l, size_t bytes, int p) const {
-  if (p <= 1) return 0;
-  const CostEntry* c = find(a, l);
-  if (c == nullptr) return kInf;
-  const double n = double(bytes);
-  switch (a) {
-    case Algorithm::kRecursiveDoubling: return recursiveDoublingUs(*c, n, p);
-    case Algorithm::kRing: return ringUs(*c, n, p);
-    case Algorithm::kRabenseifner: return rabenseifnerUs(*c, n, p);
-    case Algorithm::kPrevious:
-      return std::min({recursiveDoublingUs(*c, n, p), ringUs(*c, n, p), rabenseifnerUs(*c, n, p)});
-    default: return kInf;
-  }
+double predictRingUs(const CostModel& m, const SelectionInput& in) {
+  return flatUs(m, Algorithm::kRing, ringUs, in);
 }
 
-double CostModel::hierarchicalUs(const SelectionInput& in) const {
-  const CostEntry* intra = find(Algorithm::kHierarchical, Locality::kShm);
+double predictRecursiveDoublingUs(const CostModel& m, const SelectionInput& in) {
+  return flatUs(m, Algorithm::kRecursiveDoubling, recursiveDoublingUs, in);
+}
+
+double predictRabenseifnerUs(const CostModel& m, const SelectionInput& in) {
+  return flatUs(m, Algorithm::kRabenseifner, rabenseifnerUs, in);
+}
+
+double predictPreviousUs(const CostModel& m, const SelectionInput& in) {
+  return flatUs(m, Algorithm::kPrevious, previousUs, in);
+}
+
+double predictHierarchicalUs(const CostModel& m, const SelectionInput& in) {
+  if (in.comm_size <= 1) return 0;
+  const CostEntry* intra = m.find(Algorithm::kHierarchical, Locality::kShm);
   if (intra == nullptr) return kInf;
   const double n = double(in.bytes);
   const int steps = ceilLog2(std::max(1, in.ranks_per_node));
@@ -134,18 +155,20 @@ double CostModel::hierarchicalUs(const SelectionInput& in) const {
   double leaders = 0;
   if (in.nodes > 1) {
     // The leaders run recursive doubling or a ring, whichever is faster.
-    leaders = std::min(flatUs(Algorithm::kRecursiveDoubling, Locality::kNet, in.bytes, in.nodes),
-                       flatUs(Algorithm::kRing, Locality::kNet, in.bytes, in.nodes));
+    leaders = std::min(flatUs(m, Algorithm::kRecursiveDoubling, recursiveDoublingUs,
+                              Locality::kNet, in.bytes, in.nodes),
+                       flatUs(m, Algorithm::kRing, ringUs, Locality::kNet, in.bytes, in.nodes));
   }
   return reduce + leaders + bcast;
 }
 
-double CostModel::switchUs(const SelectionInput& in) const {
+double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
   if (!in.switch_available) return kInf;
-  const CostEntry* c = find(Algorithm::kSwitch, Locality::kNet);
+  const CostEntry* c = m.find(Algorithm::kSwitch, Locality::kNet);
   if (c == nullptr) return kInf;
-  const size_t slot = in.switch_slot_bytes > 0 ? in.switch_slot_bytes : kDefaultSlotBytes;
-  const size_t window = size_t(in.switch_window > 0 ? in.switch_window : kDefaultWindow);
+  const size_t slot =
+      in.switch_slot_bytes > 0 ? in.switch_slot_bytes : CostModel::kDefaultSlotBytes;
+  const size_t window = size_t(in.switch_window > 0 ? in.switch_window : CostModel::kDefaultWindow);
   const size_t chunks = std::max<size_t>(1, (in.bytes + slot - 1) / slot);
   const size_t rounds = (chunks + window - 1) / window;
   const double n = double(in.bytes), pn = double(in.comm_size) * n;
@@ -157,12 +180,8 @@ double CostModel::switchUs(const SelectionInput& in) const {
 }
 
 double CostModel::predictUs(Algorithm a, const SelectionInput& in) const {
-  const Locality flat = in.nodes > 1 ? Locality::kNet : Locality::kShm;
-  switch (a) {
-    case Algorithm::kHierarchical: return in.comm_size <= 1 ? 0 : hierarchicalUs(in);
-    case Algorithm::kSwitch: return switchUs(in);
-    default: return flatUs(a, flat, in.bytes, in.comm_size);
-  }
+  const auto i = static_cast<size_t>(a);
+  return i < kNumAlgorithms ? algorithmRegistry()[i].predict(*this, in) : kInf;
 }
 
 std::string CostModel::toText() const {

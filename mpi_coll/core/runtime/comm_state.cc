@@ -168,14 +168,7 @@ Status CommState::exchangeAddresses() {
 }
 
 const Decision& CommState::decide(const SelectionInput& in) {
-  // Everything else in the input is fixed for the communicator.
-  const uint64_t key = (static_cast<uint64_t>(in.bytes) << 20) ^
-                       (static_cast<uint64_t>(in.dtype) << 12) ^
-                       (static_cast<uint64_t>(in.op) << 4) ^ (in.switch_available ? 1u : 0u);
-  auto it = decisions_.find(key);
-  if (it != decisions_.end()) return it->second;
-  if (decisions_.size() >= 1024) decisions_.clear();  // bound the memo
-  return decisions_.emplace(key, ProcessRuntime::instance().selector().decide(in)).first->second;
+  return decisions_.decide(ProcessRuntime::instance().selector(), in);
 }
 
 double nowUs() {

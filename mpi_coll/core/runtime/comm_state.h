@@ -4,15 +4,16 @@
 // counters that tests, benchmarks and verbose output read.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "algorithms.h"
+#include "algorithm_registry.h"
 #include "coll_core.h"
+#include "comm_group.h"
 #include "host_algorithms.h"
 #include "selector.h"
 #include "tuner.h"
@@ -31,29 +32,29 @@ class SwitchPath;
 inline constexpr char kFallbackSelected[] = "selected";
 
 struct CommCounters {
-  uint64_t served[6] = {};  // by Algorithm; kPrevious = calls handed back
+  std::array<uint64_t, kNumAlgorithms> served{};  // by Algorithm; kPrevious = calls handed back
   uint64_t local = 0;       // count 0 or a single rank: nothing to communicate
   uint64_t selected_previous = 0;  // fallback reason kFallbackSelected
   std::map<std::string, uint64_t> fallback_reasons;  // every other reason
   const char* last_path = nullptr;
 };
 
-class CommState {
+class CommState : public CommGroup {
  public:
   explicit CommState(const switchagg_coll_comm_info_t& info);
-  ~CommState();
+  ~CommState() override;
   CommState(const CommState&) = delete;
   CommState& operator=(const CommState&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  uint32_t contextId() const { return context_id_; }
-  const std::string& name() const { return name_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  uint32_t contextId() const override { return context_id_; }
+  const std::string& name() const override { return name_; }
 
   // Collective over the previous coll module: `bytes` from every rank into
   // recv (size * bytes) in rank order. For agreement among the ranks (the
   // address exchange; the switch path's group join).
-  Status allgather(const void* send, void* recv, size_t bytes);
+  Status allgather(const void* send, void* recv, size_t bytes) override;
 
   // Collective on first use: every rank calls it for the same call (the
   // decision to need it depends only on the call's arguments). Afterwards
@@ -77,8 +78,9 @@ class CommState {
   // Counts a hand-back to the previous module; the first one per reason is
   // logged at verbose >= 1.
   void recordFallback(const char* reason);
-  // The selector's decision for this call, memoised: decide() is a pure
-  // function of its input, and small calls should not pay for it each time.
+  // The selector's decision for this call, memoised (DecisionCache):
+  // decide() is a pure function of its input, and small calls should not
+  // pay for it each time. Valid until the next decide().
   const Decision& decide(const SelectionInput& in);
 
   // Online tuning (nullptr when coll_switchagg_tune=off).
@@ -116,7 +118,7 @@ class CommState {
   std::unique_ptr<ucx::PeerGroup> peer_group_;
   std::unique_ptr<SwitchPath> switch_path_;
   CommCounters counters_;
-  std::unordered_map<uint64_t, Decision> decisions_;
+  DecisionCache decisions_;
   std::unique_ptr<Tuner> tuner_;
   double previous_start_us_ = -1;  // >= 0: a tuned call is in the previous module
 };

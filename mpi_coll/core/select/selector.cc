@@ -8,12 +8,6 @@
 namespace switchagg::coll {
 namespace {
 
-// Tie-break order when the model predicts equal times (e.g. p == 1).
-constexpr Algorithm kPreference[] = {
-    Algorithm::kRecursiveDoubling, Algorithm::kRabenseifner, Algorithm::kRing,
-    Algorithm::kHierarchical,      Algorithm::kSwitch,       Algorithm::kPrevious,
-};
-
 bool isEligible(Algorithm a, const SelectionInput& in, const SelectionPolicy& policy) {
   if (a != Algorithm::kSwitch) return true;
   return in.switch_available && strcasecmp(policy.offload.c_str(), "off") != 0;
@@ -23,11 +17,13 @@ void pushUnique(std::vector<Algorithm>* list, Algorithm a) {
   if (std::find(list->begin(), list->end(), a) == list->end()) list->push_back(a);
 }
 
-// Every eligible candidate not yet in `head`, fastest first by the model.
+// Every eligible candidate, fastest first by the model; equal times keep
+// the registry's tie order (e.g. p == 1).
 std::vector<Algorithm> costRanking(const SelectionInput& in, const CostModel& model,
                                    const SelectionPolicy& policy) {
   std::vector<std::pair<double, Algorithm>> scored;
-  for (Algorithm a : kPreference) {
+  for (const AlgorithmInfo* info : algorithmsInTieOrder()) {
+    const Algorithm a = info->id;
     if (!isEligible(a, in, policy)) continue;
     const double t = model.predictUs(a, in);
     if (std::isfinite(t) || a == Algorithm::kPrevious) scored.emplace_back(t, a);
