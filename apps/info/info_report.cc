@@ -9,7 +9,7 @@
 
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
-#include "ucp_config_apply.h"  // libswitchagg_ucx's internal apply/read-back
+#include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::info {
 namespace {

@@ -6,7 +6,7 @@ if(NOT TARGET mca_coll_switchagg OR NOT TARGET switchagg-agent OR NOT TARGET swi
 endif()
 
 add_executable(test_switch_check test_switch_check.cc)
-target_include_directories(test_switch_check PRIVATE ${PROJECT_SOURCE_DIR}/mpi_coll/include)
+target_link_libraries(test_switch_check PRIVATE switchagg_coll_api)
 target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
 switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "switchagg/ucx/roce_profile.h"
-#include "ucp_config_apply.h"
+#include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::ucx {
 namespace {

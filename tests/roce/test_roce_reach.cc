@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "switchagg/ucx/roce_profile.h"
-#include "ucp_config_apply.h"
+#include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::ucx {
 namespace {

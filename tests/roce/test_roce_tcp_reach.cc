@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "switchagg/ucx/roce_profile.h"
-#include "ucp_config_apply.h"
+#include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::ucx {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "switchagg/common/log.h"
 #include "transport_internal.h"
-#include "ucp_config_apply.h"
+#include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::ucx {
 namespace {

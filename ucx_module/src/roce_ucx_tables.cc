@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "switchagg/common/config.h"
-#include "ucp_config_apply.h"
+#include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::ucx {
 namespace {

@@ -1,6 +1,6 @@
 // RoceProfile -> ucp_config_t, the environment-wins rule, read-back, and key
 // validation against UCX's own configuration tables.
-#include "ucp_config_apply.h"
+#include "switchagg/ucx/ucp_config.h"
 
 #include <ucs/config/parser.h>
 #include <uct/api/uct.h>

@@ -1,5 +1,6 @@
 // Applying a RoceProfile to a ucp_config_t, and reading values back from
-// UCX's own configuration (tests, switchagg-info).
+// UCX's own configuration: the transport's inspection API (switchagg-info
+// and the RoCE tests use it; the transport applies profiles with it).
 //
 // How UCX 1.13 treats ucp_config_modify keys (v1.13.1 source; see
 // roce_ucx_tables.cc for the functions): UCP context and UCS global keys are
