@@ -63,7 +63,7 @@ Result<Lease> decodeLease(const json& e, const std::string& where) {
   l.token = token->get<std::string>();
   Result<int64_t> uid = integer("uid", 0, UINT32_MAX);
   Result<int64_t> slots = integer("slots", 1, 1 << 20);
-  Result<int64_t> ttl = integer("ttl_ms", 1000, INT64_MAX / 4);
+  Result<int64_t> ttl = integer("ttl_ms", kMinTtlMs, INT64_MAX / 4);
   Result<int64_t> expires = integer("expires_at_wall_ms", 0, INT64_MAX / 4);
   Result<int64_t> granted = integer("granted_at_wall_ms", 0, INT64_MAX / 4);
   for (const Result<int64_t>* r : {&uid, &slots, &ttl, &expires, &granted}) {

@@ -90,30 +90,30 @@ PoolUse LeaseTable::useOthersLocked(const std::string& job, uint32_t uid) const 
   return use;
 }
 
-Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t uid, int slots,
-                                               int64_t ttl_ms) {
-  Result<Created> r = createInMemory(job, uid, slots, ttl_ms);
+ApiResult<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t uid,
+                                                  int slots, int64_t ttl_ms) {
+  ApiResult<Created> r = createInMemory(job, uid, slots, ttl_ms);
   if (r.ok() && r->created) persist();
   return r;
 }
 
-Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, uint32_t uid,
-                                                       int slots, int64_t ttl_ms) {
+ApiResult<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, uint32_t uid,
+                                                          int slots, int64_t ttl_ms) {
   Result<std::string> token = newLeaseToken();
-  if (!token.ok()) return token.status();
+  if (!token.ok()) return ApiFailure{ApiError::kInternal, token.status().message()};
 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_job_.find(job);
   if (it != by_job_.end()) {
     if (it->second.uid != uid) {
-      return Status(Code::kDenied, "job " + job + " is leased to uid " +
-                                       std::to_string(it->second.uid));
+      return ApiFailure{ApiError::kConflict,
+                        "job " + job + " is leased to uid " + std::to_string(it->second.uid)};
     }
     return Created{it->second, false};
   }
   Admission a = admitLease(limits_, Admit::kCreate, {job, uid, slots, ttl_ms},
                            useOthersLocked(job, uid));
-  if (a.denial) return toStatus(*a.denial);
+  if (a.denial) return *a.denial;
   Lease lease;
   lease.job = job;
   lease.uid = uid;
@@ -127,16 +127,16 @@ Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, u
   return Created{lease, true};
 }
 
-Result<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
+ApiResult<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
   Lease renewed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_job_.find(job);
-    if (it == by_job_.end()) return Status(Code::kAborted, "no lease for job " + job);
+    if (it == by_job_.end()) return ApiFailure{ApiError::kNotFound, "no lease for job " + job};
     const Lease& held = it->second;
     Admission a = admitLease(limits_, Admit::kRenew, {job, held.uid, held.slots, ttl_ms},
                              useOthersLocked(job, held.uid));
-    if (a.denial) return toStatus(*a.denial);
+    if (a.denial) return *a.denial;
     it->second.ttl_ms = a.ttl_ms;
     it->second.expires_at_ms = steadyNowMs() + a.ttl_ms;
     renewed = it->second;

@@ -63,13 +63,12 @@ class LeaseTable {  // thread-safe (one mutex)
     bool created = false;  // false: the job already had a lease for this uid
   };
   // Idempotent per job: the same job and uid get the existing lease back
-  // unchanged. Otherwise admitLease(kCreate) decides; its refusals come back
-  // as toStatus(denial) (apiErrorOf(code) recovers the API error), and a job
-  // held by another uid is kDenied [conflict].
-  Result<Created> create(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
-  // Extends the lease to now + ttl_ms if admitLease(kRenew) agrees.
-  // kAborted [not_found] if it is gone.
-  Result<Lease> renew(const std::string& job, int64_t ttl_ms);
+  // unchanged. Otherwise admitLease(kCreate) decides and its refusal comes
+  // back typed; a job held by another uid is kConflict.
+  ApiResult<Created> create(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
+  // Extends the lease to now + ttl_ms if admitLease(kRenew) agrees;
+  // kNotFound if it is gone.
+  ApiResult<Lease> renew(const std::string& job, int64_t ttl_ms);
   // Removes the job's lease and fires the revoke callback; false if absent.
   bool remove(const std::string& job, const std::string& reason);
   std::vector<Lease> list() const;
@@ -111,7 +110,7 @@ class LeaseTable {  // thread-safe (one mutex)
 
  private:
   PoolUse useOthersLocked(const std::string& job, uint32_t uid) const;
-  Result<Created> createInMemory(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
+  ApiResult<Created> createInMemory(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
   void restoreLocked(LeaseFileState& state);
   void persist();
   void fireRevoked(const std::vector<Lease>& gone, const std::string& reason);

@@ -245,9 +245,9 @@ TEST_F(LeaseStoreTest, RestoreCutsARemainingTimeBeyondMaxTtl) {
   ASSERT_TRUE(other);
   EXPECT_LE(other->expires_at_ms - steadyNowMs(), 600000);  // within bounds: untouched
   // A renew asking beyond max_ttl is refused by the same check.
-  Result<Lease> r = t->renew("long", 2 * 3600000);
+  ApiResult<Lease> r = t->renew("long", 2 * 3600000);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(apiErrorOf(r.status().code()), ApiError::kQuotaExceeded);
+  EXPECT_EQ(r.error(), ApiError::kQuotaExceeded);
   EXPECT_NE(r.status().message().find("policy.max_ttl"), std::string::npos);
 }
 
