@@ -105,7 +105,7 @@ LeaseView viewOf(const Lease& l, const std::string& data_address) {
   v.slots = l.slots;
   v.ttl_s = l.ttl_ms / 1000;
   v.expires_in_s = secondsLeft(l);
-  v.token = l.token;
+  v.token = l.token.hex();
   v.data_address = data_address;
   return v;
 }
