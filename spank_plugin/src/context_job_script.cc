@@ -49,8 +49,8 @@ Result<ResolvedRequest> scriptRequest(spank_t sp, const PluginConfig& config) {
   return resolveRequest(sources, config);
 }
 
-void noteFailure(const PluginConfig& config, const ScriptJob& job, const Status& why) {
-  LeaseNote note{agent::controlErrorOf(why), explainLeaseFailure(why)};
+void noteFailure(const PluginConfig& config, const ScriptJob& job, const agent::ApiFailure& why) {
+  LeaseNote note{agent::apiErrorCode(why.error), explainLeaseFailure(why)};
   logError("job %u: no lease: %s", job.id, note.text.c_str());
   Status st = writeNote(config.state_dir, job.id, job.uid, job.gid, note);
   if (!st.ok()) logError("job %u: cannot leave the reason for the job: %s", job.id, st.toString().c_str());
@@ -68,7 +68,7 @@ int jobProlog(spank_t sp, int argc, char** argv) {
   }
   Result<ResolvedRequest> req = scriptRequest(sp, config);
   if (!req.ok()) {
-    noteFailure(config, job, Status(Code::kInternal, "config: " + req.status().message()));
+    noteFailure(config, job, {agent::ApiError::kConfig, req.status().message()});
     return 0;
   }
   if (req->request.mode == Mode::kOff) return 0;
@@ -78,10 +78,10 @@ int jobProlog(spank_t sp, int argc, char** argv) {
     return 0;
   }
   agent::ControlClient client = controlClient(config);
-  Result<agent::LeaseInfo> lease =
+  agent::ApiResult<agent::LeaseView> lease =
       client.createLease(std::to_string(job.id), job.uid, req->request.slots, config.ttl_s);
   if (!lease.ok()) {
-    noteFailure(config, job, lease.status());
+    noteFailure(config, job, lease.failure());
     return 0;
   }
   // Never log the token.
@@ -97,13 +97,17 @@ int jobProlog(spank_t sp, int argc, char** argv) {
 // gives up with the TTL as the backstop.
 namespace {
 
-Result<bool> deleteWithRetry(agent::ControlClient& client, uint32_t job, int64_t budget_ms) {
+agent::ApiResult<bool> deleteWithRetry(agent::ControlClient& client, uint32_t job,
+                                       int64_t budget_ms) {
   using Clock = std::chrono::steady_clock;
   const auto end = Clock::now() + std::chrono::milliseconds(budget_ms);
   for (;;) {
-    Result<bool> deleted = client.deleteLease(std::to_string(job));
-    const std::string error = agent::controlErrorOf(deleted.status());
-    if (deleted.ok() || (error != "unreachable" && error != "overloaded")) return deleted;
+    agent::ApiResult<bool> deleted = client.deleteLease(std::to_string(job));
+    const agent::ApiError error = deleted.error();
+    if (deleted.ok() || (error != agent::ApiError::kUnreachable &&
+                         error != agent::ApiError::kOverloaded)) {
+      return deleted;
+    }
     if (Clock::now() + std::chrono::milliseconds(250) >= end) return deleted;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
@@ -123,7 +127,7 @@ int jobEpilog(spank_t sp, int argc, char** argv) {
   Result<ResolvedRequest> req = scriptRequest(sp, config);
   if (req.ok() && req->request.mode == Mode::kOff) return 0;
   agent::ControlClient client = controlClient(config);
-  Result<bool> deleted = deleteWithRetry(client, job.id, 3 * int64_t{config.timeout_ms});
+  agent::ApiResult<bool> deleted = deleteWithRetry(client, job.id, 3 * int64_t{config.timeout_ms});
   if (!deleted.ok()) {
     logError("job %u: cannot delete the lease (%s); the agent's TTL will expire it", job.id,
              deleted.status().message().c_str());

@@ -94,8 +94,8 @@ const PluginConfig& configOrDefaults() {
   return state().config.ok() ? state().config.value() : defaults;
 }
 
-Status configProblem() {
-  return Status(Code::kInternal, "config: plugstack.conf: " + state().config.status().message());
+agent::ApiFailure configProblem() {
+  return {agent::ApiError::kConfig, "plugstack.conf: " + state().config.status().message()};
 }
 
 int registerOptions(spank_t sp) {

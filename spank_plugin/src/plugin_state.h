@@ -11,6 +11,7 @@
 
 #include "job_request.h"
 #include "plugin_config.h"
+#include "switchagg/agent/control_schema.h"
 
 namespace switchagg::spank {
 
@@ -27,8 +28,8 @@ PluginState& state();
 bool loadConfig(int argc, char** argv);
 // The configuration to act on: the parsed one, or the defaults when broken.
 const PluginConfig& configOrDefaults();
-// "config: plugstack.conf: unknown key 'x' (...)" for a broken line.
-Status configProblem();
+// kConfig, "plugstack.conf: unknown key 'x' (...)", for a broken line.
+agent::ApiFailure configProblem();
 
 // Registers --switch-agg and --switch-agg-slots (local, allocator, remote).
 int registerOptions(spank_t sp);

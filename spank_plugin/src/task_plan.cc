@@ -1,38 +1,30 @@
 #include "task_plan.h"
 
 namespace switchagg::spank {
-namespace {
 
-std::string serverMessage(const Status& status) {
-  // Control errors read "<code>: <message>"; keep the message part.
-  const std::string& m = status.message();
-  size_t colon = m.find(": ");
-  return colon == std::string::npos ? m : m.substr(colon + 2);
-}
-
-}  // namespace
-
-std::string explainLeaseFailure(const Status& status) {
-  const std::string code = agent::controlErrorOf(status);
-  if (code == "unreachable") return "the switch agent is unreachable (" + status.message() + ")";
-  if (code == "quota_exceeded") return "quota exceeded (" + serverMessage(status) + ")";
-  if (code == "policy_denied" || code == "unauthenticated") {
-    return "the agent's policy refused the lease (" + serverMessage(status) + ")";
+std::string explainLeaseFailure(const agent::ApiFailure& failure) {
+  using agent::ApiError;
+  const std::string& m = failure.message;
+  switch (failure.error) {
+    case ApiError::kUnreachable:
+      return "the switch agent is unreachable (" + m + ")";
+    case ApiError::kQuotaExceeded:
+      return "quota exceeded (" + m + ")";
+    case ApiError::kPolicyDenied:
+    case ApiError::kUnauthenticated:
+      return "the agent's policy refused the lease (" + m + ")";
+    case ApiError::kConfig:
+      return "switch aggregation is misconfigured on this node (" + m + ")";
+    case ApiError::kDraining:
+      return "the switch agent is draining for maintenance";
+    case ApiError::kNotFound:
+      return "the job holds no lease";
+    case ApiError::kBadRequest:
+    case ApiError::kConflict:
+      return "the agent rejected the request (" + failure.status().message() + ")";
+    default:
+      return "the switch agent failed (" + failure.status().message() + ")";
   }
-  if (code == "config") {
-    return "switch aggregation is misconfigured on this node (" + serverMessage(status) + ")";
-  }
-  if (code == "draining") return "the switch agent is draining for maintenance";
-  if (code == "not_found") return "the job holds no lease";
-  if (code == "bad_request" || code == "conflict") {
-    return "the agent rejected the request (" + status.message() + ")";
-  }
-  return "the switch agent failed (" + status.message() + ")";
-}
-
-bool isRefusal(const std::string& code) {
-  return code == "quota_exceeded" || code == "policy_denied" || code == "unauthenticated" ||
-         code == "draining" || code == "not_found" || code == "conflict";
 }
 
 TaskPlan planTaskEnv(const TaskInputs& in) {
@@ -52,16 +44,17 @@ TaskPlan planTaskEnv(const TaskInputs& in) {
     plan.set.emplace_back(kEnvTaskMode, modeName(in.mode));
     return plan;
   }
-  Status why = in.token.ok() ? Status(Code::kProtocol, "internal: the agent returned no token")
-                             : in.token.status();
+  agent::ApiFailure why = in.token.ok() ? agent::ApiFailure{agent::ApiError::kInternal,
+                                                           "the agent returned no token"}
+                                        : in.token.failure();
   // "No lease" is explained by what the prolog met when it tried to create it.
-  std::string code = agent::controlErrorOf(why);
+  agent::ApiError error = why.error;
   std::string reason = explainLeaseFailure(why);
-  if (code == "not_found" && !in.prolog_note.empty()) {
-    code = in.prolog_error;
+  if (error == agent::ApiError::kNotFound && !in.prolog_note.empty()) {
+    error = agent::apiErrorFromCode(in.prolog_error).value_or(agent::ApiError::kInternal);
     reason = in.prolog_note;
   }
-  bool fail = in.mode == Mode::kRequire || (in.fail_job_on_error && !isRefusal(code));
+  bool fail = in.mode == Mode::kRequire || (in.fail_job_on_error && !agent::isRefusal(error));
   if (fail) {
     plan.failure = in.mode == Mode::kRequire
                        ? "job " + job + " requires switch aggregation (--switch-agg=require) but has no lease: "

@@ -12,20 +12,16 @@
 
 namespace switchagg::spank {
 
-// Variables handed to the job's tasks (ARCHITECTURE.md).
-constexpr const char* kEnvAgent = "SWITCHAGG_AGENT";
-constexpr const char* kEnvLease = "SWITCHAGG_LEASE";
-constexpr const char* kEnvTaskMode = "SWITCHAGG_MODE";
+// Variables handed to the job's tasks (control_schema.h; kEnvMode here is
+// the user's SWITCHAGG_JOB_MODE, job_request.h).
+using agent::kEnvAgent;
+using agent::kEnvLease;
+constexpr const char* kEnvTaskMode = agent::kEnvMode;
 
 // One line a user can act on, from a failed control call: says whether the
 // agent is unreachable, the quota is exhausted, the policy refused, the
 // agent is draining, or the job has no lease. Never contains a token.
-std::string explainLeaseFailure(const Status& status);
-
-// True when a control error code (agent::controlErrorOf) is a refusal the
-// agent decided (quota, policy, draining, no lease) rather than an error
-// (unreachable, protocol, internal).
-bool isRefusal(const std::string& control_error);
+std::string explainLeaseFailure(const agent::ApiFailure& failure);
 
 struct TaskPlan {
   std::vector<std::pair<std::string, std::string>> set;  // name, value
@@ -40,9 +36,11 @@ struct TaskInputs {
   bool explicit_mode = false;  // off by the user's choice, not the site default
   bool fail_job_on_error = false;
   // The agent's answer to GET /v1/leases/{job}/token (unused when mode off).
-  Result<agent::LeaseInfo> token = Status(Code::kAborted, "not_found: not asked");
+  agent::ApiResult<agent::LeaseView> token =
+      agent::ApiFailure{agent::ApiError::kNotFound, "not asked"};
   // What the prolog met when it could not create the lease: the control
-  // error code and explainLeaseFailure() text ("" when it did not fail).
+  // error code (lease_note.h) and explainLeaseFailure() text ("" when it
+  // did not fail).
   std::string prolog_error, prolog_note;
 };
 

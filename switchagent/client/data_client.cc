@@ -55,12 +55,12 @@ void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
   if (r != Reason::kNone)
     return fail(Status(Code::kProtocol,
                        std::string("undecodable message from the agent: ") + wire::reasonName(r)));
-  if (!wire::tokenEqual(m.token, token)) {
+  if (m.token != token) {
     // An agent that predates CAPACITY cannot read the token of a type it
     // does not know: its ERROR(bad_type) carries none. That answer, while
     // the question is open, means "no figures", not a broken agent.
     if (m.type == MsgType::kError && m.reason == Reason::kBadType && hello_done &&
-        !capacity_done && wire::tokenEqual(m.token, wire::Token{})) {
+        !capacity_done && m.token == wire::Token{}) {
       capacity_done = true;
       return;
     }
@@ -160,8 +160,9 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
                                                       const std::string& token_hex,
                                                       int64_t timeout_ms) {
   auto impl = std::make_unique<Impl>();
-  if (!wire::tokenFromHex(token_hex, &impl->token))
-    return Status(Code::kInvalidArgument, "lease token must be 32 hex characters");
+  std::optional<LeaseToken> token = LeaseToken::fromHex(token_hex);
+  if (!token) return Status(Code::kInvalidArgument, "lease token must be 32 hex characters");
+  impl->token = *token;
   tuneMallocForStreaming();  // results arrive in per-message buffers, see there
   auto opts = ucx::TransportOptions::fromEnvironment();
   if (!opts.ok()) return opts.status();

@@ -6,76 +6,25 @@ namespace switchagg::agent {
 
 namespace {
 
-struct ApiErrorRow {
-  ApiError error;
-  const char* code;
-  int http_status;
-  Code status_code;  // the lease table's Status code for it (kInternal: none)
-};
-
-constexpr ApiErrorRow kApiErrors[] = {
-    {ApiError::kBadRequest, "bad_request", 400, Code::kInvalidArgument},
-    {ApiError::kUnauthenticated, "unauthenticated", 401, Code::kInternal},
-    {ApiError::kPolicyDenied, "policy_denied", 403, Code::kInternal},
-    {ApiError::kNotFound, "not_found", 404, Code::kAborted},
-    {ApiError::kConflict, "conflict", 409, Code::kDenied},
-    {ApiError::kQuotaExceeded, "quota_exceeded", 429, Code::kNoResource},
-    {ApiError::kOverloaded, "overloaded", 503, Code::kInternal},
-    {ApiError::kDraining, "draining", 503, Code::kUnsupported},
-    {ApiError::kInternal, "internal", 500, Code::kInternal},
-};
-
-const ApiErrorRow& rowOf(ApiError e) {
-  for (const ApiErrorRow& r : kApiErrors) {
-    if (r.error == e) return r;
-  }
-  return kApiErrors[sizeof kApiErrors / sizeof kApiErrors[0] - 1];
-}
-
-Denial deny(ApiError e, std::string message) { return Denial{e, std::move(message)}; }
-
 std::string seconds(int64_t ms) { return std::to_string(ms / 1000) + " s"; }
 
 }  // namespace
-
-const char* apiErrorCode(ApiError e) { return rowOf(e).code; }
-int apiErrorHttpStatus(ApiError e) { return rowOf(e).http_status; }
-
-Status toStatus(const Denial& d) { return Status(rowOf(d.error).status_code, d.message); }
-
-ApiError apiErrorOf(Code code) {
-  for (const ApiErrorRow& r : kApiErrors) {
-    if (r.status_code == code && code != Code::kInternal) return r.error;
-  }
-  return ApiError::kInternal;
-}
-
-// Slurm ids look like "1234", "1234_7" (array) or "1234+0" (het job).
-bool isValidJobId(const std::string& job) {
-  if (job.empty() || job.size() > 64) return false;
-  for (char c : job) {
-    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              c == '.' || c == '_' || c == '-' || c == '+';
-    if (!ok) return false;
-  }
-  return true;
-}
 
 Admission admitLease(const LeaseLimits& limits, Admit kind, const LeaseAsk& ask,
                      const PoolUse& use) {
   Admission a;
   auto refuse = [&](ApiError e, std::string message) {
-    a.denial = deny(e, std::move(message));
+    a.denial = Denial{e, std::move(message)};
     return a;
   };
   if (!isValidJobId(ask.job)) {
-    return refuse(ApiError::kBadRequest, "job id must be 1-64 characters of [A-Za-z0-9._+-]");
+    return refuse(ApiError::kBadRequest, kJobIdRule);
   }
   if (ask.slots < 1) {
     return refuse(ApiError::kBadRequest,
                   "slots must be at least 1, got " + std::to_string(ask.slots));
   }
-  if (kind != Admit::kRestore && ask.ttl_ms < 1000) {
+  if (kind != Admit::kRestore && ask.ttl_ms < kMinTtlMs) {
     return refuse(ApiError::kBadRequest, "ttl must be at least 1 s");
   }
   a.ttl_ms = ask.ttl_ms;

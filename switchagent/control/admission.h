@@ -2,47 +2,23 @@
 // (the lease file at start-up) all call, so every policy bound (pool size,
 // per-job and per-user slots, TTL range, draining) applies the same way on
 // each path. Refusals are typed: an ApiError carries its wire code and HTTP
-// status, so nothing downstream parses message text back.
+// status (control_schema.h), so nothing downstream parses message text back.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "switchagg/common/status.h"
+#include "switchagg/agent/control_schema.h"
 
 namespace switchagg::agent {
 
-// The control API's error codes (docs/control-api.md), each with its HTTP
-// status: the one table both the server and the API render from.
-enum class ApiError {
-  kBadRequest,       // 400
-  kUnauthenticated,  // 401
-  kPolicyDenied,     // 403
-  kNotFound,         // 404
-  kConflict,         // 409
-  kQuotaExceeded,    // 429
-  kOverloaded,       // 503: connection budgets full
-  kDraining,         // 503
-  kInternal,         // 500
-};
-const char* apiErrorCode(ApiError e);  // "quota_exceeded"
-int apiErrorHttpStatus(ApiError e);    // 429
+// A refusal: the API error (with its HTTP status, control_schema.h) and
+// one line naming the bound and the numbers.
+using Denial = ApiFailure;
 
-struct Denial {
-  ApiError error;
-  std::string message;  // one line naming the bound and the numbers
-};
-
-// The lease table's Status codes carry exactly one ApiError each
-// (kInvalidArgument bad_request, kDenied conflict, kNoResource
-// quota_exceeded, kUnsupported draining, kAborted not_found); these two
-// functions are that mapping, both ways.
-Status toStatus(const Denial& d);
-ApiError apiErrorOf(Code code);
-
-// Job ids travel in URL paths and Prometheus labels: 1-64 of [A-Za-z0-9._+-].
-bool isValidJobId(const std::string& job);
+// The shortest TTL a lease is granted (create, renew, and in the lease file).
+constexpr int64_t kMinTtlMs = 1000;
 
 // The site's bounds on leases (pool.slots and the policy.* keys).
 struct LeaseLimits {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "lease_json.h"
 #include "lease_store.h"
 #include "metrics.h"
 #include "switchagg/common/log.h"
@@ -14,8 +15,8 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kPart = "agent";
-// Larger TTLs are not malformed, just beyond policy (quota_exceeded below);
-// the bound only keeps ttl_s * 1000 from overflowing.
+// Larger TTLs are not malformed, just beyond policy (admitLease refuses
+// them); the bound only keeps ttl_s * 1000 from overflowing.
 constexpr int64_t kMaxTtlSeconds = 1000000000000LL;
 
 // Nesting deeper than any valid body is refused before parsing, so hostile
@@ -79,14 +80,34 @@ ControlResponse jsonResponse(int status, const json& body) {
   return r;
 }
 
-// A Status from the lease table or the body parsers -> its API error.
-ControlResponse fromStatus(const Status& st) {
-  return errorResponse(apiErrorOf(st.code()), st.message());
+// A body parser's complaint: the request is malformed.
+ControlResponse badRequest(const Status& st) {
+  return errorResponse(ApiError::kBadRequest, st.message());
+}
+
+// The optional "ttl_s" field in ms, or `default_ms`. Its range is
+// admitLease's to judge; here only its shape.
+Result<int64_t> ttlMsField(const json& j, int64_t default_ms) {
+  auto ttl = intField(j, "ttl_s", 0, kMaxTtlSeconds);
+  if (!ttl.ok()) return ttl.status();
+  return ttl->has_value() ? **ttl * 1000 : default_ms;
 }
 
 int64_t secondsLeft(const Lease& lease) {
   int64_t ms = lease.expires_at_ms - steadyNowMs();
   return ms <= 0 ? 0 : (ms + 999) / 1000;
+}
+
+LeaseView viewOf(const Lease& l, const std::string& data_address) {
+  LeaseView v;
+  v.job = l.job;
+  v.uid = l.uid;
+  v.slots = l.slots;
+  v.ttl_s = l.ttl_ms / 1000;
+  v.expires_in_s = secondsLeft(l);
+  v.token = l.token.hex();
+  v.data_address = data_address;
+  return v;
 }
 
 }  // namespace
@@ -213,10 +234,11 @@ ControlResponse ControlApi::getLeases() {
   DataPlaneCounters c = counters();
   json list = json::array();
   for (const Lease& l : leases_.list()) {
+    LeaseView v = viewOf(l, "");
+    v.user = userName(l.uid);
     auto g = c.groups_by_job.find(l.job);
-    list.push_back({{"job", l.job}, {"uid", l.uid}, {"user", userName(l.uid)}, {"slots", l.slots},
-                    {"ttl_s", l.ttl_ms / 1000}, {"expires_in_s", secondsLeft(l)},
-                    {"groups", g == c.groups_by_job.end() ? 0 : g->second}});
+    v.groups = g == c.groups_by_job.end() ? 0 : static_cast<int>(g->second);
+    list.push_back(leaseJson(v, LeaseFields::kListing));
   }
   return jsonResponse(200, json{{"leases", list}});
 }
@@ -225,7 +247,7 @@ ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& ca
   // Anonymous callers learn nothing about the body's checks.
   if (!caller.authenticated) return errorResponse(policy_.authorize(caller, Action::kCreate, 0).value());
   Result<json> body = parseBody(req.body, {"job", "uid", "slots", "ttl_s"});
-  if (!body.ok()) return fromStatus(body.status());
+  if (!body.ok()) return badRequest(body.status());
   const json& j = *body;
   std::string job;
   auto jit = j.find("job");
@@ -234,21 +256,20 @@ ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& ca
   else return errorResponse(ApiError::kBadRequest, "job (a string) is required");
   auto uid = intField(j, "uid", 0, 0xfffffffeLL);
   auto slots = intField(j, "slots", 1, 1 << 20);
-  auto ttl = intField(j, "ttl_s", 1, kMaxTtlSeconds);
-  for (const auto* r : {&uid, &slots, &ttl}) {
-    if (!r->ok()) return fromStatus(r->status());
-  }
+  Result<int64_t> ttl_ms = ttlMsField(j, config_.default_ttl_ms);
+  if (!uid.ok()) return badRequest(uid.status());
+  if (!slots.ok()) return badRequest(slots.status());
+  if (!ttl_ms.ok()) return badRequest(ttl_ms.status());
   uint32_t target = uid->has_value() ? static_cast<uint32_t>(**uid) : caller.uid;
   if (auto denial = policy_.authorize(caller, Action::kCreate, target)) {
     return errorResponse(*denial);
   }
-  int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
   int n = slots->has_value() ? static_cast<int>(**slots) : config_.default_slots;
-  Result<LeaseTable::Created> created = leases_.create(job, target, n, ttl_ms);
+  ApiResult<LeaseTable::Created> created = leases_.create(job, target, n, *ttl_ms);
   if (!created.ok()) {
     SA_INFO(kPart, "lease for job %s (uid %u, %d slots) refused: %s", job.c_str(), target, n,
             created.status().message().c_str());
-    return fromStatus(created.status());
+    return errorResponse(created.failure());
   }
   const Lease& l = created->lease;
   if (created->created) {
@@ -257,9 +278,7 @@ ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& ca
             caller.via.c_str());
   }
   return jsonResponse(created->created ? 201 : 200,
-                      {{"job", l.job}, {"uid", l.uid}, {"slots", l.slots},
-                       {"ttl_s", l.ttl_ms / 1000}, {"expires_in_s", secondsLeft(l)},
-                       {"token", l.token}, {"data_address", dataAddress()}});
+                      leaseJson(viewOf(l, dataAddress()), LeaseFields::kCreated));
 }
 
 ControlResponse ControlApi::leaseAction(const std::string& job, const std::string& action,
@@ -291,26 +310,21 @@ ControlResponse ControlApi::leaseAction(const std::string& job, const std::strin
     return jsonResponse(200, {{"deleted", deleted}});
   }
   if (is_token) {
-    return jsonResponse(200, {{"job", lease->job}, {"token", lease->token},
-                              {"data_address", dataAddress()}, {"slots", lease->slots}});
+    return jsonResponse(200, leaseJson(viewOf(*lease, dataAddress()), LeaseFields::kToken));
   }
   Result<json> body = parseBody(req.body, {"ttl_s"});
-  if (!body.ok()) return fromStatus(body.status());
-  auto ttl = intField(*body, "ttl_s", 1, kMaxTtlSeconds);
-  if (!ttl.ok()) return fromStatus(ttl.status());
-  int64_t ttl_ms = ttl->has_value() ? **ttl * 1000 : config_.default_ttl_ms;
-  Result<Lease> renewed = leases_.renew(job, ttl_ms);
-  if (!renewed.ok()) return fromStatus(renewed.status());
-  return jsonResponse(200, {{"job", renewed->job}, {"uid", renewed->uid},
-                            {"slots", renewed->slots}, {"ttl_s", renewed->ttl_ms / 1000},
-                            {"expires_in_s", secondsLeft(*renewed)},
-                            {"data_address", dataAddress()}});
+  if (!body.ok()) return badRequest(body.status());
+  Result<int64_t> ttl_ms = ttlMsField(*body, config_.default_ttl_ms);
+  if (!ttl_ms.ok()) return badRequest(ttl_ms.status());
+  ApiResult<Lease> renewed = leases_.renew(job, *ttl_ms);
+  if (!renewed.ok()) return errorResponse(renewed.failure());
+  return jsonResponse(200, leaseJson(viewOf(*renewed, dataAddress()), LeaseFields::kRenewed));
 }
 
 ControlResponse ControlApi::drain(const HttpRequest& req, const Caller& caller) {
   if (auto denial = policy_.authorize(caller, Action::kAdmin, 0)) return errorResponse(*denial);
   Result<json> body = parseBody(req.body, {"drain"});
-  if (!body.ok()) return fromStatus(body.status());
+  if (!body.ok()) return badRequest(body.status());
   bool on = true;
   auto it = body->find("drain");
   if (it != body->end()) {

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_set>
 
 #include "switchagg/common/log.h"
 
@@ -28,12 +29,13 @@ Status sysError(const std::string& what, const std::string& path) {
   return Status(Code::kIoError, what + " " + path + ": " + std::strerror(errno));
 }
 
-bool validToken(const std::string& t) {
-  if (t.size() != 32) return false;
-  for (char c : t) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
+// The file holds what LeaseToken::hex() wrote: lowercase only.
+std::optional<LeaseToken> tokenOf(const json& j) {
+  if (!j.is_string()) return std::nullopt;
+  const std::string& hex = j.get_ref<const std::string&>();
+  std::optional<LeaseToken> t = LeaseToken::fromHex(hex);
+  if (!t || t->hex() != hex) return std::nullopt;
+  return t;
 }
 
 Status corrupt(const std::string& why) { return Status(Code::kProtocol, why); }
@@ -57,13 +59,14 @@ Result<Lease> decodeLease(const json& e, const std::string& where) {
   }
   l.job = job->get<std::string>();
   auto token = e.find("token");
-  if (token == e.end() || !token->is_string() || !validToken(token->get<std::string>())) {
+  std::optional<LeaseToken> parsed = token == e.end() ? std::nullopt : tokenOf(*token);
+  if (!parsed) {
     return corrupt(where + ".token is missing or not 32 lowercase hex characters");
   }
-  l.token = token->get<std::string>();
+  l.token = *parsed;
   Result<int64_t> uid = integer("uid", 0, UINT32_MAX);
   Result<int64_t> slots = integer("slots", 1, 1 << 20);
-  Result<int64_t> ttl = integer("ttl_ms", 1000, INT64_MAX / 4);
+  Result<int64_t> ttl = integer("ttl_ms", kMinTtlMs, INT64_MAX / 4);
   Result<int64_t> expires = integer("expires_at_wall_ms", 0, INT64_MAX / 4);
   Result<int64_t> granted = integer("granted_at_wall_ms", 0, INT64_MAX / 4);
   for (const Result<int64_t>* r : {&uid, &slots, &ttl, &expires, &granted}) {
@@ -118,7 +121,7 @@ int64_t wallNowMs() {
 std::string encodeLeaseFile(const LeaseFileState& state) {
   json leases = json::array();
   for (const Lease& l : state.leases) {
-    leases.push_back({{"job", l.job}, {"uid", l.uid}, {"slots", l.slots}, {"token", l.token},
+    leases.push_back({{"job", l.job}, {"uid", l.uid}, {"slots", l.slots}, {"token", l.token.hex()},
                       {"ttl_ms", l.ttl_ms}, {"expires_at_wall_ms", l.expires_at_ms},
                       {"granted_at_wall_ms", l.granted_at_wall_ms}});
   }
@@ -148,7 +151,8 @@ Result<LeaseFileState> decodeLeaseFile(const std::string& text) {
   state.draining = draining->get<bool>();
   auto leases = doc.find("leases");
   if (leases == doc.end() || !leases->is_array()) return corrupt("\"leases\" is not an array");
-  std::set<std::string> jobs, tokens;
+  std::set<std::string> jobs;
+  std::unordered_set<LeaseToken> tokens;
   for (size_t i = 0; i < leases->size(); ++i) {
     std::string where = "leases[" + std::to_string(i) + "]";
     Result<Lease> l = decodeLease((*leases)[i], where);

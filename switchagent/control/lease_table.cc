@@ -1,11 +1,8 @@
 #include "lease_table.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <iterator>
 
 #include "lease_store.h"
 #include "switchagg/common/log.h"
@@ -17,38 +14,9 @@ int64_t steadyNowMs() {
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
-Result<std::string> newLeaseToken() {
-  unsigned char raw[16];
-  size_t got = 0;
-  while (got < sizeof raw) {
-    ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status(Code::kIoError, std::string("getrandom: ") + strerror(errno));
-    }
-    got += static_cast<size_t>(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string token(32, '0');
-  for (size_t i = 0; i < sizeof raw; ++i) {
-    token[2 * i] = kHex[raw[i] >> 4];
-    token[2 * i + 1] = kHex[raw[i] & 0xf];
-  }
-  return token;
-}
-
 namespace {
 
 constexpr const char* kPart = "agent";
-
-// Constant-time comparison: a timing side channel must not reveal how many
-// leading characters of a guessed token are right.
-bool sameToken(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 }  // namespace
 
@@ -61,15 +29,26 @@ void LeaseTable::setRevokeCallback(RevokeCallback cb) {
   revoke_cb_ = std::move(cb);
 }
 
-std::optional<Lease> LeaseTable::findByToken(const std::string& token) const {
-  if (token.size() != 32) return std::nullopt;
+std::optional<Lease> LeaseTable::findByToken(const LeaseToken& token) const {
   int64_t now = steadyNowMs();
   std::lock_guard<std::mutex> lock(mu_);
-  std::optional<Lease> found;
-  for (const auto& [job, lease] : by_job_) {
-    if (sameToken(lease.token, token) && lease.expires_at_ms > now) found = lease;
-  }
-  return found;
+  auto t = job_by_token_.find(token);
+  if (t == job_by_token_.end()) return std::nullopt;
+  const Lease& lease = by_job_.at(t->second);
+  if (lease.expires_at_ms <= now) return std::nullopt;
+  return lease;
+}
+
+void LeaseTable::insertLocked(const Lease& lease) {
+  by_job_[lease.job] = lease;
+  job_by_token_[lease.token] = lease.job;
+  slots_in_use_ += lease.slots;
+}
+
+void LeaseTable::eraseLocked(std::map<std::string, Lease>::iterator it) {
+  slots_in_use_ -= it->second.slots;
+  job_by_token_.erase(it->second.token);
+  by_job_.erase(it);
 }
 
 std::optional<Lease> LeaseTable::findByJob(const std::string& job) const {
@@ -90,30 +69,30 @@ PoolUse LeaseTable::useOthersLocked(const std::string& job, uint32_t uid) const 
   return use;
 }
 
-Result<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t uid, int slots,
-                                               int64_t ttl_ms) {
-  Result<Created> r = createInMemory(job, uid, slots, ttl_ms);
+ApiResult<LeaseTable::Created> LeaseTable::create(const std::string& job, uint32_t uid,
+                                                  int slots, int64_t ttl_ms) {
+  ApiResult<Created> r = createInMemory(job, uid, slots, ttl_ms);
   if (r.ok() && r->created) persist();
   return r;
 }
 
-Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, uint32_t uid,
-                                                       int slots, int64_t ttl_ms) {
-  Result<std::string> token = newLeaseToken();
-  if (!token.ok()) return token.status();
+ApiResult<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, uint32_t uid,
+                                                          int slots, int64_t ttl_ms) {
+  Result<LeaseToken> token = LeaseToken::random();
+  if (!token.ok()) return ApiFailure{ApiError::kInternal, token.status().message()};
 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_job_.find(job);
   if (it != by_job_.end()) {
     if (it->second.uid != uid) {
-      return Status(Code::kDenied, "job " + job + " is leased to uid " +
-                                       std::to_string(it->second.uid));
+      return ApiFailure{ApiError::kConflict,
+                        "job " + job + " is leased to uid " + std::to_string(it->second.uid)};
     }
     return Created{it->second, false};
   }
   Admission a = admitLease(limits_, Admit::kCreate, {job, uid, slots, ttl_ms},
                            useOthersLocked(job, uid));
-  if (a.denial) return toStatus(*a.denial);
+  if (a.denial) return *a.denial;
   Lease lease;
   lease.job = job;
   lease.uid = uid;
@@ -122,21 +101,20 @@ Result<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job, u
   lease.ttl_ms = a.ttl_ms;
   lease.expires_at_ms = steadyNowMs() + a.ttl_ms;
   lease.granted_at_wall_ms = wallNowMs();
-  by_job_[job] = lease;
-  slots_in_use_ += slots;
+  insertLocked(lease);
   return Created{lease, true};
 }
 
-Result<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
+ApiResult<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
   Lease renewed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_job_.find(job);
-    if (it == by_job_.end()) return Status(Code::kAborted, "no lease for job " + job);
+    if (it == by_job_.end()) return ApiFailure{ApiError::kNotFound, "no lease for job " + job};
     const Lease& held = it->second;
     Admission a = admitLease(limits_, Admit::kRenew, {job, held.uid, held.slots, ttl_ms},
                              useOthersLocked(job, held.uid));
-    if (a.denial) return toStatus(*a.denial);
+    if (a.denial) return *a.denial;
     it->second.ttl_ms = a.ttl_ms;
     it->second.expires_at_ms = steadyNowMs() + a.ttl_ms;
     renewed = it->second;
@@ -152,8 +130,7 @@ bool LeaseTable::remove(const std::string& job, const std::string& reason) {
     auto it = by_job_.find(job);
     if (it == by_job_.end()) return false;
     gone.push_back(it->second);
-    slots_in_use_ -= it->second.slots;
-    by_job_.erase(it);
+    eraseLocked(it);
   }
   persist();
   fireRevoked(gone, reason);
@@ -173,13 +150,12 @@ int LeaseTable::expireAt(int64_t now_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = by_job_.begin(); it != by_job_.end();) {
+      auto next = std::next(it);
       if (it->second.expires_at_ms <= now_ms) {
         gone.push_back(it->second);
-        slots_in_use_ -= it->second.slots;
-        it = by_job_.erase(it);
-      } else {
-        ++it;
+        eraseLocked(it);
       }
+      it = next;
     }
   }
   if (!gone.empty()) persist();
@@ -193,6 +169,7 @@ void LeaseTable::revokeAll(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [job, lease] : by_job_) gone.push_back(lease);
     by_job_.clear();
+    job_by_token_.clear();
     slots_in_use_ = 0;
   }
   if (!gone.empty()) persist();
@@ -257,8 +234,7 @@ void LeaseTable::restoreLocked(LeaseFileState& state) {
       l.ttl_ms = a.ttl_ms;
     }
     l.expires_at_ms = steady + a.ttl_ms;
-    slots_in_use_ += l.slots;
-    by_job_[l.job] = l;
+    insertLocked(l);
     ++kept;
   }
   draining_ = state.draining;

@@ -15,9 +15,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "admission.h"
+#include "switchagg/agent/lease_token.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
@@ -26,7 +28,7 @@ struct Lease {
   std::string job;            // Slurm job id or admin-chosen id
   uint32_t uid = 0;           // owning user
   int slots = 0;              // aggregation slots reserved from the pool
-  std::string token;          // 32 lowercase hex chars (128-bit secret)
+  LeaseToken token;           // the 128-bit secret (hex only in JSON and the lease file)
   int64_t expires_at_ms = 0;  // steady-clock ms
   int64_t ttl_ms = 0;         // the TTL last granted (create or renew)
   int64_t granted_at_wall_ms = 0;  // CLOCK_REALTIME ms of create: restore order
@@ -34,9 +36,6 @@ struct Lease {
 
 // Steady-clock milliseconds, the time base of Lease::expires_at_ms.
 int64_t steadyNowMs();
-
-// 128 bits from getrandom(), as 32 lowercase hex characters.
-Result<std::string> newLeaseToken();
 
 class LeaseStore;
 struct LeaseFileState;
@@ -54,8 +53,9 @@ class LeaseTable {  // thread-safe (one mutex)
   // expired, or agent shutdown. The data plane aborts that lease's groups.
   void setRevokeCallback(RevokeCallback cb);
 
-  // Only unexpired leases. Token comparison does not leak timing.
-  std::optional<Lease> findByToken(const std::string& token) const;
+  // Only unexpired leases. An index lookup (the data plane asks on every
+  // HELLO, JOIN, LEAVE and tick); equality is constant-time.
+  std::optional<Lease> findByToken(const LeaseToken& token) const;
   std::optional<Lease> findByJob(const std::string& job) const;
 
   struct Created {
@@ -63,13 +63,12 @@ class LeaseTable {  // thread-safe (one mutex)
     bool created = false;  // false: the job already had a lease for this uid
   };
   // Idempotent per job: the same job and uid get the existing lease back
-  // unchanged. Otherwise admitLease(kCreate) decides; its refusals come back
-  // as toStatus(denial) (apiErrorOf(code) recovers the API error), and a job
-  // held by another uid is kDenied [conflict].
-  Result<Created> create(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
-  // Extends the lease to now + ttl_ms if admitLease(kRenew) agrees.
-  // kAborted [not_found] if it is gone.
-  Result<Lease> renew(const std::string& job, int64_t ttl_ms);
+  // unchanged. Otherwise admitLease(kCreate) decides and its refusal comes
+  // back typed; a job held by another uid is kConflict.
+  ApiResult<Created> create(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
+  // Extends the lease to now + ttl_ms if admitLease(kRenew) agrees;
+  // kNotFound if it is gone.
+  ApiResult<Lease> renew(const std::string& job, int64_t ttl_ms);
   // Removes the job's lease and fires the revoke callback; false if absent.
   bool remove(const std::string& job, const std::string& reason);
   std::vector<Lease> list() const;
@@ -111,14 +110,17 @@ class LeaseTable {  // thread-safe (one mutex)
 
  private:
   PoolUse useOthersLocked(const std::string& job, uint32_t uid) const;
-  Result<Created> createInMemory(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
+  ApiResult<Created> createInMemory(const std::string& job, uint32_t uid, int slots, int64_t ttl_ms);
   void restoreLocked(LeaseFileState& state);
+  void insertLocked(const Lease& lease);
+  void eraseLocked(std::map<std::string, Lease>::iterator it);
   void persist();
   void fireRevoked(const std::vector<Lease>& gone, const std::string& reason);
 
   const LeaseLimits limits_;
   mutable std::mutex mu_;
   std::map<std::string, Lease> by_job_;
+  std::unordered_map<LeaseToken, std::string> job_by_token_;  // the same leases
   int slots_in_use_ = 0;
   bool draining_ = false;
   RevokeCallback revoke_cb_;

@@ -27,45 +27,43 @@ std::string humanBytes(uint64_t b) {
 // answer. Used by every command so scripts see exactly what the API says.
 int rawJson(ControlClient& client, const std::string& method, const std::string& path,
             const std::string& body) {
-  Result<ControlReply> reply = client.request(method, path, body);
-  if (!reply.ok()) return reportError(reply.status());
+  ApiResult<ControlReply> reply = client.request(method, path, body);
+  if (!reply.ok()) return reportError(reply.failure());
   std::fputs(reply->body.c_str(), stdout);
   if (reply->http_status >= 200 && reply->http_status < 300) return kExitOk;
-  json j = json::parse(reply->body, nullptr, false);
-  std::string error = j.is_object() && j.contains("error") && j["error"].is_string()
-                          ? j["error"].get<std::string>()
-                          : "internal";
-  std::string message = j.is_object() && j.contains("message") && j["message"].is_string()
-                            ? j["message"].get<std::string>()
-                            : "";
-  return reportError(Status(codeForControlError(error), error + ": " + message));
+  return reportError(failureOf(*reply, client.address()));
 }
 
-void printExports(const LeaseInfo& l, const std::string& mode) {
-  std::printf("export SWITCHAGG_AGENT=%s SWITCHAGG_LEASE=%s SWITCHAGG_MODE=%s\n",
-              l.data_address.c_str(), l.token.c_str(), mode.c_str());
+void printExports(const LeaseView& l, const std::string& mode) {
+  std::printf("export %s=%s %s=%s %s=%s\n", kEnvAgent, l.data_address.c_str(), kEnvLease,
+              l.token.c_str(), kEnvMode, mode.c_str());
 }
 
 }  // namespace
 
-int reportError(const Status& status) {
-  std::fprintf(stderr, "switchagg-ctl: %s\n", status.message().c_str());
-  std::string error = controlErrorOf(status);
-  if (error == "unreachable") return kExitUnreachable;
-  if (error == "unauthenticated" || error == "policy_denied") return kExitDenied;
-  if (error == "quota_exceeded" || error == "draining" || error == "overloaded") {
-    return kExitNoResource;
+int reportError(const ApiFailure& failure) {
+  std::fprintf(stderr, "switchagg-ctl: %s\n", failure.status().message().c_str());
+  switch (failure.error) {
+    case ApiError::kUnreachable:
+      return kExitUnreachable;
+    case ApiError::kUnauthenticated:
+    case ApiError::kPolicyDenied:
+      return kExitDenied;
+    case ApiError::kQuotaExceeded:
+    case ApiError::kDraining:
+    case ApiError::kOverloaded:
+      return kExitNoResource;
+    case ApiError::kConfig:
+      return kExitUsage;  // e.g. a malformed --agent address
+    default:
+      return kExitRefused;
   }
-  if (status.code() == Code::kInvalidArgument && error != "bad_request" && error != "conflict") {
-    return kExitUsage;  // e.g. a malformed --agent address
-  }
-  return kExitRefused;
 }
 
 int cmdStatus(ControlClient& client, const CtlOptions& o) {
   if (o.json) return rawJson(client, "GET", "/v1/status", "");
-  Result<AgentStatus> s = client.status();
-  if (!s.ok()) return reportError(s.status());
+  ApiResult<AgentStatus> s = client.status();
+  if (!s.ok()) return reportError(s.failure());
   std::printf("agent         %s (version %s)%s\n", client.address().c_str(), s->version.c_str(),
               s->draining ? " DRAINING" : "");
   std::printf("data plane    %s\n", s->data_address.c_str());
@@ -91,10 +89,10 @@ int cmdStatus(ControlClient& client, const CtlOptions& o) {
 
 int cmdLeases(ControlClient& client, const CtlOptions& o) {
   if (o.json) return rawJson(client, "GET", "/v1/leases", "");
-  Result<std::vector<LeaseInfo>> leases = client.listLeases();
-  if (!leases.ok()) return reportError(leases.status());
+  ApiResult<std::vector<LeaseView>> leases = client.listLeases();
+  if (!leases.ok()) return reportError(leases.failure());
   std::printf("%-16s %-12s %6s %10s %7s\n", "JOB", "USER", "SLOTS", "EXPIRES_IN", "GROUPS");
-  for (const LeaseInfo& l : *leases) {
+  for (const LeaseView& l : *leases) {
     std::printf("%-16s %-12s %6d %9llds %7d\n", l.job.c_str(), userOf(l.uid).c_str(), l.slots,
                 static_cast<long long>(l.expires_in_s), l.groups);
   }
@@ -109,8 +107,8 @@ int cmdLeaseCreate(ControlClient& client, const CtlOptions& o) {
     if (o.ttl_s > 0) req["ttl_s"] = o.ttl_s;
     return rawJson(client, "POST", "/v1/leases", req.dump());
   }
-  Result<LeaseInfo> l = client.createLease(o.job, o.uid, o.slots, o.ttl_s);
-  if (!l.ok()) return reportError(l.status());
+  ApiResult<LeaseView> l = client.createLease(o.job, o.uid, o.slots, o.ttl_s);
+  if (!l.ok()) return reportError(l.failure());
   std::printf("# lease %s job %s: uid %u (%s), %d slots, expires in %lld s, agent %s\n",
               l->created ? "created for" : "exists for", l->job.c_str(), l->uid,
               userOf(l->uid).c_str(), l->slots, static_cast<long long>(l->expires_in_s),
@@ -121,8 +119,8 @@ int cmdLeaseCreate(ControlClient& client, const CtlOptions& o) {
 
 int cmdLeaseToken(ControlClient& client, const CtlOptions& o) {
   if (o.json) return rawJson(client, "GET", "/v1/leases/" + o.job + "/token", "");
-  Result<LeaseInfo> l = client.fetchToken(o.job);
-  if (!l.ok()) return reportError(l.status());
+  ApiResult<LeaseView> l = client.fetchToken(o.job);
+  if (!l.ok()) return reportError(l.failure());
   printExports(*l, o.mode);
   return kExitOk;
 }
@@ -133,8 +131,8 @@ int cmdLeaseRenew(ControlClient& client, const CtlOptions& o) {
     if (o.ttl_s > 0) req["ttl_s"] = o.ttl_s;
     return rawJson(client, "POST", "/v1/leases/" + o.job + "/renew", req.dump());
   }
-  Result<LeaseInfo> l = client.renewLease(o.job, o.ttl_s);
-  if (!l.ok()) return reportError(l.status());
+  ApiResult<LeaseView> l = client.renewLease(o.job, o.ttl_s);
+  if (!l.ok()) return reportError(l.failure());
   std::printf("lease of job %s renewed: expires in %lld s\n", l->job.c_str(),
               static_cast<long long>(l->expires_in_s));
   return kExitOk;
@@ -142,8 +140,8 @@ int cmdLeaseRenew(ControlClient& client, const CtlOptions& o) {
 
 int cmdLeaseDelete(ControlClient& client, const CtlOptions& o) {
   if (o.json) return rawJson(client, "DELETE", "/v1/leases/" + o.job, "");
-  Result<bool> deleted = client.deleteLease(o.job);
-  if (!deleted.ok()) return reportError(deleted.status());
+  ApiResult<bool> deleted = client.deleteLease(o.job);
+  if (!deleted.ok()) return reportError(deleted.failure());
   std::printf(*deleted ? "lease of job %s deleted\n" : "no lease for job %s (nothing to do)\n",
               o.job.c_str());
   return kExitOk;
@@ -151,16 +149,16 @@ int cmdLeaseDelete(ControlClient& client, const CtlOptions& o) {
 
 int cmdDrain(ControlClient& client, const CtlOptions& o) {
   if (o.json) return rawJson(client, "POST", "/v1/drain", json{{"drain", !o.off}}.dump());
-  Result<bool> draining = client.drain(!o.off);
-  if (!draining.ok()) return reportError(draining.status());
+  ApiResult<bool> draining = client.drain(!o.off);
+  if (!draining.ok()) return reportError(draining.failure());
   std::printf(*draining ? "agent draining: new leases are refused, existing ones run on\n"
                         : "agent accepting new leases\n");
   return kExitOk;
 }
 
 int cmdMetrics(ControlClient& client, const CtlOptions&) {
-  Result<ControlReply> reply = client.request("GET", "/metrics", "");
-  if (!reply.ok()) return reportError(reply.status());
+  ApiResult<ControlReply> reply = client.request("GET", "/metrics", "");
+  if (!reply.ok()) return reportError(reply.failure());
   std::fputs(reply->body.c_str(), stdout);
   return reply->http_status == 200 ? kExitOk : kExitRefused;
 }

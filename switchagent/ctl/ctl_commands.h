@@ -34,7 +34,7 @@ int cmdLeaseDelete(ControlClient& client, const CtlOptions& o);
 int cmdDrain(ControlClient& client, const CtlOptions& o);
 int cmdMetrics(ControlClient& client, const CtlOptions& o);
 
-// Exit code for a failed Status (prints "switchagg-ctl: <message>" to stderr).
-int reportError(const Status& status);
+// Exit code for a failed call (prints "switchagg-ctl: <message>" to stderr).
+int reportError(const ApiFailure& failure);
 
 }  // namespace switchagg::agent

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "control_transport.h"
+#include "lease_json.h"
 #include "munge_cred.h"
 #include "switchagg/common/config.h"
 
@@ -24,60 +25,25 @@ Status invalidAddress(const std::string& text, const std::string& why) {
                                             " (forms: unix:/path, http://host:port, host:port)");
 }
 
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-int64_t num(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return 0;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number_unsigned()) return static_cast<int64_t>(it->get<uint64_t>());
-  if (it->is_number_float()) return static_cast<int64_t>(it->get<double>());
-  return 0;
-}
-
-bool flag(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-LeaseInfo leaseFromJson(const json& j) {
-  LeaseInfo l;
-  l.job = str(j, "job");
-  l.uid = static_cast<uint32_t>(num(j, "uid"));
-  l.slots = static_cast<int>(num(j, "slots"));
-  l.ttl_s = num(j, "ttl_s");
-  l.expires_in_s = num(j, "expires_in_s");
-  l.token = str(j, "token");
-  l.data_address = str(j, "data_address");
-  l.groups = static_cast<int>(num(j, "groups"));
-  return l;
-}
-
-Result<json> parseObject(const std::string& body, const std::string& address) {
-  json j = json::parse(body, nullptr, false);
+ApiResult<json> parseObject(const ApiResult<std::string>& body, const std::string& address) {
+  if (!body.ok()) return ApiResult<json>::failed(body);
+  json j = json::parse(body.value(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return Status(Code::kProtocol, "agent at " + address + " sent a body that is not a JSON object");
+    return ApiFailure{ApiError::kInternal,
+                      "agent at " + address + " sent a body that is not a JSON object"};
   }
   return j;
 }
 
-// Job ids go into URL paths; the agent accepts the same set (lease_table.cc).
-Status checkJob(const std::string& job) {
-  bool ok = !job.empty() && job.size() <= 64;
-  for (char c : job) {
-    ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                c == '.' || c == '_' || c == '-' || c == '+');
-  }
-  if (ok) return Status::Ok();
-  return Status(Code::kInvalidArgument,
-                "bad_request: job id must be 1-64 characters of [A-Za-z0-9._+-]");
+// Job ids go into URL paths: refused here as the agent would refuse them.
+std::optional<ApiFailure> checkJob(const std::string& job) {
+  if (isValidJobId(job)) return std::nullopt;
+  return ApiFailure{ApiError::kBadRequest, kJobIdRule};
 }
 
-Status unexpected(const char* what) {
-  return Status(Code::kInternal, std::string("control client: unexpected exception in ") + what);
+ApiFailure unexpected(const char* what) {
+  return ApiFailure{ApiError::kInternal,
+                    std::string("control client: unexpected exception in ") + what};
 }
 
 }  // namespace
@@ -119,22 +85,16 @@ std::string defaultControlAddress() {
   return env != nullptr ? env : std::string("unix:") + kDefaultControlSocket;
 }
 
-Code codeForControlError(const std::string& error) {
-  if (error == "bad_request" || error == "conflict") return Code::kInvalidArgument;
-  if (error == "unauthenticated" || error == "policy_denied") return Code::kDenied;
-  if (error == "quota_exceeded" || error == "overloaded") return Code::kNoResource;
-  if (error == "draining") return Code::kUnsupported;
-  if (error == "not_found") return Code::kAborted;
-  return Code::kInternal;
-}
-
-std::string controlErrorOf(const Status& status) {
-  if (status.ok()) return "";
-  if (status.code() == Code::kIoError || status.code() == Code::kTimeout) return "unreachable";
-  const std::string& m = status.message();
-  size_t colon = m.find(':');
-  if (colon == std::string::npos) return "internal";
-  return m.substr(0, colon);
+ApiFailure failureOf(const ControlReply& reply, const std::string& address) {
+  json j = json::parse(reply.body, nullptr, false);
+  std::optional<ApiError> error;
+  if (j.is_object()) error = apiErrorFromCode(jsonString(j, "error"));
+  if (!error) {
+    return ApiFailure{ApiError::kInternal, "agent at " + address + " answered HTTP " +
+                                               std::to_string(reply.http_status) +
+                                               " without an error body"};
+  }
+  return ApiFailure{*error, jsonString(j, "message")};
 }
 
 ControlClient::ControlClient(ControlClientOptions options) : options_(std::move(options)) {
@@ -152,11 +112,11 @@ ControlClient::ControlClient(const std::string& address)
         return o;
       }()) {}
 
-Result<ControlReply> ControlClient::request(const std::string& method, const std::string& path,
-                                            const std::string& body) {
+ApiResult<ControlReply> ControlClient::request(const std::string& method,
+                                               const std::string& path, const std::string& body) {
   try {
     Result<ControlAddress> addr = parseControlAddress(address_);
-    if (!addr.ok()) return addr.status();
+    if (!addr.ok()) return ApiFailure{ApiError::kConfig, addr.status().message()};
     HttpHeaders headers;
     if (!addr->is_unix && options_.use_munge && mungeBuiltIn()) {
       std::string sock = options_.munge_socket;
@@ -174,51 +134,48 @@ Result<ControlReply> ControlClient::request(const std::string& method, const std
     std::string host = addr->is_unix ? "localhost" : addr->toString();
     std::string wire = formatHttpRequest(method, path, host, headers, body);
     Result<HttpResponse> resp = exchangeHttp(*addr, wire, options_.timeout_ms);
-    if (!resp.ok()) return resp.status();
+    if (!resp.ok()) {
+      // A garbled answer is the agent's fault; anything else means no answer.
+      ApiError e = resp.status().code() == Code::kProtocol ? ApiError::kInternal
+                                                             : ApiError::kUnreachable;
+      return ApiFailure{e, resp.status().message()};
+    }
     return ControlReply{resp->status, std::move(resp->body)};
   } catch (...) {
     return unexpected("request");
   }
 }
 
-Result<std::string> ControlClient::call(const std::string& method, const std::string& path,
-                                        const std::string& body, int* http_status) {
-  Result<ControlReply> reply = request(method, path, body);
-  if (!reply.ok()) return reply.status();
+ApiResult<std::string> ControlClient::call(const std::string& method, const std::string& path,
+                                           const std::string& body, int* http_status) {
+  ApiResult<ControlReply> reply = request(method, path, body);
+  if (!reply.ok()) return ApiResult<std::string>::failed(reply);
   if (http_status != nullptr) *http_status = reply->http_status;
   if (reply->http_status >= 200 && reply->http_status < 300) return std::move(reply->body);
-  json j = json::parse(reply->body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || str(j, "error").empty()) {
-    return Status(Code::kProtocol, "agent at " + address_ + " answered HTTP " +
-                                       std::to_string(reply->http_status) + " without an error body");
-  }
-  std::string error = str(j, "error");
-  return Status(codeForControlError(error), error + ": " + str(j, "message"));
+  return failureOf(*reply, address_);
 }
 
-Result<AgentStatus> ControlClient::status() {
+ApiResult<AgentStatus> ControlClient::status() {
   try {
-    Result<std::string> body = call("GET", "/v1/status", "");
-    if (!body.ok()) return body.status();
-    Result<json> j = parseObject(*body, address_);
-    if (!j.ok()) return j.status();
+    ApiResult<json> j = parseObject(call("GET", "/v1/status", ""), address_);
+    if (!j.ok()) return j.failure();
     AgentStatus s;
-    s.version = str(*j, "version");
-    s.draining = flag(*j, "draining");
-    s.data_address = str(*j, "data_address");
-    s.slots_total = static_cast<int>(num(*j, "slots_total"));
-    s.slots_in_use = static_cast<int>(num(*j, "slots_in_use"));
-    s.slot_bytes = static_cast<uint64_t>(num(*j, "slot_bytes"));
-    s.leases = static_cast<int>(num(*j, "leases"));
-    s.groups = static_cast<int>(num(*j, "groups"));
-    s.lease_file = str(*j, "lease_file");
-    s.lease_file_save_failures = static_cast<uint64_t>(num(*j, "lease_file_save_failures"));
+    s.version = jsonString(*j, "version");
+    s.draining = jsonFlag(*j, "draining");
+    s.data_address = jsonString(*j, "data_address");
+    s.slots_total = static_cast<int>(jsonInt(*j, "slots_total"));
+    s.slots_in_use = static_cast<int>(jsonInt(*j, "slots_in_use"));
+    s.slot_bytes = static_cast<uint64_t>(jsonInt(*j, "slot_bytes"));
+    s.leases = static_cast<int>(jsonInt(*j, "leases"));
+    s.groups = static_cast<int>(jsonInt(*j, "groups"));
+    s.lease_file = jsonString(*j, "lease_file");
+    s.lease_file_save_failures = static_cast<uint64_t>(jsonInt(*j, "lease_file_save_failures"));
     auto caps = j->find("capabilities");
     if (caps != j->end() && caps->is_array()) {
       for (const json& c : *caps) {
         if (!c.is_object()) continue;
         Capability cap;
-        cap.dtype = str(c, "dtype");
+        cap.dtype = jsonString(c, "dtype");
         auto ops = c.find("ops");
         if (ops != c.end() && ops->is_array()) {
           for (const json& o : *ops) {
@@ -231,7 +188,7 @@ Result<AgentStatus> ControlClient::status() {
     auto counters = j->find("counters");
     if (counters != j->end() && counters->is_object()) {
       for (auto it = counters->begin(); it != counters->end(); ++it) {
-        if (it->is_number()) s.counters[it.key()] = static_cast<uint64_t>(num(*counters, it.key().c_str()));
+        if (it->is_number()) s.counters[it.key()] = static_cast<uint64_t>(jsonInt(*counters, it.key().c_str()));
       }
     }
     return s;
@@ -240,13 +197,11 @@ Result<AgentStatus> ControlClient::status() {
   }
 }
 
-Result<std::vector<LeaseInfo>> ControlClient::listLeases() {
+ApiResult<std::vector<LeaseView>> ControlClient::listLeases() {
   try {
-    Result<std::string> body = call("GET", "/v1/leases", "");
-    if (!body.ok()) return body.status();
-    Result<json> j = parseObject(*body, address_);
-    if (!j.ok()) return j.status();
-    std::vector<LeaseInfo> out;
+    ApiResult<json> j = parseObject(call("GET", "/v1/leases", ""), address_);
+    if (!j.ok()) return j.failure();
+    std::vector<LeaseView> out;
     auto leases = j->find("leases");
     if (leases != j->end() && leases->is_array()) {
       for (const json& l : *leases) {
@@ -259,20 +214,18 @@ Result<std::vector<LeaseInfo>> ControlClient::listLeases() {
   }
 }
 
-Result<LeaseInfo> ControlClient::createLease(const std::string& job, int64_t uid, int slots,
+ApiResult<LeaseView> ControlClient::createLease(const std::string& job, int64_t uid, int slots,
                                              int64_t ttl_s) {
   try {
-    SWITCHAGG_RETURN_IF_ERROR(checkJob(job));
+    if (auto bad = checkJob(job)) return *bad;
     json req = {{"job", job}};
     if (uid >= 0) req["uid"] = uid;
     if (slots > 0) req["slots"] = slots;
     if (ttl_s > 0) req["ttl_s"] = ttl_s;
     int http_status = 0;
-    Result<std::string> body = call("POST", "/v1/leases", req.dump(), &http_status);
-    if (!body.ok()) return body.status();
-    Result<json> j = parseObject(*body, address_);
-    if (!j.ok()) return j.status();
-    LeaseInfo l = leaseFromJson(*j);
+    ApiResult<json> j = parseObject(call("POST", "/v1/leases", req.dump(), &http_status), address_);
+    if (!j.ok()) return j.failure();
+    LeaseView l = leaseFromJson(*j);
     l.created = http_status == 201;
     return l;
   } catch (...) {
@@ -280,55 +233,47 @@ Result<LeaseInfo> ControlClient::createLease(const std::string& job, int64_t uid
   }
 }
 
-Result<LeaseInfo> ControlClient::fetchToken(const std::string& job) {
+ApiResult<LeaseView> ControlClient::fetchToken(const std::string& job) {
   try {
-    SWITCHAGG_RETURN_IF_ERROR(checkJob(job));
-    Result<std::string> body = call("GET", "/v1/leases/" + job + "/token", "");
-    if (!body.ok()) return body.status();
-    Result<json> j = parseObject(*body, address_);
-    if (!j.ok()) return j.status();
+    if (auto bad = checkJob(job)) return *bad;
+    ApiResult<json> j = parseObject(call("GET", "/v1/leases/" + job + "/token", ""), address_);
+    if (!j.ok()) return j.failure();
     return leaseFromJson(*j);
   } catch (...) {
     return unexpected("fetchToken");
   }
 }
 
-Result<LeaseInfo> ControlClient::renewLease(const std::string& job, int64_t ttl_s) {
+ApiResult<LeaseView> ControlClient::renewLease(const std::string& job, int64_t ttl_s) {
   try {
-    SWITCHAGG_RETURN_IF_ERROR(checkJob(job));
+    if (auto bad = checkJob(job)) return *bad;
     json req = json::object();
     if (ttl_s > 0) req["ttl_s"] = ttl_s;
-    Result<std::string> body = call("POST", "/v1/leases/" + job + "/renew", req.dump());
-    if (!body.ok()) return body.status();
-    Result<json> j = parseObject(*body, address_);
-    if (!j.ok()) return j.status();
+    ApiResult<json> j = parseObject(call("POST", "/v1/leases/" + job + "/renew", req.dump()), address_);
+    if (!j.ok()) return j.failure();
     return leaseFromJson(*j);
   } catch (...) {
     return unexpected("renewLease");
   }
 }
 
-Result<bool> ControlClient::deleteLease(const std::string& job) {
+ApiResult<bool> ControlClient::deleteLease(const std::string& job) {
   try {
-    SWITCHAGG_RETURN_IF_ERROR(checkJob(job));
-    Result<std::string> body = call("DELETE", "/v1/leases/" + job, "");
-    if (!body.ok()) return body.status();
-    Result<json> j = parseObject(*body, address_);
-    if (!j.ok()) return j.status();
-    return flag(*j, "deleted");
+    if (auto bad = checkJob(job)) return *bad;
+    ApiResult<json> j = parseObject(call("DELETE", "/v1/leases/" + job, ""), address_);
+    if (!j.ok()) return j.failure();
+    return jsonFlag(*j, "deleted");
   } catch (...) {
     return unexpected("deleteLease");
   }
 }
 
-Result<bool> ControlClient::drain(bool on) {
+ApiResult<bool> ControlClient::drain(bool on) {
   try {
     json req = {{"drain", on}};
-    Result<std::string> body = call("POST", "/v1/drain", req.dump());
-    if (!body.ok()) return body.status();
-    Result<json> j = parseObject(*body, address_);
-    if (!j.ok()) return j.status();
-    return flag(*j, "draining");
+    ApiResult<json> j = parseObject(call("POST", "/v1/drain", req.dump()), address_);
+    if (!j.ok()) return j.failure();
+    return jsonFlag(*j, "draining");
   } catch (...) {
     return unexpected("drain");
   }

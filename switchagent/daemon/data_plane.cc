@@ -67,7 +67,7 @@ struct DataPlane::Impl : EngineOutput {
   std::list<std::unique_ptr<PendingSend>> sends;
 
   std::mutex mu;  // guards revokes
-  std::vector<std::pair<std::string, std::string>> revokes;
+  std::vector<std::pair<LeaseToken, std::string>> revokes;
   std::atomic<bool> has_revokes{false};
   std::atomic<bool> stop{false};
   std::thread thread;
@@ -147,7 +147,7 @@ struct DataPlane::Impl : EngineOutput {
 
   void processEvents() {
     if (has_revokes.exchange(false)) {
-      std::vector<std::pair<std::string, std::string>> todo;
+      std::vector<std::pair<LeaseToken, std::string>> todo;
       {
         std::lock_guard<std::mutex> lock(mu);
         todo.swap(revokes);
@@ -220,7 +220,7 @@ struct DataPlane::Impl : EngineOutput {
     ec.link_mbps = config.link_mbps;
     ec.advertise_capacity = config.advertise_capacity;
     ec.max_groups_per_lease = config.max_groups_per_lease;
-    LeaseLookup lookup = [this](const std::string& token) -> std::optional<LeaseInfo> {
+    LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);
       if (!lease) return std::nullopt;
       return LeaseInfo{lease->job, static_cast<uint32_t>(std::max(lease->slots, 0))};
@@ -313,7 +313,7 @@ std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::supported() {
   return out;
 }
 
-void DataPlane::revokeLease(const std::string& token, const std::string& reason) {
+void DataPlane::revokeLease(const LeaseToken& token, const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->revokes.emplace_back(token, reason);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "data_plane_view.h"
+#include "switchagg/agent/lease_token.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/status.h"
 
@@ -42,7 +43,7 @@ class DataPlane final : public DataPlaneView {
   std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const override { return supported(); }
   // Thread-safe: abort every group of the lease with this token (members get
   // ABORT with `reason`). Takes effect on the worker thread within ~50 ms.
-  void revokeLease(const std::string& token, const std::string& reason);
+  void revokeLease(const LeaseToken& token, const std::string& reason);
 
   struct Impl;
 

@@ -118,7 +118,7 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
 }
 
 void AggregationEngine::handleHello(PeerId from, const Message& m) {
-  auto lease = lookup_(wire::tokenToHex(m.token));
+  auto lease = lookup_(m.token);
   if (!lease) return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
   Message a;
   a.type = MsgType::kHelloAck;
@@ -142,7 +142,7 @@ wire::Capacity AggregationEngine::capacity() const {
 }
 
 void AggregationEngine::handleCapacity(PeerId from, const Message& m) {
-  if (!lookup_(wire::tokenToHex(m.token)))
+  if (!lookup_(m.token))
     return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
   Message a;
   a.type = MsgType::kCapacityAck;
@@ -152,12 +152,11 @@ void AggregationEngine::handleCapacity(PeerId from, const Message& m) {
 }
 
 void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms) {
-  const std::string hex = wire::tokenToHex(m.token);
-  auto lease = lookup_(hex);
+  auto lease = lookup_(m.token);
   if (!lease) return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
   Group* g = findGroup(m.token, m.group_id);
   if (!g) {
-    size_t& held = groups_per_lease_[hex];
+    size_t& held = groups_per_lease_[m.token];
     if (held >= config_.max_groups_per_lease) {
       return reject(from, m, Reason::kNoResource,
                     "the lease holds " + std::to_string(held) +
@@ -168,7 +167,6 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
     g = owned.get();
     g->serial = next_serial_++;
     g->key = groupKey(m.token, m.group_id);
-    g->token_hex = hex;
     g->job = lease->job;
     g->token = m.token;
     g->id = m.group_id;
@@ -201,12 +199,12 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
 }
 
 void AggregationEngine::formGroup(Group& g) {
-  auto lease = lookup_(g.token_hex);
+  auto lease = lookup_(g.token);
   if (!lease) return abortGroup(g, Reason::kLeaseRevoked, "lease expired or deleted");
   uint32_t want = 0;
   for (const Member& mem : g.members)
     if (mem.window_request && (want == 0 || mem.window_request < want)) want = mem.window_request;
-  SlotGrant grant = slots_.reserve(g.token_hex, lease->slots, want, g.size);
+  SlotGrant grant = slots_.reserve(g.job, lease->slots, want, g.size);
   if (grant.window == 0) {
     count(Reason::kNoResource);
     return abortGroup(g, Reason::kNoResource,
@@ -214,7 +212,7 @@ void AggregationEngine::formGroup(Group& g) {
   }
   g.buffers = SlotBuffers::allocate(grant.window, g.size, grant.slot_bytes);
   if (!g.buffers) {
-    slots_.release(g.token_hex, grant, g.size);
+    slots_.release(g.job, grant, g.size);
     count(Reason::kNoResource);
     return abortGroup(g, Reason::kNoResource, "out of memory for slot buffers");
   }
@@ -249,7 +247,7 @@ void AggregationEngine::formGroup(Group& g) {
 void AggregationEngine::handleLeave(PeerId from, const Message& m) {
   Group* g = findGroup(m.token, m.group_id);
   if (!g) {
-    const bool known = lookup_(wire::tokenToHex(m.token)).has_value();
+    const bool known = lookup_(m.token).has_value();
     return reject(from, m, known ? Reason::kUnknownGroup : Reason::kBadToken,
                   known ? "no such group" : "unknown or expired lease token");
   }
@@ -291,7 +289,7 @@ void AggregationEngine::destroyGroup(Group& g) {
   ready_.erase(std::remove_if(ready_.begin(), ready_.end(),
                               [&](const std::pair<Group*, uint32_t>& e) { return e.first == &g; }),
                ready_.end());
-  if (g.formed) slots_.release(g.token_hex, g.grant, g.size);
+  if (g.formed) slots_.release(g.job, g.grant, g.size);
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.slots_busy -= std::min<uint64_t>(counters_.slots_busy, g.busy);
@@ -300,7 +298,7 @@ void AggregationEngine::destroyGroup(Group& g) {
     auto it = counters_.groups_by_job.find(g.job);
     if (it != counters_.groups_by_job.end() && --it->second == 0) counters_.groups_by_job.erase(it);
   }
-  auto held = groups_per_lease_.find(g.token_hex);
+  auto held = groups_per_lease_.find(g.token);
   if (held != groups_per_lease_.end() && --held->second == 0) groups_per_lease_.erase(held);
   by_serial_.erase(g.serial);
   groups_.erase(g.key);  // frees g; buffers live on in pending sends
@@ -323,10 +321,10 @@ void AggregationEngine::onPeerFailed(PeerId peer, const std::string& why) {
   if (counters_.clients_connected) --counters_.clients_connected;
 }
 
-void AggregationEngine::revokeLease(const std::string& token_hex, const std::string& why) {
+void AggregationEngine::revokeLease(const LeaseToken& token, const std::string& why) {
   std::vector<Group*> hit;
   for (auto& [key, g] : groups_)
-    if (g->token_hex == token_hex) hit.push_back(g.get());
+    if (g->token == token) hit.push_back(g.get());
   for (Group* g : hit) abortGroup(*g, Reason::kLeaseRevoked, "lease revoked: " + why);
 }
 
@@ -349,13 +347,12 @@ void AggregationEngine::tick(int64_t now_ms) {
   std::vector<std::pair<Group*, std::pair<Reason, std::string>>> dead;
   const bool check_leases = now_ms >= next_lease_check_ms_;
   if (check_leases) next_lease_check_ms_ = now_ms + config_.lease_check_ms;
-  std::unordered_map<std::string, bool> lease_alive;
+  std::unordered_map<LeaseToken, bool> lease_alive;
   for (auto& [key, gp] : groups_) {
     Group& g = *gp;
     if (check_leases) {
-      auto it = lease_alive.find(g.token_hex);
-      if (it == lease_alive.end())
-        it = lease_alive.emplace(g.token_hex, lookup_(g.token_hex).has_value()).first;
+      auto it = lease_alive.find(g.token);
+      if (it == lease_alive.end()) it = lease_alive.emplace(g.token, lookup_(g.token).has_value()).first;
       if (!it->second) {
         dead.push_back({&g, {Reason::kLeaseRevoked, "lease expired or deleted"}});
         continue;

@@ -33,7 +33,7 @@ struct LeaseInfo {
   std::string job;
   uint32_t slots = 0;
 };
-using LeaseLookup = std::function<std::optional<LeaseInfo>(const std::string& token_hex)>;
+using LeaseLookup = std::function<std::optional<LeaseInfo>(const LeaseToken& token)>;
 
 class EngineOutput {
  public:
@@ -74,8 +74,8 @@ class AggregationEngine {
                  size_t body_bytes, int64_t now_ms);
   void onPeerFailed(PeerId peer, const std::string& why);
   void onPeerConnected();
-  // Aborts every group of the lease (token as 32 hex chars).
-  void revokeLease(const std::string& token_hex, const std::string& why);
+  // Aborts every group of the lease.
+  void revokeLease(const LeaseToken& token, const std::string& why);
   // Timeouts (join, silent members) and lease re-validation.
   void tick(int64_t now_ms);
   // Aborts everything (agent shutdown).
@@ -118,7 +118,7 @@ class AggregationEngine {
   SlotPool slots_;
   std::unordered_map<std::string, std::unique_ptr<Group>> groups_;  // key: token bytes + id
   std::unordered_map<uint64_t, Group*> by_serial_;
-  std::unordered_map<std::string, size_t> groups_per_lease_;  // token hex -> groups
+  std::unordered_map<LeaseToken, size_t> groups_per_lease_;
   std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
   uint64_t next_serial_ = 1;
   uint32_t reduce_mbps_ = 0;               // measured in the constructor

@@ -110,7 +110,7 @@ bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
 void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now_ms) {
   Group* g = findGroup(m.token, m.group_id);
   if (!g) {
-    const bool known = lookup_(wire::tokenToHex(m.token)).has_value();
+    const bool known = lookup_(m.token).has_value();
     return reject(from, m, known ? Reason::kUnknownGroup : Reason::kBadToken,
                   known ? "no such group for this lease" : "unknown or expired lease token");
   }

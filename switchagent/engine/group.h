@@ -38,7 +38,6 @@ struct Slot {
 struct Group {
   uint64_t serial = 0;  // unique per agent run; names the group in send completions
   std::string key;      // token bytes + group id bytes
-  std::string token_hex;
   std::string job;
   wire::Token token{};
   uint64_t id = 0;

@@ -367,39 +367,4 @@ Reason decodeFramed(const void* data, size_t bytes, Message* out) {
   return decode(p + 2, hlen, blen ? p + 2 + hlen : nullptr, blen, out);
 }
 
-bool tokenFromHex(const std::string& hex, Token* out) {
-  if (hex.size() != 2 * kTokenBytes) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  Token t{};
-  for (size_t i = 0; i < kTokenBytes; ++i) {
-    const int hi = nibble(hex[2 * i]);
-    const int lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    t[i] = static_cast<uint8_t>(hi << 4 | lo);
-  }
-  *out = t;
-  return true;
-}
-
-std::string tokenToHex(const Token& t) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string s(2 * kTokenBytes, '0');
-  for (size_t i = 0; i < kTokenBytes; ++i) {
-    s[2 * i] = kHex[t[i] >> 4];
-    s[2 * i + 1] = kHex[t[i] & 15];
-  }
-  return s;
-}
-
-bool tokenEqual(const Token& a, const Token& b) {
-  uint8_t diff = 0;
-  for (size_t i = 0; i < kTokenBytes; ++i) diff = static_cast<uint8_t>(diff | (a[i] ^ b[i]));
-  return diff == 0;
-}
-
 }  // namespace switchagg::agent::wire

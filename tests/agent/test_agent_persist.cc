@@ -74,11 +74,11 @@ class AgentPersist : public ::testing::Test {
     agent_ = std::move(*a);
   }
   void write(const std::string& text) { std::ofstream(file_) << text; }
-  std::vector<agent::LeaseInfo> leases() {
+  std::vector<agent::LeaseView> leases() {
     agent::ControlClient c({agent_->unixAddress()});
     auto l = c.listLeases();
     EXPECT_TRUE(l.ok()) << l.status().toString();
-    return l.ok() ? *l : std::vector<agent::LeaseInfo>{};
+    return l.ok() ? *l : std::vector<agent::LeaseView>{};
   }
 
   TempDir tmp_;

@@ -4,6 +4,7 @@
 
 #include "admission.h"
 #include "connection_budget.h"
+#include "lease_table.h"
 
 using namespace switchagg;
 using namespace switchagg::agent;
@@ -63,15 +64,52 @@ TEST(Admission, RenewAndRestoreUseTheSameBounds) {
             ApiError::kQuotaExceeded);
 }
 
-TEST(Admission, ApiErrorsCarryTheirCodeAndStatusAndMapToStatusCodes) {
-  EXPECT_STREQ(apiErrorCode(ApiError::kPolicyDenied), "policy_denied");
-  EXPECT_EQ(apiErrorHttpStatus(ApiError::kPolicyDenied), 403);
-  EXPECT_EQ(apiErrorHttpStatus(ApiError::kOverloaded), 503);
-  for (ApiError e : {ApiError::kBadRequest, ApiError::kNotFound, ApiError::kConflict,
-                     ApiError::kQuotaExceeded, ApiError::kDraining}) {
-    EXPECT_EQ(apiErrorOf(toStatus(Denial{e, "x"}).code()), e) << apiErrorCode(e);
-  }
-  EXPECT_EQ(apiErrorOf(Code::kIoError), ApiError::kInternal);
+// Every denial admitLease can give, one named case each: which kind of
+// request, what it asks, what the pool holds, and the refusal (kInternal:
+// admitted) with a fragment its message must carry.
+struct DenialCase {
+  const char* name;
+  Admit kind;
+  LeaseAsk ask;
+  PoolUse use;
+  ApiError refusal;
+  const char* says;
+};
+
+class AdmissionDenials : public ::testing::TestWithParam<DenialCase> {};
+
+TEST_P(AdmissionDenials, Table) {
+  const DenialCase& c = GetParam();
+  Admission a = admitLease(limits(), c.kind, c.ask, c.use);
+  EXPECT_EQ(refusal(a), c.refusal);
+  if (a.denial) EXPECT_NE(a.denial->message.find(c.says), std::string::npos) << a.denial->message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Admission, AdmissionDenials,
+    ::testing::Values(
+        DenialCase{"Fits", Admit::kCreate, {"1", 7, 4, kHour}, {}, ApiError::kInternal, ""},
+        DenialCase{"BadJobId", Admit::kCreate, {"a/b", 7, 4, kHour}, {}, ApiError::kBadRequest, "job id"},
+        DenialCase{"NoSlots", Admit::kCreate, {"1", 7, 0, kHour}, {}, ApiError::kBadRequest, "slots must"},
+        DenialCase{"TtlUnderOneSecond", Admit::kRenew, {"1", 7, 4, 999}, {}, ApiError::kBadRequest, "at least 1 s"},
+        DenialCase{"TtlBeyondMax", Admit::kCreate, {"1", 7, 4, 25 * kHour}, {}, ApiError::kQuotaExceeded, "policy.max_ttl"},
+        DenialCase{"PerJob", Admit::kRestore, {"1", 7, 9, kHour}, {}, ApiError::kQuotaExceeded, "max_slots_per_job"},
+        DenialCase{"PerUser", Admit::kCreate, {"1", 7, 4, kHour}, {4, 7, false}, ApiError::kQuotaExceeded, "max_slots_per_user"},
+        DenialCase{"Pool", Admit::kCreate, {"1", 7, 4, kHour}, {14, 0, false}, ApiError::kQuotaExceeded, "pool slots are free"},
+        DenialCase{"Draining", Admit::kCreate, {"1", 7, 4, kHour}, {0, 0, true}, ApiError::kDraining, "draining"},
+        DenialCase{"RenewWhileDraining", Admit::kRenew, {"1", 7, 4, kHour}, {0, 0, true}, ApiError::kInternal, ""},
+        DenialCase{"RestoreWhileDraining", Admit::kRestore, {"1", 7, 4, 500}, {0, 0, true}, ApiError::kInternal, ""}),
+    [](const ::testing::TestParamInfo<DenialCase>& info) { return std::string(info.param.name); });
+
+TEST(Admission, LeaseTableRefusalsStayTyped) {
+  LeaseTable t(limits());
+  ASSERT_TRUE(t.create("1", 1000, 4, kHour).ok());
+  EXPECT_EQ(t.create("1", 1001, 4, kHour).error(), ApiError::kConflict);
+  EXPECT_EQ(t.create("2", 1000, 9, kHour).error(), ApiError::kQuotaExceeded);
+  EXPECT_EQ(t.create("3", 1000, 1, 10).error(), ApiError::kBadRequest);
+  EXPECT_EQ(t.renew("4", kHour).error(), ApiError::kNotFound);
+  t.setDraining(true);
+  EXPECT_EQ(t.create("5", 1000, 1, kHour).error(), ApiError::kDraining);
 }
 
 TEST(ConnectionBudget, TcpFloodNeverTakesTheUnixBudget) {

@@ -204,7 +204,7 @@ TEST_F(ControlApiTest, MetricsAreValidPrometheusText) {
   }
   auto lease = leases_.findByJob("42");
   ASSERT_TRUE(lease.has_value());
-  EXPECT_EQ(r.body.find(lease->token), std::string::npos) << "tokens never appear in metrics";
+  EXPECT_EQ(r.body.find(lease->token.hex()), std::string::npos) << "tokens never appear in metrics";
   // Every sample line belongs to a family declared with HELP and TYPE.
   size_t pos = 0;
   while (pos < r.body.size()) {

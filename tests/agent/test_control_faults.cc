@@ -122,15 +122,15 @@ TEST(ControlFaults, HostileRequestsAreAnsweredAndTheAgentLivesOn) {
 
   // Their threads end as soon as they see the close; then service resumes.
   ControlClient client(addr);
-  Result<AgentStatus> st = client.status();
+  ApiResult<AgentStatus> st = client.status();
   for (int i = 0; i < 50 && !st.ok(); ++i) {
-    EXPECT_EQ(controlErrorOf(st.status()), "overloaded") << st.status().toString();
+    EXPECT_EQ(st.error(), ApiError::kOverloaded) << st.status().toString();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     st = client.status();
   }
   ASSERT_TRUE(st.ok()) << st.status().toString();
   EXPECT_TRUE((*agent)->running());
-  Result<ControlReply> m = client.request("GET", "/metrics");
+  ApiResult<ControlReply> m = client.request("GET", "/metrics");
   ASSERT_TRUE(m.ok());
   EXPECT_NE(m->body.find("switchagg_control_refused_total{error=\"bad_request\"}"), std::string::npos);
   EXPECT_NE(m->body.find("switchagg_control_refused_total{error=\"overloaded\"}"), std::string::npos)
@@ -158,8 +158,8 @@ TEST(ControlFaults, DeadAgentIsUnreachableNotAHang) {
   o.address = tcp;
   o.timeout_ms = 2000;
   auto t0 = std::chrono::steady_clock::now();
-  Result<AgentStatus> st = ControlClient(o).status();
-  EXPECT_EQ(controlErrorOf(st.status()), "unreachable");
+  ApiResult<AgentStatus> st = ControlClient(o).status();
+  EXPECT_EQ(st.error(), ApiError::kUnreachable);
   EXPECT_NE(st.status().message().find(tcp), std::string::npos) << st.status().message();
   ProcessResult r = runProcess({binaryPath("switchagg-ctl"), "--agent", addr, "status"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
@@ -190,7 +190,7 @@ TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
   o.address = tcp;
   o.munge_socket = sock;
   ControlClient root(o);
-  Result<LeaseInfo> l = root.createLease("mj", 4242, 2, 600);  // root acts for any uid
+  ApiResult<LeaseView> l = root.createLease("mj", 4242, 2, 600);  // root acts for any uid
   ASSERT_TRUE(l.ok()) << l.status().toString();
   EXPECT_EQ(l->uid, 4242u);
 

@@ -19,11 +19,12 @@ constexpr int64_t kHour = 3600 * 1000;
 TEST(ControlLeases, TokensAre128RandomBitsInHex) {
   std::set<std::string> seen;
   for (int i = 0; i < 200; ++i) {
-    Result<std::string> t = newLeaseToken();
+    Result<LeaseToken> t = LeaseToken::random();
     ASSERT_TRUE(t.ok());
-    ASSERT_EQ(t->size(), 32u);
-    for (char c : *t) EXPECT_TRUE((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) << *t;
-    seen.insert(*t);
+    const std::string hex = t->hex();
+    ASSERT_EQ(hex.size(), 32u);
+    for (char c : hex) EXPECT_TRUE((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) << hex;
+    seen.insert(hex);
   }
   EXPECT_EQ(seen.size(), 200u);
 }
@@ -51,8 +52,8 @@ TEST(ControlLeases, FindByTokenAndJob) {
   ASSERT_TRUE(a.ok());
   ASSERT_TRUE(t.findByToken(a->lease.token).has_value());
   EXPECT_EQ(t.findByToken(a->lease.token)->job, "7_3");
-  EXPECT_FALSE(t.findByToken(std::string(32, '0')).has_value());
-  EXPECT_FALSE(t.findByToken("short").has_value());
+  EXPECT_FALSE(t.findByToken(LeaseToken{}).has_value());
+  EXPECT_FALSE(LeaseToken::fromHex("short").has_value());
   EXPECT_TRUE(t.findByJob("7_3").has_value());
   EXPECT_FALSE(t.findByJob("8").has_value());
 }

@@ -119,29 +119,29 @@ TEST(CtlAgent, QuotasAndDrain) {
   ASSERT_TRUE(agent);
   ControlClient client(agent->unixAddress());
   ASSERT_TRUE(client.createLease("a", 1000, 4, 600).ok());
-  Result<LeaseInfo> over = client.createLease("b", 1000, 4, 600);
+  ApiResult<LeaseView> over = client.createLease("b", 1000, 4, 600);
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.status().code(), Code::kNoResource);
-  EXPECT_EQ(controlErrorOf(over.status()), "quota_exceeded");
+  EXPECT_EQ(over.error(), ApiError::kQuotaExceeded);
   EXPECT_NE(over.status().message().find("holds 4 slots and asks for 4 more"), std::string::npos)
       << over.status().message();
   ProcessResult r = ctl(*agent, {"lease", "create", "--job", "c", "--slots", "5", "--uid", "1001"});
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_NE(r.err.find("max_slots_per_job is 4"), std::string::npos) << r.err;
   ASSERT_TRUE(client.createLease("d", 1001, 4, 600).ok());
-  Result<LeaseInfo> pool = client.createLease("e", 1002, 1, 600);
+  ApiResult<LeaseView> pool = client.createLease("e", 1002, 1, 600);
   EXPECT_NE(pool.status().message().find("0 of 8 pool slots are free"), std::string::npos);
 
   r = ctl(*agent, {"drain"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  Result<AgentStatus> st = client.status();
+  ApiResult<AgentStatus> st = client.status();
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->draining);
   ASSERT_TRUE(client.deleteLease("d").ok());
   r = ctl(*agent, {"lease", "create", "--job", "f"});
   EXPECT_EQ(r.exit_code, 5);
   EXPECT_NE(r.err.find("draining"), std::string::npos);
-  Result<LeaseInfo> existing = client.fetchToken("a");
+  ApiResult<LeaseView> existing = client.fetchToken("a");
   EXPECT_TRUE(existing.ok()) << "running leases go on while draining";
   r = ctl(*agent, {"drain", "--off"});
   ASSERT_EQ(r.exit_code, 0);
@@ -155,7 +155,7 @@ TEST(CtlAgent, LeasesExpireAfterTheirTtl) {
   ASSERT_TRUE(client.createLease("short", 0, 3, 1).ok());
   ASSERT_TRUE(client.createLease("long", 0, 1, 600).ok());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  Result<std::vector<LeaseInfo>> leases = client.listLeases();
+  ApiResult<std::vector<LeaseView>> leases = client.listLeases();
   while (leases.ok() && leases->size() > 1 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     leases = client.listLeases();
@@ -164,8 +164,8 @@ TEST(CtlAgent, LeasesExpireAfterTheirTtl) {
   ASSERT_EQ(leases->size(), 1u);
   EXPECT_EQ((*leases)[0].job, "long");
   EXPECT_EQ(client.status()->slots_in_use, 1);
-  EXPECT_EQ(controlErrorOf(client.renewLease("short", 60).status()), "not_found");
-  Result<LeaseInfo> renewed = client.renewLease("long", 30);
+  EXPECT_EQ(client.renewLease("short", 60).error(), ApiError::kNotFound);
+  ApiResult<LeaseView> renewed = client.renewLease("long", 30);
   ASSERT_TRUE(renewed.ok());
   EXPECT_LE(renewed->expires_in_s, 30);
 }
@@ -180,7 +180,7 @@ TEST(CtlAgent, MetricsOverAnonymousTcp) {
   o.address = "http://" + agent->tcpAddress();
   o.use_munge = false;
   ControlClient remote(o);
-  Result<ControlReply> m = remote.request("GET", "/metrics");
+  ApiResult<ControlReply> m = remote.request("GET", "/metrics");
   ASSERT_TRUE(m.ok()) << m.status().toString();
   ASSERT_EQ(m->http_status, 200);
   for (const char* s : {"switchagg_slots_total 64", "switchagg_slots_in_use 3", "switchagg_leases 1",
@@ -190,8 +190,8 @@ TEST(CtlAgent, MetricsOverAnonymousTcp) {
     EXPECT_NE(m->body.find(s), std::string::npos) << s << "\n" << m->body;
   }
   // Anonymous TCP may read but not lease.
-  Result<LeaseInfo> l = remote.createLease("m2", -1, 1, 60);
-  EXPECT_EQ(controlErrorOf(l.status()), "unauthenticated") << l.status().toString();
+  ApiResult<LeaseView> l = remote.createLease("m2", -1, 1, 60);
+  EXPECT_EQ(l.error(), ApiError::kUnauthenticated) << l.status().toString();
   EXPECT_EQ(l.status().code(), Code::kDenied);
   EXPECT_EQ(remote.listLeases()->size(), 1u);
 }
@@ -203,7 +203,7 @@ TEST(CtlAgent, ClosedReadOnlyRefusesAnonymousReads) {
   o.address = agent->tcpAddress();
   o.use_munge = false;
   ControlClient remote(o);
-  EXPECT_EQ(controlErrorOf(remote.status().status()), "unauthenticated");
+  EXPECT_EQ(remote.status().error(), ApiError::kUnauthenticated);
   ControlClient local(agent->unixAddress());
   EXPECT_TRUE(local.status().ok());
 }

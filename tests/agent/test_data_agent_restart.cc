@@ -20,11 +20,11 @@ class DataAgentRestart : public DataAgentTest {
  protected:
   void SetUp() override { ASSERT_FALSE(tmp_.path().empty()); }
   void startPersistent() { startAgent({"state.lease_file=" + file_}); }
-  std::vector<agent::LeaseInfo> leases() {
+  std::vector<agent::LeaseView> leases() {
     agent::ControlClient c({agent_->unixAddress()});
     auto l = c.listLeases();
     EXPECT_TRUE(l.ok()) << l.status().toString();
-    return l.ok() ? *l : std::vector<agent::LeaseInfo>{};
+    return l.ok() ? *l : std::vector<agent::LeaseView>{};
   }
   // Two members reduce with `token` on the current agent; all must agree.
   void expectTokenJoins(const std::string& token, uint64_t gid) {

@@ -86,7 +86,9 @@ class DataAgentWire : public DataAgentTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(startAgent());
-    ASSERT_TRUE(wire::tokenFromHex(createLease("wire", 2), &token_));
+    std::optional<agent::LeaseToken> token = agent::LeaseToken::fromHex(createLease("wire", 2));
+    ASSERT_TRUE(token);
+    token_ = *token;
     for (int i = 0; i < 2; ++i) {
       members_.push_back(RawClient::connect(agent_->dataAddress()));
       ASSERT_NE(members_.back(), nullptr);

@@ -78,7 +78,7 @@ TEST_F(EngineTest, CapacityNeedsAValidTokenAndCanBeTurnedOff) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].msg.reason, wire::Reason::kBadType);
   // As a v1.0 agent: its decoder stopped at the unknown type, no token.
-  EXPECT_TRUE(wire::tokenEqual(errors[0].msg.token, wire::Token{}));
+  EXPECT_TRUE(errors[0].msg.token == wire::Token{});
 }
 
 TEST_F(EngineTest, JoinAckGoesToEveryMemberOnlyOnceAllJoined) {

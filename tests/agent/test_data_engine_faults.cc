@@ -234,12 +234,12 @@ TEST_F(EngineFaultTest, GroupsPerLeaseAreBounded) {
 
 TEST_F(EngineFaultTest, RevokedLeaseAbortsItsGroupsOnly) {
   contribA(1, 0, 0, {1, 2});
-  engine_->revokeLease(wire::tokenToHex(a_), "deleted by admin");
+  engine_->revokeLease(a_, "deleted by admin");
   expectAAborted(Reason::kLeaseRevoked, false);
 }
 
 TEST_F(EngineFaultTest, ExpiredLeaseIsNoticedByTheTick) {
-  leases_.erase(wire::tokenToHex(a_));
+  leases_.erase(a_);
   engine_->tick(now_ + 1);
   expectAAborted(Reason::kLeaseRevoked, false);
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "aggregation_engine.h"
@@ -79,8 +80,8 @@ class EngineTest : public ::testing::Test {
     config_ = c;
     engine_ = std::make_unique<AggregationEngine>(
         c,
-        [this](const std::string& hex) -> std::optional<LeaseInfo> {
-          auto it = leases_.find(hex);
+        [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
+          auto it = leases_.find(token);
           if (it == leases_.end()) return std::nullopt;
           return it->second;
         },
@@ -89,7 +90,7 @@ class EngineTest : public ::testing::Test {
 
   wire::Token addLease(uint8_t seed, const std::string& job, uint32_t slots) {
     const wire::Token t = tokenOf(seed);
-    leases_[wire::tokenToHex(t)] = LeaseInfo{job, slots};
+    leases_[t] = LeaseInfo{job, slots};
     return t;
   }
 
@@ -154,7 +155,7 @@ class EngineTest : public ::testing::Test {
     return acks.empty() ? 0 : acks[0].msg.window;
   }
 
-  std::map<std::string, LeaseInfo> leases_;
+  std::unordered_map<LeaseToken, LeaseInfo> leases_;
   RecordingOutput out_;
   ReducePool pool_;
   EngineConfig config_;

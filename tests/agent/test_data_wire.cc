@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "switchagg/agent/wire.h"
@@ -56,7 +58,7 @@ TEST(DataWire, EveryTypeRoundTrips) {
     ASSERT_EQ(decodeFramed(frames[i].data(), frames[i].size(), &m), Reason::kNone)
         << "type " << i + 1;
     EXPECT_EQ(static_cast<size_t>(m.type), i + 1);
-    EXPECT_TRUE(tokenEqual(m.token, someToken()));
+    EXPECT_EQ(m.token, someToken());
     EXPECT_EQ(m.group_id, 0x1122334455667788ull);
     switch (m.type) {
       case MsgType::kJoin:
@@ -165,7 +167,7 @@ TEST(DataWire, AnUnknownTypeStillYieldsItsTokenForTheErrorReply) {
   f[2 + 5] = kMaxMsgType + 1;  // a type from a newer peer
   Message m;
   ASSERT_EQ(decodeFramed(f.data(), f.size(), &m), Reason::kBadType);
-  EXPECT_TRUE(tokenEqual(m.token, someToken()));
+  EXPECT_EQ(m.token, someToken());
   EXPECT_EQ(m.group_id, 0x1122334455667788ull);
 }
 
@@ -263,19 +265,43 @@ TEST(DataWire, EveryBitFlipOfEveryMessageDecodesSafely) {
   }
 }
 
-TEST(DataWire, TokensConvertBothWaysAndCompare) {
-  Token t;
-  ASSERT_TRUE(tokenFromHex("00112233445566778899aabbccddeeff", &t));
-  EXPECT_EQ(tokenToHex(t), "00112233445566778899aabbccddeeff");
-  ASSERT_TRUE(tokenFromHex("00112233445566778899AABBCCDDEEFF", &t));
-  EXPECT_EQ(tokenToHex(t), "00112233445566778899aabbccddeeff");
-  EXPECT_FALSE(tokenFromHex("00112233445566778899aabbccddeef", &t));
-  EXPECT_FALSE(tokenFromHex("00112233445566778899aabbccddeefg", &t));
-  EXPECT_FALSE(tokenFromHex("", &t));
-  Token u = t;
-  EXPECT_TRUE(tokenEqual(t, u));
+TEST(LeaseToken, HexRoundTripEitherCaseInLowercaseOut) {
+  std::optional<LeaseToken> t = LeaseToken::fromHex("00112233445566778899aabbccddeeff");
+  ASSERT_TRUE(t);
+  EXPECT_EQ((*t)[1], 0x11);
+  EXPECT_EQ(t->hex(), "00112233445566778899aabbccddeeff");
+  std::optional<LeaseToken> upper = LeaseToken::fromHex("00112233445566778899AABBCCDDEEFF");
+  ASSERT_TRUE(upper);
+  EXPECT_EQ(upper->hex(), "00112233445566778899aabbccddeeff");
+  EXPECT_EQ(*upper, *t);
+}
+
+class LeaseTokenBadHex : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LeaseTokenBadHex, IsRefused) { EXPECT_FALSE(LeaseToken::fromHex(GetParam())) << GetParam(); }
+
+INSTANTIATE_TEST_SUITE_P(Wire, LeaseTokenBadHex,
+                         ::testing::Values("", "00112233445566778899aabbccddeef",
+                                           "00112233445566778899aabbccddeefg",
+                                           "00112233445566778899aabbccddeeff0",
+                                           " 0112233445566778899aabbccddeeff",
+                                           "0x112233445566778899aabbccddeeff"));
+
+TEST(LeaseToken, CompareAndHashIndexTheBytes) {
+  LeaseToken t = *LeaseToken::fromHex("00112233445566778899aabbccddeeff");
+  LeaseToken u = t;
+  EXPECT_TRUE(t == u);
   u[15] ^= 1;
-  EXPECT_FALSE(tokenEqual(t, u));
+  EXPECT_FALSE(t == u);
+  EXPECT_TRUE(t != u);
+  EXPECT_FALSE(LeaseToken{} == t);
+  std::unordered_map<LeaseToken, int> index{{t, 1}, {u, 2}};
+  EXPECT_EQ(index.at(t), 1);
+  EXPECT_EQ(index.at(u), 2);
+  EXPECT_EQ(index.count(LeaseToken{}), 0u);
+  Result<LeaseToken> a = LeaseToken::random(), b = LeaseToken::random();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_FALSE(*a == *b);
 }
 
 }  // namespace

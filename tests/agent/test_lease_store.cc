@@ -26,7 +26,7 @@ Lease lease(const std::string& job, int slots, int64_t expires_wall, int64_t gra
   static int serial = 0;  // distinct tokens, as the agent's would be
   const char* hex = "0123456789abcdef";
   ++serial;
-  l.token = std::string(30, 'b') + hex[(serial >> 4) & 15] + hex[serial & 15];
+  l.token = *LeaseToken::fromHex(std::string(30, 'b') + hex[(serial >> 4) & 15] + hex[serial & 15]);
   l.ttl_ms = 3600000;
   l.expires_at_ms = expires_wall;
   l.granted_at_wall_ms = granted_wall;
@@ -245,9 +245,9 @@ TEST_F(LeaseStoreTest, RestoreCutsARemainingTimeBeyondMaxTtl) {
   ASSERT_TRUE(other);
   EXPECT_LE(other->expires_at_ms - steadyNowMs(), 600000);  // within bounds: untouched
   // A renew asking beyond max_ttl is refused by the same check.
-  Result<Lease> r = t->renew("long", 2 * 3600000);
+  ApiResult<Lease> r = t->renew("long", 2 * 3600000);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(apiErrorOf(r.status().code()), ApiError::kQuotaExceeded);
+  EXPECT_EQ(r.error(), ApiError::kQuotaExceeded);
   EXPECT_NE(r.status().message().find("policy.max_ttl"), std::string::npos);
 }
 

@@ -34,7 +34,7 @@ void roundTrip(const uint8_t* data, size_t size) {
   const auto again = wire::toFramed(wire::encode(m), copy.data(), copy.size());
   wire::Message n;
   check(wire::decodeFramed(again.data(), again.size(), &n) == wire::Reason::kNone);
-  check(n.type == m.type && wire::tokenEqual(n.token, m.token) && n.group_id == m.group_id);
+  check(n.type == m.type && n.token == m.token && n.group_id == m.group_id);
   check(n.size == m.size && n.rank == m.rank && n.window == m.window);
   check(n.slot_bytes == m.slot_bytes && n.slot == m.slot && n.chunk == m.chunk);
   check(n.call_elems == m.call_elems && n.count == m.count && n.reason == m.reason);
@@ -62,10 +62,10 @@ void session(const uint8_t* data, size_t size) {
   c.member_timeout_ms = 100;
   AggregationEngine engine(
       c,
-      [](const std::string& hex) -> std::optional<LeaseInfo> {
+      [](const LeaseToken& token) -> std::optional<LeaseInfo> {
         static const std::string zeros(30, '0');
-        if (hex == "01" + zeros) return LeaseInfo{"a", 3};
-        if (hex == "02" + zeros) return LeaseInfo{"b", 2};
+        if (token.hex() == "01" + zeros) return LeaseInfo{"a", 3};
+        if (token.hex() == "02" + zeros) return LeaseInfo{"b", 2};
         return std::nullopt;
       },
       out, pool);

@@ -15,8 +15,8 @@ namespace {
 
 const std::string kToken = "0123456789abcdef0123456789abcdef";
 
-agent::LeaseInfo lease() {
-  agent::LeaseInfo l;
+agent::LeaseView lease() {
+  agent::LeaseView l;
   l.job = "42";
   l.token = kToken;
   l.data_address = "127.0.0.1:18515";
@@ -24,7 +24,7 @@ agent::LeaseInfo lease() {
   return l;
 }
 
-TaskInputs inputs(Mode mode, Result<agent::LeaseInfo> token) {
+TaskInputs inputs(Mode mode, agent::ApiResult<agent::LeaseView> token) {
   TaskInputs in;
   in.job = 42;
   in.mode = mode;
@@ -39,11 +39,14 @@ std::string setValue(const TaskPlan& p, const std::string& name) {
   return "<unset>";
 }
 
-const Status kUnreachable(Code::kIoError, "cannot connect to agent at unix:/run/a.sock: Connection refused");
-const Status kQuota(Code::kNoResource, "quota_exceeded: pool has 0 of 16 slots free");
-const Status kPolicy(Code::kDenied, "policy_denied: uid 1000 may not create leases");
-const Status kDraining(Code::kUnsupported, "draining: agent is draining");
-const Status kNotFound(Code::kAborted, "not_found: no lease for job 42");
+using agent::ApiError;
+using agent::ApiFailure;
+const ApiFailure kUnreachable{ApiError::kUnreachable,
+                              "cannot connect to agent at unix:/run/a.sock: Connection refused"};
+const ApiFailure kQuota{ApiError::kQuotaExceeded, "pool has 0 of 16 slots free"};
+const ApiFailure kPolicy{ApiError::kPolicyDenied, "uid 1000 may not create leases"};
+const ApiFailure kDraining{ApiError::kDraining, "agent is draining"};
+const ApiFailure kNotFound{ApiError::kNotFound, "no lease for job 42"};
 
 TEST(SpankTaskPlan, LeaseGoesIntoTheTaskEnvironment) {
   for (Mode m : {Mode::kAuto, Mode::kRequire}) {
@@ -70,7 +73,7 @@ TEST(SpankTaskPlan, OffTouchesNothingUnlessTheUserSaidOff) {
 
 TEST(SpankTaskPlan, RequireFailsWithTheReason) {
   struct Case {
-    Status why;
+    ApiFailure why;
     const char* says;
   };
   for (const Case& c : std::vector<Case>{{kUnreachable, "the switch agent is unreachable"},
@@ -128,7 +131,7 @@ TEST(SpankTaskPlan, FailJobOnErrorFailsAutoOnErrorsButNotOnRefusals) {
 
 TEST(SpankTaskPlan, MessagesNeverCarryAToken) {
   // Even a lease without a token (a broken agent) must not leak anything.
-  agent::LeaseInfo empty = lease();
+  agent::LeaseView empty = lease();
   empty.token.clear();
   TaskPlan p = planTaskEnv(inputs(Mode::kRequire, empty));
   EXPECT_FALSE(p.failure.empty());
@@ -136,13 +139,13 @@ TEST(SpankTaskPlan, MessagesNeverCarryAToken) {
 }
 
 TEST(SpankExplain, RefusalsAreNotErrors) {
-  EXPECT_TRUE(isRefusal("quota_exceeded"));
-  EXPECT_TRUE(isRefusal("policy_denied"));
-  EXPECT_TRUE(isRefusal("draining"));
-  EXPECT_FALSE(isRefusal("unreachable"));
-  EXPECT_FALSE(isRefusal("internal"));
-  EXPECT_FALSE(isRefusal("config"));
-  EXPECT_NE(explainLeaseFailure(Status(Code::kInternal, "config: plugstack.conf: unknown key 'x'"))
+  EXPECT_TRUE(agent::isRefusal(ApiError::kQuotaExceeded));
+  EXPECT_TRUE(agent::isRefusal(ApiError::kPolicyDenied));
+  EXPECT_TRUE(agent::isRefusal(ApiError::kDraining));
+  EXPECT_FALSE(agent::isRefusal(ApiError::kUnreachable));
+  EXPECT_FALSE(agent::isRefusal(ApiError::kInternal));
+  EXPECT_FALSE(agent::isRefusal(ApiError::kConfig));
+  EXPECT_NE(explainLeaseFailure({ApiError::kConfig, "plugstack.conf: unknown key 'x'"})
                 .find("misconfigured"),
             std::string::npos);
 }

@@ -1,10 +1,11 @@
 // Client of the switch agent's control API (docs/control-api.md), used by
 // switchagg-ctl, the Slurm SPANK plugin and tests.
 //
-// Promises: no exception escapes any function here; every failure is a
-// Status whose message starts with the server's error code ("quota_exceeded:
-// uid 1000 holds ...") or, when the agent cannot be reached, names the
-// address; every call is bounded by ControlClientOptions::timeout_ms. Links
+// Promises: no exception escapes any function here; every failure is an
+// ApiFailure (control_schema.h): the server's error, kUnreachable when the
+// agent cannot be reached (the message names the address), or kConfig for a
+// malformed address; its status() reads "quota_exceeded: uid 1000 holds ...".
+// Every call is bounded by ControlClientOptions::timeout_ms. Links
 // no UCX and no MPI (safe inside slurmd). On TCP a munge credential is
 // attached when libmunge is available (and munged answers), so the agent
 // knows who calls; on a Unix socket the kernel tells it.
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "switchagg/agent/control_schema.h"
 #include "switchagg/agent/defaults.h"
 #include "switchagg/common/status.h"
 
@@ -39,18 +41,6 @@ struct ControlClientOptions {
   int timeout_ms = 5000;     // connect + request + response, in total
   bool use_munge = true;     // attach a munge credential on TCP when possible
   std::string munge_socket;  // empty: $SWITCHAGG_MUNGE_SOCKET, else libmunge's default
-};
-
-struct LeaseInfo {
-  std::string job;
-  uint32_t uid = 0;
-  int slots = 0;
-  int64_t ttl_s = 0;
-  int64_t expires_in_s = 0;
-  std::string token;         // only from create/fetchToken; empty in listings
-  std::string data_address;  // UCX address of the data plane ("host:port")
-  int groups = 0;            // listings only
-  bool created = false;      // createLease: true = new (201), false = existing (200)
 };
 
 struct Capability {
@@ -78,15 +68,9 @@ struct ControlReply {
   int http_status = 0;
   std::string body;
 };
-
-// Maps a control API error code ("quota_exceeded") to the Status code the
-// client reports: bad_request/conflict -> kInvalidArgument, unauthenticated/
-// policy_denied -> kDenied, quota_exceeded/overloaded -> kNoResource, draining ->
-// kUnsupported, not_found -> kAborted, internal/other -> kInternal.
-Code codeForControlError(const std::string& error);
-// The server's error code that starts a Status message ("quota_exceeded"),
-// "unreachable" for connection failures/timeouts, or "" when ok.
-std::string controlErrorOf(const Status& status);
+// The failure a non-2xx reply stands for: its {"error", "message"} body, or
+// kInternal when there is none.
+ApiFailure failureOf(const ControlReply& reply, const std::string& address);
 
 class ControlClient {
  public:
@@ -96,25 +80,25 @@ class ControlClient {
 
   const std::string& address() const { return address_; }
 
-  Result<AgentStatus> status();
-  Result<std::vector<LeaseInfo>> listLeases();
+  ApiResult<AgentStatus> status();
+  ApiResult<std::vector<LeaseView>> listLeases();
   // uid < 0: the caller's own uid; slots <= 0 / ttl_s <= 0: policy defaults.
   // Idempotent per job (same uid -> the same lease back, created=false).
-  Result<LeaseInfo> createLease(const std::string& job, int64_t uid, int slots, int64_t ttl_s);
-  Result<LeaseInfo> fetchToken(const std::string& job);  // owner or admin
-  Result<LeaseInfo> renewLease(const std::string& job, int64_t ttl_s);
+  ApiResult<LeaseView> createLease(const std::string& job, int64_t uid, int slots, int64_t ttl_s);
+  ApiResult<LeaseView> fetchToken(const std::string& job);  // owner or admin
+  ApiResult<LeaseView> renewLease(const std::string& job, int64_t ttl_s);
   // Idempotent: true if a lease was deleted, false if there was none.
-  Result<bool> deleteLease(const std::string& job);
+  ApiResult<bool> deleteLease(const std::string& job);
   // Returns the agent's draining state after the call.
-  Result<bool> drain(bool on);
+  ApiResult<bool> drain(bool on);
 
   // One request; a non-2xx answer is still a reply here (not an error).
-  Result<ControlReply> request(const std::string& method, const std::string& path,
-                               const std::string& body = "");
+  ApiResult<ControlReply> request(const std::string& method, const std::string& path,
+                                  const std::string& body = "");
 
  private:
-  Result<std::string> call(const std::string& method, const std::string& path,
-                           const std::string& body, int* http_status = nullptr);
+  ApiResult<std::string> call(const std::string& method, const std::string& path,
+                              const std::string& body, int* http_status = nullptr);
 
   ControlClientOptions options_;
   std::string address_;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "switchagg/agent/lease_token.h"
 #include "switchagg/common/dtype.h"
 
 namespace switchagg::agent::wire {
@@ -41,7 +42,8 @@ constexpr uint32_t kMaxSlotBytes = 64u << 20;
 constexpr size_t kEagerThresholdBytes = size_t(kMaxSlotBytes) + kMaxHeaderBytes + 1;
 constexpr size_t kMaxTextBytes = 512;
 
-using Token = std::array<uint8_t, kTokenBytes>;
+using Token = LeaseToken;
+static_assert(LeaseToken::kBytes == kTokenBytes);
 
 // What an agent tells about its own speed (CAPACITY_ACK; 0 = unknown): its
 // aggregate reduction rate in MB/s of input (all its reduction threads,
@@ -157,11 +159,5 @@ Reason decode(const void* header, size_t header_bytes, const void* body, size_t 
 std::vector<uint8_t> toFramed(const Frame& f, const void* payload = nullptr,
                               size_t payload_bytes = 0);
 Reason decodeFramed(const void* data, size_t bytes, Message* out);
-
-// 32 lowercase (or uppercase) hex chars <-> raw token.
-bool tokenFromHex(const std::string& hex, Token* out);
-std::string tokenToHex(const Token& t);
-// Constant-time comparison (tokens are secrets).
-bool tokenEqual(const Token& a, const Token& b);
 
 }  // namespace switchagg::agent::wire
