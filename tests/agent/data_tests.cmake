@@ -1,4 +1,4 @@
-# Data-plane tests (H2b), included by tests/agent/CMakeLists.txt.
+# Data-plane tests, included by tests/agent/CMakeLists.txt.
 #   test_data_unit     wire codec, slot pool, engine (no UCX, no processes)
 #   test_data_member   one group member as a process (driven by the tests below)
 #   test_data_agent    real switchagg-agent + real member processes

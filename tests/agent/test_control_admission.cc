@@ -82,7 +82,9 @@ TEST_P(AdmissionDenials, Table) {
   const DenialCase& c = GetParam();
   Admission a = admitLease(limits(), c.kind, c.ask, c.use);
   EXPECT_EQ(refusal(a), c.refusal);
-  if (a.denial) EXPECT_NE(a.denial->message.find(c.says), std::string::npos) << a.denial->message;
+  if (a.denial) {
+    EXPECT_NE(a.denial->message.find(c.says), std::string::npos) << a.denial->message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -99,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(
         DenialCase{"Draining", Admit::kCreate, {"1", 7, 4, kHour}, {0, 0, true}, ApiError::kDraining, "draining"},
         DenialCase{"RenewWhileDraining", Admit::kRenew, {"1", 7, 4, kHour}, {0, 0, true}, ApiError::kInternal, ""},
         DenialCase{"RestoreWhileDraining", Admit::kRestore, {"1", 7, 4, 500}, {0, 0, true}, ApiError::kInternal, ""}),
-    [](const ::testing::TestParamInfo<DenialCase>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<DenialCase>& p) { return std::string(p.param.name); });
 
 TEST(Admission, LeaseTableRefusalsStayTyped) {
   LeaseTable t(limits());

@@ -11,6 +11,7 @@
 #include "agent_fixture.h"
 #include "munge_cred.h"
 #include "switchagg/agent/control_client.h"
+#include "temp_dir.h"
 
 using namespace switchagg;
 using namespace switchagg::agent;
@@ -24,9 +25,9 @@ int statusOf(const std::string& response) {
 }
 
 TEST(ControlFaults, BadConfigIsRefusedNamingTheKey) {
-  char tmpl[] = "/tmp/switchagg-badcfg-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string path = std::string(tmpl) + "/agent.toml";
+  switchagg::testing::TempDir tmp("badcfg");
+  ASSERT_NE(tmp.path(), "");
+  std::string path = tmp.path() + "/agent.toml";
   const std::pair<const char*, const char*> cases[] = {
       {"[pool]\nslots = -3\n", "pool.slots"},
       {"[pool]\nslotz = 3\n", "pool.slotz: unknown key"},
@@ -47,8 +48,6 @@ TEST(ControlFaults, BadConfigIsRefusedNamingTheKey) {
   ProcessResult bad_set = runProcess({binaryPath("switchagg-agent"), "--set", "data.threads=-1"});
   EXPECT_EQ(bad_set.exit_code, 2);
   EXPECT_NE(bad_set.err.find("data.threads"), std::string::npos);
-  std::remove(path.c_str());
-  rmdir(tmpl);
 }
 
 TEST(ControlFaults, ExampleConfigChecksAndPrints) {
@@ -171,14 +170,10 @@ TEST(ControlFaults, DeadAgentIsUnreachableNotAHang) {
 }
 
 TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
-  char tmpl[] = "/tmp/switchagg-munge-XXXXXX";  // 0700: munged insists on a private dir
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  chmod(tmpl, 0755);  // other uids must reach munged's socket; munged wants it unwritable
-  struct RemoveDir {
-    std::string dir;
-    ~RemoveDir() { std::system(("rm -rf '" + dir + "'").c_str()); }
-  } remove_dir{tmpl};
-  auto munged = MungeDaemon::start(tmpl);
+  // Other uids must reach munged's socket; munged wants the dir unwritable.
+  switchagg::testing::TempDir tmp("munge", 0755);
+  ASSERT_NE(tmp.path(), "");
+  auto munged = MungeDaemon::start(tmp.path());
   ASSERT_TRUE(munged.ok()) << munged.status().toString();
   const std::string sock = (*munged)->socket();
   auto agent = AgentProcess::start(

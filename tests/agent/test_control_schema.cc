@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ErrorRow{ApiError::kInternal, "internal", 500, false},
                       ErrorRow{ApiError::kUnreachable, "unreachable", 0, false},
                       ErrorRow{ApiError::kConfig, "config", 0, false}),
-    [](const ::testing::TestParamInfo<ErrorRow>& info) { return std::string(info.param.code); });
+    [](const ::testing::TestParamInfo<ErrorRow>& p) { return std::string(p.param.code); });
 
 TEST(ApiFailure, StatusNamesTheServersCodeButNotAClientSideOne) {
   Status quota = ApiFailure{ApiError::kQuotaExceeded, "pool is full"}.status();

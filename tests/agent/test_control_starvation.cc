@@ -18,6 +18,7 @@
 
 #include "agent_fixture.h"
 #include "switchagg/agent/control_client.h"
+#include "temp_dir.h"
 
 namespace switchagg::testing {
 namespace {
@@ -75,11 +76,8 @@ size_t count(const std::string& text, const std::string& what) {
 class ControlStarvation : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/switchagg-munge-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    munge_dir_ = tmpl;
-    chmod(tmpl, 0755);
-    auto munged = MungeDaemon::start(munge_dir_);
+    ASSERT_NE(munge_dir_.path(), "");
+    auto munged = MungeDaemon::start(munge_dir_.path());
     ASSERT_TRUE(munged.ok()) << munged.status().toString();
     munged_ = std::move(*munged);
     auto a = AgentProcess::start(AgentOptions::withSets(
@@ -90,7 +88,6 @@ class ControlStarvation : public ::testing::Test {
   void TearDown() override {
     agent_.reset();
     munged_.reset();
-    if (!munge_dir_.empty()) [[maybe_unused]] int rc = std::system(("rm -rf '" + munge_dir_ + "'").c_str());
   }
 
   // Every kind of request the attack must not stop, each timed: the admin
@@ -148,7 +145,7 @@ class ControlStarvation : public ::testing::Test {
     ASSERT_GE(metric(local, name), 150u) << "the " << listener << " flood never reached the agent";
   }
 
-  std::string munge_dir_;
+  switchagg::testing::TempDir munge_dir_{"munge", 0755};  // other uids reach munged's socket
   std::unique_ptr<MungeDaemon> munged_;
   std::unique_ptr<AgentProcess> agent_;
 };

@@ -1,4 +1,4 @@
-// libFuzzer target for the agent's data-plane wire protocol (H2b).
+// libFuzzer target for the agent's data-plane wire protocol.
 //
 // Mode byte 0: the input is one framed message ([u16 header length][header]
 // [body]); if it decodes, re-encoding and decoding again must give the same

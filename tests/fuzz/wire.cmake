@@ -1,4 +1,4 @@
-# fuzz_wire (H2b): the data-plane wire decoder and the aggregation engine
+# fuzz_wire: the data-plane wire decoder and the aggregation engine
 # behind it. Included by tests/fuzz/CMakeLists.txt; corpus in wire_corpus/.
 set(fuzz_wire_LIBS switchagg_engine)
 # wire_corpus_gen writes the seed corpus (run once; the files are committed).

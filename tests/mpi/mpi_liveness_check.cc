@@ -1,5 +1,5 @@
 // Liveness under Open MPI's own operations: the pattern of OSU's
-// osu_allreduce -c, which found a hang (issue 11). Per iteration and size:
+// osu_allreduce -c, which once found a hang here. Per iteration and size:
 // fill the buffers, a few warm-up allreduces on other buffers each preceded
 // by one of Open MPI's own operations, that operation, the checked
 // allreduce, the operation again, check the result. A rank that left a

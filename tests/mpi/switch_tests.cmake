@@ -1,4 +1,4 @@
-# Switch path tests (issue 5, H5): a real switchagg-agent + real mpirun with
+# Switch path tests: a real switchagg-agent + real mpirun with
 # coll_switchagg_offload=on. Labels mpi + agent (+ fault for the fault ones).
 # Included from tests/mpi/CMakeLists.txt after the mpi test helpers exist.
 if(NOT TARGET mca_coll_switchagg OR NOT TARGET switchagg-agent OR NOT TARGET switchagg-ctl)
@@ -28,7 +28,7 @@ add_switch_test(mpi_switch_serve_np2 180 "mpi;agent" serve 2)
 add_switch_test(mpi_switch_serve_np3 240 "mpi;agent" serve 3 --large)
 add_switch_test(mpi_switch_serve_np4 300 "mpi;agent" serve 4 --large)
 add_switch_test(mpi_switch_serve_np8 240 "mpi;agent" serve 8)
-# Fortran datatypes on the switch path (issue 17).
+# Fortran datatypes on the switch path.
 add_switch_test(mpi_switch_fortran_types_np3 180 "mpi;agent" program 3
   $<TARGET_FILE:mpi_fortran_types> --expect switch)
 # MPI_THREAD_MULTIPLE on the switch path: three threads, three groups.

@@ -75,7 +75,7 @@ void PrintTo(const Named& n, std::ostream* os) { *os << n.name; }
 
 class HostAlgorithms : public ::testing::TestWithParam<Named> {};
 
-std::string caseName(const ::testing::TestParamInfo<Named>& info) { return info.param.name; }
+std::string caseName(const ::testing::TestParamInfo<Named>& p) { return p.param.name; }
 
 // Runs `algo` on `size` threads; rank r's input comes from fill(r, buf).
 template <typename T>

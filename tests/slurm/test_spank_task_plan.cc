@@ -9,6 +9,7 @@
 
 #include "lease_note.h"
 #include "task_plan.h"
+#include "temp_dir.h"
 
 namespace switchagg::spank {
 namespace {
@@ -152,13 +153,9 @@ TEST(SpankExplain, RefusalsAreNotErrors) {
 
 class SpankNote : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/switchagg_note_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  void SetUp() override { ASSERT_NE(dir_, ""); }
+  switchagg::testing::TempDir tmp_{"note"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(SpankNote, WriteReadRemove) {

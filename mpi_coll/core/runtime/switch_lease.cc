@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "process_runtime.h"
+#include "switchagg/agent/control_schema.h"
 #include "switchagg/agent/data_client.h"
 #include "switchagg/common/config_table.h"
 #include "switchagg/common/log.h"
@@ -23,13 +24,13 @@ int64_t nowMs() {
 }
 
 std::unique_ptr<SwitchLease> readLease() {
-  const char* agent = envOrNull("SWITCHAGG_AGENT");
-  const char* token = envOrNull("SWITCHAGG_LEASE");
+  const char* agent = envOrNull(agent::kEnvAgent);
+  const char* token = envOrNull(agent::kEnvLease);
   if (!agent || !token || !*agent || !*token) return nullptr;
   auto lease = std::make_unique<SwitchLease>();
   lease->agent = agent;
   lease->token = token;
-  const char* mode = envOrNull("SWITCHAGG_MODE");
+  const char* mode = envOrNull(agent::kEnvMode);
   lease->require = mode && strcasecmp(mode, "require") == 0;
   // "off" in the environment means the job asked for no offload at all.
   if (mode && strcasecmp(mode, "off") == 0) return nullptr;
