@@ -111,6 +111,7 @@ std::string formatSize(uint64_t v) {
 }
 
 std::string formatDurationMs(int64_t v) {
+  if (v == 0) return "0";
   if (v != 0 && v % 3600000 == 0) return std::to_string(v / 3600000) + "h";
   if (v > 60000 && v % 60000 == 0) return std::to_string(v / 60000) + "m";  // 60000: "60s"
   if (v != 0 && v % 1000 == 0) return std::to_string(v / 1000) + "s";

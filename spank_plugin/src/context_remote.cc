@@ -26,7 +26,7 @@ RequestSources stepSources(spank_t sp) {
   RequestSources s;
   s.option_mode = getModeOption(sp);
   s.option_slots = getSlotsOption(sp);
-  s.env_mode = stepEnv(sp, kEnvMode);
+  s.env_mode = stepEnv(sp, kEnvJobMode);
   s.env_slots = stepEnv(sp, kEnvSlots);
   s.recorded = stepEnv(sp, (std::string("SLURM_SPANK_") + kRequestVar).c_str());
   return s;

@@ -28,7 +28,7 @@ int submitPostOpt(spank_t sp) {
   RequestSources sources;
   sources.option_mode = st.option_mode;
   sources.option_slots = st.option_slots;
-  sources.env_mode = processEnv(kEnvMode);
+  sources.env_mode = processEnv(kEnvJobMode);
   sources.env_slots = processEnv(kEnvSlots);
   Result<ResolvedRequest> resolved = resolveRequest(sources, configOrDefaults());
   if (!resolved.ok()) {

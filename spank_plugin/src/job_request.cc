@@ -62,7 +62,7 @@ Result<ResolvedRequest> resolveRequest(const RequestSources& s, const PluginConf
   }
   if (mode_given) {
     const bool from_option = s.option_mode.has_value();
-    Result<Mode> m = parseMode(from_option ? "--switch-agg" : kEnvMode,
+    Result<Mode> m = parseMode(from_option ? "--switch-agg" : kEnvJobMode,
                                from_option ? *s.option_mode : *s.env_mode);
     if (!m.ok()) return m.status();
     out.request.mode = *m;

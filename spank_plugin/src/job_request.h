@@ -15,7 +15,7 @@
 namespace switchagg::spank {
 
 // Environment variables users may set instead of the options.
-constexpr const char* kEnvMode = "SWITCHAGG_JOB_MODE";
+constexpr const char* kEnvJobMode = "SWITCHAGG_JOB_MODE";
 constexpr const char* kEnvSlots = "SWITCHAGG_JOB_SLOTS";
 // Job-control variable carrying the resolved request from the submitting
 // command (srun/sbatch/salloc) to the prolog/epilog (which see it with a

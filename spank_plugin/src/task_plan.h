@@ -12,7 +12,7 @@
 
 namespace switchagg::spank {
 
-// Variables handed to the job's tasks (control_schema.h; kEnvMode here is
+// Variables handed to the job's tasks (control_schema.h; kEnvJobMode here is
 // the user's SWITCHAGG_JOB_MODE, job_request.h).
 using agent::kEnvAgent;
 using agent::kEnvLease;

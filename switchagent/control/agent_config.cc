@@ -51,10 +51,6 @@ Status checkFilePath(const std::string& key, const std::string& text) {
   return Status::Ok();
 }
 
-Status checkLogLevel(const std::string& key, const std::string& text) {
-  return parseChoice(key, text, {"error", "warn", "info", "debug", "trace"}).status();
-}
-
 // User/group lists: names, numeric ids, or "*" (everyone).
 Result<std::vector<std::string>> parseIdList(const std::string& key, const std::string& text) {
   std::vector<std::string> out;
@@ -156,7 +152,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        listField(&C::admin_users)},
       {"agent.log_level", "SWITCHAGG_LOG_LEVEL",
        "error|warn|info|debug|trace (SWITCHAGG_LOG_LEVEL overrides)",
-       stringField(&C::log_level, checkLogLevel)},
+       choiceField(&C::log_level, {{"error", std::string("error")}, {"warn", std::string("warn")},
+                                   {"info", std::string("info")}, {"debug", std::string("debug")},
+                                   {"trace", std::string("trace")}})},
       {"agent.reaper_interval", nullptr, "how often expired leases are reaped",
        durationField(&C::reaper_interval_ms, 10, 60000, kUnit)},
       {"state.lease_file", nullptr, "keeps leases across agent restarts in this file (written 0600, atomically); \"\" = in "

@@ -34,12 +34,14 @@ std::optional<Lease> LeaseTable::findByToken(const LeaseToken& token) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto t = job_by_token_.find(token);
   if (t == job_by_token_.end()) return std::nullopt;
-  const Lease& lease = by_job_.at(t->second);
-  if (lease.expires_at_ms <= now) return std::nullopt;
-  return lease;
+  auto l = by_job_.find(t->second);
+  if (l == by_job_.end() || l->second.expires_at_ms <= now) return std::nullopt;
+  return l->second;
 }
 
 void LeaseTable::insertLocked(const Lease& lease) {
+  // A job holds one lease: one it replaces leaves no token or slots behind.
+  if (auto old = by_job_.find(lease.job); old != by_job_.end()) eraseLocked(old);
   by_job_[lease.job] = lease;
   job_by_token_[lease.token] = lease.job;
   slots_in_use_ += lease.slots;

@@ -135,9 +135,13 @@ ApiResult<ControlReply> ControlClient::request(const std::string& method,
     std::string wire = formatHttpRequest(method, path, host, headers, body);
     Result<HttpResponse> resp = exchangeHttp(*addr, wire, options_.timeout_ms);
     if (!resp.ok()) {
-      // A garbled answer is the agent's fault; anything else means no answer.
-      ApiError e = resp.status().code() == Code::kProtocol ? ApiError::kInternal
-                                                             : ApiError::kUnreachable;
+      // A garbled answer is the agent's fault; an address we cannot even
+      // use (a socket path longer than sun_path) is the caller's; anything
+      // else means no answer.
+      const Code c = resp.status().code();
+      ApiError e = c == Code::kProtocol          ? ApiError::kInternal
+                   : c == Code::kInvalidArgument ? ApiError::kConfig
+                                                 : ApiError::kUnreachable;
       return ApiFailure{e, resp.status().message()};
     }
     return ControlReply{resp->status, std::move(resp->body)};

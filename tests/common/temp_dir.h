@@ -1,6 +1,6 @@
 // A private temp directory for a test, removed with everything in it when
 // the TempDir goes (SWITCHAGG_TEST_KEEP=1 keeps it for a post-mortem).
-// Every test that needs a directory uses this one (target switchagg_test_support).
+// Shared by the parts' tests (target switchagg_test_support).
 #pragma once
 
 #include <stdlib.h>

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config_table.h"
 
 namespace switchagg {
@@ -122,6 +123,19 @@ TEST(ConfigTable, DocsAndNamesListEveryKeyInOrder) {
   EXPECT_EQ(docs[1].default_value, "256K");
   EXPECT_EQ(table().names(), "count, bytes, wait, on, path, colour");
   EXPECT_EQ(table().find("nope"), nullptr);
+}
+
+// The switch-path settings (SWITCHAGG_SWITCH_*): what switchagg-info prints
+// as the default is a value the variable accepts and gives the default back.
+TEST(ConfigTable, SwitchSettingsDefaultsParseBack) {
+  for (const ConfigKey<coll::SwitchSettings>& k : coll::switchSettingsTable().keys()) {
+    coll::SwitchSettings s;
+    s.call_timeout_ms = 7;
+    s.window_request = 7;
+    s.rejoin_calls = 7;
+    ASSERT_TRUE(k.set(k.env, s, k.defaultText()).ok()) << k.env << "=" << k.defaultText();
+    EXPECT_EQ(k.get(s), k.defaultText()) << k.env;
+  }
 }
 
 }  // namespace

@@ -73,6 +73,18 @@ TEST(TransportOptions, BadValuesNameTheVariable) {
   }
 }
 
+// What --help and switchagg-info print as each default is a value the
+// variable accepts ("(any)" stands for unset and is not one).
+TEST(TransportOptions, PrintedDefaultsAreAccepted) {
+  for (const auto& d : transportOptionTable()) {
+    if (d.default_value == "(any)") continue;
+    setenv(d.env, d.default_value.c_str(), 1);
+    Result<TransportOptions> o = TransportOptions::fromEnvironment();
+    unsetenv(d.env);
+    EXPECT_TRUE(o.ok()) << d.env << "=" << d.default_value << ": " << o.status().toString();
+  }
+}
+
 TEST(TransportOptions, TableDocumentsTransportAndRoceVariables) {
   std::set<std::string> envs;
   for (const auto& d : transportOptionTable()) {

@@ -1,7 +1,8 @@
 // One mechanism for every part's configuration: a table of keys, each with
 // its name, environment variable (if any), kind, help, a parser into a typed
-// struct T and a printer back. Environment, files, MCA-style overrides,
-// plugstack arguments, --help and the docs tables all read the same rows.
+// struct T and a printer back. Environment, files, --set overrides,
+// plugstack arguments, --help, switchagg-info and the agent's key table in
+// docs/admin.md read the same rows (other docs tables are written by hand).
 //
 // Defaults are written once, in T's member initializers: a key's default
 // text is what it prints for a default-constructed T.
@@ -108,7 +109,7 @@ class ConfigTable {
 
 // Text forms every part prints its values in (the parsers accept them back).
 std::string formatSize(uint64_t bytes);        // 262144 -> "256K", 1000 -> "1000"
-std::string formatDurationMs(int64_t ms);      // 90000 -> "90s", 300000 -> "5m", 1500 -> "1500ms"
+std::string formatDurationMs(int64_t ms);      // 90000 -> "90s", 300000 -> "5m", 1500 -> "1500ms", 0 -> "0"
 
 // ---- bindings for the usual member types --------------------------------
 

@@ -26,7 +26,7 @@ inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
        durationField(&S::call_timeout_ms, 1, INT64_MAX)},
       {"switch.window", "SWITCHAGG_SWITCH_WINDOW",
        "slots each communicator's group asks for (0: half of the lease's slots)",
-       intField(&S::window_request, 1, 1 << 16)},
+       intField(&S::window_request, 0, 1 << 16)},
       {"switch.rejoin_calls", "SWITCHAGG_SWITCH_REJOIN_CALLS",
        "after a switch failure, allreduce calls on the host before the communicator rejoins "
        "(doubling after each failed rejoin; 0: never rejoin)",

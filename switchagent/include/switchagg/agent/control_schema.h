@@ -13,7 +13,7 @@
 
 namespace switchagg::agent {
 
-// Variables handed to a job's tasks (ARCHITECTURE.md): where the data plane
+// Variables handed to a job's tasks (docs/offload.md): where the data plane
 // listens, the lease token (hex), and the job's mode (off|auto|require).
 constexpr const char* kEnvAgent = "SWITCHAGG_AGENT";
 constexpr const char* kEnvLease = "SWITCHAGG_LEASE";

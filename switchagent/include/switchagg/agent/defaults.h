@@ -1,6 +1,6 @@
 // The agent's defaults that more than one part needs (the agent's config
 // table, the data plane's and engine's own config structs, the control
-// client, the SPANK plugin, the cost model's switch row). Written once here.
+// client, the SPANK plugin). Written once here.
 #pragma once
 
 #include <cstddef>
