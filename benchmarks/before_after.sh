@@ -45,7 +45,7 @@ bench() {
   mpirun --oversubscribe --bind-to none -np "$np" --mca btl self,vader \
     --mca mca_base_component_path "$dir/lib/openmpi:$ompi" \
     --mca coll_switchagg_allreduce_algorithm "$alg" -x SWITCHAGG_UCX_WAIT \
-    -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_SWITCH_WINDOW \
+    ${SWITCHAGG_LEASE:+-x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_SWITCH_WINDOW} \
     "$dir/bin/switchagg-bench" --csv - "$@" |
     awk -F, -v s="$side" -v a="$alg" 'NR > 1 { print s, a, $5, $15 }' >>"$raw"
 }
@@ -67,9 +67,15 @@ run_side() {
 }
 
 : >"$raw"
+# Which side runs first alternates, so a warm-up or order effect cancels.
 for ((r = 1; r <= reps; r++)); do
-  run_side before "$before"
-  run_side after "$build"
+  if ((r % 2)); then
+    run_side before "$before"
+    run_side after "$build"
+  else
+    run_side after "$build"
+    run_side before "$before"
+  fi
 done
 {
   echo "# Before and after $what"
@@ -77,7 +83,9 @@ done
   echo "Command: \`benchmarks/before_after.sh --before DIR --np $np --reps $reps\`, $(date -u '+%Y-%m-%d %H:%M UTC'),"
   echo "before = $(git -C "$before/.." rev-parse --short HEAD 2>/dev/null || echo "$before"), after = $(git -C "$root" rev-parse --short HEAD)."
   echo "2 cores shared with other jobs (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)); ob1 + vader;"
-  echo "each row: median over $reps interleaved runs of the per-run p50 latency (us)."
+  echo "each row: median over $reps interleaved runs (which side goes first alternates) of the"
+  echo "per-run p50 latency (us). Host sizes up to 4 KiB with busy waits; ring and the switch path"
+  echo "(each build's own agent, 8 slots) with blocking waits."
   echo
   echo "| path | bytes | before p50 (us) | after p50 (us) | after/before |"
   echo "| --- | ---: | ---: | ---: | ---: |"
@@ -95,5 +103,7 @@ for alg, size in keys:
     mb, ma = statistics.median(b), statistics.median(a)
     print("| %s | %d | %.2f | %.2f | %.2f |" % (alg, size, mb, ma, ma / mb))
 PY
+  # What the figures mean (written after a run; kept beside the script).
+  [[ -f $root/benchmarks/before_after_notes.md ]] && cat "$root/benchmarks/before_after_notes.md"
 } >"$out"
 cat "$out"
