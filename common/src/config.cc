@@ -8,11 +8,12 @@
 #include <strings.h>
 
 namespace switchagg {
-namespace {
 
-Status bad(const std::string& key, const std::string& text, const std::string& want) {
+Status invalidValue(const std::string& key, const std::string& text, const std::string& want) {
   return Status(Code::kInvalidArgument, key + ": invalid value '" + text + "' (" + want + ")");
 }
+
+namespace {
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t");
@@ -26,11 +27,11 @@ std::string trim(const std::string& s) {
 Result<uint64_t> parseSize(const std::string& key, const std::string& raw) {
   const std::string text = trim(raw);
   const char* want = "expected a byte size such as 4096, 64K, 64KiB, 4M or 1G";
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return bad(key, raw, want);
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return invalidValue(key, raw, want);
   errno = 0;
   char* end = nullptr;
   unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0) return bad(key, raw, want);
+  if (errno != 0) return invalidValue(key, raw, want);
   std::string unit = end;
   uint64_t mult = 1;
   if (unit.empty() || strcasecmp(unit.c_str(), "b") == 0) mult = 1;
@@ -40,19 +41,19 @@ Result<uint64_t> parseSize(const std::string& key, const std::string& raw) {
            strcasecmp(unit.c_str(), "mb") == 0) mult = 1ull << 20;
   else if (strcasecmp(unit.c_str(), "g") == 0 || strcasecmp(unit.c_str(), "gib") == 0 ||
            strcasecmp(unit.c_str(), "gb") == 0) mult = 1ull << 30;
-  else return bad(key, raw, want);
-  if (v > UINT64_MAX / mult) return bad(key, raw, "too large");
+  else return invalidValue(key, raw, want);
+  if (v > UINT64_MAX / mult) return invalidValue(key, raw, "too large");
   return static_cast<uint64_t>(v * mult);
 }
 
 Result<int64_t> parseInt(const std::string& key, const std::string& raw, int64_t lo, int64_t hi) {
   const std::string text = trim(raw);
   const std::string want = "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
-  if (text.empty()) return bad(key, raw, want);
+  if (text.empty()) return invalidValue(key, raw, want);
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return bad(key, raw, want);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return invalidValue(key, raw, want);
   return static_cast<int64_t>(v);
 }
 
@@ -63,27 +64,27 @@ Result<bool> parseBool(const std::string& key, const std::string& raw) {
     return true;
   if (!strcasecmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
     return false;
-  return bad(key, raw, "expected true/false, yes/no, on/off or 1/0");
+  return invalidValue(key, raw, "expected true/false, yes/no, on/off or 1/0");
 }
 
 Result<int64_t> parseDurationMs(const std::string& key, const std::string& raw) {
   const std::string text = trim(raw);
   const char* want = "expected a duration such as 250ms, 2s, 1.5s, 5m or 1h";
   if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'))
-    return bad(key, raw, want);
+    return invalidValue(key, raw, want);
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || !std::isfinite(v) || v < 0) return bad(key, raw, want);
+  if (errno != 0 || !std::isfinite(v) || v < 0) return invalidValue(key, raw, want);
   std::string unit = end;
   double mult;
   if (unit.empty() || unit == "ms") mult = 1;
   else if (unit == "s") mult = 1000;
   else if (unit == "m" || unit == "min") mult = 60000;
   else if (unit == "h") mult = 3600000;
-  else return bad(key, raw, want);
+  else return invalidValue(key, raw, want);
   double ms = v * mult;
-  if (ms > 9.0e15) return bad(key, raw, "too large");
+  if (ms > 9.0e15) return invalidValue(key, raw, "too large");
   return static_cast<int64_t>(std::llround(ms));
 }
 
@@ -95,7 +96,7 @@ Result<std::string> parseChoice(const std::string& key, const std::string& raw,
     if (c == text) return c;
     list += list.empty() ? c : "|" + c;
   }
-  return bad(key, raw, "valid values: " + list);
+  return invalidValue(key, raw, "valid values: " + list);
 }
 
 const char* envOrNull(const char* name) {

@@ -7,9 +7,9 @@ namespace switchagg::spank {
 Result<int> parseSlots(const std::string& what, const std::string& text, int max_slots) {
   Result<int64_t> v = parseInt(what, text, 1, max_slots);
   if (!v.ok()) {
-    return Status(Code::kInvalidArgument, what + ": invalid value '" + text +
-                                              "' (valid: an integer from 1 to " +
-                                              std::to_string(max_slots) + ", this site's max_slots)");
+    return invalidValue(what, text,
+                        "valid: an integer from 1 to " + std::to_string(max_slots) +
+                            ", this site's max_slots");
   }
   return static_cast<int>(*v);
 }

@@ -54,7 +54,7 @@ ConfigBinding<P> ttl() {
 
 Status absolutePath(const std::string& k, const std::string& v) {
   if (v.empty() || v[0] != '/') {
-    return Status(Code::kInvalidArgument, k + ": invalid value '" + v + "' (an absolute path)");
+    return invalidValue(k, v, "an absolute path");
   }
   return Status::Ok();
 }
@@ -98,8 +98,7 @@ Result<Mode> parseMode(const std::string& what, const std::string& text) {
   for (Mode m : {Mode::kOff, Mode::kAuto, Mode::kRequire}) {
     if (strcasecmp(text.c_str(), modeName(m)) == 0) return m;
   }
-  return Status(Code::kInvalidArgument,
-                what + ": invalid value '" + text + "' (valid: off, auto, require)");
+  return invalidValue(what, text, "valid: off, auto, require");
 }
 
 const std::vector<ConfigDoc>& pluginConfigKeys() {

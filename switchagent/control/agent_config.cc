@@ -11,10 +11,6 @@ namespace switchagg::agent {
 
 namespace {
 
-Status badValue(const std::string& key, const std::string& text, const std::string& want) {
-  return Status(Code::kInvalidArgument, key + ": invalid value '" + text + "' (" + want + ")");
-}
-
 // "host:port" for a listener (port 0 = any free port), or "" when allowEmpty.
 template <bool AllowEmpty>
 Status checkListen(const std::string& key, const std::string& text) {
@@ -23,7 +19,7 @@ Status checkListen(const std::string& key, const std::string& text) {
   bool ok = colon != std::string::npos && colon > 0 && colon + 1 < text.size();
   if (ok) ok = parseInt(key, text.substr(colon + 1), 0, 65535).ok();
   if (!ok) {
-    return badValue(key, text, AllowEmpty ? "expected host:port, or \"\" to disable"
+    return invalidValue(key, text, AllowEmpty ? "expected host:port, or \"\" to disable"
                                           : "expected host:port");
   }
   return Status::Ok();
@@ -31,23 +27,23 @@ Status checkListen(const std::string& key, const std::string& text) {
 
 Status checkSocketPath(const std::string& key, const std::string& text) {
   if (!text.empty() && text[0] != '/') {
-    return badValue(key, text, "expected an absolute path, or \"\" to disable");
+    return invalidValue(key, text, "expected an absolute path, or \"\" to disable");
   }
-  if (text.size() > 100) return badValue(key, text, "longer than a Unix socket path may be");
+  if (text.size() > 100) return invalidValue(key, text, "longer than a Unix socket path may be");
   return Status::Ok();
 }
 
 // A file the agent writes (not a socket: no 108-byte limit).
 Status checkFilePath(const std::string& key, const std::string& text) {
   if (text.empty()) return Status::Ok();
-  if (text[0] != '/') return badValue(key, text, "expected an absolute path, or \"\" to disable");
-  if (text.back() == '/') return badValue(key, text, "expected a file, not a directory");
+  if (text[0] != '/') return invalidValue(key, text, "expected an absolute path, or \"\" to disable");
+  if (text.back() == '/') return invalidValue(key, text, "expected a file, not a directory");
   for (char ch : text) {
     if (static_cast<unsigned char>(ch) < 0x20) {
-      return badValue(key, text, "control characters are not allowed in a path");
+      return invalidValue(key, text, "control characters are not allowed in a path");
     }
   }
-  if (text.size() > 4000) return badValue(key, text, "longer than a path may be");
+  if (text.size() > 4000) return invalidValue(key, text, "longer than a path may be");
   return Status::Ok();
 }
 
@@ -67,7 +63,7 @@ Result<std::vector<std::string>> parseIdList(const std::string& key, const std::
         ok = ok && (item == "*" || std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' ||
                     ch == '_' || ch == '-');
       }
-      if (!ok) return badValue(key, item, "expected user/group names, numeric ids or \"*\"");
+      if (!ok) return invalidValue(key, item, "expected user/group names, numeric ids or \"*\"");
       out.push_back(item);
     }
     start = comma + 1;

@@ -23,6 +23,10 @@ Result<int64_t> parseDurationMs(const std::string& key, const std::string& text)
 Result<std::string> parseChoice(const std::string& key, const std::string& text,
                                 const std::vector<std::string>& choices);
 
+// InvalidArgument "KEY: invalid value 'TEXT' (WANT)": the one wording every
+// part's parsers use for a bad value.
+Status invalidValue(const std::string& key, const std::string& text, const std::string& want);
+
 // getenv() that treats an empty value as unset.
 const char* envOrNull(const char* name);
 

@@ -139,8 +139,7 @@ ConfigBinding<T> sizeField(F T::*field, uint64_t lo, uint64_t hi) {
               const std::string range = hi == UINT64_MAX
                                             ? "at least " + std::to_string(lo)
                                             : std::to_string(lo) + " to " + std::to_string(hi);
-              return Status(Code::kInvalidArgument,
-                            key + ": invalid value '" + text + "' (expected " + range + " bytes)");
+              return invalidValue(key, text, "expected " + range + " bytes");
             }
             c.*field = static_cast<F>(*v);
             return Status::Ok();
@@ -164,9 +163,7 @@ ConfigBinding<T> durationField(F T::*field, int64_t lo_ms, int64_t hi_ms,
             if (unit == DurationUnit::kRequired &&
                 (text.empty() || !((text.back() >= 'a' && text.back() <= 'z') ||
                                    (text.back() >= 'A' && text.back() <= 'Z')))) {
-              return Status(Code::kInvalidArgument, key + ": invalid value '" + text +
-                                                        "' (give a unit: ms, s, m or h, e.g. "
-                                                        "\"90s\")");
+              return invalidValue(key, text, "give a unit: ms, s, m or h, e.g. \"90s\"");
             }
             Result<int64_t> v = parseDurationMs(key, text);
             if (!v.ok()) return v.status();
@@ -174,8 +171,7 @@ ConfigBinding<T> durationField(F T::*field, int64_t lo_ms, int64_t hi_ms,
               const std::string range =
                   hi_ms == INT64_MAX ? "at least " + formatDurationMs(lo_ms)
                                      : formatDurationMs(lo_ms) + " to " + formatDurationMs(hi_ms);
-              return Status(Code::kInvalidArgument,
-                            key + ": invalid value '" + text + "' (expected " + range + ")");
+              return invalidValue(key, text, "expected " + range);
             }
             c.*field = static_cast<F>((*v + scale - 1) / scale);
             return Status::Ok();
