@@ -357,7 +357,7 @@ case_slurmd_killed() {
   kill -KILL "$slurmd"
   t0=$SECONDS
   end=$((SECONDS + 45))
-  while ((SECONDS < end)) && [[ -z $gone || -z $ended ]]; do
+  while ((SECONDS < end)) && [[ -z $down || -z $gone || -z $ended ]]; do
     if [[ -z $down ]]; then
       node=$(client sinfo -h -n h3 -o %t 2>/dev/null) || true
       [[ $node == down* ]] && down=$((SECONDS - t0))
