@@ -41,6 +41,14 @@ struct BandF { template <typename T> static T f(T a, T b) { return static_cast<T
 struct BorF { template <typename T> static T f(T a, T b) { return static_cast<T>(a | b); } };
 struct BxorF { template <typename T> static T f(T a, T b) { return static_cast<T>(a ^ b); } };
 
+// The vector loops are unrolled 4x. Not unrolled, each is one SSE vector per
+// iteration in ~27 bytes of code, and its speed in cache depended on where
+// the linker put it: ~1 iteration per cycle inside one 64-byte line, 20-30%
+// slower when the loop straddled a line boundary. Which (dtype, op) straddled
+// changed from build to build (float sum in one, double in another; the plain
+// reference loop in the benchmark likewise); the unrolled loop runs at the
+// same rate wherever it lands (BENCHMARKS.md, "The agent's reduction at its
+// slot size").
 template <typename T, typename F>
 void elementwise(void* out_v, const void* a_v, const void* b_v, size_t n) {
   T* out = static_cast<T*>(out_v);
@@ -49,11 +57,13 @@ void elementwise(void* out_v, const void* a_v, const void* b_v, size_t n) {
   if (out == a) {
     T* __restrict o = out;
     const T* __restrict bb = b;
+#pragma GCC unroll 4
     for (size_t i = 0; i < n; ++i) o[i] = F::f(o[i], bb[i]);
   } else {
     T* __restrict o = out;
     const T* __restrict aa = a;
     const T* __restrict bb = b;
+#pragma GCC unroll 4
     for (size_t i = 0; i < n; ++i) o[i] = F::f(aa[i], bb[i]);
   }
 }

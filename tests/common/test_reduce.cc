@@ -137,4 +137,48 @@ TEST(Reduce, EverySupportedPairRunsOnZeroAndOddCounts) {
   EXPECT_EQ(supported, 10 * 4 + 8 * 6 + 3 + 5 * 2);
 }
 
+// The vector loops are unrolled (4 vectors per iteration), so a length has a
+// vector part, 0-3 leftover vectors and a scalar tail: every length up to
+// 4 x 4 vectors of 16 bytes and then some, from unaligned starts, on both
+// paths (in place and into a separate output), must equal a scalar
+// reference and leave the elements past `count` alone.
+template <typename T>
+void checkEveryLengthAndOffset(Dtype dt) {
+  constexpr size_t kMax = 4 * 4 * 16 / sizeof(T) + 19, kGuard = 5;
+  for (Op op : {Op::kSum, Op::kMax}) {
+    for (size_t off = 0; off < 4; ++off) {
+      for (size_t n = 0; n <= kMax; ++n) {
+        const size_t len = off + n + kGuard;
+        std::vector<T> a(len), b(len), out(len, T(7)), ref(len);
+        for (size_t i = 0; i < len; ++i) {
+          a[i] = static_cast<T>(static_cast<int>(i * 37 % 101) - 50);
+          b[i] = static_cast<T>(static_cast<int>(i * 53 % 97) - 48);
+          const T x = a[i], y = b[i];
+          ref[i] = op == Op::kMax ? (x < y ? y : x) : static_cast<T>(x + y);
+        }
+        ASSERT_TRUE(
+            switchagg::reduce3(dt, op, out.data() + off, a.data() + off, b.data() + off, n).ok());
+        ASSERT_TRUE(switchagg::reduceInto(dt, op, a.data() + off, b.data() + off, n).ok());
+        for (size_t i = 0; i < len; ++i) {
+          const bool in_range = i >= off && i < off + n;
+          SCOPED_TRACE(::testing::Message() << switchagg::dtypeName(dt) << " "
+                                            << switchagg::opName(op) << " n=" << n
+                                            << " off=" << off << " i=" << i);
+          EXPECT_EQ(out[i], in_range ? ref[i] : T(7));
+          const T a_orig = static_cast<T>(static_cast<int>(i * 37 % 101) - 50);
+          EXPECT_EQ(a[i], in_range ? ref[i] : a_orig);
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, UnrolledLoopsMatchScalarOnEveryLengthAndOffset) {
+  checkEveryLengthAndOffset<int8_t>(Dtype::kInt8);
+  checkEveryLengthAndOffset<int32_t>(Dtype::kInt32);
+  checkEveryLengthAndOffset<int64_t>(Dtype::kInt64);
+  checkEveryLengthAndOffset<float>(Dtype::kFloat32);
+  checkEveryLengthAndOffset<double>(Dtype::kFloat64);
+}
+
 }  // namespace
