@@ -34,7 +34,9 @@ trap cleanup EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "agent_bench: kernels" >&2
-"$build/bin/agent_kernel_bench" --benchmark_repetitions="$reps" \
+# (the slot-size, placement and OpenMP cases are benchmarks/kernel_slot_bench.sh's)
+"$build/bin/agent_kernel_bench" --benchmark_filter='-(Omp|placed|slotKernel|slotPlain)' \
+  --benchmark_repetitions="$reps" \
   --benchmark_report_aggregates_only=true --benchmark_format=json >"$tmp/kernels.json" 2>/dev/null
 
 # A private agent: 256 KiB slots, 8-slot leases, default threads (one per core).

@@ -3,14 +3,23 @@
 // one core, per dtype, in cache (256 KiB) and out of cache (32 MiB); plus the
 // agent's slot reduction (4 contributions, rank order) on 1 and 2 threads.
 // Rate = bytes of *input* reduced (or copied) per second.
+//
+// The slot* cases are the agent's real one: 256 KiB (its default slot size),
+// buffers either separately allocated or laid out by SlotBuffers exactly as
+// the engine uses them; the slot reduction on the agent's ReducePool and, if
+// built with OpenMP, on `omp parallel for` (benchmarks/kernel_slot_bench.sh).
 // benchmarks/agent_bench.sh runs it and writes benchmarks/results/agent.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "reduce_pool.h"
+#include "slot_pool.h"
 #include "switchagg/common/reduce.h"
 
 using switchagg::Dtype;
@@ -52,9 +61,12 @@ void kernelMax(benchmark::State& st) {
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0));
 }
 
-// The reference: what -O3 makes of the simplest loop.
+// The reference: what -O3 makes of the simplest loop. Function aligned to a
+// cache line so that loop (one vector per ~27-byte iteration) sits inside one
+// 64-byte line wherever the linker puts it; straddling a line boundary costs
+// it 20-30% in cache (see common/src/reduce.cc).
 template <typename T>
-__attribute__((noinline)) void plainAdd(T* __restrict a, const T* __restrict b, size_t n) {
+__attribute__((noinline, aligned(64))) void plainAdd(T* __restrict a, const T* __restrict b, size_t n) {
   for (size_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
@@ -77,32 +89,181 @@ void memcpyBench(benchmark::State& st) {
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0));
 }
 
-// One agent slot: result = c0 + c1 + c2 + c3 (float32), the way the engine
-// does it (64 KiB pieces on the pool). Bytes = all four contributions.
-void slotReduce(benchmark::State& st) {
-  const size_t bytes = static_cast<size_t>(st.range(0));
-  const size_t n = bytes / sizeof(float);
-  std::vector<std::vector<float>> c(4, std::vector<float>(n, 1.5f));
-  std::vector<float> out(n);
-  switchagg::agent::ReducePool pool(static_cast<int>(st.range(1)));
-  const size_t piece = 16384;
-  const size_t pieces = (n + piece - 1) / piece;
+#if defined(__x86_64__)
+// Why a one-vector loop's speed depends on where it lands: the same loop as
+// plainAdd<double> at -O3 (load, load, add, store, add, cmp, jb: 27 bytes),
+// written out so its place is fixed: starting `kSkip` bytes into a 64-byte
+// line (0: inside the line, 48: straddling into the next).
+template <int kSkip>
+__attribute__((noinline)) void placedAdd(double* a, const double* b, size_t n) {
+  size_t i = 0;
+  const size_t end = n * sizeof(double) & ~size_t{15};
+  if (end == 0) return;
+  asm volatile(
+      "jmp 2f\n"
+      ".p2align 6\n"
+      ".skip %c[skip], 0x90\n"
+      "2:\n"
+      "movupd (%[a],%[i]), %%xmm0\n"
+      "movupd (%[b],%[i]), %%xmm1\n"
+      "addpd %%xmm1, %%xmm0\n"
+      "movups %%xmm0, (%[a],%[i])\n"
+      "add $16, %[i]\n"
+      "cmp %[end], %[i]\n"
+      "jb 2b\n"
+      : [i] "+r"(i)
+      : [a] "r"(a), [b] "r"(b), [end] "r"(end), [skip] "i"(kSkip)
+      : "xmm0", "xmm1", "memory", "cc");
+}
+
+template <int kSkip>
+void placedLoop(benchmark::State& st) {
+  Buffers<double> buf(static_cast<size_t>(st.range(0)));
   for (auto _ : st) {
-    pool.run(pieces, [&](size_t p) {
-      const size_t at = p * piece, len = std::min(piece, n - at);
-      (void)switchagg::reduce3(Dtype::kFloat32, Op::kSum, out.data() + at, c[0].data() + at,
-                               c[1].data() + at, len);
-      for (int r = 2; r < 4; ++r)
-        (void)switchagg::reduceInto(Dtype::kFloat32, Op::kSum, out.data() + at, c[r].data() + at,
-                                    len);
-    });
+    placedAdd<kSkip>(buf.a.data(), buf.b.data(), buf.a.size());
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0));
+}
+#endif
+
+// The agent's buffers: one SlotBuffers of `members` contributions + the
+// result, slot_bytes apart in one allocation, as the engine lays them out.
+struct AgentSlot {
+  AgentSlot(uint32_t members, size_t bytes)
+      : buf(switchagg::agent::SlotBuffers::allocate(1, members, bytes)), members(members) {
+    if (!buf) throw std::bad_alloc();
+    for (uint32_t r = 0; r <= members; ++r) std::memset(buf->contribution(0, r), 0, bytes);
+  }
+  std::shared_ptr<switchagg::agent::SlotBuffers> buf;
+  uint32_t members;
+};
+
+// One pair of buffers at the slot size: range(1) = 0 separately allocated
+// (std::vector), 1 the agent's (result and contribution 0 of a 1-member slot).
+template <typename T>
+struct SlotPair {
+  SlotPair(size_t bytes, int64_t layout) : n(bytes / sizeof(T)) {
+    if (layout == 0) {
+      sep = std::make_unique<Buffers<T>>(bytes);
+      inout = sep->a.data();
+      in = sep->b.data();
+    } else {
+      agent = std::make_unique<AgentSlot>(1, bytes);
+      inout = reinterpret_cast<T*>(agent->buf->result(0));
+      in = reinterpret_cast<T*>(agent->buf->contribution(0, 0));
+      std::fill(inout, inout + n, T(1));
+      std::fill(in, in + n, T(2));
+    }
+  }
+  size_t n;
+  std::unique_ptr<Buffers<T>> sep;
+  std::unique_ptr<AgentSlot> agent;
+  T* inout = nullptr;
+  T* in = nullptr;
+};
+
+template <typename T>
+void slotKernel(benchmark::State& st) {
+  SlotPair<T> p(static_cast<size_t>(st.range(0)), st.range(1));
+  for (auto _ : st) {
+    (void)switchagg::reduceInto(dtypeOf<T>(), Op::kSum, p.inout, p.in, p.n);
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0));
+}
+
+template <typename T>
+void slotPlain(benchmark::State& st) {
+  SlotPair<T> p(static_cast<size_t>(st.range(0)), st.range(1));
+  for (auto _ : st) {
+    plainAdd(p.inout, p.in, p.n);
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0));
+}
+
+// One agent slot: result = c0 + c1 + c2 + c3 (float32) in rank order, the
+// way the engine's reducePiece does it: 64 KiB pieces, 16 KiB blocks within a
+// piece so the result block stays in L1 across the members.
+constexpr size_t kPieceElems = (64 << 10) / sizeof(float);
+constexpr size_t kBlockElems = (16 << 10) / sizeof(float);
+
+void reduceSlotPiece(const AgentSlot& s, size_t piece, size_t n) {
+  const auto& b = *s.buf;
+  float* out = reinterpret_cast<float*>(b.result(0));
+  auto in = [&](uint32_t r) { return reinterpret_cast<const float*>(b.contribution(0, r)); };
+  const size_t end = std::min(n, (piece + 1) * kPieceElems);
+  for (size_t at = piece * kPieceElems; at < end; at += kBlockElems) {
+    const size_t len = std::min(kBlockElems, end - at);
+    (void)switchagg::reduce3(Dtype::kFloat32, Op::kSum, out + at, in(0) + at, in(1) + at, len);
+    for (uint32_t r = 2; r < s.members; ++r)
+      (void)switchagg::reduceInto(Dtype::kFloat32, Op::kSum, out + at, in(r) + at, len);
+  }
+}
+
+// Bytes = all four contributions; range(0) = slot bytes, range(1) = threads.
+void slotReduce(benchmark::State& st) {
+  const size_t bytes = static_cast<size_t>(st.range(0)), n = bytes / sizeof(float);
+  AgentSlot s(4, bytes);
+  switchagg::agent::ReducePool pool(static_cast<int>(st.range(1)));
+  const size_t pieces = (n + kPieceElems - 1) / kPieceElems;
+  for (auto _ : st) {
+    pool.run(pieces, [&](size_t p) { reduceSlotPiece(s, p, n); });
     benchmark::ClobberMemory();
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(4 * bytes));
 }
 
+#ifdef SWITCHAGG_BENCH_OPENMP
+// The same pieces on OpenMP instead of the pool (one piece per task, as the
+// pool hands them out). OMP_WAIT_POLICY decides whether its threads spin.
+void slotReduceOmp(benchmark::State& st) {
+  const size_t bytes = static_cast<size_t>(st.range(0)), n = bytes / sizeof(float);
+  AgentSlot s(4, bytes);
+  const int threads = static_cast<int>(st.range(1));
+  const long pieces = static_cast<long>((n + kPieceElems - 1) / kPieceElems);
+  for (auto _ : st) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long p = 0; p < pieces; ++p) reduceSlotPiece(s, static_cast<size_t>(p), n);
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(4 * bytes));
+}
+
+// `omp parallel for simd` over the slot's elements, all four members in one
+// pass (((c0 + c1) + c2) + c3 per element: the same rank order, so the same
+// bits). float32 SUM only: the engine would need one such loop per (dtype, op).
+void slotReduceOmpSimd(benchmark::State& st) {
+  const size_t bytes = static_cast<size_t>(st.range(0));
+  const long n = static_cast<long>(bytes / sizeof(float));
+  AgentSlot s(4, bytes);
+  const auto& b = *s.buf;
+  float* __restrict out = reinterpret_cast<float*>(b.result(0));
+  const float* __restrict c0 = reinterpret_cast<const float*>(b.contribution(0, 0));
+  const float* __restrict c1 = reinterpret_cast<const float*>(b.contribution(0, 1));
+  const float* __restrict c2 = reinterpret_cast<const float*>(b.contribution(0, 2));
+  const float* __restrict c3 = reinterpret_cast<const float*>(b.contribution(0, 3));
+  const int threads = static_cast<int>(st.range(1));
+  for (auto _ : st) {
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (long i = 0; i < n; ++i) out[i] = ((c0[i] + c1[i]) + c2[i]) + c3[i];
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(4 * bytes));
+}
+#endif
+
 constexpr int64_t kInCache = 256 << 10;
 constexpr int64_t kOutOfCache = 32 << 20;
+
+// One slot in cache (the agent's default 256 KiB) and out of it (8 MiB), on
+// 1 and 2 threads; wall-clock time.
+void slotSizesAndThreads(benchmark::internal::Benchmark* b) {
+  for (int64_t bytes : {kInCache, kOutOfCache / 4})
+    for (int64_t threads : {1, 2}) b->Args({bytes, threads});
+  b->UseRealTime();
+}
 
 }  // namespace
 
@@ -117,6 +278,24 @@ BENCHMARK_TEMPLATE(kernelSum, double)->Arg(kInCache)->Arg(kOutOfCache);
 BENCHMARK_TEMPLATE(plainLoop, double)->Arg(kInCache)->Arg(kOutOfCache);
 BENCHMARK_TEMPLATE(kernelMax, float)->Arg(kInCache)->Arg(kOutOfCache);
 BENCHMARK_TEMPLATE(kernelMax, int32_t)->Arg(kInCache)->Arg(kOutOfCache);
-BENCHMARK(slotReduce)->Args({kOutOfCache / 4, 1})->Args({kOutOfCache / 4, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(slotKernel, int32_t)->Args({kInCache, 0})->Args({kInCache, 1});
+BENCHMARK_TEMPLATE(slotPlain, int32_t)->Args({kInCache, 0})->Args({kInCache, 1});
+BENCHMARK_TEMPLATE(slotKernel, int64_t)->Args({kInCache, 0})->Args({kInCache, 1});
+BENCHMARK_TEMPLATE(slotPlain, int64_t)->Args({kInCache, 0})->Args({kInCache, 1});
+BENCHMARK_TEMPLATE(slotKernel, float)->Args({kInCache, 0})->Args({kInCache, 1});
+BENCHMARK_TEMPLATE(slotPlain, float)->Args({kInCache, 0})->Args({kInCache, 1});
+BENCHMARK_TEMPLATE(slotKernel, double)->Args({kInCache, 0})->Args({kInCache, 1});
+BENCHMARK_TEMPLATE(slotPlain, double)->Args({kInCache, 0})->Args({kInCache, 1});
+#if defined(__x86_64__)
+BENCHMARK_TEMPLATE(placedLoop, 0)->Arg(kInCache);
+BENCHMARK_TEMPLATE(placedLoop, 16)->Arg(kInCache);
+BENCHMARK_TEMPLATE(placedLoop, 40)->Arg(kInCache);
+BENCHMARK_TEMPLATE(placedLoop, 56)->Arg(kInCache);
+#endif
+BENCHMARK(slotReduce)->Apply(slotSizesAndThreads);
+#ifdef SWITCHAGG_BENCH_OPENMP
+BENCHMARK(slotReduceOmp)->Apply(slotSizesAndThreads);
+BENCHMARK(slotReduceOmpSimd)->Apply(slotSizesAndThreads);
+#endif
 
 BENCHMARK_MAIN();
