@@ -4,7 +4,8 @@
 #   1. every dtype's SUM kernel against a plain `a[i] += b[i]` loop, on
 #      separately allocated buffers and on the agent's SlotBuffers layout;
 #   2. the same one-vector loop placed inside a 64-byte line vs across one;
-#   3. one slot (4 members, rank order) on the agent's ReducePool against
+#   3. one slot (4 members, rank order) on the agent's ReducePool (one
+#      reduceMany pass per block, and the pairwise chain it replaced) against
 #      OpenMP (`parallel for` over the same pieces, and `parallel for simd`
 #      over the elements in one pass), OMP_WAIT_POLICY=passive;
 #   4. the same with OpenMP's threads spinning (OMP_WAIT_POLICY=active).
@@ -106,19 +107,23 @@ print("""
 
 Wall-clock GB/s of input (4 contributions) reduced, result = c0 + c1 + c2 + c3
 in rank order, float32. `pool`: the engine's way (64 KiB pieces on
-`ReducePool`, 16 KiB blocks within a piece, `reduce3` + `reduceInto`).
-`omp for`: the same pieces under `#pragma omp parallel for schedule(dynamic, 1)`.
+`ReducePool`, 16 KiB blocks within a piece, each block in one `reduceMany`
+pass over the members). `pool, pairwise`: the engine before this change
+(`reduce3` of c0 and c1, then `reduceInto` of c2 and c3, per block).
+`omp for`: the engine's pieces under `#pragma omp parallel for schedule(dynamic, 1)`.
 `omp for simd`: `#pragma omp parallel for simd` over the elements, all four
-members in one pass (same order per element, so the same bits).
+members in one pass, no blocks (same order per element, so the same bits).
+The last three columns come from a second run with OpenMP's threads spinning.
 
-| slot | threads | pool | omp for (passive) | omp for / pool | omp for simd (passive) | simd / pool | pool, omp active run | omp for (active) | omp active / pool |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |""")
+| slot | threads | pool | pool, pairwise | pool / pairwise | omp for (passive) | omp for / pool | omp for simd (passive) | simd / pool | pool, 2nd run | omp for (spinning) | spinning / pool |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |""")
 for size, label in (("262144", "256 KiB"), ("8388608", "8 MiB")):
     for th in (1, 2):
         key = f"{size}/{th}/real_time"
-        p, o, m = s[f"slotReduce/{key}"], s[f"slotReduceOmp/{key}"], s[f"slotReduceOmpSimd/{key}"]
+        p, w = s[f"slotReduce/{key}"], s[f"slotReducePairwise/{key}"]
+        o, m = s[f"slotReduceOmp/{key}"], s[f"slotReduceOmpSimd/{key}"]
         pa, oa = a[f"slotReduce/{key}"], a[f"slotReduceOmp/{key}"]
-        print(f"| {label} | {th} | {p:.1f} | {o:.1f} | {o / p:.2f} | {m:.1f} | {m / p:.2f} | {pa:.1f} | {oa:.2f} | {oa / pa:.2f} |")
+        print(f"| {label} | {th} | {p:.1f} | {w:.1f} | {p / w:.2f} | {o:.1f} | {o / p:.2f} | {m:.1f} | {m / p:.2f} | {pa:.1f} | {oa:.2f} | {oa / pa:.2f} |")
 EOF
 cat "$root/benchmarks/agent_kernels_notes.md" >>"$out"
 echo "wrote $out" >&2

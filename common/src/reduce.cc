@@ -3,7 +3,10 @@
 // see CMakeLists.txt); a table built at compile time dispatches to it.
 #include "switchagg/common/reduce.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <type_traits>
 
 namespace switchagg {
@@ -91,73 +94,124 @@ void pairLoc(void* out_v, const void* a_v, const void* b_v, size_t n) {
 }
 
 using Kernel = void (*)(void*, const void*, const void*, size_t);
+using Fold = void (*)(void*, const void* const*, size_t, bool, size_t);
 
-template <typename T>
-Kernel arithKernel(Op op) {
+// Up to four inputs in one pass, left to right: out[i] = ((x op y) op z) op w
+// for k = 4 inputs; with `into`, out[i] itself is the first operand, then up
+// to three inputs. The same operations in the same order as reduce3 and one
+// reduceInto per further input, so the same bits; but every result element is
+// written once instead of once per input.
+template <typename T, typename F>
+void fold(void* out_v, const void* const* in, size_t k, bool into, size_t n) {
+  if (k == 1 && into) return elementwise<T, F>(out_v, out_v, in[0], n);
+  if (k == 2 && !into) return elementwise<T, F>(out_v, in[0], in[1], n);
+  T* __restrict o = static_cast<T*>(out_v);
+  const T* __restrict x = static_cast<const T*>(in[0]);
+  const T* __restrict y = static_cast<const T*>(in[1]);
+  const T* __restrict z = static_cast<const T*>(in[k > 2 ? 2 : 1]);
+  if (into && k == 2) {
+#pragma GCC unroll 2
+    for (size_t i = 0; i < n; ++i) o[i] = F::f(F::f(o[i], x[i]), y[i]);
+  } else if (into) {
+#pragma GCC unroll 2
+    for (size_t i = 0; i < n; ++i) o[i] = F::f(F::f(F::f(o[i], x[i]), y[i]), z[i]);
+  } else if (k == 3) {
+#pragma GCC unroll 2
+    for (size_t i = 0; i < n; ++i) o[i] = F::f(F::f(x[i], y[i]), z[i]);
+  } else {
+    const T* __restrict w = static_cast<const T*>(in[3]);
+#pragma GCC unroll 2
+    for (size_t i = 0; i < n; ++i) o[i] = F::f(F::f(F::f(x[i], y[i]), z[i]), w[i]);
+  }
+}
+
+// The two kernel families: Make<T, F>::fn is the (element type, op) member.
+template <typename T, typename F>
+struct Elementwise {
+  using Fn = Kernel;
+  static constexpr Fn fn = elementwise<T, F>;
+};
+template <typename T, typename F>
+struct Folded {
+  using Fn = Fold;
+  static constexpr Fn fn = fold<T, F>;
+};
+
+template <template <typename, typename> class Make, typename T>
+typename Make<T, SumF>::Fn arithKernel(Op op) {
   switch (op) {
-    case Op::kSum: return elementwise<T, SumF>;
-    case Op::kProd: return elementwise<T, ProdF>;
-    case Op::kMin: return elementwise<T, MinF>;
-    case Op::kMax: return elementwise<T, MaxF>;
+    case Op::kSum: return Make<T, SumF>::fn;
+    case Op::kProd: return Make<T, ProdF>::fn;
+    case Op::kMin: return Make<T, MinF>::fn;
+    case Op::kMax: return Make<T, MaxF>::fn;
     default: break;
   }
   if constexpr (std::is_integral_v<T>) {
     switch (op) {
-      case Op::kLand: return elementwise<T, LandF>;
-      case Op::kLor: return elementwise<T, LorF>;
-      case Op::kLxor: return elementwise<T, LxorF>;
-      case Op::kBand: return elementwise<T, BandF>;
-      case Op::kBor: return elementwise<T, BorF>;
-      case Op::kBxor: return elementwise<T, BxorF>;
+      case Op::kLand: return Make<T, LandF>::fn;
+      case Op::kLor: return Make<T, LorF>::fn;
+      case Op::kLxor: return Make<T, LxorF>::fn;
+      case Op::kBand: return Make<T, BandF>::fn;
+      case Op::kBor: return Make<T, BorF>::fn;
+      case Op::kBxor: return Make<T, BxorF>::fn;
       default: break;
     }
   }
   return nullptr;
 }
 
-template <typename V>
-Kernel pairKernel(Op op) {
-  if (op == Op::kMinloc) return pairLoc<V, true>;
-  if (op == Op::kMaxloc) return pairLoc<V, false>;
+// MINLOC/MAXLOC have two-operand kernels only (reduceMany chains them).
+template <template <typename, typename> class Make, typename V>
+typename Make<int, SumF>::Fn pairKernel(Op op) {
+  if constexpr (std::is_same_v<typename Make<int, SumF>::Fn, Kernel>) {
+    if (op == Op::kMinloc) return pairLoc<V, true>;
+    if (op == Op::kMaxloc) return pairLoc<V, false>;
+  }
   return nullptr;
 }
 
-Kernel boolKernel(Op op) {
+template <template <typename, typename> class Make>
+typename Make<uint8_t, SumF>::Fn boolKernel(Op op) {
   switch (op) {
-    case Op::kLand: return elementwise<uint8_t, LandF>;
-    case Op::kLor: return elementwise<uint8_t, LorF>;
-    case Op::kLxor: return elementwise<uint8_t, LxorF>;
+    case Op::kLand: return Make<uint8_t, LandF>::fn;
+    case Op::kLor: return Make<uint8_t, LorF>::fn;
+    case Op::kLxor: return Make<uint8_t, LxorF>::fn;
     default: return nullptr;
   }
 }
 
-Kernel lookup(Dtype d, Op op) {
+template <template <typename, typename> class Make>
+typename Make<int, SumF>::Fn lookup(Dtype d, Op op) {
   switch (d) {
-    case Dtype::kInt8: return arithKernel<int8_t>(op);
-    case Dtype::kUint8: return arithKernel<uint8_t>(op);
-    case Dtype::kInt16: return arithKernel<int16_t>(op);
-    case Dtype::kUint16: return arithKernel<uint16_t>(op);
-    case Dtype::kInt32: return arithKernel<int32_t>(op);
-    case Dtype::kUint32: return arithKernel<uint32_t>(op);
-    case Dtype::kInt64: return arithKernel<int64_t>(op);
-    case Dtype::kUint64: return arithKernel<uint64_t>(op);
-    case Dtype::kFloat32: return arithKernel<float>(op);
-    case Dtype::kFloat64: return arithKernel<double>(op);
-    case Dtype::kBool: return boolKernel(op);
-    case Dtype::kFloatInt: return pairKernel<float>(op);
-    case Dtype::kDoubleInt: return pairKernel<double>(op);
-    case Dtype::kLongInt: return pairKernel<long>(op);
-    case Dtype::kTwoInt: return pairKernel<int>(op);
-    case Dtype::kShortInt: return pairKernel<short>(op);
+    case Dtype::kInt8: return arithKernel<Make, int8_t>(op);
+    case Dtype::kUint8: return arithKernel<Make, uint8_t>(op);
+    case Dtype::kInt16: return arithKernel<Make, int16_t>(op);
+    case Dtype::kUint16: return arithKernel<Make, uint16_t>(op);
+    case Dtype::kInt32: return arithKernel<Make, int32_t>(op);
+    case Dtype::kUint32: return arithKernel<Make, uint32_t>(op);
+    case Dtype::kInt64: return arithKernel<Make, int64_t>(op);
+    case Dtype::kUint64: return arithKernel<Make, uint64_t>(op);
+    case Dtype::kFloat32: return arithKernel<Make, float>(op);
+    case Dtype::kFloat64: return arithKernel<Make, double>(op);
+    case Dtype::kBool: return boolKernel<Make>(op);
+    case Dtype::kFloatInt: return pairKernel<Make, float>(op);
+    case Dtype::kDoubleInt: return pairKernel<Make, double>(op);
+    case Dtype::kLongInt: return pairKernel<Make, long>(op);
+    case Dtype::kTwoInt: return pairKernel<Make, int>(op);
+    case Dtype::kShortInt: return pairKernel<Make, short>(op);
   }
   return nullptr;
 }
 
 struct KernelTable {
   Kernel k[kNumDtypes + 1][kNumOps + 1] = {};
+  Fold fold[kNumDtypes + 1][kNumOps + 1] = {};
   KernelTable() {
     for (int d = 1; d <= kNumDtypes; ++d)
-      for (int o = 1; o <= kNumOps; ++o) k[d][o] = lookup(static_cast<Dtype>(d), static_cast<Op>(o));
+      for (int o = 1; o <= kNumOps; ++o) {
+        k[d][o] = lookup<Elementwise>(static_cast<Dtype>(d), static_cast<Op>(o));
+        fold[d][o] = lookup<Folded>(static_cast<Dtype>(d), static_cast<Op>(o));
+      }
   }
 };
 
@@ -166,10 +220,17 @@ const KernelTable& table() {
   return t;
 }
 
+bool valid(Dtype d, Op op) {
+  const int di = static_cast<int>(d), oi = static_cast<int>(op);
+  return di >= 1 && di <= kNumDtypes && oi >= 1 && oi <= kNumOps;
+}
+
 Kernel get(Dtype d, Op op) {
-  int di = static_cast<int>(d), oi = static_cast<int>(op);
-  if (di < 1 || di > kNumDtypes || oi < 1 || oi > kNumOps) return nullptr;
-  return table().k[di][oi];
+  return valid(d, op) ? table().k[static_cast<int>(d)][static_cast<int>(op)] : nullptr;
+}
+
+Fold getFold(Dtype d, Op op) {
+  return valid(d, op) ? table().fold[static_cast<int>(d)][static_cast<int>(op)] : nullptr;
 }
 
 Status unsupported(Dtype d, Op op) {
@@ -192,6 +253,32 @@ Status reduce3(Dtype dtype, Op op, void* out, const void* a, const void* b, size
   Kernel k = get(dtype, op);
   if (!k) return unsupported(dtype, op);
   if (count) k(out, a, b, count);
+  return Status::Ok();
+}
+
+Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n_in,
+                  size_t count) {
+  Kernel k = get(dtype, op);
+  if (!k) return unsupported(dtype, op);
+  if (n_in == 0) return Status(Code::kInvalidArgument, "reduceMany: no inputs");
+  for (size_t r = 0; r < n_in; ++r)
+    if (in[r] == out)
+      return Status(Code::kInvalidArgument,
+                    "reduceMany: the output is input " + std::to_string(r) + " (they must not alias)");
+  if (count == 0) return Status::Ok();
+  if (n_in == 1) {
+    std::memcpy(out, in[0], count * dtypeSize(dtype));
+    return Status::Ok();
+  }
+  Fold f = getFold(dtype, op);
+  if (!f) {  // pair types: two operands at a time, the same order
+    k(out, in[0], in[1], count);
+    for (size_t r = 2; r < n_in; ++r) k(out, out, in[r], count);
+    return Status::Ok();
+  }
+  const size_t first = std::min<size_t>(n_in, 4);
+  f(out, in, first, false, count);
+  for (size_t r = first; r < n_in; r += 3) f(out, in + r, std::min<size_t>(3, n_in - r), true, count);
   return Status::Ok();
 }
 

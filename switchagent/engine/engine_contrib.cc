@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "group.h"
 #include "switchagg/common/log.h"
@@ -38,18 +39,14 @@ void reducePiece(const Piece& p) {
   const size_t block = std::max<size_t>(1, kBlockBytes / esize);
   const SlotBuffers& b = *g.buffers;
   uint8_t* out = b.result(p.slot);
+  std::vector<const void*> in(g.size);
   for (size_t at = p.begin; at < p.end; at += block) {
     const size_t n = std::min(block, p.end - at);
     const size_t off = at * esize;
-    if (g.size == 1) {
-      std::memcpy(out + off, b.contribution(p.slot, 0) + off, n * esize);
-      continue;
-    }
-    // Decode validated (dtype, op), so these cannot fail.
-    (void)reduce3(s.dtype, s.op, out + off, b.contribution(p.slot, 0) + off,
-                  b.contribution(p.slot, 1) + off, n);
-    for (uint32_t r = 2; r < g.size; ++r)
-      (void)reduceInto(s.dtype, s.op, out + off, b.contribution(p.slot, r) + off, n);
+    for (uint32_t r = 0; r < g.size; ++r) in[r] = b.contribution(p.slot, r) + off;
+    // One pass over up to four members at a time, in rank order (common's
+    // reduceMany); decode validated (dtype, op), so this cannot fail.
+    (void)reduceMany(s.dtype, s.op, out + off, in.data(), in.size(), n);
   }
 }
 

@@ -181,4 +181,58 @@ TEST(Reduce, UnrolledLoopsMatchScalarOnEveryLengthAndOffset) {
   checkEveryLengthAndOffset<double>(Dtype::kFloat64);
 }
 
+// reduceMany against the chain it replaces (reduce3 of the first two, then
+// reduceInto of each further input): bitwise equal for 1..9 inputs, on float
+// sums whose value depends on the order, integer wrap-around, max and a pair
+// type (which has no fused kernel), over an odd count.
+template <typename T>
+void checkManyEqualsChain(Dtype dt, Op op, size_t count) {
+  for (size_t n_in = 1; n_in <= 9; ++n_in) {
+    std::vector<std::vector<T>> in(n_in, std::vector<T>(count));
+    for (size_t r = 0; r < n_in; ++r) {
+      auto* bytes = reinterpret_cast<unsigned char*>(in[r].data());
+      for (size_t i = 0; i < count * sizeof(T); ++i)
+        bytes[i] = static_cast<unsigned char>((i * 131 + r * 71 + 7) % 251 % 64);
+    }
+    std::vector<T> chain(in[0]), many(count);
+    if (n_in > 1) {
+      ASSERT_TRUE(switchagg::reduce3(dt, op, chain.data(), in[0].data(), in[1].data(), count).ok());
+      for (size_t r = 2; r < n_in; ++r)
+        ASSERT_TRUE(switchagg::reduceInto(dt, op, chain.data(), in[r].data(), count).ok());
+    }
+    std::vector<const void*> ptrs;
+    for (auto& v : in) ptrs.push_back(v.data());
+    ASSERT_TRUE(switchagg::reduceMany(dt, op, many.data(), ptrs.data(), n_in, count).ok());
+    EXPECT_EQ(std::memcmp(many.data(), chain.data(), count * sizeof(T)), 0)
+        << switchagg::dtypeName(dt) << " " << switchagg::opName(op) << " with " << n_in << " inputs";
+  }
+}
+
+TEST(Reduce, ManyIsBitwiseTheRankOrderedChain) {
+  checkManyEqualsChain<float>(Dtype::kFloat32, Op::kSum, 1003);
+  checkManyEqualsChain<double>(Dtype::kFloat64, Op::kSum, 517);
+  checkManyEqualsChain<double>(Dtype::kFloat64, Op::kProd, 517);
+  checkManyEqualsChain<int8_t>(Dtype::kInt8, Op::kSum, 999);
+  checkManyEqualsChain<int32_t>(Dtype::kInt32, Op::kMax, 77);
+  checkManyEqualsChain<uint64_t>(Dtype::kUint64, Op::kBxor, 33);
+  struct FloatInt {
+    float v;
+    int i;
+  };
+  checkManyEqualsChain<FloatInt>(Dtype::kFloatInt, Op::kMinloc, 65);
+}
+
+TEST(Reduce, ManyRefusesAliasedOutputNoInputsAndBadPairs) {
+  std::vector<float> a(8, 1), b(8, 2);
+  const void* in[] = {a.data(), b.data()};
+  auto st = switchagg::reduceMany(Dtype::kFloat32, Op::kSum, b.data(), in, 2, 8);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("input 1"), std::string::npos) << st.message();
+  EXPECT_FALSE(switchagg::reduceMany(Dtype::kFloat32, Op::kSum, a.data(), in, 0, 8).ok());
+  EXPECT_FALSE(switchagg::reduceMany(Dtype::kFloat32, Op::kBand, a.data(), in, 2, 8).ok());
+  std::vector<float> out(8);
+  ASSERT_TRUE(switchagg::reduceMany(Dtype::kFloat32, Op::kSum, out.data(), in, 1, 8).ok());
+  EXPECT_EQ(out, a);  // one input: a copy
+}
+
 }  // namespace
