@@ -146,7 +146,10 @@ typename Make<T, SumF>::Fn arithKernel(Op op) {
     case Op::kMax: return Make<T, MaxF>::fn;
     default: break;
   }
-  if constexpr (std::is_integral_v<T>) {
+  // Logical and bitwise ops: two-operand kernels only (reduceMany chains
+  // them), which keeps the fold family to the common ops (it is most of the
+  // code in this file).
+  if constexpr (std::is_integral_v<T> && std::is_same_v<typename Make<T, SumF>::Fn, Kernel>) {
     switch (op) {
       case Op::kLand: return Make<T, LandF>::fn;
       case Op::kLor: return Make<T, LorF>::fn;
@@ -160,7 +163,7 @@ typename Make<T, SumF>::Fn arithKernel(Op op) {
   return nullptr;
 }
 
-// MINLOC/MAXLOC have two-operand kernels only (reduceMany chains them).
+// MINLOC/MAXLOC: two-operand kernels only (reduceMany chains them).
 template <template <typename, typename> class Make, typename V>
 typename Make<int, SumF>::Fn pairKernel(Op op) {
   if constexpr (std::is_same_v<typename Make<int, SumF>::Fn, Kernel>) {
@@ -172,6 +175,7 @@ typename Make<int, SumF>::Fn pairKernel(Op op) {
 
 template <template <typename, typename> class Make>
 typename Make<uint8_t, SumF>::Fn boolKernel(Op op) {
+  if constexpr (!std::is_same_v<typename Make<uint8_t, SumF>::Fn, Kernel>) return nullptr;
   switch (op) {
     case Op::kLand: return Make<uint8_t, LandF>::fn;
     case Op::kLor: return Make<uint8_t, LorF>::fn;
