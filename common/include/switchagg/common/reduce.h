@@ -28,10 +28,11 @@ Status reduceInto(Dtype dtype, Op op, void* inout, const void* in, size_t count)
 // out = a op b (out may alias a or b).
 Status reduce3(Dtype dtype, Op op, void* out, const void* a, const void* b, size_t count);
 
-// out = in[0] op in[1] op ... op in[n_in - 1], left to right (rank order), in
-// one pass over up to four inputs at a time: bitwise the same as reduce3 of
-// the first two then reduceInto of each further input, with fewer passes over
-// `out`. n_in == 1 copies. `out` must not alias an input (kInvalidArgument).
+// out = in[0] op in[1] op ... op in[n_in - 1], left to right (rank order),
+// bitwise the same as reduce3 of the first two then reduceInto of each
+// further input; SUM, PROD, MIN and MAX take one pass over up to four inputs
+// at a time (fewer passes over `out`), other ops chain two at a time.
+// n_in == 1 copies. `out` must not alias an input (kInvalidArgument).
 Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n_in,
                   size_t count);
 
