@@ -8,7 +8,8 @@
 #              allreduce's bytes leave every host through its shaped link
 #              (2(p-1)/p N per call, from the interface counters)
 #   switch     the agent on the fabric's agent host, a lease: the switch path
-#              is exact across hosts and each host sends N bytes per call
+#              is exact across hosts and each host sends N bytes per call,
+#              with 1 rank per host and with 2 (node leaders)
 #   link_down  a host's link flaps (3 s down) during a loop of checked
 #              switch-path calls: every rank ends with the right answer or a
 #              clear error, in bounded time, never a hang
@@ -122,6 +123,25 @@ case $scenario in
     fabric_tx_bytes >"$work/b1"
     fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
     check_bytes "switch 4 x 8 MiB" "$work/sent" $((4 * 8388608)) || die "switch bytes"
+    # 2 ranks per host: node leaders. Exact (the check also asserts from the
+    # host names that only each host's lowest rank sent to the agent), and
+    # each host still sends N per call, not 2N.
+    fabric_mpirun 6 2 --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+      "$build/bin/mpi_allreduce_check" --expect switch --quick >"$work/leaders.log"
+    rc=$?
+    cat "$work/leaders.log"
+    [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/leaders.log" || die "switch path, 3 hosts x 2 ranks"
+    grep -q '3 node leaders for 6 ranks' "$work/leaders.log" || die "no node leaders at ppn 2"
+    fabric_tx_bytes >"$work/b2"
+    fabric_mpirun 6 2 --mca coll_switchagg_offload on \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+      "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect switch \
+      >"$work/bytes2.log" || { cat "$work/bytes2.log"; die "switch byte run, ppn 2"; }
+    fabric_tx_bytes >"$work/b3"
+    fabric_tx_delta "$work/b2" "$work/b3" >"$work/sent2"
+    check_bytes "switch ppn 2, 4 x 8 MiB" "$work/sent2" $((4 * 8388608)) ||
+      die "switch bytes with node leaders"
     echo "PASS fabric switch"
     ;;
   link_down)

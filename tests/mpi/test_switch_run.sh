@@ -23,7 +23,7 @@
 #                         residual histories bitwise equal (cg_compare.sh)
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
 #                         right answers on the host
-# PPN=K in the environment (serve, kill, delete): rank r runs on emulated node
+# PPN=K in the environment (serve, kill, delete, stall): rank r runs on emulated node
 # r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
 # or with one rank per node (K = 1); unset: every rank on this host's node.
 # Prints PASS on success; any failure exits non-zero with the logs.
@@ -198,7 +198,7 @@ case $scenario in
     # Short call bound and rejoin interval keep the test quick.
     SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
       run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
-      "$bin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
+      "${emu[@]}" "$bin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
     pid=$!
     for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
