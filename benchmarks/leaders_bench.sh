@@ -24,15 +24,11 @@ while (($#)); do
   esac
   shift
 done
-build=$(cd "$build" && pwd)
-bin=$build/bin
-source "$root/scripts/lib_agent.sh"
-work=$(mktemp -d /tmp/switchagg-leaders-bench.XXXXXX)
-trap 'agent_stop; rm -rf "$work"' EXIT
+source "$root/benchmarks/lib/bench_env.sh"
+bench_setup leaders-bench
 agent_start "$root/config/agent.toml" "$work" || { echo "leaders_bench: agent start failed" >&2; exit 1; }
 ctl() { "$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" "$@"; }
 eval "$(ctl lease create --job leaders-bench --slots 16 --ttl 30m | grep '^export ')"
-cp=$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
 export SWITCHAGG_SWITCH_WINDOW=4
 bytes_in() { local v; v=$(ctl metrics | awk '$1 == "switchagg_bytes_in_total" { print $2 }'); echo "${v%.*}"; }
@@ -43,7 +39,7 @@ run() {
   local np=$1 ppn=$2 leaders=$3 b0 b1
   b0=$(bytes_in)
   SWITCHAGG_SWITCH_LEADERS=$leaders timeout 600 mpirun --oversubscribe --bind-to none \
-    --mca btl self,vader --mca mca_base_component_path "$cp" -np "$np" \
+    --mca btl self,vader --mca mca_base_component_path "$comp_path" -np "$np" \
     --mca coll_switchagg_offload on "$root/tests/mpi/emulate_nodes.sh" "$ppn" \
     "$bin/switchagg-bench" --min 1M --max 4M --iters $calls --min-iters $calls --warmup 0 \
     --check --csv "$work/run.csv" >"$work/run.log" 2>&1 ||
@@ -74,11 +70,10 @@ done
   echo
   echo "| layout (np x ppn) | leaders | bytes | p50 us (median of $reps) | members (each rep) |"
   echo "| --- | --- | ---: | ---: | ---: |"
-  sort -k1,1 -k2,2r -k3,3n "$work/rows" | awk '
-    { key = $1 " " $2 " " $3; n[key]++; v[key, n[key]] = $4; ing[key] = ing[key] (n[key] > 1 ? "/" : "") $5; if (!(key in seen)) { seen[key] = 1; keys[++k] = key } }
-    END { for (i = 1; i <= k; ++i) { key = keys[i]; m = n[key]
-            for (a = 1; a <= m; ++a) for (b = a + 1; b <= m; ++b) if (v[key, b] < v[key, a]) { t = v[key, a]; v[key, a] = v[key, b]; v[key, b] = t }
-            med = (m % 2) ? v[key, (m + 1) / 2] : (v[key, m / 2] + v[key, m / 2 + 1]) / 2
-            split(key, f, " "); printf "| %s | %s | %d | %.0f | %s |\n", f[1], f[2], f[3], med, ing[key] } }'
+  sort -k1,1 -k2,2r -k3,3n "$work/rows" | awk "$(cat "$root/benchmarks/lib/stats.awk")"'
+    { key = $1 " " $2 " " $3; if (!(key in us)) keys[++k] = key
+      sep = (key in members) ? "/" : ""; us[key] = us[key] " " $4; members[key] = members[key] sep $5 }
+    END { for (i = 1; i <= k; ++i) { split(keys[i], f, " ")
+            printf "| %s | %s | %d | %.0f | %s |\n", f[1], f[2], f[3], median(us[keys[i]]), members[keys[i]] } }'
 } >"$out"
 cat "$out"
