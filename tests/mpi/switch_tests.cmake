@@ -68,6 +68,8 @@ set_tests_properties(mpi_switch_fault_kill_8m PROPERTIES ENVIRONMENT "PPN=1")
 add_switch_test(mpi_switch_fault_leaders_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300 4)
 set_tests_properties(mpi_switch_fault_leaders_kill_1m PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fault_delete 120 "mpi;agent;fault" delete 1048576 100)
+add_switch_test(mpi_switch_fault_leaders_delete 120 "mpi;agent;fault" delete 1048576 100 4)
+set_tests_properties(mpi_switch_fault_leaders_delete PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fault_stall_rejoin 150 "mpi;agent;fault" stall 1048576)
 # The same with node leaders on an uneven layout (ranks 0,1 on one node,
 # rank 2 alone): the leaders rejoin, the non-leader follows the agreement.
