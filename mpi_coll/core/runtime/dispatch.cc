@@ -1,6 +1,5 @@
 #include "dispatch.h"
 
-#include "peer_group_comm.h"
 #include "process_runtime.h"
 #include "switch_path.h"
 #include "switchagg/common/log.h"
