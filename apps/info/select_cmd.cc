@@ -112,6 +112,8 @@ Result<SelectArgs> parseArgs(int argc, char** argv) {
     a.in.ranks_per_node = a.in.comm_size;
   }
   a.in.nodes = (a.in.comm_size + a.in.ranks_per_node - 1) / a.in.ranks_per_node;
+  // The switch path's default: one agent member per node (node leaders).
+  if (a.in.ranks_per_node > 1) a.in.switch_members = a.in.nodes;
   if (a.min_bytes > a.max_bytes) return Status(Code::kInvalidArgument, "--min is larger than --max");
   SWITCHAGG_RETURN_IF_ERROR(coll::validatePolicy(a.policy));
   return a;
@@ -209,7 +211,8 @@ std::string selectUsage() {
          "  Prints the allreduce decision table (size ranges -> algorithm, why, modeled time)\n"
          "  for a communicator of N ranks, M per node (default: all on one node). --switch\n"
          "  models a lease being available, the --agent-* options what its agent advertises\n"
-         "  (its reduction rate in MB/s, link in Mbit/s, chunk turnaround in us).\n"
+         "  (its reduction rate in MB/s, link in Mbit/s, chunk turnaround in us); with\n"
+         "  M > 1 the switch is modelled with node leaders (one agent member per node).\n"
          "  --dump-cost-model prints the cost table (with the rules file's overrides) in\n"
          "  rules-file format, ready to edit. A rules file written by\n"
          "  coll_switchagg_tune_file adds a table of measured vs modeled times.\n";

@@ -5,12 +5,15 @@
 
 #include <dlfcn.h>
 #include <mpi.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -307,6 +310,64 @@ inline void inexactDoubleSum(Ctx& c, size_t count) {
     }
   }
   c.checkPath("inexact double sum", count);
+}
+
+// The switch path's node leaders as this test expects them, worked out
+// here from the node names (SWITCHAGG_NODE_NAME as tests/mpi/emulate_nodes.sh
+// sets it, else the host name) and SWITCHAGG_SWITCH_LEADERS: with more
+// than one rank on some node and leaders not turned off, only each node's
+// lowest rank is an agent member (it sends N per call, the others 0).
+struct Leaders {
+  bool active = false;  // node leaders expected on this communicator
+  bool leader = true;   // this rank talks to the agent
+  int nodes = 1;
+};
+
+inline Leaders expectedLeaders(MPI_Comm comm) {
+  constexpr size_t kName = 64;
+  char mine[kName] = {};
+  const char* env = std::getenv("SWITCHAGG_NODE_NAME");
+  if (env && *env) std::snprintf(mine, kName, "%s", env);
+  else gethostname(mine, kName - 1);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<char> all(kName * size_t(size));
+  MPI_Allgather(mine, int(kName), MPI_CHAR, all.data(), int(kName), MPI_CHAR, comm);
+  Leaders l;
+  l.nodes = 0;
+  int first_on_mine = -1;
+  for (int r = 0; r < size; ++r) {
+    const char* name = all.data() + kName * size_t(r);
+    bool seen = false;
+    for (int q = 0; q < r && !seen; ++q) seen = std::strcmp(name, all.data() + kName * size_t(q)) == 0;
+    if (!seen) ++l.nodes;
+    if (first_on_mine < 0 && std::strcmp(name, mine) == 0) first_on_mine = r;
+  }
+  const char* off = std::getenv("SWITCHAGG_SWITCH_LEADERS");
+  const bool disabled = off && (!strcasecmp(off, "off") || !strcasecmp(off, "false") ||
+                                !strcasecmp(off, "no") || !strcasecmp(off, "0"));
+  l.active = l.nodes < size && !disabled;
+  l.leader = !l.active || first_on_mine == rank;
+  return l;
+}
+
+// After calls served by the switch on c.comm: the component's counters show
+// the members expectedLeaders() predicts (switch:leader, switch:members)
+// and only members sent bytes to the agent.
+inline void checkSwitchMembers(Ctx& c) {
+  const Leaders l = expectedLeaders(c.comm);
+  const uint64_t leader = c.diag.counter(c.comm, "switch:leader");
+  const uint64_t members = c.diag.counter(c.comm, "switch:members");
+  const uint64_t sent = c.diag.counter(c.comm, "switch:bytes_sent");
+  if (leader != (l.leader ? 1u : 0u)) c.fail("leaders", "switch:leader = " + std::to_string(leader));
+  const int want = l.active ? l.nodes : c.size;
+  if (members != uint64_t(want))
+    c.fail("leaders", "switch:members = " + std::to_string(members) + ", expected " +
+                          std::to_string(want));
+  if (l.leader ? sent == 0 : sent != 0)
+    c.fail("leaders", std::string(l.leader ? "member" : "non-leader") +
+                          " sent switch:bytes_sent = " + std::to_string(sent));
 }
 
 }  // namespace check

@@ -15,6 +15,8 @@
 //               every other count runs in place)
 //     --large   add 1M+3-element cases
 //     --quick   only WORLD's dtype x op matrix (no dup/split/churn)
+//   With --expect switch it also checks each communicator's agent members
+//   (check::checkSwitchMembers: node leaders when ranks share a node).
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
     Ctx c(comm, label, expect, diag);
     body(c);
     c.requireServed();
+    if (expect == "switch" && c.communicating > 0) check::checkSwitchMembers(c);
     failures += c.failures;
     cases += c.cases;
   };

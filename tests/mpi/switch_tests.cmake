@@ -28,6 +28,19 @@ add_switch_test(mpi_switch_serve_np2 180 "mpi;agent" serve 2)
 add_switch_test(mpi_switch_serve_np3 240 "mpi;agent" serve 3 --large)
 add_switch_test(mpi_switch_serve_np4 300 "mpi;agent" serve 4 --large)
 add_switch_test(mpi_switch_serve_np8 240 "mpi;agent" serve 8)
+# Without PPN all ranks share this host's node: node leaders, one agent
+# member. PPN=1 (one rank per emulated node): every rank is a member.
+set_tests_properties(mpi_switch_serve_np4 PROPERTIES ENVIRONMENT "PPN=1")
+# Node leaders on emulated nodes: 2 nodes x 2 and 2 x 3 ranks; the checks
+# assert that only each node's lowest rank sends (N per call), results
+# exact and bitwise repeatable. Off: every rank a member again.
+add_switch_test(mpi_switch_leaders_np4 300 "mpi;agent" serve 4 --large)
+set_tests_properties(mpi_switch_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
+add_switch_test(mpi_switch_leaders_np6 300 "mpi;agent" serve 6)
+set_tests_properties(mpi_switch_leaders_np6 PROPERTIES ENVIRONMENT "PPN=3")
+add_switch_test(mpi_switch_leaders_off_np4 240 "mpi;agent" serve 4)
+set_tests_properties(mpi_switch_leaders_off_np4 PROPERTIES
+  ENVIRONMENT "PPN=2;SWITCHAGG_SWITCH_LEADERS=off")
 # Fortran datatypes on the switch path.
 add_switch_test(mpi_switch_fortran_types_np3 180 "mpi;agent" program 3
   $<TARGET_FILE:mpi_fortran_types> --expect switch)
@@ -49,6 +62,17 @@ add_switch_test(mpi_switch_liveness_np3 240 "mpi;agent" liveness 3)
 add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)
 add_switch_test(mpi_switch_fault_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300)
 add_switch_test(mpi_switch_fault_kill_8m 150 "mpi;agent;fault" kill 8388608 random:200 4)
+set_tests_properties(mpi_switch_fault_kill_8m PROPERTIES ENVIRONMENT "PPN=1")
+# The agent killed under node leaders (2 nodes x 2): every rank redoes the
+# call on the host.
+add_switch_test(mpi_switch_fault_leaders_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300 4)
+set_tests_properties(mpi_switch_fault_leaders_kill_1m PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fault_delete 120 "mpi;agent;fault" delete 1048576 100)
+add_switch_test(mpi_switch_fault_leaders_delete 120 "mpi;agent;fault" delete 1048576 100 4)
+set_tests_properties(mpi_switch_fault_leaders_delete PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fault_stall_rejoin 150 "mpi;agent;fault" stall 1048576)
+# The same with node leaders on an uneven layout (ranks 0,1 on one node,
+# rank 2 alone): the leaders rejoin, the non-leader follows the agreement.
+add_switch_test(mpi_switch_fault_leaders_stall_rejoin 150 "mpi;agent;fault" stall 1048576)
+set_tests_properties(mpi_switch_fault_leaders_stall_rejoin PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)

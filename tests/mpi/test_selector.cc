@@ -107,6 +107,22 @@ TEST(CostModel, TheAgentsAdvertisedCapacityShapesTheSwitchRow) {
   EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, small), base + 500, 1e-6);
 }
 
+TEST(CostModel, SwitchWithNodeLeadersCountsNodesAndTheLocalPhases) {
+  CostModel m;
+  m.set({Algorithm::kSwitch, Locality::kNet, 10.0, 0.5, 0.25});
+  m.set({Algorithm::kHierarchical, Locality::kShm, 3.0, 1.0, 0.5});
+  SelectionInput in = shape(4000, 8, 4, /*sw=*/true);  // 2 nodes x 4 ranks
+  // Every rank a member: 1 round * 10 + 4000 * 0.5 ns + 8 * 4000 * 0.25 ns.
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 2 + 8, 1e-9);
+  // Node leaders: the agent reduces 2 contributions, plus 2 intra steps of
+  // reduce (3 + 4 + 2) and of broadcast (3 + 4).
+  in.switch_members = 2;
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 2 + 2 + 2 * 9 + 2 * 7, 1e-9);
+  // The agent's link carries one vector per node: 2 x 4000 B x 8 bit / 1 Mbit/s.
+  in.switch_link_mbps = 1;
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 64000 + 2 + 32, 1e-6);
+}
+
 TEST(CostModel, FormulasMatchHandComputation) {
   CostModel m;
   m.set({Algorithm::kRing, Locality::kShm, 2.0, 1.0, 0.5});

@@ -7,7 +7,9 @@
 //     in place every other run; each case N times: equal to the reference
 //     computed here (integers exact, floats within p*eps*sum|x|), bitwise
 //     identical across the N runs and across ranks, served by `switch`, and
-//     switch:bytes_sent grows by exactly the call's bytes on every rank.
+//     switch:bytes_sent grows by exactly the call's bytes on every member of
+//     the agent's group and not at all on the other ranks (with node
+//     leaders, check::expectedLeaders: only each node's lowest rank).
 //
 //   test_switch_check --fault DIR [--bytes B] [--after K] [--max-call-ms M]
 //     int64 sums of B bytes (in place every other call), checked each call.
@@ -41,6 +43,7 @@ switchagg_coll_last_algorithm_fn g_last;
 switchagg_coll_comm_counter_fn g_counter;
 int g_rank, g_size;
 long g_failures;
+check::Leaders g_leaders;
 
 void fail(const std::string& what) {
   if (++g_failures <= 10) std::fprintf(stderr, "FAIL rank %d/%d: %s\n", g_rank, g_size, what.c_str());
@@ -97,7 +100,8 @@ void repeatCase(MPI_Datatype dt, const char* name, size_t count, int repeat) {
                               (in_place ? " in place" : "") + " run " + std::to_string(k);
     const char* path = g_last(MPI_COMM_WORLD);
     if (!path || std::strcmp(path, "switch") != 0) fail(where + ": served by " + (path ? path : "?"));
-    if (counter("switch:bytes_sent") - sent0 != count * sizeof(T))
+    const uint64_t want = g_leaders.leader ? count * sizeof(T) : 0;
+    if (counter("switch:bytes_sent") - sent0 != want)
       fail(where + ": switch:bytes_sent grew by " +
            std::to_string(counter("switch:bytes_sent") - sent0));
     size_t bad = 0;
@@ -188,6 +192,8 @@ int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms
     fail("fallback:switch-failed = " + std::to_string(fallbacks));
   if (rejoin && counter("switch:rejoined") < 1) fail("switch:rejoined = 0 after the agent came back");
   if (switch_calls == 0) fail("the switch never served a call");
+  if (!g_leaders.leader && counter("switch:bytes_sent") != 0)
+    fail("a non-leader sent " + std::to_string(counter("switch:bytes_sent")) + " bytes to the agent");
   if (g_rank == 0)
     std::printf("fault run: %d calls of %zu bytes, %d on the switch, fault injected before call "
                 "%d, fallback at call %d (%.1f ms), slowest call %.1f ms, %d switch calls after "
@@ -226,14 +232,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: switchagg component not loaded\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  g_leaders = check::expectedLeaders(MPI_COMM_WORLD);
   const int cases = fault_dir.empty() ? runRepeat(repeat > 0 ? repeat : 5, big)
                                       : runFault(fault_dir, bytes, after, max_call_ms, rejoin);
   long total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)
-    std::printf("%s np=%d: %d calls checked, %ld failures, switch bytes sent per rank %llu\n",
+    std::printf("%s np=%d: %d calls checked, %ld failures, switch bytes sent by rank 0 %llu "
+                "(%s)\n",
                 total ? "FAIL" : "PASS", g_size, cases, total,
-                static_cast<unsigned long long>(counter("switch:bytes_sent")));
+                static_cast<unsigned long long>(counter("switch:bytes_sent")),
+                g_leaders.active ? "node leaders" : "every rank a member");
   MPI_Finalize();
   return total ? 1 : 0;
 }

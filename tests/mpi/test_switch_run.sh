@@ -23,6 +23,9 @@
 #                         residual histories bitwise equal (cg_compare.sh)
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
 #                         right answers on the host
+# PPN=K in the environment (serve, kill, delete, stall): rank r runs on emulated node
+# r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
+# or with one rank per node (K = 1); unset: every rank on this host's node.
 # Prints PASS on success; any failure exits non-zero with the logs.
 set -uo pipefail
 build=$1 scenario=$2
@@ -81,6 +84,10 @@ expect_pass() {  # LOG [PATTERN...]
   for p in "$@"; do grep -Eq -- "$p" "$log" || die "$log lacks /$p/"; done
 }
 
+# The emulated-node prefix of a program's command line (PPN above).
+emu=()
+[[ -n ${PPN:-} ]] && emu=("$here/emulate_nodes.sh" "$PPN")
+
 metric() { ctl metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 
 start_agent() { agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info || die "agent start"; }
@@ -92,11 +99,13 @@ case $scenario in
     lease "serve-np$np"
     args=(--quick)
     [[ ${2:-} == --large ]] && args=(--large)
-    run_mpi "$np" "$work/matrix.log" "$bin/mpi_allreduce_check" --expect switch "${args[@]}" ||
+    run_mpi "$np" "$work/matrix.log" "${emu[@]}" "$bin/mpi_allreduce_check" --expect switch "${args[@]}" ||
       { cat "$work/matrix.log"; die "matrix run failed"; }
     expect_pass "$work/matrix.log" "joined switch group"
-    if [[ ${2:-} == --large || $np -le 2 ]]; then
-      run_mpi "$np" "$work/repeat.log" "$bin/test_switch_check" --repeat 5 ||
+    if [[ ${2:-} == --large || $np -le 2 || -n ${PPN:-} ]]; then
+      big=()
+      [[ ${2:-} != --large && -n ${PPN:-} ]] && big=(--big 1048584)
+      run_mpi "$np" "$work/repeat.log" "${emu[@]}" "$bin/test_switch_check" --repeat 5 "${big[@]}" ||
         { cat "$work/repeat.log"; die "repeat run failed"; }
       expect_pass "$work/repeat.log"
     fi
@@ -165,8 +174,8 @@ case $scenario in
     echo "injecting $scenario ${delay_ms} ms after the switch served its first call"
     start_agent
     lease "fault-$scenario"
-    run_mpi "$np" "$work/fault.log" "$bin/test_switch_check" --fault "$work" --bytes "$bytes" \
-      --max-call-ms 6000 &
+    run_mpi "$np" "$work/fault.log" "${emu[@]}" "$bin/test_switch_check" --fault "$work" \
+      --bytes "$bytes" --max-call-ms 6000 &
     pid=$!
     for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
@@ -189,7 +198,7 @@ case $scenario in
     # Short call bound and rejoin interval keep the test quick.
     SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
       run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
-      "$bin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
+      "${emu[@]}" "$bin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
     pid=$!
     for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }

@@ -12,8 +12,9 @@
 //        r0 -> r2, then r0 -> r1          r3 -> r4
 //
 // Intra-node messages go over UCX's shared-memory transports (posix/cma).
-// Tags: local phases use [0, 64); the leaders' algorithm runs in the next
-// window [kAlgorithmTagSpace, 2 * kAlgorithmTagSpace).
+// Tags: local phases use [0, kNodePhaseTags); the leaders' algorithm runs in
+// the next window [kAlgorithmTagSpace, 2 * kAlgorithmTagSpace). The local
+// phases are shared with the switch path's node leaders (switch_leaders.cc).
 #include <vector>
 
 #include "host_algorithms.h"
@@ -23,8 +24,11 @@ namespace {
 
 constexpr uint32_t kTagReduce = 0;      // + round (< 32)
 constexpr uint32_t kTagBroadcast = 32;  // + round (< 32)
+static_assert(kTagBroadcast + 32 <= kNodePhaseTags);
 // Leaders switch from latency to bandwidth algorithm at this size.
 constexpr size_t kLeaderRingBytes = 64 * 1024;
+
+}  // namespace
 
 Status binomialReduce(HostComm& local, const AllreduceArgs& args, char* scratch) {
   const int n = local.size(), me = local.rank();
@@ -70,25 +74,29 @@ Status binomialBroadcast(HostComm& local, const AllreduceArgs& args) {
   return local.waitAll();
 }
 
-}  // namespace
+NodeGroups nodeGroups(const NodeLayout& layout, int rank) {
+  NodeGroups g;
+  g.node = layout.node_of.at(static_cast<size_t>(rank));
+  g.leaders.assign(static_cast<size_t>(layout.nodes), -1);
+  for (int r = 0; r < static_cast<int>(layout.node_of.size()); ++r) {
+    const int node = layout.node_of[static_cast<size_t>(r)];
+    if (node == g.node) g.locals.push_back(r);
+    if (g.leaders[static_cast<size_t>(node)] < 0) g.leaders[static_cast<size_t>(node)] = r;
+  }
+  return g;
+}
 
 Status allreduceHierarchical(HostComm& comm, const AllreduceArgs& args, const NodeLayout& layout) {
   copyInput(args);
   if (comm.size() == 1 || args.count == 0) return Status::Ok();
 
-  const int my_node = layout.node_of.at(static_cast<size_t>(comm.rank()));
-  std::vector<int> locals, leaders(static_cast<size_t>(layout.nodes), -1);
-  for (int r = 0; r < comm.size(); ++r) {
-    const int node = layout.node_of[static_cast<size_t>(r)];
-    if (node == my_node) locals.push_back(r);
-    if (leaders[static_cast<size_t>(node)] < 0) leaders[static_cast<size_t>(node)] = r;
-  }
-  SubComm local(comm, locals, 0);
+  const NodeGroups groups = nodeGroups(layout, comm.rank());
+  SubComm local(comm, groups.locals, 0);
   std::vector<char> scratch(args.count * dtypeSize(args.dtype));
   SWITCHAGG_RETURN_IF_ERROR(binomialReduce(local, args, scratch.data()));
 
   if (local.rank() == 0 && layout.nodes > 1) {
-    SubComm inter(comm, leaders, kAlgorithmTagSpace);
+    SubComm inter(comm, groups.leaders, kAlgorithmTagSpace);
     AllreduceArgs in_place = args;
     in_place.send = nullptr;
     const size_t bytes = args.count * dtypeSize(args.dtype);

@@ -38,6 +38,28 @@ struct NodeLayout {
 };
 NodeLayout nodeLayoutFromHostIds(const std::vector<uint64_t>& host_ids);
 
+// One rank's view of a layout: its node, the ranks of that node ascending
+// (locals[0] is the node's leader) and every node's leader (its lowest
+// rank) by node index.
+struct NodeGroups {
+  int node = 0;
+  std::vector<int> locals;
+  std::vector<int> leaders;
+};
+NodeGroups nodeGroups(const NodeLayout& layout, int rank);
+
+// The intra-node phases of the hierarchical algorithm, also run by the
+// switch path's node leaders. `local` holds one node's ranks in rank order
+// and uses tags [0, kNodePhaseTags).
+constexpr uint32_t kNodePhaseTags = 64;
+// Binomial reduce of every local rank's args.recv into local rank 0's,
+// always (lower rank) op (higher rank) in a fixed tree, so the result is
+// bitwise the same for a fixed layout; the other ranks' args.recv end with
+// partial results. `scratch`: count elements.
+Status binomialReduce(HostComm& local, const AllreduceArgs& args, char* scratch);
+// Local rank 0's args.recv into every local rank's args.recv.
+Status binomialBroadcast(HostComm& local, const AllreduceArgs& args);
+
 Status allreduceRecursiveDoubling(HostComm& comm, const AllreduceArgs& args);
 Status allreduceRing(HostComm& comm, const AllreduceArgs& args);
 Status allreduceRabenseifner(HostComm& comm, const AllreduceArgs& args);

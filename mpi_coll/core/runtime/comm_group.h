@@ -1,12 +1,15 @@
 // What a per-communicator path (the switch path) sees of its communicator:
-// who it is and an allgather for agreement among the ranks. CommState
-// provides it; the path needs nothing else of the component's state.
+// who it is, an allgather for agreement among the ranks, and for node
+// leaders the node layout and the host transport. CommState provides it;
+// the path needs nothing else of the component's state.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "host_algorithms.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::coll {
@@ -21,6 +24,11 @@ class CommGroup {
   // Collective: `bytes` from every rank into recv (size * bytes) in rank
   // order, over the previous coll module.
   virtual Status allgather(const void* send, void* recv, size_t bytes) = 0;
+  // Which node each rank is on (one node for all when unknown).
+  virtual const NodeLayout& layout() const = 0;
+  // The host transport for one call (point-to-point among the ranks; the
+  // same number of calls on every rank), or nullptr when there is none.
+  virtual std::unique_ptr<HostComm> hostComm() { return nullptr; }
 };
 
 }  // namespace switchagg::coll

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "peer_group_comm.h"
 #include "process_runtime.h"
 #include "switch_path.h"
 #include "switchagg/common/config.h"
@@ -206,6 +207,12 @@ Status CommState::previousDone() {
   const double us = nowUs() - previous_start_us_;
   previous_start_us_ = -1;
   return tunerRecord(Algorithm::kPrevious, us);
+}
+
+std::unique_ptr<HostComm> CommState::hostComm() {
+  if (!peer_group_) return nullptr;
+  return std::make_unique<PeerGroupComm>(*peer_group_, nextSequence(),
+                                         ProcessRuntime::instance().params().stall);
 }
 
 uint64_t CommState::hostBytesSent() const {

@@ -61,7 +61,9 @@ class CommState : public CommGroup {
   // hostReady() says whether every rank has a working transport.
   void ensureSetup();
   bool hostReady() const { return peer_group_ != nullptr; }
-  const NodeLayout& layout() const { return layout_; }
+  const NodeLayout& layout() const override { return layout_; }
+  // A PeerGroupComm with the next call sequence; nullptr before setup.
+  std::unique_ptr<HostComm> hostComm() override;
   ucx::PeerGroup& peerGroup() { return *peer_group_; }
   // The switch candidate; nullptr when no switch path is built in.
   SwitchPath* switchPath() { return switch_path_.get(); }

@@ -1,6 +1,5 @@
 #include "dispatch.h"
 
-#include "peer_group_comm.h"
 #include "process_runtime.h"
 #include "switch_path.h"
 #include "switchagg/common/log.h"
@@ -12,9 +11,8 @@ namespace {
 Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
   const HostRunFn run = algorithmInfo(a).run;
   if (run == nullptr) return Status(Code::kInternal, "not a host algorithm");
-  PeerGroupComm comm(state.peerGroup(), state.nextSequence(),
-                     ProcessRuntime::instance().params().stall);
-  return run(comm, args, state.layout());
+  std::unique_ptr<HostComm> comm = state.hostComm();
+  return run(*comm, args, state.layout());
 }
 
 SelectionInput describeCall(const CommState& state, const AllreduceArgs& args) {

@@ -20,6 +20,11 @@
 // rank, so no extra communication decides it) the communicator runs the
 // join again; a failed rejoin doubles the wait. Detailed semantics:
 // docs/offload.md.
+//
+// Node leaders (switch_leaders.h): with several ranks per node only each
+// node's lowest rank is a member of the agent's group; the node reduces to
+// it first and it broadcasts the result after the agreement. Every step
+// above still runs on every rank; a non-leader says ok for what it skips.
 #include "switch_path.h"
 
 #include <strings.h>
@@ -32,6 +37,7 @@
 #include <vector>
 
 #include "process_runtime.h"
+#include "switch_leaders.h"
 #include "switch_lease.h"
 #include "switchagg/agent/data_client.h"
 #include "switchagg/common/log.h"
@@ -62,22 +68,26 @@ uint64_t randomNonce() {
 }
 
 struct Joined {
+  bool ok = false;  // every rank joined (a non-leader has no client or group)
   std::shared_ptr<agent::AggClient> client;  // outlives group
   std::unique_ptr<agent::AggGroup> group;
   agent::wire::Capacity capacity;  // the agent's figures as agreed (rank 0's)
+  agent::GroupInfo info;           // the group's geometry, alike on every rank
 };
 
 // The collective join (first or rejoin); no group on every rank alike when
 // any rank failed. `first`: report a `require` failure and say why at info
 // level (a failed rejoin is logged at debug level only: its first failure
-// was already reported).
-Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first);
+// was already reported). `leaders`: null, or only they join the agent.
+Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders);
 
 class AgentSwitchPath : public SwitchPath {
  public:
-  AgentSwitchPath(CommGroup& comm, const SwitchLease& lease, Joined joined)
-      : comm_(comm), lease_(lease), client_(std::move(joined.client)),
-        group_(std::move(joined.group)), capacity_(joined.capacity) {}
+  AgentSwitchPath(CommGroup& comm, const SwitchLease& lease, Joined joined,
+                  std::unique_ptr<NodeLeaders> leaders)
+      : comm_(comm), lease_(lease), leaders_(std::move(leaders)),
+        client_(std::move(joined.client)), group_(std::move(joined.group)),
+        capacity_(joined.capacity), info_(joined.info), joined_(joined.ok) {}
   ~AgentSwitchPath() override;
 
   void rejoinIfDue() override;
@@ -88,23 +98,28 @@ class AgentSwitchPath : public SwitchPath {
 
  private:
   bool serves(const AllreduceArgs& args) const {
-    return group_ && group_->supports(args.dtype, args.op);
+    return joined_ && info_.caps.supports(args.dtype, args.op);
   }
   int64_t timeoutFor(size_t bytes) const {
     // A slow but alive agent on a loaded machine: ~4 MB/s at least (the
     // benchmark saw 16 MiB calls over 3 s under load 19 on 2 cores).
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
+  Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
   void giveUp(const Status& mine, const std::vector<uint8_t>& oks);
   void logSummary() const;
 
   CommGroup& comm_;
   const SwitchLease& lease_;
+  std::unique_ptr<NodeLeaders> leaders_;  // null: every rank is a member
   std::shared_ptr<agent::AggClient> client_;  // outlives group_
-  std::unique_ptr<agent::AggGroup> group_;  // null after a failure, until a rejoin
+  // Null after a failure, until a rejoin; always null on a non-leader.
+  std::unique_ptr<agent::AggGroup> group_;
   // Agreed at the first join and kept (a rejoin does not change the
   // selector's input: decisions are memoised per call shape).
   agent::wire::Capacity capacity_;
+  agent::GroupInfo info_;  // the group's geometry (rank 0's), every rank
+  bool joined_;            // false after a failure, until a rejoin
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0;
@@ -126,8 +141,9 @@ AgentSwitchPath::~AgentSwitchPath() {
 void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) const {
   if (!serves(args)) return;
   in->switch_available = true;
-  in->switch_window = int(group_->info().window);
-  in->switch_slot_bytes = group_->info().slot_bytes;
+  in->switch_window = int(info_.window);
+  in->switch_slot_bytes = info_.slot_bytes;
+  in->switch_members = leaders_ ? leaders_->nodes() : comm_.size();
   in->switch_reduce_mbps = capacity_.reduce_mbps;
   in->switch_link_mbps = capacity_.link_mbps;
   in->switch_turnaround_us = capacity_.turnaround_us;
@@ -139,39 +155,58 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   const bool in_place = args.send == nullptr;
   const void* input = in_place ? args.recv : args.send;
   void* out = args.recv;
-  if (in_place) {
-    if (scratch_.size() < bytes) scratch_.resize(bytes);
-    out = scratch_.data();
+  Status mine;
+  last_bytes_sent_ = 0;
+  if (leaders_) {
+    // The node's inputs, reduced in rank order: the leader's contribution.
+    Result<const void*> node_input = leaders_->reduce(args);
+    mine = node_input.status();
+    input = node_input.value();
   }
-  const agent::ClientCounters before = group_->counters();
-  Status mine = group_->allreduce(args.dtype, args.op, input, out, args.count, timeoutFor(bytes));
-  const agent::ClientCounters& after = group_->counters();
-  last_bytes_sent_ = after.bytes_sent - before.bytes_sent;
-  bytes_sent_ += last_bytes_sent_;
-  chunks_ += after.chunks_sent - before.chunks_sent;
+  if (mine.ok() && group_) {
+    if (in_place) {
+      if (scratch_.size() < bytes) scratch_.resize(bytes);
+      out = scratch_.data();
+    }
+    mine = stream(args, input, out, bytes);
+  }
   // Success is local (the agent may die after sending some members their
   // last chunk): nobody trusts its result until every rank says ok.
   uint8_t ok = mine.ok() ? 1 : 0;
   std::vector<uint8_t> oks(size_t(comm_.size()));
   SWITCHAGG_RETURN_IF_ERROR(comm_.allgather(&ok, oks.data(), 1));
   if (allOnes(oks)) {
-    if (in_place) std::memcpy(args.recv, scratch_.data(), bytes);
+    if (in_place && group_) std::memcpy(args.recv, scratch_.data(), bytes);
     ++calls_;
-    return Status::Ok();
+    // A broadcast that fails is a host transport failure after the commit:
+    // reported like a host algorithm's.
+    return leaders_ ? leaders_->broadcast(args) : Status::Ok();
   }
+  if (leaders_) leaders_->abandon();
   giveUp(mine, oks);
   // The input is intact on every rank (send never written; in place results
   // went to scratch): the next candidate redoes the reduction on the host.
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 
+Status AgentSwitchPath::stream(const AllreduceArgs& args, const void* input, void* out,
+                               size_t bytes) {
+  const agent::ClientCounters before = group_->counters();
+  Status st = group_->allreduce(args.dtype, args.op, input, out, args.count, timeoutFor(bytes));
+  const agent::ClientCounters& after = group_->counters();
+  last_bytes_sent_ = after.bytes_sent - before.bytes_sent;
+  bytes_sent_ += last_bytes_sent_;
+  chunks_ += after.chunks_sent - before.chunks_sent;
+  return st;
+}
+
 // Every rank calls it for the same calls in the same order, so the count -
 // and the decision to run the collective join - agree everywhere.
 void AgentSwitchPath::rejoinIfDue() {
-  if (group_ || rejoin_after_ == 0 || ++calls_since_failure_ < rejoin_after_) return;
+  if (joined_ || rejoin_after_ == 0 || ++calls_since_failure_ < rejoin_after_) return;
   calls_since_failure_ = 0;
-  Joined joined = joinGroup(comm_, lease_, false);
-  if (!joined.group) {
+  Joined joined = joinGroup(comm_, lease_, false, leaders_.get());
+  if (!joined.ok) {
     rejoin_after_ = std::min<uint64_t>(rejoin_after_ * 2, kMaxRejoinCalls);
     if (comm_.rank() == 0)
       SA_DEBUG("coll", "comm %s: switch rejoin failed; next try after %" PRIu64 " calls",
@@ -180,6 +215,8 @@ void AgentSwitchPath::rejoinIfDue() {
   }
   client_ = std::move(joined.client);
   group_ = std::move(joined.group);
+  info_ = joined.info;
+  joined_ = true;
   ++rejoined_;
   if (comm_.rank() == 0)
     SA_INFO("coll", "comm %s: switch path back after a failure (rejoined the agent)",
@@ -204,6 +241,7 @@ void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks
             rejoin_after_ ? "; rejoin attempts follow" : "");
   // The group is dead or about to be; drop it (a usable one is left).
   group_.reset();
+  joined_ = false;
 }
 
 bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
@@ -213,7 +251,9 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:calls") *value = calls_;
   else if (name == "switch:failed" || name == "fallback:switch-failed") *value = failed_;
   else if (name == "switch:joined") *value = 1;
-  else if (name == "switch:dead") *value = group_ ? 0 : 1;
+  else if (name == "switch:dead") *value = joined_ ? 0 : 1;
+  else if (name == "switch:leader") *value = !leaders_ || leaders_->leader() ? 1 : 0;
+  else if (name == "switch:members") *value = uint64_t(leaders_ ? leaders_->nodes() : comm_.size());
   else if (name == "switch:rejoined") *value = rejoined_;
   else return false;
   return true;
@@ -222,25 +262,29 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
 void AgentSwitchPath::logSummary() const {
   if (comm_.rank() != 0 || !logEnabled(LogLevel::kInfo)) return;
   SA_INFO("coll",
-          "comm %s switch path: %" PRIu64 " calls, %" PRIu64 " bytes sent per rank in %" PRIu64
+          "comm %s switch path: %" PRIu64 " calls, %" PRIu64 " bytes sent per %s in %" PRIu64
           " chunks, %" PRIu64 " fallback(s), %" PRIu64 " rejoin(s)%s",
-          comm_.name().c_str(), calls_, bytes_sent_,
+          comm_.name().c_str(), calls_, bytes_sent_, leaders_ ? "node leader" : "rank",
           chunks_, failed_, rejoined_,
-          group_ ? "" : ", disabled after a failure");
+          joined_ ? "" : ", disabled after a failure");
 }
 
-Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first) {
+Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders) {
   const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
-  Result<std::shared_ptr<agent::AggClient>> client = switchClient(lease);
+  // A non-leader opens no connection and agrees to whatever the others saw.
+  const bool member = !leaders || leaders->leader();
+  Result<std::shared_ptr<agent::AggClient>> client = Status(Code::kUnsupported, "not a member");
+  if (member) client = switchClient(lease);
   JoinHello mine{};
-  mine.connected = client.ok() ? 1 : 0;
+  mine.connected = client.ok() || !member ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
   if (client.ok()) mine.capacity = client.value()->agent().capacity;
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
     if (h.connected) continue;
-    const std::string why = client.ok() ? "a rank cannot reach the agent" : client.status().toString();
+    const std::string why =
+        mine.connected ? "a rank cannot reach the agent" : client.status().toString();
     if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
       SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
@@ -250,33 +294,46 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first) {
   const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
   // Every rank computes the same request (the lease's slots come from the
   // agent's HELLO_ACK, the override from the job-wide environment).
-  const uint32_t window = lease.window_request
-                              ? lease.window_request
-                              : std::max<uint32_t>(1, client.value()->agent().max_window / 2);
-  Result<std::unique_ptr<agent::AggGroup>> group =
-      client.value()->join(group_id, comm.size(), comm.rank(), kJoinTimeoutMs, window);
-  uint8_t ok = group.ok() ? 1 : 0;
+  Result<std::unique_ptr<agent::AggGroup>> group = Status(Code::kUnsupported, "not a member");
+  if (member) {
+    const uint32_t window = lease.window_request
+                                ? lease.window_request
+                                : std::max<uint32_t>(1, client.value()->agent().max_window / 2);
+    // With node leaders the agent sees one member per node, by node index.
+    group = client.value()->join(group_id, leaders ? leaders->nodes() : comm.size(),
+                                 leaders ? leaders->node() : comm.rank(), kJoinTimeoutMs, window);
+  }
+  uint8_t ok = group.ok() || !member ? 1 : 0;
   std::vector<uint8_t> oks(size_t(comm.size()));
   if (!comm.allgather(&ok, oks.data(), 1).ok() || !allOnes(oks)) {
-    const std::string why = group.ok() ? "another rank could not join" : group.status().toString();
+    const std::string why = ok ? "another rank could not join" : group.status().toString();
     if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
       SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: join failed: %s",
                     comm.name().c_str(), why.c_str());
     return {};  // a joined group is left by its destructor
   }
-  const agent::GroupInfo& info = group.value()->info();
-  if (comm.rank() == 0)
+  Joined joined{true, std::move(client.value()), std::move(group.value()), all[0].capacity, {}};
+  if (!leaders) joined.info = joined.group->info();
+  else if (!leaders->shareInfo(joined.group.get(), &joined.info).ok()) return {};
+  const agent::GroupInfo& info = joined.info;
+  if (comm.rank() == 0 && leaders)
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes; "
+            "%d node leaders for %d ranks)",
+            comm.name().c_str(), group_id, lease.agent.c_str(), info.window, info.slot_bytes,
+            leaders->nodes(), comm.size());
+  else if (comm.rank() == 0)
     SA_INFO("coll", "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes)",
             comm.name().c_str(), group_id, lease.agent.c_str(), info.window,
             info.slot_bytes);
-  const agent::wire::Capacity& agreed = all[0].capacity;
+  const agent::wire::Capacity& agreed = joined.capacity;
   if (comm.rank() == 0 && agreed.reduce_mbps > 0)
     SA_INFO("coll",
             "comm %s: the agent advertises %u MB/s reduction, link %u Mbit/s (0 = unknown), "
             "%u us turnaround",
             comm.name().c_str(), agreed.reduce_mbps, agreed.link_mbps, agreed.turnaround_us);
-  return {std::move(client.value()), std::move(group.value()), agreed};
+  return joined;
 }
 
 }  // namespace
@@ -289,9 +346,10 @@ std::unique_ptr<SwitchPath> createSwitchPath(CommGroup& comm) {
   // A forced host algorithm never asks the switch; do not occupy slots.
   Algorithm forced;
   if (parseAlgorithm(policy.forced, &forced) && forced != Algorithm::kSwitch) return nullptr;
-  Joined joined = joinGroup(comm, *lease, true);
-  if (!joined.group) return nullptr;
-  return std::make_unique<AgentSwitchPath>(comm, *lease, std::move(joined));
+  std::unique_ptr<NodeLeaders> leaders = NodeLeaders::create(comm, lease->node_leaders);
+  Joined joined = joinGroup(comm, *lease, true, leaders.get());
+  if (!joined.ok) return nullptr;
+  return std::make_unique<AgentSwitchPath>(comm, *lease, std::move(joined), std::move(leaders));
 }
 
 }  // namespace switchagg::coll

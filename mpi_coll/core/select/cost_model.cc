@@ -144,14 +144,22 @@ double predictPreviousUs(const CostModel& m, const SelectionInput& in) {
   return flatUs(m, Algorithm::kPrevious, previousUs, in);
 }
 
-double predictHierarchicalUs(const CostModel& m, const SelectionInput& in) {
-  if (in.comm_size <= 1) return 0;
+namespace {
+// The intra-node binomial reduce and broadcast (hierarchical, node leaders).
+double nodePhasesUs(const CostModel& m, const SelectionInput& in) {
   const CostEntry* intra = m.find(Algorithm::kHierarchical, Locality::kShm);
   if (intra == nullptr) return kInf;
   const double n = double(in.bytes);
   const int steps = ceilLog2(std::max(1, in.ranks_per_node));
   const double reduce = steps * (intra->alpha_us + us(n * (intra->beta_ns + intra->gamma_ns)));
   const double bcast = steps * (intra->alpha_us + us(n * intra->beta_ns));
+  return reduce + bcast;
+}
+}  // namespace
+
+double predictHierarchicalUs(const CostModel& m, const SelectionInput& in) {
+  if (in.comm_size <= 1) return 0;
+  const double local = nodePhasesUs(m, in);
   double leaders = 0;
   if (in.nodes > 1) {
     // The leaders run recursive doubling or a ring, whichever is faster.
@@ -159,7 +167,7 @@ double predictHierarchicalUs(const CostModel& m, const SelectionInput& in) {
                               Locality::kNet, in.bytes, in.nodes),
                        flatUs(m, Algorithm::kRing, ringUs, Locality::kNet, in.bytes, in.nodes));
   }
-  return reduce + leaders + bcast;
+  return local + leaders;
 }
 
 double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
@@ -171,12 +179,14 @@ double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
   const size_t window = size_t(in.switch_window > 0 ? in.switch_window : CostModel::kDefaultWindow);
   const size_t chunks = std::max<size_t>(1, (in.bytes + slot - 1) / slot);
   const size_t rounds = (chunks + window - 1) / window;
-  const double n = double(in.bytes), pn = double(in.comm_size) * n;
+  const int members = in.switch_members > 0 ? in.switch_members : in.comm_size;
+  const double n = double(in.bytes), pn = double(members) * n;
   double stream_us = us(n * c->beta_ns);
   if (in.switch_link_mbps > 0) stream_us = std::max(stream_us, pn * 8.0 / in.switch_link_mbps);
   if (in.switch_reduce_mbps > 0) stream_us = std::max(stream_us, pn / in.switch_reduce_mbps);
+  const double local = members < in.comm_size ? nodePhasesUs(m, in) : 0;
   return double(rounds) * (c->alpha_us + in.switch_turnaround_us) + stream_us +
-         us(pn * c->gamma_ns);
+         us(pn * c->gamma_ns) + local;
 }
 
 double CostModel::predictUs(Algorithm a, const SelectionInput& in) const {

@@ -14,7 +14,7 @@
 //                       + min(rd, ring) among the node leaders (net rows)
 //                       + intra bcast (shm, ceil(log2 ppn) steps of α+nβ)
 //   switch              ceil(ceil(n/slot)/W)·(α + T) + max(nβ, p·n/L, p·n/R)
-//                       + p·nγ  (each rank sends N and receives N; γ is a
+//                       + p·nγ  (each member sends N and receives N; γ is a
 //                       per-contribution reduce cost, 0 for a hardware
 //                       switch). What the agent advertised at connect
 //                       (CAPACITY_ACK; 0 = unknown, the term drops): T its
@@ -22,6 +22,9 @@
 //                       link carries p·N each way), R its aggregate
 //                       reduction rate (it reduces p·N bytes). The stream is
 //                       pipelined, so the slowest stage sets the pace.
+//                       With node leaders (switch_members < comm_size) p
+//                       is the members (nodes), plus the hierarchical
+//                       row's intra reduce and bcast.
 //   previous            min(rd, ring, rabenseifner) with its own rows: a model
 //                       of Open MPI tuned's decision on its own transport
 //   non-power-of-two fold (rd, rabenseifner): + 2(α + nβ) + nγ
@@ -52,6 +55,7 @@ struct SelectionInput {
   bool switch_available = false;  // lease present, agent joined, dtype/op advertised
   int switch_window = 0;          // slots of the lease (chunks in flight); 0 = model default
   size_t switch_slot_bytes = 0;   // payload bytes per slot; 0 = model default
+  int switch_members = 0;         // members the agent sees (nodes with node leaders); 0 = comm_size
   // The agent's own figures (CAPACITY_ACK); 0 = unknown.
   uint32_t switch_reduce_mbps = 0;    // MB/s of input, all its reduction threads
   uint32_t switch_link_mbps = 0;      // its data link, Mbit/s

@@ -16,6 +16,7 @@ struct SwitchSettings {
   int64_t call_timeout_ms = 2000;  // base bound of one call; + 1 ms per 4 KiB
   uint32_t window_request = 0;     // 0: half of the lease's slots
   uint32_t rejoin_calls = 100;     // 0: a failed switch path stays off
+  bool node_leaders = true;        // reduce inside each node; one member per node
 };
 
 inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
@@ -31,6 +32,10 @@ inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
        "after a switch failure, allreduce calls on the host before the communicator rejoins "
        "(doubling after each failed rejoin; 0: never rejoin)",
        intField(&S::rejoin_calls, 0, kMaxRejoinCalls)},
+      {"switch.leaders", "SWITCHAGG_SWITCH_LEADERS",
+       "with several ranks per node, reduce inside each node first and let one leader per "
+       "node (its lowest rank) talk to the agent (off: every rank is a member)",
+       boolField(&S::node_leaders)},
   });
   return t;
 }

@@ -1,0 +1,60 @@
+// Node leaders for the switch path: with several ranks of a communicator on
+// one node, the node's ranks reduce among themselves over shared memory
+// (the hierarchical algorithm's local phases, in rank order), only the
+// node's lowest rank - its leader - is a member of the agent's group
+// (member rank = node index, group size = nodes) and streams the node's
+// partial result, and the leader broadcasts the agent's result inside the
+// node. Each node's uplink carries N per allreduce whatever the ranks per
+// node.
+//
+// The switch path (switch_path.cc) keeps everything else: the agreement
+// allgathers over the whole communicator, failure and rejoin rules,
+// counters. Non-leaders open no agent connection; they take part in every
+// agreement and say "ok" for the agent steps they do not run.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm_group.h"
+#include "host_algorithms.h"
+#include "switchagg/agent/data_client.h"
+#include "switchagg/common/status.h"
+
+namespace switchagg::coll {
+
+class NodeLeaders {
+ public:
+  // nullptr when every rank should be a member itself: one rank per node,
+  // no host transport, or node leaders turned off (SWITCHAGG_SWITCH_LEADERS).
+  static std::unique_ptr<NodeLeaders> create(CommGroup& comm, bool enabled);
+
+  bool leader() const { return groups_.locals.front() == comm_.rank(); }
+  int node() const { return groups_.node; }
+  int nodes() const { return int(groups_.leaders.size()); }
+
+  // Step 1 of a call: the node's inputs (args.send, or args.recv in place;
+  // never written) reduced into the leader's accumulator, returned on the
+  // leader; nullptr on the other ranks. Starts the call's host transport.
+  Result<const void*> reduce(const AllreduceArgs& args);
+  // Step 3, once every rank agreed the agent's result is good: the leader's
+  // args.recv (the result) into every rank of its node. Ends the call.
+  Status broadcast(const AllreduceArgs& args);
+  // Ends a call that failed (no broadcast).
+  void abandon() { host_.reset(); }
+
+  // After a join every rank agreed on: the group's window, slot size and
+  // (dtype, op) table as rank 0 (a leader) got them, so that non-leaders
+  // decline and describe calls exactly as the leaders do. Collective.
+  Status shareInfo(const agent::AggGroup* group, agent::GroupInfo* info);
+
+ private:
+  NodeLeaders(CommGroup& comm, NodeGroups groups) : comm_(comm), groups_(std::move(groups)) {}
+
+  CommGroup& comm_;
+  NodeGroups groups_;
+  std::unique_ptr<HostComm> host_;  // the current call's transport
+  std::vector<char> acc_, scratch_;
+};
+
+}  // namespace switchagg::coll
