@@ -37,7 +37,7 @@ struct DataPlaneCounters {
   std::map<std::string, uint64_t> rejected;         // reason -> count (bad_token, malformed, ...)
   std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes
   uint64_t slots_busy = 0;                          // slots holding partial chunks right now
-  uint64_t slots_reserved = 0;                    // slots held by live groups (their windows)
+  uint64_t slots_reserved = 0;                    // slots held by calls in progress (their windows)
   std::map<std::string, uint64_t> groups_by_job;  // job -> live groups
 };
 
