@@ -297,7 +297,10 @@ void AggregationEngine::destroyGroup(Group& g) {
     if (it != counters_.groups_by_job.end() && --it->second == 0) counters_.groups_by_job.erase(it);
   }
   auto held = groups_per_lease_.find(g.token);
-  if (held != groups_per_lease_.end() && --held->second == 0) groups_per_lease_.erase(held);
+  if (held != groups_per_lease_.end() && --held->second == 0) {
+    groups_per_lease_.erase(held);
+    slots_.forget(g.job);
+  }
   by_serial_.erase(g.serial);
   groups_.erase(g.key);  // frees g; buffers live on in pending sends
 }

@@ -71,8 +71,14 @@ void SlotPool::releaseSlots(const std::string& lease, uint32_t window) {
   reserved_ -= std::min<size_t>(reserved_, window);
   auto it = by_lease_.find(lease);
   if (it == by_lease_.end()) return;
+  // A zero entry stays (no map node freed and allocated again per call)
+  // until the lease's last group ends (forget).
   it->second -= std::min<size_t>(it->second, window);
-  if (it->second == 0) by_lease_.erase(it);
+}
+
+void SlotPool::forget(const std::string& lease) {
+  auto it = by_lease_.find(lease);
+  if (it != by_lease_.end() && it->second == 0) by_lease_.erase(it);
 }
 
 }  // namespace switchagg::agent

@@ -71,6 +71,7 @@ class SlotPool {
   // short ("lease" or "pool"); never waits.
   const char* acquire(const std::string& lease, uint32_t lease_slots, uint32_t window);
   void releaseSlots(const std::string& lease, uint32_t window);
+  void forget(const std::string& lease);  // its last group ended
 
   // Slot buffer memory (allocated buffers, of active and idle groups).
   bool memoryFits(size_t bytes) const { return memory_ + bytes <= memory_bytes_; }
