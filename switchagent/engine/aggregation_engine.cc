@@ -98,6 +98,10 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
       handleHello(from, m);
       return;
     case MsgType::kJoin:
+      // As an agent that predates JOIN flags: its decoder refused them.
+      if (!config_.join_flags && m.flags != 0)
+        return reject(from, m, Reason::kMalformed,
+                      std::string("undecodable message: ") + wire::reasonName(Reason::kMalformed));
       handleJoin(from, m, now_ms);
       return;
     case MsgType::kContrib:

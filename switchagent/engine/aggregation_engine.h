@@ -56,6 +56,7 @@ struct EngineConfig {
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
   uint32_t link_mbps = 0;         // the data link's rate, advertised (0 = unknown)
   bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
+  bool join_flags = true;          // false: refuse flagged JOINs (malformed) as an agent before them
   // Groups one lease may hold at once, formed or waiting for members: a
   // token holder joining group after group cannot fill the agent's memory.
   size_t max_groups_per_lease = 64;

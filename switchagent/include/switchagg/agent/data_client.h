@@ -26,6 +26,13 @@
 //   shutdown, protocol violation; message names the reason), kTimeout,
 //   kDenied (unknown/expired lease token), kNoResource (no free slots),
 //   kProtocol (the agent sent something invalid).
+// * kBusy: the agent refused this call because its lease's slots (or the
+//   pool's, or memory) were in use by other groups when the call began. It
+//   is per call: nothing was reduced, the input is intact as after a
+//   failure, and the group stays usable - the next call may be served.
+//   Members of one call all see kBusy (or a real failure). Only agents that
+//   know JOIN flags refuse calls; join() says it understands them and falls
+//   back to a plain JOIN with an agent that predates them.
 // * Success is local: one member may see Ok while another times out (the
 //   agent died after sending some results). Members must agree on the
 //   outcome (e.g. a host allreduce of the status) before trusting results.
@@ -80,6 +87,7 @@ struct ClientCounters {
   uint64_t chunks_received = 0;
   uint64_t allreduces = 0;  // completed successfully
   uint64_t failures = 0;    // allreduce/join calls that failed
+  uint64_t busy = 0;        // allreduce calls the agent refused as busy (group still usable)
 };
 
 class AggGroup;
