@@ -114,7 +114,8 @@ class AggClient {
   // Collective over the group's members: each calls join with the same
   // group_id and size and its own rank; returns when all have joined (or
   // the agent refused, or timeout_ms passed). window_request 0 = as many
-  // slots as the lease has free (members' smallest nonzero request wins).
+  // slots as the lease has (members' smallest nonzero request wins); the
+  // group takes them from the lease only while one of its calls runs.
   // The group id must be unique among the lease's live groups (e.g. derived
   // from the communicator and agreed by its members).
   Result<std::unique_ptr<AggGroup>> join(uint64_t group_id, int size, int rank, int64_t timeout_ms,
