@@ -16,6 +16,7 @@ const char* codeName(Code c) {
     case Code::kAborted: return "Aborted";
     case Code::kIoError: return "IoError";
     case Code::kInternal: return "Internal";
+    case Code::kBusy: return "Busy";
   }
   return "Unknown";
 }

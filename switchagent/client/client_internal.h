@@ -17,11 +17,14 @@ struct AggGroup::State {
   bool dead = false;         // failed or left; `failure` says why
   bool agent_knows = false;  // the agent dropped the group (ABORT/ERROR) or we sent LEAVE
   Status failure;
+  wire::Reason failure_reason = wire::Reason::kNone;  // of the agent's ERROR/ABORT, if that
+  bool busy_flag = true;  // JOIN says kJoinFlagBusy (cleared for an agent that predates it)
   ClientCounters counters;
   uint64_t next_chunk = 0;  // absolute sequence number of the next call's first chunk
 
   // The call in progress (active == true).
   bool active = false;
+  bool refused = false;  // the agent answered ERROR(busy) for this call
   Dtype dtype = Dtype::kInt32;
   Op op = Op::kSum;
   size_t count = 0, esize = 0, chunk_elems = 0, n_chunks = 0, next_send = 0, n_received = 0;

@@ -84,7 +84,8 @@ static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* s
 // complete locally if it has not yet (its result is back, so it is about to).
 static Status pump(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, int64_t deadline) {
   const size_t w = g.info.window;
-  while (g.next_send < g.n_chunks && (g.next_send < w || g.received[g.next_send - w])) {
+  while (!g.refused && g.next_send < g.n_chunks &&
+         (g.next_send < w || g.received[g.next_send - w])) {
     const size_t slot = (g.base + g.next_send) % w;
     if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
     ucx::Request& prev = *g.slot_request[slot];
@@ -94,6 +95,7 @@ static Status pump(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, 
       if (!st.ok()) return st;
       if (c.broken()) return c.brokenStatus();
       if (g.dead) return g.failure;
+      if (g.refused) break;
     }
     SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, send, g.next_send));
     g.slot_used[slot] = 1;
@@ -106,10 +108,11 @@ static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send
                      int64_t deadline) {
   for (;;) {
     SWITCHAGG_RETURN_IF_ERROR(pump(c, g, send, deadline));
-    if (g.n_received == g.n_chunks) break;
+    if (g.n_received == g.n_chunks || g.refused) break;
     const size_t seen = g.n_received;
-    Status st = c.worker->waitUntil([&] { return g.n_received != seen || g.dead || c.broken(); },
-                                    deadline - clientNowMs());
+    Status st = c.worker->waitUntil(
+        [&] { return g.n_received != seen || g.refused || g.dead || c.broken(); },
+        deadline - clientNowMs());
     if (c.broken()) return c.brokenStatus();
     if (g.dead) return g.failure;
     if (!st.ok()) return st;
@@ -120,7 +123,12 @@ static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send
   for (size_t i = 0; i < g.slot_request.size(); ++i)
     if (g.slot_used[i]) pending.push_back(g.slot_request[i].get());
   const Status st = c.worker->waitAll(pending, std::max<int64_t>(deadline - clientNowMs(), 1));
-  return st.code() == Code::kTimeout ? st : Status::Ok();
+  if (st.code() == Code::kTimeout) return st;
+  // Refused (no slots free when the call began at the agent): no result
+  // will come; the agent drops the call's chunks and the group lives on.
+  if (g.refused)
+    return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");
+  return Status::Ok();
 }
 
 Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
@@ -152,13 +160,20 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
   g.next_send = 0;
   g.n_received = 0;
   g.received.assign(g.n_chunks, 0);
+  g.refused = false;
   if (in_place) g.staging.resize(count * esize);
   g.out = in_place ? g.staging.data() : static_cast<uint8_t*>(recv);
   g.active = true;
 
   Status st = stream(c, g, static_cast<const uint8_t*>(send), clientNowMs() + timeout_ms);
   g.active = false;
+  // Also after a refusal: the agent skipped the call's whole chunk range.
   g.next_chunk += g.n_chunks;
+  if (st.code() == Code::kBusy) {
+    ++g.counters.busy;
+    ++c.counters.busy;
+    return st;  // nothing of ours is still being sent; the group stays usable
+  }
   if (st.ok()) {
     if (in_place) std::memcpy(recv, g.staging.data(), count * esize);
     ++g.counters.allreduces;

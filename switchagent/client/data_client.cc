@@ -96,8 +96,15 @@ void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
       return;
     case MsgType::kAbort:
     case MsgType::kError:
+      if (g && m.type == MsgType::kError && m.reason == Reason::kBusy) {
+        // The agent refused the call in progress (no free slots right
+        // then); the group lives on. One for an earlier call is stale.
+        if (g->active && m.chunk >= g->base && m.chunk - g->base < g->n_chunks) g->refused = true;
+        return;
+      }
       if (g) {
         g->agent_knows = true;
+        g->failure_reason = m.reason;
         return g->fail(statusForReason(m.reason, m.type == MsgType::kAbort, m.text));
       }
       if (!hello_done) {  // HELLO refused (group id 0, no group)
@@ -251,11 +258,26 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   j.size = static_cast<uint32_t>(size);
   j.rank = static_cast<uint32_t>(rank);
   j.window = std::min<uint32_t>(window_request, wire::kMaxWindow);
+  j.flags = wire::kJoinFlagBusy;
   const int64_t deadline = clientNowMs() + timeout_ms;
   Status st = c.sendControl(j, timeout_ms);
   if (st.ok())
     st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
                              deadline - clientNowMs());
+  if (st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken()) {
+    // An agent that predates JOIN flags refused ours (without creating the
+    // group): join as an older client. It never sends ERROR(busy).
+    *g = AggGroup::State();
+    g->info.group_id = group_id;
+    g->info.size = size;
+    g->info.rank = rank;
+    g->busy_flag = false;
+    j.flags = 0;
+    st = c.sendControl(j, std::max<int64_t>(1, deadline - clientNowMs()));
+    if (st.ok())
+      st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
+                               deadline - clientNowMs());
+  }
   if (c.broken())
     st = c.brokenStatus();
   else if (g->dead)

@@ -108,6 +108,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
       {"data.advertise_capacity", nullptr, "tell clients the measured reduction rate, link rate and turnaround (false: answer "
        "as an agent that predates it)",
        boolField(&C::advertise_capacity)},
+      {"data.join_flags", nullptr, "accept JOIN flags, so members that understand busy get per-call busy refusals (false: "
+       "refuse them as an agent that predates them; clients then join without)",
+       boolField(&C::join_flags)},
       {"data.max_groups_per_lease", nullptr, "groups (communicators) one lease may hold at once, formed or waiting for members; "
        "more joins are refused (no_resource)",
        intField(&C::max_groups_per_lease, 1, 4096)},

@@ -51,8 +51,8 @@ std::string renderMetrics(const MetricsInput& in) {
            static_cast<uint64_t>(in.slots_in_use));
   w.metric("switchagg_slots_busy", "gauge", "Slots holding partial chunks right now.",
            d.slots_busy);
-  w.metric("switchagg_slots_reserved", "gauge", "Slots held by live groups (their windows).",
-           d.slots_reserved);
+  w.metric("switchagg_slots_reserved", "gauge",
+           "Slots held by calls in progress (their groups' windows).", d.slots_reserved);
   w.metric("switchagg_leases", "gauge", "Leases held.", in.leases.size());
   w.metric("switchagg_draining", "gauge", "1 while the agent refuses new leases.",
            in.draining ? 1 : 0);

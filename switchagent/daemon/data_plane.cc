@@ -219,6 +219,7 @@ struct DataPlane::Impl : EngineOutput {
     ec.member_timeout_ms = config.member_timeout_ms;
     ec.link_mbps = config.link_mbps;
     ec.advertise_capacity = config.advertise_capacity;
+    ec.join_flags = config.join_flags;
     ec.max_groups_per_lease = config.max_groups_per_lease;
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);

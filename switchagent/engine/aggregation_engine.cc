@@ -98,6 +98,10 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
       handleHello(from, m);
       return;
     case MsgType::kJoin:
+      // As an agent that predates JOIN flags: its decoder refused them.
+      if (!config_.join_flags && m.flags != 0)
+        return reject(from, m, Reason::kMalformed,
+                      std::string("undecodable message: ") + wire::reasonName(Reason::kMalformed));
       handleJoin(from, m, now_ms);
       return;
     case MsgType::kContrib:
@@ -195,6 +199,7 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
   mem.peer = from;
   mem.joined = true;
   mem.window_request = m.window;
+  mem.understands_busy = (m.flags & wire::kJoinFlagBusy) != 0;
   if (++g->joined == g->size) formGroup(*g);
 }
 
@@ -202,30 +207,26 @@ void AggregationEngine::formGroup(Group& g) {
   auto lease = lookup_(g.token);
   if (!lease) return abortGroup(g, Reason::kLeaseRevoked, "lease expired or deleted");
   uint32_t want = 0;
-  for (const Member& mem : g.members)
+  g.busy_aware = true;
+  for (const Member& mem : g.members) {
     if (mem.window_request && (want == 0 || mem.window_request < want)) want = mem.window_request;
-  SlotGrant grant = slots_.reserve(g.job, lease->slots, want, g.size);
+    g.busy_aware = g.busy_aware && mem.understands_busy;
+  }
+  // The window is fixed now but takes slots only while a call runs
+  // (activate), so every group of the lease may have the lease's slots.
+  const SlotGrant grant = slots_.plan(lease->slots, want, g.size);
   if (grant.window == 0) {
     count(Reason::kNoResource);
     return abortGroup(g, Reason::kNoResource,
-                      std::string("no free aggregation slots (limit: ") + grant.limit + ")");
-  }
-  g.buffers = SlotBuffers::allocate(grant.window, g.size, grant.slot_bytes);
-  if (!g.buffers) {
-    slots_.release(g.job, grant, g.size);
-    count(Reason::kNoResource);
-    return abortGroup(g, Reason::kNoResource, "out of memory for slot buffers");
+                      std::string("no aggregation slots (limit: ") + grant.limit + ")");
   }
   g.grant = grant;
+  g.lease_slots = lease->slots;
   g.formed = true;
   g.slots.resize(grant.window);
   for (uint32_t s = 0; s < grant.window; ++s) {
     g.slots[s].expect_chunk = s;
     g.slots[s].have.assign(g.size, 0);
-  }
-  {
-    std::lock_guard<std::mutex> lock(counters_mu_);
-    counters_.slots_reserved = slots_.reserved();
   }
   Message a;
   a.type = MsgType::kJoinAck;
@@ -289,7 +290,8 @@ void AggregationEngine::destroyGroup(Group& g) {
   ready_.erase(std::remove_if(ready_.begin(), ready_.end(),
                               [&](const std::pair<Group*, uint32_t>& e) { return e.first == &g; }),
                ready_.end());
-  if (g.formed) slots_.release(g.job, g.grant, g.size);
+  if (g.active) slots_.releaseSlots(g.job, g.grant.window);
+  dropBuffers(g);
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.slots_busy -= std::min<uint64_t>(counters_.slots_busy, g.busy);
@@ -299,7 +301,10 @@ void AggregationEngine::destroyGroup(Group& g) {
     if (it != counters_.groups_by_job.end() && --it->second == 0) counters_.groups_by_job.erase(it);
   }
   auto held = groups_per_lease_.find(g.token);
-  if (held != groups_per_lease_.end() && --held->second == 0) groups_per_lease_.erase(held);
+  if (held != groups_per_lease_.end() && --held->second == 0) {
+    groups_per_lease_.erase(held);
+    slots_.forget(g.job);
+  }
   by_serial_.erase(g.serial);
   groups_.erase(g.key);  // frees g; buffers live on in pending sends
 }

@@ -56,6 +56,7 @@ struct EngineConfig {
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
   uint32_t link_mbps = 0;         // the data link's rate, advertised (0 = unknown)
   bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
+  bool join_flags = true;          // false: refuse flagged JOINs (malformed) as an agent before them
   // Groups one lease may hold at once, formed or waiting for members: a
   // token holder joining group after group cannot fill the agent's memory.
   size_t max_groups_per_lease = 64;
@@ -94,6 +95,8 @@ class AggregationEngine {
   wire::Capacity capacity() const;
   static wire::CapTable capTable();
   size_t liveGroups() const { return groups_.size(); }
+  // Slot buffer bytes allocated (active groups' and idle groups' kept ones).
+  size_t slotMemory() const { return slots_.memoryInUse(); }
 
  private:
   void handleHello(PeerId from, const wire::Message& m);
@@ -102,6 +105,14 @@ class AggregationEngine {
   void handleContrib(PeerId from, const wire::Message& m, int64_t now_ms);
   void handleLeave(PeerId from, const wire::Message& m);
   bool checkContrib(Group& g, PeerId from, const wire::Message& m);
+  bool checkSlot(Group& g, const wire::Message& m);
+  enum class Admit { kProceed, kDropped, kAborted };
+  Admit admitCall(Group& g, PeerId from, const wire::Message& m);
+  const char* activate(Group& g);  // nullptr: the call holds its slots; else what is short
+  void deactivate(Group& g);
+  bool allocateBuffers(Group& g);  // evicts idle groups' buffers (LRU) to fit the budget
+  void dropBuffers(Group& g);
+  void publishSlots();
   void formGroup(Group& g);
   void reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch);
   void sendResults(Group& g, uint32_t slot);
@@ -121,6 +132,7 @@ class AggregationEngine {
   std::unordered_map<LeaseToken, size_t> groups_per_lease_;
   std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
   uint64_t next_serial_ = 1;
+  uint64_t use_clock_ = 0;  // orders idle groups for buffer eviction
   uint32_t reduce_mbps_ = 0;               // measured in the constructor
   std::vector<uint32_t> turnaround_us_;    // recent batches, a ring
   size_t turnaround_next_ = 0;

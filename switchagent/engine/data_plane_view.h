@@ -23,6 +23,7 @@ struct DataPlaneConfig {
   int64_t member_timeout_ms = kDefaultMemberTimeoutMs;  // a group member silent this long -> group aborted
   uint32_t link_mbps = 0;                  // advertised data link rate (0 = unknown)
   bool advertise_capacity = true;          // answer CAPACITY (false: as a v1.0 agent)
+  bool join_flags = true;                  // accept JOIN flags (false: as an agent before them)
   // Total aggregation slots of the pool ([pool] slots). Live
   // groups never hold more than this many slots together; 0 = no cap beyond
   // the leases' own slot counts (which the control plane keeps <= the pool).
@@ -37,7 +38,7 @@ struct DataPlaneCounters {
   std::map<std::string, uint64_t> rejected;         // reason -> count (bad_token, malformed, ...)
   std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes
   uint64_t slots_busy = 0;                          // slots holding partial chunks right now
-  uint64_t slots_reserved = 0;                    // slots held by live groups (their windows)
+  uint64_t slots_reserved = 0;                    // slots held by calls in progress (their windows)
   std::map<std::string, uint64_t> groups_by_job;  // job -> live groups
 };
 

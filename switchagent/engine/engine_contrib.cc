@@ -78,7 +78,21 @@ bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
     why = std::to_string(m.payload_bytes) + "-byte chunk, slots hold " +
           std::to_string(g.grant.slot_bytes);
   }
-  if (r == Reason::kNone) {
+  if (r == Reason::kNone) return true;
+  count(r);
+  abortGroup(g, r, why);
+  return false;
+}
+
+// The slot's checks, once the call holds its slots (admitCall).
+bool AggregationEngine::checkSlot(Group& g, const Message& m) {
+  Reason r = Reason::kNone;
+  std::string why;
+  if (m.chunk >= g.call_end) {
+    r = Reason::kChunkOutOfWindow;
+    why = "chunk " + std::to_string(m.chunk) + " beyond the call in progress (ends before " +
+          std::to_string(g.call_end) + ")";
+  } else {
     const Slot& s = g.slots[m.slot];
     if (s.have[m.rank] || m.chunk < s.expect_chunk) {
       r = Reason::kDuplicateContribution;
@@ -112,6 +126,7 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
                   known ? "no such group for this lease" : "unknown or expired lease token");
   }
   if (!checkContrib(*g, from, m)) return;
+  if (admitCall(*g, from, m) != Admit::kProceed || !checkSlot(*g, m)) return;
   Slot& s = g->slots[m.slot];
   std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
   if (s.arrived == 0) {
@@ -201,6 +216,7 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
     counters_.bytes_reduced += bytes * g.size;
     counters_.bytes_out += bytes * g.size;
   }
+  if (--g.call_left == 0) deactivate(g);  // its sends keep the buffers they read
   const uint64_t serial = g.serial;
   for (uint32_t r = 0; r < g.size; ++r)
     out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,

@@ -18,6 +18,15 @@ struct Member {
   bool joined = false;
   bool left = false;
   uint32_t window_request = 0;
+  bool understands_busy = false;  // its JOIN set kJoinFlagBusy
+  uint64_t next_chunk = 0;        // one past the highest chunk it contributed
+};
+
+// A call the agent refused (no slots free when its first chunk came): its
+// chunks [begin, end) are dropped; each member is told busy once.
+struct RefusedCall {
+  uint64_t begin = 0, end = 0;
+  std::vector<uint8_t> told;  // per rank
 };
 
 // One slot of a group's window: collects chunk `expect_chunk`, then
@@ -45,7 +54,17 @@ struct Group {
   uint32_t joined = 0, left = 0, busy = 0;
   bool formed = false;
   int64_t created_ms = 0;
-  SlotGrant grant;
+  SlotGrant grant;              // window and chunk size, fixed at formation
+  uint32_t lease_slots = 0;     // the lease's slots (its budget for active calls)
+  bool busy_aware = false;      // every member understands ERROR(busy)
+  // Per-call activation: a call holds the window's slots from its first
+  // contribution until its last result is sent.
+  bool active = false;
+  uint64_t next_call = 0;       // first chunk of the next call (chunks count on across calls)
+  uint64_t call_end = 0;        // active: one past the call's last chunk
+  uint64_t call_left = 0;       // active: chunks of the call whose results are not sent yet
+  uint64_t last_use = 0;        // engine use clock at the last call's end (LRU of idle buffers)
+  std::vector<RefusedCall> refused;
   std::vector<Member> members;
   std::vector<Slot> slots;
   std::shared_ptr<SlotBuffers> buffers;

@@ -1,5 +1,7 @@
 #include "slot_pool.h"
 
+#include "switchagg/agent/wire.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -34,48 +36,49 @@ size_t SlotPool::reservedBy(const std::string& lease) const {
   return it == by_lease_.end() ? 0 : it->second;
 }
 
-SlotGrant SlotPool::reserve(const std::string& lease, uint32_t lease_slots, uint32_t want,
-                            uint32_t members) {
+SlotGrant SlotPool::plan(uint32_t lease_slots, uint32_t want, uint32_t members) const {
   SlotGrant g;
-  const size_t used = reservedBy(lease);
   size_t window = want == 0 ? lease_slots : std::min<size_t>(want, lease_slots);
+  window = std::min<size_t>(window, wire::kMaxWindow);
   g.limit = "lease";
-  if (used >= lease_slots) return g;
-  window = std::min<size_t>(window, lease_slots - used);
-  if (pool_slots_ != 0) {
-    const size_t free_pool = pool_slots_ > reserved_ ? pool_slots_ - reserved_ : 0;
-    if (free_pool < window) {
-      window = free_pool;
-      g.limit = "pool";
-    }
+  if (pool_slots_ != 0 && pool_slots_ < window) {
+    window = pool_slots_;
+    g.limit = "pool";
   }
   if (window == 0) return g;
-  const size_t free_mem = memory_bytes_ > memory_ ? memory_bytes_ - memory_ : 0;
   const size_t per_chunk = static_cast<size_t>(members) + 1;
   size_t bytes = slot_bytes_;
-  if (window * per_chunk * bytes > free_mem) {
+  if (window * per_chunk * bytes > memory_bytes_) {
     g.limit = "memory";
-    window = std::max<size_t>(1, free_mem / (per_chunk * bytes));
-    if (window * per_chunk * bytes > free_mem) bytes = free_mem / per_chunk / 64 * 64;
+    window = std::max<size_t>(1, memory_bytes_ / (per_chunk * bytes));
+    if (window * per_chunk * bytes > memory_bytes_) bytes = memory_bytes_ / per_chunk / 64 * 64;
     if (bytes < kMinSlotBytes) return SlotGrant{0, 0, "memory"};
   }
   g.window = static_cast<uint32_t>(window);
   g.slot_bytes = bytes;
-  reserved_ += window;
-  memory_ += window * per_chunk * bytes;
-  by_lease_[lease] += window;
   return g;
 }
 
-void SlotPool::release(const std::string& lease, const SlotGrant& grant, uint32_t members) {
-  if (grant.window == 0) return;
-  reserved_ -= std::min<size_t>(reserved_, grant.window);
-  const size_t mem = grant.window * (static_cast<size_t>(members) + 1) * grant.slot_bytes;
-  memory_ -= std::min(memory_, mem);
+const char* SlotPool::acquire(const std::string& lease, uint32_t lease_slots, uint32_t window) {
+  if (reservedBy(lease) + window > lease_slots) return "lease";
+  if (pool_slots_ != 0 && reserved_ + window > pool_slots_) return "pool";
+  reserved_ += window;
+  by_lease_[lease] += window;
+  return nullptr;
+}
+
+void SlotPool::releaseSlots(const std::string& lease, uint32_t window) {
+  reserved_ -= std::min<size_t>(reserved_, window);
   auto it = by_lease_.find(lease);
   if (it == by_lease_.end()) return;
-  it->second -= std::min<size_t>(it->second, grant.window);
-  if (it->second == 0) by_lease_.erase(it);
+  // A zero entry stays (no map node freed and allocated again per call)
+  // until the lease's last group ends (forget).
+  it->second -= std::min<size_t>(it->second, window);
+}
+
+void SlotPool::forget(const std::string& lease) {
+  auto it = by_lease_.find(lease);
+  if (it != by_lease_.end() && it->second == 0) by_lease_.erase(it);
 }
 
 }  // namespace switchagg::agent

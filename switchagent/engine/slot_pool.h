@@ -3,12 +3,17 @@
 // member's contribution (so the reduction can run in rank order, which makes
 // results independent of arrival order) plus the result being sent back.
 //
-// A group reserves its whole window at formation, from its lease's slots
-// (shared by the lease's live groups) and from the pool (pool_slots slots,
-// memory_bytes of buffers). It gives them back when it ends. Worker-thread
-// only: not thread-safe.
+// A group's window W (and chunk size) is fixed when it forms (plan), but it
+// holds slots only while a call of it is in progress: the call's first
+// contribution takes W slots from its lease's slots and from the pool
+// (acquire), the call's last result gives them back (releaseSlots). So a
+// job's slots serve whichever of its communicators is reducing. Slot memory
+// is accounted separately (addMemory/subMemory): the engine keeps an idle
+// group's buffers while the budget allows, so a call costs no allocation.
+// Worker-thread only: not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -57,15 +62,24 @@ class SlotPool {
   // pool_slots 0 = no pool-wide cap (leases alone bound usage).
   SlotPool(size_t pool_slots, size_t memory_bytes, size_t slot_bytes);
 
-  // Grants min(want or lease_slots, free lease slots, free pool slots)
-  // slots; if (members + 1) x slot_bytes x window does not fit the memory
-  // budget, shrinks the window, then the chunk size (not below kMinSlotBytes).
-  SlotGrant reserve(const std::string& lease, uint32_t lease_slots, uint32_t want,
-                    uint32_t members);
-  void release(const std::string& lease, const SlotGrant& grant, uint32_t members);
+  // A new group's window and chunk: min(want or lease_slots, lease_slots,
+  // pool_slots, kMaxWindow); if (members + 1) x slot_bytes x window does not
+  // fit the whole memory budget, shrinks the window, then the chunk size
+  // (not below kMinSlotBytes). Takes nothing. window 0: it can never run.
+  SlotGrant plan(uint32_t lease_slots, uint32_t want, uint32_t members) const;
+  // Takes `window` slots for one call: nullptr on success, else what is
+  // short ("lease" or "pool"); never waits.
+  const char* acquire(const std::string& lease, uint32_t lease_slots, uint32_t window);
+  void releaseSlots(const std::string& lease, uint32_t window);
+  void forget(const std::string& lease);  // its last group ended
+
+  // Slot buffer memory (allocated buffers, of active and idle groups).
+  bool memoryFits(size_t bytes) const { return memory_ + bytes <= memory_bytes_; }
+  void addMemory(size_t bytes) { memory_ += bytes; }
+  void subMemory(size_t bytes) { memory_ -= std::min(memory_, bytes); }
 
   size_t slotBytes() const { return slot_bytes_; }
-  size_t reserved() const { return reserved_; }
+  size_t reserved() const { return reserved_; }  // slots of calls in progress
   size_t memoryInUse() const { return memory_; }
   size_t reservedBy(const std::string& lease) const;
 

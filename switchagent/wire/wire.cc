@@ -70,7 +70,7 @@ constexpr size_t kTypeHeader[kMaxMsgType + 1] = {
     0,   // unused
     32,  // HELLO
     40,  // HELLO_ACK: window u32, slot_bytes u32
-    48,  // JOIN: size, rank, window, reserved
+    48,  // JOIN: size, rank, window, flags
     48,  // JOIN_ACK: size, rank, window, slot_bytes
     64,  // CONTRIB: rank, slot, chunk u64, call_elems u64, dtype, op, rsv u16, count
     64,  // RESULT: same layout as CONTRIB
@@ -177,7 +177,10 @@ Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* 
       if (m->size == 0 || m->size > kMaxGroupSize) return Reason::kMalformed;
       if (m->rank >= m->size) return Reason::kRankOutOfRange;
       if (m->window > kMaxWindow) return Reason::kMalformed;
-      if (m->type == MsgType::kJoin) return last == 0 ? Reason::kNone : Reason::kMalformed;
+      if (m->type == MsgType::kJoin) {
+        m->flags = last;
+        return (last & ~kJoinKnownFlags) == 0 ? Reason::kNone : Reason::kMalformed;
+      }
       m->slot_bytes = last;
       if (m->window == 0 || m->slot_bytes == 0 || m->slot_bytes > kMaxSlotBytes)
         return Reason::kMalformed;
@@ -236,7 +239,8 @@ const char* reasonName(Reason r) {
                                                      "member_left",
                                                      "join_timeout",
                                                      "lease_revoked",
-                                                     "shutdown"};
+                                                     "shutdown",
+                                                     "busy"};
   const auto i = static_cast<uint16_t>(r);
   return i <= kMaxReason ? kNames[i] : "unknown";
 }
@@ -281,7 +285,7 @@ Frame encode(const Message& m) {
       w.u32(m.size);
       w.u32(m.rank);
       w.u32(m.window);
-      w.u32(m.type == MsgType::kJoinAck ? m.slot_bytes : 0);
+      w.u32(m.type == MsgType::kJoinAck ? m.slot_bytes : m.flags);
       if (m.type == MsgType::kJoinAck) f.body = encodeCaps(m.caps);
       break;
     case MsgType::kContrib:

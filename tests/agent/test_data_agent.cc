@@ -58,6 +58,21 @@ TEST_F(DataAgentTest, TheAgentTellsItsCapacityAndAnOlderAgentIsServedWithout) {
       << h[0]->output();
 }
 
+// An agent that predates JOIN flags refuses a flagged JOIN as malformed
+// (data.join_flags=false emulates it): every member joins again without
+// flags and is served; each refusal is counted once.
+TEST_F(DataAgentTest, AnOlderAgentRefusingJoinFlagsIsJoinedWithout) {
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.join_flags=false"}));
+  const std::string token = createLease("noflags", 4);
+  auto g = startGroup({1, 3, token, {"--count", "3000", "--iters", "3"}});
+  expectAllOk(g, 60000);
+  const auto s = status();
+  EXPECT_EQ(s["counters"]["groups_created"], 1);
+  EXPECT_EQ(s["counters"]["groups_aborted"], 0);
+  EXPECT_EQ(s["rejected"]["malformed"], 3) << s.dump();
+  EXPECT_EQ(s["counters"]["rejected_total"], 3) << s.dump();
+}
+
 TEST_F(DataAgentTest, ManyChunksThroughWindowsOneToN) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("windows", 16);

@@ -101,7 +101,7 @@ TEST_F(EngineTest, JoinAckGoesToEveryMemberOnlyOnceAllJoined) {
   EXPECT_EQ(rank_of[3], 1u);
   auto c = engine_->counters();
   EXPECT_EQ(c.groups_active, 1u);
-  EXPECT_EQ(c.slots_reserved, 4u);
+  EXPECT_EQ(c.slots_reserved, 0u);  // slots are taken per call, not at formation
   EXPECT_EQ(c.groups_by_job["job1"], 1u);
 }
 
@@ -255,43 +255,30 @@ TEST_F(EngineTest, SlotWaitsForItsPreviousResultSendsBeforeReducingAgain) {
   EXPECT_EQ(res[0].msg.chunk, 1u);
 }
 
-TEST_F(EngineTest, LeaseSlotsAreSharedByItsGroupsAndReturnedOnLeave) {
+TEST_F(EngineTest, WindowIsFixedAtFormationAndCappedByTheLease) {
   const auto t = addLease(1, "job1", 4);
   EXPECT_EQ(formGroup(t, 1, 2, 1, 3), 3u);  // asks for 3 of 4
-  EXPECT_EQ(formGroup(t, 2, 2, 3), 1u);     // gets what is left
-  join(5, t, 3, 1, 0);                      // nothing left: aborted
-  auto aborts = out_.take(MsgType::kAbort);
-  ASSERT_EQ(aborts.size(), 1u);
-  EXPECT_EQ(aborts[0].msg.reason, wire::Reason::kNoResource);
-  for (uint32_t r = 0; r < 2; ++r) {
-    wire::Message l;
-    l.type = MsgType::kLeave;
-    l.token = t;
-    l.group_id = 1;
-    l.rank = r;
-    deliver(1 + r, l);
-  }
-  EXPECT_EQ(engine_->counters().slots_reserved, 1u);
-  EXPECT_EQ(formGroup(t, 3, 1, 5), 3u);
-  EXPECT_EQ(engine_->counters().rejected["no_resource"], 1u);
+  EXPECT_EQ(formGroup(t, 2, 2, 3), 4u);     // idle groups hold nothing: all 4
+  EXPECT_EQ(formGroup(t, 3, 1, 5, 9), 4u);  // capped by the lease
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  EXPECT_EQ(engine_->counters().slots_reserved, 0u);
 }
 
-TEST_F(EngineTest, PoolCapAndMemoryBudgetShrinkTheGrant) {
+TEST_F(EngineTest, PoolCapAndMemoryBudgetShrinkTheWindow) {
   EngineConfig c;
   c.pool_slots = 5;
   c.slot_bytes = 64 * 1024;
   c.memory_bytes = 3 * 3 * 64 * 1024;  // (2 members + 1) x 64 KiB x 3 slots
   makeEngine(c);
-  const auto a = addLease(1, "a", 4);
-  const auto b = addLease(2, "b", 4);
-  EXPECT_EQ(formGroup(a, 1, 2, 1), 3u);  // memory allows 3 of 4
-  for (uint32_t r = 0; r < 2; ++r) join(10 + r, b, 1, 2, r);
-  auto acks = out_.take(MsgType::kJoinAck);
+  const auto a = addLease(1, "a", 8);
+  EXPECT_EQ(formGroup(a, 1, 2, 1), 3u);  // pool allows 5, memory 3
+  EXPECT_EQ(formGroup(a, 2, 5, 3), 1u);  // 6 x 64 KiB per slot: one slot
+  c.memory_bytes = 2 * 4096;             // not one 4 KiB slot of 2 members + result
+  makeEngine(c);
+  for (uint32_t r = 0; r < 2; ++r) join(10 + r, a, 1, 2, r);
   auto aborts = out_.take(MsgType::kAbort);
-  EXPECT_TRUE(acks.empty());
-  ASSERT_EQ(aborts.size(), 2u);  // memory exhausted: refused, a's group untouched
+  ASSERT_EQ(aborts.size(), 2u);
   EXPECT_EQ(aborts[0].msg.reason, wire::Reason::kNoResource);
-  EXPECT_EQ(engine_->counters().groups_active, 1u);
 }
 
 }  // namespace

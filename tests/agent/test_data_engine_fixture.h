@@ -106,8 +106,10 @@ class EngineTest : public ::testing::Test {
                        body.size(), now_);
   }
 
+  // flags: what today's client says (it understands ERROR(busy)); 0 = an
+  // older client.
   void join(PeerId from, const wire::Token& t, uint64_t gid, uint32_t size, uint32_t rank,
-            uint32_t window = 0) {
+            uint32_t window = 0, uint32_t flags = wire::kJoinFlagBusy) {
     wire::Message m;
     m.type = wire::MsgType::kJoin;
     m.token = t;
@@ -115,6 +117,7 @@ class EngineTest : public ::testing::Test {
     m.size = size;
     m.rank = rank;
     m.window = window;
+    m.flags = flags;
     deliver(from, m);
   }
 
@@ -148,8 +151,8 @@ class EngineTest : public ::testing::Test {
 
   // Joins `size` members (peers 1..size) into group `gid` and returns the window.
   uint32_t formGroup(const wire::Token& t, uint64_t gid, uint32_t size, PeerId first_peer = 1,
-                     uint32_t window = 0) {
-    for (uint32_t r = 0; r < size; ++r) join(first_peer + r, t, gid, size, r, window);
+                     uint32_t window = 0, uint32_t flags = wire::kJoinFlagBusy) {
+    for (uint32_t r = 0; r < size; ++r) join(first_peer + r, t, gid, size, r, window, flags);
     auto acks = out_.take(wire::MsgType::kJoinAck);
     EXPECT_EQ(acks.size(), size);
     return acks.empty() ? 0 : acks[0].msg.window;

@@ -234,6 +234,36 @@ TEST(DataWire, CapabilityTablesAndTextAreValidated) {
   EXPECT_EQ(check({}), Reason::kMalformed);
 }
 
+// JOIN flags (the field was 0 before them) and the busy reason added to v1.
+TEST(DataWire, JoinFlagsAndBusyReason) {
+  Message m;
+  m.type = MsgType::kJoin;
+  m.size = 2;
+  m.rank = 1;
+  m.flags = kJoinFlagBusy;
+  Frame f = encode(m);
+  Message out;
+  ASSERT_EQ(decode(f.header.data(), f.header_bytes, nullptr, 0, &out), Reason::kNone);
+  EXPECT_EQ(out.flags, kJoinFlagBusy);
+  m.flags = 0;
+  f = encode(m);
+  ASSERT_EQ(decode(f.header.data(), f.header_bytes, nullptr, 0, &out), Reason::kNone);
+  EXPECT_EQ(out.flags, 0u);
+  m.flags = 2;  // unknown flag
+  f = encode(m);
+  EXPECT_EQ(decode(f.header.data(), f.header_bytes, nullptr, 0, &out), Reason::kMalformed);
+  m = Message();
+  m.type = MsgType::kError;
+  m.reason = Reason::kBusy;
+  m.chunk = 42;
+  f = encode(m);
+  ASSERT_EQ(decode(f.header.data(), f.header_bytes, f.body.data(), f.body.size(), &out),
+            Reason::kNone);
+  EXPECT_EQ(out.reason, Reason::kBusy);
+  EXPECT_EQ(out.chunk, 42u);
+  EXPECT_STREQ(reasonName(Reason::kBusy), "busy");
+}
+
 TEST(DataWire, EncoderNeverEmitsUndecodableText) {
   Message m;
   m.type = MsgType::kError;

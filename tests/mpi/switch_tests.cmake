@@ -55,6 +55,11 @@ add_switch_test(mpi_switch_python_np2 180 "mpi;agent" program 2
 # The CG mini-application (MPI + OpenMP) with and without the switch.
 add_switch_test(mpi_switch_cg_np2 180 "mpi;agent;apps" cg 2)
 add_switch_test(mpi_switch_two_jobs 180 "mpi;agent" two_jobs)
+# Many communicators per job: 8 per rank (11 groups) on a 4-slot lease with
+# window 2, calls interleaved; and two halves reducing at once on a lease of
+# one window (per-call busy refusals, redone on the host, path kept).
+add_switch_test(mpi_switch_many_comms_np4 180 "mpi;agent" comms 4 4 2 --comms 12)
+add_switch_test(mpi_switch_busy_np4 180 "mpi;agent" comms 4 2 2 --busy 400)
 # offload=auto with a lease on one node: online tuning settles on the host.
 add_switch_test(mpi_switch_auto_np4 240 "mpi;agent" auto 4)
 add_switch_test(mpi_switch_liveness_np3 240 "mpi;agent" liveness 3)

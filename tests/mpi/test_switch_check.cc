@@ -22,6 +22,22 @@
 //     which rank 0 creates at the fallback, then resumes it and fires): the
 //     loop ends once the switch served 3 calls after the fallback; asserts
 //     at least one fallback, switch:rejoined >= 1, every result right.
+//
+//   test_switch_check --comms ITERS
+//     8 live communicators per rank (WORLD, 3 dups, two splits, a reversed
+//     one, a dup of a split), calls interleaved across them ITERS times at
+//     1, 1001 and 70001 int64 elements: every result exact, no
+//     fallback:switch-failed, and switch:calls > 0 on each communicator
+//     (run with a lease of fewer slots than 8 x window: windows are taken
+//     per call; a call that finds them taken is counted fallback:switch-busy
+//     and redone on the host, also exact).
+//
+//   test_switch_check --busy MAX_ITERS
+//     WORLD split into two halves that reduce at the same time (barrier,
+//     then 1 MiB int64 sums) with a lease of one window: asserts exact
+//     results, that fallback:switch-busy was counted, that the switch served
+//     the busy communicator again afterwards (the path stays alive:
+//     switch:dead 0, no fallback:switch-failed).
 #include <mpi.h>
 #include <sys/stat.h>
 
@@ -203,6 +219,112 @@ int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms
   return iter + 1;
 }
 
+uint64_t commCounter(MPI_Comm c, const char* name) { return g_counter(c, name); }
+
+// One int64 sum on `comm` checked exactly against the host reference of its
+// members' inputs. Returns true if it was served by the switch.
+bool checkedSum(MPI_Comm comm, const std::string& name, size_t count, int salt) {
+  int r, n;
+  MPI_Comm_rank(comm, &r);
+  MPI_Comm_size(comm, &n);
+  std::vector<int64_t> in(count), out(count);
+  for (size_t i = 0; i < count; ++i) in[i] = (r + 1) * int64_t(i % 977 + salt) - 300;
+  const uint64_t calls0 = commCounter(comm, "switch:calls");
+  MPI_Allreduce(in.data(), out.data(), int(count), MPI_INT64_T, MPI_SUM, comm);
+  for (size_t i = 0; i < count; ++i) {
+    int64_t want = 0;
+    for (int k = 0; k < n; ++k) want += (k + 1) * int64_t(i % 977 + salt) - 300;
+    if (out[i] != want) {
+      fail(name + " count " + std::to_string(count) + ": element " + std::to_string(i) + " = " +
+           std::to_string(out[i]) + ", expected " + std::to_string(want));
+      break;
+    }
+  }
+  return commCounter(comm, "switch:calls") != calls0;
+}
+
+int runComms(int iters) {
+  struct Named {
+    MPI_Comm comm;
+    std::string name;
+  };
+  std::vector<Named> comms{{MPI_COMM_WORLD, "world"}};
+  for (int d = 0; d < 3; ++d) {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    comms.push_back({c, "dup" + std::to_string(d)});
+  }
+  MPI_Comm parity, half, reversed, parity_dup;
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &parity);
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank < g_size / 2, g_rank, &half);
+  MPI_Comm_split(MPI_COMM_WORLD, 0, g_size - g_rank, &reversed);
+  MPI_Comm_dup(parity, &parity_dup);
+  comms.push_back({parity, "parity"});
+  comms.push_back({half, "half"});
+  comms.push_back({reversed, "reversed"});
+  comms.push_back({parity_dup, "parity_dup"});
+  int calls = 0;
+  for (int it = 0; it < iters; ++it)
+    for (size_t k = 0; k < comms.size(); ++k) {
+      const size_t count = (it + int(k)) % 3 == 0 ? 1 : (it + int(k)) % 3 == 1 ? 1001 : 70001;
+      (void)checkedSum(comms[k].comm, comms[k].name, count, it * 8 + int(k));
+      ++calls;
+    }
+  uint64_t busy = 0;
+  for (const Named& c : comms) {
+    const uint64_t sw = commCounter(c.comm, "switch:calls");
+    const uint64_t failed = commCounter(c.comm, "fallback:switch-failed");
+    busy += commCounter(c.comm, "fallback:switch-busy");
+    if (sw == 0) fail(c.name + ": switch:calls = 0 (not on the switch path)");
+    if (failed != 0) fail(c.name + ": fallback:switch-failed = " + std::to_string(failed));
+    if (sw + commCounter(c.comm, "fallback:switch-busy") != uint64_t(iters))
+      fail(c.name + ": switch:calls + fallback:switch-busy = " +
+           std::to_string(sw + commCounter(c.comm, "fallback:switch-busy")) + ", calls " +
+           std::to_string(iters));
+  }
+  std::printf("rank %d: %zu communicators, %d calls, %llu busy fallbacks\n", g_rank, comms.size(),
+              calls, static_cast<unsigned long long>(busy));
+  for (size_t k = 1; k < comms.size(); ++k) MPI_Comm_free(&comms[k].comm);
+  return calls;
+}
+
+int runBusy(int max_iters) {
+  MPI_Comm half;
+  const int color = g_rank < g_size / 2;
+  MPI_Comm_split(MPI_COMM_WORLD, color, g_rank, &half);
+  const size_t count = 131072;  // 1 MiB: several chunks per call
+  int iters = 0, first_busy = -1, served_after = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (; iters < max_iters; ++iters) {
+    const uint64_t busy0 = commCounter(half, "fallback:switch-busy");
+    MPI_Barrier(MPI_COMM_WORLD);  // both halves begin together
+    const bool sw = checkedSum(half, color ? "half1" : "half0", count, iters);
+    // Per world: has any half been busy yet, and served since?
+    int mine[2] = {commCounter(half, "fallback:switch-busy") != busy0 ? 1 : 0, 0};
+    if (first_busy >= 0 && sw) mine[1] = 1;
+    int any[2];
+    MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any[0] && first_busy < 0) first_busy = iters;
+    served_after += any[1];
+    if (first_busy >= 0 && served_after >= 3) break;
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) break;
+  }
+  if (first_busy < 0) fail("no call was refused busy in " + std::to_string(iters) + " iterations");
+  if (served_after < 3) fail("the switch served no call after the first busy one");
+  if (commCounter(half, "switch:dead") != 0) fail("switch:dead after busy calls");
+  if (commCounter(half, "fallback:switch-failed") != 0)
+    fail("fallback:switch-failed = " + std::to_string(commCounter(half, "fallback:switch-failed")));
+  uint64_t busy = commCounter(half, "fallback:switch-busy"), total = 0;
+  MPI_Allreduce(&busy, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0)
+    std::printf("busy run: %d iterations, first busy at %d, %llu busy fallbacks (all ranks), "
+                "switch calls on rank 0's half %llu\n",
+                iters + 1, first_busy, static_cast<unsigned long long>(total),
+                static_cast<unsigned long long>(commCounter(half, "switch:calls")));
+  MPI_Comm_free(&half);
+  return iters + 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,6 +336,7 @@ int main(int argc, char** argv) {
   double max_call_ms = 6000;
   std::string fault_dir;
   bool rejoin = false;
+  int comms_iters = 0, busy_iters = 0;
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--rejoin")) rejoin = true;
   for (int i = 1; i + 1 < argc; ++i) {
@@ -223,6 +346,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--bytes")) bytes = std::strtoull(argv[++i], nullptr, 10);
     else if (!std::strcmp(argv[i], "--after")) after = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--max-call-ms")) max_call_ms = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--comms")) comms_iters = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--busy")) busy_iters = std::atoi(argv[++i]);
   }
   check::Diagnostics diag;
   const bool loaded = diag.load();
@@ -233,8 +358,10 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   g_leaders = check::expectedLeaders(MPI_COMM_WORLD);
-  const int cases = fault_dir.empty() ? runRepeat(repeat > 0 ? repeat : 5, big)
-                                      : runFault(fault_dir, bytes, after, max_call_ms, rejoin);
+  const int cases = comms_iters > 0 ? runComms(comms_iters)
+                    : busy_iters > 0  ? runBusy(busy_iters)
+                    : fault_dir.empty() ? runRepeat(repeat > 0 ? repeat : 5, big)
+                                        : runFault(fault_dir, bytes, after, max_call_ms, rejoin);
   long total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)

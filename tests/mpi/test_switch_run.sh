@@ -21,6 +21,8 @@
 #                         mpi_fortran_types --expect switch), offload on
 #   cg NP                 switchagg-cg without switchagg and with offload on:
 #                         residual histories bitwise equal (cg_compare.sh)
+#   comms NP SLOTS WINDOW ARGS...  test_switch_check ARGS (--comms/--busy) with
+#                         a SLOTS-slot lease and SWITCHAGG_SWITCH_WINDOW=WINDOW
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
 #                         right answers on the host
 # PPN=K in the environment (serve, kill, delete, stall): rank r runs on emulated node
@@ -113,6 +115,17 @@ case $scenario in
     created=$(metric switchagg_groups_created_total)
     echo "agent metrics: bytes_in=$in groups_created=$created"
     [[ ${in%.*} -gt 0 && ${created%.*} -gt 0 ]] || die "the agent saw no traffic"
+    ;;
+  comms)
+    np=$1 slots=$2
+    export SWITCHAGG_SWITCH_WINDOW=$3
+    shift 3
+    start_agent
+    out=$(ctl lease create --job "comms-np$np" --slots "$slots" --ttl 10m) || die "lease create: $out"
+    eval "$(grep '^export ' <<<"$out")"
+    run_mpi "$np" "$work/comms.log" "$bin/test_switch_check" "$@" ||
+      { cat "$work/comms.log"; die "comms run failed"; }
+    expect_pass "$work/comms.log" "joined switch group"
     ;;
   program)
     np=$1

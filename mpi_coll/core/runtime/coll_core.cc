@@ -178,7 +178,7 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
   return guarded<uint64_t>("counter", 0, [&]() -> uint64_t {
     const auto& c = comm->state.counters();
     const std::string key = name;
-    // The switch path's own counters (switch:*, fallback:switch-failed).
+    // The switch path's own counters (switch:*, fallback:switch-failed/-busy).
     uint64_t value = 0;
     if (const switchagg::coll::SwitchPath* sw = comm->state.switchPath())
       if (sw->counter(key, &value)) return value;

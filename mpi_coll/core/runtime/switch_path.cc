@@ -18,8 +18,10 @@
 // kUnsupported: dispatch runs the next candidate (a host algorithm) from the
 // intact input. After `rejoin_calls` more calls (counted alike on every
 // rank, so no extra communication decides it) the communicator runs the
-// join again; a failed rejoin doubles the wait. Detailed semantics:
-// docs/offload.md.
+// join again; a failed rejoin doubles the wait. Nobody failed but someone
+// was told busy (the agent refused the call: the job's other communicators
+// held the lease's slots) -> the same host redo, but the path stays alive.
+// Detailed semantics: docs/offload.md.
 //
 // Node leaders (switch_leaders.h): with several ranks per node only each
 // node's lowest rank is a member of the agent's group; the node reduces to
@@ -56,6 +58,9 @@ struct JoinHello {
   // must be the same on every rank.
   agent::wire::Capacity capacity;
 };
+
+// One call's outcome as the ranks agree on it (allgathered byte).
+constexpr uint8_t kOutcomeFailed = 0, kOutcomeOk = 1, kOutcomeBusy = 2;
 
 bool allOnes(const std::vector<uint8_t>& flags) {
   return std::all_of(flags.begin(), flags.end(), [](uint8_t f) { return f == 1; });
@@ -122,7 +127,7 @@ class AgentSwitchPath : public SwitchPath {
   bool joined_;            // false after a failure, until a rejoin
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
-  uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0;
+  uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
   uint64_t last_bytes_sent_ = 0;
 };
 
@@ -172,9 +177,11 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   }
   // Success is local (the agent may die after sending some members their
   // last chunk): nobody trusts its result until every rank says ok.
-  uint8_t ok = mine.ok() ? 1 : 0;
+  uint8_t outcome = mine.ok()                      ? kOutcomeOk
+                    : mine.code() == Code::kBusy ? kOutcomeBusy
+                                                   : kOutcomeFailed;
   std::vector<uint8_t> oks(size_t(comm_.size()));
-  SWITCHAGG_RETURN_IF_ERROR(comm_.allgather(&ok, oks.data(), 1));
+  SWITCHAGG_RETURN_IF_ERROR(comm_.allgather(&outcome, oks.data(), 1));
   if (allOnes(oks)) {
     if (in_place && group_) std::memcpy(args.recv, scratch_.data(), bytes);
     ++calls_;
@@ -183,6 +190,18 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
     return leaders_ ? leaders_->broadcast(args) : Status::Ok();
   }
   if (leaders_) leaders_->abandon();
+  if (std::find(oks.begin(), oks.end(), kOutcomeFailed) == oks.end()) {
+    // Busy (the job's other communicators held the lease's slots when this
+    // call began): refused for this call only, the group is alive. Same
+    // host redo as after a failure, but no give-up and no rejoin.
+    ++busy_;
+    if (busy_ == 1 && comm_.rank() == 0)
+      SA_INFO("coll",
+              "comm %s: switch busy (the lease's slots were in use by the job's other "
+              "communicators); call redone on the host (fallback:switch-busy), switch path kept",
+              comm_.name().c_str());
+    return Status(Code::kUnsupported, "switch busy; redone on the host");
+  }
   giveUp(mine, oks);
   // The input is intact on every rank (send never written; in place results
   // went to scratch): the next candidate redoes the reduction on the host.
@@ -228,7 +247,7 @@ void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks
   calls_since_failure_ = 0;
   rejoin_after_ = lease_.rejoin_calls;
   int first_bad = 0;
-  while (first_bad < int(oks.size()) && oks[size_t(first_bad)]) ++first_bad;
+  while (first_bad < int(oks.size()) && oks[size_t(first_bad)] != kOutcomeFailed) ++first_bad;
   if (!mine.ok())
     SA_DEBUG("coll", "comm %s rank %d: switch allreduce failed: %s", comm_.name().c_str(),
              comm_.rank(), mine.toString().c_str());
@@ -250,6 +269,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:chunks") *value = chunks_;
   else if (name == "switch:calls") *value = calls_;
   else if (name == "switch:failed" || name == "fallback:switch-failed") *value = failed_;
+  else if (name == "switch:busy" || name == "fallback:switch-busy") *value = busy_;
   else if (name == "switch:joined") *value = 1;
   else if (name == "switch:dead") *value = joined_ ? 0 : 1;
   else if (name == "switch:leader") *value = !leaders_ || leaders_->leader() ? 1 : 0;
@@ -263,9 +283,9 @@ void AgentSwitchPath::logSummary() const {
   if (comm_.rank() != 0 || !logEnabled(LogLevel::kInfo)) return;
   SA_INFO("coll",
           "comm %s switch path: %" PRIu64 " calls, %" PRIu64 " bytes sent per %s in %" PRIu64
-          " chunks, %" PRIu64 " fallback(s), %" PRIu64 " rejoin(s)%s",
+          " chunks, %" PRIu64 " fallback(s), %" PRIu64 " busy, %" PRIu64 " rejoin(s)%s",
           comm_.name().c_str(), calls_, bytes_sent_, leaders_ ? "node leader" : "rank",
-          chunks_, failed_, rejoined_,
+          chunks_, failed_, busy_, rejoined_,
           joined_ ? "" : ", disabled after a failure");
 }
 
@@ -293,7 +313,14 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   }
   const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
   // Every rank computes the same request (the lease's slots come from the
-  // agent's HELLO_ACK, the override from the job-wide environment).
+  // agent's HELLO_ACK, the override from the job-wide environment). Half the
+  // lease: windows are taken per call, so this lets two communicators reduce
+  // at once (say the two halves of a split) before calls are refused busy;
+  // the whole lease gained nothing clear for one communicator (8 vs 4 of 8
+  // slots, 2 clients on loopback: 1 MiB 263-365 vs 298-385 MB/s, 8 MiB
+  // 345-419 vs 264-377 MB/s, inside run-to-run spread).
+  // An agent that predates per-call slots reserves at join: half keeps
+  // WORLD and one more communicator there, as before.
   Result<std::unique_ptr<agent::AggGroup>> group = Status(Code::kUnsupported, "not a member");
   if (member) {
     const uint32_t window = lease.window_request

@@ -36,7 +36,7 @@ class SwitchPath {
   // path can recover from on the host is returned as kUnsupported).
   virtual Status allreduce(const AllreduceArgs& args) = 0;
   // Counters the switch path keeps ("switch:bytes_sent",
-  // "fallback:switch-failed", ...; docs/offload.md). False: not one of its
+  // "fallback:switch-failed", "fallback:switch-busy", ...; docs/offload.md). False: not one of its
   // names, the caller looks elsewhere.
   virtual bool counter(const std::string& /*name*/, uint64_t* /*value*/) const { return false; }
   // Changes, alike on every rank, whenever the path fails or rejoins: what

@@ -21,6 +21,7 @@ enum class Code {
   kAborted,          // the operation's group/lease was torn down
   kIoError,          // socket/file I/O failed
   kInternal,         // a bug: an invariant broke
+  kBusy,             // shared resource in use right now; nothing done, retry later
 };
 
 const char* codeName(Code c);

@@ -13,7 +13,9 @@
  *   uint64_t switchagg_coll_comm_counter(MPI_Comm comm, const char *name);
  *     Calls served by algorithm `name`; "local"; "fallback" (all calls
  *     handed to the previous module) or "fallback:<reason>" (reasons:
- *     "user-defined op", "derived datatype", "selected", ...).
+ *     "user-defined op", "derived datatype", "selected", ...); the switch
+ *     path's "switch:*", "fallback:switch-failed" and "fallback:switch-busy"
+ *     (docs/offload.md).
  *     UINT64_MAX when switchagg does not serve allreduce on comm.
  */
 #ifndef SWITCHAGG_COLL_DIAGNOSTICS_H

@@ -26,6 +26,13 @@
 //   shutdown, protocol violation; message names the reason), kTimeout,
 //   kDenied (unknown/expired lease token), kNoResource (no free slots),
 //   kProtocol (the agent sent something invalid).
+// * kBusy: the agent refused this call because its lease's slots (or the
+//   pool's, or memory) were in use by other groups when the call began. It
+//   is per call: nothing was reduced, the input is intact as after a
+//   failure, and the group stays usable - the next call may be served.
+//   Members of one call all see kBusy (or a real failure). Only agents that
+//   know JOIN flags refuse calls; join() says it understands them and falls
+//   back to a plain JOIN with an agent that predates them.
 // * Success is local: one member may see Ok while another times out (the
 //   agent died after sending some results). Members must agree on the
 //   outcome (e.g. a host allreduce of the status) before trusting results.
@@ -80,6 +87,7 @@ struct ClientCounters {
   uint64_t chunks_received = 0;
   uint64_t allreduces = 0;  // completed successfully
   uint64_t failures = 0;    // allreduce/join calls that failed
+  uint64_t busy = 0;        // allreduce calls the agent refused as busy (group still usable)
 };
 
 class AggGroup;
@@ -106,7 +114,8 @@ class AggClient {
   // Collective over the group's members: each calls join with the same
   // group_id and size and its own rank; returns when all have joined (or
   // the agent refused, or timeout_ms passed). window_request 0 = as many
-  // slots as the lease has free (members' smallest nonzero request wins).
+  // slots as the lease has (members' smallest nonzero request wins); the
+  // group takes them from the lease only while one of its calls runs.
   // The group id must be unique among the lease's live groups (e.g. derived
   // from the communicator and agreed by its members).
   Result<std::unique_ptr<AggGroup>> join(uint64_t group_id, int size, int rank, int64_t timeout_ms,

@@ -41,6 +41,11 @@ constexpr uint32_t kMaxSlotBytes = 64u << 20;
 // through both progress loops; BENCHMARKS.md, switch_eager).
 constexpr size_t kEagerThresholdBytes = size_t(kMaxSlotBytes) + kMaxHeaderBytes + 1;
 constexpr size_t kMaxTextBytes = 512;
+// JOIN flags (the JOIN's last field, 0 before they existed; an agent that
+// predates them refuses a nonzero value as malformed, so a client that got
+// ERROR(malformed) for a flagged JOIN joins again without flags).
+constexpr uint32_t kJoinFlagBusy = 1;  // the member understands ERROR(busy)
+constexpr uint32_t kJoinKnownFlags = kJoinFlagBusy;
 
 using Token = LeaseToken;
 static_assert(LeaseToken::kBytes == kTokenBytes);
@@ -101,8 +106,14 @@ enum class Reason : uint16_t {
   kJoinTimeout = 22,    // not all members joined in time
   kLeaseRevoked = 23,   // lease deleted or expired
   kShutdown = 24,       // agent shutting down
+  // Added to v1 compatibly: sent only to members whose JOIN set
+  // kJoinFlagBusy (an older client's decoder would take an unknown reason
+  // for a broken agent). ERROR to each member contributing to a call the
+  // agent refused because its lease (or the pool, or memory) had no slots
+  // free for it right then: that call is dropped, the group lives on.
+  kBusy = 25,
 };
-constexpr int kMaxReason = 24;
+constexpr int kMaxReason = 25;
 const char* reasonName(Reason r);  // "bad_token", ... (metrics labels)
 
 // Ops the agent reduces per dtype: bit (1 << op value) in mask[dtype value].
@@ -121,6 +132,7 @@ struct Message {
   uint32_t size = 0;        // JOIN, JOIN_ACK
   uint32_t rank = 0;        // JOIN, JOIN_ACK, CONTRIB, LEAVE
   uint32_t window = 0;      // JOIN (request, 0 = as many as allowed), JOIN_ACK, HELLO_ACK (max)
+  uint32_t flags = 0;       // JOIN (kJoinFlag*)
   uint32_t slot_bytes = 0;  // HELLO_ACK, JOIN_ACK
   uint32_t slot = 0;        // CONTRIB, RESULT
   uint64_t chunk = 0;       // CONTRIB, RESULT, ERROR (the rejected chunk, if any)
