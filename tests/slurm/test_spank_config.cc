@@ -106,7 +106,8 @@ TEST(SpankConfig, TableListsEveryKeyWithHelp) {
     EXPECT_TRUE(parse({std::string(k.name) + "=" + k.default_value}).ok()) << k.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"control", "mode", "default_slots", "max_slots", "ttl",
-                                             "timeout", "fail_job_on_error", "state_dir"}));
+                                             "timeout", "fail_job_on_error", "state_dir",
+                                             "fabric"}));
 }
 
 TEST(SpankMode, ParsesCaseInsensitivelyAndListsValidValues) {
