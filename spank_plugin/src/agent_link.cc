@@ -21,11 +21,13 @@ agent::ApiResult<T> onJobAgents(const PluginConfig& config, const std::string& n
                                 Call call) {
   Result<agent::FabricMap> map = agent::FabricMap::load(config.fabric);
   if (!map.ok()) return configFailure(map.status().message());
-  if (nodelist.empty()) return configFailure("the job's node list (SLURM_JOB_NODELIST) is not known");
+  if (nodelist.empty())
+    return configFailure("the job's node list (SLURM_JOB_NODELIST) is not known");
   Result<std::vector<std::string>> nodes = agent::expandHostlist(nodelist);
   if (!nodes.ok()) return configFailure("job node list: " + nodes.status().message());
   Result<std::vector<const agent::FabricAgent*>> agents = map->agentsFor(*nodes);
-  if (!agents.ok()) return configFailure("fabric map " + config.fabric + ": " + agents.status().message());
+  if (!agents.ok())
+    return configFailure("fabric map " + config.fabric + ": " + agents.status().message());
   return call(*agents, baseOptions(config));
 }
 
@@ -34,7 +36,8 @@ agent::ApiResult<T> onJobAgents(const PluginConfig& config, const std::string& n
 agent::ApiResult<agent::LeaseView> createJobLease(const PluginConfig& config,
                                                   const std::string& nodelist,
                                                   const std::string& job, int64_t uid, int slots) {
-  if (config.fabric.empty()) return controlClient(config).createLease(job, uid, slots, config.ttl_s);
+  if (config.fabric.empty())
+    return controlClient(config).createLease(job, uid, slots, config.ttl_s);
   return onJobAgents<agent::LeaseView>(
       config, nodelist, [&](const auto& agents, const agent::ControlClientOptions& base) {
         return agent::createFabricLease(agents, base, job, uid, slots, config.ttl_s);

@@ -87,8 +87,8 @@ int jobProlog(spank_t sp, int argc, char** argv) {
     noteFailure(config, job, configProblem());
     return 0;
   }
-  agent::ApiResult<agent::LeaseView> lease = createJobLease(
-      config, jobNodeList(), std::to_string(job.id), job.uid, req->request.slots);
+  agent::ApiResult<agent::LeaseView> lease =
+      createJobLease(config, jobNodeList(), std::to_string(job.id), job.uid, req->request.slots);
   if (!lease.ok()) {
     noteFailure(config, job, lease.failure());
     return 0;

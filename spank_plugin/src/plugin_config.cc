@@ -82,9 +82,10 @@ const ConfigTable<P>& table() {
       {"fabric", nullptr,
        "fabric map (e.g. /etc/switchagg/fabric.toml): a job's lease goes to every agent its "
        "nodes need, all or nothing, instead of `control`; empty = off",
-       stringField(&P::fabric, [](const std::string& k, const std::string& v) {
-         return v.empty() ? Status::Ok() : absolutePath(k, v);
-       })},
+       stringField(&P::fabric,
+                   [](const std::string& k, const std::string& v) {
+                     return v.empty() ? Status::Ok() : absolutePath(k, v);
+                   })},
   });
   return t;
 }

@@ -123,16 +123,21 @@ static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send
   return st.code() == Code::kTimeout ? st : Status::Ok();
 }
 
-Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
-                           int64_t timeout_ms) {
-  State& g = *state_;
-  AggClient::Impl& c = *client_;
+// Why the group cannot take a call now (dead, its connection broken, or the
+// pair not reduced), or Ok.
+static Status readyFor(const AggGroup& group, AggClient::Impl& c, const AggGroup::State& g,
+                       Dtype dtype, Op op) {
   if (c.broken()) return c.brokenStatus();
   if (g.dead) return g.failure;
-  if (!supports(dtype, op))
+  if (!group.supports(dtype, op))
     return Status(Code::kUnsupported,
                   std::string("agent does not reduce ") + dtypeName(dtype) + "/" + opName(op));
-  if (count == 0) return Status::Ok();
+  return Status::Ok();
+}
+
+Status AggGroup::startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count) {
+  State& g = *state_;
+  SWITCHAGG_RETURN_IF_ERROR(readyFor(*this, *client_, g, dtype, op));
   const size_t esize = dtypeSize(dtype);
   if (!send || !recv || count > SIZE_MAX / esize)
     return Status(Code::kInvalidArgument, "allreduce: null buffer or count too large");
@@ -153,21 +158,48 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
   g.n_received = 0;
   g.received.assign(g.n_chunks, 0);
   if (in_place) g.staging.resize(count * esize);
-  g.out = in_place ? g.staging.data() : static_cast<uint8_t*>(recv);
+  g.send = static_cast<const uint8_t*>(send);
+  g.recv = static_cast<uint8_t*>(recv);
+  g.out = in_place ? g.staging.data() : g.recv;
   g.active = true;
+  return Status::Ok();
+}
 
-  Status st = stream(c, g, static_cast<const uint8_t*>(send), clientNowMs() + timeout_ms);
+Status AggGroup::stepCall() {
+  State& g = *state_;
+  AggClient::Impl& c = *client_;
+  if (c.broken()) return c.brokenStatus();
+  if (g.dead) return g.failure;
+  const size_t w = g.info.window;
+  while (g.next_send < g.n_chunks && (g.next_send < w || g.received[g.next_send - w])) {
+    const size_t slot = (g.base + g.next_send) % w;
+    if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
+    if (g.slot_used[slot] && !g.slot_request[slot]->done()) break;  // next round
+    SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, g.send, g.next_send));
+    g.slot_used[slot] = 1;
+    ++g.next_send;
+  }
+  if (g.n_received != g.n_chunks) return Status(Code::kInProgress, "results outstanding");
+  for (size_t i = 0; i < g.slot_request.size(); ++i)
+    if (g.slot_used[i] && !g.slot_request[i]->done())
+      return Status(Code::kInProgress, "sends completing");
+  return Status::Ok();
+}
+
+Status AggGroup::finishCall(Status outcome) {
+  State& g = *state_;
+  AggClient::Impl& c = *client_;
   g.active = false;
   g.next_chunk += g.n_chunks;
-  if (st.ok()) {
-    if (in_place) std::memcpy(recv, g.staging.data(), count * esize);
+  if (outcome.ok()) {
+    if (g.out != g.recv) std::memcpy(g.recv, g.staging.data(), g.count * g.esize);
     ++g.counters.allreduces;
     ++c.counters.allreduces;
-    return st;
+    return outcome;
   }
   ++g.counters.failures;
   ++c.counters.failures;
-  g.fail(st);
+  g.fail(outcome);
   // Tell the agent (so the other members are aborted now, not after the
   // agent's member timeout), then make sure no send still reads `send`.
   if (!g.agent_knows && !c.broken()) (void)leave(AggClient::kDrainMs);
@@ -176,6 +208,13 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
     if (g.slot_used[i] && !g.slot_request[i]->done()) pending.push_back(g.slot_request[i].get());
   c.drain(pending, AggClient::kDrainMs);
   return g.failure;
+}
+
+Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
+                           int64_t timeout_ms) {
+  if (count == 0) return readyFor(*this, *client_, *state_, dtype, op);
+  SWITCHAGG_RETURN_IF_ERROR(startCall(dtype, op, send, recv, count));
+  return finishCall(stream(*client_, *state_, state_->send, clientNowMs() + timeout_ms));
 }
 
 }  // namespace switchagg::agent

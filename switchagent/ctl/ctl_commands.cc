@@ -209,7 +209,8 @@ int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, co
   if (!nodes.ok()) return fabricUsage(nodes.status().message());
   std::vector<const FabricAgent*> agents;
   if (nodes->empty()) {
-    if (verb != "delete") return fabricUsage("lease " + verb + " with a fabric map needs --nodes or --hostfile");
+    if (verb != "delete")
+      return fabricUsage("lease " + verb + " with a fabric map needs --nodes or --hostfile");
     agents = allAgents(*map);  // delete frees the job's lease everywhere
   } else {
     Result<std::vector<const FabricAgent*>> needed = map->agentsFor(*nodes);

@@ -87,9 +87,12 @@ std::string parseArgs(int argc, char** argv, Parsed* p) {
       Status st;
       if (a == "--agent") p->client.address = v;
       else if (a == "--job") p->ctl.job = v;
-      else if (a == "--nodes") p->ctl.nodes = v;
-      else if (a == "--hostfile") p->ctl.hostfile = v;
-      else if (a == "--fabric") p->ctl.fabric = v;
+      else if (a == "--nodes")
+        p->ctl.nodes = v;
+      else if (a == "--hostfile")
+        p->ctl.hostfile = v;
+      else if (a == "--fabric")
+        p->ctl.fabric = v;
       else if (a == "--mode") {
         Result<std::string> m = parseChoice("--mode", v, {"auto", "require", "off"});
         st = m.ok() ? Status::Ok() : m.status();

@@ -1,6 +1,5 @@
 #include "switchagg/agent/fabric_lease.h"
 
-
 namespace switchagg::agent {
 
 namespace {
@@ -73,8 +72,10 @@ ApiResult<int> deleteFabricLease(const std::vector<const FabricAgent*>& agents,
   std::optional<ApiFailure> first;
   for (const FabricAgent* a : agents) {
     ApiResult<bool> deleted = clientFor(*a, base).deleteLease(job);
-    if (deleted.ok()) existed += *deleted ? 1 : 0;
-    else if (!first) first = named(*a, deleted.failure());
+    if (deleted.ok())
+      existed += *deleted ? 1 : 0;
+    else if (!first)
+      first = named(*a, deleted.failure());
   }
   if (first) return *first;
   return existed;

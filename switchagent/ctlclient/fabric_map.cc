@@ -17,7 +17,9 @@ namespace {
 
 constexpr size_t kMaxHostlistNames = 65536;
 
-Status bad(const std::string& what) { return Status(Code::kInvalidArgument, what); }
+Status bad(const std::string& what) {
+  return Status(Code::kInvalidArgument, what);
+}
 
 // Splits at commas outside brackets.
 std::vector<std::string> topLevelItems(const std::string& text) {
@@ -182,8 +184,7 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
     // Walk up; more steps than agents means a cycle.
     const FabricAgent* up = &a;
     for (size_t steps = 0; up != nullptr && !up->parent.empty(); ++steps) {
-      if (steps >= map.agents_.size())
-        return err("agent '" + a.name + "': parents form a cycle");
+      if (steps >= map.agents_.size()) return err("agent '" + a.name + "': parents form a cycle");
       up = map.find(up->parent);
     }
   }

@@ -64,8 +64,8 @@ std::string exportOf(const std::string& out, const std::string& name) {
 TEST(CtlFabric, LeaseOnEveryAgentTheNodesNeedAndDeleteFreesAll) {
   Fabric f;
   ASSERT_TRUE(f.start());
-  ProcessResult r = ctl({"lease", "create", "--job", "j1", "--nodes", "n[2-3]", "--fabric", f.map,
-                         "--slots", "2"});
+  ProcessResult r = ctl(
+      {"lease", "create", "--job", "j1", "--nodes", "n[2-3]", "--fabric", f.map, "--slots", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("on 2 agent(s) (a, b)"), std::string::npos) << r.out;
   EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT"),
@@ -119,8 +119,8 @@ TEST(CtlFabric, OneAgentDeadLeavesNoLeaseAnywhere) {
   Fabric f;
   ASSERT_TRUE(f.start());
   f.agents[2]->kill();
-  ProcessResult r = ctl({"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map,
-                         "--timeout", "2s"});
+  ProcessResult r = ctl(
+      {"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--timeout", "2s"});
   EXPECT_EQ(r.exit_code, 3) << r.err;  // unreachable
   EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
   EXPECT_FALSE(f.hasLease(0, "j"));
@@ -136,7 +136,8 @@ TEST(CtlFabric, OneAgentDeadLeavesNoLeaseAnywhere) {
 TEST(CtlFabric, BadInputIsAUsageErrorNamingTheProblem) {
   TempDir dir("fabric");
   const std::string map = dir.path() + "/fabric.toml";
-  std::ofstream(map) << "[[agent]]\nname = \"a\"\ncontrol = \"unix:/nonexistent\"\nnodes = \"n1\"\n";
+  std::ofstream(map)
+      << "[[agent]]\nname = \"a\"\ncontrol = \"unix:/nonexistent\"\nnodes = \"n1\"\n";
   ProcessResult r = ctl({"lease", "create", "--job", "j", "--nodes", "n2", "--fabric", map});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("node n2 is served by no agent"), std::string::npos) << r.err;

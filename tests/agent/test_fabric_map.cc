@@ -31,7 +31,8 @@ std::string errorOf(const std::string& text) {
   return m.ok() ? "" : m.status().message();
 }
 
-std::string agent(const std::string& name, const std::string& nodes, const std::string& extra = "") {
+std::string agent(const std::string& name, const std::string& nodes,
+                  const std::string& extra = "") {
   return "[[agent]]\nname = \"" + name + "\"\ncontrol = \"unix:/x/" + name +
          "\"\ndata = \"h:1\"\nnodes = " + nodes + "\n" + extra + "\n";
 }
@@ -96,9 +97,11 @@ TEST(FabricMap, ErrorsNameTheProblem) {
   EXPECT_NE(errorOf(agent("a", "\"n[2-1]\"")).find("agent 'a'.nodes: range '2-1'"),
             std::string::npos);
   EXPECT_NE(errorOf(agent("a", "3")).find("expected a hostlist string"), std::string::npos);
-  EXPECT_NE(errorOf("[[agent]]\nname = \"a\"\ncontrol = \"unix:/x\"\ndata = \"nocolon\"\nnodes = \"n1\"\n")
-                .find("agent 'a'.data: 'nocolon' is not host:port"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(
+          "[[agent]]\nname = \"a\"\ncontrol = \"unix:/x\"\ndata = \"nocolon\"\nnodes = \"n1\"\n")
+          .find("agent 'a'.data: 'nocolon' is not host:port"),
+      std::string::npos);
   EXPECT_NE(errorOf("[[agent]\n").find("t.toml:1"), std::string::npos);  // TOML syntax, with a line
 }
 

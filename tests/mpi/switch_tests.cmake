@@ -52,3 +52,7 @@ add_switch_test(mpi_switch_fault_kill_8m 150 "mpi;agent;fault" kill 8388608 rand
 add_switch_test(mpi_switch_fault_delete 120 "mpi;agent;fault" delete 1048576 100)
 add_switch_test(mpi_switch_fault_stall_rejoin 150 "mpi;agent;fault" stall 1048576)
 add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)
+# Stripes: a lease over two agents (fabric map), each call cut in two.
+add_switch_test(mpi_switch_stripes_np3 240 "mpi;agent" stripes 3)
+add_switch_test(mpi_switch_stripes_kill_np3 150 "mpi;agent;fault" stripes_kill 1048576 100 3)
+add_switch_test(mpi_switch_stripes_mismatch 120 "mpi;agent;fault" stripes_mismatch)

@@ -3,12 +3,15 @@
 //
 // Joining (once per communicator, collective, in createSwitchPath which
 // CommState calls on the communicator's first eligible allreduce): every
-// rank connects (one process-wide connection), then the ranks allgather
-// {connected, rank 0's nonce} over the previous coll module; only if ALL
+// rank connects (one process-wide connection per agent of the lease), then
+// the ranks allgather {connected, rank 0's nonce} over the previous coll module; only if ALL
 // connected do they join group id = rank 0's random nonce with the cid in
 // its low 16 bits (unique per communicator per job, never reused after a
 // free), then allgather the join outcome. Any failure anywhere -> no switch
 // candidate for this communicator on every rank alike.
+//
+// With K agents the group is one per agent and each call is cut into K
+// stripes streamed at once (agent::StripedGroup; docs/offload.md "Stripes").
 //
 // One call: the client streams the buffer (window = the group's slots) into
 // a result buffer that is never the caller's input (scratch for in place),
@@ -62,8 +65,7 @@ uint64_t randomNonce() {
 }
 
 struct Joined {
-  std::shared_ptr<agent::AggClient> client;  // outlives group
-  std::unique_ptr<agent::AggGroup> group;
+  std::unique_ptr<agent::StripedGroup> group;  // one group per agent (stripe), holds the clients
   agent::wire::Capacity capacity;  // the agent's figures as agreed (rank 0's)
 };
 
@@ -76,8 +78,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first);
 class AgentSwitchPath : public SwitchPath {
  public:
   AgentSwitchPath(CommGroup& comm, const SwitchLease& lease, Joined joined)
-      : comm_(comm), lease_(lease), client_(std::move(joined.client)),
-        group_(std::move(joined.group)), capacity_(joined.capacity) {}
+      : comm_(comm), lease_(lease), group_(std::move(joined.group)), capacity_(joined.capacity) {}
   ~AgentSwitchPath() override;
 
   void rejoinIfDue() override;
@@ -100,8 +101,7 @@ class AgentSwitchPath : public SwitchPath {
 
   CommGroup& comm_;
   const SwitchLease& lease_;
-  std::shared_ptr<agent::AggClient> client_;  // outlives group_
-  std::unique_ptr<agent::AggGroup> group_;  // null after a failure, until a rejoin
+  std::unique_ptr<agent::StripedGroup> group_;  // null after a failure, until a rejoin
   // Agreed at the first join and kept (a rejoin does not change the
   // selector's input: decisions are memoised per call shape).
   agent::wire::Capacity capacity_;
@@ -145,7 +145,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   }
   const agent::ClientCounters before = group_->counters();
   Status mine = group_->allreduce(args.dtype, args.op, input, out, args.count, timeoutFor(bytes));
-  const agent::ClientCounters& after = group_->counters();
+  const agent::ClientCounters after = group_->counters();
   last_bytes_sent_ = after.bytes_sent - before.bytes_sent;
   bytes_sent_ += last_bytes_sent_;
   chunks_ += after.chunks_sent - before.chunks_sent;
@@ -178,7 +178,6 @@ void AgentSwitchPath::rejoinIfDue() {
                comm_.name().c_str(), rejoin_after_);
     return;
   }
-  client_ = std::move(joined.client);
   group_ = std::move(joined.group);
   ++rejoined_;
   if (comm_.rank() == 0)
@@ -231,16 +230,27 @@ void AgentSwitchPath::logSummary() const {
 
 Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first) {
   const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
-  Result<std::shared_ptr<agent::AggClient>> client = switchClient(lease);
+  // One connection per agent of the lease (one stripe each); connected
+  // means connected to all of them.
+  std::vector<std::shared_ptr<agent::AggClient>> clients;
+  Status connect_failure;
+  for (size_t k = 0; k < lease.agents.size() && connect_failure.ok(); ++k) {
+    Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k);
+    if (c.ok())
+      clients.push_back(std::move(c.value()));
+    else
+      connect_failure = Status(c.status().code(), lease.agents[k] + ": " + c.status().message());
+  }
   JoinHello mine{};
-  mine.connected = client.ok() ? 1 : 0;
+  mine.connected = connect_failure.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
-  if (client.ok()) mine.capacity = client.value()->agent().capacity;
+  if (connect_failure.ok()) mine.capacity = clients[0]->agent().capacity;
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
     if (h.connected) continue;
-    const std::string why = client.ok() ? "a rank cannot reach the agent" : client.status().toString();
+    const std::string why =
+        connect_failure.ok() ? "a rank cannot reach the agent" : connect_failure.toString();
     if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
       SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
@@ -248,27 +258,42 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first) {
     return {};
   }
   const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
-  // Every rank computes the same request (the lease's slots come from the
-  // agent's HELLO_ACK, the override from the job-wide environment).
-  const uint32_t window = lease.window_request
-                              ? lease.window_request
-                              : std::max<uint32_t>(1, client.value()->agent().max_window / 2);
-  Result<std::unique_ptr<agent::AggGroup>> group =
-      client.value()->join(group_id, comm.size(), comm.rank(), kJoinTimeoutMs, window);
-  uint8_t ok = group.ok() ? 1 : 0;
+  // The same id at every agent (ids are per lease, and each agent has its
+  // own lease). Joins run agent by agent in the lease's order on every rank.
+  std::vector<std::unique_ptr<agent::AggGroup>> groups;
+  Status join_failure;
+  for (size_t k = 0; k < clients.size() && join_failure.ok(); ++k) {
+    // Every rank computes the same request (the lease's slots come from the
+    // agent's HELLO_ACK, the override from the job-wide environment).
+    const uint32_t window = lease.window_request
+                                ? lease.window_request
+                                : std::max<uint32_t>(1, clients[k]->agent().max_window / 2);
+    Result<std::unique_ptr<agent::AggGroup>> group =
+        clients[k]->join(group_id, comm.size(), comm.rank(), kJoinTimeoutMs, window);
+    if (group.ok())
+      groups.push_back(std::move(group.value()));
+    else
+      join_failure =
+          Status(group.status().code(), lease.agents[k] + ": " + group.status().message());
+  }
+  auto striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
+  uint8_t ok = join_failure.ok() ? 1 : 0;
   std::vector<uint8_t> oks(size_t(comm.size()));
   if (!comm.allgather(&ok, oks.data(), 1).ok() || !allOnes(oks)) {
-    const std::string why = group.ok() ? "another rank could not join" : group.status().toString();
+    const std::string why =
+        join_failure.ok() ? "another rank could not join" : join_failure.toString();
     if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
       SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: join failed: %s",
                     comm.name().c_str(), why.c_str());
-    return {};  // a joined group is left by its destructor
+    return {};  // joined groups are left by their destructors
   }
-  const agent::GroupInfo& info = group.value()->info();
+  const agent::GroupInfo& info = striped->info();
   if (comm.rank() == 0)
-    SA_INFO("coll", "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes)",
-            comm.name().c_str(), group_id, lease.agent.c_str(), info.window,
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64
+            " at %s (%zu stripe(s), window %u x %zu bytes)",
+            comm.name().c_str(), group_id, lease.agent.c_str(), striped->stripes(), info.window,
             info.slot_bytes);
   const agent::wire::Capacity& agreed = all[0].capacity;
   if (comm.rank() == 0 && agreed.reduce_mbps > 0)
@@ -276,7 +301,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first) {
             "comm %s: the agent advertises %u MB/s reduction, link %u Mbit/s (0 = unknown), "
             "%u us turnaround",
             comm.name().c_str(), agreed.reduce_mbps, agreed.link_mbps, agreed.turnaround_us);
-  return {std::move(client.value()), std::move(group.value()), agreed};
+  return {std::move(striped), agreed};
 }
 
 }  // namespace
