@@ -2,14 +2,15 @@
 // streamed through the group at agent k, all at once. One loop steps every
 // stripe (sends what its window allows, never waits) and progresses every
 // client's worker, until all results are in, one stripe fails, or the
-// deadline passes.
+// deadline passes. The loop spins (as SWITCHAGG_UCX_WAIT=busy does, whatever
+// the wait mode): one thread cannot sleep on K workers' event fds at once.
 //
 //   count 10, K 3:  stripe 0 = [0,4)  stripe 1 = [4,7)  stripe 2 = [7,10)
 //   count 2,  K 3:  stripe 0 = [0,1)  stripe 1 = [1,2)  stripe 2 = empty (skipped)
 #include <algorithm>
-#include <thread>
 
 #include "client_internal.h"
+#include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::agent {
 
@@ -103,8 +104,7 @@ Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv,
   }
   std::vector<uint8_t> done(k_total, 0);
   const int64_t deadline = clientNowMs() + timeout_ms;
-  int idle_rounds = 0;
-  while (failed.ok()) {
+  for (uint32_t spin = 1; failed.ok(); ++spin) {
     bool pending = false;
     for (size_t k = 0; k < k_total && failed.ok(); ++k) {
       if (!running[k] || done[k]) continue;
@@ -117,20 +117,18 @@ Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv,
         failed = st;
     }
     if (!failed.ok() || !pending) break;
+    for (const std::shared_ptr<AggClient>& c : clients_) (void)c->progress();
+    // As Worker::waitUntil spins (SWITCHAGG_UCX_WAIT=busy): the clock every
+    // 16th round, and other threads' turn at the gate (MPI_THREAD_MULTIPLE:
+    // a thread waiting for its peers must not stop another thread's
+    // operation, which those peers may need first).
+    if ((spin & 15) != 0) continue;
     if (clientNowMs() >= deadline) {
       failed = Status(Code::kTimeout, "striped allreduce: no complete result within " +
                                           std::to_string(timeout_ms) + " ms");
       break;
     }
-    int events = 0;
-    for (const std::shared_ptr<AggClient>& c : clients_) events += c->progress();
-    // Nothing happened for a while: let the other processes on the core run.
-    if (events == 0 && ++idle_rounds > 64) {
-      idle_rounds = 0;
-      std::this_thread::yield();
-    } else if (events) {
-      idle_rounds = 0;
-    }
+    ucx::ThreadGate::yield();
   }
   // Commit every stripe, or fail every stripe (so all groups are dead, none
   // half used): the caller redoes the whole call from intact input.

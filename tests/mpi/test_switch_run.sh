@@ -26,7 +26,8 @@
 #   stripes NP            two agents, one fabric map, a lease over both
 #                         (switchagg-ctl lease create --nodes): every call is
 #                         cut into 2 stripes; the dtype x op matrix is exact
-#                         and each agent received about half the bytes
+#                         and each agent received about half the bytes;
+#                         mpi_thread_check (3 threads) stripes too
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -258,6 +259,11 @@ case $scenario in
     run_mpi "$np" "$work/matrix.log" "$bin/mpi_allreduce_check" --expect switch --quick ||
       { cat "$work/matrix.log"; die "matrix run failed"; }
     expect_pass "$work/matrix.log" "joined switch group .*\(2 stripe\(s\)"
+    # MPI_THREAD_MULTIPLE: three threads, three communicators striping at once.
+    run_mpi "$np" "$work/threads.log" --mca coll_switchagg_stall_timeout 60 \
+      "$bin/mpi_thread_check" --expect switch --threads 3 --iters 300 ||
+      { cat "$work/threads.log"; die "threads run failed"; }
+    expect_pass "$work/threads.log" "2 stripe\(s\)"
     a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
     b=$(metric_at "$AGENT_SOCKET" switchagg_bytes_in_total)
     echo "bytes in: agent a $a, agent b $b"
