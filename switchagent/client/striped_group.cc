@@ -124,7 +124,11 @@ Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv,
     // operation, which those peers may need first).
     if ((spin & 15) != 0) continue;
     if (clientNowMs() >= deadline) {
-      failed = Status(Code::kTimeout, "striped allreduce: no complete result within " +
+      std::string late;  // the stripes (agents, in the lease's order) still streaming
+      for (size_t k = 0; k < k_total; ++k)
+        if (running[k] && !done[k]) late += (late.empty() ? "" : ",") + std::to_string(k);
+      failed = Status(Code::kTimeout, "striped allreduce: stripe(s) " + late + " of " +
+                                          std::to_string(k_total) + " incomplete after " +
                                           std::to_string(timeout_ms) + " ms");
       break;
     }

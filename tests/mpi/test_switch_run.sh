@@ -28,6 +28,9 @@
 #                         cut into 2 stripes; the dtype x op matrix is exact
 #                         and each agent received about half the bytes;
 #                         mpi_thread_check (3 threads) stripes too
+#   stripes_stall BYTES   as stall, with two agents: the second (one stripe's)
+#                         is stopped: the call times out, runs on the host,
+#                         and the communicator rejoins both agents
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -233,10 +236,14 @@ case $scenario in
       kill -0 "$FIRST_AGENT_PID" || die "the surviving agent died"
     fi
     ;;
-  stall)
+  stall | stripes_stall)
     bytes=$1
-    start_agent
-    lease fault-stall
+    if [[ $scenario == stripes_stall ]]; then
+      start_two_agents_and_lease fault-stall  # the second agent is the one stopped
+    else
+      start_agent
+      lease fault-stall
+    fi
     # Short call bound and rejoin interval keep the test quick.
     SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
       run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
@@ -252,6 +259,10 @@ case $scenario in
     wait $pid || { cat "$work/fault.log"; die "the job failed around the stall"; }
     expect_pass "$work/fault.log" "switch allreduce failed .*rejoin attempts follow" \
       "switch path back after a failure" "rejoin\(s\)"
+    if [[ $scenario == stripes_stall ]]; then
+      grep -q "2 stripe(s)" "$work/fault.log" || die "the job did not stripe over both agents"
+      grep -q "stripe(s) 1 of 2 incomplete" "$work/fault.log" || die "the timeout does not name stripe 1"
+    fi
     ;;
   stripes)
     np=$1
