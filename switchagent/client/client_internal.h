@@ -71,6 +71,9 @@ struct AggClient::Impl {
 };
 
 int64_t clientNowMs();
+// An allreduce's buffers: kInvalidArgument for a null one, a count too large,
+// or send and recv overlapping without being equal (in place); else Ok.
+Status checkBuffers(const void* send, const void* recv, size_t count, size_t esize);
 Status statusForReason(wire::Reason reason, bool abort, const std::string& text);
 
 }  // namespace switchagg::agent

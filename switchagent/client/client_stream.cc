@@ -42,15 +42,16 @@ void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
   counters.bytes_received += m.payload_bytes;
 }
 
-namespace {
-
-bool overlapsPartially(const void* a, const void* b, size_t bytes) {
-  const auto x = reinterpret_cast<uintptr_t>(a);
-  const auto y = reinterpret_cast<uintptr_t>(b);
-  return x != y && x < y + bytes && y < x + bytes;
+Status checkBuffers(const void* send, const void* recv, size_t count, size_t esize) {
+  if (!send || !recv || count > SIZE_MAX / esize)
+    return Status(Code::kInvalidArgument, "allreduce: null buffer or count too large");
+  const auto x = reinterpret_cast<uintptr_t>(send);
+  const auto y = reinterpret_cast<uintptr_t>(recv);
+  const size_t bytes = count * esize;
+  if (x != y && x < y + bytes && y < x + bytes)
+    return Status(Code::kInvalidArgument, "allreduce: send and recv overlap without being equal");
+  return Status::Ok();
 }
-
-}  // namespace
 
 // Sends chunk `rel` of the current call; its slot's previous send must be done.
 static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, size_t rel) {
@@ -139,10 +140,7 @@ Status AggGroup::startCall(Dtype dtype, Op op, const void* send, void* recv, siz
   State& g = *state_;
   SWITCHAGG_RETURN_IF_ERROR(readyFor(*this, *client_, g, dtype, op));
   const size_t esize = dtypeSize(dtype);
-  if (!send || !recv || count > SIZE_MAX / esize)
-    return Status(Code::kInvalidArgument, "allreduce: null buffer or count too large");
-  if (overlapsPartially(send, recv, count * esize))
-    return Status(Code::kInvalidArgument, "allreduce: send and recv overlap without being equal");
+  SWITCHAGG_RETURN_IF_ERROR(checkBuffers(send, recv, count, esize));
   const size_t chunk_elems = g.info.slot_bytes / esize;
   if (chunk_elems == 0) return Status(Code::kUnsupported, "element larger than a slot");
 

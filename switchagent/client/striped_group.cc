@@ -81,8 +81,8 @@ Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv,
                   std::string("an agent does not reduce ") + dtypeName(dtype) + "/" + opName(op));
   if (count == 0) return Status::Ok();
   const size_t esize = dtypeSize(dtype);
-  if (!send || !recv || count > SIZE_MAX / esize)
-    return Status(Code::kInvalidArgument, "allreduce: null buffer or count too large");
+  // On the whole buffers: the stripes' pieces could pass one by one.
+  SWITCHAGG_RETURN_IF_ERROR(checkBuffers(send, recv, count, esize));
   for (const std::unique_ptr<AggGroup>& g : groups_)
     if (g->info().slot_bytes < esize)
       return Status(Code::kUnsupported, "element larger than a slot");
