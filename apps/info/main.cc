@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric_cmd.h"  // --fabric: check a fabric map, a job's agents
 #include "info_report.h"
 #include "select_cmd.h"  // --select: allreduce selection table (mpi_coll/core/select)
 
@@ -23,9 +24,10 @@ void printUsage(FILE* out) {
                "  --netdev IF        prefer GIDs on this netdev\n"
                "  --help             this text\n");
   std::fprintf(out,
-               "Options are also read from SWITCHAGG_UCX_* / SWITCHAGG_ROCE_* / SWITCHAGG_SWITCH_* (see the table in "
-               "the output); the command line wins.\n\n%s",
-               switchagg::info::selectUsage().c_str());
+               "Options are also read from SWITCHAGG_UCX_* / SWITCHAGG_ROCE_* / SWITCHAGG_SWITCH_* "
+               "(see the table in "
+               "the output); the command line wins.\n\n%s\n%s",
+               switchagg::info::selectUsage().c_str(), switchagg::info::fabricUsage().c_str());
 }
 
 // Accepts "--flag VALUE" and "--flag=VALUE". Returns false on a usage error.
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
   // Other modes: each owns its arguments; one line per mode here.
   if (switchagg::info::wantsSelectCommand(argc, argv))
     return switchagg::info::runSelectCommand(argc, argv);
+  if (switchagg::info::wantsFabricCommand(argc, argv))
+    return switchagg::info::runFabricCommand(argc, argv);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   InfoArgs info_args;

@@ -1,6 +1,10 @@
-// The plugin's one way to the agent: a control client configured from the
-// plugstack arguments (address, timeout).
+// The plugin's one way to the agents: a control client configured from the
+// plugstack arguments (address, timeout), or, with fabric= set, the fabric
+// map's agents for the job's nodes (one lease on each, all or nothing; the
+// job's SWITCHAGG_AGENT / SWITCHAGG_LEASE then list one entry per agent).
 #pragma once
+
+#include <string>
 
 #include "plugin_config.h"
 #include "switchagg/agent/control_client.h"
@@ -13,5 +17,18 @@ inline agent::ControlClient controlClient(const PluginConfig& config) {
   options.timeout_ms = config.timeout_ms;
   return agent::ControlClient(options);
 }
+
+// `nodelist`: the job's nodes as Slurm writes them (SLURM_JOB_NODELIST);
+// unused without a fabric map. A bad map or a node no agent serves is a
+// kConfig failure naming the problem.
+agent::ApiResult<agent::LeaseView> createJobLease(const PluginConfig& config,
+                                                  const std::string& nodelist,
+                                                  const std::string& job, int64_t uid, int slots);
+agent::ApiResult<agent::LeaseView> fetchJobToken(const PluginConfig& config,
+                                                 const std::string& nodelist,
+                                                 const std::string& job);
+// With a fabric map: every agent of the map (no node list needed); true if
+// any had the lease.
+agent::ApiResult<bool> deleteJobLease(const PluginConfig& config, const std::string& job);
 
 }  // namespace switchagg::spank

@@ -49,6 +49,16 @@ Result<ResolvedRequest> scriptRequest(spank_t sp, const PluginConfig& config) {
   return resolveRequest(sources, config);
 }
 
+// The job's nodes: Slurm puts them in the prolog's environment (needed
+// only with a fabric map).
+std::string jobNodeList() {
+  for (const char* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v) return v;
+  }
+  return "";
+}
+
 void noteFailure(const PluginConfig& config, const ScriptJob& job, const agent::ApiFailure& why) {
   LeaseNote note{agent::apiErrorCode(why.error), explainLeaseFailure(why)};
   logError("job %u: no lease: %s", job.id, note.text.c_str());
@@ -77,9 +87,8 @@ int jobProlog(spank_t sp, int argc, char** argv) {
     noteFailure(config, job, configProblem());
     return 0;
   }
-  agent::ControlClient client = controlClient(config);
   agent::ApiResult<agent::LeaseView> lease =
-      client.createLease(std::to_string(job.id), job.uid, req->request.slots, config.ttl_s);
+      createJobLease(config, jobNodeList(), std::to_string(job.id), job.uid, req->request.slots);
   if (!lease.ok()) {
     noteFailure(config, job, lease.failure());
     return 0;
@@ -97,12 +106,12 @@ int jobProlog(spank_t sp, int argc, char** argv) {
 // gives up with the TTL as the backstop.
 namespace {
 
-agent::ApiResult<bool> deleteWithRetry(agent::ControlClient& client, uint32_t job,
+agent::ApiResult<bool> deleteWithRetry(const PluginConfig& config, uint32_t job,
                                        int64_t budget_ms) {
   using Clock = std::chrono::steady_clock;
   const auto end = Clock::now() + std::chrono::milliseconds(budget_ms);
   for (;;) {
-    agent::ApiResult<bool> deleted = client.deleteLease(std::to_string(job));
+    agent::ApiResult<bool> deleted = deleteJobLease(config, std::to_string(job));
     const agent::ApiError error = deleted.error();
     if (deleted.ok() || (error != agent::ApiError::kUnreachable &&
                          error != agent::ApiError::kOverloaded)) {
@@ -126,8 +135,7 @@ int jobEpilog(spank_t sp, int argc, char** argv) {
   removeNote(config.state_dir, job.id);
   Result<ResolvedRequest> req = scriptRequest(sp, config);
   if (req.ok() && req->request.mode == Mode::kOff) return 0;
-  agent::ControlClient client = controlClient(config);
-  agent::ApiResult<bool> deleted = deleteWithRetry(client, job.id, 3 * int64_t{config.timeout_ms});
+  agent::ApiResult<bool> deleted = deleteWithRetry(config, job.id, 3 * int64_t{config.timeout_ms});
   if (!deleted.ok()) {
     logError("job %u: cannot delete the lease (%s); the agent's TTL will expire it", job.id,
              deleted.status().message().c_str());

@@ -66,7 +66,8 @@ int remoteUserInit(spank_t sp) {
     if (!state().config.ok()) {
       in.token = configProblem();
     } else {
-      in.token = controlClient(config).fetchToken(std::to_string(job));
+      in.token = fetchJobToken(config, stepEnv(sp, "SLURM_JOB_NODELIST").value_or(""),
+                               std::to_string(job));
     }
     LeaseNote note = readNote(config.state_dir, job);
     in.prolog_error = note.error;

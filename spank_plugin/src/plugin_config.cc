@@ -79,6 +79,13 @@ const ConfigTable<P>& table() {
       {"state_dir", nullptr,
        "node-local directory where the prolog leaves why a lease failed, for the job's tasks",
        stringField(&P::state_dir, absolutePath)},
+      {"fabric", nullptr,
+       "fabric map (e.g. /etc/switchagg/fabric.toml): a job's lease goes to every agent its "
+       "nodes need, all or nothing, instead of `control`; empty = off",
+       stringField(&P::fabric,
+                   [](const std::string& k, const std::string& v) {
+                     return v.empty() ? Status::Ok() : absolutePath(k, v);
+                   })},
   });
   return t;
 }

@@ -29,6 +29,9 @@ struct PluginConfig {
   int timeout_ms = 5000;          // bound on one control request
   bool fail_job_on_error = false;  // auto jobs fail too when the agent errs
   std::string state_dir = "/run/switchagg-spank";  // prolog -> task notes
+  // Fabric map (fabric_map.h); "" = one agent at `control`. Set: the job's
+  // lease goes to every agent its nodes need (`control` is then unused).
+  std::string fabric;
 };
 
 // Every key's name, default and help (docs/admin-slurm.md, the tests).

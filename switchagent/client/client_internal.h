@@ -29,6 +29,8 @@ struct AggGroup::State {
   Op op = Op::kSum;
   size_t count = 0, esize = 0, chunk_elems = 0, n_chunks = 0, next_send = 0, n_received = 0;
   uint64_t base = 0;
+  const uint8_t* send = nullptr;  // the caller's input
+  uint8_t* recv = nullptr;        // the caller's output
   uint8_t* out = nullptr;         // recv, or `staging` for in-place calls
   std::vector<uint8_t> received;  // per chunk of the call
   std::vector<uint8_t> staging;   // in-place results until the call succeeds
@@ -72,6 +74,9 @@ struct AggClient::Impl {
 };
 
 int64_t clientNowMs();
+// An allreduce's buffers: kInvalidArgument for a null one, a count too large,
+// or send and recv overlapping without being equal (in place); else Ok.
+Status checkBuffers(const void* send, const void* recv, size_t count, size_t esize);
 Status statusForReason(wire::Reason reason, bool abort, const std::string& text);
 
 }  // namespace switchagg::agent

@@ -42,15 +42,16 @@ void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
   counters.bytes_received += m.payload_bytes;
 }
 
-namespace {
-
-bool overlapsPartially(const void* a, const void* b, size_t bytes) {
-  const auto x = reinterpret_cast<uintptr_t>(a);
-  const auto y = reinterpret_cast<uintptr_t>(b);
-  return x != y && x < y + bytes && y < x + bytes;
+Status checkBuffers(const void* send, const void* recv, size_t count, size_t esize) {
+  if (!send || !recv || count > SIZE_MAX / esize)
+    return Status(Code::kInvalidArgument, "allreduce: null buffer or count too large");
+  const auto x = reinterpret_cast<uintptr_t>(send);
+  const auto y = reinterpret_cast<uintptr_t>(recv);
+  const size_t bytes = count * esize;
+  if (x != y && x < y + bytes && y < x + bytes)
+    return Status(Code::kInvalidArgument, "allreduce: send and recv overlap without being equal");
+  return Status::Ok();
 }
-
-}  // namespace
 
 // Sends chunk `rel` of the current call; its slot's previous send must be done.
 static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, size_t rel) {
@@ -131,21 +132,23 @@ static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send
   return Status::Ok();
 }
 
-Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
-                           int64_t timeout_ms) {
-  State& g = *state_;
-  AggClient::Impl& c = *client_;
+// Why the group cannot take a call now (dead, its connection broken, or the
+// pair not reduced), or Ok.
+static Status readyFor(const AggGroup& group, AggClient::Impl& c, const AggGroup::State& g,
+                       Dtype dtype, Op op) {
   if (c.broken()) return c.brokenStatus();
   if (g.dead) return g.failure;
-  if (!supports(dtype, op))
+  if (!group.supports(dtype, op))
     return Status(Code::kUnsupported,
                   std::string("agent does not reduce ") + dtypeName(dtype) + "/" + opName(op));
-  if (count == 0) return Status::Ok();
+  return Status::Ok();
+}
+
+Status AggGroup::startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count) {
+  State& g = *state_;
+  SWITCHAGG_RETURN_IF_ERROR(readyFor(*this, *client_, g, dtype, op));
   const size_t esize = dtypeSize(dtype);
-  if (!send || !recv || count > SIZE_MAX / esize)
-    return Status(Code::kInvalidArgument, "allreduce: null buffer or count too large");
-  if (overlapsPartially(send, recv, count * esize))
-    return Status(Code::kInvalidArgument, "allreduce: send and recv overlap without being equal");
+  SWITCHAGG_RETURN_IF_ERROR(checkBuffers(send, recv, count, esize));
   const size_t chunk_elems = g.info.slot_bytes / esize;
   if (chunk_elems == 0) return Status(Code::kUnsupported, "element larger than a slot");
 
@@ -162,27 +165,59 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
   g.received.assign(g.n_chunks, 0);
   g.refused = false;
   if (in_place) g.staging.resize(count * esize);
-  g.out = in_place ? g.staging.data() : static_cast<uint8_t*>(recv);
+  g.send = static_cast<const uint8_t*>(send);
+  g.recv = static_cast<uint8_t*>(recv);
+  g.out = in_place ? g.staging.data() : g.recv;
   g.active = true;
+  return Status::Ok();
+}
 
-  Status st = stream(c, g, static_cast<const uint8_t*>(send), clientNowMs() + timeout_ms);
+Status AggGroup::stepCall() {
+  State& g = *state_;
+  AggClient::Impl& c = *client_;
+  if (c.broken()) return c.brokenStatus();
+  if (g.dead) return g.failure;
+  const size_t w = g.info.window;
+  while (!g.refused && g.next_send < g.n_chunks &&
+         (g.next_send < w || g.received[g.next_send - w])) {
+    const size_t slot = (g.base + g.next_send) % w;
+    if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
+    if (g.slot_used[slot] && !g.slot_request[slot]->done()) break;  // next round
+    SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, g.send, g.next_send));
+    g.slot_used[slot] = 1;
+    ++g.next_send;
+  }
+  // Refused (busy): no result will come; done once our sends completed.
+  if (!g.refused && g.n_received != g.n_chunks)
+    return Status(Code::kInProgress, "results outstanding");
+  for (size_t i = 0; i < g.slot_request.size(); ++i)
+    if (g.slot_used[i] && !g.slot_request[i]->done())
+      return Status(Code::kInProgress, "sends completing");
+  if (g.refused)
+    return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");
+  return Status::Ok();
+}
+
+Status AggGroup::finishCall(Status outcome) {
+  State& g = *state_;
+  AggClient::Impl& c = *client_;
   g.active = false;
   // Also after a refusal: the agent skipped the call's whole chunk range.
   g.next_chunk += g.n_chunks;
-  if (st.code() == Code::kBusy) {
+  if (outcome.code() == Code::kBusy) {
     ++g.counters.busy;
     ++c.counters.busy;
-    return st;  // nothing of ours is still being sent; the group stays usable
+    return outcome;  // nothing of ours is still being sent; the group stays usable
   }
-  if (st.ok()) {
-    if (in_place) std::memcpy(recv, g.staging.data(), count * esize);
+  if (outcome.ok()) {
+    if (g.out != g.recv) std::memcpy(g.recv, g.staging.data(), g.count * g.esize);
     ++g.counters.allreduces;
     ++c.counters.allreduces;
-    return st;
+    return outcome;
   }
   ++g.counters.failures;
   ++c.counters.failures;
-  g.fail(st);
+  g.fail(outcome);
   // Tell the agent (so the other members are aborted now, not after the
   // agent's member timeout), then make sure no send still reads `send`.
   if (!g.agent_knows && !c.broken()) (void)leave(AggClient::kDrainMs);
@@ -191,6 +226,13 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
     if (g.slot_used[i] && !g.slot_request[i]->done()) pending.push_back(g.slot_request[i].get());
   c.drain(pending, AggClient::kDrainMs);
   return g.failure;
+}
+
+Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
+                           int64_t timeout_ms) {
+  if (count == 0) return readyFor(*this, *client_, *state_, dtype, op);
+  SWITCHAGG_RETURN_IF_ERROR(startCall(dtype, op, send, recv, count));
+  return finishCall(stream(*client_, *state_, state_->send, clientNowMs() + timeout_ms));
 }
 
 }  // namespace switchagg::agent

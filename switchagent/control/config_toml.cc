@@ -2,7 +2,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <toml++/toml.h>
+#include "toml_text.h"
 
 #include "agent_config.h"
 #include "switchagg/common/config.h"
@@ -101,15 +101,9 @@ std::string tomlValue(const AgentConfigKey& k, const AgentConfig& c) {
 }  // namespace
 
 Status applyToml(const std::string& toml_text, const std::string& origin, AgentConfig* config) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, origin);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
-        << e.description();
-    return Status(Code::kInvalidArgument, msg.str());
-  }
+  Result<toml::table> parsed = parseTomlText(toml_text, origin);
+  if (!parsed.ok()) return parsed.status();
+  const toml::table& root = parsed.value();
   for (const auto& [section_key, section_node] : root) {
     std::string section(section_key.str());
     const toml::table* table = section_node.as_table();

@@ -3,8 +3,13 @@
 #include <pwd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <vector>
+
+#include "switchagg/agent/fabric_lease.h"
+#include "switchagg/common/config.h"
 
 namespace switchagg::agent {
 
@@ -161,6 +166,76 @@ int cmdMetrics(ControlClient& client, const CtlOptions&) {
   if (!reply.ok()) return reportError(reply.failure());
   std::fputs(reply->body.c_str(), stdout);
   return reply->http_status == 200 ? kExitOk : kExitRefused;
+}
+
+namespace {
+
+int fabricUsage(const std::string& message) {
+  std::fprintf(stderr, "switchagg-ctl: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+// --nodes and --hostfile together; a hostfile line is "host [slots=N ...]",
+// '#' starts a comment.
+Result<std::vector<std::string>> nodesOf(const CtlOptions& o) {
+  std::vector<std::string> nodes;
+  if (!o.nodes.empty()) {
+    Result<std::vector<std::string>> list = expandHostlist(o.nodes);
+    if (!list.ok()) return Status(list.status().code(), "--nodes: " + list.status().message());
+    nodes = *list;
+  }
+  if (!o.hostfile.empty()) {
+    std::ifstream in(o.hostfile);
+    if (!in) return Status(Code::kIoError, "--hostfile: cannot read " + o.hostfile);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream words(line.substr(0, line.find('#')));
+      std::string host;
+      if (words >> host) nodes.push_back(host);
+    }
+  }
+  return nodes;
+}
+
+}  // namespace
+
+int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, const CtlOptions& o) {
+  if (o.json) return fabricUsage("--json is not supported with a fabric map (--nodes/--fabric)");
+  const char* env = envOrNull(kEnvFabric);
+  const std::string path = !o.fabric.empty() ? o.fabric : env ? env : kDefaultFabricMap;
+  Result<FabricMap> map = FabricMap::load(path);
+  if (!map.ok()) return fabricUsage(map.status().message());
+  Result<std::vector<std::string>> nodes = nodesOf(o);
+  if (!nodes.ok()) return fabricUsage(nodes.status().message());
+  std::vector<const FabricAgent*> agents;
+  if (nodes->empty()) {
+    if (verb != "delete")
+      return fabricUsage("lease " + verb + " with a fabric map needs --nodes or --hostfile");
+    agents = allAgents(*map);  // delete frees the job's lease everywhere
+  } else {
+    Result<std::vector<const FabricAgent*>> needed = map->agentsFor(*nodes);
+    if (!needed.ok()) return fabricUsage("fabric map " + path + ": " + needed.status().message());
+    agents = *needed;
+  }
+  std::string names;
+  for (const FabricAgent* a : agents) names += (names.empty() ? "" : ", ") + a->name;
+  if (verb == "delete") {
+    ApiResult<int> deleted = deleteFabricLease(agents, base, o.job);
+    if (!deleted.ok()) return reportError(deleted.failure());
+    std::printf("lease of job %s deleted on %d of %zu agent(s) (%s); the others had none\n",
+                o.job.c_str(), *deleted, agents.size(), names.c_str());
+    return kExitOk;
+  }
+  ApiResult<LeaseView> l = verb == "create"
+                               ? createFabricLease(agents, base, o.job, o.uid, o.slots, o.ttl_s)
+                               : fetchFabricToken(agents, base, o.job);
+  if (!l.ok()) return reportError(l.failure());
+  if (verb == "create")
+    std::printf("# lease %s job %s on %zu agent(s) (%s): %d slots each, expires in %lld s\n",
+                l->created ? "created for" : "exists for", o.job.c_str(), agents.size(),
+                names.c_str(), l->slots, static_cast<long long>(l->expires_in_s));
+  printExports(*l, o.mode);
+  return kExitOk;
 }
 
 }  // namespace switchagg::agent

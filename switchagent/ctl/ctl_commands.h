@@ -23,7 +23,16 @@ struct CtlOptions {
   int64_t uid = -1;      // -1: the caller
   std::string mode = "auto";
   bool off = false;      // drain --off
+  // Leases over the fabric map (fabric_map.h): any of these selects it.
+  std::string nodes;     // --nodes hostlist
+  std::string hostfile;  // --hostfile: one node per line (first word)
+  std::string fabric;    // --fabric FILE
+  bool fabricMode() const { return !nodes.empty() || !hostfile.empty() || !fabric.empty(); }
 };
+
+// The map's path: --fabric, else $SWITCHAGG_FABRIC, else kDefaultFabricMap.
+constexpr const char* kDefaultFabricMap = "/etc/switchagg/fabric.toml";
+constexpr const char* kEnvFabric = "SWITCHAGG_FABRIC";
 
 int cmdStatus(ControlClient& client, const CtlOptions& o);
 int cmdLeases(ControlClient& client, const CtlOptions& o);
@@ -33,6 +42,8 @@ int cmdLeaseRenew(ControlClient& client, const CtlOptions& o);
 int cmdLeaseDelete(ControlClient& client, const CtlOptions& o);
 int cmdDrain(ControlClient& client, const CtlOptions& o);
 int cmdMetrics(ControlClient& client, const CtlOptions& o);
+// lease create | token | delete on the fabric map's agents.
+int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, const CtlOptions& o);
 
 // Exit code for a failed call (prints "switchagg-ctl: <message>" to stderr).
 int reportError(const ApiFailure& failure);

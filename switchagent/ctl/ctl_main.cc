@@ -24,6 +24,11 @@ const char kUsage[] =
     "  lease token --job ID [--mode M]        print the export lines of an existing lease\n"
     "  lease renew --job ID [--ttl D]         extend a lease\n"
     "  lease delete --job ID                  delete a lease (idempotent)\n"
+    "  lease create|token|delete ... --nodes HOSTLIST | --hostfile FILE [--fabric FILE]\n"
+    "                                         the same on every agent the nodes need\n"
+    "                                         (fabric map): all or nothing; the job\n"
+    "                                         gets one address and token per agent;\n"
+    "                                         delete without nodes: every agent\n"
     "  drain [--off]                          stop (or resume) accepting new leases\n"
     "  metrics                                Prometheus metrics text\n"
     "options:\n"
@@ -32,6 +37,7 @@ const char kUsage[] =
     "  --json         print the agent's JSON answer\n"
     "  --timeout D    bound on the whole request (default 5s)\n"
     "  --ttl D        90s, 30m, 12h; a bare number is seconds\n"
+    "  --fabric FILE  fabric map (default: $SWITCHAGG_FABRIC, else /etc/switchagg/fabric.toml)\n"
     "exit codes: 0 ok, 1 refused by the agent, 2 usage, 3 agent unreachable,\n"
     "            4 unauthenticated/denied by policy, 5 quota exceeded or draining\n";
 
@@ -75,11 +81,18 @@ std::string parseArgs(int argc, char** argv, Parsed* p) {
     else if (a == "--off") p->ctl.off = true;
     else if (a == "-h" || a == "--help") p->words.insert(p->words.begin(), "help");
     else if (a == "--agent" || a == "--job" || a == "--slots" || a == "--ttl" || a == "--uid" ||
-             a == "--mode" || a == "--timeout") {
+             a == "--mode" || a == "--timeout" || a == "--nodes" || a == "--hostfile" ||
+             a == "--fabric") {
       if (!need()) return a + " needs a value";
       Status st;
       if (a == "--agent") p->client.address = v;
       else if (a == "--job") p->ctl.job = v;
+      else if (a == "--nodes")
+        p->ctl.nodes = v;
+      else if (a == "--hostfile")
+        p->ctl.hostfile = v;
+      else if (a == "--fabric")
+        p->ctl.fabric = v;
       else if (a == "--mode") {
         Result<std::string> m = parseChoice("--mode", v, {"auto", "require", "off"});
         st = m.ok() ? Status::Ok() : m.status();
@@ -129,6 +142,10 @@ int main(int argc, char** argv) {
   if (w.size() == 1 && w[0] == "leases") return cmdLeases(client, p.ctl);
   if (w.size() == 1 && w[0] == "drain") return cmdDrain(client, p.ctl);
   if (w.size() == 1 && w[0] == "metrics") return cmdMetrics(client, p.ctl);
+  if (w.size() == 2 && p.ctl.fabricMode() &&
+      (cmd == "lease create" || cmd == "lease token" || cmd == "lease delete"))
+    return cmdFabricLease(w[1], p.client, p.ctl);
+  if (w.size() == 2 && p.ctl.fabricMode()) return usageError(cmd + " does not take a fabric map");
   if (w.size() == 2 && cmd == "lease create") return cmdLeaseCreate(client, p.ctl);
   if (w.size() == 2 && cmd == "lease token") return cmdLeaseToken(client, p.ctl);
   if (w.size() == 2 && cmd == "lease renew") return cmdLeaseRenew(client, p.ctl);

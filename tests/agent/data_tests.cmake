@@ -21,6 +21,14 @@ gtest_add_tests(TARGET test_data_unit SOURCES ${SWITCHAGG_DATA_UNIT_SOURCES}
 set_tests_properties(${SWITCHAGG_DATA_UNIT_TESTS} PROPERTIES LABELS "unit;agent" TIMEOUT 60)
 endif()
 
+# Stripe cutting (StripedGroup, data_client.h): pure arithmetic.
+add_executable(test_stripes ${SWITCHAGG_DATA_TEST_DIR}/test_stripes.cc)
+target_link_libraries(test_stripes PRIVATE switchagg_dataclient GTest::gtest_main)
+switchagg_warnings(test_stripes)
+gtest_add_tests(TARGET test_stripes SOURCES ${SWITCHAGG_DATA_TEST_DIR}/test_stripes.cc
+  TEST_LIST SWITCHAGG_STRIPES_TESTS)
+set_tests_properties(${SWITCHAGG_STRIPES_TESTS} PROPERTIES LABELS "unit;agent" TIMEOUT 60)
+
 add_executable(test_data_member ${SWITCHAGG_DATA_TEST_DIR}/test_data_member.cc)
 target_link_libraries(test_data_member PRIVATE switchagg_dataclient)
 switchagg_warnings(test_data_member)

@@ -81,3 +81,8 @@ add_switch_test(mpi_switch_fault_stall_rejoin 150 "mpi;agent;fault" stall 104857
 add_switch_test(mpi_switch_fault_leaders_stall_rejoin 150 "mpi;agent;fault" stall 1048576)
 set_tests_properties(mpi_switch_fault_leaders_stall_rejoin PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)
+# Stripes: a lease over two agents (fabric map), each call cut in two.
+add_switch_test(mpi_switch_stripes_np3 240 "mpi;agent" stripes 3)
+add_switch_test(mpi_switch_stripes_kill_np3 150 "mpi;agent;fault" stripes_kill 1048576 100 3)
+add_switch_test(mpi_switch_stripes_stall_rejoin 150 "mpi;agent;fault" stripes_stall 1048576)
+add_switch_test(mpi_switch_stripes_mismatch 120 "mpi;agent;fault" stripes_mismatch)

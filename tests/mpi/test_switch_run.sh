@@ -25,6 +25,18 @@
 #                         a SLOTS-slot lease and SWITCHAGG_SWITCH_WINDOW=WINDOW
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
 #                         right answers on the host
+#   stripes NP            two agents, one fabric map, a lease over both
+#                         (switchagg-ctl lease create --nodes): every call is
+#                         cut into 2 stripes; the dtype x op matrix is exact
+#                         and each agent received about half the bytes;
+#                         mpi_thread_check (3 threads) stripes too
+#   stripes_stall BYTES   as stall, with two agents: the second (one stripe's)
+#                         is stopped: the call times out, runs on the host,
+#                         and the communicator rejoins both agents
+#   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
+#                         token: one warning, no agent traffic, right answers
+#   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
+#                         (one stripe's) is SIGKILLed mid-run
 # PPN=K in the environment (serve, kill, delete, stall): rank r runs on emulated node
 # r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
 # or with one rank per node (K = 1); unset: every rank on this host's node.
@@ -38,7 +50,13 @@ bin=$build/bin
 source "$root/scripts/lib_agent.sh"
 
 work=$(mktemp -d /tmp/switchagg-h5-test.XXXXXX)
-cleanup() { agent_stop; rm -rf "$work"; }
+# stripes: the first agent's pid while AGENT_* describe the second.
+FIRST_AGENT_PID=
+cleanup() {
+  agent_stop
+  if [[ -n $FIRST_AGENT_PID ]]; then AGENT_PID=$FIRST_AGENT_PID; agent_stop; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 component_path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
@@ -93,6 +111,34 @@ emu=()
 metric() { ctl metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 
 start_agent() { agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info || die "agent start"; }
+
+# Two agents (work/a, work/b) and a fabric map: agent a serves node n1,
+# agent b n2; a lease over both nodes, exported as for `lease`. Leaves
+# AGENT_* describing b, FIRST_AGENT_PID/FIRST_SOCKET a.
+start_two_agents_and_lease() {
+  mkdir -p "$work/a" "$work/b"
+  agent_start "$root/config/agent.toml" "$work/a" --set agent.log_level=info || die "agent a start"
+  FIRST_AGENT_PID=$AGENT_PID FIRST_SOCKET=$AGENT_SOCKET
+  agent_start "$root/config/agent.toml" "$work/b" --set agent.log_level=info || die "agent b start"
+  cat >"$work/fabric.toml" <<EOF2
+[[agent]]
+name = "a"
+control = "unix:$FIRST_SOCKET"
+nodes = "n1"
+
+[[agent]]
+name = "b"
+control = "unix:$AGENT_SOCKET"
+nodes = "n2"
+EOF2
+  local out
+  out=$("$bin/switchagg-ctl" lease create --job "$1" --slots 16 --ttl 10m --nodes 'n[1-2]' \
+        --fabric "$work/fabric.toml") || die "fabric lease create: $out"
+  echo "$out"
+  eval "$(grep '^export ' <<<"$out")"
+  [[ $SWITCHAGG_AGENT == *,* && $SWITCHAGG_LEASE == *,* ]] || die "one address and token per agent expected"
+}
+metric_at() { "$bin/switchagg-ctl" --agent "unix:$1" metrics | awk -v m="$2" '$1 == m { print $2 }'; }
 
 case $scenario in
   serve)
@@ -180,20 +226,24 @@ case $scenario in
     ctl metrics | grep -E 'switchagg_job_bytes_in_total\{job="job[AB]"\}' | tee "$work/jobs.txt"
     [[ $(grep -c . "$work/jobs.txt") -eq 2 ]] || die "both jobs' traffic should show in the metrics"
     ;;
-  kill | delete)
+  kill | delete | stripes_kill)
     bytes=$1 delay_ms=$2 np=${3:-3}
     # random:MAX -> a random moment in [0, MAX) ms after the first switch call.
     [[ $delay_ms == random:* ]] && delay_ms=$((RANDOM % ${delay_ms#random:}))
     echo "injecting $scenario ${delay_ms} ms after the switch served its first call"
-    start_agent
-    lease "fault-$scenario"
+    if [[ $scenario == stripes_kill ]]; then
+      start_two_agents_and_lease "fault-$scenario"  # the second agent is the one killed
+    else
+      start_agent
+      lease "fault-$scenario"
+    fi
     run_mpi "$np" "$work/fault.log" "${emu[@]}" "$bin/test_switch_check" --fault "$work" \
       --bytes "$bytes" --max-call-ms 6000 &
     pid=$!
     for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
     sleep "$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
-    if [[ $scenario == kill ]]; then
+    if [[ $scenario == *kill ]]; then
       kill -KILL "$AGENT_PID"
       wait "$AGENT_PID" 2>/dev/null
       AGENT_PID=
@@ -203,11 +253,19 @@ case $scenario in
     touch "$work/fired"
     wait $pid || { cat "$work/fault.log"; die "the job failed after the fault"; }
     expect_pass "$work/fault.log" "switch allreduce failed .*recomputed on the host"
+    if [[ $scenario == stripes_kill ]]; then
+      grep -q "2 stripe(s)" "$work/fault.log" || die "the job did not stripe over both agents"
+      kill -0 "$FIRST_AGENT_PID" || die "the surviving agent died"
+    fi
     ;;
-  stall)
+  stall | stripes_stall)
     bytes=$1
-    start_agent
-    lease fault-stall
+    if [[ $scenario == stripes_stall ]]; then
+      start_two_agents_and_lease fault-stall  # the second agent is the one stopped
+    else
+      start_agent
+      lease fault-stall
+    fi
     # Short call bound and rejoin interval keep the test quick.
     SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
       run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
@@ -223,6 +281,39 @@ case $scenario in
     wait $pid || { cat "$work/fault.log"; die "the job failed around the stall"; }
     expect_pass "$work/fault.log" "switch allreduce failed .*rejoin attempts follow" \
       "switch path back after a failure" "rejoin\(s\)"
+    if [[ $scenario == stripes_stall ]]; then
+      grep -q "2 stripe(s)" "$work/fault.log" || die "the job did not stripe over both agents"
+      grep -q "stripe(s) 1 of 2 incomplete" "$work/fault.log" || die "the timeout does not name stripe 1"
+    fi
+    ;;
+  stripes)
+    np=$1
+    start_two_agents_and_lease stripes
+    run_mpi "$np" "$work/matrix.log" "$bin/mpi_allreduce_check" --expect switch --quick ||
+      { cat "$work/matrix.log"; die "matrix run failed"; }
+    expect_pass "$work/matrix.log" "joined switch group .*\(2 stripe\(s\)"
+    # MPI_THREAD_MULTIPLE: three threads, three communicators striping at once.
+    run_mpi "$np" "$work/threads.log" --mca coll_switchagg_stall_timeout 60 \
+      "$bin/mpi_thread_check" --expect switch --threads 3 --iters 300 ||
+      { cat "$work/threads.log"; die "threads run failed"; }
+    expect_pass "$work/threads.log" "2 stripe\(s\)"
+    a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
+    b=$(metric_at "$AGENT_SOCKET" switchagg_bytes_in_total)
+    echo "bytes in: agent a $a, agent b $b"
+    # Stripes differ by at most one element per call: the halves agree
+    # within 5 % of the total (and both carried traffic).
+    awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d;
+      exit !(a > 0 && b > 0 && d <= 0.05 * (a + b)) }' || die "the stripes are not even: a=$a b=$b"
+    ;;
+  stripes_mismatch)
+    export SWITCHAGG_AGENT=127.0.0.1:9,127.0.0.1:10 SWITCHAGG_MODE=require
+    export SWITCHAGG_LEASE=0123456789abcdef0123456789abcdef
+    run_mpi 2 "$work/mm.log" "$bin/mpi_allreduce_check" --expect auto --counts 1,37,1001 ||
+      { cat "$work/mm.log"; die "mismatch run failed"; }
+    expect_pass "$work/mm.log" "SWITCHAGG_AGENT names 2 agent\(s\) but SWITCHAGG_LEASE 1 token"
+    ! grep -q "joined switch group" "$work/mm.log" || die "joined with a mismatched lease"
+    n=$(grep -c "names 2 agent" "$work/mm.log")
+    [[ $n -eq 1 ]] || die "expected the warning once per job, saw $n"
     ;;
   require_unreachable)
     export SWITCHAGG_AGENT=127.0.0.1:9 SWITCHAGG_MODE=require

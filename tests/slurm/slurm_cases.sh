@@ -217,6 +217,44 @@ case_broken_plugstack() {
   srun -n 1 true 2>"$W/err" || fail "a job without --switch-agg failed"
 }
 
+# fabric= in plugstack.conf: the map says a second agent serves this node
+# (the cluster's own agent serves other names), so the prolog leases there
+# for the job's node list, the tasks get that agent's address and token, and
+# the epilog frees it; the cluster's own agent never sees the job.
+case_fabric_map() {
+  local bin pid job end second=unix:$W/agent2.sock
+  bin=$(cat "$DIR/agent.bin")
+  sed -e "s#$DIR/agent.sock#$W/agent2.sock#" -e 's#^listen = "127.0.0.1:[0-9]*"#listen = "127.0.0.1:0"#' \
+    "$DIR/agent.toml" >"$W/agent2.toml"
+  setsid "$bin" --config "$W/agent2.toml" >"$W/agent2.log" 2>&1 </dev/null &
+  pid=$!
+  atExit "kill $pid 2>/dev/null; true"
+  end=$((SECONDS + 30))
+  until [[ -S $W/agent2.sock ]]; do
+    ((SECONDS < end)) || fail "second agent did not start: $(tail -5 "$W/agent2.log")"
+    sleep 0.1
+  done
+  printf '[[agent]]\nname = "cluster"\ncontrol = "unix:%s"\nnodes = "elsewhere[1-4]"\n\n' \
+    "$DIR/agent.sock" >"$W/fabric.toml"
+  printf '[[agent]]\nname = "second"\ncontrol = "%s"\nnodes = "%s"\n' "$second" "$(hostname -s)" \
+    >>"$W/fabric.toml"
+  GOOD_PLUGSTACK=$(cat "$DIR/plugstack.conf")
+  atExit 'printf "%s\n" "$GOOD_PLUGSTACK" >"$DIR/plugstack.conf"; "$here/slurm_cluster.sh" slurmd-restart "$DIR"'
+  printf '%s fabric=%s\n' "$GOOD_PLUGSTACK" "$W/fabric.toml" >"$DIR/plugstack.conf"
+  "$here/slurm_cluster.sh" slurmd-restart "$DIR" || fail "slurmd did not restart with fabric="
+  # The probe lists the leases of the agent SWITCHAGG_CONTROL names: the second one.
+  SWITCHAGG_CONTROL=$second srun --switch-agg=require --switch-agg-slots=3 -n 2 "$PROBE" \
+    >"$W/out" 2>"$W/err" || fail "require job failed: $(cat "$W/err")"
+  job=$(jobOf "$W/out")
+  [[ $(grep -c 'mode=require lease_len=32 ' "$W/out") == 2 ]] || fail "tasks lack the lease: $(cat "$W/out")"
+  grep -q "agent=$(SWITCHAGG_CONTROL=$second dataAddress) " "$W/out" ||
+    fail "SWITCHAGG_AGENT is not the second agent's data address: $(cat "$W/out")"
+  grep -q "during=job:$job uid:0 slots:3" "$W/out" ||
+    fail "no lease at the second agent during the job: $(cat "$W/out")"
+  [[ -z $(leaseOf "$job") ]] || fail "the cluster's own agent got the job's lease"
+  SWITCHAGG_CONTROL=$second waitNoLease "$job"
+}
+
 # The control-plane starvation attack while jobs start: user nobody holds
 # 200 TCP and 200 Unix-socket connections to the agent, each with half a
 # request line, re-opened every second. Every --switch-agg=require job still

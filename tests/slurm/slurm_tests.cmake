@@ -41,7 +41,8 @@ function(add_slurm_case name)
 endfunction()
 
 foreach(name require_srun sbatch_env salloc auto_agent_down require_agent_down require_quota
-             concurrent scancel_and_time_limit task_signal invalid_options token_secrecy broken_plugstack)
+             concurrent scancel_and_time_limit task_signal invalid_options token_secrecy broken_plugstack
+             fabric_map)
   add_slurm_case(${name})
 endforeach()
 

@@ -105,8 +105,9 @@ TEST(SpankConfig, TableListsEveryKeyWithHelp) {
     // Every documented default is accepted by the parser.
     EXPECT_TRUE(parse({std::string(k.name) + "=" + k.default_value}).ok()) << k.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"control", "mode", "default_slots", "max_slots", "ttl",
-                                             "timeout", "fail_job_on_error", "state_dir"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"control", "mode", "default_slots", "max_slots", "ttl",
+                                      "timeout", "fail_job_on_error", "state_dir", "fabric"}));
 }
 
 TEST(SpankMode, ParsesCaseInsensitivelyAndListsValidValues) {

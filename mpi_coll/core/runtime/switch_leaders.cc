@@ -51,16 +51,16 @@ Status NodeLeaders::broadcast(const AllreduceArgs& args) {
   return binomialBroadcast(local, result);
 }
 
-Status NodeLeaders::shareInfo(const agent::AggGroup* group, agent::GroupInfo* info) {
+Status NodeLeaders::shareInfo(const agent::GroupInfo* group, agent::GroupInfo* info) {
   SharedInfo mine{};
   if (group) {
-    mine.slot_bytes = group->info().slot_bytes;
-    mine.window = group->info().window;
-    mine.caps = group->info().caps;
+    mine.slot_bytes = group->slot_bytes;
+    mine.window = group->window;
+    mine.caps = group->caps;
   }
   std::vector<SharedInfo> all(size_t(comm_.size()));
   SWITCHAGG_RETURN_IF_ERROR(comm_.allgather(&mine, all.data(), sizeof mine));
-  if (group) *info = group->info();
+  if (group) *info = *group;
   info->size = nodes();
   info->rank = node();
   info->slot_bytes = size_t(all[0].slot_bytes);

@@ -46,7 +46,7 @@ class NodeLeaders {
   // After a join every rank agreed on: the group's window, slot size and
   // (dtype, op) table as rank 0 (a leader) got them, so that non-leaders
   // decline and describe calls exactly as the leaders do. Collective.
-  Status shareInfo(const agent::AggGroup* group, agent::GroupInfo* info);
+  Status shareInfo(const agent::GroupInfo* group, agent::GroupInfo* info);
 
  private:
   NodeLeaders(CommGroup& comm, NodeGroups groups) : comm_(comm), groups_(std::move(groups)) {}

@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <strings.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "process_runtime.h"
 #include "switchagg/agent/control_schema.h"
 #include "switchagg/agent/data_client.h"
+#include "switchagg/common/config.h"
 #include "switchagg/common/config_table.h"
 #include "switchagg/common/log.h"
 
@@ -30,6 +32,18 @@ std::unique_ptr<SwitchLease> readLease() {
   auto lease = std::make_unique<SwitchLease>();
   lease->agent = agent;
   lease->token = token;
+  lease->agents = splitList(agent);
+  lease->tokens = splitList(token);
+  // Every rank reads the same variables, so all decline alike.
+  if (lease->agents.size() != lease->tokens.size() ||
+      std::any_of(lease->agents.begin(), lease->agents.end(), [](auto& a) { return a.empty(); })) {
+    if (isJobRankZero())
+      SA_WARN("coll",
+              "%s names %zu agent(s) but %s %zu token(s) (or an entry is empty); "
+              "no switch offload for this job",
+              agent::kEnvAgent, lease->agents.size(), agent::kEnvLease, lease->tokens.size());
+    return nullptr;
+  }
   const char* mode = envOrNull(agent::kEnvMode);
   lease->require = mode && strcasecmp(mode, "require") == 0;
   // "off" in the environment means the job asked for no offload at all.
@@ -53,9 +67,9 @@ struct ClientSlot {
   int64_t failed_at_ms = 0;
 };
 
-ClientSlot& slot() {
-  static ClientSlot s;
-  return s;
+ClientSlot& slot(size_t k) {
+  static std::vector<ClientSlot> slots(switchLease() ? switchLease()->agents.size() : 1);
+  return slots.at(k);
 }
 
 }  // namespace
@@ -65,8 +79,8 @@ const SwitchLease* switchLease() {
   return lease.get();
 }
 
-Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease) {
-  ClientSlot& s = slot();
+Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease, size_t k) {
+  ClientSlot& s = slot(k);
   std::shared_ptr<agent::AggClient> live = s.client.lock();
   // A dead connection is dropped (its groups keep it alive until they go)
   // and replaced at once: the agent may be back. Only failed connects back
@@ -81,7 +95,7 @@ Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease)
   if (live) return live;
   if (!s.last_error.ok() && nowMs() - s.failed_at_ms < kReconnectBackoffMs) return s.last_error;
   Result<std::unique_ptr<agent::AggClient>> c =
-      agent::AggClient::connect(lease.agent, lease.token, kConnectTimeoutMs);
+      agent::AggClient::connect(lease.agents[k], lease.tokens[k], kConnectTimeoutMs);
   if (!c.ok()) {
     s.last_error = c.status();
     s.failed_at_ms = nowMs();

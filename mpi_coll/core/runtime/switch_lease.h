@@ -1,8 +1,12 @@
 // The job's switch lease (environment) and the process's one data-plane
 // connection to the agent, shared by every communicator's group.
 //
-//   SWITCHAGG_AGENT  data-plane address "host:port" of the agent
-//   SWITCHAGG_LEASE  lease token (32 hex chars)
+//   SWITCHAGG_AGENT  data-plane address "host:port" of the agent; a lease
+//                    over several agents (fabric map) lists them comma-
+//                    separated, and each communicator stripes its calls
+//                    over them (docs/offload.md "Stripes")
+//   SWITCHAGG_LEASE  lease token (32 hex chars), or one per agent in the
+//                    same order
 //   SWITCHAGG_MODE   auto | require (require: failing to join is an error
 //                    line, once per job; the answers stay right either way)
 //   SWITCHAGG_SWITCH_*  timeout, window and rejoin (switch_settings.h)
@@ -15,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/status.h"
@@ -26,19 +31,20 @@ class AggClient;
 namespace switchagg::coll {
 
 struct SwitchLease : SwitchSettings {
-  std::string agent;
+  std::string agent;  // the variable as given (messages)
   std::string token;
+  std::vector<std::string> agents;  // one per stripe, in the job-wide order
+  std::vector<std::string> tokens;  // same order
   bool require = false;
 };
 
 // The lease from the environment, or nullptr when the job has none.
 const SwitchLease* switchLease();
 
-// The process's connection, connected on first use. After a failure the
-// same error is returned without touching the network until the reconnect
-// backoff (kReconnectBackoffMs) has passed, so a dead agent costs each new
-// communicator nothing.
-Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease);
+// The process's connection to agent k (of lease.agents), connected on first use. After a failure
+// the same error is returned without touching the network until the reconnect backoff
+// (kReconnectBackoffMs) has passed, so a dead agent costs each new communicator nothing.
+Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease, size_t k);
 
 constexpr int64_t kReconnectBackoffMs = 60000;
 

@@ -3,12 +3,15 @@
 //
 // Joining (once per communicator, collective, in createSwitchPath which
 // CommState calls on the communicator's first eligible allreduce): every
-// rank connects (one process-wide connection), then the ranks allgather
-// {connected, rank 0's nonce} over the previous coll module; only if ALL
+// rank connects (one process-wide connection per agent of the lease), then
+// the ranks allgather {connected, rank 0's nonce} over the previous coll module; only if ALL
 // connected do they join group id = rank 0's random nonce with the cid in
 // its low 16 bits (unique per communicator per job, never reused after a
 // free), then allgather the join outcome. Any failure anywhere -> no switch
 // candidate for this communicator on every rank alike.
+//
+// With K agents the group is one per agent and each call is cut into K
+// stripes streamed at once (agent::StripedGroup; docs/offload.md "Stripes").
 //
 // One call: the client streams the buffer (window = the group's slots) into
 // a result buffer that is never the caller's input (scratch for in place),
@@ -73,9 +76,9 @@ uint64_t randomNonce() {
 }
 
 struct Joined {
-  bool ok = false;  // every rank joined (a non-leader has no client or group)
-  std::shared_ptr<agent::AggClient> client;  // outlives group
-  std::unique_ptr<agent::AggGroup> group;
+  bool ok = false;  // every rank joined (a non-leader has no group)
+  // One group per agent (stripe); holds the clients. Null on a non-leader.
+  std::unique_ptr<agent::StripedGroup> group;
   agent::wire::Capacity capacity;  // the agent's figures as agreed (rank 0's)
   agent::GroupInfo info;           // the group's geometry, alike on every rank
 };
@@ -91,7 +94,7 @@ class AgentSwitchPath : public SwitchPath {
   AgentSwitchPath(CommGroup& comm, const SwitchLease& lease, Joined joined,
                   std::unique_ptr<NodeLeaders> leaders)
       : comm_(comm), lease_(lease), leaders_(std::move(leaders)),
-        client_(std::move(joined.client)), group_(std::move(joined.group)),
+        group_(std::move(joined.group)),
         capacity_(joined.capacity), info_(joined.info), joined_(joined.ok) {}
   ~AgentSwitchPath() override;
 
@@ -117,9 +120,9 @@ class AgentSwitchPath : public SwitchPath {
   CommGroup& comm_;
   const SwitchLease& lease_;
   std::unique_ptr<NodeLeaders> leaders_;  // null: every rank is a member
-  std::shared_ptr<agent::AggClient> client_;  // outlives group_
+  // One group per agent of the lease (stripes), holding their clients.
   // Null after a failure, until a rejoin; always null on a non-leader.
-  std::unique_ptr<agent::AggGroup> group_;
+  std::unique_ptr<agent::StripedGroup> group_;
   // Agreed at the first join and kept (a rejoin does not change the
   // selector's input: decisions are memoised per call shape).
   agent::wire::Capacity capacity_;
@@ -212,7 +215,7 @@ Status AgentSwitchPath::stream(const AllreduceArgs& args, const void* input, voi
                                size_t bytes) {
   const agent::ClientCounters before = group_->counters();
   Status st = group_->allreduce(args.dtype, args.op, input, out, args.count, timeoutFor(bytes));
-  const agent::ClientCounters& after = group_->counters();
+  const agent::ClientCounters after = group_->counters();
   last_bytes_sent_ = after.bytes_sent - before.bytes_sent;
   bytes_sent_ += last_bytes_sent_;
   chunks_ += after.chunks_sent - before.chunks_sent;
@@ -232,7 +235,6 @@ void AgentSwitchPath::rejoinIfDue() {
                comm_.name().c_str(), rejoin_after_);
     return;
   }
-  client_ = std::move(joined.client);
   group_ = std::move(joined.group);
   info_ = joined.info;
   joined_ = true;
@@ -293,18 +295,27 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
   // A non-leader opens no connection and agrees to whatever the others saw.
   const bool member = !leaders || leaders->leader();
-  Result<std::shared_ptr<agent::AggClient>> client = Status(Code::kUnsupported, "not a member");
-  if (member) client = switchClient(lease);
+  // A member opens one connection per agent of the lease (one stripe each);
+  // connected means connected to all of them.
+  std::vector<std::shared_ptr<agent::AggClient>> clients;
+  Status connect_failure;
+  for (size_t k = 0; member && k < lease.agents.size() && connect_failure.ok(); ++k) {
+    Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k);
+    if (c.ok())
+      clients.push_back(std::move(c.value()));
+    else
+      connect_failure = Status(c.status().code(), lease.agents[k] + ": " + c.status().message());
+  }
   JoinHello mine{};
-  mine.connected = client.ok() || !member ? 1 : 0;
+  mine.connected = connect_failure.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
-  if (client.ok()) mine.capacity = client.value()->agent().capacity;
+  if (member && connect_failure.ok()) mine.capacity = clients[0]->agent().capacity;
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
     if (h.connected) continue;
     const std::string why =
-        mine.connected ? "a rank cannot reach the agent" : client.status().toString();
+        mine.connected ? "a rank cannot reach the agent" : connect_failure.toString();
     if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
       SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
@@ -321,38 +332,52 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   // 345-419 vs 264-377 MB/s, inside run-to-run spread).
   // An agent that predates per-call slots reserves at join: half keeps
   // WORLD and one more communicator there, as before.
-  Result<std::unique_ptr<agent::AggGroup>> group = Status(Code::kUnsupported, "not a member");
-  if (member) {
+  // The same id at every agent (ids are per lease, and each agent has its
+  // own lease). Joins run agent by agent in the lease's order on every rank.
+  std::vector<std::unique_ptr<agent::AggGroup>> groups;
+  Status join_failure;
+  for (size_t k = 0; k < clients.size() && join_failure.ok(); ++k) {
     const uint32_t window = lease.window_request
                                 ? lease.window_request
-                                : std::max<uint32_t>(1, client.value()->agent().max_window / 2);
+                                : std::max<uint32_t>(1, clients[k]->agent().max_window / 2);
     // With node leaders the agent sees one member per node, by node index.
-    group = client.value()->join(group_id, leaders ? leaders->nodes() : comm.size(),
-                                 leaders ? leaders->node() : comm.rank(), kJoinTimeoutMs, window);
+    Result<std::unique_ptr<agent::AggGroup>> group =
+        clients[k]->join(group_id, leaders ? leaders->nodes() : comm.size(),
+                         leaders ? leaders->node() : comm.rank(), kJoinTimeoutMs, window);
+    if (group.ok())
+      groups.push_back(std::move(group.value()));
+    else
+      join_failure =
+          Status(group.status().code(), lease.agents[k] + ": " + group.status().message());
   }
-  uint8_t ok = group.ok() || !member ? 1 : 0;
+  std::unique_ptr<agent::StripedGroup> striped;
+  if (member) striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
+  uint8_t ok = join_failure.ok() ? 1 : 0;
   std::vector<uint8_t> oks(size_t(comm.size()));
   if (!comm.allgather(&ok, oks.data(), 1).ok() || !allOnes(oks)) {
-    const std::string why = ok ? "another rank could not join" : group.status().toString();
+    const std::string why = ok ? "another rank could not join" : join_failure.toString();
     if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
       SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: join failed: %s",
                     comm.name().c_str(), why.c_str());
-    return {};  // a joined group is left by its destructor
+    return {};  // joined groups are left by their destructors
   }
-  Joined joined{true, std::move(client.value()), std::move(group.value()), all[0].capacity, {}};
+  Joined joined{true, std::move(striped), all[0].capacity, {}};
   if (!leaders) joined.info = joined.group->info();
-  else if (!leaders->shareInfo(joined.group.get(), &joined.info).ok()) return {};
+  else if (!leaders->shareInfo(joined.group ? &joined.group->info() : nullptr, &joined.info).ok())
+    return {};
+  const size_t stripes = lease.agents.size();
   const agent::GroupInfo& info = joined.info;
   if (comm.rank() == 0 && leaders)
     SA_INFO("coll",
-            "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes; "
-            "%d node leaders for %d ranks)",
-            comm.name().c_str(), group_id, lease.agent.c_str(), info.window, info.slot_bytes,
-            leaders->nodes(), comm.size());
+            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
+            "bytes; %d node leaders for %d ranks)",
+            comm.name().c_str(), group_id, lease.agent.c_str(), stripes, info.window,
+            info.slot_bytes, leaders->nodes(), comm.size());
   else if (comm.rank() == 0)
-    SA_INFO("coll", "comm %s: joined switch group %016" PRIx64 " at %s (window %u x %zu bytes)",
-            comm.name().c_str(), group_id, lease.agent.c_str(), info.window,
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu bytes)",
+            comm.name().c_str(), group_id, lease.agent.c_str(), stripes, info.window,
             info.slot_bytes);
   const agent::wire::Capacity& agreed = joined.capacity;
   if (comm.rank() == 0 && agreed.reduce_mbps > 0)

@@ -27,6 +27,12 @@ Result<std::string> parseChoice(const std::string& key, const std::string& text,
 // part's parsers use for a bad value.
 Status invalidValue(const std::string& key, const std::string& text, const std::string& want);
 
+// Comma-separated lists as the environment carries them (SWITCHAGG_AGENT
+// and SWITCHAGG_LEASE name one entry per agent): "a,b" <-> {"a", "b"};
+// "" splits to {} and empty items are kept ("a,," -> {"a", "", ""}).
+std::vector<std::string> splitList(const std::string& text);
+std::string joinList(const std::vector<std::string>& items);
+
 // getenv() that treats an empty value as unset.
 const char* envOrNull(const char* name);
 

@@ -53,6 +53,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "switchagg/agent/wire.h"
 #include "switchagg/common/dtype.h"
@@ -165,9 +166,63 @@ class AggGroup {
 
  private:
   friend class AggClient;
+  friend class StripedGroup;
   AggGroup(AggClient::Impl* client, std::unique_ptr<State> state);
+  // allreduce in three steps, so several groups can stream at once
+  // (StripedGroup): start checks and sets the call up (a decline leaves the
+  // group as it was), step sends what the window allows and never waits
+  // (kInProgress until every result is in and every send has completed),
+  // finish commits the in-place staging on success or fails the group
+  // (leave + drain, as allreduce does).
+  Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
+  Status stepCall();
+  Status finishCall(Status outcome);
   AggClient::Impl* client_;
   std::unique_ptr<State> state_;
+};
+
+// Stripes: the element range stripe k of `stripes` gets out of `count`
+// elements. Contiguous, in order, cut on element boundaries; the first
+// count % stripes stripes get one element more; with fewer elements than
+// stripes the last ones are empty (count 0).
+struct StripeRange {
+  size_t begin = 0;
+  size_t count = 0;
+};
+StripeRange stripeOf(size_t count, size_t k, size_t stripes);
+
+// One communicator's group at each of K agents (a job whose lease spans
+// several agents, docs/offload.md "Stripes"): allreduce cuts the vector into
+// K stripes (stripeOf), stripe k streams through group k, all stripes at
+// once (one loop progresses every client's worker), bounded by timeout_ms.
+// Ok only when every non-empty stripe succeeded; on any failure the other
+// stripes are stopped too and every group is dead, with the failure
+// semantics of AggGroup (send untouched, in-place input intact). K = 1 is
+// exactly AggGroup::allreduce. Holds its clients, so they outlive the groups.
+class StripedGroup {
+ public:
+  StripedGroup(std::vector<std::shared_ptr<AggClient>> clients,
+               std::vector<std::unique_ptr<AggGroup>> groups);
+  ~StripedGroup();  // groups first, then their clients
+  StripedGroup(const StripedGroup&) = delete;
+  StripedGroup& operator=(const StripedGroup&) = delete;
+
+  size_t stripes() const { return groups_.size(); }
+  AggGroup& stripe(size_t k) { return *groups_[k]; }
+  const AggGroup& stripe(size_t k) const { return *groups_[k]; }
+  const GroupInfo& info() const { return groups_.front()->info(); }  // stripe 0's
+  bool supports(Dtype dtype, Op op) const;                           // every stripe's agent
+  Status allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
+                   int64_t timeout_ms);
+  Status leave(int64_t timeout_ms);  // every group; the first failure
+  bool usable() const;               // every group usable
+  const Status& failure() const;  // the first failed call's, else a dead group's (Ok while usable)
+  ClientCounters counters() const;  // summed over the stripes
+
+ private:
+  std::vector<std::shared_ptr<AggClient>> clients_;
+  std::vector<std::unique_ptr<AggGroup>> groups_;
+  Status failure_;  // the first failed call's
 };
 
 }  // namespace switchagg::agent

@@ -1,0 +1,163 @@
+// StripedGroup (data_client.h): one call cut into K stripes, stripe k
+// streamed through the group at agent k, all at once. One loop steps every
+// stripe (sends what its window allows, never waits) and progresses every
+// client's worker, until all results are in, one stripe fails, or the
+// deadline passes. The loop spins (as SWITCHAGG_UCX_WAIT=busy does, whatever
+// the wait mode): one thread cannot sleep on K workers' event fds at once.
+//
+//   count 10, K 3:  stripe 0 = [0,4)  stripe 1 = [4,7)  stripe 2 = [7,10)
+//   count 2,  K 3:  stripe 0 = [0,1)  stripe 1 = [1,2)  stripe 2 = empty (skipped)
+#include <algorithm>
+
+#include "client_internal.h"
+#include "switchagg/ucx/thread_gate.h"
+
+namespace switchagg::agent {
+
+StripeRange stripeOf(size_t count, size_t k, size_t stripes) {
+  if (stripes == 0 || k >= stripes) return {count, 0};
+  const size_t base = count / stripes, extra = count % stripes;
+  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
+}
+
+StripedGroup::StripedGroup(std::vector<std::shared_ptr<AggClient>> clients,
+                           std::vector<std::unique_ptr<AggGroup>> groups)
+    : clients_(std::move(clients)), groups_(std::move(groups)) {}
+
+StripedGroup::~StripedGroup() {
+  groups_.clear();  // each leaves if still usable, while its client lives
+  clients_.clear();
+}
+
+bool StripedGroup::supports(Dtype dtype, Op op) const {
+  return std::all_of(groups_.begin(), groups_.end(),
+                     [&](const std::unique_ptr<AggGroup>& g) { return g->supports(dtype, op); });
+}
+
+bool StripedGroup::usable() const {
+  return std::all_of(groups_.begin(), groups_.end(),
+                     [](const std::unique_ptr<AggGroup>& g) { return g->usable(); });
+}
+
+const Status& StripedGroup::failure() const {
+  if (!failure_.ok()) return failure_;
+  for (const std::unique_ptr<AggGroup>& g : groups_)
+    if (!g->usable()) return g->failure();
+  return groups_.front()->failure();  // Ok
+}
+
+ClientCounters StripedGroup::counters() const {
+  ClientCounters sum;
+  for (const std::unique_ptr<AggGroup>& g : groups_) {
+    const ClientCounters& c = g->counters();
+    sum.bytes_sent += c.bytes_sent;
+    sum.bytes_received += c.bytes_received;
+    sum.chunks_sent += c.chunks_sent;
+    sum.chunks_received += c.chunks_received;
+    sum.allreduces += c.allreduces;
+    sum.failures += c.failures;
+  }
+  return sum;
+}
+
+Status StripedGroup::leave(int64_t timeout_ms) {
+  Status first;
+  for (const std::unique_ptr<AggGroup>& g : groups_) {
+    Status st = g->leave(timeout_ms);
+    if (first.ok() && !st.ok()) first = st;
+  }
+  return first;
+}
+
+Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
+                               int64_t timeout_ms) {
+  const size_t k_total = groups_.size();
+  if (k_total == 1) return groups_[0]->allreduce(dtype, op, send, recv, count, timeout_ms);
+  if (!failure_.ok()) return failure_;
+  for (const std::unique_ptr<AggGroup>& g : groups_)
+    if (!g->usable()) return g->failure();
+  if (!supports(dtype, op))
+    return Status(Code::kUnsupported,
+                  std::string("an agent does not reduce ") + dtypeName(dtype) + "/" + opName(op));
+  if (count == 0) return Status::Ok();
+  const size_t esize = dtypeSize(dtype);
+  // On the whole buffers: the stripes' pieces could pass one by one.
+  SWITCHAGG_RETURN_IF_ERROR(checkBuffers(send, recv, count, esize));
+  for (const std::unique_ptr<AggGroup>& g : groups_)
+    if (g->info().slot_bytes < esize)
+      return Status(Code::kUnsupported, "element larger than a slot");
+
+  // Start every non-empty stripe. The checks above are every start's
+  // declines, so a start fails only for a dead group or connection.
+  std::vector<uint8_t> running(k_total, 0);
+  Status failed;
+  for (size_t k = 0; k < k_total && failed.ok(); ++k) {
+    const StripeRange r = stripeOf(count, k, k_total);
+    if (r.count == 0) continue;  // fewer elements than stripes: alike on every rank
+    const size_t off = r.begin * esize;
+    Status st = groups_[k]->startCall(dtype, op, static_cast<const uint8_t*>(send) + off,
+                                      static_cast<uint8_t*>(recv) + off, r.count);
+    if (st.ok())
+      running[k] = 1;
+    else
+      failed = st;
+  }
+  std::vector<uint8_t> done(k_total, 0);
+  Status busy;
+  const int64_t deadline = clientNowMs() + timeout_ms;
+  for (uint32_t spin = 1; failed.ok(); ++spin) {
+    bool pending = false;
+    for (size_t k = 0; k < k_total && failed.ok(); ++k) {
+      if (!running[k] || done[k]) continue;
+      Status st = groups_[k]->stepCall();
+      if (st.ok()) {
+        done[k] = 1;
+      } else if (st.code() == Code::kBusy) {
+        // Refused at this agent for this call only: the other stripes run
+        // to their end (nothing left in flight), then the call is busy.
+        done[k] = 1;
+        busy = st;
+      } else if (st.code() == Code::kInProgress)
+        pending = true;
+      else
+        failed = st;
+    }
+    if (!failed.ok() || !pending) break;
+    for (const std::shared_ptr<AggClient>& c : clients_) (void)c->progress();
+    // As Worker::waitUntil spins (SWITCHAGG_UCX_WAIT=busy): the clock every
+    // 16th round, and other threads' turn at the gate (MPI_THREAD_MULTIPLE:
+    // a thread waiting for its peers must not stop another thread's
+    // operation, which those peers may need first).
+    if ((spin & 15) != 0) continue;
+    if (clientNowMs() >= deadline) {
+      std::string late;  // the stripes (agents, in the lease's order) still streaming
+      for (size_t k = 0; k < k_total; ++k)
+        if (running[k] && !done[k]) late += (late.empty() ? "" : ",") + std::to_string(k);
+      failed = Status(Code::kTimeout, "striped allreduce: stripe(s) " + late + " of " +
+                                          std::to_string(k_total) + " incomplete after " +
+                                          std::to_string(timeout_ms) + " ms");
+      break;
+    }
+    ucx::ThreadGate::yield();
+  }
+  // Busy and nothing failed: every stripe ended (results or refusal), no
+  // result is committed, every group stays usable; the caller redoes the
+  // call on the host.
+  if (failed.ok() && !busy.ok()) {
+    for (size_t k = 0; k < k_total; ++k)
+      if (running[k]) (void)groups_[k]->finishCall(busy);
+    return busy;
+  }
+  // Commit every stripe, or fail every stripe (so all groups are dead, none
+  // half used): the caller redoes the whole call from intact input.
+  for (size_t k = 0; k < k_total; ++k) {
+    if (running[k])
+      (void)groups_[k]->finishCall(failed);
+    else if (!failed.ok() && groups_[k]->usable())
+      (void)groups_[k]->leave(AggClient::kDrainMs);
+  }
+  if (!failed.ok() && failure_.ok()) failure_ = failed;
+  return failed;
+}
+
+}  // namespace switchagg::agent

@@ -1,0 +1,84 @@
+#include "switchagg/agent/fabric_lease.h"
+
+namespace switchagg::agent {
+
+namespace {
+
+ControlClient clientFor(const FabricAgent& a, const ControlClientOptions& base) {
+  ControlClientOptions o = base;
+  o.address = a.control;
+  return ControlClient(o);
+}
+
+ApiFailure named(const FabricAgent& a, const ApiFailure& f) {
+  return {f.error, "agent '" + a.name + "' (" + a.control + "): " + f.status().message()};
+}
+
+// Folds agent k's view into the job's combined one.
+void add(LeaseView* all, const FabricAgent& a, const LeaseView& one, bool first) {
+  const std::string data = a.data.empty() ? one.data_address : a.data;
+  if (first) {
+    *all = one;
+    all->data_address = data;
+    return;
+  }
+  all->data_address += "," + data;
+  all->token += "," + one.token;
+  all->created = all->created || one.created;
+}
+
+}  // namespace
+
+std::vector<const FabricAgent*> allAgents(const FabricMap& map) {
+  std::vector<const FabricAgent*> out;
+  for (const FabricAgent& a : map.agents()) out.push_back(&a);
+  return out;
+}
+
+ApiResult<LeaseView> createFabricLease(const std::vector<const FabricAgent*>& agents,
+                                       const ControlClientOptions& base, const std::string& job,
+                                       int64_t uid, int slots, int64_t ttl_s) {
+  if (agents.empty()) return ApiFailure{ApiError::kConfig, "no agent for the job"};
+  LeaseView all;
+  std::vector<const FabricAgent*> made;  // created by this call, to undo
+  for (size_t k = 0; k < agents.size(); ++k) {
+    ControlClient client = clientFor(*agents[k], base);
+    ApiResult<LeaseView> one = client.createLease(job, uid, slots, ttl_s);
+    if (!one.ok()) {
+      for (const FabricAgent* a : made) (void)clientFor(*a, base).deleteLease(job);
+      return named(*agents[k], one.failure());
+    }
+    if (one->created) made.push_back(agents[k]);
+    add(&all, *agents[k], *one, k == 0);
+  }
+  return all;
+}
+
+ApiResult<LeaseView> fetchFabricToken(const std::vector<const FabricAgent*>& agents,
+                                      const ControlClientOptions& base, const std::string& job) {
+  if (agents.empty()) return ApiFailure{ApiError::kConfig, "no agent for the job"};
+  LeaseView all;
+  for (size_t k = 0; k < agents.size(); ++k) {
+    ApiResult<LeaseView> one = clientFor(*agents[k], base).fetchToken(job);
+    if (!one.ok()) return named(*agents[k], one.failure());
+    add(&all, *agents[k], *one, k == 0);
+  }
+  return all;
+}
+
+ApiResult<int> deleteFabricLease(const std::vector<const FabricAgent*>& agents,
+                                 const ControlClientOptions& base, const std::string& job) {
+  int existed = 0;
+  std::optional<ApiFailure> first;
+  for (const FabricAgent* a : agents) {
+    ApiResult<bool> deleted = clientFor(*a, base).deleteLease(job);
+    if (deleted.ok())
+      existed += *deleted ? 1 : 0;
+    else if (!first)
+      first = named(*a, deleted.failure());
+  }
+  if (first) return *first;
+  return existed;
+}
+
+}  // namespace switchagg::agent

@@ -1,0 +1,157 @@
+// switchagg-ctl over a fabric map with three real agents: one lease per job
+// on every agent the nodes need (all or nothing), one address and token
+// per agent in the exports, delete frees every agent; an agent refusing
+// (draining) or dead leaves no lease anywhere.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "agent_fixture.h"
+#include "switchagg/agent/control_client.h"
+#include "temp_dir.h"
+
+using namespace switchagg;
+using namespace switchagg::agent;
+using namespace switchagg::testing;
+
+namespace {
+
+struct Fabric {
+  std::vector<std::unique_ptr<AgentProcess>> agents;  // a: n[1-2], b: n[3-4], c: n5
+  TempDir dir{"fabric"};
+  std::string map;
+
+  bool start() {
+    const char* names[] = {"a", "b", "c"};
+    const char* nodes[] = {"\"n[1-2]\"", "[\"n3\", \"n4\"]", "\"n5\""};
+    std::string text;
+    for (int i = 0; i < 3; ++i) {
+      auto agent = AgentProcess::start({});
+      EXPECT_TRUE(agent.ok()) << agent.status().toString();
+      if (!agent.ok()) return false;
+      text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
+              (*agent)->unixAddress() + "\"\nnodes = " + nodes[i] + "\n";
+      // a names its data address; b and c leave it to what the agent reports.
+      if (i == 0) text += "data = \"" + (*agent)->dataAddress() + "\"\n";
+      agents.push_back(std::move(*agent));
+    }
+    map = dir.path() + "/fabric.toml";
+    std::ofstream(map) << text;
+    return true;
+  }
+  bool hasLease(size_t k, const std::string& job) {
+    ApiResult<std::vector<LeaseView>> leases = ControlClient(agents[k]->unixAddress()).listLeases();
+    EXPECT_TRUE(leases.ok()) << leases.status().toString();
+    if (!leases.ok()) return false;
+    for (const LeaseView& l : *leases)
+      if (l.job == job) return true;
+    return false;
+  }
+};
+
+ProcessResult ctl(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+  args.insert(args.begin(), binaryPath("switchagg-ctl"));
+  return runProcess(args, -1, -1, env);
+}
+
+std::string exportOf(const std::string& out, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(name + "=([^ \n]*)"))) return "";
+  return m[1];
+}
+
+TEST(CtlFabric, LeaseOnEveryAgentTheNodesNeedAndDeleteFreesAll) {
+  Fabric f;
+  ASSERT_TRUE(f.start());
+  ProcessResult r = ctl(
+      {"lease", "create", "--job", "j1", "--nodes", "n[2-3]", "--fabric", f.map, "--slots", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on 2 agent(s) (a, b)"), std::string::npos) << r.out;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT"),
+            f.agents[0]->dataAddress() + "," + f.agents[1]->dataAddress());
+  const std::string tokens = exportOf(r.out, "SWITCHAGG_LEASE");
+  EXPECT_TRUE(std::regex_match(tokens, std::regex("[0-9a-f]{32},[0-9a-f]{32}"))) << tokens;
+  EXPECT_TRUE(f.hasLease(0, "j1"));
+  EXPECT_TRUE(f.hasLease(1, "j1"));
+  EXPECT_FALSE(f.hasLease(2, "j1"));
+  // The tokens are each agent's own: agent b's token answers at b.
+  ApiResult<LeaseView> at_b = ControlClient(f.agents[1]->unixAddress()).fetchToken("j1");
+  ASSERT_TRUE(at_b.ok());
+  EXPECT_EQ(tokens.substr(33), at_b->token);
+
+  // token with the map from the environment; the same exports again.
+  r = ctl({"lease", "token", "--job", "j1", "--nodes", "n3,n1"}, {"SWITCHAGG_FABRIC=" + f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_LEASE"), tokens) << "map order, not node order";
+
+  // A hostfile in Open MPI's format.
+  const std::string hostfile = f.dir.path() + "/hosts";
+  std::ofstream(hostfile) << "# job hosts\nn5 slots=4\n\nn4\n";
+  r = ctl({"lease", "create", "--job", "j2", "--hostfile", hostfile, "--fabric", f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(b, c)"), std::string::npos) << r.out;
+
+  r = ctl({"lease", "delete", "--job", "j1", "--fabric", f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("deleted on 2 of 3 agent(s)"), std::string::npos) << r.out;
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(f.hasLease(k, "j1")) << k;
+  EXPECT_TRUE(f.hasLease(2, "j2"));
+}
+
+TEST(CtlFabric, OneAgentRefusingLeavesNoLeaseAnywhere) {
+  Fabric f;
+  ASSERT_TRUE(f.start());
+  ASSERT_TRUE(ControlClient(f.agents[1]->unixAddress()).drain(true).ok());
+  ProcessResult r = ctl({"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map});
+  EXPECT_EQ(r.exit_code, 5) << r.err;  // draining
+  EXPECT_NE(r.err.find("agent 'b'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("draining"), std::string::npos) << r.err;
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(f.hasLease(k, "j")) << k;
+  // A lease that existed before the call is not the call's to undo.
+  ASSERT_TRUE(ControlClient(f.agents[0]->unixAddress()).createLease("old", -1, 1, 600).ok());
+  r = ctl({"lease", "create", "--job", "old", "--nodes", "n1,n3", "--fabric", f.map});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_TRUE(f.hasLease(0, "old"));
+}
+
+TEST(CtlFabric, OneAgentDeadLeavesNoLeaseAnywhere) {
+  Fabric f;
+  ASSERT_TRUE(f.start());
+  f.agents[2]->kill();
+  ProcessResult r = ctl(
+      {"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--timeout", "2s"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;  // unreachable
+  EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
+  EXPECT_FALSE(f.hasLease(0, "j"));
+  EXPECT_FALSE(f.hasLease(1, "j"));
+  // delete still frees the live agents and says which one it could not reach.
+  ASSERT_TRUE(ControlClient(f.agents[0]->unixAddress()).createLease("k", -1, 1, 600).ok());
+  r = ctl({"lease", "delete", "--job", "k", "--fabric", f.map, "--timeout", "2s"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
+  EXPECT_FALSE(f.hasLease(0, "k"));
+}
+
+TEST(CtlFabric, BadInputIsAUsageErrorNamingTheProblem) {
+  TempDir dir("fabric");
+  const std::string map = dir.path() + "/fabric.toml";
+  std::ofstream(map)
+      << "[[agent]]\nname = \"a\"\ncontrol = \"unix:/nonexistent\"\nnodes = \"n1\"\n";
+  ProcessResult r = ctl({"lease", "create", "--job", "j", "--nodes", "n2", "--fabric", map});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("node n2 is served by no agent"), std::string::npos) << r.err;
+  r = ctl({"lease", "create", "--job", "j", "--nodes", "n1", "--fabric", dir.path() + "/none"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot read fabric map"), std::string::npos) << r.err;
+  r = ctl({"lease", "create", "--job", "j", "--fabric", map});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs --nodes or --hostfile"), std::string::npos) << r.err;
+  r = ctl({"lease", "create", "--job", "j", "--nodes", "n[1-", "--fabric", map});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--nodes: unbalanced"), std::string::npos) << r.err;
+  r = ctl({"lease", "renew", "--job", "j", "--nodes", "n1", "--fabric", map});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace

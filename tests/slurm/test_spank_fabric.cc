@@ -1,0 +1,114 @@
+// The SPANK plugin's lease calls with fabric= set (agent_link.h), against
+// two real agents: the prolog's create puts the job's lease on every agent
+// its nodes need, the task's token fetch gives one address and token per
+// agent (what SWITCHAGG_AGENT / SWITCHAGG_LEASE get), the epilog's delete
+// frees every agent; a refusing agent leaves nothing; a bad node list or map
+// is a configuration failure naming the problem. Without fabric= the calls
+// are the single agent's, unchanged.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "agent_fixture.h"
+#include "agent_link.h"
+#include "temp_dir.h"
+
+namespace switchagg::spank {
+namespace {
+
+using testing::AgentProcess;
+
+class SpankFabric : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string text;
+    const char* names[] = {"a", "b"};
+    for (int i = 0; i < 2; ++i) {
+      auto agent = AgentProcess::start({});
+      ASSERT_TRUE(agent.ok()) << agent.status().toString();
+      text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
+              (*agent)->unixAddress() + "\"\nnodes = \"n" + std::to_string(i + 1) + "\"\n";
+      agents_.push_back(std::move(*agent));
+    }
+    config_.fabric = dir_.path() + "/fabric.toml";
+    std::ofstream(config_.fabric) << text;
+  }
+  bool hasLease(size_t k, const std::string& job) {
+    return agent::ControlClient(agents_[k]->unixAddress()).fetchToken(job).ok();
+  }
+
+  std::vector<std::unique_ptr<AgentProcess>> agents_;
+  testing::TempDir dir_{"spank-fabric"};
+  PluginConfig config_;
+};
+
+TEST_F(SpankFabric, PrologTaskAndEpilogCoverEveryAgentOfTheJob) {
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "77", -1, 1);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  EXPECT_TRUE(made->created);
+  EXPECT_EQ(made->data_address, agents_[0]->dataAddress() + "," + agents_[1]->dataAddress());
+  EXPECT_EQ(made->token.size(), 65u) << "two 32-hex tokens and a comma";
+  agent::ApiResult<agent::LeaseView> task = fetchJobToken(config_, "n[1-2]", "77");
+  ASSERT_TRUE(task.ok()) << task.status().toString();
+  EXPECT_EQ(task->token, made->token);
+  EXPECT_EQ(task->data_address, made->data_address);
+  // A job on one agent's nodes gets exactly one address and one token.
+  agent::ApiResult<agent::LeaseView> one = createJobLease(config_, "n2", "78", -1, 1);
+  ASSERT_TRUE(one.ok()) << one.status().toString();
+  EXPECT_EQ(one->data_address, agents_[1]->dataAddress());
+  EXPECT_EQ(one->token.size(), 32u);
+  EXPECT_FALSE(hasLease(0, "78"));
+
+  agent::ApiResult<bool> gone = deleteJobLease(config_, "77");
+  ASSERT_TRUE(gone.ok()) << gone.status().toString();
+  EXPECT_TRUE(*gone);
+  EXPECT_FALSE(hasLease(0, "77"));
+  EXPECT_FALSE(hasLease(1, "77"));
+  EXPECT_TRUE(hasLease(1, "78"));
+  gone = deleteJobLease(config_, "77");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(*gone) << "nothing left to delete";
+}
+
+TEST_F(SpankFabric, ARefusingAgentLeavesNoLeaseAndIsNamed) {
+  ASSERT_TRUE(agent::ControlClient(agents_[1]->unixAddress()).drain(true).ok());
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "79", -1, 1);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.error(), agent::ApiError::kDraining);
+  EXPECT_NE(made.failure().message.find("agent 'b'"), std::string::npos) << made.failure().message;
+  EXPECT_FALSE(hasLease(0, "79"));
+}
+
+TEST_F(SpankFabric, BadNodeListOrMapIsAConfigFailure) {
+  agent::ApiResult<agent::LeaseView> r = createJobLease(config_, "", "80", -1, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), agent::ApiError::kConfig);
+  EXPECT_NE(r.failure().message.find("SLURM_JOB_NODELIST"), std::string::npos);
+  r = fetchJobToken(config_, "n[1-3]", "80");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), agent::ApiError::kConfig);
+  EXPECT_NE(r.failure().message.find("node n3 is served by no agent"), std::string::npos)
+      << r.failure().message;
+  PluginConfig missing = config_;
+  missing.fabric = dir_.path() + "/none.toml";
+  agent::ApiResult<bool> d = deleteJobLease(missing, "80");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error(), agent::ApiError::kConfig);
+  EXPECT_NE(d.failure().message.find("cannot read fabric map"), std::string::npos);
+}
+
+TEST_F(SpankFabric, WithoutAFabricMapTheControlAgentServesAlone) {
+  PluginConfig single;
+  single.control = agents_[0]->unixAddress();
+  agent::ApiResult<agent::LeaseView> made = createJobLease(single, "", "81", -1, 1);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  EXPECT_EQ(made->data_address, agents_[0]->dataAddress());
+  EXPECT_TRUE(hasLease(0, "81"));
+  EXPECT_FALSE(hasLease(1, "81"));
+  agent::ApiResult<bool> gone = deleteJobLease(single, "81");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_TRUE(*gone);
+}
+
+}  // namespace
+}  // namespace switchagg::spank
