@@ -28,10 +28,11 @@ while (($#)); do
   shift
 done
 source "$root/benchmarks/lib/bench_env.sh"
-bench_setup fabric-bench fabric_raw
+bench_setup fabric-bench "$(basename "$out" .md)_raw"
 
 paths=(
   "switch|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch"
+  "switch_flat|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch -x SWITCHAGG_SWITCH_LEADERS=off"
   "ring|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm ring"
   "hierarchical|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm hierarchical"
   "rabenseifner|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm rabenseifner"
@@ -99,41 +100,44 @@ summarize() {  # TAG HOSTS PPN MBIT
     { key = $1 SUBSEP $5; v[key] = v[key] " " $15; sizes[$5] = 1 }
     END {
       B = mbit * 1e6 / 8                       # link bytes per second
-      ring_theory = k * p / (2 * (p - 1))      # switch / ring: k N vs 2(p-1)/p N per host link
-      printf "| bytes | switch ms | ring ms | hierarchical ms | rabenseifner ms | tuned ms | switch/ring | theory | switch/best host | link-bound switch ms (k N / B) |\n"
-      printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+      ring_theory = p / (2 * (p - 1))          # switch / ring: N (node leader) vs 2(p-1)/p N per host link
+      hier_theory = H / (2 * (H - 1))          # switch / hierarchical: N vs the leader ring, 2(H-1)/H N
+      printf "| bytes | switch ms | switch, no leaders ms | ring ms | hierarchical ms | rabenseifner ms | tuned ms | switch/ring (theory) | switch/hierarchical (theory) | switch/best host | link-bound switch ms (N / B) |\n"
+      printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
       n = sortedKeys(sizes, list)
       for (i = 1; i <= n; i++) {
         s = list[i]
-        sw = median(v["switch" SUBSEP s]) / 1000; rg = median(v["ring" SUBSEP s]) / 1000
+        sw = median(v["switch" SUBSEP s]) / 1000; fl = median(v["switch_flat" SUBSEP s]) / 1000; rg = median(v["ring" SUBSEP s]) / 1000
         hi = median(v["hierarchical" SUBSEP s]) / 1000; ra = median(v["rabenseifner" SUBSEP s]) / 1000
         tu = median(v["tuned" SUBSEP s]) / 1000
         best = rg; if (hi < best) best = hi; if (ra < best) best = ra; if (tu < best) best = tu
-        printf "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.1f |\n", human(s), sw, rg, hi, ra, tu,
-               sw / rg, ring_theory, sw / best, k * s / B * 1000
+        printf "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.1f |\n", human(s), sw, fl, rg, hi, ra, tu,
+               sw / rg, ring_theory, sw / hi, hier_theory, sw / best, s / B * 1000
       }
       printf "\nBytes each host sent on its link per allreduce, in units of N (8 MiB, mean over hosts): "
       sep = ""
       for (a in perN) { printf "%s%s %.2f", sep, a, perN[a]; sep = ", " }
-      printf " (theory: switch %d, ring %.2f).\n", k, 2 * (p - 1) / p
+      printf " (theory: switch 1 with node leaders, %d without (switch_flat), ring %.2f, hierarchical %.2f).\n", k, 2 * (p - 1) / p, 2 * (H - 1) / H
     }'
 }
 
 {
   echo "# Switch path on an emulated cluster (links are the bottleneck)"
   echo
-  echo "Command: \`benchmarks/fabric_bench.sh --configs \"$configs\" --reps $reps --min $min --max $max\`,"
+  echo "Command: \`benchmarks/fabric_bench.sh --configs \"$configs\" --reps $reps --min $min --max $max --out benchmarks/results/$(basename "$out")\`,"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
   echo "Fabric: \`scripts/fabric.py\` star, every host link shaped (htb) to the config's rate both"
   echo "ways, the agent on the switch with a link of hosts x rate (an aggregation engine that takes"
   echo "every port at line rate). UCX over TCP between hosts, loopback inside a host. Each cell is"
   echo "the median over $reps interleaved runs of switchagg-bench's per-size p50, in ms."
   echo
-  echo "Theory (per host link of B bytes/s, p ranks, k per host): the switch path puts k·N on each"
-  echo "host link (every rank sends its vector once; no node leader yet), the ring 2(p−1)/p·N"
-  echo "(it crosses each host boundary once per direction), so switch/ring → k·p / (2(p−1)) for"
-  echo "large N: 0.67 at 4×1, 0.57 at 8×1, 1.14 at 4×2, 1.07 at 8×2. With two ranks per host the"
-  echo "switch path needs node leaders (issue 14) to beat the ring."
+  echo "Theory (per host link of B bytes/s, p ranks, H hosts, k per host): with node leaders the"
+  echo "switch path puts N on each host link whatever k is (the host reduces over shared memory"
+  echo "first, its leader sends once; \`switch_flat\` = SWITCHAGG_SWITCH_LEADERS=off: every rank"
+  echo "sends, k·N), the ring 2(p−1)/p·N (it crosses each host boundary once per direction), the"
+  echo "hierarchical algorithm 2(H−1)/H·N (its leaders run a ring). For large N, switch/ring →"
+  echo "p/(2(p−1)) (0.67 at 4×1, 0.57 at 4×2) and switch/hierarchical → H/(2(H−1)) (0.67 at 4"
+  echo "hosts, 0.57 at 8), plus the in-host reduce and broadcast both pay."
   for c in $configs; do
     hosts=${c%%x*} rest=${c#*x}
     ppn=${rest%%@*} mbit=${rest#*@}
@@ -143,7 +147,7 @@ summarize() {  # TAG HOSTS PPN MBIT
     echo
     summarize "$tag" "$hosts" "$ppn" "$mbit"
     echo
-    echo "![time per allreduce, $hosts hosts x $ppn](fabric_$tag.png)"
+    echo "![time per allreduce, $hosts hosts x $ppn]($(basename "$out" .md)_$tag.png)"
   done
   # How to read the gaps (written from the 2026-11-30 run; re-check after a new one).
   cat "$root/benchmarks/fabric_gaps.md"
@@ -163,12 +167,12 @@ if command -v gnuplot >/dev/null; then
     done
     gnuplot <<EOF
 set terminal png size 900,560 noenhanced
-set output "$root/benchmarks/results/fabric_$tag.png"
+set output "$(dirname "$out")/$(basename "$out" .md)_$tag.png"
 set title "allreduce on $hosts emulated hosts x $ppn rank(s), shaped links"
 set logscale xy
 set xlabel "bytes"; set ylabel "ms (p50, median of $reps)"
 set key left top
-plot for [n in "switch ring hierarchical rabenseifner tuned"] "$work/".n.".dat" using 1:2 with linespoints title n
+plot for [n in "switch switch_flat ring hierarchical rabenseifner tuned"] "$work/".n.".dat" using 1:2 with linespoints title n
 EOF
   done
 fi

@@ -17,7 +17,7 @@ fabric_py() { /usr/bin/python3 "$root/scripts/fabric.py" "$@"; }
 # checkout's tests, a demo) waits here for the first to finish, instead of
 # failing on "already up" and then tearing down a fabric it does not own.
 # The lock is held until this shell exits.
-declare -A FABRIC_LOCK_FD=()
+declare -gA FABRIC_LOCK_FD=()  # -g: also when sourced inside a function (bench_setup)
 fabric_lock() {
   local name=$1 fd
   [[ -n ${FABRIC_LOCK_FD[$name]:-} ]] && return 0
