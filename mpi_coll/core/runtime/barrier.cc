@@ -1,16 +1,10 @@
 #include "barrier.h"
 
-#include <strings.h>
-
 #include "process_runtime.h"
 #include "switch_path.h"
 #include "switchagg/common/log.h"
 
 namespace switchagg::coll {
-
-bool barrierUsesSwitch(const SelectionPolicy& policy) {
-  return strcasecmp(policy.offload.c_str(), "on") == 0;
-}
 
 Outcome dispatchBarrier(CommState& state) {
   BarrierCounters& c = state.barrierCounters();

@@ -11,12 +11,7 @@
 
 namespace switchagg::coll {
 
-// Whether the policy sends barriers to the switch path: offload `on` only.
-// `auto` keeps the previous module: a switch barrier costs one agent round
-// trip plus the outcome agreement (an allgather over the previous module),
-// which is never cheaper than the previous module's barrier alone.
-bool barrierUsesSwitch(const SelectionPolicy& policy);
-
+// The choice is barrierUsesSwitch (selector.h): offload `on` only.
 Outcome dispatchBarrier(CommState& state);
 
 // True when `name` is a barrier:* counter (its value in *value).
