@@ -29,7 +29,8 @@
 #                         (switchagg-ctl lease create --nodes): every call is
 #                         cut into 2 stripes; the dtype x op matrix is exact
 #                         and each agent received about half the bytes;
-#                         mpi_thread_check (3 threads) stripes too
+#                         mpi_thread_check (3 threads) stripes too, and
+#                         mpi_barrier_check serves every barrier (1 element)
 #   stripes_stall BYTES   as stall, with two agents: the second (one stripe's)
 #                         is stopped: the call times out, runs on the host,
 #                         and the communicator rejoins both agents
@@ -347,6 +348,10 @@ case $scenario in
       "$bin/mpi_thread_check" --expect switch --threads 3 --iters 300 ||
       { cat "$work/threads.log"; die "threads run failed"; }
     expect_pass "$work/threads.log" "2 stripe\(s\)"
+    # Barriers: one int32 per call, fewer elements than stripes.
+    run_mpi "$np" "$work/barrier.log" "$bin/mpi_barrier_check" --expect switch --iters 20 \
+      --delay-ms 5 || { cat "$work/barrier.log"; die "barrier run failed"; }
+    expect_pass "$work/barrier.log" "2 stripe\(s\)"
     a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
     b=$(metric_at "$AGENT_SOCKET" switchagg_bytes_in_total)
     echo "bytes in: agent a $a, agent b $b"
