@@ -75,6 +75,7 @@ set_tests_properties(mpi_switch_barrier_leaders_np4 PROPERTIES ENVIRONMENT "PPN=
 add_switch_test(mpi_switch_barrier_members_np4 180 "mpi;agent" barrier 4 on)
 set_tests_properties(mpi_switch_barrier_members_np4 PROPERTIES ENVIRONMENT "PPN=1")
 add_switch_test(mpi_switch_barrier_off_np3 180 "mpi;agent" barrier 3 off)
+add_switch_test(mpi_switch_barrier_auto_np3 180 "mpi;agent" barrier 3 auto)
 add_switch_test(mpi_switch_fault_barrier_kill_np3 150 "mpi;agent;fault" barrier 3 kill)
 add_switch_test(mpi_switch_fault_barrier_leaders_kill_np4 150 "mpi;agent;fault" barrier 4 kill)
 set_tests_properties(mpi_switch_fault_barrier_leaders_kill_np4 PROPERTIES ENVIRONMENT "PPN=2")

@@ -38,11 +38,12 @@
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
 #                         (one stripe's) is SIGKILLed mid-run
-#   barrier NP on|off|kill  mpi_barrier_check: MPI_Barrier's semantics (no rank
+#   barrier NP on|auto|off|kill  mpi_barrier_check: MPI_Barrier's semantics (no rank
 #                         leaves before the last entered) over many barriers;
 #                         on: every one through the switch (counters) and the
 #                         agent saw them (metrics); off: offload off, every
 #                         one in the previous module, the agent saw nothing;
+#                         auto: a lease, but every barrier in the previous module;
 #                         kill: the agent SIGKILLed at a random moment of the
 #                         loop: every barrier still correct, failure counted
 # PPN=K in the environment (serve, kill, delete, stall, barrier): rank r runs on emulated node
@@ -221,6 +222,14 @@ case $scenario in
         echo "agent metrics: bytes_in=$in"
         [[ ${in%.*} -ge 240 ]] || die "the agent saw ${in:-no} bytes for 60 barriers"
         ;;
+      auto)
+        # A lease, offload=auto: the barrier stays in the previous module
+        # (barrierUsesSwitch); the final allreduce may still join the agent.
+        OFFLOAD=auto run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" \
+          --expect previous --iters 30 --delay-ms 10 ||
+          { cat "$work/barrier.log"; die "barrier run failed"; }
+        expect_pass "$work/barrier.log"
+        ;;
       off)
         OFFLOAD=off run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" \
           --expect previous --iters 30 --delay-ms 10 ||
@@ -247,7 +256,7 @@ case $scenario in
         expect_pass "$work/barrier.log" "switch-failed [1-9]" \
           "switch barrier failed .*barrier completed by the agreement"
         ;;
-      *) die "barrier mode must be on, off or kill, got '$mode'" ;;
+      *) die "barrier mode must be on, auto, off or kill, got '$mode'" ;;
     esac
     ;;
   auto)
