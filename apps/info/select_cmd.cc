@@ -241,8 +241,16 @@ int runSelectCommand(int argc, char** argv) {
          a->in.comm_size, a->in.ranks_per_node, a->in.nodes, dtypeName(a->in.dtype),
          a->policy.forced.c_str(), a->policy.offload.c_str(),
          a->rules_path.empty() ? "(none)" : a->rules_path.c_str());
-  printf("switch: %s\n\n", a->in.switch_available ? "available (modeled)"
-                                                  : "not available (--switch models a lease)");
+  printf("switch: %s\n", a->in.switch_available ? "available (modeled)"
+                                                : "not available (--switch models a lease)");
+  // MPI_Barrier: no size to tabulate, one choice (docs/offload.md "Barrier").
+  if (!coll::barrierUsesSwitch(a->policy))
+    printf("barrier: previous module (offload=%s; the switch only with offload=on)\n\n",
+           a->policy.offload.c_str());
+  else if (a->in.switch_available)
+    printf("barrier: switch (agent round trip + one outcome agreement)\n\n");
+  else
+    printf("barrier: previous module (no switch)\n\n");
   printDecisionTable(*a, *s);
   printModeledTimes(*a, *s);
   printMeasuredTimes(*a, *s);

@@ -37,11 +37,13 @@ OMPI_MODULE_DECLSPEC extern mca_coll_switchagg_component_t mca_coll_switchagg_co
 typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t super;
   switchagg_coll_comm_t *core;
-  /* The modules that served allreduce/allgather before us (retained). */
+  /* The modules that served allreduce/allgather/barrier before us (retained). */
   mca_coll_base_module_allreduce_fn_t previous_allreduce;
   mca_coll_base_module_t *previous_allreduce_module;
   mca_coll_base_module_allgather_fn_t previous_allgather;
   mca_coll_base_module_t *previous_allgather_module;
+  mca_coll_base_module_barrier_fn_t previous_barrier;
+  mca_coll_base_module_t *previous_barrier_module;
   struct ompi_communicator_t *comm;
 } mca_coll_switchagg_module_t;
 
@@ -54,6 +56,8 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                  struct ompi_communicator_t *comm,
                                  mca_coll_base_module_t *module);
+
+int mca_coll_switchagg_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
 /* coll_switchagg_types.c: maps a predefined MPI datatype and op onto the
  * core's dtype/op codes and switchagg_coll_flags. Returns NULL when the core

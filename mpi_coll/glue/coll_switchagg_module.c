@@ -1,7 +1,7 @@
-/* Module: one per communicator. Saves the previous allreduce/allgather at
- * enable, forwards MPI_Allreduce to the core, and hands every call the core
- * does not serve to the previous module - a call never fails because
- * switchagg declined. */
+/* Module: one per communicator. Saves the previous allreduce/allgather/
+ * barrier at enable, forwards MPI_Allreduce and MPI_Barrier to the core,
+ * and hands every call the core does not serve to the previous module - a
+ * call never fails because switchagg declined. */
 #include "coll_switchagg.h"
 
 #include <stdint.h>
@@ -33,14 +33,18 @@ static void module_construct(mca_coll_switchagg_module_t *m) {
   m->previous_allreduce_module = NULL;
   m->previous_allgather = NULL;
   m->previous_allgather_module = NULL;
+  m->previous_barrier = NULL;
+  m->previous_barrier_module = NULL;
   m->comm = NULL;
 }
 
 static void release_previous(mca_coll_switchagg_module_t *m) {
   if (NULL != m->previous_allreduce_module) OBJ_RELEASE(m->previous_allreduce_module);
   if (NULL != m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
+  if (NULL != m->previous_barrier_module) OBJ_RELEASE(m->previous_barrier_module);
   m->previous_allreduce_module = NULL;
   m->previous_allgather_module = NULL;
+  m->previous_barrier_module = NULL;
 }
 
 static void module_destruct(mca_coll_switchagg_module_t *m) {
@@ -67,7 +71,8 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
 
   /* Modules are enabled lowest priority first: c_coll holds what would run
    * without us. Both must exist (basic always provides them). */
-  if (NULL == comm->c_coll->coll_allreduce || NULL == comm->c_coll->coll_allgather)
+  if (NULL == comm->c_coll->coll_allreduce || NULL == comm->c_coll->coll_allgather ||
+      NULL == comm->c_coll->coll_barrier)
     return OMPI_ERR_NOT_SUPPORTED;
   m->comm = comm;
   m->previous_allreduce = comm->c_coll->coll_allreduce;
@@ -76,6 +81,9 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   m->previous_allgather = comm->c_coll->coll_allgather;
   m->previous_allgather_module = comm->c_coll->coll_allgather_module;
   OBJ_RETAIN(m->previous_allgather_module);
+  m->previous_barrier = comm->c_coll->coll_barrier;
+  m->previous_barrier_module = comm->c_coll->coll_barrier_module;
+  OBJ_RETAIN(m->previous_barrier_module);
 
   info.rank = ompi_comm_rank(comm);
   info.size = ompi_comm_size(comm);
@@ -114,6 +122,7 @@ mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t
   m->super.coll_module_enable = module_enable;
   m->super.coll_module_disable = module_disable;
   m->super.coll_allreduce = mca_coll_switchagg_allreduce;
+  m->super.coll_barrier = mca_coll_switchagg_barrier;
   return &m->super;
 }
 
@@ -141,6 +150,18 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
     switchagg_coll_note_fallback(m->core, why);
   }
   return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
+}
+
+/* Through the switch path when the core serves it (offload on), else the
+ * previous module's barrier. */
+int mca_coll_switchagg_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  if (NULL != m->core) {
+    int rc = switchagg_coll_barrier(m->core);
+    if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+    if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+  }
+  return m->previous_barrier(comm, m->previous_barrier_module);
 }
 
 /* Diagnostics for tests and switchagg-bench (looked up with dlsym; see

@@ -11,6 +11,7 @@ target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
 switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
   mpi_allreduce_check mpi_liveness_check mpi_tune_check mpi_thread_check mpi_fortran_types
+  mpi_barrier_check
   switchagg-cg)
 
 set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
@@ -63,6 +64,21 @@ add_switch_test(mpi_switch_busy_np4 180 "mpi;agent" comms 4 2 2 --busy 400)
 # offload=auto with a lease on one node: online tuning settles on the host.
 add_switch_test(mpi_switch_auto_np4 240 "mpi;agent" auto 4)
 add_switch_test(mpi_switch_liveness_np3 240 "mpi;agent" liveness 3)
+# MPI_Barrier through the switch (semantics, counters, agent metrics), with
+# offload off (previous module), and the agent killed mid-loop; np 4 also
+# as 2 emulated nodes x 2 (node leaders) and 4 x 1.
+foreach(np 2 3 4)
+  add_switch_test(mpi_switch_barrier_np${np} 180 "mpi;agent" barrier ${np} on)
+endforeach()
+add_switch_test(mpi_switch_barrier_leaders_np4 180 "mpi;agent" barrier 4 on)
+set_tests_properties(mpi_switch_barrier_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
+add_switch_test(mpi_switch_barrier_members_np4 180 "mpi;agent" barrier 4 on)
+set_tests_properties(mpi_switch_barrier_members_np4 PROPERTIES ENVIRONMENT "PPN=1")
+add_switch_test(mpi_switch_barrier_off_np3 180 "mpi;agent" barrier 3 off)
+add_switch_test(mpi_switch_barrier_auto_np3 180 "mpi;agent" barrier 3 auto)
+add_switch_test(mpi_switch_fault_barrier_kill_np3 150 "mpi;agent;fault" barrier 3 kill)
+add_switch_test(mpi_switch_fault_barrier_leaders_kill_np4 150 "mpi;agent;fault" barrier 4 kill)
+set_tests_properties(mpi_switch_fault_barrier_leaders_kill_np4 PROPERTIES ENVIRONMENT "PPN=2")
 # Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
 add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)
 add_switch_test(mpi_switch_fault_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300)

@@ -49,6 +49,20 @@ size_t crossover(const CostModel& m, Algorithm a, Algorithm b, SelectionInput in
   return 0;
 }
 
+// MPI_Barrier goes to the switch only with offload=on (docs/offload.md
+// "Barrier": agent round trip + agreement never beats the previous barrier).
+TEST(Barrier, UsesTheSwitchOnlyWithOffloadOn) {
+  SelectionPolicy p;
+  for (const char* offload : {"on", "ON"}) {
+    p.offload = offload;
+    EXPECT_TRUE(barrierUsesSwitch(p)) << offload;
+  }
+  for (const char* offload : {"auto", "off"}) {
+    p.offload = offload;
+    EXPECT_FALSE(barrierUsesSwitch(p)) << offload;
+  }
+}
+
 TEST(Registry, NamesRoundTrip) {
   ASSERT_EQ(algorithmRegistry().size(), 6u);
   for (const AlgorithmInfo& info : algorithmRegistry()) {

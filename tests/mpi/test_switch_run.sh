@@ -29,7 +29,8 @@
 #                         (switchagg-ctl lease create --nodes): every call is
 #                         cut into 2 stripes; the dtype x op matrix is exact
 #                         and each agent received about half the bytes;
-#                         mpi_thread_check (3 threads) stripes too
+#                         mpi_thread_check (3 threads) stripes too, and
+#                         mpi_barrier_check serves every barrier (1 element)
 #   stripes_stall BYTES   as stall, with two agents: the second (one stripe's)
 #                         is stopped: the call times out, runs on the host,
 #                         and the communicator rejoins both agents
@@ -37,7 +38,15 @@
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
 #                         (one stripe's) is SIGKILLed mid-run
-# PPN=K in the environment (serve, kill, delete, stall): rank r runs on emulated node
+#   barrier NP on|auto|off|kill  mpi_barrier_check: MPI_Barrier's semantics (no rank
+#                         leaves before the last entered) over many barriers;
+#                         on: every one through the switch (counters) and the
+#                         agent saw them (metrics); off: offload off, every
+#                         one in the previous module, the agent saw nothing;
+#                         auto: a lease, but every barrier in the previous module;
+#                         kill: the agent SIGKILLed at a random moment of the
+#                         loop: every barrier still correct, failure counted
+# PPN=K in the environment (serve, kill, delete, stall, barrier): rank r runs on emulated node
 # r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
 # or with one rank per node (K = 1); unset: every rank on this host's node.
 # Prints PASS on success; any failure exits non-zero with the logs.
@@ -199,6 +208,57 @@ case $scenario in
       { cat "$work/liveness.log"; die "liveness run failed"; }
     expect_pass "$work/liveness.log" "joined switch group"
     ;;
+  barrier)
+    np=$1 mode=$2
+    start_agent
+    lease "barrier-np$np"
+    case $mode in
+      on)
+        run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" --expect switch \
+          --iters 60 --delay-ms 10 || { cat "$work/barrier.log"; die "barrier run failed"; }
+        expect_pass "$work/barrier.log" "joined switch group"
+        # One int32 per member per barrier, nothing else ran on the switch.
+        in=$(metric switchagg_bytes_in_total)
+        echo "agent metrics: bytes_in=$in"
+        [[ ${in%.*} -ge 240 ]] || die "the agent saw ${in:-no} bytes for 60 barriers"
+        ;;
+      auto)
+        # A lease, offload=auto: the barrier stays in the previous module
+        # (barrierUsesSwitch); the final allreduce may still join the agent.
+        OFFLOAD=auto run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" \
+          --expect previous --iters 30 --delay-ms 10 ||
+          { cat "$work/barrier.log"; die "barrier run failed"; }
+        expect_pass "$work/barrier.log"
+        ;;
+      off)
+        OFFLOAD=off run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" \
+          --expect previous --iters 30 --delay-ms 10 ||
+          { cat "$work/barrier.log"; die "barrier run failed"; }
+        expect_pass "$work/barrier.log"
+        ! grep -q "joined switch group" "$work/barrier.log" || die "joined the agent with offload off"
+        in=$(metric switchagg_bytes_in_total)
+        [[ ${in%.*} -eq 0 ]] || die "the agent saw $in bytes with offload off"
+        ;;
+      kill)
+        delay_ms=$((RANDOM % 1500))
+        echo "killing the agent ${delay_ms} ms after the first switch barrier"
+        run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" --expect fault \
+          --fault "$work" --iters 400 --delay-ms 4 --max-ms 6000 &
+        pid=$!
+        for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+        [[ -f $work/ready ]] || { wait $pid; cat "$work/barrier.log"; die "the switch never served"; }
+        sleep "$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
+        kill -KILL "$AGENT_PID"
+        wait "$AGENT_PID" 2>/dev/null
+        AGENT_PID=
+        touch "$work/fired"
+        wait $pid || { cat "$work/barrier.log"; die "the job failed after the fault"; }
+        expect_pass "$work/barrier.log" "switch-failed [1-9]" \
+          "switch barrier failed .*barrier completed by the agreement"
+        ;;
+      *) die "barrier mode must be on, auto, off or kill, got '$mode'" ;;
+    esac
+    ;;
   auto)
     # offload=auto with a lease on one node: after warm-up, online tuning
     # serves every size on the host (the switch was measured and lost).
@@ -297,6 +357,10 @@ case $scenario in
       "$bin/mpi_thread_check" --expect switch --threads 3 --iters 300 ||
       { cat "$work/threads.log"; die "threads run failed"; }
     expect_pass "$work/threads.log" "2 stripe\(s\)"
+    # Barriers: one int32 per call, fewer elements than stripes.
+    run_mpi "$np" "$work/barrier.log" "$bin/mpi_barrier_check" --expect switch --iters 20 \
+      --delay-ms 5 || { cat "$work/barrier.log"; die "barrier run failed"; }
+    expect_pass "$work/barrier.log" "2 stripe\(s\)"
     a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
     b=$(metric_at "$AGENT_SOCKET" switchagg_bytes_in_total)
     echo "bytes in: agent a $a, agent b $b"

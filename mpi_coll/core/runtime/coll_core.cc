@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 
+#include "barrier.h"
 #include "dispatch.h"
 #include "process_runtime.h"
 #include "switch_path.h"
@@ -134,6 +135,18 @@ int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void
   });
 }
 
+int switchagg_coll_barrier(switchagg_coll_comm_t* comm) {
+  switchagg::coll::ProcessRuntime::CallScope in_call;
+  return guarded("barrier", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
+    switch (switchagg::coll::dispatchBarrier(comm->state)) {
+      case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
+      case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
+      case switchagg::coll::Outcome::kFailed: break;
+    }
+    return static_cast<int>(SWITCHAGG_COLL_FAILED);
+  });
+}
+
 int switchagg_coll_previous_done(switchagg_coll_comm_t* comm) {
   switchagg::coll::ProcessRuntime::CallScope in_call;
   return guarded("previous_done", -1, [&] {
@@ -182,6 +195,7 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
     uint64_t value = 0;
     if (const switchagg::coll::SwitchPath* sw = comm->state.switchPath())
       if (sw->counter(key, &value)) return value;
+    if (switchagg::coll::barrierCounter(comm->state.barrierCounters(), key, &value)) return value;
     if (key == "local") return c.local;
     if (key.rfind("tune:", 0) == 0) {
       const switchagg::coll::Tuner* t = comm->state.tuner();

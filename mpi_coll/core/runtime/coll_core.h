@@ -111,6 +111,12 @@ int switchagg_coll_previous_done(switchagg_coll_comm_t *comm);
 int switchagg_coll_allreduce(switchagg_coll_comm_t *comm, const void *send, void *recv,
                              size_t count, int dtype, int op, int flags);
 
+/* MPI_Barrier (docs/offload.md "Barrier"): SERVED when every rank entered
+ * (through the switch path), DECLINED (nothing sent: call the previous
+ * module's barrier), FAILED (the MPI error path). Every rank of the
+ * communicator makes the same SERVED/DECLINED decision for the same call. */
+int switchagg_coll_barrier(switchagg_coll_comm_t *comm);
+
 /* Records that the glue sent a call to the previous module without asking
  * the core (user-defined op, derived datatype, ...). `reason` is a literal. */
 void switchagg_coll_note_fallback(switchagg_coll_comm_t *comm, const char *reason);
@@ -126,7 +132,8 @@ const char *switchagg_coll_algorithm_help(void);
  * by name: an algorithm name counts calls served by it, "fallback:<reason>"
  * counts calls handed to the previous module for that reason,
  * "fallback" all of them, "host:bytes_sent" payload bytes this rank sent
- * over the host transport; the switch path adds its own ("switch:*").
+ * over the host transport; the switch path adds its own ("switch:*"),
+ * MPI_Barrier its own ("barrier:*").
  * Unknown names count 0. */
 const char *switchagg_coll_last_path(const switchagg_coll_comm_t *comm);
 uint64_t switchagg_coll_counter(const switchagg_coll_comm_t *comm, const char *name);

@@ -39,6 +39,18 @@ struct CommCounters {
   const char* last_path = nullptr;
 };
 
+// MPI_Barrier's counters (barrier.h); per communicator, read through
+// switchagg_coll_counter("barrier:*").
+struct BarrierCounters {
+  uint64_t local = 0;     // a single rank: nothing to wait for
+  uint64_t switched = 0;  // barrier:switch, through the agent (or its agreement)
+  uint64_t failed = 0;    // barrier:switch-failed, completed by the agreement
+  uint64_t busy = 0;      // barrier:switch-busy, completed by the agreement
+  uint64_t previous = 0;  // barrier:previous, handed to the previous module
+  uint64_t selected = 0;  // barrier:previous:selected (offload auto/off: policy)
+  uint64_t unavailable = 0;  // barrier:previous:unavailable (no switch path)
+};
+
 class CommState : public CommGroup {
  public:
   explicit CommState(const switchagg_coll_comm_info_t& info);
@@ -75,6 +87,9 @@ class CommState : public CommGroup {
   uint32_t nextSequence() { return sequence_++ & 0xFFu; }
 
   const CommCounters& counters() const { return counters_; }
+  // MPI_Barrier's counters (barrier.h).
+  BarrierCounters& barrierCounters() { return barrier_counters_; }
+  const BarrierCounters& barrierCounters() const { return barrier_counters_; }
   void recordServed(Algorithm a);
   void recordLocal();
   // Counts a hand-back to the previous module; the first one per reason is
@@ -120,6 +135,7 @@ class CommState : public CommGroup {
   std::unique_ptr<ucx::PeerGroup> peer_group_;
   std::unique_ptr<SwitchPath> switch_path_;
   CommCounters counters_;
+  BarrierCounters barrier_counters_;
   DecisionCache decisions_;
   std::unique_ptr<Tuner> tuner_;
   double previous_start_us_ = -1;  // >= 0: a tuned call is in the previous module

@@ -39,6 +39,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "process_runtime.h"
@@ -67,6 +68,21 @@ constexpr uint8_t kOutcomeFailed = 0, kOutcomeOk = 1, kOutcomeBusy = 2;
 
 bool allOnes(const std::vector<uint8_t>& flags) {
   return std::all_of(flags.begin(), flags.end(), [](uint8_t f) { return f == 1; });
+}
+
+// The one-byte outcome agreement of a call (allreduce or barrier): every
+// rank's ok / busy / failed into *oks, in rank order, over the previous
+// module. An error: the allgather itself failed.
+Status agreeOutcome(CommGroup& comm, const Status& mine, std::vector<uint8_t>* oks) {
+  const uint8_t outcome = mine.ok()                      ? kOutcomeOk
+                          : mine.code() == Code::kBusy ? kOutcomeBusy
+                                                         : kOutcomeFailed;
+  oks->assign(size_t(comm.size()), 0);
+  return comm.allgather(&outcome, oks->data(), 1);
+}
+
+bool anyFailed(const std::vector<uint8_t>& oks) {
+  return std::find(oks.begin(), oks.end(), kOutcomeFailed) != oks.end();
 }
 
 uint64_t randomNonce() {
@@ -101,6 +117,7 @@ class AgentSwitchPath : public SwitchPath {
   void rejoinIfDue() override;
   void describe(const AllreduceArgs& args, SelectionInput* in) const override;
   Status allreduce(const AllreduceArgs& args) override;
+  Status barrier() override;
   bool counter(const std::string& name, uint64_t* value) const override;
   uint64_t epoch() const override { return failed_ + rejoined_; }
 
@@ -114,7 +131,8 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
-  void giveUp(const Status& mine, const std::vector<uint8_t>& oks);
+  // `barrier`: the failed call was a barrier (nothing to recompute).
+  void giveUp(const Status& mine, const std::vector<uint8_t>& oks, bool barrier = false);
   void logSummary() const;
 
   CommGroup& comm_;
@@ -132,6 +150,7 @@ class AgentSwitchPath : public SwitchPath {
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
   uint64_t last_bytes_sent_ = 0;
+  uint64_t barriers_ = 0, barrier_failed_ = 0, barrier_busy_ = 0;
 };
 
 AgentSwitchPath::~AgentSwitchPath() {
@@ -180,11 +199,8 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   }
   // Success is local (the agent may die after sending some members their
   // last chunk): nobody trusts its result until every rank says ok.
-  uint8_t outcome = mine.ok()                      ? kOutcomeOk
-                    : mine.code() == Code::kBusy ? kOutcomeBusy
-                                                   : kOutcomeFailed;
-  std::vector<uint8_t> oks(size_t(comm_.size()));
-  SWITCHAGG_RETURN_IF_ERROR(comm_.allgather(&outcome, oks.data(), 1));
+  std::vector<uint8_t> oks;
+  SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
   if (allOnes(oks)) {
     if (in_place && group_) std::memcpy(args.recv, scratch_.data(), bytes);
     ++calls_;
@@ -193,7 +209,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
     return leaders_ ? leaders_->broadcast(args) : Status::Ok();
   }
   if (leaders_) leaders_->abandon();
-  if (std::find(oks.begin(), oks.end(), kOutcomeFailed) == oks.end()) {
+  if (!anyFailed(oks)) {
     // Busy (the job's other communicators held the lease's slots when this
     // call began): refused for this call only, the group is alive. Same
     // host redo as after a failure, but no give-up and no rejoin.
@@ -244,7 +260,7 @@ void AgentSwitchPath::rejoinIfDue() {
             comm_.name().c_str());
 }
 
-void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks) {
+void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks, bool barrier) {
   ++failed_;
   calls_since_failure_ = 0;
   rejoin_after_ = lease_.rejoin_calls;
@@ -255,10 +271,11 @@ void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks
              comm_.rank(), mine.toString().c_str());
   if (comm_.rank() == 0)
     SA_INFO("coll",
-            "comm %s: switch allreduce failed (rank %d: %s); result recomputed on the host, "
+            "comm %s: switch %s failed (rank %d: %s); %s, "
             "switch path disabled for this communicator (fallback:switch-failed)%s",
-            comm_.name().c_str(), first_bad,
+            comm_.name().c_str(), barrier ? "barrier" : "allreduce", first_bad,
             mine.ok() ? "see its log at verbose 2" : mine.toString().c_str(),
+            barrier ? "barrier completed by the agreement" : "result recomputed on the host",
             rejoin_after_ ? "; rejoin attempts follow" : "");
   // The group is dead or about to be; drop it (a usable one is left).
   group_.reset();
@@ -277,8 +294,49 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:leader") *value = !leaders_ || leaders_->leader() ? 1 : 0;
   else if (name == "switch:members") *value = uint64_t(leaders_ ? leaders_->nodes() : comm_.size());
   else if (name == "switch:rejoined") *value = rejoined_;
+  else if (name == "switch:barriers") *value = barriers_;
+  else if (name == "switch:barrier_failed") *value = barrier_failed_;
+  else if (name == "switch:barrier_busy") *value = barrier_busy_;
   else return false;
   return true;
+}
+
+// One agent round trip (a one-element int32 sum: the members' count comes
+// back only once every member sent), then the same one-byte outcome
+// agreement as an allreduce. The agreement is what keeps a failure safe: a
+// rank whose agent call failed cannot know whether the others left, and the
+// agreement cannot complete before every rank entered, so once it is done
+// the barrier is complete on every rank whatever the agent did. A failure
+// then only disables the path (giveUp: same rejoin rules as allreduce).
+// With node leaders only the leaders call the agent; the agreement spans
+// every rank, so it also releases each node.
+Status AgentSwitchPath::barrier() {
+  if (!joined_ || !info_.caps.supports(Dtype::kInt32, Op::kSum))
+    return Status(Code::kUnsupported, "switch path cannot serve a barrier");
+  Status mine;
+  if (group_) {
+    const int32_t one = 1;
+    int32_t entered = 0;
+    mine = group_->allreduce(Dtype::kInt32, Op::kSum, &one, &entered, 1, timeoutFor(0));
+    const int32_t members = leaders_ ? leaders_->nodes() : comm_.size();
+    if (mine.ok() && entered != members)
+      mine = Status(Code::kInternal, "agent barrier counted " + std::to_string(entered) +
+                                         " members, expected " + std::to_string(members));
+  }
+  std::vector<uint8_t> oks;
+  SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
+  if (allOnes(oks)) {
+    ++barriers_;
+    return Status::Ok();
+  }
+  if (!anyFailed(oks)) {
+    ++barrier_busy_;
+    ++busy_;
+    return Status::Ok();
+  }
+  ++barrier_failed_;
+  giveUp(mine, oks, true);
+  return Status::Ok();
 }
 
 void AgentSwitchPath::logSummary() const {

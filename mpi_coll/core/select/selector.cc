@@ -37,6 +37,10 @@ std::vector<Algorithm> costRanking(const SelectionInput& in, const CostModel& mo
 
 }  // namespace
 
+bool barrierUsesSwitch(const SelectionPolicy& policy) {
+  return strcasecmp(policy.offload.c_str(), "on") == 0;
+}
+
 Status validatePolicy(const SelectionPolicy& policy) {
   Algorithm a;
   if (strcasecmp(policy.forced.c_str(), "auto") != 0 && !parseAlgorithm(policy.forced, &a)) {

@@ -30,6 +30,13 @@ struct SelectionPolicy {
 // Checks forced/offload against the allowed names; the error names the value.
 Status validatePolicy(const SelectionPolicy& policy);
 
+// MPI_Barrier's choice (docs/offload.md "Barrier"): the switch path (when
+// the communicator has one) only with offload `on`. `auto` keeps the
+// previous module: a switch barrier is one agent round trip plus the
+// outcome agreement (an allgather over the previous module), never cheaper
+// than the previous module's barrier alone, so no cost-model row is needed.
+bool barrierUsesSwitch(const SelectionPolicy& policy);
+
 // Ranked candidates, best first; the caller tries each (a candidate may
 // decline at run time), and kPrevious is always last.
 std::vector<Algorithm> rankCandidates(const SelectionInput& in, const CostModel& model,

@@ -1,0 +1,69 @@
+#include "barrier.h"
+
+#include "process_runtime.h"
+#include "switch_path.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::coll {
+
+Outcome dispatchBarrier(CommState& state) {
+  BarrierCounters& c = state.barrierCounters();
+  if (state.broken()) return Outcome::kFailed;
+  if (state.size() == 1) {
+    ++c.local;
+    return Outcome::kServed;
+  }
+  if (!barrierUsesSwitch(ProcessRuntime::instance().params().policy)) {
+    ++c.previous;
+    ++c.selected;
+    return Outcome::kDeclined;
+  }
+  // Collective on first use, as for an allreduce: every rank calls it.
+  state.ensureSetup();
+  SwitchPath* sw = state.switchPath();
+  if (sw == nullptr) {
+    ++c.previous;
+    ++c.unavailable;
+    return Outcome::kDeclined;
+  }
+  sw->rejoinIfDue();
+  uint64_t failed_before = 0, busy_before = 0, failed_after = 0, busy_after = 0;
+  sw->counter("switch:barrier_failed", &failed_before);
+  sw->counter("switch:barrier_busy", &busy_before);
+  Status st = sw->barrier();
+  if (st.code() == Code::kUnsupported) {
+    ++c.previous;
+    ++c.unavailable;
+    return Outcome::kDeclined;
+  }
+  if (!st.ok()) {
+    // The agreement itself failed: the ranks may now disagree.
+    state.markBroken();
+    SA_ERROR("coll", "comm %s rank %d: switch barrier failed: %s; returning MPI_ERR_OTHER",
+             state.name().c_str(), state.rank(), st.toString().c_str());
+    return Outcome::kFailed;
+  }
+  sw->counter("switch:barrier_failed", &failed_after);
+  sw->counter("switch:barrier_busy", &busy_after);
+  if (failed_after != failed_before)
+    ++c.failed;
+  else if (busy_after != busy_before)
+    ++c.busy;
+  else
+    ++c.switched;
+  return Outcome::kServed;
+}
+
+bool barrierCounter(const BarrierCounters& c, const std::string& name, uint64_t* value) {
+  if (name == "barrier:local") *value = c.local;
+  else if (name == "barrier:switch") *value = c.switched;
+  else if (name == "barrier:switch-failed") *value = c.failed;
+  else if (name == "barrier:switch-busy") *value = c.busy;
+  else if (name == "barrier:previous") *value = c.previous;
+  else if (name == "barrier:previous:selected") *value = c.selected;
+  else if (name == "barrier:previous:unavailable") *value = c.unavailable;
+  else return false;
+  return true;
+}
+
+}  // namespace switchagg::coll
