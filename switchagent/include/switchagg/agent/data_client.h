@@ -214,6 +214,16 @@ class StripedGroup {
   bool supports(Dtype dtype, Op op) const;                           // every stripe's agent
   Status allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
                    int64_t timeout_ms);
+  // allreduce in steps, for a caller that interleaves the stream with other
+  // work (the switch path's node leaders): startCall returns kInProgress
+  // once the stripes run (else the call's end: Ok for count 0, or the
+  // decline/failure), stepCall steps every stripe once and progresses the
+  // clients, never waits, and returns kInProgress until the call ended with
+  // allreduce's outcome; the caller bounds it and calls abortCall(timeout)
+  // past its deadline (kTimeout, every group failed, as allreduce does).
+  Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
+  Status stepCall();
+  Status abortCall(int64_t timeout_ms);
   Status leave(int64_t timeout_ms);  // every group; the first failure
   bool usable() const;               // every group usable
   const Status& failure() const;  // the first failed call's, else a dead group's (Ok while usable)
@@ -222,7 +232,11 @@ class StripedGroup {
  private:
   std::vector<std::shared_ptr<AggClient>> clients_;
   std::vector<std::unique_ptr<AggGroup>> groups_;
+  Status endCall();  // finishes the stripes of the call in flight
   Status failure_;  // the first failed call's
+  // The call in flight: stripes started / ended, its failure or refusal.
+  std::vector<uint8_t> running_, done_;
+  Status call_failed_, call_busy_;
 };
 
 }  // namespace switchagg::agent
