@@ -90,6 +90,7 @@ Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv,
 
 Status StripedGroup::startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count) {
   const size_t k_total = groups_.size();
+  call_count_ = count;
   running_.assign(k_total, 0);
   done_.assign(k_total, 0);
   call_failed_ = call_busy_ = Status::Ok();
@@ -144,6 +145,23 @@ Status StripedGroup::stepCall() {
   if (!call_failed_.ok() || !pending) return endCall();
   for (const std::shared_ptr<AggClient>& c : clients_) (void)c->progress();
   return Status(Code::kInProgress, "striped allreduce running");
+}
+
+void StripedGroup::setInputReady(size_t elements) {
+  for (size_t k = 0; k < groups_.size(); ++k) {
+    if (!running_[k] || done_[k]) continue;
+    const StripeRange r = stripeOf(call_count_, k, groups_.size());
+    groups_[k]->setInputReady(elements <= r.begin ? 0 : std::min(elements - r.begin, r.count));
+  }
+}
+
+size_t StripedGroup::resultsReady() {
+  for (size_t k = 0; k < groups_.size(); ++k) {
+    const StripeRange r = stripeOf(call_count_, k, groups_.size());
+    if (r.count == 0 || (running_[k] && done_[k])) continue;
+    return r.begin + (running_[k] ? groups_[k]->resultsReady() : 0);
+  }
+  return call_count_;
 }
 
 Status StripedGroup::abortCall(int64_t timeout_ms) {

@@ -140,12 +140,19 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
     return Status::Ok();
   };
 
-  Status stream;  // the first segment's stream that did not succeed
-  size_t reduced = 0, streamed = 0, combined = 0;  // segments; children of `reduced`
-  bool streaming = false;
+  // One agent call for the whole vector; it reads only what the node has
+  // reduced so far (setInputReady) and the node gets each segment's result
+  // as soon as the agent returned all of it (resultsReady).
+  Status stream = group->startCall(args.dtype, args.op, acc_.data(), out, args.count);
+  bool streaming = stream.code() == Code::kInProgress;
+  if (streaming) {
+    stream = Status::Ok();
+    group->setInputReady(0);
+  }
+  size_t reduced = 0, sent = 0, combined = 0;  // segments; children of `reduced`
   const int64_t deadline = nowMs() + timeout_ms;
   if (segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(0));
-  for (uint32_t spin = 1; streamed < segments; ++spin) {
+  for (uint32_t spin = 1; sent < segments || streaming; ++spin) {
     // The node's reduce: children combined in binomialReduce's order.
     while (reduced < segments && combined < nc) {
       bool done = false;
@@ -160,27 +167,22 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
       ++reduced;
       combined = 0;
       if (reduced < segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(reduced));
-    }
-    // The stream, one agent call per segment, in order.
-    if (!streaming && streamed < reduced) {
-      if (stream.ok()) {
-        const AllreduceArgs a = part(streamed);
-        stream = group->startCall(
-            args.dtype, args.op, a.recv,
-            elementPtr(out, args.dtype, segmentOf(args.count, segment, streamed).begin), a.count);
-        streaming = stream.code() == Code::kInProgress;
-        if (streaming) stream = Status::Ok();
-      }
-      if (!streaming) SWITCHAGG_RETURN_IF_ERROR(postBroadcast(streamed++));
+      if (streaming) group->setInputReady(std::min(reduced * segment, args.count));
     }
     if (streaming) {
       Status st = group->stepCall();
       if (st.code() != Code::kInProgress) {
         streaming = false;
         stream = st;
-        SWITCHAGG_RETURN_IF_ERROR(postBroadcast(streamed++));
       }
     }
+    // The node's broadcast, segment by segment as results arrive (after a
+    // failed or refused stream: whatever `out` holds, the agreement drops it).
+    const size_t results = streaming ? group->resultsReady() : args.count;
+    while (sent < reduced &&
+           segmentOf(args.count, segment, sent).begin + segmentOf(args.count, segment, sent).count <=
+               results)
+      SWITCHAGG_RETURN_IF_ERROR(postBroadcast(sent++));
     // Spins as StripedGroup::allreduce does: the clock every 16th round,
     // and other threads' turn at the gate (MPI_THREAD_MULTIPLE).
     if ((spin & 15) != 0) continue;

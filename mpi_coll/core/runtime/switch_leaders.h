@@ -46,14 +46,15 @@ class NodeLeaders {
   // The three steps of a large call overlapped, segment by segment
   // (`segment` elements each, the last one shorter): the node reduces
   // segment s+1 while the leader streams s through `group` (one agent call
-  // per segment) and the leader sends s's result to its node while later
-  // segments stream. The results land in `out` on the leader (never the
+  // for the whole vector that reads only the segments reduced so far) and
+  // the leader sends s's result to its node as soon as it is all back, while
+  // later segments stream. The results land in `out` on the leader (never the
   // caller's input) and in result() on the other ranks: nothing reaches a
   // non-leader's args.recv before the agreement. Same combine order as
   // reduce() + broadcast(), so the same bits. `group` is the leader's (null
-  // on the others); once a segment's stream fails or is refused the leader
-  // streams no more but still runs the node's phases to their end (the
-  // others' messages are all matched). Returns the stream's outcome, or the
+  // on the others); once the stream failed or was refused the leader still
+  // runs the node's phases to their end (the others' messages are all
+  // matched). Returns the stream's outcome, or the
   // host transport's failure; bounded by timeout_ms. Ends the call.
   Status pipelined(const AllreduceArgs& args, size_t segment, agent::StripedGroup* group,
                    void* out, int64_t timeout_ms);

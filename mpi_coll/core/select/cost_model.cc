@@ -183,11 +183,10 @@ double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
   const size_t seg = in.switch_segment_bytes;
   const size_t segments =
       leaders && seg > 0 && in.bytes >= 2 * seg ? (in.bytes + seg - 1) / seg : 1;
-  // Rounds of the window per agent call (one call per segment).
-  const size_t call_bytes = (in.bytes + segments - 1) / segments;
-  const size_t stripe_bytes = (call_bytes + size_t(k) - 1) / size_t(k);
+  // Rounds of the window per stripe (one agent call, segments or not).
+  const size_t stripe_bytes = (in.bytes + size_t(k) - 1) / size_t(k);
   const size_t chunks = std::max<size_t>(1, (stripe_bytes + slot - 1) / slot);
-  const size_t rounds = segments * ((chunks + window - 1) / window);
+  const size_t rounds = (chunks + window - 1) / window;
   const double n = double(in.bytes), pn = double(members) * n;
   double stream_us = us(n * c->beta_ns);
   if (in.switch_link_mbps > 0)

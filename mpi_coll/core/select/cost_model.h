@@ -28,9 +28,8 @@
 //                       (agents) each agent carries and reduces 1/K of it:
 //                       p·n/(K·L), p·n/(K·R), p·nγ/K, chunks of n/K. With
 //                       a pipeline segment s (n >= 2s, S = ceil(n/s)
-//                       segments, one agent call each): the rounds are
-//                       counted per segment, and the stream (X) and I
-//                       overlap: max(X, I) + min(X, I)/S.
+//                       segments) the stream (X) and I overlap:
+//                       max(X, I) + min(X, I)/S.
 //   previous            min(rd, ring, rabenseifner) with its own rows: a model
 //                       of Open MPI tuned's decision on its own transport
 //   non-power-of-two fold (rd, rabenseifner): + 2(α + nβ) + nγ

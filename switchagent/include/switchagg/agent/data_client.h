@@ -177,6 +177,9 @@ class AggGroup {
   Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
   Status stepCall();
   Status finishCall(Status outcome);
+  // For a call whose input is filled while it runs (StripedGroup's).
+  void setInputReady(size_t elements);
+  size_t resultsReady();
   AggClient::Impl* client_;
   std::unique_ptr<State> state_;
 };
@@ -224,6 +227,13 @@ class StripedGroup {
   Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
   Status stepCall();
   Status abortCall(int64_t timeout_ms);
+  // A call whose input is still being written (the node leaders' pipeline):
+  // after startCall only `send`'s first `elements` elements are read (until
+  // this is called again with more; all by default). resultsReady(): the
+  // elements [0, n) whose results are already in `recv` (0 for an in-place
+  // call: its results are staged until the end).
+  void setInputReady(size_t elements);
+  size_t resultsReady();
   Status leave(int64_t timeout_ms);  // every group; the first failure
   bool usable() const;               // every group usable
   const Status& failure() const;  // the first failed call's, else a dead group's (Ok while usable)
@@ -236,6 +246,7 @@ class StripedGroup {
   Status failure_;  // the first failed call's
   // The call in flight: stripes started / ended, its failure or refusal.
   std::vector<uint8_t> running_, done_;
+  size_t call_count_ = 0;
   Status call_failed_, call_busy_;
 };
 
