@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "switchagg/ucx/thread_gate.h"
@@ -152,7 +153,10 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
   size_t reduced = 0, sent = 0, combined = 0;  // segments; children of `reduced`
   const int64_t deadline = nowMs() + timeout_ms;
   if (segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(0));
+  uint32_t idle = 0;  // rounds in a row in which nothing visible happened
   for (uint32_t spin = 1; sent < segments || streaming; ++spin) {
+    const size_t before = reduced * (nc + 1) + combined + sent;
+    const bool was_streaming = streaming;
     // The node's reduce: children combined in binomialReduce's order.
     while (reduced < segments && combined < nc) {
       bool done = false;
@@ -183,6 +187,16 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
            segmentOf(args.count, segment, sent).begin + segmentOf(args.count, segment, sent).count <=
                results)
       SWITCHAGG_RETURN_IF_ERROR(postBroadcast(sent++));
+    // Idle for a while (a chunk on the wire, a node rank late): let the
+    // core go for a moment - on a node with more ranks than cores the
+    // others' reduce and the agent need it; 50 us is far below a chunk's
+    // time on the wire at the sizes that run this.
+    idle = before == reduced * (nc + 1) + combined + sent && was_streaming == streaming ? idle + 1 : 0;
+    if (idle >= 64) {
+      idle = 0;
+      ucx::ThreadGate::Release release;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
     // Spins as StripedGroup::allreduce does: the clock every 16th round,
     // and other threads' turn at the gate (MPI_THREAD_MULTIPLE).
     if ((spin & 15) != 0) continue;
