@@ -227,9 +227,10 @@ int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms
   if (g_rank == 0)
     std::printf("fault run: %d calls of %zu bytes, %d on the switch, fault injected before call "
                 "%d, fallback at call %d (%.1f ms), slowest call %.1f ms, %d switch calls after "
-                "it, %llu rejoin(s)\n",
+                "it, %llu rejoin(s), %llu pipelined\n",
                 iter + 1, bytes, switch_calls, fired_at, fallback_at, worst_fallback, worst,
-                switch_after, static_cast<unsigned long long>(counter("switch:rejoined")));
+                switch_after, static_cast<unsigned long long>(counter("switch:rejoined")),
+                static_cast<unsigned long long>(counter("switch:pipelined")));
   return iter + 1;
 }
 

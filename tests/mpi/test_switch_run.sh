@@ -166,8 +166,8 @@ case $scenario in
     ;;
   pipeline)
     # Node leaders' pipeline (PPN > 1): the BYTES case served with
-    # SWITCHAGG_SWITCH_SEGMENT=0 (not pipelined) and with the default
-    # segment (pipelined): both exact (int64) and bitwise the same.
+    # SWITCHAGG_SWITCH_SEGMENT=0 (not pipelined) and =1M (pipelined): both
+    # exact (int64) and bitwise the same.
     np=$1 bytes=$2
     start_agent
     lease "pipeline-np$np"
@@ -175,7 +175,8 @@ case $scenario in
       "$bin/test_switch_check" --repeat 2 --big "$bytes" ||
       { cat "$work/flat.log"; die "unpipelined run failed"; }
     expect_pass "$work/flat.log" "node leaders" " 0 call\(s\) pipelined"
-    run_mpi "$np" "$work/piped.log" "${emu[@]}" "$bin/test_switch_check" --repeat 2 --big "$bytes" ||
+    SWITCHAGG_SWITCH_SEGMENT=1M run_mpi "$np" "$work/piped.log" "${emu[@]}" \
+      "$bin/test_switch_check" --repeat 2 --big "$bytes" ||
       { cat "$work/piped.log"; die "pipelined run failed"; }
     expect_pass "$work/piped.log" "node leaders" " 4 call\(s\) pipelined"
     flat=$(grep -o 'int64 hash [0-9a-f]* double hash [0-9a-f]*' "$work/flat.log")
@@ -274,6 +275,10 @@ case $scenario in
     touch "$work/fired"
     wait $pid || { cat "$work/fault.log"; die "the job failed after the fault"; }
     expect_pass "$work/fault.log" "switch allreduce failed .*recomputed on the host"
+    # With the node leaders' pipeline asked for, the calls before the fault ran it.
+    if [[ ${SWITCHAGG_SWITCH_SEGMENT:-0} != 0 ]]; then
+      grep -Eq ", [1-9][0-9]* pipelined$" "$work/fault.log" || die "no call was pipelined"
+    fi
     if [[ $scenario == stripes_kill ]]; then
       grep -q "2 stripe(s)" "$work/fault.log" || die "the job did not stripe over both agents"
       kill -0 "$FIRST_AGENT_PID" || die "the surviving agent died"
