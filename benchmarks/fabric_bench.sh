@@ -33,6 +33,7 @@ bench_setup fabric-bench "$(basename "$out" .md)_raw"
 paths=(
   "switch|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch"
   "switch_flat|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch -x SWITCHAGG_SWITCH_LEADERS=off"
+  "switch_pipe|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch -x SWITCHAGG_SWITCH_SEGMENT=1M"
   "ring|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm ring"
   "hierarchical|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm hierarchical"
   "rabenseifner|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm rabenseifner"
@@ -102,16 +103,16 @@ summarize() {  # TAG HOSTS PPN MBIT
       B = mbit * 1e6 / 8                       # link bytes per second
       ring_theory = p / (2 * (p - 1))          # switch / ring: N (node leader) vs 2(p-1)/p N per host link
       hier_theory = H / (2 * (H - 1))          # switch / hierarchical: N vs the leader ring, 2(H-1)/H N
-      printf "| bytes | switch ms | switch, no leaders ms | ring ms | hierarchical ms | rabenseifner ms | tuned ms | switch/ring (theory) | switch/hierarchical (theory) | switch/best host | link-bound switch ms (N / B) |\n"
-      printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+      printf "| bytes | switch ms | switch, pipeline 1M ms | switch, no leaders ms | ring ms | hierarchical ms | rabenseifner ms | tuned ms | switch/ring (theory) | switch/hierarchical (theory) | switch/best host | link-bound switch ms (N / B) |\n"
+      printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
       n = sortedKeys(sizes, list)
       for (i = 1; i <= n; i++) {
         s = list[i]
         sw = median(v["switch" SUBSEP s]) / 1000; fl = median(v["switch_flat" SUBSEP s]) / 1000; rg = median(v["ring" SUBSEP s]) / 1000
         hi = median(v["hierarchical" SUBSEP s]) / 1000; ra = median(v["rabenseifner" SUBSEP s]) / 1000
-        tu = median(v["tuned" SUBSEP s]) / 1000
+        tu = median(v["tuned" SUBSEP s]) / 1000; np_ = median(v["switch_pipe" SUBSEP s]) / 1000
         best = rg; if (hi < best) best = hi; if (ra < best) best = ra; if (tu < best) best = tu
-        printf "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.1f |\n", human(s), sw, fl, rg, hi, ra, tu,
+        printf "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f (%.2f) | %.2f (%.2f) | %.2f | %.1f |\n", human(s), sw, np_, fl, rg, hi, ra, tu,
                sw / rg, ring_theory, sw / hi, hier_theory, sw / best, s / B * 1000
       }
       printf "\nBytes each host sent on its link per allreduce, in units of N (8 MiB, mean over hosts): "
@@ -137,7 +138,8 @@ summarize() {  # TAG HOSTS PPN MBIT
   echo "sends, k·N), the ring 2(p−1)/p·N (it crosses each host boundary once per direction), the"
   echo "hierarchical algorithm 2(H−1)/H·N (its leaders run a ring). For large N, switch/ring →"
   echo "p/(2(p−1)) (0.67 at 4×1, 0.57 at 4×2) and switch/hierarchical → H/(2(H−1)) (0.67 at 4"
-  echo "hosts, 0.57 at 8), plus the in-host reduce and broadcast both pay."
+  echo "hosts, 0.57 at 8), plus the in-host reduce and broadcast both pay, unless they overlap the"
+  echo "stream (node leaders' pipeline, calls >= 2 MiB; \`switch_pipe\` = SWITCHAGG_SWITCH_SEGMENT=1M; off by default)."
   for c in $configs; do
     hosts=${c%%x*} rest=${c#*x}
     ppn=${rest%%@*} mbit=${rest#*@}
@@ -172,7 +174,7 @@ set title "allreduce on $hosts emulated hosts x $ppn rank(s), shaped links"
 set logscale xy
 set xlabel "bytes"; set ylabel "ms (p50, median of $reps)"
 set key left top
-plot for [n in "switch switch_flat ring hierarchical rabenseifner tuned"] "$work/".n.".dat" using 1:2 with linespoints title n
+plot for [n in "switch switch_pipe switch_flat ring hierarchical rabenseifner tuned"] "$work/".n.".dat" using 1:2 with linespoints title n
 EOF
   done
 fi

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "selector.h"
+#include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
 
 namespace switchagg::info {
@@ -73,6 +74,8 @@ Status applyOption(const std::string& key, const std::string& v, SelectArgs* a, 
   if (key == "--ppn") return setInt(key, v, 1, &a->in.ranks_per_node);
   if (key == "--window") return setInt(key, v, 1, &a->in.switch_window);
   if (key == "--slot-bytes") return setSize(key, v, &a->in.switch_slot_bytes);
+  if (key == "--stripes") return setInt(key, v, 1, &a->in.switch_stripes);
+  if (key == "--segment") return setSize(key, v, &a->in.switch_segment_bytes);
   // What an agent would advertise (CAPACITY_ACK); 0 = unknown.
   if (key == "--agent-reduce-mbps") return setU32(key, v, &a->in.switch_reduce_mbps);
   if (key == "--agent-link-mbps") return setU32(key, v, &a->in.switch_link_mbps);
@@ -96,6 +99,7 @@ Result<SelectArgs> parseArgs(int argc, char** argv) {
   SelectArgs a;
   a.in.comm_size = 4;
   a.in.ranks_per_node = 0;  // default: all on one node
+  a.in.switch_segment_bytes = size_t(coll::SwitchSettings{}.segment_bytes);
   for (int i = 1; i < argc; ++i) {
     const std::string key = argv[i];
     if (key == "--select") continue;
@@ -206,13 +210,17 @@ bool wantsSelectCommand(int argc, char** argv) {
 std::string selectUsage() {
   return "switchagg-info --select [--np N] [--ppn M] [--rules FILE] [--offload auto|on|off]\n"
          "               [--algorithm NAME] [--switch [--window W] [--slot-bytes S]\n"
+         "               [--stripes K] [--segment SIZE]\n"
          "               [--agent-reduce-mbps R] [--agent-link-mbps L] [--agent-turnaround-us T]]\n"
          "               [--dtype T] [--min SIZE] [--max SIZE] [--dump-cost-model]\n"
          "  Prints the allreduce decision table (size ranges -> algorithm, why, modeled time)\n"
          "  for a communicator of N ranks, M per node (default: all on one node). --switch\n"
          "  models a lease being available, the --agent-* options what its agent advertises\n"
          "  (its reduction rate in MB/s, link in Mbit/s, chunk turnaround in us); with\n"
-         "  M > 1 the switch is modelled with node leaders (one agent member per node).\n"
+         "  M > 1 the switch is modelled with node leaders (one agent member per node),\n"
+         "  their phases overlapped with the stream in segments of SIZE (default the\n"
+         "  component's SWITCHAGG_SWITCH_SEGMENT; 0: not overlapped); --stripes: agents of\n"
+         "  the lease, each carrying 1/K of the vector.\n"
          "  --dump-cost-model prints the cost table (with the rules file's overrides) in\n"
          "  rules-file format, ready to edit. A rules file written by\n"
          "  coll_switchagg_tune_file adds a table of measured vs modeled times.\n";

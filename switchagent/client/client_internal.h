@@ -28,6 +28,8 @@ struct AggGroup::State {
   Dtype dtype = Dtype::kInt32;
   Op op = Op::kSum;
   size_t count = 0, esize = 0, chunk_elems = 0, n_chunks = 0, next_send = 0, n_received = 0;
+  size_t ready_chunks = 0;     // chunks whose input may be read (setInputReady)
+  size_t results_prefix = 0;   // chunks [0, results_prefix) received
   uint64_t base = 0;
   const uint8_t* send = nullptr;  // the caller's input
   uint8_t* recv = nullptr;        // the caller's output

@@ -163,6 +163,8 @@ Status AggGroup::startCall(Dtype dtype, Op op, const void* send, void* recv, siz
   g.next_send = 0;
   g.n_received = 0;
   g.received.assign(g.n_chunks, 0);
+  g.ready_chunks = g.n_chunks;
+  g.results_prefix = 0;
   g.refused = false;
   if (in_place) g.staging.resize(count * esize);
   g.send = static_cast<const uint8_t*>(send);
@@ -178,7 +180,7 @@ Status AggGroup::stepCall() {
   if (c.broken()) return c.brokenStatus();
   if (g.dead) return g.failure;
   const size_t w = g.info.window;
-  while (!g.refused && g.next_send < g.n_chunks &&
+  while (!g.refused && g.next_send < g.ready_chunks &&
          (g.next_send < w || g.received[g.next_send - w])) {
     const size_t slot = (g.base + g.next_send) % w;
     if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
@@ -196,6 +198,19 @@ Status AggGroup::stepCall() {
   if (g.refused)
     return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");
   return Status::Ok();
+}
+
+void AggGroup::setInputReady(size_t elements) {
+  State& g = *state_;
+  if (!g.active) return;
+  g.ready_chunks = elements >= g.count ? g.n_chunks : elements / g.chunk_elems;
+}
+
+size_t AggGroup::resultsReady() {
+  State& g = *state_;
+  if (!g.active || g.out != g.recv) return 0;
+  while (g.results_prefix < g.n_chunks && g.received[g.results_prefix]) ++g.results_prefix;
+  return std::min(g.results_prefix * g.chunk_elems, g.count);
 }
 
 Status AggGroup::finishCall(Status outcome) {

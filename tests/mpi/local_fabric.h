@@ -89,6 +89,12 @@ class LocalComm final : public HostComm {
     op.done = true;
     return fabric_.take(op.peer, rank_, op.tag, op.data, op.bytes);
   }
+  // The in-memory fabric has no progress to make: test waits (bounded, as
+  // wait does) and reports done.
+  Status test(Handle h, bool* done) override {
+    *done = true;
+    return wait(h);
+  }
   Status waitAll() override {
     for (Handle h = 0; h < ops_.size(); ++h) SWITCHAGG_RETURN_IF_ERROR(wait(h));
     ops_.clear();

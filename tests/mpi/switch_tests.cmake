@@ -42,6 +42,14 @@ set_tests_properties(mpi_switch_leaders_np6 PROPERTIES ENVIRONMENT "PPN=3")
 add_switch_test(mpi_switch_leaders_off_np4 240 "mpi;agent" serve 4)
 set_tests_properties(mpi_switch_leaders_off_np4 PROPERTIES
   ENVIRONMENT "PPN=2;SWITCHAGG_SWITCH_LEADERS=off")
+# The node leaders' pipeline (segments of 1 MiB: 3 full and one of 5
+# elements), bitwise against the same calls unpipelined; and the agent
+# killed while calls of 4 segments are pipelined.
+add_switch_test(mpi_switch_leaders_pipeline_np4 240 "mpi;agent" pipeline 4 3145768)
+set_tests_properties(mpi_switch_leaders_pipeline_np4 PROPERTIES ENVIRONMENT "PPN=2")
+add_switch_test(mpi_switch_fault_leaders_kill_pipelined 150 "mpi;agent;fault" kill 4194304 random:300 4)
+set_tests_properties(mpi_switch_fault_leaders_kill_pipelined PROPERTIES
+  ENVIRONMENT "PPN=2;SWITCHAGG_SWITCH_SEGMENT=1M")
 # Fortran datatypes on the switch path.
 add_switch_test(mpi_switch_fortran_types_np3 180 "mpi;agent" program 3
   $<TARGET_FILE:mpi_fortran_types> --expect switch)

@@ -137,6 +137,25 @@ TEST(CostModel, SwitchWithNodeLeadersCountsNodesAndTheLocalPhases) {
   EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 64000 + 2 + 32, 1e-6);
 }
 
+TEST(CostModel, SwitchStripesSplitTheAgentsLoadAndSegmentsOverlapTheNodePhases) {
+  CostModel m;
+  m.set({Algorithm::kSwitch, Locality::kNet, 10.0, 0.5, 0.25});
+  m.set({Algorithm::kHierarchical, Locality::kShm, 3.0, 1.0, 0.5});
+  SelectionInput in = shape(4000, 8, 4, /*sw=*/true);  // 2 nodes x 4 ranks, leaders
+  in.switch_members = 2;
+  in.switch_link_mbps = 1;
+  // Two agents: each link carries half (32000 us), each reduces half (1 us).
+  in.switch_stripes = 2;
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 32000 + 1 + 32, 1e-6);
+  // Segments of 1000 B: the stream (32000 + 10 + 1) hides the node phases
+  // (32) but one segment's (8).
+  in.switch_segment_bytes = 1000;
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 32011 + 32.0 / 4, 1e-6);
+  // Fewer than two segments' bytes: no pipeline.
+  in.switch_segment_bytes = 2001;
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 32000 + 1 + 32, 1e-6);
+}
+
 TEST(CostModel, FormulasMatchHandComputation) {
   CostModel m;
   m.set({Algorithm::kRing, Locality::kShm, 2.0, 1.0, 0.5});

@@ -4,7 +4,9 @@
 //   test_switch_check --repeat N [--big BYTES]
 //     int32/int64 sums (exact) and float/double sums of inexact values at
 //     counts 1, 3, 1001, 65537 and one BYTES-sized case (default 16 MiB + 8),
-//     in place every other run; each case N times: equal to the reference
+//     in place every other run (the BYTES case also in int64; rank 0 prints
+//     both results' hashes and how many of its calls node leaders pipelined);
+//     each case N times: equal to the reference
 //     computed here (integers exact, floats within p*eps*sum|x|), bitwise
 //     identical across the N runs and across ranks, served by `switch`, and
 //     switch:bytes_sent grows by exactly the call's bytes on every member of
@@ -95,8 +97,9 @@ uint64_t hashBytes(const void* p, size_t n) {
 
 uint64_t counter(const char* name) { return g_counter(MPI_COMM_WORLD, name); }
 
+// Returns the result's hash (alike on every rank and run, else a failure).
 template <typename T>
-void repeatCase(MPI_Datatype dt, const char* name, size_t count, int repeat) {
+uint64_t repeatCase(MPI_Datatype dt, const char* name, size_t count, int repeat) {
   std::vector<T> ref, in(count), out(count);
   std::vector<double> mag;
   reference(count, &ref, &mag);
@@ -133,6 +136,7 @@ void repeatCase(MPI_Datatype dt, const char* name, size_t count, int repeat) {
     if (k == 0) first = h;
     else if (h != first) fail(where + ": result bits differ from run 0");
   }
+  return first;
 }
 
 int runRepeat(int repeat, size_t big) {
@@ -144,8 +148,18 @@ int runRepeat(int repeat, size_t big) {
     repeatCase<double>(MPI_DOUBLE, "double", count, repeat);
     cases += 4;
   }
-  repeatCase<double>(MPI_DOUBLE, "double", big / sizeof(double), repeat);
-  ++cases;
+  // The BYTES-sized case in int64 (exact) and double; the hashes let a
+  // script compare the bits across runs with different settings (e.g. node
+  // leaders' pipeline on and off), and switch:pipelined how it was served.
+  const uint64_t pipelined0 = counter("switch:pipelined");
+  const uint64_t hi = repeatCase<int64_t>(MPI_INT64_T, "int64", big / sizeof(int64_t), repeat);
+  const uint64_t hd = repeatCase<double>(MPI_DOUBLE, "double", big / sizeof(double), repeat);
+  cases += 2;
+  if (g_rank == 0)
+    std::printf("big case %zu bytes: int64 hash %016llx double hash %016llx, %llu call(s) "
+                "pipelined\n",
+                big, static_cast<unsigned long long>(hi), static_cast<unsigned long long>(hd),
+                static_cast<unsigned long long>(counter("switch:pipelined") - pipelined0));
   return int(cases * repeat);
 }
 
@@ -213,9 +227,10 @@ int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms
   if (g_rank == 0)
     std::printf("fault run: %d calls of %zu bytes, %d on the switch, fault injected before call "
                 "%d, fallback at call %d (%.1f ms), slowest call %.1f ms, %d switch calls after "
-                "it, %llu rejoin(s)\n",
+                "it, %llu rejoin(s), %llu pipelined\n",
                 iter + 1, bytes, switch_calls, fired_at, fallback_at, worst_fallback, worst,
-                switch_after, static_cast<unsigned long long>(counter("switch:rejoined")));
+                switch_after, static_cast<unsigned long long>(counter("switch:rejoined")),
+                static_cast<unsigned long long>(counter("switch:pipelined")));
   return iter + 1;
 }
 

@@ -21,6 +21,8 @@
 #                         mpi_fortran_types --expect switch), offload on
 #   cg NP                 switchagg-cg without switchagg and with offload on:
 #                         residual histories bitwise equal (cg_compare.sh)
+#   pipeline NP BYTES     (with PPN) the BYTES case of test_switch_check with the
+#                         node leaders' pipeline off and on: same bits
 #   comms NP SLOTS WINDOW ARGS...  test_switch_check ARGS (--comms/--busy) with
 #                         a SLOTS-slot lease and SWITCHAGG_SWITCH_WINDOW=WINDOW
 #   require_unreachable   SWITCHAGG_MODE=require, no agent: one error line,
@@ -46,7 +48,7 @@
 #                         auto: a lease, but every barrier in the previous module;
 #                         kill: the agent SIGKILLed at a random moment of the
 #                         loop: every barrier still correct, failure counted
-# PPN=K in the environment (serve, kill, delete, stall, barrier): rank r runs on emulated node
+# PPN=K in the environment (serve, pipeline, kill, delete, stall, barrier): rank r runs on emulated node
 # r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
 # or with one rank per node (K = 1); unset: every rank on this host's node.
 # Prints PASS on success; any failure exits non-zero with the logs.
@@ -170,6 +172,26 @@ case $scenario in
     created=$(metric switchagg_groups_created_total)
     echo "agent metrics: bytes_in=$in groups_created=$created"
     [[ ${in%.*} -gt 0 && ${created%.*} -gt 0 ]] || die "the agent saw no traffic"
+    ;;
+  pipeline)
+    # Node leaders' pipeline (PPN > 1): the BYTES case served with
+    # SWITCHAGG_SWITCH_SEGMENT=0 (not pipelined) and =1M (pipelined): both
+    # exact (int64) and bitwise the same.
+    np=$1 bytes=$2
+    start_agent
+    lease "pipeline-np$np"
+    SWITCHAGG_SWITCH_SEGMENT=0 run_mpi "$np" "$work/flat.log" "${emu[@]}" \
+      "$bin/test_switch_check" --repeat 2 --big "$bytes" ||
+      { cat "$work/flat.log"; die "unpipelined run failed"; }
+    expect_pass "$work/flat.log" "node leaders" " 0 call\(s\) pipelined"
+    SWITCHAGG_SWITCH_SEGMENT=1M run_mpi "$np" "$work/piped.log" "${emu[@]}" \
+      "$bin/test_switch_check" --repeat 2 --big "$bytes" ||
+      { cat "$work/piped.log"; die "pipelined run failed"; }
+    expect_pass "$work/piped.log" "node leaders" " 4 call\(s\) pipelined"
+    flat=$(grep -o 'int64 hash [0-9a-f]* double hash [0-9a-f]*' "$work/flat.log")
+    piped=$(grep -o 'int64 hash [0-9a-f]* double hash [0-9a-f]*' "$work/piped.log")
+    [[ -n $flat && $flat == "$piped" ]] || die "pipelined result bits ($piped) differ from unpipelined ($flat)"
+    echo "same bits pipelined and not: $flat"
     ;;
   comms)
     np=$1 slots=$2
@@ -313,6 +335,10 @@ case $scenario in
     touch "$work/fired"
     wait $pid || { cat "$work/fault.log"; die "the job failed after the fault"; }
     expect_pass "$work/fault.log" "switch allreduce failed .*recomputed on the host"
+    # With the node leaders' pipeline asked for, the calls before the fault ran it.
+    if [[ ${SWITCHAGG_SWITCH_SEGMENT:-0} != 0 ]]; then
+      grep -Eq ", [1-9][0-9]* pipelined$" "$work/fault.log" || die "no call was pipelined"
+    fi
     if [[ $scenario == stripes_kill ]]; then
       grep -q "2 stripe(s)" "$work/fault.log" || die "the job did not stripe over both agents"
       kill -0 "$FIRST_AGENT_PID" || die "the surviving agent died"

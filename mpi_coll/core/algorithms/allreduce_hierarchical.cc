@@ -49,6 +49,14 @@ Status binomialReduce(HostComm& local, const AllreduceArgs& args, char* scratch)
   return Status::Ok();
 }
 
+std::vector<BinomialChild> binomialRootChildren(int local_size) {
+  std::vector<BinomialChild> children;
+  uint32_t round = 0;
+  for (int mask = 1; mask < local_size; mask <<= 1, ++round)
+    children.push_back({mask, kTagReduce + round, kTagBroadcast + round});
+  return children;
+}
+
 Status binomialBroadcast(HostComm& local, const AllreduceArgs& args) {
   const int n = local.size(), me = local.rank();
   const size_t bytes = args.count * dtypeSize(args.dtype);

@@ -59,6 +59,15 @@ constexpr uint32_t kNodePhaseTags = 64;
 Status binomialReduce(HostComm& local, const AllreduceArgs& args, char* scratch);
 // Local rank 0's args.recv into every local rank's args.recv.
 Status binomialBroadcast(HostComm& local, const AllreduceArgs& args);
+// Local rank 0's side of both, for a caller that interleaves them with other
+// work (the switch path's pipelined node leaders): its children in the
+// order binomialReduce combines them (each as mine op theirs), with the tags
+// their messages carry in either phase.
+struct BinomialChild {
+  int rank;
+  uint32_t reduce_tag, broadcast_tag;
+};
+std::vector<BinomialChild> binomialRootChildren(int local_size);
 
 Status allreduceRecursiveDoubling(HostComm& comm, const AllreduceArgs& args);
 Status allreduceRing(HostComm& comm, const AllreduceArgs& args);

@@ -33,6 +33,10 @@ class HostComm {
   // Waits for one posted operation. Waits are unbounded like MPI's (a slow
   // peer is normal), but a failed peer ends them with kPeerFailed.
   virtual Status wait(Handle h) = 0;
+  // Progresses the transport once, never waits: *done tells whether the
+  // operation finished (then as wait() would have returned, and the handle
+  // is spent). For a caller that interleaves host messages with other work.
+  virtual Status test(Handle h, bool* done) = 0;
   // Waits for every operation posted so far and forgets them.
   virtual Status waitAll() = 0;
 };
@@ -47,6 +51,7 @@ class SubComm final : public HostComm {
   Status postSend(int peer, uint32_t tag, const void* data, size_t bytes, Handle* h) override;
   Status postRecv(int peer, uint32_t tag, void* data, size_t bytes, Handle* h) override;
   Status wait(Handle h) override { return parent_.wait(h); }
+  Status test(Handle h, bool* done) override { return parent_.test(h, done); }
   Status waitAll() override { return parent_.waitAll(); }
 
  private:

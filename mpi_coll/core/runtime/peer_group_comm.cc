@@ -107,6 +107,18 @@ Status PeerGroupComm::wait(Handle h) {
   return Status::Ok();
 }
 
+Status PeerGroupComm::test(Handle h, bool* done) {
+  *done = false;
+  if (h >= requests_.size()) return Status(Code::kInternal, "test on an unknown handle");
+  auto& request = requests_[h];
+  if (request && !request->done()) group_.worker().progress();
+  if (request && !request->done()) return Status::Ok();
+  *done = true;
+  Status st = request ? request->status() : Status::Ok();
+  request.reset();
+  return st;
+}
+
 Status PeerGroupComm::waitAll() {
   for (Handle h = 0; h < requests_.size(); ++h) SWITCHAGG_RETURN_IF_ERROR(wait(h));
   requests_.clear();

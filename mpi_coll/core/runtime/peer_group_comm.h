@@ -37,6 +37,7 @@ class PeerGroupComm final : public HostComm {
   Status postSend(int peer, uint32_t tag, const void* data, size_t bytes, Handle* h) override;
   Status postRecv(int peer, uint32_t tag, void* data, size_t bytes, Handle* h) override;
   Status wait(Handle h) override;
+  Status test(Handle h, bool* done) override;
   Status waitAll() override;
 
  private:

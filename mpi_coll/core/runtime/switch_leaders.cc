@@ -1,7 +1,13 @@
 #include "switch_leaders.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <type_traits>
+
+#include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::coll {
 namespace {
@@ -49,6 +55,160 @@ Status NodeLeaders::broadcast(const AllreduceArgs& args) {
   result.send = nullptr;
   SubComm local(*host, groups_.locals, 0);
   return binomialBroadcast(local, result);
+}
+
+namespace {
+
+// Elements [begin, begin + count) of segment s.
+struct Segment {
+  size_t begin, count;
+};
+Segment segmentOf(size_t count, size_t segment, size_t s) {
+  const size_t begin = s * segment;
+  return {begin, std::min(segment, count - begin)};
+}
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
+                              agent::StripedGroup* group, void* out, int64_t timeout_ms) {
+  std::unique_ptr<HostComm> host = comm_.hostComm();
+  if (!host) return Status(Code::kInternal, "no host transport for the node's reduce");
+  const size_t esize = dtypeSize(args.dtype);
+  const size_t bytes = args.count * esize;
+  // Each segment's messages get their own window of tags.
+  segment = std::max(segment, (args.count + kMaxSegments - 1) / kMaxSegments);
+  const size_t segments = (args.count + segment - 1) / segment;
+  if (acc_.size() < bytes) acc_.resize(bytes);
+  // The caller's input stays intact for a host redo: reduce in a copy.
+  if (bytes) std::memcpy(acc_.data(), args.send ? args.send : args.recv, bytes);
+  auto sub = [&](size_t s) {
+    return SubComm(*host, groups_.locals, uint32_t(s) * kNodePhaseTags);
+  };
+  auto part = [&](size_t s) {
+    AllreduceArgs a = args;
+    const Segment seg = segmentOf(args.count, segment, s);
+    a.send = nullptr;
+    a.count = seg.count;
+    a.recv = elementPtr(acc_.data(), args.dtype, seg.begin);
+    return a;
+  };
+
+  if (!leader()) {
+    // Blocking per segment: the leader interleaves, we follow.
+    if (scratch_.size() < segment * esize) scratch_.resize(segment * esize);
+    if (result_.size() < bytes) result_.resize(bytes);
+    for (size_t s = 0; s < segments; ++s) {
+      SubComm local = sub(s);
+      SWITCHAGG_RETURN_IF_ERROR(binomialReduce(local, part(s), scratch_.data()));
+    }
+    for (size_t s = 0; s < segments; ++s) {
+      AllreduceArgs a = part(s);
+      a.recv = elementPtr(result_.data(), args.dtype, segmentOf(args.count, segment, s).begin);
+      SubComm local = sub(s);
+      SWITCHAGG_RETURN_IF_ERROR(binomialBroadcast(local, a));
+    }
+    return Status::Ok();
+  }
+
+  const std::vector<BinomialChild> children = binomialRootChildren(int(groups_.locals.size()));
+  const size_t nc = children.size();
+  if (scratch_.size() < nc * segment * esize) scratch_.resize(nc * segment * esize);
+  std::vector<HostComm::Handle> pending(nc);
+  auto postReduce = [&](size_t s) -> Status {
+    SubComm local = sub(s);
+    const size_t n = segmentOf(args.count, segment, s).count * esize;
+    for (size_t c = 0; c < nc; ++c)
+      SWITCHAGG_RETURN_IF_ERROR(local.postRecv(children[c].rank, children[c].reduce_tag,
+                                               scratch_.data() + c * segment * esize, n,
+                                               &pending[c]));
+    return Status::Ok();
+  };
+  auto postBroadcast = [&](size_t s) -> Status {
+    SubComm local = sub(s);
+    const Segment seg = segmentOf(args.count, segment, s);
+    HostComm::Handle h;
+    for (const BinomialChild& c : children)
+      SWITCHAGG_RETURN_IF_ERROR(local.postSend(c.rank, c.broadcast_tag,
+                                               elementPtr(out, args.dtype, seg.begin),
+                                               seg.count * esize, &h));
+    return Status::Ok();
+  };
+
+  // One agent call for the whole vector; it reads only what the node has
+  // reduced so far (setInputReady) and the node gets each segment's result
+  // as soon as the agent returned all of it (resultsReady).
+  Status stream = group->startCall(args.dtype, args.op, acc_.data(), out, args.count);
+  bool streaming = stream.code() == Code::kInProgress;
+  if (streaming) {
+    stream = Status::Ok();
+    group->setInputReady(0);
+  }
+  size_t reduced = 0, sent = 0, combined = 0;  // segments; children of `reduced`
+  const int64_t deadline = nowMs() + timeout_ms;
+  if (segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(0));
+  uint32_t idle = 0;  // rounds in a row in which nothing visible happened
+  for (uint32_t spin = 1; sent < segments || streaming; ++spin) {
+    const size_t before = reduced * (nc + 1) + combined + sent;
+    const bool was_streaming = streaming;
+    // The node's reduce: children combined in binomialReduce's order.
+    while (reduced < segments && combined < nc) {
+      bool done = false;
+      SWITCHAGG_RETURN_IF_ERROR(host->test(pending[combined], &done));
+      if (!done) break;
+      const AllreduceArgs a = part(reduced);
+      SWITCHAGG_RETURN_IF_ERROR(combineOrdered(
+          a, a.recv, scratch_.data() + combined * segment * esize, a.count, false));
+      ++combined;
+    }
+    if (reduced < segments && combined == nc) {
+      ++reduced;
+      combined = 0;
+      if (reduced < segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(reduced));
+      if (streaming) group->setInputReady(std::min(reduced * segment, args.count));
+    }
+    if (streaming) {
+      Status st = group->stepCall();
+      if (st.code() != Code::kInProgress) {
+        streaming = false;
+        stream = st;
+      }
+    }
+    // The node's broadcast, segment by segment as results arrive (after a
+    // failed or refused stream: whatever `out` holds, the agreement drops it).
+    const size_t results = streaming ? group->resultsReady() : args.count;
+    while (sent < reduced &&
+           segmentOf(args.count, segment, sent).begin + segmentOf(args.count, segment, sent).count <=
+               results)
+      SWITCHAGG_RETURN_IF_ERROR(postBroadcast(sent++));
+    // Idle for a while (a chunk on the wire, a node rank late): let the
+    // core go for a moment - on a node with more ranks than cores the
+    // others' reduce and the agent need it; 50 us is far below a chunk's
+    // time on the wire at the sizes that run this.
+    idle = before == reduced * (nc + 1) + combined + sent && was_streaming == streaming ? idle + 1 : 0;
+    if (idle >= 64) {
+      idle = 0;
+      ucx::ThreadGate::Release release;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    // Spins as StripedGroup::allreduce does: the clock every 16th round,
+    // and other threads' turn at the gate (MPI_THREAD_MULTIPLE).
+    if ((spin & 15) != 0) continue;
+    if (nowMs() >= deadline) {
+      if (streaming) return group->abortCall(timeout_ms);
+      return Status(Code::kTimeout, "node leader: the node's reduce incomplete after " +
+                                        std::to_string(timeout_ms) + " ms");
+    }
+    ucx::ThreadGate::yield();
+  }
+  SWITCHAGG_RETURN_IF_ERROR(host->waitAll());  // the broadcast's sends
+  return stream;
 }
 
 Status NodeLeaders::shareInfo(const agent::GroupInfo* group, agent::GroupInfo* info) {

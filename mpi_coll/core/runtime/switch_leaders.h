@@ -43,6 +43,24 @@ class NodeLeaders {
   // Ends a call that failed (no broadcast).
   void abandon() { host_.reset(); }
 
+  // The three steps of a large call overlapped, segment by segment
+  // (`segment` elements each, the last one shorter): the node reduces
+  // segment s+1 while the leader streams s through `group` (one agent call
+  // for the whole vector that reads only the segments reduced so far) and
+  // the leader sends s's result to its node as soon as it is all back, while
+  // later segments stream. The results land in `out` on the leader (never the
+  // caller's input) and in result() on the other ranks: nothing reaches a
+  // non-leader's args.recv before the agreement. Same combine order as
+  // reduce() + broadcast(), so the same bits. `group` is the leader's (null
+  // on the others); once the stream failed or was refused the leader still
+  // runs the node's phases to their end (the others' messages are all
+  // matched). Returns the stream's outcome, or the
+  // host transport's failure; bounded by timeout_ms. Ends the call.
+  Status pipelined(const AllreduceArgs& args, size_t segment, agent::StripedGroup* group,
+                   void* out, int64_t timeout_ms);
+  // A non-leader's result of the last pipelined call.
+  const void* result() const { return result_.data(); }
+
   // After a join every rank agreed on: the group's window, slot size and
   // (dtype, op) table as rank 0 (a leader) got them, so that non-leaders
   // decline and describe calls exactly as the leaders do. Collective.
@@ -51,10 +69,13 @@ class NodeLeaders {
  private:
   NodeLeaders(CommGroup& comm, NodeGroups groups) : comm_(comm), groups_(std::move(groups)) {}
 
+  // Each segment's messages use their own kNodePhaseTags tags.
+  static constexpr size_t kMaxSegments = kAlgorithmTagSpace / kNodePhaseTags;
+
   CommGroup& comm_;
   NodeGroups groups_;
   std::unique_ptr<HostComm> host_;  // the current call's transport
-  std::vector<char> acc_, scratch_;
+  std::vector<char> acc_, scratch_, result_;
 };
 
 }  // namespace switchagg::coll

@@ -131,6 +131,7 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
+  void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
   // `barrier`: the failed call was a barrier (nothing to recompute).
   void giveUp(const Status& mine, const std::vector<uint8_t>& oks, bool barrier = false);
   void logSummary() const;
@@ -151,6 +152,7 @@ class AgentSwitchPath : public SwitchPath {
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
   uint64_t last_bytes_sent_ = 0;
   uint64_t barriers_ = 0, barrier_failed_ = 0, barrier_busy_ = 0;
+  uint64_t pipelined_ = 0;  // served calls whose node phases overlapped the stream
 };
 
 AgentSwitchPath::~AgentSwitchPath() {
@@ -171,6 +173,8 @@ void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) co
   in->switch_window = int(info_.window);
   in->switch_slot_bytes = info_.slot_bytes;
   in->switch_members = leaders_ ? leaders_->nodes() : comm_.size();
+  in->switch_stripes = int(lease_.agents.size());
+  in->switch_segment_bytes = leaders_ ? size_t(lease_.segment_bytes) : 0;
   in->switch_reduce_mbps = capacity_.reduce_mbps;
   in->switch_link_mbps = capacity_.link_mbps;
   in->switch_turnaround_us = capacity_.turnaround_us;
@@ -184,13 +188,24 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   void* out = args.recv;
   Status mine;
   last_bytes_sent_ = 0;
-  if (leaders_) {
+  const size_t segment = lease_.segment_bytes / dtypeSize(args.dtype);
+  const bool pipelined = leaders_ && segment > 0 && args.count >= 2 * segment;
+  if (pipelined) {
+    // The node's reduce, the stream and the node's broadcast overlapped.
+    if (group_ && in_place) {
+      if (scratch_.size() < bytes) scratch_.resize(bytes);
+      out = scratch_.data();
+    }
+    const agent::ClientCounters before = group_ ? group_->counters() : agent::ClientCounters{};
+    mine = leaders_->pipelined(args, segment, group_.get(), out, timeoutFor(bytes));
+    if (group_) countStream(before);
+  } else if (leaders_) {
     // The node's inputs, reduced in rank order: the leader's contribution.
     Result<const void*> node_input = leaders_->reduce(args);
     mine = node_input.status();
     input = node_input.value();
   }
-  if (mine.ok() && group_) {
+  if (!pipelined && mine.ok() && group_) {
     if (in_place) {
       if (scratch_.size() < bytes) scratch_.resize(bytes);
       out = scratch_.data();
@@ -204,11 +219,17 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   if (allOnes(oks)) {
     if (in_place && group_) std::memcpy(args.recv, scratch_.data(), bytes);
     ++calls_;
+    if (pipelined) {
+      ++pipelined_;
+      // The node's ranks already hold the result (the broadcast overlapped).
+      if (!group_ && bytes) std::memcpy(args.recv, leaders_->result(), bytes);
+      return Status::Ok();
+    }
     // A broadcast that fails is a host transport failure after the commit:
     // reported like a host algorithm's.
     return leaders_ ? leaders_->broadcast(args) : Status::Ok();
   }
-  if (leaders_) leaders_->abandon();
+  if (leaders_ && !pipelined) leaders_->abandon();
   if (!anyFailed(oks)) {
     // Busy (the job's other communicators held the lease's slots when this
     // call began): refused for this call only, the group is alive. Same
@@ -231,11 +252,15 @@ Status AgentSwitchPath::stream(const AllreduceArgs& args, const void* input, voi
                                size_t bytes) {
   const agent::ClientCounters before = group_->counters();
   Status st = group_->allreduce(args.dtype, args.op, input, out, args.count, timeoutFor(bytes));
+  countStream(before);
+  return st;
+}
+
+void AgentSwitchPath::countStream(const agent::ClientCounters& before) {
   const agent::ClientCounters after = group_->counters();
   last_bytes_sent_ = after.bytes_sent - before.bytes_sent;
   bytes_sent_ += last_bytes_sent_;
   chunks_ += after.chunks_sent - before.chunks_sent;
-  return st;
 }
 
 // Every rank calls it for the same calls in the same order, so the count -
@@ -297,6 +322,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:barriers") *value = barriers_;
   else if (name == "switch:barrier_failed") *value = barrier_failed_;
   else if (name == "switch:barrier_busy") *value = barrier_busy_;
+  else if (name == "switch:pipelined") *value = pipelined_;
   else return false;
   return true;
 }

@@ -177,16 +177,24 @@ double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
   const size_t slot =
       in.switch_slot_bytes > 0 ? in.switch_slot_bytes : CostModel::kDefaultSlotBytes;
   const size_t window = size_t(in.switch_window > 0 ? in.switch_window : CostModel::kDefaultWindow);
-  const size_t chunks = std::max<size_t>(1, (in.bytes + slot - 1) / slot);
-  const size_t rounds = (chunks + window - 1) / window;
   const int members = in.switch_members > 0 ? in.switch_members : in.comm_size;
+  const double k = double(std::max(1, in.switch_stripes));
+  const bool leaders = members < in.comm_size;
+  const size_t seg = in.switch_segment_bytes;
+  const size_t segments =
+      leaders && seg > 0 && in.bytes >= 2 * seg ? (in.bytes + seg - 1) / seg : 1;
+  // Rounds of the window per stripe (one agent call, segments or not).
+  const size_t stripe_bytes = (in.bytes + size_t(k) - 1) / size_t(k);
+  const size_t chunks = std::max<size_t>(1, (stripe_bytes + slot - 1) / slot);
+  const size_t rounds = (chunks + window - 1) / window;
   const double n = double(in.bytes), pn = double(members) * n;
   double stream_us = us(n * c->beta_ns);
-  if (in.switch_link_mbps > 0) stream_us = std::max(stream_us, pn * 8.0 / in.switch_link_mbps);
-  if (in.switch_reduce_mbps > 0) stream_us = std::max(stream_us, pn / in.switch_reduce_mbps);
-  const double local = members < in.comm_size ? nodePhasesUs(m, in) : 0;
-  return double(rounds) * (c->alpha_us + in.switch_turnaround_us) + stream_us +
-         us(pn * c->gamma_ns) + local;
+  if (in.switch_link_mbps > 0)
+    stream_us = std::max(stream_us, pn * 8.0 / (k * in.switch_link_mbps));
+  if (in.switch_reduce_mbps > 0) stream_us = std::max(stream_us, pn / (k * in.switch_reduce_mbps));
+  stream_us += double(rounds) * (c->alpha_us + in.switch_turnaround_us) + us(pn * c->gamma_ns / k);
+  const double local = leaders ? nodePhasesUs(m, in) : 0;
+  return std::max(stream_us, local) + std::min(stream_us, local) / double(segments);
 }
 
 double CostModel::predictUs(Algorithm a, const SelectionInput& in) const {

@@ -24,7 +24,12 @@
 //                       pipelined, so the slowest stage sets the pace.
 //                       With node leaders (switch_members < comm_size) p
 //                       is the members (nodes), plus the hierarchical
-//                       row's intra reduce and bcast.
+//                       row's intra reduce and bcast (I). With K stripes
+//                       (agents) each agent carries and reduces 1/K of it:
+//                       p·n/(K·L), p·n/(K·R), p·nγ/K, chunks of n/K. With
+//                       a pipeline segment s (n >= 2s, S = ceil(n/s)
+//                       segments) the stream (X) and I overlap:
+//                       max(X, I) + min(X, I)/S.
 //   previous            min(rd, ring, rabenseifner) with its own rows: a model
 //                       of Open MPI tuned's decision on its own transport
 //   non-power-of-two fold (rd, rabenseifner): + 2(α + nβ) + nγ
@@ -56,6 +61,8 @@ struct SelectionInput {
   int switch_window = 0;          // slots of the lease (chunks in flight); 0 = model default
   size_t switch_slot_bytes = 0;   // payload bytes per slot; 0 = model default
   int switch_members = 0;         // members the agent sees (nodes with node leaders); 0 = comm_size
+  int switch_stripes = 0;         // agents of the lease (K stripes); 0 = 1
+  size_t switch_segment_bytes = 0;  // node leaders' pipeline segment; 0 = no overlap
   // The agent's own figures (CAPACITY_ACK); 0 = unknown.
   uint32_t switch_reduce_mbps = 0;    // MB/s of input, all its reduction threads
   uint32_t switch_link_mbps = 0;      // its data link, Mbit/s

@@ -132,7 +132,8 @@ bool sameInput(const SelectionInput& a, const SelectionInput& b) {
          a.ranks_per_node == b.ranks_per_node && a.nodes == b.nodes && a.dtype == b.dtype &&
          a.op == b.op && a.switch_available == b.switch_available &&
          a.switch_window == b.switch_window && a.switch_slot_bytes == b.switch_slot_bytes &&
-         a.switch_members == b.switch_members &&
+         a.switch_members == b.switch_members && a.switch_stripes == b.switch_stripes &&
+         a.switch_segment_bytes == b.switch_segment_bytes &&
          a.switch_reduce_mbps == b.switch_reduce_mbps && a.switch_link_mbps == b.switch_link_mbps &&
          a.switch_turnaround_us == b.switch_turnaround_us;
 }

@@ -17,6 +17,10 @@ struct SwitchSettings {
   uint32_t window_request = 0;     // 0: half of the lease's slots
   uint32_t rejoin_calls = 100;     // 0: a failed switch path stays off
   bool node_leaders = true;        // reduce inside each node; one member per node
+  // Node leaders' pipeline segment; 0: no pipeline. Off by default: on the
+  // only fabric measured (emulated, CPU-bound) it was slower than without
+  // (benchmarks/results/fabric_leaders.md).
+  uint64_t segment_bytes = 0;
 };
 
 inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
@@ -36,6 +40,11 @@ inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
        "with several ranks per node, reduce inside each node first and let one leader per "
        "node (its lowest rank) talk to the agent (off: every rank is a member)",
        boolField(&S::node_leaders)},
+      {"switch.segment", "SWITCHAGG_SWITCH_SEGMENT",
+       "with node leaders, calls of at least two segments of this size overlap the node's "
+       "reduce and broadcast with the agent stream segment by segment (0, the default: never; "
+       "1M is a start)",
+       sizeField(&S::segment_bytes, 0, uint64_t(1) << 40)},
   });
   return t;
 }

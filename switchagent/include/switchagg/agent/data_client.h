@@ -177,6 +177,9 @@ class AggGroup {
   Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
   Status stepCall();
   Status finishCall(Status outcome);
+  // For a call whose input is filled while it runs (StripedGroup's).
+  void setInputReady(size_t elements);
+  size_t resultsReady();
   AggClient::Impl* client_;
   std::unique_ptr<State> state_;
 };
@@ -214,6 +217,23 @@ class StripedGroup {
   bool supports(Dtype dtype, Op op) const;                           // every stripe's agent
   Status allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
                    int64_t timeout_ms);
+  // allreduce in steps, for a caller that interleaves the stream with other
+  // work (the switch path's node leaders): startCall returns kInProgress
+  // once the stripes run (else the call's end: Ok for count 0, or the
+  // decline/failure), stepCall steps every stripe once and progresses the
+  // clients, never waits, and returns kInProgress until the call ended with
+  // allreduce's outcome; the caller bounds it and calls abortCall(timeout)
+  // past its deadline (kTimeout, every group failed, as allreduce does).
+  Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
+  Status stepCall();
+  Status abortCall(int64_t timeout_ms);
+  // A call whose input is still being written (the node leaders' pipeline):
+  // after startCall only `send`'s first `elements` elements are read (until
+  // this is called again with more; all by default). resultsReady(): the
+  // elements [0, n) whose results are already in `recv` (0 for an in-place
+  // call: its results are staged until the end).
+  void setInputReady(size_t elements);
+  size_t resultsReady();
   Status leave(int64_t timeout_ms);  // every group; the first failure
   bool usable() const;               // every group usable
   const Status& failure() const;  // the first failed call's, else a dead group's (Ok while usable)
@@ -222,7 +242,12 @@ class StripedGroup {
  private:
   std::vector<std::shared_ptr<AggClient>> clients_;
   std::vector<std::unique_ptr<AggGroup>> groups_;
+  Status endCall();  // finishes the stripes of the call in flight
   Status failure_;  // the first failed call's
+  // The call in flight: stripes started / ended, its failure or refusal.
+  std::vector<uint8_t> running_, done_;
+  size_t call_count_ = 0;
+  Status call_failed_, call_busy_;
 };
 
 }  // namespace switchagg::agent
