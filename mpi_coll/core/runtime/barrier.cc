@@ -27,10 +27,8 @@ Outcome dispatchBarrier(CommState& state) {
     return Outcome::kDeclined;
   }
   sw->rejoinIfDue();
-  uint64_t failed_before = 0, busy_before = 0, failed_after = 0, busy_after = 0;
-  sw->counter("switch:barrier_failed", &failed_before);
-  sw->counter("switch:barrier_busy", &busy_before);
-  Status st = sw->barrier();
+  SwitchPath::BarrierEnd how = SwitchPath::BarrierEnd::kSwitched;
+  Status st = sw->barrier(&how);
   if (st.code() == Code::kUnsupported) {
     ++c.previous;
     ++c.unavailable;
@@ -43,14 +41,11 @@ Outcome dispatchBarrier(CommState& state) {
              state.name().c_str(), state.rank(), st.toString().c_str());
     return Outcome::kFailed;
   }
-  sw->counter("switch:barrier_failed", &failed_after);
-  sw->counter("switch:barrier_busy", &busy_after);
-  if (failed_after != failed_before)
-    ++c.failed;
-  else if (busy_after != busy_before)
-    ++c.busy;
-  else
-    ++c.switched;
+  switch (how) {
+    case SwitchPath::BarrierEnd::kSwitched: ++c.switched; break;
+    case SwitchPath::BarrierEnd::kBusy: ++c.busy; break;
+    case SwitchPath::BarrierEnd::kFailed: ++c.failed; break;
+  }
   return Outcome::kServed;
 }
 

@@ -117,7 +117,7 @@ class AgentSwitchPath : public SwitchPath {
   void rejoinIfDue() override;
   void describe(const AllreduceArgs& args, SelectionInput* in) const override;
   Status allreduce(const AllreduceArgs& args) override;
-  Status barrier() override;
+  Status barrier(BarrierEnd* how) override;
   bool counter(const std::string& name, uint64_t* value) const override;
   uint64_t epoch() const override { return failed_ + rejoined_; }
 
@@ -336,7 +336,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
 // then only disables the path (giveUp: same rejoin rules as allreduce).
 // With node leaders only the leaders call the agent; the agreement spans
 // every rank, so it also releases each node.
-Status AgentSwitchPath::barrier() {
+Status AgentSwitchPath::barrier(BarrierEnd* how) {
   if (!joined_ || !info_.caps.supports(Dtype::kInt32, Op::kSum))
     return Status(Code::kUnsupported, "switch path cannot serve a barrier");
   Status mine;
@@ -353,15 +353,18 @@ Status AgentSwitchPath::barrier() {
   SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
   if (allOnes(oks)) {
     ++barriers_;
+    *how = BarrierEnd::kSwitched;
     return Status::Ok();
   }
   if (!anyFailed(oks)) {
     ++barrier_busy_;
     ++busy_;
+    *how = BarrierEnd::kBusy;
     return Status::Ok();
   }
   ++barrier_failed_;
   giveUp(mine, oks, true);
+  *how = BarrierEnd::kFailed;
   return Status::Ok();
 }
 

@@ -37,9 +37,14 @@ class SwitchPath {
   virtual Status allreduce(const AllreduceArgs& args) = 0;
   // MPI_Barrier through the agent (barrier.h, docs/offload.md "Barrier").
   // Ok: every rank entered (through the agent, or - after a failure or a
-  // busy refusal, counted - proven by the outcome agreement itself).
-  // kUnsupported: declined on every rank alike, nothing sent.
-  virtual Status barrier() { return Status(Code::kUnsupported, "no switch barrier"); }
+  // busy refusal, counted - proven by the outcome agreement itself); *how
+  // says which, alike on every rank. kUnsupported: declined on every rank
+  // alike, nothing sent.
+  enum class BarrierEnd { kSwitched, kBusy, kFailed };
+  virtual Status barrier(BarrierEnd* how) {
+    (void)how;
+    return Status(Code::kUnsupported, "no switch barrier");
+  }
   // Counters the switch path keeps ("switch:bytes_sent",
   // "fallback:switch-failed", "fallback:switch-busy", ...; docs/offload.md). False: not one of its
   // names, the caller looks elsewhere.
