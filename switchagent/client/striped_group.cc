@@ -56,6 +56,7 @@ ClientCounters StripedGroup::counters() const {
     sum.chunks_received += c.chunks_received;
     sum.allreduces += c.allreduces;
     sum.failures += c.failures;
+    sum.busy += c.busy;
   }
   return sum;
 }
