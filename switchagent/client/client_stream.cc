@@ -81,16 +81,40 @@ static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* s
   return Status::Ok();
 }
 
+// The next chunk's slot, if the call and the window admit it now (not
+// refused, its input ready, the result of the chunk `window` back is in).
+static bool windowAdmits(const AggGroup::State& g, size_t* slot) {
+  const size_t w = g.info.window;
+  if (g.refused || g.next_send >= g.ready_chunks) return false;
+  if (g.next_send >= w && !g.received[g.next_send - w]) return false;
+  *slot = (g.base + g.next_send) % w;
+  return true;
+}
+
+// The slot's request object and whether its previous send still runs.
+static bool slotSending(AggGroup::State& g, size_t slot) {
+  if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
+  return g.slot_used[slot] && !g.slot_request[slot]->done();
+}
+
+static Status sendNext(AggClient::Impl& c, AggGroup::State& g, size_t slot) {
+  SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, g.send, g.next_send));
+  g.slot_used[slot] = 1;
+  ++g.next_send;
+  return Status::Ok();
+}
+
+static Status busyStatus() {
+  return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");
+}
+
 // Sends every chunk the window allows; waits for a slot's previous send to
 // complete locally if it has not yet (its result is back, so it is about to).
-static Status pump(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, int64_t deadline) {
-  const size_t w = g.info.window;
-  while (!g.refused && g.next_send < g.n_chunks &&
-         (g.next_send < w || g.received[g.next_send - w])) {
-    const size_t slot = (g.base + g.next_send) % w;
-    if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
-    ucx::Request& prev = *g.slot_request[slot];
-    if (g.slot_used[slot] && !prev.done()) {
+static Status pump(AggClient::Impl& c, AggGroup::State& g, int64_t deadline) {
+  size_t slot = 0;
+  while (windowAdmits(g, &slot)) {
+    if (slotSending(g, slot)) {
+      ucx::Request& prev = *g.slot_request[slot];
       Status st = c.worker->waitUntil([&] { return prev.done() || c.broken() || g.dead; },
                                       deadline - clientNowMs());
       if (!st.ok()) return st;
@@ -98,17 +122,14 @@ static Status pump(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, 
       if (g.dead) return g.failure;
       if (g.refused) break;
     }
-    SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, send, g.next_send));
-    g.slot_used[slot] = 1;
-    ++g.next_send;
+    SWITCHAGG_RETURN_IF_ERROR(sendNext(c, g, slot));
   }
   return Status::Ok();
 }
 
-static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send,
-                     int64_t deadline) {
+static Status stream(AggClient::Impl& c, AggGroup::State& g, int64_t deadline) {
   for (;;) {
-    SWITCHAGG_RETURN_IF_ERROR(pump(c, g, send, deadline));
+    SWITCHAGG_RETURN_IF_ERROR(pump(c, g, deadline));
     if (g.n_received == g.n_chunks || g.refused) break;
     const size_t seen = g.n_received;
     Status st = c.worker->waitUntil(
@@ -127,8 +148,7 @@ static Status stream(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send
   if (st.code() == Code::kTimeout) return st;
   // Refused (no slots free when the call began at the agent): no result
   // will come; the agent drops the call's chunks and the group lives on.
-  if (g.refused)
-    return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");
+  if (g.refused) return busyStatus();
   return Status::Ok();
 }
 
@@ -179,15 +199,10 @@ Status AggGroup::stepCall() {
   AggClient::Impl& c = *client_;
   if (c.broken()) return c.brokenStatus();
   if (g.dead) return g.failure;
-  const size_t w = g.info.window;
-  while (!g.refused && g.next_send < g.ready_chunks &&
-         (g.next_send < w || g.received[g.next_send - w])) {
-    const size_t slot = (g.base + g.next_send) % w;
-    if (!g.slot_request[slot]) g.slot_request[slot] = std::make_unique<ucx::Request>();
-    if (g.slot_used[slot] && !g.slot_request[slot]->done()) break;  // next round
-    SWITCHAGG_RETURN_IF_ERROR(sendChunk(c, g, g.send, g.next_send));
-    g.slot_used[slot] = 1;
-    ++g.next_send;
+  size_t slot = 0;
+  while (windowAdmits(g, &slot)) {
+    if (slotSending(g, slot)) break;  // next round
+    SWITCHAGG_RETURN_IF_ERROR(sendNext(c, g, slot));
   }
   // Refused (busy): no result will come; done once our sends completed.
   if (!g.refused && g.n_received != g.n_chunks)
@@ -195,8 +210,7 @@ Status AggGroup::stepCall() {
   for (size_t i = 0; i < g.slot_request.size(); ++i)
     if (g.slot_used[i] && !g.slot_request[i]->done())
       return Status(Code::kInProgress, "sends completing");
-  if (g.refused)
-    return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");
+  if (g.refused) return busyStatus();
   return Status::Ok();
 }
 
@@ -247,7 +261,7 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
                            int64_t timeout_ms) {
   if (count == 0) return readyFor(*this, *client_, *state_, dtype, op);
   SWITCHAGG_RETURN_IF_ERROR(startCall(dtype, op, send, recv, count));
-  return finishCall(stream(*client_, *state_, state_->send, clientNowMs() + timeout_ms));
+  return finishCall(stream(*client_, *state_, clientNowMs() + timeout_ms));
 }
 
 }  // namespace switchagg::agent

@@ -28,7 +28,7 @@ void AggregationEngine::dropBuffers(Group& g) {
 }
 
 bool AggregationEngine::allocateBuffers(Group& g) {
-  const size_t need = size_t(g.grant.window) * (size_t(g.size) + 1) * g.grant.slot_bytes;
+  const size_t need = SlotBuffers::bytesFor(g.grant.window, g.size, g.grant.slot_bytes);
   while (!slots_.memoryFits(need)) {
     Group* lru = nullptr;
     for (auto& [key, other] : groups_)

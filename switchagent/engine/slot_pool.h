@@ -37,7 +37,11 @@ class SlotBuffers {
     return base_ + (static_cast<size_t>(slot) * (members_ + 1) + rank) * slot_bytes_;
   }
   uint8_t* result(uint32_t slot) const { return contribution(slot, members_); }
-  size_t bytes() const { return static_cast<size_t>(window_) * (members_ + 1) * slot_bytes_; }
+  size_t bytes() const { return bytesFor(window_, members_, slot_bytes_); }
+  // What allocate() takes for this geometry (before it is asked).
+  static size_t bytesFor(uint32_t window, uint32_t members, size_t slot_bytes) {
+    return static_cast<size_t>(window) * (static_cast<size_t>(members) + 1) * slot_bytes;
+  }
   // RESULT headers must outlive their sends too (one per slot).
   uint8_t* resultHeader(uint32_t slot) const { return headers_.get() + slot * kHeaderStride; }
 
