@@ -7,6 +7,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "comm_state.h"
 #include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::coll {
@@ -66,12 +67,6 @@ struct Segment {
 Segment segmentOf(size_t count, size_t segment, size_t s) {
   const size_t begin = s * segment;
   return {begin, std::min(segment, count - begin)};
-}
-
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -151,7 +146,7 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
     group->setInputReady(0);
   }
   size_t reduced = 0, sent = 0, combined = 0;  // segments; children of `reduced`
-  const int64_t deadline = nowMs() + timeout_ms;
+  const double deadline_us = nowUs() + double(timeout_ms) * 1000;
   if (segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(0));
   uint32_t idle = 0;  // rounds in a row in which nothing visible happened
   for (uint32_t spin = 1; sent < segments || streaming; ++spin) {
@@ -183,10 +178,11 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
     // The node's broadcast, segment by segment as results arrive (after a
     // failed or refused stream: whatever `out` holds, the agreement drops it).
     const size_t results = streaming ? group->resultsReady() : args.count;
-    while (sent < reduced &&
-           segmentOf(args.count, segment, sent).begin + segmentOf(args.count, segment, sent).count <=
-               results)
-      SWITCHAGG_RETURN_IF_ERROR(postBroadcast(sent++));
+    for (; sent < reduced; ++sent) {
+      const Segment seg = segmentOf(args.count, segment, sent);
+      if (seg.begin + seg.count > results) break;
+      SWITCHAGG_RETURN_IF_ERROR(postBroadcast(sent));
+    }
     // Idle for a while (a chunk on the wire, a node rank late): let the
     // core go for a moment - on a node with more ranks than cores the
     // others' reduce and the agent need it; 50 us is far below a chunk's
@@ -200,7 +196,7 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
     // Spins as StripedGroup::allreduce does: the clock every 16th round,
     // and other threads' turn at the gate (MPI_THREAD_MULTIPLE).
     if ((spin & 15) != 0) continue;
-    if (nowMs() >= deadline) {
+    if (nowUs() >= deadline_us) {
       if (streaming) return group->abortCall(timeout_ms);
       return Status(Code::kTimeout, "node leader: the node's reduce incomplete after " +
                                         std::to_string(timeout_ms) + " ms");
