@@ -4,7 +4,11 @@
 // (PyTorch DDP-style: tensors grouped from the last layer backwards into
 // buckets of at most --bucket-bytes). Prints per-step compute vs allreduce
 // time, the loss curve and "final loss: <value>"; --check verifies that the
-// loss fell and that all ranks hold bitwise-identical weights.
+// loss fell and that all ranks hold bitwise-identical weights. --mode fsdp
+// shards the weights instead (sharded.h): MPI_Allgather of parameters before
+// each forward pass, MPI_Reduce_scatter_block of gradients after it, the
+// traffic pattern of FSDP / ZeRO-3, with the same arithmetic (and so the same
+// losses) as the allreduce mode.
 #include <mpi.h>
 
 #include <chrono>
@@ -12,11 +16,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "component_query.h"
 #include "model.h"
+#include "sharded.h"
 #include "train_options.h"
 
 namespace {
@@ -110,31 +116,51 @@ int main(int argc, char** argv) {
   switchagg::train::SyntheticData data(opt.shape.inputs, opt.shape.classes, opt.seed);
   std::vector<Bucket> buckets = makeBuckets(model.tensors(), opt.bucket_bytes);
   switchagg::bench::ComponentQuery query;
+  std::unique_ptr<switchagg::train::ShardedParams> sharded;
+  if (opt.fsdp) {
+    std::vector<std::vector<int>> groups;
+    for (const auto& b : buckets) groups.push_back(b.tensors);
+    sharded = std::make_unique<switchagg::train::ShardedParams>(model, groups, rank, world);
+  }
 
   if (rank == 0) {
     std::printf("switchagg-train: %d ranks, %zu parameters (%.1f KiB of float32 gradients) in %zu "
                 "buckets, batch %d/rank, %d steps\n",
                 world, model.parameterCount(), model.parameterCount() * 4 / 1024.0, buckets.size(),
                 opt.batch, opt.steps);
+    if (sharded)
+      std::printf("mode fsdp: %zu parameters per rank's shard; allgather before forward, "
+                  "reduce-scatter after backward\n",
+                  sharded->shardFloats());
   }
 
   std::vector<float> x;
   std::vector<int> labels;
   std::vector<double> losses;
-  double compute_ms_total = 0, allreduce_ms_total = 0;
+  double compute_ms_total = 0, allreduce_ms_total = 0, gather_ms_total = 0;
   FILE* loss_file = (rank == 0 && !opt.loss_file.empty()) ? std::fopen(opt.loss_file.c_str(), "w") : nullptr;
   if (loss_file) std::fprintf(loss_file, "step,loss\n");
 
   for (int step = 0; step < opt.steps; ++step) {
+    double gather_ms = 0;
+    if (sharded) {
+      auto tg = Clock::now();
+      sharded->gather(MPI_COMM_WORLD);
+      gather_ms = msSince(tg);
+    }
     auto t0 = Clock::now();
     data.batch(rank, step, opt.batch, &x, &labels);
     float local_loss = model.forwardBackward(x, labels, opt.batch);
     const double compute_ms = msSince(t0);
 
     auto t1 = Clock::now();
-    averageGradients(model, buckets, world, query);
+    if (sharded) {
+      sharded->reduceScatterStep(MPI_COMM_WORLD, opt.learning_rate);
+    } else {
+      averageGradients(model, buckets, world, query);
+      model.sgdStep(opt.learning_rate);
+    }
     const double allreduce_ms = msSince(t1);
-    model.sgdStep(opt.learning_rate);
 
     // Global loss for reporting: a tiny allreduce of its own (not timed).
     double loss = local_loss;
@@ -143,19 +169,33 @@ int main(int argc, char** argv) {
     losses.push_back(loss);
     compute_ms_total += compute_ms;
     allreduce_ms_total += allreduce_ms;
+    gather_ms_total += gather_ms;
     if (loss_file) std::fprintf(loss_file, "%d,%.9g\n", step, loss);
     if (rank == 0 && (step % opt.print_every == 0 || step + 1 == opt.steps)) {
-      std::printf("step %4d  loss %.6f  compute %7.2f ms  allreduce %7.2f ms\n", step, loss,
-                  compute_ms, allreduce_ms);
+      if (sharded)
+        std::printf("step %4d  loss %.6f  compute %7.2f ms  reduce-scatter %7.2f ms  allgather "
+                    "%7.2f ms\n",
+                    step, loss, compute_ms, allreduce_ms, gather_ms);
+      else
+        std::printf("step %4d  loss %.6f  compute %7.2f ms  allreduce %7.2f ms\n", step, loss,
+                    compute_ms, allreduce_ms);
     }
   }
   if (loss_file) std::fclose(loss_file);
+  // The last step updated only the shards: gather the final weights.
+  if (sharded) sharded->gather(MPI_COMM_WORLD);
 
   int rc = 0;
   if (rank == 0) {
-    std::printf("time per step: compute %.2f ms, allreduce %.2f ms (mean over %d steps, rank 0)\n",
-                compute_ms_total / opt.steps, allreduce_ms_total / opt.steps, opt.steps);
-    for (size_t i = 0; i < buckets.size(); ++i) {
+    if (sharded)
+      std::printf("time per step: compute %.2f ms, reduce-scatter %.2f ms, allgather %.2f ms "
+                  "(mean over %d steps, rank 0)\n",
+                  compute_ms_total / opt.steps, allreduce_ms_total / opt.steps,
+                  gather_ms_total / opt.steps, opt.steps);
+    else
+      std::printf("time per step: compute %.2f ms, allreduce %.2f ms (mean over %d steps, rank 0)\n",
+                  compute_ms_total / opt.steps, allreduce_ms_total / opt.steps, opt.steps);
+    for (size_t i = 0; !sharded && i < buckets.size(); ++i) {
       std::printf("bucket %zu: %zu floats (%.1f KiB) via %s\n", i, buckets[i].buffer.size(),
                   buckets[i].buffer.size() * 4 / 1024.0, buckets[i].path.c_str());
     }

@@ -21,6 +21,9 @@ const char kUsage[] =
     "  --bucket-bytes S   gradient bucket cap, e.g. 512K (default 512K)\n"
     "  --print-every N    print every N steps (default 5)\n"
     "  --loss-file F      write the loss curve as CSV (rank 0)\n"
+    "  --mode M           allreduce (default: DDP, gradients averaged with MPI_Allreduce) or\n"
+    "                     fsdp (weights sharded: MPI_Allgather of parameters before the\n"
+    "                     forward pass, MPI_Reduce_scatter_block of gradients after it)\n"
     "  --check            fail unless the loss fell and all ranks' weights are identical\n";
 
 bool parseWidths(const std::string& text, std::vector<int>* out, std::string* error) {
@@ -112,6 +115,16 @@ bool parseTrainOptions(int argc, char** argv, TrainOptions* o, std::string* erro
       }
     } else if (a == "--loss-file") {
       ok = value(&o->loss_file);
+    } else if (a == "--mode") {
+      ok = value(&v);
+      if (ok && v == "fsdp") {
+        o->fsdp = true;
+      } else if (ok && v == "allreduce") {
+        o->fsdp = false;
+      } else if (ok) {
+        *error = "--mode: invalid value '" + v + "' (expected allreduce or fsdp)";
+        ok = false;
+      }
     } else {
       *error = "unknown option '" + a + "' (see --help)";
       return false;

@@ -17,6 +17,10 @@ struct TrainOptions {
   int print_every = 5;
   bool check = false;
   std::string loss_file;  // CSV step,loss (rank 0)
+  // allreduce: every rank holds all weights, gradients averaged with
+  // MPI_Allreduce (DDP). fsdp: weights sharded, MPI_Allgather before the
+  // forward pass and MPI_Reduce_scatter_block after the backward pass.
+  bool fsdp = false;
 };
 
 // Parses argv; false with `error` set on bad input, false with an empty

@@ -12,7 +12,7 @@ switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
   mpi_allreduce_check mpi_liveness_check mpi_tune_check mpi_thread_check mpi_fortran_types
   mpi_barrier_check
-  switchagg-cg)
+  switchagg-cg switchagg-train)
 
 set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
 
@@ -63,6 +63,9 @@ add_switch_test(mpi_switch_python_np2 180 "mpi;agent" program 2
   ${CMAKE_CURRENT_SOURCE_DIR}/python_check.py --expect switch)
 # The CG mini-application (MPI + OpenMP) with and without the switch.
 add_switch_test(mpi_switch_cg_np2 180 "mpi;agent;apps" cg 2)
+# The training proxy in both modes (DDP allreduce, FSDP allgather +
+# reduce-scatter): same losses, identical weights.
+add_switch_test(mpi_switch_train_modes_np3 240 "mpi;agent;apps" train_modes 3)
 add_switch_test(mpi_switch_two_jobs 180 "mpi;agent" two_jobs)
 # Many communicators per job: 8 per rank (11 groups) on a 4-slot lease with
 # window 2, calls interleaved; and two halves reducing at once on a lease of

@@ -21,6 +21,11 @@
 #                         mpi_fortran_types --expect switch), offload on
 #   cg NP                 switchagg-cg without switchagg and with offload on:
 #                         residual histories bitwise equal (cg_compare.sh)
+#   train_modes NP        switchagg-train --check in both modes, offload on:
+#                         allreduce (DDP) and fsdp (MPI_Allgather of weights,
+#                         MPI_Reduce_scatter_block of gradients); both learn,
+#                         weights identical on every rank, and the two loss
+#                         curves agree (same arithmetic; 1e-5 relative)
 #   pipeline NP BYTES     (with PPN) the BYTES case of test_switch_check with the
 #                         node leaders' pipeline off and on: same bits
 #   comms NP SLOTS WINDOW ARGS...  test_switch_check ARGS (--comms/--busy) with
@@ -219,6 +224,32 @@ case $scenario in
     export SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_MODE
     "$here/cg_compare.sh" switch "$bin/switchagg-cg" -- bash -c 'mpirun_lease "$@"' _ "$np" ||
       die "CG on the switch differs from CG without switchagg"
+    ;;
+  train_modes)
+    np=$1
+    start_agent
+    lease "train-np$np"
+    for mode in allreduce fsdp; do
+      run_mpi "$np" "$work/train-$mode.log" -x OMP_NUM_THREADS=1 "${emu[@]}" \
+        "$bin/switchagg-train" --check --steps 15 --mode "$mode" \
+        --loss-file "$work/loss-$mode.csv" ||
+        { cat "$work/train-$mode.log"; die "switchagg-train --mode $mode failed"; }
+      cat "$work/train-$mode.log"
+      grep -q 'weights identical on all ranks: yes' "$work/train-$mode.log" ||
+        die "--mode $mode: no weight check"
+    done
+    grep -q '^mode fsdp:' "$work/train-fsdp.log" || die "the fsdp run did not shard"
+    grep -q 'via switch' "$work/train-allreduce.log" || die "no allreduce bucket went through the switch"
+    # Step by step, the two loss curves agree (different reduction orders may
+    # differ in the last bits, nothing more).
+    paste -d, "$work/loss-allreduce.csv" "$work/loss-fsdp.csv" | awk -F, '
+      NR == 1 { next }
+      { n++; d = $2 - $4; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2)
+        if (r > worst) worst = r }
+      END { printf "loss curves: %d steps, largest relative difference %.3g\n", n, worst
+            exit !(n == 15 && worst <= 1e-5) }' ||
+      die "the fsdp loss curve differs from the allreduce one"
+    echo PASS
     ;;
   liveness)
     np=$1
