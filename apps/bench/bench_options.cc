@@ -71,6 +71,15 @@ const std::vector<OptionSpec>& optionTable() {
          if (parseOp(v.c_str(), &o->op)) return ok();
          return Status(Code::kInvalidArgument, "--op: unknown '" + v + "'");
        }},
+      {"--coll", "NAME",
+       "allreduce (default), reduce_scatter_block, allgather, reduce, bcast or barrier; SIZE is "
+       "the whole vector (each rank's block is SIZE/p for the block collectives)",
+       [](BenchOptions* o, const std::string& v) {
+         if (parseColl(v, &o->coll)) return ok();
+         return Status(Code::kInvalidArgument,
+                       "--coll: unknown '" + v +
+                           "' (allreduce, reduce_scatter_block, allgather, reduce, bcast, barrier)");
+       }},
       {"--check", nullptr, "validate every result against an independent reference; exit 1 on mismatch",
        [](BenchOptions* o, const std::string&) { o->check = true; return ok(); }},
       {"--thread-multiple", nullptr,
@@ -130,7 +139,7 @@ Result<BenchOptions> parseBenchOptions(int argc, char** argv) {
 std::string benchUsage() {
   std::string text =
       "usage: mpirun -np N switchagg-bench [options]\n"
-      "OSU-style MPI_Allreduce latency/bandwidth sweep over powers of two.\n"
+      "OSU-style MPI_Allreduce (or --coll) latency/bandwidth sweep over powers of two.\n"
       "Latency is averaged per rank; avg/min/max are across ranks. busbw = bytes/time * 2(p-1)/p.\n"
       "The algorithm column is what the switchagg component ran (n/a if it is not loaded).\n\n";
   for (const OptionSpec& s : optionTable()) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "bench_coll.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/status.h"
 
@@ -19,6 +20,7 @@ struct BenchOptions {
   int min_warmup = 1;       // floor for large sizes (e.g. to let online tuning settle)
   Dtype dtype = Dtype::kFloat32;
   Op op = Op::kSum;
+  Coll coll = Coll::kAllreduce;
   bool check = false;       // validate every iteration against a reference
   std::string label;        // names this run's path in CSV/JSON/plots
   std::string csv_path;     // "" none, "-" stdout

@@ -29,15 +29,15 @@ std::string jsonString(const std::string& s) {
 
 }  // namespace
 
-void fillBandwidth(SizeResult* r, int nranks) {
+void fillBandwidth(SizeResult* r, double bus_factor) {
   if (r->avg_us <= 0) return;
   r->algbw_gbs = double(r->bytes) / (r->avg_us * 1e3);  // bytes/ns == GB/s
-  r->busbw_gbs = nranks > 1 ? r->algbw_gbs * 2.0 * (nranks - 1) / nranks : 0.0;
+  r->busbw_gbs = r->algbw_gbs * bus_factor;
 }
 
 void printTableHeader(FILE* out, const RunInfo& run) {
-  fprintf(out, "# switchagg-bench: MPI_Allreduce, %d ranks, dtype %s, op %s%s%s%s\n", run.nranks,
-          run.dtype.c_str(), run.op.c_str(), run.checked ? ", checked" : "",
+  fprintf(out, "# switchagg-bench: %s, %d ranks, dtype %s, op %s%s%s%s\n", run.collective.c_str(),
+          run.nranks, run.dtype.c_str(), run.op.c_str(), run.checked ? ", checked" : "",
           run.label.empty() ? "" : ", label ", run.label.c_str());
   fprintf(out, "%12s %8s %12s %12s %12s %12s %10s %10s  %-18s %s\n", "# bytes", "iters",
           "avg_us", "min_us", "max_us", "p50_us", "algbw_GB/s", "busbw_GB/s", "algorithm", "check");

@@ -14,6 +14,7 @@ struct RunInfo {
   int nranks = 0;
   std::string dtype, op;
   bool checked = false;
+  std::string collective = "MPI_Allreduce";
 };
 
 struct SizeResult {
@@ -28,8 +29,9 @@ struct SizeResult {
   std::string check;      // "ok", "FAILED", or "-" when not checked
 };
 
-// algbw = bytes / avg time; busbw = algbw * 2(p-1)/p (NCCL's convention).
-void fillBandwidth(SizeResult* r, int nranks);
+// algbw = bytes / avg time; busbw = algbw * bus_factor (NCCL's convention:
+// 2(p-1)/p for allreduce, bench_coll.h's busFactor).
+void fillBandwidth(SizeResult* r, double bus_factor);
 
 void printTableHeader(FILE* out, const RunInfo& run);
 void printTableRow(FILE* out, const SizeResult& r);

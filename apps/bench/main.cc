@@ -1,4 +1,5 @@
-// switchagg-bench: OSU-style MPI_Allreduce benchmark with validation.
+// switchagg-bench: OSU-style MPI_Allreduce benchmark with validation; --coll
+// times the other collectives the component serves (bench_coll.h).
 // Plain MPI; the bench's own bookkeeping (statistics, check verdicts) uses
 // MPI_Gather/MPI_Bcast so that it never measures or trusts the allreduce
 // under test with itself.
@@ -10,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_coll.h"
 #include "bench_data.h"
 #include "bench_options.h"
 #include "bench_report.h"
@@ -67,6 +69,7 @@ class Bench {
  private:
   std::vector<double> timedLoop(size_t count, int iters, bool* ok);
   bool checkResult(size_t count);
+  CollBuffers buffers();
   const BenchOptions& o_;
   int rank_, nranks_;
   Buffers buf_;
@@ -74,12 +77,23 @@ class Bench {
 };
 
 bool Bench::checkResult(size_t count) {
-  const long bad = firstMismatch(buf_.recv.get(), buf_.expected.get(), count, o_.dtype);
+  size_t offset = 0, elements = 0;
+  collResultRange(o_.coll, count, rank_, nranks_, &offset, &elements);
+  if (elements == 0) return true;
+  // MPI_Bcast delivers into its one buffer.
+  const char* got = o_.coll == Coll::kBcast ? buf_.send.get() : buf_.recv.get();
+  const char* want = buf_.expected.get() + offset * dtypeSize(o_.dtype);
+  const long bad = firstMismatch(got, want, elements, o_.dtype);
   if (bad < 0) return true;
-  fprintf(stderr, "switchagg-bench: rank %d: %zu bytes: element %ld is %s, expected %s\n", rank_,
-          count * dtypeSize(o_.dtype), bad, elementText(buf_.recv.get(), size_t(bad), o_.dtype).c_str(),
-          elementText(buf_.expected.get(), size_t(bad), o_.dtype).c_str());
+  fprintf(stderr, "switchagg-bench: rank %d: %s of %zu bytes: element %ld is %s, expected %s\n",
+          rank_, collMpiName(o_.coll), count * dtypeSize(o_.dtype), bad,
+          elementText(got, size_t(bad), o_.dtype).c_str(),
+          elementText(want, size_t(bad), o_.dtype).c_str());
   return false;
+}
+
+CollBuffers Bench::buffers() {
+  return {buf_.send.get(), buf_.recv.get(), buf_.expected.get()};
 }
 
 // Seconds of each call on this rank. Calls run back to back (as in OSU);
@@ -93,10 +107,11 @@ std::vector<double> Bench::timedLoop(size_t count, int iters, bool* ok) {
   for (int i = 0; i < iters; ++i) {
     if (o_.check) {
       poison(buf_.recv.get(), count * dtypeSize(o_.dtype));
+      if (o_.coll == Coll::kBcast && rank_ != 0) poison(buf_.send.get(), count * dtypeSize(o_.dtype));
       MPI_Barrier(MPI_COMM_WORLD);
     }
     const double t0 = MPI_Wtime();
-    MPI_Allreduce(buf_.send.get(), buf_.recv.get(), int(count), type, op, MPI_COMM_WORLD);
+    collCall(o_.coll, buffers(), count, type, op, nranks_);
     samples[size_t(i)] = MPI_Wtime() - t0;
     if (o_.check && *ok && !checkResult(count)) *ok = false;  // report the first bad call only
   }
@@ -115,12 +130,9 @@ std::pair<double, double> meanAndMedianUs(std::vector<double> s) {
 
 SizeResult Bench::runSize(size_t count) {
   const size_t bytes = count * dtypeSize(o_.dtype);
-  fillInput(buf_.send.get(), count, o_.dtype, o_.op, rank_, nranks_);
-  if (o_.check) fillExpected(buf_.expected.get(), count, o_.dtype, o_.op, nranks_);
-  for (int i = 0; i < warmupFor(o_, bytes); ++i) {
-    MPI_Allreduce(buf_.send.get(), buf_.recv.get(), int(count), mpiType(o_.dtype), mpiOp(o_.op),
-                  MPI_COMM_WORLD);
-  }
+  collFill(o_.coll, buffers(), count, o_.dtype, o_.op, rank_, nranks_);
+  for (int i = 0; i < warmupFor(o_, bytes); ++i)
+    collCall(o_.coll, buffers(), count, mpiType(o_.dtype), mpiOp(o_.op), nranks_);
   SizeResult r;
   r.bytes = bytes;
   r.count = count;
@@ -132,7 +144,8 @@ SizeResult Bench::runSize(size_t count) {
   const double my_sent = sent_before < 0 ? -1.0 : double(sent_after - sent_before) / r.iters;
   std::vector<double> sent(static_cast<size_t>(nranks_));
   MPI_Gather(&my_sent, 1, MPI_DOUBLE, sent.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  r.algorithm = query_.lastAlgorithm(MPI_COMM_WORLD);
+  // The component names the path of allreduces only.
+  r.algorithm = o_.coll == Coll::kAllreduce ? query_.lastAlgorithm(MPI_COMM_WORLD) : "-";
   std::vector<double> all(static_cast<size_t>(nranks_)), medians(all.size());
   MPI_Gather(&mine.first, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   MPI_Gather(&mine.second, 1, MPI_DOUBLE, medians.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -151,7 +164,7 @@ SizeResult Bench::runSize(size_t count) {
     double sent_sum = 0;
     for (double s : sent) sent_sum += s;
     r.bytes_sent = sent[0] < 0 ? -1.0 : sent_sum / nranks_;
-    fillBandwidth(&r, nranks_);
+    fillBandwidth(&r, busFactor(o_.coll, nranks_));
     const bool all_ok = std::all_of(oks.begin(), oks.end(), [](int v) { return v == 1; });
     r.check = !o_.check ? "-" : all_ok ? "ok" : "FAILED";
   }
@@ -199,7 +212,7 @@ class Output {
 };
 
 int runBench(const BenchOptions& o, int rank, int nranks) {
-  RunInfo run{o.label, nranks, dtypeName(o.dtype), opName(o.op), o.check};
+  RunInfo run{o.label, nranks, dtypeName(o.dtype), opName(o.op), o.check, collMpiName(o.coll)};
   std::unique_ptr<Output> out;
   int output_ok = 1;
   if (rank == 0) {
@@ -211,8 +224,13 @@ int runBench(const BenchOptions& o, int rank, int nranks) {
   Bench bench(o, rank, nranks);
   const size_t width = dtypeSize(o.dtype);
   bool failed = false;
+  size_t last_count = SIZE_MAX;
   for (size_t bytes = std::max(o.min_bytes, width); bytes <= o.max_bytes; bytes *= 2) {
-    const SizeResult r = bench.runSize(bytes / width);
+    // Block collectives need a whole block per rank; barrier has one row.
+    const size_t count = collCount(o.coll, bytes / width, nranks);
+    if ((count == 0 && o.coll != Coll::kBarrier) || count == last_count) continue;
+    last_count = count;
+    const SizeResult r = bench.runSize(count);
     if (rank == 0) {
       out->add(r);
       failed = failed || r.check == "FAILED";

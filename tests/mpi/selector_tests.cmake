@@ -37,6 +37,25 @@ if(TARGET switchagg-bench AND TARGET mca_coll_switchagg)
             $<TARGET_FILE:switchagg-bench> --check --max 4K --iters 2 --warmup 0)
   set_tests_properties(bench_check_detects_wrong_results PROPERTIES LABELS mpi TIMEOUT 120
     ENVIRONMENT "${_bench_env}")
+  # --coll: every other collective's check passes at np 3 (odd: blocks of
+  # p elements) and catches a wrong result of that collective.
+  foreach(coll reduce_scatter_block allgather reduce bcast barrier)
+    add_test(NAME bench_check_coll_${coll}
+      COMMAND ${_bench_mpirun} -np 3 $<TARGET_FILE:switchagg-bench> --coll ${coll} --check
+              --min 4 --max 64K --iters 3 --warmup 1 --csv -)
+    set_tests_properties(bench_check_coll_${coll} PROPERTIES LABELS mpi TIMEOUT 120
+      ENVIRONMENT "${_bench_env}" PASS_REGULAR_EXPRESSION ",ok,"
+      FAIL_REGULAR_EXPRESSION "FAILED")
+    if(NOT coll STREQUAL "barrier")
+      add_test(NAME bench_check_coll_${coll}_detects_wrong
+        COMMAND sh -c "out=$(\"$@\" 2>&1); rc=$?; echo \"$out\"; test $rc -eq 1 && echo \"$out\" | grep -q 'expected' && echo \"$out\" | grep -q 'validation FAILED'"
+                sh ${_bench_mpirun} -np 3 --mca coll ^switchagg
+                -x LD_PRELOAD=$<TARGET_FILE:switchagg_test_corrupt_allreduce>
+                $<TARGET_FILE:switchagg-bench> --coll ${coll} --check --max 4K --iters 2 --warmup 0)
+      set_tests_properties(bench_check_coll_${coll}_detects_wrong PROPERTIES LABELS mpi TIMEOUT 120
+        ENVIRONMENT "${_bench_env}")
+    endif()
+  endforeach()
 endif()
 
 # `switchagg-info --select` as docs/selection.md shows it (label unit: no MPI).

@@ -1,4 +1,5 @@
-/* Test shim (LD_PRELOAD): a wrong MPI_Allreduce. Rank 1 gets one float
+/* Test shim (LD_PRELOAD): a wrong MPI_Allreduce (and, below, wrong
+ * reduce-scatter, allgather, reduce and bcast). Rank 1 gets one float
  * element off by one in every result, so switchagg-bench --check must fail
  * with exit code 1. Proves the check compares real results, not the bench
  * with itself. Used by tests/mpi/selector_tests.cmake only. */
@@ -12,5 +13,43 @@ int MPI_Allreduce(const void *send, void *recv, int count, MPI_Datatype type, MP
   if (rc == MPI_SUCCESS && rank == 1 && type == MPI_FLOAT && count > 2) {
     ((float *)recv)[count / 2] += 1.0f;
   }
+  return rc;
+}
+
+/* The same for the other collectives switchagg-bench --coll times: one
+ * element of one rank's result is off by one (rank 0 for MPI_Reduce, whose
+ * result only the root holds). */
+static void corrupt(void *buf, int count, MPI_Datatype type, MPI_Comm comm, int victim) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  if (rank == victim && type == MPI_FLOAT && count > 0) ((float *)buf)[count / 2] += 1.0f;
+}
+
+int MPI_Reduce_scatter_block(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                             MPI_Comm comm) {
+  int rc = PMPI_Reduce_scatter_block(send, recv, count, type, op, comm);
+  if (rc == MPI_SUCCESS) corrupt(recv, count, type, comm, 1);
+  return rc;
+}
+
+int MPI_Allgather(const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
+                  MPI_Datatype rtype, MPI_Comm comm) {
+  int rc = PMPI_Allgather(send, scount, stype, recv, rcount, rtype, comm);
+  int size = 1;
+  PMPI_Comm_size(comm, &size);
+  if (rc == MPI_SUCCESS) corrupt(recv, rcount * size, rtype, comm, 1);
+  return rc;
+}
+
+int MPI_Reduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, int root,
+               MPI_Comm comm) {
+  int rc = PMPI_Reduce(send, recv, count, type, op, root, comm);
+  if (rc == MPI_SUCCESS) corrupt(recv, count, type, comm, root);
+  return rc;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  int rc = PMPI_Bcast(buf, count, type, root, comm);
+  if (rc == MPI_SUCCESS) corrupt(buf, count, type, comm, root == 1 ? 0 : 1);
   return rc;
 }
