@@ -285,6 +285,14 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
    * saturates small integer sums): a redo would change the result. */
   if (NULL == why && 0 != (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS))
     why = "previous module differs";
+  /* Open MPI posts one-int MAX/MIN iallreduces on a communicator while it
+   * creates another (the cid agreement): the first switch call creates our
+   * private communicator, which must not happen inside another creation.
+   * Alike on every rank (the private communicator exists everywhere or
+   * nowhere). */
+  if (NULL == why && NULL == m->iprivate && 1 == count && MPI_INT == dtype &&
+      (MPI_MAX == op || MPI_MIN == op))
+    why = "one int before the first switch call";
   /* The queue and the progress callback are not thread-safe. */
   if (NULL == why && ompi_mpi_thread_multiple) why = "MPI_THREAD_MULTIPLE";
   if (NULL != why) {

@@ -238,7 +238,7 @@ void runMatrix(bool large) {
   }
 }
 
-void runMulti(int rounds) {
+void runMulti(int rounds, const std::string& expect) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -264,6 +264,19 @@ void runMulti(int rounds) {
       verify(calls[i]);
     }
   }
+  // Every communicator's calls took the expected path, and calls queued.
+  uint64_t queued = 0;
+  for (int i = 0; i < 3; ++i) {
+    const uint64_t sw = counter(comms[i], "iallreduce:switch");
+    queued += counter(comms[i], "iallreduce:queued");
+    if (expect == "switch" && sw != uint64_t(rounds) * 3)
+      fail("communicator " + std::to_string(i) + ": " + std::to_string(sw) +
+           " calls served by the switch, expected " + std::to_string(rounds * 3));
+    if (rank == 0)
+      std::printf("multi: communicator %d: iallreduce:switch %" PRIu64 " queued %" PRIu64 "\n",
+                  i, sw, counter(comms[i], "iallreduce:queued"));
+  }
+  if (expect == "switch" && queued == 0) fail("no call queued behind another");
   for (MPI_Comm& c : comms) MPI_Comm_free(&c);
 }
 
@@ -420,7 +433,7 @@ int main(int argc, char** argv) {
   }
   const double t0 = nowMs();
   if (mode == "matrix") runMatrix(large);
-  else if (mode == "multi") runMulti(iters);
+  else if (mode == "multi") runMulti(iters, expect);
   else if (mode == "overlap") runOverlap(bytes, iters, max_ratio, expect);
   else if (mode == "fault") runFault(fault_dir, bytes, max_ms);
   else {
@@ -437,7 +450,7 @@ int main(int argc, char** argv) {
                 counter(MPI_COMM_WORLD, "iallreduce:steps"), nowMs() - t0);
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1 && mode != "fault") {
+  if (size > 1 && mode != "fault" && mode != "multi") {
     if (expect == "switch" && sw == 0) fail("--expect switch: no Iallreduce served by the switch");
     if (expect == "previous" && sw != 0) fail("--expect previous: the switch served Iallreduces");
     if (expect == "previous" && prev == 0) fail("--expect previous: nothing went to the previous module");
