@@ -15,6 +15,9 @@
 namespace switchagg::coll {
 namespace {
 
+// How long one progress callback may step a stream (see istream_step).
+constexpr double kStepBudgetUs = 50;
+
 void note(IallreduceCounters& c, const std::string& what) { ++c.events[what]; }
 
 int routePrevious(IallreduceCounters& c, const char* why) {
@@ -154,8 +157,18 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guardedInt("iallreduce step", SWITCHAGG_COLL_ISTREAM_OUTCOME, [&] {
     *outcome = SwitchPath::kStreamFailed;
-    ++comm->iallreduce.steps;
-    return switchagg::coll::streamResult(comm->state.switchPath()->stepStream(), outcome);
+    // One step sends what the window allows and drives the clients' worker
+    // once; a 256 KiB chunk over TCP takes many. A code that calls MPI_Test
+    // every few hundred microseconds would stream at one step per test, so
+    // each progress call steps for up to kStepBudgetUs (or to the end).
+    SwitchPath* sw = comm->state.switchPath();
+    const double until = switchagg::coll::nowUs() + switchagg::coll::kStepBudgetUs;
+    int rc;
+    do {
+      ++comm->iallreduce.steps;
+      rc = switchagg::coll::streamResult(sw->stepStream(), outcome);
+    } while (rc == SWITCHAGG_COLL_ISTREAM_RUNNING && switchagg::coll::nowUs() < until);
+    return rc;
   });
 }
 
