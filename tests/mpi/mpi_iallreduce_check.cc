@@ -393,9 +393,14 @@ void runFault(const std::string& dir, size_t bytes, double max_ms) {
       ready = true;
       if (rank == 0) touch(dir + "/ready");
     }
-    // Every rank must stop at the same call: agree on whether it fired.
+    // Every rank must stop at the same call: rank 0 tells the others
+    // whether it fired, point to point (a collective could meet the fault
+    // itself; only Iallreduces must).
     int fired = exists(dir + "/fired") ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &fired, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0)
+      for (int r = 1; r < size; ++r) MPI_Send(&fired, 1, MPI_INT, r, 7, MPI_COMM_WORLD);
+    else
+      MPI_Recv(&fired, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (fired && ++after >= 20) break;
     if (nowMs() - start > 90000) {
       fail("the fault never fired");

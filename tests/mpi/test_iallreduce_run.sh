@@ -133,7 +133,7 @@ case $scenario in
     touch "$work/fired"
     wait $pid || { cat "$work/run.log"; die "the job failed after the fault"; }
     expect_pass "$work/run.log" "switch allreduce failed .*recomputed on the host" \
-      "iallreduce:redo [1-9]"
+      "redo:switch-failed [1-9]"
     ;;
   *) die "unknown scenario '$scenario'" ;;
 esac
