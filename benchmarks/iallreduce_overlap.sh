@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# MPI_Iallreduce overlap ratio (issue 18): a rank posts MPI_Iallreduce, runs
+# a busy loop of 1.5x the allreduce's own time calling MPI_Test every
+# ~200 us, then MPI_Wait (mpi_iallreduce_check --mode overlap, which also
+# measures the same Iallreduce+Wait alone, interleaved). Overlap ratio =
+# total / (compute + allreduce alone): 0.6 is full overlap (the total is the
+# compute), 1.0 none. Paths: the switch (offload on, one rank per emulated
+# node so every rank is an agent member) and the previous module's libnbc
+# (offload off; the same program, so the component is loaded). One machine,
+# a private agent. Writes benchmarks/results/iallreduce_overlap.md.
+#
+#   benchmarks/iallreduce_overlap.sh [--build DIR] [--np "2 4"]
+#                                    [--bytes "1048576 8388608"] [--reps 3]
+#                                    [--iters 8] [--out FILE]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build np_list="2 4" sizes="1048576 8388608" reps=3 iters=8 out=
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --np) np_list=$2; shift ;;
+    --bytes) sizes=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    --iters) iters=$2; shift ;;
+    --out) out=$2; shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "iallreduce_overlap: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+out=${out:-$root/benchmarks/results/iallreduce_overlap.md}
+source "$root/benchmarks/lib/bench_env.sh"
+bench_setup iallreduce-overlap
+[[ -x $bin/mpi_iallreduce_check ]] || { echo "iallreduce_overlap: $bin/mpi_iallreduce_check not built" >&2; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
+agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
+eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job iallreduce-overlap \
+  --slots 8 --ttl 2h | grep '^export ')"
+paths=("switch|on|switch" "libnbc|off|previous")
+declare -A res
+for np in $np_list; do
+  for bytes in $sizes; do
+    for rep in $(seq 1 "$reps"); do
+      for p in "${paths[@]}"; do
+        IFS='|' read -r name offload expect <<<"$p"
+        timeout -s KILL 300 mpirun --oversubscribe --bind-to none --mca btl self,vader \
+          --mca mca_base_component_path "$comp_path" -np "$np" \
+          --mca coll_switchagg_offload "$offload" \
+          -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+          "$root/tests/mpi/emulate_nodes.sh" 1 "$bin/mpi_iallreduce_check" --mode overlap \
+          --bytes "$bytes" --iters "$iters" --max-ratio 10 --expect "$expect" \
+          >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
+        line=$(grep '^overlap:' "$work/run.txt") || { cat "$work/run.txt" >&2; exit 1; }
+        # "allreduce alone A ms, compute C ms, both B ms, ratio R ..., completed during compute D/N"
+        vals=$(sed -E 's/.*alone ([0-9.]+) ms, compute ([0-9.]+) ms, both ([0-9.]+) ms, ratio ([0-9.]+).*during compute ([0-9]+)\/([0-9]+).*/\1 \2 \3 \4 \5\/\6/' <<<"$line")
+        echo "np=$np bytes=$bytes rep=$rep $name: $vals" >&2
+        res[$np,$bytes,$name]+="$vals;"
+      done
+    done
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
+{
+  echo "# MPI_Iallreduce overlap (issue 18)"
+  echo
+  echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "(one machine: ranks and the agent share the cores; one rank per emulated node). Command:"
+  echo
+  echo '```text'
+  echo "benchmarks/iallreduce_overlap.sh --np \"$np_list\" --bytes \"$sizes\" --reps $reps --iters $iters"
+  echo '```'
+  echo
+  echo "Each run: $iters iterations of [Iallreduce+Wait alone, then Iallreduce + busy loop of"
+  echo "C = 1.5 × the allreduce (estimated after warm-up) with MPI_Test every ~200 µs + Wait],"
+  echo "MPI_DOUBLE sum, the slowest rank's median per column; the table gives the median over"
+  echo "$reps runs. ratio = overlapped total / (C + alone): 0.6 = full overlap, 1.0 = none."
+  echo
+  echo "| np | bytes | path | alone (ms) | compute C (ms) | overlapped total (ms) | ratio | done during compute |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  for np in $np_list; do
+    for bytes in $sizes; do
+      for p in "${paths[@]}"; do
+        name=${p%%|*}
+        r=${res[$np,$bytes,$name]}
+        echo "| $np | $bytes | $name | $(field 1 <<<"$r") | $(field 2 <<<"$r") | $(field 3 <<<"$r") | $(field 4 <<<"$r") | $(tr ';' '\n' <<<"$r" | grep . | awk '{ print $5 }' | paste -sd' ') |"
+      done
+    done
+  done
+  echo
+  echo "Every run (alone, C, total, ratio, done), in run order:"
+  echo
+  for np in $np_list; do
+    for bytes in $sizes; do
+      for p in "${paths[@]}"; do
+        name=${p%%|*}
+        echo "* np $np, $bytes bytes, $name: ${res[$np,$bytes,$name]}"
+      done
+    done
+  done
+} >"$out"
+cat "$out"
