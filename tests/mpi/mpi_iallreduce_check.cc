@@ -362,7 +362,8 @@ void runOverlap(size_t bytes, int iters, double max_ratio, const std::string& ex
   if (ratio > max_ratio)
     fail("no overlap: total " + std::to_string(t_both) + " ms vs compute " +
          std::to_string(c_ms) + " + allreduce " + std::to_string(t_ar));
-  if (done_min * 2 < iters) fail("the call completed during the compute in under half the iterations");
+  // --max-ratio above 1 (the benchmark): measure only.
+  if (max_ratio <= 1 && done_min * 2 < iters) fail("the call completed during the compute in under half the iterations");
   if (expect == "switch" && switched != uint64_t(iters))
     fail("not every overlapped call was served by the switch");
 }
