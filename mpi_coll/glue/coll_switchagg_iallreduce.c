@@ -58,7 +58,6 @@ typedef struct mca_coll_switchagg_ireq_t {
   ompi_request_t *sub;
   struct mca_coll_switchagg_ireq_t *next;
   bool queued; /* still in m's queue (not complete) */
-  bool freed;  /* MPI_Request_free'd while queued: release at completion */
 } mca_coll_switchagg_ireq_t;
 
 static OBJ_CLASS_INSTANCE(mca_coll_switchagg_ireq_t, ompi_request_t, NULL, NULL);
@@ -88,12 +87,10 @@ static void release_request(mca_coll_switchagg_ireq_t *r) {
 
 static int ireq_free(ompi_request_t **request) {
   mca_coll_switchagg_ireq_t *r = (mca_coll_switchagg_ireq_t *)*request;
-  /* Freed while it runs (MPI_Request_free): it completes on its own, every
-   * rank still takes part, and progress releases it then. */
-  if (r->queued)
-    r->freed = true;
-  else
-    release_request(r);
+  /* MPI_Request_free on a running call: refused as libnbc refuses it (the
+   * same program must behave alike whichever path serves the call). */
+  if (r->queued) return MPI_ERR_REQUEST;
+  release_request(r);
   *request = MPI_REQUEST_NULL;
   return OMPI_SUCCESS;
 }
@@ -126,17 +123,14 @@ static void deactivate(mca_coll_switchagg_module_t *m) {
 /* The head of m's queue ends with MPI error code `err`. */
 static void finish(mca_coll_switchagg_ireq_t *r, int err) {
   mca_coll_switchagg_module_t *m = r->m;
-  bool was_freed = r->freed;
   m->ihead = r->next;
   if (NULL == m->ihead) m->itail = NULL;
   r->next = NULL;
   r->queued = false;
   if (OMPI_SUCCESS != err && NULL != m->core) switchagg_coll_iallreduce_note(m->core, "error");
   r->super.req_status.MPI_ERROR = err;
-  /* After this the request may be freed by a completion callback: only a
-   * request the user had already freed is ours to release. */
+  /* Last use: the request may be freed from here on. */
   ompi_request_complete(&r->super, true);
-  if (was_freed) release_request(r);
 }
 
 /* The private communicator's own iallreduce (switchagg is not on it). */
@@ -350,7 +344,6 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   r->sub = NULL;
   r->next = NULL;
   r->queued = true;
-  r->freed = false;
   if (NULL != m->itail) {
     m->itail->next = r;
     switchagg_coll_iallreduce_note(m->core, "queued");

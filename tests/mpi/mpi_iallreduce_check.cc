@@ -237,6 +237,21 @@ void runMatrix(bool large) {
     calls[i].req = reqs[i];
     verify(calls[i]);
   }
+  // MPI_Cancel and MPI_Request_free on a call just posted: a collective is
+  // not cancelled and a running one not freed (errors, as libnbc answers:
+  // Open MPI reports both on MPI_COMM_WORLD's handler); the request stays
+  // valid and MPI_Wait completes it with the right result. Only a call
+  // already complete may be freed.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  Call running;
+  postCase(running, MPI_COMM_WORLD, kTypes[4], OpKind::kSum, 70001, false, 2000);
+  if (MPI_Cancel(&running.req) == MPI_SUCCESS) fail("MPI_Cancel of a collective succeeded");
+  if (MPI_Request_free(&running.req) != MPI_SUCCESS) {
+    if (running.req == MPI_REQUEST_NULL) fail("a refused MPI_Request_free cleared the request");
+    else MPI_Wait(&running.req, MPI_STATUS_IGNORE);
+  }
+  verify(running);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
 void runMulti(int rounds, const std::string& expect) {
@@ -274,8 +289,10 @@ void runMulti(int rounds, const std::string& expect) {
       fail("communicator " + std::to_string(i) + ": " + std::to_string(sw) +
            " calls served by the switch, expected " + std::to_string(rounds * 3));
     if (rank == 0)
-      std::printf("multi: communicator %d: iallreduce:switch %" PRIu64 " queued %" PRIu64 "\n",
-                  i, sw, counter(comms[i], "iallreduce:queued"));
+      std::printf("multi: communicator %d: iallreduce:switch %" PRIu64 " queued %" PRIu64
+                  " redo:switch-busy %" PRIu64 "\n",
+                  i, sw, counter(comms[i], "iallreduce:queued"),
+                  counter(comms[i], "iallreduce:redo:switch-busy"));
   }
   if (expect == "switch" && queued == 0) fail("no call queued behind another");
   for (MPI_Comm& c : comms) MPI_Comm_free(&c);

@@ -10,6 +10,7 @@
 #   leaders NP                offload on, every rank on this host's node (node
 #                             leaders): Iallreduce stays in the previous module
 #   multi NP                  several calls outstanding on three communicators
+#   busy NP                   as multi on a 2-slot lease: busy refusals redone
 #   overlap NP BYTES          compute between Iallreduce and Wait overlaps it
 #   kill|delete NP BYTES      the agent SIGKILLed / the lease deleted at a random
 #                             moment of an Iallreduce loop: right answers, redo
@@ -38,9 +39,9 @@ die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.l
 ctl() { "$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" "$@"; }
 metric() { ctl metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 
-lease() {
+lease() {  # JOB [SLOTS]
   local out
-  out=$(ctl lease create --job "$1" --slots 16 --ttl 10m) || die "lease create $1: $out"
+  out=$(ctl lease create --job "$1" --slots "${2:-16}" --ttl 10m) || die "lease create $1: $out"
   eval "$(grep '^export ' <<<"$out")"
 }
 
@@ -103,6 +104,16 @@ case $scenario in
     lease "imulti-np$np"
     run "$np" "$work/run.log" --mode multi --iters 6 --expect switch || { cat "$work/run.log"; die "run failed"; }
     expect_pass "$work/run.log" "joined switch group"
+    ;;
+  busy)
+    # A lease of one window (2 slots): the three communicators' calls stream
+    # at once, the agent refuses some busy; those are redone on the host,
+    # every result exact, the path kept.
+    np=$1
+    start_agent
+    lease "ibusy-np$np" 2
+    run "$np" "$work/run.log" --mode multi --iters 6 --expect auto || { cat "$work/run.log"; die "run failed"; }
+    expect_pass "$work/run.log" "joined switch group" "redo:switch-busy [1-9]"
     ;;
   overlap)
     np=$1 bytes=$2
