@@ -9,10 +9,12 @@
 //                    same-communicator calls queue behind each other
 //   --mode overlap   Iallreduce, then a busy loop of C ms calling MPI_Test
 //                    every ~200 us, then Wait; C = 1.5 x the measured time
-//                    of the same Iallreduce+Wait alone. Asserts the total
-//                    is well below compute + allreduce (--max-ratio) and
-//                    that the call completed during the compute in at
-//                    least half the iterations
+//                    of the same Iallreduce+Wait alone. Asserts that at
+//                    least --min-hidden (0.5) of the shorter of compute and
+//                    allreduce vanished from the total, (C + A - T) /
+//                    min(C, A), and (when C came out >= 1.2 A) that the
+//                    call completed during the compute in at least half
+//                    the iterations
 //   --mode fault     --fault DIR: a loop of --bytes calls with MPI_Test
 //                    polling; DIR/ready once the switch served one, the
 //                    script then kills the agent or deletes the lease and
@@ -316,7 +318,7 @@ bool compute(MPI_Request* req, double ms) {
   return flag != 0;
 }
 
-void runOverlap(size_t bytes, int iters, double max_ratio, const std::string& expect) {
+void runOverlap(size_t bytes, int iters, double min_hidden, const std::string& expect) {
   const size_t n = bytes / sizeof(double);
   std::vector<double> send(n, 1.0), recv(n, 0.0);
   int size = 1;
@@ -369,18 +371,24 @@ void runOverlap(size_t bytes, int iters, double max_ratio, const std::string& ex
   MPI_Allreduce(MPI_IN_PLACE, &done_min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   const uint64_t switched =
       (counter(MPI_COMM_WORLD, "iallreduce:switch") - switched_before) / 2;
-  // overlap ratio: total / (compute + allreduce); 0.5 = perfect, 1 = none.
+  // ratio: total / (compute + allreduce), C / (C + A) = 0.6 at best, 1 = none.
+  // hidden: the share of the shorter of the two that disappeared from the
+  // total, (C + A - T) / min(C, A): 1 = full overlap, 0 = none (the one
+  // the assertion uses: it does not depend on how C compares with A).
   const double ratio = t_both / (c_ms + t_ar);
+  const double hidden = (c_ms + t_ar - t_both) / std::min(c_ms, t_ar);
   if (world_rank == 0)
     std::printf("overlap: %zu bytes, allreduce alone %.2f ms, compute %.2f ms, both %.2f ms, "
-                "ratio %.3f (0.6 ideal, 1.0 no overlap), completed during compute %d/%d, "
-                "switch served %" PRIu64 "\n",
-                bytes, t_ar, c_ms, t_both, ratio, done_min, iters, switched);
-  if (ratio > max_ratio)
+                "ratio %.3f (0.6 ideal, 1.0 no overlap), hidden %.2f (1 full, 0 none), completed "
+                "during compute %d/%d, switch served %" PRIu64 "\n",
+                bytes, t_ar, c_ms, t_both, ratio, hidden, done_min, iters, switched);
+  // --min-hidden 0 or below (the benchmark): measure only.
+  if (min_hidden > 0 && hidden < min_hidden)
     fail("no overlap: total " + std::to_string(t_both) + " ms vs compute " +
          std::to_string(c_ms) + " + allreduce " + std::to_string(t_ar));
-  // --max-ratio above 1 (the benchmark): measure only.
-  if (max_ratio <= 1 && done_min * 2 < iters) fail("the call completed during the compute in under half the iterations");
+  // When the compute outlasted the allreduce clearly (C was set from an
+  // estimate; the load moves A), the call must be done before it ends.
+  if (min_hidden > 0 && c_ms >= 1.2 * t_ar && done_min * 2 < iters) fail("the call completed during the compute in under half the iterations");
   if (expect == "switch" && switched != uint64_t(iters))
     fail("not every overlapped call was served by the switch");
 }
@@ -444,7 +452,7 @@ int main(int argc, char** argv) {
   bool large = false;
   size_t bytes = 8 << 20;
   int iters = 10;
-  double max_ms = 20000, max_ratio = 0.8;
+  double max_ms = 20000, min_hidden = 0.5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -455,7 +463,7 @@ int main(int argc, char** argv) {
     else if (a == "--bytes") bytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--iters") iters = std::atoi(next().c_str());
     else if (a == "--max-ms") max_ms = std::atof(next().c_str());
-    else if (a == "--max-ratio") max_ratio = std::atof(next().c_str());
+    else if (a == "--min-hidden") min_hidden = std::atof(next().c_str());
     else {
       if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown argument %s\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -468,7 +476,7 @@ int main(int argc, char** argv) {
   const double t0 = nowMs();
   if (mode == "matrix") runMatrix(large);
   else if (mode == "multi") runMulti(iters, expect);
-  else if (mode == "overlap") runOverlap(bytes, iters, max_ratio, expect);
+  else if (mode == "overlap") runOverlap(bytes, iters, min_hidden, expect);
   else if (mode == "fault") runFault(fault_dir, bytes, max_ms);
   else {
     if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown mode %s\n", mode.c_str());

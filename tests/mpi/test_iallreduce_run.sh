@@ -119,7 +119,7 @@ case $scenario in
     np=$1 bytes=$2
     start_agent
     lease "ioverlap-np$np"
-    run "$np" "$work/run.log" --mode overlap --bytes "$bytes" --iters 8 --max-ratio 0.85 \
+    run "$np" "$work/run.log" --mode overlap --bytes "$bytes" --iters 8 --min-hidden 0.5 \
       --expect switch || { cat "$work/run.log"; die "run failed"; }
     expect_pass "$work/run.log" "^overlap: "
     ;;
