@@ -45,6 +45,16 @@ typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_barrier_fn_t previous_barrier;
   mca_coll_base_module_t *previous_barrier_module;
   struct ompi_communicator_t *comm;
+  /* MPI_Iallreduce (coll_switchagg_iallreduce.c): the previous module's,
+   * the calls queued for the switch (head first), a private duplicate of
+   * comm for the agreements and redos started from progress, and the link
+   * in the list of modules with queued calls. */
+  mca_coll_base_module_iallreduce_fn_t previous_iallreduce;
+  mca_coll_base_module_t *previous_iallreduce_module;
+  struct mca_coll_switchagg_ireq_t *ihead, *itail;
+  struct ompi_communicator_t *iprivate;
+  struct mca_coll_switchagg_module_t *inext_active;
+  bool iactive;
 } mca_coll_switchagg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_switchagg_module_t);
@@ -56,6 +66,22 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                  struct ompi_communicator_t *comm,
                                  mca_coll_base_module_t *module);
+
+/* coll_switchagg_iallreduce.c */
+int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
+                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  struct ompi_communicator_t *comm, ompi_request_t **request,
+                                  mca_coll_base_module_t *module);
+/* Completes the module's queued MPI_Iallreduce calls (before a blocking
+ * call that may use the switch path on the same communicator). */
+void mca_coll_switchagg_iallreduce_drain(mca_coll_switchagg_module_t *m);
+/* Module teardown: frees the private communicator. */
+void mca_coll_switchagg_iallreduce_release(mca_coll_switchagg_module_t *m);
+/* True while the private communicator is being created: comm_query
+ * declines it and MPI_Iallreduce goes to the previous module. */
+extern bool mca_coll_switchagg_creating_private;
+/* Unregisters the iallreduce progress callback (component close). */
+void mca_coll_switchagg_iallreduce_close(void);
 
 int mca_coll_switchagg_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 

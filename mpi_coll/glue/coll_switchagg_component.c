@@ -177,6 +177,7 @@ static int switchagg_close(void) {
     (void)opal_progress_unregister(switchagg_progress);
     c->progress_registered = false;
   }
+  mca_coll_switchagg_iallreduce_close();
   switchagg_coll_close();
   return OMPI_SUCCESS;
 }

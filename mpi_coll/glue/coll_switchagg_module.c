@@ -36,18 +36,27 @@ static void module_construct(mca_coll_switchagg_module_t *m) {
   m->previous_barrier = NULL;
   m->previous_barrier_module = NULL;
   m->comm = NULL;
+  m->previous_iallreduce = NULL;
+  m->previous_iallreduce_module = NULL;
+  m->ihead = m->itail = NULL;
+  m->iprivate = NULL;
+  m->inext_active = NULL;
+  m->iactive = false;
 }
 
 static void release_previous(mca_coll_switchagg_module_t *m) {
   if (NULL != m->previous_allreduce_module) OBJ_RELEASE(m->previous_allreduce_module);
   if (NULL != m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
   if (NULL != m->previous_barrier_module) OBJ_RELEASE(m->previous_barrier_module);
+  if (NULL != m->previous_iallreduce_module) OBJ_RELEASE(m->previous_iallreduce_module);
+  m->previous_iallreduce_module = NULL;
   m->previous_allreduce_module = NULL;
   m->previous_allgather_module = NULL;
   m->previous_barrier_module = NULL;
 }
 
 static void module_destruct(mca_coll_switchagg_module_t *m) {
+  mca_coll_switchagg_iallreduce_release(m);
   /* Frees the communicator's PeerGroup and its endpoints. */
   if (NULL != m->core) switchagg_coll_comm_destroy(m->core);
   m->core = NULL;
@@ -84,6 +93,12 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   m->previous_barrier = comm->c_coll->coll_barrier;
   m->previous_barrier_module = comm->c_coll->coll_barrier_module;
   OBJ_RETAIN(m->previous_barrier_module);
+  /* Optional: without one, MPI_Iallreduce is not ours (module_enable
+   * cannot change the table after the fact, so comm_query installed it;
+   * the entry point then reports MPI_ERR_NOT_SUPPORTED as Open MPI would). */
+  m->previous_iallreduce = comm->c_coll->coll_iallreduce;
+  m->previous_iallreduce_module = comm->c_coll->coll_iallreduce_module;
+  if (NULL != m->previous_iallreduce_module) OBJ_RETAIN(m->previous_iallreduce_module);
 
   info.rank = ompi_comm_rank(comm);
   info.size = ompi_comm_size(comm);
@@ -102,6 +117,7 @@ static int module_disable(mca_coll_base_module_t *module, struct ompi_communicat
   /* Break the reference to the previous modules early so that they are not
    * kept alive by us while the communicator tears down. */
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  mca_coll_switchagg_iallreduce_release(m);
   if (NULL != m->core) switchagg_coll_comm_destroy(m->core);
   m->core = NULL;
   release_previous(m);
@@ -116,6 +132,9 @@ mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t
   /* Same answer on every rank: depends only on parameters (ALL_EQ) and the
    * communicator's kind. Inter-communicators keep their own modules. */
   if (!c->enable || !c->usable || c->priority < 0 || OMPI_COMM_IS_INTER(comm)) return NULL;
+  /* Our own private duplicate (MPI_Iallreduce's agreements) stays with the
+   * other components. */
+  if (mca_coll_switchagg_creating_private) return NULL;
   m = OBJ_NEW(mca_coll_switchagg_module_t);
   if (NULL == m) return NULL;
   *priority = c->priority;
@@ -123,6 +142,7 @@ mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t
   m->super.coll_module_disable = module_disable;
   m->super.coll_allreduce = mca_coll_switchagg_allreduce;
   m->super.coll_barrier = mca_coll_switchagg_barrier;
+  m->super.coll_iallreduce = mca_coll_switchagg_iallreduce;
   return &m->super;
 }
 
@@ -134,6 +154,7 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   const char *why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
 
+  mca_coll_switchagg_iallreduce_drain(m); /* the switch path is one call at a time */
   if (NULL == why && device_buffers(sbuf, rbuf)) why = "device memory";
   if (NULL != m->core && NULL == why && count >= 0) {
     int rc = switchagg_coll_allreduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
@@ -156,6 +177,7 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
  * previous module's barrier. */
 int mca_coll_switchagg_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  mca_coll_switchagg_iallreduce_drain(m);
   if (NULL != m->core) {
     int rc = switchagg_coll_barrier(m->core);
     if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;

@@ -8,16 +8,13 @@
 #include <string>
 
 #include "barrier.h"
+#include "coll_core_internal.h"
 #include "dispatch.h"
 #include "process_runtime.h"
 #include "switch_path.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/log.h"
 
-struct switchagg_coll_comm {
-  explicit switchagg_coll_comm(const switchagg_coll_comm_info_t& info) : state(info) {}
-  switchagg::coll::CommState state;
-};
 
 namespace {
 
@@ -196,6 +193,7 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
     if (const switchagg::coll::SwitchPath* sw = comm->state.switchPath())
       if (sw->counter(key, &value)) return value;
     if (switchagg::coll::barrierCounter(comm->state.barrierCounters(), key, &value)) return value;
+    if (switchagg::coll::iallreduceCounter(comm->iallreduce, key, &value)) return value;
     if (key == "local") return c.local;
     if (key.rfind("tune:", 0) == 0) {
       const switchagg::coll::Tuner* t = comm->state.tuner();

@@ -72,6 +72,9 @@ class ProcessRuntime {
   // this thread (the call drives them itself; UCX is not re-entrant) or,
   // with threads, another thread holds the gate (it drives them).
   int progress();
+  // Switchagg calls running on this thread (CallScope depth): a progress
+  // callback that would step the switch path stays out while it is > 0.
+  int inCall() const { return in_call_; }
   // Marks a switchagg call and holds the thread gate: progress() stays out
   // of it (with threads, through the gate: in_call_ then only changes
   // under it and is not read).

@@ -118,10 +118,15 @@ class AgentSwitchPath : public SwitchPath {
   void describe(const AllreduceArgs& args, SelectionInput* in) const override;
   Status allreduce(const AllreduceArgs& args) override;
   Status barrier(BarrierEnd* how) override;
+  void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
+  Status startStream(const AllreduceArgs& args) override;
+  Status stepStream() override;
+  Status endStream(int agreed, int first_rank) override;
   bool counter(const std::string& name, uint64_t* value) const override;
   uint64_t epoch() const override { return failed_ + rejoined_; }
 
  private:
+  void fill(SelectionInput* in) const;  // describe's switch fields
   bool serves(const AllreduceArgs& args) const {
     return joined_ && info_.caps.supports(args.dtype, args.op);
   }
@@ -153,6 +158,15 @@ class AgentSwitchPath : public SwitchPath {
   uint64_t last_bytes_sent_ = 0;
   uint64_t barriers_ = 0, barrier_failed_ = 0, barrier_busy_ = 0;
   uint64_t pipelined_ = 0;  // served calls whose node phases overlapped the stream
+  // The MPI_Iallreduce stream in flight (one per communicator at a time).
+  struct Stream {
+    AllreduceArgs args;
+    size_t bytes = 0;
+    int64_t deadline_ms = 0;
+    agent::ClientCounters before;
+    Status mine;
+  } stream_;
+  uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served
 };
 
 AgentSwitchPath::~AgentSwitchPath() {
@@ -168,7 +182,10 @@ AgentSwitchPath::~AgentSwitchPath() {
 }
 
 void AgentSwitchPath::describe(const AllreduceArgs& args, SelectionInput* in) const {
-  if (!serves(args)) return;
+  if (serves(args)) fill(in);
+}
+
+void AgentSwitchPath::fill(SelectionInput* in) const {
   in->switch_available = true;
   in->switch_window = int(info_.window);
   in->switch_slot_bytes = info_.slot_bytes;
@@ -307,6 +324,75 @@ void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks
   joined_ = false;
 }
 
+int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Node leaders reduce and broadcast on the host with blocking steps: such a
+// communicator's MPI_Iallreduce stays with the previous module.
+void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* in) const {
+  // Not joined_: decided when posted, streamed later (startStream declines
+  // then, alike on every rank, if the path failed meanwhile).
+  if (!leaders_ && info_.caps.supports(args.dtype, args.op)) fill(in);
+}
+
+// As allreduce() without the blocking parts: the result goes to scratch for
+// an in-place call (the input stays intact until the ranks agree).
+Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
+  if (!serves(args) || leaders_ || !group_)
+    return Status(Code::kUnsupported, "switch path cannot stream this call");
+  stream_ = Stream{};
+  stream_.args = args;
+  stream_.bytes = args.count * dtypeSize(args.dtype);
+  stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
+  void* out = args.recv;
+  if (args.send == nullptr) {
+    if (scratch_.size() < stream_.bytes) scratch_.resize(stream_.bytes);
+    out = scratch_.data();
+  }
+  last_bytes_sent_ = 0;
+  stream_.before = group_->counters();
+  Status st = group_->startCall(args.dtype, args.op, args.send ? args.send : args.recv, out,
+                                args.count);
+  if (st.code() == Code::kInProgress) return st;
+  countStream(stream_.before);
+  stream_.mine = st;
+  return st;
+}
+
+Status AgentSwitchPath::stepStream() {
+  if (!group_) return Status(Code::kInternal, "no stream running");
+  Status st = group_->stepCall();
+  if (st.code() == Code::kInProgress) {
+    if (steadyMs() < stream_.deadline_ms) return st;
+    st = group_->abortCall(timeoutFor(stream_.bytes));
+  }
+  countStream(stream_.before);
+  stream_.mine = st;
+  return st;
+}
+
+Status AgentSwitchPath::endStream(int agreed, int first_rank) {
+  if (agreed == kStreamOk) {
+    if (stream_.args.send == nullptr && stream_.bytes)
+      std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);
+    ++calls_;
+    ++streamed_;
+    return Status::Ok();
+  }
+  if (agreed == kStreamBusy) {
+    ++busy_;
+    return Status(Code::kUnsupported, "switch busy; redone on the host");
+  }
+  // giveUp reads the first failed rank from the agreement's vector.
+  std::vector<uint8_t> oks(size_t(comm_.size()), kOutcomeOk);
+  if (first_rank >= 0 && first_rank < comm_.size()) oks[size_t(first_rank)] = kOutcomeFailed;
+  giveUp(stream_.mine, oks);
+  return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
 bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   if (name == "switch:bytes_sent") *value = bytes_sent_;
   else if (name == "switch:last_bytes_sent") *value = last_bytes_sent_;
@@ -323,6 +409,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:barrier_failed") *value = barrier_failed_;
   else if (name == "switch:barrier_busy") *value = barrier_busy_;
   else if (name == "switch:pipelined") *value = pipelined_;
+  else if (name == "switch:streamed") *value = streamed_;
   else return false;
   return true;
 }

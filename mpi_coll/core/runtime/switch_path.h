@@ -45,6 +45,28 @@ class SwitchPath {
     (void)how;
     return Status(Code::kUnsupported, "no switch barrier");
   }
+  // MPI_Iallreduce (iallreduce.h, docs/offload.md "MPI_Iallreduce"): the
+  // same call in steps, driven from Open MPI's progress callback, the
+  // agreement left to the caller. describeStream: as describe, for a call
+  // decided when it is posted and streamed later, so it must not depend on
+  // an outcome some ranks have not seen yet (a failure being agreed); a
+  // path that cannot stream without blocking (node leaders) leaves `in`
+  // alone. startStream: kInProgress (call stepStream until it returns
+  // something else), kUnsupported (declined alike on every rank, nothing
+  // sent: the caller redoes the call on the host), or this rank's outcome.
+  // endStream(agreed, first): the ranks' agreed outcome (kStreamOk,
+  // kStreamBusy, kStreamFailed: the worst) and the lowest rank with it.
+  // Ok: the result is in args.recv; kUnsupported: redo on the host (busy
+  // or failed: counted, a failure disables the path as for allreduce).
+  static constexpr int kStreamOk = 0, kStreamBusy = 1, kStreamFailed = 2;
+  virtual void describeStream(const AllreduceArgs& /*args*/, SelectionInput* /*in*/) const {}
+  virtual Status startStream(const AllreduceArgs& /*args*/) {
+    return Status(Code::kUnsupported, "no switch stream");
+  }
+  virtual Status stepStream() { return Status(Code::kInternal, "no stream running"); }
+  virtual Status endStream(int /*agreed*/, int /*first_rank*/) {
+    return Status(Code::kUnsupported, "no switch stream");
+  }
   // Counters the switch path keeps ("switch:bytes_sent",
   // "fallback:switch-failed", "fallback:switch-busy", ...; docs/offload.md). False: not one of its
   // names, the caller looks elsewhere.

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# MPI_Iallreduce overlap ratio (issue 18): a rank posts MPI_Iallreduce, runs
+# a busy loop of 1.5x the allreduce's own time calling MPI_Test every
+# ~200 us, then MPI_Wait (mpi_iallreduce_check --mode overlap, which also
+# measures the same Iallreduce+Wait alone, interleaved). Overlap ratio =
+# total / (compute + allreduce alone): 0.6 is full overlap (the total is the
+# compute), 1.0 none. Paths: the switch (offload on, one rank per emulated
+# node so every rank is an agent member) and the previous module's libnbc
+# (offload off; the same program, so the component is loaded). One machine,
+# a private agent. Writes benchmarks/results/iallreduce_overlap.md.
+# --fabric H: on an emulated cluster instead (scripts/lib_fabric.sh; H
+# hosts, one rank each, links at --rate Mbit/s, the agent on its own host;
+# --np is then H; fabric name --name, subnet --subnet), written to --out
+# (default benchmarks/results/iallreduce_overlap_fabric.md).
+#
+#   benchmarks/iallreduce_overlap.sh [--build DIR] [--np "2 4"]
+#                                    [--bytes "1048576 8388608"] [--reps 3]
+#                                    [--iters 8] [--out FILE]
+#                                    [--fabric H [--rate 400] [--name iov]
+#                                    [--subnet 10.77]]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build np_list="2 4" sizes="1048576 8388608" reps=3 iters=8 out=
+hosts= rate=400 fname=iov subnet=10.77
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --np) np_list=$2; shift ;;
+    --bytes) sizes=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    --iters) iters=$2; shift ;;
+    --out) out=$2; shift ;;
+    --fabric) hosts=$2; shift ;;
+    --rate) rate=$2; shift ;;
+    --name) fname=$2; shift ;;
+    --subnet) subnet=$2; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "iallreduce_overlap: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [[ -n $hosts ]]; then
+  np_list=$hosts
+  out=${out:-$root/benchmarks/results/iallreduce_overlap_fabric.md}
+else
+  out=${out:-$root/benchmarks/results/iallreduce_overlap.md}
+fi
+source "$root/benchmarks/lib/bench_env.sh"
+bench_setup iallreduce-overlap
+[[ -x $bin/mpi_iallreduce_check ]] || { echo "iallreduce_overlap: $bin/mpi_iallreduce_check not built" >&2; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
+if [[ -n $hosts ]]; then
+  fabric_up "$fname" --hosts "$hosts" --rate "$rate" --subnet "$subnet"
+  fabric_agent_start "$work" --set agent.log_level=warn
+else
+  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
+fi
+eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job iallreduce-overlap \
+  --slots 8 --ttl 2h | grep '^export ')"
+paths=("switch|on|switch" "libnbc|off|previous")
+declare -A res
+for np in $np_list; do
+  for bytes in $sizes; do
+    for rep in $(seq 1 "$reps"); do
+      for p in "${paths[@]}"; do
+        IFS='|' read -r name offload expect <<<"$p"
+        prog=("$bin/mpi_iallreduce_check" --mode overlap --bytes "$bytes" --iters "$iters"
+              --min-hidden 0 --expect "$expect")
+        if [[ -n $hosts ]]; then
+          fabric_mpirun "$np" 1 --mca coll_switchagg_offload "$offload" \
+            -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE "${prog[@]}" \
+            >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
+        else
+          timeout -s KILL 300 mpirun --oversubscribe --bind-to none --mca btl self,vader \
+            --mca mca_base_component_path "$comp_path" -np "$np" \
+            --mca coll_switchagg_offload "$offload" \
+            -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+            "$root/tests/mpi/emulate_nodes.sh" 1 "${prog[@]}" \
+            >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
+        fi
+        line=$(grep '^overlap:' "$work/run.txt") || { cat "$work/run.txt" >&2; exit 1; }
+        # "allreduce alone A ms, compute C ms, both B ms, ratio R ..., completed during compute D/N"
+        vals=$(sed -E 's/.*alone ([0-9.]+) ms, compute ([0-9.]+) ms, both ([0-9.]+) ms, ratio ([0-9.]+).*hidden (-?[0-9.]+).*during compute ([0-9]+)\/([0-9]+).*/\1 \2 \3 \4 \6\/\7 \5/' <<<"$line")
+        echo "np=$np bytes=$bytes rep=$rep $name: $vals" >&2
+        res[$np,$bytes,$name]+="$vals;"
+      done
+    done
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
+{
+  if [[ -n $hosts ]]; then
+    echo "# MPI_Iallreduce overlap on an emulated cluster (issue 18)"
+    echo
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "(an emulated cluster: $hosts hosts, one rank each, links shaped to $rate Mbit/s, the agent"
+    echo "on its own emulated host; TCP between hosts; all of it on these cores). Command:"
+    echo
+    echo '```text'
+    echo "benchmarks/iallreduce_overlap.sh --fabric $hosts --rate $rate --bytes \"$sizes\" --reps $reps --iters $iters"
+    echo '```'
+  else
+    echo "# MPI_Iallreduce overlap (issue 18)"
+    echo
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "(one machine: ranks and the agent share the cores; one rank per emulated node). Command:"
+    echo
+    echo '```text'
+    echo "benchmarks/iallreduce_overlap.sh --np \"$np_list\" --bytes \"$sizes\" --reps $reps --iters $iters"
+    echo '```'
+  fi
+  echo
+  echo "Each run: $iters iterations of [Iallreduce+Wait alone, then Iallreduce + busy loop of"
+  echo "C = 1.5 × the allreduce (estimated after warm-up) with MPI_Test every ~200 µs + Wait],"
+  echo "MPI_DOUBLE sum, the slowest rank's median per column; the table gives each column's median over"
+  echo "$reps runs. ratio = overlapped total T / (C + alone A): C / (C + A) (0.6 when C = 1.5 A) is"
+  echo "full overlap, 1.0 none; hidden = (C + A − T) / min(C, A), per run: 1 = full overlap, 0 = none"
+  echo "(independent of how C came out against A in that run)."
+  echo
+  echo "| np | bytes | path | alone A (ms) | compute C (ms) | overlapped total T (ms) | ratio | hidden | done during compute |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  for np in $np_list; do
+    for bytes in $sizes; do
+      for p in "${paths[@]}"; do
+        name=${p%%|*}
+        r=${res[$np,$bytes,$name]}
+        echo "| $np | $bytes | $name | $(field 1 <<<"$r") | $(field 2 <<<"$r") | $(field 3 <<<"$r") | $(field 4 <<<"$r") | $(field 6 <<<"$r") | $(tr ';' '\n' <<<"$r" | grep . | awk '{ print $5 }' | paste -sd' ') |"
+      done
+    done
+  done
+  echo
+  cat <<'THEORY'
+Theory. Posting the call costs the stream's first step; after that the
+stream only needs CPU when a progress call steps it (each `MPI_Test` gives
+it up to 50 µs, docs/offload.md "MPI_Iallreduce"), and the agent needs CPU
+to reduce. With the network and the agent elsewhere (a real switch, or an
+agent on its own host) the allreduce A proceeds during the compute C and
+the total is max(C, A) + one progress step: ratio C / (C + A) = 0.6 here.
+On this machine the agent, the ranks' busy loops and the stream share two
+cores: while every rank computes, the agent runs only on what the scheduler
+leaves it, so the overlapped allreduce stretches and the ratio lies between
+0.6 and 1.0; the more ranks per core, the worse (np 4 puts four busy
+ranks and the agent on two cores). libnbc's ratio has the same bound for
+the same reason (its shared-memory copies and reductions run inside the
+ranks' own `MPI_Test` calls). So this page shows that the switch path's
+request progresses outside the call (the stream and the agreement finish
+during the compute: the column "done during compute") and overlaps about as
+well as libnbc on a CPU-bound box; what the ratio would be with a real
+switch is the 0.6 of the theory plus the progress granularity (one
+`MPI_Test` interval, 0.2 ms here).
+THEORY
+  echo
+  echo "Every run (A, C, T, ratio, done, hidden), in run order:"
+  echo
+  for np in $np_list; do
+    for bytes in $sizes; do
+      for p in "${paths[@]}"; do
+        name=${p%%|*}
+        echo "* np $np, $bytes bytes, $name: ${res[$np,$bytes,$name]}"
+      done
+    done
+  done
+} >"$out"
+cat "$out"

@@ -1,0 +1,197 @@
+// MPI_Iallreduce's core side (iallreduce.h): the route of a posted call and
+// the switch stream in steps. The glue runs the queue, the agreement and the
+// redo through Open MPI.
+#include "iallreduce.h"
+
+#include <exception>
+
+#include "coll_core_internal.h"
+#include "process_runtime.h"
+#include "switch_path.h"
+#include "switchagg/common/log.h"
+#include "switchagg/common/reduce.h"
+#include "switchagg/ucx/thread_gate.h"
+
+namespace switchagg::coll {
+namespace {
+
+// How long one progress callback may step a stream (see istream_step).
+constexpr double kStepBudgetUs = 50;
+
+void note(IallreduceCounters& c, const std::string& what) { ++c.events[what]; }
+
+int routePrevious(IallreduceCounters& c, const char* why) {
+  ++c.previous;
+  note(c, std::string("previous:") + why);
+  return SWITCHAGG_COLL_IROUTE_PREVIOUS;
+}
+
+int route(switchagg_coll_comm& comm, const AllreduceArgs& args) {
+  CommState& state = comm.state;
+  IallreduceCounters& c = comm.iallreduce;
+  ++c.calls;
+  if (state.broken()) return SWITCHAGG_COLL_IROUTE_FAILED;
+  if (args.count == 0 || state.size() == 1) {
+    copyInput(args);
+    ++c.local;
+    return SWITCHAGG_COLL_IROUTE_LOCAL;
+  }
+  if (!reduceSupported(args.dtype, args.op)) return routePrevious(c, "op not defined on datatype");
+  // Collective on first use, as for MPI_Allreduce: posting is in the same
+  // order on every rank.
+  state.ensureSetup();
+  SwitchPath* sw = state.switchPath();
+  if (sw == nullptr) return routePrevious(c, "no switch path");
+  SelectionInput in;
+  in.bytes = args.count * dtypeSize(args.dtype);
+  in.comm_size = state.size();
+  in.ranks_per_node = state.layout().max_ranks_per_node;
+  in.nodes = state.layout().nodes;
+  in.dtype = args.dtype;
+  in.op = args.op;
+  sw->describeStream(args, &in);
+  if (!in.switch_available) return routePrevious(c, "switch cannot stream");
+  // The host algorithms have no nonblocking form: the switch serves when
+  // the selector ranks it before the previous module (offload=on always).
+  for (Algorithm a : state.decide(in).ranked) {
+    if (a == Algorithm::kSwitch) return SWITCHAGG_COLL_IROUTE_SWITCH;
+    if (a == Algorithm::kPrevious) break;
+  }
+  return routePrevious(c, "selected");
+}
+
+// A step from a progress callback must not run inside a blocking switchagg
+// call on this thread (UCX is not re-entrant) nor, with threads, while
+// another thread holds the gate.
+class StepScope {
+ public:
+  bool allowed() const {
+    return gate_.held() &&
+           (ucx::ThreadGate::enabled() || ProcessRuntime::instance().inCall() == 0);
+  }
+
+ private:
+  ucx::ThreadGate::TryHold gate_;
+};
+
+int streamResult(const Status& st, int* outcome) {
+  if (st.code() == Code::kInProgress) return SWITCHAGG_COLL_ISTREAM_RUNNING;
+  *outcome = st.ok() ? SwitchPath::kStreamOk
+                     : st.code() == Code::kBusy ? SwitchPath::kStreamBusy : SwitchPath::kStreamFailed;
+  return SWITCHAGG_COLL_ISTREAM_OUTCOME;
+}
+
+template <typename F>
+int guardedInt(const char* where, int on_error, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    SA_ERROR("coll", "%s: unexpected exception: %s", where, e.what());
+  } catch (...) {
+    SA_ERROR("coll", "%s: unexpected exception", where);
+  }
+  return on_error;
+}
+
+}  // namespace
+
+bool iallreduceCounter(const IallreduceCounters& c, const std::string& name, uint64_t* value) {
+  if (name.rfind("iallreduce:", 0) != 0) return false;
+  const std::string key = name.substr(11);
+  if (key == "calls") *value = c.calls;
+  else if (key == "local") *value = c.local;
+  else if (key == "switch") *value = c.switched;
+  else if (key == "previous") *value = c.previous;
+  else if (key == "redo") *value = c.redo;
+  else if (key == "steps") *value = c.steps;
+  else {
+    auto it = c.events.find(key);
+    *value = it == c.events.end() ? 0 : it->second;
+  }
+  return true;
+}
+
+}  // namespace switchagg::coll
+
+using switchagg::Dtype;
+using switchagg::Op;
+using switchagg::coll::AllreduceArgs;
+using switchagg::coll::ProcessRuntime;
+using switchagg::coll::SwitchPath;
+
+extern "C" {
+
+int switchagg_coll_iallreduce_route(switchagg_coll_comm_t* comm, const void* send, void* recv,
+                                    size_t count, int dtype, int op) {
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guardedInt("iallreduce", SWITCHAGG_COLL_IROUTE_FAILED, [&] {
+    AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
+    return switchagg::coll::route(*comm, args);
+  });
+}
+
+int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, void* recv,
+                                 size_t count, int dtype, int op, int* outcome) {
+  switchagg::coll::StepScope step;
+  if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guardedInt("iallreduce start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
+    SwitchPath* sw = comm->state.switchPath();
+    AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
+    switchagg::Status st = sw ? sw->startStream(args)
+                              : switchagg::Status(switchagg::Code::kUnsupported, "no path");
+    if (st.code() == switchagg::Code::kUnsupported) {
+      // The path failed on an earlier call (every rank agreed to that).
+      ++comm->iallreduce.redo;
+      ++comm->iallreduce.events["redo:switch-unavailable"];
+      return static_cast<int>(SWITCHAGG_COLL_ISTREAM_DECLINED);
+    }
+    ++comm->iallreduce.steps;
+    return switchagg::coll::streamResult(st, outcome);
+  });
+}
+
+int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
+  switchagg::coll::StepScope step;
+  if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guardedInt("iallreduce step", SWITCHAGG_COLL_ISTREAM_OUTCOME, [&] {
+    *outcome = SwitchPath::kStreamFailed;
+    // One step sends what the window allows and drives the clients' worker
+    // once; a 256 KiB chunk over TCP takes many. A code that calls MPI_Test
+    // every few hundred microseconds would stream at one step per test, so
+    // each progress call steps for up to kStepBudgetUs (or to the end).
+    SwitchPath* sw = comm->state.switchPath();
+    const double until = switchagg::coll::nowUs() + switchagg::coll::kStepBudgetUs;
+    int rc;
+    do {
+      ++comm->iallreduce.steps;
+      rc = switchagg::coll::streamResult(sw->stepStream(), outcome);
+    } while (rc == SWITCHAGG_COLL_ISTREAM_RUNNING && switchagg::coll::nowUs() < until);
+    return rc;
+  });
+}
+
+int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int first_rank) {
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guardedInt("iallreduce end", 1, [&] {
+    switchagg::Status st = comm->state.switchPath()->endStream(agreed, first_rank);
+    if (st.ok()) {
+      ++comm->iallreduce.switched;
+      return 0;
+    }
+    ++comm->iallreduce.redo;
+    ++comm->iallreduce.events[agreed == SwitchPath::kStreamBusy ? "redo:switch-busy"
+                                                                : "redo:switch-failed"];
+    return 1;
+  });
+}
+
+void switchagg_coll_iallreduce_note(switchagg_coll_comm_t* comm, const char* what) {
+  switchagg::coll::guardedInt("iallreduce note", 0, [&] {
+    ++comm->iallreduce.events[what];
+    return 0;
+  });
+}
+
+}  // extern "C"

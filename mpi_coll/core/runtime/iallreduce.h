@@ -1,0 +1,87 @@
+/* MPI_Iallreduce through the switch path (docs/offload.md "MPI_Iallreduce").
+ *
+ * The glue (coll_switchagg_iallreduce.c) owns the requests, the per-
+ * communicator queue and every call into Open MPI; the core decides the
+ * route when a call is posted and runs the switch stream in steps that
+ * never wait. One call:
+ *
+ *   route()  when posted (in MPI_Iallreduce, so in the same order on every
+ *            rank): LOCAL (done, result in recv), PREVIOUS (the glue hands
+ *            it to the previous module's iallreduce), SWITCH (queued on the
+ *            communicator, streamed when the calls before it ended) or
+ *            FAILED. Depends only on the call and on state every rank had
+ *            agreed before it was posted, so every rank routes alike.
+ *   start() / step()  the stream, one at a time per communicator, from
+ *            the glue's progress callback (or the posting call): RUNNING,
+ *            DECLINED (alike on every rank: the path failed on an earlier
+ *            call, redo on the host without an agreement), NOT_NOW (a
+ *            blocking switchagg call runs on this thread: try later) or
+ *            OUTCOME with this rank's outcome (0 ok, 1 busy, 2 failed).
+ *   end()    the ranks' agreed outcome (the glue's nonblocking MAXLOC over
+ *            the previous module) and the lowest rank with it: 0 = the
+ *            result is committed in recv, 1 = redo on the previous module
+ *            from the intact input (counted by reason).
+ * Plain C: included by the glue. */
+#ifndef SWITCHAGG_COLL_IALLREDUCE_H
+#define SWITCHAGG_COLL_IALLREDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum switchagg_coll_iroute {
+  SWITCHAGG_COLL_IROUTE_LOCAL = 0,
+  SWITCHAGG_COLL_IROUTE_SWITCH = 1,
+  SWITCHAGG_COLL_IROUTE_PREVIOUS = 2,
+  SWITCHAGG_COLL_IROUTE_FAILED = 3
+};
+
+enum switchagg_coll_istream {
+  SWITCHAGG_COLL_ISTREAM_OUTCOME = 0,
+  SWITCHAGG_COLL_ISTREAM_RUNNING = 1,
+  SWITCHAGG_COLL_ISTREAM_DECLINED = 2,
+  SWITCHAGG_COLL_ISTREAM_NOT_NOW = 3
+};
+
+/* send == NULL: in place. dtype/op as for switchagg_coll_allreduce. */
+int switchagg_coll_iallreduce_route(switchagg_coll_comm_t *comm, const void *send, void *recv,
+                                    size_t count, int dtype, int op);
+int switchagg_coll_istream_start(switchagg_coll_comm_t *comm, const void *send, void *recv,
+                                 size_t count, int dtype, int op, int *outcome);
+int switchagg_coll_istream_step(switchagg_coll_comm_t *comm, int *outcome);
+int switchagg_coll_istream_end(switchagg_coll_comm_t *comm, int agreed, int first_rank);
+/* Counts a glue-side event: "queued" (posted behind another switch call on
+ * the communicator), "error" (an agreement or redo failed), or a reason the
+ * glue sent the call to the previous module without asking ("previous:<reason>"). */
+void switchagg_coll_iallreduce_note(switchagg_coll_comm_t *comm, const char *what);
+
+#ifdef __cplusplus
+}
+
+#include <map>
+#include <string>
+
+namespace switchagg::coll {
+
+// Per communicator, read as "iallreduce:*" (docs/offload.md).
+struct IallreduceCounters {
+  uint64_t calls = 0;     // iallreduce:calls, every MPI_Iallreduce the core routed
+  uint64_t local = 0;     // iallreduce:local, count 0 or one rank
+  uint64_t switched = 0;  // iallreduce:switch, served by the agent
+  uint64_t previous = 0;  // iallreduce:previous, posted to the previous module
+  uint64_t redo = 0;      // iallreduce:redo, streamed or queued, then redone on the host
+  uint64_t steps = 0;     // iallreduce:steps, stream steps made (progress included)
+  std::map<std::string, uint64_t> events;  // iallreduce:<reason> (previous:*, redo:*, queued, error)
+};
+
+bool iallreduceCounter(const IallreduceCounters& c, const std::string& name, uint64_t* value);
+
+}  // namespace switchagg::coll
+#endif
+
+#endif /* SWITCHAGG_COLL_IALLREDUCE_H */

@@ -1,0 +1,37 @@
+# MPI_Iallreduce tests (test_iallreduce_run.sh): a real switchagg-agent and
+# a real mpirun. Labels mpi + agent (+ fault). Included from
+# tests/mpi/CMakeLists.txt after the switch tests.
+if(NOT TARGET mca_coll_switchagg OR NOT TARGET switchagg-agent OR NOT TARGET switchagg-ctl)
+  return()
+endif()
+
+add_executable(mpi_iallreduce_check mpi_iallreduce_check.cc)
+target_link_libraries(mpi_iallreduce_check PRIVATE switchagg_coll_api)
+target_link_libraries(mpi_iallreduce_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
+switchagg_warnings(mpi_iallreduce_check)
+add_dependencies(mpi_iallreduce_check mca_coll_switchagg switchagg-agent switchagg-ctl)
+
+set(_iallreduce_run ${CMAKE_CURRENT_SOURCE_DIR}/test_iallreduce_run.sh ${CMAKE_BINARY_DIR})
+
+# add_iallreduce_test(NAME TIMEOUT LABELS ENV SCENARIO ARGS...)
+function(add_iallreduce_test name timeout labels env)
+  add_test(NAME ${name} COMMAND ${_iallreduce_run} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout}
+    RESOURCE_LOCK mpirun)
+  if(env)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}")
+  endif()
+endfunction()
+
+# PPN=1: one rank per emulated node, every rank a member of the agent's
+# group (with node leaders Iallreduce stays in the previous module).
+add_iallreduce_test(mpi_iallreduce_np2 180 "mpi;agent" "PPN=1" matrix 2 on)
+add_iallreduce_test(mpi_iallreduce_np3 240 "mpi;agent" "PPN=1" matrix 3 on --large)
+add_iallreduce_test(mpi_iallreduce_np4 240 "mpi;agent" "PPN=1" matrix 4 on)
+add_iallreduce_test(mpi_iallreduce_off_np3 180 "mpi;agent" "PPN=1" matrix 3 off)
+add_iallreduce_test(mpi_iallreduce_leaders_np4 180 "mpi;agent" "" leaders 4)
+add_iallreduce_test(mpi_iallreduce_multi_np4 180 "mpi;agent" "PPN=1" multi 4)
+add_iallreduce_test(mpi_iallreduce_busy_np4 180 "mpi;agent" "PPN=1" busy 4)
+add_iallreduce_test(mpi_iallreduce_overlap_np2 180 "mpi;agent" "PPN=1" overlap 2 8388608)
+add_iallreduce_test(mpi_iallreduce_fault_kill_np3 150 "mpi;agent;fault" "PPN=1" kill 3 1048576)
+add_iallreduce_test(mpi_iallreduce_fault_delete_np3 150 "mpi;agent;fault" "PPN=1" delete 3 1048576)
