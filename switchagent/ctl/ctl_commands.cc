@@ -209,9 +209,9 @@ int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, co
   if (!nodes.ok()) return fabricUsage(nodes.status().message());
   std::vector<const FabricAgent*> agents;
   if (nodes->empty()) {
-    if (verb != "delete")
+    if (verb != "delete" && verb != "renew")
       return fabricUsage("lease " + verb + " with a fabric map needs --nodes or --hostfile");
-    agents = allAgents(*map);  // delete frees the job's lease everywhere
+    agents = allAgents(*map);  // delete frees (renew extends) the job's lease everywhere
   } else {
     Result<std::vector<const FabricAgent*>> needed = map->agentsFor(*nodes);
     if (!needed.ok()) return fabricUsage("fabric map " + path + ": " + needed.status().message());
@@ -224,6 +224,17 @@ int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, co
     if (!deleted.ok()) return reportError(deleted.failure());
     std::printf("lease of job %s deleted on %d of %zu agent(s) (%s); the others had none\n",
                 o.job.c_str(), *deleted, agents.size(), names.c_str());
+    return kExitOk;
+  }
+  if (verb == "renew") {
+    // Without nodes: every agent of the map that holds the job's lease.
+    int renewed = 0;
+    ApiResult<LeaseView> l =
+        renewFabricLease(agents, base, o.job, o.ttl_s, nodes->empty(), &renewed);
+    if (!l.ok()) return reportError(l.failure());
+    std::printf("lease of job %s renewed on %d of %zu agent(s) (%s): expires in %lld s\n",
+                o.job.c_str(), renewed, agents.size(), names.c_str(),
+                static_cast<long long>(l->expires_in_s));
     return kExitOk;
   }
   ApiResult<LeaseView> l = verb == "create"

@@ -42,7 +42,7 @@ int cmdLeaseRenew(ControlClient& client, const CtlOptions& o);
 int cmdLeaseDelete(ControlClient& client, const CtlOptions& o);
 int cmdDrain(ControlClient& client, const CtlOptions& o);
 int cmdMetrics(ControlClient& client, const CtlOptions& o);
-// lease create | token | delete on the fabric map's agents.
+// lease create | token | renew | delete on the fabric map's agents.
 int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, const CtlOptions& o);
 
 // Exit code for a failed call (prints "switchagg-ctl: <message>" to stderr).

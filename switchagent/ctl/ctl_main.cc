@@ -24,11 +24,13 @@ const char kUsage[] =
     "  lease token --job ID [--mode M]        print the export lines of an existing lease\n"
     "  lease renew --job ID [--ttl D]         extend a lease\n"
     "  lease delete --job ID                  delete a lease (idempotent)\n"
-    "  lease create|token|delete ... --nodes HOSTLIST | --hostfile FILE [--fabric FILE]\n"
+    "  lease create|token|renew|delete ... --nodes HOSTLIST | --hostfile FILE [--fabric FILE]\n"
     "                                         the same on every agent the nodes need\n"
-    "                                         (fabric map): all or nothing; the job\n"
-    "                                         gets one address and token per agent;\n"
-    "                                         delete without nodes: every agent\n"
+    "                                         (fabric map): create all or nothing; the\n"
+    "                                         job gets one address and token per agent;\n"
+    "                                         renew tries every agent, names any that\n"
+    "                                         failed; renew/delete without nodes: every\n"
+    "                                         agent of the map\n"
     "  drain [--off]                          stop (or resume) accepting new leases\n"
     "  metrics                                Prometheus metrics text\n"
     "options:\n"
@@ -143,7 +145,8 @@ int main(int argc, char** argv) {
   if (w.size() == 1 && w[0] == "drain") return cmdDrain(client, p.ctl);
   if (w.size() == 1 && w[0] == "metrics") return cmdMetrics(client, p.ctl);
   if (w.size() == 2 && p.ctl.fabricMode() &&
-      (cmd == "lease create" || cmd == "lease token" || cmd == "lease delete"))
+      (cmd == "lease create" || cmd == "lease token" || cmd == "lease renew" ||
+       cmd == "lease delete"))
     return cmdFabricLease(w[1], p.client, p.ctl);
   if (w.size() == 2 && p.ctl.fabricMode()) return usageError(cmd + " does not take a fabric map");
   if (w.size() == 2 && cmd == "lease create") return cmdLeaseCreate(client, p.ctl);

@@ -1,5 +1,8 @@
 #include "switchagg/agent/fabric_lease.h"
 
+#include <algorithm>
+#include <optional>
+
 namespace switchagg::agent {
 
 namespace {
@@ -63,6 +66,37 @@ ApiResult<LeaseView> fetchFabricToken(const std::vector<const FabricAgent*>& age
     if (!one.ok()) return named(*agents[k], one.failure());
     add(&all, *agents[k], *one, k == 0);
   }
+  return all;
+}
+
+ApiResult<LeaseView> renewFabricLease(const std::vector<const FabricAgent*>& agents,
+                                      const ControlClientOptions& base, const std::string& job,
+                                      int64_t ttl_s, bool skip_missing, int* renewed) {
+  *renewed = 0;
+  if (agents.empty()) return ApiFailure{ApiError::kConfig, "no agent for the job"};
+  LeaseView all;
+  std::optional<ApiFailure> first;
+  for (const FabricAgent* a : agents) {
+    ApiResult<LeaseView> one = clientFor(*a, base).renewLease(job, ttl_s);
+    if (!one.ok()) {
+      if (skip_missing && one.failure().error == ApiError::kNotFound) continue;
+      // Every failed agent is named; the first one's error is the result's.
+      const ApiFailure f = named(*a, one.failure());
+      if (!first)
+        first = f;
+      else
+        first->message += "; " + f.message;
+      continue;
+    }
+    const int64_t earliest =
+        *renewed == 0 ? one->expires_in_s : std::min(all.expires_in_s, one->expires_in_s);
+    add(&all, *a, *one, *renewed == 0);
+    all.expires_in_s = earliest;
+    ++*renewed;
+  }
+  if (first) return *first;
+  if (*renewed == 0)
+    return ApiFailure{ApiError::kNotFound, "no lease for job " + job + " on any agent of the map"};
   return all;
 }
 

@@ -1,7 +1,8 @@
 // switchagg-ctl over a fabric map with three real agents: one lease per job
 // on every agent the nodes need (all or nothing), one address and token
 // per agent in the exports, delete frees every agent; an agent refusing
-// (draining) or dead leaves no lease anywhere.
+// (draining) or dead leaves no lease anywhere; renew extends the lease on
+// every agent and names each agent that failed.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -39,6 +40,15 @@ struct Fabric {
     map = dir.path() + "/fabric.toml";
     std::ofstream(map) << text;
     return true;
+  }
+  // The job's lease's remaining seconds at agent k (-1: none).
+  int64_t expiresIn(size_t k, const std::string& job) {
+    ApiResult<std::vector<LeaseView>> leases = ControlClient(agents[k]->unixAddress()).listLeases();
+    EXPECT_TRUE(leases.ok()) << leases.status().toString();
+    if (!leases.ok()) return -1;
+    for (const LeaseView& l : *leases)
+      if (l.job == job) return l.expires_in_s;
+    return -1;
   }
   bool hasLease(size_t k, const std::string& job) {
     ApiResult<std::vector<LeaseView>> leases = ControlClient(agents[k]->unixAddress()).listLeases();
@@ -150,8 +160,48 @@ TEST(CtlFabric, BadInputIsAUsageErrorNamingTheProblem) {
   r = ctl({"lease", "create", "--job", "j", "--nodes", "n[1-", "--fabric", map});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--nodes: unbalanced"), std::string::npos) << r.err;
+  // renew reaches the map's agent (none here) and names it.
   r = ctl({"lease", "renew", "--job", "j", "--nodes", "n1", "--fabric", map});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("agent 'a'"), std::string::npos) << r.err;
+  r = ctl({"lease", "renew", "--job", "j", "--nodes", "n2", "--fabric", map});
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("node n2 is served by no agent"), std::string::npos) << r.err;
+}
+
+TEST(CtlFabric, RenewExtendsEveryAgentAndNamesEachThatFailed) {
+  Fabric f;
+  ASSERT_TRUE(f.start());
+  ProcessResult r = ctl(
+      {"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--ttl", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (size_t k = 0; k < 3; ++k) EXPECT_LE(f.expiresIn(k, "j"), 60) << k;
+  r = ctl({"lease", "renew", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--ttl", "1h"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("renewed on 3 of 3 agent(s) (a, b, c)"), std::string::npos) << r.out;
+  for (size_t k = 0; k < 3; ++k) EXPECT_GT(f.expiresIn(k, "j"), 3000) << k;
+
+  // Without nodes: every agent of the map that holds the job's lease.
+  ASSERT_TRUE(ControlClient(f.agents[1]->unixAddress()).createLease("one", -1, 1, 60).ok());
+  r = ctl({"lease", "renew", "--job", "one", "--fabric", f.map, "--ttl", "1h"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("renewed on 1 of 3 agent(s)"), std::string::npos) << r.out;
+  EXPECT_GT(f.expiresIn(1, "one"), 3000);
+  r = ctl({"lease", "renew", "--job", "nobody", "--fabric", f.map});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no lease for job nobody"), std::string::npos) << r.err;
+
+  // Agent b lost the lease and agent c is dead: both named, and agent a's
+  // lease is still renewed (a job keeps what it can).
+  ASSERT_TRUE(ControlClient(f.agents[1]->unixAddress()).deleteLease("j").ok());
+  f.agents[2]->kill();
+  r = ctl({"lease", "renew", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--ttl", "2h",
+           "--timeout", "2s"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the first failure: b's not_found
+  EXPECT_NE(r.err.find("agent 'b'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("agent 'a'"), std::string::npos) << r.err;
+  EXPECT_GT(f.expiresIn(0, "j"), 2 * 3600 - 60);
 }
 
 }  // namespace

@@ -18,6 +18,16 @@
 #              ones on the switch, where the links make it faster
 #   teardown   the fabric's owner SIGKILLed: a new `up` cleans what it left;
 #              `down` leaves no namespace, bridge, link or process
+#   stripes    3 hosts, 3 agents on the agent host, fabric maps giving the job
+#              K = 1, 2 or 3 agents (a lease from `switchagg-ctl lease create
+#              --fabric`): the dtype x op matrix exact at (K, ppn) = (3, 1),
+#              (2, 2), (1, 3) (counts 2 and 1001: fewer elements than
+#              stripes, and odd stripes); at ppn 2 float/double sums of
+#              inexact values bitwise identical over 5 runs and across ranks,
+#              and the 1 MiB+8 int64/double results' bits the same for K = 1
+#              and K = 3 (rank order, not the stripe cut, fixes each
+#              element's sum); one stripe's agent SIGKILLed mid-loop at K = 3:
+#              every result right, every call bounded, the other agents alive
 # Every scenario asserts at exit that its fabric left nothing behind.
 # Prints PASS lines; exits non-zero with the reason on failure.
 set -uo pipefail
@@ -26,7 +36,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/lib_agent.sh"
 source "$root/scripts/lib_fabric.sh"
 
-name=ft${scenario:0:1}
+# SWITCHAGG_TEST_FABRIC / SWITCHAGG_TEST_SUBNET: another name and subnet,
+# to run beside another checkout's run of the same scenario.
+name=${SWITCHAGG_TEST_FABRIC:-ft${scenario:0:1}}
+[[ $scenario == stripes ]] && name=${SWITCHAGG_TEST_FABRIC:-ftk}
+subnet_of() { echo "${SWITCHAGG_TEST_SUBNET:-$1}"; }
 work=$(mktemp -d /var/tmp/switchagg-fabric-test.XXXXXX)
 die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
 
@@ -43,9 +57,12 @@ assert_gone() {
   return 0
 }
 
+EXTRA_AGENT_PIDS=()  # stripes: the agents besides AGENT_PID
 cleanup() {
   local rc=$?
   agent_stop
+  local p
+  for p in "${EXTRA_AGENT_PIDS[@]}"; do AGENT_PID=$p; agent_stop; done
   fabric_down
   assert_gone "$name" || rc=1
   rm -rf "$work"
@@ -75,7 +92,7 @@ check_bytes() {
 
 case $scenario in
   hosts)
-    fabric_up "$name" --hosts 4 --subnet 10.81 || die "fabric up"
+    fabric_up "$name" --hosts 4 --subnet "$(subnet_of 10.81)" || die "fabric up"
     for alg in ring recursive_doubling rabenseifner; do
       fabric_mpirun 4 1 --mca coll_switchagg_allreduce_algorithm "$alg" \
         --mca coll_switchagg_verbose 1 "$build/bin/mpi_allreduce_check" --expect "$alg" \
@@ -105,7 +122,7 @@ case $scenario in
     echo "PASS fabric hosts"
     ;;
   switch)
-    fabric_up "$name" --hosts 3 --subnet 10.82 || die "fabric up"
+    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.82)" || die "fabric up"
     agent_and_lease fabric-switch
     # 1 rank per host, then 2 (node leaders: only each host's lowest rank
     # talks to the agent, which the check asserts from the host names).
@@ -136,7 +153,7 @@ case $scenario in
     echo "PASS fabric switch"
     ;;
   link_down)
-    fabric_up "$name" --hosts 3 --subnet 10.83 || die "fabric up"
+    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.83)" || die "fabric up"
     agent_and_lease fabric-down
     # A loop of checked switch-path calls; h2's link flaps (3 s down) in
     # the middle, as a port reset would.
@@ -174,7 +191,7 @@ case $scenario in
     echo "PASS fabric link_down"
     ;;
   auto)
-    fabric_up "$name" --hosts 4 --subnet 10.85 || die "fabric up"
+    fabric_up "$name" --hosts 4 --subnet "$(subnet_of 10.85)" || die "fabric up"
     agent_and_lease fabric-auto
     fabric_mpirun 4 1 --mca coll_switchagg_offload auto --mca coll_switchagg_tune online \
       --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
@@ -187,17 +204,105 @@ case $scenario in
     echo "PASS fabric auto"
     ;;
   teardown)
-    fabric_up "$name" --hosts 2 --subnet 10.84 || die "fabric up"
+    fabric_up "$name" --hosts 2 --subnet "$(subnet_of 10.84)" || die "fabric up"
     owner=$(/usr/bin/python3 -c "import json; print(json.load(open('$FABRIC_DIR/state.json'))['owner'])")
     kill -KILL "$owner"
     sleep 0.5
-    fabric_up "$name" --hosts 2 --subnet 10.84 || die "fabric up after its owner was killed"
+    fabric_up "$name" --hosts 2 --subnet "$(subnet_of 10.84)" || die "fabric up after its owner was killed"
     fabric_py exec "$FABRIC" h1 -- sh -c 'test "$(hostname)" = h1' || die "h1 after re-up"
     fabric_py down "$name" || die "down"
     assert_gone "$name" || die "down left something behind"
     # A second down is harmless.
     fabric_py down "$name" >/dev/null || die "second down"
     echo "PASS fabric teardown"
+    ;;
+  stripes)
+    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.86)" || die "fabric up"
+    # Three agents on the agent host (own control sockets, own data ports).
+    declare -a apid asock
+    for a in 1 2 3; do
+      mkdir -p "$work/a$a"
+      fabric_agent_start "$work/a$a" --set agent.log_level=info || die "agent a$a start"
+      apid[$a]=$AGENT_PID asock[$a]=$AGENT_SOCKET
+      EXTRA_AGENT_PIDS+=("$AGENT_PID")
+    done
+    AGENT_PID=
+    # map K: K agents share the hosts h1..h3, each at least one.
+    agent_entry() { printf '[[agent]]\nname = "a%s"\ncontrol = "unix:%s"\nnodes = "%s"\n\n' "$1" "${asock[$1]}" "$2"; }
+    agent_entry 1 'h[1-3]' >"$work/map1.toml"
+    { agent_entry 1 'h[1-2]'; agent_entry 2 h3; } >"$work/map2.toml"
+    { agent_entry 1 h1; agent_entry 2 h2; agent_entry 3 h3; } >"$work/map3.toml"
+    # lease_k K JOB: the job's lease on the agents of map K, exported.
+    lease_k() {
+      local out
+      out=$("$build/bin/switchagg-ctl" lease create --job "$2" --slots 16 --ttl 10m \
+        --nodes 'h[1-3]' --fabric "$work/map$1.toml") || die "lease create, K = $1: $out"
+      eval "$(grep '^export ' <<<"$out")"
+      local addrs=${SWITCHAGG_AGENT//[^,]/}
+      [[ ${#addrs} -eq $(($1 - 1)) ]] || die "K = $1: the lease names $SWITCHAGG_AGENT"
+    }
+    # lease_gone K JOB: its lease deleted on every agent of map K (each
+    # agent's per-user slot limit holds two 16-slot leases, not three).
+    lease_gone() {
+      "$build/bin/switchagg-ctl" lease delete --job "$2" --fabric "$work/map$1.toml" >/dev/null ||
+        die "lease delete, K = $1"
+    }
+    # stripes_run K PPN LOG PROGRAM ARGS...: PROGRAM on 3 hosts x PPN with the
+    # lease of map K, offload on, verbose; asserts PASS and K stripes.
+    stripes_run() {
+      local k=$1 ppn=$2 log=$3 t0=$SECONDS
+      shift 3
+      timeout -s KILL 150 bash -c "$(declare -f fabric_py fabric_net fabric_hostfile fabric_mpirun)
+        root='$root' build='$build' FABRIC='$FABRIC' FABRIC_DIR='$FABRIC_DIR'
+        fabric_mpirun $((3 * ppn)) $ppn --mca coll_switchagg_offload on \
+          --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+          -x SWITCHAGG_SWITCH_WINDOW=4 $(printf '%q ' "$@")" </dev/null >"$log" 2>&1
+      local rc=$?
+      cat "$log"
+      [[ $rc -eq 0 ]] && grep -q '^PASS' "$log" || die "K = $k, ppn $ppn: $1 failed (exit $rc)"
+      echo "K = $k, ppn $ppn: ${1##*/} passed in $((SECONDS - t0)) s"
+      grep -q "joined switch group .*($k stripe(s)" "$log" || die "K = $k, ppn $ppn: not $k stripes"
+      [[ $ppn -eq 1 ]] || grep -q "3 node leaders for $((3 * ppn)) ranks" "$log" ||
+        die "K = $k: no node leaders at $ppn ranks per host"
+    }
+    for kp in 3:1 2:2 1:3; do
+      k=${kp%:*} ppn=${kp#*:}
+      lease_k "$k" "stripes-k$k"
+      stripes_run "$k" "$ppn" "$work/matrix-k$k.log" "$build/bin/mpi_allreduce_check" \
+        --expect switch --quick --counts 2,1001
+      lease_gone "$k" "stripes-k$k"
+    done
+    # ppn 2: 5 runs of each case bitwise alike (checked in the program),
+    # and the big double sum's bits the same for K = 1 and 3.
+    for k in 1 3; do
+      lease_k "$k" "stripes-k$k"
+      stripes_run "$k" 2 "$work/repeat-k$k.log" "$build/bin/test_switch_check" --repeat 5 \
+        --big 1048584
+      sed -n 's/.*int64 hash \([0-9a-f]*\) double hash \([0-9a-f]*\).*/\1 \2/p' \
+        "$work/repeat-k$k.log" >"$work/hash$k"
+      [[ -s $work/hash$k ]] || die "K = $k: no hashes printed"
+      lease_gone "$k" "stripes-k$k"
+    done
+    cmp -s "$work/hash1" "$work/hash3" ||
+      die "the sums differ between K = 1 and 3: $(cat "$work"/hash[13] | tr '\n' ' ')"
+    echo "ppn 2: int64 and double hashes $(cat "$work/hash1") for K = 1 and 3"
+    # One stripe's agent (a2) SIGKILLed while K = 3 stripes run.
+    lease_k 3 stripes-fault
+    (
+      for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; sleep 0.05; done
+      [[ -f $work/ready ]] || exit 1
+      sleep 0.$((RANDOM % 10))
+      kill -KILL "${apid[2]}"
+      touch "$work/fired"
+    ) </dev/null >/dev/null 2>&1 &
+    killer=$!
+    stripes_run 3 1 "$work/fault.log" "$build/bin/test_switch_check" --fault "$work" \
+      --bytes 4194304 --max-call-ms 6000
+    wait $killer || die "the switch never served before the kill"
+    grep -Eq 'switch allreduce failed .*recomputed on the host' "$work/fault.log" ||
+      die "no failure line after the kill"
+    kill -0 "${apid[1]}" && kill -0 "${apid[3]}" || die "a surviving agent died"
+    echo "PASS fabric stripes"
     ;;
   *) die "unknown scenario $scenario" ;;
 esac

@@ -31,6 +31,18 @@ ApiResult<LeaseView> createFabricLease(const std::vector<const FabricAgent*>& ag
 ApiResult<LeaseView> fetchFabricToken(const std::vector<const FabricAgent*>& agents,
                                       const ControlClientOptions& base, const std::string& job);
 
+// Renews the job's lease on every agent (ttl_s 0: each agent's policy
+// default), trying all of them even after a failure, so a job that loses
+// one agent keeps the others' leases alive. The combined view's
+// expires_in_s is the earliest of the agents'. With `skip_missing` an agent
+// without a lease for the job is passed over (renew over a whole map), but
+// at least one must hold it. A failure names every agent that failed
+// ("agent 'b' (...): ...; agent 'c' (...): ..."), with the first one's
+// error; *renewed counts the agents that renewed.
+ApiResult<LeaseView> renewFabricLease(const std::vector<const FabricAgent*>& agents,
+                                      const ControlClientOptions& base, const std::string& job,
+                                      int64_t ttl_s, bool skip_missing, int* renewed);
+
 // Deletes the job's lease on every agent (each idempotent), trying all of
 // them even after a failure; the value is how many existed. The first
 // failure is returned, naming its agent (the others' TTL is the backstop).
