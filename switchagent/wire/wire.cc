@@ -79,17 +79,33 @@ constexpr size_t kTypeHeader[kMaxMsgType + 1] = {
     48,  // ERROR: reason u16, rsv u16, rsv u32, chunk u64
     40,  // CAPACITY: reserved u64
     48,  // CAPACITY_ACK: reduce_mbps, link_mbps, turnaround_us, reserved u32
+    80,  // CONTRIB_ROUTED: CONTRIB's fields with mode u8 in op's pad, then
+         // dest_lo, dest_hi, piece_offset, reserved u32
 };
 
 void encodeChunkFields(Writer& w, const Message& m) {
+  const bool routed = m.type == MsgType::kContribRouted;
+  const bool forward = routed ? m.mode == kModeForward
+                              : m.type == MsgType::kResult && (m.result_flags & kResultForward);
   w.u32(m.rank);
   w.u32(m.slot);
   w.u64(m.chunk);
   w.u64(m.call_elems);
   w.u8(static_cast<uint8_t>(m.dtype));
-  w.u8(static_cast<uint8_t>(m.op));
-  w.u16(0);
+  w.u8(forward ? 0 : static_cast<uint8_t>(m.op));
+  if (routed) {
+    w.u8(m.mode);
+    w.u8(0);
+  } else {
+    w.u16(m.type == MsgType::kResult ? m.result_flags : 0);
+  }
   w.u32(m.count);
+  if (routed) {
+    w.u32(m.dest_lo);
+    w.u32(m.dest_hi);
+    w.u32(m.piece_offset);
+    w.u32(0);
+  }
 }
 
 std::vector<uint8_t> encodeCaps(const CapTable& caps) {
@@ -130,26 +146,62 @@ Reason decodeText(const uint8_t* p, size_t n, std::string* text) {
 }
 
 Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m) {
+  const bool routed = m->type == MsgType::kContribRouted;
   m->rank = r.u32();
   m->slot = r.u32();
   m->chunk = r.u64();
   m->call_elems = r.u64();
   const uint8_t dtype = r.u8();
   const uint8_t op = r.u8();
-  const uint16_t reserved = r.u16();
+  uint16_t reserved = 0;
+  if (routed) {
+    m->mode = r.u8();
+    reserved = r.u8();
+  } else {
+    reserved = r.u16();
+  }
   m->count = r.u32();
+  if (routed) {
+    m->dest_lo = r.u32();
+    m->dest_hi = r.u32();
+    m->piece_offset = r.u32();
+    if (r.u32() != 0) return Reason::kMalformed;
+    if (m->mode != kModeReduce && m->mode != kModeForward) return Reason::kMalformed;
+    if (m->dest_lo > m->dest_hi || m->dest_hi >= kMaxGroupSize) return Reason::kMalformed;
+  } else if (m->type == MsgType::kResult) {
+    m->result_flags = reserved;
+    if (reserved & ~kResultKnownFlags) return Reason::kMalformed;
+    reserved = 0;
+  }
   if (reserved != 0) return Reason::kMalformed;
-  if (!isValidDtype(dtype) || !isValidOp(op)) return Reason::kBadDtypeOp;
+  const bool forward = routed ? m->mode == kModeForward : (m->result_flags & kResultForward) != 0;
+  if (!isValidDtype(dtype)) return Reason::kBadDtypeOp;
   m->dtype = static_cast<Dtype>(dtype);
-  m->op = static_cast<Op>(op);
-  if (!reduceSupported(m->dtype, m->op)) return Reason::kBadDtypeOp;
+  if (forward) {
+    // Forwarded, not reduced: any dtype, no op (the byte is 0).
+    if (op != 0) return Reason::kMalformed;
+  } else {
+    if (!isValidOp(op)) return Reason::kBadDtypeOp;
+    m->op = static_cast<Op>(op);
+    if (!reduceSupported(m->dtype, m->op)) return Reason::kBadDtypeOp;
+  }
   if (m->type == MsgType::kResult && m->rank != 0) return Reason::kMalformed;
   if (m->count == 0) return Reason::kMalformed;
   const uint64_t bytes = static_cast<uint64_t>(m->count) * dtypeSize(m->dtype);
   if (bytes > kMaxSlotBytes) return Reason::kOversize;
   if (m->call_elems < m->count) return Reason::kMalformed;
-  if (bytes != body_bytes) return Reason::kMalformed;
-  m->payload = body;
+  if (routed && forward) {
+    // The member's piece: whole elements inside the chunk (maybe none).
+    const size_t esize = dtypeSize(m->dtype);
+    if (body_bytes % esize != 0) return Reason::kMalformed;
+    if (uint64_t(m->piece_offset) + body_bytes / esize > m->count) return Reason::kMalformed;
+    if (body_bytes == 0 && m->piece_offset != 0) return Reason::kMalformed;
+  } else {
+    if (routed && m->piece_offset != 0) return Reason::kMalformed;
+    const bool empty = m->type == MsgType::kResult && (m->result_flags & kResultNoPayload);
+    if (body_bytes != (empty ? 0 : bytes)) return Reason::kMalformed;
+  }
+  m->payload = body_bytes ? body : nullptr;
   m->payload_bytes = body_bytes;
   return Reason::kNone;
 }
@@ -157,7 +209,7 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
 Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* m) {
   const bool has_body = m->type == MsgType::kHelloAck || m->type == MsgType::kJoinAck ||
                         m->type == MsgType::kContrib || m->type == MsgType::kResult ||
-                        m->type == MsgType::kAbort || m->type == MsgType::kError;
+                        m->type == MsgType::kContribRouted || m->type == MsgType::kAbort || m->type == MsgType::kError;
   if (!has_body && body_bytes != 0) return Reason::kMalformed;
   switch (m->type) {
     case MsgType::kHello:
@@ -188,6 +240,7 @@ Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* 
     }
     case MsgType::kContrib:
     case MsgType::kResult:
+    case MsgType::kContribRouted:
       return decodeChunk(r, body, body_bytes, m);
     case MsgType::kLeave:
       m->rank = r.u32();
@@ -240,7 +293,8 @@ const char* reasonName(Reason r) {
                                                      "join_timeout",
                                                      "lease_revoked",
                                                      "shutdown",
-                                                     "busy"};
+                                                     "busy",
+                                                     "route_mismatch"};
   const auto i = static_cast<uint16_t>(r);
   return i <= kMaxReason ? kNames[i] : "unknown";
 }
@@ -290,6 +344,7 @@ Frame encode(const Message& m) {
       break;
     case MsgType::kContrib:
     case MsgType::kResult:
+    case MsgType::kContribRouted:
       encodeChunkFields(w, m);
       break;
     case MsgType::kLeave:

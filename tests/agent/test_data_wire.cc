@@ -44,7 +44,13 @@ std::vector<std::vector<uint8_t>> validFrames() {
     m.call_elems = 1000;
     m.capacity = Capacity{5100, 400, 73};
     if (m.type == MsgType::kResult) m.rank = 0;
-    const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult;
+    if (m.type == MsgType::kContribRouted) {
+      m.mode = kModeReduce;
+      m.dest_lo = 1;
+      m.dest_hi = 3;
+    }
+    const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult ||
+                       m.type == MsgType::kContribRouted;
     out.push_back(toFramed(encode(m), chunk ? payload : nullptr, chunk ? sizeof payload : 0));
   }
   return out;
@@ -74,7 +80,13 @@ TEST(DataWire, EveryTypeRoundTrips) {
         EXPECT_FALSE(m.caps.supports(Dtype::kInt64, Op::kSum));
         break;
       case MsgType::kContrib:
-      case MsgType::kResult: {
+      case MsgType::kResult:
+      case MsgType::kContribRouted: {
+        if (m.type == MsgType::kContribRouted) {
+          EXPECT_EQ(m.mode, kModeReduce);
+          EXPECT_EQ(m.dest_lo, 1u);
+          EXPECT_EQ(m.dest_hi, 3u);
+        }
         EXPECT_EQ(m.chunk, 17u);
         EXPECT_EQ(m.slot, 1u);
         EXPECT_EQ(m.count, 3u);
@@ -249,7 +261,11 @@ TEST(DataWire, JoinFlagsAndBusyReason) {
   f = encode(m);
   ASSERT_EQ(decode(f.header.data(), f.header_bytes, nullptr, 0, &out), Reason::kNone);
   EXPECT_EQ(out.flags, 0u);
-  m.flags = 2;  // unknown flag
+  m.flags = kJoinFlagBusy | kJoinFlagRouted;
+  f = encode(m);
+  ASSERT_EQ(decode(f.header.data(), f.header_bytes, nullptr, 0, &out), Reason::kNone);
+  EXPECT_EQ(out.flags, kJoinFlagBusy | kJoinFlagRouted);
+  m.flags = 4;  // unknown flag
   f = encode(m);
   EXPECT_EQ(decode(f.header.data(), f.header_bytes, nullptr, 0, &out), Reason::kMalformed);
   m = Message();

@@ -81,6 +81,39 @@ struct GroupInfo {
   wire::CapTable caps;
 };
 
+// A routed call (docs/agent-protocol.md "Routed calls"): the collectives
+// beyond allreduce, over a vector of `total` elements that every member
+// describes alike.
+//   kReduce:  every member contributes all `total` elements of `in`; the
+//             agent reduces them in rank order (as for allreduce).
+//   kForward: member r contributes only its piece [in_begin, in_end) of the
+//             vector (`in` points at element in_begin; empty: nothing); the
+//             pieces of all members must tile the vector in rank order; the
+//             agent forwards them (no op). Allgather: member r owns
+//             [r·n, (r+1)·n); bcast: the root owns everything.
+// Results: member r receives the elements [want[r], want[r+1]) into `out`
+// (want: size+1 non-decreasing bounds, want[size] == total), or, with want
+// empty, all of them. The agent sends a chunk's payload only to the members
+// whose range overlaps it (the others get a header-only RESULT that keeps
+// their window moving). Reduce to root: want = 0 up to root, total after;
+// reduce-scatter: the prefix sums of the receive counts.
+// Failure semantics as for allreduce: Ok only when every wanted element
+// arrived; on failure `in` is never modified and `out` is unspecified
+// unless it overlaps `in` (then results are staged, `in` stays intact).
+struct RoutedCall {
+  enum class Kind { kReduce, kForward };
+  Kind kind = Kind::kReduce;
+  Dtype dtype = Dtype::kUint8;
+  Op op = Op::kSum;  // kReduce only
+  size_t total = 0;
+  const void* in = nullptr;
+  size_t in_begin = 0, in_end = 0;  // kForward only (kReduce: [0, total))
+  void* out = nullptr;
+  std::vector<size_t> want;
+  // This member's wanted range [*begin, *end) (all of it when want is empty).
+  void wanted(int rank, size_t* begin, size_t* end) const;
+};
+
 struct ClientCounters {
   uint64_t bytes_sent = 0;      // payload bytes contributed
   uint64_t bytes_received = 0;  // result payload bytes received
@@ -154,6 +187,14 @@ class AggGroup {
   Status allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
                    int64_t timeout_ms);
 
+  // A routed call (RoutedCall above): reduce to one member, reduce-scatter,
+  // allgather, bcast. kUnsupported (a decline: nothing sent, group usable)
+  // when the group's agent predates routed calls (routed() false) or does
+  // not reduce the pair.
+  Status routed(const RoutedCall& call, int64_t timeout_ms);
+  // Every member's JOIN and the agent understood routed calls.
+  bool routedSupported() const;
+
   // Leaves the group (members leave collectively, e.g. at communicator
   // free). The group is unusable afterwards.
   Status leave(int64_t timeout_ms);
@@ -175,6 +216,7 @@ class AggGroup {
   // finish commits the in-place staging on success or fails the group
   // (leave + drain, as allreduce does).
   Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
+  Status startRouted(const RoutedCall& call);
   Status stepCall();
   Status finishCall(Status outcome);
   // For a call whose input is filled while it runs (StripedGroup's).
@@ -217,6 +259,10 @@ class StripedGroup {
   bool supports(Dtype dtype, Op op) const;                           // every stripe's agent
   Status allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
                    int64_t timeout_ms);
+  // A routed call cut into the same K stripes of `total` (each stripe's
+  // agent routes its part); the failure semantics of allreduce.
+  Status routed(const RoutedCall& call, int64_t timeout_ms);
+  bool routedSupported() const;  // every stripe's group
   // allreduce in steps, for a caller that interleaves the stream with other
   // work (the switch path's node leaders): startCall returns kInProgress
   // once the stripes run (else the call's end: Ok for count 0, or the
@@ -225,6 +271,7 @@ class StripedGroup {
   // allreduce's outcome; the caller bounds it and calls abortCall(timeout)
   // past its deadline (kTimeout, every group failed, as allreduce does).
   Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
+  Status startRouted(const RoutedCall& call);
   Status stepCall();
   Status abortCall(int64_t timeout_ms);
   // A call whose input is still being written (the node leaders' pipeline):

@@ -32,7 +32,7 @@ constexpr uint16_t kAmToAgent = 40;   // active-message id, client -> agent
 constexpr uint16_t kAmToClient = 41;  // active-message id, agent -> client
 constexpr size_t kTokenBytes = 16;
 constexpr size_t kCommonHeaderBytes = 32;
-constexpr size_t kMaxHeaderBytes = 64;
+constexpr size_t kMaxHeaderBytes = 80;  // CONTRIB_ROUTED; every other type <= 64
 constexpr uint32_t kMaxGroupSize = 4096;
 constexpr uint32_t kMaxWindow = 4096;
 constexpr uint32_t kMaxSlotBytes = 64u << 20;
@@ -45,7 +45,20 @@ constexpr size_t kMaxTextBytes = 512;
 // predates them refuses a nonzero value as malformed, so a client that got
 // ERROR(malformed) for a flagged JOIN joins again without flags).
 constexpr uint32_t kJoinFlagBusy = 1;  // the member understands ERROR(busy)
-constexpr uint32_t kJoinKnownFlags = kJoinFlagBusy;
+// The member speaks CONTRIB_ROUTED and flagged RESULTs (reduce, reduce-
+// scatter, allgather, bcast). An agent that predates it refuses the JOIN as
+// malformed; the client then joins with kJoinFlagBusy alone and serves only
+// allreduce and barrier through that agent.
+constexpr uint32_t kJoinFlagRouted = 2;
+constexpr uint32_t kJoinKnownFlags = kJoinFlagBusy | kJoinFlagRouted;
+
+// CONTRIB_ROUTED modes.
+constexpr uint8_t kModeReduce = 1;   // payload = the chunk's count elements, reduced over members
+constexpr uint8_t kModeForward = 2;  // payload = this member's piece of the chunk (maybe none)
+// RESULT flags (the u16 after op; 0 for an allreduce's RESULT).
+constexpr uint16_t kResultNoPayload = 1;  // header only: this member is not a destination
+constexpr uint16_t kResultForward = 2;    // the chunk was forwarded, not reduced (op byte 0)
+constexpr uint16_t kResultKnownFlags = kResultNoPayload | kResultForward;
 
 using Token = LeaseToken;
 static_assert(LeaseToken::kBytes == kTokenBytes);
@@ -76,8 +89,12 @@ enum class MsgType : uint8_t {
   // predates them answers ERROR(bad_type) and the client goes on without.
   kCapacity = 10,     // client -> agent: what can you do, how fast?
   kCapacityAck = 11,  // agent -> client: measured reduce rate, link rate, turnaround
+  // Added after kJoinFlagRouted (only in groups whose members all set it):
+  // one chunk of a routed call - reduced or forwarded, its result sent only
+  // to members [dest_lo, dest_hi] (the others get a header-only RESULT).
+  kContribRouted = 12,
 };
-constexpr int kMaxMsgType = 11;
+constexpr int kMaxMsgType = 12;
 
 // Why a message was rejected or a group aborted. Wire-stable: append only.
 enum class Reason : uint16_t {
@@ -112,8 +129,12 @@ enum class Reason : uint16_t {
   // agent refused because its lease (or the pool, or memory) had no slots
   // free for it right then: that call is dropped, the group lives on.
   kBusy = 25,
+  // Added with kJoinFlagRouted (sent only in routed groups): members
+  // disagree on a routed chunk's mode or destinations, or forwarded pieces
+  // do not tile the chunk in rank order.
+  kRouteMismatch = 26,
 };
-constexpr int kMaxReason = 25;
+constexpr int kMaxReason = 26;
 const char* reasonName(Reason r);  // "bad_token", ... (metrics labels)
 
 // Ops the agent reduces per dtype: bit (1 << op value) in mask[dtype value].
@@ -140,6 +161,13 @@ struct Message {
   Dtype dtype = Dtype::kInt32;
   Op op = Op::kSum;
   uint32_t count = 0;             // CONTRIB, RESULT: elements in this chunk
+  // CONTRIB_ROUTED: kModeReduce or kModeForward; the members that receive
+  // the chunk's result, [dest_lo, dest_hi]; forward: where this member's
+  // piece (payload_bytes / dtype size elements, maybe 0) starts in the chunk.
+  uint8_t mode = 0;
+  uint32_t dest_lo = 0, dest_hi = 0;
+  uint32_t piece_offset = 0;
+  uint16_t result_flags = 0;      // RESULT: kResult* (0: an allreduce result)
   Reason reason = Reason::kNone;  // ABORT, ERROR
   CapTable caps;                  // HELLO_ACK, JOIN_ACK
   Capacity capacity;              // CAPACITY_ACK
