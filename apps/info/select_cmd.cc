@@ -1,5 +1,7 @@
 #include "select_cmd.h"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -198,6 +200,49 @@ void printMeasuredTimes(const SelectArgs& a, const coll::Selector& s) {
   else printf("(each cell: measured / modeled)\n");
 }
 
+// The routed collectives (docs/offload.md "Routed collectives"): one line
+// per op, its size ranges (powers of two, the model's n: the vector, or one
+// rank's block for allgather) and who serves them, like the barrier line.
+// With several ranks per node (node leaders, the component's default) the
+// switch path declines them.
+void printRoutedChoices(const SelectArgs& a, const coll::Selector& s) {
+  coll::SelectionInput in = a.in;
+  const bool leaders = in.switch_members > 0 && in.switch_members < in.comm_size &&
+                       in.switch_available && strcasecmp(a.policy.offload.c_str(), "off") != 0;
+  for (size_t i = 0; i < coll::kNumRoutedOps && leaders; ++i)
+    printf("%s: previous module (node leaders: not routed yet; SWITCHAGG_SWITCH_LEADERS=off "
+           "routes them)\n",
+           coll::routedOpName(static_cast<coll::RoutedOp>(i)));
+  for (size_t i = 0; i < coll::kNumRoutedOps && !leaders; ++i) {
+    const auto op = static_cast<coll::RoutedOp>(i);
+    std::string line;
+    size_t lo = 0;
+    bool run_switch = false;
+    std::string run_reason;
+    auto flush = [&](size_t hi) {
+      if (!line.empty()) line += ", ";
+      line += std::string(run_switch ? "switch" : "previous module") + " for " + humanBytes(lo) +
+              " .. " + humanBytes(hi) + " (" + run_reason + ")";
+    };
+    size_t prev_b = 0;
+    for (size_t b = std::max<size_t>(1, a.min_bytes);; b = std::min(b * 2, a.max_bytes)) {
+      in.bytes = b;
+      const coll::RoutedChoice c = coll::chooseRouted(op, in, s.model(), a.policy);
+      if (lo == 0) {
+        lo = b, run_switch = c.use_switch, run_reason = c.reason;
+      } else if (c.use_switch != run_switch || run_reason != c.reason) {
+        flush(prev_b);
+        lo = b, run_switch = c.use_switch, run_reason = c.reason;
+      }
+      prev_b = b;
+      if (b >= a.max_bytes || b > (SIZE_MAX >> 1)) break;
+    }
+    flush(prev_b);
+    printf("%s: %s\n", coll::routedOpName(op), line.c_str());
+  }
+  printf("\n");
+}
+
 }  // namespace
 
 bool wantsSelectCommand(int argc, char** argv) {
@@ -259,6 +304,7 @@ int runSelectCommand(int argc, char** argv) {
     printf("barrier: switch (agent round trip + one outcome agreement)\n\n");
   else
     printf("barrier: previous module (no switch)\n\n");
+  printRoutedChoices(*a, *s);
   printDecisionTable(*a, *s);
   printModeledTimes(*a, *s);
   printMeasuredTimes(*a, *s);

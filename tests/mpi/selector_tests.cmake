@@ -84,6 +84,12 @@ if(TARGET switchagg-info)
     COMMAND switchagg-info --select --np 8 --ppn 1 --switch --agent-link-mbps 400 --min 1M --max 16M)
   set_tests_properties(info_select_agent_capacity PROPERTIES LABELS unit TIMEOUT 30
     PASS_REGULAR_EXPRESSION "1 MiB \\.\\. 16 MiB +rabenseifner +[0-9.]+ us")
+  # The routed collectives' lines: with the default rows, 8 one-rank nodes,
+  # allgather (p·b into each member) switches only for small blocks.
+  add_test(NAME info_select_routed
+    COMMAND switchagg-info --select --np 8 --ppn 1 --switch)
+  set_tests_properties(info_select_routed PROPERTIES LABELS unit TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "allgather: switch for 8 B \\.\\. [0-9]+ KiB \\(cost model\\), previous module for [0-9]+ KiB \\.\\. 64 MiB \\(cost model\\)")
   # A tune file (as coll_switchagg_tune_file writes it) shows measured vs modeled.
   add_test(NAME info_select_measured
     COMMAND sh -c "printf 'allreduce bytes=4096-8191 np=4 ppn=4 nodes=1 switch=no algorithm=previous\nmeasured bytes=4096-8191 np=4 ppn=4 nodes=1 switch=no us:ring=41.5 us:previous=12.5\n' > \"$2\" && \"$1\" --select --np 4 --rules \"$2\" --max 8K"

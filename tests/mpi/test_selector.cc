@@ -63,6 +63,76 @@ TEST(Barrier, UsesTheSwitchOnlyWithOffloadOn) {
   }
 }
 
+// The routed collectives (docs/offload.md "Routed collectives"): offload
+// off never, on whenever the switch can serve, auto by the routed rows.
+constexpr RoutedOp kRoutedOps[] = {RoutedOp::kReduce, RoutedOp::kReduceScatter,
+                                   RoutedOp::kReduceScatterBlock, RoutedOp::kAllgather,
+                                   RoutedOp::kBcast};
+
+TEST(Routed, OffloadOffNeverOnWheneverAvailable) {
+  const CostModel m = CostModel::defaults();
+  SelectionPolicy off, on;
+  off.offload = "off";
+  on.offload = "ON";
+  for (RoutedOp op : kRoutedOps) {
+    for (size_t bytes : {size_t(8), size_t(1) << 26}) {
+      EXPECT_FALSE(chooseRouted(op, shape(bytes, 8, 1, true), m, off).use_switch);
+      EXPECT_TRUE(chooseRouted(op, shape(bytes, 8, 1, true), m, on).use_switch);
+      EXPECT_FALSE(chooseRouted(op, shape(bytes, 8, 1, false), m, on).use_switch);
+      EXPECT_FALSE(chooseRouted(op, shape(bytes, 8, 1, false), m, {}).use_switch);
+    }
+    EXPECT_STREQ(chooseRouted(op, shape(8, 8, 1, true), m, off).reason, "offload=off");
+  }
+}
+
+// auto follows the rows at every size, and with a slow-to-start but
+// fast-streaming switch each op flips once: previous for small calls, the
+// switch for large ones, at the size where the rows cross.
+TEST(Routed, AutoFlipsWhereTheRowsCross) {
+  CostModel m = CostModel::defaults();
+  m.set({Algorithm::kSwitch, Locality::kNet, 100.0, 0.05, 0});
+  for (RoutedOp op : kRoutedOps) {
+    int flips = 0;
+    bool last = false;
+    for (size_t bytes = 8; bytes <= (size_t(1) << 26); bytes *= 2) {
+      const SelectionInput in = shape(bytes, 8, 1, true);
+      const bool faster = predictRoutedSwitchUs(m, op, in) < predictRoutedPreviousUs(m, op, in);
+      const RoutedChoice c = chooseRouted(op, in, m, {});
+      EXPECT_EQ(c.use_switch, faster) << routedOpName(op) << " " << bytes;
+      EXPECT_STREQ(c.reason, "cost model");
+      if (bytes == 8) EXPECT_FALSE(c.use_switch) << routedOpName(op);
+      else if (c.use_switch != last) ++flips;
+      last = c.use_switch;
+    }
+    EXPECT_TRUE(last) << routedOpName(op) << " should use the switch at 64 MiB";
+    EXPECT_EQ(flips, 1) << routedOpName(op);
+  }
+  // Where only the switch computes it right, auto takes it at any size.
+  EXPECT_TRUE(chooseRouted(RoutedOp::kReduce, shape(8, 8, 1, true), m, {}, true).use_switch);
+}
+
+TEST(Routed, RowsMatchHandComputation) {
+  const CostModel m = CostModel::defaults();  // switch 10 us, 0.2 ns/B; previous net 6 us, 0.15, 0.35
+  SelectionInput in = shape(1 << 20, 8, 1, true);  // 1 MiB = 4 slots: one window round
+  const double n = 1 << 20;
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + n * 0.2e-3, 1e-6);
+  // allgather: 1 MiB blocks, an 8 MiB vector (32 slots, 4 rounds); each member receives 8 MiB.
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 8 * n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduce, in), 3 * (6 + n * 0.5e-3), 1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kBcast, in), 3 * (6 + n * 0.15e-3), 1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduceScatter, in),
+              7 * 6 + 7.0 / 8 * n * 0.5e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kAllgather, in), 7 * (6 + n * 0.15e-3), 1e-6);
+  // The agent's link carries p·p·b for allgather, p·n for bcast (8 Gbit/s = 1 B/ns).
+  in.switch_link_mbps = 8000;
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 64 * n * 1e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + 8 * n * 1e-3, 1e-6);
+  // One rank: nothing to move.
+  EXPECT_EQ(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(1 << 20, 1, 1, true)), 0);
+  EXPECT_TRUE(std::isinf(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(8, 8, 1, false))));
+}
+
 TEST(Registry, NamesRoundTrip) {
   ASSERT_EQ(algorithmRegistry().size(), 6u);
   for (const AlgorithmInfo& info : algorithmRegistry()) {

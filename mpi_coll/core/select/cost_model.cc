@@ -170,13 +170,22 @@ double predictHierarchicalUs(const CostModel& m, const SelectionInput& in) {
   return local + leaders;
 }
 
+namespace {
+// Rounds of the switch window for a stripe of `stripe_bytes` (one agent
+// call): ceil(ceil(stripe / slot) / W), at least one.
+size_t windowRounds(const SelectionInput& in, size_t stripe_bytes) {
+  const size_t slot =
+      in.switch_slot_bytes > 0 ? in.switch_slot_bytes : CostModel::kDefaultSlotBytes;
+  const size_t window = size_t(in.switch_window > 0 ? in.switch_window : CostModel::kDefaultWindow);
+  const size_t chunks = std::max<size_t>(1, (stripe_bytes + slot - 1) / slot);
+  return (chunks + window - 1) / window;
+}
+}  // namespace
+
 double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
   if (!in.switch_available) return kInf;
   const CostEntry* c = m.find(Algorithm::kSwitch, Locality::kNet);
   if (c == nullptr) return kInf;
-  const size_t slot =
-      in.switch_slot_bytes > 0 ? in.switch_slot_bytes : CostModel::kDefaultSlotBytes;
-  const size_t window = size_t(in.switch_window > 0 ? in.switch_window : CostModel::kDefaultWindow);
   const int members = in.switch_members > 0 ? in.switch_members : in.comm_size;
   const double k = double(std::max(1, in.switch_stripes));
   const bool leaders = members < in.comm_size;
@@ -184,9 +193,7 @@ double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
   const size_t segments =
       leaders && seg > 0 && in.bytes >= 2 * seg ? (in.bytes + seg - 1) / seg : 1;
   // Rounds of the window per stripe (one agent call, segments or not).
-  const size_t stripe_bytes = (in.bytes + size_t(k) - 1) / size_t(k);
-  const size_t chunks = std::max<size_t>(1, (stripe_bytes + slot - 1) / slot);
-  const size_t rounds = (chunks + window - 1) / window;
+  const size_t rounds = windowRounds(in, (in.bytes + size_t(k) - 1) / size_t(k));
   const double n = double(in.bytes), pn = double(members) * n;
   double stream_us = us(n * c->beta_ns);
   if (in.switch_link_mbps > 0)
@@ -195,6 +202,74 @@ double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
   stream_us += double(rounds) * (c->alpha_us + in.switch_turnaround_us) + us(pn * c->gamma_ns / k);
   const double local = leaders ? nodePhasesUs(m, in) : 0;
   return std::max(stream_us, local) + std::min(stream_us, local) / double(segments);
+}
+
+const char* routedOpName(RoutedOp op) {
+  switch (op) {
+    case RoutedOp::kReduce: return "reduce";
+    case RoutedOp::kReduceScatter: return "reduce_scatter";
+    case RoutedOp::kReduceScatterBlock: return "reduce_scatter_block";
+    case RoutedOp::kAllgather: return "allgather";
+    case RoutedOp::kBcast: return "bcast";
+  }
+  return "?";
+}
+
+double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInput& in) {
+  if (in.comm_size <= 1) return 0;
+  if (!in.switch_available) return kInf;
+  const CostEntry* c = m.find(Algorithm::kSwitch, Locality::kNet);
+  if (c == nullptr) return kInf;
+  const double p = double(in.switch_members > 0 ? in.switch_members : in.comm_size);
+  const size_t k = size_t(std::max(1, in.switch_stripes));
+  const double n = double(in.bytes);
+  const bool gather = op == RoutedOp::kAllgather;
+  const size_t vector = gather ? size_t(p) * in.bytes : in.bytes;  // the routed vector
+  const double rounds = double(windowRounds(in, (vector + k - 1) / k));
+  double member = 0, agent_link = 0, reduced = 0;  // bytes: a member's link, the agent's, reduced
+  switch (op) {
+    case RoutedOp::kReduce:
+    case RoutedOp::kReduceScatter:
+    case RoutedOp::kReduceScatterBlock:
+      member = n;
+      agent_link = p * n;
+      reduced = p * n;
+      break;
+    case RoutedOp::kAllgather:
+      member = p * n;
+      agent_link = p * p * n;
+      break;
+    case RoutedOp::kBcast:
+      member = n;
+      agent_link = p * n;
+      break;
+  }
+  double stream_us = us(member * c->beta_ns);
+  if (in.switch_link_mbps > 0)
+    stream_us = std::max(stream_us, agent_link * 8.0 / (double(k) * in.switch_link_mbps));
+  if (reduced > 0 && in.switch_reduce_mbps > 0)
+    stream_us = std::max(stream_us, reduced / (double(k) * in.switch_reduce_mbps));
+  return stream_us + rounds * (c->alpha_us + in.switch_turnaround_us) +
+         us(reduced * c->gamma_ns / double(k));
+}
+
+double predictRoutedPreviousUs(const CostModel& m, RoutedOp op, const SelectionInput& in) {
+  const int p = in.comm_size;
+  if (p <= 1) return 0;
+  const CostEntry* c =
+      m.find(Algorithm::kPrevious, in.nodes > 1 ? Locality::kNet : Locality::kShm);
+  if (c == nullptr) return kInf;
+  const double n = double(in.bytes), f = double(p - 1) / p;
+  switch (op) {
+    case RoutedOp::kReduce:
+      return ceilLog2(p) * (c->alpha_us + us(n * (c->beta_ns + c->gamma_ns)));
+    case RoutedOp::kReduceScatter:
+    case RoutedOp::kReduceScatterBlock:
+      return (p - 1) * c->alpha_us + us(f * n * (c->beta_ns + c->gamma_ns));
+    case RoutedOp::kAllgather: return (p - 1) * (c->alpha_us + us(n * c->beta_ns));
+    case RoutedOp::kBcast: return ceilLog2(p) * (c->alpha_us + us(n * c->beta_ns));
+  }
+  return kInf;
 }
 
 double CostModel::predictUs(Algorithm a, const SelectionInput& in) const {

@@ -36,6 +36,26 @@
 //
 // Flat algorithms use the `shm` row when the communicator sits on one node
 // and the `net` row otherwise (the slowest link sets the pace).
+//
+// The routed collectives (switch path or previous module, nothing else;
+// docs/offload.md "Routed collectives"). n = SelectionInput::bytes is the
+// whole vector (reduce, reduce-scatter, bcast) or one rank's block b
+// (allgather). Switch rows, with the switch row's α, β, γ and the agent's
+// T, L, R as for allreduce (terms with an unknown figure drop; K stripes
+// divide the agent's share; rounds = ⌈⌈V/K/slot⌉/W⌉ over the routed vector
+// V = n, or p·b for allgather):
+//   reduce          members send n, the root receives n:
+//                   rounds·(α+T) + max(nβ, p·n/(K·L), p·n/(K·R)) + p·nγ/K
+//   reduce_scatter  members send n, each receives its n/p: the same row
+//   allgather       members send b, receive p·b; the agent's link carries
+//                   p·b in and p·p·b out: rounds·(α+T) + max(p·bβ, p·p·b/(K·L))
+//   bcast           the root sends n, all receive n; the agent's link
+//                   carries n in and p·n out: rounds·(α+T) + max(nβ, p·n/(K·L))
+// Previous-module rows (a model of tuned, the `previous` row):
+//   reduce          binomial tree  ⌈log2 p⌉·(α + nβ + nγ)
+//   reduce_scatter  ring           (p−1)α + (p−1)/p·nβ + (p−1)/p·nγ
+//   allgather       ring           (p−1)α + (p−1)·bβ   (= (p−1)/p of p·b)
+//   bcast           binomial tree  ⌈log2 p⌉·(α + nβ)
 #pragma once
 
 #include <cstddef>
@@ -49,7 +69,17 @@
 
 namespace switchagg::coll {
 
-// What the selector knows about one MPI_Allreduce call.
+// The collectives beyond allreduce that the switch path can route
+// (docs/offload.md "Routed collectives"); reduce_scatter_block is
+// reduce_scatter with equal counts, counted apart.
+enum class RoutedOp { kReduce, kReduceScatter, kReduceScatterBlock, kAllgather, kBcast };
+inline constexpr size_t kNumRoutedOps = 5;
+// "reduce", "reduce_scatter", "reduce_scatter_block", "allgather", "bcast":
+// the prefix of its counters (reduce:switch, ...).
+const char* routedOpName(RoutedOp op);
+
+// What the selector knows about one MPI_Allreduce call (or one routed
+// call: see the routed rows above for what `bytes` is).
 struct SelectionInput {
   size_t bytes = 0;               // message size (count * dtype size)
   int comm_size = 1;
@@ -116,5 +146,10 @@ double predictRabenseifnerUs(const CostModel& m, const SelectionInput& in);
 double predictHierarchicalUs(const CostModel& m, const SelectionInput& in);
 double predictSwitchUs(const CostModel& m, const SelectionInput& in);
 double predictPreviousUs(const CostModel& m, const SelectionInput& in);
+
+// The routed rows above: +infinity when the switch is not available (or a
+// row is missing); 0 for a single rank.
+double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInput& in);
+double predictRoutedPreviousUs(const CostModel& m, RoutedOp op, const SelectionInput& in);
 
 }  // namespace switchagg::coll

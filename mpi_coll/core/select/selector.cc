@@ -41,6 +41,16 @@ bool barrierUsesSwitch(const SelectionPolicy& policy) {
   return strcasecmp(policy.offload.c_str(), "on") == 0;
 }
 
+RoutedChoice chooseRouted(RoutedOp op, const SelectionInput& in, const CostModel& model,
+                          const SelectionPolicy& policy, bool previous_differs) {
+  if (strcasecmp(policy.offload.c_str(), "off") == 0) return {false, "offload=off"};
+  if (!in.switch_available) return {false, "no switch"};
+  if (strcasecmp(policy.offload.c_str(), "on") == 0) return {true, "offload=on"};
+  if (previous_differs) return {true, "previous differs"};
+  return {predictRoutedSwitchUs(model, op, in) < predictRoutedPreviousUs(model, op, in),
+          "cost model"};
+}
+
 Status validatePolicy(const SelectionPolicy& policy) {
   Algorithm a;
   if (strcasecmp(policy.forced.c_str(), "auto") != 0 && !parseAlgorithm(policy.forced, &a)) {

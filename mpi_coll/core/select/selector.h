@@ -37,6 +37,21 @@ Status validatePolicy(const SelectionPolicy& policy);
 // than the previous module's barrier alone, so no cost-model row is needed.
 bool barrierUsesSwitch(const SelectionPolicy& policy);
 
+// A routed collective's choice (docs/offload.md "Routed collectives"): the
+// switch path or the previous module, per call. offload `off`: previous;
+// `on`: the switch whenever it can serve (in.switch_available); `auto`: the
+// switch when it can serve and predictRoutedSwitchUs < predictRoutedPreviousUs,
+// or when `previous_differs` (the previous module would not follow C
+// semantics for the dtype/op: only the switch path computes it right).
+// Rules files and forced allreduce algorithms do not apply (a forced host
+// algorithm leaves the communicator without a switch path).
+struct RoutedChoice {
+  bool use_switch = false;
+  const char* reason = "";  // "offload=off", "offload=on", "cost model", "previous differs", "no switch"
+};
+RoutedChoice chooseRouted(RoutedOp op, const SelectionInput& in, const CostModel& model,
+                          const SelectionPolicy& policy, bool previous_differs = false);
+
 // Ranked candidates, best first; the caller tries each (a candidate may
 // decline at run time), and kPrevious is always last.
 std::vector<Algorithm> rankCandidates(const SelectionInput& in, const CostModel& model,
