@@ -11,6 +11,7 @@
 #include "coll_core_internal.h"
 #include "dispatch.h"
 #include "process_runtime.h"
+#include "routed.h"
 #include "switch_path.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/log.h"
@@ -21,6 +22,7 @@ namespace {
 using switchagg::Dtype;
 using switchagg::Op;
 using switchagg::coll::Algorithm;
+using switchagg::coll::RoutedOp;
 
 static_assert(SWITCHAGG_DT_INT8 == static_cast<int>(Dtype::kInt8) &&
                   SWITCHAGG_DT_FLOAT64 == static_cast<int>(Dtype::kFloat64) &&
@@ -28,6 +30,14 @@ static_assert(SWITCHAGG_DT_INT8 == static_cast<int>(Dtype::kInt8) &&
                   SWITCHAGG_DT_SHORT_INT == static_cast<int>(Dtype::kShortInt) &&
                   SWITCHAGG_DT_SHORT_INT == switchagg::kNumDtypes,
               "coll_core.h dtype values must mirror switchagg::Dtype");
+static_assert(SWITCHAGG_COLL_REDUCE == int(switchagg::coll::RoutedOp::kReduce) &&
+                  SWITCHAGG_COLL_REDUCE_SCATTER == int(switchagg::coll::RoutedOp::kReduceScatter) &&
+                  SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK ==
+                      int(switchagg::coll::RoutedOp::kReduceScatterBlock) &&
+                  SWITCHAGG_COLL_ALLGATHER == int(switchagg::coll::RoutedOp::kAllgather) &&
+                  SWITCHAGG_COLL_BCAST == int(switchagg::coll::RoutedOp::kBcast) &&
+                  SWITCHAGG_COLL_BCAST + 1 == int(switchagg::coll::kNumRoutedOps),
+              "coll_core.h routed op values must mirror switchagg::coll::RoutedOp");
 static_assert(SWITCHAGG_OP_SUM == static_cast<int>(Op::kSum) &&
                   SWITCHAGG_OP_BXOR == static_cast<int>(Op::kBxor) &&
                   SWITCHAGG_OP_MAXLOC == static_cast<int>(Op::kMaxloc) &&
@@ -45,6 +55,27 @@ T guarded(const char* where, T on_error, F&& body) {
     SA_ERROR("coll", "%s: unexpected exception", where);
   }
   return on_error;
+}
+
+}  // namespace
+
+namespace {
+
+int routedResult(switchagg::coll::Outcome outcome) {
+  switch (outcome) {
+    case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
+    case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
+    case switchagg::coll::Outcome::kFailed: break;
+  }
+  return static_cast<int>(SWITCHAGG_COLL_FAILED);
+}
+
+int routedCall(const char* where, switchagg_coll_comm_t* comm,
+               const switchagg::coll::RoutedArgs& args, bool previous_differs) {
+  switchagg::coll::ProcessRuntime::CallScope in_call;
+  return guarded(where, static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
+    return routedResult(switchagg::coll::dispatchRouted(comm->state, args, previous_differs));
+  });
 }
 
 }  // namespace
@@ -144,6 +175,47 @@ int switchagg_coll_barrier(switchagg_coll_comm_t* comm) {
   });
 }
 
+int switchagg_coll_reduce(switchagg_coll_comm_t* comm, const void* send, void* recv, size_t count,
+                          int dtype, int op, int root, int flags) {
+  return routedCall("reduce", comm,
+                    {RoutedOp::kReduce, send, recv, count, nullptr, static_cast<Dtype>(dtype),
+                     static_cast<Op>(op), root},
+                    (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0);
+}
+
+int switchagg_coll_reduce_scatter(switchagg_coll_comm_t* comm, const void* send, void* recv,
+                                  const size_t* recvcounts, int dtype, int op, int flags) {
+  const RoutedOp kind =
+      (flags & SWITCHAGG_COLL_BLOCK) ? RoutedOp::kReduceScatterBlock : RoutedOp::kReduceScatter;
+  return routedCall("reduce_scatter", comm,
+                    {kind, send, recv, 0, recvcounts, static_cast<Dtype>(dtype),
+                     static_cast<Op>(op), 0},
+                    (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0);
+}
+
+int switchagg_coll_allgather(switchagg_coll_comm_t* comm, const void* send, void* recv,
+                             size_t bytes) {
+  return routedCall("allgather", comm,
+                    {RoutedOp::kAllgather, send, recv, bytes, nullptr, Dtype::kUint8, Op::kSum, 0},
+                    false);
+}
+
+int switchagg_coll_bcast(switchagg_coll_comm_t* comm, void* buf, size_t bytes, int root) {
+  return routedCall("bcast", comm,
+                    {RoutedOp::kBcast, nullptr, buf, bytes, nullptr, Dtype::kUint8, Op::kSum, root},
+                    false);
+}
+
+void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t* comm, int routed_op,
+                                         const char* reason) {
+  guarded("note_routed_fallback", 0, [&] {
+    if (routed_op >= 0 && routed_op < int(switchagg::coll::kNumRoutedOps))
+      switchagg::coll::recordRoutedFallback(
+          comm->state, static_cast<switchagg::coll::RoutedOp>(routed_op), reason);
+    return 0;
+  });
+}
+
 int switchagg_coll_previous_done(switchagg_coll_comm_t* comm) {
   switchagg::coll::ProcessRuntime::CallScope in_call;
   return guarded("previous_done", -1, [&] {
@@ -193,6 +265,7 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
     if (const switchagg::coll::SwitchPath* sw = comm->state.switchPath())
       if (sw->counter(key, &value)) return value;
     if (switchagg::coll::barrierCounter(comm->state.barrierCounters(), key, &value)) return value;
+    if (switchagg::coll::routedCounter(comm->state, key, &value)) return value;
     if (switchagg::coll::iallreduceCounter(comm->iallreduce, key, &value)) return value;
     if (key == "local") return c.local;
     if (key.rfind("tune:", 0) == 0) {

@@ -97,7 +97,10 @@ enum switchagg_coll_flags {
    * C semantics (Open MPI 4.1's op/avx saturates 8/16-bit sums; its MIN/MAX
    * treat MPI_OFFSET as unsigned): in `auto` mode serve the call on the
    * host rather than hand it back. */
-  SWITCHAGG_COLL_PREVIOUS_DIFFERS = 1
+  SWITCHAGG_COLL_PREVIOUS_DIFFERS = 1,
+  /* switchagg_coll_reduce_scatter: the call is MPI_Reduce_scatter_block
+   * (equal counts; counted as reduce_scatter_block:*). */
+  SWITCHAGG_COLL_BLOCK = 2
 };
 
 /* After the glue ran the previous module for a call the core declined:
@@ -117,6 +120,40 @@ int switchagg_coll_allreduce(switchagg_coll_comm_t *comm, const void *send, void
  * communicator makes the same SERVED/DECLINED decision for the same call. */
 int switchagg_coll_barrier(switchagg_coll_comm_t *comm);
 
+/* The routed collectives (docs/offload.md "Routed collectives"): through
+ * the switch path when the policy (coll_switchagg_offload) and the path
+ * allow, else DECLINED - call the previous module's function with the same
+ * arguments: the input is intact (also after a busy refusal or a failure
+ * the core counted). SERVED: the result is in place. FAILED: the MPI error
+ * path. Every rank of the communicator makes the same SERVED/DECLINED
+ * decision for the same call. send == NULL means MPI_IN_PLACE.
+ *   reduce: count elements of dtype/op; recv significant at the root only
+ *           (in place: the root's input is in recv).
+ *   reduce_scatter: recvcounts[size] elements per rank (in place: the whole
+ *           vector in recv, the result at its start); flags may hold
+ *           SWITCHAGG_COLL_BLOCK for MPI_Reduce_scatter_block.
+ *   allgather: `bytes` per rank (a contiguous byte image); in place: this
+ *           rank's block already at recv + rank * bytes.
+ *   bcast:  `bytes` of buf from the root. */
+int switchagg_coll_reduce(switchagg_coll_comm_t *comm, const void *send, void *recv,
+                          size_t count, int dtype, int op, int root, int flags);
+int switchagg_coll_reduce_scatter(switchagg_coll_comm_t *comm, const void *send, void *recv,
+                                  const size_t *recvcounts, int dtype, int op, int flags);
+int switchagg_coll_allgather(switchagg_coll_comm_t *comm, const void *send, void *recv,
+                             size_t bytes);
+int switchagg_coll_bcast(switchagg_coll_comm_t *comm, void *buf, size_t bytes, int root);
+
+/* The routed collectives, for switchagg_coll_note_routed_fallback. */
+enum switchagg_coll_routed_op {
+  SWITCHAGG_COLL_REDUCE = 0, SWITCHAGG_COLL_REDUCE_SCATTER = 1,
+  SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK = 2, SWITCHAGG_COLL_ALLGATHER = 3,
+  SWITCHAGG_COLL_BCAST = 4
+};
+/* As switchagg_coll_note_fallback, for a routed collective the glue sent to
+ * the previous module without asking the core: <op>:previous:<reason>. */
+void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t *comm, int routed_op,
+                                         const char *reason);
+
 /* Records that the glue sent a call to the previous module without asking
  * the core (user-defined op, derived datatype, ...). `reason` is a literal. */
 void switchagg_coll_note_fallback(switchagg_coll_comm_t *comm, const char *reason);
@@ -133,7 +170,10 @@ const char *switchagg_coll_algorithm_help(void);
  * counts calls handed to the previous module for that reason,
  * "fallback" all of them, "host:bytes_sent" payload bytes this rank sent
  * over the host transport; the switch path adds its own ("switch:*"),
- * MPI_Barrier its own ("barrier:*").
+ * MPI_Barrier its own ("barrier:*"), the routed collectives theirs
+ * ("reduce:*", "reduce_scatter:*", "reduce_scatter_block:*", "allgather:*",
+ * "bcast:*": local, switch, switch-failed, switch-busy, previous,
+ * previous:<reason>).
  * Unknown names count 0. */
 const char *switchagg_coll_last_path(const switchagg_coll_comm_t *comm);
 uint64_t switchagg_coll_counter(const switchagg_coll_comm_t *comm, const char *name);

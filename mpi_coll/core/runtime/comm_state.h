@@ -51,6 +51,17 @@ struct BarrierCounters {
   uint64_t unavailable = 0;  // barrier:previous:unavailable (no switch path)
 };
 
+// One routed collective's counters (routed.h): per communicator and op,
+// read through switchagg_coll_counter("<op>:*"), <op> = routedOpName.
+struct RoutedCounters {
+  uint64_t local = 0;     // <op>:local, nothing to communicate (one rank, no bytes)
+  uint64_t switched = 0;  // <op>:switch, served through the agent
+  uint64_t failed = 0;    // <op>:switch-failed, redone on the previous module
+  uint64_t busy = 0;      // <op>:switch-busy, redone on the previous module, path kept
+  uint64_t previous = 0;  // <op>:previous, handed to the previous module untried
+  std::map<std::string, uint64_t> reasons;  // <op>:previous:<reason>
+};
+
 class CommState : public CommGroup {
  public:
   explicit CommState(const switchagg_coll_comm_info_t& info);
@@ -90,6 +101,11 @@ class CommState : public CommGroup {
   // MPI_Barrier's counters (barrier.h).
   BarrierCounters& barrierCounters() { return barrier_counters_; }
   const BarrierCounters& barrierCounters() const { return barrier_counters_; }
+  // The routed collectives' counters (routed.h).
+  RoutedCounters& routedCounters(RoutedOp op) { return routed_counters_[size_t(op)]; }
+  const RoutedCounters& routedCounters(RoutedOp op) const {
+    return routed_counters_[size_t(op)];
+  }
   void recordServed(Algorithm a);
   void recordLocal();
   // Counts a hand-back to the previous module; the first one per reason is
@@ -136,6 +152,7 @@ class CommState : public CommGroup {
   std::unique_ptr<SwitchPath> switch_path_;
   CommCounters counters_;
   BarrierCounters barrier_counters_;
+  std::array<RoutedCounters, kNumRoutedOps> routed_counters_;
   DecisionCache decisions_;
   std::unique_ptr<Tuner> tuner_;
   double previous_start_us_ = -1;  // >= 0: a tuned call is in the previous module

@@ -93,6 +93,7 @@ uint64_t randomNonce() {
 
 struct Joined {
   bool ok = false;  // every rank joined (a non-leader has no group)
+  bool routed = false;  // every member's agent serves routed calls (agreed)
   // One group per agent (stripe); holds the clients. Null on a non-leader.
   std::unique_ptr<agent::StripedGroup> group;
   agent::wire::Capacity capacity;  // the agent's figures as agreed (rank 0's)
@@ -111,13 +112,16 @@ class AgentSwitchPath : public SwitchPath {
                   std::unique_ptr<NodeLeaders> leaders)
       : comm_(comm), lease_(lease), leaders_(std::move(leaders)),
         group_(std::move(joined.group)),
-        capacity_(joined.capacity), info_(joined.info), joined_(joined.ok) {}
+        capacity_(joined.capacity), info_(joined.info), joined_(joined.ok),
+        routed_(joined.routed) {}
   ~AgentSwitchPath() override;
 
   void rejoinIfDue() override;
   void describe(const AllreduceArgs& args, SelectionInput* in) const override;
   Status allreduce(const AllreduceArgs& args) override;
   Status barrier(BarrierEnd* how) override;
+  const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
+  Status routed(const RoutedArgs& args, RoutedEnd* how) override;
   void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
   Status startStream(const AllreduceArgs& args) override;
   Status stepStream() override;
@@ -137,8 +141,10 @@ class AgentSwitchPath : public SwitchPath {
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
-  // `barrier`: the failed call was a barrier (nothing to recompute).
-  void giveUp(const Status& mine, const std::vector<uint8_t>& oks, bool barrier = false);
+  // `what` failed ("allreduce", "barrier", "reduce", ...); `after` says
+  // what became of the call ("result recomputed on the host", ...).
+  void giveUp(const Status& mine, const std::vector<uint8_t>& oks, const char* what,
+              const char* after);
   void logSummary() const;
 
   CommGroup& comm_;
@@ -152,12 +158,15 @@ class AgentSwitchPath : public SwitchPath {
   agent::wire::Capacity capacity_;
   agent::GroupInfo info_;  // the group's geometry (rank 0's), every rank
   bool joined_;            // false after a failure, until a rejoin
+  bool routed_;            // every member's agent routes (agreed at each join)
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
   uint64_t last_bytes_sent_ = 0;
   uint64_t barriers_ = 0, barrier_failed_ = 0, barrier_busy_ = 0;
   uint64_t pipelined_ = 0;  // served calls whose node phases overlapped the stream
+  uint64_t routed_calls_ = 0;  // switch:routed_calls, routed collectives served
+  uint8_t no_output_[8] = {};  // `out` of a member that receives nothing
   // The MPI_Iallreduce stream in flight (one per communicator at a time).
   struct Stream {
     AllreduceArgs args;
@@ -259,7 +268,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
               comm_.name().c_str());
     return Status(Code::kUnsupported, "switch busy; redone on the host");
   }
-  giveUp(mine, oks);
+  giveUp(mine, oks, "allreduce", "result recomputed on the host");
   // The input is intact on every rank (send never written; in place results
   // went to scratch): the next candidate redoes the reduction on the host.
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
@@ -296,28 +305,29 @@ void AgentSwitchPath::rejoinIfDue() {
   group_ = std::move(joined.group);
   info_ = joined.info;
   joined_ = true;
+  routed_ = joined.routed;
   ++rejoined_;
   if (comm_.rank() == 0)
     SA_INFO("coll", "comm %s: switch path back after a failure (rejoined the agent)",
             comm_.name().c_str());
 }
 
-void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks, bool barrier) {
+void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks, const char* what,
+                             const char* after) {
   ++failed_;
   calls_since_failure_ = 0;
   rejoin_after_ = lease_.rejoin_calls;
   int first_bad = 0;
   while (first_bad < int(oks.size()) && oks[size_t(first_bad)] != kOutcomeFailed) ++first_bad;
   if (!mine.ok())
-    SA_DEBUG("coll", "comm %s rank %d: switch allreduce failed: %s", comm_.name().c_str(),
-             comm_.rank(), mine.toString().c_str());
+    SA_DEBUG("coll", "comm %s rank %d: switch %s failed: %s", comm_.name().c_str(),
+             comm_.rank(), what, mine.toString().c_str());
   if (comm_.rank() == 0)
     SA_INFO("coll",
             "comm %s: switch %s failed (rank %d: %s); %s, "
             "switch path disabled for this communicator (fallback:switch-failed)%s",
-            comm_.name().c_str(), barrier ? "barrier" : "allreduce", first_bad,
-            mine.ok() ? "see its log at verbose 2" : mine.toString().c_str(),
-            barrier ? "barrier completed by the agreement" : "result recomputed on the host",
+            comm_.name().c_str(), what, first_bad,
+            mine.ok() ? "see its log at verbose 2" : mine.toString().c_str(), after,
             rejoin_after_ ? "; rejoin attempts follow" : "");
   // The group is dead or about to be; drop it (a usable one is left).
   group_.reset();
@@ -389,8 +399,149 @@ Status AgentSwitchPath::endStream(int agreed, int first_rank) {
   // giveUp reads the first failed rank from the agreement's vector.
   std::vector<uint8_t> oks(size_t(comm_.size()), kOutcomeOk);
   if (first_rank >= 0 && first_rank < comm_.size()) oks[size_t(first_rank)] = kOutcomeFailed;
-  giveUp(stream_.mine, oks);
+  giveUp(stream_.mine, oks, "allreduce", "result recomputed on the host");
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
+bool isReduction(RoutedOp op) {
+  return op == RoutedOp::kReduce || op == RoutedOp::kReduceScatter ||
+         op == RoutedOp::kReduceScatterBlock;
+}
+
+// Why the path cannot route this call (the reason counted as
+// <op>:previous:<reason>), or null after filling `in`'s switch fields.
+// Alike on every rank: joined_, leaders_, routed_ and the caps are agreed.
+const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInput* in) const {
+  if (!joined_) return "unavailable";
+  // Node leaders + routed calls (a node-level reduce/scatter/gather around
+  // the agent's) are not built: every rank would have to be a member.
+  if (leaders_) return "node-leaders";
+  if (!routed_) return "agent-not-routed";
+  if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op))
+    return "dtype-op";
+  if (in) fill(in);
+  return nullptr;
+}
+
+// One routed call: the RoutedCall for this rank, the client's stream (all
+// stripes), then the allreduce's one-byte outcome agreement. Results meant
+// for the caller's buffer go there directly when the input stays intact
+// anyway, else to scratch_, committed only once every rank said ok; an
+// in-place allgather streams its own block from a copy and restores it
+// before a redo.
+Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
+  if (describeRouted(args, nullptr) != nullptr || !group_)
+    return Status(Code::kUnsupported, "switch path cannot route this call");
+  const int size = comm_.size(), rank = comm_.rank();
+  const bool in_place = args.send == nullptr;
+  const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
+  agent::RoutedCall call;
+  void* commit = nullptr;   // scratch_ -> commit (commit_bytes) after an all-ok agreement
+  void* restore = nullptr;  // scratch_ -> restore (commit_bytes) before a redo
+  size_t commit_bytes = 0;
+  auto staging = [&](size_t bytes) -> void* {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    return bytes ? scratch_.data() : no_output_;
+  };
+  switch (args.op) {
+    case RoutedOp::kReduce: {
+      call.kind = agent::RoutedCall::Kind::kReduce;
+      call.dtype = args.dtype;
+      call.op = args.reduce_op;
+      call.total = args.count;
+      call.in = in_place ? args.recv : args.send;  // MPI_IN_PLACE: the root's input is recv
+      call.want.resize(size_t(size) + 1);
+      for (int r = 0; r <= size; ++r) call.want[size_t(r)] = r <= args.root ? 0 : args.count;
+      if (rank == args.root && in_place) {
+        commit = args.recv;
+        commit_bytes = args.count * esize;
+        call.out = staging(commit_bytes);
+      } else {
+        call.out = rank == args.root ? args.recv : no_output_;
+      }
+      break;
+    }
+    case RoutedOp::kReduceScatter:
+    case RoutedOp::kReduceScatterBlock: {
+      call.kind = agent::RoutedCall::Kind::kReduce;
+      call.dtype = args.dtype;
+      call.op = args.reduce_op;
+      call.want.resize(size_t(size) + 1);
+      for (int r = 0; r < size; ++r)
+        call.want[size_t(r) + 1] = call.want[size_t(r)] + args.counts[r];
+      call.total = call.want.back();
+      call.in = in_place ? args.recv : args.send;  // in place: the whole vector in recv
+      const size_t mine = args.counts[rank] * esize;
+      if (in_place) {
+        commit = args.recv;
+        commit_bytes = mine;
+        call.out = staging(mine);
+      } else {
+        call.out = mine ? args.recv : no_output_;
+      }
+      break;
+    }
+    case RoutedOp::kAllgather: {
+      const size_t b = args.count;
+      call.kind = agent::RoutedCall::Kind::kForward;
+      call.dtype = Dtype::kUint8;
+      call.total = size_t(size) * b;
+      call.in_begin = size_t(rank) * b;
+      call.in_end = call.in_begin + b;
+      call.out = args.recv;
+      if (in_place) {
+        // Our block from a copy: recv is the output, and a redo needs it back.
+        restore = static_cast<uint8_t*>(args.recv) + call.in_begin;
+        commit_bytes = b;
+        void* copy = staging(b);
+        std::memcpy(copy, restore, b);
+        call.in = copy;
+      } else {
+        call.in = args.send;
+      }
+      break;
+    }
+    case RoutedOp::kBcast: {
+      call.kind = agent::RoutedCall::Kind::kForward;
+      call.dtype = Dtype::kUint8;
+      call.total = args.count;
+      if (rank == args.root) {
+        call.in = args.recv;
+        call.in_begin = 0;
+        call.in_end = args.count;
+        call.out = staging(args.count);  // the root's copy comes back; its buffer stays
+      } else {
+        call.in_begin = call.in_end = rank < args.root ? 0 : args.count;
+        call.out = args.recv;
+      }
+      break;
+    }
+  }
+  const agent::ClientCounters before = group_->counters();
+  last_bytes_sent_ = 0;
+  Status mine = group_->routed(call, timeoutFor(routedVectorBytes(args, size)));
+  countStream(before);
+  // A decline here is unexpected (checked above, alike everywhere): no
+  // harm done, redo the call, keep the path.
+  if (mine.code() == Code::kUnsupported || mine.code() == Code::kInvalidArgument)
+    mine = Status(Code::kBusy, "client declined the routed call: " + mine.message());
+  std::vector<uint8_t> oks;
+  SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
+  if (allOnes(oks)) {
+    if (commit && commit_bytes) std::memcpy(commit, scratch_.data(), commit_bytes);
+    ++routed_calls_;
+    *how = RoutedEnd::kSwitched;
+    return Status::Ok();
+  }
+  if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
+  if (!anyFailed(oks)) {
+    ++busy_;
+    *how = RoutedEnd::kBusy;
+    return Status::Ok();
+  }
+  giveUp(mine, oks, routedOpName(args.op), "redone on the previous module");
+  *how = RoutedEnd::kFailed;
+  return Status::Ok();
 }
 
 bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
@@ -410,6 +561,8 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:barrier_busy") *value = barrier_busy_;
   else if (name == "switch:pipelined") *value = pipelined_;
   else if (name == "switch:streamed") *value = streamed_;
+  else if (name == "switch:routed") *value = joined_ && routed_ ? 1 : 0;
+  else if (name == "switch:routed_calls") *value = routed_calls_;
   else return false;
   return true;
 }
@@ -450,7 +603,7 @@ Status AgentSwitchPath::barrier(BarrierEnd* how) {
     return Status::Ok();
   }
   ++barrier_failed_;
-  giveUp(mine, oks, true);
+  giveUp(mine, oks, "barrier", "barrier completed by the agreement");
   *how = BarrierEnd::kFailed;
   return Status::Ok();
 }
@@ -526,9 +679,15 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   }
   std::unique_ptr<agent::StripedGroup> striped;
   if (member) striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
-  uint8_t ok = join_failure.ok() ? 1 : 0;
+  // Bit 0: joined; bit 1: the member's agents all route (a non-leader has
+  // no agent and does not veto). Routed collectives need every rank's bit 1.
+  const bool routes = !member || (join_failure.ok() && striped->routedSupported());
+  uint8_t ok = join_failure.ok() ? uint8_t(1 | (routes ? 2 : 0)) : 0;
   std::vector<uint8_t> oks(size_t(comm.size()));
-  if (!comm.allgather(&ok, oks.data(), 1).ok() || !allOnes(oks)) {
+  const bool all_joined =
+      comm.allgather(&ok, oks.data(), 1).ok() &&
+      std::all_of(oks.begin(), oks.end(), [](uint8_t f) { return (f & 1) != 0; });
+  if (!all_joined) {
     const std::string why = ok ? "another rank could not join" : join_failure.toString();
     if (first && lease.require) reportRequireFailure(lease, why);
     if (comm.rank() == 0)
@@ -536,7 +695,14 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
                     comm.name().c_str(), why.c_str());
     return {};  // joined groups are left by their destructors
   }
-  Joined joined{true, std::move(striped), all[0].capacity, {}};
+  const bool all_route =
+      std::all_of(oks.begin(), oks.end(), [](uint8_t f) { return (f & 2) != 0; });
+  Joined joined{true, all_route, std::move(striped), all[0].capacity, {}};
+  if (first && comm.rank() == 0 && !all_route)
+    SA_INFO("coll",
+            "comm %s: the agent does not route calls (it predates them): MPI_Reduce, "
+            "MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast stay with the previous module",
+            comm.name().c_str());
   if (!leaders) joined.info = joined.group->info();
   else if (!leaders->shareInfo(joined.group ? &joined.group->info() : nullptr, &joined.info).ok())
     return {};
@@ -563,6 +729,21 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
 }
 
 }  // namespace
+
+size_t routedVectorBytes(const RoutedArgs& args, int size) {
+  switch (args.op) {
+    case RoutedOp::kReduce: return args.count * dtypeSize(args.dtype);
+    case RoutedOp::kReduceScatter:
+    case RoutedOp::kReduceScatterBlock: {
+      size_t total = 0;
+      for (int r = 0; r < size; ++r) total += args.counts[r];
+      return total * dtypeSize(args.dtype);
+    }
+    case RoutedOp::kAllgather: return size_t(size) * args.count;
+    case RoutedOp::kBcast: return args.count;
+  }
+  return 0;
+}
 
 std::unique_ptr<SwitchPath> createSwitchPath(CommGroup& comm) {
   const SwitchLease* lease = switchLease();

@@ -24,6 +24,25 @@
 
 namespace switchagg::coll {
 
+// One routed collective (docs/offload.md "Routed collectives"), as the
+// glue hands it over: reductions in the call's dtype/op, forwards
+// (allgather, bcast) as bytes.
+struct RoutedArgs {
+  RoutedOp op = RoutedOp::kReduce;
+  const void* send = nullptr;  // nullptr: MPI_IN_PLACE (root / every rank)
+  void* recv = nullptr;        // reduce: significant at the root only
+  // reduce: elements; allgather: bytes of one rank's block; bcast: bytes.
+  size_t count = 0;
+  const size_t* counts = nullptr;  // reduce_scatter(_block): elements per rank, size entries
+  Dtype dtype = Dtype::kUint8;     // reductions only
+  Op reduce_op = Op::kSum;
+  int root = 0;  // reduce, bcast
+};
+
+// Bytes of the routed vector (reduce, reduce_scatter: every element;
+// allgather: all blocks; bcast: the buffer) for a communicator of `size`.
+size_t routedVectorBytes(const RoutedArgs& args, int size);
+
 class SwitchPath {
  public:
   virtual ~SwitchPath() = default;
@@ -44,6 +63,24 @@ class SwitchPath {
   virtual Status barrier(BarrierEnd* how) {
     (void)how;
     return Status(Code::kUnsupported, "no switch barrier");
+  }
+  // A routed collective (routed.h, docs/offload.md "Routed collectives").
+  // describeRouted: null after filling `in`'s switch fields (as describe;
+  // `in` may be null) when the path can serve the call, else why not, alike
+  // on every rank: "unavailable" (failed, not rejoined), "node-leaders",
+  // "agent-not-routed" (an agent predates routed calls), "dtype-op" (the
+  // agent does not reduce the pair). routed(): Ok with *how kSwitched:
+  // the result is in place (the agreement saw every rank ok); Ok with kBusy
+  // or kFailed: nothing committed, the input intact, the caller redoes the
+  // call on the previous module (a failure disables the path as for
+  // allreduce); kUnsupported: declined alike on every rank, nothing sent;
+  // any other error: the agreement itself failed.
+  enum class RoutedEnd { kSwitched, kBusy, kFailed };
+  virtual const char* describeRouted(const RoutedArgs& /*args*/, SelectionInput* /*in*/) const {
+    return "unavailable";
+  }
+  virtual Status routed(const RoutedArgs& /*args*/, RoutedEnd* /*how*/) {
+    return Status(Code::kUnsupported, "no switch routing");
   }
   // MPI_Iallreduce (iallreduce.h, docs/offload.md "MPI_Iallreduce"): the
   // same call in steps, driven from Open MPI's progress callback, the
