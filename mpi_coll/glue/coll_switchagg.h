@@ -44,6 +44,17 @@ typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t *previous_allgather_module;
   mca_coll_base_module_barrier_fn_t previous_barrier;
   mca_coll_base_module_t *previous_barrier_module;
+  /* The routed collectives' (coll_switchagg_routed.c); NULL when no
+   * module below us has one (the entry point then reports
+   * OMPI_ERR_NOT_SUPPORTED, as Open MPI would). Allgather's is the one above. */
+  mca_coll_base_module_reduce_fn_t previous_reduce;
+  mca_coll_base_module_t *previous_reduce_module;
+  mca_coll_base_module_reduce_scatter_fn_t previous_reduce_scatter;
+  mca_coll_base_module_t *previous_reduce_scatter_module;
+  mca_coll_base_module_reduce_scatter_block_fn_t previous_reduce_scatter_block;
+  mca_coll_base_module_t *previous_reduce_scatter_block_module;
+  mca_coll_base_module_bcast_fn_t previous_bcast;
+  mca_coll_base_module_t *previous_bcast_module;
   struct ompi_communicator_t *comm;
   /* MPI_Iallreduce (coll_switchagg_iallreduce.c): the previous module's,
    * the calls queued for the switch (head first), a private duplicate of
@@ -84,6 +95,24 @@ extern bool mca_coll_switchagg_creating_private;
 void mca_coll_switchagg_iallreduce_close(void);
 
 int mca_coll_switchagg_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+/* coll_switchagg_routed.c: the routed collectives (docs/offload.md). */
+int mca_coll_switchagg_reduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_switchagg_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      struct ompi_communicator_t *comm,
+                                      mca_coll_base_module_t *module);
+int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                            struct ompi_communicator_t *comm,
+                                            mca_coll_base_module_t *module);
+int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                 void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
 /* coll_switchagg_types.c: maps a predefined MPI datatype and op onto the
  * core's dtype/op codes and switchagg_coll_flags. Returns NULL when the core

@@ -1,5 +1,6 @@
-/* Module: one per communicator. Saves the previous allreduce/allgather/
- * barrier at enable, forwards MPI_Allreduce and MPI_Barrier to the core,
+/* Module: one per communicator. Saves the previous modules' functions at
+ * enable, forwards MPI_Allreduce and MPI_Barrier to the core (the routed
+ * collectives: coll_switchagg_routed.c),
  * and hands every call the core does not serve to the previous module - a
  * call never fails because switchagg declined. */
 #include "coll_switchagg.h"
@@ -35,6 +36,14 @@ static void module_construct(mca_coll_switchagg_module_t *m) {
   m->previous_allgather_module = NULL;
   m->previous_barrier = NULL;
   m->previous_barrier_module = NULL;
+  m->previous_reduce = NULL;
+  m->previous_reduce_module = NULL;
+  m->previous_reduce_scatter = NULL;
+  m->previous_reduce_scatter_module = NULL;
+  m->previous_reduce_scatter_block = NULL;
+  m->previous_reduce_scatter_block_module = NULL;
+  m->previous_bcast = NULL;
+  m->previous_bcast_module = NULL;
   m->comm = NULL;
   m->previous_iallreduce = NULL;
   m->previous_iallreduce_module = NULL;
@@ -49,6 +58,15 @@ static void release_previous(mca_coll_switchagg_module_t *m) {
   if (NULL != m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
   if (NULL != m->previous_barrier_module) OBJ_RELEASE(m->previous_barrier_module);
   if (NULL != m->previous_iallreduce_module) OBJ_RELEASE(m->previous_iallreduce_module);
+  if (NULL != m->previous_reduce_module) OBJ_RELEASE(m->previous_reduce_module);
+  if (NULL != m->previous_reduce_scatter_module) OBJ_RELEASE(m->previous_reduce_scatter_module);
+  if (NULL != m->previous_reduce_scatter_block_module)
+    OBJ_RELEASE(m->previous_reduce_scatter_block_module);
+  if (NULL != m->previous_bcast_module) OBJ_RELEASE(m->previous_bcast_module);
+  m->previous_reduce_module = NULL;
+  m->previous_reduce_scatter_module = NULL;
+  m->previous_reduce_scatter_block_module = NULL;
+  m->previous_bcast_module = NULL;
   m->previous_iallreduce_module = NULL;
   m->previous_allreduce_module = NULL;
   m->previous_allgather_module = NULL;
@@ -99,6 +117,20 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   m->previous_iallreduce = comm->c_coll->coll_iallreduce;
   m->previous_iallreduce_module = comm->c_coll->coll_iallreduce_module;
   if (NULL != m->previous_iallreduce_module) OBJ_RETAIN(m->previous_iallreduce_module);
+  /* The routed collectives' (optional as well: basic provides them all). */
+  m->previous_reduce = comm->c_coll->coll_reduce;
+  m->previous_reduce_module = comm->c_coll->coll_reduce_module;
+  if (NULL != m->previous_reduce_module) OBJ_RETAIN(m->previous_reduce_module);
+  m->previous_reduce_scatter = comm->c_coll->coll_reduce_scatter;
+  m->previous_reduce_scatter_module = comm->c_coll->coll_reduce_scatter_module;
+  if (NULL != m->previous_reduce_scatter_module) OBJ_RETAIN(m->previous_reduce_scatter_module);
+  m->previous_reduce_scatter_block = comm->c_coll->coll_reduce_scatter_block;
+  m->previous_reduce_scatter_block_module = comm->c_coll->coll_reduce_scatter_block_module;
+  if (NULL != m->previous_reduce_scatter_block_module)
+    OBJ_RETAIN(m->previous_reduce_scatter_block_module);
+  m->previous_bcast = comm->c_coll->coll_bcast;
+  m->previous_bcast_module = comm->c_coll->coll_bcast_module;
+  if (NULL != m->previous_bcast_module) OBJ_RETAIN(m->previous_bcast_module);
 
   info.rank = ompi_comm_rank(comm);
   info.size = ompi_comm_size(comm);
@@ -143,6 +175,11 @@ mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t
   m->super.coll_allreduce = mca_coll_switchagg_allreduce;
   m->super.coll_barrier = mca_coll_switchagg_barrier;
   m->super.coll_iallreduce = mca_coll_switchagg_iallreduce;
+  m->super.coll_reduce = mca_coll_switchagg_reduce;
+  m->super.coll_reduce_scatter = mca_coll_switchagg_reduce_scatter;
+  m->super.coll_reduce_scatter_block = mca_coll_switchagg_reduce_scatter_block;
+  m->super.coll_allgather = mca_coll_switchagg_allgather;
+  m->super.coll_bcast = mca_coll_switchagg_bcast;
   return &m->super;
 }
 

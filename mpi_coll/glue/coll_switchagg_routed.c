@@ -1,0 +1,269 @@
+/* MPI_Reduce, MPI_Reduce_scatter, MPI_Reduce_scatter_block, MPI_Allgather
+ * and MPI_Bcast (docs/offload.md "Routed collectives"): the core routes the
+ * call through the switch agent or declines, and a declined call (also one
+ * the core redid after a busy refusal or a failure: the input is intact)
+ * goes to the previous module with the caller's arguments.
+ *
+ * Every rank must reach the core, or not, alike:
+ * - reductions: MPI requires the same datatype and op on every rank, so
+ *   mca_coll_switchagg_classify answers alike; anything it does not serve
+ *   goes to the previous module, counted as <op>:previous:<reason>;
+ * - allgather and bcast: ranks may describe the same bytes with different
+ *   datatypes (MPI_INT x 4 on one, a contiguous type on another), so the
+ *   decision may depend only on the byte count, alike everywhere: a buffer
+ *   whose datatype is not one plain run of bytes is packed into (and
+ *   unpacked from) a contiguous staging buffer with MPI_Pack, never sent
+ *   elsewhere. Blocks above INT_MAX bytes (MPI_Pack's limit) go to the
+ *   previous module on every rank.
+ * Queued MPI_Iallreduce calls complete first (they share the agent group). */
+#include "coll_switchagg.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+
+#if OPAL_CUDA_SUPPORT
+#include "opal/datatype/opal_datatype_cuda.h"
+#endif
+
+static bool device_memory(const void *sbuf, void *rbuf) {
+#if OPAL_CUDA_SUPPORT
+  char *send = (MPI_IN_PLACE == sbuf || NULL == sbuf) ? (char *)rbuf : (char *)sbuf;
+  return NULL != rbuf && opal_cuda_check_bufs((char *)rbuf, send);
+#else
+  (void)sbuf;
+  (void)rbuf;
+  return false;
+#endif
+}
+
+/* `count` elements of dt are count * size bytes in one run at the buffer. */
+static bool plain_bytes(struct ompi_datatype_t *dt, int count) {
+  return count == 0 ||
+         (ompi_datatype_is_contiguous_memory_layout(dt, count) && dt->super.true_lb == 0);
+}
+
+static size_t type_bytes(struct ompi_datatype_t *dt, int count) {
+  size_t size = 0;
+  ompi_datatype_type_size(dt, &size);
+  return count > 0 ? size * (size_t)count : 0;
+}
+
+static ptrdiff_t type_extent(struct ompi_datatype_t *dt) {
+  ptrdiff_t lb = 0, extent = 0;
+  ompi_datatype_get_extent(dt, &lb, &extent);
+  return extent;
+}
+
+/* The reductions' common classification: NULL and the core's codes, or why
+ * the previous module serves (counted). */
+static const char *classify_reduction(const void *sbuf, void *rbuf,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      int *sa_dtype, int *sa_op, int *flags, int *scale) {
+  const char *why = mca_coll_switchagg_classify(dtype, op, sa_dtype, sa_op, flags, scale);
+  if (NULL == why && device_memory(sbuf, rbuf)) why = "device memory";
+  return why;
+}
+
+int mca_coll_switchagg_reduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+  if (NULL == m->previous_reduce) return OMPI_ERR_NOT_SUPPORTED;
+  mca_coll_switchagg_iallreduce_drain(m);
+  if (NULL != m->core && count >= 0) {
+    const char *why =
+        classify_reduction(sbuf, rbuf, dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+    if (NULL == why) {
+      int rc = switchagg_coll_reduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
+                                     (size_t)count * (size_t)scale, sa_dtype, sa_op, root, flags);
+      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+    } else {
+      switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_REDUCE, why);
+    }
+  }
+  return m->previous_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->previous_reduce_module);
+}
+
+/* Both reduce-scatters: counts[r] elements for rank r (block: all equal). */
+static int reduce_scatter_core(mca_coll_switchagg_module_t *m, const void *sbuf, void *rbuf,
+                               const int *rcounts, int block_count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                               struct ompi_communicator_t *comm, int kind) {
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc, r;
+  const int size = ompi_comm_size(comm);
+  size_t stack_counts[64], *counts = stack_counts;
+  const char *why;
+  if (NULL == m->core) return SWITCHAGG_COLL_DECLINED;
+  why = classify_reduction(sbuf, rbuf, dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+  if (NULL != why) {
+    switchagg_coll_note_routed_fallback(m->core, kind, why);
+    return SWITCHAGG_COLL_DECLINED;
+  }
+  if (size > 64 && NULL == (counts = (size_t *)malloc(sizeof(size_t) * (size_t)size)))
+    return SWITCHAGG_COLL_FAILED;
+  for (r = 0; r < size; ++r)
+    counts[r] = (size_t)(NULL != rcounts ? rcounts[r] : block_count) * (size_t)scale;
+  if (SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK == kind) flags |= SWITCHAGG_COLL_BLOCK;
+  rc = switchagg_coll_reduce_scatter(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, counts,
+                                     sa_dtype, sa_op, flags);
+  if (counts != stack_counts) free(counts);
+  return rc;
+}
+
+int mca_coll_switchagg_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      struct ompi_communicator_t *comm,
+                                      mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  int rc;
+  if (NULL == m->previous_reduce_scatter) return OMPI_ERR_NOT_SUPPORTED;
+  mca_coll_switchagg_iallreduce_drain(m);
+  rc = reduce_scatter_core(m, sbuf, rbuf, rcounts, 0, dtype, op, comm,
+                           SWITCHAGG_COLL_REDUCE_SCATTER);
+  if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+  if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+  return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                    m->previous_reduce_scatter_module);
+}
+
+int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                            struct ompi_communicator_t *comm,
+                                            mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  int rc;
+  if (NULL == m->previous_reduce_scatter_block) return OMPI_ERR_NOT_SUPPORTED;
+  mca_coll_switchagg_iallreduce_drain(m);
+  rc = reduce_scatter_core(m, sbuf, rbuf, NULL, rcount, dtype, op, comm,
+                           SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
+  if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+  if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+  return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                          m->previous_reduce_scatter_block_module);
+}
+
+/* MPI_Pack / MPI_Unpack of `count` dt at buf to / from `bytes` staged bytes. */
+static int pack(const void *buf, int count, struct ompi_datatype_t *dt, void *staged,
+                size_t bytes, struct ompi_communicator_t *comm) {
+  int position = 0;
+  return PMPI_Pack(buf, count, dt, staged, (int)bytes, &position, comm);
+}
+
+static int unpack(const void *staged, size_t bytes, void *buf, int count,
+                  struct ompi_datatype_t *dt, struct ompi_communicator_t *comm) {
+  int position = 0;
+  return PMPI_Unpack(staged, (int)bytes, &position, buf, count, dt, comm);
+}
+
+int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  const size_t bytes = type_bytes(datatype, count);
+  if (NULL == m->previous_bcast) return OMPI_ERR_NOT_SUPPORTED;
+  mca_coll_switchagg_iallreduce_drain(m);
+  if (NULL != m->core && bytes <= INT_MAX) {
+    int rc;
+    if (device_memory(NULL, buff)) {
+      switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "device memory");
+    } else if (plain_bytes(datatype, count)) {
+      rc = switchagg_coll_bcast(m->core, buff, bytes, root);
+      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+    } else {
+      const bool is_root = ompi_comm_rank(comm) == root;
+      void *staged = malloc(bytes > 0 ? bytes : 1);
+      if (NULL == staged) return MPI_ERR_NO_MEM;
+      if (is_root && MPI_SUCCESS != pack(buff, count, datatype, staged, bytes, comm)) {
+        free(staged);
+        return MPI_ERR_OTHER;
+      }
+      rc = switchagg_coll_bcast(m->core, staged, bytes, root);
+      if (SWITCHAGG_COLL_SERVED == rc && !is_root &&
+          MPI_SUCCESS != unpack(staged, bytes, buff, count, datatype, comm))
+        rc = SWITCHAGG_COLL_FAILED;
+      free(staged);
+      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+    }
+  } else if (NULL != m->core) {
+    switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
+  }
+  return m->previous_bcast(buff, count, datatype, root, comm, m->previous_bcast_module);
+}
+
+/* The core's allgather on byte images: the caller's buffers where they are
+ * plain, else packed / unpacked through staging. */
+static int allgather_core(mca_coll_switchagg_module_t *m, const void *sbuf, int scount,
+                          struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                          size_t block) {
+  const int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+  const bool in_place = MPI_IN_PLACE == sbuf;
+  const bool plain_recv = plain_bytes(rdtype, rcount);
+  const ptrdiff_t rstride = type_extent(rdtype) * (ptrdiff_t)rcount;
+  char *rblock = (char *)rbuf + rank * rstride; /* this rank's block in rbuf */
+  void *send_image = NULL, *recv_image = rbuf, *staged_send = NULL, *staged_recv = NULL;
+  int rc = SWITCHAGG_COLL_FAILED, r;
+
+  if (!plain_recv) {
+    staged_recv = malloc((size_t)size * block);
+    if (NULL == staged_recv) return SWITCHAGG_COLL_FAILED;
+    recv_image = staged_recv;
+  }
+  if (in_place) {
+    if (!plain_recv) {
+      /* Our block from rbuf into its place in the staged image. */
+      if (MPI_SUCCESS != pack(rblock, rcount, rdtype, (char *)staged_recv + (size_t)rank * block,
+                              block, comm))
+        goto out;
+    }
+    send_image = NULL;
+  } else if (plain_bytes(sdtype, scount)) {
+    send_image = (void *)sbuf;
+  } else {
+    staged_send = malloc(block);
+    if (NULL == staged_send || MPI_SUCCESS != pack(sbuf, scount, sdtype, staged_send, block, comm))
+      goto out;
+    send_image = staged_send;
+  }
+  rc = switchagg_coll_allgather(m->core, send_image, recv_image, block);
+  for (r = 0; SWITCHAGG_COLL_SERVED == rc && !plain_recv && r < size; ++r)
+    if (MPI_SUCCESS != unpack((char *)staged_recv + (size_t)r * block, block,
+                              (char *)rbuf + r * rstride, rcount, rdtype, comm))
+      rc = SWITCHAGG_COLL_FAILED;
+out:
+  free(staged_send);
+  free(staged_recv);
+  return rc;
+}
+
+int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                 void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                 struct ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  /* The receive side's block: every rank's signatures match, so every rank
+   * sees the same byte count. */
+  const size_t block = type_bytes(rdtype, rcount);
+  mca_coll_switchagg_iallreduce_drain(m);
+  if (NULL != m->core && block <= INT_MAX) {
+    if (device_memory(sbuf, rbuf)) {
+      switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "device memory");
+    } else {
+      int rc = allgather_core(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
+      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+    }
+  } else if (NULL != m->core) {
+    switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");
+  }
+  /* The previous module's allgather, as the core's own agreements use it. */
+  return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                               m->previous_allgather_module);
+}
