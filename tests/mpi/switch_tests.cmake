@@ -11,7 +11,7 @@ target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
 switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
   mpi_allreduce_check mpi_liveness_check mpi_tune_check mpi_thread_check mpi_fortran_types
-  mpi_barrier_check
+  mpi_barrier_check mpi_routed_check
   switchagg-cg switchagg-train)
 
 set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
@@ -90,6 +90,25 @@ add_switch_test(mpi_switch_barrier_auto_np3 180 "mpi;agent" barrier 3 auto)
 add_switch_test(mpi_switch_fault_barrier_kill_np3 150 "mpi;agent;fault" barrier 3 kill)
 add_switch_test(mpi_switch_fault_barrier_leaders_kill_np4 150 "mpi;agent;fault" barrier 4 kill)
 set_tests_properties(mpi_switch_fault_barrier_leaders_kill_np4 PROPERTIES ENVIRONMENT "PPN=2")
+# MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather, MPI_Bcast through
+# the agent (mpi_routed_check: dtype x op x count x in place, bitwise, the
+# counters say the switch served every call); offload off (the previous
+# module, untried, op/avx off: it saturates small-integer sums); node
+# leaders (declined, counted); two agents (stripes); the agent killed and
+# the lease deleted mid-loop (every op fails once, redone, right answers).
+# All ranks share this host's node: node leaders off unless tested.
+add_switch_test(mpi_switch_routed_np3 120 "mpi;agent" routed 3 on)
+add_switch_test(mpi_switch_routed_np4 120 "mpi;agent" routed 4 on)
+set_tests_properties(mpi_switch_routed_np3 mpi_switch_routed_np4 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+add_switch_test(mpi_switch_routed_off_np3 120 "mpi;agent" routed 3 off)
+add_switch_test(mpi_switch_routed_leaders_np4 120 "mpi;agent" routed 4 leaders)
+add_switch_test(mpi_switch_routed_stripes_np3 120 "mpi;agent" routed 3 stripes)
+add_switch_test(mpi_switch_fault_routed_kill_np3 120 "mpi;agent;fault" routed 3 kill)
+add_switch_test(mpi_switch_fault_routed_delete_np4 120 "mpi;agent;fault" routed 4 delete)
+set_tests_properties(mpi_switch_routed_off_np3 mpi_switch_routed_stripes_np3
+  mpi_switch_fault_routed_kill_np3 mpi_switch_fault_routed_delete_np4 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
 # Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
 add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)
 add_switch_test(mpi_switch_fault_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300)

@@ -23,6 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bin=$build/bin
 source "$root/scripts/lib_agent.sh"
+source "$here/fault_lib.sh"
 
 work=$(mktemp -d /tmp/switchagg-iallreduce-test.XXXXXX)
 cleanup() {
@@ -131,17 +132,7 @@ case $scenario in
     lease "ifault-$scenario"
     run "$np" "$work/run.log" --mode fault --fault "$work" --bytes "$bytes" --max-ms 8000 &
     pid=$!
-    for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-    [[ -f $work/ready ]] || { wait $pid; cat "$work/run.log"; die "the switch never served"; }
-    sleep "$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
-    if [[ $scenario == kill ]]; then
-      kill -KILL "$AGENT_PID"
-      wait "$AGENT_PID" 2>/dev/null
-      AGENT_PID=
-    else
-      ctl lease delete --job "ifault-$scenario" || die "lease delete"
-    fi
-    touch "$work/fired"
+    fire_fault $pid "$work/run.log" "$scenario" "ifault-$scenario" "$delay_ms"
     wait $pid || { cat "$work/run.log"; die "the job failed after the fault"; }
     expect_pass "$work/run.log" "switch allreduce failed .*recomputed on the host" \
       "redo:switch-failed [1-9]"

@@ -53,6 +53,16 @@
 #                         auto: a lease, but every barrier in the previous module;
 #                         kill: the agent SIGKILLed at a random moment of the
 #                         loop: every barrier still correct, failure counted
+#   routed NP on|off|leaders|stripes|kill|delete  mpi_routed_check: MPI_Reduce,
+#                         MPI_Reduce_scatter(_block), MPI_Allgather, MPI_Bcast
+#                         checked bitwise; on: every call through the switch
+#                         (counters) and the agent saw the bytes; off: offload
+#                         off, every call in the previous module (op/avx off),
+#                         the agent saw nothing; leaders: node leaders active,
+#                         every call declined for them; stripes: two agents,
+#                         both carried traffic; kill/delete: the agent killed
+#                         or the lease deleted mid-loop: every op's call fails
+#                         once, is redone, and every result is right
 # PPN=K in the environment (serve, pipeline, kill, delete, stall, barrier): rank r runs on emulated node
 # r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
 # or with one rank per node (K = 1); unset: every rank on this host's node.
@@ -64,6 +74,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bin=$build/bin
 source "$root/scripts/lib_agent.sh"
+source "$here/fault_lib.sh"
 
 work=$(mktemp -d /tmp/switchagg-h5-test.XXXXXX)
 # stripes: the first agent's pid while AGENT_* describe the second.
@@ -155,6 +166,7 @@ EOF2
   [[ $SWITCHAGG_AGENT == *,* && $SWITCHAGG_LEASE == *,* ]] || die "one address and token per agent expected"
 }
 metric_at() { "$bin/switchagg-ctl" --agent "unix:$1" metrics | awk -v m="$2" '$1 == m { print $2 }'; }
+
 
 case $scenario in
   serve)
@@ -312,6 +324,54 @@ case $scenario in
       *) die "barrier mode must be on, auto, off or kill, got '$mode'" ;;
     esac
     ;;
+  routed)
+    np=$1 mode=$2
+    if [[ $mode == stripes ]]; then start_two_agents_and_lease "routed-np$np"; else start_agent; lease "routed-np$np"; fi
+    case $mode in
+      on | stripes)
+        run_mpi "$np" "$work/routed.log" "$bin/mpi_routed_check" --expect switch ||
+          { cat "$work/routed.log"; die "routed run failed"; }
+        expect_pass "$work/routed.log" "joined switch group"
+        if [[ $mode == stripes ]]; then
+          grep -q "2 stripe(s)" "$work/routed.log" || die "the job did not stripe over both agents"
+          a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
+          b=$(metric_at "$AGENT_SOCKET" switchagg_bytes_in_total)
+          echo "bytes in: agent a $a, agent b $b"
+          [[ ${a%.*} -gt 0 && ${b%.*} -gt 0 ]] || die "a stripe's agent saw no traffic: a=$a b=$b"
+        else
+          in=$(metric switchagg_bytes_in_total)
+          echo "agent metrics: bytes_in=$in"
+          [[ ${in%.*} -gt 0 ]] || die "the agent saw no traffic"
+        fi
+        ;;
+      off)
+        OFFLOAD=off run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
+          --expect previous || { cat "$work/routed.log"; die "routed run failed"; }
+        expect_pass "$work/routed.log"
+        ! grep -q "joined switch group" "$work/routed.log" || die "joined the agent with offload off"
+        in=$(metric switchagg_bytes_in_total)
+        [[ ${in%.*} -eq 0 ]] || die "the agent saw $in bytes with offload off"
+        ;;
+      leaders)
+        # All ranks on this host's node: node leaders, which routed calls
+        # do not support yet (op/avx off: the previous module serves).
+        run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" --expect leaders \
+          --quick || { cat "$work/routed.log"; die "routed run failed"; }
+        expect_pass "$work/routed.log" "joined switch group .*node leaders"
+        ;;
+      kill | delete)
+        delay_ms=$((RANDOM % 300))
+        echo "injecting $mode ${delay_ms} ms after the switch served every routed op"
+        run_mpi "$np" "$work/routed.log" "$bin/mpi_routed_check" --expect fault --fault "$work" \
+          --bytes 262144 --max-call-ms 6000 &
+        pid=$!
+        fire_fault $pid "$work/routed.log" "$mode" "routed-np$np" "$delay_ms"
+        wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
+        expect_pass "$work/routed.log" "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
+        ;;
+      *) die "routed mode must be on, off, leaders, stripes, kill or delete, got '$mode'" ;;
+    esac
+    ;;
   auto)
     # offload=auto with a lease on one node: after warm-up, online tuning
     # serves every size on the host (the switch was measured and lost).
@@ -353,17 +413,7 @@ case $scenario in
     run_mpi "$np" "$work/fault.log" "${emu[@]}" "$bin/test_switch_check" --fault "$work" \
       --bytes "$bytes" --max-call-ms 6000 &
     pid=$!
-    for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-    [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
-    sleep "$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
-    if [[ $scenario == *kill ]]; then
-      kill -KILL "$AGENT_PID"
-      wait "$AGENT_PID" 2>/dev/null
-      AGENT_PID=
-    else
-      ctl lease delete --job "fault-$scenario" || die "lease delete"
-    fi
-    touch "$work/fired"
+    fire_fault $pid "$work/fault.log" "$scenario" "fault-$scenario" "$delay_ms"
     wait $pid || { cat "$work/fault.log"; die "the job failed after the fault"; }
     expect_pass "$work/fault.log" "switch allreduce failed .*recomputed on the host"
     # With the node leaders' pipeline asked for, the calls before the fault ran it.
