@@ -21,11 +21,38 @@
 #include <cstring>
 
 #include "client_internal.h"
+#include "switchagg/common/reduce.h"
 
 namespace switchagg::agent {
 
 using wire::Message;
 using wire::MsgType;
+
+// Whether (dtype, op) gives the same bits in any operand order: integers
+// (wrap-around arithmetic, min/max, logical and bitwise ops) and MINLOC/
+// MAXLOC on integer values. Floats are rounded per step, so they always
+// reduce in rank order.
+static bool orderFree(Dtype d) {
+  switch (d) {
+    case Dtype::kFloat32:
+    case Dtype::kFloat64:
+    case Dtype::kFloatInt:
+    case Dtype::kDoubleInt:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// A reduced chunk whose only destination is this member, of an order-free
+// pair: it keeps its own part (sends none, so its link carries what a
+// ring's would) and combines the others' result with it on arrival.
+static bool keepsOwn(const AggGroup::State& g, uint32_t lo, uint32_t hi) {
+  return g.mode == wire::kModeReduce && g.info.size > 1 && lo == hi &&
+         lo == static_cast<uint32_t>(g.info.rank) && orderFree(g.dtype);
+}
+static void destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
+                         uint32_t* hi);
 
 void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
   auto bad = [&](const char* why) {
@@ -50,11 +77,22 @@ void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
     const size_t c0 = rel * g.chunk_elems, c1 = c0 + expect;
     const size_t lo = std::max(c0, g.want_begin), hi = std::min(c1, g.want_end);
     if (m.result_flags & wire::kResultNoPayload) {
-      if (lo < hi) return bad("no payload for a chunk this member wants");
+      // Only a chunk this member forwarded whole comes back without its
+      // payload: the member copies its own piece.
+      const bool own = g.mode == wire::kModeForward && g.in_begin <= c0 && c1 <= g.in_end;
+      if (lo < hi && !own) return bad("no payload for a chunk this member wants");
+      if (lo < hi)
+        std::memmove(g.out + (lo - g.want_begin) * g.esize, g.send + (lo - g.in_begin) * g.esize,
+                     (hi - lo) * g.esize);
     } else if (lo < hi) {
-      std::memcpy(g.out + (lo - g.want_begin) * g.esize,
-                  static_cast<const uint8_t*>(m.payload) + (lo - c0) * g.esize,
+      uint8_t* dst = g.out + (lo - g.want_begin) * g.esize;
+      std::memcpy(dst, static_cast<const uint8_t*>(m.payload) + (lo - c0) * g.esize,
                   (hi - lo) * g.esize);
+      uint32_t dlo = 0, dhi = 0;
+      destinations(g, c0, c1, &dlo, &dhi);
+      // The others' result, then this member's own part: (others) op mine.
+      if (keepsOwn(g, dlo, dhi))
+        (void)reduceInto(g.dtype, g.op, dst, g.send + lo * g.esize, hi - lo);
     }
   }
   g.received[rel] = 1;
@@ -116,7 +154,10 @@ static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* s
     const size_t c0 = rel * g.chunk_elems, c1 = c0 + m.count;
     m.mode = g.mode;
     destinations(g, c0, c1, &m.dest_lo, &m.dest_hi);
-    if (g.mode == wire::kModeForward) {
+    if (keepsOwn(g, m.dest_lo, m.dest_hi)) {
+      data = nullptr;
+      bytes = 0;
+    } else if (g.mode == wire::kModeForward) {
       // Only this member's piece of the chunk (none: a header alone).
       const size_t lo = std::max(c0, g.in_begin), hi = std::min(c1, g.in_end);
       data = lo < hi ? send + (lo - g.in_begin) * g.esize : nullptr;

@@ -11,8 +11,9 @@
 // reduced the same way (kModeReduce) or only forwarded (kModeForward: each
 // member sends its piece of the chunk, maybe none; the pieces must tile the
 // chunk in rank order and are copied into the result), and the result's
-// payload goes only to members [dest_lo, dest_hi]; every other member gets
-// a header-only RESULT, so its window moves on as for an allreduce.
+// payload goes only to members [dest_lo, dest_hi] (less a member that
+// forwarded the whole chunk itself); every other member gets a header-only
+// RESULT, so its window moves on as for an allreduce.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -48,11 +49,15 @@ void reducePiece(const Piece& p) {
   const size_t block = std::max<size_t>(1, kBlockBytes / esize);
   const SlotBuffers& b = *g.buffers;
   uint8_t* out = b.result(p.slot);
-  std::vector<const void*> in(g.size);
+  // Members in rank order, less one that kept its part (routed reduce).
+  std::vector<uint32_t> from;
+  for (uint32_t r = 0; r < g.size; ++r)
+    if (s.mode == 0 || s.piece_len[r]) from.push_back(r);
+  std::vector<const void*> in(from.size());
   for (size_t at = p.begin; at < p.end; at += block) {
     const size_t n = std::min(block, p.end - at);
     const size_t off = at * esize;
-    for (uint32_t r = 0; r < g.size; ++r) in[r] = b.contribution(p.slot, r) + off;
+    for (size_t i = 0; i < from.size(); ++i) in[i] = b.contribution(p.slot, from[i]) + off;
     // One pass over up to four members at a time, in rank order (common's
     // reduceMany); decode validated (dtype, op), so this cannot fail.
     (void)reduceMany(s.dtype, s.op, out + off, in.data(), in.size(), n);
@@ -167,7 +172,7 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
     ++g->busy;
   }
   s.have[m.rank] = 1;
-  if (s.mode == wire::kModeForward) {
+  if (s.mode != 0) {
     s.piece_off[m.rank] = m.piece_offset;
     s.piece_len[m.rank] = static_cast<uint32_t>(m.payload_bytes / dtypeSize(m.dtype));
   }
@@ -179,6 +184,12 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   }
   if (++s.arrived == g->size) {
     if (s.mode == wire::kModeForward && !checkPieces(*g, s)) return;
+    if (s.mode == wire::kModeReduce &&
+        std::count(s.piece_len.begin(), s.piece_len.end(), 0u) == long(g->size)) {
+      count(Reason::kRouteMismatch);
+      return abortGroup(*g, Reason::kRouteMismatch,
+                        "chunk " + std::to_string(m.chunk) + ": no member sent data to reduce");
+    }
     s.ready = true;
     ready_.emplace_back(g, m.slot);
   }
@@ -281,7 +292,14 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
     const wire::Frame e = wire::encode(m);
     std::memcpy(empty, e.header.data(), e.header_bytes);
   }
-  const uint32_t dests = hi - lo + 1;
+  // A member that forwarded the whole chunk has it already: header only
+  // (the bcast root, an allgather block's owner), so its link carries only
+  // what it lacks.
+  auto gets = [&](uint32_t r) {
+    return r >= lo && r <= hi && !(forwarded && s.piece_len[r] == s.count);
+  };
+  uint32_t dests = 0;
+  for (uint32_t r = 0; r < g.size; ++r) dests += gets(r) ? 1 : 0;
   // The slot collects its next chunk from now on; the result buffer stays
   // busy until every send completed (sends_pending), see reduceReady.
   s.expect_chunk += g.grant.window;
@@ -300,7 +318,7 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   if (--g.call_left == 0) deactivate(g);  // its sends keep the buffers they read
   const uint64_t serial = g.serial;
   for (uint32_t r = 0; r < g.size; ++r) {
-    if (r >= lo && r <= hi)
+    if (gets(r))
       out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
                       g.buffers, serial, slot);
     else

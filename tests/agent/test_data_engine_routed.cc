@@ -112,6 +112,35 @@ TEST_F(EngineRoutedTest, ForwardedPiecesAreAssembledInRankOrderAndSentToAll) {
   }
   EXPECT_EQ(engine_->counters().bytes_in, 20u);  // pieces only: 2 + 0 + 3 elements
   EXPECT_EQ(engine_->counters().bytes_reduced, 0u);
+  // Bcast-like: rank 1 forwards the whole next chunk; it gets the header
+  // only (it has the data), the others the payload.
+  for (uint32_t r = 0; r < 3; ++r)
+    routed(r, 1, wire::kModeForward, 0, 2, r == 1 ? std::vector<int32_t>{7, 8} : std::vector<int32_t>{}, 2);
+  pump();
+  res = results();
+  EXPECT_EQ(ints(res[1]), (std::vector<int32_t>{7, 8}));
+  EXPECT_EQ(ints(res[3]), (std::vector<int32_t>{7, 8}));
+  EXPECT_TRUE(res[2].payload.empty());
+  EXPECT_EQ(res[2].msg.result_flags, wire::kResultForward | wire::kResultNoPayload);
+}
+
+TEST_F(EngineRoutedTest, TheSoleDestinationMayKeepItsPartOthersMayNot) {
+  // Reduce to rank 1, which keeps its own part: the result is ranks 0 + 2.
+  routed(0, 0, wire::kModeReduce, 1, 1, {1, 2}, 2);
+  routed(1, 0, wire::kModeReduce, 1, 1, {}, 2);
+  routed(2, 0, wire::kModeReduce, 1, 1, {10, 20}, 2);
+  pump();
+  auto res = results();
+  EXPECT_EQ(ints(res[2]), (std::vector<int32_t>{11, 22}));
+  EXPECT_TRUE(res[1].payload.empty());
+  EXPECT_TRUE(res[3].payload.empty());
+  // Rank 0 is not the chunk's sole destination: an empty reduce chunk from
+  // it is undecodable (ERROR malformed, nothing changes).
+  routed(0, 1, wire::kModeReduce, 1, 1, {}, 2);
+  auto errs = out_.take(MsgType::kError);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].msg.reason, Reason::kMalformed);
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
 }
 
 TEST_F(EngineRoutedTest, PiecesThatDoNotTileTheChunkAbortTheGroup) {
