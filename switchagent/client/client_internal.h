@@ -19,6 +19,7 @@ struct AggGroup::State {
   Status failure;
   wire::Reason failure_reason = wire::Reason::kNone;  // of the agent's ERROR/ABORT, if that
   bool busy_flag = true;  // JOIN says kJoinFlagBusy (cleared for an agent that predates it)
+  bool routed_flag = true;  // JOIN says kJoinFlagRouted (cleared for an agent that predates it)
   ClientCounters counters;
   uint64_t next_chunk = 0;  // absolute sequence number of the next call's first chunk
 
@@ -34,6 +35,15 @@ struct AggGroup::State {
   const uint8_t* send = nullptr;  // the caller's input
   uint8_t* recv = nullptr;        // the caller's output
   uint8_t* out = nullptr;         // recv, or `staging` for in-place calls
+  size_t out_bytes = 0;           // bytes of recv the call writes
+  // A routed call (startRouted): its mode (kModeReduce/kModeForward; 0 for
+  // an allreduce), this member's input piece [in_begin, in_end) (forward;
+  // `send` points at in_begin), the members' wanted bounds (empty: all)
+  // and this member's wanted range [want_begin, want_end), which `out` holds.
+  uint8_t mode = 0;
+  size_t in_begin = 0, in_end = 0;
+  std::vector<size_t> want;
+  size_t want_begin = 0, want_end = 0;
   std::vector<uint8_t> received;  // per chunk of the call
   std::vector<uint8_t> staging;   // in-place results until the call succeeds
 
@@ -41,6 +51,23 @@ struct AggGroup::State {
   std::vector<std::unique_ptr<ucx::Request>> slot_request;  // created on first use
   std::vector<uint8_t> slot_used;                           // a send was posted on it
   std::vector<std::array<uint8_t, wire::kMaxHeaderBytes>> slot_header;
+
+  // Sets the call up (every field both kinds of call share).
+  void beginCall(Dtype d, Op o, size_t elems, size_t element_size, size_t chunk) {
+    dtype = d;
+    op = o;
+    count = elems;
+    esize = element_size;
+    chunk_elems = chunk;
+    n_chunks = (elems + chunk - 1) / chunk;
+    base = next_chunk;
+    next_send = 0;
+    n_received = 0;
+    received.assign(n_chunks, 0);
+    ready_chunks = n_chunks;
+    results_prefix = 0;
+    refused = false;
+  }
 
   void fail(Status st) {
     if (dead) return;

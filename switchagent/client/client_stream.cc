@@ -11,15 +11,48 @@
 // Contributions are sent straight from the caller's buffer (no copy);
 // results are copied once from the message into recv (or, in place, into a
 // staging buffer committed only on success).
+//
+// A routed call (startRouted) streams the same way, as CONTRIB_ROUTED: each
+// chunk names the members that get its result (those whose wanted range
+// overlaps it) and, forwarded, carries only this member's piece of it
+// (maybe none). A member outside a chunk's destinations gets a header-only
+// RESULT, which frees the slot as any result does.
 #include <algorithm>
 #include <cstring>
 
 #include "client_internal.h"
+#include "switchagg/common/reduce.h"
 
 namespace switchagg::agent {
 
 using wire::Message;
 using wire::MsgType;
+
+// Whether (dtype, op) gives the same bits in any operand order: integers
+// (wrap-around arithmetic, min/max, logical and bitwise ops) and MINLOC/
+// MAXLOC on integer values. Floats are rounded per step, so they always
+// reduce in rank order.
+static bool orderFree(Dtype d) {
+  switch (d) {
+    case Dtype::kFloat32:
+    case Dtype::kFloat64:
+    case Dtype::kFloatInt:
+    case Dtype::kDoubleInt:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// A reduced chunk whose only destination is this member, of an order-free
+// pair: it keeps its own part (sends none, so its link carries what a
+// ring's would) and combines the others' result with it on arrival.
+static bool keepsOwn(const AggGroup::State& g, uint32_t lo, uint32_t hi) {
+  return g.mode == wire::kModeReduce && g.info.size > 1 && lo == hi &&
+         lo == static_cast<uint32_t>(g.info.rank) && orderFree(g.dtype);
+}
+static void destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
+                         uint32_t* hi);
 
 void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
   auto bad = [&](const char* why) {
@@ -33,7 +66,35 @@ void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
   if (m.slot != m.chunk % g.info.window || m.count != expect || m.call_elems != g.count ||
       m.dtype != g.dtype || m.op != g.op)
     return bad("slot, count, dtype or op differ from the contribution");
-  std::memcpy(g.out + rel * g.chunk_elems * g.esize, m.payload, m.payload_bytes);
+  if (g.mode == 0) {
+    if (m.result_flags != 0) return bad("a routed result for an allreduce");
+    std::memcpy(g.out + rel * g.chunk_elems * g.esize, m.payload, m.payload_bytes);
+  } else {
+    if (((m.result_flags & wire::kResultForward) != 0) != (g.mode == wire::kModeForward))
+      return bad("forwarded and reduced chunks mixed up");
+    // The part of the chunk this member wants, into `out` (which holds
+    // [want_begin, want_end) of the vector).
+    const size_t c0 = rel * g.chunk_elems, c1 = c0 + expect;
+    const size_t lo = std::max(c0, g.want_begin), hi = std::min(c1, g.want_end);
+    if (m.result_flags & wire::kResultNoPayload) {
+      // Only a chunk this member forwarded whole comes back without its
+      // payload: the member copies its own piece.
+      const bool own = g.mode == wire::kModeForward && g.in_begin <= c0 && c1 <= g.in_end;
+      if (lo < hi && !own) return bad("no payload for a chunk this member wants");
+      if (lo < hi)
+        std::memmove(g.out + (lo - g.want_begin) * g.esize, g.send + (lo - g.in_begin) * g.esize,
+                     (hi - lo) * g.esize);
+    } else if (lo < hi) {
+      uint8_t* dst = g.out + (lo - g.want_begin) * g.esize;
+      std::memcpy(dst, static_cast<const uint8_t*>(m.payload) + (lo - c0) * g.esize,
+                  (hi - lo) * g.esize);
+      uint32_t dlo = 0, dhi = 0;
+      destinations(g, c0, c1, &dlo, &dhi);
+      // The others' result, then this member's own part: (others) op mine.
+      if (keepsOwn(g, dlo, dhi))
+        (void)reduceInto(g.dtype, g.op, dst, g.send + lo * g.esize, hi - lo);
+    }
+  }
   g.received[rel] = 1;
   ++g.n_received;
   ++g.counters.chunks_received;
@@ -54,11 +115,30 @@ Status checkBuffers(const void* send, const void* recv, size_t count, size_t esi
 }
 
 // Sends chunk `rel` of the current call; its slot's previous send must be done.
+// The members that get the result of elements [c0, c1) of a routed call:
+// those whose wanted range overlaps it (bounds non-decreasing, so they are
+// contiguous but for empty ranges between them, which get a payload they
+// ignore).
+static void destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
+                         uint32_t* hi) {
+  const auto n = static_cast<uint32_t>(g.info.size);
+  if (g.want.empty()) {
+    *lo = 0;
+    *hi = n - 1;
+    return;
+  }
+  // lo: the first member whose range ends after c0; hi: the last that starts before c1.
+  const auto first = std::upper_bound(g.want.begin() + 1, g.want.end(), c0);
+  *lo = static_cast<uint32_t>(first - (g.want.begin() + 1));
+  const auto last = std::lower_bound(g.want.begin(), g.want.begin() + n, c1);
+  *hi = static_cast<uint32_t>(last - g.want.begin()) - 1;
+}
+
 static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, size_t rel) {
   const uint64_t chunk = g.base + rel;
   const auto slot = static_cast<uint32_t>(chunk % g.info.window);
   Message m;
-  m.type = MsgType::kContrib;
+  m.type = g.mode ? MsgType::kContribRouted : MsgType::kContrib;
   m.token = c.token;
   m.group_id = g.info.group_id;
   m.rank = static_cast<uint32_t>(g.info.rank);
@@ -68,12 +148,27 @@ static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* s
   m.dtype = g.dtype;
   m.op = g.op;
   m.count = static_cast<uint32_t>(std::min(g.chunk_elems, g.count - rel * g.chunk_elems));
+  const uint8_t* data = send + rel * g.chunk_elems * g.esize;
+  size_t bytes = m.count * g.esize;
+  if (g.mode) {
+    const size_t c0 = rel * g.chunk_elems, c1 = c0 + m.count;
+    m.mode = g.mode;
+    destinations(g, c0, c1, &m.dest_lo, &m.dest_hi);
+    if (keepsOwn(g, m.dest_lo, m.dest_hi)) {
+      data = nullptr;
+      bytes = 0;
+    } else if (g.mode == wire::kModeForward) {
+      // Only this member's piece of the chunk (none: a header alone).
+      const size_t lo = std::max(c0, g.in_begin), hi = std::min(c1, g.in_end);
+      data = lo < hi ? send + (lo - g.in_begin) * g.esize : nullptr;
+      bytes = lo < hi ? (hi - lo) * g.esize : 0;
+      m.piece_offset = lo < hi ? static_cast<uint32_t>(lo - c0) : 0;
+    }
+  }
   const wire::Frame f = wire::encode(m);
   std::memcpy(g.slot_header[slot].data(), f.header.data(), f.header_bytes);
-  const size_t bytes = m.count * g.esize;
   SWITCHAGG_RETURN_IF_ERROR(c.ep->amSend(wire::kAmToAgent, g.slot_header[slot].data(),
-                                         f.header_bytes, send + rel * g.chunk_elems * g.esize,
-                                         bytes, *g.slot_request[slot]));
+                                         f.header_bytes, data, bytes, *g.slot_request[slot]));
   ++g.counters.chunks_sent;
   g.counters.bytes_sent += bytes;
   ++c.counters.chunks_sent;
@@ -173,23 +268,95 @@ Status AggGroup::startCall(Dtype dtype, Op op, const void* send, void* recv, siz
   if (chunk_elems == 0) return Status(Code::kUnsupported, "element larger than a slot");
 
   const bool in_place = send == recv;
-  g.dtype = dtype;
-  g.op = op;
-  g.count = count;
-  g.esize = esize;
-  g.chunk_elems = chunk_elems;
-  g.n_chunks = (count + chunk_elems - 1) / chunk_elems;
-  g.base = g.next_chunk;
-  g.next_send = 0;
-  g.n_received = 0;
-  g.received.assign(g.n_chunks, 0);
-  g.ready_chunks = g.n_chunks;
-  g.results_prefix = 0;
-  g.refused = false;
+  g.beginCall(dtype, op, count, esize, chunk_elems);
   if (in_place) g.staging.resize(count * esize);
   g.send = static_cast<const uint8_t*>(send);
   g.recv = static_cast<uint8_t*>(recv);
   g.out = in_place ? g.staging.data() : g.recv;
+  g.out_bytes = count * esize;
+  g.mode = 0;
+  g.want.clear();
+  g.want_begin = 0;
+  g.want_end = count;
+  g.active = true;
+  return Status::Ok();
+}
+
+void RoutedCall::wanted(int rank, size_t* begin, size_t* end) const {
+  if (want.empty()) {
+    *begin = 0;
+    *end = total;
+    return;
+  }
+  *begin = want[size_t(rank)];
+  *end = want[size_t(rank) + 1];
+}
+
+// A routed call's shape: kInvalidArgument (a decline) unless the bounds,
+// ranges and buffers are consistent for a group of `size`.
+static Status checkRouted(const RoutedCall& call, int size, int rank, size_t esize) {
+  if (call.total > SIZE_MAX / esize) return Status(Code::kInvalidArgument, "routed: count too large");
+  if (!call.want.empty()) {
+    if (call.want.size() != size_t(size) + 1 || call.want.front() != 0 ||
+        call.want.back() != call.total || !std::is_sorted(call.want.begin(), call.want.end()))
+      return Status(Code::kInvalidArgument,
+                    "routed: the wanted bounds must be size + 1 non-decreasing from 0 to the count");
+  }
+  if (call.kind == RoutedCall::Kind::kForward) {
+    if (call.in_begin > call.in_end || call.in_end > call.total)
+      return Status(Code::kInvalidArgument, "routed: input piece outside the vector");
+    if (call.in_begin < call.in_end && !call.in)
+      return Status(Code::kInvalidArgument, "routed: null input");
+  } else if (!call.in) {
+    return Status(Code::kInvalidArgument, "routed: null input");
+  }
+  size_t b = 0, e = 0;
+  call.wanted(rank, &b, &e);
+  if (b < e && !call.out) return Status(Code::kInvalidArgument, "routed: null output");
+  return Status::Ok();
+}
+
+// True when the call's input and output memory overlap (its results must
+// then be staged, so the input stays intact until every chunk was sent and
+// the call succeeded).
+static bool routedOverlaps(const RoutedCall& call, int rank, size_t esize) {
+  size_t b = 0, e = 0;
+  call.wanted(rank, &b, &e);
+  const size_t in_elems =
+      call.kind == RoutedCall::Kind::kForward ? call.in_end - call.in_begin : call.total;
+  const auto x = reinterpret_cast<uintptr_t>(call.in);
+  const auto y = reinterpret_cast<uintptr_t>(call.out);
+  const size_t xb = in_elems * esize, yb = (e - b) * esize;
+  return xb && yb && x < y + yb && y < x + xb;
+}
+
+Status AggGroup::startRouted(const RoutedCall& call) {
+  State& g = *state_;
+  AggClient::Impl& c = *client_;
+  const bool forward = call.kind == RoutedCall::Kind::kForward;
+  if (c.broken()) return c.brokenStatus();
+  if (g.dead) return g.failure;
+  if (!g.routed_flag) return Status(Code::kUnsupported, "the agent predates routed calls");
+  if (!forward && !supports(call.dtype, call.op))
+    return Status(Code::kUnsupported, std::string("agent does not reduce ") +
+                                          dtypeName(call.dtype) + "/" + opName(call.op));
+  const size_t esize = dtypeSize(call.dtype);
+  SWITCHAGG_RETURN_IF_ERROR(checkRouted(call, g.info.size, g.info.rank, esize));
+  const size_t chunk_elems = g.info.slot_bytes / esize;
+  if (chunk_elems == 0) return Status(Code::kUnsupported, "element larger than a slot");
+  // A forwarded RESULT decodes with op kSum (its op byte is 0).
+  g.beginCall(call.dtype, forward ? Op::kSum : call.op, call.total, esize, chunk_elems);
+  g.mode = forward ? wire::kModeForward : wire::kModeReduce;
+  g.in_begin = forward ? call.in_begin : 0;
+  g.in_end = forward ? call.in_end : call.total;
+  g.want = call.want;
+  call.wanted(g.info.rank, &g.want_begin, &g.want_end);
+  g.send = static_cast<const uint8_t*>(call.in);
+  g.recv = static_cast<uint8_t*>(call.out);
+  g.out_bytes = (g.want_end - g.want_begin) * esize;
+  const bool stage = routedOverlaps(call, g.info.rank, esize);
+  if (stage) g.staging.resize(g.out_bytes);
+  g.out = stage ? g.staging.data() : g.recv;
   g.active = true;
   return Status::Ok();
 }
@@ -239,7 +406,7 @@ Status AggGroup::finishCall(Status outcome) {
     return outcome;  // nothing of ours is still being sent; the group stays usable
   }
   if (outcome.ok()) {
-    if (g.out != g.recv) std::memcpy(g.recv, g.staging.data(), g.count * g.esize);
+    if (g.out != g.recv && g.out_bytes) std::memcpy(g.recv, g.staging.data(), g.out_bytes);
     ++g.counters.allreduces;
     ++c.counters.allreduces;
     return outcome;
@@ -261,6 +428,18 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
                            int64_t timeout_ms) {
   if (count == 0) return readyFor(*this, *client_, *state_, dtype, op);
   SWITCHAGG_RETURN_IF_ERROR(startCall(dtype, op, send, recv, count));
+  return finishCall(stream(*client_, *state_, clientNowMs() + timeout_ms));
+}
+
+Status AggGroup::routed(const RoutedCall& call, int64_t timeout_ms) {
+  if (call.total == 0) {
+    State& g = *state_;
+    if (client_->broken()) return client_->brokenStatus();
+    if (g.dead) return g.failure;
+    return g.routed_flag ? Status::Ok()
+                         : Status(Code::kUnsupported, "the agent predates routed calls");
+  }
+  SWITCHAGG_RETURN_IF_ERROR(startRouted(call));
   return finishCall(stream(*client_, *state_, clientNowMs() + timeout_ms));
 }
 

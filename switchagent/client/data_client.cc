@@ -258,21 +258,24 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   j.size = static_cast<uint32_t>(size);
   j.rank = static_cast<uint32_t>(rank);
   j.window = std::min<uint32_t>(window_request, wire::kMaxWindow);
-  j.flags = wire::kJoinFlagBusy;
+  j.flags = wire::kJoinFlagBusy | wire::kJoinFlagRouted;
   const int64_t deadline = clientNowMs() + timeout_ms;
   Status st = c.sendControl(j, timeout_ms);
   if (st.ok())
     st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
                              deadline - clientNowMs());
-  if (st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken()) {
-    // An agent that predates JOIN flags refused ours (without creating the
-    // group): join as an older client. It never sends ERROR(busy).
+  // An agent that predates a JOIN flag refuses it as malformed (without
+  // creating the group): join again as an older client, first without
+  // routed calls (allreduce and barrier only), then without ERROR(busy).
+  for (int older = 1; older <= 2; ++older) {
+    if (!(st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken())) break;
     *g = AggGroup::State();
     g->info.group_id = group_id;
     g->info.size = size;
     g->info.rank = rank;
-    g->busy_flag = false;
-    j.flags = 0;
+    g->routed_flag = false;
+    g->busy_flag = older < 2;
+    j.flags = older < 2 ? wire::kJoinFlagBusy : 0;
     st = c.sendControl(j, std::max<int64_t>(1, deadline - clientNowMs()));
     if (st.ok())
       st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
@@ -309,6 +312,9 @@ const GroupInfo& AggGroup::info() const {
 }
 bool AggGroup::supports(Dtype d, Op o) const {
   return state_->info.caps.supports(d, o);
+}
+bool AggGroup::routedSupported() const {
+  return state_->routed_flag;
 }
 bool AggGroup::usable() const {
   return !state_->dead && !client_->broken();

@@ -8,6 +8,7 @@
 //   count 10, K 3:  stripe 0 = [0,4)  stripe 1 = [4,7)  stripe 2 = [7,10)
 //   count 2,  K 3:  stripe 0 = [0,1)  stripe 1 = [1,2)  stripe 2 = empty (skipped)
 #include <algorithm>
+#include <cstring>
 
 #include "client_internal.h"
 #include "switchagg/ucx/thread_gate.h"
@@ -73,7 +74,100 @@ Status StripedGroup::leave(int64_t timeout_ms) {
 Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
                                int64_t timeout_ms) {
   if (groups_.size() == 1) return groups_[0]->allreduce(dtype, op, send, recv, count, timeout_ms);
-  Status st = startCall(dtype, op, send, recv, count);
+  return runToEnd(startCall(dtype, op, send, recv, count), timeout_ms);
+}
+
+bool StripedGroup::routedSupported() const {
+  return std::all_of(groups_.begin(), groups_.end(),
+                     [](const std::unique_ptr<AggGroup>& g) { return g->routedSupported(); });
+}
+
+Status StripedGroup::routed(const RoutedCall& call, int64_t timeout_ms) {
+  if (groups_.size() == 1) return groups_[0]->routed(call, timeout_ms);
+  return runToEnd(startRouted(call), timeout_ms);
+}
+
+// Stripe k of a routed call over [S, S + n) of the vector: the same call
+// on that range (input piece, wanted bounds and output cut to it).
+static RoutedCall stripeCall(const RoutedCall& call, int rank, size_t S, size_t n, size_t esize,
+                             uint8_t* out) {
+  RoutedCall sc;
+  sc.kind = call.kind;
+  sc.dtype = call.dtype;
+  sc.op = call.op;
+  sc.total = n;
+  const auto* in = static_cast<const uint8_t*>(call.in);
+  if (call.kind == RoutedCall::Kind::kReduce) {
+    sc.in = in + S * esize;
+  } else {
+    const size_t lo = std::max(call.in_begin, S), hi = std::min(call.in_end, S + n);
+    if (lo < hi) {
+      sc.in = in + (lo - call.in_begin) * esize;
+      sc.in_begin = lo - S;
+      sc.in_end = hi - S;
+    }
+  }
+  auto clip = [&](size_t x) { return std::min(std::max(x, S), S + n) - S; };
+  for (size_t b : call.want) sc.want.push_back(clip(b));
+  size_t wb = 0, we = 0;
+  call.wanted(rank, &wb, &we);
+  if (clip(wb) < clip(we)) sc.out = out + (clip(wb) + S - wb) * esize;
+  return sc;
+}
+
+Status StripedGroup::resetCall(size_t count) {
+  routed_out_ = nullptr;
+  call_count_ = count;
+  running_.assign(groups_.size(), 0);
+  done_.assign(groups_.size(), 0);
+  call_failed_ = call_busy_ = Status::Ok();
+  if (!failure_.ok()) return failure_;
+  for (const std::unique_ptr<AggGroup>& g : groups_)
+    if (!g->usable()) return g->failure();
+  return Status::Ok();
+}
+
+Status StripedGroup::startRouted(const RoutedCall& call) {
+  const size_t k_total = groups_.size();
+  SWITCHAGG_RETURN_IF_ERROR(resetCall(call.total));
+  if (!routedSupported()) return Status(Code::kUnsupported, "an agent predates routed calls");
+  if (call.kind == RoutedCall::Kind::kReduce && !supports(call.dtype, call.op))
+    return Status(Code::kUnsupported, std::string("an agent does not reduce ") +
+                                          dtypeName(call.dtype) + "/" + opName(call.op));
+  if (call.total == 0) return Status::Ok();
+  const size_t esize = dtypeSize(call.dtype);
+  const int rank = groups_.front()->info().rank;
+  for (const std::unique_ptr<AggGroup>& g : groups_)
+    if (g->info().slot_bytes < esize)
+      return Status(Code::kUnsupported, "element larger than a slot");
+  // Staged on the whole call: one stripe's results may land where another
+  // stripe's input still is (reduce-scatter in place).
+  size_t wb = 0, we = 0;
+  call.wanted(rank, &wb, &we);
+  const size_t in_elems =
+      call.kind == RoutedCall::Kind::kForward ? call.in_end - call.in_begin : call.total;
+  const auto x = reinterpret_cast<uintptr_t>(call.in), y = reinterpret_cast<uintptr_t>(call.out);
+  const size_t xb = in_elems * esize, yb = (we > wb ? we - wb : 0) * esize;
+  uint8_t* out = static_cast<uint8_t*>(call.out);
+  if (xb && yb && x < y + yb && y < x + xb) {
+    routed_staging_.resize(yb);
+    out = routed_staging_.data();
+  }
+  for (size_t k = 0; k < k_total && call_failed_.ok(); ++k) {
+    const StripeRange r = stripeOf(call.total, k, k_total);
+    if (r.count == 0) continue;
+    Status st = groups_[k]->startRouted(stripeCall(call, rank, r.begin, r.count, esize, out));
+    if (st.ok())
+      running_[k] = 1;
+    else
+      call_failed_ = st;
+  }
+  if (!call_failed_.ok()) return endCall();
+  if (out != call.out) routed_out_ = static_cast<uint8_t*>(call.out);
+  return Status(Code::kInProgress, "striped routed call running");
+}
+
+Status StripedGroup::runToEnd(Status st, int64_t timeout_ms) {
   const int64_t deadline = clientNowMs() + timeout_ms;
   for (uint32_t spin = 1; st.code() == Code::kInProgress; ++spin) {
     st = stepCall();
@@ -91,13 +185,7 @@ Status StripedGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv,
 
 Status StripedGroup::startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count) {
   const size_t k_total = groups_.size();
-  call_count_ = count;
-  running_.assign(k_total, 0);
-  done_.assign(k_total, 0);
-  call_failed_ = call_busy_ = Status::Ok();
-  if (!failure_.ok()) return failure_;
-  for (const std::unique_ptr<AggGroup>& g : groups_)
-    if (!g->usable()) return g->failure();
+  SWITCHAGG_RETURN_IF_ERROR(resetCall(count));
   if (!supports(dtype, op))
     return Status(Code::kUnsupported,
                   std::string("an agent does not reduce ") + dtypeName(dtype) + "/" + opName(op));
@@ -196,6 +284,10 @@ Status StripedGroup::endCall() {
   }
   running_.assign(k_total, 0);
   if (!call_failed_.ok() && failure_.ok()) failure_ = call_failed_;
+  // A routed call staged for overlapping input and output: commit now.
+  if (call_failed_.ok() && routed_out_)
+    std::memcpy(routed_out_, routed_staging_.data(), routed_staging_.size());
+  routed_out_ = nullptr;
   return call_failed_;
 }
 

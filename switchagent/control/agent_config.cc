@@ -111,6 +111,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
       {"data.join_flags", nullptr, "accept JOIN flags, so members that understand busy get per-call busy refusals (false: "
        "refuse them as an agent that predates them; clients then join without)",
        boolField(&C::join_flags)},
+      {"data.routed", nullptr, "serve routed calls (MPI_Reduce, reduce-scatter, allgather, bcast: CONTRIB_ROUTED; false: "
+       "refuse them as an agent that predates them; clients then offload only allreduce and barrier)",
+       boolField(&C::routed)},
       {"data.max_groups_per_lease", nullptr, "groups (communicators) one lease may hold at once, formed or waiting for members; "
        "more joins are refused (no_resource)",
        intField(&C::max_groups_per_lease, 1, 4096)},

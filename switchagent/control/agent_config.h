@@ -27,6 +27,7 @@ struct AgentConfig {
   int link_mbps = 0;                // advertised to clients' cost models; 0 = unknown
   bool advertise_capacity = true;   // answer clients' CAPACITY requests
   bool join_flags = true;           // accept JOIN flags (false: as an agent before them)
+  bool routed = true;               // serve routed calls (false: as an agent before them)
   int max_groups_per_lease = kDefaultMaxGroupsPerLease;
   // [pool]
   int pool_slots = 64;

@@ -112,6 +112,7 @@ int run(const AgentConfig& config) {
   dpc.link_mbps = static_cast<uint32_t>(config.link_mbps);
   dpc.advertise_capacity = config.advertise_capacity;
   dpc.join_flags = config.join_flags;
+  dpc.routed = config.routed;
   dpc.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
   dpc.pool_slots = static_cast<size_t>(config.pool_slots);
   Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(dpc, leases);

@@ -220,6 +220,7 @@ struct DataPlane::Impl : EngineOutput {
     ec.link_mbps = config.link_mbps;
     ec.advertise_capacity = config.advertise_capacity;
     ec.join_flags = config.join_flags;
+    ec.routed = config.routed;
     ec.max_groups_per_lease = config.max_groups_per_lease;
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);

@@ -99,12 +99,20 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
       return;
     case MsgType::kJoin:
       // As an agent that predates JOIN flags: its decoder refused them.
-      if (!config_.join_flags && m.flags != 0)
+      if ((!config_.join_flags && m.flags != 0) ||
+          (!config_.routed && (m.flags & wire::kJoinFlagRouted)))
         return reject(from, m, Reason::kMalformed,
                       std::string("undecodable message: ") + wire::reasonName(Reason::kMalformed));
       handleJoin(from, m, now_ms);
       return;
     case MsgType::kContrib:
+      handleContrib(from, m, now_ms);
+      return;
+    case MsgType::kContribRouted:
+      // As an agent before routed calls: its decoder stopped at the type.
+      if (!config_.routed)
+        return reject(from, Message(), Reason::kBadType,
+                      std::string("undecodable message: ") + wire::reasonName(Reason::kBadType));
       handleContrib(from, m, now_ms);
       return;
     case MsgType::kLeave:
@@ -200,6 +208,7 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
   mem.joined = true;
   mem.window_request = m.window;
   mem.understands_busy = (m.flags & wire::kJoinFlagBusy) != 0;
+  mem.understands_routed = (m.flags & wire::kJoinFlagRouted) != 0;
   if (++g->joined == g->size) formGroup(*g);
 }
 
@@ -208,9 +217,11 @@ void AggregationEngine::formGroup(Group& g) {
   if (!lease) return abortGroup(g, Reason::kLeaseRevoked, "lease expired or deleted");
   uint32_t want = 0;
   g.busy_aware = true;
+  g.routed_aware = true;
   for (const Member& mem : g.members) {
     if (mem.window_request && (want == 0 || mem.window_request < want)) want = mem.window_request;
     g.busy_aware = g.busy_aware && mem.understands_busy;
+    g.routed_aware = g.routed_aware && mem.understands_routed;
   }
   // The window is fixed now but takes slots only while a call runs
   // (activate), so every group of the lease may have the lease's slots.
@@ -227,6 +238,8 @@ void AggregationEngine::formGroup(Group& g) {
   for (uint32_t s = 0; s < grant.window; ++s) {
     g.slots[s].expect_chunk = s;
     g.slots[s].have.assign(g.size, 0);
+    g.slots[s].piece_off.assign(g.size, 0);
+    g.slots[s].piece_len.assign(g.size, 0);
   }
   Message a;
   a.type = MsgType::kJoinAck;

@@ -57,12 +57,16 @@ struct EngineConfig {
   uint32_t link_mbps = 0;         // the data link's rate, advertised (0 = unknown)
   bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
   bool join_flags = true;          // false: refuse flagged JOINs (malformed) as an agent before them
+  // false: act as an agent before routed calls (a JOIN with kJoinFlagRouted
+  // is malformed, CONTRIB_ROUTED an unknown type).
+  bool routed = true;
   // Groups one lease may hold at once, formed or waiting for members: a
   // token holder joining group after group cannot fill the agent's memory.
   size_t max_groups_per_lease = 64;
 };
 
 struct Group;
+struct Slot;
 
 class AggregationEngine {
  public:
@@ -106,6 +110,8 @@ class AggregationEngine {
   void handleLeave(PeerId from, const wire::Message& m);
   bool checkContrib(Group& g, PeerId from, const wire::Message& m);
   bool checkSlot(Group& g, const wire::Message& m);
+  bool checkPieces(Group& g, const Slot& s);  // forwarded pieces tile the chunk in rank order
+  void assemble(Group& g, uint32_t slot);     // a forwarded chunk's pieces into its result
   enum class Admit { kProceed, kDropped, kAborted };
   Admit admitCall(Group& g, PeerId from, const wire::Message& m);
   const char* activate(Group& g);  // nullptr: the call holds its slots; else what is short

@@ -24,6 +24,7 @@ struct DataPlaneConfig {
   uint32_t link_mbps = 0;                  // advertised data link rate (0 = unknown)
   bool advertise_capacity = true;          // answer CAPACITY (false: as a v1.0 agent)
   bool join_flags = true;                  // accept JOIN flags (false: as an agent before them)
+  bool routed = true;                      // serve routed calls (false: as an agent before them)
   // Total aggregation slots of the pool ([pool] slots). Live
   // groups never hold more than this many slots together; 0 = no cap beyond
   // the leases' own slot counts (which the control plane keeps <= the pool).

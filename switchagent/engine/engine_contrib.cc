@@ -6,6 +6,14 @@
 // result = c0 op c1 op ... op c(n-1) in rank order, so the value is the same
 // bitwise whatever order the chunks arrived in and however the work is
 // split. The result goes to every member from the slot's result buffer.
+//
+// Routed chunks (CONTRIB_ROUTED, docs/agent-protocol.md "Routed calls") are
+// reduced the same way (kModeReduce) or only forwarded (kModeForward: each
+// member sends its piece of the chunk, maybe none; the pieces must tile the
+// chunk in rank order and are copied into the result), and the result's
+// payload goes only to members [dest_lo, dest_hi] (less a member that
+// forwarded the whole chunk itself); every other member gets a header-only
+// RESULT, so its window moves on as for an allreduce.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -23,6 +31,8 @@ using wire::Reason;
 
 namespace {
 
+uint8_t modeOf(const Message& m) { return m.type == MsgType::kContribRouted ? m.mode : 0; }
+
 constexpr size_t kPieceBytes = 64 * 1024;  // one pool task
 constexpr size_t kBlockBytes = 16 * 1024;  // members' blocks stay in L1/L2 together
 
@@ -39,11 +49,15 @@ void reducePiece(const Piece& p) {
   const size_t block = std::max<size_t>(1, kBlockBytes / esize);
   const SlotBuffers& b = *g.buffers;
   uint8_t* out = b.result(p.slot);
-  std::vector<const void*> in(g.size);
+  // Members in rank order, less one that kept its part (routed reduce).
+  std::vector<uint32_t> from;
+  for (uint32_t r = 0; r < g.size; ++r)
+    if (s.mode == 0 || s.piece_len[r]) from.push_back(r);
+  std::vector<const void*> in(from.size());
   for (size_t at = p.begin; at < p.end; at += block) {
     const size_t n = std::min(block, p.end - at);
     const size_t off = at * esize;
-    for (uint32_t r = 0; r < g.size; ++r) in[r] = b.contribution(p.slot, r) + off;
+    for (size_t i = 0; i < from.size(); ++i) in[i] = b.contribution(p.slot, from[i]) + off;
     // One pass over up to four members at a time, in rank order (common's
     // reduceMany); decode validated (dtype, op), so this cannot fail.
     (void)reduceMany(s.dtype, s.op, out + off, in.data(), in.size(), n);
@@ -73,10 +87,18 @@ bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
     r = Reason::kSlotOutOfRange;
     why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) + " (window " +
           std::to_string(g.grant.window) + ")";
-  } else if (m.payload_bytes > g.grant.slot_bytes) {
+  } else if (m.payload_bytes > g.grant.slot_bytes ||
+             size_t(m.count) * dtypeSize(m.dtype) > g.grant.slot_bytes) {
     r = Reason::kOversize;
-    why = std::to_string(m.payload_bytes) + "-byte chunk, slots hold " +
+    why = std::to_string(size_t(m.count) * dtypeSize(m.dtype)) + "-byte chunk, slots hold " +
           std::to_string(g.grant.slot_bytes);
+  } else if (m.type == MsgType::kContribRouted && !g.routed_aware) {
+    r = Reason::kRouteMismatch;
+    why = "routed contribution in a group whose members did not all join for routed calls";
+  } else if (m.type == MsgType::kContribRouted && m.dest_hi >= g.size) {
+    r = Reason::kRouteMismatch;
+    why = "destinations " + std::to_string(m.dest_lo) + ".." + std::to_string(m.dest_hi) +
+          " beyond the group's " + std::to_string(g.size) + " members";
   }
   if (r == Reason::kNone) return true;
   count(r);
@@ -106,6 +128,14 @@ bool AggregationEngine::checkSlot(Group& g, const Message& m) {
       why = "rank " + std::to_string(m.rank) + " sent " + std::to_string(m.count) + " of " +
             std::to_string(m.call_elems) + " elements, others " + std::to_string(s.count) + " of " +
             std::to_string(s.call_elems);
+    } else if (s.arrived > 0 &&
+               (s.mode != modeOf(m) ||
+                (s.mode != 0 && (s.dest_lo != m.dest_lo || s.dest_hi != m.dest_hi)))) {
+      r = Reason::kRouteMismatch;
+      why = "rank " + std::to_string(m.rank) + " routes chunk " + std::to_string(m.chunk) +
+            " (mode " + std::to_string(modeOf(m)) + ", to " + std::to_string(m.dest_lo) + ".." +
+            std::to_string(m.dest_hi) + "), others (mode " + std::to_string(s.mode) + ", to " +
+            std::to_string(s.dest_lo) + ".." + std::to_string(s.dest_hi) + ")";
     } else if (s.arrived > 0 && (s.dtype != m.dtype || s.op != m.op)) {
       r = Reason::kOpMismatch;
       why = std::string("rank ") + std::to_string(m.rank) + " sent " + dtypeName(m.dtype) + "/" +
@@ -128,16 +158,24 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   if (!checkContrib(*g, from, m)) return;
   if (admitCall(*g, from, m) != Admit::kProceed || !checkSlot(*g, m)) return;
   Slot& s = g->slots[m.slot];
-  std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
+  if (m.payload_bytes)
+    std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
   if (s.arrived == 0) {
     s.count = m.count;
     s.call_elems = m.call_elems;
     s.dtype = m.dtype;
     s.op = m.op;
+    s.mode = modeOf(m);
+    s.dest_lo = m.type == MsgType::kContribRouted ? m.dest_lo : 0;
+    s.dest_hi = m.type == MsgType::kContribRouted ? m.dest_hi : g->size - 1;
     s.first_ms = now_ms;
     ++g->busy;
   }
   s.have[m.rank] = 1;
+  if (s.mode != 0) {
+    s.piece_off[m.rank] = m.piece_offset;
+    s.piece_len[m.rank] = static_cast<uint32_t>(m.payload_bytes / dtypeSize(m.dtype));
+  }
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     if (s.arrived == 0) ++counters_.slots_busy;
@@ -145,9 +183,48 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
     counters_.bytes_in_by_job[g->job] += m.payload_bytes;
   }
   if (++s.arrived == g->size) {
+    if (s.mode == wire::kModeForward && !checkPieces(*g, s)) return;
+    if (s.mode == wire::kModeReduce &&
+        std::count(s.piece_len.begin(), s.piece_len.end(), 0u) == long(g->size)) {
+      count(Reason::kRouteMismatch);
+      return abortGroup(*g, Reason::kRouteMismatch,
+                        "chunk " + std::to_string(m.chunk) + ": no member sent data to reduce");
+    }
     s.ready = true;
     ready_.emplace_back(g, m.slot);
   }
+}
+
+bool AggregationEngine::checkPieces(Group& g, const Slot& s) {
+  uint64_t at = 0;
+  for (uint32_t r = 0; r < g.size; ++r) {
+    if (s.piece_len[r] == 0) continue;
+    if (s.piece_off[r] != at) {
+      count(Reason::kRouteMismatch);
+      abortGroup(g, Reason::kRouteMismatch,
+                 "chunk " + std::to_string(s.expect_chunk) + ": rank " + std::to_string(r) +
+                     "'s piece starts at element " + std::to_string(s.piece_off[r]) +
+                     ", the pieces before it end at " + std::to_string(at));
+      return false;
+    }
+    at += s.piece_len[r];
+  }
+  if (at == s.count) return true;
+  count(Reason::kRouteMismatch);
+  abortGroup(g, Reason::kRouteMismatch,
+             "chunk " + std::to_string(s.expect_chunk) + ": the members' pieces cover " +
+                 std::to_string(at) + " of its " + std::to_string(s.count) + " elements");
+  return false;
+}
+
+void AggregationEngine::assemble(Group& g, uint32_t slot) {
+  const Slot& s = g.slots[slot];
+  const size_t esize = dtypeSize(s.dtype);
+  uint8_t* out = g.buffers->result(slot);
+  for (uint32_t r = 0; r < g.size; ++r)
+    if (s.piece_len[r])
+      std::memcpy(out + size_t(s.piece_off[r]) * esize, g.buffers->contribution(slot, r),
+                  size_t(s.piece_len[r]) * esize);
 }
 
 bool AggregationEngine::hasReducible() const {
@@ -178,6 +255,10 @@ void AggregationEngine::reduceSlots(const std::vector<std::pair<Group*, uint32_t
   std::vector<Piece> pieces;
   for (const auto& [g, slot] : batch) {
     const Slot& s = g->slots[slot];
+    if (s.mode == wire::kModeForward) {
+      assemble(*g, slot);  // copies only: no pool task
+      continue;
+    }
     const size_t per_piece = std::max<size_t>(1, kPieceBytes / dtypeSize(s.dtype));
     for (size_t at = 0; at < s.count; at += per_piece)
       pieces.push_back({g, slot, at, std::min<size_t>(s.count, at + per_piece)});
@@ -198,9 +279,27 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   m.dtype = s.dtype;
   m.op = s.op;
   m.count = s.count;
+  if (s.mode == wire::kModeForward) m.result_flags = wire::kResultForward;
   const wire::Frame f = wire::encode(m);
   uint8_t* header = g.buffers->resultHeader(slot);
   std::memcpy(header, f.header.data(), f.header_bytes);
+  // Routed: the members outside [dest_lo, dest_hi] get the header alone.
+  const uint32_t lo = s.dest_lo, hi = s.dest_hi;
+  const bool forwarded = s.mode == wire::kModeForward;
+  uint8_t* empty = g.buffers->emptyResultHeader(slot);
+  if (s.mode != 0) {
+    m.result_flags |= wire::kResultNoPayload;
+    const wire::Frame e = wire::encode(m);
+    std::memcpy(empty, e.header.data(), e.header_bytes);
+  }
+  // A member that forwarded the whole chunk has it already: header only
+  // (the bcast root, an allgather block's owner), so its link carries only
+  // what it lacks.
+  auto gets = [&](uint32_t r) {
+    return r >= lo && r <= hi && !(forwarded && s.piece_len[r] == s.count);
+  };
+  uint32_t dests = 0;
+  for (uint32_t r = 0; r < g.size; ++r) dests += gets(r) ? 1 : 0;
   // The slot collects its next chunk from now on; the result buffer stays
   // busy until every send completed (sends_pending), see reduceReady.
   s.expect_chunk += g.grant.window;
@@ -213,14 +312,19 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
     std::lock_guard<std::mutex> lock(counters_mu_);
     if (counters_.slots_busy) --counters_.slots_busy;
     ++counters_.chunks_reduced;
-    counters_.bytes_reduced += bytes * g.size;
-    counters_.bytes_out += bytes * g.size;
+    if (!forwarded) counters_.bytes_reduced += bytes * g.size;
+    counters_.bytes_out += bytes * dests;
   }
   if (--g.call_left == 0) deactivate(g);  // its sends keep the buffers they read
   const uint64_t serial = g.serial;
-  for (uint32_t r = 0; r < g.size; ++r)
-    out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
-                    g.buffers, serial, slot);
+  for (uint32_t r = 0; r < g.size; ++r) {
+    if (gets(r))
+      out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
+                      g.buffers, serial, slot);
+    else
+      out_.sendResult(g.members[r].peer, empty, f.header_bytes, nullptr, 0, g.buffers, serial,
+                      slot);
+  }
 }
 
 void AggregationEngine::sendDone(uint64_t group_serial, uint32_t slot) {

@@ -19,6 +19,7 @@ struct Member {
   bool left = false;
   uint32_t window_request = 0;
   bool understands_busy = false;  // its JOIN set kJoinFlagBusy
+  bool understands_routed = false;  // its JOIN set kJoinFlagRouted
   uint64_t next_chunk = 0;        // one past the highest chunk it contributed
 };
 
@@ -39,6 +40,12 @@ struct Slot {
   uint64_t call_elems = 0;
   Dtype dtype = Dtype::kInt32;
   Op op = Op::kSum;
+  // Routed chunks (CONTRIB_ROUTED): the mode (0: a plain CONTRIB), the
+  // members that get the result's payload, and (forward) each member's
+  // piece [piece_off, piece_off + piece_len) of the chunk, in elements.
+  uint8_t mode = 0;
+  uint32_t dest_lo = 0, dest_hi = 0;
+  std::vector<uint32_t> piece_off, piece_len;
   int64_t first_ms = 0;        // first contribution of this chunk arrived
   bool ready = false;          // every member contributed; queued for reduction
   uint32_t sends_pending = 0;  // RESULT sends of the previous chunk still reading
@@ -57,6 +64,7 @@ struct Group {
   SlotGrant grant;              // window and chunk size, fixed at formation
   uint32_t lease_slots = 0;     // the lease's slots (its budget for active calls)
   bool busy_aware = false;      // every member understands ERROR(busy)
+  bool routed_aware = false;    // every member's JOIN set kJoinFlagRouted
   // Per-call activation: a call holds the window's slots from its first
   // contribution until its last result is sent.
   bool active = false;

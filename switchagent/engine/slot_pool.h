@@ -42,10 +42,12 @@ class SlotBuffers {
   static size_t bytesFor(uint32_t window, uint32_t members, size_t slot_bytes) {
     return static_cast<size_t>(window) * (static_cast<size_t>(members) + 1) * slot_bytes;
   }
-  // RESULT headers must outlive their sends too (one per slot).
+  // RESULT headers must outlive their sends too: per slot the one with the
+  // payload and (routed chunks) the header-only one for other members.
   uint8_t* resultHeader(uint32_t slot) const { return headers_.get() + slot * kHeaderStride; }
+  uint8_t* emptyResultHeader(uint32_t slot) const { return resultHeader(slot) + kHeaderStride / 2; }
 
-  static constexpr size_t kHeaderStride = 64;
+  static constexpr size_t kHeaderStride = 128;
 
  private:
   SlotBuffers() = default;

@@ -199,7 +199,11 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
   } else {
     if (routed && m->piece_offset != 0) return Reason::kMalformed;
     const bool empty = m->type == MsgType::kResult && (m->result_flags & kResultNoPayload);
-    if (body_bytes != (empty ? 0 : bytes)) return Reason::kMalformed;
+    // A routed reduce chunk's sole destination may keep its own part (no
+    // body; the engine checks it is that member).
+    const bool may_skip = routed && m->dest_lo == m->dest_hi && m->dest_lo == m->rank;
+    if (body_bytes != (empty ? 0 : bytes) && !(may_skip && body_bytes == 0))
+      return Reason::kMalformed;
   }
   m->payload = body_bytes ? body : nullptr;
   m->payload_bytes = body_bytes;

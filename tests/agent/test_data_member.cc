@@ -6,6 +6,14 @@
 //   test_data_member --agent H:P --token HEX --group ID --size N --rank R
 //     [--dtype float32] [--op sum] [--count N] [--iters N] [--window W]
 //     [--timeout MS] [--in-place] [--forever] [--pairs d1/o1,d2/o2,...]
+//     [--routed reduce:ROOT|scatter|allgather|bcast:ROOT]
+//
+// --routed runs routed calls (AggGroup::routed) instead of allreduces:
+// reduce to ROOT, a reduce-scatter with uneven blocks (member r gets
+// [r·count/size, (r+1)·count/size)), an allgather of `count` elements per
+// member, or a bcast of ROOT's `count` elements; every wanted element is
+// checked bit for bit, and a member wants nothing else written. Against an
+// agent that predates routed calls it prints "RESULT unsupported" (exit 6).
 //
 // Prints "STREAMING" once joined, then one "RESULT ok ..." line or
 // "RESULT fail <Code> <message>" line. Exit: 0 all calls right, 2 a call
@@ -37,6 +45,8 @@ struct Args {
   int64_t timeout = 10000;
   bool in_place = false, forever = false;
   std::vector<std::pair<Dtype, Op>> pairs;
+  std::string routed;  // "", reduce, scatter, allgather, bcast
+  int root = 0;
 };
 
 bool parsePairs(const std::string& text, std::vector<std::pair<Dtype, Op>>* out) {
@@ -96,6 +106,13 @@ bool parseArgs(int argc, char** argv, Args* a) {
       if (!parseOp(v.c_str(), &op)) return false;
     } else if (k == "--pairs") {
       if (!parsePairs(v, &a->pairs)) return false;
+    } else if (k == "--routed") {
+      const size_t colon = v.find(':');
+      a->routed = v.substr(0, colon);
+      if (colon != std::string::npos) a->root = std::atoi(v.c_str() + colon + 1);
+      if (a->routed != "reduce" && a->routed != "scatter" && a->routed != "allgather" &&
+          a->routed != "bcast")
+        return false;
     } else
       return false;
   }
@@ -139,6 +156,90 @@ int runOne(AggGroup& g, const Args& a, Dtype d, Op op, int iter) {
   return 0;
 }
 
+// One routed call of call `iter`; 0 ok, else the exit code.
+int runRouted(AggGroup& g, const Args& a, Dtype d, Op op, int iter) {
+  const size_t esize = dtypeSize(d), n = a.count;
+  const auto p = static_cast<size_t>(a.size), r = static_cast<size_t>(a.rank);
+  RoutedCall call;
+  call.dtype = d;
+  call.op = op;
+  std::vector<uint8_t> expect;  // what this member must end with in its wanted range
+  std::vector<uint8_t> input, buf, out;
+  if (a.routed == "reduce" || a.routed == "scatter") {
+    call.kind = RoutedCall::Kind::kReduce;
+    call.total = n;
+    input = testing::makeInput(d, a.rank, iter, n);
+    call.want.assign(p + 1, 0);
+    for (size_t m = 0; m <= p; ++m)
+      call.want[m] = a.routed == "reduce" ? (m <= size_t(a.root) ? 0 : n) : m * n / p;
+  } else {
+    call.kind = RoutedCall::Kind::kForward;
+    const bool gather = a.routed == "allgather";
+    call.total = gather ? p * n : n;
+    call.in_begin = gather ? r * n : 0;
+    call.in_end = gather ? (r + 1) * n : (a.rank == a.root ? n : 0);
+    input = testing::makeInput(d, gather ? a.rank : a.root, iter, call.in_end - call.in_begin);
+  }
+  size_t wb = 0, we = 0;
+  call.wanted(a.rank, &wb, &we);
+  // The reference over the whole vector, then this member's part of it.
+  std::vector<uint8_t> whole;
+  if (call.kind == RoutedCall::Kind::kReduce) {
+    whole = testing::referenceResult(d, op, a.size, iter, n);
+  } else if (a.routed == "allgather") {
+    for (size_t m = 0; m < p; ++m) {
+      const auto piece = testing::makeInput(d, int(m), iter, n);
+      whole.insert(whole.end(), piece.begin(), piece.end());
+    }
+  } else {
+    whole = testing::makeInput(d, a.root, iter, n);
+  }
+  expect.assign(whole.begin() + long(wb * esize), whole.begin() + long(we * esize));
+  // Buffers: in place, the input and output share one buffer as MPI lays
+  // them out (reduce/scatter: the input, results at its start; allgather:
+  // the whole vector with this member's block in place; bcast: the root's).
+  std::vector<uint8_t> in_copy = input;
+  if (a.in_place) {
+    if (a.routed == "allgather") {
+      buf.assign(call.total * esize, 0xEE);
+      std::memcpy(buf.data() + r * n * esize, input.data(), input.size());
+      call.in = buf.data() + r * n * esize;
+    } else {
+      buf = input;
+      buf.resize(std::max(input.size(), (we - wb) * esize), 0xEE);
+      call.in = buf.data();
+    }
+    call.out = buf.data();
+  } else {
+    out.assign((we - wb) * esize + 1, 0xEE);  // one guard byte
+    call.in = input.data();
+    call.out = out.data();
+  }
+  const Status st = g.routed(call, a.timeout);
+  if (st.code() == Code::kUnsupported && !g.routedSupported()) {
+    std::printf("RESULT unsupported %s\n", st.message().c_str());
+    return 6;
+  }
+  if (!st.ok()) {
+    if (!a.in_place && input != in_copy) {
+      std::printf("RESULT wrong input modified by a failed routed call\n");
+      return 3;
+    }
+    return fail("routed", st, 2);
+  }
+  const auto* got = static_cast<const uint8_t*>(call.out);
+  if (!testing::sameResult(d, got, expect.data(), we - wb)) {
+    std::printf("RESULT wrong %s %s/%s iter %d (elements %zu..%zu)\n", a.routed.c_str(),
+                dtypeName(d), opName(op), iter, wb, we);
+    return 3;
+  }
+  if (!a.in_place && (out.back() != 0xEE || input != in_copy)) {
+    std::printf("RESULT wrong wrote past the wanted range or into the input\n");
+    return 3;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,8 +261,10 @@ int main(int argc, char** argv) {
   int& calls = g_calls;
   for (int iter = 0; a.forever || iter < a.iters; ++iter) {
     for (const auto& [d, op] : a.pairs) {
-      if (!g.supports(d, op)) return fail("supports", Status(Code::kUnsupported, dtypeName(d)), 2);
-      const int rc = runOne(g, a, d, op, iter);
+      const bool reduces = a.routed.empty() || a.routed == "reduce" || a.routed == "scatter";
+      if (reduces && !g.supports(d, op))
+        return fail("supports", Status(Code::kUnsupported, dtypeName(d)), 2);
+      const int rc = a.routed.empty() ? runOne(g, a, d, op, iter) : runRouted(g, a, d, op, iter);
       if (rc != 0) return rc;
       ++calls;
     }

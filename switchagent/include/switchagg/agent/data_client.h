@@ -271,7 +271,7 @@ class StripedGroup {
   // allreduce's outcome; the caller bounds it and calls abortCall(timeout)
   // past its deadline (kTimeout, every group failed, as allreduce does).
   Status startCall(Dtype dtype, Op op, const void* send, void* recv, size_t count);
-  Status startRouted(const RoutedCall& call);
+  Status startRouted(const RoutedCall& call);  // a routed call in steps, as startCall
   Status stepCall();
   Status abortCall(int64_t timeout_ms);
   // A call whose input is still being written (the node leaders' pipeline):
@@ -290,6 +290,12 @@ class StripedGroup {
   std::vector<std::shared_ptr<AggClient>> clients_;
   std::vector<std::unique_ptr<AggGroup>> groups_;
   Status endCall();  // finishes the stripes of the call in flight
+  Status runToEnd(Status started, int64_t timeout_ms);  // steps a started call to its end
+  Status resetCall(size_t count);  // a new call's state; the first dead group's failure
+  // A routed call whose input and output overlap: its results are staged
+  // here for all stripes and copied to routed_out_ only on success.
+  std::vector<uint8_t> routed_staging_;
+  uint8_t* routed_out_ = nullptr;
   Status failure_;  // the first failed call's
   // The call in flight: stripes started / ended, its failure or refusal.
   std::vector<uint8_t> running_, done_;

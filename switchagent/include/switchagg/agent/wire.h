@@ -53,7 +53,10 @@ constexpr uint32_t kJoinFlagRouted = 2;
 constexpr uint32_t kJoinKnownFlags = kJoinFlagBusy | kJoinFlagRouted;
 
 // CONTRIB_ROUTED modes.
-constexpr uint8_t kModeReduce = 1;   // payload = the chunk's count elements, reduced over members
+// kModeReduce: payload = the chunk's count elements, reduced over members;
+// a chunk's sole destination may send none and combine its own part with
+// the others' result itself (its link then carries (p-1)/p of a ring's).
+constexpr uint8_t kModeReduce = 1;
 constexpr uint8_t kModeForward = 2;  // payload = this member's piece of the chunk (maybe none)
 // RESULT flags (the u16 after op; 0 for an allreduce's RESULT).
 constexpr uint16_t kResultNoPayload = 1;  // header only: this member is not a destination
