@@ -117,17 +117,19 @@ TEST(Routed, RowsMatchHandComputation) {
   const double n = 1 << 20;
   EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + n * 0.2e-3, 1e-6);
   EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + n * 0.2e-3, 1e-6);
-  // allgather: 1 MiB blocks, an 8 MiB vector (32 slots, 4 rounds); each member receives 8 MiB.
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 8 * n * 0.2e-3, 1e-6);
+  // allgather: 1 MiB blocks, an 8 MiB vector (32 slots, 4 rounds); each
+  // member receives the 7 MiB it lacks.
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 7 * n * 0.2e-3, 1e-6);
   EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduce, in), 3 * (6 + n * 0.5e-3), 1e-6);
   EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kBcast, in), 3 * (6 + n * 0.15e-3), 1e-6);
   EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduceScatter, in),
               7 * 6 + 7.0 / 8 * n * 0.5e-3, 1e-6);
   EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kAllgather, in), 7 * (6 + n * 0.15e-3), 1e-6);
-  // The agent's link carries p·p·b for allgather, p·n for bcast (8 Gbit/s = 1 B/ns).
+  // The agent's link carries p·(p−1)·b out for allgather, (p−1)·n for bcast
+  // (8 Gbit/s = 1 B/ns).
   in.switch_link_mbps = 8000;
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 64 * n * 1e-3, 1e-6);
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + 8 * n * 1e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 56 * n * 1e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + 7 * n * 1e-3, 1e-6);
   // One rank: nothing to move.
   EXPECT_EQ(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(1 << 20, 1, 1, true)), 0);
   EXPECT_TRUE(std::isinf(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(8, 8, 1, false))));

@@ -235,13 +235,13 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
       agent_link = p * n;
       reduced = p * n;
       break;
-    case RoutedOp::kAllgather:
-      member = p * n;
-      agent_link = p * p * n;
+    case RoutedOp::kAllgather:  // an owner gets only its block's header back
+      member = (p - 1) * n;
+      agent_link = p * (p - 1) * n;
       break;
-    case RoutedOp::kBcast:
+    case RoutedOp::kBcast:  // the root gets headers only
       member = n;
-      agent_link = p * n;
+      agent_link = (p - 1) * n;
       break;
   }
   double stream_us = us(member * c->beta_ns);

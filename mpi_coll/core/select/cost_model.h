@@ -46,11 +46,14 @@
 // V = n, or p·b for allgather):
 //   reduce          members send n, the root receives n:
 //                   rounds·(α+T) + max(nβ, p·n/(K·L), p·n/(K·R)) + p·nγ/K
-//   reduce_scatter  members send n, each receives its n/p: the same row
-//   allgather       members send b, receive p·b; the agent's link carries
-//                   p·b in and p·p·b out: rounds·(α+T) + max(p·bβ, p·p·b/(K·L))
-//   bcast           the root sends n, all receive n; the agent's link
-//                   carries n in and p·n out: rounds·(α+T) + max(nβ, p·n/(K·L))
+//   reduce_scatter  members send n (integers: n less their block), each
+//                   receives its n/p: the same row (the float case)
+//   allgather       members send b, receive the (p−1)·b they lack; the
+//                   agent's link carries p·b in and p·(p−1)·b out:
+//                   rounds·(α+T) + max((p−1)·bβ, p·(p−1)·b/(K·L))
+//   bcast           the root sends n, the others receive n; the agent's link
+//                   carries n in and (p−1)·n out:
+//                   rounds·(α+T) + max(nβ, (p−1)·n/(K·L))
 // Previous-module rows (a model of tuned, the `previous` row):
 //   reduce          binomial tree  ⌈log2 p⌉·(α + nβ + nγ)
 //   reduce_scatter  ring           (p−1)α + (p−1)/p·nβ + (p−1)/p·nγ
