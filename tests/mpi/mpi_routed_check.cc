@@ -7,8 +7,9 @@
 //                      (<op>:switch grows by one per call)
 //   --expect previous  every such call in the previous module, untried
 //                      (<op>:previous grows, <op>:switch does not)
-//   --expect leaders   as previous, the reason counted being node leaders
-//                      (<op>:previous:node-leaders)
+//   --expect previous:REASON  as previous, each call counted under that
+//                      reason (<op>:previous:REASON, e.g. node-leaders,
+//                      agent-not-routed)
 //   --expect fault --fault DIR [--bytes B] [--max-call-ms M]
 //                      one communicator per op (WORLD dups), a loop of one
 //                      call of each op per iteration at about B bytes,
@@ -20,7 +21,7 @@
 //                      ms, on every op's communicator <op>:switch > 0 and
 //                      <op>:switch-failed > 0.
 //
-// Matrix (switch/previous/leaders): reductions over int32, int64, float,
+// Matrix (switch/previous): reductions over int32, int64, float,
 // double, uint8 x sum, prod, min, max, MPI_2INT MINLOC and MPI_DOUBLE_INT
 // MAXLOC; allgather and bcast over uint8, int32, double, a contiguous
 // derived type on odd ranks and a strided one (packed by the component);
@@ -73,7 +74,8 @@ struct PathCheck {
       : run(r), comm(c), prefix(std::string(op) + ":"), label(std::move(what)), data(moves) {
     sw = run.counter(comm, prefix + "switch");
     prev = run.counter(comm, prefix + "previous");
-    leaders = run.counter(comm, prefix + "previous:node-leaders");
+    reason = run.expect.compare(0, 9, "previous:") == 0 ? prefix + run.expect : "";
+    reasons = reason.empty() ? 0 : run.counter(comm, reason);
     start = nowMs();
   }
   ~PathCheck() {
@@ -83,7 +85,7 @@ struct PathCheck {
     if (run.expect == "fault") return;
     const uint64_t dsw = run.counter(comm, prefix + "switch") - sw;
     const uint64_t dprev = run.counter(comm, prefix + "previous") - prev;
-    const uint64_t dlead = run.counter(comm, prefix + "previous:node-leaders") - leaders;
+    const uint64_t dreason = reason.empty() ? 0 : run.counter(comm, reason) - reasons;
     if (!data || run.size == 1) {
       if (dsw != 0 || dprev != 0) run.fail(label + ": a call without data left the core");
     } else if (run.expect == "switch" && dsw != 1) {
@@ -91,15 +93,15 @@ struct PathCheck {
                std::to_string(dprev) + ")");
     } else if (run.expect != "switch" && (dsw != 0 || dprev != 1)) {
       run.fail(label + ": not handed to the previous module untried");
-    } else if (run.expect == "leaders" && dlead != 1) {
-      run.fail(label + ": not declined for node leaders");
+    } else if (!reason.empty() && dreason != 1) {
+      run.fail(label + ": not counted as " + reason);
     }
   }
   Run& run;
   MPI_Comm comm;
-  std::string prefix, label;
+  std::string prefix, label, reason;
   bool data;
-  uint64_t sw, prev, leaders;
+  uint64_t sw, prev, reasons = 0;
   double start;
 };
 
@@ -496,11 +498,10 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
-  if ((r.expect != "switch" && r.expect != "previous" && r.expect != "leaders" &&
-       r.expect != "fault") ||
+  if ((r.expect != "switch" && r.expect.compare(0, 8, "previous") != 0 && r.expect != "fault") ||
       (r.expect == "fault") == fault_dir.empty()) {
     if (r.rank == 0)
-      std::fprintf(stderr, "mpi_routed_check: --expect switch|previous|leaders|fault (fault "
+      std::fprintf(stderr, "mpi_routed_check: --expect switch|previous[:REASON]|fault (fault "
                            "needs --fault DIR)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }

@@ -53,13 +53,15 @@
 #                         auto: a lease, but every barrier in the previous module;
 #                         kill: the agent SIGKILLed at a random moment of the
 #                         loop: every barrier still correct, failure counted
-#   routed NP on|off|leaders|stripes|kill|delete  mpi_routed_check: MPI_Reduce,
+#   routed NP on|off|leaders|old_agent|stripes|kill|delete  mpi_routed_check: MPI_Reduce,
 #                         MPI_Reduce_scatter(_block), MPI_Allgather, MPI_Bcast
 #                         checked bitwise; on: every call through the switch
 #                         (counters) and the agent saw the bytes; off: offload
 #                         off, every call in the previous module (op/avx off),
 #                         the agent saw nothing; leaders: node leaders active,
-#                         every call declined for them; stripes: two agents,
+#                         every call declined for them; old_agent: an agent
+#                         with data.routed = false, every call declined for
+#                         it, allreduce still offloaded; stripes: two agents,
 #                         both carried traffic; kill/delete: the agent killed
 #                         or the lease deleted mid-loop: every op's call fails
 #                         once, is redone, and every result is right
@@ -326,7 +328,16 @@ case $scenario in
     ;;
   routed)
     np=$1 mode=$2
-    if [[ $mode == stripes ]]; then start_two_agents_and_lease "routed-np$np"; else start_agent; lease "routed-np$np"; fi
+    if [[ $mode == stripes ]]; then
+      start_two_agents_and_lease "routed-np$np"
+    elif [[ $mode == old_agent ]]; then
+      agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info \
+        --set data.routed=false || die "agent start"
+      lease "routed-np$np"
+    else
+      start_agent
+      lease "routed-np$np"
+    fi
     case $mode in
       on | stripes)
         run_mpi "$np" "$work/routed.log" "$bin/mpi_routed_check" --expect switch ||
@@ -355,9 +366,19 @@ case $scenario in
       leaders)
         # All ranks on this host's node: node leaders, which routed calls
         # do not support yet (op/avx off: the previous module serves).
-        run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" --expect leaders \
-          --quick || { cat "$work/routed.log"; die "routed run failed"; }
+        run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
+          --expect previous:node-leaders --quick || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group .*node leaders"
+        ;;
+      old_agent)
+        # An agent that refuses routed calls (as one that predates them):
+        # the group joins, allreduce and barrier stay offloaded, the routed
+        # calls go to the previous module, counted (op/avx off).
+        run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
+          --expect previous:agent-not-routed --quick ||
+          { cat "$work/routed.log"; die "routed run failed"; }
+        expect_pass "$work/routed.log" "joined switch group" "the agent does not route calls" \
+          "allreduce .* -> switch"
         ;;
       kill | delete)
         delay_ms=$((RANDOM % 300))
@@ -369,7 +390,7 @@ case $scenario in
         wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
         expect_pass "$work/routed.log" "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
         ;;
-      *) die "routed mode must be on, off, leaders, stripes, kill or delete, got '$mode'" ;;
+      *) die "routed mode must be on, off, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
     esac
     ;;
   auto)
