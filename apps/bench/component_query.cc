@@ -53,6 +53,12 @@ int64_t ComponentQuery::bytesSent(MPI_Comm comm) const {
   return total;
 }
 
+int64_t ComponentQuery::counter(MPI_Comm comm, const char* name) const {
+  if (counter_ == nullptr) return -1;
+  const uint64_t v = counter_(comm, name);
+  return v == UINT64_MAX ? -1 : int64_t(v);
+}
+
 std::string ComponentQuery::lastAlgorithm(MPI_Comm comm) const {
   if (fn_ == nullptr) return "n/a";
   const char* name = fn_(comm);

@@ -25,6 +25,9 @@ class ComponentQuery {
   // Payload bytes this rank has sent on `comm` through switchagg's own paths
   // (host algorithms + switch); -1 when the component cannot say.
   int64_t bytesSent(MPI_Comm comm) const;
+  // One of the component's counters on `comm` ("bcast:switch", ...); -1
+  // when the component cannot say.
+  int64_t counter(MPI_Comm comm, const char* name) const;
 
  private:
   switchagg_coll_last_algorithm_fn fn_ = nullptr;

@@ -138,14 +138,28 @@ SizeResult Bench::runSize(size_t count) {
   r.count = count;
   r.iters = itersFor(o_, bytes);
   bool ok = true;
+  // The other collectives: the component counts "<coll>:switch" per call
+  // the switch served (docs/offload.md).
+  const std::string switched = std::string(collName(o_.coll)) + ":switch";
+  const int64_t switched_before = query_.counter(MPI_COMM_WORLD, switched.c_str());
   const int64_t sent_before = query_.bytesSent(MPI_COMM_WORLD);
   const std::pair<double, double> mine = meanAndMedianUs(timedLoop(count, r.iters, &ok));
   const int64_t sent_after = query_.bytesSent(MPI_COMM_WORLD);
   const double my_sent = sent_before < 0 ? -1.0 : double(sent_after - sent_before) / r.iters;
   std::vector<double> sent(static_cast<size_t>(nranks_));
   MPI_Gather(&my_sent, 1, MPI_DOUBLE, sent.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  // The component names the path of allreduces only.
-  r.algorithm = o_.coll == Coll::kAllreduce ? query_.lastAlgorithm(MPI_COMM_WORLD) : "-";
+  // The component names the path of allreduces; of the others it says
+  // whether the switch served every timed call of this size (else the
+  // previous module or a local copy did, at least for some).
+  if (o_.coll == Coll::kAllreduce) {
+    r.algorithm = query_.lastAlgorithm(MPI_COMM_WORLD);
+  } else {
+    const int64_t after = query_.counter(MPI_COMM_WORLD, switched.c_str());
+    r.algorithm = !query_.loaded() || switched_before < 0 ? "n/a"
+                  : after - switched_before == r.iters ? "switch"
+                  : after > switched_before            ? "switch-partly"
+                                                       : "previous";
+  }
   std::vector<double> all(static_cast<size_t>(nranks_)), medians(all.size());
   MPI_Gather(&mine.first, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   MPI_Gather(&mine.second, 1, MPI_DOUBLE, medians.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
