@@ -610,11 +610,13 @@ Status AgentSwitchPath::barrier(BarrierEnd* how) {
 
 void AgentSwitchPath::logSummary() const {
   if (comm_.rank() != 0 || !logEnabled(LogLevel::kInfo)) return;
+  const std::string routed =
+      routed_calls_ ? ", " + std::to_string(routed_calls_) + " routed call(s)" : "";
   SA_INFO("coll",
           "comm %s switch path: %" PRIu64 " calls, %" PRIu64 " bytes sent per %s in %" PRIu64
-          " chunks, %" PRIu64 " fallback(s), %" PRIu64 " busy, %" PRIu64 " rejoin(s)%s",
+          " chunks, %" PRIu64 " fallback(s), %" PRIu64 " busy, %" PRIu64 " rejoin(s)%s%s",
           comm_.name().c_str(), calls_, bytes_sent_, leaders_ ? "node leader" : "rank",
-          chunks_, failed_, busy_, rejoined_,
+          chunks_, failed_, busy_, rejoined_, routed.c_str(),
           joined_ ? "" : ", disabled after a failure");
 }
 
