@@ -7,6 +7,8 @@
 //                      (<op>:switch grows by one per call)
 //   --expect previous  every such call in the previous module, untried
 //                      (<op>:previous grows, <op>:switch does not)
+//   --expect auto      offload auto: every such call counted once, by the
+//                      switch or the previous module (the model decides)
 //   --expect previous:REASON  as previous, each call counted under that
 //                      reason (<op>:previous:REASON, e.g. node-leaders,
 //                      agent-not-routed)
@@ -88,6 +90,8 @@ struct PathCheck {
     const uint64_t dreason = reason.empty() ? 0 : run.counter(comm, reason) - reasons;
     if (!data || run.size == 1) {
       if (dsw != 0 || dprev != 0) run.fail(label + ": a call without data left the core");
+    } else if (run.expect == "auto") {
+      if (dsw + dprev != 1) run.fail(label + ": not counted once (switch or previous)");
     } else if (run.expect == "switch" && dsw != 1) {
       run.fail(label + ": not served by the switch (" + prefix + "previous +" +
                std::to_string(dprev) + ")");
@@ -498,10 +502,11 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
-  if ((r.expect != "switch" && r.expect.compare(0, 8, "previous") != 0 && r.expect != "fault") ||
+  if ((r.expect != "switch" && r.expect != "auto" && r.expect.compare(0, 8, "previous") != 0 &&
+       r.expect != "fault") ||
       (r.expect == "fault") == fault_dir.empty()) {
     if (r.rank == 0)
-      std::fprintf(stderr, "mpi_routed_check: --expect switch|previous[:REASON]|fault (fault "
+      std::fprintf(stderr, "mpi_routed_check: --expect switch|auto|previous[:REASON]|fault (fault "
                            "needs --fault DIR)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }

@@ -53,12 +53,13 @@
 #                         auto: a lease, but every barrier in the previous module;
 #                         kill: the agent SIGKILLed at a random moment of the
 #                         loop: every barrier still correct, failure counted
-#   routed NP on|off|leaders|old_agent|stripes|kill|delete  mpi_routed_check: MPI_Reduce,
+#   routed NP on|off|auto|leaders|old_agent|stripes|kill|delete  mpi_routed_check: MPI_Reduce,
 #                         MPI_Reduce_scatter(_block), MPI_Allgather, MPI_Bcast
 #                         checked bitwise; on: every call through the switch
 #                         (counters) and the agent saw the bytes; off: offload
 #                         off, every call in the previous module (op/avx off),
-#                         the agent saw nothing; leaders: node leaders active,
+#                         the agent saw nothing; auto: the model decides, each
+#                         call counted once; leaders: node leaders active,
 #                         every call declined for them; old_agent: an agent
 #                         with data.routed = false, every call declined for
 #                         it, allreduce still offloaded; stripes: two agents,
@@ -370,6 +371,13 @@ case $scenario in
           --expect previous:node-leaders --quick || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group .*node leaders"
         ;;
+      auto)
+        # offload auto: the model picks per call (op/avx off: the previous
+        # module may serve small-integer sums); every result right.
+        OFFLOAD=auto run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
+          --expect auto || { cat "$work/routed.log"; die "routed run failed"; }
+        expect_pass "$work/routed.log" "joined switch group"
+        ;;
       old_agent)
         # An agent that refuses routed calls (as one that predates them):
         # the group joins, allreduce and barrier stay offloaded, the routed
@@ -390,7 +398,7 @@ case $scenario in
         wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
         expect_pass "$work/routed.log" "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
         ;;
-      *) die "routed mode must be on, off, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
+      *) die "routed mode must be on, off, auto, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
     esac
     ;;
   auto)
