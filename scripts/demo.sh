@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # README command one — the main job. Bootstraps and builds, starts a local
 # switchagg-agent with the example policy, creates a lease, runs
-# `mpirun -np 4` of switchagg-bench --check and switchagg-train --check with
-# offload on (switch path) and off (host algorithms), prints one summary
-# screen and stops everything it started (also on Ctrl-C).
+# `mpirun -np 4` of switchagg-bench --check (MPI_Allreduce, then MPI_Barrier
+# and MPI_Reduce_scatter_block) and switchagg-train --check with offload on
+# (switch path) and off (host algorithms / Open MPI's own), prints one
+# summary screen and stops everything it started (also on Ctrl-C).
 #
 #   scripts/demo.sh [--slurm] [--np N] [--max SIZE] [--iters N] [--steps N]
 #                   [--out DIR] [--no-build]
@@ -206,6 +207,15 @@ for mode in on off; do
   say "$launcher switchagg-bench --check --max $max   (offload=$mode)"
   run "$mode" "$out/bench-$label.log" -- "$bin/switchagg-bench" --check --max "$max" --iters "$iters" \
     --label "$label" --csv "$out/bench-$label.csv"
+  # Beside allreduce: MPI_Barrier and MPI_Reduce_scatter_block. On one node
+  # every rank is its node's, so the routed reduce-scatter needs every rank
+  # to be a member (node leaders off; on a cluster with one rank per node
+  # it is the default).
+  for coll in barrier reduce_scatter_block; do
+    say "$launcher switchagg-bench --coll $coll --check   (offload=$mode)"
+    run "$mode" "$out/$coll-$label.log" -- env SWITCHAGG_SWITCH_LEADERS=off "$bin/switchagg-bench" \
+      --coll "$coll" --check --min 4K --max 256K --iters 20 --label "$label" --csv "$out/$coll-$label.csv"
+  done
   say "$launcher switchagg-train --check --steps $steps   (offload=$mode)"
   run "$mode" "$out/train-$label.log" -- "$bin/switchagg-train" --check --steps "$steps" \
     --loss-file "$out/loss-$label.csv"

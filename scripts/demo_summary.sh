@@ -33,6 +33,25 @@ echo "paths: switch = the switch agent; ring, recursive_doubling, rabenseifner, 
 echo "  switchagg's host algorithms; previous = Open MPI's own module (tuned), picked by the cost"
 echo "  model when it is cheapest (its bytes are not counted: n/a). on/off < 1: the switch was faster."
 
+# MPI_Barrier and MPI_Reduce_scatter_block beside it: who served, how fast.
+for coll in barrier reduce_scatter_block; do
+  [[ -f $out/$coll-switch.csv && -f $out/$coll-host.csv ]] || continue
+  echo
+  awk -F, -v coll="$coll" '
+    function human(b) { b = b + 0; return b >= 1048576 ? sprintf("%gM", b / 1048576) : b >= 1024 ? sprintf("%gK", b / 1024) : b "" }
+    FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; f++; next }
+    { b = $col["bytes"]; if (coll == "barrier") b = 0; sizes[b] = 1
+      if (f == 1) { a1[b] = $col["algorithm"]; t1[b] = $col["p50_us"]; c1[b] = $col["check"] }
+      else        { a2[b] = $col["algorithm"]; t2[b] = $col["p50_us"]; c2[b] = $col["check"] } }
+    END {
+      printf "%-22s | %-14s %10s | %-14s %10s | %7s | %s\n", (coll == "barrier" ? "MPI_Barrier" : "MPI_Reduce_scatter_block"), "offload=on", "p50 us", "offload=off", "p50 us", "on/off", "check"
+      for (b in sizes)
+        printf "%d   %-20s | %-14s %10.1f | %-14s %10.1f | %7.2f | %s/%s\n", b, (coll == "barrier" ? "-" : human(b)), a1[b], t1[b], a2[b], t2[b], (t2[b] > 0 ? t1[b] / t2[b] : 0), c1[b], c2[b]
+    }' "$out/$coll-switch.csv" "$out/$coll-host.csv" | { IFS= read -r head; echo "$head"; sort -n | cut -d" " -f2-; }
+done
+echo "  (switch = served through the agent; previous = Open MPI's own module. One node: the agent"
+echo "  shares the cores and adds a round trip, so it is slower here; on a cluster see BENCHMARKS.md.)"
+
 echo
 for label in switch host; do
   log=$out/train-$label.log

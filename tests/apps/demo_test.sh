@@ -89,11 +89,21 @@ checkSummary() {
     rows=$((rows + 1))
   done
   ((switched > 0)) || fail "offload=on never took the switch path"
+  # Beside allreduce: MPI_Barrier and MPI_Reduce_scatter_block, through the
+  # agent with offload on (every timed call), Open MPI's own with it off,
+  # every result checked.
+  grep -Eq '^  - +\| switch +[0-9.]+ \| previous +[0-9.]+ \| +[0-9.]+ \| ok/ok$' "$s" ||
+    fail "no MPI_Barrier row served by the switch (on) and the previous module (off)"
+  for size in 4K 256K; do
+    grep -Eq "^  $size +\| switch +[0-9.]+ \| previous +[0-9.]+ \| +[0-9.]+ \| ok/ok\$" "$s" ||
+      fail "no MPI_Reduce_scatter_block row at $size served by the switch (on) and previous (off)"
+  done
   grep -Eq '^train \(offload=on\): time per step: .*final loss: [0-9.]+$' "$s" || fail "no final loss for offload=on"
   grep -Eq '^train \(offload=off\): time per step: .*final loss: [0-9.]+$' "$s" || fail "no final loss for offload=off"
   grep -Eq 'switchagg_groups_created_total=[1-9]' "$s" || fail "the agent created no aggregation group"
   grep -q "^logs and CSV: $out\$" "$s" || fail "summary does not name the out dir"
-  for f in bench-switch.csv bench-host.csv loss-switch.csv loss-host.csv; do
+  for f in bench-switch.csv bench-host.csv loss-switch.csv loss-host.csv \
+    barrier-switch.csv reduce_scatter_block-switch.csv; do
     [[ -s $out/$f ]] || fail "no $f in $out"
   done
   for f in allreduce_latency.png allreduce_busbw.png; do
