@@ -58,6 +58,15 @@ static ptrdiff_t type_extent(struct ompi_datatype_t *dt) {
   return extent;
 }
 
+/* After the previous module served a routed call: online tuning times it
+ * when the core handed it back to measure it (a no-op otherwise). */
+static int previous_done(mca_coll_switchagg_module_t *m, int kind, int rc) {
+  if (OMPI_SUCCESS == rc && NULL != m->core &&
+      0 != switchagg_coll_routed_previous_done(m->core, kind))
+    return MPI_ERR_OTHER;
+  return rc;
+}
+
 /* The reductions' common classification: NULL and the core's codes, or why
  * the previous module serves (counted). */
 static const char *classify_reduction(const void *sbuf, void *rbuf,
@@ -87,7 +96,9 @@ int mca_coll_switchagg_reduce(const void *sbuf, void *rbuf, int count,
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_REDUCE, why);
     }
   }
-  return m->previous_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->previous_reduce_module);
+  return previous_done(m, SWITCHAGG_COLL_REDUCE,
+                       m->previous_reduce(sbuf, rbuf, count, dtype, op, root, comm,
+                                          m->previous_reduce_module));
 }
 
 /* Both reduce-scatters: counts[r] elements for rank r (block: all equal). */
@@ -128,8 +139,9 @@ int mca_coll_switchagg_reduce_scatter(const void *sbuf, void *rbuf, const int *r
                            SWITCHAGG_COLL_REDUCE_SCATTER);
   if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
   if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
-  return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
-                                    m->previous_reduce_scatter_module);
+  return previous_done(m, SWITCHAGG_COLL_REDUCE_SCATTER,
+                       m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                                  m->previous_reduce_scatter_module));
 }
 
 int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -144,8 +156,9 @@ int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rc
                            SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
   if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
   if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
-  return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                          m->previous_reduce_scatter_block_module);
+  return previous_done(m, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK,
+                       m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                                        m->previous_reduce_scatter_block_module));
 }
 
 /* MPI_Pack / MPI_Unpack of `count` dt at buf to / from `bytes` staged bytes. */
@@ -194,7 +207,9 @@ int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *data
   } else if (NULL != m->core) {
     switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
   }
-  return m->previous_bcast(buff, count, datatype, root, comm, m->previous_bcast_module);
+  return previous_done(m, SWITCHAGG_COLL_BCAST,
+                       m->previous_bcast(buff, count, datatype, root, comm,
+                                         m->previous_bcast_module));
 }
 
 /* The core's allgather on byte images: the caller's buffers where they are
@@ -264,6 +279,7 @@ int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datat
     switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");
   }
   /* The previous module's allgather, as the core's own agreements use it. */
-  return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                               m->previous_allgather_module);
+  return previous_done(m, SWITCHAGG_COLL_ALLGATHER,
+                       m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                             m->previous_allgather_module));
 }

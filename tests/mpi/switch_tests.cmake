@@ -103,12 +103,14 @@ set_tests_properties(mpi_switch_routed_np3 mpi_switch_routed_np4 PROPERTIES
   ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
 add_switch_test(mpi_switch_routed_off_np3 120 "mpi;agent" routed 3 off)
 add_switch_test(mpi_switch_routed_auto_np3 120 "mpi;agent" routed 3 auto)
+add_switch_test(mpi_switch_routed_tuned_np4 180 "mpi;agent" routed 4 tuned)
 add_switch_test(mpi_switch_routed_leaders_np4 120 "mpi;agent" routed 4 leaders)
 add_switch_test(mpi_switch_routed_old_agent_np3 120 "mpi;agent" routed 3 old_agent)
 add_switch_test(mpi_switch_routed_stripes_np3 120 "mpi;agent" routed 3 stripes)
 add_switch_test(mpi_switch_fault_routed_kill_np3 120 "mpi;agent;fault" routed 3 kill)
 add_switch_test(mpi_switch_fault_routed_delete_np4 120 "mpi;agent;fault" routed 4 delete)
 set_tests_properties(mpi_switch_routed_off_np3 mpi_switch_routed_auto_np3
+  mpi_switch_routed_tuned_np4
   mpi_switch_routed_old_agent_np3
   mpi_switch_routed_stripes_np3
   mpi_switch_fault_routed_kill_np3 mpi_switch_fault_routed_delete_np4 PROPERTIES

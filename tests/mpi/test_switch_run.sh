@@ -378,6 +378,25 @@ case $scenario in
           --expect auto || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group"
         ;;
+      tuned)
+        # offload auto with online tuning on one node, where the agent (a
+        # third party sharing the cores, a TCP round trip per chunk) is
+        # several times slower than the previous module for small calls:
+        # the switch is measured (it serves the tuner's first calls) and
+        # then every timed call of every size runs in the previous module.
+        for coll in reduce_scatter_block allgather bcast reduce; do
+          OFFLOAD=auto run_mpi "$np" "$work/$coll.log" "$bin/switchagg-bench" --coll "$coll" \
+            --min 4K --max 16K --iters 40 --warmup 20 --csv "$work/$coll.csv" ||
+            { cat "$work/$coll.log"; die "$coll run failed"; }
+          cat "$work/$coll.log"
+          grep -Eq "$coll [0-9]+ bytes -> switch \(tuned: measuring\)" "$work/$coll.log" ||
+            die "$coll: online tuning never measured the switch"
+          awk -F, -v coll="$coll" 'NR > 1 { n++; if ($13 != "previous") { print "FAIL: " coll " " $5 " bytes: " $13 " after tuning"; bad = 1 } }
+            END { if (n != 3) { print "FAIL: " coll ": " n " sizes"; bad = 1 }; exit bad }' "$work/$coll.csv" ||
+            die "$coll: auto kept the slower switch"
+        done
+        echo PASS
+        ;;
       old_agent)
         # An agent that refuses routed calls (as one that predates them):
         # the group joins, allreduce and barrier stay offloaded, the routed
@@ -398,7 +417,7 @@ case $scenario in
         wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
         expect_pass "$work/routed.log" "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
         ;;
-      *) die "routed mode must be on, off, auto, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
+      *) die "routed mode must be on, off, auto, tuned, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
     esac
     ;;
   auto)

@@ -216,6 +216,21 @@ void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t* comm, int routed
   });
 }
 
+int switchagg_coll_routed_previous_done(switchagg_coll_comm_t* comm, int routed_op) {
+  if (routed_op < 0 || routed_op >= int(switchagg::coll::kNumRoutedOps)) return 0;
+  switchagg::coll::ProcessRuntime::CallScope in_call;
+  return guarded("routed_previous_done", -1, [&] {
+    const auto op = static_cast<switchagg::coll::RoutedOp>(routed_op);
+    switchagg::Status st = comm->state.routedPreviousDone(op);
+    if (st.ok()) return 0;
+    SA_ERROR("coll", "comm %s rank %d: %s: online tuning could not agree with the other ranks: %s",
+             comm->state.name().c_str(), comm->state.rank(), switchagg::coll::routedOpName(op),
+             st.toString().c_str());
+    comm->state.markBroken();
+    return -1;
+  });
+}
+
 int switchagg_coll_previous_done(switchagg_coll_comm_t* comm) {
   switchagg::coll::ProcessRuntime::CallScope in_call;
   return guarded("previous_done", -1, [&] {

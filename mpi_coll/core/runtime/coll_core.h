@@ -153,6 +153,11 @@ enum switchagg_coll_routed_op {
  * the previous module without asking the core: <op>:previous:<reason>. */
 void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t *comm, int routed_op,
                                          const char *reason);
+/* After the glue ran the previous module for a routed call the core handed
+ * back (online tuning times it, as switchagg_coll_previous_done does for
+ * allreduce). Returns 0, or -1 when the tuning agreement failed (the call's
+ * MPI error). */
+int switchagg_coll_routed_previous_done(switchagg_coll_comm_t *comm, int routed_op);
 
 /* Records that the glue sent a call to the previous module without asking
  * the core (user-defined op, derived datatype, ...). `reason` is a literal. */

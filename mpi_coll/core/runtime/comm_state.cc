@@ -179,10 +179,32 @@ double nowUs() {
 }
 
 Status CommState::tunerRecord(Algorithm served, double us) {
-  if (!tuner_) return Status::Ok();
-  tuner_->record(served, us);
-  if (!tuner_->needsAgreement()) return Status::Ok();
-  const Tuner::Payload mine = tuner_->payload();
+  return tuner_ ? record(*tuner_, served, us) : Status::Ok();
+}
+
+Tuner* CommState::routedTuner(RoutedOp op) {
+  std::unique_ptr<Tuner>& t = routed_tuners_[size_t(op)];
+  if (!t && ProcessRuntime::instance().params().tune_online) t = std::make_unique<Tuner>();
+  return t.get();
+}
+
+Status CommState::routedTunerRecord(RoutedOp op, Algorithm served, double us) {
+  Tuner* t = routed_tuners_[size_t(op)].get();
+  return t ? record(*t, served, us) : Status::Ok();
+}
+
+Status CommState::routedPreviousDone(RoutedOp op) {
+  double& start = routed_previous_start_us_[size_t(op)];
+  if (start < 0) return Status::Ok();
+  const double us = nowUs() - start;
+  start = -1;
+  return routedTunerRecord(op, Algorithm::kPrevious, us);
+}
+
+Status CommState::record(Tuner& tuner, Algorithm served, double us) {
+  tuner.record(served, us);
+  if (!tuner.needsAgreement()) return Status::Ok();
+  const Tuner::Payload mine = tuner.payload();
   std::vector<double> all(Tuner::kAlgorithms * size_t(size_));
   Status st = allgather(mine.data(), all.data(), sizeof mine);
   if (!st.ok()) return st;
@@ -198,7 +220,7 @@ Status CommState::tunerRecord(Algorithm served, double us) {
     SA_DEBUG("coll", "comm %s: tuning agreement, local us per rank:%s", name_.c_str(),
              per_rank.c_str());
   }
-  tuner_->agree(all);
+  tuner.agree(all);
   return Status::Ok();
 }
 

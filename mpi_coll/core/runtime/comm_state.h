@@ -127,6 +127,16 @@ class CommState : public CommGroup {
   // (previousDone) so the previous module's time is measured too.
   void startPreviousTiming(double start_us) { previous_start_us_ = start_us; }
   Status previousDone();
+  // The routed collectives are tuned the same way, one tuner per operation
+  // (switch against the previous module; nullptr when tuning is off), with
+  // their own previous-module timing (a previous module may call another
+  // collective of ours while it runs).
+  Tuner* routedTuner(RoutedOp op);
+  Status routedTunerRecord(RoutedOp op, Algorithm served, double us);
+  void startRoutedPreviousTiming(RoutedOp op, double start_us) {
+    routed_previous_start_us_[size_t(op)] = start_us;
+  }
+  Status routedPreviousDone(RoutedOp op);
 
   // After a host algorithm failed mid-way the communicator is unusable.
   void markBroken() { broken_ = true; }
@@ -156,6 +166,9 @@ class CommState : public CommGroup {
   DecisionCache decisions_;
   std::unique_ptr<Tuner> tuner_;
   double previous_start_us_ = -1;  // >= 0: a tuned call is in the previous module
+  std::array<std::unique_ptr<Tuner>, kNumRoutedOps> routed_tuners_;
+  std::array<double, kNumRoutedOps> routed_previous_start_us_{-1, -1, -1, -1, -1};
+  Status record(Tuner& tuner, Algorithm served, double us);  // record + agreement
 };
 
 // Monotonic microseconds, for the tuner's timings.

@@ -39,6 +39,14 @@ void announce(const CommState& state, const RoutedArgs& args, size_t bytes, cons
                 routedOpName(args.op), bytes, reason);
 }
 
+// Online tuning's agreement failed: the ranks may now disagree.
+Outcome tuningFailed(CommState& state, RoutedOp op, const Status& st) {
+  state.markBroken();
+  SA_ERROR("coll", "comm %s rank %d: %s: online tuning could not agree with the other ranks: %s",
+           state.name().c_str(), state.rank(), routedOpName(op), st.toString().c_str());
+  return Outcome::kFailed;
+}
+
 }  // namespace
 
 void recordRoutedFallback(CommState& state, RoutedOp op, const char* reason) {
@@ -77,10 +85,38 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
   if (const char* why = sw->describeRouted(args, &in)) return previous(state, args.op, why);
   const RoutedChoice choice = chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(),
                                            policy, previous_differs);
-  if (!choice.use_switch) return previous(state, args.op, "selected");
+  // offload=auto with online tuning: the model only orders the two
+  // candidates; the communicator measures both per size bucket and keeps
+  // the faster (tuner.h), so auto never stays on a slower switch.
+  Tuner* tuner = choice.tunable ? state.routedTuner(args.op) : nullptr;
+  bool use_switch = choice.use_switch;
+  const char* reason = choice.reason;
+  double start = 0;
+  if (tuner) {
+    const std::vector<Algorithm> candidates =
+        use_switch ? std::vector<Algorithm>{Algorithm::kSwitch, Algorithm::kPrevious}
+                   : std::vector<Algorithm>{Algorithm::kPrevious, Algorithm::kSwitch};
+    use_switch = tuner->choose(in.bytes, true, candidates, sw->epoch()) == Algorithm::kSwitch;
+    reason = tuner->lastSettled() ? "tuned: measured fastest" : "tuned: measuring";
+    if (tuner->syncBeforeCall()) {
+      // A measuring call starts together on every rank (tuner.h).
+      uint8_t mine = 1;
+      std::vector<uint8_t> all(size_t(state.size()));
+      Status st = state.allgather(&mine, all.data(), 1);
+      if (!st.ok()) return tuningFailed(state, args.op, st);
+    }
+    start = nowUs();
+  }
+  // The previous module serves: a tuned call's time is taken when the glue
+  // reports its end (switchagg_coll_routed_previous_done).
+  auto handBack = [&](const char* why) {
+    if (tuner) state.startRoutedPreviousTiming(args.op, start);
+    return previous(state, args.op, why);
+  };
+  if (!use_switch) return handBack(tuner ? "tuned" : "selected");
   SwitchPath::RoutedEnd how = SwitchPath::RoutedEnd::kSwitched;
   Status st = sw->routed(args, &how);
-  if (st.code() == Code::kUnsupported) return previous(state, args.op, "unavailable");
+  if (st.code() == Code::kUnsupported) return handBack("unavailable");
   if (!st.ok()) {
     // The agreement itself failed: the ranks may now disagree.
     state.markBroken();
@@ -90,13 +126,20 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
   }
   switch (how) {
     case SwitchPath::RoutedEnd::kSwitched:
-      announce(state, args, bytes, choice.reason);
+      announce(state, args, bytes, reason);
       ++c.switched;
+      if (tuner) {
+        st = state.routedTunerRecord(args.op, Algorithm::kSwitch, nowUs() - start);
+        if (!st.ok()) return tuningFailed(state, args.op, st);
+      }
       return Outcome::kServed;
     case SwitchPath::RoutedEnd::kBusy: ++c.busy; break;
     case SwitchPath::RoutedEnd::kFailed: ++c.failed; break;
   }
-  return Outcome::kDeclined;  // redone on the previous module from the intact input
+  // Redone on the previous module from the intact input (its time is not a
+  // sample of the switch: the tuner keeps only the pick's own times).
+  if (tuner) state.startRoutedPreviousTiming(args.op, start);
+  return Outcome::kDeclined;
 }
 
 bool routedCounter(const CommState& state, const std::string& name, uint64_t* value) {

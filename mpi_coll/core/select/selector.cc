@@ -48,7 +48,7 @@ RoutedChoice chooseRouted(RoutedOp op, const SelectionInput& in, const CostModel
   if (strcasecmp(policy.offload.c_str(), "on") == 0) return {true, "offload=on"};
   if (previous_differs) return {true, "previous differs"};
   return {predictRoutedSwitchUs(model, op, in) < predictRoutedPreviousUs(model, op, in),
-          "cost model"};
+          "cost model", true};
 }
 
 Status validatePolicy(const SelectionPolicy& policy) {

@@ -48,6 +48,9 @@ bool barrierUsesSwitch(const SelectionPolicy& policy);
 struct RoutedChoice {
   bool use_switch = false;
   const char* reason = "";  // "offload=off", "offload=on", "cost model", "previous differs", "no switch"
+  // The model's guess (offload=auto): online tuning may measure and
+  // overrule it (routed.cc).
+  bool tunable = false;
 };
 RoutedChoice chooseRouted(RoutedOp op, const SelectionInput& in, const CostModel& model,
                           const SelectionPolicy& policy, bool previous_differs = false);
