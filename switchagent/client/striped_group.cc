@@ -35,6 +35,15 @@ bool StripedGroup::supports(Dtype dtype, Op op) const {
                      [&](const std::unique_ptr<AggGroup>& g) { return g->supports(dtype, op); });
 }
 
+GroupInfo StripedGroup::slowestInfo() const {
+  GroupInfo g = info();
+  for (const std::unique_ptr<AggGroup>& s : groups_) {
+    g.window = std::min(g.window, s->info().window);
+    g.slot_bytes = std::min(g.slot_bytes, s->info().slot_bytes);
+  }
+  return g;
+}
+
 bool StripedGroup::usable() const {
   return std::all_of(groups_.begin(), groups_.end(),
                      [](const std::unique_ptr<AggGroup>& g) { return g->usable(); });

@@ -28,6 +28,14 @@
 #              and K = 3 (rank order, not the stripe cut, fixes each
 #              element's sum); one stripe's agent SIGKILLed mid-loop at K = 3:
 #              every result right, every call bounded, the other agents alive
+#   routed     3 hosts x 1 rank, the agent on the agent host: MPI_Reduce,
+#              MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast through
+#              the switch, every dtype x op x count x in place bitwise right
+#              across real emulated nodes; then the routes on the wire, from
+#              the interface counters: a bcast of N puts ~N on the root's
+#              link and next to nothing on the others', an allgather of
+#              blocks b puts ~b on each host's link, a reduce-scatter of N
+#              (float) puts ~N on each
 # Every scenario asserts at exit that its fabric left nothing behind.
 # Prints PASS lines; exits non-zero with the reason on failure.
 set -uo pipefail
@@ -88,6 +96,14 @@ check_bytes() {
       if (d > want * 0.05 + 65536) { printf "FAIL: %s: %s sent %d bytes, theory %d\n", label, $1, $2, want; bad = 1 }
       else printf "%s: %s sent %d bytes (theory %d)\n", label, $1, $2, want }
     END { exit bad }' "$file"
+}
+
+# Every host's bytes in [$3, $4] (routed calls: uneven by design).
+check_range() {
+  awk -v lo="$3" -v hi="$4" -v label="$1" '
+    { ok = $2 >= lo && $2 <= hi; if (!ok) bad = 1
+      printf "%s%s: %s sent %d bytes (theory %d..%d)\n", ok ? "" : "FAIL: ", label, $1, $2, lo, hi }
+    END { exit bad }' "$2"
 }
 
 case $scenario in
@@ -303,6 +319,47 @@ case $scenario in
       die "no failure line after the kill"
     kill -0 "${apid[1]}" && kill -0 "${apid[3]}" || die "a surviving agent died"
     echo "PASS fabric stripes"
+    ;;
+  routed)
+    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.87)" || die "fabric up"
+    agent_and_lease fabric-routed
+    fabric_mpirun 3 1 --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+      "$build/bin/mpi_routed_check" --expect switch >"$work/routed.log"
+    rc=$?
+    cat "$work/routed.log"
+    [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/routed.log" || die "routed calls across 3 hosts"
+    grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$work/routed.log" ||
+      die "the ranks did not join the agent at its fabric address $AGENT_DATA"
+    # Bytes each host sends for 4 calls of 8 MiB (N): the root is rank 0 = h1.
+    N=8388608
+    for coll in bcast allgather reduce_scatter_block; do
+      fabric_tx_bytes >"$work/b0"
+      fabric_mpirun 3 1 --mca coll_switchagg_offload on \
+        -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+        "$build/bin/switchagg-bench" --coll "$coll" --min $N --max $N --iters 4 --min-iters 4 \
+        --warmup 0 >"$work/bytes.log" || { cat "$work/bytes.log"; die "$coll byte run"; }
+      grep -Eq "^ +$N +4 .* switch +" "$work/bytes.log" ||
+        { cat "$work/bytes.log"; die "$coll: the byte run was not served by the switch"; }
+      fabric_tx_bytes >"$work/b1"
+      fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
+      # Each host's bytes within [lo, hi]: the payload it must send, plus
+      # the TCP acknowledgements of what it receives (~2.5% of that).
+      case $coll in
+        bcast)  # the root sends N per call; the others only headers and acks
+          head -1 "$work/sent" >"$work/root"
+          tail -n +2 "$work/sent" >"$work/others"
+          check_range "bcast root" "$work/root" $((4 * N)) $((4 * N * 21 / 20 + 65536)) &&
+            check_range "bcast non-root" "$work/others" 0 $((4 * N / 20)) || die "bcast bytes" ;;
+        allgather)  # N is the whole result: each host sends its block N/3
+          check_range "allgather" "$work/sent" $((4 * N / 3)) $((4 * N / 3 * 11 / 10 + 65536)) ||
+            die "allgather bytes" ;;
+        reduce_scatter_block)  # float32: every member sends its whole vector
+          check_range "reduce_scatter_block" "$work/sent" $((4 * N)) $((4 * N * 21 / 20 + 65536)) ||
+            die "reduce_scatter_block bytes" ;;
+      esac
+    done
+    echo "PASS fabric routed"
     ;;
   *) die "unknown scenario $scenario" ;;
 esac

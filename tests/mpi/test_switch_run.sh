@@ -147,9 +147,12 @@ start_agent() { agent_start "$root/config/agent.toml" "$work" --set agent.log_le
 # AGENT_* describing b, FIRST_AGENT_PID/FIRST_SOCKET a.
 start_two_agents_and_lease() {
   mkdir -p "$work/a" "$work/b"
-  agent_start "$root/config/agent.toml" "$work/a" --set agent.log_level=info || die "agent a start"
+  # Different advertised links: the cost model must take the slower (b's).
+  agent_start "$root/config/agent.toml" "$work/a" --set agent.log_level=info \
+    --set data.link_mbps=4000 || die "agent a start"
   FIRST_AGENT_PID=$AGENT_PID FIRST_SOCKET=$AGENT_SOCKET
-  agent_start "$root/config/agent.toml" "$work/b" --set agent.log_level=info || die "agent b start"
+  agent_start "$root/config/agent.toml" "$work/b" --set agent.log_level=info \
+    --set data.link_mbps=400 || die "agent b start"
   cat >"$work/fabric.toml" <<EOF2
 [[agent]]
 name = "a"
@@ -346,6 +349,10 @@ case $scenario in
         expect_pass "$work/routed.log" "joined switch group"
         if [[ $mode == stripes ]]; then
           grep -q "2 stripe(s)" "$work/routed.log" || die "the job did not stripe over both agents"
+          # Stripe 0's agent tells 4000 Mbit/s, stripe 1's 400: a striped
+          # call ends with its slowest stripe, so the model takes 400.
+          grep -q "advertises .* link 400 Mbit/s" "$work/routed.log" ||
+            die "the cost model did not take the slower agent's link rate"
           a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
           b=$(metric_at "$AGENT_SOCKET" switchagg_bytes_in_total)
           echo "bytes in: agent a $a, agent b $b"

@@ -156,7 +156,7 @@ class AgentSwitchPath : public SwitchPath {
   // Agreed at the first join and kept (a rejoin does not change the
   // selector's input: decisions are memoised per call shape).
   agent::wire::Capacity capacity_;
-  agent::GroupInfo info_;  // the group's geometry (rank 0's), every rank
+  agent::GroupInfo info_;  // the group's geometry (rank 0's; its slowest stripe's), every rank
   bool joined_;            // false after a failure, until a rejoin
   bool routed_;            // every member's agent routes (agreed at each join)
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
@@ -620,6 +620,22 @@ void AgentSwitchPath::logSummary() const {
           joined_ ? "" : ", disabled after a failure");
 }
 
+// The figures the cost model takes for the lease's agents: a striped call
+// ends with its slowest stripe, so the smallest reduction and link rates
+// and the longest turnaround any of them told (0 = unknown stays unknown
+// only if no agent told).
+agent::wire::Capacity slowestAgent(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
+  agent::wire::Capacity slow;
+  auto lowest = [](uint32_t have, uint32_t v) { return v == 0 ? have : have == 0 ? v : std::min(have, v); };
+  for (const std::shared_ptr<agent::AggClient>& c : clients) {
+    const agent::wire::Capacity& k = c->agent().capacity;
+    slow.reduce_mbps = lowest(slow.reduce_mbps, k.reduce_mbps);
+    slow.link_mbps = lowest(slow.link_mbps, k.link_mbps);
+    slow.turnaround_us = std::max(slow.turnaround_us, k.turnaround_us);
+  }
+  return slow;
+}
+
 Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders) {
   const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
   // A non-leader opens no connection and agrees to whatever the others saw.
@@ -638,7 +654,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   JoinHello mine{};
   mine.connected = connect_failure.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
-  if (member && connect_failure.ok()) mine.capacity = clients[0]->agent().capacity;
+  if (member && connect_failure.ok()) mine.capacity = slowestAgent(clients);
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
@@ -705,8 +721,10 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
             "comm %s: the agent does not route calls (it predates them): MPI_Reduce, "
             "MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast stay with the previous module",
             comm.name().c_str());
-  if (!leaders) joined.info = joined.group->info();
-  else if (!leaders->shareInfo(joined.group ? &joined.group->info() : nullptr, &joined.info).ok())
+  // The slowest stripe's geometry: the model's window and chunk.
+  const agent::GroupInfo slowest = joined.group ? joined.group->slowestInfo() : agent::GroupInfo{};
+  if (!leaders) joined.info = slowest;
+  else if (!leaders->shareInfo(joined.group ? &slowest : nullptr, &joined.info).ok())
     return {};
   const size_t stripes = lease.agents.size();
   const agent::GroupInfo& info = joined.info;

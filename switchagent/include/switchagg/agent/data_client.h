@@ -256,6 +256,9 @@ class StripedGroup {
   AggGroup& stripe(size_t k) { return *groups_[k]; }
   const AggGroup& stripe(size_t k) const { return *groups_[k]; }
   const GroupInfo& info() const { return groups_.front()->info(); }  // stripe 0's
+  // For the cost model: stripe 0's, with the smallest window and slot any
+  // stripe's agent granted (the slowest stripe ends the call).
+  GroupInfo slowestInfo() const;
   bool supports(Dtype dtype, Op op) const;                           // every stripe's agent
   Status allreduce(Dtype dtype, Op op, const void* send, void* recv, size_t count,
                    int64_t timeout_ms);
