@@ -119,7 +119,7 @@ theory() {
     bcast)
       echo "switch: the root sends N once, every other host receives N: N/B; tuned's large-message bcast (a pipelined tree) also moves ~N per link but in several hops: ≤ 1" ;;
     reduce)
-      echo "switch: every non-root sends N, the root receives N: N/B; tuned's pipelined reduce chain ~N/B plus hops: ≤ 1" ;;
+      echo "switch: every member sends N (floats: the root too, so the agent sums in rank order; integers: the root keeps its own part), the root receives N: N/B; tuned's pipelined reduce chain ~N/B plus hops: ≤ 1" ;;
   esac
 }
 
@@ -171,6 +171,8 @@ summarize() {  # TAG HOSTS MBIT COLL
       summarize "h$hosts" "$hosts" "$mbit" "$coll"
     done
   done
+  # How to read them (written from one run; re-check after a new one).
+  cat "$root/benchmarks/routed_fabric_notes.md"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"
