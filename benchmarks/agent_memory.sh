@@ -77,6 +77,13 @@ done
       printf "| %d | %.1f | %.1f | %.1f | %.1f | %.2f |\n", m, i / 1024, p / 1024, (p - i) / 1024, f / 1024, (p - i) / f }'
   done
   echo
+  read -r m idle peak model <<<"${rows[-1]}"
+  awk -v m="$m" -v i="$idle" -v p="$peak" -v f="$model" 'BEGIN {
+    printf "The growth is the formula plus about %.2f MiB per member (at m = %d: the member'"'"'s connection\n", (p - i - f) / 1024 / m, m
+    print "state and the receive buffers of its chunks in flight); the slots dominate from the first"
+    print "member on, and grow linearly with the group: that is what node leaders (members = nodes)"
+    print "and trees (members = a leaf'"'"'s nodes, a spine'"'"'s leaves) cut." }'
+  echo
   echo "## The model at 16,384 ranks (computed, not run)"
   echo
   awk -v w="$window" -v s="$slot_bytes" 'BEGIN {

@@ -69,7 +69,13 @@ int main(int argc, char** argv) {
     m.dtype = Dtype::kFloat32;
     m.count = 4;
     m.call_elems = 4;
-    const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult;
+    if (m.type == MsgType::kContribRouted) {
+      m.mode = kModeReduce;
+      m.dest_lo = 0;
+      m.dest_hi = 1;
+    }
+    const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult ||
+                       m.type == MsgType::kContribRouted;
     write(dir, "msg_" + std::to_string(t), 0, framed(m, chunk ? payload : std::vector<uint8_t>{}));
   }
   // A good session: two members join, stream two chunks through window 2, leave.
