@@ -99,7 +99,12 @@ set_tests_properties(mpi_switch_fault_barrier_leaders_kill_np4 PROPERTIES ENVIRO
 # All ranks share this host's node: node leaders off unless tested.
 add_switch_test(mpi_switch_routed_np3 120 "mpi;agent" routed 3 on)
 add_switch_test(mpi_switch_routed_np4 120 "mpi;agent" routed 4 on)
-set_tests_properties(mpi_switch_routed_np3 mpi_switch_routed_np4 PROPERTIES
+# np 2 (the smallest group) and np 8 (oversubscribed 4x here: counts 0, 1
+# and 1001 only).
+add_switch_test(mpi_switch_routed_np2 120 "mpi;agent" routed 2 on)
+add_switch_test(mpi_switch_routed_np8 240 "mpi;agent" routed 8 quick)
+set_tests_properties(mpi_switch_routed_np3 mpi_switch_routed_np4 mpi_switch_routed_np2
+  mpi_switch_routed_np8 PROPERTIES
   ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
 add_switch_test(mpi_switch_routed_off_np3 120 "mpi;agent" routed 3 off)
 add_switch_test(mpi_switch_routed_auto_np3 120 "mpi;agent" routed 3 auto)

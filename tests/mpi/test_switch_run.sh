@@ -343,8 +343,10 @@ case $scenario in
       lease "routed-np$np"
     fi
     case $mode in
-      on | stripes)
-        run_mpi "$np" "$work/routed.log" "$bin/mpi_routed_check" --expect switch ||
+      on | stripes | quick)
+        quick=()
+        [[ $mode == quick ]] && quick=(--quick)
+        run_mpi "$np" "$work/routed.log" "$bin/mpi_routed_check" --expect switch "${quick[@]}" ||
           { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group"
         if [[ $mode == stripes ]]; then
@@ -424,7 +426,7 @@ case $scenario in
         wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
         expect_pass "$work/routed.log" "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
         ;;
-      *) die "routed mode must be on, off, auto, tuned, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
+      *) die "routed mode must be on, quick, off, auto, tuned, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
     esac
     ;;
   auto)
