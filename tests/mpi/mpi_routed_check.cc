@@ -22,6 +22,13 @@
 //                      Asserts: every result right, no call slower than M
 //                      ms, on every op's communicator <op>:switch > 0 and
 //                      <op>:switch-failed > 0.
+//   --expect-op OP=EXPECT  (repeatable) OP's calls expected as EXPECT
+//                      (switch, previous, previous:REASON) instead of
+//                      --expect's (node leaders: bcast and reduce switch,
+//                      the others previous:node-leaders)
+//   --all-roots        MPI_Reduce and MPI_Bcast at every root (roots on
+//                      node leaders and on the other ranks)
+//   --ops LIST         --expect fault: only these ops (comma separated)
 //
 // Matrix (switch/previous): reductions over int32, int64, float,
 // double, uint8 x sum, prod, min, max, MPI_2INT MINLOC and MPI_DOUBLE_INT
@@ -39,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +59,8 @@ using check::Kind;
 struct Run {
   MPI_Comm comm = MPI_COMM_WORLD;
   std::string expect;
+  std::map<std::string, std::string> expect_op;  // --expect-op
+  bool all_roots = false;
   check::Diagnostics diag;
   int rank = 0, size = 1;
   long failures = 0, calls = 0;
@@ -61,6 +71,19 @@ struct Run {
   }
   uint64_t counter(MPI_Comm c, const std::string& name) const {
     return diag.counter(c, name.c_str());
+  }
+  const std::string& expectFor(const std::string& op) const {
+    auto it = expect_op.find(op);
+    return it == expect_op.end() ? expect : it->second;
+  }
+  // The roots MPI_Reduce and MPI_Bcast are checked at.
+  std::vector<int> roots() const {
+    std::vector<int> out;
+    if (all_roots)
+      for (int q = 0; q < size; ++q) out.push_back(q);
+    else
+      out = {0, size - 1};
+    return out;
   }
 };
 
@@ -73,10 +96,11 @@ double nowMs() {
 // Counter deltas around one call: the path it took.
 struct PathCheck {
   PathCheck(Run& r, MPI_Comm c, const char* op, std::string what, bool moves)
-      : run(r), comm(c), prefix(std::string(op) + ":"), label(std::move(what)), data(moves) {
+      : run(r), comm(c), prefix(std::string(op) + ":"), label(std::move(what)), data(moves),
+        expect(r.expectFor(op)) {
     sw = run.counter(comm, prefix + "switch");
     prev = run.counter(comm, prefix + "previous");
-    reason = run.expect.compare(0, 9, "previous:") == 0 ? prefix + run.expect : "";
+    reason = expect.compare(0, 9, "previous:") == 0 ? prefix + expect : "";
     reasons = reason.empty() ? 0 : run.counter(comm, reason);
     start = nowMs();
   }
@@ -90,12 +114,12 @@ struct PathCheck {
     const uint64_t dreason = reason.empty() ? 0 : run.counter(comm, reason) - reasons;
     if (!data || run.size == 1) {
       if (dsw != 0 || dprev != 0) run.fail(label + ": a call without data left the core");
-    } else if (run.expect == "auto") {
+    } else if (expect == "auto") {
       if (dsw + dprev != 1) run.fail(label + ": not counted once (switch or previous)");
-    } else if (run.expect == "switch" && dsw != 1) {
+    } else if (expect == "switch" && dsw != 1) {
       run.fail(label + ": not served by the switch (" + prefix + "previous +" +
                std::to_string(dprev) + ")");
-    } else if (run.expect != "switch" && (dsw != 0 || dprev != 1)) {
+    } else if (expect != "switch" && (dsw != 0 || dprev != 1)) {
       run.fail(label + ": not handed to the previous module untried");
     } else if (!reason.empty() && dreason != 1) {
       run.fail(label + ": not counted as " + reason);
@@ -105,6 +129,7 @@ struct PathCheck {
   MPI_Comm comm;
   std::string prefix, label, reason;
   bool data;
+  std::string expect;
   uint64_t sw, prev, reasons = 0;
   double start;
 };
@@ -144,7 +169,7 @@ void reductions(Run& r, MPI_Comm comm, MPI_Datatype dt, MPI_Op op, Kind kind, si
   std::vector<T> want(count);
   for (size_t i = 0; i < count; ++i) want[i] = reduced<T>(op, kind, i, size);
   // MPI_Reduce at two roots, in place at the root every other time.
-  for (int root : {0, size - 1}) {
+  for (int root : r.roots()) {
     for (bool in_place : {false, true}) {
       auto out = check::array<T>(count);
       const std::string what = name(dt, op, "reduce", count, in_place, root);
@@ -338,7 +363,7 @@ void forwardMatrix(Run& r, MPI_Comm comm, size_t data_bytes) {
   std::vector<Layout> ls = layouts(rank);
   for (const Layout& l : ls) {
     const size_t n = data_bytes / l.elem_bytes;
-    for (int root : {0, size - 1}) {
+    for (int root : r.roots()) {
       std::vector<uint8_t> buf(n * l.stride + 1, 0xEE);
       if (rank == root) putBytes(l, buf.data(), n, 0, root);
       const std::string what = std::string("bcast ") + l.label + " bytes=" +
@@ -389,8 +414,11 @@ void touch(const std::string& path) {
 }
 
 // --expect fault: one communicator per op so that each sees its own failure.
-void faultLoop(Run& r, const std::string& dir, size_t bytes) {
+void faultLoop(Run& r, const std::string& dir, size_t bytes, const std::string& only) {
   const char* ops[] = {"reduce", "reduce_scatter", "reduce_scatter_block", "allgather", "bcast"};
+  bool on[5];
+  for (int k = 0; k < 5; ++k)
+    on[k] = only.empty() || ("," + only + ",").find(std::string(",") + ops[k] + ",") != std::string::npos;
   MPI_Comm comms[5];
   for (MPI_Comm& c : comms) MPI_Comm_dup(MPI_COMM_WORLD, &c);
   const size_t count = std::max<size_t>(1, bytes / sizeof(int64_t));
@@ -408,26 +436,30 @@ void faultLoop(Run& r, const std::string& dir, size_t bytes) {
   };
   for (int iter = 0; iter < 20000 && after != 0; ++iter) {
     const int root = iter % r.size;
-    {
+    if (on[0]) {
       PathCheck pc(r, comms[0], ops[0], "fault reduce", true);
       MPI_Reduce(in.data(), out.data(), int(count), MPI_INT64_T, MPI_SUM, root, comms[0]);
     }
-    for (size_t i = 0; r.rank == root && i < count; ++i)
+    for (size_t i = 0; on[0] && r.rank == root && i < count; ++i)
       if (out[i] != reduced<int64_t>(MPI_SUM, Kind::kSum, i, r.size)) {
         r.fail("fault reduce: mismatch at " + std::to_string(i));
         break;
       }
-    {
-      PathCheck pc(r, comms[1], ops[1], "fault reduce_scatter", true);
-      MPI_Reduce_scatter(in.data(), out.data(), counts.data(), MPI_INT64_T, MPI_SUM, comms[1]);
+    if (on[1]) {
+      {
+        PathCheck pc(r, comms[1], ops[1], "fault reduce_scatter", true);
+        MPI_Reduce_scatter(in.data(), out.data(), counts.data(), MPI_INT64_T, MPI_SUM, comms[1]);
+      }
+      checkBlock(ops[1]);
     }
-    checkBlock(ops[1]);
-    {
-      PathCheck pc(r, comms[2], ops[2], "fault reduce_scatter_block", true);
-      MPI_Reduce_scatter_block(in.data(), out.data(), int(block), MPI_INT64_T, MPI_SUM, comms[2]);
+    if (on[2]) {
+      {
+        PathCheck pc(r, comms[2], ops[2], "fault reduce_scatter_block", true);
+        MPI_Reduce_scatter_block(in.data(), out.data(), int(block), MPI_INT64_T, MPI_SUM, comms[2]);
+      }
+      checkBlock(ops[2]);
     }
-    checkBlock(ops[2]);
-    {
+    if (on[3]) {
       const size_t b = std::max<size_t>(1, bytes / size_t(r.size));
       std::vector<uint8_t> send(b), recv(b * size_t(r.size));
       for (size_t i = 0; i < b; ++i) send[i] = byteOf(r.rank, i);
@@ -442,6 +474,8 @@ void faultLoop(Run& r, const std::string& dir, size_t bytes) {
             r.fail("fault allgather: block " + std::to_string(q) + " mismatch at " + std::to_string(i));
             bad = true;
           }
+    }
+    if (on[4]) {
       std::vector<uint8_t> buf(bytes);
       for (size_t i = 0; i < bytes; ++i) buf[i] = r.rank == root ? byteOf(root, i) : 0;
       {
@@ -456,7 +490,8 @@ void faultLoop(Run& r, const std::string& dir, size_t bytes) {
     }
     if (iter == 0 && r.rank == 0) {
       bool all = true;
-      for (int k = 0; k < 5; ++k) all = all && r.counter(comms[k], std::string(ops[k]) + ":switch") > 0;
+      for (int k = 0; k < 5; ++k)
+        all = all && (!on[k] || r.counter(comms[k], std::string(ops[k]) + ":switch") > 0);
       if (all) touch(dir + "/ready");
       else r.fail("the switch did not serve every op before the fault");
     }
@@ -468,6 +503,7 @@ void faultLoop(Run& r, const std::string& dir, size_t bytes) {
   }
   if (after != 0) r.fail("the fault never fired");
   for (int k = 0; k < 5; ++k) {
+    if (!on[k]) continue;
     const uint64_t sw = r.counter(comms[k], std::string(ops[k]) + ":switch");
     const uint64_t failed = r.counter(comms[k], std::string(ops[k]) + ":switch-failed");
     if (r.rank == 0)
@@ -485,7 +521,7 @@ int main(int argc, char** argv) {
   Run r;
   MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &r.size);
-  std::string fault_dir;
+  std::string fault_dir, only;
   bool quick = false;
   size_t bytes = 1 << 20;
   double max_call_ms = 20000;
@@ -497,6 +533,12 @@ int main(int argc, char** argv) {
     else if (a == "--bytes" && v) bytes = size_t(std::atoll(argv[++i]));
     else if (a == "--max-call-ms" && v) max_call_ms = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--all-roots") r.all_roots = true;
+    else if (a == "--ops" && v) only = argv[++i];
+    else if (a == "--expect-op" && v && std::strchr(argv[i + 1], '=')) {
+      const std::string kv = argv[++i];
+      r.expect_op[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    }
     else {
       if (r.rank == 0) std::fprintf(stderr, "mpi_routed_check: unknown argument '%s'\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -516,7 +558,7 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   if (r.expect == "fault") {
-    faultLoop(r, fault_dir, bytes);
+    faultLoop(r, fault_dir, bytes, only);
   } else {
     // Elements for the reductions; the forwards move 16 bytes per element
     // (the large case: 1.2 MB blocks, several chunks and stripes).

@@ -94,7 +94,8 @@ set_tests_properties(mpi_switch_fault_barrier_leaders_kill_np4 PROPERTIES ENVIRO
 # the agent (mpi_routed_check: dtype x op x count x in place, bitwise, the
 # counters say the switch served every call); offload off (the previous
 # module, untried, op/avx off: it saturates small-integer sums); node
-# leaders and an agent without routed calls (declined, counted); two agents (stripes); the agent killed and
+# leaders (bcast, reduce served; the others declined, counted) and an agent
+# without routed calls (declined, counted); two agents (stripes); the agent killed and
 # the lease deleted mid-loop (every op fails once, redone, right answers).
 # All ranks share this host's node: node leaders off unless tested.
 add_switch_test(mpi_switch_routed_np3 120 "mpi;agent" routed 3 on)
@@ -109,7 +110,12 @@ set_tests_properties(mpi_switch_routed_np3 mpi_switch_routed_np4 mpi_switch_rout
 add_switch_test(mpi_switch_routed_off_np3 120 "mpi;agent" routed 3 off)
 add_switch_test(mpi_switch_routed_auto_np3 120 "mpi;agent" routed 3 auto)
 add_switch_test(mpi_switch_routed_tuned_np4 180 "mpi;agent" routed 4 tuned)
-add_switch_test(mpi_switch_routed_leaders_np4 120 "mpi;agent" routed 4 leaders)
+add_switch_test(mpi_switch_routed_leaders_np4 240 "mpi;agent" routed 4 leaders)
+add_switch_test(mpi_switch_fault_routed_leaders_kill_np4 150 "mpi;agent;fault" routed 4 leaders_kill)
+# Node leaders: 2 emulated nodes x 2 ranks (bcast and reduce through the
+# leaders, reduce-scatter and allgather declined for them).
+set_tests_properties(mpi_switch_routed_leaders_np4 mpi_switch_fault_routed_leaders_kill_np4
+  PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_routed_old_agent_np3 120 "mpi;agent" routed 3 old_agent)
 add_switch_test(mpi_switch_routed_stripes_np3 120 "mpi;agent" routed 3 stripes)
 add_switch_test(mpi_switch_fault_routed_kill_np3 120 "mpi;agent;fault" routed 3 kill)

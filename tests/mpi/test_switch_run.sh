@@ -53,20 +53,25 @@
 #                         auto: a lease, but every barrier in the previous module;
 #                         kill: the agent SIGKILLed at a random moment of the
 #                         loop: every barrier still correct, failure counted
-#   routed NP on|off|auto|leaders|old_agent|stripes|kill|delete  mpi_routed_check: MPI_Reduce,
+#   routed NP on|off|auto|leaders|leaders_kill|old_agent|stripes|kill|delete  mpi_routed_check: MPI_Reduce,
 #                         MPI_Reduce_scatter(_block), MPI_Allgather, MPI_Bcast
 #                         checked bitwise; on: every call through the switch
 #                         (counters) and the agent saw the bytes; off: offload
 #                         off, every call in the previous module (op/avx off),
 #                         the agent saw nothing; auto: the model decides, each
-#                         call counted once; leaders: node leaders active,
-#                         every call declined for them; old_agent: an agent
+#                         call counted once; leaders (with PPN): node leaders
+#                         active, every bcast and reduce (every root, in place)
+#                         through the switch, reduce-scatter and allgather
+#                         declined for them; leaders_kill (with PPN): the agent
+#                         killed mid-loop of bcast and reduce under node
+#                         leaders: a counted failure, right answers, bounded
+#                         calls; old_agent: an agent
 #                         with data.routed = false, every call declined for
 #                         it, allreduce still offloaded; stripes: two agents,
 #                         both carried traffic; kill/delete: the agent killed
 #                         or the lease deleted mid-loop: every op's call fails
 #                         once, is redone, and every result is right
-# PPN=K in the environment (serve, pipeline, kill, delete, stall, barrier): rank r runs on emulated node
+# PPN=K in the environment (serve, pipeline, kill, delete, stall, barrier, routed): rank r runs on emulated node
 # r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
 # or with one rank per node (K = 1); unset: every rank on this host's node.
 # Prints PASS on success; any failure exits non-zero with the logs.
@@ -374,11 +379,32 @@ case $scenario in
         [[ ${in%.*} -eq 0 ]] || die "the agent saw $in bytes with offload off"
         ;;
       leaders)
-        # All ranks on this host's node: node leaders, which routed calls
-        # do not support yet (op/avx off: the previous module serves).
-        run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
-          --expect previous:node-leaders --quick || { cat "$work/routed.log"; die "routed run failed"; }
-        expect_pass "$work/routed.log" "joined switch group .*node leaders"
+        # Node leaders (PPN > 1: several emulated nodes): bcast and reduce
+        # through the switch at every root (leaders and not), in place too;
+        # reduce-scatter and allgather still declined for them (op/avx
+        # off: the previous module serves those).
+        [[ -n ${PPN:-} && $PPN -gt 1 ]] || die "routed leaders needs PPN > 1"
+        run_mpi "$np" "$work/routed.log" --mca op ^avx "${emu[@]}" "$bin/mpi_routed_check" \
+          --expect previous:node-leaders --expect-op reduce=switch --expect-op bcast=switch \
+          --all-roots || { cat "$work/routed.log"; die "routed run failed"; }
+        expect_pass "$work/routed.log" "joined switch group .*$((np / PPN)) node leaders" \
+          ": reduce [0-9]+ bytes -> switch" ": bcast [0-9]+ bytes -> switch"
+        in=$(metric switchagg_bytes_in_total)
+        echo "agent metrics: bytes_in=$in"
+        [[ ${in%.*} -gt 0 ]] || die "the agent saw no traffic"
+        ;;
+      leaders_kill)
+        # The agent killed mid-loop of bcast and reduce under node leaders.
+        [[ -n ${PPN:-} && $PPN -gt 1 ]] || die "routed leaders_kill needs PPN > 1"
+        delay_ms=$((RANDOM % 300))
+        echo "injecting kill ${delay_ms} ms after the switch served bcast and reduce"
+        run_mpi "$np" "$work/routed.log" "${emu[@]}" "$bin/mpi_routed_check" --expect fault \
+          --fault "$work" --ops reduce,bcast --bytes 262144 --max-call-ms 6000 &
+        pid=$!
+        fire_fault $pid "$work/routed.log" kill "routed-np$np" "$delay_ms"
+        wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
+        expect_pass "$work/routed.log" "joined switch group .*node leaders" \
+          "switch (reduce|bcast) failed .*redone on the previous module"
         ;;
       auto)
         # offload auto: the model picks per call (op/avx off: the previous
@@ -426,7 +452,7 @@ case $scenario in
         wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
         expect_pass "$work/routed.log" "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
         ;;
-      *) die "routed mode must be on, quick, off, auto, tuned, leaders, old_agent, stripes, kill or delete, got '$mode'" ;;
+      *) die "routed mode must be on, quick, off, auto, tuned, leaders, leaders_kill, old_agent, stripes, kill or delete, got '$mode'" ;;
     esac
     ;;
   auto)

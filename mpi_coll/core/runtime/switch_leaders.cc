@@ -58,6 +58,33 @@ Status NodeLeaders::broadcast(const AllreduceArgs& args) {
   return binomialBroadcast(local, result);
 }
 
+Status NodeLeaders::begin() {
+  host_ = comm_.hostComm();
+  if (!host_) return Status(Code::kInternal, "no host transport for the node's step");
+  return Status::Ok();
+}
+
+Status NodeLeaders::move(int from, int to, const void* send, void* recv, size_t bytes) {
+  if (!host_) return Status(Code::kInternal, "node step without a host transport");
+  const int me = comm_.rank();
+  if (from == to || (me != from && me != to)) return Status::Ok();
+  // Above the binomial phases' tags [0, kNodePhaseTags).
+  HostComm::Handle h;
+  if (me == from)
+    SWITCHAGG_RETURN_IF_ERROR(host_->postSend(to, kNodePhaseTags, send, bytes, &h));
+  else
+    SWITCHAGG_RETURN_IF_ERROR(host_->postRecv(from, kNodePhaseTags, recv, bytes, &h));
+  return host_->waitAll();
+}
+
+Status NodeLeaders::broadcastBytes(void* buffer, size_t bytes) {
+  AllreduceArgs args;
+  args.recv = buffer;
+  args.count = bytes;
+  args.dtype = Dtype::kUint8;
+  return broadcast(args);
+}
+
 namespace {
 
 // Elements [begin, begin + count) of segment s.

@@ -43,6 +43,19 @@ class NodeLeaders {
   // Ends a call that failed (no broadcast).
   void abandon() { host_.reset(); }
 
+  // The routed calls' node steps (MPI_Bcast, MPI_Reduce with a root that
+  // may be any rank). begin(): starts the call's host transport; every rank
+  // calls it once per call (the transport's sequence is per call).
+  Status begin();
+  // `bytes` from rank `from` to rank `to` of this node over the call's
+  // transport (send on `from`, receive on `to`, nothing on the others).
+  Status move(int from, int to, const void* send, void* recv, size_t bytes);
+  // The leader's `buffer` (bytes; only read there) into every other rank's
+  // `buffer` of this node. Ends the call.
+  Status broadcastBytes(void* buffer, size_t bytes);
+  int nodeOf(int rank) const { return comm_.layout().node_of[size_t(rank)]; }
+  int leaderOf(int node) const { return groups_.leaders[size_t(node)]; }
+
   // The three steps of a large call overlapped, segment by segment
   // (`segment` elements each, the last one shorter): the node reduces
   // segment s+1 while the leader streams s through `group` (one agent call

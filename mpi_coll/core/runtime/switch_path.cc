@@ -122,6 +122,7 @@ class AgentSwitchPath : public SwitchPath {
   Status barrier(BarrierEnd* how) override;
   const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
   Status routed(const RoutedArgs& args, RoutedEnd* how) override;
+  Status routedLeaders(const RoutedArgs& args, RoutedEnd* how);  // bcast, reduce
   void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
   Status startStream(const AllreduceArgs& args) override;
   Status stepStream() override;
@@ -413,9 +414,13 @@ bool isReduction(RoutedOp op) {
 // Alike on every rank: joined_, leaders_, routed_ and the caps are agreed.
 const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInput* in) const {
   if (!joined_) return "unavailable";
-  // Node leaders + routed calls (a node-level reduce/scatter/gather around
-  // the agent's) are not built: every rank would have to be a member.
-  if (leaders_) return "node-leaders";
+  // Node leaders: MPI_Bcast and MPI_Reduce wrap the leaders' call in node
+  // steps (routedLeaders); reduce-scatter and allgather would need a
+  // node-level scatter/gather around the agent's, not built. On one node
+  // the whole call is node steps: nothing for the agent to route.
+  if (leaders_ && ((args.op != RoutedOp::kBcast && args.op != RoutedOp::kReduce) ||
+                   leaders_->nodes() == 1))
+    return "node-leaders";
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op))
     return "dtype-op";
@@ -430,8 +435,9 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
 // in-place allgather streams its own block from a copy and restores it
 // before a redo.
 Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
-  if (describeRouted(args, nullptr) != nullptr || !group_)
+  if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
     return Status(Code::kUnsupported, "switch path cannot route this call");
+  if (leaders_) return routedLeaders(args, how);
   const int size = comm_.size(), rank = comm_.rank();
   const bool in_place = args.send == nullptr;
   const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
@@ -534,6 +540,113 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
     return Status::Ok();
   }
   if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
+  if (!anyFailed(oks)) {
+    ++busy_;
+    *how = RoutedEnd::kBusy;
+    return Status::Ok();
+  }
+  giveUp(mine, oks, routedOpName(args.op), "redone on the previous module");
+  *how = RoutedEnd::kFailed;
+  return Status::Ok();
+}
+
+// MPI_Bcast / MPI_Reduce with node leaders, mirroring allreduce(): node
+// step, the leaders' routed call among nodes (member = node index, the
+// root's node owns the bcast input / wants the whole reduction), then the
+// one-byte agreement over every rank; only after an all-ok agreement the
+// result is delivered inside the nodes (a failure there is a host transport
+// failure after the commit, reported like a host algorithm's). Before it:
+//   bcast: a root that is not its node's leader sends its buffer to the
+//     leader (a staging copy there); the root's buffer is only ever read.
+//   reduce: the node's inputs reduced into the leader in rank order
+//     (NodeLeaders::reduce: a copy, the inputs stay intact for a redo).
+// After it: bcast: each leader's result to its node (a non-leader root
+// receives into staging); reduce: the root's leader sends the result to
+// the root if that is another rank. Non-leaders say ok for the agent step.
+Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
+  const int rank = comm_.rank();
+  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool in_place = args.send == nullptr;
+  const size_t bytes = args.count * (bcast ? 1 : dtypeSize(args.dtype));
+  const int node = leaders_->node(), nodes = leaders_->nodes();
+  const int root_node = leaders_->nodeOf(args.root);
+  const int root_leader = leaders_->leaderOf(root_node);
+  auto staging = [&]() -> void* {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    return bytes ? scratch_.data() : no_output_;
+  };
+  agent::RoutedCall call;
+  call.total = args.count;
+  Status mine;
+  if (bcast) {
+    mine = leaders_->begin();
+    if (mine.ok() && root_leader != args.root)
+      mine = leaders_->move(args.root, root_leader, args.recv, staging(), bytes);
+    call.kind = agent::RoutedCall::Kind::kForward;
+    call.dtype = Dtype::kUint8;
+    if (node == root_node) {
+      call.in = rank == args.root ? args.recv : staging();
+      call.in_begin = 0;
+      call.in_end = args.count;
+      // A root leader's copy comes back to staging; its buffer stays.
+      call.out = rank == args.root ? staging() : args.recv;
+    } else {
+      call.in_begin = call.in_end = node < root_node ? 0 : args.count;
+      call.out = args.recv;
+    }
+  } else {
+    AllreduceArgs local;
+    local.send = args.send;  // null: in place at the root, its input in recv
+    local.recv = args.recv;
+    local.count = args.count;
+    local.dtype = args.dtype;
+    local.op = args.reduce_op;
+    Result<const void*> node_input = leaders_->reduce(local);
+    mine = node_input.status();
+    call.kind = agent::RoutedCall::Kind::kReduce;
+    call.dtype = args.dtype;
+    call.op = args.reduce_op;
+    call.in = mine.ok() ? node_input.value() : nullptr;
+    call.want.resize(size_t(nodes) + 1);
+    for (int m = 0; m <= nodes; ++m) call.want[size_t(m)] = m <= root_node ? 0 : args.count;
+    // The root's node gets the result: straight into a root leader's recv
+    // unless in place (its input), else staging.
+    call.out = node != root_node                   ? static_cast<void*>(no_output_)
+               : rank == args.root && !in_place ? args.recv
+                                                  : staging();
+  }
+  last_bytes_sent_ = 0;
+  if (mine.ok() && group_) {
+    const agent::ClientCounters before = group_->counters();
+    mine = group_->routed(call, timeoutFor(bytes));
+    countStream(before);
+    if (mine.code() == Code::kUnsupported || mine.code() == Code::kInvalidArgument)
+      mine = Status(Code::kBusy, "client declined the routed call: " + mine.message());
+  }
+  std::vector<uint8_t> oks;
+  Status agreed = agreeOutcome(comm_, mine, &oks);
+  if (!agreed.ok()) {
+    leaders_->abandon();
+    return agreed;
+  }
+  if (allOnes(oks)) {
+    ++routed_calls_;
+    *how = RoutedEnd::kSwitched;
+    // A leader sends from its recv (a root leader's buffer is only read; the
+    // agent returns a root only headers); a non-leader root receives its
+    // copy into staging.
+    if (bcast)
+      return leaders_->broadcastBytes(
+          rank == args.root && rank != root_leader ? staging() : args.recv, bytes);
+    Status st;
+    if (root_leader != args.root)
+      st = leaders_->move(root_leader, args.root, staging(), args.recv, bytes);
+    else if (rank == args.root && in_place && bytes)
+      std::memcpy(args.recv, scratch_.data(), bytes);
+    leaders_->abandon();
+    return st;
+  }
+  leaders_->abandon();
   if (!anyFailed(oks)) {
     ++busy_;
     *how = RoutedEnd::kBusy;

@@ -67,7 +67,8 @@ class SwitchPath {
   // A routed collective (routed.h, docs/offload.md "Routed collectives").
   // describeRouted: null after filling `in`'s switch fields (as describe;
   // `in` may be null) when the path can serve the call, else why not, alike
-  // on every rank: "unavailable" (failed, not rejoined), "node-leaders",
+  // on every rank: "unavailable" (failed, not rejoined), "node-leaders"
+  // (reduce-scatter and allgather with node leaders),
   // "agent-not-routed" (an agent predates routed calls), "dtype-op" (the
   // agent does not reduce the pair). routed(): Ok with *how kSwitched:
   // the result is in place (the agreement saw every rank ok); Ok with kBusy

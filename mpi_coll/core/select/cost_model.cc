@@ -249,8 +249,18 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
     stream_us = std::max(stream_us, agent_link * 8.0 / (double(k) * in.switch_link_mbps));
   if (reduced > 0 && in.switch_reduce_mbps > 0)
     stream_us = std::max(stream_us, reduced / (double(k) * in.switch_reduce_mbps));
+  double node_us = 0;
+  if (p < double(in.comm_size) && (op == RoutedOp::kReduce || op == RoutedOp::kBcast)) {
+    // Node leaders: the node's binomial reduce (reduce) or broadcast (bcast)
+    // and one hop between the root and its leader, on the shm row.
+    const CostEntry* intra = m.find(Algorithm::kHierarchical, Locality::kShm);
+    if (intra == nullptr) return kInf;
+    const int steps = ceilLog2(std::max(1, in.ranks_per_node));
+    const double hop = intra->alpha_us + us(n * intra->beta_ns);
+    node_us = hop + steps * (op == RoutedOp::kReduce ? hop + us(n * intra->gamma_ns) : hop);
+  }
   return stream_us + rounds * (c->alpha_us + in.switch_turnaround_us) +
-         us(reduced * c->gamma_ns / double(k));
+         us(reduced * c->gamma_ns / double(k)) + node_us;
 }
 
 double predictRoutedPreviousUs(const CostModel& m, RoutedOp op, const SelectionInput& in) {

@@ -54,6 +54,10 @@
 //   bcast           the root sends n, the others receive n; the agent's link
 //                   carries n in and (p−1)·n out:
 //                   rounds·(α+T) + max(nβ, (p−1)·n/(K·L))
+//   With node leaders (p = nodes < ranks) reduce and bcast add the node
+//   steps on the hierarchical shm row, s = ⌈log2 ranks per node⌉: reduce
+//   s·(α+nβ+nγ), bcast s·(α+nβ), plus one hop α+nβ between the root and
+//   its leader (reduce_scatter and allgather decline under leaders).
 // Previous-module rows (a model of tuned, the `previous` row):
 //   reduce          binomial tree  ⌈log2 p⌉·(α + nβ + nγ)
 //   reduce_scatter  ring           (p−1)α + (p−1)/p·nβ + (p−1)/p·nγ
