@@ -57,6 +57,21 @@
 
 namespace {
 
+// The harness's own "fault fired?" flag from rank 0, point to point: with
+// offload on, an MPI_Bcast is served by the switch too, and the fault would
+// meet that bcast instead of the allreduce under test.
+int fromRankZero(int value) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    for (int r = 1; r < size; ++r) MPI_Send(&value, 1, MPI_INT, r, 77, MPI_COMM_WORLD);
+    return value;
+  }
+  MPI_Recv(&value, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return value;
+}
+
 switchagg_coll_last_algorithm_fn g_last;
 switchagg_coll_comm_counter_fn g_counter;
 int g_rank, g_size;
@@ -206,8 +221,7 @@ int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms
     if (g_rank == 0 && on_switch && !exists(dir + "/ready")) std::fclose(std::fopen((dir + "/ready").c_str(), "w"));
     if (g_rank == 0 && fallback_at >= 0 && !exists(dir + "/fellback"))
       std::fclose(std::fopen((dir + "/fellback").c_str(), "w"));
-    int fired = g_rank == 0 && exists(dir + "/fired");
-    MPI_Bcast(&fired, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    const int fired = fromRankZero(g_rank == 0 && exists(dir + "/fired"));
     if (fired && fired_at < 0) fired_at = iter;
     if (!rejoin && fired_at >= 0 && iter - fired_at >= after) break;
     if (rejoin && fired_at >= 0 && switch_after >= 3) break;
