@@ -106,6 +106,9 @@ int64_t clientNowMs();
 // An allreduce's buffers: kInvalidArgument for a null one, a count too large,
 // or send and recv overlapping without being equal (in place); else Ok.
 Status checkBuffers(const void* send, const void* recv, size_t count, size_t esize);
+// True when a routed call's input and this member's output memory overlap
+// (its results must then be staged until the call succeeded).
+bool routedOverlaps(const RoutedCall& call, int rank, size_t esize);
 Status statusForReason(wire::Reason reason, bool abort, const std::string& text);
 
 }  // namespace switchagg::agent

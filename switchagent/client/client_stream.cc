@@ -28,6 +28,25 @@ namespace switchagg::agent {
 using wire::Message;
 using wire::MsgType;
 
+// The members that get the result of elements [c0, c1) of a routed call:
+// those whose wanted range overlaps it (bounds non-decreasing, so they are
+// contiguous but for empty ranges between them, which get a payload they
+// ignore).
+static void destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
+                         uint32_t* hi) {
+  const auto n = static_cast<uint32_t>(g.info.size);
+  if (g.want.empty()) {
+    *lo = 0;
+    *hi = n - 1;
+    return;
+  }
+  // lo: the first member whose range ends after c0; hi: the last that starts before c1.
+  const auto first = std::upper_bound(g.want.begin() + 1, g.want.end(), c0);
+  *lo = static_cast<uint32_t>(first - (g.want.begin() + 1));
+  const auto last = std::lower_bound(g.want.begin(), g.want.begin() + n, c1);
+  *hi = static_cast<uint32_t>(last - g.want.begin()) - 1;
+}
+
 // Whether (dtype, op) gives the same bits in any operand order: integers
 // (wrap-around arithmetic, min/max, logical and bitwise ops) and MINLOC/
 // MAXLOC on integer values. Floats are rounded per step, so they always
@@ -51,9 +70,6 @@ static bool keepsOwn(const AggGroup::State& g, uint32_t lo, uint32_t hi) {
   return g.mode == wire::kModeReduce && g.info.size > 1 && lo == hi &&
          lo == static_cast<uint32_t>(g.info.rank) && orderFree(g.dtype);
 }
-static void destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
-                         uint32_t* hi);
-
 void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
   auto bad = [&](const char* why) {
     g.fail(Status(Code::kProtocol, std::string("invalid RESULT from the agent: ") + why));
@@ -115,25 +131,6 @@ Status checkBuffers(const void* send, const void* recv, size_t count, size_t esi
 }
 
 // Sends chunk `rel` of the current call; its slot's previous send must be done.
-// The members that get the result of elements [c0, c1) of a routed call:
-// those whose wanted range overlaps it (bounds non-decreasing, so they are
-// contiguous but for empty ranges between them, which get a payload they
-// ignore).
-static void destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
-                         uint32_t* hi) {
-  const auto n = static_cast<uint32_t>(g.info.size);
-  if (g.want.empty()) {
-    *lo = 0;
-    *hi = n - 1;
-    return;
-  }
-  // lo: the first member whose range ends after c0; hi: the last that starts before c1.
-  const auto first = std::upper_bound(g.want.begin() + 1, g.want.end(), c0);
-  *lo = static_cast<uint32_t>(first - (g.want.begin() + 1));
-  const auto last = std::lower_bound(g.want.begin(), g.want.begin() + n, c1);
-  *hi = static_cast<uint32_t>(last - g.want.begin()) - 1;
-}
-
 static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* send, size_t rel) {
   const uint64_t chunk = g.base + rel;
   const auto slot = static_cast<uint32_t>(chunk % g.info.window);
@@ -316,10 +313,8 @@ static Status checkRouted(const RoutedCall& call, int size, int rank, size_t esi
   return Status::Ok();
 }
 
-// True when the call's input and output memory overlap (its results must
-// then be staged, so the input stays intact until every chunk was sent and
-// the call succeeded).
-static bool routedOverlaps(const RoutedCall& call, int rank, size_t esize) {
+// The input stays intact until every chunk was sent and the call succeeded.
+bool routedOverlaps(const RoutedCall& call, int rank, size_t esize) {
   size_t b = 0, e = 0;
   call.wanted(rank, &b, &e);
   const size_t in_elems =

@@ -151,15 +151,11 @@ Status StripedGroup::startRouted(const RoutedCall& call) {
       return Status(Code::kUnsupported, "element larger than a slot");
   // Staged on the whole call: one stripe's results may land where another
   // stripe's input still is (reduce-scatter in place).
-  size_t wb = 0, we = 0;
-  call.wanted(rank, &wb, &we);
-  const size_t in_elems =
-      call.kind == RoutedCall::Kind::kForward ? call.in_end - call.in_begin : call.total;
-  const auto x = reinterpret_cast<uintptr_t>(call.in), y = reinterpret_cast<uintptr_t>(call.out);
-  const size_t xb = in_elems * esize, yb = (we > wb ? we - wb : 0) * esize;
   uint8_t* out = static_cast<uint8_t*>(call.out);
-  if (xb && yb && x < y + yb && y < x + xb) {
-    routed_staging_.resize(yb);
+  if (routedOverlaps(call, rank, esize)) {
+    size_t wb = 0, we = 0;
+    call.wanted(rank, &wb, &we);
+    routed_staging_.resize((we - wb) * esize);
     out = routed_staging_.data();
   }
   for (size_t k = 0; k < k_total && call_failed_.ok(); ++k) {

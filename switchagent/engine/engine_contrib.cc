@@ -49,15 +49,15 @@ void reducePiece(const Piece& p) {
   const size_t block = std::max<size_t>(1, kBlockBytes / esize);
   const SlotBuffers& b = *g.buffers;
   uint8_t* out = b.result(p.slot);
-  // Members in rank order, less one that kept its part (routed reduce).
-  std::vector<uint32_t> from;
-  for (uint32_t r = 0; r < g.size; ++r)
-    if (s.mode == 0 || s.piece_len[r]) from.push_back(r);
-  std::vector<const void*> in(from.size());
+  std::vector<const void*> in;
+  in.reserve(g.size);
   for (size_t at = p.begin; at < p.end; at += block) {
     const size_t n = std::min(block, p.end - at);
     const size_t off = at * esize;
-    for (size_t i = 0; i < from.size(); ++i) in[i] = b.contribution(p.slot, from[i]) + off;
+    // Members in rank order, less one that kept its part (routed reduce).
+    in.clear();
+    for (uint32_t r = 0; r < g.size; ++r)
+      if (s.mode == 0 || s.piece_len[r]) in.push_back(b.contribution(p.slot, r) + off);
     // One pass over up to four members at a time, in rank order (common's
     // reduceMany); decode validated (dtype, op), so this cannot fail.
     (void)reduceMany(s.dtype, s.op, out + off, in.data(), in.size(), n);

@@ -199,8 +199,8 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
   } else {
     if (routed && m->piece_offset != 0) return Reason::kMalformed;
     const bool empty = m->type == MsgType::kResult && (m->result_flags & kResultNoPayload);
-    // A routed reduce chunk's sole destination may keep its own part (no
-    // body; the engine checks it is that member).
+    // A routed reduce chunk's sole destination, and only it, may keep its
+    // own part (no body).
     const bool may_skip = routed && m->dest_lo == m->dest_hi && m->dest_lo == m->rank;
     if (body_bytes != (empty ? 0 : bytes) && !(may_skip && body_bytes == 0))
       return Reason::kMalformed;
