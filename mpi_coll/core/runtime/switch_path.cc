@@ -142,6 +142,14 @@ class AgentSwitchPath : public SwitchPath {
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
+  // A routed call's stream (counted); a client decline is taken as busy:
+  // nothing was sent, the ranks redo the call and keep the path.
+  Status streamRouted(const agent::RoutedCall& call, size_t bytes);
+  // A routed call the ranks did not all finish: busy, or given up.
+  Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, RoutedOp op,
+                           RoutedEnd* how);
+  // scratch_ of at least `bytes` (a dummy for 0: a member that gets nothing).
+  void* scratchFor(size_t bytes);
   // `what` failed ("allreduce", "barrier", "reduce", ...); `after` says
   // what became of the call ("result recomputed on the host", ...).
   void giveUp(const Status& mine, const std::vector<uint8_t>& oks, const char* what,
@@ -445,10 +453,6 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
   void* commit = nullptr;   // scratch_ -> commit (commit_bytes) after an all-ok agreement
   void* restore = nullptr;  // scratch_ -> restore (commit_bytes) before a redo
   size_t commit_bytes = 0;
-  auto staging = [&](size_t bytes) -> void* {
-    if (scratch_.size() < bytes) scratch_.resize(bytes);
-    return bytes ? scratch_.data() : no_output_;
-  };
   switch (args.op) {
     case RoutedOp::kReduce: {
       call.kind = agent::RoutedCall::Kind::kReduce;
@@ -461,7 +465,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       if (rank == args.root && in_place) {
         commit = args.recv;
         commit_bytes = args.count * esize;
-        call.out = staging(commit_bytes);
+        call.out = scratchFor(commit_bytes);
       } else {
         call.out = rank == args.root ? args.recv : no_output_;
       }
@@ -481,7 +485,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       if (in_place) {
         commit = args.recv;
         commit_bytes = mine;
-        call.out = staging(mine);
+        call.out = scratchFor(mine);
       } else {
         call.out = mine ? args.recv : no_output_;
       }
@@ -499,7 +503,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
         // Our block from a copy: recv is the output, and a redo needs it back.
         restore = static_cast<uint8_t*>(args.recv) + call.in_begin;
         commit_bytes = b;
-        void* copy = staging(b);
+        void* copy = scratchFor(b);
         std::memcpy(copy, restore, b);
         call.in = copy;
       } else {
@@ -515,7 +519,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
         call.in = args.recv;
         call.in_begin = 0;
         call.in_end = args.count;
-        call.out = staging(args.count);  // the root's copy comes back; its buffer stays
+        call.out = scratchFor(args.count);  // the root's copy comes back; its buffer stays
       } else {
         call.in_begin = call.in_end = rank < args.root ? 0 : args.count;
         call.out = args.recv;
@@ -523,14 +527,8 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       break;
     }
   }
-  const agent::ClientCounters before = group_->counters();
   last_bytes_sent_ = 0;
-  Status mine = group_->routed(call, timeoutFor(routedVectorBytes(args, size)));
-  countStream(before);
-  // A decline here is unexpected (checked above, alike everywhere): no
-  // harm done, redo the call, keep the path.
-  if (mine.code() == Code::kUnsupported || mine.code() == Code::kInvalidArgument)
-    mine = Status(Code::kBusy, "client declined the routed call: " + mine.message());
+  const Status mine = streamRouted(call, routedVectorBytes(args, size));
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
   if (allOnes(oks)) {
@@ -540,14 +538,35 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
     return Status::Ok();
   }
   if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
+  return endRoutedUnserved(mine, oks, args.op, how);
+}
+
+Status AgentSwitchPath::streamRouted(const agent::RoutedCall& call, size_t bytes) {
+  const agent::ClientCounters before = group_->counters();
+  Status st = group_->routed(call, timeoutFor(bytes));
+  countStream(before);
+  // A decline here is unexpected (checked before, alike everywhere): no
+  // harm done, redo the call, keep the path.
+  if (st.code() == Code::kUnsupported || st.code() == Code::kInvalidArgument)
+    st = Status(Code::kBusy, "client declined the routed call: " + st.message());
+  return st;
+}
+
+Status AgentSwitchPath::endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks,
+                                          RoutedOp op, RoutedEnd* how) {
   if (!anyFailed(oks)) {
     ++busy_;
     *how = RoutedEnd::kBusy;
     return Status::Ok();
   }
-  giveUp(mine, oks, routedOpName(args.op), "redone on the previous module");
+  giveUp(mine, oks, routedOpName(op), "redone on the previous module");
   *how = RoutedEnd::kFailed;
   return Status::Ok();
+}
+
+void* AgentSwitchPath::scratchFor(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return bytes ? static_cast<void*>(scratch_.data()) : no_output_;
 }
 
 // MPI_Bcast / MPI_Reduce with node leaders, mirroring allreduce(): node
@@ -571,25 +590,21 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
   const int node = leaders_->node(), nodes = leaders_->nodes();
   const int root_node = leaders_->nodeOf(args.root);
   const int root_leader = leaders_->leaderOf(root_node);
-  auto staging = [&]() -> void* {
-    if (scratch_.size() < bytes) scratch_.resize(bytes);
-    return bytes ? scratch_.data() : no_output_;
-  };
   agent::RoutedCall call;
   call.total = args.count;
   Status mine;
   if (bcast) {
     mine = leaders_->begin();
     if (mine.ok() && root_leader != args.root)
-      mine = leaders_->move(args.root, root_leader, args.recv, staging(), bytes);
+      mine = leaders_->move(args.root, root_leader, args.recv, scratchFor(bytes), bytes);
     call.kind = agent::RoutedCall::Kind::kForward;
     call.dtype = Dtype::kUint8;
     if (node == root_node) {
-      call.in = rank == args.root ? args.recv : staging();
+      call.in = rank == args.root ? args.recv : scratchFor(bytes);
       call.in_begin = 0;
       call.in_end = args.count;
       // A root leader's copy comes back to staging; its buffer stays.
-      call.out = rank == args.root ? staging() : args.recv;
+      call.out = rank == args.root ? scratchFor(bytes) : args.recv;
     } else {
       call.in_begin = call.in_end = node < root_node ? 0 : args.count;
       call.out = args.recv;
@@ -613,16 +628,10 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
     // unless in place (its input), else staging.
     call.out = node != root_node                   ? static_cast<void*>(no_output_)
                : rank == args.root && !in_place ? args.recv
-                                                  : staging();
+                                                  : scratchFor(bytes);
   }
   last_bytes_sent_ = 0;
-  if (mine.ok() && group_) {
-    const agent::ClientCounters before = group_->counters();
-    mine = group_->routed(call, timeoutFor(bytes));
-    countStream(before);
-    if (mine.code() == Code::kUnsupported || mine.code() == Code::kInvalidArgument)
-      mine = Status(Code::kBusy, "client declined the routed call: " + mine.message());
-  }
+  if (mine.ok() && group_) mine = streamRouted(call, bytes);
   std::vector<uint8_t> oks;
   Status agreed = agreeOutcome(comm_, mine, &oks);
   if (!agreed.ok()) {
@@ -637,24 +646,17 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
     // copy into staging.
     if (bcast)
       return leaders_->broadcastBytes(
-          rank == args.root && rank != root_leader ? staging() : args.recv, bytes);
+          rank == args.root && rank != root_leader ? scratchFor(bytes) : args.recv, bytes);
     Status st;
     if (root_leader != args.root)
-      st = leaders_->move(root_leader, args.root, staging(), args.recv, bytes);
+      st = leaders_->move(root_leader, args.root, scratchFor(bytes), args.recv, bytes);
     else if (rank == args.root && in_place && bytes)
       std::memcpy(args.recv, scratch_.data(), bytes);
     leaders_->abandon();
     return st;
   }
   leaders_->abandon();
-  if (!anyFailed(oks)) {
-    ++busy_;
-    *how = RoutedEnd::kBusy;
-    return Status::Ok();
-  }
-  giveUp(mine, oks, routedOpName(args.op), "redone on the previous module");
-  *how = RoutedEnd::kFailed;
-  return Status::Ok();
+  return endRoutedUnserved(mine, oks, args.op, how);
 }
 
 bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
