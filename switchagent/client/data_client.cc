@@ -2,6 +2,7 @@
 // messages to groups. Streaming allreduce: client_stream.cc.
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "switchagg/agent/malloc_tuning.h"
 #include "client_internal.h"
@@ -235,10 +236,19 @@ const ClientCounters& AggClient::counters() const {
 }
 
 Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, int rank,
-                                                  int64_t timeout_ms, uint32_t window_request) {
+                                                  int64_t timeout_ms, uint32_t window_request,
+                                                  const TreeJoin* tree) {
   Impl& c = *impl_;
   if (size < 1 || static_cast<uint32_t>(size) > wire::kMaxGroupSize || rank < 0 || rank >= size)
     return Status(Code::kInvalidArgument, "join: bad size/rank");
+  std::optional<LeaseToken> parent_token;
+  if (tree) {
+    parent_token = LeaseToken::fromHex(tree->parent_token_hex);
+    if (!parent_token)
+      return Status(Code::kInvalidArgument, "join: the parent's lease token must be 32 hex characters");
+    if (tree->leaves < 2 || tree->leaves > wire::kMaxGroupSize || tree->leaf_index >= tree->leaves)
+      return Status(Code::kInvalidArgument, "join: bad tree leaf index/leaves");
+  }
   if (c.groups.count(group_id))
     return Status(Code::kInvalidArgument,
                   "join: this client already has group " + std::to_string(group_id));
@@ -259,6 +269,13 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   j.rank = static_cast<uint32_t>(rank);
   j.window = std::min<uint32_t>(window_request, wire::kMaxWindow);
   j.flags = wire::kJoinFlagBusy | wire::kJoinFlagRouted;
+  if (tree) {
+    j.flags = wire::kJoinFlagBusy | wire::kJoinFlagTree;
+    j.parent_token = *parent_token;
+    j.tree_index = tree->leaf_index;
+    j.tree_size = tree->leaves;
+    g->routed_flag = false;
+  }
   const int64_t deadline = clientNowMs() + timeout_ms;
   Status st = c.sendControl(j, timeout_ms);
   if (st.ok())
@@ -267,7 +284,11 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   // An agent that predates a JOIN flag refuses it as malformed (without
   // creating the group): join again as an older client, first without
   // routed calls (allreduce and barrier only), then without ERROR(busy).
-  for (int older = 1; older <= 2; ++older) {
+  // A tree group cannot be served flat: refused is refused.
+  if (tree && st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken())
+    g->failure = Status(Code::kUnsupported,
+                        "join: the leaf agent refused a tree JOIN as malformed (it predates trees)");
+  for (int older = 1; older <= 2 && !tree; ++older) {
     if (!(st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken())) break;
     *g = AggGroup::State();
     g->info.group_id = group_id;

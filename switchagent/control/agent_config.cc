@@ -162,6 +162,11 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
       {"state.lease_file", nullptr, "keeps leases across agent restarts in this file (written 0600, atomically); \"\" = in "
        "memory only",
        stringField(&C::lease_file, checkFilePath)},
+      {"fabric.map", nullptr, "the fabric map (docs/admin.md \"Fabric map\"): with fabric.name, this agent's parent there "
+       "makes it a leaf that forwards tree groups to it; \"\" = no map",
+       stringField(&C::fabric_map, checkFilePath)},
+      {"fabric.name", nullptr, "this agent's name in the fabric map (fabric.map)",
+       stringField(&C::fabric_name)},
   });
   return table;
 }

@@ -29,6 +29,9 @@ struct AgentConfig {
   bool join_flags = true;           // accept JOIN flags (false: as an agent before them)
   bool routed = true;               // serve routed calls (false: as an agent before them)
   int max_groups_per_lease = kDefaultMaxGroupsPerLease;
+  // [fabric] this agent's place in the fabric map (trees: its parent)
+  std::string fabric_map;
+  std::string fabric_name;
   // [pool]
   int pool_slots = 64;
   // [control]

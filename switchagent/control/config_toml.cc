@@ -110,13 +110,13 @@ Status applyToml(const std::string& toml_text, const std::string& origin, AgentC
     if (table == nullptr) {
       return Status(Code::kInvalidArgument,
                     section + ": unknown key (keys live in [data], [pool], [control], "
-                              "[policy], [agent] and [state])");
+                              "[policy], [agent], [state] and [fabric])");
     }
     std::string known = knownKeysOf(section);
     if (known.empty()) {
       return Status(Code::kInvalidArgument,
                     "[" + section + "]: unknown section (sections: data, pool, control, "
-                                    "policy, agent, state)");
+                                    "policy, agent, state, fabric)");
     }
     for (const auto& [key, node] : *table) {
       std::string name = section + "." + std::string(key.str());

@@ -221,6 +221,7 @@ ControlResponse ControlApi::getStatus() {
        {{"groups_active", c.groups_active}, {"groups_created", c.groups_created},
         {"groups_aborted", c.groups_aborted}, {"chunks_reduced", c.chunks_reduced},
         {"bytes_reduced", c.bytes_reduced}, {"bytes_in", c.bytes_in}, {"bytes_out", c.bytes_out},
+        {"bytes_up", c.bytes_up},
         {"clients_connected", c.clients_connected}, {"slots_busy", c.slots_busy},
         {"slots_reserved", c.slots_reserved}, {"rejected_total", rejected_total}}},
       {"rejected", c.rejected},

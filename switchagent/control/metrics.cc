@@ -64,6 +64,8 @@ std::string renderMetrics(const MetricsInput& in) {
            d.bytes_reduced);
   w.metric("switchagg_bytes_in_total", "counter", "Payload bytes received.", d.bytes_in);
   w.metric("switchagg_bytes_out_total", "counter", "Payload bytes sent.", d.bytes_out);
+  w.metric("switchagg_bytes_up_total", "counter",
+           "Payload bytes a leaf sent up to its parent agent (trees).", d.bytes_up);
   w.metric("switchagg_lease_file_save_failures_total", "counter",
            "Lease file (state.lease_file) saves that failed; leases stayed in memory.",
            in.lease_file_save_failures);

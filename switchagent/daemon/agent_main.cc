@@ -15,6 +15,7 @@
 #include "control_server.h"
 #include "lease_store.h"
 #include "lease_table.h"
+#include "switchagg/agent/fabric_map.h"
 #include "switchagg/common/log.h"
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
 #include "data_plane.h"
@@ -26,6 +27,27 @@ using namespace switchagg::agent;
 namespace {
 
 constexpr const char* kPart = "agent";
+
+// [fabric] map + name: this agent's parent's data address ("" = a root).
+// The map must name this agent; a parent needs a data address there.
+Result<std::string> parentDataAddress(const std::string& path, const std::string& name) {
+  if (path.empty() || name.empty())
+    return Status(Code::kInvalidArgument,
+                  "fabric.map and fabric.name go together (one is set, the other is not)");
+  Result<FabricMap> map = FabricMap::load(path);
+  if (!map.ok()) return Status(Code::kInvalidArgument, "fabric.map: " + map.status().message());
+  const FabricAgent* self = map->find(name);
+  if (!self)
+    return Status(Code::kInvalidArgument,
+                  "fabric.name: '" + name + "' is not an agent of the fabric map " + path);
+  if (self->parent.empty()) return std::string();
+  const FabricAgent* parent = map->find(self->parent);
+  if (!parent || parent->data.empty())
+    return Status(Code::kInvalidArgument, "fabric map " + path + ": agent '" + self->parent +
+                                              "' (the parent of '" + name +
+                                              "') needs a data address for its leaves to dial");
+  return parent->data;
+}
 
 void usage(FILE* out) {
   std::fprintf(out,
@@ -115,6 +137,15 @@ int run(const AgentConfig& config) {
   dpc.routed = config.routed;
   dpc.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
   dpc.pool_slots = static_cast<size_t>(config.pool_slots);
+  if (!config.fabric_map.empty() || !config.fabric_name.empty()) {
+    Result<std::string> parent = parentDataAddress(config.fabric_map, config.fabric_name);
+    if (!parent.ok()) {
+      std::fprintf(stderr, "switchagg-agent: %s\n", parent.status().message().c_str());
+      return 1;
+    }
+    dpc.parent_address = *parent;
+    dpc.fabric_name = config.fabric_name;
+  }
   Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(dpc, leases);
   if (!dp.ok()) {
     std::fprintf(stderr, "switchagg-agent: data plane on %s: %s\n", config.data_listen.c_str(),

@@ -29,6 +29,8 @@ constexpr int64_t kShutdownDrainMs = 500;
 // Endpoint user data: our PeerId, 0 before adoption, kDying once the peer
 // was dropped (its endpoint is closing and must not be adopted again).
 constexpr uintptr_t kDying = ~uintptr_t{0};
+// The connection this agent made to its parent (trees): never a client.
+constexpr uintptr_t kParent = ~uintptr_t{0} - 1;
 
 uintptr_t tagOf(const ucx::Endpoint* ep) {
   return ep ? reinterpret_cast<uintptr_t>(ep->userData()) : kDying;
@@ -41,6 +43,7 @@ struct PendingSend {
   std::shared_ptr<SlotBuffers> buffers;  // results read the group's slot
   uint64_t serial = 0;
   uint32_t slot = 0;
+  bool result = false;  // a RESULT: its completion is the engine's sendDone
 };
 
 struct Peer {
@@ -76,9 +79,14 @@ struct DataPlane::Impl : EngineOutput {
 
   // Gives a connection its PeerId (on its first message or when the
   // listener hands it over, whichever comes first); 0 for a dying one.
+  // The parent's connection: made on a tree group's first message up,
+  // dropped (and remade by the next one) when it fails.
+  std::unique_ptr<ucx::Endpoint> parent;
+  std::string parent_failure;  // worker thread: the failure to report
+
   PeerId adopt(ucx::Endpoint* ep) {
     const uintptr_t tag = tagOf(ep);
-    if (tag == kDying) return 0;
+    if (tag == kDying || tag == kParent) return 0;
     if (tag != 0) return static_cast<PeerId>(tag);
     const PeerId id = next_peer++;
     ep->setUserData(reinterpret_cast<void*>(static_cast<uintptr_t>(id)));
@@ -109,7 +117,37 @@ struct DataPlane::Impl : EngineOutput {
     s->buffers = std::move(buffers);
     s->serial = serial;
     s->slot = slot;
+    s->result = true;
     sends.push_back(std::move(s));
+  }
+
+  bool sendUp(wire::Frame frame, const void* payload, size_t bytes,
+              std::shared_ptr<SlotBuffers> keep) override {
+    if (config.parent_address.empty()) return false;
+    if (parent && parent->failed()) return false;  // reported by the failure handler
+    if (!parent) {
+      auto ep = ucx::Endpoint::connect(*worker, config.parent_address);
+      if (!ep.ok()) {
+        SA_WARN("agent", "parent agent at %s: %s", config.parent_address.c_str(),
+                ep.status().toString().c_str());
+        return false;
+      }
+      parent = std::move(ep.value());
+      parent->setUserData(reinterpret_cast<void*>(kParent));
+      SA_INFO("agent", "connected to the parent agent at %s", config.parent_address.c_str());
+    }
+    auto s = std::make_unique<PendingSend>();
+    s->frame = std::move(frame);
+    s->buffers = std::move(keep);
+    const auto& f = s->frame;
+    const void* body = payload ? payload : (f.body.empty() ? nullptr : f.body.data());
+    const size_t body_bytes = payload ? bytes : f.body.size();
+    if (!parent->amSend(wire::kAmToAgent, f.header.data(), f.header_bytes, body, body_bytes,
+                        s->request)
+             .ok())
+      return false;
+    sends.push_back(std::move(s));
+    return true;
   }
 
   void flushOutbox() {
@@ -134,7 +172,7 @@ struct DataPlane::Impl : EngineOutput {
         ++it;
         continue;
       }
-      if ((*it)->buffers) engine->sendDone((*it)->serial, (*it)->slot);
+      if ((*it)->result) engine->sendDone((*it)->serial, (*it)->slot);
       it = sends.erase(it);
     }
   }
@@ -154,6 +192,14 @@ struct DataPlane::Impl : EngineOutput {
       }
       for (auto& [token, why] : todo) engine->revokeLease(token, why);
     }
+    if (!parent_failure.empty()) {
+      const std::string why = std::move(parent_failure);
+      parent_failure.clear();
+      engine->onParentFailed(why);
+      // Its sends may still reference the endpoint: abandon, then close.
+      if (parent) parent->abandon();
+      parent.reset();
+    }
     while (!failed.empty()) {
       std::vector<std::pair<PeerId, std::string>> todo;
       todo.swap(failed);
@@ -172,7 +218,8 @@ struct DataPlane::Impl : EngineOutput {
   }
 
   bool wakeup() const {
-    return stop.load() || has_revokes.load() || !failed.empty() || !outbox.empty() ||
+    return stop.load() || has_revokes.load() || !failed.empty() || !parent_failure.empty() ||
+           !outbox.empty() ||
            engine->hasReducible() || (engine->hasDeferred() && anySendDone());
   }
 
@@ -222,6 +269,7 @@ struct DataPlane::Impl : EngineOutput {
     ec.join_flags = config.join_flags;
     ec.routed = config.routed;
     ec.max_groups_per_lease = config.max_groups_per_lease;
+    ec.has_parent = !config.parent_address.empty();
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);
       if (!lease) return std::nullopt;
@@ -233,8 +281,18 @@ struct DataPlane::Impl : EngineOutput {
           const PeerId from = m.from ? adopt(m.from) : 0;
           engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs());
         }));
+    SWITCHAGG_RETURN_IF_ERROR(
+        worker->setAmHandler(wire::kAmToClient, [this](const ucx::AmMessage& m) {
+          // Only the parent talks to this agent as to a client.
+          if (!m.from || tagOf(m.from) != kParent) return;
+          engine->onParentMessage(m.header, m.header_length, m.data, m.length, steadyNowMs());
+        }));
     worker->setFailureHandler([this](ucx::Endpoint* ep, const Status& st) {
       const uintptr_t tag = tagOf(ep);
+      if (tag == kParent) {
+        parent_failure = st.message().empty() ? "connection lost" : st.message();
+        return;
+      }
       if (tag != 0 && tag != kDying) failed.emplace_back(static_cast<PeerId>(tag), st.message());
     });
     auto l =
@@ -257,13 +315,16 @@ struct DataPlane::Impl : EngineOutput {
     listener.reset();
     if (worker) {
       (void)worker->setAmHandler(wire::kAmToAgent, nullptr);
+      (void)worker->setAmHandler(wire::kAmToClient, nullptr);
       worker->setFailureHandler(nullptr);
     }
     std::vector<std::shared_ptr<SlotBuffers>> keep;
     for (auto& s : sends) keep.push_back(std::move(s->buffers));
     sends.clear();
     outbox.clear();
+    if (parent) parent->abandon();
     worker.reset();
+    parent.reset();
     peers.clear();
     keep.clear();
     engine.reset();

@@ -87,6 +87,7 @@ void AggregationEngine::onPeerConnected() {
 
 void AggregationEngine::onMessage(PeerId from, const void* header, size_t header_bytes,
                                   const void* body, size_t body_bytes, int64_t now_ms) {
+  now_ms_ = now_ms;
   Message m;
   const Reason r = wire::decode(header, header_bytes, body, body_bytes, &m);
   if (r != Reason::kNone) {
@@ -204,11 +205,13 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
     reject(from, m, Reason::kDuplicateJoin, why);
     return abortGroup(*g, Reason::kDuplicateJoin, why);
   }
+  if (!joinTree(*g, from, m)) return;
   mem.peer = from;
   mem.joined = true;
   mem.window_request = m.window;
   mem.understands_busy = (m.flags & wire::kJoinFlagBusy) != 0;
   mem.understands_routed = (m.flags & wire::kJoinFlagRouted) != 0;
+  mem.uplink = (m.flags & wire::kJoinFlagUplink) != 0;
   if (++g->joined == g->size) formGroup(*g);
 }
 
@@ -217,11 +220,13 @@ void AggregationEngine::formGroup(Group& g) {
   if (!lease) return abortGroup(g, Reason::kLeaseRevoked, "lease expired or deleted");
   uint32_t want = 0;
   g.busy_aware = true;
-  g.routed_aware = true;
+  g.routed_aware = !g.tree;  // routed calls do not go through trees
+  g.pinned = g.tree;
   for (const Member& mem : g.members) {
     if (mem.window_request && (want == 0 || mem.window_request < want)) want = mem.window_request;
     g.busy_aware = g.busy_aware && mem.understands_busy;
     g.routed_aware = g.routed_aware && mem.understands_routed;
+    g.pinned = g.pinned || mem.uplink;
   }
   // The window is fixed now but takes slots only while a call runs
   // (activate), so every group of the lease may have the lease's slots.
@@ -232,6 +237,7 @@ void AggregationEngine::formGroup(Group& g) {
                       std::string("no aggregation slots (limit: ") + grant.limit + ")");
   }
   g.grant = grant;
+  g.caps = capTable();
   g.lease_slots = lease->slots;
   g.formed = true;
   g.slots.resize(grant.window);
@@ -241,21 +247,36 @@ void AggregationEngine::formGroup(Group& g) {
     g.slots[s].piece_off.assign(g.size, 0);
     g.slots[s].piece_len.assign(g.size, 0);
   }
+  // A pinned group holds its window from now on: a tree cannot refuse a
+  // call busy at one agent once another forwarded its chunks.
+  if (g.pinned) {
+    if (const char* short_of = activate(g)) {
+      count(Reason::kNoResource);
+      return abortGroup(g, Reason::kNoResource,
+                        std::string("no aggregation slots for a tree group (limit: ") + short_of +
+                            ", " + std::to_string(grant.window) + " needed)");
+    }
+  }
+  SA_INFO("agent", "group %llx of job %s formed: %u members, window %u x %zu bytes%s",
+          static_cast<unsigned long long>(g.id), g.job.c_str(), g.size, grant.window,
+          grant.slot_bytes, g.tree ? " (a leaf of a tree: joining the parent)" : "");
+  if (g.tree) return joinParent(g, now_ms_);
+  sendMembersJoinAck(g);
+}
+
+void AggregationEngine::sendMembersJoinAck(Group& g) {
   Message a;
   a.type = MsgType::kJoinAck;
   a.token = g.token;
   a.group_id = g.id;
   a.size = g.size;
-  a.window = grant.window;
-  a.slot_bytes = static_cast<uint32_t>(grant.slot_bytes);
-  a.caps = capTable();
+  a.window = g.grant.window;
+  a.slot_bytes = static_cast<uint32_t>(g.grant.slot_bytes);
+  a.caps = g.caps;
   for (uint32_t r = 0; r < g.size; ++r) {
     a.rank = r;
     out_.sendControl(g.members[r].peer, wire::encode(a));
   }
-  SA_INFO("agent", "group %llx of job %s formed: %u members, window %u x %zu bytes",
-          static_cast<unsigned long long>(g.id), g.job.c_str(), g.size, grant.window,
-          grant.slot_bytes);
 }
 
 void AggregationEngine::handleLeave(PeerId from, const Message& m) {
@@ -318,6 +339,7 @@ void AggregationEngine::destroyGroup(Group& g) {
     groups_per_lease_.erase(held);
     slots_.forget(g.job);
   }
+  if (g.tree) leaveParent(g);
   by_serial_.erase(g.serial);
   groups_.erase(g.key);  // frees g; buffers live on in pending sends
 }
@@ -362,6 +384,7 @@ static std::string missingRanks(const Group& g, const Slot& s) {
 }
 
 void AggregationEngine::tick(int64_t now_ms) {
+  now_ms_ = now_ms;
   std::vector<std::pair<Group*, std::pair<Reason, std::string>>> dead;
   const bool check_leases = now_ms >= next_lease_check_ms_;
   if (check_leases) next_lease_check_ms_ = now_ms + config_.lease_check_ms;
@@ -384,6 +407,11 @@ void AggregationEngine::tick(int64_t now_ms) {
                                         " members joined within " +
                                         std::to_string(config_.member_timeout_ms) + " ms"}});
       continue;
+    }
+    if (g.tree) {
+      const size_t before = dead.size();
+      tickTree(g, now_ms, &dead);
+      if (dead.size() != before) continue;
     }
     for (const Slot& s : g.slots) {
       if (s.arrived == 0 || s.ready || now_ms - s.first_ms <= config_.member_timeout_ms) continue;

@@ -46,6 +46,16 @@ class EngineOutput {
   virtual void sendResult(PeerId to, const uint8_t* header, size_t header_bytes,
                           const void* payload, size_t bytes, std::shared_ptr<SlotBuffers> buffers,
                           uint64_t group_serial, uint32_t slot) = 0;
+  // Tree groups: a message to this agent's parent (JOIN, a reduced chunk's
+  // CONTRIB from `payload`, which `keep` keeps alive until the send
+  // completes, LEAVE), over one connection made on first use. false: no
+  // parent, or it cannot be reached (the caller aborts the group); a
+  // connection that fails later is reported by onParentFailed.
+  virtual bool sendUp(wire::Frame frame, const void* payload, size_t bytes,
+                      std::shared_ptr<SlotBuffers> keep) {
+    (void)frame, (void)payload, (void)bytes, (void)keep;
+    return false;
+  }
 };
 
 struct EngineConfig {
@@ -60,6 +70,9 @@ struct EngineConfig {
   // false: act as an agent before routed calls (a JOIN with kJoinFlagRouted
   // is malformed, CONTRIB_ROUTED an unknown type).
   bool routed = true;
+  // This agent has a parent (fabric map): it serves tree JOINs
+  // (kJoinFlagTree) by joining the parent; without one they are refused.
+  bool has_parent = false;
   // Groups one lease may hold at once, formed or waiting for members: a
   // token holder joining group after group cannot fill the agent's memory.
   size_t max_groups_per_lease = 64;
@@ -78,6 +91,12 @@ class AggregationEngine {
   void onMessage(PeerId from, const void* header, size_t header_bytes, const void* body,
                  size_t body_bytes, int64_t now_ms);
   void onPeerFailed(PeerId peer, const std::string& why);
+  // Tree groups: a message from the parent agent (JOIN_ACK, RESULT, ABORT,
+  // ERROR for the groups this agent joined there), and the loss of the
+  // parent's connection (aborts every tree group: kParentFailed).
+  void onParentMessage(const void* header, size_t header_bytes, const void* body,
+                       size_t body_bytes, int64_t now_ms);
+  void onParentFailed(const std::string& why);
   void onPeerConnected();
   // Aborts every group of the lease.
   void revokeLease(const LeaseToken& token, const std::string& why);
@@ -122,6 +141,17 @@ class AggregationEngine {
   void formGroup(Group& g);
   void reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch);
   void sendResults(Group& g, uint32_t slot);
+  // Trees (engine_tree.cc).
+  bool joinTree(Group& g, PeerId from, const wire::Message& m);  // a member's tree fields
+  void joinParent(Group& g, int64_t now_ms);   // the formed leaf group joins the parent
+  void parentJoined(Group& g, const wire::Message& ack);
+  void sendMembersJoinAck(Group& g);
+  void sendUpward(Group& g, uint32_t slot, int64_t now_ms);  // a reduced chunk to the parent
+  void parentResult(Group& g, const wire::Message& m);
+  void leaveParent(Group& g);                  // the group ends here: LEAVE at the parent
+  void endPinnedCall(Group& g);
+  void tickTree(Group& g, int64_t now_ms,
+                std::vector<std::pair<Group*, std::pair<wire::Reason, std::string>>>* dead);
   void abortGroup(Group& g, wire::Reason reason, const std::string& why);
   void destroyGroup(Group& g);
   void reject(PeerId to, const wire::Message& m, wire::Reason reason, const std::string& why);
@@ -135,6 +165,7 @@ class AggregationEngine {
   SlotPool slots_;
   std::unordered_map<std::string, std::unique_ptr<Group>> groups_;  // key: token bytes + id
   std::unordered_map<uint64_t, Group*> by_serial_;
+  std::unordered_map<std::string, Group*> by_up_;  // tree groups by parent token + id
   std::unordered_map<LeaseToken, size_t> groups_per_lease_;
   std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
   uint64_t next_serial_ = 1;
@@ -143,6 +174,7 @@ class AggregationEngine {
   std::vector<uint32_t> turnaround_us_;    // recent batches, a ring
   size_t turnaround_next_ = 0;
   int64_t next_lease_check_ms_ = 0;
+  int64_t now_ms_ = 0;  // the clock of the last message or tick (reduceReady's, formGroup's)
 
   mutable std::mutex counters_mu_;
   DataPlaneCounters counters_;

@@ -25,6 +25,10 @@ struct DataPlaneConfig {
   bool advertise_capacity = true;          // answer CAPACITY (false: as a v1.0 agent)
   bool join_flags = true;                  // accept JOIN flags (false: as an agent before them)
   bool routed = true;                      // serve routed calls (false: as an agent before them)
+  // Trees: the parent agent's data address from the fabric map ("" = this
+  // agent is a root: tree JOINs are refused) and this agent's name there.
+  std::string parent_address;
+  std::string fabric_name;
   // Total aggregation slots of the pool ([pool] slots). Live
   // groups never hold more than this many slots together; 0 = no cap beyond
   // the leases' own slot counts (which the control plane keeps <= the pool).
@@ -35,6 +39,7 @@ struct DataPlaneConfig {
 struct DataPlaneCounters {
   uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
   uint64_t chunks_reduced = 0, bytes_reduced = 0, bytes_in = 0, bytes_out = 0;
+  uint64_t bytes_up = 0;  // a leaf's reduced chunks sent to its parent (trees)
   uint64_t clients_connected = 0;
   std::map<std::string, uint64_t> rejected;         // reason -> count (bad_token, malformed, ...)
   std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes

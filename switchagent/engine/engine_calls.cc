@@ -56,7 +56,14 @@ const char* AggregationEngine::activate(Group& g) {
   return nullptr;
 }
 
+void AggregationEngine::endPinnedCall(Group& g) {
+  g.in_call = false;
+  g.next_call = g.call_end;
+  g.last_use = ++use_clock_;
+}
+
 void AggregationEngine::deactivate(Group& g) {
+  g.in_call = false;
   g.active = false;
   g.next_call = g.call_end;
   g.last_use = ++use_clock_;
@@ -77,7 +84,8 @@ AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, con
     }
     return Admit::kDropped;
   }
-  if (g.active) return Admit::kProceed;  // checkSlot catches chunks outside the call
+  // checkSlot catches chunks outside the call.
+  if (g.pinned ? g.in_call : g.active) return Admit::kProceed;
   if (m.chunk != g.next_call) {
     const Reason r = m.chunk < g.next_call ? Reason::kDuplicateContribution
                                            : Reason::kChunkOutOfWindow;
@@ -90,8 +98,9 @@ AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, con
   // The call's first chunk (every member sends its call's chunks in order):
   // a full chunk unless it is the whole call, so it tells the call's range.
   const uint64_t n = m.count >= m.call_elems ? 1 : (m.call_elems + m.count - 1) / m.count;
-  const char* short_of = activate(g);
+  const char* short_of = g.pinned ? nullptr : activate(g);
   if (!short_of) {
+    g.in_call = true;
     g.call_end = m.chunk + n;
     g.call_left = n;
     // Slot s collects the call's chunks that are s mod window.

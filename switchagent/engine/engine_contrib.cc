@@ -241,7 +241,11 @@ void AggregationEngine::reduceReady() {
   ready_.swap(later);
   const auto t0 = std::chrono::steady_clock::now();
   reduceSlots(batch);
-  for (auto& [g, slot] : batch) sendResults(*g, slot);
+  // A leaf's chunk goes up; its members get the parent's result later.
+  for (auto& [g, slot] : batch) {
+    if (g->tree) sendUpward(*g, slot, now_ms_);
+    else sendResults(*g, slot);
+  }
   // Turnaround: every chunk of the batch waited for all of it.
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                       std::chrono::steady_clock::now() - t0)
@@ -315,7 +319,10 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
     if (!forwarded) counters_.bytes_reduced += bytes * g.size;
     counters_.bytes_out += bytes * dests;
   }
-  if (--g.call_left == 0) deactivate(g);  // its sends keep the buffers they read
+  if (--g.call_left == 0) {
+    if (g.pinned) endPinnedCall(g);
+    else deactivate(g);  // its sends keep the buffers they read
+  }
   const uint64_t serial = g.serial;
   for (uint32_t r = 0; r < g.size; ++r) {
     if (gets(r))

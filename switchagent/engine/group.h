@@ -20,6 +20,7 @@ struct Member {
   uint32_t window_request = 0;
   bool understands_busy = false;  // its JOIN set kJoinFlagBusy
   bool understands_routed = false;  // its JOIN set kJoinFlagRouted
+  bool uplink = false;              // a child agent (its JOIN set kJoinFlagUplink)
   uint64_t next_chunk = 0;        // one past the highest chunk it contributed
 };
 
@@ -48,6 +49,10 @@ struct Slot {
   std::vector<uint32_t> piece_off, piece_len;
   int64_t first_ms = 0;        // first contribution of this chunk arrived
   bool ready = false;          // every member contributed; queued for reduction
+  // Tree groups: the reduced chunk went up to the parent, whose RESULT
+  // (since up_ms) completes the slot.
+  bool up_pending = false;
+  int64_t up_ms = 0;
   uint32_t sends_pending = 0;  // RESULT sends of the previous chunk still reading
 };
 
@@ -62,6 +67,7 @@ struct Group {
   bool formed = false;
   int64_t created_ms = 0;
   SlotGrant grant;              // window and chunk size, fixed at formation
+  wire::CapTable caps;          // what JOIN_ACK says (a tree's: the parent's too)
   uint32_t lease_slots = 0;     // the lease's slots (its budget for active calls)
   bool busy_aware = false;      // every member understands ERROR(busy)
   bool routed_aware = false;    // every member's JOIN set kJoinFlagRouted
@@ -72,6 +78,20 @@ struct Group {
   uint64_t call_end = 0;        // active: one past the call's last chunk
   uint64_t call_left = 0;       // active: chunks of the call whose results are not sent yet
   uint64_t last_use = 0;        // engine use clock at the last call's end (LRU of idle buffers)
+  // Pinned (tree groups, and groups with a child agent as member): the
+  // window's slots are held from formation to the end; in_call marks a call.
+  bool pinned = false;
+  bool in_call = false;
+  // Tree (kJoinFlagTree): this agent is the group's leaf number tree_index
+  // of tree_size; it joined the parent under parent_token (up_key), and
+  // JOIN_ACKs its members once the parent's came (up_joined). up_gone: the
+  // parent aborted the group or its connection failed (nothing more goes up).
+  bool tree = false;
+  wire::Token parent_token{};
+  uint32_t tree_index = 0, tree_size = 0;
+  std::string up_key;
+  bool up_joined = false, up_gone = false;
+  int64_t formed_ms = 0;
   std::vector<RefusedCall> refused;
   std::vector<Member> members;
   std::vector<Slot> slots;

@@ -212,6 +212,7 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
 
 Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* m) {
   const bool has_body = m->type == MsgType::kHelloAck || m->type == MsgType::kJoinAck ||
+                        m->type == MsgType::kJoin ||
                         m->type == MsgType::kContrib || m->type == MsgType::kResult ||
                         m->type == MsgType::kContribRouted || m->type == MsgType::kAbort || m->type == MsgType::kError;
   if (!has_body && body_bytes != 0) return Reason::kMalformed;
@@ -235,7 +236,16 @@ Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* 
       if (m->window > kMaxWindow) return Reason::kMalformed;
       if (m->type == MsgType::kJoin) {
         m->flags = last;
-        return (last & ~kJoinKnownFlags) == 0 ? Reason::kNone : Reason::kMalformed;
+        if ((last & ~kJoinKnownFlags) != 0) return Reason::kMalformed;
+        if (!(last & kJoinFlagTree)) return body_bytes == 0 ? Reason::kNone : Reason::kMalformed;
+        // A tree JOIN's body: the parent's token, this leaf's index, leaves.
+        if ((last & kJoinFlagUplink) || body_bytes != kTreeJoinBodyBytes) return Reason::kMalformed;
+        Reader b(body, body_bytes);
+        b.bytes(m->parent_token.data(), kTokenBytes);
+        m->tree_index = b.u32();
+        m->tree_size = b.u32();
+        if (m->tree_size < 2 || m->tree_size > kMaxGroupSize) return Reason::kMalformed;
+        return m->tree_index < m->tree_size ? Reason::kNone : Reason::kRankOutOfRange;
       }
       m->slot_bytes = last;
       if (m->window == 0 || m->slot_bytes == 0 || m->slot_bytes > kMaxSlotBytes)
@@ -298,7 +308,8 @@ const char* reasonName(Reason r) {
                                                      "lease_revoked",
                                                      "shutdown",
                                                      "busy",
-                                                     "route_mismatch"};
+                                                     "route_mismatch",
+                                                     "parent_failed"};
   const auto i = static_cast<uint16_t>(r);
   return i <= kMaxReason ? kNames[i] : "unknown";
 }
@@ -345,6 +356,13 @@ Frame encode(const Message& m) {
       w.u32(m.window);
       w.u32(m.type == MsgType::kJoinAck ? m.slot_bytes : m.flags);
       if (m.type == MsgType::kJoinAck) f.body = encodeCaps(m.caps);
+      if (m.type == MsgType::kJoin && (m.flags & kJoinFlagTree)) {
+        f.body.resize(kTreeJoinBodyBytes);
+        Writer b(f.body.data());
+        b.bytes(m.parent_token.data(), kTokenBytes);
+        b.u32(m.tree_index);
+        b.u32(m.tree_size);
+      }
       break;
     case MsgType::kContrib:
     case MsgType::kResult:

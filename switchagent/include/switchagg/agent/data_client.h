@@ -124,6 +124,19 @@ struct ClientCounters {
   uint64_t busy = 0;        // allreduce calls the agent refused as busy (group still usable)
 };
 
+// A group that spans several leaf agents of a tree (docs/offload.md
+// "Trees"): each member joins the leaf agent of its node with size/rank
+// among the group's members there, and says where the leaf's part goes: the
+// parent (spine) agent's lease token and this leaf's place among the
+// group's leaves (every member of one leaf says the same). Calls are then
+// allreduces as usual; results are reduced in rank order within each leaf
+// and leaves in index order. Routed calls do not go through trees.
+struct TreeJoin {
+  std::string parent_token_hex;  // the job's lease token at the parent agent
+  uint32_t leaf_index = 0;       // this leaf among the group's leaves (map order)
+  uint32_t leaves = 0;           // leaves the group spans (>= 2)
+};
+
 class AggGroup;
 
 class AggClient {
@@ -152,8 +165,12 @@ class AggClient {
   // group takes them from the lease only while one of its calls runs.
   // The group id must be unique among the lease's live groups (e.g. derived
   // from the communicator and agreed by its members).
+  // With `tree`, the group is this leaf's part of a tree group (TreeJoin);
+  // a leaf agent that predates trees or has no parent refuses it (never
+  // retried as a plain group).
   Result<std::unique_ptr<AggGroup>> join(uint64_t group_id, int size, int rank, int64_t timeout_ms,
-                                         uint32_t window_request = 0);
+                                         uint32_t window_request = 0,
+                                         const TreeJoin* tree = nullptr);
 
   // UCX transports of the connection, e.g. "tcp/lo" (logs, benchmarks).
   std::string transports() const;

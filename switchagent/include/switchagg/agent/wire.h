@@ -50,7 +50,19 @@ constexpr uint32_t kJoinFlagBusy = 1;  // the member understands ERROR(busy)
 // malformed; the client then joins with kJoinFlagBusy alone and serves only
 // allreduce and barrier through that agent.
 constexpr uint32_t kJoinFlagRouted = 2;
-constexpr uint32_t kJoinKnownFlags = kJoinFlagBusy | kJoinFlagRouted;
+// Trees (docs/agent-protocol.md "Trees"). kJoinFlagTree: the member joins a
+// leaf agent's part of a group that spans several leaves; the JOIN's body
+// (kTreeJoinBodyBytes) names the parent's lease token, this leaf's index
+// among the group's leaves and their number. The leaf joins the parent
+// itself, with kJoinFlagUplink: that member is a child agent, and the group
+// holds its window for its whole life (no per-call busy refusal: a leaf
+// cannot take back chunks it already forwarded). An agent that predates
+// trees refuses both flags as malformed; a tree JOIN is never retried flat.
+constexpr uint32_t kJoinFlagTree = 4;
+constexpr uint32_t kJoinFlagUplink = 8;
+constexpr uint32_t kJoinKnownFlags =
+    kJoinFlagBusy | kJoinFlagRouted | kJoinFlagTree | kJoinFlagUplink;
+constexpr size_t kTreeJoinBodyBytes = 16 + 4 + 4;  // parent token, leaf index, leaves
 
 // CONTRIB_ROUTED modes.
 // kModeReduce: payload = the chunk's count elements, reduced over members;
@@ -136,8 +148,11 @@ enum class Reason : uint16_t {
   // disagree on a routed chunk's mode or destinations, or forwarded pieces
   // do not tile the chunk in rank order.
   kRouteMismatch = 26,
+  // Added with trees (sent only in tree groups): the leaf's parent agent
+  // cannot be reached, refused the group, aborted it or stopped answering.
+  kParentFailed = 27,
 };
-constexpr int kMaxReason = 26;
+constexpr int kMaxReason = 27;
 const char* reasonName(Reason r);  // "bad_token", ... (metrics labels)
 
 // Ops the agent reduces per dtype: bit (1 << op value) in mask[dtype value].
@@ -157,6 +172,10 @@ struct Message {
   uint32_t rank = 0;        // JOIN, JOIN_ACK, CONTRIB, LEAVE
   uint32_t window = 0;      // JOIN (request, 0 = as many as allowed), JOIN_ACK, HELLO_ACK (max)
   uint32_t flags = 0;       // JOIN (kJoinFlag*)
+  // JOIN with kJoinFlagTree: the parent's lease token, this leaf's index
+  // among the group's leaves, how many leaves the group spans (>= 2).
+  Token parent_token{};
+  uint32_t tree_index = 0, tree_size = 0;
   uint32_t slot_bytes = 0;  // HELLO_ACK, JOIN_ACK
   uint32_t slot = 0;        // CONTRIB, RESULT
   uint64_t chunk = 0;       // CONTRIB, RESULT, ERROR (the rejected chunk, if any)

@@ -1,0 +1,231 @@
+// Engine: trees (docs/agent-protocol.md "Trees"). A leaf agent serves the
+// members of a group that are on its nodes; once they all joined it joins
+// the parent agent itself as member `tree_index` of `tree_size` (a child
+// agent: kJoinFlagUplink), and JOIN_ACKs its members only when the parent's
+// JOIN_ACK came (window and chunk: the smaller of both agents', capabilities:
+// what both reduce). Each chunk its members complete is reduced here in rank
+// order, as for any group, and goes up as one CONTRIB from the slot's result
+// buffer; the parent reduces the leaves' chunks in leaf order and its RESULT
+// fills the slot's result, which then goes to the members as usual. So a
+// result's order is fixed by the layout: members in rank order within each
+// leaf, leaves in index order.
+//
+// Both levels hold the group's window for its whole life (pinned): a call
+// one agent refused busy while another forwarded its chunks could not be
+// taken back. Anything the parent says against the group (ABORT, ERROR), its
+// connection failing or its silence past twice the member timeout aborts
+// the leaf's group (kParentFailed), so members fail in bounded time; a leaf
+// that ends its group (every member left, or an abort of its own) leaves the
+// parent's group, which aborts the other leaves if a call was running.
+#include <algorithm>
+#include <cstring>
+
+#include "group.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::agent {
+
+using wire::Message;
+using wire::MsgType;
+using wire::Reason;
+
+bool AggregationEngine::joinTree(Group& g, PeerId from, const Message& m) {
+  const bool tree = (m.flags & wire::kJoinFlagTree) != 0;
+  if (g.joined == 0) {
+    g.tree = tree;
+    g.parent_token = m.parent_token;
+    g.tree_index = m.tree_index;
+    g.tree_size = m.tree_size;
+    if (tree && !config_.has_parent) {
+      const std::string why =
+          "this agent has no parent (its [fabric] map and name give none): no tree groups";
+      reject(from, m, Reason::kParentFailed, why);
+      abortGroup(g, Reason::kParentFailed, why);
+      return false;
+    }
+    return true;
+  }
+  if (tree == g.tree && (!tree || (m.parent_token == g.parent_token &&
+                                   m.tree_index == g.tree_index && m.tree_size == g.tree_size)))
+    return true;
+  const std::string why = "rank " + std::to_string(m.rank) +
+                          " joined with another tree placement than the group's first member";
+  reject(from, m, Reason::kSizeMismatch, why);
+  abortGroup(g, Reason::kSizeMismatch, why);
+  return false;
+}
+
+void AggregationEngine::joinParent(Group& g, int64_t now_ms) {
+  g.formed_ms = now_ms;
+  g.up_key = groupKey(g.parent_token, g.id);
+  if (!by_up_.emplace(g.up_key, &g).second) {
+    g.up_key.clear();  // the other group owns the parent's
+    g.up_gone = true;
+    return abortGroup(g, Reason::kDuplicateJoin,
+                      "another group here joined the parent under the same lease and id");
+  }
+  Message j;
+  j.type = MsgType::kJoin;
+  j.token = g.parent_token;
+  j.group_id = g.id;
+  j.size = g.tree_size;
+  j.rank = g.tree_index;
+  j.window = g.grant.window;
+  j.flags = wire::kJoinFlagUplink;
+  if (!out_.sendUp(wire::encode(j), nullptr, 0, nullptr)) {
+    g.up_gone = true;
+    abortGroup(g, Reason::kParentFailed, "the parent agent cannot be reached");
+  }
+}
+
+void AggregationEngine::parentJoined(Group& g, const Message& ack) {
+  g.up_joined = true;
+  // One window for both levels: the leaf forwards chunk c + window only
+  // after the parent's result of chunk c, into the parent's same slot.
+  const uint32_t window = std::min(g.grant.window, ack.window);
+  if (window < g.grant.window) {
+    slots_.releaseSlots(g.job, g.grant.window - window);
+    g.grant.window = window;
+    g.slots.resize(window);
+    publishSlots();
+  }
+  g.grant.slot_bytes = std::min<size_t>(g.grant.slot_bytes, ack.slot_bytes);
+  for (size_t i = 0; i < g.caps.mask.size(); ++i) g.caps.mask[i] &= ack.caps.mask[i];
+  SA_INFO("agent", "group %llx of job %s: the parent agent took leaf %u of %u (window %u x %zu)",
+          static_cast<unsigned long long>(g.id), g.job.c_str(), g.tree_index, g.tree_size,
+          g.grant.window, g.grant.slot_bytes);
+  sendMembersJoinAck(g);
+}
+
+void AggregationEngine::sendUpward(Group& g, uint32_t slot, int64_t now_ms) {
+  Slot& s = g.slots[slot];
+  Message c;
+  c.type = MsgType::kContrib;
+  c.token = g.parent_token;
+  c.group_id = g.id;
+  c.rank = g.tree_index;
+  c.slot = slot;
+  c.chunk = s.expect_chunk;
+  c.call_elems = s.call_elems;
+  c.dtype = s.dtype;
+  c.op = s.op;
+  c.count = s.count;
+  const size_t bytes = size_t(s.count) * dtypeSize(s.dtype);
+  s.up_pending = true;
+  s.up_ms = now_ms;
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.bytes_up += bytes;
+  }
+  if (!out_.sendUp(wire::encode(c), g.buffers->result(slot), bytes, g.buffers)) {
+    g.up_gone = true;
+    abortGroup(g, Reason::kParentFailed,
+               "chunk " + std::to_string(c.chunk) + " cannot go up: the parent agent is gone");
+  }
+}
+
+void AggregationEngine::parentResult(Group& g, const Message& m) {
+  std::string why;
+  if (m.slot >= g.grant.window) {
+    why = "slot " + std::to_string(m.slot) + " beyond the window";
+  } else {
+    const Slot& s = g.slots[m.slot];
+    if (!s.up_pending || m.chunk != s.expect_chunk)
+      why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) +
+            ", which waits for " + (s.up_pending ? std::to_string(s.expect_chunk) : "nothing");
+    else if (m.count != s.count || m.dtype != s.dtype || m.op != s.op || m.result_flags != 0 ||
+             m.payload_bytes != size_t(s.count) * dtypeSize(s.dtype))
+      why = "chunk " + std::to_string(m.chunk) + " differs from what went up";
+  }
+  if (!why.empty()) {
+    g.up_gone = true;  // it does not follow the protocol: leave it alone
+    count(Reason::kParentFailed);
+    return abortGroup(g, Reason::kParentFailed, "the parent agent sent a wrong RESULT: " + why);
+  }
+  Slot& s = g.slots[m.slot];
+  if (m.payload_bytes) std::memcpy(g.buffers->result(m.slot), m.payload, m.payload_bytes);
+  s.up_pending = false;
+  sendResults(g, m.slot);
+}
+
+void AggregationEngine::leaveParent(Group& g) {
+  if (g.up_key.empty()) return;
+  by_up_.erase(g.up_key);
+  if (g.up_gone) return;
+  Message l;
+  l.type = MsgType::kLeave;
+  l.token = g.parent_token;
+  l.group_id = g.id;
+  l.rank = g.tree_index;
+  (void)out_.sendUp(wire::encode(l), nullptr, 0, nullptr);
+}
+
+void AggregationEngine::onParentMessage(const void* header, size_t header_bytes,
+                                        const void* body, size_t body_bytes, int64_t now_ms) {
+  now_ms_ = now_ms;
+  Message m;
+  const Reason r = wire::decode(header, header_bytes, body, body_bytes, &m);
+  if (r != Reason::kNone) {
+    SA_WARN("agent", "undecodable message from the parent agent (%s): ignored",
+            wire::reasonName(r));
+    return;
+  }
+  auto it = by_up_.find(groupKey(m.token, m.group_id));
+  if (it == by_up_.end()) return;  // a group that ended here already
+  Group& g = *it->second;
+  switch (m.type) {
+    case MsgType::kJoinAck:
+      if (!g.up_joined && m.size == g.tree_size && m.rank == g.tree_index) return parentJoined(g, m);
+      break;
+    case MsgType::kResult:
+      if (g.up_joined) return parentResult(g, m);
+      break;
+    case MsgType::kAbort:
+    case MsgType::kError:
+      g.up_gone = true;
+      return abortGroup(g, Reason::kParentFailed,
+                        std::string("the parent agent ") +
+                            (m.type == MsgType::kAbort ? "aborted the group" : "refused the leaf") +
+                            " (" + wire::reasonName(m.reason) + "): " + m.text);
+    default:
+      break;
+  }
+  g.up_gone = true;
+  count(Reason::kParentFailed);
+  abortGroup(g, Reason::kParentFailed,
+             std::string("the parent agent sent an unexpected message (type ") +
+                 std::to_string(int(m.type)) + ")");
+}
+
+void AggregationEngine::onParentFailed(const std::string& why) {
+  std::vector<Group*> hit;
+  for (auto& [key, g] : by_up_) hit.push_back(g);
+  for (Group* g : hit) {
+    g->up_gone = true;
+    abortGroup(*g, Reason::kParentFailed, "the parent agent's connection failed: " + why);
+  }
+}
+
+void AggregationEngine::tickTree(
+    Group& g, int64_t now_ms, std::vector<std::pair<Group*, std::pair<Reason, std::string>>>* dead) {
+  // Twice the member timeout: the parent's own (it names the silent leaf
+  // or member) comes first when it is alive.
+  const int64_t limit = 2 * config_.member_timeout_ms;
+  if (!g.up_joined) {
+    if (now_ms - g.formed_ms > limit)
+      dead->push_back({&g,
+                       {Reason::kParentFailed, "the parent agent did not answer the JOIN within " +
+                                                   std::to_string(limit) + " ms"}});
+    return;
+  }
+  for (const Slot& s : g.slots) {
+    if (!s.up_pending || now_ms - s.up_ms <= limit) continue;
+    dead->push_back({&g,
+                     {Reason::kParentFailed, "the parent agent did not return chunk " +
+                                                 std::to_string(s.expect_chunk) + " within " +
+                                                 std::to_string(limit) + " ms"}});
+    return;
+  }
+}
+
+}  // namespace switchagg::agent
