@@ -4,7 +4,8 @@
 #   fabric_down                              (idempotent; also what a dead run left)
 #   fabric_hostfile PPN                      → path of a hostfile with PPN slots per host
 #   fabric_mpirun NP PPN [mpirun args] PROG… mpirun on h1 across the hosts
-#   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` → AGENT_* (lib_agent.sh)
+#   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` (or $FABRIC_AGENT_HOST,
+#                                            e.g. a leaf's `aleaf1`) → AGENT_* (lib_agent.sh)
 #   fabric_tx_bytes                          "host bytes" lines: bytes sent per host so far
 #   fabric_tx_delta BEFORE AFTER             "host bytes" each compute host sent between two
 #                                            fabric_tx_bytes snapshots (files)
@@ -84,8 +85,9 @@ fabric_agent_start() {
   local dir=$1
   shift
   local ip
-  ip=$(fabric_py status "$FABRIC" | awk '$1 == "agent" { print $2 }')
-  AGENT_LAUNCH=(/usr/bin/python3 "$root/scripts/fabric.py" exec "$FABRIC" agent --)
+  local host=${FABRIC_AGENT_HOST:-agent}
+  ip=$(fabric_py status "$FABRIC" | awk -v h="$host" '$1 == h { print $2 }')
+  AGENT_LAUNCH=(/usr/bin/python3 "$root/scripts/fabric.py" exec "$FABRIC" "$host" --)
   AGENT_DATA_LISTEN=$ip:0
   agent_start "$root/config/agent.toml" "$dir" "$@"
 }

@@ -36,6 +36,13 @@
 #              link and next to nothing on the others', an allgather of
 #              blocks b puts ~b on each host's link, a reduce-scatter of N
 #              (float) puts ~N on each
+#   tree       2 racks x 3 hosts (leaf-spine), a leaf agent per rack whose
+#              parent is the spine agent, one lease over all three
+#              (`switchagg-ctl lease create --fabric`): the dtype x op matrix
+#              exact through the tree, both leaves sent up; the same floats
+#              bitwise over 5 runs; bytes per host per call ~N; a leaf agent,
+#              then the spine agent, SIGKILLed mid-loop: every answer right,
+#              every call bounded
 # Every scenario asserts at exit that its fabric left nothing behind.
 # Prints PASS lines; exits non-zero with the reason on failure.
 set -uo pipefail
@@ -319,6 +326,118 @@ case $scenario in
       die "no failure line after the kill"
     kill -0 "${apid[1]}" && kill -0 "${apid[3]}" || die "a surviving agent died"
     echo "PASS fabric stripes"
+    ;;
+  tree)
+    # 2 racks x 3 hosts, a leaf agent per rack (aleaf1, aleaf2), the spine
+    # agent on the spine: one lease over leaf1, leaf2 and the spine.
+    fabric_up "$name" --topo leaf-spine --racks 2 --hosts 3 --subnet "$(subnet_of 10.88)" ||
+      die "fabric up"
+    mkdir -p "$work/spine" "$work/l1" "$work/l2"
+    fabric_agent_start "$work/spine" --set agent.log_level=info || die "spine agent start"
+    spine_pid=$AGENT_PID spine_data=$AGENT_DATA
+    EXTRA_AGENT_PIDS+=("$AGENT_PID")
+    cat >"$work/map.toml" <<EOF2
+[[agent]]
+name = "leaf1"
+control = "unix:$work/l1/agent.sock"
+nodes = "h[1-3]"
+parent = "spine"
+
+[[agent]]
+name = "leaf2"
+control = "unix:$work/l2/agent.sock"
+nodes = "h[4-6]"
+parent = "spine"
+
+[[agent]]
+name = "spine"
+control = "unix:$work/spine/agent.sock"
+data = "$spine_data"
+EOF2
+    declare -a lpid
+    # leaf_start R: the leaf agent of rack R (again, after a kill).
+    leaf_start() {
+      FABRIC_AGENT_HOST=aleaf$1 fabric_agent_start "$work/l$1" --set agent.log_level=info \
+        --set fabric.map="$work/map.toml" --set fabric.name=leaf$1 || die "leaf $1 start"
+      lpid[$1]=$AGENT_PID
+      EXTRA_AGENT_PIDS+=("$AGENT_PID")
+    }
+    leaf_start 1
+    leaf_start 2
+    AGENT_PID=
+    tree_lease() {
+      local out
+      out=$("$build/bin/switchagg-ctl" lease create --job "$1" --slots 16 --ttl 10m \
+        --nodes 'h[1-6]' --fabric "$work/map.toml") || die "lease create: $out"
+      eval "$(grep '^export ' <<<"$out")"
+      [[ ${SWITCHAGG_AGENT_NAMES:-} == leaf1,leaf2,spine ]] ||
+        die "the lease is not leaf1, leaf2 and the spine: ${SWITCHAGG_AGENT_NAMES:-unset} ($out)"
+    }
+    tree_gone() {
+      "$build/bin/switchagg-ctl" lease delete --job "$1" --fabric "$work/map.toml" >/dev/null ||
+        die "lease delete"
+    }
+    # tree_run LOG PROGRAM ARGS...: PROGRAM on the 6 hosts x 1 rank.
+    tree_run() {
+      local log=$1 t0=$SECONDS
+      shift
+      timeout -s KILL 150 bash -c "$(declare -f fabric_py fabric_net fabric_hostfile fabric_mpirun)
+        root='$root' build='$build' FABRIC='$FABRIC' FABRIC_DIR='$FABRIC_DIR'
+        fabric_mpirun 6 1 --mca coll_switchagg_offload on \
+          --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+          -x SWITCHAGG_AGENT_NAMES -x SWITCHAGG_FABRIC -x SWITCHAGG_SWITCH_WINDOW=4 \
+          $(printf '%q ' "$@")" </dev/null >"$log" 2>&1
+      local rc=$?
+      cat "$log"
+      [[ $rc -eq 0 ]] && grep -q '^PASS' "$log" || die "tree: ${1##*/} failed (exit $rc)"
+      echo "tree: ${1##*/} passed in $((SECONDS - t0)) s"
+    }
+    tree_lease tree-matrix
+    tree_run "$work/matrix.log" "$build/bin/mpi_allreduce_check" --expect switch --quick \
+      --counts 2,1001
+    grep -q "a tree over 2 leaf agents" "$work/matrix.log" || die "the calls did not use the tree"
+    # Both leaves forwarded, the spine reduced: the agents' counters.
+    for a in l1 l2; do
+      up=$("$build/bin/switchagg-ctl" --agent "unix:$work/$a/agent.sock" --json status |
+        sed -n 's/.*"bytes_up": *\([0-9]*\).*/\1/p')
+      [[ ${up:-0} -gt 0 ]] || die "leaf $a sent nothing up"
+    done
+    # Bitwise the same floats over 5 runs for this layout, and the bytes on
+    # each host's link per call: N (one contribution up, one result down).
+    tree_run "$work/repeat.log" "$build/bin/test_switch_check" --repeat 5 --big 1048584
+    fabric_tx_bytes >"$work/tx0"
+    tree_run "$work/bytes.log" "$build/bin/mpi_liveness_check" --sizes 4194304 --iters 4 \
+      --warmup 0 --expect switch
+    fabric_tx_bytes >"$work/tx1"
+    tree_gone tree-matrix
+    fabric_tx_delta "$work/tx0" "$work/tx1" >"$work/sent"
+    check_bytes "tree, 6 hosts x 1 rank, 4 x 4 MiB" "$work/sent" $((4 * 4194304)) ||
+      die "tree bytes"
+    # A leaf agent, then the spine, SIGKILLed mid-loop: right answers,
+    # bounded calls, no hang.
+    for victim in leaf2 spine; do
+      tree_lease "tree-kill-$victim"
+      rm -f "$work/ready" "$work/fired"
+      pid=${lpid[2]}
+      [[ $victim == spine ]] && pid=$spine_pid
+      (
+        for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; sleep 0.05; done
+        [[ -f $work/ready ]] || exit 1
+        sleep 0.$((RANDOM % 10))
+        kill -KILL "$pid"
+        touch "$work/fired"
+      ) </dev/null >/dev/null 2>&1 &
+      killer=$!
+      tree_run "$work/kill-$victim.log" "$build/bin/test_switch_check" --fault "$work" \
+        --bytes 4194304 --max-call-ms 8000
+      wait $killer || die "$victim: the switch never served before the kill"
+      grep -Eq 'switch allreduce failed .*recomputed on the host' "$work/kill-$victim.log" ||
+        die "$victim killed: no failure line"
+      echo "tree: $victim killed mid-loop: every answer right, every call bounded"
+      [[ $victim == leaf2 ]] && { leaf_start 2; "$build/bin/switchagg-ctl" lease delete \
+        --job tree-kill-leaf2 --fabric "$work/map.toml" >/dev/null || true; }
+    done
+    echo "PASS fabric tree"
     ;;
   routed)
     fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.87)" || die "fabric up"

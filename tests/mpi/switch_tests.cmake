@@ -146,6 +146,14 @@ set_tests_properties(mpi_switch_fault_leaders_stall_rejoin PROPERTIES ENVIRONMEN
 add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)
 # Stripes: a lease over two agents (fabric map), each call cut in two.
 add_switch_test(mpi_switch_stripes_np3 240 "mpi;agent" stripes 3)
+# Trees: a spine agent and two leaf agents on this machine, 4 emulated nodes
+# (2 per leaf): exact through the tree with 1 rank per node and with node
+# leaders; a leaf killed, the spine killed, the spine's lease deleted mid-loop.
+add_switch_test(mpi_switch_tree_np4 240 "mpi;agent" tree 4 1)
+add_switch_test(mpi_switch_tree_leaders_np8 240 "mpi;agent" tree 8 2)
+add_switch_test(mpi_switch_tree_leaf_kill 150 "mpi;agent;fault" tree 4 1 leaf_kill)
+add_switch_test(mpi_switch_tree_spine_kill 150 "mpi;agent;fault" tree 4 1 spine_kill)
+add_switch_test(mpi_switch_tree_spine_delete 150 "mpi;agent;fault" tree 4 1 spine_delete)
 add_switch_test(mpi_switch_stripes_kill_np3 150 "mpi;agent;fault" stripes_kill 1048576 100 3)
 add_switch_test(mpi_switch_stripes_stall_rejoin 150 "mpi;agent;fault" stripes_stall 1048576)
 add_switch_test(mpi_switch_stripes_mismatch 120 "mpi;agent;fault" stripes_mismatch)

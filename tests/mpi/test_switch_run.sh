@@ -41,6 +41,12 @@
 #   stripes_stall BYTES   as stall, with two agents: the second (one stripe's)
 #                         is stopped: the call times out, runs on the host,
 #                         and the communicator rejoins both agents
+#   tree NP PPN [FAULT]   a spine agent and two leaf agents (its children in a
+#                         fabric map), NP ranks on emulated nodes of PPN:
+#                         the matrix exact through the tree, 5 runs bitwise
+#                         alike, both leaves sent up, no lease left after
+#                         delete; FAULT leaf_kill | spine_kill | spine_delete
+#                         mid-loop: every answer right, every call bounded
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -90,6 +96,8 @@ FIRST_AGENT_PID=
 cleanup() {
   agent_stop
   if [[ -n $FIRST_AGENT_PID ]]; then AGENT_PID=$FIRST_AGENT_PID; agent_stop; fi
+  local p
+  for p in "${TREE_PIDS[@]}"; do AGENT_PID=$p; agent_stop; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -177,6 +185,53 @@ EOF2
   [[ $SWITCHAGG_AGENT == *,* && $SWITCHAGG_LEASE == *,* ]] || die "one address and token per agent expected"
 }
 metric_at() { "$bin/switchagg-ctl" --agent "unix:$1" metrics | awk -v m="$2" '$1 == m { print $2 }'; }
+
+# A tree on this machine: the spine agent (work/spine) and two leaf agents
+# (work/l1, work/l2) whose parent it is in a fabric map; leaf 1 serves the
+# emulated nodes emu[0-1], leaf 2 emu[2-3]; a lease over all three for job
+# $1, exported with the map's names and path. SPINE_PID, LEAF_PID[1..2],
+# LEAF_SOCKET[1..2]; AGENT_* describe the last agent started.
+declare -a LEAF_PID LEAF_SOCKET
+TREE_PIDS=()
+start_leaf() {
+  agent_start "$root/config/agent.toml" "$work/l$1" --set agent.log_level=info \
+    --set fabric.map="$work/tree.toml" --set fabric.name="leaf$1" || die "leaf $1 start"
+  LEAF_PID[$1]=$AGENT_PID LEAF_SOCKET[$1]=$AGENT_SOCKET
+  TREE_PIDS+=("$AGENT_PID")
+}
+start_tree_and_lease() {
+  mkdir -p "$work/spine" "$work/l1" "$work/l2"
+  agent_start "$root/config/agent.toml" "$work/spine" --set agent.log_level=info ||
+    die "spine start"
+  SPINE_PID=$AGENT_PID SPINE_SOCKET=$AGENT_SOCKET
+  TREE_PIDS+=("$AGENT_PID")
+  cat >"$work/tree.toml" <<EOF2
+[[agent]]
+name = "leaf1"
+control = "unix:$work/l1/agent.sock"
+nodes = "emu[0-1]"
+parent = "spine"
+
+[[agent]]
+name = "leaf2"
+control = "unix:$work/l2/agent.sock"
+nodes = "emu[2-3]"
+parent = "spine"
+
+[[agent]]
+name = "spine"
+control = "unix:$SPINE_SOCKET"
+data = "$AGENT_DATA"
+EOF2
+  start_leaf 1
+  start_leaf 2
+  local out
+  out=$("$bin/switchagg-ctl" lease create --job "$1" --slots 16 --ttl 10m --nodes 'emu[0-3]' \
+        --fabric "$work/tree.toml") || die "tree lease create: $out"
+  eval "$(grep '^export ' <<<"$out")"
+  [[ ${SWITCHAGG_AGENT_NAMES:-} == leaf1,leaf2,spine ]] ||
+    die "the lease is not over leaf1, leaf2 and the spine: $out"
+}
 
 
 case $scenario in
@@ -558,6 +613,56 @@ case $scenario in
     # within 5 % of the total (and both carried traffic).
     awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d;
       exit !(a > 0 && b > 0 && d <= 0.05 * (a + b)) }' || die "the stripes are not even: a=$a b=$b"
+    ;;
+  tree)
+    # tree NP PPN [leaf_kill|spine_kill|spine_delete]: NP ranks on emulated
+    # nodes of PPN ranks, through the tree (node leaders with PPN > 1).
+    np=$1 ppn=$2 fault=${3:-}
+    start_tree_and_lease tree
+    tree_emu=("$here/emulate_nodes.sh" "$ppn")
+    tree_env=(-x SWITCHAGG_AGENT_NAMES -x SWITCHAGG_FABRIC)
+    if [[ -z $fault ]]; then
+      run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$bin/mpi_allreduce_check" --expect switch --quick ||
+        { cat "$work/matrix.log"; die "matrix run failed"; }
+      expect_pass "$work/matrix.log" "a tree over 2 leaf agents"
+      [[ $ppn -eq 1 ]] || grep -q "$((np / ppn)) node leaders for $np ranks" "$work/matrix.log" ||
+        die "no node leaders at $ppn ranks per node"
+      run_mpi "$np" "$work/repeat.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$bin/test_switch_check" --repeat 5 || { cat "$work/repeat.log"; die "repeat run failed"; }
+      expect_pass "$work/repeat.log" "a tree over 2 leaf agents"
+      for k in 1 2; do
+        up=$(metric_at "${LEAF_SOCKET[$k]}" switchagg_bytes_up_total)
+        echo "leaf $k sent ${up:-0} bytes up"
+        [[ ${up:-0} -gt 0 ]] || die "leaf $k sent nothing up"
+      done
+      spine_in=$(metric_at "$SPINE_SOCKET" switchagg_bytes_in_total)
+      [[ ${spine_in:-0} -gt 0 ]] || die "the spine reduced nothing"
+      "$bin/switchagg-ctl" lease delete --job tree --fabric "$work/tree.toml" >/dev/null ||
+        die "lease delete"
+      for sock in "${LEAF_SOCKET[1]}" "${LEAF_SOCKET[2]}" "$SPINE_SOCKET"; do
+        left=$("$bin/switchagg-ctl" --agent "unix:$sock" lease list | grep -c tree || true)
+        [[ $left -eq 0 ]] || die "a lease is left at $sock"
+      done
+    else
+      case $fault in
+        leaf_kill) AGENT_PID=${LEAF_PID[2]} ;;
+        spine_kill | spine_delete) AGENT_PID=$SPINE_PID AGENT_SOCKET=$SPINE_SOCKET ;;
+        *) die "tree fault must be leaf_kill, spine_kill or spine_delete, got '$fault'" ;;
+      esac
+      run_mpi "$np" "$work/fault.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$bin/test_switch_check" --fault "$work" --bytes 1048576 --max-call-ms 8000 &
+      pid=$!
+      # spine_delete: the lease goes at the spine only (its control socket).
+      fire_fault $pid "$work/fault.log" "${fault#*_}" tree $((RANDOM % 200))
+      wait $pid || { cat "$work/fault.log"; die "the job failed after the fault"; }
+      expect_pass "$work/fault.log" "a tree over 2 leaf agents" \
+        "switch allreduce failed .*recomputed on the host"
+      for k in 1 2; do
+        [[ $fault == leaf_kill && $k == 2 ]] && continue
+        kill -0 "${LEAF_PID[$k]}" || die "leaf $k died"
+      done
+    fi
     ;;
   stripes_mismatch)
     export SWITCHAGG_AGENT=127.0.0.1:9,127.0.0.1:10 SWITCHAGG_MODE=require

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <strings.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "process_runtime.h"
 #include "switchagg/agent/control_schema.h"
 #include "switchagg/agent/data_client.h"
+#include "switchagg/agent/fabric_map.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/config_table.h"
 #include "switchagg/common/log.h"
@@ -23,6 +25,59 @@ int64_t nowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+std::string nodeName() {
+  if (const char* n = envOrNull("SWITCHAGG_NODE_NAME"); n && *n) return n;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "";
+  std::string h = host;
+  return h.substr(0, h.find('.'));
+}
+
+// A tree lease (fabric map names + path, one listed agent the others'
+// parent): which agent serves this node and which is its parent.
+void readTree(SwitchLease* lease) {
+  const char* names = envOrNull("SWITCHAGG_AGENT_NAMES");
+  const char* path = envOrNull("SWITCHAGG_FABRIC");
+  if (!names || !path || !*names || !*path) return;
+  const std::vector<std::string> list = splitList(names);
+  if (list.size() != lease->agents.size()) {
+    if (isJobRankZero())
+      SA_WARN("coll", "SWITCHAGG_AGENT_NAMES names %zu agent(s), %s %zu: placement ignored",
+              list.size(), agent::kEnvAgent, lease->agents.size());
+    return;
+  }
+  auto index = [&](const std::string& name) {
+    auto it = std::find(list.begin(), list.end(), name);
+    return it == list.end() ? -1 : int(it - list.begin());
+  };
+  Result<agent::FabricMap> map = agent::FabricMap::load(path);
+  if (!map.ok()) {
+    lease->tree_error = "fabric map " + std::string(path) + ": " + map.status().message();
+    // Without the map a rank cannot tell a tree from stripes: no offload.
+    lease->tree = true;
+    return;
+  }
+  for (const std::string& n : list) {
+    const agent::FabricAgent* a = map->find(n);
+    if (a && !a->parent.empty() && index(a->parent) >= 0) lease->tree = true;
+  }
+  if (!lease->tree) return;
+  const std::string node = nodeName();
+  const agent::FabricAgent* mine = map->agentOf(node);
+  if (!mine || index(mine->name) < 0) {
+    lease->tree_error = "node '" + node + "' is served by no agent of the lease (" +
+                        std::string(names) + ")";
+    return;
+  }
+  lease->leaf = index(mine->name);
+  lease->root = mine->parent.empty() ? -1 : index(mine->parent);
+  if (lease->root < 0) {
+    lease->tree_error = "agent '" + mine->name + "' (node " + node +
+                        ") has no parent among the lease's agents";
+    lease->leaf = -1;
+  }
 }
 
 std::unique_ptr<SwitchLease> readLease() {
@@ -44,6 +99,7 @@ std::unique_ptr<SwitchLease> readLease() {
               agent::kEnvAgent, lease->agents.size(), agent::kEnvLease, lease->tokens.size());
     return nullptr;
   }
+  readTree(lease.get());
   const char* mode = envOrNull(agent::kEnvMode);
   lease->require = mode && strcasecmp(mode, "require") == 0;
   // "off" in the environment means the job asked for no offload at all.

@@ -7,6 +7,13 @@
 //                    over them (docs/offload.md "Stripes")
 //   SWITCHAGG_LEASE  lease token (32 hex chars), or one per agent in the
 //                    same order
+//   SWITCHAGG_AGENT_NAMES, SWITCHAGG_FABRIC
+//                    the agents' names in the fabric map (same order) and
+//                    the map's path, when a map placed the lease: if one
+//                    listed agent is the others' parent the lease is a tree
+//                    (docs/offload.md "Trees"): each rank talks only to the
+//                    leaf agent of its node (SWITCHAGG_NODE_NAME, else the short
+//                    hostname), which forwards to the spine
 //   SWITCHAGG_MODE   auto | require (require: failing to join is an error
 //                    line, once per job; the answers stay right either way)
 //   SWITCHAGG_SWITCH_*  timeout, window and rejoin (switch_settings.h)
@@ -36,6 +43,12 @@ struct SwitchLease : SwitchSettings {
   std::vector<std::string> agents;  // one per stripe, in the job-wide order
   std::vector<std::string> tokens;  // same order
   bool require = false;
+  // A tree lease: agents[leaf] serves this process's node, agents[root] is
+  // its parent (the spine); leaf = -1 with tree_error saying why when the
+  // node has no agent of the lease (the switch path is then unavailable).
+  bool tree = false;
+  int leaf = -1, root = -1;
+  std::string tree_error;
 };
 
 // The lease from the environment, or nullptr when the job has none.

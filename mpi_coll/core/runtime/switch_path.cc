@@ -56,7 +56,8 @@ constexpr int64_t kJoinTimeoutMs = 5000;
 struct JoinHello {
   uint64_t nonce;
   uint8_t connected;
-  uint8_t pad[3];
+  uint8_t pad;
+  uint16_t leaf;  // a tree lease: 1 + the index of this rank's leaf agent (0: not a tree)
   // What the agent told this rank's connection (CAPACITY_ACK). Ranks asked
   // at different moments, so everyone uses rank 0's: the selector's input
   // must be the same on every rank.
@@ -751,15 +752,51 @@ agent::wire::Capacity slowestAgent(const std::vector<std::shared_ptr<agent::AggC
   return slow;
 }
 
+// Where a member sits in a tree: the communicator's leaves are the leaf
+// agents its ranks' nodes have, in the lease's (the map's) order; `index` is
+// this member's leaf among them. *size / *rank become the members at that
+// leaf and this member's place there (participants in order: ranks, or
+// nodes with leaders). One leaf: a plain group there (leaves = 1).
+struct TreePlace {
+  uint32_t index = 0, leaves = 0;
+};
+
+TreePlace treePlace(const std::vector<JoinHello>& all, const NodeLeaders* leaders, int* size,
+                    int* rank) {
+  std::vector<uint16_t> leaf_of(static_cast<size_t>(*size));  // per participant
+  for (int p = 0; p < *size; ++p)
+    leaf_of[size_t(p)] = all[size_t(leaders ? leaders->leaderOf(p) : p)].leaf;
+  std::vector<uint16_t> leaves = leaf_of;
+  std::sort(leaves.begin(), leaves.end());
+  leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
+  TreePlace t;
+  t.leaves = uint32_t(leaves.size());
+  const uint16_t mine = leaf_of[size_t(*rank)];
+  t.index = uint32_t(std::find(leaves.begin(), leaves.end(), mine) - leaves.begin());
+  if (t.leaves < 2) return t;
+  int here = 0, me = 0;
+  for (int p = 0; p < *size; ++p) {
+    if (leaf_of[size_t(p)] != mine) continue;
+    if (p == *rank) me = here;
+    ++here;
+  }
+  *size = here;
+  *rank = me;
+  return t;
+}
+
 Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders) {
   const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
   // A non-leader opens no connection and agrees to whatever the others saw.
   const bool member = !leaders || leaders->leader();
   // A member opens one connection per agent of the lease (one stripe each);
   // connected means connected to all of them.
+  // A tree lease: one connection, to the leaf agent of this rank's node.
   std::vector<std::shared_ptr<agent::AggClient>> clients;
   Status connect_failure;
+  if (lease.tree && lease.leaf < 0) connect_failure = Status(Code::kUnsupported, lease.tree_error);
   for (size_t k = 0; member && k < lease.agents.size() && connect_failure.ok(); ++k) {
+    if (lease.tree && k != size_t(lease.leaf)) continue;
     Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k);
     if (c.ok())
       clients.push_back(std::move(c.value()));
@@ -769,6 +806,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   JoinHello mine{};
   mine.connected = connect_failure.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
+  mine.leaf = lease.tree && lease.leaf >= 0 ? uint16_t(lease.leaf + 1) : 0;
   if (member && connect_failure.ok()) mine.capacity = slowestAgent(clients);
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
@@ -794,21 +832,34 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   // WORLD and one more communicator there, as before.
   // The same id at every agent (ids are per lease, and each agent has its
   // own lease). Joins run agent by agent in the lease's order on every rank.
+  // With node leaders the agent sees one member per node, by node index.
+  int size = leaders ? leaders->nodes() : comm.size();
+  int rank = leaders ? leaders->node() : comm.rank();
+  const TreePlace tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreePlace{};
   std::vector<std::unique_ptr<agent::AggGroup>> groups;
   Status join_failure;
   for (size_t k = 0; k < clients.size() && join_failure.ok(); ++k) {
+    const size_t agent_k = lease.tree ? size_t(lease.leaf) : k;
+    // A tree group holds its window at the leaf and the spine for its
+    // whole life (no per-call busy): a quarter of the lease, so a few
+    // communicators of the job can each have one.
+    const uint32_t share = tree.leaves > 1 ? 4 : 2;
     const uint32_t window = lease.window_request
                                 ? lease.window_request
-                                : std::max<uint32_t>(1, clients[k]->agent().max_window / 2);
-    // With node leaders the agent sees one member per node, by node index.
-    Result<std::unique_ptr<agent::AggGroup>> group =
-        clients[k]->join(group_id, leaders ? leaders->nodes() : comm.size(),
-                         leaders ? leaders->node() : comm.rank(), kJoinTimeoutMs, window);
+                                : std::max<uint32_t>(1, clients[k]->agent().max_window / share);
+    agent::TreeJoin tj;
+    if (tree.leaves > 1) {
+      tj.parent_token_hex = lease.tokens[size_t(lease.root)];
+      tj.leaf_index = tree.index;
+      tj.leaves = tree.leaves;
+    }
+    Result<std::unique_ptr<agent::AggGroup>> group = clients[k]->join(
+        group_id, size, rank, kJoinTimeoutMs, window, tree.leaves > 1 ? &tj : nullptr);
     if (group.ok())
       groups.push_back(std::move(group.value()));
     else
       join_failure =
-          Status(group.status().code(), lease.agents[k] + ": " + group.status().message());
+          Status(group.status().code(), lease.agents[agent_k] + ": " + group.status().message());
   }
   std::unique_ptr<agent::StripedGroup> striped;
   if (member) striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
@@ -841,8 +892,11 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   if (!leaders) joined.info = slowest;
   else if (!leaders->shareInfo(joined.group ? &slowest : nullptr, &joined.info).ok())
     return {};
-  const size_t stripes = lease.agents.size();
+  const size_t stripes = lease.tree ? 1 : lease.agents.size();
   const agent::GroupInfo& info = joined.info;
+  if (comm.rank() == 0 && tree.leaves > 1)
+    SA_INFO("coll", "comm %s: a tree over %u leaf agents and the spine %s", comm.name().c_str(),
+            tree.leaves, lease.agents[size_t(lease.root)].c_str());
   if (comm.rank() == 0 && leaders)
     SA_INFO("coll",
             "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
