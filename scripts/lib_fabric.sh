@@ -6,6 +6,14 @@
 #   fabric_mpirun NP PPN [mpirun args] PROG… mpirun on h1 across the hosts
 #   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` (or $FABRIC_AGENT_HOST,
 #                                            e.g. a leaf's `aleaf1`) → AGENT_* (lib_agent.sh)
+#   fabric_tree_start WORKDIR RACKS HOSTS [--set K=V…]
+#                                            a leaf-spine fabric's agents: the spine agent on
+#                                            `agent`, leaf agent r on `aleaf<r>` (parent: the
+#                                            spine) serving its rack's hosts; the fabric map
+#                                            in TREE_MAP (WORKDIR/map.toml), TREE_PIDS (spine
+#                                            first), SPINE_SOCKET/SPINE_DATA, LEAF_PIDS[r]
+#   fabric_leaf_start R [--set K=V…]         leaf agent R (again, after a kill) → LEAF_PIDS[R]
+#   fabric_uplink_bytes                      "rack up down" lines: bytes on each rack's uplink
 #   fabric_tx_bytes                          "host bytes" lines: bytes sent per host so far
 #   fabric_tx_delta BEFORE AFTER             "host bytes" each compute host sent between two
 #                                            fabric_tx_bytes snapshots (files)
@@ -98,3 +106,43 @@ fabric_tx_bytes() {
 }
 
 fabric_tx_delta() { paste "$1" "$2" | awk '$1 ~ /^h[0-9]+$/ { print $1, $4 - $2 }'; }
+
+declare -ga TREE_PIDS=() LEAF_PIDS=()
+fabric_tree_start() {
+  local dir=$1 racks=$2 hosts=$3 r
+  shift 3
+  TREE_DIR=$dir TREE_MAP=$dir/map.toml TREE_SET=("$@")
+  mkdir -p "$dir/spine"
+  fabric_agent_start "$dir/spine" "$@" || return 1
+  TREE_PIDS+=("$AGENT_PID")
+  SPINE_PID=$AGENT_PID SPINE_SOCKET=$AGENT_SOCKET SPINE_DATA=$AGENT_DATA
+  {
+    for r in $(seq 1 "$racks"); do
+      printf '[[agent]]\nname = "leaf%s"\ncontrol = "unix:%s/l%s/agent.sock"\nnodes = "h[%s-%s]"\nparent = "spine"\n\n' \
+        "$r" "$dir" "$r" $(((r - 1) * hosts + 1)) $((r * hosts))
+    done
+    printf '[[agent]]\nname = "spine"\ncontrol = "unix:%s"\ndata = "%s"\n' "$SPINE_SOCKET" "$SPINE_DATA"
+  } >"$TREE_MAP"
+  for r in $(seq 1 "$racks"); do fabric_leaf_start "$r" || return 1; done
+  AGENT_PID=
+}
+
+fabric_leaf_start() {
+  local r=$1
+  shift
+  mkdir -p "$TREE_DIR/l$r"
+  FABRIC_AGENT_HOST=aleaf$r fabric_agent_start "$TREE_DIR/l$r" "${TREE_SET[@]}" "$@" \
+    --set fabric.map="$TREE_MAP" --set fabric.name="leaf$r" || return 1
+  TREE_PIDS+=("$AGENT_PID")
+  LEAF_PIDS[$r]=$AGENT_PID
+}
+
+# The leaf switch's first port is its link to the spine (fabric.py adds it
+# before the hosts'): its tx is the rack's traffic up, rx what comes down.
+fabric_uplink_bytes() {
+  local dev r=1
+  while dev=/sys/class/net/${FABRIC}l$r-eth1/statistics && [[ -d $dev ]]; do
+    echo "$r $(cat "$dev/tx_bytes") $(cat "$dev/rx_bytes")"
+    r=$((r + 1))
+  done
+}

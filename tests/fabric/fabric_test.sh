@@ -332,49 +332,18 @@ case $scenario in
     # agent on the spine: one lease over leaf1, leaf2 and the spine.
     fabric_up "$name" --topo leaf-spine --racks 2 --hosts 3 --subnet "$(subnet_of 10.88)" ||
       die "fabric up"
-    mkdir -p "$work/spine" "$work/l1" "$work/l2"
-    fabric_agent_start "$work/spine" --set agent.log_level=info || die "spine agent start"
-    spine_pid=$AGENT_PID spine_data=$AGENT_DATA
-    EXTRA_AGENT_PIDS+=("$AGENT_PID")
-    cat >"$work/map.toml" <<EOF2
-[[agent]]
-name = "leaf1"
-control = "unix:$work/l1/agent.sock"
-nodes = "h[1-3]"
-parent = "spine"
-
-[[agent]]
-name = "leaf2"
-control = "unix:$work/l2/agent.sock"
-nodes = "h[4-6]"
-parent = "spine"
-
-[[agent]]
-name = "spine"
-control = "unix:$work/spine/agent.sock"
-data = "$spine_data"
-EOF2
-    declare -a lpid
-    # leaf_start R: the leaf agent of rack R (again, after a kill).
-    leaf_start() {
-      FABRIC_AGENT_HOST=aleaf$1 fabric_agent_start "$work/l$1" --set agent.log_level=info \
-        --set fabric.map="$work/map.toml" --set fabric.name=leaf$1 || die "leaf $1 start"
-      lpid[$1]=$AGENT_PID
-      EXTRA_AGENT_PIDS+=("$AGENT_PID")
-    }
-    leaf_start 1
-    leaf_start 2
-    AGENT_PID=
+    fabric_tree_start "$work" 2 3 --set agent.log_level=info || die "tree agents start"
+    EXTRA_AGENT_PIDS+=("${TREE_PIDS[@]}")
     tree_lease() {
       local out
       out=$("$build/bin/switchagg-ctl" lease create --job "$1" --slots 16 --ttl 10m \
-        --nodes 'h[1-6]' --fabric "$work/map.toml") || die "lease create: $out"
+        --nodes 'h[1-6]' --fabric "$TREE_MAP") || die "lease create: $out"
       eval "$(grep '^export ' <<<"$out")"
       [[ ${SWITCHAGG_AGENT_NAMES:-} == leaf1,leaf2,spine ]] ||
         die "the lease is not leaf1, leaf2 and the spine: ${SWITCHAGG_AGENT_NAMES:-unset} ($out)"
     }
     tree_gone() {
-      "$build/bin/switchagg-ctl" lease delete --job "$1" --fabric "$work/map.toml" >/dev/null ||
+      "$build/bin/switchagg-ctl" lease delete --job "$1" --fabric "$TREE_MAP" >/dev/null ||
         die "lease delete"
     }
     # tree_run LOG PROGRAM ARGS...: PROGRAM on the 6 hosts x 1 rank.
@@ -406,20 +375,29 @@ EOF2
     # each host's link per call: N (one contribution up, one result down).
     tree_run "$work/repeat.log" "$build/bin/test_switch_check" --repeat 5 --big 1048584
     fabric_tx_bytes >"$work/tx0"
+    fabric_uplink_bytes >"$work/u0"
     tree_run "$work/bytes.log" "$build/bin/mpi_liveness_check" --sizes 4194304 --iters 4 \
       --warmup 0 --expect switch
     fabric_tx_bytes >"$work/tx1"
+    fabric_uplink_bytes >"$work/u1"
     tree_gone tree-matrix
     fabric_tx_delta "$work/tx0" "$work/tx1" >"$work/sent"
     check_bytes "tree, 6 hosts x 1 rank, 4 x 4 MiB" "$work/sent" $((4 * 4194304)) ||
       die "tree bytes"
+    # Each rack's uplink: one partial up and the result down per call, not
+    # its 3 hosts' vectors.
+    paste "$work/u0" "$work/u1" | awk '{ print "rack" $1, $5 - $2 }' >"$work/up"
+    check_bytes "tree uplinks up, 4 x 4 MiB" "$work/up" $((4 * 4194304)) || die "uplink bytes up"
+    paste "$work/u0" "$work/u1" | awk '{ print "rack" $1, $6 - $3 }' >"$work/down"
+    check_bytes "tree uplinks down, 4 x 4 MiB" "$work/down" $((4 * 4194304)) ||
+      die "uplink bytes down"
     # A leaf agent, then the spine, SIGKILLed mid-loop: right answers,
     # bounded calls, no hang.
     for victim in leaf2 spine; do
       tree_lease "tree-kill-$victim"
       rm -f "$work/ready" "$work/fired"
-      pid=${lpid[2]}
-      [[ $victim == spine ]] && pid=$spine_pid
+      pid=${LEAF_PIDS[2]}
+      [[ $victim == spine ]] && pid=$SPINE_PID
       (
         for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; sleep 0.05; done
         [[ -f $work/ready ]] || exit 1
@@ -434,8 +412,14 @@ EOF2
       grep -Eq 'switch allreduce failed .*recomputed on the host' "$work/kill-$victim.log" ||
         die "$victim killed: no failure line"
       echo "tree: $victim killed mid-loop: every answer right, every call bounded"
-      [[ $victim == leaf2 ]] && { leaf_start 2; "$build/bin/switchagg-ctl" lease delete \
-        --job tree-kill-leaf2 --fabric "$work/map.toml" >/dev/null || true; }
+      if [[ $victim == leaf2 ]]; then
+        fabric_leaf_start 2 --set agent.log_level=info || die "leaf 2 restart"
+        EXTRA_AGENT_PIDS+=("$AGENT_PID")
+        AGENT_PID=
+        # Its lease died with it; the others' go (and the TTL backstops them).
+        "$build/bin/switchagg-ctl" lease delete --job tree-kill-leaf2 --fabric "$TREE_MAP" \
+          >/dev/null 2>&1 || true
+      fi
     done
     echo "PASS fabric tree"
     ;;
