@@ -4,7 +4,8 @@
 # not the CPU, is the bottleneck, the switch agent on the switch. Runs
 # switchagg-bench --check for the switch path, ring, hierarchical and Open
 # MPI's tuned with 1 and 2 ranks per host, the training proxy with offload on
-# and off, and prints one screen: time per size and path, the measured
+# and off, then on a leaf-spine fabric (2 racks x 2 hosts, 2:1 uplinks) the
+# agent tree against one flat agent and the ring, and prints one screen: time per size and path, the measured
 # switch/ring ratio beside its theory, and the bytes each host put on its
 # link per allreduce (interface counters) beside theirs. Plots and CSVs land
 # in --out. Everything it started stops at the end, on Ctrl-C and on TERM.
@@ -55,6 +56,8 @@ cleanup() {
   set +e
   trap '' INT TERM HUP
   agent_stop
+  local p
+  for p in "${TREE_PIDS[@]}"; do AGENT_PID=$p; agent_stop; done
   fabric_down   # also stops what still runs inside the hosts
   rm -rf "$work"
   exit "$rc"
@@ -120,6 +123,67 @@ for mode in on off; do
   cp "$work/csv/loss-$mode.csv" "$out/"
 done
 
+agent_line=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" metrics |
+  awk '/^switchagg_(chunks_reduced|bytes_in|groups_created)_total/ { printf "%s=%s  ", $1, $2 }')
+
+# A tree: two racks of two hosts whose uplinks carry half of what their
+# hosts can send (2:1), a leaf agent per rack under the spine agent; the
+# tree against one flat agent at the spine and the ring.
+agent_stop
+fabric_down
+say "emulated leaf-spine: 2 racks x 2 hosts, $rate Mbit/s host links, $rate Mbit/s uplinks (2:1)"
+fabric_up dt --topo leaf-spine --racks 2 --hosts 2 --rate "$rate" --uplink "$rate" --subnet 10.89
+say "agents: spine on the spine, leaf1/leaf2 on the leaves (fabric map: parent = spine)"
+fabric_tree_start "$work/tree" 2 2
+tree_env=$("$bin/switchagg-ctl" lease create --job demo-tree --slots 16 --ttl 1h --nodes 'h[1-4]' \
+  --fabric "$TREE_MAP" | grep '^export ')
+flat_env=$("$bin/switchagg-ctl" --agent "unix:$SPINE_SOCKET" lease create --job demo-flat \
+  --slots 16 --ttl 1h | grep '^export ')
+echo "  $(sed -n 's/.*\(SWITCHAGG_AGENT_NAMES=[^ ]*\).*/\1/p' <<<"$tree_env") (the tree's lease)"
+tree_paths=(
+  "tree|tree|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch --mca coll_switchagg_verbose 1"
+  "flat|flat|--mca coll_switchagg_offload on --mca coll_switchagg_allreduce_algorithm switch"
+  "ring|none|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm ring"
+)
+tree_job() {  # tree_job ENTRY LOG PROGRAM ARGS...: 4 ranks, the entry's lease
+  local entry=$1 log=$2
+  shift 2
+  local rest=${entry#*|}
+  local lease=${rest%%|*} args=${rest#*|}
+  (
+    unset SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC
+    case $lease in tree) eval "$tree_env" ;; flat) eval "$flat_env" ;; esac
+    xs=()
+    for v in SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC; do
+      [[ -n ${!v:-} ]] && xs+=(-x "$v")
+    done
+    # shellcheck disable=SC2086
+    fabric_mpirun 4 1 $args "${xs[@]}" -x SWITCHAGG_SWITCH_WINDOW "$@" >"$log" 2>&1 </dev/null
+  ) || { echo "demo: FAILED (log: $log)"; tail -20 "$log"; exit 1; }
+}
+: >"$out/bytes-tree.txt"
+for p in "${tree_paths[@]}"; do
+  name=${p%%|*}
+  say "mpirun -np 4 (2 racks x 2 hosts) switchagg-bench --check --min 1M --max $max: $name"
+  tree_job "$p" "$out/bench-tree-$name.log" "$bin/switchagg-bench" --check --min 1M --max "$max" \
+    --iters "$iters" --min-iters 3 --warmup 1 --label "$name" --csv "$work/csv/bench-tree-$name.csv"
+  cp "$work/csv/bench-tree-$name.csv" "$out/"
+  [[ $name != tree ]] || grep -q "a tree over 2 leaf agents" "$out/bench-tree-$name.log" ||
+    { echo "demo: FAILED: the tree path did not use the tree"; exit 1; }
+  fabric_tx_bytes >"$work/b0"
+  fabric_uplink_bytes >"$work/u0"
+  tree_job "$p" "$work/bytes.log" "$bin/mpi_liveness_check" --sizes 4194304 --iters 2 --warmup 0
+  fabric_tx_bytes >"$work/b1"
+  fabric_uplink_bytes >"$work/u1"
+  host=$(fabric_tx_delta "$work/b0" "$work/b1" | awk '{ s += $2; n++ } END { printf "%.2f", s / n / 2 / 4194304 }')
+  up=$(paste "$work/u0" "$work/u1" | awk '{ s += $5 - $2; n++ } END { printf "%.2f", s / n / 2 / 4194304 }')
+  echo "$name $host $up" >>"$out/bytes-tree.txt"
+done
+tree_agents=$(for s in "$work"/tree/l1/agent.sock "$work"/tree/l2/agent.sock "$SPINE_SOCKET"; do
+  "$bin/switchagg-ctl" --agent "unix:$s" metrics | awk '/^switchagg_bytes_(in|up)_total/ { printf "%s ", $2 }'
+  printf '| '
+done)
+
 # The screen.
 printf '\n\033[1mswitchagg on an emulated cluster: %d hosts, %s Mbit/s links (%s MB/s)\033[0m\n' \
   "$hosts" "$rate" "$((rate / 8))"
@@ -148,17 +212,39 @@ for ppn in 1 2; do
 done
 cat <<EOF
 
-theory: per host link of B bytes/s, p ranks, k per host, vector N: the switch path puts k·N
-  on each host link (every rank sends its vector once; node leaders are future work), the ring
-  2(p-1)/p·N, hierarchical 2(H-1)/H·N between H hosts; for large N time ≈ bytes / B, so
-  switch/ring → k·p / (2(p-1)). Small sizes are latency-bound (TCP, the agent's round trip).
+theory: per host link of B bytes/s, p ranks, k per host, vector N: the switch path puts N on
+  each host link (node leaders: the host reduces first, one rank sends), the ring 2(p-1)/p·N,
+  hierarchical 2(H-1)/H·N between H hosts; for large N time ≈ bytes / B, so switch/ring →
+  p / (2(p-1)) at k = 1. Small sizes are latency-bound (TCP, the agent's round trip).
+EOF
+printf '\n\033[1mtree: 2 racks x 2 hosts, %s Mbit/s host links, %s Mbit/s uplinks (2:1)\033[0m\n' "$rate" "$rate"
+cat "$out"/bench-tree-*.csv | awk -F, "$(cat "$root/benchmarks/lib/stats.awk")"'
+  $1 == "label" { next }
+  { v[$1 SUBSEP $5] = v[$1 SUBSEP $5] " " $15; sizes[$5] = 1 }
+  END {
+    printf "  %-8s %9s %9s %9s | %9s %7s | %9s %7s\n", "size", "tree", "flat", "ring", "tree/flat", "theory", "tree/ring", "theory"
+    n = sortedKeys(sizes, l)
+    for (i = 1; i <= n; i++) {
+      s = l[i]; t = median(v["tree" SUBSEP s]) / 1000; f = median(v["flat" SUBSEP s]) / 1000
+      r = median(v["ring" SUBSEP s]) / 1000
+      printf "  %-8s %9.1f %9.1f %9.1f | %9.2f %7.2f | %9.2f %7.2f\n", human(s), t, f, r, t / f, 0.5, t / r, 4 / 6
+    }
+  }'
+printf '  bytes per allreduce in N (host link / rack uplink up), measured vs theory: '
+awk '{ th = ($1 == "tree") ? "1 / 1" : ($1 == "flat") ? "1 / 2" : "1.50 / 1.50"
+       printf "%s %s / %s (%s)   ", $1, $2, $3, th }' "$out/bytes-tree.txt"
+echo
+cat <<EOF
+theory: the tree puts N on each host link and one partial up each uplink (the leaf reduces its
+  rack first); a flat agent at the spine gets every rank's N across its rack's uplink, 2·N on a
+  link of B: twice the time (tree/flat → 0.5); the ring 1.5·N per host link (tree/ring → 0.67).
+agents (bytes in, bytes up): leaf1 | leaf2 | spine: $tree_agents
 EOF
 for mode in on off; do
   printf 'train (offload=%s): %s; %s\n' "$mode" \
     "$(grep -m1 '^time per step' "$out/train-$mode.log" | sed 's/ (mean.*//')" \
     "$(grep -m1 '^final loss' "$out/train-$mode.log")"
 done
-echo "agent: $("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" metrics |
-  awk '/^switchagg_(chunks_reduced|bytes_in|groups_created)_total/ { printf "%s=%s  ", $1, $2 }')"
+echo "agent (star): $agent_line"
 echo "plots: $out/ppn1/allreduce_latency.png $out/ppn2/allreduce_latency.png"
 echo "logs and CSV: $out"
