@@ -10,6 +10,11 @@
 #                  step process gone within 20 s
 #   slurmd_killed  slurmd of h3 SIGKILLed mid-job: the job ends, the lease
 #                  goes (the test says who released it)
+# With a second argument `tree`: two leaf agents under the agent (the
+# spine) in the plugin's fabric map, and one case instead:
+#   srun_tree      srun -N 3 --switch-agg=require across both racks: one
+#                  lease at leaf1, leaf2 and the spine during the job, the
+#                  three agents' names and the map in the tasks, none after
 # Prints "PASS <case>" per case; exits 0 only if all pass. Everything is torn
 # down on exit (also on INT/TERM and failures), then checked to be gone.
 # Runs as root. Work files and logs: /var/tmp/switchagg-slurm-fabric-sl/
@@ -18,7 +23,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=$(realpath "${1:?usage: $0 BUILD_DIR}")
+build=$(realpath "${1:?usage: $0 BUILD_DIR [tree]}")
+# tree: the plugin's fabric map puts h1-h2 under leaf agent leaf1 and h3
+# under leaf2, both children of the spine (the cluster's agent); one case.
+mode=${2:-cases}
 T0=$SECONDS
 
 [[ $(id -u) -eq 0 ]] || { echo "FAIL setup: must run as root" >&2; exit 1; }
@@ -60,7 +68,16 @@ alive() {
 recordedPids() { cat "$@" 2>/dev/null | grep -E '^[0-9]+$' || true; }
 
 stopAgentRecorded() {
-  local pid
+  local pid f
+  for f in "$AG"/leaf*.pid; do
+    [[ -f $f ]] || continue
+    pid=$(cat "$f")
+    if alive "$pid" && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == switchagg-agent ]]; then
+      AGENT_PID=$pid
+      agent_stop
+    fi
+    rm -f "$f"
+  done
   pid=$(cat "$AG/agent.pid" 2>/dev/null) || return 0
   if alive "$pid" && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == switchagg-agent ]]; then
     AGENT_PID=$pid
@@ -103,7 +120,7 @@ teardown() {
   local rc=$? pids pid left=() steps
   set +e
   trap - EXIT INT TERM
-  pids=$(recordedPids "$CL/slurmctld.pid" "$CL"/slurmd-*.pid "$AG/agent.pid")
+  pids=$(recordedPids "$CL/slurmctld.pid" "$CL"/slurmd-*.pid "$AG/agent.pid" "$AG"/leaf*.pid)
   tearDownAll
   for pid in $pids; do alive "$pid" && left+=("$pid($(cat "/proc/$pid/comm"))"); done
   if ((${#left[@]})); then
@@ -398,6 +415,52 @@ case_slurmd_killed() {
     "lease released at ${gone} s by ${by}; srun exit $BG_RC; left on the dead node until teardown: ${orphans:-nothing})"
 }
 
+# A 3-node require job across two racks (tree mode): one lease for the job
+# at leaf1, at leaf2 and at the spine while it runs (all or nothing), the
+# tasks get the three agents' addresses in map order with their names and
+# the map, and nothing is left at any agent after the job.
+case_srun_tree() {
+  case=srun_tree
+  startBg "$J/t1.out" "$J/t1.err" client srun -N 3 -n 3 --switch-agg=require --switch-agg-slots=4 \
+    -J sa-tree env PROBE_HOLD=3 "$PROBE"
+  local pid=$BG job="" end=$((SECONDS + 60)) a held="" all
+  while alive "$pid" && ((SECONDS < end)); do
+    [[ -n $job ]] || job=$(client squeue -h -n sa-tree -o %i 2>/dev/null | head -1)
+    if [[ -n $job ]]; then
+      all=""
+      for a in "$AG/l1/agent.sock" "$AG/l2/agent.sock" "$AGENT_SOCKET"; do
+        "$CTL" --agent "unix:$a" leases --json 2>/dev/null | "$PY" -c 'import json,sys
+sys.exit(0 if any(str(l["job"]) == sys.argv[1] for l in json.load(sys.stdin).get("leases", [])) else 1)' "$job" &&
+          all+=x
+      done
+      [[ $all == xxx ]] && held=yes
+    fi
+    sleep 0.2
+  done
+  waitBg "$pid" 5 "srun -N 3 across two racks"
+  ((BG_RC == 0)) || fail "srun -N 3 failed ($BG_RC): $(cat "$J/t1.err")"
+  job=$(jobOf "$J/t1.out") || true
+  [[ -n $job ]] || fail "no job id in the tasks' output: $(cat "$J/t1.out")"
+  [[ $held == yes ]] || fail "job $job's lease was never at leaf1, leaf2 and the spine at once"
+  [[ $(grep -c "names=leaf1,leaf2,spine fabric=$W/tree.toml " "$J/t1.out") == 3 ]] ||
+    fail "the tasks lack SWITCHAGG_AGENT_NAMES=leaf1,leaf2,spine and the map: $(cat "$J/t1.out")"
+  [[ $(grep -c "agent=$L1_DATA,$L2_DATA,$AGENT_DATA " "$J/t1.out") == 3 ]] ||
+    fail "SWITCHAGG_AGENT is not leaf1, leaf2, spine: $(cat "$J/t1.out")"
+  [[ $(grep -o 'lease_sum=[0-9a-f]*' "$J/t1.out" | sort -u | wc -l) == 1 ]] ||
+    fail "the nodes got different tokens: $(cat "$J/t1.out")"
+  end=$((SECONDS + 20))
+  while ((SECONDS < end)); do
+    all=0
+    for a in "$AG/l1/agent.sock" "$AG/l2/agent.sock" "$AGENT_SOCKET"; do
+      all=$((all + $("$CTL" --agent "unix:$a" leases --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin).get("leases", [])))')))
+    done
+    ((all == 0)) && break
+    sleep 0.5
+  done
+  ((all == 0)) || fail "$all lease(s) left at the tree's agents after job $job"
+  echo "PASS srun_tree (job $job on h1 h2 h3 across 2 racks: one lease at leaf1, leaf2 and the spine during the job, none after)"
+}
+
 # ------------------------------------------------------------------ main
 
 # Another live run of this test (another checkout) owns $W and the fabric
@@ -429,7 +492,27 @@ fabric_agent_start "$AG" --set pool.slots=16 --set policy.max_slots_per_job=8 \
   --set policy.max_ttl=2h --set policy.allowed_users= --set data.threads=1 || fail "agent did not start"
 echo "$AGENT_PID" >"$AG/agent.pid"
 [[ $AGENT_DATA == 10.79.1.1:* ]] || fail "agent's data plane is on $AGENT_DATA, not the agent host's fabric address"
-"$here/slurm_fabric.sh" start "$CL" "$FABRIC" --spank "$SPANK" --spank-args "max_slots=8 timeout=2s" \
+spank_args="max_slots=8 timeout=2s"
+if [[ $mode == tree ]]; then
+  # Two leaf agents (same host, own sockets and ports) under the cluster's
+  # agent as the spine.
+  printf '[[agent]]\nname = "leaf1"\ncontrol = "unix:%s/l1/agent.sock"\nnodes = "h[1-2]"\nparent = "spine"\n\n' "$AG" >"$W/tree.toml"
+  printf '[[agent]]\nname = "leaf2"\ncontrol = "unix:%s/l2/agent.sock"\nnodes = "h3"\nparent = "spine"\n\n' "$AG" >>"$W/tree.toml"
+  printf '[[agent]]\nname = "spine"\ncontrol = "unix:%s"\ndata = "%s"\n' "$AGENT_SOCKET" "$AGENT_DATA" >>"$W/tree.toml"
+  spine_pid=$AGENT_PID spine_socket=$AGENT_SOCKET spine_data=$AGENT_DATA
+  for r in 1 2; do
+    mkdir -p "$AG/l$r"
+    fabric_agent_start "$AG/l$r" --set pool.slots=16 --set policy.max_slots_per_job=8 \
+      --set policy.max_slots_per_user=16 --set policy.default_slots=2 --set policy.default_ttl=1h \
+      --set policy.max_ttl=2h --set policy.allowed_users= --set data.threads=1 \
+      --set fabric.map="$W/tree.toml" --set fabric.name="leaf$r" || fail "leaf $r did not start"
+    echo "$AGENT_PID" >"$AG/leaf$r.pid"
+    declare "L${r}_DATA=$AGENT_DATA"
+  done
+  AGENT_PID=$spine_pid AGENT_SOCKET=$spine_socket AGENT_DATA=$spine_data
+  spank_args+=" fabric=$W/tree.toml"
+fi
+"$here/slurm_fabric.sh" start "$CL" "$FABRIC" --spank "$SPANK" --spank-args "$spank_args" \
   --agent-socket "$AGENT_SOCKET" || fail "the Slurm cluster did not come up"
 # shellcheck disable=SC1091
 source "$CL/env.sh"
@@ -453,13 +536,17 @@ print("during=" + ("job:%s uid:%s slots:%s" % (mine[0]["job"], mine[0]["uid"], m
       + " leases_total=%d" % len(ls))' "\${SLURM_JOB_ID:-}")
 echo "host=\$(hostname) node=\${SLURMD_NODENAME:-?} task=\${SLURM_PROCID:-?} job=\${SLURM_JOB_ID:-?}" \\
   "mode=\${SWITCHAGG_MODE:-unset} lease_len=\${#lease} lease_sum=\$(printf %s "\$lease" | md5sum | cut -c1-8)" \\
-  "agent=\${SWITCHAGG_AGENT:-unset} \$leases"
+  "agent=\${SWITCHAGG_AGENT:-unset} names=\${SWITCHAGG_AGENT_NAMES:-unset} fabric=\${SWITCHAGG_FABRIC:-unset} \$leases"
 sleep "\${PROBE_HOLD:-0}"
 EOF
 chmod 0755 "$PROBE"
 say "fabric, agent ($AGENT_DATA) and 3-node Slurm up in $((SECONDS - T0)) s"
 
-case_srun_3_nodes
-case_srun_off
-case_scancel
-case_slurmd_killed
+if [[ $mode == tree ]]; then
+  case_srun_tree
+else
+  case_srun_3_nodes
+  case_srun_off
+  case_scancel
+  case_slurmd_killed
+fi

@@ -893,6 +893,8 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   else if (!leaders->shareInfo(joined.group ? &slowest : nullptr, &joined.info).ok())
     return {};
   const size_t stripes = lease.tree ? 1 : lease.agents.size();
+  // A tree member talks to its leaf only (rank 0's leaf, in the log).
+  const std::string where = lease.tree && lease.leaf >= 0 ? lease.agents[size_t(lease.leaf)] : lease.agent;
   const agent::GroupInfo& info = joined.info;
   if (comm.rank() == 0 && tree.leaves > 1)
     SA_INFO("coll", "comm %s: a tree over %u leaf agents and the spine %s", comm.name().c_str(),
@@ -901,12 +903,12 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
     SA_INFO("coll",
             "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
             "bytes; %d node leaders for %d ranks)",
-            comm.name().c_str(), group_id, lease.agent.c_str(), stripes, info.window,
+            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
             info.slot_bytes, leaders->nodes(), comm.size());
   else if (comm.rank() == 0)
     SA_INFO("coll",
             "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu bytes)",
-            comm.name().c_str(), group_id, lease.agent.c_str(), stripes, info.window,
+            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
             info.slot_bytes);
   const agent::wire::Capacity& agreed = joined.capacity;
   if (comm.rank() == 0 && agreed.reduce_mbps > 0)
