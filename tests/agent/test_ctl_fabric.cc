@@ -82,6 +82,8 @@ TEST(CtlFabric, LeaseOnEveryAgentTheNodesNeedAndDeleteFreesAll) {
             f.agents[0]->dataAddress() + "," + f.agents[1]->dataAddress());
   const std::string tokens = exportOf(r.out, "SWITCHAGG_LEASE");
   EXPECT_TRUE(std::regex_match(tokens, std::regex("[0-9a-f]{32},[0-9a-f]{32}"))) << tokens;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "a,b");
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_FABRIC"), f.map);
   EXPECT_TRUE(f.hasLease(0, "j1"));
   EXPECT_TRUE(f.hasLease(1, "j1"));
   EXPECT_FALSE(f.hasLease(2, "j1"));
