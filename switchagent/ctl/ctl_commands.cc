@@ -249,9 +249,10 @@ int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, co
                                : fetchFabricToken(agents, base, o.job);
   if (!l.ok()) return reportError(l.failure());
   if (verb == "create")
-    std::printf("# lease %s job %s on %zu agent(s) (%s): %d slots each, expires in %lld s\n",
+    std::printf("# lease %s job %s on %zu agent(s) (%s%s): %d slots each, expires in %lld s\n",
                 l->created ? "created for" : "exists for", o.job.c_str(), agents.size(),
-                names.c_str(), l->slots, static_cast<long long>(l->expires_in_s));
+                names.c_str(), FabricMap::isTree(agents) ? "; a tree, the last one its spine" : "",
+                l->slots, static_cast<long long>(l->expires_in_s));
   printExports(*l, o.mode, path);
   return kExitOk;
 }

@@ -5,7 +5,8 @@
 // frees every agent; a refusing agent leaves nothing; a bad node list or map
 // is a configuration failure naming the problem. Without fabric= the calls
 // are the single agent's, unchanged. The tasks' plan with the map also
-// carries SWITCHAGG_AGENT_NAMES and SWITCHAGG_FABRIC.
+// carries SWITCHAGG_AGENT_NAMES and SWITCHAGG_FABRIC; as a tree (a and b
+// leaves of a third agent) the job's lease covers both leaves and the spine.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -91,6 +92,39 @@ TEST_F(SpankFabric, PrologTaskAndEpilogCoverEveryAgentOfTheJob) {
   gone = deleteJobLease(config_, "77");
   ASSERT_TRUE(gone.ok());
   EXPECT_FALSE(*gone) << "nothing left to delete";
+}
+
+TEST_F(SpankFabric, ATreeJobLeasesOnBothLeavesAndTheSpine) {
+  auto spine = AgentProcess::start({});
+  ASSERT_TRUE(spine.ok()) << spine.status().toString();
+  agents_.push_back(std::move(*spine));
+  std::string text;
+  const char* names[] = {"a", "b"};
+  for (int i = 0; i < 2; ++i)
+    text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
+            agents_[i]->unixAddress() + "\"\nnodes = \"n" + std::to_string(i + 1) +
+            "\"\nparent = \"s\"\n";
+  text += "[[agent]]\nname = \"s\"\ncontrol = \"" + agents_[2]->unixAddress() + "\"\n";
+  std::ofstream(config_.fabric) << text;
+
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "90", -1, 1);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(hasLease(k, "90")) << k;
+  TaskPlan plan = taskPlan("n[1-2]", 90);
+  ASSERT_TRUE(plan.failure.empty()) << plan.failure;
+  EXPECT_EQ(valueOf(plan, kEnvAgent), agents_[0]->dataAddress() + "," + agents_[1]->dataAddress() +
+                                          "," + agents_[2]->dataAddress());
+  EXPECT_EQ(valueOf(plan, kEnvAgentNames), "a,b,s");
+  EXPECT_EQ(valueOf(plan, kEnvFabric), config_.fabric);
+  agent::ApiResult<bool> gone = deleteJobLease(config_, "90");
+  ASSERT_TRUE(gone.ok()) << gone.status().toString();
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(hasLease(k, "90")) << k;
+  // The spine refusing leaves nothing on the leaves.
+  ASSERT_TRUE(agent::ControlClient(agents_[2]->unixAddress()).drain(true).ok());
+  made = createJobLease(config_, "n[1-2]", "91", -1, 1);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.failure().message.find("agent 's'"), std::string::npos) << made.failure().message;
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(hasLease(k, "91")) << k;
 }
 
 TEST_F(SpankFabric, ARefusingAgentLeavesNoLeaseAndIsNamed) {

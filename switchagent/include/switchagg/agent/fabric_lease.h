@@ -4,8 +4,8 @@
 // tokens: the combined LeaseView's data_address, token and agent_names list
 // every agent's, comma-joined in the order FabricMap::agentsFor gives
 // (SWITCHAGG_AGENT / SWITCHAGG_LEASE / SWITCHAGG_AGENT_NAMES as the job gets
-// them). One agent gives what ControlClient gives, plus its name. Links no
-// UCX and no MPI.
+// them; a tree's spine is the last one). One agent gives what ControlClient
+// gives, plus its name. Links no UCX and no MPI.
 #pragma once
 
 #include <string>
