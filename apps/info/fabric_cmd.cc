@@ -21,6 +21,55 @@ std::string nodeSummary(const std::vector<std::string>& nodes) {
   return out;
 }
 
+// Every agent with its place in the tree: a leaf's parent, a spine's leaves.
+void printMap(const std::string& path, const agent::FabricMap& map) {
+  std::printf("fabric map %s: %zu agent(s)\n", path.c_str(), map.agents().size());
+  for (const agent::FabricAgent& a : map.agents()) {
+    std::printf("  %-12s control %s  data %s  parent %s  ", a.name.c_str(), a.control.c_str(),
+                a.data.empty() ? "(as the agent reports)" : a.data.c_str(),
+                a.parent.empty() ? "-" : a.parent.c_str());
+    const std::vector<const agent::FabricAgent*> children = map.childrenOf(a.name);
+    if (children.empty()) {
+      std::printf("nodes %s\n", nodeSummary(a.nodes).c_str());
+      continue;
+    }
+    std::string leaves;
+    for (const agent::FabricAgent* c : children) leaves += (leaves.empty() ? "" : " ") + c->name;
+    std::printf("spine of %s\n", leaves.c_str());
+  }
+}
+
+// Stripes (agent k takes stripe k) or a tree (the leaves reduce their own
+// nodes, the spine, last, reduces the leaves).
+void printPlacement(const agent::FabricMap& map, const std::vector<std::string>& nodes,
+                    const std::vector<const agent::FabricAgent*>& agents) {
+  const bool tree = agent::FabricMap::isTree(agents);
+  const bool one_leaf = agents.size() == 1 && !agents[0]->parent.empty();
+  const size_t leaves = tree ? agents.size() - 1 : agents.size();
+  if (tree)
+    std::printf(
+        "a job on %zu node(s) leases from %zu agent(s), a tree: %zu leaves, then the "
+        "spine '%s':\n",
+        nodes.size(), agents.size(), leaves, agents.back()->name.c_str());
+  else if (one_leaf)
+    std::printf("a job on %zu node(s) leases from its leaf only (the spine '%s' takes no part):\n",
+                nodes.size(), agents[0]->parent.c_str());
+  else
+    std::printf("a job on %zu node(s) leases from %zu agent(s); stripe k goes to agent k:\n",
+                nodes.size(), agents.size());
+  for (size_t k = 0; k < leaves; ++k) {
+    const agent::FabricAgent& a = *agents[k];
+    std::vector<std::string> mine;
+    for (const std::string& n : nodes)
+      if (map.agentOf(n) == &a) mine.push_back(n);
+    std::printf("  %s %zu: %-12s control %s  job nodes %s\n", tree || one_leaf ? "leaf" : "stripe",
+                k, a.name.c_str(), a.control.c_str(), nodeSummary(mine).c_str());
+  }
+  if (tree)
+    std::printf("  spine:  %-12s control %s  reduces the %zu leaves\n", agents.back()->name.c_str(),
+                agents.back()->control.c_str(), leaves);
+}
+
 }  // namespace
 
 bool wantsFabricCommand(int argc, char** argv) {
@@ -32,8 +81,9 @@ bool wantsFabricCommand(int argc, char** argv) {
 
 std::string fabricUsage() {
   return "usage: switchagg-info --fabric FILE [--nodes HOSTLIST]\n"
-         "  checks the fabric map FILE and lists its agents; with --nodes, the agents a job\n"
-         "  on those nodes leases from, in stripe order (docs/admin.md \"Fabric map\")\n";
+         "  checks the fabric map FILE and lists its agents and tree (each leaf's spine);\n"
+         "  with --nodes, the agents a job on those nodes leases from: stripes, or a tree\n"
+         "  (leaves, then their spine) (docs/admin.md \"Fabric map\")\n";
 }
 
 int runFabricCommand(int argc, char** argv) {
@@ -57,27 +107,14 @@ int runFabricCommand(int argc, char** argv) {
   Result<agent::FabricMap> map = agent::FabricMap::load(path);
   if (!map.ok()) return usage(map.status().message());
   if (nodes.empty()) {
-    std::printf("fabric map %s: %zu agent(s)\n", path.c_str(), map->agents().size());
-    for (const agent::FabricAgent& a : map->agents())
-      std::printf("  %-12s control %s  data %s  parent %s  nodes %s\n", a.name.c_str(),
-                  a.control.c_str(), a.data.empty() ? "(as the agent reports)" : a.data.c_str(),
-                  a.parent.empty() ? "-" : a.parent.c_str(), nodeSummary(a.nodes).c_str());
+    printMap(path, *map);
     return 0;
   }
   Result<std::vector<std::string>> list = agent::expandHostlist(nodes);
   if (!list.ok()) return usage("--nodes: " + list.status().message());
   Result<std::vector<const agent::FabricAgent*>> agents = map->agentsFor(*list);
   if (!agents.ok()) return usage(agents.status().message());
-  std::printf("a job on %zu node(s) leases from %zu agent(s); stripe k goes to agent k:\n",
-              list->size(), agents->size());
-  for (size_t k = 0; k < agents->size(); ++k) {
-    const agent::FabricAgent& a = *(*agents)[k];
-    std::vector<std::string> mine;
-    for (const std::string& n : *list)
-      if (map->agentOf(n) == &a) mine.push_back(n);
-    std::printf("  stripe %zu: %-12s control %s  job nodes %s\n", k, a.name.c_str(),
-                a.control.c_str(), nodeSummary(mine).c_str());
-  }
+  printPlacement(*map, *list, *agents);
   return 0;
 }
 

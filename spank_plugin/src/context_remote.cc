@@ -55,6 +55,7 @@ int remoteUserInit(spank_t sp) {
   TaskInputs in;
   in.job = job;
   in.fail_job_on_error = config.fail_job_on_error;
+  in.fabric = config.fabric;
   Result<ResolvedRequest> req = resolveRequest(stepSources(sp), config);
   if (!req.ok()) {
     state().task_failure = req.status().message();

@@ -33,15 +33,22 @@ TaskPlan planTaskEnv(const TaskInputs& in) {
   if (in.mode == Mode::kOff) {
     // An explicit off inside a job that holds a lease hides it from this step.
     if (in.explicit_mode) {
-      plan.unset = {kEnvAgent, kEnvLease};
+      plan.unset = {kEnvAgent, kEnvLease, kEnvAgentNames};
       plan.set.emplace_back(kEnvTaskMode, "off");
     }
     return plan;
   }
   if (in.token.ok() && !in.token.value().token.empty()) {
-    plan.set.emplace_back(kEnvAgent, in.token.value().data_address);
-    plan.set.emplace_back(kEnvLease, in.token.value().token);
+    const agent::LeaseView& lease = in.token.value();
+    plan.set.emplace_back(kEnvAgent, lease.data_address);
+    plan.set.emplace_back(kEnvLease, lease.token);
     plan.set.emplace_back(kEnvTaskMode, modeName(in.mode));
+    if (in.fabric.empty()) {
+      plan.unset = {kEnvAgentNames};  // none left from an outer step's map
+    } else {
+      plan.set.emplace_back(kEnvAgentNames, lease.agent_names);
+      plan.set.emplace_back(kEnvFabric, in.fabric);
+    }
     return plan;
   }
   agent::ApiFailure why = in.token.ok() ? agent::ApiFailure{agent::ApiError::kInternal,
@@ -63,7 +70,7 @@ TaskPlan planTaskEnv(const TaskInputs& in) {
     plan.failure += reason;
     return plan;
   }
-  plan.unset = {kEnvAgent, kEnvLease};
+  plan.unset = {kEnvAgent, kEnvLease, kEnvAgentNames};
   plan.set.emplace_back(kEnvTaskMode, modeName(in.mode));
   plan.warning = "warning: job " + job + " runs without switch aggregation (host algorithms only): " +
                  reason;

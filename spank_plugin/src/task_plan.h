@@ -15,6 +15,8 @@ namespace switchagg::spank {
 // Variables handed to the job's tasks (control_schema.h; kEnvJobMode here is
 // the user's SWITCHAGG_JOB_MODE, job_request.h).
 using agent::kEnvAgent;
+using agent::kEnvAgentNames;
+using agent::kEnvFabric;
 using agent::kEnvLease;
 constexpr const char* kEnvTaskMode = agent::kEnvMode;
 
@@ -35,6 +37,10 @@ struct TaskInputs {
   Mode mode = Mode::kOff;
   bool explicit_mode = false;  // off by the user's choice, not the site default
   bool fail_job_on_error = false;
+  // The fabric map that placed the lease (plugstack fabric=, an absolute
+  // path), "" for one agent: with it the tasks also get SWITCHAGG_AGENT_NAMES
+  // and SWITCHAGG_FABRIC.
+  std::string fabric;
   // The agent's answer to GET /v1/leases/{job}/token (unused when mode off).
   agent::ApiResult<agent::LeaseView> token =
       agent::ApiFailure{agent::ApiError::kNotFound, "not asked"};

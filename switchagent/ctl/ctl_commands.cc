@@ -3,6 +3,7 @@
 #include <pwd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -39,9 +40,15 @@ int rawJson(ControlClient& client, const std::string& method, const std::string&
   return reportError(failureOf(*reply, client.address()));
 }
 
-void printExports(const LeaseView& l, const std::string& mode) {
-  std::printf("export %s=%s %s=%s %s=%s\n", kEnvAgent, l.data_address.c_str(), kEnvLease,
+// `fabric`: the map that placed the lease ("" = one agent, no map); the
+// job's client then also gets the agents' names and the map's absolute path.
+void printExports(const LeaseView& l, const std::string& mode, const std::string& fabric = "") {
+  std::printf("export %s=%s %s=%s %s=%s", kEnvAgent, l.data_address.c_str(), kEnvLease,
               l.token.c_str(), kEnvMode, mode.c_str());
+  if (!fabric.empty())
+    std::printf(" %s=%s %s=%s", kEnvAgentNames, l.agent_names.c_str(), kEnvFabric,
+                std::filesystem::absolute(fabric).lexically_normal().c_str());
+  std::printf("\n");
 }
 
 }  // namespace
@@ -242,10 +249,11 @@ int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, co
                                : fetchFabricToken(agents, base, o.job);
   if (!l.ok()) return reportError(l.failure());
   if (verb == "create")
-    std::printf("# lease %s job %s on %zu agent(s) (%s): %d slots each, expires in %lld s\n",
+    std::printf("# lease %s job %s on %zu agent(s) (%s%s): %d slots each, expires in %lld s\n",
                 l->created ? "created for" : "exists for", o.job.c_str(), agents.size(),
-                names.c_str(), l->slots, static_cast<long long>(l->expires_in_s));
-  printExports(*l, o.mode);
+                names.c_str(), FabricMap::isTree(agents) ? "; a tree, the last one its spine" : "",
+                l->slots, static_cast<long long>(l->expires_in_s));
+  printExports(*l, o.mode, path);
   return kExitOk;
 }
 

@@ -30,9 +30,8 @@ struct CtlOptions {
   bool fabricMode() const { return !nodes.empty() || !hostfile.empty() || !fabric.empty(); }
 };
 
-// The map's path: --fabric, else $SWITCHAGG_FABRIC, else kDefaultFabricMap.
+// The map's path: --fabric, else $SWITCHAGG_FABRIC (kEnvFabric), else kDefaultFabricMap.
 constexpr const char* kDefaultFabricMap = "/etc/switchagg/fabric.toml";
-constexpr const char* kEnvFabric = "SWITCHAGG_FABRIC";
 
 int cmdStatus(ControlClient& client, const CtlOptions& o);
 int cmdLeases(ControlClient& client, const CtlOptions& o);

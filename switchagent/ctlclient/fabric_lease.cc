@@ -23,9 +23,11 @@ void add(LeaseView* all, const FabricAgent& a, const LeaseView& one, bool first)
   if (first) {
     *all = one;
     all->data_address = data;
+    all->agent_names = a.name;
     return;
   }
   all->data_address += "," + data;
+  all->agent_names += "," + a.name;
   all->token += "," + one.token;
   all->created = all->created || one.created;
 }

@@ -2,6 +2,7 @@
 // for agent.toml (control/config_toml.cc); the map's own rules are here.
 #include "switchagg/agent/fabric_map.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -165,10 +166,11 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
     if (!a.data.empty() &&
         (a.data.find(':') == std::string::npos || a.data.find(',') != std::string::npos))
       return err(where + ".data: '" + a.data + "' is not host:port");
-    const toml::node* nodes = t->get("nodes");
-    if (nodes == nullptr) return err(where + ": missing key 'nodes'");
-    Status st = nodesOf(*nodes, where, &a.nodes);
-    if (!st.ok()) return err(st.message());
+    // Without nodes it must be a spine: checked once every parent is known.
+    if (const toml::node* nodes = t->get("nodes")) {
+      Status st = nodesOf(*nodes, where, &a.nodes);
+      if (!st.ok()) return err(st.message());
+    }
     for (const std::string& node : a.nodes) {
       auto [it, fresh] = served_by.emplace(node, a.name);
       if (!fresh)
@@ -188,7 +190,31 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
       up = map.find(up->parent);
     }
   }
+  Status tree = map.checkTree();
+  if (!tree.ok()) return err(tree.message());
   return map;
+}
+
+// Two levels at most: a parent (spine) serves no nodes and has no parent;
+// an agent without nodes must be someone's parent.
+Status FabricMap::checkTree() const {
+  for (const FabricAgent& a : agents_) {
+    const std::vector<const FabricAgent*> children = childrenOf(a.name);
+    if (children.empty()) {
+      if (a.nodes.empty())
+        return bad("agent '" + a.name + "': missing key 'nodes' (only a spine, some agent's " +
+                   "parent, serves no nodes)");
+      continue;
+    }
+    if (!a.nodes.empty())
+      return bad("agent '" + a.name + "' is the parent of agent '" + children[0]->name +
+                 "' and must serve no nodes itself (a spine reduces its leaves only)");
+    if (!a.parent.empty())
+      return bad("agent '" + a.name +
+                 "': trees deeper than two levels (leaf → spine) are not supported (it is the " +
+                 "parent of '" + children[0]->name + "' and has parent '" + a.parent + "')");
+  }
+  return Status::Ok();
 }
 
 Result<FabricMap> FabricMap::load(const std::string& path) {
@@ -223,7 +249,43 @@ Result<std::vector<const FabricAgent*>> FabricMap::agentsFor(
   std::vector<const FabricAgent*> out;
   for (const FabricAgent& a : agents_)
     if (needed.count(&a)) out.push_back(&a);
+  if (out.size() <= 1) return out;  // inside one leaf (or no node at all)
+  const FabricAgent* first = out.front();
+  if (std::all_of(out.begin(), out.end(), [](const FabricAgent* a) { return a->parent.empty(); }))
+    return out;  // stripes
+  for (const FabricAgent* a : out) {
+    if (a->parent.empty() != first->parent.empty()) {
+      const FabricAgent* leaf = first->parent.empty() ? a : first;
+      const FabricAgent* root = first->parent.empty() ? first : a;
+      return bad("the nodes need agent '" + leaf->name + "' (a leaf of '" + leaf->parent +
+                 "') and agent '" + root->name + "' (no parent): a job over tree leaves and " +
+                 "agents without a parent is not supported");
+    }
+    if (a->parent != first->parent)
+      return bad("the nodes need agent '" + first->name + "' (a leaf of '" + first->parent +
+                 "') and agent '" + a->name + "' (a leaf of '" + a->parent +
+                 "'): a job under two spines is not supported");
+  }
+  const FabricAgent* spine = find(first->parent);
+  if (spine == nullptr || !spine->parent.empty())  // parse() refuses such maps
+    return bad("agent '" + first->parent +
+               "': trees deeper than two levels (leaf → spine) are not supported");
+  out.push_back(spine);
   return out;
+}
+
+std::vector<const FabricAgent*> FabricMap::childrenOf(const std::string& name) const {
+  std::vector<const FabricAgent*> out;
+  for (const FabricAgent& a : agents_)
+    if (a.parent == name) out.push_back(&a);
+  return out;
+}
+
+bool FabricMap::isTree(const std::vector<const FabricAgent*>& list) {
+  if (list.size() < 2 || !list.back()->parent.empty()) return false;
+  for (size_t k = 0; k + 1 < list.size(); ++k)
+    if (list[k]->parent != list.back()->name) return false;
+  return true;
 }
 
 }  // namespace switchagg::agent

@@ -2,7 +2,8 @@
 // on every agent the nodes need (all or nothing), one address and token
 // per agent in the exports, delete frees every agent; an agent refusing
 // (draining) or dead leaves no lease anywhere; renew extends the lease on
-// every agent and names each agent that failed.
+// every agent and names each agent that failed. As a tree (a, b leaves of
+// spine c), a job over both leaves leases on a, b and c, all or nothing.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -19,11 +20,12 @@ using namespace switchagg::testing;
 namespace {
 
 struct Fabric {
-  std::vector<std::unique_ptr<AgentProcess>> agents;  // a: n[1-2], b: n[3-4], c: n5
+  // Stripes: a: n[1-2], b: n[3-4], c: n5. Tree: a and b leaves of spine c.
+  std::vector<std::unique_ptr<AgentProcess>> agents;
   TempDir dir{"fabric"};
   std::string map;
 
-  bool start() {
+  bool start(bool tree = false) {
     const char* names[] = {"a", "b", "c"};
     const char* nodes[] = {"\"n[1-2]\"", "[\"n3\", \"n4\"]", "\"n5\""};
     std::string text;
@@ -32,7 +34,9 @@ struct Fabric {
       EXPECT_TRUE(agent.ok()) << agent.status().toString();
       if (!agent.ok()) return false;
       text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
-              (*agent)->unixAddress() + "\"\nnodes = " + nodes[i] + "\n";
+              (*agent)->unixAddress() + "\"\n";
+      if (!tree || i < 2) text += std::string("nodes = ") + nodes[i] + "\n";
+      if (tree && i < 2) text += "parent = \"c\"\n";
       // a names its data address; b and c leave it to what the agent reports.
       if (i == 0) text += "data = \"" + (*agent)->dataAddress() + "\"\n";
       agents.push_back(std::move(*agent));
@@ -65,6 +69,15 @@ ProcessResult ctl(std::vector<std::string> args, const std::vector<std::string>&
   return runProcess(args, -1, -1, env);
 }
 
+// lease delete over the whole map; afterwards no agent holds the job's lease.
+// Returns what it printed.
+std::string deleteEverywhere(Fabric& f, const std::string& job) {
+  ProcessResult r = ctl({"lease", "delete", "--job", job, "--fabric", f.map});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (size_t k = 0; k < f.agents.size(); ++k) EXPECT_FALSE(f.hasLease(k, job)) << k;
+  return r.out;
+}
+
 std::string exportOf(const std::string& out, const std::string& name) {
   std::smatch m;
   if (!std::regex_search(out, m, std::regex(name + "=([^ \n]*)"))) return "";
@@ -82,6 +95,8 @@ TEST(CtlFabric, LeaseOnEveryAgentTheNodesNeedAndDeleteFreesAll) {
             f.agents[0]->dataAddress() + "," + f.agents[1]->dataAddress());
   const std::string tokens = exportOf(r.out, "SWITCHAGG_LEASE");
   EXPECT_TRUE(std::regex_match(tokens, std::regex("[0-9a-f]{32},[0-9a-f]{32}"))) << tokens;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "a,b");
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_FABRIC"), f.map);
   EXPECT_TRUE(f.hasLease(0, "j1"));
   EXPECT_TRUE(f.hasLease(1, "j1"));
   EXPECT_FALSE(f.hasLease(2, "j1"));
@@ -102,10 +117,8 @@ TEST(CtlFabric, LeaseOnEveryAgentTheNodesNeedAndDeleteFreesAll) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("(b, c)"), std::string::npos) << r.out;
 
-  r = ctl({"lease", "delete", "--job", "j1", "--fabric", f.map});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("deleted on 2 of 3 agent(s)"), std::string::npos) << r.out;
-  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(f.hasLease(k, "j1")) << k;
+  const std::string deleted = deleteEverywhere(f, "j1");
+  EXPECT_NE(deleted.find("deleted on 2 of 3 agent(s)"), std::string::npos) << deleted;
   EXPECT_TRUE(f.hasLease(2, "j2"));
 }
 
@@ -141,6 +154,54 @@ TEST(CtlFabric, OneAgentDeadLeavesNoLeaseAnywhere) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
   EXPECT_FALSE(f.hasLease(0, "k"));
+}
+
+TEST(CtlFabric, TreeLeaseCoversBothLeavesAndTheSpine) {
+  Fabric f;
+  ASSERT_TRUE(f.start(/*tree=*/true));
+  ProcessResult r = ctl({"lease", "create", "--job", "t", "--nodes", "n4,n1", "--fabric", f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on 3 agent(s) (a, b, c; a tree, the last one its spine)"),
+            std::string::npos)
+      << r.out;
+  for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(f.hasLease(k, "t")) << k;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT"), f.agents[0]->dataAddress() + "," +
+                                                    f.agents[1]->dataAddress() + "," +
+                                                    f.agents[2]->dataAddress());
+  EXPECT_TRUE(std::regex_match(exportOf(r.out, "SWITCHAGG_LEASE"),
+                               std::regex("[0-9a-f]{32},[0-9a-f]{32},[0-9a-f]{32}")));
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "a,b,c");
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_FABRIC"), f.map);
+  // Inside one leaf: that leaf only.
+  r = ctl({"lease", "create", "--job", "u", "--nodes", "n3", "--fabric", f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "b");
+  EXPECT_FALSE(f.hasLease(0, "u"));
+  EXPECT_FALSE(f.hasLease(2, "u"));
+  // token gives the same exports again; delete frees all three.
+  r = ctl({"lease", "token", "--job", "t", "--nodes", "n[1-4]", "--fabric", f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "a,b,c");
+  const std::string deleted = deleteEverywhere(f, "t");
+  EXPECT_NE(deleted.find("deleted on 3 of 3 agent(s)"), std::string::npos) << deleted;
+  EXPECT_TRUE(f.hasLease(1, "u"));
+}
+
+TEST(CtlFabric, TreeSpineRefusingOrDeadLeavesNothingOnTheLeaves) {
+  Fabric f;
+  ASSERT_TRUE(f.start(/*tree=*/true));
+  ASSERT_TRUE(ControlClient(f.agents[2]->unixAddress()).drain(true).ok());
+  ProcessResult r = ctl({"lease", "create", "--job", "t", "--nodes", "n[1-4]", "--fabric", f.map});
+  EXPECT_EQ(r.exit_code, 5) << r.err;  // draining
+  EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(f.hasLease(k, "t")) << k;
+  f.agents[2]->kill();
+  r = ctl(
+      {"lease", "create", "--job", "t", "--nodes", "n[1-4]", "--fabric", f.map, "--timeout", "2s"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;  // unreachable
+  EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
+  EXPECT_FALSE(f.hasLease(0, "t"));
+  EXPECT_FALSE(f.hasLease(1, "t"));
 }
 
 TEST(CtlFabric, BadInputIsAUsageErrorNamingTheProblem) {

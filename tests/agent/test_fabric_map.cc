@@ -22,7 +22,6 @@ name = "b"
 control = "127.0.0.1:2"
 data = "127.0.0.1:3"
 nodes = ["n[4-5]", "gpu07"]
-parent = "a"
 )";
 
 std::string errorOf(const std::string& text) {
@@ -35,6 +34,17 @@ std::string agent(const std::string& name, const std::string& nodes,
                   const std::string& extra = "") {
   return "[[agent]]\nname = \"" + name + "\"\ncontrol = \"unix:/x/" + name +
          "\"\ndata = \"h:1\"\nnodes = " + nodes + "\n" + extra + "\n";
+}
+
+// An agent without nodes (a spine, if some agent names it as parent).
+std::string spine(const std::string& name, const std::string& extra = "") {
+  return "[[agent]]\nname = \"" + name + "\"\ncontrol = \"unix:/x/" + name + "\"\n" + extra + "\n";
+}
+
+// Two racks under spine s, and a stripe agent r outside the tree.
+std::string treeMap() {
+  return agent("l1", "\"n[1-2]\"", "parent = \"s\"") + agent("r", "\"n9\"") +
+         agent("l2", "\"n[3-4]\"", "parent = \"s\"") + spine("s");
 }
 
 TEST(Hostlist, Expands) {
@@ -56,7 +66,7 @@ TEST(FabricMap, ParsesAndPlaces) {
   ASSERT_TRUE(m.ok()) << m.status().toString();
   ASSERT_EQ(m->agents().size(), 2u);
   EXPECT_EQ(m->agents()[1].nodes, (std::vector<std::string>{"n4", "n5", "gpu07"}));
-  EXPECT_EQ(m->agents()[1].parent, "a");
+  EXPECT_EQ(m->agents()[1].parent, "");
   EXPECT_EQ(m->agentOf("gpu07")->name, "b");
   EXPECT_EQ(m->agentOf("n9"), nullptr);
   // Map order, each once, whatever the order of the nodes asked for.
@@ -65,6 +75,7 @@ TEST(FabricMap, ParsesAndPlaces) {
   ASSERT_EQ(both->size(), 2u);
   EXPECT_EQ((*both)[0]->name, "a");
   EXPECT_EQ((*both)[1]->name, "b");
+  EXPECT_FALSE(FabricMap::isTree(*both)) << "stripes";
   auto one = m->agentsFor({"n5"});
   ASSERT_TRUE(one.ok());
   ASSERT_EQ(one->size(), 1u);
@@ -72,6 +83,77 @@ TEST(FabricMap, ParsesAndPlaces) {
   auto none = m->agentsFor({"n1", "zz"});
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("node zz is served by no agent"), std::string::npos);
+}
+
+std::vector<std::string> namesOf(const std::vector<const FabricAgent*>& agents) {
+  std::vector<std::string> out;
+  for (const FabricAgent* a : agents) out.push_back(a->name);
+  return out;
+}
+
+TEST(FabricMap, TreePlacesLeavesThenTheSpine) {
+  Result<FabricMap> m = FabricMap::parse(treeMap(), "t.toml");
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  EXPECT_TRUE(m->find("s")->nodes.empty());
+  EXPECT_EQ(namesOf(m->childrenOf("s")), (std::vector<std::string>{"l1", "l2"}));
+  EXPECT_TRUE(m->childrenOf("l1").empty());
+  // Both leaves: leaves in map order (not node order), then the spine.
+  auto both = m->agentsFor({"n4", "n1", "n2"});
+  ASSERT_TRUE(both.ok()) << both.status().toString();
+  EXPECT_EQ(namesOf(*both), (std::vector<std::string>{"l1", "l2", "s"}));
+  EXPECT_TRUE(FabricMap::isTree(*both));
+  // Inside one leaf: that leaf only, the spine takes no part.
+  auto one = m->agentsFor({"n3", "n4"});
+  ASSERT_TRUE(one.ok()) << one.status().toString();
+  EXPECT_EQ(namesOf(*one), (std::vector<std::string>{"l2"}));
+  EXPECT_FALSE(FabricMap::isTree(*one));
+  // A leaf and an agent without a parent: named, refused.
+  auto mixed = m->agentsFor({"n1", "n9"});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("agent 'l1' (a leaf of 's') and agent 'r' (no parent)"),
+            std::string::npos)
+      << mixed.status().message();
+  EXPECT_NE(mixed.status().message().find("not supported"), std::string::npos);
+  EXPECT_EQ(mixed.status().code(), Code::kInvalidArgument);
+  // The same with the parentless agent first in map order.
+  auto mixed2 = m->agentsFor({"n9", "n3"});
+  ASSERT_FALSE(mixed2.ok());
+  EXPECT_NE(mixed2.status().message().find("agent 'l2' (a leaf of 's') and agent 'r'"),
+            std::string::npos)
+      << mixed2.status().message();
+}
+
+TEST(FabricMap, LeavesOfTwoSpinesAreRefused) {
+  Result<FabricMap> m =
+      FabricMap::parse(agent("l1", "\"n1\"", "parent = \"s1\"") +
+                           agent("l2", "\"n2\"", "parent = \"s2\"") + spine("s1") + spine("s2"),
+                       "t.toml");
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  auto one = m->agentsFor({"n2"});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(namesOf(*one), (std::vector<std::string>{"l2"}));
+  auto two = m->agentsFor({"n1", "n2"});
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find(
+                "agent 'l1' (a leaf of 's1') and agent 'l2' (a leaf of 's2'): a job under two "
+                "spines is not supported"),
+            std::string::npos)
+      << two.status().message();
+}
+
+TEST(FabricMap, TreeErrorsNameTheAgent) {
+  // A spine that serves nodes itself.
+  EXPECT_NE(errorOf(agent("l1", "\"n1\"", "parent = \"s\"") + agent("s", "\"n2\""))
+                .find("agent 's' is the parent of agent 'l1' and must serve no nodes itself"),
+            std::string::npos);
+  // Three levels: l1 -> m -> s.
+  EXPECT_NE(
+      errorOf(agent("l1", "\"n1\"", "parent = \"m\"") + spine("m", "parent = \"s\"") + spine("s"))
+          .find("agent 'm': trees deeper than two levels (leaf → spine) are not supported"),
+      std::string::npos);
+  // No nodes and nobody's parent.
+  EXPECT_NE(errorOf(agent("l1", "\"n1\"") + spine("s")).find("agent 's': missing key 'nodes'"),
+            std::string::npos);
 }
 
 TEST(FabricMap, ErrorsNameTheProblem) {
@@ -108,9 +190,13 @@ TEST(FabricMap, ErrorsNameTheProblem) {
 TEST(FabricMap, ShippedExampleParses) {
   Result<FabricMap> m = FabricMap::load(SWITCHAGG_SOURCE_DIR "/config/fabric.toml");
   ASSERT_TRUE(m.ok()) << m.status().toString();
-  EXPECT_EQ(m->agents().size(), 2u);
+  EXPECT_EQ(m->agents().size(), 3u);
   EXPECT_EQ(m->agentOf("gpu1")->name, "leaf2");
   EXPECT_EQ(m->agentOf("node16")->name, "leaf1");
+  // A two-leaf tree: a job over both racks leases from both leaves and the spine.
+  auto both = m->agentsFor({"node01", "node17"});
+  ASSERT_TRUE(both.ok()) << both.status().toString();
+  EXPECT_EQ(namesOf(*both), (std::vector<std::string>{"leaf1", "leaf2", "spine"}));
 }
 
 // The admin guide's example map parses, with its tree (parent) checked.

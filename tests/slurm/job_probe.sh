@@ -6,6 +6,7 @@ lease=${SWITCHAGG_LEASE:-}
 sum=$(printf %s "$lease" | md5sum | cut -c1-8)
 line="task=${SLURM_PROCID:-?} job=${SLURM_JOB_ID:-?} mode=${SWITCHAGG_MODE:-unset}"
 line+=" lease_len=${#lease} lease_sum=$sum agent=${SWITCHAGG_AGENT:-unset} "
+line+="names=${SWITCHAGG_AGENT_NAMES:-unset} fabric=${SWITCHAGG_FABRIC:-unset} "
 if [[ ${SLURM_PROCID:-0} == 0 && -n ${SWITCHAGG_PROBE_CTL:-} ]]; then
   py=/usr/bin/python3
   [[ -x $py ]] || py=python3

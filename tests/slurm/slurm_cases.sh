@@ -219,8 +219,9 @@ case_broken_plugstack() {
 
 # fabric= in plugstack.conf: the map says a second agent serves this node
 # (the cluster's own agent serves other names), so the prolog leases there
-# for the job's node list, the tasks get that agent's address and token, and
-# the epilog frees it; the cluster's own agent never sees the job.
+# for the job's node list, the tasks get that agent's address and token (and
+# its name and the map's path), and the epilog frees it; the cluster's own
+# agent never sees the job.
 case_fabric_map() {
   local bin pid job end second=unix:$W/agent2.sock
   bin=$(cat "$DIR/agent.bin")
@@ -249,6 +250,8 @@ case_fabric_map() {
   [[ $(grep -c 'mode=require lease_len=32 ' "$W/out") == 2 ]] || fail "tasks lack the lease: $(cat "$W/out")"
   grep -q "agent=$(SWITCHAGG_CONTROL=$second dataAddress) " "$W/out" ||
     fail "SWITCHAGG_AGENT is not the second agent's data address: $(cat "$W/out")"
+  [[ $(grep -c "names=second fabric=$W/fabric.toml " "$W/out") == 2 ]] ||
+    fail "tasks lack SWITCHAGG_AGENT_NAMES=second / SWITCHAGG_FABRIC=$W/fabric.toml: $(cat "$W/out")"
   grep -q "during=job:$job uid:0 slots:3" "$W/out" ||
     fail "no lease at the second agent during the job: $(cat "$W/out")"
   [[ -z $(leaseOf "$job") ]] || fail "the cluster's own agent got the job's lease"

@@ -4,13 +4,16 @@
 // agent (what SWITCHAGG_AGENT / SWITCHAGG_LEASE get), the epilog's delete
 // frees every agent; a refusing agent leaves nothing; a bad node list or map
 // is a configuration failure naming the problem. Without fabric= the calls
-// are the single agent's, unchanged.
+// are the single agent's, unchanged. The tasks' plan with the map also
+// carries SWITCHAGG_AGENT_NAMES and SWITCHAGG_FABRIC; as a tree (a and b
+// leaves of a third agent) the job's lease covers both leaves and the spine.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "agent_fixture.h"
 #include "agent_link.h"
+#include "task_plan.h"
 #include "temp_dir.h"
 
 namespace switchagg::spank {
@@ -36,6 +39,20 @@ class SpankFabric : public ::testing::Test {
   bool hasLease(size_t k, const std::string& job) {
     return agent::ControlClient(agents_[k]->unixAddress()).fetchToken(job).ok();
   }
+  // What the job's tasks get from the token fetch (context_remote.cc).
+  TaskPlan taskPlan(const std::string& nodelist, uint32_t job) {
+    TaskInputs in;
+    in.job = job;
+    in.mode = Mode::kRequire;
+    in.fabric = config_.fabric;
+    in.token = fetchJobToken(config_, nodelist, std::to_string(job));
+    return planTaskEnv(in);
+  }
+  static std::string valueOf(const TaskPlan& p, const std::string& name) {
+    for (const auto& [n, v] : p.set)
+      if (n == name) return v;
+    return "<unset>";
+  }
 
   std::vector<std::unique_ptr<AgentProcess>> agents_;
   testing::TempDir dir_{"spank-fabric"};
@@ -52,12 +69,19 @@ TEST_F(SpankFabric, PrologTaskAndEpilogCoverEveryAgentOfTheJob) {
   ASSERT_TRUE(task.ok()) << task.status().toString();
   EXPECT_EQ(task->token, made->token);
   EXPECT_EQ(task->data_address, made->data_address);
+  EXPECT_EQ(task->agent_names, "a,b");
+  TaskPlan plan = taskPlan("n[1-2]", 77);
+  ASSERT_TRUE(plan.failure.empty()) << plan.failure;
+  EXPECT_EQ(valueOf(plan, kEnvAgent), made->data_address);
+  EXPECT_EQ(valueOf(plan, kEnvAgentNames), "a,b");
+  EXPECT_EQ(valueOf(plan, kEnvFabric), config_.fabric);
   // A job on one agent's nodes gets exactly one address and one token.
   agent::ApiResult<agent::LeaseView> one = createJobLease(config_, "n2", "78", -1, 1);
   ASSERT_TRUE(one.ok()) << one.status().toString();
   EXPECT_EQ(one->data_address, agents_[1]->dataAddress());
   EXPECT_EQ(one->token.size(), 32u);
   EXPECT_FALSE(hasLease(0, "78"));
+  EXPECT_EQ(valueOf(taskPlan("n2", 78), kEnvAgentNames), "b") << "one agent of a map: named too";
 
   agent::ApiResult<bool> gone = deleteJobLease(config_, "77");
   ASSERT_TRUE(gone.ok()) << gone.status().toString();
@@ -68,6 +92,39 @@ TEST_F(SpankFabric, PrologTaskAndEpilogCoverEveryAgentOfTheJob) {
   gone = deleteJobLease(config_, "77");
   ASSERT_TRUE(gone.ok());
   EXPECT_FALSE(*gone) << "nothing left to delete";
+}
+
+TEST_F(SpankFabric, ATreeJobLeasesOnBothLeavesAndTheSpine) {
+  auto spine = AgentProcess::start({});
+  ASSERT_TRUE(spine.ok()) << spine.status().toString();
+  agents_.push_back(std::move(*spine));
+  std::string text;
+  const char* names[] = {"a", "b"};
+  for (int i = 0; i < 2; ++i)
+    text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
+            agents_[i]->unixAddress() + "\"\nnodes = \"n" + std::to_string(i + 1) +
+            "\"\nparent = \"s\"\n";
+  text += "[[agent]]\nname = \"s\"\ncontrol = \"" + agents_[2]->unixAddress() + "\"\n";
+  std::ofstream(config_.fabric) << text;
+
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "90", -1, 1);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(hasLease(k, "90")) << k;
+  TaskPlan plan = taskPlan("n[1-2]", 90);
+  ASSERT_TRUE(plan.failure.empty()) << plan.failure;
+  EXPECT_EQ(valueOf(plan, kEnvAgent), agents_[0]->dataAddress() + "," + agents_[1]->dataAddress() +
+                                          "," + agents_[2]->dataAddress());
+  EXPECT_EQ(valueOf(plan, kEnvAgentNames), "a,b,s");
+  EXPECT_EQ(valueOf(plan, kEnvFabric), config_.fabric);
+  agent::ApiResult<bool> gone = deleteJobLease(config_, "90");
+  ASSERT_TRUE(gone.ok()) << gone.status().toString();
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(hasLease(k, "90")) << k;
+  // The spine refusing leaves nothing on the leaves.
+  ASSERT_TRUE(agent::ControlClient(agents_[2]->unixAddress()).drain(true).ok());
+  made = createJobLease(config_, "n[1-2]", "91", -1, 1);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.failure().message.find("agent 's'"), std::string::npos) << made.failure().message;
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(hasLease(k, "91")) << k;
 }
 
 TEST_F(SpankFabric, ARefusingAgentLeavesNoLeaseAndIsNamed) {

@@ -60,6 +60,24 @@ TEST(SpankTaskPlan, LeaseGoesIntoTheTaskEnvironment) {
   }
 }
 
+TEST(SpankTaskPlan, AFabricMapAddsTheAgentNamesAndTheMap) {
+  agent::LeaseView l = lease();
+  l.data_address = "10.0.0.1:1,10.0.0.2:1,10.0.0.9:1";
+  l.agent_names = "leaf1,leaf2,spine";
+  TaskInputs in = inputs(Mode::kAuto, l);
+  in.fabric = "/etc/switchagg/fabric.toml";
+  TaskPlan p = planTaskEnv(in);
+  EXPECT_EQ(setValue(p, kEnvAgent), l.data_address);
+  EXPECT_EQ(setValue(p, kEnvAgentNames), "leaf1,leaf2,spine");
+  EXPECT_EQ(setValue(p, kEnvFabric), "/etc/switchagg/fabric.toml");
+  EXPECT_TRUE(p.unset.empty());
+  // One agent without a map: no names, and none left from an outer step.
+  p = planTaskEnv(inputs(Mode::kAuto, lease()));
+  EXPECT_EQ(setValue(p, kEnvAgentNames), "<unset>");
+  EXPECT_EQ(setValue(p, kEnvFabric), "<unset>");
+  EXPECT_EQ(p.unset, (std::vector<std::string>{kEnvAgentNames}));
+}
+
 TEST(SpankTaskPlan, OffTouchesNothingUnlessTheUserSaidOff) {
   TaskPlan quiet = planTaskEnv(inputs(Mode::kOff, lease()));
   EXPECT_TRUE(quiet.set.empty());
@@ -69,7 +87,7 @@ TEST(SpankTaskPlan, OffTouchesNothingUnlessTheUserSaidOff) {
   TaskPlan off = planTaskEnv(in);
   EXPECT_EQ(setValue(off, kEnvTaskMode), "off");
   EXPECT_EQ(setValue(off, kEnvLease), "<unset>");
-  EXPECT_EQ(off.unset, (std::vector<std::string>{kEnvAgent, kEnvLease}));
+  EXPECT_EQ(off.unset, (std::vector<std::string>{kEnvAgent, kEnvLease, kEnvAgentNames}));
 }
 
 TEST(SpankTaskPlan, RequireFailsWithTheReason) {
@@ -98,7 +116,7 @@ TEST(SpankTaskPlan, AutoWarnsOnceAndRunsWithoutALease) {
   EXPECT_NE(p.warning.find("unreachable"), std::string::npos);
   EXPECT_EQ(p.warning.find('\n'), std::string::npos);
   EXPECT_EQ(setValue(p, kEnvTaskMode), "auto");
-  EXPECT_EQ(p.unset, (std::vector<std::string>{kEnvAgent, kEnvLease}));
+  EXPECT_EQ(p.unset, (std::vector<std::string>{kEnvAgent, kEnvLease, kEnvAgentNames}));
 }
 
 TEST(SpankTaskPlan, PrologNoteExplainsAMissingLease) {

@@ -18,6 +18,13 @@ namespace switchagg::agent {
 constexpr const char* kEnvAgent = "SWITCHAGG_AGENT";
 constexpr const char* kEnvLease = "SWITCHAGG_LEASE";
 constexpr const char* kEnvMode = "SWITCHAGG_MODE";
+// Set when a fabric map placed the lease (docs/admin.md "Fabric map"): the
+// agents' names, comma-joined in SWITCHAGG_AGENT's order (leaves, then the
+// spine for a tree), and the map's absolute path, which the job's client
+// reads to find its own leaf. SWITCHAGG_FABRIC is also where switchagg-ctl
+// looks for the map without --fabric.
+constexpr const char* kEnvAgentNames = "SWITCHAGG_AGENT_NAMES";
+constexpr const char* kEnvFabric = "SWITCHAGG_FABRIC";
 
 // Job ids travel in URL paths and Prometheus labels: 1-64 of [A-Za-z0-9._+-].
 bool isValidJobId(const std::string& job);
@@ -91,6 +98,9 @@ struct LeaseView {
   std::string data_address;  // UCX address of the data plane ("host:port")
   int groups = 0;            // listings only
   bool created = false;      // client, createLease: true = new (201), false = existing (200)
+  // fabric_lease.h only: the agents' names, comma-joined as data_address
+  // (SWITCHAGG_AGENT_NAMES); "" from one agent's ControlClient.
+  std::string agent_names;
 };
 
 // Which fields an endpoint renders (lease_json.h renders and reads them).

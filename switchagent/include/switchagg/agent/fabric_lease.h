@@ -1,10 +1,11 @@
 // One job's lease over several agents (the fabric map's agents for its
 // nodes), for switchagg-ctl and the SPANK plugin. Each agent mints its own
 // token (the control API has no caller-chosen token), so the job carries K
-// tokens: the combined LeaseView's data_address and token list every
-// agent's, comma-joined in the map's order (SWITCHAGG_AGENT /
-// SWITCHAGG_LEASE as the job gets them). One agent gives exactly what
-// ControlClient gives. Links no UCX and no MPI.
+// tokens: the combined LeaseView's data_address, token and agent_names list
+// every agent's, comma-joined in the order FabricMap::agentsFor gives
+// (SWITCHAGG_AGENT / SWITCHAGG_LEASE / SWITCHAGG_AGENT_NAMES as the job gets
+// them; a tree's spine is the last one). One agent gives what ControlClient
+// gives, plus its name. Links no UCX and no MPI.
 #pragma once
 
 #include <string>

@@ -1,15 +1,20 @@
 // The fabric map (docs/admin.md "Fabric map"): one admin file saying which
 // aggregation agents exist, where their control API and data plane listen,
-// which compute nodes each serves, and (for trees, not forwarded yet) each
-// agent's parent. switchagg-ctl and the SPANK plugin read it to place a job's
-// lease on every agent its nodes need. Links no UCX and no MPI.
+// which compute nodes each serves, and each agent's parent in a tree (leaf
+// -> spine, two levels at most). switchagg-ctl and the SPANK plugin read it
+// to place a job's lease on every agent its nodes need; the job's client
+// reads it to find its own leaf. Links no UCX and no MPI.
 //
 //   [[agent]]
 //   name = "leaf1"
 //   control = "10.0.0.1:18516"     # as switchagg-ctl --agent
 //   data = "10.0.0.1:18515"        # optional: what jobs dial (default: what the agent reports)
 //   nodes = "node[01-16]"          # a hostlist, or an array of them
-//   parent = "spine"               # optional
+//   parent = "spine"               # optional: the spine above this leaf
+//
+//   [[agent]]
+//   name = "spine"                 # a parent serves no nodes itself
+//   control = "10.0.0.9:18516"
 #pragma once
 
 #include <string>
@@ -25,7 +30,7 @@ struct FabricAgent {
   // Data-plane address handed to jobs ("host:port"); "" = the one the agent
   // reports when the lease is created (its [data] listen).
   std::string data;
-  std::vector<std::string> nodes;  // expanded, in file order
+  std::vector<std::string> nodes;  // expanded, in file order; empty for a spine
   std::string parent;              // "" = a root
 };
 
@@ -33,7 +38,9 @@ class FabricMap {
  public:
   // Parses the map's TOML text; `origin` names it in errors. Errors name the
   // problem: unknown key, missing or duplicate agent, a node served twice,
-  // an unknown parent or a parent cycle, a bad hostlist.
+  // an unknown parent or a parent cycle, a bad hostlist, a parent (spine)
+  // that serves nodes itself, an agent without nodes that is nobody's
+  // parent, a tree deeper than two levels (leaf -> spine).
   static Result<FabricMap> parse(const std::string& text, const std::string& origin);
   static Result<FabricMap> load(const std::string& path);
 
@@ -41,13 +48,30 @@ class FabricMap {
   const FabricAgent* find(const std::string& name) const;
   // The agent serving `node`, or nullptr.
   const FabricAgent* agentOf(const std::string& node) const;
+  // The agents whose parent is `name`, in map order (empty for a leaf).
+  std::vector<const FabricAgent*> childrenOf(const std::string& name) const;
 
-  // The agents the given nodes need, each once, in map (file) order so that
-  // every caller computes the same list for the same job. kInvalidArgument names
-  // the first node no agent serves.
+  // The agents a job on the given nodes leases from, each once, in an order
+  // every caller computes alike. Let S be the agents serving the nodes, in
+  // map (file) order:
+  //   * none of S has a parent: S (the job stripes over them);
+  //   * S is one agent (a leaf with a parent or not): S, the job stays inside
+  //     its leaf and the spine takes no part;
+  //   * S are two or more leaves of one spine: S, then the spine, last
+  //     (isTree() of the result is true).
+  // kInvalidArgument names the first node no agent serves, or the agents of
+  // a placement that is not supported: leaves mixed with parentless agents,
+  // leaves of different spines.
   Result<std::vector<const FabricAgent*>> agentsFor(const std::vector<std::string>& nodes) const;
 
+  // True if `list` (as agentsFor gives it) is a tree: two or more agents,
+  // the last one a root and the parent of every other one (leaves, then
+  // their spine). False for stripes: one agent, or agents without parents.
+  static bool isTree(const std::vector<const FabricAgent*>& list);
+
  private:
+  Status checkTree() const;
+
   std::vector<FabricAgent> agents_;
 };
 
