@@ -884,9 +884,11 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   Joined joined{true, all_route, std::move(striped), all[0].capacity, {}};
   if (first && comm.rank() == 0 && !all_route)
     SA_INFO("coll",
-            "comm %s: the agent does not route calls (it predates them): MPI_Reduce, "
-            "MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast stay with the previous module",
-            comm.name().c_str());
+            "comm %s: %s: MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast "
+            "stay with the previous module",
+            comm.name().c_str(),
+            tree.leaves > 1 ? "routed calls do not go through a tree"
+                            : "the agent does not route calls (it predates them)");
   // The slowest stripe's geometry: the model's window and chunk.
   const agent::GroupInfo slowest = joined.group ? joined.group->slowestInfo() : agent::GroupInfo{};
   if (!leaders) joined.info = slowest;
