@@ -170,6 +170,7 @@ summarize() {
   echo "| path | host mean | host max | uplink up | uplink down |"
   echo "| --- | ---: | ---: | ---: | ---: |"
   awk '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$raw/bytes.txt"
+  cat "$root/benchmarks/tree_fabric_notes.md"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"
