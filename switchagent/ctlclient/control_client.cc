@@ -3,6 +3,8 @@
 // calls us from slurmd, where an escaping exception would kill the daemon.
 #include "switchagg/agent/control_client.h"
 
+#include <chrono>
+
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +46,34 @@ std::optional<ApiFailure> checkJob(const std::string& job) {
 ApiFailure unexpected(const char* what) {
   return ApiFailure{ApiError::kInternal,
                     std::string("control client: unexpected exception in ") + what};
+}
+
+// One request on a fresh connection (with a fresh munge credential).
+Result<HttpResponse> attemptOnce(const ControlClientOptions& options, const ControlAddress& addr,
+                                 const std::string& method, const std::string& path,
+                                 const std::string& body, int timeout_ms) {
+  HttpHeaders headers;
+  if (!addr.is_unix && options.use_munge && mungeBuiltIn()) {
+    std::string sock = options.munge_socket;
+    if (sock.empty() && envOrNull("SWITCHAGG_MUNGE_SOCKET") != nullptr) {
+      sock = envOrNull("SWITCHAGG_MUNGE_SOCKET");
+    }
+    // libmunge retries a missing socket for seconds; skip it when munged
+    // plainly is not there and go anonymous.
+    struct stat sb {};
+    if (stat(sock.empty() ? kDefaultMungeSocket : sock.c_str(), &sb) == 0) {
+      Result<std::string> cred = mungeEncode(method + " " + path, sock);
+      if (cred.ok()) headers.emplace_back("X-Switchagg-Munge", *cred);
+    }
+  }
+  std::string host = addr.is_unix ? "localhost" : addr.toString();
+  return exchangeHttp(addr, formatHttpRequest(method, path, host, headers, body), timeout_ms);
+}
+
+int64_t monotonicMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -117,23 +147,14 @@ ApiResult<ControlReply> ControlClient::request(const std::string& method,
   try {
     Result<ControlAddress> addr = parseControlAddress(address_);
     if (!addr.ok()) return ApiFailure{ApiError::kConfig, addr.status().message()};
-    HttpHeaders headers;
-    if (!addr->is_unix && options_.use_munge && mungeBuiltIn()) {
-      std::string sock = options_.munge_socket;
-      if (sock.empty() && envOrNull("SWITCHAGG_MUNGE_SOCKET") != nullptr) {
-        sock = envOrNull("SWITCHAGG_MUNGE_SOCKET");
-      }
-      // libmunge retries a missing socket for seconds; skip it when munged
-      // plainly is not there and go anonymous.
-      struct stat sb {};
-      if (stat(sock.empty() ? kDefaultMungeSocket : sock.c_str(), &sb) == 0) {
-        Result<std::string> cred = mungeEncode(method + " " + path, sock);
-        if (cred.ok()) headers.emplace_back("X-Switchagg-Munge", *cred);
-      }
-    }
-    std::string host = addr->is_unix ? "localhost" : addr->toString();
-    std::string wire = formatHttpRequest(method, path, host, headers, body);
-    Result<HttpResponse> resp = exchangeHttp(*addr, wire, options_.timeout_ms);
+    // A connection the agent cut before answering (shed under a connection
+    // flood) is tried once more, with a fresh credential (munge refuses a
+    // replayed one), within the same timeout.
+    const int64_t deadline = monotonicMs() + (options_.timeout_ms > 0 ? options_.timeout_ms : 5000);
+    Result<HttpResponse> resp = attemptOnce(options_, *addr, method, path, body, options_.timeout_ms);
+    const int64_t left = deadline - monotonicMs();
+    if (!resp.ok() && resp.status().code() == Code::kPeerFailed && left > 0)
+      resp = attemptOnce(options_, *addr, method, path, body, int(left));
     if (!resp.ok()) {
       // A garbled answer is the agent's fault; an address we cannot even
       // use (a socket path longer than sun_path) is the caller's; anything

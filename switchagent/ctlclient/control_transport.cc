@@ -111,6 +111,10 @@ Status sendAll(int fd, const std::string& data, int64_t deadline_ms, const std::
       SWITCHAGG_RETURN_IF_ERROR(waitFd(fd, POLLOUT, deadline_ms, what));
     } else if (n < 0 && errno == EINTR) {
       continue;
+    } else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+      // Cut while the agent had not read the request (see exchangeHttp).
+      return Status(Code::kPeerFailed, what + ": the connection was closed before any answer (" +
+                                           strerror(errno) + ")");
     } else {
       return Status(Code::kIoError, what + ": send: " + strerror(errno));
     }
@@ -139,6 +143,13 @@ Result<HttpResponse> exchangeHttp(const ControlAddress& address, const std::stri
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
+    // Cut before a byte of the answer: the agent shed the connection while
+    // it still read the request (a flood's newcomers displace the oldest
+    // reader, docs/admin.md "Control plane under load") - kPeerFailed, which
+    // the client retries once.
+    if ((n < 0 && (errno == ECONNRESET || errno == EPIPE)) || (n == 0 && data.empty()))
+      return Status(Code::kPeerFailed, what + ": the connection was closed before any answer" +
+                                           (n < 0 ? std::string(" (") + strerror(errno) + ")" : ""));
     if (n < 0) return Status(Code::kIoError, what + ": recv: " + strerror(errno));
     bool eof = n == 0;
     data.append(buf, static_cast<size_t>(n));

@@ -2,9 +2,14 @@
 // hostile HTTP answered without harm, munge credentials (forged, replayed,
 // mismatched), a dead agent seen as unreachable without hanging.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -167,6 +172,71 @@ TEST(ControlFaults, DeadAgentIsUnreachableNotAHang) {
   // A bad address is a usage error, not a hang.
   r = runProcess({binaryPath("switchagg-ctl"), "--agent", "nowhere", "status"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// A Unix-socket "agent" that closes its first `cut` connections without a
+// word (as a real one sheds a connection still reading its request under a
+// flood), then answers every request with a status document.
+class CuttingServer {
+ public:
+  explicit CuttingServer(int cut) : cut_(cut), dir_("cut", 0700) {
+    path_ = dir_.path() + "/agent.sock";
+    fd_ = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path_.c_str());
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        if (accepted_++ < cut_) {
+          close(c);
+          continue;
+        }
+        char buf[4096];
+        (void)!read(c, buf, sizeof buf);
+        const std::string body = "{\"version\":\"test\",\"data_address\":\"x:1\"}";
+        const std::string r = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+        (void)!write(c, r.data(), r.size());
+        close(c);
+      }
+    });
+  }
+  ~CuttingServer() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  std::string address() const { return "unix:" + path_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int cut_;
+  TempDir dir_;
+  std::string path_;
+  int fd_ = -1;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+TEST(ControlFaults, AConnectionCutBeforeAnyAnswerIsTriedOnceMore) {
+  {
+    CuttingServer once(1);
+    ApiResult<AgentStatus> st = ControlClient(once.address()).status();
+    ASSERT_TRUE(st.ok()) << st.status().toString();
+    EXPECT_EQ(st->version, "test");
+    EXPECT_EQ(once.accepted(), 2);
+  }
+  // Cut every time: one retry only, then unreachable, naming what happened.
+  CuttingServer always(1000);
+  ApiResult<AgentStatus> st = ControlClient(always.address()).status();
+  EXPECT_EQ(st.error(), ApiError::kUnreachable);
+  EXPECT_NE(st.status().message().find("closed before any answer"), std::string::npos)
+      << st.status().message();
+  EXPECT_EQ(always.accepted(), 2);
 }
 
 TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
