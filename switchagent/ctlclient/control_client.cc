@@ -3,8 +3,6 @@
 // calls us from slurmd, where an escaping exception would kill the daemon.
 #include "switchagg/agent/control_client.h"
 
-#include <chrono>
-
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
@@ -68,12 +66,6 @@ Result<HttpResponse> attemptOnce(const ControlClientOptions& options, const Cont
   }
   std::string host = addr.is_unix ? "localhost" : addr.toString();
   return exchangeHttp(addr, formatHttpRequest(method, path, host, headers, body), timeout_ms);
-}
-
-int64_t monotonicMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -150,9 +142,10 @@ ApiResult<ControlReply> ControlClient::request(const std::string& method,
     // A connection the agent cut before answering (shed under a connection
     // flood) is tried once more, with a fresh credential (munge refuses a
     // replayed one), within the same timeout.
-    const int64_t deadline = monotonicMs() + (options_.timeout_ms > 0 ? options_.timeout_ms : 5000);
-    Result<HttpResponse> resp = attemptOnce(options_, *addr, method, path, body, options_.timeout_ms);
-    const int64_t left = deadline - monotonicMs();
+    const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : 5000;  // exchangeHttp's
+    const int64_t deadline = controlNowMs() + timeout_ms;
+    Result<HttpResponse> resp = attemptOnce(options_, *addr, method, path, body, timeout_ms);
+    const int64_t left = deadline - controlNowMs();
     if (!resp.ok() && resp.status().code() == Code::kPeerFailed && left > 0)
       resp = attemptOnce(options_, *addr, method, path, body, int(left));
     if (!resp.ok()) {

@@ -13,12 +13,12 @@
 
 namespace switchagg::agent {
 
-namespace {
-
-int64_t nowMs() {
+int64_t controlNowMs() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 class Fd {
  public:
@@ -41,7 +41,7 @@ class Fd {
 // Waits until `fd` is ready for `events` or the deadline passes.
 Status waitFd(int fd, short events, int64_t deadline_ms, const std::string& what) {
   for (;;) {
-    int64_t left = deadline_ms - nowMs();
+    int64_t left = deadline_ms - controlNowMs();
     if (left <= 0) return Status(Code::kTimeout, what + ": timed out");
     pollfd p{fd, events, 0};
     int n = poll(&p, 1, static_cast<int>(left));
@@ -126,7 +126,7 @@ Status sendAll(int fd, const std::string& data, int64_t deadline_ms, const std::
 
 Result<HttpResponse> exchangeHttp(const ControlAddress& address, const std::string& request,
                                   int timeout_ms, size_t max_body) {
-  int64_t deadline = nowMs() + (timeout_ms > 0 ? timeout_ms : 5000);
+  int64_t deadline = controlNowMs() + (timeout_ms > 0 ? timeout_ms : 5000);
   Fd fd;
   Status st = address.is_unix ? connectUnix(address, deadline, &fd)
                               : connectTcp(address, deadline, &fd);

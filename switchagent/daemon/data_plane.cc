@@ -136,15 +136,20 @@ struct DataPlane::Impl : EngineOutput {
       parent->setUserData(reinterpret_cast<void*>(kParent));
       SA_INFO("agent", "connected to the parent agent at %s", config.parent_address.c_str());
     }
+    return sendFrame(*parent, wire::kAmToAgent, std::move(frame), payload, bytes, std::move(keep));
+  }
+
+  // Sends a frame (its own body, or `payload` read from `keep`'s buffers)
+  // and tracks it until it completes; false if UCX refused it.
+  bool sendFrame(ucx::Endpoint& ep, uint16_t am, wire::Frame frame, const void* payload = nullptr,
+                 size_t bytes = 0, std::shared_ptr<SlotBuffers> keep = nullptr) {
     auto s = std::make_unique<PendingSend>();
     s->frame = std::move(frame);
     s->buffers = std::move(keep);
     const auto& f = s->frame;
     const void* body = payload ? payload : (f.body.empty() ? nullptr : f.body.data());
     const size_t body_bytes = payload ? bytes : f.body.size();
-    if (!parent->amSend(wire::kAmToAgent, f.header.data(), f.header_bytes, body, body_bytes,
-                        s->request)
-             .ok())
+    if (!ep.amSend(am, f.header.data(), f.header_bytes, body, body_bytes, s->request).ok())
       return false;
     sends.push_back(std::move(s));
     return true;
@@ -154,15 +159,7 @@ struct DataPlane::Impl : EngineOutput {
     while (!outbox.empty()) {
       auto [to, frame] = std::move(outbox.front());
       outbox.pop_front();
-      ucx::Endpoint* ep = endpoint(to);
-      if (!ep) continue;
-      auto s = std::make_unique<PendingSend>();
-      s->frame = std::move(frame);
-      const auto& f = s->frame;
-      if (ep->amSend(wire::kAmToClient, f.header.data(), f.header_bytes,
-                     f.body.empty() ? nullptr : f.body.data(), f.body.size(), s->request)
-              .ok())
-        sends.push_back(std::move(s));
+      if (ucx::Endpoint* ep = endpoint(to)) (void)sendFrame(*ep, wire::kAmToClient, std::move(frame));
     }
   }
 

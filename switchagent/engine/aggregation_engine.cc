@@ -408,11 +408,7 @@ void AggregationEngine::tick(int64_t now_ms) {
                                         std::to_string(config_.member_timeout_ms) + " ms"}});
       continue;
     }
-    if (g.tree) {
-      const size_t before = dead.size();
-      tickTree(g, now_ms, &dead);
-      if (dead.size() != before) continue;
-    }
+    if (g.tree && tickTree(g, now_ms, &dead)) continue;
     for (const Slot& s : g.slots) {
       if (s.arrived == 0 || s.ready || now_ms - s.first_ms <= config_.member_timeout_ms) continue;
       dead.push_back(

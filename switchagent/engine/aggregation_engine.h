@@ -150,7 +150,8 @@ class AggregationEngine {
   void parentResult(Group& g, const wire::Message& m);
   void leaveParent(Group& g);                  // the group ends here: LEAVE at the parent
   void endPinnedCall(Group& g);
-  void tickTree(Group& g, int64_t now_ms,
+  // Adds the tree group to `dead` (true) when its parent is overdue.
+  bool tickTree(Group& g, int64_t now_ms,
                 std::vector<std::pair<Group*, std::pair<wire::Reason, std::string>>>* dead);
   void abortGroup(Group& g, wire::Reason reason, const std::string& why);
   void destroyGroup(Group& g);

@@ -270,19 +270,25 @@ void AggregationEngine::reduceSlots(const std::vector<std::pair<Group*, uint32_t
   pool_.run(pieces.size(), [&](size_t i) { reducePiece(pieces[i]); });
 }
 
-void AggregationEngine::sendResults(Group& g, uint32_t slot) {
-  Slot& s = g.slots[slot];
-  const size_t bytes = static_cast<size_t>(s.count) * dtypeSize(s.dtype);
+Message chunkMessage(MsgType type, const wire::Token& token, uint64_t group_id, const Slot& s,
+                     uint32_t slot) {
   Message m;
-  m.type = MsgType::kResult;
-  m.token = g.token;
-  m.group_id = g.id;
+  m.type = type;
+  m.token = token;
+  m.group_id = group_id;
   m.slot = slot;
   m.chunk = s.expect_chunk;
   m.call_elems = s.call_elems;
   m.dtype = s.dtype;
   m.op = s.op;
   m.count = s.count;
+  return m;
+}
+
+void AggregationEngine::sendResults(Group& g, uint32_t slot) {
+  Slot& s = g.slots[slot];
+  const size_t bytes = static_cast<size_t>(s.count) * dtypeSize(s.dtype);
+  Message m = chunkMessage(MsgType::kResult, g.token, g.id, s, slot);
   if (s.mode == wire::kModeForward) m.result_flags = wire::kResultForward;
   const wire::Frame f = wire::encode(m);
   uint8_t* header = g.buffers->resultHeader(slot);

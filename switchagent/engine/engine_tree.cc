@@ -99,17 +99,8 @@ void AggregationEngine::parentJoined(Group& g, const Message& ack) {
 
 void AggregationEngine::sendUpward(Group& g, uint32_t slot, int64_t now_ms) {
   Slot& s = g.slots[slot];
-  Message c;
-  c.type = MsgType::kContrib;
-  c.token = g.parent_token;
-  c.group_id = g.id;
+  Message c = chunkMessage(MsgType::kContrib, g.parent_token, g.id, s, slot);
   c.rank = g.tree_index;
-  c.slot = slot;
-  c.chunk = s.expect_chunk;
-  c.call_elems = s.call_elems;
-  c.dtype = s.dtype;
-  c.op = s.op;
-  c.count = s.count;
   const size_t bytes = size_t(s.count) * dtypeSize(s.dtype);
   s.up_pending = true;
   s.up_ms = now_ms;
@@ -206,17 +197,17 @@ void AggregationEngine::onParentFailed(const std::string& why) {
   }
 }
 
-void AggregationEngine::tickTree(
+bool AggregationEngine::tickTree(
     Group& g, int64_t now_ms, std::vector<std::pair<Group*, std::pair<Reason, std::string>>>* dead) {
   // Twice the member timeout: the parent's own (it names the silent leaf
   // or member) comes first when it is alive.
   const int64_t limit = 2 * config_.member_timeout_ms;
   if (!g.up_joined) {
-    if (now_ms - g.formed_ms > limit)
-      dead->push_back({&g,
-                       {Reason::kParentFailed, "the parent agent did not answer the JOIN within " +
-                                                   std::to_string(limit) + " ms"}});
-    return;
+    if (now_ms - g.formed_ms <= limit) return false;
+    dead->push_back({&g,
+                     {Reason::kParentFailed, "the parent agent did not answer the JOIN within " +
+                                                 std::to_string(limit) + " ms"}});
+    return true;
   }
   for (const Slot& s : g.slots) {
     if (!s.up_pending || now_ms - s.up_ms <= limit) continue;
@@ -224,8 +215,9 @@ void AggregationEngine::tickTree(
                      {Reason::kParentFailed, "the parent agent did not return chunk " +
                                                  std::to_string(s.expect_chunk) + " within " +
                                                  std::to_string(limit) + " ms"}});
-    return;
+    return true;
   }
+  return false;
 }
 
 }  // namespace switchagg::agent

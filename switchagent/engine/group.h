@@ -100,4 +100,10 @@ struct Group {
 
 std::string groupKey(const wire::Token& token, uint64_t group_id);
 
+// The header fields of a message that carries slot `slot`'s current chunk
+// (a RESULT to members, a leaf's CONTRIB to its parent): the caller adds
+// what differs (rank, flags).
+wire::Message chunkMessage(wire::MsgType type, const wire::Token& token, uint64_t group_id,
+                           const Slot& s, uint32_t slot);
+
 }  // namespace switchagg::agent

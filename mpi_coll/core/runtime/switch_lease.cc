@@ -35,8 +35,8 @@ std::string nodeName() {
   return h.substr(0, h.find('.'));
 }
 
-// A tree lease (fabric map names + path, one listed agent the others'
-// parent): which agent serves this node and which is its parent.
+// A tree lease (fabric map names + path, FabricMap::isTree: leaves, then
+// their spine): which leaf serves this node; the spine is the last agent.
 void readTree(SwitchLease* lease) {
   const char* names = envOrNull("SWITCHAGG_AGENT_NAMES");
   const char* path = envOrNull("SWITCHAGG_FABRIC");
@@ -59,25 +59,31 @@ void readTree(SwitchLease* lease) {
     lease->tree = true;
     return;
   }
+  std::vector<const agent::FabricAgent*> agents;
   for (const std::string& n : list) {
     const agent::FabricAgent* a = map->find(n);
-    if (a && !a->parent.empty() && index(a->parent) >= 0) lease->tree = true;
+    if (!a) {
+      // Not the map that placed the lease: a rank cannot tell a tree.
+      lease->tree = true;
+      lease->tree_error = "agent '" + n + "' of SWITCHAGG_AGENT_NAMES is not in the fabric map " +
+                          std::string(path);
+      return;
+    }
+    agents.push_back(a);
   }
+  // Leaves, then their spine (the placement agentsFor gives a tree).
+  lease->tree = agent::FabricMap::isTree(agents);
   if (!lease->tree) return;
   const std::string node = nodeName();
   const agent::FabricAgent* mine = map->agentOf(node);
-  if (!mine || index(mine->name) < 0) {
-    lease->tree_error = "node '" + node + "' is served by no agent of the lease (" +
+  const int leaf = mine ? index(mine->name) : -1;
+  if (leaf < 0 || leaf + 1 == int(list.size())) {
+    lease->tree_error = "node '" + node + "' is served by no leaf agent of the lease (" +
                         std::string(names) + ")";
     return;
   }
-  lease->leaf = index(mine->name);
-  lease->root = mine->parent.empty() ? -1 : index(mine->parent);
-  if (lease->root < 0) {
-    lease->tree_error = "agent '" + mine->name + "' (node " + node +
-                        ") has no parent among the lease's agents";
-    lease->leaf = -1;
-  }
+  lease->leaf = leaf;
+  lease->root = int(list.size()) - 1;
 }
 
 std::unique_ptr<SwitchLease> readLease() {

@@ -9,8 +9,8 @@
 //                    same order
 //   SWITCHAGG_AGENT_NAMES, SWITCHAGG_FABRIC
 //                    the agents' names in the fabric map (same order) and
-//                    the map's path, when a map placed the lease: if one
-//                    listed agent is the others' parent the lease is a tree
+//                    the map's path, when a map placed the lease: leaves
+//                    then their spine (FabricMap::isTree) is a tree
 //                    (docs/offload.md "Trees"): each rank talks only to the
 //                    leaf agent of its node (SWITCHAGG_NODE_NAME, else the short
 //                    hostname), which forwards to the spine

@@ -836,14 +836,14 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   int size = leaders ? leaders->nodes() : comm.size();
   int rank = leaders ? leaders->node() : comm.rank();
   const TreePlace tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreePlace{};
+  // A tree group holds its window at the leaf and the spine for its whole
+  // life (no per-call busy): a quarter of the lease, so a few communicators
+  // of the job can each have one.
+  const uint32_t share = tree.leaves > 1 ? 4 : 2;
   std::vector<std::unique_ptr<agent::AggGroup>> groups;
   Status join_failure;
   for (size_t k = 0; k < clients.size() && join_failure.ok(); ++k) {
     const size_t agent_k = lease.tree ? size_t(lease.leaf) : k;
-    // A tree group holds its window at the leaf and the spine for its
-    // whole life (no per-call busy): a quarter of the lease, so a few
-    // communicators of the job can each have one.
-    const uint32_t share = tree.leaves > 1 ? 4 : 2;
     const uint32_t window = lease.window_request
                                 ? lease.window_request
                                 : std::max<uint32_t>(1, clients[k]->agent().max_window / share);
