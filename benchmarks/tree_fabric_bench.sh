@@ -61,24 +61,13 @@ paths=(
 
 # run PATH_ENTRY PROGRAM ARGS...: one mpirun of the path with its lease.
 run() {
-  local entry=$1 lease
+  local entry=$1 rest lease args exports=""
   shift
-  local name=${entry%%|*} rest=${entry#*|}
-  lease=${rest%%|*}
-  local args=${rest#*|}
-  (
-    unset SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC
-    case $lease in
-      tree) eval "$tree_env" ;;
-      flat) eval "$flat_env" ;;
-    esac
-    env_args=()
-    for v in SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC; do
-      [[ -n ${!v:-} ]] && env_args+=(-x "$v")
-    done
-    # shellcheck disable=SC2086
-    fabric_mpirun "$np" 1 $args "${env_args[@]}" -x SWITCHAGG_SWITCH_WINDOW "$@"
-  )
+  rest=${entry#*|}
+  lease=${rest%%|*} args=${rest#*|}
+  case $lease in tree) exports=$tree_env ;; flat) exports=$flat_env ;; esac
+  # shellcheck disable=SC2086
+  fabric_mpirun_with "$exports" "$np" 1 $args -x SWITCHAGG_SWITCH_WINDOW "$@"
 }
 
 for rep in $(seq 1 "$reps"); do

@@ -146,20 +146,14 @@ tree_paths=(
   "ring|none|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm ring"
 )
 tree_job() {  # tree_job ENTRY LOG PROGRAM ARGS...: 4 ranks, the entry's lease
-  local entry=$1 log=$2
+  local entry=$1 log=$2 rest lease args exports=""
   shift 2
-  local rest=${entry#*|}
-  local lease=${rest%%|*} args=${rest#*|}
-  (
-    unset SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC
-    case $lease in tree) eval "$tree_env" ;; flat) eval "$flat_env" ;; esac
-    xs=()
-    for v in SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC; do
-      [[ -n ${!v:-} ]] && xs+=(-x "$v")
-    done
-    # shellcheck disable=SC2086
-    fabric_mpirun 4 1 $args "${xs[@]}" -x SWITCHAGG_SWITCH_WINDOW "$@" >"$log" 2>&1 </dev/null
-  ) || { echo "demo: FAILED (log: $log)"; tail -20 "$log"; exit 1; }
+  rest=${entry#*|}
+  lease=${rest%%|*} args=${rest#*|}
+  case $lease in tree) exports=$tree_env ;; flat) exports=$flat_env ;; esac
+  # shellcheck disable=SC2086
+  fabric_mpirun_with "$exports" 4 1 $args -x SWITCHAGG_SWITCH_WINDOW "$@" >"$log" 2>&1 </dev/null ||
+    { echo "demo: FAILED (log: $log)"; tail -20 "$log"; exit 1; }
 }
 # From 1 MiB (where the links, not latency, set the time) up to --max.
 bytes_of() { numfmt --from=iec "${1%B}" 2>/dev/null || echo 0; }

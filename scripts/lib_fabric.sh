@@ -4,6 +4,9 @@
 #   fabric_down                              (idempotent; also what a dead run left)
 #   fabric_hostfile PPN                      → path of a hostfile with PPN slots per host
 #   fabric_mpirun NP PPN [mpirun args] PROG… mpirun on h1 across the hosts
+#   fabric_mpirun_with EXPORTS NP PPN [mpirun args] PROG…
+#                                            fabric_mpirun with exactly the lease of EXPORTS
+#                                            (switchagg-ctl's "export ..." lines; "" = none)
 #   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` (or $FABRIC_AGENT_HOST,
 #                                            e.g. a leaf's `aleaf1`) → AGENT_* (lib_agent.sh)
 #   fabric_tree_start WORKDIR RACKS HOSTS [--set K=V…]
@@ -89,6 +92,24 @@ fabric_mpirun() {
 }
 
 # The agent on the fabric's agent host, data plane on its fabric address.
+# The caller's SWITCHAGG_AGENT / _LEASE / _AGENT_NAMES / _FABRIC are
+# replaced by what EXPORTS sets (in a subshell), and each one set goes to
+# the ranks (-x): a tree lease, a single agent's, or none, side by side.
+fabric_mpirun_with() {
+  local exports=$1
+  shift
+  (
+    unset SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC
+    eval "$exports"
+    local np=$1 ppn=$2 v xs=()
+    shift 2
+    for v in SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_AGENT_NAMES SWITCHAGG_FABRIC; do
+      [[ -n ${!v:-} ]] && xs+=(-x "$v")
+    done
+    fabric_mpirun "$np" "$ppn" "${xs[@]}" "$@"
+  )
+}
+
 fabric_agent_start() {
   local dir=$1
   shift

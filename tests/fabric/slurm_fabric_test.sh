@@ -485,11 +485,12 @@ fabric_up "$FABRIC" --topo star --hosts 3 --rate 400 --subnet 10.79 || fail "fab
 "$PY" -c 'import json, os, sys
 print(" ".join(os.readlink("/proc/%d/ns/net" % h["pid"]) for h in json.load(open(sys.argv[1]))["hosts"]))' \
   "$FABRIC_DIR/state.json" >"$W/netns" || fail "cannot read the fabric hosts' namespaces"
-# The agent's policy as in tests/slurm: 16 slots, 8 per job, only root
+# The agents' policy as in tests/slurm: 16 slots, 8 per job, only root
 # (the plugin's prolog) creates leases.
-fabric_agent_start "$AG" --set pool.slots=16 --set policy.max_slots_per_job=8 \
-  --set policy.max_slots_per_user=16 --set policy.default_slots=2 --set policy.default_ttl=1h \
-  --set policy.max_ttl=2h --set policy.allowed_users= --set data.threads=1 || fail "agent did not start"
+policy=(--set pool.slots=16 --set policy.max_slots_per_job=8 --set policy.max_slots_per_user=16
+  --set policy.default_slots=2 --set policy.default_ttl=1h --set policy.max_ttl=2h
+  --set policy.allowed_users= --set data.threads=1)
+fabric_agent_start "$AG" "${policy[@]}" || fail "agent did not start"
 echo "$AGENT_PID" >"$AG/agent.pid"
 [[ $AGENT_DATA == 10.79.1.1:* ]] || fail "agent's data plane is on $AGENT_DATA, not the agent host's fabric address"
 spank_args="max_slots=8 timeout=2s"
@@ -502,10 +503,8 @@ if [[ $mode == tree ]]; then
   spine_pid=$AGENT_PID spine_socket=$AGENT_SOCKET spine_data=$AGENT_DATA
   for r in 1 2; do
     mkdir -p "$AG/l$r"
-    fabric_agent_start "$AG/l$r" --set pool.slots=16 --set policy.max_slots_per_job=8 \
-      --set policy.max_slots_per_user=16 --set policy.default_slots=2 --set policy.default_ttl=1h \
-      --set policy.max_ttl=2h --set policy.allowed_users= --set data.threads=1 \
-      --set fabric.map="$W/tree.toml" --set fabric.name="leaf$r" || fail "leaf $r did not start"
+    fabric_agent_start "$AG/l$r" "${policy[@]}" --set fabric.map="$W/tree.toml" \
+      --set fabric.name="leaf$r" || fail "leaf $r did not start"
     echo "$AGENT_PID" >"$AG/leaf$r.pid"
     declare "L${r}_DATA=$AGENT_DATA"
   done
