@@ -7,6 +7,9 @@
 #include "data_plane.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <mutex>
@@ -267,6 +270,19 @@ struct DataPlane::Impl : EngineOutput {
     ec.routed = config.routed;
     ec.max_groups_per_lease = config.max_groups_per_lease;
     ec.has_parent = !config.parent_address.empty();
+    // Test-only fault point (EngineConfig::test_partial_result).
+    if (const char* fault = std::getenv("SWITCHAGG_AGENT_TEST_FAULT")) {
+      unsigned long long n = 0;
+      char tail[16] = {};
+      if (std::sscanf(fault, "partial:%llu%15s", &n, tail) < 1 || n == 0 ||
+          (tail[0] && std::strcmp(tail, ":exit") != 0))
+        return Status(Code::kInvalidArgument,
+                      std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit], got '") +
+                          fault + "'");
+      ec.test_partial_result = n;
+      ec.test_partial_exit = tail[0] != 0;
+      SA_WARN("agent", "test fault armed: %s", fault);
+    }
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);
       if (!lease) return std::nullopt;

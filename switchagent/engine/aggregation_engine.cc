@@ -2,6 +2,8 @@
 // timeouts and counters. Contributions and reduction: engine_contrib.cc.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -385,6 +387,11 @@ static std::string missingRanks(const Group& g, const Slot& s) {
 
 void AggregationEngine::tick(int64_t now_ms) {
   now_ms_ = now_ms;
+  if (fault_exit_at_ms_ && now_ms >= fault_exit_at_ms_) {
+    std::fprintf(stderr, "switchagg-agent: test fault: exiting after a partial result\n");
+    std::fflush(stderr);
+    std::_Exit(75);
+  }
   std::vector<std::pair<Group*, std::pair<Reason, std::string>>> dead;
   const bool check_leases = now_ms >= next_lease_check_ms_;
   if (check_leases) next_lease_check_ms_ = now_ms + config_.lease_check_ms;

@@ -76,6 +76,13 @@ struct EngineConfig {
   // Groups one lease may hold at once, formed or waiting for members: a
   // token holder joining group after group cannot fill the agent's memory.
   size_t max_groups_per_lease = 64;
+  // Test-only fault point (SWITCHAGG_AGENT_TEST_FAULT=partial:N[:exit], read
+  // by the data plane): the N-th chunk result this agent sends goes to
+  // member 0 of its group only; with exit, the agent process exits 100 ms
+  // after that send completed (the agent dies after some members got a
+  // call's last result and others did not). 0: off.
+  uint64_t test_partial_result = 0;
+  bool test_partial_exit = false;
 };
 
 struct Group;
@@ -122,6 +129,12 @@ class AggregationEngine {
   size_t slotMemory() const { return slots_.memoryInUse(); }
 
  private:
+  // The test fault point (EngineConfig::test_partial_result).
+  uint64_t results_sent_ = 0;
+  uint64_t fault_serial_ = 0;
+  uint32_t fault_slot_ = 0;
+  bool fault_fired_ = false;
+  int64_t fault_exit_at_ms_ = 0;
   void handleHello(PeerId from, const wire::Message& m);
   void handleCapacity(PeerId from, const wire::Message& m);
   void handleJoin(PeerId from, const wire::Message& m, int64_t now_ms);

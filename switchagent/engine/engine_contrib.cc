@@ -16,6 +16,7 @@
 // RESULT, so its window moves on as for an allreduce.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -330,7 +331,17 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
     else deactivate(g);  // its sends keep the buffers they read
   }
   const uint64_t serial = g.serial;
-  for (uint32_t r = 0; r < g.size; ++r) {
+  uint32_t send_to = g.size;
+  if (config_.test_partial_result && ++results_sent_ == config_.test_partial_result) {
+    send_to = 1;  // the test fault: member 0 only
+    s.sends_pending = 1;
+    fault_fired_ = true;
+    fault_serial_ = serial;
+    fault_slot_ = slot;
+    std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",
+                 static_cast<unsigned long long>(results_sent_));
+  }
+  for (uint32_t r = 0; r < send_to; ++r) {
     if (gets(r))
       out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
                       g.buffers, serial, slot);
@@ -341,6 +352,9 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
 }
 
 void AggregationEngine::sendDone(uint64_t group_serial, uint32_t slot) {
+  if (fault_fired_ && config_.test_partial_exit && group_serial == fault_serial_ &&
+      slot == fault_slot_ && fault_exit_at_ms_ == 0)
+    fault_exit_at_ms_ = now_ms_ + 100;
   auto it = by_serial_.find(group_serial);
   if (it == by_serial_.end()) return;  // group gone; its buffers die with the send
   Slot& s = it->second->slots[slot];

@@ -11,7 +11,7 @@ target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
 switchagg_warnings(test_switch_check)
 add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
   mpi_allreduce_check mpi_liveness_check mpi_tune_check mpi_thread_check mpi_fortran_types
-  mpi_barrier_check mpi_routed_check
+  mpi_barrier_check mpi_routed_check mpi_oneshot_check
   switchagg-cg switchagg-train)
 
 set(_switch_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
@@ -157,3 +157,23 @@ add_switch_test(mpi_switch_tree_spine_delete 150 "mpi;agent;fault" tree 4 1 spin
 add_switch_test(mpi_switch_stripes_kill_np3 150 "mpi;agent;fault" stripes_kill 1048576 100 3)
 add_switch_test(mpi_switch_stripes_stall_rejoin 150 "mpi;agent;fault" stripes_stall 1048576)
 add_switch_test(mpi_switch_stripes_mismatch 120 "mpi;agent;fault" stripes_mismatch)
+# One-round-trip completion (docs/offload.md "Completion",
+# mpi_oneshot_check): successful calls send no host message of the switch
+# path (0 on its counter), one agreement above the keep limit; the agent's
+# test fault point sends one call's result to member 0 only (and, _exit,
+# then dies) and the component's cuts one member's group after a call: the
+# others recover the result from a member that has it, every answer exact,
+# every call bounded. Every rank a member (PPN=1) and node leaders (PPN=2).
+add_switch_test(mpi_switch_oneshot_np3 120 "mpi;agent" oneshot 3 ok)
+add_switch_test(mpi_switch_oneshot_members_np4 120 "mpi;agent" oneshot 4 ok)
+add_switch_test(mpi_switch_oneshot_leaders_np4 120 "mpi;agent" oneshot 4 ok)
+add_switch_test(mpi_switch_fault_oneshot_partial_np3 150 "mpi;agent;fault" oneshot 3 partial 2)
+add_switch_test(mpi_switch_fault_oneshot_partial_exit_np3 150 "mpi;agent;fault" oneshot 3 partial_exit 2)
+add_switch_test(mpi_switch_fault_oneshot_cut_np3 150 "mpi;agent;fault" oneshot 3 cut 1)
+add_switch_test(mpi_switch_fault_oneshot_leaders_partial_np4 150 "mpi;agent;fault" oneshot 4 partial 1)
+add_switch_test(mpi_switch_fault_oneshot_leaders_exit_np4 150 "mpi;agent;fault" oneshot 4 partial_exit 1)
+set_tests_properties(mpi_switch_oneshot_members_np4 mpi_switch_fault_oneshot_partial_np3
+  mpi_switch_fault_oneshot_partial_exit_np3 mpi_switch_fault_oneshot_cut_np3
+  PROPERTIES ENVIRONMENT "PPN=1")
+set_tests_properties(mpi_switch_oneshot_leaders_np4 mpi_switch_fault_oneshot_leaders_partial_np4
+  mpi_switch_fault_oneshot_leaders_exit_np4 PROPERTIES ENVIRONMENT "PPN=2")

@@ -339,6 +339,40 @@ case $scenario in
       { cat "$work/liveness.log"; die "liveness run failed"; }
     expect_pass "$work/liveness.log" "joined switch group"
     ;;
+  oneshot)
+    # One-round-trip completion (docs/offload.md "Completion"): mpi_oneshot_check.
+    np=$1 mode=$2 recovered=${3:-1}
+    case $mode in
+      ok) start_agent ;;
+      partial | partial_exit)
+        # The agent sends one call's result to member 0 only (partial_exit:
+        # and dies 100 ms later): the other members recover it from member 0.
+        fault=partial:30
+        [[ $mode == partial_exit ]] && fault=partial:30:exit
+        SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
+      cut) start_agent ;;
+      *) die "oneshot mode must be ok, partial, partial_exit or cut, got '$mode'" ;;
+    esac
+    lease "oneshot-np$np"
+    if [[ $mode == ok ]]; then
+      run_mpi "$np" "$work/oneshot.log" "${emu[@]}" "$bin/mpi_oneshot_check" --mode ok ||
+        { cat "$work/oneshot.log"; die "oneshot run failed"; }
+      expect_pass "$work/oneshot.log" "host messages 0 "
+    else
+      # Rank 1 drops its group right after its 20th one-round-trip call.
+      export SWITCHAGG_TEST_CUT=
+      [[ $mode == cut ]] && SWITCHAGG_TEST_CUT=1:20
+      SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" \
+        -x SWITCHAGG_TEST_CUT -x SWITCHAGG_SWITCH_TIMEOUT_MS --mca coll_switchagg_stall_timeout 60 \
+        "${emu[@]}" "$bin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
+        --max-call-ms 10000 || { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
+      expect_pass "$work/oneshot.log" "its result came from rank"
+      if [[ $mode == partial* ]]; then
+        grep -q "test fault: chunk result 30 sent to member 0 only" "$work/agent.log" ||
+          die "the agent's fault point did not fire"
+      fi
+    fi
+    ;;
   barrier)
     np=$1 mode=$2
     start_agent

@@ -262,6 +262,8 @@ std::array<uint64_t, 2> Worker::busyGroupSlots() const {
 
 bool Worker::progress() { return impl_->progress(); }
 
+void Worker::post(std::function<void()> fn) { impl_->defer(std::move(fn)); }
+
 Status Worker::flush(int64_t timeout_ms) { return impl_->flush(timeout_ms); }
 
 Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {

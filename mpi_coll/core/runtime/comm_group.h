@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "host_algorithms.h"
 #include "switchagg/common/status.h"
@@ -29,6 +30,12 @@ class CommGroup {
   // The host transport for one call (point-to-point among the ranks; the
   // same number of calls on every rank), or nullptr when there is none.
   virtual std::unique_ptr<HostComm> hostComm() { return nullptr; }
+  // Every rank's UCX worker address (the host transport's), for messages
+  // outside any call (switch-path recovery); empty when there is none.
+  virtual const std::vector<std::vector<uint8_t>>& workerAddresses() const {
+    static const std::vector<std::vector<uint8_t>> none;
+    return none;
+  }
 };
 
 }  // namespace switchagg::coll

@@ -153,6 +153,7 @@ Status CommState::exchangeAddresses() {
     return Status(Code::kUnsupported,
                   "every peer-group tag slot (" + std::to_string(ucx::PeerGroup::kMaxSlot) +
                       ") is held by a live communicator on some rank");
+  std::vector<std::vector<uint8_t>> kept_addresses = addresses;
   Result<std::unique_ptr<ucx::PeerGroup>> group =
       ucx::PeerGroup::create(*worker.value(), context_id_, rank_, std::move(addresses), slot);
   if (!group.ok())
@@ -165,6 +166,7 @@ Status CommState::exchangeAddresses() {
   if (std::find(oks.begin(), oks.end(), 0) != oks.end())
     return Status(Code::kNoResource, "a rank could not create its peer group");
   peer_group_ = std::move(group.value());
+  addresses_ = std::move(kept_addresses);
   return Status::Ok();
 }
 

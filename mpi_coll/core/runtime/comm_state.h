@@ -87,6 +87,7 @@ class CommState : public CommGroup {
   const NodeLayout& layout() const override { return layout_; }
   // A PeerGroupComm with the next call sequence; nullptr before setup.
   std::unique_ptr<HostComm> hostComm() override;
+  const std::vector<std::vector<uint8_t>>& workerAddresses() const override { return addresses_; }
   ucx::PeerGroup& peerGroup() { return *peer_group_; }
   // The switch candidate; nullptr when no switch path is built in.
   SwitchPath* switchPath() { return switch_path_.get(); }
@@ -159,6 +160,7 @@ class CommState : public CommGroup {
   uint32_t sequence_ = 0;
   NodeLayout layout_;
   std::unique_ptr<ucx::PeerGroup> peer_group_;
+  std::vector<std::vector<uint8_t>> addresses_;  // every rank's worker address
   std::unique_ptr<SwitchPath> switch_path_;
   CommCounters counters_;
   BarrierCounters barrier_counters_;

@@ -6,6 +6,7 @@
 
 #include "switchagg/common/config.h"
 #include "switchagg/common/log.h"
+#include "switch_recovery.h"
 #include "switchagg/ucx/transport.h"
 
 namespace switchagg::coll {
@@ -47,6 +48,7 @@ void ProcessRuntime::addTuned(const std::string& rules_text) {
 void ProcessRuntime::close() {
   writeTuneFile();
   extra_progress_.clear();
+  shutdownRecovery(live_comms_ == 0);
   if (live_comms_ > 0) {
     SA_DEBUG("coll", "%d communicators still alive at close; UCX worker left to process exit",
              live_comms_);

@@ -58,6 +58,22 @@ Status NodeLeaders::broadcast(const AllreduceArgs& args) {
   return binomialBroadcast(local, result);
 }
 
+Status NodeLeaders::shareOutcome(uint8_t* outcome, const void* leader_result, void* result,
+                                 size_t bytes) {
+  constexpr uint8_t kDone = 1;  // CallOutcome::kDone
+  staging_.resize(bytes + 1);
+  if (leader()) {
+    staging_[0] = *outcome;
+    if (*outcome == kDone && bytes) std::memcpy(staging_.data() + 1, leader_result, bytes);
+  }
+  SWITCHAGG_RETURN_IF_ERROR(broadcastBytes(staging_.data(), bytes + 1));
+  if (!leader()) {
+    *outcome = staging_[0];
+    if (*outcome == kDone && bytes) std::memcpy(result, staging_.data() + 1, bytes);
+  }
+  return Status::Ok();
+}
+
 Status NodeLeaders::begin() {
   host_ = comm_.hostComm();
   if (!host_) return Status(Code::kInternal, "no host transport for the node's step");

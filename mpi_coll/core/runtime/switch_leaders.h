@@ -40,6 +40,13 @@ class NodeLeaders {
   // Step 3, once every rank agreed the agent's result is good: the leader's
   // args.recv (the result) into every rank of its node. Ends the call.
   Status broadcast(const AllreduceArgs& args);
+  // One-round-trip calls (docs/offload.md "Completion"): once the leader
+  // knows the call's outcome (*outcome, a CallOutcome), one broadcast hands
+  // every rank of its node [outcome][result]: the leader sends
+  // `leader_result` (bytes; read only when the outcome is done), a
+  // non-leader gets *outcome and, only when it is done, the result in
+  // `result`. Ends the call (after reduce()).
+  Status shareOutcome(uint8_t* outcome, const void* leader_result, void* result, size_t bytes);
   // Ends a call that failed (no broadcast).
   void abandon() { host_.reset(); }
 
@@ -89,6 +96,7 @@ class NodeLeaders {
   NodeGroups groups_;
   std::unique_ptr<HostComm> host_;  // the current call's transport
   std::vector<char> acc_, scratch_, result_;
+  std::vector<uint8_t> staging_;  // shareOutcome's [outcome][result]
 };
 
 }  // namespace switchagg::coll

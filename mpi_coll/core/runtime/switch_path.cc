@@ -45,7 +45,9 @@
 #include "process_runtime.h"
 #include "switch_leaders.h"
 #include "switch_lease.h"
+#include "switch_recovery.h"
 #include "switchagg/agent/data_client.h"
+#include "switchagg/common/config.h"
 #include "switchagg/common/log.h"
 
 namespace switchagg::coll {
@@ -86,6 +88,12 @@ bool anyFailed(const std::vector<uint8_t>& oks) {
   return std::find(oks.begin(), oks.end(), kOutcomeFailed) != oks.end();
 }
 
+int firstFailedRank(const std::vector<uint8_t>& oks) {
+  int first_bad = 0;
+  while (first_bad < int(oks.size()) && oks[size_t(first_bad)] != kOutcomeFailed) ++first_bad;
+  return first_bad;
+}
+
 uint64_t randomNonce() {
   std::random_device rd;
   return (uint64_t(rd()) << 32) ^ rd() ^
@@ -114,7 +122,9 @@ class AgentSwitchPath : public SwitchPath {
       : comm_(comm), lease_(lease), leaders_(std::move(leaders)),
         group_(std::move(joined.group)),
         capacity_(joined.capacity), info_(joined.info), joined_(joined.ok),
-        routed_(joined.routed) {}
+        routed_(joined.routed) {
+    makeLedger();
+  }
   ~AgentSwitchPath() override;
 
   void rejoinIfDue() override;
@@ -133,6 +143,26 @@ class AgentSwitchPath : public SwitchPath {
 
  private:
   void fill(SelectionInput* in) const;  // describe's switch fields
+  // One-round-trip completion (switch_recovery.h, docs/offload.md
+  // "Completion"): on every rank alike, whether a call of `bytes` ends
+  // without the outcome agreement.
+  bool oneRoundTrip(size_t bytes) const {
+    return one_round_trip_ && bytes <= lease_.keep_bytes;
+  }
+  void makeLedger();
+  Status allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes);
+  Status barrierOneRoundTrip(BarrierEnd* how);
+  // A member's end of a one-round-trip call: its own outcome, or after a
+  // failure what the other members said (recovery). *source: the member
+  // that gave the result. An error: recovery could not decide (bounded).
+  Result<CallOutcome> settle(const Status& mine, void* out, size_t bytes, int* source);
+  Result<CallOutcome> endOneRoundTrip(const Status& mine, void* out, void* node_result,
+                                      size_t bytes, int* source);
+  // The outcome agreement of a call that has one, counted.
+  Status agree(const Status& mine, std::vector<uint8_t>* oks) {
+    ++agreements_;
+    return agreeOutcome(comm_, mine, oks);
+  }
   bool serves(const AllreduceArgs& args) const {
     return joined_ && info_.caps.supports(args.dtype, args.op);
   }
@@ -153,8 +183,19 @@ class AgentSwitchPath : public SwitchPath {
   void* scratchFor(size_t bytes);
   // `what` failed ("allreduce", "barrier", "reduce", ...); `after` says
   // what became of the call ("result recomputed on the host", ...).
-  void giveUp(const Status& mine, const std::vector<uint8_t>& oks, const char* what,
-              const char* after);
+  // first_bad: the lowest rank that failed, if known (-1: not known here).
+  void giveUp(const Status& mine, int first_bad, const char* what, const char* after);
+  // An allreduce refused busy on every rank: counted, redone on the host, path kept.
+  Status redoBusy() {
+    ++busy_;
+    if (busy_ == 1 && comm_.rank() == 0)
+      SA_INFO("coll",
+              "comm %s: switch busy (the lease's slots were in use by the job's other "
+              "communicators); call redone on the host (fallback:switch-busy), switch path kept",
+              comm_.name().c_str());
+    return Status(Code::kUnsupported, "switch busy; redone on the host");
+  }
+  int firstFailed(const Status& mine, int /*source*/) const { return mine.ok() ? -1 : comm_.rank(); }
   void logSummary() const;
 
   CommGroup& comm_;
@@ -177,6 +218,14 @@ class AgentSwitchPath : public SwitchPath {
   uint64_t pipelined_ = 0;  // served calls whose node phases overlapped the stream
   uint64_t routed_calls_ = 0;  // switch:routed_calls, routed collectives served
   uint8_t no_output_[8] = {};  // `out` of a member that receives nothing
+  // Members only: this member's calls for recovery (null on a non-leader,
+  // or without a host transport: then every call has its agreement).
+  std::unique_ptr<CallLedger> ledger_;
+  bool one_round_trip_ = false;  // alike on every rank (setting + host transport)
+  uint64_t agreements_ = 0;      // switch:agreements, outcome agreements run
+  uint64_t one_trip_ = 0;        // switch:one_round_trip, calls completed without one
+  uint64_t recovered_ = 0;       // switch:recovered, results copied from another member
+  int32_t barrier_sink_ = 0;     // the node reduce's output of a barrier (unused)
   // The MPI_Iallreduce stream in flight (one per communicator at a time).
   struct Stream {
     AllreduceArgs args;
@@ -226,6 +275,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   last_bytes_sent_ = 0;
   const size_t segment = lease_.segment_bytes / dtypeSize(args.dtype);
   const bool pipelined = leaders_ && segment > 0 && args.count >= 2 * segment;
+  if (!pipelined && oneRoundTrip(bytes)) return allreduceOneRoundTrip(args, bytes);
   if (pipelined) {
     // The node's reduce, the stream and the node's broadcast overlapped.
     if (group_ && in_place) {
@@ -251,7 +301,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   // Success is local (the agent may die after sending some members their
   // last chunk): nobody trusts its result until every rank says ok.
   std::vector<uint8_t> oks;
-  SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
+  SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
     if (in_place && group_) std::memcpy(args.recv, scratch_.data(), bytes);
     ++calls_;
@@ -270,17 +320,144 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
     // Busy (the job's other communicators held the lease's slots when this
     // call began): refused for this call only, the group is alive. Same
     // host redo as after a failure, but no give-up and no rejoin.
-    ++busy_;
-    if (busy_ == 1 && comm_.rank() == 0)
-      SA_INFO("coll",
-              "comm %s: switch busy (the lease's slots were in use by the job's other "
-              "communicators); call redone on the host (fallback:switch-busy), switch path kept",
-              comm_.name().c_str());
-    return Status(Code::kUnsupported, "switch busy; redone on the host");
+    return redoBusy();
   }
-  giveUp(mine, oks, "allreduce", "result recomputed on the host");
+  giveUp(mine, firstFailedRank(oks), "allreduce", "result recomputed on the host");
   // The input is intact on every rank (send never written; in place results
   // went to scratch): the next candidate redoes the reduction on the host.
+  return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
+// Members: every rank, or the node leaders. The key is the first join's
+// group id (alike on every rank; a rejoin keeps the ledger and its count).
+void AgentSwitchPath::makeLedger() {
+  const std::vector<std::vector<uint8_t>>& addresses = comm_.workerAddresses();
+  one_round_trip_ = !lease_.agree_every_call && lease_.keep_bytes > 0 && !addresses.empty();
+  if (!one_round_trip_ || (leaders_ && !leaders_->leader())) return;
+  Result<ucx::Worker*> worker = ProcessRuntime::instance().worker();
+  if (!worker.ok()) return;  // cannot be: the host transport runs on it
+  std::vector<int> members;
+  if (leaders_)
+    for (int n = 0; n < leaders_->nodes(); ++n) members.push_back(leaders_->leaderOf(n));
+  else
+    for (int r = 0; r < comm_.size(); ++r) members.push_back(r);
+  ledger_ = std::make_unique<CallLedger>(*worker.value(), info_.group_id, comm_.rank(),
+                                         std::move(members), addresses);
+}
+
+// Test-only fault point: SWITCHAGG_TEST_CUT=RANK:CALL makes communicator
+// rank RANK drop its agent group right after its one-round-trip call CALL
+// succeeded, as if its connection had been cut after the agent sent the
+// results: the call counts as failed here (recovered from the others), the
+// group is left (unusable here; its LEAVE makes the agent abort it for the
+// others' next call). Fires once per process.
+bool testCutNow(int rank, uint64_t call) {
+  static bool fired = false;
+  static long want_rank = -1;
+  static unsigned long long want_call = 0;
+  static bool parsed = false;
+  if (!parsed) {
+    parsed = true;
+    if (const char* v = envOrNull("SWITCHAGG_TEST_CUT"))
+      if (std::sscanf(v, "%ld:%llu", &want_rank, &want_call) != 2) want_rank = -1;
+  }
+  if (fired || want_rank != rank || want_call != call) return false;
+  fired = true;
+  return true;
+}
+
+Result<CallOutcome> AgentSwitchPath::settle(const Status& mine, void* out, size_t bytes,
+                                            int* source) {
+  if (mine.ok()) {
+    ledger_->done(out, bytes);
+    return CallOutcome::kDone;
+  }
+  if (mine.code() == Code::kBusy) {
+    ledger_->busy();
+    return CallOutcome::kBusy;
+  }
+  ledger_->failed();
+  SA_DEBUG("coll", "comm %s rank %d: switch call %" PRIu64 " failed here (%s); asking the other members",
+           comm_.name().c_str(), comm_.rank(), ledger_->seq(), mine.toString().c_str());
+  Result<Recovery> r = ledger_->recover(out, bytes, ProcessRuntime::instance().params().stall);
+  if (!r.ok()) return r.status();
+  *source = r->source;
+  if (r->outcome == CallOutcome::kDone) {
+    ++recovered_;
+    SA_INFO("coll",
+            "comm %s rank %d: switch call %" PRIu64 " failed here (%s); its result came from "
+            "rank %d (switch:recovered), switch path kept",
+            comm_.name().c_str(), comm_.rank(), ledger_->seq(), mine.toString().c_str(),
+            r->source);
+  }
+  return r->outcome;
+}
+
+// A one-round-trip call's end on every rank: a member settles its outcome
+// (recovering it after a failure here); with node leaders one broadcast
+// hands the outcome, and the result when done, to the node's ranks.
+Result<CallOutcome> AgentSwitchPath::endOneRoundTrip(const Status& mine, void* out,
+                                                     void* node_result, size_t bytes,
+                                                     int* source) {
+  CallOutcome outcome = CallOutcome::kDone;
+  if (ledger_) {
+    Result<CallOutcome> end = settle(mine, out, bytes, source);
+    if (!end.ok()) {
+      if (leaders_) leaders_->abandon();
+      return end.status();
+    }
+    outcome = *end;
+  }
+  if (leaders_) {
+    uint8_t shared = uint8_t(outcome);
+    SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(&shared, out, node_result, bytes));
+    outcome = CallOutcome(shared);
+  }
+  return outcome;
+}
+
+// One agent round trip and nothing between hosts on success: node reduce
+// (leaders), the member's stream, its outcome (recovered from the other
+// members only if it failed here), the node's one broadcast of [outcome,
+// result] (leaders). Busy or failed everywhere: the input is intact on
+// every rank and the next candidate redoes the call, as with the
+// agreement.
+Status AgentSwitchPath::allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes) {
+  const bool in_place = args.send == nullptr;
+  const void* input = in_place ? args.recv : args.send;
+  void* out = ledger_ && in_place ? scratchFor(bytes) : args.recv;
+  Status mine;
+  last_bytes_sent_ = 0;
+  if (leaders_) {
+    Result<const void*> node_input = leaders_->reduce(args);
+    mine = node_input.status();
+    input = node_input.value();
+  }
+  int source = -1;
+  if (ledger_) {
+    ledger_->begin();
+    if (mine.ok())
+      mine = group_ ? stream(args, input, out, bytes)
+                    : Status(Code::kAborted, "the switch group was lost in an earlier call");
+    if (mine.ok() && testCutNow(comm_.rank(), ledger_->seq())) {
+      (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
+      mine = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
+    }
+  }
+  Result<CallOutcome> end = endOneRoundTrip(mine, out, args.recv, bytes, &source);
+  if (!end.ok()) return end.status();
+  const CallOutcome outcome = *end;
+  if (outcome == CallOutcome::kDone) {
+    if (ledger_ && in_place) std::memcpy(args.recv, out, bytes);
+    ++calls_;
+    ++one_trip_;
+    return Status::Ok();
+  }
+  if (outcome == CallOutcome::kBusy) {
+    return redoBusy();
+  }
+  giveUp(mine, firstFailed(mine, source), "allreduce",
+         "no member had the result (all asked); result recomputed on the host");
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 
@@ -322,21 +499,20 @@ void AgentSwitchPath::rejoinIfDue() {
             comm_.name().c_str());
 }
 
-void AgentSwitchPath::giveUp(const Status& mine, const std::vector<uint8_t>& oks, const char* what,
+void AgentSwitchPath::giveUp(const Status& mine, int first_bad, const char* what,
                              const char* after) {
   ++failed_;
   calls_since_failure_ = 0;
   rejoin_after_ = lease_.rejoin_calls;
-  int first_bad = 0;
-  while (first_bad < int(oks.size()) && oks[size_t(first_bad)] != kOutcomeFailed) ++first_bad;
   if (!mine.ok())
     SA_DEBUG("coll", "comm %s rank %d: switch %s failed: %s", comm_.name().c_str(),
              comm_.rank(), what, mine.toString().c_str());
+  const std::string who = first_bad >= 0 ? "rank " + std::to_string(first_bad) : "a member";
   if (comm_.rank() == 0)
     SA_INFO("coll",
-            "comm %s: switch %s failed (rank %d: %s); %s, "
+            "comm %s: switch %s failed (%s: %s); %s, "
             "switch path disabled for this communicator (fallback:switch-failed)%s",
-            comm_.name().c_str(), what, first_bad,
+            comm_.name().c_str(), what, who.c_str(),
             mine.ok() ? "see its log at verbose 2" : mine.toString().c_str(), after,
             rejoin_after_ ? "; rejoin attempts follow" : "");
   // The group is dead or about to be; drop it (a usable one is left).
@@ -395,6 +571,7 @@ Status AgentSwitchPath::stepStream() {
 }
 
 Status AgentSwitchPath::endStream(int agreed, int first_rank) {
+  ++agreements_;  // the glue's nonblocking agreement ended
   if (agreed == kStreamOk) {
     if (stream_.args.send == nullptr && stream_.bytes)
       std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);
@@ -406,10 +583,7 @@ Status AgentSwitchPath::endStream(int agreed, int first_rank) {
     ++busy_;
     return Status(Code::kUnsupported, "switch busy; redone on the host");
   }
-  // giveUp reads the first failed rank from the agreement's vector.
-  std::vector<uint8_t> oks(size_t(comm_.size()), kOutcomeOk);
-  if (first_rank >= 0 && first_rank < comm_.size()) oks[size_t(first_rank)] = kOutcomeFailed;
-  giveUp(stream_.mine, oks, "allreduce", "result recomputed on the host");
+  giveUp(stream_.mine, first_rank, "allreduce", "result recomputed on the host");
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 
@@ -531,7 +705,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
   last_bytes_sent_ = 0;
   const Status mine = streamRouted(call, routedVectorBytes(args, size));
   std::vector<uint8_t> oks;
-  SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
+  SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
     if (commit && commit_bytes) std::memcpy(commit, scratch_.data(), commit_bytes);
     ++routed_calls_;
@@ -560,7 +734,7 @@ Status AgentSwitchPath::endRoutedUnserved(const Status& mine, const std::vector<
     *how = RoutedEnd::kBusy;
     return Status::Ok();
   }
-  giveUp(mine, oks, routedOpName(op), "redone on the previous module");
+  giveUp(mine, firstFailedRank(oks), routedOpName(op), "redone on the previous module");
   *how = RoutedEnd::kFailed;
   return Status::Ok();
 }
@@ -634,7 +808,7 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
   last_bytes_sent_ = 0;
   if (mine.ok() && group_) mine = streamRouted(call, bytes);
   std::vector<uint8_t> oks;
-  Status agreed = agreeOutcome(comm_, mine, &oks);
+  Status agreed = agree(mine, &oks);
   if (!agreed.ok()) {
     leaders_->abandon();
     return agreed;
@@ -679,6 +853,13 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:streamed") *value = streamed_;
   else if (name == "switch:routed") *value = joined_ && routed_ ? 1 : 0;
   else if (name == "switch:routed_calls") *value = routed_calls_;
+  else if (name == "switch:agreements") *value = agreements_;
+  else if (name == "switch:one_round_trip") *value = one_trip_;
+  else if (name == "switch:recovered") *value = recovered_;
+  // Host messages the switch path itself sent outside the node steps: its
+  // agreements (one collective each) and recovery questions and answers.
+  else if (name == "switch:host_messages")
+    *value = agreements_ + (ledger_ ? ledger_->messagesSent() : 0);
   else return false;
   return true;
 }
@@ -695,6 +876,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
 Status AgentSwitchPath::barrier(BarrierEnd* how) {
   if (!joined_ || !info_.caps.supports(Dtype::kInt32, Op::kSum))
     return Status(Code::kUnsupported, "switch path cannot serve a barrier");
+  if (oneRoundTrip(0)) return barrierOneRoundTrip(how);
   Status mine;
   if (group_) {
     const int32_t one = 1;
@@ -706,7 +888,7 @@ Status AgentSwitchPath::barrier(BarrierEnd* how) {
                                          " members, expected " + std::to_string(members));
   }
   std::vector<uint8_t> oks;
-  SWITCHAGG_RETURN_IF_ERROR(agreeOutcome(comm_, mine, &oks));
+  SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
     ++barriers_;
     *how = BarrierEnd::kSwitched;
@@ -719,7 +901,61 @@ Status AgentSwitchPath::barrier(BarrierEnd* how) {
     return Status::Ok();
   }
   ++barrier_failed_;
-  giveUp(mine, oks, "barrier", "barrier completed by the agreement");
+  giveUp(mine, firstFailedRank(oks), "barrier", "barrier completed by the agreement");
+  *how = BarrierEnd::kFailed;
+  return Status::Ok();
+}
+
+// One agent round trip: a member that got the count of every member back
+// knows that every rank entered (with node leaders, each leader joined the
+// agent only after its node's ranks reached it: the node reduce). If this
+// member's call failed, another member that got the count proves the same
+// (recovery). Only when no member has it - busy or failed - is the barrier
+// completed on the host, by the outcome agreement (an allgather every rank
+// reaches, so it is a barrier itself).
+Status AgentSwitchPath::barrierOneRoundTrip(BarrierEnd* how) {
+  Status mine;
+  const int32_t one = 1;
+  if (leaders_) {
+    AllreduceArgs node;
+    node.send = &one;
+    node.recv = &barrier_sink_;
+    node.count = 1;
+    node.dtype = Dtype::kInt32;
+    node.op = Op::kSum;
+    mine = leaders_->reduce(node).status();
+  }
+  int source = -1;
+  if (ledger_) {
+    ledger_->begin();
+    int32_t entered = 0;
+    if (mine.ok())
+      mine = group_ ? group_->allreduce(Dtype::kInt32, Op::kSum, &one, &entered, 1, timeoutFor(0))
+                    : Status(Code::kAborted, "the switch group was lost in an earlier call");
+    const int32_t members = leaders_ ? leaders_->nodes() : comm_.size();
+    if (mine.ok() && entered != members)
+      mine = Status(Code::kInternal, "agent barrier counted " + std::to_string(entered) +
+                                         " members, expected " + std::to_string(members));
+  }
+  Result<CallOutcome> end = endOneRoundTrip(mine, nullptr, nullptr, 0, &source);
+  if (!end.ok()) return end.status();
+  const CallOutcome outcome = *end;
+  if (outcome == CallOutcome::kDone) {
+    ++barriers_;
+    ++one_trip_;
+    *how = BarrierEnd::kSwitched;
+    return Status::Ok();
+  }
+  std::vector<uint8_t> oks;
+  SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
+  if (outcome == CallOutcome::kBusy) {
+    ++barrier_busy_;
+    ++busy_;
+    *how = BarrierEnd::kBusy;
+    return Status::Ok();
+  }
+  ++barrier_failed_;
+  giveUp(mine, firstFailed(mine, source), "barrier", "barrier completed by the agreement");
   *how = BarrierEnd::kFailed;
   return Status::Ok();
 }

@@ -21,6 +21,15 @@ struct SwitchSettings {
   // only fabric measured (emulated, CPU-bound) it was slower than without
   // (benchmarks/results/fabric_leaders.md).
   uint64_t segment_bytes = 0;
+  // Calls of at most this many bytes complete on one agent round trip: each
+  // member keeps its last result this big for a peer that missed it, and
+  // the ranks agree only when a call failed (docs/offload.md "Completion").
+  // Larger calls end with the one-byte outcome agreement (it costs little
+  // next to them, and keeping a copy would cost more).
+  uint64_t keep_bytes = uint64_t(64) << 10;
+  // Every call ends with the outcome agreement, as before one-round-trip
+  // completion (for comparison; benchmarks/oneshot_bench.sh).
+  bool agree_every_call = false;
 };
 
 inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
@@ -45,6 +54,15 @@ inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
        "reduce and broadcast with the agent stream segment by segment (0, the default: never; "
        "1M is a start)",
        sizeField(&S::segment_bytes, 0, uint64_t(1) << 40)},
+      {"switch.keep", "SWITCHAGG_SWITCH_KEEP",
+       "calls of at most this size complete on one agent round trip (each member keeps its "
+       "last result this big for a peer that missed it; agreement only after a failure); "
+       "larger calls end with a one-byte outcome agreement (0: every call does)",
+       sizeField(&S::keep_bytes, 0, uint64_t(1) << 30)},
+      {"switch.agree_every_call", "SWITCHAGG_SWITCH_AGREE_EVERY_CALL",
+       "end every switch-path call with the outcome agreement, as before one-round-trip "
+       "completion (for comparison only)",
+       boolField(&S::agree_every_call)},
   });
   return t;
 }

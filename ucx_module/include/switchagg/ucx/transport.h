@@ -160,6 +160,11 @@ class Worker {
   // of the top 8 bits set; raw users keep them zero (see docs/transport.md).
   Status tagRecv(uint64_t tag, uint64_t tag_mask, void* data, size_t length, Request& request);
 
+  // Runs `fn` at the end of the current (or next) progress(), outside UCX
+  // callbacks: where an active-message handler must send (a reply), it
+  // posts the send here.
+  void post(std::function<void()> fn);
+
   // Called when an endpoint of this worker fails (peer died / closed).
   void setFailureHandler(std::function<void(Endpoint*, const Status&)> handler);
 

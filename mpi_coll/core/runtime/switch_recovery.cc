@@ -1,0 +1,367 @@
+// Failure-only recovery of switch-path calls (switch_recovery.h; protocol
+// and safety argument: docs/offload.md "Completion").
+//
+//   member A (its call s failed)              member B (any state)
+//   failed(); recover():
+//     QUERY{key, s, from A}  ───────────────▶ AM handler -> posted answer:
+//                                               s == B's call: its outcome
+//                                               s == B's kept call: done + result
+//                                               s later than B's call: pending
+//                            ◀─────────────── ANSWER{key, s, outcome, from B} [+ result]
+//     done from anyone: copy, complete
+//     pending: ask again (backoff 1 ms .. 100 ms)
+//     all final, none done: busy if anyone busy, else failed
+#include "switch_recovery.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <map>
+
+#include "switchagg/common/log.h"
+#include "switchagg/ucx/transport.h"
+
+namespace switchagg::coll {
+namespace {
+
+constexpr uint16_t kAmQuery = 50, kAmAnswer = 51;  // on the process's shared worker
+constexpr uint32_t kMagic = 0x53415243;             // "SARC"
+constexpr size_t kRetiredKept = 8;                  // freed communicators still answered
+
+struct Header {
+  uint32_t magic;
+  uint8_t outcome;  // answers only
+  uint8_t pad[3];
+  int32_t from;  // communicator rank of the sender
+  uint32_t pad2;
+  uint64_t key;
+  uint64_t seq;
+};
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+const char* callOutcomeName(CallOutcome o) {
+  switch (o) {
+    case CallOutcome::kPending: return "pending";
+    case CallOutcome::kDone: return "done";
+    case CallOutcome::kBusy: return "busy";
+    case CallOutcome::kFailed: return "failed";
+    case CallOutcome::kGone: return "gone";
+  }
+  return "?";
+}
+
+struct OutMessage {
+  Header header{};
+  std::vector<uint8_t> data;
+  ucx::Request request;
+};
+
+struct LedgerState {
+  ucx::Worker* worker = nullptr;
+  uint64_t key = 0;
+  int rank = 0;  // communicator rank
+  std::vector<int> members;
+  std::vector<std::vector<uint8_t>> addresses;
+  std::map<int, std::unique_ptr<ucx::Endpoint>> endpoints;
+  std::list<OutMessage> sending;
+  uint64_t messages = 0;
+  // This member's calls.
+  uint64_t seq = 0;
+  CallOutcome outcome = CallOutcome::kDone;  // of call `seq` (0: none yet)
+  uint64_t kept_seq = 0;
+  std::vector<uint8_t> kept;
+  // The call being recovered (asking != 0).
+  uint64_t asking = 0;
+  void* out = nullptr;
+  size_t out_bytes = 0;
+  bool have_result = false;
+  int source = -1;
+  bool changed = false;
+  std::map<int, CallOutcome> answers;
+
+  ucx::Endpoint* endpointTo(int peer, Status* why) {
+    auto it = endpoints.find(peer);
+    if (it != endpoints.end() && !it->second->failed()) return it->second.get();
+    Result<std::unique_ptr<ucx::Endpoint>> ep =
+        ucx::Endpoint::connectAddress(*worker, addresses[size_t(peer)]);
+    if (!ep.ok()) {
+      *why = ep.status();
+      return nullptr;
+    }
+    ucx::Endpoint* raw = ep.value().get();
+    endpoints[peer] = std::move(ep.value());
+    return raw;
+  }
+
+  Status send(int peer, uint16_t id, const Header& h, const void* data, size_t bytes) {
+    reap();
+    Status why;
+    ucx::Endpoint* ep = endpointTo(peer, &why);
+    if (!ep) return why;
+    sending.emplace_back();
+    OutMessage& m = sending.back();
+    m.header = h;
+    if (bytes) m.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
+    ++messages;
+    return ep->amSend(id, &m.header, sizeof m.header, m.data.data(), m.data.size(), m.request);
+  }
+
+  void reap() {
+    for (auto it = sending.begin(); it != sending.end();)
+      it = it->request.done() ? sending.erase(it) : std::next(it);
+  }
+
+  // What this member says of call s (the asker's number).
+  void answer(int to, uint64_t s) {
+    Header h{};
+    h.magic = kMagic;
+    h.from = rank;
+    h.key = key;
+    h.seq = s;
+    const void* data = nullptr;
+    size_t bytes = 0;
+    CallOutcome o;
+    if (s > seq) o = CallOutcome::kPending;  // not reached yet
+    else if (s == seq && outcome != CallOutcome::kDone) o = outcome;
+    else if (s == kept_seq) {
+      o = CallOutcome::kDone;
+      data = kept.data();
+      bytes = kept.size();
+    } else {
+      o = CallOutcome::kGone;
+    }
+    h.outcome = uint8_t(o);
+    Status st = send(to, kAmAnswer, h, data, bytes);
+    if (!st.ok())
+      SA_DEBUG("coll", "switch recovery: answer to rank %d about call %llu: %s", to,
+               static_cast<unsigned long long>(s), st.toString().c_str());
+  }
+
+  void onAnswer(const Header& h, const void* data, size_t bytes) {
+    if (asking == 0 || h.seq != asking) return;  // a late answer to an earlier question
+    const CallOutcome o = CallOutcome(h.outcome);
+    answers[h.from] = o;
+    changed = true;
+    if (o == CallOutcome::kDone && !have_result && bytes == out_bytes) {
+      if (bytes) std::memcpy(out, data, bytes);
+      have_result = true;
+      source = h.from;
+    }
+  }
+};
+
+namespace {
+
+// Ledgers by key (live ones weakly: their communicators own them), the
+// last few retired ones strongly, and whether the handlers are set.
+struct Registry {
+  std::map<uint64_t, std::weak_ptr<LedgerState>> live;
+  std::deque<std::shared_ptr<LedgerState>> retired;
+  ucx::Worker* handlers_on = nullptr;
+
+  std::shared_ptr<LedgerState> find(uint64_t key) {
+    auto it = live.find(key);
+    if (it != live.end())
+      if (std::shared_ptr<LedgerState> s = it->second.lock()) return s;
+    for (const std::shared_ptr<LedgerState>& s : retired)
+      if (s->key == key) return s;
+    return nullptr;
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+bool parse(const ucx::AmMessage& m, Header* h) {
+  if (m.header_length != sizeof *h) return false;
+  std::memcpy(h, m.header, sizeof *h);
+  return h->magic == kMagic;
+}
+
+void setHandlers(ucx::Worker& worker) {
+  Registry& reg = registry();
+  if (reg.handlers_on == &worker) return;
+  reg.handlers_on = &worker;
+  Status st = worker.setAmHandler(kAmQuery, [&worker](const ucx::AmMessage& m) {
+    Header h;
+    if (!parse(m, &h)) return;
+    const uint64_t key = h.key, seq = h.seq;
+    const int from = h.from;
+    // Answered outside the UCX callback (it sends).
+    worker.post([key, seq, from] {
+      std::shared_ptr<LedgerState> s = registry().find(key);
+      if (s && from >= 0 && size_t(from) < s->addresses.size()) s->answer(from, seq);
+    });
+  });
+  if (st.ok())
+    st = worker.setAmHandler(kAmAnswer, [](const ucx::AmMessage& m) {
+      Header h;
+      if (!parse(m, &h)) return;
+      if (std::shared_ptr<LedgerState> s = registry().find(h.key)) s->onAnswer(h, m.data, m.length);
+    });
+  if (!st.ok()) SA_WARN("coll", "switch recovery handlers: %s", st.toString().c_str());
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+CallLedger::CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<int> members,
+                       std::vector<std::vector<uint8_t>> addresses)
+    : state_(std::make_shared<LedgerState>()) {
+  state_->worker = &worker;
+  state_->key = key;
+  state_->rank = rank;
+  state_->members = std::move(members);
+  state_->addresses = std::move(addresses);
+  setHandlers(worker);
+  registry().live[key] = state_;
+}
+
+CallLedger::~CallLedger() {
+  Registry& reg = registry();
+  reg.live.erase(state_->key);
+  reg.retired.push_back(std::move(state_));
+  while (reg.retired.size() > kRetiredKept) reg.retired.pop_front();
+}
+
+uint64_t CallLedger::begin() {
+  state_->outcome = CallOutcome::kPending;
+  return ++state_->seq;
+}
+
+void CallLedger::done(const void* result, size_t bytes) {
+  LedgerState& s = *state_;
+  s.outcome = CallOutcome::kDone;
+  s.kept_seq = s.seq;
+  s.kept.resize(bytes);
+  if (bytes) std::memcpy(s.kept.data(), result, bytes);
+}
+
+void CallLedger::busy() { state_->outcome = CallOutcome::kBusy; }
+void CallLedger::failed() { state_->outcome = CallOutcome::kFailed; }
+uint64_t CallLedger::messagesSent() const { return state_->messages; }
+uint64_t CallLedger::seq() const { return state_->seq; }
+
+Result<Recovery> CallLedger::recover(void* out, size_t bytes, const StallBounds& stall) {
+  LedgerState& s = *state_;
+  s.asking = s.seq;
+  s.out = out;
+  s.out_bytes = bytes;
+  s.have_result = false;
+  s.source = -1;
+  s.answers.clear();
+  struct Asked {
+    int64_t at = 0, backoff = 1;
+  };
+  std::map<int, Asked> asked;
+  Header q{};
+  q.magic = kMagic;
+  q.from = s.rank;
+  q.key = s.key;
+  q.seq = s.asking;
+  const int64_t start = nowMs();
+  bool warned = false;
+  Result<Recovery> result = Status(Code::kInternal, "switch recovery did not run");
+  for (;;) {
+    const int64_t now = nowMs();
+    std::vector<int> open;  // members without a final answer
+    bool busy = false;
+    int busy_from = -1;
+    for (int m : s.members) {
+      if (m == s.rank) continue;
+      auto it = s.answers.find(m);
+      const CallOutcome o = it == s.answers.end() ? CallOutcome::kPending : it->second;
+      if (o == CallOutcome::kGone) {
+        result = Status(Code::kInternal,
+                        "switch call " + std::to_string(s.asking) + ": rank " +
+                            std::to_string(m) + " no longer holds its outcome");
+        s.asking = 0;
+        return result;
+      }
+      if (o == CallOutcome::kBusy && !busy) {
+        busy = true;
+        busy_from = m;
+      }
+      if (o != CallOutcome::kPending) continue;
+      open.push_back(m);
+      Asked& a = asked[m];
+      if (a.at == 0 || now - a.at >= a.backoff) {
+        if (a.at != 0) a.backoff = std::min<int64_t>(a.backoff * 2, 100);
+        a.at = now;
+        Status st = s.send(m, kAmQuery, q, nullptr, 0);
+        if (!st.ok())
+          SA_DEBUG("coll", "switch recovery: asking rank %d: %s", m, st.toString().c_str());
+      }
+    }
+    if (s.have_result) {
+      s.outcome = CallOutcome::kDone;
+      s.kept_seq = s.asking;
+      s.kept.assign(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(out) + bytes);
+      result = Recovery{CallOutcome::kDone, s.source};
+      break;
+    }
+    if (open.empty()) {
+      // Every other member is final and none has the result.
+      if (busy) result = Recovery{CallOutcome::kBusy, busy_from};
+      else result = Recovery{CallOutcome::kFailed, -1};
+      break;
+    }
+    const int64_t waited = now - start;
+    if (!warned && stall.warn_ms > 0 && waited >= stall.warn_ms) {
+      warned = true;
+      SA_WARN("coll",
+              "rank %d: switch call %llu failed here; no final answer for %lld s from rank(s) %s "
+              "(a rank that never calls MPI again cannot answer)",
+              s.rank, static_cast<unsigned long long>(s.asking),
+              static_cast<long long>(waited / 1000), rankList(open).c_str());
+    }
+    if (stall.fail_ms > 0 && waited >= stall.fail_ms) {
+      result = Status(Code::kTimeout, "switch call " + std::to_string(s.asking) +
+                                          " failed here and no final answer came from rank(s) " +
+                                          rankList(open) + " within " +
+                                          std::to_string(stall.fail_ms / 1000) + " s");
+      break;
+    }
+    s.changed = false;
+    (void)s.worker->waitUntil([&s] { return s.changed; }, 1);
+  }
+  s.asking = 0;
+  return result;
+}
+
+void shutdownRecovery(bool worker_alive) {
+  Registry& reg = registry();
+  auto drop = [worker_alive](LedgerState& s) {
+    if (!worker_alive) {
+      // The worker is left to process exit: so are its endpoints and sends.
+      for (auto& [peer, ep] : s.endpoints) (void)ep.release();
+      (void)new std::list<OutMessage>(std::move(s.sending));
+    }
+    s.endpoints.clear();
+    s.sending.clear();
+  };
+  for (std::shared_ptr<LedgerState>& s : reg.retired) drop(*s);
+  reg.retired.clear();
+  for (auto& [key, weak] : reg.live)
+    if (std::shared_ptr<LedgerState> s = weak.lock()) drop(*s);
+  reg.live.clear();
+  reg.handlers_on = nullptr;
+}
+
+}  // namespace switchagg::coll

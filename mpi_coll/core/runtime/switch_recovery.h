@@ -1,0 +1,102 @@
+// One-round-trip completion of switch-path calls (docs/offload.md
+// "Completion"): a member that received every result chunk of a call from
+// the agent(s) completes the call at once; nothing goes between hosts. A
+// member whose call failed (its connection died, the agent died after
+// sending some members their results, a timeout) asks the other members
+// what became of the call:
+//
+//   some member has the result  -> it copies it (kDone), the call completes
+//                                  with the same bits everywhere;
+//   some member was refused busy -> nobody has a result (the agent refuses a
+//                                  call for all its members or none): every
+//                                  rank redoes it on the host, path kept;
+//   every member failed          -> nobody has a result and every rank
+//                                  learns so: every rank redoes it on the
+//                                  host and the path goes off, alike.
+//
+// What makes this safe (the argument in full: docs/offload.md):
+//  * a member's outcome of a call, once done, busy or failed, never changes
+//    except failed -> done by copying a done member's result;
+//  * a member keeps its last done result (at most keep_bytes) until its next
+//    call completes through the agent, which needs every member's
+//    contribution to that next call, so the copy outlives every question;
+//  * a member concludes "nobody has it" only when every other member has
+//    answered failed (final), so no member can hold a result then.
+//
+// Questions and answers are active messages on the process's shared UCX
+// worker, answered inside its progress - from the progress callback Open
+// MPI calls in any MPI call, from the component's own waits and from a
+// member that is recovering itself. A CallLedger's state outlives its
+// communicator for a while (the last few freed ones), so a peer still
+// recovering a call of a freed communicator gets its answer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "peer_group_comm.h"
+#include "switchagg/common/status.h"
+
+namespace switchagg::ucx {
+class Worker;
+}
+
+namespace switchagg::coll {
+
+// What one member knows of one call. The order matters on the wire.
+enum class CallOutcome : uint8_t {
+  kPending = 0,  // not finished yet (or not reached yet)
+  kDone = 1,     // the agent's result (or a copy of it) is here
+  kBusy = 2,     // the agent refused the call for every member
+  kFailed = 3,   // no result here, final
+  kGone = 4,     // asked about a call this member no longer holds
+};
+const char* callOutcomeName(CallOutcome o);
+
+struct Recovery {
+  CallOutcome outcome = CallOutcome::kFailed;  // kDone, kBusy or kFailed
+  int source = -1;  // the member (communicator rank) that gave the result or said busy
+};
+
+struct LedgerState;
+
+class CallLedger {
+ public:
+  // `key`: unique per communicator per job and the same on every member
+  // (the group id of the first join); `members`: the communicator ranks of
+  // the agent's members (every rank, or the node leaders), `rank` among
+  // them; `addresses`: every communicator rank's worker address.
+  CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<int> members,
+             std::vector<std::vector<uint8_t>> addresses);
+  ~CallLedger();  // the state retires: still answered for a while
+  CallLedger(const CallLedger&) = delete;
+  CallLedger& operator=(const CallLedger&) = delete;
+
+  // A new call: its number (the same on every member), state pending.
+  uint64_t begin();
+  // The call's end as the agent told this member. done: the result (bytes
+  // <= the keep limit; barrier: 0) is kept for peers.
+  void done(const void* result, size_t bytes);
+  void busy();
+  void failed();
+  // After failed(): asks the other members until one has the result (copied
+  // into out, `bytes`), one says busy, or all say failed. Bounded by
+  // `stall` (warns past warn_ms naming who has not answered, fails past
+  // fail_ms); kGone from a member is an error (it cannot be decided safely).
+  Result<Recovery> recover(void* out, size_t bytes, const StallBounds& stall);
+
+  uint64_t messagesSent() const;  // questions and answers this member sent
+  uint64_t seq() const;
+
+ private:
+  std::shared_ptr<LedgerState> state_;
+};
+
+// Drops every ledger (retired too) and its endpoints; at component close.
+// `worker_alive` false: the worker is being leaked, so are the endpoints.
+void shutdownRecovery(bool worker_alive);
+
+}  // namespace switchagg::coll

@@ -1,0 +1,180 @@
+// mpi_oneshot_check: one-round-trip completion of switch-path calls
+// (docs/offload.md "Completion"), checked from the component's counters.
+//
+//   --mode ok     every small call (allreduce of 1, 7, 1000 and 8192
+//                 doubles, in place every other iteration, and a barrier)
+//                 is exact and completes with no host message of the switch
+//                 path (switch:host_messages does not move) and no
+//                 agreement; then one call above SWITCHAGG_SWITCH_KEEP
+//                 (--large-bytes) runs exactly one agreement.
+//   --mode fault  the same calls while a fault is injected (by the test:
+//                 the agent's or the component's test fault points): every
+//                 answer exact on every rank, every call within
+//                 --max-call-ms, and at least --expect-recovered results
+//                 copied from another member (switch:recovered, summed over
+//                 the ranks).
+// --iters N (default 30). Prints PASS.
+#include <mpi.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "check_support.h"
+
+namespace {
+
+struct Options {
+  std::string mode = "ok";
+  int iters = 30;
+  long max_call_ms = 0;
+  long expect_recovered = 0;
+  size_t large_bytes = 128 << 10;
+};
+
+uint64_t counter(const check::Diagnostics& d, MPI_Comm c, const char* name) {
+  const uint64_t v = d.counter(c, name);
+  return v == UINT64_MAX ? 0 : v;
+}
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "mpi_oneshot_check: %s needs a value\n", a.c_str());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+      }
+      return argv[++i];
+    };
+    if (a == "--mode") o.mode = next();
+    else if (a == "--iters") o.iters = std::atoi(next());
+    else if (a == "--max-call-ms") o.max_call_ms = std::atol(next());
+    else if (a == "--expect-recovered") o.expect_recovered = std::atol(next());
+    else if (a == "--large-bytes") o.large_bytes = size_t(std::atol(next()));
+    else {
+      std::fprintf(stderr, "mpi_oneshot_check: unknown argument '%s'\n", a.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  if (o.mode != "ok" && o.mode != "fault") {
+    std::fprintf(stderr, "mpi_oneshot_check: --mode must be ok or fault, got '%s'\n",
+                 o.mode.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  check::Diagnostics diag;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (!diag.load()) {
+    std::fprintf(stderr, "FAIL rank %d: the component's diagnostics are not loaded\n", rank);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  long failures = 0;
+  auto fail = [&](const std::string& what) {
+    if (++failures <= 10) std::fprintf(stderr, "FAIL rank %d/%d: %s\n", rank, size, what.c_str());
+  };
+  double worst_ms = 0;
+  // v[j] = (rank + 1) * (k + 1) + j % 13: sums are exact integers in double.
+  auto allreduce = [&](size_t count, int k, bool in_place) {
+    std::vector<double> in(count), out(count, -1.0);
+    for (size_t j = 0; j < count; ++j) in[j] = double(rank + 1) * (k + 1) + double(j % 13);
+    const double t0 = nowMs();
+    int rc;
+    if (in_place) {
+      out = in;
+      rc = MPI_Allreduce(MPI_IN_PLACE, out.data(), int(count), MPI_DOUBLE, MPI_SUM, comm);
+    } else {
+      rc = MPI_Allreduce(in.data(), out.data(), int(count), MPI_DOUBLE, MPI_SUM, comm);
+    }
+    const double ms = nowMs() - t0;
+    worst_ms = std::max(worst_ms, ms);
+    if (rc != MPI_SUCCESS) fail("MPI_Allreduce returned an error");
+    const double base = double(k + 1) * size * (size + 1) / 2;
+    for (size_t j = 0; j < count; ++j) {
+      const double want = base + double(size) * double(j % 13);
+      if (out[j] != want) {
+        fail("allreduce of " + std::to_string(count) + " (call " + std::to_string(k) +
+             "): element " + std::to_string(j) + " is " + std::to_string(out[j]) + ", want " +
+             std::to_string(want));
+        break;
+      }
+    }
+    if (o.max_call_ms > 0 && ms > double(o.max_call_ms))
+      fail("a call took " + std::to_string(ms) + " ms (bound " + std::to_string(o.max_call_ms) +
+           " ms)");
+  };
+  auto barrier = [&]() {
+    const double t0 = nowMs();
+    if (MPI_Barrier(comm) != MPI_SUCCESS) fail("MPI_Barrier returned an error");
+    worst_ms = std::max(worst_ms, nowMs() - t0);
+  };
+  // Warm-up: the communicator joins the agent.
+  allreduce(1, 0, false);
+  barrier();
+  const char* names[] = {"switch:host_messages", "switch:one_round_trip", "switch:calls",
+                         "switch:barriers", "switch:agreements", "switch:recovered",
+                         "fallback:switch-failed"};
+  constexpr int kNames = 7;
+  uint64_t before[kNames], after[kNames];
+  for (int n = 0; n < kNames; ++n) before[n] = counter(diag, comm, names[n]);
+  const size_t counts[] = {1, 7, 1000, 8192};
+  for (int i = 0; i < o.iters; ++i) {
+    for (size_t c : counts) allreduce(c, i, i % 2 == 1);
+    barrier();
+  }
+  for (int n = 0; n < kNames; ++n) after[n] = counter(diag, comm, names[n]);
+  auto delta = [&](int n) { return after[n] - before[n]; };
+  const uint64_t calls = uint64_t(o.iters) * 4, barriers = uint64_t(o.iters);
+  if (o.mode == "ok") {
+    if (delta(0) != 0)
+      fail("the switch path sent " + std::to_string(delta(0)) +
+           " host message(s) over calls that all succeeded (want 0)");
+    if (delta(1) != calls + barriers)
+      fail("switch:one_round_trip moved by " + std::to_string(delta(1)) + ", want " +
+           std::to_string(calls + barriers));
+    if (delta(2) != calls || delta(3) != barriers)
+      fail("not every call was served by the switch (calls " + std::to_string(delta(2)) +
+           ", barriers " + std::to_string(delta(3)) + ")");
+    if (delta(4) != 0) fail("agreements ran: " + std::to_string(delta(4)));
+    // Above the keep limit: one agreement, still exact.
+    const uint64_t agreements = counter(diag, comm, names[4]);
+    allreduce(o.large_bytes / sizeof(double) + 1, 7, false);
+    const uint64_t ran = counter(diag, comm, names[4]) - agreements;
+    if (ran != 1) fail("a call above the keep limit ran " + std::to_string(ran) + " agreement(s), want 1");
+  }
+  long recovered = long(delta(5)), total_recovered = 0, fallbacks = long(delta(6)), total_fallbacks = 0;
+  MPI_Allreduce(&recovered, &total_recovered, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&fallbacks, &total_fallbacks, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (o.mode == "fault" && total_recovered < o.expect_recovered)
+    fail("switch:recovered over the ranks is " + std::to_string(total_recovered) + ", want >= " +
+         std::to_string(o.expect_recovered));
+  long all_failures = 0;
+  MPI_Allreduce(&failures, &all_failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0)
+    std::printf("oneshot %s np %d: %d iterations; host messages %" PRIu64
+                " one-round-trip %" PRIu64 " agreements %" PRIu64
+                " recovered (all ranks) %ld fallbacks (all ranks) %ld; slowest call %.1f ms\n",
+                o.mode.c_str(), size, o.iters, delta(0), delta(1), delta(4), total_recovered,
+                total_fallbacks, worst_ms);
+  MPI_Comm_free(&comm);
+  if (rank == 0 && all_failures == 0) std::printf("PASS\n");
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
+}
