@@ -214,12 +214,16 @@ case $scenario in
     echo "PASS fabric link_down"
     ;;
   auto)
+    # Large calls must settle on the switch (link-bound: N per link against
+    # the ring's 2(p-1)/p N); small ones on whatever measured fastest - since
+    # one-round-trip completion the switch path can win them too (one agent
+    # round trip against log2(p) host rounds), so no winner is asserted there.
     fabric_up "$name" --hosts 4 --subnet "$(subnet_of 10.85)" || die "fabric up"
     agent_and_lease fabric-auto
     fabric_mpirun 4 1 --mca coll_switchagg_offload auto --mca coll_switchagg_tune online \
       --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
       "$build/bin/mpi_tune_check" --sizes 8,1024,2097152,8388608 --warmup 40 --measure 6 \
-      --expect 'host<2048,switch>=2097152' >"$work/auto.log"
+      --expect 'host<1,switch>=2097152' >"$work/auto.log"
     rc=$?
     cat "$work/auto.log"
     [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/auto.log" || die "auto across 4 hosts"

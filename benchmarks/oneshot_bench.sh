@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# One-round-trip completion (docs/offload.md "Completion"): small
+# MPI_Allreduce (float64, 8 B - 64 KiB) and MPI_Barrier through the switch
+# path as it runs now (one agent round trip, no host message) against the
+# same path forced to end every call with the outcome agreement
+# (SWITCHAGG_SWITCH_AGREE_EVERY_CALL=on, what every call paid before) and
+# Open MPI's tuned (coll ^switchagg); interleaved runs, the median of the
+# runs' p50 per size. With --fabric H: on an emulated cluster (H hosts, one
+# rank each, links at --rate Mbit/s, the agent on its own host), and also
+# the bytes each call put on the links between hosts (the sum of the hosts'
+# tx minus what the agent's host received, from a long and a short run's
+# difference, so start-up cancels). Writes --out (default
+# benchmarks/results/oneshot.md, or oneshot_fabric.md).
+#
+#   benchmarks/oneshot_bench.sh [--build DIR] [--np "2 4"] [--reps 3]
+#                               [--iters 400] [--max 64K] [--out FILE]
+#                               [--fabric H [--rate 400]]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build np_list="2 4" reps=3 iters=400 max=64K hosts= rate=400 out=
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --np) np_list=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    --iters) iters=$2; shift ;;
+    --max) max=$2; shift ;;
+    --out) out=$2; shift ;;
+    --fabric) hosts=$2; shift ;;
+    --rate) rate=$2; shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "oneshot_bench: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [[ -n $hosts ]]; then
+  np_list=$hosts
+  out=${out:-$root/benchmarks/results/oneshot_fabric.md}
+else
+  out=${out:-$root/benchmarks/results/oneshot.md}
+fi
+source "$root/benchmarks/lib/bench_env.sh"
+bench_setup oneshot-bench
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
+if [[ -n $hosts ]]; then
+  fabric_up oneshot --hosts "$hosts" --rate "$rate"
+  fabric_agent_start "$work" --set agent.log_level=warn
+else
+  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
+fi
+eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job oneshot-bench \
+  --slots 8 --ttl 2h | grep '^export ')"
+export SWITCHAGG_SWITCH_AGREE_EVERY_CALL=off
+run() {  # NP ARGS...: one job here or across the fabric (one rank per host)
+  local np=$1
+  shift
+  if [[ -n $hosts ]]; then
+    fabric_mpirun "$np" 1 --mca mpi_yield_when_idle 1 "$@"
+  else
+    timeout -s KILL 600 mpirun --oversubscribe --bind-to none --mca btl self,vader \
+      --mca mpi_yield_when_idle 1 --mca mca_base_component_path "$comp_path" -np "$np" "$@"
+  fi
+}
+paths=(
+  "switch|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
+  "switch+agreement|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL=on"
+  "tuned|--mca coll ^switchagg"
+)
+# bench NP ITERS PATHARGS...: CSV rows: allreduce sizes into $work/run.csv, the barrier into bar.csv
+bench() {
+  local np=$1 it=$2
+  shift 2
+  # shellcheck disable=SC2068
+  run "$np" $@ -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+    -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL \
+    "$bin/switchagg-bench" --dtype float64 --min 8 --max "$max" --iters "$it" --csv - >"$work/run.csv" 2>"$work/run.err" ||
+    { cat "$work/run.err" "$work/run.csv" >&2; exit 1; }
+  run "$np" $@ -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+    -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL \
+    "$bin/switchagg-bench" --coll barrier --min 8 --max 8 --iters "$it" --csv - >"$work/bar.csv" 2>>"$work/run.err" ||
+    { cat "$work/run.err" "$work/bar.csv" >&2; exit 1; }
+}
+host_bytes() {  # bytes on host-to-host links so far: sum of the hosts' tx minus the agent host's rx
+  fabric_py counters "$FABRIC" | /usr/bin/python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+print(sum(v["tx_bytes"] for h, v in c.items() if h != "agent") - c.get("agent", {}).get("rx_bytes", 0))'
+}
+declare -A samples wire
+for np in $np_list; do
+  for rep in $(seq 1 "$reps"); do
+    for p in "${paths[@]}"; do
+      name=${p%%|*} args=${p#*|}
+      bench "$np" "$iters" "$args"
+      if [[ $name == switch* ]] && ! grep -q "joined switch group" "$work/run.err"; then
+        cat "$work/run.err" >&2; echo "oneshot_bench: the $name run did not join the agent" >&2; exit 1
+      fi
+      while IFS=, read -r _ _ _ _ bytes _ _ _ _ _ _ _ _ _ p50 _; do
+        [[ $bytes =~ ^[0-9]+$ ]] && samples[$np,$name,$bytes]+="$p50 "
+      done <"$work/run.csv"
+      p50=$(awk -F, 'NR > 1 { print $15; exit }' "$work/bar.csv")
+      [[ -n $p50 ]] && samples[$np,$name,barrier]+="$p50 "
+      echo "np=$np rep=$rep $name done" >&2
+    done
+  done
+  if [[ -n $hosts ]]; then
+    # Host-to-host bytes per 8-byte call: a long and a short run, differenced.
+    for p in "${paths[@]}"; do
+      name=${p%%|*} args=${p#*|}
+      for coll in allreduce barrier; do
+        per=()
+        for it in 100 1100; do
+          b0=$(host_bytes)
+          # shellcheck disable=SC2086
+          run "$np" $args -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+            -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL "$bin/switchagg-bench" --coll "$coll" --dtype float64 \
+            --min 8 --max 8 --iters "$it" --warmup 0 >/dev/null 2>&1
+          per+=($(( $(host_bytes) - b0 )))
+        done
+        wire[$np,$name,$coll]=$(awk -v a="${per[0]}" -v b="${per[1]}" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
+      done
+    done
+  fi
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | sort -un)
+{
+  echo "# One-round-trip completion: small allreduce and barrier"
+  echo
+  echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg);"
+  if [[ -n $hosts ]]; then
+    echo "an emulated cluster of $hosts hosts (one rank each, links shaped to $rate Mbit/s, TCP, the agent"
+    echo "on its own emulated host). Command: \`benchmarks/oneshot_bench.sh --fabric $hosts --rate $rate --reps $reps --iters $iters\`"
+  else
+    echo "one machine (ranks and the agent share the cores; UCX over loopback to the agent, vader"
+    echo "between ranks). Command: \`benchmarks/oneshot_bench.sh --np \"$np_list\" --reps $reps --iters $iters\`"
+  fi
+  echo
+  echo "switchagg-bench p50 (µs per call on the slowest rank's median), float64 sum, median of $reps"
+  echo "interleaved runs; \`mpi_yield_when_idle 1\` (ranks that spin on 2 shared cores"
+  echo "measure the scheduler, FIELD_NOTES). Columns: *switch* = the switch path now (one agent"
+  echo "round trip); *+agreement* = the same with SWITCHAGG_SWITCH_AGREE_EVERY_CALL=on (every"
+  echo "call also runs the one-byte outcome allgather, as every call did before); *tuned* ="
+  echo "Open MPI's own (coll ^switchagg)."
+  for np in $np_list; do
+    echo
+    echo "np $np:"
+    echo
+    echo "| size | switch | switch+agreement | tuned | switch / +agreement | switch / tuned |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    for key in $sizes barrier; do
+      s=$(median <<<"${samples[$np,switch,$key]:-}") a=$(median <<<"${samples[$np,switch+agreement,$key]:-}")
+      t=$(median <<<"${samples[$np,tuned,$key]:-}")
+      [[ -n $s && -n $a && -n $t ]] || continue
+      label=$key
+      [[ $key != barrier ]] && label="$key B"
+      echo "| $label | $s | $a | $t | $(awk -v s="$s" -v t="$a" 'BEGIN { printf "%.2f", s / t }') | $(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.2f", s / t }') |"
+    done
+    if [[ -n $hosts ]]; then
+      echo
+      echo "Bytes per 8-byte call on the links between hosts (all hosts together; measured:"
+      echo "the hosts' tx minus the agent host's rx, 1100 calls minus 100 calls, / 1000):"
+      echo
+      echo "| path | allreduce | barrier |"
+      echo "| --- | --- | --- |"
+      for p in "${paths[@]}"; do
+        name=${p%%|*}
+        echo "| $name | ${wire[$np,$name,allreduce]} | ${wire[$np,$name,barrier]} |"
+      done
+    fi
+  done
+  echo
+  echo "Theory: the switch path's call is one agent round trip (2 link latencies + the agent's"
+  echo "turnaround), whatever p; the agreement adds a host allgather (⌈log2 p⌉ rounds of small"
+  echo "messages, ~ a host allreduce of the same small vector); tuned's allreduce and barrier"
+  echo "are ⌈log2 p⌉ host rounds. Between hosts the switch path now sends nothing (0 B per call"
+  echo "expected); with the agreement each host sends its share of the allgather."
+} >"$out"
+cat "$out"
