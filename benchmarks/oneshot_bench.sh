@@ -9,15 +9,16 @@
 # rank each, links at --rate Mbit/s, the agent on its own host), and also
 # the bytes each call put on the links between hosts (the sum of the hosts'
 # tx minus what the agent's host received, from a long and a short run's
-# difference, so start-up cancels). Writes --out (default
+# difference, so start-up cancels). --wait: SWITCHAGG_UCX_WAIT (default
+# blocking, the default of the transport). Writes --out (default
 # benchmarks/results/oneshot.md, or oneshot_fabric.md).
 #
 #   benchmarks/oneshot_bench.sh [--build DIR] [--np "2 4"] [--reps 3]
 #                               [--iters 400] [--max 64K] [--out FILE]
-#                               [--fabric H [--rate 400]]
+#                               [--fabric H [--rate 400]] [--wait blocking|busy]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build np_list="2 4" reps=3 iters=400 max=64K hosts= rate=400 out=
+build=$root/build np_list="2 4" reps=3 iters=400 max=64K hosts= rate=400 out= wait=blocking
 while (($#)); do
   case $1 in
     --build) build=$2; shift ;;
@@ -28,6 +29,7 @@ while (($#)); do
     --out) out=$2; shift ;;
     --fabric) hosts=$2; shift ;;
     --rate) rate=$2; shift ;;
+    --wait) wait=$2; shift ;;
     -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "oneshot_bench: unknown option $1" >&2; exit 2 ;;
   esac
@@ -41,7 +43,7 @@ else
 fi
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup oneshot-bench
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=$wait
 if [[ -n $hosts ]]; then
   fabric_up oneshot --hosts "$hosts" --rate "$rate"
   fabric_agent_start "$work" --set agent.log_level=warn
@@ -130,10 +132,10 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | 
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg);"
   if [[ -n $hosts ]]; then
     echo "an emulated cluster of $hosts hosts (one rank each, links shaped to $rate Mbit/s, TCP, the agent"
-    echo "on its own emulated host). Command: \`benchmarks/oneshot_bench.sh --fabric $hosts --rate $rate --reps $reps --iters $iters\`"
+    echo "on its own emulated host). Command: \`benchmarks/oneshot_bench.sh --fabric $hosts --rate $rate --reps $reps --iters $iters --wait $wait\`"
   else
     echo "one machine (ranks and the agent share the cores; UCX over loopback to the agent, vader"
-    echo "between ranks). Command: \`benchmarks/oneshot_bench.sh --np \"$np_list\" --reps $reps --iters $iters\`"
+    echo "between ranks). Command: \`benchmarks/oneshot_bench.sh --np \"$np_list\" --reps $reps --iters $iters --wait $wait\`"
   fi
   echo
   echo "switchagg-bench p50 (µs per call on the slowest rank's median), float64 sum, median of $reps"

@@ -13,6 +13,8 @@
 //                 --max-call-ms, and at least --expect-recovered results
 //                 copied from another member (switch:recovered, summed over
 //                 the ranks).
+// Without node leaders (every rank a member) the loop also runs an
+// MPI_Allgather and an MPI_Bcast per iteration, one round trip each.
 // --iters N (default 30). Prints PASS.
 #include <mpi.h>
 
@@ -120,6 +122,34 @@ int main(int argc, char** argv) {
       fail("a call took " + std::to_string(ms) + " ms (bound " + std::to_string(o.max_call_ms) +
            " ms)");
   };
+  // MPI_Allgather of 3 doubles per rank and MPI_Bcast of 100 from a rotating
+  // root: the same vector on every rank, so one round trip too.
+  auto allgather = [&](int k) {
+    std::vector<double> mine(3), all(size_t(3 * size), -1.0);
+    for (int j = 0; j < 3; ++j) mine[size_t(j)] = double(rank * 10 + j + k);
+    if (MPI_Allgather(mine.data(), 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, comm) != MPI_SUCCESS)
+      fail("MPI_Allgather returned an error");
+    for (int r = 0; r < size; ++r)
+      for (int j = 0; j < 3; ++j)
+        if (all[size_t(3 * r + j)] != double(r * 10 + j + k)) {
+          fail("allgather (call " + std::to_string(k) + "): rank " + std::to_string(r) +
+               "'s block is wrong");
+          return;
+        }
+  };
+  auto bcast = [&](int k) {
+    const int root = k % size;
+    std::vector<double> buf(100, -1.0);
+    if (rank == root)
+      for (size_t j = 0; j < buf.size(); ++j) buf[j] = double(j * 7 + size_t(k));
+    if (MPI_Bcast(buf.data(), 100, MPI_DOUBLE, root, comm) != MPI_SUCCESS)
+      fail("MPI_Bcast returned an error");
+    for (size_t j = 0; j < buf.size(); ++j)
+      if (buf[j] != double(j * 7 + size_t(k))) {
+        fail("bcast from " + std::to_string(root) + " (call " + std::to_string(k) + ") is wrong");
+        return;
+      }
+  };
   auto barrier = [&]() {
     const double t0 = nowMs();
     if (MPI_Barrier(comm) != MPI_SUCCESS) fail("MPI_Barrier returned an error");
@@ -128,27 +158,39 @@ int main(int argc, char** argv) {
   // Warm-up: the communicator joins the agent.
   allreduce(1, 0, false);
   barrier();
+  // Routed calls go one round trip where the path routes them: allgather
+  // and bcast without node leaders (with leaders allgather is declined).
+  const bool routed = counter(diag, comm, "switch:leader") == 1 &&
+                      counter(diag, comm, "switch:members") == uint64_t(size);
   const char* names[] = {"switch:host_messages", "switch:one_round_trip", "switch:calls",
                          "switch:barriers", "switch:agreements", "switch:recovered",
-                         "fallback:switch-failed"};
-  constexpr int kNames = 7;
+                         "fallback:switch-failed", "switch:routed_calls"};
+  constexpr int kNames = 8;
   uint64_t before[kNames], after[kNames];
   for (int n = 0; n < kNames; ++n) before[n] = counter(diag, comm, names[n]);
   const size_t counts[] = {1, 7, 1000, 8192};
   for (int i = 0; i < o.iters; ++i) {
     for (size_t c : counts) allreduce(c, i, i % 2 == 1);
+    if (routed) {
+      allgather(i);
+      bcast(i);
+    }
     barrier();
   }
   for (int n = 0; n < kNames; ++n) after[n] = counter(diag, comm, names[n]);
   auto delta = [&](int n) { return after[n] - before[n]; };
   const uint64_t calls = uint64_t(o.iters) * 4, barriers = uint64_t(o.iters);
+  const uint64_t routed_calls = routed ? uint64_t(o.iters) * 2 : 0;
   if (o.mode == "ok") {
     if (delta(0) != 0)
       fail("the switch path sent " + std::to_string(delta(0)) +
            " host message(s) over calls that all succeeded (want 0)");
-    if (delta(1) != calls + barriers)
+    if (delta(1) != calls + barriers + routed_calls)
       fail("switch:one_round_trip moved by " + std::to_string(delta(1)) + ", want " +
-           std::to_string(calls + barriers));
+           std::to_string(calls + barriers + routed_calls));
+    if (delta(7) != routed_calls)
+      fail("switch:routed_calls moved by " + std::to_string(delta(7)) + ", want " +
+           std::to_string(routed_calls));
     if (delta(2) != calls || delta(3) != barriers)
       fail("not every call was served by the switch (calls " + std::to_string(delta(2)) +
            ", barriers " + std::to_string(delta(3)) + ")");

@@ -703,7 +703,41 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
     }
   }
   last_bytes_sent_ = 0;
-  const Status mine = streamRouted(call, routedVectorBytes(args, size));
+  const size_t vector_bytes = routedVectorBytes(args, size);
+  // Allgather and bcast leave the same vector on every rank, so a member
+  // that missed it can copy it from one that has it: one round trip
+  // ("Completion"). Reduce and reduce-scatter results differ per rank: they
+  // keep the agreement.
+  if (ledger_ && oneRoundTrip(vector_bytes) &&
+      (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast)) {
+    ledger_->begin();
+    const Status mine = streamRouted(call, vector_bytes);
+    // The whole vector: recv (a bcast root's own buffer, only read; after
+    // a failure there its copy goes to scratch).
+    void* whole = args.op == RoutedOp::kBcast && rank == args.root && !mine.ok()
+                      ? scratchFor(vector_bytes)
+                      : args.recv;
+    int source = -1;
+    Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source);
+    if (!end.ok()) return end.status();
+    if (*end == CallOutcome::kDone) {
+      ++routed_calls_;
+      ++one_trip_;
+      *how = RoutedEnd::kSwitched;
+      return Status::Ok();
+    }
+    if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
+    if (*end == CallOutcome::kBusy) {
+      ++busy_;
+      *how = RoutedEnd::kBusy;
+      return Status::Ok();
+    }
+    giveUp(mine, firstFailed(mine, source), routedOpName(args.op),
+           "no member had the result (all asked); redone on the previous module");
+    *how = RoutedEnd::kFailed;
+    return Status::Ok();
+  }
+  const Status mine = streamRouted(call, vector_bytes);
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
