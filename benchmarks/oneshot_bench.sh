@@ -45,14 +45,13 @@ source "$root/benchmarks/lib/bench_env.sh"
 bench_setup oneshot-bench
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=$wait
 if [[ -n $hosts ]]; then
-  fabric_up oneshot --hosts "$hosts" --rate "$rate"
+  fabric_up osb --hosts "$hosts" --rate "$rate"
   fabric_agent_start "$work" --set agent.log_level=warn
 else
   agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
 fi
 eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job oneshot-bench \
   --slots 8 --ttl 2h | grep '^export ')"
-export SWITCHAGG_SWITCH_AGREE_EVERY_CALL=off
 run() {  # NP ARGS...: one job here or across the fabric (one rank per host)
   local np=$1
   shift
@@ -63,10 +62,11 @@ run() {  # NP ARGS...: one job here or across the fabric (one rank per host)
       --mca mpi_yield_when_idle 1 --mca mca_base_component_path "$comp_path" -np "$np" "$@"
   fi
 }
+# name|SWITCHAGG_SWITCH_AGREE_EVERY_CALL|mpirun arguments
 paths=(
-  "switch|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
-  "switch+agreement|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL=on"
-  "tuned|--mca coll ^switchagg"
+  "switch|off|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
+  "switch+agreement|on|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
+  "tuned|off|--mca coll ^switchagg"
 )
 # bench NP ITERS PATHARGS...: CSV rows: allreduce sizes into $work/run.csv, the barrier into bar.csv
 bench() {
@@ -92,15 +92,16 @@ declare -A samples wire
 for np in $np_list; do
   for rep in $(seq 1 "$reps"); do
     for p in "${paths[@]}"; do
-      name=${p%%|*} args=${p#*|}
+      IFS='|' read -r name agree args <<<"$p"
+      export SWITCHAGG_SWITCH_AGREE_EVERY_CALL=$agree
       bench "$np" "$iters" "$args"
-      if [[ $name == switch* ]] && ! grep -q "joined switch group" "$work/run.err"; then
+      if [[ $name == switch* ]] && ! cat "$work/run.err" "$work/run.csv" | grep -q "joined switch group"; then
         cat "$work/run.err" >&2; echo "oneshot_bench: the $name run did not join the agent" >&2; exit 1
       fi
       while IFS=, read -r _ _ _ _ bytes _ _ _ _ _ _ _ _ _ p50 _; do
         [[ $bytes =~ ^[0-9]+$ ]] && samples[$np,$name,$bytes]+="$p50 "
       done <"$work/run.csv"
-      p50=$(awk -F, 'NR > 1 { print $15; exit }' "$work/bar.csv")
+      p50=$(awk -F, '$5 ~ /^[0-9]+$/ { print $15; exit }' "$work/bar.csv")
       [[ -n $p50 ]] && samples[$np,$name,barrier]+="$p50 "
       echo "np=$np rep=$rep $name done" >&2
     done
@@ -108,7 +109,8 @@ for np in $np_list; do
   if [[ -n $hosts ]]; then
     # Host-to-host bytes per 8-byte call: a long and a short run, differenced.
     for p in "${paths[@]}"; do
-      name=${p%%|*} args=${p#*|}
+      IFS='|' read -r name agree args <<<"$p"
+      export SWITCHAGG_SWITCH_AGREE_EVERY_CALL=$agree
       for coll in allreduce barrier; do
         per=()
         for it in 100 1100; do

@@ -177,3 +177,8 @@ set_tests_properties(mpi_switch_oneshot_members_np4 mpi_switch_fault_oneshot_par
   PROPERTIES ENVIRONMENT "PPN=1")
 set_tests_properties(mpi_switch_oneshot_leaders_np4 mpi_switch_fault_oneshot_leaders_partial_np4
   mpi_switch_fault_oneshot_leaders_exit_np4 PROPERTIES ENVIRONMENT "PPN=2")
+# The same under MPI_THREAD_MULTIPLE: two threads on their own
+# communicators (mpi_thread_check), every call one round trip, the agent
+# dying after one call's result reached member 0 only.
+add_switch_test(mpi_switch_fault_oneshot_threads_np3 150 "mpi;agent;fault" oneshot 3 threads)
+set_tests_properties(mpi_switch_fault_oneshot_threads_np3 PROPERTIES ENVIRONMENT "PPN=1")

@@ -351,10 +351,25 @@ case $scenario in
         [[ $mode == partial_exit ]] && fault=partial:30:exit
         SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
       cut) start_agent ;;
-      *) die "oneshot mode must be ok, partial, partial_exit or cut, got '$mode'" ;;
+      threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
+      *) die "oneshot mode must be ok, partial, partial_exit, cut or threads, got '$mode'" ;;
     esac
     lease "oneshot-np$np"
-    if [[ $mode == ok ]]; then
+    if [[ $mode == threads ]]; then
+      # MPI_THREAD_MULTIPLE, two threads on their own communicators, the
+      # agent dying after a partial result: every answer exact (the check),
+      # the missed result recovered from a peer.
+      # Every call on the switch, each one round trip (the check's largest
+      # call, 20000 doubles, is under a 256 KiB keep limit).
+      SWITCHAGG_SWITCH_TIMEOUT_MS=1000 SWITCHAGG_SWITCH_KEEP=256K run_mpi "$np" "$work/oneshot.log" \
+        -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_KEEP --mca coll_switchagg_stall_timeout 60 \
+        --mca coll_switchagg_allreduce_algorithm switch \
+        "${emu[@]}" "$bin/mpi_thread_check" --expect auto --threads 2 --iters 300 ||
+        { cat "$work/oneshot.log"; die "oneshot threads run failed"; }
+      expect_pass "$work/oneshot.log" "its result came from rank"
+      grep -q "test fault: chunk result 100 sent to member 0 only" "$work/agent.log" ||
+        die "the agent's fault point did not fire"
+    elif [[ $mode == ok ]]; then
       run_mpi "$np" "$work/oneshot.log" "${emu[@]}" "$bin/mpi_oneshot_check" --mode ok ||
         { cat "$work/oneshot.log"; die "oneshot run failed"; }
       expect_pass "$work/oneshot.log" "host messages 0 "
