@@ -158,9 +158,10 @@ int main(int argc, char** argv) {
   // Warm-up: the communicator joins the agent.
   allreduce(1, 0, false);
   barrier();
-  // Routed calls go one round trip where the path routes them: allgather
-  // and bcast without node leaders (with leaders allgather is declined).
-  const bool routed = counter(diag, comm, "switch:leader") == 1 &&
+  // Routed calls go one round trip where the path routes them (not through
+  // trees): allgather and bcast without node leaders (with leaders
+  // allgather is declined).
+  const bool routed = counter(diag, comm, "switch:routed") == 1 &&
                       counter(diag, comm, "switch:members") == uint64_t(size);
   const char* names[] = {"switch:host_messages", "switch:one_round_trip", "switch:calls",
                          "switch:barriers", "switch:agreements", "switch:recovered",

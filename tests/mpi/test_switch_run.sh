@@ -655,6 +655,10 @@ case $scenario in
     run_mpi "$np" "$work/barrier.log" "$bin/mpi_barrier_check" --expect switch --iters 20 \
       --delay-ms 5 || { cat "$work/barrier.log"; die "barrier run failed"; }
     expect_pass "$work/barrier.log" "2 stripe\(s\)"
+    # One round trip over both stripes: no host message on success.
+    run_mpi "$np" "$work/oneshot.log" "$bin/mpi_oneshot_check" --mode ok ||
+      { cat "$work/oneshot.log"; die "oneshot run failed"; }
+    expect_pass "$work/oneshot.log" "2 stripe\(s\)" "host messages 0 "
     a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
     b=$(metric_at "$AGENT_SOCKET" switchagg_bytes_in_total)
     echo "bytes in: agent a $a, agent b $b"
@@ -680,6 +684,10 @@ case $scenario in
       run_mpi "$np" "$work/repeat.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$bin/test_switch_check" --repeat 5 || { cat "$work/repeat.log"; die "repeat run failed"; }
       expect_pass "$work/repeat.log" "a tree over 2 leaf agents"
+      # One round trip through the tree: no host message on success.
+      run_mpi "$np" "$work/oneshot.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$bin/mpi_oneshot_check" --mode ok || { cat "$work/oneshot.log"; die "oneshot run failed"; }
+      expect_pass "$work/oneshot.log" "a tree over 2 leaf agents" "host messages 0 "
       for k in 1 2; do
         up=$(metric_at "${LEAF_SOCKET[$k]}" switchagg_bytes_up_total)
         echo "leaf $k sent ${up:-0} bytes up"
