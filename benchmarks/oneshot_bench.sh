@@ -16,9 +16,13 @@
 #   benchmarks/oneshot_bench.sh [--build DIR] [--np "2 4"] [--reps 3]
 #                               [--iters 400] [--max 64K] [--out FILE]
 #                               [--fabric H [--rate 400]] [--wait blocking|busy]
+#                               [--large]
+# --large: 128 KiB - 4 MiB instead, above the keep limit, where calls keep the
+# agreement: the default against SWITCHAGG_SWITCH_KEEP=16M (one round trip
+# and a copy of each result kept) - what the agreement costs there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build np_list="2 4" reps=3 iters=400 max=64K hosts= rate=400 out= wait=blocking
+build=$root/build np_list="2 4" reps=3 iters=400 min=8 max=64K hosts= rate=400 out= wait=blocking large=
 while (($#)); do
   case $1 in
     --build) build=$2; shift ;;
@@ -26,6 +30,7 @@ while (($#)); do
     --reps) reps=$2; shift ;;
     --iters) iters=$2; shift ;;
     --max) max=$2; shift ;;
+    --large) large=1 min=128K max=4M ;;
     --out) out=$2; shift ;;
     --fabric) hosts=$2; shift ;;
     --rate) rate=$2; shift ;;
@@ -37,9 +42,9 @@ while (($#)); do
 done
 if [[ -n $hosts ]]; then
   np_list=$hosts
-  out=${out:-$root/benchmarks/results/oneshot_fabric.md}
+  out=${out:-$root/benchmarks/results/oneshot_fabric${large:+_large}.md}
 else
-  out=${out:-$root/benchmarks/results/oneshot.md}
+  out=${out:-$root/benchmarks/results/oneshot${large:+_large}.md}
 fi
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup oneshot-bench
@@ -68,6 +73,10 @@ paths=(
   "switch+agreement|on|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
   "tuned|off|--mca coll ^switchagg"
 )
+if [[ -n $large ]]; then
+  # Above the keep limit "switch" has the agreement; keep=16M takes it away.
+  paths[1]="switch-keep16M|off|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_KEEP=16M"
+fi
 # bench NP ITERS PATHARGS...: CSV rows: allreduce sizes into $work/run.csv, the barrier into bar.csv
 bench() {
   local np=$1 it=$2
@@ -75,7 +84,7 @@ bench() {
   # shellcheck disable=SC2068
   run "$np" $@ -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
     -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL \
-    "$bin/switchagg-bench" --dtype float64 --min 8 --max "$max" --iters "$it" --csv - >"$work/run.csv" 2>"$work/run.err" ||
+    "$bin/switchagg-bench" --dtype float64 --min "$min" --max "$max" --iters "$it" --csv - >"$work/run.csv" 2>"$work/run.err" ||
     { cat "$work/run.err" "$work/run.csv" >&2; exit 1; }
   run "$np" $@ -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
     -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL \
@@ -106,7 +115,7 @@ for np in $np_list; do
       echo "np=$np rep=$rep $name done" >&2
     done
   done
-  if [[ -n $hosts ]]; then
+  if [[ -n $hosts && -z $large ]]; then
     # Host-to-host bytes per 8-byte call: a long and a short run, differenced.
     for p in "${paths[@]}"; do
       IFS='|' read -r name agree args <<<"$p"
@@ -129,7 +138,7 @@ done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | sort -un)
 {
-  echo "# One-round-trip completion: small allreduce and barrier"
+  echo "# One-round-trip completion: ${large:+calls above the keep limit}${large:-small allreduce and barrier}"
   echo
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg);"
   if [[ -n $hosts ]]; then
@@ -150,17 +159,18 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | 
     echo
     echo "np $np:"
     echo
-    echo "| size | switch | switch+agreement | tuned | switch / +agreement | switch / tuned |"
+    second=${paths[1]%%|*}
+    echo "| size | switch | $second | tuned | switch / $second | switch / tuned |"
     echo "| --- | --- | --- | --- | --- | --- |"
     for key in $sizes barrier; do
-      s=$(median <<<"${samples[$np,switch,$key]:-}") a=$(median <<<"${samples[$np,switch+agreement,$key]:-}")
+      s=$(median <<<"${samples[$np,switch,$key]:-}") a=$(median <<<"${samples[$np,$second,$key]:-}")
       t=$(median <<<"${samples[$np,tuned,$key]:-}")
       [[ -n $s && -n $a && -n $t ]] || continue
       label=$key
       [[ $key != barrier ]] && label="$key B"
       echo "| $label | $s | $a | $t | $(awk -v s="$s" -v t="$a" 'BEGIN { printf "%.2f", s / t }') | $(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.2f", s / t }') |"
     done
-    if [[ -n $hosts ]]; then
+    if [[ -n $hosts && -z $large ]]; then
       echo
       echo "Bytes per 8-byte call on the links between hosts (all hosts together; measured:"
       echo "the hosts' tx minus the agent host's rx, 1100 calls minus 100 calls, / 1000):"

@@ -37,7 +37,7 @@
 #include "opal/datatype/opal_datatype_cuda.h"
 #endif
 
-enum { ST_QUEUED, ST_STREAM, ST_AGREE, ST_REDO };
+enum { ST_QUEUED, ST_STREAM, ST_SETTLE, ST_AGREE, ST_REDO };
 
 typedef struct mca_coll_switchagg_ireq_t {
   ompi_request_t super;
@@ -152,8 +152,25 @@ static void start_redo(mca_coll_switchagg_ireq_t *r) {
 }
 
 static void start_agreement(mca_coll_switchagg_ireq_t *r, int outcome) {
-  int rc;
+  int rc, agreed = 0;
   r->mine.value = outcome;
+  /* A small call ends on one agent round trip, without the agreement. */
+  rc = switchagg_coll_istream_settle(r->m->core, outcome, &agreed);
+  if (SWITCHAGG_COLL_ISETTLE_NOT_NOW == rc) {
+    r->state = ST_SETTLE; /* retried from advance() */
+    return;
+  }
+  if (SWITCHAGG_COLL_ISETTLE_ERROR == rc) {
+    finish(r, MPI_ERR_OTHER);
+    return;
+  }
+  if (SWITCHAGG_COLL_ISETTLE_SETTLED == rc) {
+    if (0 == switchagg_coll_istream_end(r->m->core, agreed, -1))
+      finish(r, OMPI_SUCCESS);
+    else
+      start_redo(r);
+    return;
+  }
   r->mine.rank = ompi_comm_rank(r->comm);
   rc = private_iallreduce(r->m, &r->mine, &r->all, 1, MPI_2INT, MPI_MAXLOC, &r->sub);
   if (OMPI_SUCCESS != rc) {
@@ -195,6 +212,9 @@ static bool advance(mca_coll_switchagg_module_t *m) {
       if (SWITCHAGG_COLL_ISTREAM_OUTCOME != rc) return false;
       start_agreement(r, outcome);
       return true;
+    case ST_SETTLE:
+      start_agreement(r, r->mine.value);
+      return ST_SETTLE != r->state;
     case ST_AGREE:
       if (!REQUEST_COMPLETE(r->sub)) return false;
       if (OMPI_SUCCESS != end_sub(r))

@@ -14,7 +14,8 @@
 //                 copied from another member (switch:recovered, summed over
 //                 the ranks).
 // Without node leaders (every rank a member) the loop also runs an
-// MPI_Allgather and an MPI_Bcast per iteration, one round trip each.
+// MPI_Iallreduce (waited at once), and where the agents route calls an
+// MPI_Allgather and an MPI_Bcast, per iteration, one round trip each.
 // --iters N (default 30). Prints PASS.
 #include <mpi.h>
 
@@ -150,6 +151,24 @@ int main(int argc, char** argv) {
         return;
       }
   };
+  // MPI_Iallreduce of 100 doubles, waited at once (served by the switch
+  // path without node leaders; with them it stays with the previous module).
+  auto iallreduce = [&](int k) {
+    std::vector<double> in(100), out(100, -1.0);
+    for (size_t j = 0; j < in.size(); ++j) in[j] = double(rank + 1) * (k + 3) + double(j);
+    MPI_Request req;
+    const double t0 = nowMs();
+    if (MPI_Iallreduce(in.data(), out.data(), 100, MPI_DOUBLE, MPI_SUM, comm, &req) != MPI_SUCCESS ||
+        MPI_Wait(&req, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      fail("MPI_Iallreduce returned an error");
+    worst_ms = std::max(worst_ms, nowMs() - t0);
+    const double base = double(k + 3) * size * (size + 1) / 2;
+    for (size_t j = 0; j < out.size(); ++j)
+      if (out[j] != base + double(size) * double(j)) {
+        fail("iallreduce (call " + std::to_string(k) + ") is wrong at " + std::to_string(j));
+        return;
+      }
+  };
   auto barrier = [&]() {
     const double t0 = nowMs();
     if (MPI_Barrier(comm) != MPI_SUCCESS) fail("MPI_Barrier returned an error");
@@ -161,8 +180,8 @@ int main(int argc, char** argv) {
   // Routed calls go one round trip where the path routes them (not through
   // trees): allgather and bcast without node leaders (with leaders
   // allgather is declined).
-  const bool routed = counter(diag, comm, "switch:routed") == 1 &&
-                      counter(diag, comm, "switch:members") == uint64_t(size);
+  const bool members_all = counter(diag, comm, "switch:members") == uint64_t(size);
+  const bool routed = counter(diag, comm, "switch:routed") == 1 && members_all;
   const char* names[] = {"switch:host_messages", "switch:one_round_trip", "switch:calls",
                          "switch:barriers", "switch:agreements", "switch:recovered",
                          "fallback:switch-failed", "switch:routed_calls"};
@@ -176,23 +195,25 @@ int main(int argc, char** argv) {
       allgather(i);
       bcast(i);
     }
+    if (members_all) iallreduce(i);
     barrier();
   }
   for (int n = 0; n < kNames; ++n) after[n] = counter(diag, comm, names[n]);
   auto delta = [&](int n) { return after[n] - before[n]; };
   const uint64_t calls = uint64_t(o.iters) * 4, barriers = uint64_t(o.iters);
   const uint64_t routed_calls = routed ? uint64_t(o.iters) * 2 : 0;
+  const uint64_t icalls = members_all ? uint64_t(o.iters) : 0;
   if (o.mode == "ok") {
     if (delta(0) != 0)
       fail("the switch path sent " + std::to_string(delta(0)) +
            " host message(s) over calls that all succeeded (want 0)");
-    if (delta(1) != calls + barriers + routed_calls)
+    if (delta(1) != calls + barriers + routed_calls + icalls)
       fail("switch:one_round_trip moved by " + std::to_string(delta(1)) + ", want " +
-           std::to_string(calls + barriers + routed_calls));
+           std::to_string(calls + barriers + routed_calls + icalls));
     if (delta(7) != routed_calls)
       fail("switch:routed_calls moved by " + std::to_string(delta(7)) + ", want " +
            std::to_string(routed_calls));
-    if (delta(2) != calls || delta(3) != barriers)
+    if (delta(2) != calls + icalls || delta(3) != barriers)
       fail("not every call was served by the switch (calls " + std::to_string(delta(2)) +
            ", barriers " + std::to_string(delta(3)) + ")");
     if (delta(4) != 0) fail("agreements ran: " + std::to_string(delta(4)));

@@ -182,3 +182,13 @@ set_tests_properties(mpi_switch_oneshot_leaders_np4 mpi_switch_fault_oneshot_lea
 # dying after one call's result reached member 0 only.
 add_switch_test(mpi_switch_fault_oneshot_threads_np3 150 "mpi;agent;fault" oneshot 3 threads)
 set_tests_properties(mpi_switch_fault_oneshot_threads_np3 PROPERTIES ENVIRONMENT "PPN=1")
+# The same fault on an MPI_Iallreduce (chunk 33 is the loop's fourth
+# Iallreduce at np 3, every rank a member): settled from the other members
+# without the nonblocking agreement.
+add_switch_test(mpi_switch_fault_oneshot_iallreduce_np3 150 "mpi;agent;fault" oneshot 3 partial 2)
+set_tests_properties(mpi_switch_fault_oneshot_iallreduce_np3 PROPERTIES ENVIRONMENT
+  "PPN=1;FAULT_AT=33;EXPECT_RECOVERED=switch iallreduce call 33 failed here")
+# And on an MPI_Allgather (chunk 31 at np 3): copied from the member that has it.
+add_switch_test(mpi_switch_fault_oneshot_allgather_np3 150 "mpi;agent;fault" oneshot 3 partial 2)
+set_tests_properties(mpi_switch_fault_oneshot_allgather_np3 PROPERTIES ENVIRONMENT
+  "PPN=1;FAULT_AT=31;EXPECT_RECOVERED=switch allgather call 31 failed here")

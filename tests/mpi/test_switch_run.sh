@@ -347,8 +347,9 @@ case $scenario in
       partial | partial_exit)
         # The agent sends one call's result to member 0 only (partial_exit:
         # and dies 100 ms later): the other members recover it from member 0.
-        fault=partial:30
-        [[ $mode == partial_exit ]] && fault=partial:30:exit
+        # FAULT_AT: which chunk result (default 30, mid-loop).
+        fault=partial:${FAULT_AT:-30}
+        [[ $mode == partial_exit ]] && fault=$fault:exit
         SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
       cut) start_agent ;;
       threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
@@ -381,9 +382,9 @@ case $scenario in
         -x SWITCHAGG_TEST_CUT -x SWITCHAGG_SWITCH_TIMEOUT_MS --mca coll_switchagg_stall_timeout 60 \
         "${emu[@]}" "$bin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
         --max-call-ms 10000 || { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
-      expect_pass "$work/oneshot.log" "its result came from rank"
+      expect_pass "$work/oneshot.log" "its result came from rank" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
       if [[ $mode == partial* ]]; then
-        grep -q "test fault: chunk result 30 sent to member 0 only" "$work/agent.log" ||
+        grep -q "test fault: chunk result ${FAULT_AT:-30} sent to member 0 only" "$work/agent.log" ||
           die "the agent's fault point did not fire"
       fi
     fi

@@ -172,6 +172,19 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
   });
 }
 
+int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int* agreed) {
+  switchagg::coll::StepScope step;
+  SwitchPath* sw = comm->state.switchPath();
+  if (!sw || !sw->streamSettles()) return SWITCHAGG_COLL_ISETTLE_AGREE;
+  // Recovery waits on the process's worker: not inside a blocking call.
+  if (outcome != SwitchPath::kStreamOk && !step.allowed()) return SWITCHAGG_COLL_ISETTLE_NOT_NOW;
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guardedInt("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
+    switchagg::Status st = sw->settleStream(outcome, agreed);
+    return static_cast<int>(st.ok() ? SWITCHAGG_COLL_ISETTLE_SETTLED : SWITCHAGG_COLL_ISETTLE_ERROR);
+  });
+}
+
 int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int first_rank) {
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guardedInt("iallreduce end", 1, [&] {

@@ -55,6 +55,19 @@ int switchagg_coll_istream_start(switchagg_coll_comm_t *comm, const void *send, 
                                  size_t count, int dtype, int op, int *outcome);
 int switchagg_coll_istream_step(switchagg_coll_comm_t *comm, int *outcome);
 int switchagg_coll_istream_end(switchagg_coll_comm_t *comm, int agreed, int first_rank);
+/* After OUTCOME, before any agreement: a small call completes on one agent
+ * round trip (docs/offload.md "Completion"). Returns SETTLED with *agreed
+ * (what every rank will see: pass it to _end with first_rank -1), AGREE
+ * (the call needs the agreement), NOT_NOW (a failure must be recovered
+ * and a blocking switchagg call runs on this thread: try later) or ERROR
+ * (recovery could not decide: the request fails). */
+enum switchagg_coll_isettle {
+  SWITCHAGG_COLL_ISETTLE_AGREE = 0,
+  SWITCHAGG_COLL_ISETTLE_SETTLED = 1,
+  SWITCHAGG_COLL_ISETTLE_NOT_NOW = 2,
+  SWITCHAGG_COLL_ISETTLE_ERROR = 3
+};
+int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int *agreed);
 /* Counts a glue-side event: "queued" (posted behind another switch call on
  * the communicator), "error" (an agreement or redo failed), or a reason the
  * glue sent the call to the previous module without asking ("previous:<reason>"). */

@@ -138,6 +138,8 @@ class AgentSwitchPath : public SwitchPath {
   Status startStream(const AllreduceArgs& args) override;
   Status stepStream() override;
   Status endStream(int agreed, int first_rank) override;
+  bool streamSettles() const override { return stream_.one_trip; }
+  Status settleStream(int outcome, int* agreed) override;
   bool counter(const std::string& name, uint64_t* value) const override;
   uint64_t epoch() const override { return failed_ + rejoined_; }
 
@@ -155,9 +157,10 @@ class AgentSwitchPath : public SwitchPath {
   // A member's end of a one-round-trip call: its own outcome, or after a
   // failure what the other members said (recovery). *source: the member
   // that gave the result. An error: recovery could not decide (bounded).
-  Result<CallOutcome> settle(const Status& mine, void* out, size_t bytes, int* source);
+  Result<CallOutcome> settle(const Status& mine, void* out, size_t bytes, int* source,
+                             const char* what);
   Result<CallOutcome> endOneRoundTrip(const Status& mine, void* out, void* node_result,
-                                      size_t bytes, int* source);
+                                      size_t bytes, int* source, const char* what);
   // The outcome agreement of a call that has one, counted.
   Status agree(const Status& mine, std::vector<uint8_t>* oks) {
     ++agreements_;
@@ -233,6 +236,9 @@ class AgentSwitchPath : public SwitchPath {
     int64_t deadline_ms = 0;
     agent::ClientCounters before;
     Status mine;
+    void* out = nullptr;    // where the result goes (scratch for in place)
+    bool one_trip = false;  // ends without the agreement (settleStream)
+    bool settled = false;   // settleStream ran
   } stream_;
   uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served
 };
@@ -367,7 +373,7 @@ bool testCutNow(int rank, uint64_t call) {
 }
 
 Result<CallOutcome> AgentSwitchPath::settle(const Status& mine, void* out, size_t bytes,
-                                            int* source) {
+                                            int* source, const char* what) {
   if (mine.ok()) {
     ledger_->done(out, bytes);
     return CallOutcome::kDone;
@@ -377,17 +383,17 @@ Result<CallOutcome> AgentSwitchPath::settle(const Status& mine, void* out, size_
     return CallOutcome::kBusy;
   }
   ledger_->failed();
-  SA_DEBUG("coll", "comm %s rank %d: switch call %" PRIu64 " failed here (%s); asking the other members",
-           comm_.name().c_str(), comm_.rank(), ledger_->seq(), mine.toString().c_str());
+  SA_DEBUG("coll", "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); asking the other members",
+           comm_.name().c_str(), comm_.rank(), what, ledger_->seq(), mine.toString().c_str());
   Result<Recovery> r = ledger_->recover(out, bytes, ProcessRuntime::instance().params().stall);
   if (!r.ok()) return r.status();
   *source = r->source;
   if (r->outcome == CallOutcome::kDone) {
     ++recovered_;
     SA_INFO("coll",
-            "comm %s rank %d: switch call %" PRIu64 " failed here (%s); its result came from "
+            "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); its result came from "
             "rank %d (switch:recovered), switch path kept",
-            comm_.name().c_str(), comm_.rank(), ledger_->seq(), mine.toString().c_str(),
+            comm_.name().c_str(), comm_.rank(), what, ledger_->seq(), mine.toString().c_str(),
             r->source);
   }
   return r->outcome;
@@ -398,10 +404,10 @@ Result<CallOutcome> AgentSwitchPath::settle(const Status& mine, void* out, size_
 // hands the outcome, and the result when done, to the node's ranks.
 Result<CallOutcome> AgentSwitchPath::endOneRoundTrip(const Status& mine, void* out,
                                                      void* node_result, size_t bytes,
-                                                     int* source) {
+                                                     int* source, const char* what) {
   CallOutcome outcome = CallOutcome::kDone;
   if (ledger_) {
-    Result<CallOutcome> end = settle(mine, out, bytes, source);
+    Result<CallOutcome> end = settle(mine, out, bytes, source, what);
     if (!end.ok()) {
       if (leaders_) leaders_->abandon();
       return end.status();
@@ -444,7 +450,7 @@ Status AgentSwitchPath::allreduceOneRoundTrip(const AllreduceArgs& args, size_t 
       mine = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
     }
   }
-  Result<CallOutcome> end = endOneRoundTrip(mine, out, args.recv, bytes, &source);
+  Result<CallOutcome> end = endOneRoundTrip(mine, out, args.recv, bytes, &source, "allreduce");
   if (!end.ok()) return end.status();
   const CallOutcome outcome = *end;
   if (outcome == CallOutcome::kDone) {
@@ -548,6 +554,9 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
     if (scratch_.size() < stream_.bytes) scratch_.resize(stream_.bytes);
     out = scratch_.data();
   }
+  stream_.out = out;
+  stream_.one_trip = ledger_ && oneRoundTrip(stream_.bytes);
+  if (stream_.one_trip) ledger_->begin();
   last_bytes_sent_ = 0;
   stream_.before = group_->counters();
   Status st = group_->startCall(args.dtype, args.op, args.send ? args.send : args.recv, out,
@@ -570,8 +579,24 @@ Status AgentSwitchPath::stepStream() {
   return st;
 }
 
+Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
+  const Status mine = outcome == kStreamOk     ? Status::Ok()
+                      : outcome == kStreamBusy ? Status(Code::kBusy, "refused busy")
+                      : !stream_.mine.ok()     ? stream_.mine
+                                               : Status(Code::kInternal, "stream failed");
+  int source = -1;
+  Result<CallOutcome> end = settle(mine, stream_.out, stream_.bytes, &source, "iallreduce");
+  if (!end.ok()) return end.status();
+  stream_.settled = true;
+  *agreed = *end == CallOutcome::kDone ? kStreamOk
+            : *end == CallOutcome::kBusy ? kStreamBusy
+                                         : kStreamFailed;
+  return Status::Ok();
+}
+
 Status AgentSwitchPath::endStream(int agreed, int first_rank) {
-  ++agreements_;  // the glue's nonblocking agreement ended
+  if (stream_.settled) ++one_trip_;
+  else ++agreements_;  // the glue's nonblocking agreement ended
   if (agreed == kStreamOk) {
     if (stream_.args.send == nullptr && stream_.bytes)
       std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);
@@ -583,7 +608,9 @@ Status AgentSwitchPath::endStream(int agreed, int first_rank) {
     ++busy_;
     return Status(Code::kUnsupported, "switch busy; redone on the host");
   }
-  giveUp(stream_.mine, first_rank, "allreduce", "result recomputed on the host");
+  giveUp(stream_.mine, first_rank, "allreduce",
+         stream_.settled ? "no member had the result (all asked); result recomputed on the host"
+                         : "result recomputed on the host");
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 
@@ -718,7 +745,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
                       ? scratchFor(vector_bytes)
                       : args.recv;
     int source = -1;
-    Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source);
+    Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
     if (!end.ok()) return end.status();
     if (*end == CallOutcome::kDone) {
       ++routed_calls_;
@@ -971,7 +998,7 @@ Status AgentSwitchPath::barrierOneRoundTrip(BarrierEnd* how) {
       mine = Status(Code::kInternal, "agent barrier counted " + std::to_string(entered) +
                                          " members, expected " + std::to_string(members));
   }
-  Result<CallOutcome> end = endOneRoundTrip(mine, nullptr, nullptr, 0, &source);
+  Result<CallOutcome> end = endOneRoundTrip(mine, nullptr, nullptr, 0, &source, "barrier");
   if (!end.ok()) return end.status();
   const CallOutcome outcome = *end;
   if (outcome == CallOutcome::kDone) {

@@ -105,6 +105,15 @@ class SwitchPath {
   virtual Status endStream(int /*agreed*/, int /*first_rank*/) {
     return Status(Code::kUnsupported, "no switch stream");
   }
+  // One-round-trip completion of the stream (docs/offload.md "Completion"):
+  // streamSettles() says, alike on every rank, that the running stream ends
+  // without the agreement; settleStream(outcome) then gives *agreed (this
+  // rank's outcome, or after a failure what recovery learnt from the other
+  // members) for endStream(agreed, -1). An error: recovery could not decide.
+  virtual bool streamSettles() const { return false; }
+  virtual Status settleStream(int /*outcome*/, int* /*agreed*/) {
+    return Status(Code::kInternal, "no switch stream");
+  }
   // Counters the switch path keeps ("switch:bytes_sent",
   // "fallback:switch-failed", "fallback:switch-busy", ...; docs/offload.md). False: not one of its
   // names, the caller looks elsewhere.
