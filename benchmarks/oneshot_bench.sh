@@ -17,9 +17,9 @@
 #                               [--iters 400] [--max 64K] [--out FILE]
 #                               [--fabric H [--rate 400]] [--wait blocking|busy]
 #                               [--large]
-# --large: 128 KiB - 4 MiB instead, above the keep limit, where calls keep the
-# agreement: the default against SWITCHAGG_SWITCH_KEEP=16M (one round trip
-# and a copy of each result kept) - what the agreement costs there.
+# --large: 128 KiB - 4 MiB instead: every call with the agreement
+# (SWITCHAGG_SWITCH_KEEP=0) against SWITCHAGG_SWITCH_KEEP=16M (one round
+# trip and a copy of each result kept) - what each costs there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" reps=3 iters=400 min=8 max=64K hosts= rate=400 out= wait=blocking large=
@@ -74,7 +74,9 @@ paths=(
   "tuned|off|--mca coll ^switchagg"
 )
 if [[ -n $large ]]; then
-  # Above the keep limit "switch" has the agreement; keep=16M takes it away.
+  # "switch" with the agreement on every call (keep 0) against keep=16M:
+  # one round trip and a kept copy of each result.
+  paths[0]="switch|off|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_KEEP=0"
   paths[1]="switch-keep16M|off|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_KEEP=16M"
 fi
 # bench NP ITERS PATHARGS...: CSV rows: allreduce sizes into $work/run.csv, the barrier into bar.csv

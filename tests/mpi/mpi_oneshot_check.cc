@@ -36,7 +36,7 @@ struct Options {
   int iters = 30;
   long max_call_ms = 0;
   long expect_recovered = 0;
-  size_t large_bytes = 128 << 10;
+  size_t large_bytes = 2 << 20;  // above the default keep limit (1 MiB)
 };
 
 uint64_t counter(const check::Diagnostics& d, MPI_Comm c, const char* name) {
