@@ -7,7 +7,7 @@
 // node. Each node's uplink carries N per allreduce whatever the ranks per
 // node.
 //
-// The switch path (switch_path.cc) keeps everything else: the agreement
+// The switch path (switch_path.cc and its files) keeps everything else: the agreement
 // allgathers over the whole communicator, failure and rejoin rules,
 // counters. Non-leaders open no agent connection; they take part in every
 // agreement and say "ok" for the agent steps they do not run.

@@ -1,0 +1,247 @@
+// MPI_Allreduce through the switch path: the agreed call above the keep
+// limit (and the node leaders' pipeline), the one-round-trip call below it,
+// and MPI_Iallreduce's stream in steps.
+#include "switch_path_internal.h"
+
+#include <cinttypes>
+#include <cstring>
+
+#include "process_runtime.h"
+#include "switchagg/common/log.h"
+#include "switchagg/common/config.h"
+
+namespace switchagg::coll::switch_detail {
+
+Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
+  if (!serves(args)) return Status(Code::kUnsupported, "switch path cannot serve this call");
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  const bool in_place = args.send == nullptr;
+  const void* input = in_place ? args.recv : args.send;
+  void* out = args.recv;
+  Status mine;
+  last_bytes_sent_ = 0;
+  const size_t segment = lease_.segment_bytes / dtypeSize(args.dtype);
+  const bool pipelined = leaders_ && segment > 0 && args.count >= 2 * segment;
+  if (!pipelined && oneRoundTrip(bytes)) return allreduceOneRoundTrip(args, bytes);
+  if (pipelined) {
+    // The node's reduce, the stream and the node's broadcast overlapped.
+    if (group_ && in_place) {
+      if (scratch_.size() < bytes) scratch_.resize(bytes);
+      out = scratch_.data();
+    }
+    const agent::ClientCounters before = group_ ? group_->counters() : agent::ClientCounters{};
+    mine = leaders_->pipelined(args, segment, group_.get(), out, timeoutFor(bytes));
+    if (group_) countStream(before);
+  } else if (leaders_) {
+    // The node's inputs, reduced in rank order: the leader's contribution.
+    Result<const void*> node_input = leaders_->reduce(args);
+    mine = node_input.status();
+    input = node_input.value();
+  }
+  if (!pipelined && mine.ok() && group_) {
+    if (in_place) {
+      if (scratch_.size() < bytes) scratch_.resize(bytes);
+      out = scratch_.data();
+    }
+    mine = stream(args, input, out, bytes);
+  }
+  // Success is local (the agent may die after sending some members their
+  // last chunk): nobody trusts its result until every rank says ok.
+  std::vector<uint8_t> oks;
+  SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
+  if (allOnes(oks)) {
+    if (in_place && group_) std::memcpy(args.recv, scratch_.data(), bytes);
+    ++calls_;
+    if (pipelined) {
+      ++pipelined_;
+      // The node's ranks already hold the result (the broadcast overlapped).
+      if (!group_ && bytes) std::memcpy(args.recv, leaders_->result(), bytes);
+      return Status::Ok();
+    }
+    // A broadcast that fails is a host transport failure after the commit:
+    // reported like a host algorithm's.
+    return leaders_ ? leaders_->broadcast(args) : Status::Ok();
+  }
+  if (leaders_ && !pipelined) leaders_->abandon();
+  if (!anyFailed(oks)) {
+    // Busy (the job's other communicators held the lease's slots when this
+    // call began): refused for this call only, the group is alive. Same
+    // host redo as after a failure, but no give-up and no rejoin.
+    return redoBusy();
+  }
+  giveUp(mine, firstFailedRank(oks), "allreduce", "result recomputed on the host");
+  // The input is intact on every rank (send never written; in place results
+  // went to scratch): the next candidate redoes the reduction on the host.
+  return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
+// Test-only fault point: SWITCHAGG_TEST_CUT=RANK:CALL makes communicator
+// rank RANK drop its agent group right after its one-round-trip call CALL
+// succeeded, as if its connection had been cut after the agent sent the
+// results: the call counts as failed here (recovered from the others), the
+// group is left (unusable here; its LEAVE makes the agent abort it for the
+// others' next call). Fires once per process.
+bool testCutNow(int rank, uint64_t call) {
+  static bool fired = false;
+  static long want_rank = -1;
+  static unsigned long long want_call = 0;
+  static bool parsed = false;
+  if (!parsed) {
+    parsed = true;
+    if (const char* v = envOrNull("SWITCHAGG_TEST_CUT"))
+      if (std::sscanf(v, "%ld:%llu", &want_rank, &want_call) != 2) want_rank = -1;
+  }
+  if (fired || want_rank != rank || want_call != call) return false;
+  fired = true;
+  return true;
+}
+
+// One agent round trip and nothing between hosts on success: node reduce
+// (leaders), the member's stream, its outcome (recovered from the other
+// members only if it failed here), the node's one broadcast of [outcome,
+// result] (leaders). Busy or failed everywhere: the input is intact on
+// every rank and the next candidate redoes the call, as with the
+// agreement.
+Status AgentSwitchPath::allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes) {
+  const bool in_place = args.send == nullptr;
+  const void* input = in_place ? args.recv : args.send;
+  void* out = ledger_ && in_place ? scratchFor(bytes) : args.recv;
+  Status mine;
+  last_bytes_sent_ = 0;
+  if (leaders_) {
+    Result<const void*> node_input = leaders_->reduce(args);
+    mine = node_input.status();
+    input = node_input.value();
+  }
+  int source = -1;
+  if (ledger_) {
+    ledger_->begin();
+    if (mine.ok())
+      mine = group_ ? stream(args, input, out, bytes)
+                    : Status(Code::kAborted, "the switch group was lost in an earlier call");
+    if (mine.ok() && testCutNow(comm_.rank(), ledger_->seq())) {
+      (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
+      mine = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
+    }
+  }
+  Result<CallOutcome> end = endOneRoundTrip(mine, out, args.recv, bytes, &source, "allreduce");
+  if (!end.ok()) return end.status();
+  const CallOutcome outcome = *end;
+  if (outcome == CallOutcome::kDone) {
+    if (ledger_ && in_place) std::memcpy(args.recv, out, bytes);
+    ++calls_;
+    ++one_trip_;
+    return Status::Ok();
+  }
+  if (outcome == CallOutcome::kBusy) {
+    return redoBusy();
+  }
+  giveUp(mine, firstFailed(mine, source), "allreduce",
+         "no member had the result (all asked); result recomputed on the host");
+  return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
+Status AgentSwitchPath::stream(const AllreduceArgs& args, const void* input, void* out,
+                               size_t bytes) {
+  const agent::ClientCounters before = group_->counters();
+  Status st = group_->allreduce(args.dtype, args.op, input, out, args.count, timeoutFor(bytes));
+  countStream(before);
+  return st;
+}
+
+void AgentSwitchPath::countStream(const agent::ClientCounters& before) {
+  const agent::ClientCounters after = group_->counters();
+  last_bytes_sent_ = after.bytes_sent - before.bytes_sent;
+  bytes_sent_ += last_bytes_sent_;
+  chunks_ += after.chunks_sent - before.chunks_sent;
+}
+
+int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Node leaders reduce and broadcast on the host with blocking steps: such a
+// communicator's MPI_Iallreduce stays with the previous module.
+void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* in) const {
+  // Not joined_: decided when posted, streamed later (startStream declines
+  // then, alike on every rank, if the path failed meanwhile).
+  if (!leaders_ && info_.caps.supports(args.dtype, args.op)) fill(in);
+}
+
+// As allreduce() without the blocking parts: the result goes to scratch for
+// an in-place call (the input stays intact until the ranks agree).
+Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
+  if (!serves(args) || leaders_ || !group_)
+    return Status(Code::kUnsupported, "switch path cannot stream this call");
+  stream_ = Stream{};
+  stream_.args = args;
+  stream_.bytes = args.count * dtypeSize(args.dtype);
+  stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
+  void* out = args.recv;
+  if (args.send == nullptr) {
+    if (scratch_.size() < stream_.bytes) scratch_.resize(stream_.bytes);
+    out = scratch_.data();
+  }
+  stream_.out = out;
+  stream_.one_trip = ledger_ && oneRoundTrip(stream_.bytes);
+  if (stream_.one_trip) ledger_->begin();
+  last_bytes_sent_ = 0;
+  stream_.before = group_->counters();
+  Status st = group_->startCall(args.dtype, args.op, args.send ? args.send : args.recv, out,
+                                args.count);
+  if (st.code() == Code::kInProgress) return st;
+  countStream(stream_.before);
+  stream_.mine = st;
+  return st;
+}
+
+Status AgentSwitchPath::stepStream() {
+  if (!group_) return Status(Code::kInternal, "no stream running");
+  Status st = group_->stepCall();
+  if (st.code() == Code::kInProgress) {
+    if (steadyMs() < stream_.deadline_ms) return st;
+    st = group_->abortCall(timeoutFor(stream_.bytes));
+  }
+  countStream(stream_.before);
+  stream_.mine = st;
+  return st;
+}
+
+Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
+  const Status mine = outcome == kStreamOk     ? Status::Ok()
+                      : outcome == kStreamBusy ? Status(Code::kBusy, "refused busy")
+                      : !stream_.mine.ok()     ? stream_.mine
+                                               : Status(Code::kInternal, "stream failed");
+  int source = -1;
+  Result<CallOutcome> end = settle(mine, stream_.out, stream_.bytes, &source, "iallreduce");
+  if (!end.ok()) return end.status();
+  stream_.settled = true;
+  *agreed = *end == CallOutcome::kDone ? kStreamOk
+            : *end == CallOutcome::kBusy ? kStreamBusy
+                                         : kStreamFailed;
+  return Status::Ok();
+}
+
+Status AgentSwitchPath::endStream(int agreed, int first_rank) {
+  if (stream_.settled) ++one_trip_;
+  else ++agreements_;  // the glue's nonblocking agreement ended
+  if (agreed == kStreamOk) {
+    if (stream_.args.send == nullptr && stream_.bytes)
+      std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);
+    ++calls_;
+    ++streamed_;
+    return Status::Ok();
+  }
+  if (agreed == kStreamBusy) {
+    ++busy_;
+    return Status(Code::kUnsupported, "switch busy; redone on the host");
+  }
+  giveUp(stream_.mine, first_rank, "allreduce",
+         stream_.settled ? "no member had the result (all asked); result recomputed on the host"
+                         : "result recomputed on the host");
+  return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
+}  // namespace switchagg::coll::switch_detail

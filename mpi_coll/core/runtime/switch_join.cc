@@ -1,0 +1,205 @@
+// The switch path's collective join (first or rejoin): connections, the
+// agreed group id, tree placement, the join per agent, the agreed outcome.
+#include "switch_path_internal.h"
+
+#include <cinttypes>
+#include <cstring>
+
+#include "process_runtime.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::coll::switch_detail {
+
+namespace {
+
+constexpr int64_t kJoinTimeoutMs = 5000;
+
+// The figures the cost model takes for the lease's agents: a striped call
+// ends with its slowest stripe, so the smallest reduction and link rates
+// and the longest turnaround any of them told (0 = unknown stays unknown
+// only if no agent told).
+agent::wire::Capacity slowestAgent(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
+  agent::wire::Capacity slow;
+  auto lowest = [](uint32_t have, uint32_t v) { return v == 0 ? have : have == 0 ? v : std::min(have, v); };
+  for (const std::shared_ptr<agent::AggClient>& c : clients) {
+    const agent::wire::Capacity& k = c->agent().capacity;
+    slow.reduce_mbps = lowest(slow.reduce_mbps, k.reduce_mbps);
+    slow.link_mbps = lowest(slow.link_mbps, k.link_mbps);
+    slow.turnaround_us = std::max(slow.turnaround_us, k.turnaround_us);
+  }
+  return slow;
+}
+
+// Where a member sits in a tree: the communicator's leaves are the leaf
+// agents its ranks' nodes have, in the lease's (the map's) order; `index` is
+// this member's leaf among them. *size / *rank become the members at that
+// leaf and this member's place there (participants in order: ranks, or
+// nodes with leaders). One leaf: a plain group there (leaves = 1).
+struct TreePlace {
+  uint32_t index = 0, leaves = 0;
+};
+
+TreePlace treePlace(const std::vector<JoinHello>& all, const NodeLeaders* leaders, int* size,
+                    int* rank) {
+  std::vector<uint16_t> leaf_of(static_cast<size_t>(*size));  // per participant
+  for (int p = 0; p < *size; ++p)
+    leaf_of[size_t(p)] = all[size_t(leaders ? leaders->leaderOf(p) : p)].leaf;
+  std::vector<uint16_t> leaves = leaf_of;
+  std::sort(leaves.begin(), leaves.end());
+  leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
+  TreePlace t;
+  t.leaves = uint32_t(leaves.size());
+  const uint16_t mine = leaf_of[size_t(*rank)];
+  t.index = uint32_t(std::find(leaves.begin(), leaves.end(), mine) - leaves.begin());
+  if (t.leaves < 2) return t;
+  int here = 0, me = 0;
+  for (int p = 0; p < *size; ++p) {
+    if (leaf_of[size_t(p)] != mine) continue;
+    if (p == *rank) me = here;
+    ++here;
+  }
+  *size = here;
+  *rank = me;
+  return t;
+}
+
+}  // namespace
+
+Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders) {
+  const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
+  // A non-leader opens no connection and agrees to whatever the others saw.
+  const bool member = !leaders || leaders->leader();
+  // A member opens one connection per agent of the lease (one stripe each);
+  // connected means connected to all of them.
+  // A tree lease: one connection, to the leaf agent of this rank's node.
+  std::vector<std::shared_ptr<agent::AggClient>> clients;
+  Status connect_failure;
+  if (lease.tree && lease.leaf < 0) connect_failure = Status(Code::kUnsupported, lease.tree_error);
+  for (size_t k = 0; member && k < lease.agents.size() && connect_failure.ok(); ++k) {
+    if (lease.tree && k != size_t(lease.leaf)) continue;
+    Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k);
+    if (c.ok())
+      clients.push_back(std::move(c.value()));
+    else
+      connect_failure = Status(c.status().code(), lease.agents[k] + ": " + c.status().message());
+  }
+  JoinHello mine{};
+  mine.connected = connect_failure.ok() ? 1 : 0;
+  mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
+  mine.leaf = lease.tree && lease.leaf >= 0 ? uint16_t(lease.leaf + 1) : 0;
+  if (member && connect_failure.ok()) mine.capacity = slowestAgent(clients);
+  std::vector<JoinHello> all(size_t(comm.size()));
+  if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
+  for (const JoinHello& h : all) {
+    if (h.connected) continue;
+    const std::string why =
+        mine.connected ? "a rank cannot reach the agent" : connect_failure.toString();
+    if (first && lease.require) reportRequireFailure(lease, why);
+    if (comm.rank() == 0)
+      SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
+                    why.c_str());
+    return {};
+  }
+  const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
+  // Every rank computes the same request (the lease's slots come from the
+  // agent's HELLO_ACK, the override from the job-wide environment). Half the
+  // lease: windows are taken per call, so this lets two communicators reduce
+  // at once (say the two halves of a split) before calls are refused busy;
+  // the whole lease gained nothing clear for one communicator (8 vs 4 of 8
+  // slots, 2 clients on loopback: 1 MiB 263-365 vs 298-385 MB/s, 8 MiB
+  // 345-419 vs 264-377 MB/s, inside run-to-run spread).
+  // An agent that predates per-call slots reserves at join: half keeps
+  // WORLD and one more communicator there, as before.
+  // The same id at every agent (ids are per lease, and each agent has its
+  // own lease). Joins run agent by agent in the lease's order on every rank.
+  // With node leaders the agent sees one member per node, by node index.
+  int size = leaders ? leaders->nodes() : comm.size();
+  int rank = leaders ? leaders->node() : comm.rank();
+  const TreePlace tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreePlace{};
+  // A tree group holds its window at the leaf and the spine for its whole
+  // life (no per-call busy): a quarter of the lease, so a few communicators
+  // of the job can each have one.
+  const uint32_t share = tree.leaves > 1 ? 4 : 2;
+  std::vector<std::unique_ptr<agent::AggGroup>> groups;
+  Status join_failure;
+  for (size_t k = 0; k < clients.size() && join_failure.ok(); ++k) {
+    const size_t agent_k = lease.tree ? size_t(lease.leaf) : k;
+    const uint32_t window = lease.window_request
+                                ? lease.window_request
+                                : std::max<uint32_t>(1, clients[k]->agent().max_window / share);
+    agent::TreeJoin tj;
+    if (tree.leaves > 1) {
+      tj.parent_token_hex = lease.tokens[size_t(lease.root)];
+      tj.leaf_index = tree.index;
+      tj.leaves = tree.leaves;
+    }
+    Result<std::unique_ptr<agent::AggGroup>> group = clients[k]->join(
+        group_id, size, rank, kJoinTimeoutMs, window, tree.leaves > 1 ? &tj : nullptr);
+    if (group.ok())
+      groups.push_back(std::move(group.value()));
+    else
+      join_failure =
+          Status(group.status().code(), lease.agents[agent_k] + ": " + group.status().message());
+  }
+  std::unique_ptr<agent::StripedGroup> striped;
+  if (member) striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
+  // Bit 0: joined; bit 1: the member's agents all route (a non-leader has
+  // no agent and does not veto). Routed collectives need every rank's bit 1.
+  const bool routes = !member || (join_failure.ok() && striped->routedSupported());
+  uint8_t ok = join_failure.ok() ? uint8_t(1 | (routes ? 2 : 0)) : 0;
+  std::vector<uint8_t> oks(size_t(comm.size()));
+  const bool all_joined =
+      comm.allgather(&ok, oks.data(), 1).ok() &&
+      std::all_of(oks.begin(), oks.end(), [](uint8_t f) { return (f & 1) != 0; });
+  if (!all_joined) {
+    const std::string why = ok ? "another rank could not join" : join_failure.toString();
+    if (first && lease.require) reportRequireFailure(lease, why);
+    if (comm.rank() == 0)
+      SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: join failed: %s",
+                    comm.name().c_str(), why.c_str());
+    return {};  // joined groups are left by their destructors
+  }
+  const bool all_route =
+      std::all_of(oks.begin(), oks.end(), [](uint8_t f) { return (f & 2) != 0; });
+  Joined joined{true, all_route, std::move(striped), all[0].capacity, {}};
+  if (first && comm.rank() == 0 && !all_route)
+    SA_INFO("coll",
+            "comm %s: %s: MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast "
+            "stay with the previous module",
+            comm.name().c_str(),
+            tree.leaves > 1 ? "routed calls do not go through a tree"
+                            : "the agent does not route calls (it predates them)");
+  // The slowest stripe's geometry: the model's window and chunk.
+  const agent::GroupInfo slowest = joined.group ? joined.group->slowestInfo() : agent::GroupInfo{};
+  if (!leaders) joined.info = slowest;
+  else if (!leaders->shareInfo(joined.group ? &slowest : nullptr, &joined.info).ok())
+    return {};
+  const size_t stripes = lease.tree ? 1 : lease.agents.size();
+  // A tree member talks to its leaf only (rank 0's leaf, in the log).
+  const std::string where = lease.tree && lease.leaf >= 0 ? lease.agents[size_t(lease.leaf)] : lease.agent;
+  const agent::GroupInfo& info = joined.info;
+  if (comm.rank() == 0 && tree.leaves > 1)
+    SA_INFO("coll", "comm %s: a tree over %u leaf agents and the spine %s", comm.name().c_str(),
+            tree.leaves, lease.agents[size_t(lease.root)].c_str());
+  if (comm.rank() == 0 && leaders)
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
+            "bytes; %d node leaders for %d ranks)",
+            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
+            info.slot_bytes, leaders->nodes(), comm.size());
+  else if (comm.rank() == 0)
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu bytes)",
+            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
+            info.slot_bytes);
+  const agent::wire::Capacity& agreed = joined.capacity;
+  if (comm.rank() == 0 && agreed.reduce_mbps > 0)
+    SA_INFO("coll",
+            "comm %s: the agent advertises %u MB/s reduction, link %u Mbit/s (0 = unknown), "
+            "%u us turnaround",
+            comm.name().c_str(), agreed.reduce_mbps, agreed.link_mbps, agreed.turnaround_us);
+  return joined;
+}
+
+
+}  // namespace switchagg::coll::switch_detail

@@ -1,0 +1,225 @@
+// The switch candidate's insides, shared by its files (one concern each):
+//
+//   switch_path.cc          lifetime, describe, counters, failure and rejoin
+//   switch_join.cc          the collective join (placement in trees, stripes)
+//   switch_allreduce.cc     MPI_Allreduce and the MPI_Iallreduce stream
+//   switch_completion.cc    one-round-trip completion: ledger, settle, recovery
+//   switch_routed.cc        reduce, reduce-scatter, allgather, bcast (+ leaders)
+//   switch_barrier_path.cc  MPI_Barrier
+//
+// Nothing outside these files includes this header: the rest of the
+// component sees the path only as a SwitchPath (switch_path.h).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "switch_leaders.h"
+#include "switch_lease.h"
+#include "switch_path.h"
+#include "switch_recovery.h"
+#include "switchagg/agent/data_client.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::coll::switch_detail {
+
+
+struct JoinHello {
+  uint64_t nonce;
+  uint8_t connected;
+  uint8_t pad;
+  uint16_t leaf;  // a tree lease: 1 + the index of this rank's leaf agent (0: not a tree)
+  // What the agent told this rank's connection (CAPACITY_ACK). Ranks asked
+  // at different moments, so everyone uses rank 0's: the selector's input
+  // must be the same on every rank.
+  agent::wire::Capacity capacity;
+};
+
+// One call's outcome as the ranks agree on it (allgathered byte).
+constexpr uint8_t kOutcomeFailed = 0, kOutcomeOk = 1, kOutcomeBusy = 2;
+
+inline bool allOnes(const std::vector<uint8_t>& flags) {
+  return std::all_of(flags.begin(), flags.end(), [](uint8_t f) { return f == 1; });
+}
+
+// The one-byte outcome agreement of a call (allreduce or barrier): every
+// rank's ok / busy / failed into *oks, in rank order, over the previous
+// module. An error: the allgather itself failed.
+inline Status agreeOutcome(CommGroup& comm, const Status& mine, std::vector<uint8_t>* oks) {
+  const uint8_t outcome = mine.ok()                      ? kOutcomeOk
+                          : mine.code() == Code::kBusy ? kOutcomeBusy
+                                                         : kOutcomeFailed;
+  oks->assign(size_t(comm.size()), 0);
+  return comm.allgather(&outcome, oks->data(), 1);
+}
+
+inline bool anyFailed(const std::vector<uint8_t>& oks) {
+  return std::find(oks.begin(), oks.end(), kOutcomeFailed) != oks.end();
+}
+
+inline int firstFailedRank(const std::vector<uint8_t>& oks) {
+  int first_bad = 0;
+  while (first_bad < int(oks.size()) && oks[size_t(first_bad)] != kOutcomeFailed) ++first_bad;
+  return first_bad;
+}
+
+inline uint64_t randomNonce() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd() ^
+         uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+struct Joined {
+  bool ok = false;  // every rank joined (a non-leader has no group)
+  bool routed = false;  // every member's agent serves routed calls (agreed)
+  // One group per agent (stripe); holds the clients. Null on a non-leader.
+  std::unique_ptr<agent::StripedGroup> group;
+  agent::wire::Capacity capacity;  // the agent's figures as agreed (rank 0's)
+  agent::GroupInfo info;           // the group's geometry, alike on every rank
+};
+
+// The collective join (first or rejoin); no group on every rank alike when
+// any rank failed. `first`: report a `require` failure and say why at info
+// level (a failed rejoin is logged at debug level only: its first failure
+// was already reported). `leaders`: null, or only they join the agent.
+Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders);
+
+// Milliseconds on the steady clock (the MPI_Iallreduce stream's deadline).
+int64_t steadyMs();
+// reduce, reduce_scatter(_block): the routed call reduces (else it forwards bytes).
+bool isReduction(RoutedOp op);
+
+class AgentSwitchPath : public SwitchPath {
+ public:
+  AgentSwitchPath(CommGroup& comm, const SwitchLease& lease, Joined joined,
+                  std::unique_ptr<NodeLeaders> leaders)
+      : comm_(comm), lease_(lease), leaders_(std::move(leaders)),
+        group_(std::move(joined.group)),
+        capacity_(joined.capacity), info_(joined.info), joined_(joined.ok),
+        routed_(joined.routed) {
+    makeLedger();
+  }
+  ~AgentSwitchPath() override;
+
+  void rejoinIfDue() override;
+  void describe(const AllreduceArgs& args, SelectionInput* in) const override;
+  Status allreduce(const AllreduceArgs& args) override;
+  Status barrier(BarrierEnd* how) override;
+  const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
+  Status routed(const RoutedArgs& args, RoutedEnd* how) override;
+  Status routedLeaders(const RoutedArgs& args, RoutedEnd* how);  // bcast, reduce
+  void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
+  Status startStream(const AllreduceArgs& args) override;
+  Status stepStream() override;
+  Status endStream(int agreed, int first_rank) override;
+  bool streamSettles() const override { return stream_.one_trip; }
+  Status settleStream(int outcome, int* agreed) override;
+  bool counter(const std::string& name, uint64_t* value) const override;
+  uint64_t epoch() const override { return failed_ + rejoined_; }
+
+ private:
+  void fill(SelectionInput* in) const;  // describe's switch fields
+  // One-round-trip completion (switch_recovery.h, docs/offload.md
+  // "Completion"): on every rank alike, whether a call of `bytes` ends
+  // without the outcome agreement.
+  bool oneRoundTrip(size_t bytes) const {
+    return one_round_trip_ && bytes <= lease_.keep_bytes;
+  }
+  void makeLedger();
+  Status allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes);
+  Status barrierOneRoundTrip(BarrierEnd* how);
+  // A member's end of a one-round-trip call: its own outcome, or after a
+  // failure what the other members said (recovery). *source: the member
+  // that gave the result. An error: recovery could not decide (bounded).
+  Result<CallOutcome> settle(const Status& mine, void* out, size_t bytes, int* source,
+                             const char* what);
+  Result<CallOutcome> endOneRoundTrip(const Status& mine, void* out, void* node_result,
+                                      size_t bytes, int* source, const char* what);
+  // The outcome agreement of a call that has one, counted.
+  Status agree(const Status& mine, std::vector<uint8_t>* oks) {
+    ++agreements_;
+    return agreeOutcome(comm_, mine, oks);
+  }
+  bool serves(const AllreduceArgs& args) const {
+    return joined_ && info_.caps.supports(args.dtype, args.op);
+  }
+  int64_t timeoutFor(size_t bytes) const {
+    // A slow but alive agent on a loaded machine: ~4 MB/s at least (the
+    // benchmark saw 16 MiB calls over 3 s under load 19 on 2 cores).
+    return lease_.call_timeout_ms + int64_t(bytes / 4096);
+  }
+  Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
+  void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
+  // A routed call's stream (counted); a client decline is taken as busy:
+  // nothing was sent, the ranks redo the call and keep the path.
+  Status streamRouted(const agent::RoutedCall& call, size_t bytes);
+  // A routed call the ranks did not all finish: busy, or given up.
+  Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, RoutedOp op,
+                           RoutedEnd* how);
+  // scratch_ of at least `bytes` (a dummy for 0: a member that gets nothing).
+  void* scratchFor(size_t bytes);
+  // `what` failed ("allreduce", "barrier", "reduce", ...); `after` says
+  // what became of the call ("result recomputed on the host", ...).
+  // first_bad: the lowest rank that failed, if known (-1: not known here).
+  void giveUp(const Status& mine, int first_bad, const char* what, const char* after);
+  // An allreduce refused busy on every rank: counted, redone on the host, path kept.
+  Status redoBusy() {
+    ++busy_;
+    if (busy_ == 1 && comm_.rank() == 0)
+      SA_INFO("coll",
+              "comm %s: switch busy (the lease's slots were in use by the job's other "
+              "communicators); call redone on the host (fallback:switch-busy), switch path kept",
+              comm_.name().c_str());
+    return Status(Code::kUnsupported, "switch busy; redone on the host");
+  }
+  int firstFailed(const Status& mine, int /*source*/) const { return mine.ok() ? -1 : comm_.rank(); }
+  void logSummary() const;
+
+  CommGroup& comm_;
+  const SwitchLease& lease_;
+  std::unique_ptr<NodeLeaders> leaders_;  // null: every rank is a member
+  // One group per agent of the lease (stripes), holding their clients.
+  // Null after a failure, until a rejoin; always null on a non-leader.
+  std::unique_ptr<agent::StripedGroup> group_;
+  // Agreed at the first join and kept (a rejoin does not change the
+  // selector's input: decisions are memoised per call shape).
+  agent::wire::Capacity capacity_;
+  agent::GroupInfo info_;  // the group's geometry (rank 0's; its slowest stripe's), every rank
+  bool joined_;            // false after a failure, until a rejoin
+  bool routed_;            // every member's agent routes (agreed at each join)
+  std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
+  uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
+  uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
+  uint64_t last_bytes_sent_ = 0;
+  uint64_t barriers_ = 0, barrier_failed_ = 0, barrier_busy_ = 0;
+  uint64_t pipelined_ = 0;  // served calls whose node phases overlapped the stream
+  uint64_t routed_calls_ = 0;  // switch:routed_calls, routed collectives served
+  uint8_t no_output_[8] = {};  // `out` of a member that receives nothing
+  // Members only: this member's calls for recovery (null on a non-leader,
+  // or without a host transport: then every call has its agreement).
+  std::unique_ptr<CallLedger> ledger_;
+  bool one_round_trip_ = false;  // alike on every rank (setting + host transport)
+  uint64_t agreements_ = 0;      // switch:agreements, outcome agreements run
+  uint64_t one_trip_ = 0;        // switch:one_round_trip, calls completed without one
+  uint64_t recovered_ = 0;       // switch:recovered, results copied from another member
+  int32_t barrier_sink_ = 0;     // the node reduce's output of a barrier (unused)
+  // The MPI_Iallreduce stream in flight (one per communicator at a time).
+  struct Stream {
+    AllreduceArgs args;
+    size_t bytes = 0;
+    int64_t deadline_ms = 0;
+    agent::ClientCounters before;
+    Status mine;
+    void* out = nullptr;    // where the result goes (scratch for in place)
+    bool one_trip = false;  // ends without the agreement (settleStream)
+    bool settled = false;   // settleStream ran
+  } stream_;
+  uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served
+};
+
+}  // namespace switchagg::coll::switch_detail
