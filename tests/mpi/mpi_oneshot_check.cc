@@ -15,12 +15,19 @@
 //                 the ranks).
 // Without node leaders (every rank a member) the loop also runs an
 // MPI_Iallreduce (waited at once), and where the agents route calls an
-// MPI_Allgather and an MPI_Bcast, per iteration, one round trip each.
+// MPI_Allgather, an MPI_Bcast, an MPI_Reduce_scatter_block and an
+// MPI_Reduce, per iteration, one round trip each. The two reductions sum
+// floats whose sum depends on the order: a call the switch served must
+// give bitwise the agent's rank-order fold, also where this rank's result
+// was recovered from the members' inputs after a fault. With node leaders
+// on several nodes the loop runs the MPI_Bcast and the MPI_Reduce (the
+// fold: each node's ranks, then the nodes).
 // --iters N (default 30). Prints PASS.
 #include <mpi.h>
 
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -169,6 +176,87 @@ int main(int argc, char** argv) {
         return;
       }
   };
+  // Order-sensitive floats: v(r, j, k) spans 2^-4 .. 2^4 with 24-bit
+  // mantissas, so different summation orders round differently.
+  auto value = [](int r, size_t j, int k) {
+    return std::ldexp(1.0f + 0.123f * float((r * 7 + int(j) * 3 + k) % 11),
+                      (r * 5 + int(j) + k) % 9 - 4);
+  };
+  // What the agent computes: the members' values folded in rank order; with
+  // node leaders (`per_node` consecutive ranks a node, as emulate_nodes.sh
+  // lays them out) each node's ranks first, then the nodes in order.
+  int per_node = 1;
+  auto fold = [&](size_t j, int k) {
+    volatile float acc = 0;
+    for (int n = 0; n * per_node < size; ++n) {
+      volatile float node = value(n * per_node, j, k);
+      for (int r = n * per_node + 1; r < (n + 1) * per_node && r < size; ++r)
+        node = node + value(r, j, k);
+      acc = n == 0 ? float(node) : acc + node;
+    }
+    return float(acc);
+  };
+  // The check can see an order change: at np >= 3 some element's fold in
+  // reverse rank order rounds differently.
+  if (size >= 3) {
+    bool differs = false;
+    for (size_t j = 0; j < 33 && !differs; ++j) {
+      volatile float back = value(size - 1, j, 0);
+      for (int r = size - 2; r >= 0; --r) back = back + value(r, j, 0);
+      differs = float(back) != fold(j, 0);
+    }
+    if (!differs) fail("the reductions' values do not depend on the summation order");
+  }
+  // A served call (switch:routed_calls moved here) must be the fold, bit
+  // for bit; one redone on the previous module may round differently.
+  auto checkFold = [&](const char* what, int k, const float* got, size_t first, size_t n,
+                       bool served) {
+    for (size_t j = 0; j < n; ++j) {
+      const float want = fold(first + j, k);
+      const bool ok = served ? std::memcmp(&got[j], &want, sizeof want) == 0
+                             : std::fabs(got[j] - want) <= 1e-5f * std::fabs(want);
+      if (!ok) {
+        char line[200];
+        std::snprintf(line, sizeof line, "%s (call %d, %s): element %zu is %.9g, want %.9g",
+                      what, k, served ? "served by the switch" : "redone", first + j,
+                      double(got[j]), double(want));
+        fail(line);
+        return;
+      }
+    }
+  };
+  auto routedServed = [&](uint64_t before_calls) {
+    return counter(diag, comm, "switch:routed_calls") == before_calls + 1;
+  };
+  auto reduceScatter = [&](int k) {
+    constexpr size_t kBlock = 5;
+    std::vector<float> in(kBlock * size_t(size)), out(kBlock, -1.0f);
+    for (size_t j = 0; j < in.size(); ++j) in[j] = value(rank, j, k);
+    const uint64_t before_calls = counter(diag, comm, "switch:routed_calls");
+    const bool in_place = k % 2 == 1;
+    int rc;
+    if (in_place) {
+      rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, in.data(), int(kBlock), MPI_FLOAT, MPI_SUM, comm);
+      std::memcpy(out.data(), in.data(), kBlock * sizeof(float));
+    } else {
+      rc = MPI_Reduce_scatter_block(in.data(), out.data(), int(kBlock), MPI_FLOAT, MPI_SUM, comm);
+    }
+    if (rc != MPI_SUCCESS) fail("MPI_Reduce_scatter_block returned an error");
+    checkFold("reduce_scatter_block", k, out.data(), kBlock * size_t(rank), kBlock,
+              routedServed(before_calls));
+  };
+  auto reduce = [&](int k) {
+    constexpr size_t kCount = 33;
+    const int root = (k + 1) % size;
+    std::vector<float> in(kCount), out(kCount, -1.0f);
+    for (size_t j = 0; j < kCount; ++j) in[j] = value(rank, j, k);
+    const uint64_t before_calls = counter(diag, comm, "switch:routed_calls");
+    if (MPI_Reduce(in.data(), out.data(), int(kCount), MPI_FLOAT, MPI_SUM, root, comm) !=
+        MPI_SUCCESS)
+      fail("MPI_Reduce returned an error");
+    const bool served = routedServed(before_calls);
+    if (rank == root) checkFold("reduce", k, out.data(), 0, kCount, served);
+  };
   auto barrier = [&]() {
     const double t0 = nowMs();
     if (MPI_Barrier(comm) != MPI_SUCCESS) fail("MPI_Barrier returned an error");
@@ -178,10 +266,16 @@ int main(int argc, char** argv) {
   allreduce(1, 0, false);
   barrier();
   // Routed calls go one round trip where the path routes them (not through
-  // trees): allgather and bcast without node leaders (with leaders
-  // allgather is declined).
-  const bool members_all = counter(diag, comm, "switch:members") == uint64_t(size);
+  // trees): allgather, bcast, reduce-scatter and reduce without node
+  // leaders (with leaders allgather and reduce-scatter are declined).
+  const uint64_t members = counter(diag, comm, "switch:members");
+  const bool members_all = members == uint64_t(size);
   const bool routed = counter(diag, comm, "switch:routed") == 1 && members_all;
+  // Node leaders on several nodes route bcast and reduce (node steps around
+  // the leaders' call); on one node the path declines routed calls.
+  const bool leaders_routed =
+      counter(diag, comm, "switch:routed") == 1 && !members_all && members > 1;
+  if (members > 0 && size % int(members) == 0) per_node = size / int(members);
   const char* names[] = {"switch:host_messages", "switch:one_round_trip", "switch:calls",
                          "switch:barriers", "switch:agreements", "switch:recovered",
                          "fallback:switch-failed", "switch:routed_calls"};
@@ -194,6 +288,11 @@ int main(int argc, char** argv) {
     if (routed) {
       allgather(i);
       bcast(i);
+      reduceScatter(i);
+      reduce(i);
+    } else if (leaders_routed) {
+      bcast(i);
+      reduce(i);
     }
     if (members_all) iallreduce(i);
     barrier();
@@ -201,7 +300,7 @@ int main(int argc, char** argv) {
   for (int n = 0; n < kNames; ++n) after[n] = counter(diag, comm, names[n]);
   auto delta = [&](int n) { return after[n] - before[n]; };
   const uint64_t calls = uint64_t(o.iters) * 4, barriers = uint64_t(o.iters);
-  const uint64_t routed_calls = routed ? uint64_t(o.iters) * 2 : 0;
+  const uint64_t routed_calls = uint64_t(o.iters) * (routed ? 4 : leaders_routed ? 2 : 0);
   const uint64_t icalls = members_all ? uint64_t(o.iters) : 0;
   if (o.mode == "ok") {
     if (delta(0) != 0)

@@ -172,9 +172,12 @@ add_switch_test(mpi_switch_fault_oneshot_partial_exit_np3 150 "mpi;agent;fault" 
 add_switch_test(mpi_switch_fault_oneshot_cut_np3 150 "mpi;agent;fault" oneshot 3 cut 1)
 add_switch_test(mpi_switch_fault_oneshot_leaders_partial_np4 150 "mpi;agent;fault" oneshot 4 partial 1)
 add_switch_test(mpi_switch_fault_oneshot_leaders_exit_np4 150 "mpi;agent;fault" oneshot 4 partial_exit 1)
-set_tests_properties(mpi_switch_oneshot_members_np4 mpi_switch_fault_oneshot_partial_np3
-  mpi_switch_fault_oneshot_partial_exit_np3 mpi_switch_fault_oneshot_cut_np3
+set_tests_properties(mpi_switch_oneshot_members_np4 mpi_switch_fault_oneshot_cut_np3
   PROPERTIES ENVIRONMENT "PPN=1")
+# Every rank a member, 10 calls (chunks) per loop iteration from chunk 3 on:
+# chunk 36 is the fourth iteration's allreduce of 8192 doubles.
+set_tests_properties(mpi_switch_fault_oneshot_partial_np3 mpi_switch_fault_oneshot_partial_exit_np3
+  PROPERTIES ENVIRONMENT "PPN=1;FAULT_AT=36;EXPECT_RECOVERED=switch allreduce call 36 failed here")
 set_tests_properties(mpi_switch_oneshot_leaders_np4 mpi_switch_fault_oneshot_leaders_partial_np4
   mpi_switch_fault_oneshot_leaders_exit_np4 PROPERTIES ENVIRONMENT "PPN=2")
 # The same under MPI_THREAD_MULTIPLE: two threads on their own
@@ -182,13 +185,41 @@ set_tests_properties(mpi_switch_oneshot_leaders_np4 mpi_switch_fault_oneshot_lea
 # dying after one call's result reached member 0 only.
 add_switch_test(mpi_switch_fault_oneshot_threads_np3 150 "mpi;agent;fault" oneshot 3 threads)
 set_tests_properties(mpi_switch_fault_oneshot_threads_np3 PROPERTIES ENVIRONMENT "PPN=1")
-# The same fault on an MPI_Iallreduce (chunk 33 is the loop's fourth
-# Iallreduce at np 3, every rank a member): settled from the other members
-# without the nonblocking agreement.
-add_switch_test(mpi_switch_fault_oneshot_iallreduce_np3 150 "mpi;agent;fault" oneshot 3 partial 2)
-set_tests_properties(mpi_switch_fault_oneshot_iallreduce_np3 PROPERTIES ENVIRONMENT
-  "PPN=1;FAULT_AT=33;EXPECT_RECOVERED=switch iallreduce call 33 failed here")
-# And on an MPI_Allgather (chunk 31 at np 3): copied from the member that has it.
-add_switch_test(mpi_switch_fault_oneshot_allgather_np3 150 "mpi;agent;fault" oneshot 3 partial 2)
-set_tests_properties(mpi_switch_fault_oneshot_allgather_np3 PROPERTIES ENVIRONMENT
-  "PPN=1;FAULT_AT=31;EXPECT_RECOVERED=switch allgather call 31 failed here")
+# One fault aimed at one call of the loop: oneshot_fault(NAME NP MODE
+# RECOVERED ENV): the oneshot scenario (FAULT_AT: the agent's result of
+# that chunk reaches member 0 only; CUT_AT: rank 1's connection cut after
+# that call) with the log line that names the recovered call.
+function(oneshot_fault name np mode recovered env)
+  add_switch_test(${name} 150 "mpi;agent;fault" oneshot ${np} ${mode} ${recovered})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}")
+endfunction()
+# Every rank a member, 10 calls a loop iteration from chunk 3 on: the
+# fourth iteration's MPI_Iallreduce (chunk 41), settled from the other
+# members without the nonblocking agreement; its MPI_Allgather (37), copied
+# from the member that has it.
+oneshot_fault(mpi_switch_fault_oneshot_iallreduce_np3 3 partial 2
+  "PPN=1;FAULT_AT=41;EXPECT_RECOVERED=switch iallreduce call 41 failed here")
+oneshot_fault(mpi_switch_fault_oneshot_allgather_np3 3 partial 2
+  "PPN=1;FAULT_AT=37;EXPECT_RECOVERED=switch allgather call 37 failed here")
+# A result per rank: MPI_Reduce_scatter_block (chunk 39; the agent then
+# dies) and MPI_Reduce to rank 1 (chunk 40). The members that missed their
+# result fold it from every member's input in the agent's order: the check
+# asserts the agent's bits (order-sensitive floats). Then rank 1's
+# connection cut after its reduce-scatter (call 19) succeeded: it folds its
+# block from the others' inputs; the others' next call fails, they rejoin.
+oneshot_fault(mpi_switch_fault_oneshot_reduce_scatter_np3 3 partial_exit 2
+  "PPN=1;FAULT_AT=39;EXPECT_RECOVERED=switch reduce_scatter_block call 39 failed here.*folded from the members' inputs")
+oneshot_fault(mpi_switch_fault_oneshot_reduce_np3 3 partial 2
+  "PPN=1;FAULT_AT=40;EXPECT_RECOVERED=rank 1: switch reduce call 40 failed here.*folded from the members' inputs")
+oneshot_fault(mpi_switch_fault_oneshot_reduce_scatter_cut_np3 3 cut 1
+  "PPN=1;CUT_AT=19;EXPECT_RECOVERED=rank 1: switch reduce_scatter_block call 19 failed here \\(PeerFailed: test fault")
+# Node leaders (2 ranks a node, 7 calls a loop iteration from chunk 3 on):
+# the agent's result of call 22, an MPI_Reduce to rank 3 (a non-leader),
+# and of call 14, an MPI_Bcast from rank 1 (a non-leader), reaches node 0's
+# leader only: node 1's leader folds the reduce from the leaders' inputs
+# (the node's sums) and hands it to rank 3, or copies the bcast from node
+# 0's leader; the fold checked bit for bit (each node, then the nodes).
+oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_np4 4 partial 1
+  "PPN=2;FAULT_AT=22;EXPECT_RECOVERED=rank 2: switch reduce call 22 failed here.*folded from the members' inputs")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_bcast_np4 4 partial 1
+  "PPN=2;FAULT_AT=14;EXPECT_RECOVERED=rank 2: switch bcast call 14 failed here.*its result came from rank 0")

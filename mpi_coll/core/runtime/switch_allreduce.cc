@@ -77,7 +77,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
 
 // Test-only fault point: SWITCHAGG_TEST_CUT=RANK:CALL makes communicator
 // rank RANK drop its agent group right after its one-round-trip call CALL
-// succeeded, as if its connection had been cut after the agent sent the
+// (an allreduce, or a routed reduction) succeeded, as if its connection had been cut after the agent sent the
 // results: the call counts as failed here (recovered from the others), the
 // group is left (unusable here; its LEAVE makes the agent abort it for the
 // others' next call). Fires once per process.

@@ -28,6 +28,9 @@
 
 namespace switchagg::coll::switch_detail {
 
+// Test-only fault point (switch_allreduce.cc): SWITCHAGG_TEST_CUT=RANK:CALL.
+bool testCutNow(int rank, uint64_t call);
+
 
 struct JoinHello {
   uint64_t nonce;
@@ -113,6 +116,19 @@ class AgentSwitchPath : public SwitchPath {
   const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
   Status routed(const RoutedArgs& args, RoutedEnd* how) override;
   Status routedLeaders(const RoutedArgs& args, RoutedEnd* how);  // bcast, reduce
+  // Reduce and reduce-scatter in one round trip; [lo, hi): this rank's
+  // part of the vector in bytes; commit: where scratch's result goes (in place).
+  Status routedReduction(const RoutedArgs& args, const agent::RoutedCall& call, size_t lo,
+                         size_t hi, void* commit, RoutedEnd* how);
+  // A member's end of a one-round-trip reduction: its own outcome, or after
+  // a failure here the result folded from the members' inputs into out.
+  Result<CallOutcome> settleReduction(const Status& mine, const RoutedArgs& args,
+                                      const void* input, size_t vector_bytes, uint8_t* out,
+                                      size_t lo, size_t hi);
+  Status endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine, RoutedOp op,
+                               RoutedEnd* how);
+  Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
+                                   const Status& mine, size_t bytes, RoutedEnd* how);
   void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
   Status startStream(const AllreduceArgs& args) override;
   Status stepStream() override;

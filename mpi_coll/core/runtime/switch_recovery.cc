@@ -11,6 +11,11 @@
 //     done from anyone: copy, complete
 //     pending: ask again (backoff 1 ms .. 100 ms)
 //     all final, none done: busy if anyone busy, else failed
+//
+// gatherInputs (reductions with a result per member): the question names a
+// byte range [lo, hi) of the member's input; a done member answers from its
+// kept input, a failed one from its own (still intact) input; the asker
+// completes once one member is done and every part is here.
 #include "switch_recovery.h"
 
 #include <algorithm>
@@ -38,7 +43,9 @@ struct Header {
   uint32_t pad2;
   uint64_t key;
   uint64_t seq;
+  uint64_t lo, hi;  // questions: the bytes wanted of the kept data (kAll: all of it)
 };
+constexpr uint64_t kAll = UINT64_MAX;
 
 int64_t nowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -79,10 +86,15 @@ struct LedgerState {
   CallOutcome outcome = CallOutcome::kDone;  // of call `seq` (0: none yet)
   uint64_t kept_seq = 0;
   std::vector<uint8_t> kept;
+  std::vector<uint8_t> live;  // call `seq`'s input while it failed here (gatherInputs)
   // The call being recovered (asking != 0).
   uint64_t asking = 0;
-  void* out = nullptr;
+  void* out = nullptr;  // recover: the result's copy goes here
   size_t out_bytes = 0;
+  bool gathering = false;  // gatherInputs: parts of every member's input
+  uint64_t want_lo = 0, want_hi = 0;
+  std::map<int, std::vector<uint8_t>> parts;
+  std::string bad_answer;  // a part of the wrong size (cannot be decided safely)
   bool have_result = false;
   int source = -1;
   bool changed = false;
@@ -120,24 +132,38 @@ struct LedgerState {
       it = it->request.done() ? sending.erase(it) : std::next(it);
   }
 
-  // What this member says of call s (the asker's number).
-  void answer(int to, uint64_t s) {
+  // What this member says of call s (the asker's number), with bytes
+  // [lo, hi) of what it holds for that call.
+  void answer(int to, uint64_t s, uint64_t lo, uint64_t hi) {
     Header h{};
     h.magic = kMagic;
     h.from = rank;
     h.key = key;
     h.seq = s;
-    const void* data = nullptr;
-    size_t bytes = 0;
+    const std::vector<uint8_t>* held = nullptr;
     CallOutcome o;
     if (s > seq) o = CallOutcome::kPending;  // not reached yet
-    else if (s == seq && outcome != CallOutcome::kDone) o = outcome;
-    else if (s == kept_seq) {
+    else if (s == seq && outcome != CallOutcome::kDone) {
+      o = outcome;
+      if (o == CallOutcome::kFailed) held = &live;
+    } else if (s == kept_seq) {
       o = CallOutcome::kDone;
-      data = kept.data();
-      bytes = kept.size();
+      held = &kept;
     } else {
       o = CallOutcome::kGone;
+    }
+    const void* data = nullptr;
+    size_t bytes = 0;
+    if (held) {
+      // kAll: all of it. A range past its end sends nothing (the asker
+      // names the wrong size).
+      if (hi == kAll) {
+        data = held->data();
+        bytes = held->size();
+      } else if (lo <= hi && hi <= held->size()) {
+        data = held->data() + lo;
+        bytes = size_t(hi - lo);
+      }
     }
     h.outcome = uint8_t(o);
     Status st = send(to, kAmAnswer, h, data, bytes);
@@ -151,12 +177,29 @@ struct LedgerState {
     const CallOutcome o = CallOutcome(h.outcome);
     answers[h.from] = o;
     changed = true;
+    if (gathering) {
+      if (o != CallOutcome::kDone && o != CallOutcome::kFailed) return;
+      // A failed member without an input (it never sent one) has no part:
+      // nobody can be done then (checked where the gather ends).
+      if (o == CallOutcome::kFailed && bytes == 0) return;
+      if (bytes != want_hi - want_lo) {
+        bad_answer = "rank " + std::to_string(h.from) + " answered " + std::to_string(bytes) +
+                     " bytes of its input, want " + std::to_string(want_hi - want_lo);
+        return;
+      }
+      const uint8_t* p = static_cast<const uint8_t*>(data);
+      parts[h.from].assign(p, p + bytes);
+      if (o == CallOutcome::kDone && source < 0) source = h.from;
+      return;
+    }
     if (o == CallOutcome::kDone && !have_result && bytes == out_bytes) {
       if (bytes) std::memcpy(out, data, bytes);
       have_result = true;
       source = h.from;
     }
   }
+
+  Result<Recovery> ask(const StallBounds& stall);
 };
 
 namespace {
@@ -196,12 +239,12 @@ void setHandlers(ucx::Worker& worker) {
   Status st = worker.setAmHandler(kAmQuery, [&worker](const ucx::AmMessage& m) {
     Header h;
     if (!parse(m, &h)) return;
-    const uint64_t key = h.key, seq = h.seq;
+    const uint64_t key = h.key, seq = h.seq, lo = h.lo, hi = h.hi;
     const int from = h.from;
     // Answered outside the UCX callback (it sends).
-    worker.post([key, seq, from] {
+    worker.post([key, seq, from, lo, hi] {
       std::shared_ptr<LedgerState> s = registry().find(key);
-      if (s && from >= 0 && size_t(from) < s->addresses.size()) s->answer(from, seq);
+      if (s && from >= 0 && size_t(from) < s->addresses.size()) s->answer(from, seq, lo, hi);
     });
   });
   if (st.ok())
@@ -242,6 +285,7 @@ CallLedger::~CallLedger() {
 
 uint64_t CallLedger::begin() {
   state_->outcome = CallOutcome::kPending;
+  state_->live.clear();
   return ++state_->seq;
 }
 
@@ -254,18 +298,70 @@ void CallLedger::done(const void* result, size_t bytes) {
 }
 
 void CallLedger::busy() { state_->outcome = CallOutcome::kBusy; }
-void CallLedger::failed() { state_->outcome = CallOutcome::kFailed; }
+void CallLedger::failed(const void* input, size_t bytes) {
+  LedgerState& s = *state_;
+  s.outcome = CallOutcome::kFailed;
+  const uint8_t* p = static_cast<const uint8_t*>(input);
+  if (bytes) s.live.assign(p, p + bytes);
+}
 uint64_t CallLedger::messagesSent() const { return state_->messages; }
 uint64_t CallLedger::seq() const { return state_->seq; }
 
 Result<Recovery> CallLedger::recover(void* out, size_t bytes, const StallBounds& stall) {
   LedgerState& s = *state_;
-  s.asking = s.seq;
+  s.gathering = false;
   s.out = out;
   s.out_bytes = bytes;
+  s.want_lo = 0;
+  s.want_hi = kAll;
+  Result<Recovery> r = s.ask(stall);
+  if (r.ok() && r->outcome == CallOutcome::kDone) {
+    s.kept_seq = s.seq;
+    s.kept.assign(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(out) + bytes);
+  }
+  return r;
+}
+
+Result<Recovery> CallLedger::gatherInputs(size_t lo, size_t hi,
+                                          std::vector<std::vector<uint8_t>>* parts,
+                                          const StallBounds& stall) {
+  LedgerState& s = *state_;
+  if (lo > hi || (hi > lo && hi > s.live.size()))
+    return Status(Code::kInternal, "switch recovery: bytes " + std::to_string(lo) + ".." +
+                                       std::to_string(hi) + " of a " +
+                                       std::to_string(s.live.size()) + "-byte input");
+  s.gathering = true;
+  s.want_lo = lo;
+  s.want_hi = hi;
+  s.parts.clear();
+  s.bad_answer.clear();
+  Result<Recovery> r = s.ask(stall);
+  s.gathering = false;
+  if (r.ok() && r->outcome == CallOutcome::kDone) {
+    parts->clear();
+    if (hi > lo)
+      for (int m : s.members)
+        parts->push_back(m == s.rank ? std::vector<uint8_t>(s.live.begin() + long(lo),
+                                                            s.live.begin() + long(hi))
+                                     : std::move(s.parts[m]));
+    // Done: what this member holds for the call is its input, as a done
+    // member's (others may gather from it).
+    s.kept_seq = s.seq;
+    s.kept = std::move(s.live);
+    s.live.clear();
+  }
+  s.parts.clear();
+  return r;
+}
+
+// The question loop of recover and gatherInputs.
+Result<Recovery> LedgerState::ask(const StallBounds& stall) {
+  LedgerState& s = *this;
+  s.asking = s.seq;
   s.have_result = false;
   s.source = -1;
   s.answers.clear();
+  const bool want_parts = s.gathering && s.want_hi > s.want_lo;
   struct Asked {
     int64_t at = 0, backoff = 1;
   };
@@ -275,13 +371,15 @@ Result<Recovery> CallLedger::recover(void* out, size_t bytes, const StallBounds&
   q.from = s.rank;
   q.key = s.key;
   q.seq = s.asking;
+  q.lo = s.want_lo;
+  q.hi = s.want_hi;
   const int64_t start = nowMs();
   bool warned = false;
   Result<Recovery> result = Status(Code::kInternal, "switch recovery did not run");
   for (;;) {
     const int64_t now = nowMs();
     std::vector<int> open;  // members without a final answer
-    bool busy = false;
+    bool busy = false, done = false;
     int busy_from = -1;
     for (int m : s.members) {
       if (m == s.rank) continue;
@@ -298,6 +396,7 @@ Result<Recovery> CallLedger::recover(void* out, size_t bytes, const StallBounds&
         busy = true;
         busy_from = m;
       }
+      if (o == CallOutcome::kDone) done = true;
       if (o != CallOutcome::kPending) continue;
       open.push_back(m);
       Asked& a = asked[m];
@@ -309,10 +408,26 @@ Result<Recovery> CallLedger::recover(void* out, size_t bytes, const StallBounds&
           SA_DEBUG("coll", "switch recovery: asking rank %d: %s", m, st.toString().c_str());
       }
     }
-    if (s.have_result) {
+    if (!s.bad_answer.empty()) {
+      result = Status(Code::kInternal, "switch call " + std::to_string(s.asking) + ": " + s.bad_answer);
+      break;
+    }
+    // Done: the result copied (recover), one member done (a gather that
+    // wants nothing), or one done and every part here (a gather).
+    if (s.have_result || (s.gathering && done && (!want_parts || open.empty()))) {
+      if (want_parts)
+        for (int m : s.members)
+          if (m != s.rank && s.parts.find(m) == s.parts.end()) {
+            // A member without an input although another is done: the agent
+            // completed a call it lacked a contribution to (cannot happen).
+            result = Status(Code::kInternal, "switch call " + std::to_string(s.asking) +
+                                                 ": rank " + std::to_string(m) +
+                                                 " failed without its input while rank " +
+                                                 std::to_string(s.source) + " is done");
+            s.asking = 0;
+            return result;
+          }
       s.outcome = CallOutcome::kDone;
-      s.kept_seq = s.asking;
-      s.kept.assign(static_cast<const uint8_t*>(out), static_cast<const uint8_t*>(out) + bytes);
       result = Recovery{CallOutcome::kDone, s.source};
       break;
     }

@@ -14,6 +14,13 @@
 //                                  learns so: every rank redoes it on the
 //                                  host and the path goes off, alike.
 //
+// Reductions whose result differs per member (MPI_Reduce, the
+// reduce-scatters) keep each member's *input* instead of its result: a
+// member whose call failed while another's is done gathers the part it
+// needs of every member's input (a done member's kept copy, a failed one's
+// own intact input) and folds them in member order with the agent's kernel
+// (reduceMany), which gives the agent's bits (gatherInputs).
+//
 // What makes this safe (the argument in full: docs/offload.md):
 //  * a member's outcome of a call, once done, busy or failed, never changes
 //    except failed -> done by copying a done member's result;
@@ -78,15 +85,27 @@ class CallLedger {
   // A new call: its number (the same on every member), state pending.
   uint64_t begin();
   // The call's end as the agent told this member. done: the result (bytes
-  // <= the keep limit; barrier: 0) is kept for peers.
+  // <= the keep limit; barrier: 0) is kept for peers; for a reduction
+  // with a result per member (gatherInputs), this member's input instead.
   void done(const void* result, size_t bytes);
   void busy();
-  void failed();
+  // failed: for gatherInputs, `input` (intact until the call ends) is
+  // copied so that other members can gather from it.
+  void failed(const void* input = nullptr, size_t bytes = 0);
   // After failed(): asks the other members until one has the result (copied
   // into out, `bytes`), one says busy, or all say failed. Bounded by
   // `stall` (warns past warn_ms naming who has not answered, fails past
   // fail_ms); kGone from a member is an error (it cannot be decided safely).
   Result<Recovery> recover(void* out, size_t bytes, const StallBounds& stall);
+
+  // After failed(input): asks every other member for bytes [lo, hi) of its
+  // input to this call. kDone once some member is done and every member's
+  // part is here: `parts` holds them in member order (this member's from
+  // its own input). lo == hi (nothing wanted: a reduce's non-root): kDone
+  // as soon as one member is done. Else as recover(): kBusy, kFailed when
+  // every member is final and none done; bounded by `stall`.
+  Result<Recovery> gatherInputs(size_t lo, size_t hi, std::vector<std::vector<uint8_t>>* parts,
+                                const StallBounds& stall);
 
   uint64_t messagesSent() const;  // questions and answers this member sent
   uint64_t seq() const;

@@ -8,6 +8,7 @@
 
 #include "process_runtime.h"
 #include "switchagg/common/log.h"
+#include "switchagg/common/reduce.h"
 
 namespace switchagg::coll::switch_detail {
 
@@ -128,10 +129,21 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
   }
   last_bytes_sent_ = 0;
   const size_t vector_bytes = routedVectorBytes(args, size);
+  // Reduce and reduce-scatter: a result per rank, recovered from the
+  // members' inputs after a failure; one round trip ("Completion").
+  if (ledger_ && oneRoundTrip(vector_bytes) && isReduction(args.op)) {
+    size_t lo = 0, hi = 0;  // this rank's part of the vector, in bytes
+    if (args.op == RoutedOp::kReduce) {
+      if (rank == args.root) hi = vector_bytes;
+    } else {
+      lo = call.want[size_t(rank)] * esize;
+      hi = call.want[size_t(rank) + 1] * esize;
+    }
+    return routedReduction(args, call, lo, hi, commit, how);
+  }
   // Allgather and bcast leave the same vector on every rank, so a member
   // that missed it can copy it from one that has it: one round trip
-  // ("Completion"). Reduce and reduce-scatter results differ per rank: they
-  // keep the agreement.
+  // ("Completion").
   if (ledger_ && oneRoundTrip(vector_bytes) &&
       (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast)) {
     ledger_->begin();
@@ -172,6 +184,84 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
   }
   if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
   return endRoutedUnserved(mine, oks, args.op, how);
+}
+
+// A routed reduction in one round trip. Success: this member's input is
+// kept (a member whose call failed may need its part), its result
+// committed. Failure here: the parts [lo, hi) of every member's input,
+// folded in member order with the agent's kernel, give the agent's bits
+// whenever some member is done (docs/offload.md "Completion").
+Status AgentSwitchPath::routedReduction(const RoutedArgs& args, const agent::RoutedCall& call,
+                                        size_t lo, size_t hi, void* commit, RoutedEnd* how) {
+  const size_t vector_bytes = call.total * dtypeSize(args.dtype);
+  ledger_->begin();
+  Status mine = streamRouted(call, vector_bytes);
+  if (mine.ok() && testCutNow(comm_.rank(), ledger_->seq())) {
+    (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
+    mine = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
+  }
+  // The result: the caller's buffer, or scratch until committed (in place).
+  uint8_t* out = static_cast<uint8_t*>(commit ? scratch_.data() : call.out);
+  Result<CallOutcome> end = settleReduction(mine, args, call.in, vector_bytes, out, lo, hi);
+  if (!end.ok()) return end.status();
+  if (*end == CallOutcome::kDone && commit && hi > lo) std::memcpy(commit, out, hi - lo);
+  return endRoutedOneRoundTrip(*end, mine, args.op, how);
+}
+
+Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const RoutedArgs& args,
+                                                     const void* input, size_t vector_bytes,
+                                                     uint8_t* out, size_t lo, size_t hi) {
+  const char* what = routedOpName(args.op);
+  if (mine.ok()) {
+    ledger_->done(input, vector_bytes);
+    return CallOutcome::kDone;
+  }
+  if (mine.code() == Code::kBusy) {
+    ledger_->busy();
+    return CallOutcome::kBusy;
+  }
+  // No input here (the node's reduce failed first): this member sent
+  // nothing, so nobody can be done and nobody needs its part.
+  ledger_->failed(input, input ? vector_bytes : 0);
+  SA_DEBUG("coll", "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); asking the other members",
+           comm_.name().c_str(), comm_.rank(), what, ledger_->seq(), mine.toString().c_str());
+  std::vector<std::vector<uint8_t>> parts;
+  Result<Recovery> r = ledger_->gatherInputs(lo, input ? hi : lo, &parts,
+                                             ProcessRuntime::instance().params().stall);
+  if (!r.ok()) return r.status();
+  if (r->outcome != CallOutcome::kDone) return r->outcome;
+  if (hi > lo) {
+    std::vector<const void*> in;
+    for (const std::vector<uint8_t>& p : parts) in.push_back(p.data());
+    SWITCHAGG_RETURN_IF_ERROR(reduceMany(args.dtype, args.reduce_op, out, in.data(), in.size(),
+                                         (hi - lo) / dtypeSize(args.dtype)));
+  }
+  ++recovered_;
+  SA_INFO("coll",
+          "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); rank %d had finished "
+          "it, so its result was folded from the members' inputs in the agent's order "
+          "(switch:recovered), switch path kept",
+          comm_.name().c_str(), comm_.rank(), what, ledger_->seq(), mine.toString().c_str(),
+          r->source);
+  return CallOutcome::kDone;
+}
+
+// A one-round-trip routed call's outcome on every rank, counted.
+Status AgentSwitchPath::endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine,
+                                              RoutedOp op, RoutedEnd* how) {
+  if (outcome == CallOutcome::kDone) {
+    ++routed_calls_;
+    ++one_trip_;
+    *how = RoutedEnd::kSwitched;
+  } else if (outcome == CallOutcome::kBusy) {
+    ++busy_;
+    *how = RoutedEnd::kBusy;
+  } else {
+    giveUp(mine, firstFailed(mine, -1), routedOpName(op),
+           "no member had finished the call (all asked); redone on the previous module");
+    *how = RoutedEnd::kFailed;
+  }
+  return Status::Ok();
 }
 
 Status AgentSwitchPath::streamRouted(const agent::RoutedCall& call, size_t bytes) {
@@ -264,7 +354,13 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
                                                   : scratchFor(bytes);
   }
   last_bytes_sent_ = 0;
+  // One round trip for a call up to the keep limit (alike on every rank).
+  const bool one_trip = oneRoundTrip(bytes);
+  if (one_trip && ledger_) ledger_->begin();
   if (mine.ok() && group_) mine = streamRouted(call, bytes);
+  else if (mine.ok() && leaders_->leader())
+    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
+  if (one_trip) return routedLeadersOneRoundTrip(args, call, mine, bytes, how);
   std::vector<uint8_t> oks;
   Status agreed = agree(mine, &oks);
   if (!agreed.ok()) {
@@ -290,6 +386,49 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
   }
   leaders_->abandon();
   return endRoutedUnserved(mine, oks, args.op, how);
+}
+
+// The leaders' one round trip of a routed call: each leader settles its
+// outcome (a bcast's vector recovered from another leader, a reduce's
+// result folded from the leaders' inputs, after a failure here), then one
+// broadcast per node hands [outcome] and, where the node needs it (every
+// node of a bcast, the root's node of a reduce), the result. The root
+// takes it from there; every other rank writes only its scratch.
+Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
+                                                  const agent::RoutedCall& call,
+                                                  const Status& mine, size_t bytes,
+                                                  RoutedEnd* how) {
+  const int rank = comm_.rank();
+  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool root_node = leaders_->node() == leaders_->nodeOf(args.root);
+  const bool in_place = args.send == nullptr;
+  // A leader's copy of the node's result: a bcast's vector (a root
+  // leader's echo goes to scratch), the reduce's result on the root's node.
+  void* leader_result = bcast ? (rank == args.root ? scratchFor(bytes) : args.recv) : call.out;
+  CallOutcome outcome = CallOutcome::kDone;
+  if (ledger_) {
+    int source = -1;
+    Result<CallOutcome> end =
+        bcast ? settle(mine, leader_result, bytes, &source, routedOpName(args.op))
+              : settleReduction(mine, args, call.in, bytes, static_cast<uint8_t*>(call.out), 0,
+                                root_node ? bytes : 0);
+    if (!end.ok()) {
+      leaders_->abandon();
+      return end.status();
+    }
+    outcome = *end;
+  }
+  const size_t share = bcast || root_node ? bytes : 0;
+  void* target = (bcast && rank != args.root) || (!bcast && rank == args.root)
+                     ? args.recv
+                     : scratchFor(share);
+  uint8_t shared = uint8_t(outcome);
+  SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(&shared, leader_result, target, share));
+  outcome = CallOutcome(shared);
+  if (outcome == CallOutcome::kDone && !bcast && rank == args.root && leaders_->leader() &&
+      in_place && bytes)
+    std::memcpy(args.recv, scratch_.data(), bytes);
+  return endRoutedOneRoundTrip(outcome, mine, args.op, how);
 }
 
 }  // namespace switchagg::coll::switch_detail
