@@ -13,6 +13,8 @@
 //                 --max-call-ms, and at least --expect-recovered results
 //                 copied from another member (switch:recovered, summed over
 //                 the ranks).
+//   --ready FILE  rank 0 creates FILE once the communicator joined (a test
+//                 then fires its fault mid-loop).
 // Without node leaders (every rank a member) the loop also runs an
 // MPI_Iallreduce (waited at once), and where the agents route calls an
 // MPI_Allgather, an MPI_Bcast, an MPI_Reduce_scatter_block and an
@@ -44,6 +46,7 @@ struct Options {
   long max_call_ms = 0;
   long expect_recovered = 0;
   size_t large_bytes = 2 << 20;  // above the default keep limit (1 MiB)
+  std::string ready;
 };
 
 uint64_t counter(const check::Diagnostics& d, MPI_Comm c, const char* name) {
@@ -76,6 +79,7 @@ int main(int argc, char** argv) {
     else if (a == "--max-call-ms") o.max_call_ms = std::atol(next());
     else if (a == "--expect-recovered") o.expect_recovered = std::atol(next());
     else if (a == "--large-bytes") o.large_bytes = size_t(std::atol(next()));
+    else if (a == "--ready") o.ready = next();
     else {
       std::fprintf(stderr, "mpi_oneshot_check: unknown argument '%s'\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -282,6 +286,8 @@ int main(int argc, char** argv) {
   constexpr int kNames = 8;
   uint64_t before[kNames], after[kNames];
   for (int n = 0; n < kNames; ++n) before[n] = counter(diag, comm, names[n]);
+  if (rank == 0 && !o.ready.empty())
+    if (std::FILE* f = std::fopen(o.ready.c_str(), "w")) std::fclose(f);
   const size_t counts[] = {1, 7, 1000, 8192};
   for (int i = 0; i < o.iters; ++i) {
     for (size_t c : counts) allreduce(c, i, i % 2 == 1);

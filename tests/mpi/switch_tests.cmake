@@ -223,3 +223,8 @@ oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_np4 4 partial 1
   "PPN=2;FAULT_AT=22;EXPECT_RECOVERED=rank 2: switch reduce call 22 failed here.*folded from the members' inputs")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_bcast_np4 4 partial 1
   "PPN=2;FAULT_AT=14;EXPECT_RECOVERED=rank 2: switch bcast call 14 failed here.*its result came from rank 0")
+# The lease deleted 50-150 ms into the loop (inside or between calls'
+# chunks): nobody done, every rank redoes the call and the path goes off,
+# every answer exact and bounded; every rank a member, and node leaders.
+oneshot_fault(mpi_switch_fault_oneshot_revoke_np3 3 revoke 0 "PPN=1")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_np4 4 revoke 0 "PPN=2")

@@ -351,9 +351,9 @@ case $scenario in
         fault=partial:${FAULT_AT:-30}
         [[ $mode == partial_exit ]] && fault=$fault:exit
         SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
-      cut) start_agent ;;
+      cut | revoke) start_agent ;;
       threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
-      *) die "oneshot mode must be ok, partial, partial_exit, cut or threads, got '$mode'" ;;
+      *) die "oneshot mode must be ok, partial, partial_exit, cut, revoke or threads, got '$mode'" ;;
     esac
     lease "oneshot-np$np"
     if [[ $mode == threads ]]; then
@@ -370,6 +370,19 @@ case $scenario in
       expect_pass "$work/oneshot.log" "its result came from rank"
       grep -q "test fault: chunk result 100 sent to member 0 only" "$work/agent.log" ||
         die "the agent's fault point did not fire"
+    elif [[ $mode == revoke ]]; then
+      # The lease deleted mid-loop (between or inside calls' chunks): the
+      # agent aborts the group for every member, nobody is done, every rank
+      # redoes the call on the host and the path goes off, every answer exact.
+      SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+        --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$bin/mpi_oneshot_check" --mode fault \
+        --iters 300 --max-call-ms 10000 --ready "$work/ready" &
+      pid=$!
+      fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
+      wait $pid || { cat "$work/oneshot.log"; die "oneshot revoke run failed"; }
+      expect_pass "$work/oneshot.log" "lease|revoked|switch path disabled"
+      fallbacks=$(sed -n 's/.*fallbacks (all ranks) \([0-9]*\).*/\1/p' "$work/oneshot.log")
+      [[ ${fallbacks:-0} -ge 1 ]] || die "the lease's deletion failed no call (fallbacks ${fallbacks:-none})"
     elif [[ $mode == ok ]]; then
       run_mpi "$np" "$work/oneshot.log" "${emu[@]}" "$bin/mpi_oneshot_check" --mode ok ||
         { cat "$work/oneshot.log"; die "oneshot run failed"; }
