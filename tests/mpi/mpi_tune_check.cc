@@ -38,8 +38,8 @@
 namespace {
 
 // The paths a call can be served by (the component's per-path counters).
-constexpr const char* kPaths[] = {"ring", "recursive_doubling", "rabenseifner", "hierarchical",
-                                  "switch", "previous"};
+constexpr const char* kPaths[] = {
+    "ring", "recursive_doubling", "rabenseifner", "hierarchical", "switch", "previous"};
 
 struct Expect {
   size_t host_below = SIZE_MAX;  // sizes < this: a host path

@@ -256,8 +256,7 @@ Result<Rules> parseRules(const std::string& text, const std::string& source,
 
 Result<Rules> loadRulesFile(const std::string& path, const CostModel& base) {
   auto cannot = [&](int err) {
-    return Status(Code::kIoError,
-                  "cannot read rules file '" + path + "': " + std::strerror(err));
+    return Status(Code::kIoError, "cannot read rules file '" + path + "': " + std::strerror(err));
   };
   // Opening a directory succeeds; its first read fails (EISDIR). A stream
   // would end there as if the file were empty: no rules, silently.
