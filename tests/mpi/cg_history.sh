@@ -30,6 +30,8 @@
 # recurrences amplify a last-bit change slowly on this 24^3 problem: the
 # histories measured here differ by at most 1.5e-10 relative: the switch
 # adding 4 members in rank order against tuned's (a0 + a1) + (a2 + a3)).
+# CG_EXPECT (environment): an extended regular expression every run that
+# switchagg served must print (e.g. how many nodes the component saw).
 # Prints PASS, or what differed.
 set -uo pipefail
 mode=$1 cg=$2
@@ -58,6 +60,8 @@ run() {
   grep -q '^converged' "$work/$name.log" || { cat "$work/$name.log"; fail "$name did not converge"; }
   grep -q "served by: $expect\$" "$work/$name.log" ||
     { cat "$work/$name.log"; fail "$name was not served by $expect"; }
+  [[ -z ${CG_EXPECT:-} || $expect == "not switchagg" ]] || grep -Eq -- "$CG_EXPECT" "$work/$name.log" ||
+    { cat "$work/$name.log"; fail "$name: no line like /$CG_EXPECT/"; }
   echo "$name: $(grep '^converged' "$work/$name.log")"
 }
 
