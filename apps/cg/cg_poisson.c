@@ -15,8 +15,14 @@
  * bitwise. Dot products are reproducible: each thread sums a fixed range,
  * the partial sums are added in thread order, then MPI_Allreduce adds the
  * ranks' sums (deterministic for a given path; with 2 ranks on every path).
+ * With --dot-parts P > 1 each rank's range is cut into P fixed parts, one
+ * MPI_Allreduce adds the ranks' P part sums element-wise and the P results
+ * are added in order: the ranks' sums are added in a different order per
+ * element on paths that cut the vector (ring), so paths differ in the bits
+ * even at 3 ranks, where one double is added as (r0 + r1) + r2 by every
+ * path.
  *
- *   switchagg-cg [--n N] [--iters K] [--tol T]
+ *   switchagg-cg [--n N] [--iters K] [--tol T] [--dot-parts P]
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -33,8 +39,11 @@ struct slab {
   int z0, nz; /* this rank's planes [z0, z0 + nz) */
   int below, above; /* neighbour ranks or MPI_PROC_NULL */
   size_t plane;     /* points per plane: n * n */
+  int parts;        /* --dot-parts */
   double allreduce_s;
 };
+
+enum { kMaxParts = 64 };
 
 /* Index of point (x, y, local plane z) in an array with one halo plane on
  * each side (z = -1 and z = nz). */
@@ -77,9 +86,36 @@ static void apply(const struct slab *s, double *p, double *q) {
   }
 }
 
+/* MPI_Allreduce (sum) of count doubles, timed. */
+static void sum_ranks(struct slab *s, const double *local, double *global, int count) {
+  const double t0 = MPI_Wtime();
+  MPI_Allreduce(local, global, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  s->allreduce_s += MPI_Wtime() - t0;
+}
+
+/* Global a.b with --dot-parts P: P fixed parts per rank, each summed in
+ * index order, one MPI_Allreduce of P doubles, the results added in order. */
+static double dot_parts(struct slab *s, const double *a, const double *b) {
+  const size_t begin = at(s, 0, 0, 0), len = at(s, 0, 0, s->nz) - begin;
+  double part[kMaxParts], global[kMaxParts];
+#pragma omp parallel for schedule(static)
+  for (int k = 0; k < s->parts; ++k) {
+    const size_t lo = begin + len * (size_t)k / (size_t)s->parts,
+                 hi = begin + len * (size_t)(k + 1) / (size_t)s->parts;
+    double sum = 0.0;
+    for (size_t i = lo; i < hi; ++i) sum += a[i] * b[i];
+    part[k] = sum;
+  }
+  sum_ranks(s, part, global, s->parts);
+  double total = 0.0;
+  for (int k = 0; k < s->parts; ++k) total += global[k];
+  return total;
+}
+
 /* Global a.b over the interior: fixed per-thread ranges, partials added in
  * thread order, then one MPI_Allreduce of one double. */
 static double dot(struct slab *s, const double *a, const double *b) {
+  if (s->parts > 1) return dot_parts(s, a, b);
   const size_t begin = at(s, 0, 0, 0), end = at(s, 0, 0, s->nz);
   double partial[256] = {0};
   int threads = 1;
@@ -96,9 +132,7 @@ static double dot(struct slab *s, const double *a, const double *b) {
   }
   double local = 0.0, global = 0.0;
   for (int t = 0; t < threads; ++t) local += partial[t];
-  const double t0 = MPI_Wtime();
-  MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  s->allreduce_s += MPI_Wtime() - t0;
+  sum_ranks(s, &local, &global, 1);
   return global;
 }
 
@@ -124,7 +158,7 @@ static const char *served_by(void) {
 }
 
 int main(int argc, char **argv) {
-  int provided, rank, size, n = 48, max_iters = 200;
+  int provided, rank, size, n = 48, max_iters = 200, parts = 1;
   double tol = 1e-8;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -133,22 +167,26 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--n") == 0) n = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--iters") == 0) max_iters = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--tol") == 0) tol = atof(argv[i + 1]);
+    else if (strcmp(argv[i], "--dot-parts") == 0) parts = atoi(argv[i + 1]);
   }
-  if (n < size || provided < MPI_THREAD_FUNNELED) {
-    if (rank == 0) fprintf(stderr, "switchagg-cg: need n >= ranks and MPI_THREAD_FUNNELED\n");
+  if (n < size || provided < MPI_THREAD_FUNNELED || parts < 1 || parts > kMaxParts) {
+    if (rank == 0)
+      fprintf(stderr,
+              "switchagg-cg: need n >= ranks, MPI_THREAD_FUNNELED and 1 <= --dot-parts <= %d\n",
+              kMaxParts);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   struct slab s = {n, n * rank / size, n * (rank + 1) / size - n * rank / size,
                    rank > 0 ? rank - 1 : MPI_PROC_NULL,
-                   rank < size - 1 ? rank + 1 : MPI_PROC_NULL, (size_t)n * (size_t)n, 0.0};
+                   rank < size - 1 ? rank + 1 : MPI_PROC_NULL, (size_t)n * (size_t)n, parts, 0.0};
   double *x = field(&s), *r = field(&s), *p = field(&s), *q = field(&s);
   const double h = 1.0 / (n + 1);
   for (size_t i = at(&s, 0, 0, 0); i < at(&s, 0, 0, s.nz); ++i) r[i] = p[i] = h * h;
   double rr = dot(&s, r, r);
   const double norm_b = sqrt(rr);
   if (rank == 0)
-    printf("cg: %d^3 points, %d ranks x %d OpenMP threads, tol %.1e\n", n, size,
-           omp_get_max_threads(), tol);
+    printf("cg: %d^3 points, %d ranks x %d OpenMP threads, tol %.1e, %d double(s) per allreduce\n",
+           n, size, omp_get_max_threads(), tol, parts);
   MPI_Barrier(MPI_COMM_WORLD);
   s.allreduce_s = 0.0;
   const double start = MPI_Wtime();

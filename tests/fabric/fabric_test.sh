@@ -43,6 +43,12 @@
 #              bitwise over 5 runs; bytes per host per call ~N; a leaf agent,
 #              then the spine agent, SIGKILLed mid-loop: every answer right,
 #              every call bounded
+#   cg         3 hosts x 1 rank, the agent on the agent host, a lease: the CG
+#              mini-application's residual histories (tests/mpi/cg_history.sh)
+#              across real emulated nodes: ring and recursive doubling each
+#              bitwise equal run to run, switchagg off too, and differing from
+#              each other in the bits; the switch path twice, bitwise equal,
+#              both within 1e-8 of off in as many iterations
 # Every scenario asserts at exit that its fabric left nothing behind.
 # Prints PASS lines; exits non-zero with the reason on failure.
 set -uo pipefail
@@ -114,6 +120,29 @@ check_range() {
 }
 
 case $scenario in
+  cg)
+    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.93)" || die "fabric up"
+    agent_and_lease fabric-cg
+    # cg_history.sh runs a launcher command: fabric_mpirun of 3 ranks, 1 per host.
+    printf '#!/usr/bin/env bash\nroot=%q build=%q FABRIC=%q FABRIC_DIR=%q\n' \
+      "$root" "$build" "$FABRIC" "$FABRIC_DIR" >"$work/launch"
+    printf 'source "$root/scripts/lib_fabric.sh"\nfabric_mpirun 3 1 "$@"\n' >>"$work/launch"
+    chmod +x "$work/launch"
+    # Every switchagg run must see 3 nodes (verbose 1's communicator line).
+    export CG_EXPECT='3 ranks on 3 nodes \(max 1 per node\)'
+    "$root/tests/mpi/cg_history.sh" host:ring,recursive_doubling "$build/bin/switchagg-cg" -- \
+      "$work/launch" --mca coll_switchagg_verbose 1 >"$work/host.log"
+    rc=$?
+    cat "$work/host.log"
+    [[ $rc -eq 0 ]] || die "CG histories on host paths across 3 hosts"
+    "$root/tests/mpi/cg_history.sh" switch "$build/bin/switchagg-cg" -- "$work/launch" \
+      --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE >"$work/switch.log"
+    rc=$?
+    cat "$work/switch.log"
+    [[ $rc -eq 0 ]] || die "CG histories on the switch across 3 hosts"
+    echo "PASS fabric cg"
+    ;;
   hosts)
     fabric_up "$name" --hosts 4 --subnet "$(subnet_of 10.81)" || die "fabric up"
     for alg in ring recursive_doubling rabenseifner; do

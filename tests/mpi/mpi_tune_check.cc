@@ -14,6 +14,12 @@
 // With a lease in the environment the switch must have been measured at
 // least once (switch:calls > 0), so the choice was informed. int64 sums,
 // exact. Back-to-back calls, as applications make them.
+//
+//   --no-explore   the job loads its choices (coll_switchagg_rules, e.g. a
+//                  file coll_switchagg_tune_file wrote): no call may be run
+//                  to measure (tune:explore_calls and tune:agreements stay
+//                  0 over the whole run), and with --expect any the
+//                  settled path of each size is still printed.
 // Prints per size the settled path, the calls spent measuring, and the
 // warm-up's cost: its time minus the same calls at the settled speed (the
 // slowest rank's wall time for both).
@@ -30,6 +36,10 @@
 #include "check_support.h"
 
 namespace {
+
+// The paths a call can be served by (the component's per-path counters).
+constexpr const char* kPaths[] = {
+    "ring", "recursive_doubling", "rabenseifner", "hierarchical", "switch", "previous"};
 
 struct Expect {
   size_t host_below = SIZE_MAX;  // sizes < this: a host path
@@ -58,7 +68,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> sizes;
   int warmup = 40, measure = 8;
   Expect expect;
-  bool have_expect = false, any = false;
+  bool have_expect = false, any = false, no_explore = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : "";
@@ -70,6 +80,8 @@ int main(int argc, char** argv) {
       warmup = std::atoi(v), ++i;
     } else if (a == "--measure") {
       measure = std::atoi(v), ++i;
+    } else if (a == "--no-explore") {
+      no_explore = true;
     } else if (a == "--expect") {
       have_expect = parseExpect(v, &expect, &any), ++i;
       if (!have_expect && rank == 0) std::fprintf(stderr, "bad --expect '%s'\n", v);
@@ -128,6 +140,8 @@ int main(int argc, char** argv) {
     const double warm_s = slowest(t0);
     const uint64_t explore1 = counter("tune:explore_calls");
     std::map<std::string, uint64_t> served;  // calls after warm-up, by the path that served
+    std::map<std::string, uint64_t> before;  // the component's per-path counters
+    for (const char* path : kPaths) before[path] = counter(path);
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
     for (int i = 0; i < measure; ++i) {
@@ -146,6 +160,15 @@ int main(int argc, char** argv) {
       fail(std::to_string(bytes) + " bytes: not one settled path after warm-up");
       continue;
     }
+    // The component's own counters agree: only the settled path grew, by
+    // every call after warm-up.
+    for (const char* path : kPaths) {
+      const uint64_t grew = counter(path) - before[path];
+      const uint64_t want = std::strcmp(path, settled) == 0 ? uint64_t(measure) : 0;
+      if (grew != want)
+        fail(std::to_string(bytes) + " bytes: counter " + path + " grew by " +
+             std::to_string(grew) + " after warm-up, expected " + std::to_string(want));
+    }
     if (counter("tune:explore_calls") != explore1)
       fail(std::to_string(bytes) + " bytes: still exploring after " + std::to_string(warmup) +
            " calls");
@@ -162,8 +185,11 @@ int main(int argc, char** argv) {
     if (bytes >= expect.switch_from && !is_switch)
       fail(std::to_string(bytes) + " bytes: settled on " + settled + ", expected the switch");
   }
+  if (no_explore && (counter("tune:explore_calls") != 0 || counter("tune:agreements") != 0))
+    fail("--no-explore: " + std::to_string(counter("tune:explore_calls")) + " exploring calls, " +
+         std::to_string(counter("tune:agreements")) + " agreements");
   // With a lease (the job's environment), tuning must have measured the switch.
-  if (std::getenv("SWITCHAGG_LEASE") != nullptr &&
+  if (!no_explore && std::getenv("SWITCHAGG_LEASE") != nullptr &&
       (counter("switch:calls") == 0 || counter("switch:calls") == UINT64_MAX))
     fail("the switch path never ran: tuning never measured it");
   if (rank == 0)

@@ -63,6 +63,16 @@ add_switch_test(mpi_switch_python_np2 180 "mpi;agent" program 2
   ${CMAKE_CURRENT_SOURCE_DIR}/python_check.py --expect switch)
 # The CG mini-application (MPI + OpenMP) with and without the switch.
 add_switch_test(mpi_switch_cg_np2 180 "mpi;agent;apps" cg 2)
+# At np 3 and 4 with every rank a member (the agent adds 3 or 4 sums; at 4
+# in another order than tuned's) and at np 4 on 2 emulated nodes x 2 (node
+# leaders): the switch's histories bitwise equal run to run, close to
+# switchagg off in as many iterations (cg_history.sh).
+add_switch_test(mpi_switch_cg_history_np3 180 "mpi;agent;apps" cg_history 3)
+add_switch_test(mpi_switch_cg_history_members_np4 180 "mpi;agent;apps" cg_history 4)
+add_switch_test(mpi_switch_cg_history_leaders_np4 180 "mpi;agent;apps" cg_history 4)
+set_tests_properties(mpi_switch_cg_history_np3 mpi_switch_cg_history_members_np4 PROPERTIES
+  ENVIRONMENT "PPN=1")
+set_tests_properties(mpi_switch_cg_history_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
 # The training proxy in both modes (DDP allreduce, FSDP allgather +
 # reduce-scatter): same losses, identical weights.
 add_switch_test(mpi_switch_train_modes_np3 240 "mpi;agent;apps" train_modes 3)

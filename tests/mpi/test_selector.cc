@@ -521,6 +521,12 @@ TEST(Rules, FilesLoadAndMissingFilesAreErrors) {
   Result<Selector> missing = Selector::create({}, path);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find(path), std::string::npos);
+  EXPECT_NE(missing.status().message().find("No such file"), std::string::npos);
+  // A directory opens but cannot be read: an error, not an empty rule set.
+  Result<Selector> directory = Selector::create({}, ::testing::TempDir());
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find("Is a directory"), std::string::npos)
+      << directory.status().message();
   EXPECT_FALSE(Selector::create({"bogus", "auto"}, "").ok());
 }
 

@@ -21,6 +21,10 @@
 #                         mpi_fortran_types --expect switch), offload on
 #   cg NP                 switchagg-cg without switchagg and with offload on:
 #                         residual histories bitwise equal (cg_compare.sh)
+#   cg_history NP         (NP >= 3, where summation order shows in the bits)
+#                         switchagg-cg off once, on twice: the "on" runs
+#                         served by the switch and bitwise equal, within
+#                         1e-8 of "off" in as many iterations (cg_history.sh)
 #   train_modes NP        switchagg-train --check in both modes, offload on:
 #                         allreduce (DDP) and fsdp (MPI_Allgather of weights,
 #                         MPI_Reduce_scatter_block of gradients); both learn,
@@ -77,9 +81,10 @@
 #                         both carried traffic; kill/delete: the agent killed
 #                         or the lease deleted mid-loop: every op's call fails
 #                         once, is redone, and every result is right
-# PPN=K in the environment (serve, pipeline, kill, delete, stall, barrier, routed): rank r runs on emulated node
-# r / K (emulate_nodes.sh), so the switch path runs with node leaders (K > 1)
-# or with one rank per node (K = 1); unset: every rank on this host's node.
+# PPN=K in the environment (serve, pipeline, kill, delete, stall, barrier,
+# routed, cg_history): rank r runs on emulated node r / K (emulate_nodes.sh),
+# so the switch path runs with node leaders (K > 1) or with one rank per
+# node (K = 1); unset: every rank on this host's node.
 # Prints PASS on success; any failure exits non-zero with the logs.
 set -uo pipefail
 build=$1 scenario=$2
@@ -302,6 +307,15 @@ case $scenario in
     export SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_MODE
     "$here/cg_compare.sh" switch "$bin/switchagg-cg" -- bash -c 'mpirun_lease "$@"' _ "$np" ||
       die "CG on the switch differs from CG without switchagg"
+    ;;
+  cg_history)
+    np=$1
+    start_agent
+    lease "cg-history-np$np"
+    export SWITCHAGG_AGENT SWITCHAGG_LEASE SWITCHAGG_MODE
+    "$here/cg_history.sh" "switch${PPN:+:$PPN}" "$bin/switchagg-cg" -- \
+      bash -c 'mpirun_lease "$@"' _ "$np" ||
+      die "CG on the switch is not repeatable or not close to CG without switchagg"
     ;;
   train_modes)
     np=$1

@@ -2,9 +2,11 @@
 
 #include <strings.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -253,11 +255,21 @@ Result<Rules> parseRules(const std::string& text, const std::string& source,
 }
 
 Result<Rules> loadRulesFile(const std::string& path, const CostModel& base) {
-  std::ifstream file(path);
-  if (!file) return Status(Code::kIoError, "cannot read rules file '" + path + "'");
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return parseRules(buffer.str(), path, base);
+  auto cannot = [&](int err) {
+    return Status(Code::kIoError, "cannot read rules file '" + path + "': " + std::strerror(err));
+  };
+  // Opening a directory succeeds; its first read fails (EISDIR). A stream
+  // would end there as if the file were empty: no rules, silently.
+  std::FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr) return cannot(errno);
+  std::string text;
+  char chunk[4096];
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof chunk, file)) > 0) text.append(chunk, n);
+  const int err = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (err != 0) return cannot(err);
+  return parseRules(text, path, base);
 }
 
 }  // namespace switchagg::coll
