@@ -9,6 +9,7 @@
 //   ok <ms> <calls> <path>        (rank 0, every 250 ms and on a path change)
 //   slow <ms> <call_ms>           (rank 0, a call over 1 s)
 //   summary calls=<n> wrong=<w> max_call_ms=<m> fallbacks=<f> rejoins=<r>
+//           switch_calls=<s>  (calls the switch path served: switch:calls)
 // Exit 0 if every answer was right, 1 otherwise.
 #include <dlfcn.h>
 #include <mpi.h>
@@ -116,10 +117,12 @@ int main(int argc, char** argv) {
     uint64_t v = counter_fn ? counter_fn(MPI_COMM_WORLD, name) : 0;
     return v == UINT64_MAX ? 0 : v;
   };
-  std::fprintf(log, "summary calls=%lld wrong=%lld max_call_ms=%lld fallbacks=%llu rejoins=%llu\n",
+  std::fprintf(log,
+               "summary calls=%lld wrong=%lld max_call_ms=%lld fallbacks=%llu rejoins=%llu "
+               "switch_calls=%llu\n",
                static_cast<long long>(calls), static_cast<long long>(wrong),
                static_cast<long long>(max_call), counter("fallback:switch-failed"),
-               counter("switch:rejoined"));
+               counter("switch:rejoined"), counter("switch:calls"));
   std::fclose(log);
   MPI_Finalize();
   return wrong == 0 ? 0 : 1;

@@ -5,7 +5,10 @@ Reads jobs.log (one line per job: loop, kind, exit code, start/end wall ms),
 faults.log (one line per fault: wall ms at the fault's end, kind, detail)
 and logs/ (the checker's per-rank files, the jobs' output). Prints the
 figures and a verdict line; PASS needs 0 wrong answers, 0 hangs, 0 leases
-left and a clean final job.
+left, a clean final job the switch path served, and service: the switch
+path back within --recovery-bound-ms after every fault that no other fault
+followed before it came back, and at least --min-switch-share of the
+checked calls (in checker jobs that ran to their end) served by it.
 
 Recovery after a fault: from the fault's end (agent restarted, SIGCONT
 sent, lease deleted, rank killed, job cancelled, flood over) to the first
@@ -32,6 +35,9 @@ def main():
     ap.add_argument("--minutes", type=float, required=True)
     ap.add_argument("--seed", default="")
     ap.add_argument("--loops", default="")
+    ap.add_argument("--final-job", default="none")
+    ap.add_argument("--recovery-bound-ms", type=int, required=True)
+    ap.add_argument("--min-switch-share", type=float, required=True)
     a = ap.parse_args()
     logs = os.path.join(a.out, "logs")
 
@@ -70,6 +76,11 @@ def main():
     calls = 0
     for job, lines in oks.items():
         calls += int(summaries[job]["calls"]) if job in summaries else max(c for _, c, _ in lines)
+    summed = [s for s in summaries.values() if "switch_calls" in s]
+    switch_share = (sum(int(s["switch_calls"]) for s in summed) /
+                    max(1, sum(int(s["calls"]) for s in summed)))
+    final = summaries.get(a.final_job, {})
+    final_switch = int(final.get("switch_calls", 0))
     fallbacks = sum(int(s.get("fallbacks", 0)) for s in summaries.values())
     rejoins = sum(int(s.get("rejoins", 0)) for s in summaries.values())
 
@@ -96,6 +107,8 @@ def main():
     spans = {job: (lines[0][0], lines[-1][0]) for job, lines in oks.items()}
     rec = {}
     unrecovered = 0
+    late = []  # (fault, recovery ms) past the bound with no later fault before it
+    fault_times = sorted(t for t, _, _ in faults)
     for t, kind, _ in faults:
         alive = [job for job, (s, e) in spans.items() if s <= t < e]
         best = []
@@ -112,6 +125,9 @@ def main():
                 continue
             r = min(after) - t
         rec.setdefault(kind, []).append(r)
+        superseded = any(t < u < t + r for u in fault_times)
+        if r > a.recovery_bound_ms and not superseded:
+            late.append("%s at %d: the switch path served again only after %d ms" % (kind, t, r))
 
     wrong = len(wrong_lines) + len(train_wrong)
     print("chaos soak figures (%.0f min, %s job loops, seed %s)" % (a.minutes, a.loops, a.seed))
@@ -133,10 +149,18 @@ def main():
         print("  %-14s %6d / %6d  (n=%d)" % (kind, statistics.median(v), max(v), len(v)))
     if all_rec:
         print("  %-14s %6d / %6d  (n=%d)" % ("all", statistics.median(all_rec), max(all_rec), len(all_rec)))
-    if unrecovered:
-        print("  faults after which the switch path never served again: %d" % unrecovered)
-    print("final clean job after the chaos: %s" % ("ok" if a.final_rc == 0 else "FAILED rc=%d" % a.final_rc))
-    ok = wrong == 0 and not hangs and a.leases_left == 0 and a.final_rc == 0
+    print("faults after which the switch path never served again: %d" % unrecovered)
+    print("recoveries past the bound (%d ms, no other fault before the switch served again): %d"
+          % (a.recovery_bound_ms, len(late)))
+    for l in late[:10]:
+        print("  " + l)
+    print("calls served by the switch path: %.1f %% (checker jobs that ran to their end; at least %.0f %%)"
+          % (100 * switch_share, 100 * a.min_switch_share))
+    print("final clean job after the chaos: %s, %d calls through the switch path"
+          % ("ok" if a.final_rc == 0 else "FAILED rc=%d" % a.final_rc, final_switch))
+    served = (unrecovered == 0 and not late and switch_share >= a.min_switch_share and
+              final_switch > 0)
+    ok = wrong == 0 and not hangs and a.leases_left == 0 and a.final_rc == 0 and served
     print("verdict: %s" % ("PASS" if ok else "FAIL"))
 
 

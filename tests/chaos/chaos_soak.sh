@@ -14,7 +14,10 @@
 # At the end it writes DIR/figures.txt (and prints it): calls made, wrong
 # answers, hangs past the bound, leases left after all jobs ended,
 # fallbacks and rejoins, and the recovery time after each kind of fault
-# (median, max). Exits 1 on any wrong answer, hang or leaked lease.
+# (median, max). Exits 1 on any wrong answer, hang or leaked lease, and
+# when the switch path stopped serving: a fault it did not come back from
+# within the recovery bound (below), too small a share of the calls served
+# by it, or a final job (--switch-agg=require) it did not serve.
 #
 # The bound: a call may stall while the agent is stopped (at most 4 s here)
 # plus the member timeout (data.member_timeout, 10 s) before the ranks fall
@@ -46,6 +49,13 @@ RANDOM=$seed
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 readonly CALL_BOUND_MS=30000 JOB_GRACE_S=60
+# Service: after a fault that no other fault follows before it, the switch
+# path serves again within 20 s + 2 job lengths (44 s for 12 s jobs): the
+# member timeout (10 s) before the ranks fall back, the rest of a job that
+# stays on the host (a deleted lease, rejoins backing off), the next job's
+# start, lease and join, and margin for 2 loaded cores; and over the soak
+# at least this share of the checked calls went through the switch path.
+readonly RECOVERY_BOUND_MS=$(((20 + 2 * job_seconds) * 1000)) MIN_SWITCH_SHARE=0.15
 
 # Under /tmp: user nobody (the flood) must reach the socket and the tools.
 # The cluster gets its own subdirectory (slurm_cluster.sh owns and wipes it).
@@ -196,8 +206,10 @@ echo "chaos soak: chaos stopped, waiting for the running jobs to end"
 for pid in $(jobs -p); do wait "$pid" 2>/dev/null || true; done
 # One clean job after the chaos: the system must still offload and answer right.
 srun --switch-agg=require --switch-agg-slots=2 --mpi=pmix -n 2 --overcommit -J chaos-final \
+  bash -c 'echo "job=$SLURM_JOB_ID"; exec "$0" "$@"' \
   "$tools/switchagg-chaos-check" --seconds 3 --log-dir "$out/logs" >"$out/logs/final.out" 2>&1 &&
   final_rc=0 || final_rc=$?
+final_job=$(sed -n 's/^job=\([0-9]*\).*/\1/p' "$out/logs/final.out" | head -1)
 # Every job has ended: its epilog must have deleted its lease.
 leases_left=-1
 for _ in $(seq 1 100); do
@@ -208,5 +220,6 @@ done
 "$CTL" leases >"$out/leases-left.txt" 2>&1 || true
 "$CTL" metrics >"$out/agent-metrics.txt" 2>&1 || true
 "$PY" "$here/chaos_figures.py" --out "$out" --leases-left "$leases_left" --final-rc "$final_rc" \
+  --final-job "${final_job:-none}" --recovery-bound-ms "$RECOVERY_BOUND_MS" --min-switch-share "$MIN_SWITCH_SHARE" \
   --call-bound-ms "$CALL_BOUND_MS" --minutes "$minutes" --seed "$seed" --loops "$loops" | tee "$out/figures.txt"
 grep -q '^verdict: PASS' "$out/figures.txt"
