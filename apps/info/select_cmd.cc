@@ -19,6 +19,7 @@ using coll::Algorithm;
 
 struct SelectArgs {
   coll::SelectionInput in;
+  std::string forced = "auto", offload = "auto";  // as given, parsed into policy
   coll::SelectionPolicy policy;
   std::string rules_path;
   size_t min_bytes = 8;
@@ -85,8 +86,8 @@ Status applyOption(const std::string& key, const std::string& v, SelectArgs* a, 
   if (key == "--min") return setSize(key, v, &a->min_bytes);
   if (key == "--max") return setSize(key, v, &a->max_bytes);
   if (key == "--rules") a->rules_path = v;
-  else if (key == "--offload") a->policy.offload = v;
-  else if (key == "--algorithm") a->policy.forced = v;
+  else if (key == "--offload") a->offload = v;
+  else if (key == "--algorithm") a->forced = v;
   else if (key == "--dtype") {
     if (!parseDtype(v.c_str(), &a->in.dtype)) {
       return Status(Code::kInvalidArgument, "--dtype: unknown '" + v + "'");
@@ -121,7 +122,9 @@ Result<SelectArgs> parseArgs(int argc, char** argv) {
   // The switch path's default: one agent member per node (node leaders).
   if (a.in.ranks_per_node > 1) a.in.switch_members = a.in.nodes;
   if (a.min_bytes > a.max_bytes) return Status(Code::kInvalidArgument, "--min is larger than --max");
-  SWITCHAGG_RETURN_IF_ERROR(coll::validatePolicy(a.policy));
+  Result<coll::SelectionPolicy> policy = coll::parsePolicy(a.forced, a.offload);
+  if (!policy.ok()) return policy.status();
+  a.policy = *policy;
   return a;
 }
 
@@ -204,17 +207,20 @@ void printMeasuredTimes(const SelectArgs& a, const coll::Selector& s) {
 // per op, its size ranges (powers of two, the model's n: the vector, or one
 // rank's block for allgather) and who serves them, like the barrier line.
 // With several ranks per node (node leaders, the component's default) the
-// switch path declines them.
+// switch path routes bcast and reduce (node steps around the leaders' call)
+// on several nodes and declines the others.
 void printRoutedChoices(const SelectArgs& a, const coll::Selector& s) {
   coll::SelectionInput in = a.in;
   const bool leaders = in.switch_members > 0 && in.switch_members < in.comm_size &&
-                       in.switch_available && strcasecmp(a.policy.offload.c_str(), "off") != 0;
-  for (size_t i = 0; i < coll::kNumRoutedOps && leaders; ++i)
-    printf("%s: previous module (node leaders: not routed yet; SWITCHAGG_SWITCH_LEADERS=off "
-           "routes them)\n",
-           coll::routedOpName(static_cast<coll::RoutedOp>(i)));
-  for (size_t i = 0; i < coll::kNumRoutedOps && !leaders; ++i) {
+                       in.switch_available && a.policy.offload != coll::Offload::kOff;
+  for (size_t i = 0; i < coll::kNumRoutedOps; ++i) {
     const auto op = static_cast<coll::RoutedOp>(i);
+    if (leaders && (in.nodes == 1 || (op != coll::RoutedOp::kBcast && op != coll::RoutedOp::kReduce))) {
+      printf("%s: previous module (node leaders: not routed%s; SWITCHAGG_SWITCH_LEADERS=off "
+             "routes it)\n",
+             coll::routedOpName(op), in.nodes == 1 ? " on one node" : " for this op yet");
+      continue;
+    }
     std::string line;
     size_t lo = 0;
     bool run_switch = false;
@@ -292,16 +298,16 @@ int runSelectCommand(int argc, char** argv) {
   }
   printf("allreduce selection: np=%d ppn=%d nodes=%d dtype=%s algorithm=%s offload=%s rules=%s\n",
          a->in.comm_size, a->in.ranks_per_node, a->in.nodes, dtypeName(a->in.dtype),
-         a->policy.forced.c_str(), a->policy.offload.c_str(),
+         a->policy.forcedName().c_str(), coll::offloadName(a->policy.offload),
          a->rules_path.empty() ? "(none)" : a->rules_path.c_str());
   printf("switch: %s\n", a->in.switch_available ? "available (modeled)"
                                                 : "not available (--switch models a lease)");
   // MPI_Barrier: no size to tabulate, one choice (docs/offload.md "Barrier").
   if (!coll::barrierUsesSwitch(a->policy))
     printf("barrier: previous module (offload=%s; the switch only with offload=on)\n\n",
-           a->policy.offload.c_str());
+           coll::offloadName(a->policy.offload));
   else if (a->in.switch_available)
-    printf("barrier: switch (agent round trip + one outcome agreement)\n\n");
+    printf("barrier: switch (one agent round trip)\n\n");
   else
     printf("barrier: previous module (no switch)\n\n");
   printRoutedChoices(*a, *s);

@@ -13,6 +13,13 @@
 namespace switchagg::coll {
 namespace {
 
+// The policy the component would parse from its two parameters.
+SelectionPolicy policyOf(const char* forced, const char* offload) {
+  Result<SelectionPolicy> p = parsePolicy(forced, offload);
+  EXPECT_TRUE(p.ok()) << forced << " " << offload;
+  return p.ok() ? *p : SelectionPolicy{};
+}
+
 SelectionInput shape(size_t bytes, int np, int ppn = 0, bool sw = false) {
   SelectionInput in;
   in.bytes = bytes;
@@ -52,15 +59,10 @@ size_t crossover(const CostModel& m, Algorithm a, Algorithm b, SelectionInput in
 // MPI_Barrier goes to the switch only with offload=on (docs/offload.md
 // "Barrier": agent round trip + agreement never beats the previous barrier).
 TEST(Barrier, UsesTheSwitchOnlyWithOffloadOn) {
-  SelectionPolicy p;
-  for (const char* offload : {"on", "ON"}) {
-    p.offload = offload;
-    EXPECT_TRUE(barrierUsesSwitch(p)) << offload;
-  }
-  for (const char* offload : {"auto", "off"}) {
-    p.offload = offload;
-    EXPECT_FALSE(barrierUsesSwitch(p)) << offload;
-  }
+  for (const char* offload : {"on", "ON"})
+    EXPECT_TRUE(barrierUsesSwitch(policyOf("auto", offload))) << offload;
+  for (const char* offload : {"auto", "off"})
+    EXPECT_FALSE(barrierUsesSwitch(policyOf("auto", offload))) << offload;
 }
 
 // The routed collectives (docs/offload.md "Routed collectives"): offload
@@ -71,9 +73,7 @@ constexpr RoutedOp kRoutedOps[] = {RoutedOp::kReduce, RoutedOp::kReduceScatter,
 
 TEST(Routed, OffloadOffNeverOnWheneverAvailable) {
   const CostModel m = CostModel::defaults();
-  SelectionPolicy off, on;
-  off.offload = "off";
-  on.offload = "ON";
+  const SelectionPolicy off = policyOf("auto", "off"), on = policyOf("auto", "ON");
   for (RoutedOp op : kRoutedOps) {
     for (size_t bytes : {size_t(8), size_t(1) << 26}) {
       EXPECT_FALSE(chooseRouted(op, shape(bytes, 8, 1, true), m, off).use_switch);
@@ -335,8 +335,7 @@ TEST(CostModel, TextDumpParsesBackToTheSameTable) {
 TEST(Policy, ForcedAlgorithmIsHonoured) {
   for (const AlgorithmInfo& info : algorithmRegistry()) {
     if (info.id == Algorithm::kSwitch) continue;
-    SelectionPolicy p;
-    p.forced = info.name;
+    const SelectionPolicy p = policyOf(info.name, "auto");
     const Decision d = decide(shape(1 << 20, 4), CostModel::defaults(), {}, p);
     EXPECT_EQ(d.ranked.front(), info.id) << info.name;
     EXPECT_EQ(d.reason, "forced");
@@ -345,8 +344,7 @@ TEST(Policy, ForcedAlgorithmIsHonoured) {
 }
 
 TEST(Policy, ForcedSwitchFallsToHostAlgorithmsWhenUnavailable) {
-  SelectionPolicy p;
-  p.forced = "switch";
+  const SelectionPolicy p = policyOf("switch", "auto");
   EXPECT_EQ(first(shape(64, 4, 4, true), p), Algorithm::kSwitch);
   const std::vector<Algorithm> r = rankCandidates(shape(64, 4), CostModel::defaults(), {}, p);
   EXPECT_EQ(std::count(r.begin(), r.end(), Algorithm::kSwitch), 0);
@@ -354,13 +352,11 @@ TEST(Policy, ForcedSwitchFallsToHostAlgorithmsWhenUnavailable) {
 }
 
 TEST(Policy, OffloadOffNeverPicksSwitch) {
-  SelectionPolicy p;
-  p.offload = "off";
   const Rules rules = parseOk("allreduce algorithm=switch\n");
   CostModel cheap = CostModel::defaults();
   cheap.set({Algorithm::kSwitch, Locality::kNet, 0, 0, 0});  // switch would be free
   for (const char* forced : {"auto", "switch"}) {
-    p.forced = forced;
+    const SelectionPolicy p = policyOf(forced, "off");
     for (size_t n : {size_t(8), size_t(1) << 20, size_t(64) << 20}) {
       const std::vector<Algorithm> r = rankCandidates(shape(n, 4, 1, true), cheap, rules, p);
       EXPECT_EQ(std::count(r.begin(), r.end(), Algorithm::kSwitch), 0) << forced << " " << n;
@@ -369,8 +365,7 @@ TEST(Policy, OffloadOffNeverPicksSwitch) {
 }
 
 TEST(Policy, OffloadOnPicksSwitchWheneverAvailable) {
-  SelectionPolicy p;
-  p.offload = "on";
+  const SelectionPolicy p = policyOf("auto", "on");
   const Rules rules = parseOk("allreduce algorithm=ring\n");
   CostModel dear = CostModel::defaults();
   dear.set({Algorithm::kSwitch, Locality::kNet, 1e6, 1e3, 1e3});  // switch modeled terrible
@@ -402,16 +397,22 @@ TEST(Policy, PreviousIsAlwaysLastAndNothingFollowsIt) {
 }
 
 TEST(Policy, BadPolicyValuesAreNamed) {
-  SelectionPolicy p;
-  p.forced = "bogus";
-  Status st = validatePolicy(p);
-  EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("bogus"), std::string::npos);
-  p.forced = "ring";
-  p.offload = "maybe";
-  EXPECT_NE(validatePolicy(p).message().find("maybe"), std::string::npos);
-  p.offload = "ON";
-  EXPECT_TRUE(validatePolicy(p).ok());
+  Result<SelectionPolicy> bad = parsePolicy("bogus", "auto");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bogus"), std::string::npos);
+  bad = parsePolicy("ring", "maybe");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("maybe"), std::string::npos);
+  // Either case, parsed once into values.
+  Result<SelectionPolicy> ok = parsePolicy("RING", "ON");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->forces(Algorithm::kRing));
+  EXPECT_TRUE(ok->forcesHost());
+  EXPECT_EQ(ok->offload, Offload::kOn);
+  EXPECT_EQ(ok->forcedName(), "ring");
+  EXPECT_TRUE(parsePolicy("Previous", "auto")->forces(Algorithm::kPrevious));
+  EXPECT_FALSE(parsePolicy("switch", "auto")->forcesHost());
+  EXPECT_EQ(parsePolicy("AUTO", "Off")->forcedName(), "auto");
 }
 
 TEST(Rules, FirstMatchingRuleWinsOverTheModel) {
@@ -430,8 +431,7 @@ TEST(Rules, FirstMatchingRuleWinsOverTheModel) {
   dbl.dtype = Dtype::kFloat64;
   EXPECT_EQ(first(dbl, {}, rules), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(decide(shape(1 << 22, 4), CostModel::defaults(), rules, {}).reason, "cost model");
-  SelectionPolicy forced;
-  forced.forced = "hierarchical";
+  const SelectionPolicy forced = policyOf("hierarchical", "auto");
   EXPECT_EQ(first(shape(8, 4), forced, rules), Algorithm::kHierarchical);
 }
 
@@ -513,7 +513,7 @@ TEST(Rules, FilesLoadAndMissingFilesAreErrors) {
     std::ofstream f(path);
     f << "allreduce bytes=0-1K algorithm=ring\ncost ring shm alpha_us=9\n";
   }
-  Result<Selector> s = Selector::create({"auto", "auto"}, path);
+  Result<Selector> s = Selector::create({}, path);
   ASSERT_TRUE(s.ok()) << s.status().toString();
   EXPECT_EQ(s->rank(shape(8, 4)).front(), Algorithm::kRing);
   EXPECT_DOUBLE_EQ(s->model().find(Algorithm::kRing, Locality::kShm)->alpha_us, 9);
@@ -527,7 +527,7 @@ TEST(Rules, FilesLoadAndMissingFilesAreErrors) {
   ASSERT_FALSE(directory.ok());
   EXPECT_NE(directory.status().message().find("Is a directory"), std::string::npos)
       << directory.status().message();
-  EXPECT_FALSE(Selector::create({"bogus", "auto"}, "").ok());
+  EXPECT_FALSE(parsePolicy("bogus", "auto").ok());
 }
 
 TEST(DecisionTable, MergesAdjacentSizes) {

@@ -85,8 +85,14 @@ extern "C" {
 int switchagg_coll_open(const switchagg_coll_params_t* params) {
   return guarded("open", -1, [&] {
     switchagg::coll::ComponentParams p;
-    p.policy.forced = params->algorithm ? params->algorithm : "auto";
-    p.policy.offload = params->offload ? params->offload : "auto";
+    switchagg::Result<switchagg::coll::SelectionPolicy> policy = switchagg::coll::parsePolicy(
+        params->algorithm ? params->algorithm : "auto", params->offload ? params->offload : "auto");
+    if (!policy.ok()) {
+      std::fprintf(stderr, "switchagg[coll] error: coll_switchagg disabled: %s\n",
+                   policy.status().message().c_str());
+      return -1;
+    }
+    p.policy = *policy;
     p.rules_path = params->rules ? params->rules : "";
     p.verbose = params->verbose;
     if (params->stall_timeout < 0) {

@@ -90,8 +90,8 @@ void CommState::ensureSetup() {
             "comm %s (cid %u): %d ranks on %d nodes (max %d per node), host path %s, "
             "algorithm=%s offload=%s rules=%s",
             name_.c_str(), context_id_, size_, layout_.nodes, layout_.max_ranks_per_node,
-            hostReady() ? "ready" : "unavailable", p.policy.forced.c_str(),
-            p.policy.offload.c_str(), p.rules_path.empty() ? "none" : p.rules_path.c_str());
+            hostReady() ? "ready" : "unavailable", p.policy.forcedName().c_str(),
+            offloadName(p.policy.offload), p.rules_path.empty() ? "none" : p.rules_path.c_str());
   }
 }
 

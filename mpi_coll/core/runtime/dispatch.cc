@@ -159,7 +159,7 @@ Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool prev
     if (step != Step::kNext) break;
     if (tuned && a == pick) continue;
     if (a == Algorithm::kPrevious && previous_differs && state.hostReady() &&
-        ProcessRuntime::instance().params().policy.forced != "previous") {
+        !ProcessRuntime::instance().params().policy.forces(Algorithm::kPrevious)) {
       // All ranks see the same flag (it depends on dtype/op only).
       a = cheapestHost(in);
     }

@@ -67,7 +67,7 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
     return Outcome::kServed;
   }
   const SelectionPolicy& policy = ProcessRuntime::instance().params().policy;
-  if (strcasecmp(policy.offload.c_str(), "off") == 0)
+  if (policy.offload == Offload::kOff)
     return previous(state, args.op, "selected");  // offload=off: no setup, no agent
   // Collective on first use, as for an allreduce: every rank calls it.
   state.ensureSetup();

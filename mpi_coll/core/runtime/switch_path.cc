@@ -187,10 +187,9 @@ std::unique_ptr<SwitchPath> createSwitchPath(CommGroup& comm) {
   const SwitchLease* lease = switchLease();
   if (!lease) return nullptr;  // no lease: quietly no switch candidate
   const SelectionPolicy& policy = ProcessRuntime::instance().params().policy;
-  if (strcasecmp(policy.offload.c_str(), "off") == 0) return nullptr;
+  if (policy.offload == Offload::kOff) return nullptr;
   // A forced host algorithm never asks the switch; do not occupy slots.
-  Algorithm forced;
-  if (parseAlgorithm(policy.forced, &forced) && forced != Algorithm::kSwitch) return nullptr;
+  if (policy.forcesHost()) return nullptr;
   std::unique_ptr<NodeLeaders> leaders = NodeLeaders::create(comm, lease->node_leaders);
   Joined joined = switch_detail::joinGroup(comm, *lease, true, leaders.get());
   if (!joined.ok) return nullptr;

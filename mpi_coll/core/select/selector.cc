@@ -10,7 +10,7 @@ namespace {
 
 bool isEligible(Algorithm a, const SelectionInput& in, const SelectionPolicy& policy) {
   if (a != Algorithm::kSwitch) return true;
-  return in.switch_available && strcasecmp(policy.offload.c_str(), "off") != 0;
+  return in.switch_available && policy.offload != Offload::kOff;
 }
 
 void pushUnique(std::vector<Algorithm>* list, Algorithm a) {
@@ -37,43 +37,57 @@ std::vector<Algorithm> costRanking(const SelectionInput& in, const CostModel& mo
 
 }  // namespace
 
-bool barrierUsesSwitch(const SelectionPolicy& policy) {
-  return strcasecmp(policy.offload.c_str(), "on") == 0;
+const char* offloadName(Offload o) {
+  switch (o) {
+    case Offload::kAuto: return "auto";
+    case Offload::kOn: return "on";
+    case Offload::kOff: return "off";
+  }
+  return "?";
 }
+
+std::string SelectionPolicy::forcedName() const {
+  return forced ? algorithmInfo(*forced).name : "auto";
+}
+
+Result<SelectionPolicy> parsePolicy(const std::string& forced, const std::string& offload) {
+  SelectionPolicy policy;
+  if (strcasecmp(forced.c_str(), "auto") != 0) {
+    Algorithm a;
+    if (!parseAlgorithm(forced, &a))
+      return Status(Code::kInvalidArgument, "allreduce_algorithm: unknown '" + forced +
+                                                "' (expected auto|" + algorithmNameList() + ")");
+    policy.forced = a;
+  }
+  for (Offload o : {Offload::kAuto, Offload::kOn, Offload::kOff})
+    if (strcasecmp(offload.c_str(), offloadName(o)) == 0) {
+      policy.offload = o;
+      return policy;
+    }
+  return Status(Code::kInvalidArgument,
+                "offload: unknown '" + offload + "' (expected auto|on|off)");
+}
+
+bool barrierUsesSwitch(const SelectionPolicy& policy) { return policy.offload == Offload::kOn; }
 
 RoutedChoice chooseRouted(RoutedOp op, const SelectionInput& in, const CostModel& model,
                           const SelectionPolicy& policy, bool previous_differs) {
-  if (strcasecmp(policy.offload.c_str(), "off") == 0) return {false, "offload=off"};
+  if (policy.offload == Offload::kOff) return {false, "offload=off"};
   if (!in.switch_available) return {false, "no switch"};
-  if (strcasecmp(policy.offload.c_str(), "on") == 0) return {true, "offload=on"};
+  if (policy.offload == Offload::kOn) return {true, "offload=on"};
   if (previous_differs) return {true, "previous differs"};
   return {predictRoutedSwitchUs(model, op, in) < predictRoutedPreviousUs(model, op, in),
           "cost model", true};
 }
 
-Status validatePolicy(const SelectionPolicy& policy) {
-  Algorithm a;
-  if (strcasecmp(policy.forced.c_str(), "auto") != 0 && !parseAlgorithm(policy.forced, &a)) {
-    return Status(Code::kInvalidArgument, "allreduce_algorithm: unknown '" + policy.forced +
-                                              "' (expected auto|" + algorithmNameList() + ")");
-  }
-  for (const char* ok : {"auto", "on", "off"}) {
-    if (strcasecmp(policy.offload.c_str(), ok) == 0) return Status::Ok();
-  }
-  return Status(Code::kInvalidArgument,
-                "offload: unknown '" + policy.offload + "' (expected auto|on|off)");
-}
-
 Decision decide(const SelectionInput& in, const CostModel& model, const Rules& rules,
                 const SelectionPolicy& policy) {
   Decision d;
-  Algorithm forced;
-  if (strcasecmp(policy.forced.c_str(), "auto") != 0 && parseAlgorithm(policy.forced, &forced) &&
-      isEligible(forced, in, policy)) {
-    d.ranked.push_back(forced);
+  if (policy.forced && isEligible(*policy.forced, in, policy)) {
+    d.ranked.push_back(*policy.forced);
     d.reason = "forced";
   }
-  if (strcasecmp(policy.offload.c_str(), "on") == 0 && isEligible(Algorithm::kSwitch, in, policy)) {
+  if (policy.offload == Offload::kOn && isEligible(Algorithm::kSwitch, in, policy)) {
     pushUnique(&d.ranked, Algorithm::kSwitch);
     if (d.reason.empty()) d.reason = "offload=on";
   }
@@ -123,7 +137,6 @@ std::vector<DecisionRow> decisionTable(SelectionInput base, size_t min_bytes, si
 }
 
 Result<Selector> Selector::create(const SelectionPolicy& policy, const std::string& rules_path) {
-  SWITCHAGG_RETURN_IF_ERROR(validatePolicy(policy));
   Rules rules;
   if (!rules_path.empty()) {
     Result<Rules> loaded = loadRulesFile(rules_path);

@@ -13,6 +13,7 @@
 // module never declines, so candidates the model ranks below it are dropped.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,19 +23,33 @@
 
 namespace switchagg::coll {
 
+// coll_switchagg_offload.
+enum class Offload : uint8_t { kAuto, kOn, kOff };
+const char* offloadName(Offload o);  // "auto", "on", "off"
+
+// The user's choices, parsed once (parsePolicy) and compared as values.
 struct SelectionPolicy {
-  std::string forced = "auto";   // coll_switchagg_allreduce_algorithm
-  std::string offload = "auto";  // coll_switchagg_offload: auto|on|off
+  // coll_switchagg_allreduce_algorithm: empty = auto, else the algorithm
+  // every call tries first.
+  std::optional<Algorithm> forced;
+  Offload offload = Offload::kAuto;
+
+  bool forces(Algorithm a) const { return forced && *forced == a; }
+  // A forced algorithm other than the switch: the switch is never asked.
+  bool forcesHost() const { return forced && *forced != Algorithm::kSwitch; }
+  std::string forcedName() const;  // "auto" or the algorithm's name
 };
 
-// Checks forced/offload against the allowed names; the error names the value.
-Status validatePolicy(const SelectionPolicy& policy);
+// The two parameters' values (either case) as a policy; an unknown value
+// is an error that names it and the values allowed.
+Result<SelectionPolicy> parsePolicy(const std::string& forced, const std::string& offload);
 
 // MPI_Barrier's choice (docs/offload.md "Barrier"): the switch path (when
 // the communicator has one) only with offload `on`. `auto` keeps the
-// previous module: a switch barrier is one agent round trip plus the
-// outcome agreement (an allgather over the previous module), never cheaper
-// than the previous module's barrier alone, so no cost-model row is needed.
+// previous module: a switch barrier is one agent round trip, which here
+// (software agent, TCP) measured 1.15x tuned's on the emulated cluster
+// (benchmarks/results/oneshot_fabric.md); there is no cost-model row for
+// barriers yet to let `auto` pick it where the hop is cheaper.
 bool barrierUsesSwitch(const SelectionPolicy& policy);
 
 // A routed collective's choice (docs/offload.md "Routed collectives"): the
