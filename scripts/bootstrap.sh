@@ -21,6 +21,7 @@ PACKAGES=(
   curl                                           # docs/control-api.md examples (run by the docs test)
   gfortran                                       # Fortran datatypes test (mpifort)
   python3-mpi4py python3-numpy                   # apps/python example and its tests
+  environment-modules                            # config/modulefile-switchagg test (module load)
 )
 
 missing=()

@@ -1,4 +1,5 @@
 // TOML in and out for the agent's key table (agent_config.cc).
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -76,6 +77,26 @@ std::string knownKeysOf(const std::string& section) {
   return out;
 }
 
+// A TOML basic string: quotes, backslashes and control characters escaped
+// (a value with a '"' printed as-is made --print-config's output invalid
+// TOML; found by fuzz_agent_config).
+std::string tomlString(const std::string& v) {
+  std::string out = "\"";
+  for (unsigned char ch : v) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
 std::string tomlValue(const AgentConfigKey& k, const AgentConfig& c) {
   std::string v = k.get(c);
   switch (k.kind) {
@@ -88,13 +109,13 @@ std::string tomlValue(const AgentConfigKey& k, const AgentConfig& c) {
       while (!v.empty() && start <= v.size()) {
         size_t comma = v.find(',', start);
         if (comma == std::string::npos) comma = v.size();
-        out += (out.size() > 1 ? ", \"" : "\"") + v.substr(start, comma - start) + "\"";
+        out += (out.size() > 1 ? ", " : "") + tomlString(v.substr(start, comma - start));
         start = comma + 1;
       }
       return out + "]";
     }
     default:
-      return "\"" + v + "\"";
+      return tomlString(v);
   }
 }
 

@@ -109,7 +109,12 @@ int64_t jsonInt(const json& j, const char* key) {
   if (it == j.end()) return 0;
   if (it->is_number_integer()) return it->get<int64_t>();
   if (it->is_number_unsigned()) return static_cast<int64_t>(it->get<uint64_t>());
-  if (it->is_number_float()) return static_cast<int64_t>(it->get<double>());
+  if (it->is_number_float()) {
+    // Out of int64's range (1e300, found by fuzz_http_response) the cast is
+    // undefined: such a field reads as mistyped, 0.
+    double d = it->get<double>();
+    return d > -9.2e18 && d < 9.2e18 ? static_cast<int64_t>(d) : 0;
+  }
   return 0;
 }
 

@@ -102,6 +102,37 @@ TEST(ControlConfig, BadConfigNamesTheKey) {
   }
 }
 
+// toml++ 3.3 reaches __builtin_unreachable on some non-ASCII code points
+// outside strings (fuzz_agent_config, tests/fuzz/agent_config_corpus/
+// toml_unreachable_fefe): refused before it parses, with where; inside
+// strings and comments, and a leading BOM, non-ASCII stays allowed.
+TEST(ControlConfig, NonAsciiOutsideStringsIsRefusedNamingWhere) {
+  AgentConfig config;
+  Status s = applyToml("\xEF\xBB\xBE", "a.toml", &config);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("a.toml:1:1: a non-ASCII character outside a string or comment"),
+            std::string::npos) << s.message();
+  s = applyToml("[agent]\nlog_level = \xC2\xA1\n", "b.toml", &config);
+  EXPECT_NE(s.message().find("b.toml:2:13: a non-ASCII"), std::string::npos) << s.message();
+  s = applyToml("x = \"\"\"a\\\n  \xC2\xA1\"\"\"\n", "c.toml", &config);
+  EXPECT_NE(s.message().find("c.toml:2:3: a non-ASCII character after a line-ending backslash"),
+            std::string::npos) << s.message();
+  // A quote inside a value's bare token opens no string (toml++ reads on as
+  // the token).
+  for (const char* token : {"-\"1", "1=\"", "2.\"", "abc'", "0x0[\""}) {
+    s = applyToml(std::string("[agent]\nlog_level = ") + token + "\xCA\x8C\"\n", "e.toml", &config);
+    EXPECT_NE(s.message().find("e.toml:2:"), std::string::npos) << token << ": " << s.message();
+    EXPECT_NE(s.message().find(": a non-ASCII character outside a string or comment"), std::string::npos)
+        << token << ": " << s.message();
+  }
+  EXPECT_TRUE(applyToml("\xEF\xBB\xBF# caf\xC3\xA9 \xEF\xBB\xBE\n[control]\nunix_socket = \"/tmp/\xC2\xA1\"\n"
+                        "[state]\nlease_file = \"\"\"/tmp/\xEF\xBB\xBE\"\"\"\n",
+                        "d.toml", &config)
+                  .ok());
+  EXPECT_EQ(config.unix_socket, "/tmp/\xC2\xA1");
+  EXPECT_EQ(config.lease_file, "/tmp/\xEF\xBB\xBE");
+}
+
 TEST(ControlConfig, OverridesWinAndNameUnknownKeys) {
   AgentConfig c;
   ASSERT_TRUE(applyOverrides({"pool.slots=9", "policy.allowed_users=a,b"}, &c).ok());
@@ -123,6 +154,21 @@ TEST(ControlConfig, PrintedConfigParsesBackToTheSameValues) {
   ASSERT_TRUE(st.ok()) << st.message() << "\n" << renderConfigToml(c);
   EXPECT_EQ(renderConfigToml(back), renderConfigToml(c));
   EXPECT_EQ(back.admin_users, (std::vector<std::string>{"ops", "1002"}));
+}
+
+// Strings with quotes, backslashes and control characters print escaped
+// (fuzz_agent_config: tests/fuzz/agent_config_corpus/print_config_unescaped_quote).
+TEST(ControlConfig, PrintedStringsAreEscaped) {
+  AgentConfig c;
+  Status st = applyToml("[fabric]\nname = \"\\\"leaf\\\\1\\t\"\n", "odd.toml", &c);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(c.fabric_name, "\"leaf\\1\t");
+  std::string printed = renderConfigToml(c);
+  EXPECT_NE(printed.find("name = \"\\\"leaf\\\\1\\u0009\"\n"), std::string::npos) << printed;
+  AgentConfig back;
+  st = applyToml(printed, "printed", &back);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(back.fabric_name, c.fabric_name);
 }
 
 TEST(ControlConfig, EveryKeyIsDocumentedInTheAdminGuideAndExample) {

@@ -123,6 +123,12 @@ TEST(LeaseJson, TheClientReadsWhatTheAgentRenders) {
   LeaseView odd = leaseFromJson(nlohmann::json{{"job", 7}, {"slots", "x"}});
   EXPECT_EQ(odd.job, "");
   EXPECT_EQ(odd.slots, 0);
+  // A float beyond int64 reads as mistyped (0), not as an undefined cast
+  // (fuzz_http_response: tests/fuzz/http_response_corpus/ttl_out_of_int64).
+  nlohmann::json big = nlohmann::json::parse(R"({"ttl_s": 7.7e99, "slots": -1e30, "uid": 12.9})");
+  EXPECT_EQ(jsonInt(big, "ttl_s"), 0);
+  EXPECT_EQ(jsonInt(big, "slots"), 0);
+  EXPECT_EQ(jsonInt(big, "uid"), 12);
 }
 
 }  // namespace

@@ -396,19 +396,18 @@ case_slurmd_killed() {
   [[ -n $gone ]] || fail "job $job's lease still at the agent 45 s after h3's slurmd died: $(leaseOf "$job")"
   waitBg "$pid" 15 "srun of the job on the dead node"
   state=$(client scontrol show job "$job" | grep -o 'JobState=[A-Z_]*\|Reason=[^ ]*' | tr '\n' ' ')
-  # Who released the lease: an epilog (a slurmd log says "lease deleted",
-  # the agent says deleted by a control call) or the agent's TTL.
+  # Who released the lease: the epilog of a surviving node (its slurmd log
+  # says "lease deleted", the agent says deleted by a control call). The
+  # lease's TTL (policy.default_ttl=1h) cannot expire within the 45 s above,
+  # and the dead node runs no epilog.
   local by
   by=$(grep -l "switchagg: job $job: lease deleted" "$CL"/log/d-h*.log 2>/dev/null | sed 's|.*/d-\(h[0-9]*\)\.log|\1|' | tr '\n' ' ') || true
   local agent_says
   agent_says=$(grep -o "lease deleted: job $job (by uid [0-9]*)" "$AG/agent.log" | head -1) || true
-  if [[ -n $by && -n $agent_says ]]; then
-    by="the epilog on ${by% } (agent: \"$agent_says\")"
-  elif grep -q "job $job.*expired\|expired.*job $job" "$AG/agent.log"; then
-    by="the agent's TTL expiry"
-  else
-    fail "job $job's lease went, but neither an epilog nor the agent says how: $(grep "job $job" "$AG/agent.log")"
-  fi
+  [[ -n $by && -n $agent_says ]] ||
+    fail "job $job's lease went, but no epilog deleted it (slurmd logs: '${by}', agent: '$agent_says'): $(grep "job $job" "$AG/agent.log")"
+  [[ " $by" != *" h3 "* ]] || fail "job $job's lease was deleted by an epilog on the dead node h3 (nodes: $by)"
+  by="the epilog on ${by% } (agent: \"$agent_says\")"
   local orphans
   orphans=$(stepProcs "SLURM_JOB_ID=$job" "$job")
   echo "PASS slurmd_killed (job $job: h3 down ${down} s after its slurmd was killed, job ${how} at ${ended} s: ${state% };" \

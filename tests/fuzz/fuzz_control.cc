@@ -11,7 +11,9 @@
 
 #include "control_api.h"
 #include "http_message.h"
+#include "fuzz_check.h"
 
+using switchagg::fuzz::check;
 using namespace switchagg;
 using namespace switchagg::agent;
 
@@ -30,10 +32,6 @@ class FakeDataPlane : public DataPlaneView {
     return {{Dtype::kFloat32, {Op::kSum}}};
   }
 };
-
-void check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 }  // namespace
 

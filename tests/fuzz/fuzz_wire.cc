@@ -16,15 +16,13 @@
 
 #include "aggregation_engine.h"
 #include "switchagg/agent/wire.h"
+#include "fuzz_check.h"
 
+using switchagg::fuzz::check;
 using namespace switchagg;
 using namespace switchagg::agent;
 
 namespace {
-
-void check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 void roundTrip(const uint8_t* data, size_t size) {
   wire::Message m;

@@ -1,0 +1,62 @@
+// libFuzzer target: the fabric map loader (fabric_map.h: FabricMap::parse
+// and the hostlist expansion), what switchagg-ctl, the SPANK plugin and the
+// job's client read. Properties checked beyond "no crash / no sanitizer
+// report":
+//  * a map that parses serves every listed node from exactly the agent that
+//    lists it, and its parents are agents of the map serving no nodes;
+//  * placing a job on one agent's nodes leases from that agent only;
+//  * placing a job on all nodes of a tree's leaves gives a tree whose last
+//    entry is the spine.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "switchagg/agent/fabric_map.h"
+#include "fuzz_check.h"
+
+using switchagg::fuzz::check;
+using namespace switchagg;
+using namespace switchagg::agent;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > 16384) return 0;
+  std::string text(reinterpret_cast<const char*>(data), size);
+
+  // The first line alone as a hostlist.
+  std::string first = text.substr(0, std::min<size_t>(text.find('\n'), 512));
+  auto hosts = expandHostlist(first);
+  if (hosts.ok()) check(hosts->size() <= 65536);
+
+  auto map = FabricMap::parse(text, "fuzz.toml");
+  if (!map.ok()) {
+    check(!map.status().message().empty());
+    return 0;
+  }
+  std::set<std::string> spines;
+  for (const FabricAgent& a : map->agents()) {
+    check(map->find(a.name) == &a);
+    for (const std::string& n : a.nodes) check(map->agentOf(n) == &a);
+    if (!a.parent.empty()) {
+      const FabricAgent* p = map->find(a.parent);
+      check(p != nullptr && p->nodes.empty());
+      spines.insert(a.parent);
+    }
+    if (a.nodes.empty()) continue;
+    auto own = map->agentsFor(a.nodes);
+    check(own.ok() && own->size() == 1 && (*own)[0] == &a);
+  }
+  for (const std::string& spine : spines) {
+    std::vector<std::string> nodes;
+    auto leaves = map->childrenOf(spine);
+    for (const FabricAgent* leaf : leaves) nodes.insert(nodes.end(), leaf->nodes.begin(), leaf->nodes.end());
+    auto placed = map->agentsFor(nodes);
+    check(placed.ok());
+    if (leaves.size() >= 2) {
+      check(FabricMap::isTree(*placed) && placed->back() == map->find(spine));
+      check(placed->size() == leaves.size() + 1);
+    }
+  }
+  return 0;
+}
