@@ -238,3 +238,12 @@ oneshot_fault(mpi_switch_fault_oneshot_leaders_bcast_np4 4 partial 1
 # every answer exact and bounded; every rank a member, and node leaders.
 oneshot_fault(mpi_switch_fault_oneshot_revoke_np3 3 revoke 0 "PPN=1")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_np4 4 revoke 0 "PPN=2")
+# The agent's partial result through stripes and trees: agent b of two
+# stripes, leaf 2 of a tree (to its member 0 only) and the spine (to leaf 1
+# only) withhold one chunk's result from the others; they recover it from a
+# member that has it, every answer exact (a reduce-scatter through stripes
+# folded bit for bit), every call bounded.
+add_switch_test(mpi_switch_fault_oneshot_stripes_np3 150 "mpi;agent;fault" stripes 3 partial)
+set_tests_properties(mpi_switch_fault_oneshot_stripes_np3 PROPERTIES ENVIRONMENT "PPN=1")
+add_switch_test(mpi_switch_fault_oneshot_tree_leaf_np4 150 "mpi;agent;fault" tree 4 1 leaf_partial)
+add_switch_test(mpi_switch_fault_oneshot_tree_spine_np4 150 "mpi;agent;fault" tree 4 1 spine_partial)

@@ -163,13 +163,30 @@ start_agent() { agent_start "$root/config/agent.toml" "$work" --set agent.log_le
 # Two agents (work/a, work/b) and a fabric map: agent a serves node n1,
 # agent b n2; a lease over both nodes, exported as for `lease`. Leaves
 # AGENT_* describing b, FIRST_AGENT_PID/FIRST_SOCKET a.
+# with_fault FAULT CMD...: CMD with the agent's test fault point armed
+# (SWITCHAGG_AGENT_TEST_FAULT=FAULT), or as it is for an empty FAULT.
+with_fault() {
+  local fault=$1
+  shift
+  if [[ -n $fault ]]; then SWITCHAGG_AGENT_TEST_FAULT=$fault "$@"; else "$@"; fi
+}
+# The oneshot check in fault mode (partial results from an armed agent):
+# every answer exact, every call bounded, results recovered from a peer.
+oneshot_fault_run() {  # LOG MPIRUN-ARGS...
+  local log=$1
+  shift
+  SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+    --mca coll_switchagg_stall_timeout 60 "$@" "$bin/mpi_oneshot_check" --mode fault \
+    --expect-recovered 1 --max-call-ms 10000 || { cat "$log"; die "oneshot fault run failed"; }
+}
 start_two_agents_and_lease() {
   mkdir -p "$work/a" "$work/b"
   # Different advertised links: the cost model must take the slower (b's).
   agent_start "$root/config/agent.toml" "$work/a" --set agent.log_level=info \
     --set data.link_mbps=4000 || die "agent a start"
   FIRST_AGENT_PID=$AGENT_PID FIRST_SOCKET=$AGENT_SOCKET
-  agent_start "$root/config/agent.toml" "$work/b" --set agent.log_level=info \
+  # STRIPE_B_FAULT: agent b's test fault point (stripes partial).
+  with_fault "${STRIPE_B_FAULT:-}" agent_start "$root/config/agent.toml" "$work/b" --set agent.log_level=info \
     --set data.link_mbps=400 || die "agent b start"
   cat >"$work/fabric.toml" <<EOF2
 [[agent]]
@@ -198,16 +215,17 @@ metric_at() { "$bin/switchagg-ctl" --agent "unix:$1" metrics | awk -v m="$2" '$1
 # LEAF_SOCKET[1..2]; AGENT_* describe the last agent started.
 declare -a LEAF_PID LEAF_SOCKET
 TREE_PIDS=()
-start_leaf() {
-  agent_start "$root/config/agent.toml" "$work/l$1" --set agent.log_level=info \
+start_leaf() {  # K [FAULT]
+  with_fault "${2:-}" agent_start "$root/config/agent.toml" "$work/l$1" --set agent.log_level=info \
     --set fabric.map="$work/tree.toml" --set fabric.name="leaf$1" || die "leaf $1 start"
   LEAF_PID[$1]=$AGENT_PID LEAF_SOCKET[$1]=$AGENT_SOCKET
   TREE_PIDS+=("$AGENT_PID")
 }
 start_tree_and_lease() {
   mkdir -p "$work/spine" "$work/l1" "$work/l2"
-  agent_start "$root/config/agent.toml" "$work/spine" --set agent.log_level=info ||
-    die "spine start"
+  # SPINE_FAULT / LEAF2_FAULT: those agents' test fault points (tree partial).
+  with_fault "${SPINE_FAULT:-}" agent_start "$root/config/agent.toml" "$work/spine" \
+    --set agent.log_level=info || die "spine start"
   SPINE_PID=$AGENT_PID SPINE_SOCKET=$AGENT_SOCKET
   TREE_PIDS+=("$AGENT_PID")
   cat >"$work/tree.toml" <<EOF2
@@ -229,7 +247,7 @@ control = "unix:$SPINE_SOCKET"
 data = "$AGENT_DATA"
 EOF2
   start_leaf 1
-  start_leaf 2
+  start_leaf 2 "${LEAF2_FAULT:-}"
   local out
   out=$("$bin/switchagg-ctl" lease create --job "$1" --slots 16 --ttl 10m --nodes 'emu[0-3]' \
         --fabric "$work/tree.toml") || die "tree lease create: $out"
@@ -670,7 +688,18 @@ case $scenario in
     fi
     ;;
   stripes)
+    # stripes NP [partial]: partial: agent b sends one chunk's result
+    # (FAULT_AT, default 30) to member 0 only; the others recover it.
     np=$1
+    if [[ ${2:-} == partial ]]; then
+      [[ -n ${PPN:-} ]] || die "stripes partial needs PPN (members on emulated nodes)"
+      STRIPE_B_FAULT=partial:${FAULT_AT:-30} start_two_agents_and_lease stripes
+      oneshot_fault_run "$work/oneshot.log" "${emu[@]}"
+      expect_pass "$work/oneshot.log" "2 stripe\(s\)" "\(switch:recovered\)"
+      grep -q "test fault: chunk result ${FAULT_AT:-30} sent to member 0 only" "$work/b/agent.log" ||
+        die "agent b's fault point did not fire"
+      exit 0
+    fi
     start_two_agents_and_lease stripes
     run_mpi "$np" "$work/matrix.log" "$bin/mpi_allreduce_check" --expect switch --quick ||
       { cat "$work/matrix.log"; die "matrix run failed"; }
@@ -699,11 +728,25 @@ case $scenario in
   tree)
     # tree NP PPN [leaf_kill|spine_kill|spine_delete]: NP ranks on emulated
     # nodes of PPN ranks, through the tree (node leaders with PPN > 1).
+    # leaf_partial / spine_partial: leaf 2 (to its member 0) or the spine
+    # (to leaf 1) sends one chunk's result (FAULT_AT, default 30) to one
+    # member only; the members that missed it recover it from a peer.
     np=$1 ppn=$2 fault=${3:-}
-    start_tree_and_lease tree
+    case $fault in
+      leaf_partial) LEAF2_FAULT=partial:${FAULT_AT:-30} start_tree_and_lease tree ;;
+      spine_partial) SPINE_FAULT=partial:${FAULT_AT:-30} start_tree_and_lease tree ;;
+      *) start_tree_and_lease tree ;;
+    esac
     tree_emu=("$here/emulate_nodes.sh" "$ppn")
     tree_env=(-x SWITCHAGG_AGENT_NAMES -x SWITCHAGG_FABRIC)
-    if [[ -z $fault ]]; then
+    if [[ $fault == *_partial ]]; then
+      oneshot_fault_run "$work/oneshot.log" "${tree_env[@]}" "${tree_emu[@]}"
+      expect_pass "$work/oneshot.log" "a tree over 2 leaf agents" "\(switch:recovered\)"
+      armed=$work/l2/agent.log
+      [[ $fault == spine_partial ]] && armed=$work/spine/agent.log
+      grep -q "test fault: chunk result ${FAULT_AT:-30} sent to member 0 only" "$armed" ||
+        die "the armed agent's fault point did not fire"
+    elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$bin/mpi_allreduce_check" --expect switch --quick ||
         { cat "$work/matrix.log"; die "matrix run failed"; }
