@@ -3,8 +3,9 @@
 # switchagg-agent with the example policy, creates a lease, runs
 # `mpirun -np 4` of switchagg-bench --check (MPI_Allreduce, then MPI_Barrier
 # and MPI_Reduce_scatter_block) and switchagg-train --check with offload on
-# (switch path) and off (host algorithms / Open MPI's own), prints one
-# summary screen and stops everything it started (also on Ctrl-C).
+# (switch path) and off (host algorithms / Open MPI's own), the benchmark
+# once more with offload=auto (online tuning: what every job gets), prints
+# one summary screen and stops everything it started (also on Ctrl-C).
 #
 #   scripts/demo.sh [--slurm] [--np N] [--max SIZE] [--iters N] [--steps N]
 #                   [--out DIR] [--no-build]
@@ -149,6 +150,7 @@ slurmRun() {  # slurmRun OFFLOAD LOG PROGRAM ARGS...
   local offload=$1 log=$2 opts=(--switch-agg=off)
   shift 2
   [[ $offload == on ]] && opts=(--switch-agg=require --switch-agg-slots=8)
+  [[ $offload == auto ]] && opts=(--switch-agg=auto --switch-agg-slots=8)
   # shellcheck disable=SC2016 # expanded by the job's shell
   local note='[[ ${SLURM_PROCID:-0} != 0 ]] || echo "$SLURM_JOB_ID ${SWITCHAGG_MODE:-unset} ${#SWITCHAGG_LEASE} ${SWITCHAGG_AGENT:-none}" >"$SWITCHAGG_DEMO_JOBNOTE"; exec "$0" "$@"'
   OMPI_MCA_coll_switchagg_offload=$offload SWITCHAGG_DEMO_JOBNOTE=$work/jobs/$(basename "$log" .log) \
@@ -220,6 +222,16 @@ for mode in on off; do
   run "$mode" "$out/train-$label.log" -- "$bin/switchagg-train" --check --steps "$steps" \
     --loss-file "$out/loss-$label.csv"
 done
+
+# What every job gets by default: offload=auto (`srun --switch-agg=auto`),
+# online tuning measuring the candidates for each size during the warm-up
+# (at least 32 calls a size) and then serving the fastest; the summary shows
+# the path it settled on per size beside on and off.
+launcher="mpirun -np $np"
+((use_slurm)) && launcher="srun --switch-agg=auto --mpi=pmix -n $np"
+say "$launcher switchagg-bench --check --max $max   (offload=auto, after its warm-up)"
+run auto "$out/bench-auto.log" -- "$bin/switchagg-bench" --check --max "$max" --iters "$iters" \
+  --warmup 40 --min-warmup 32 --label auto --csv "$out/bench-auto.csv"
 
 plots=$("$root/scripts/plot_bench.sh" -o "$out" -t "MPI_Allreduce, np=$np" "$out/bench-switch.csv" "$out/bench-host.csv" 2>/dev/null | tr '\n' ' ' || true)
 extra=""

@@ -5,12 +5,13 @@ set -euo pipefail
 out=$1 np=$2 metrics=$3 plots=${4:-} extra=${5:-}
 
 printf '\n\033[1mswitchagg demo summary (np=%s)\033[0m\n' "$np"
-printf '%-9s | %-18s %10s | %-18s %10s | %7s | %12s %12s\n' \
-  size "offload=on path" "time us" "offload=off path" "time us" "on/off" "sent/rank on" "off"
+printf '%-9s | %-18s %10s | %-18s %10s | %7s | %-18s %10s | %9s | %12s %12s\n' \
+  size "offload=on path" "time us" "offload=off path" "time us" "on/off" "offload=auto path" "time us" \
+  "auto/best" "sent/rank on" "off"
 # Bytes a rank sends per allreduce of N bytes: measured by the component when
 # the bench reports it (bytes_sent_per_rank column), else the algorithm's
 # textbook volume.
-awk -F, -v np="$np" '
+table=$(awk -F, -v np="$np" '
   function human(b) { b = b + 0; return b >= 1048576 ? sprintf("%gM", b / 1048576) : b >= 1024 ? sprintf("%gK", b / 1024) : b "" }
   function model(alg, n,   l) {
     if (alg == "switch") return n
@@ -23,15 +24,23 @@ awk -F, -v np="$np" '
   FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; f++; next }
   { b = $col["bytes"]; sizes[b] = 1
     m = ("bytes_sent_per_rank" in col) ? $col["bytes_sent_per_rank"] : ""
-    if (f == 1) { a1[b] = $col["algorithm"]; t1[b] = $col["avg_us"]; s1[b] = sent(a1[b], b, m) }
-    else        { a2[b] = $col["algorithm"]; t2[b] = $col["avg_us"]; s2[b] = sent(a2[b], b, m) } }
+    if (f == 1)      { a1[b] = $col["algorithm"]; t1[b] = $col["avg_us"]; s1[b] = sent(a1[b], b, m) }
+    else if (f == 2) { a2[b] = $col["algorithm"]; t2[b] = $col["avg_us"]; s2[b] = sent(a2[b], b, m) }
+    else             { a3[b] = $col["algorithm"]; t3[b] = $col["avg_us"] } }
   END {
-    for (b in sizes)
-      printf "%d %-9s | %-18s %10.1f | %-18s %10.1f | %7.2f | %12s %12s\n", b, human(b), a1[b], t1[b], a2[b], t2[b], (t2[b] > 0 ? t1[b] / t2[b] : 0), s1[b], s2[b]
-  }' "$out/bench-switch.csv" "$out/bench-host.csv" | sort -n | cut -d" " -f2-
+    for (b in sizes) {
+      best = (t1[b] > 0 && t1[b] < t2[b]) || t2[b] <= 0 ? t1[b] : t2[b]
+      printf "%d %-9s | %-18s %10.1f | %-18s %10.1f | %7.2f | %-18s %10.1f | %9.2f | %12s %12s\n", b, human(b), a1[b], t1[b], a2[b], t2[b], (t2[b] > 0 ? t1[b] / t2[b] : 0), (b in a3 ? a3[b] : "n/a"), t3[b], (best > 0 && t3[b] > 0 ? t3[b] / best : 0), s1[b], s2[b]
+    }
+  }' "$out/bench-switch.csv" "$out/bench-host.csv" "$out/bench-auto.csv" | sort -n | cut -d" " -f2-)
+printf '%s\n' "$table"
 echo "paths: switch = the switch agent; ring, recursive_doubling, rabenseifner, hierarchical ="
 echo "  switchagg's host algorithms; previous = Open MPI's own module (tuned), picked by the cost"
 echo "  model when it is cheapest (its bytes are not counted: n/a). on/off < 1: the switch was faster."
+echo "offload=auto is what every job gets (srun --switch-agg=auto): online tuning timed the candidates"
+echo "  in the warm-up and serves the fastest; auto/best = its time over the faster of on and off."
+printf '%s\n' "$table" | awk -F'|' '$6 + 0 > 0 { print $6 + 0 }' | sort -g |
+  awk '{ r[NR] = $1 } END { if (NR) printf "auto/best over %d sizes: median %.2f, worst %.2f\n", NR, r[int((NR + 1) / 2)], r[NR] }'
 
 # MPI_Barrier and MPI_Reduce_scatter_block beside it: who served, how fast.
 for coll in barrier reduce_scatter_block; do

@@ -3,7 +3,9 @@
 # sizes, real agent, mpirun or Slurm cluster (label apps). Needs
 # SWITCHAGG_BUILD_DIR (a built tree; the demo runs with --no-build).
 #   run, slurm       the demo (--slurm) finishes; its summary has both paths
-#                    at every size, the switch path with offload on, a final
+#                    at every size, the switch path with offload on, the path
+#                    offload=auto settled on at every size and auto's median
+#                    time within 2x the better of on and off, a final
 #                    loss for both training runs (and for slurm, the lease the
 #                    plugin created and deleted); CSVs and PNG plots in --out;
 #                    nothing it started is left running
@@ -76,7 +78,7 @@ nothingLeft() {
 human() { local b=$1; ((b >= 1048576)) && echo "$((b / 1048576))M" && return; ((b >= 1024)) && echo "$((b / 1024))K" || echo "$b"; }
 
 checkSummary() {
-  local s=$t/screen out=$t/out size row on off rows=0 switched=0 f
+  local s=$t/screen out=$t/out size row on off auto rows=0 switched=0 f
   sed 's/\x1b\[[0-9;]*m//g' "$log" >"$s"
   grep -q '^switchagg demo summary (np=4)$' "$s" || fail "no summary screen"
   for ((size = 8; size <= 65536; size *= 2)); do
@@ -86,9 +88,21 @@ checkSummary() {
     [[ -n $on && -n $off && $on != n/a && $off != n/a ]] || fail "row without a path on both runs: $row"
     [[ $off != switch ]] || fail "offload=off ran the switch path: $row"
     [[ $on == switch ]] && switched=$((switched + 1))
+    # offload=auto: the path online tuning settled on (the component's
+    # last-algorithm diagnostic after the timed calls), a real one.
+    auto=$(awk -F'|' '{ split($5, a, " "); print a[1] }' <<<"$row")
+    [[ $auto =~ ^(switch|ring|recursive_doubling|rabenseifner|hierarchical|previous)$ ]] ||
+      fail "no path for offload=auto in: $row"
     rows=$((rows + 1))
   done
   ((switched > 0)) || fail "offload=on never took the switch path"
+  # The promise of auto: never much slower than the better of on and off
+  # (its median over the sizes within 2x; noise on shared cores is 10-30 %).
+  local ratio
+  ratio=$(sed -n 's/^auto\/best over [0-9]* sizes: median \([0-9.]*\), worst .*/\1/p' "$s")
+  [[ -n $ratio ]] || fail "no auto/best line in the summary"
+  awk -v r="$ratio" 'BEGIN { exit !(r <= 2.0) }' || fail "offload=auto's median time is ${ratio}x the better of on and off"
+  [[ -s $out/bench-auto.csv ]] || fail "no bench-auto.csv in $out"
   # Beside allreduce: MPI_Barrier and MPI_Reduce_scatter_block, through the
   # agent with offload on (every timed call), Open MPI's own with it off,
   # every result checked.
