@@ -1,5 +1,7 @@
 #include "process_runtime.h"
 
+#include <chrono>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -83,6 +85,11 @@ void ProcessRuntime::writeTuneFile() {
 int ProcessRuntime::progress() {
   ucx::ThreadGate::TryHold gate;
   if (!gate.held() || (!ucx::ThreadGate::enabled() && in_call_ > 0)) return 0;
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (now - last_progress_us_ < kProgressIntervalUs) return 0;  // under the gate
+  last_progress_us_ = now;
   ++in_call_;  // a callback that re-enters opal_progress must not recurse here
   int events = 0;
   if (worker_ && worker_->progress()) ++events;
