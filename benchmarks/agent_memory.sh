@@ -15,18 +15,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build members="2 4 8 16 32" window=8 slot=256K
 out=$root/benchmarks/results/agent_memory.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --members) members=$2; shift ;;
-    --window) window=$2; shift ;;
-    --slot) slot=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "agent_memory: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args agent_memory 2,13 "build members window slot out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup agent-memory
 bytes() { numfmt --from=iec "$1"; }

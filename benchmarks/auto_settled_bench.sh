@@ -18,18 +18,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build reps=5 iters=200 bytes=4M out=$root/benchmarks/results/auto_settled.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --bytes) bytes=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "auto_settled_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args auto_settled_bench 2,17 "build reps iters bytes out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup auto-settled
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_SWITCH_WINDOW=16

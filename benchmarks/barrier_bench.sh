@@ -16,21 +16,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" reps=5 iters=200 blocks=21 hosts= rate=400
 out=
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np_list=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --blocks) blocks=$2; shift ;;
-    --out) out=$2; shift ;;
-    --fabric) hosts=$2; shift ;;
-    --rate) rate=$2; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "barrier_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args barrier_bench 2,15 "build np=np_list reps iters blocks out fabric=hosts rate" "" "$@"
 if [[ -n $hosts ]]; then
   np_list=$hosts
   out=${out:-$root/benchmarks/results/barrier_fabric.md}

@@ -14,19 +14,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build before="" np=2 reps=5 what="this change"
 out=$root/benchmarks/results/before_after.md
-while (($#)); do
-  case $1 in
-    --before) before=$2; shift ;;
-    --build) build=$2; shift ;;
-    --np) np=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --what) what=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "before_after: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args before_after 2,13 "before build np reps what out" "" "$@"
 for d in "$before" "$build"; do
   [[ -f $d/lib/openmpi/mca_coll_switchagg.so && -x $d/bin/switchagg-agent ]] ||
     { echo "before_after: $d is not a build tree (lib/openmpi/mca_coll_switchagg.so, bin/switchagg-agent)" >&2; exit 2; }

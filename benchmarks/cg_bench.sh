@@ -16,21 +16,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" threads=1 n=48 reps=5 out="" fabric=0 rate=400
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np_list=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    --n) n=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --out) out=$2; shift ;;
-    --fabric) fabric=$2; shift ;;
-    --rate) rate=$2; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "cg_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args cg_bench 2,15 "build np=np_list threads n reps out fabric rate" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup cg-bench
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking

@@ -14,19 +14,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build configs="4x1@400 4x2@400 8x1@200 8x2@200" reps=3 min=64K max=32M
 out=$root/benchmarks/results/fabric.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --configs) configs=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --min) min=$2; shift ;;
-    --max) max=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "fabric_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args fabric_bench 2,12 "build configs reps min max out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup fabric-bench "$(basename "$out" .md)_raw"
 

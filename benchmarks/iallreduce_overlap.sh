@@ -22,23 +22,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" sizes="1048576 8388608" reps=3 iters=8 out=
 hosts= rate=400 fname=iov subnet=10.77
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np_list=$2; shift ;;
-    --bytes) sizes=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --out) out=$2; shift ;;
-    --fabric) hosts=$2; shift ;;
-    --rate) rate=$2; shift ;;
-    --name) fname=$2; shift ;;
-    --subnet) subnet=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "iallreduce_overlap: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args iallreduce_overlap 2,21 "build np=np_list bytes=sizes reps iters out fabric=hosts rate name=fname subnet" "" "$@"
 if [[ -n $hosts ]]; then
   np_list=$hosts
   out=${out:-$root/benchmarks/results/iallreduce_overlap_fabric.md}

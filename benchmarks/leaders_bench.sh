@@ -13,17 +13,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build layouts="4x2 6x3" reps=2
 out=$root/benchmarks/results/leaders.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --layouts) layouts=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "leaders_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args leaders_bench 2,10 "build layouts reps out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup leaders-bench
 agent_start "$root/config/agent.toml" "$work" || { echo "leaders_bench: agent start failed" >&2; exit 1; }

@@ -23,23 +23,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" reps=3 iters=400 min=8 max=64K hosts= rate=400 out= wait=blocking large=
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np_list=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --max) max=$2; shift ;;
-    --large) large=1 min=128K max=4M ;;
-    --out) out=$2; shift ;;
-    --fabric) hosts=$2; shift ;;
-    --rate) rate=$2; shift ;;
-    --wait) wait=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "oneshot_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args oneshot_bench 2,17 "build np=np_list reps iters max out fabric=hosts rate wait" "large=large=1,min=128K,max=4M" "$@"
 if [[ -n $hosts ]]; then
   np_list=$hosts
   out=${out:-$root/benchmarks/results/oneshot_fabric${large:+_large}.md}

@@ -9,18 +9,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np=2 reps=7 iters=20000 out=$root/benchmarks/results/progress.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "progress_cost: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args progress_cost 2,8 "build np reps iters out" "" "$@"
 build=$(cd "$build" && pwd)
 prog=$build/bin/progress_cost
 [[ -x $prog ]] || { echo "progress_cost: $prog not built" >&2; exit 1; }

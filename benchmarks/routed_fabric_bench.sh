@@ -20,21 +20,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build configs="4x1@400 8x1@200" reps=3 min=64K max=8M dtype=float32
 colls="reduce_scatter_block allgather bcast reduce"
 out=$root/benchmarks/results/routed_fabric.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --configs) configs=$2; shift ;;
-    --colls) colls=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --min) min=$2; shift ;;
-    --max) max=$2; shift ;;
-    --dtype) dtype=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "routed_fabric_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args routed_fabric_bench 2,17 "build configs colls reps min max dtype out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup routed-fabric-bench "$(basename "$out" .md)_raw"
 

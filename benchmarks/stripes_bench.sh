@@ -14,18 +14,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np=2 reps=3 min=64K max=16M
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --min) min=$2; shift ;;
-    --max) max=$2; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "stripes_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args stripes_bench 2,13 "build np reps min max" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup stripes-bench stripes_raw
 rm -f "$raw"/*.csv

@@ -12,19 +12,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-h5 np_list="4" reps=2 max=64M iters=100
 out=$root/benchmarks/results/switch.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np_list=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --max) max=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "switch_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args switch_bench 2,10 "build np=np_list reps max iters out" "" "$@"
 build=$(cd "$build" && pwd)
 bin=$build/bin
 raw=$(dirname "$out")/switch_raw

@@ -15,21 +15,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build before="" np=2 reps=7 iters=2000 algorithm=recursive_doubling wait=busy
 out=$root/benchmarks/results/thread_cost.md
-while (($#)); do
-  case $1 in
-    --before) before=$2; shift ;;
-    --build) build=$2; shift ;;
-    --np) np=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --algorithm) algorithm=$2; shift ;;
-    --wait) wait=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "thread_cost: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args thread_cost 2,13 "before build np reps iters algorithm wait out" "" "$@"
 [[ -f $before/lib/openmpi/mca_coll_switchagg.so ]] ||
   { echo "thread_cost: --before DIR must hold lib/openmpi/mca_coll_switchagg.so" >&2; exit 2; }
 build=$(cd "$build" && pwd) before=$(cd "$before" && pwd)

@@ -18,22 +18,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build racks=2 hosts=4 rate=200 uplink=400 reps=3 min=1M max=8M
 out=$root/benchmarks/results/tree_fabric.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --racks) racks=$2; shift ;;
-    --hosts) hosts=$2; shift ;;
-    --rate) rate=$2; shift ;;
-    --uplink) uplink=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --min) min=$2; shift ;;
-    --max) max=$2; shift ;;
-    --out) out=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "tree_fabric_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args tree_fabric_bench 2,16 "build racks hosts rate uplink reps min max out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup tree-bench "$(basename "$out" .md)_raw"
 np=$((racks * hosts))

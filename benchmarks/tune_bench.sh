@@ -24,20 +24,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build where="node fabric:4x1@400 fabric:4x2@400" reps=3 min=8 max=32M run=1
 out=$root/benchmarks/results/tune.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --where) where=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --min) min=$2; shift ;;
-    --max) max=$2; shift ;;
-    --out) out=$2; shift ;;
-    --report-only) run=0 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "tune_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args tune_bench 2,19 "build where reps min max out" "report-only=run=0" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup tune-bench tune_raw
 
