@@ -23,6 +23,7 @@ using switchagg::Dtype;
 using switchagg::Op;
 using switchagg::coll::Algorithm;
 using switchagg::coll::RoutedOp;
+using switchagg::coll::guarded;
 
 static_assert(SWITCHAGG_DT_INT8 == static_cast<int>(Dtype::kInt8) &&
                   SWITCHAGG_DT_FLOAT64 == static_cast<int>(Dtype::kFloat64) &&
@@ -43,19 +44,6 @@ static_assert(SWITCHAGG_OP_SUM == static_cast<int>(Op::kSum) &&
                   SWITCHAGG_OP_MAXLOC == static_cast<int>(Op::kMaxloc) &&
                   SWITCHAGG_OP_MAXLOC == switchagg::kNumOps,
               "coll_core.h op values must mirror switchagg::Op");
-
-// Runs `body`; an escaping exception is logged and turned into `on_error`.
-template <typename T, typename F>
-T guarded(const char* where, T on_error, F&& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    SA_ERROR("coll", "%s: unexpected exception: %s", where, e.what());
-  } catch (...) {
-    SA_ERROR("coll", "%s: unexpected exception", where);
-  }
-  return on_error;
-}
 
 }  // namespace
 

@@ -2,9 +2,30 @@
 // files that implement its C API (coll_core.cc, iallreduce.cc).
 #pragma once
 
+#include <exception>
+
 #include "coll_core.h"
 #include "comm_state.h"
 #include "iallreduce.h"
+#include "switchagg/common/log.h"
+
+namespace switchagg::coll {
+
+// Runs `body` of a C entry point; an escaping exception is logged (naming
+// `where`) and turned into `on_error`: nothing throws into Open MPI's C.
+template <typename T, typename F>
+T guarded(const char* where, T on_error, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    SA_ERROR("coll", "%s: unexpected exception: %s", where, e.what());
+  } catch (...) {
+    SA_ERROR("coll", "%s: unexpected exception", where);
+  }
+  return on_error;
+}
+
+}  // namespace switchagg::coll
 
 struct switchagg_coll_comm {
   explicit switchagg_coll_comm(const switchagg_coll_comm_info_t& info) : state(info) {}

@@ -81,18 +81,6 @@ int streamResult(const Status& st, int* outcome) {
   return SWITCHAGG_COLL_ISTREAM_OUTCOME;
 }
 
-template <typename F>
-int guardedInt(const char* where, int on_error, F&& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    SA_ERROR("coll", "%s: unexpected exception: %s", where, e.what());
-  } catch (...) {
-    SA_ERROR("coll", "%s: unexpected exception", where);
-  }
-  return on_error;
-}
-
 }  // namespace
 
 bool iallreduceCounter(const IallreduceCounters& c, const std::string& name, uint64_t* value) {
@@ -124,7 +112,7 @@ extern "C" {
 int switchagg_coll_iallreduce_route(switchagg_coll_comm_t* comm, const void* send, void* recv,
                                     size_t count, int dtype, int op) {
   ProcessRuntime::CallScope in_call;
-  return switchagg::coll::guardedInt("iallreduce", SWITCHAGG_COLL_IROUTE_FAILED, [&] {
+  return switchagg::coll::guarded<int>("iallreduce", SWITCHAGG_COLL_IROUTE_FAILED, [&] {
     AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
     return switchagg::coll::route(*comm, args);
   });
@@ -135,7 +123,7 @@ int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, 
   switchagg::coll::StepScope step;
   if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
   ProcessRuntime::CallScope in_call;
-  return switchagg::coll::guardedInt("iallreduce start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
+  return switchagg::coll::guarded<int>("iallreduce start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
     SwitchPath* sw = comm->state.switchPath();
     AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
     switchagg::Status st = sw ? sw->startStream(args)
@@ -155,7 +143,7 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
   switchagg::coll::StepScope step;
   if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
   ProcessRuntime::CallScope in_call;
-  return switchagg::coll::guardedInt("iallreduce step", SWITCHAGG_COLL_ISTREAM_OUTCOME, [&] {
+  return switchagg::coll::guarded<int>("iallreduce step", SWITCHAGG_COLL_ISTREAM_OUTCOME, [&] {
     *outcome = SwitchPath::kStreamFailed;
     // One step sends what the window allows and drives the clients' worker
     // once; a 256 KiB chunk over TCP takes many. A code that calls MPI_Test
@@ -179,7 +167,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
   // Recovery waits on the process's worker: not inside a blocking call.
   if (outcome != SwitchPath::kStreamOk && !step.allowed()) return SWITCHAGG_COLL_ISETTLE_NOT_NOW;
   ProcessRuntime::CallScope in_call;
-  return switchagg::coll::guardedInt("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
+  return switchagg::coll::guarded<int>("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
     switchagg::Status st = sw->settleStream(outcome, agreed);
     return static_cast<int>(st.ok() ? SWITCHAGG_COLL_ISETTLE_SETTLED : SWITCHAGG_COLL_ISETTLE_ERROR);
   });
@@ -187,7 +175,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
 
 int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int first_rank) {
   ProcessRuntime::CallScope in_call;
-  return switchagg::coll::guardedInt("iallreduce end", 1, [&] {
+  return switchagg::coll::guarded<int>("iallreduce end", 1, [&] {
     switchagg::Status st = comm->state.switchPath()->endStream(agreed, first_rank);
     if (st.ok()) {
       ++comm->iallreduce.switched;
@@ -201,7 +189,7 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
 }
 
 void switchagg_coll_iallreduce_note(switchagg_coll_comm_t* comm, const char* what) {
-  switchagg::coll::guardedInt("iallreduce note", 0, [&] {
+  switchagg::coll::guarded<int>("iallreduce note", 0, [&] {
     ++comm->iallreduce.events[what];
     return 0;
   });
