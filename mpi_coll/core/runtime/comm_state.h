@@ -71,6 +71,19 @@ class CommState : public CommGroup {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  // A call's selector input as the communicator sees it: its bytes (the
+  // model's n), dtype and op, the size and node layout; the switch path
+  // fills its own fields (describe, describeStream, describeRouted).
+  SelectionInput callShape(size_t bytes, Dtype dtype, Op op) const {
+    SelectionInput in;
+    in.bytes = bytes;
+    in.comm_size = size();
+    in.ranks_per_node = layout().max_ranks_per_node;
+    in.nodes = layout().nodes;
+    in.dtype = dtype;
+    in.op = op;
+    return in;
+  }
   uint32_t contextId() const override { return context_id_; }
   const std::string& name() const override { return name_; }
 

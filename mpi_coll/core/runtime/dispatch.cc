@@ -16,13 +16,7 @@ Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
 }
 
 SelectionInput describeCall(const CommState& state, const AllreduceArgs& args) {
-  SelectionInput in;
-  in.bytes = args.count * dtypeSize(args.dtype);
-  in.comm_size = state.size();
-  in.ranks_per_node = state.layout().max_ranks_per_node;
-  in.nodes = state.layout().nodes;
-  in.dtype = args.dtype;
-  in.op = args.op;
+  SelectionInput in = state.callShape(args.count * dtypeSize(args.dtype), args.dtype, args.op);
   if (const SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
   return in;
 }

@@ -42,13 +42,7 @@ int route(switchagg_coll_comm& comm, const AllreduceArgs& args) {
   state.ensureSetup();
   SwitchPath* sw = state.switchPath();
   if (sw == nullptr) return routePrevious(c, "no switch path");
-  SelectionInput in;
-  in.bytes = args.count * dtypeSize(args.dtype);
-  in.comm_size = state.size();
-  in.ranks_per_node = state.layout().max_ranks_per_node;
-  in.nodes = state.layout().nodes;
-  in.dtype = args.dtype;
-  in.op = args.op;
+  SelectionInput in = state.callShape(args.count * dtypeSize(args.dtype), args.dtype, args.op);
   sw->describeStream(args, &in);
   if (!in.switch_available) return routePrevious(c, "switch cannot stream");
   // The host algorithms have no nonblocking form: the switch serves when

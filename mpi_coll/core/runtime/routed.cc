@@ -74,14 +74,9 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
   SwitchPath* sw = state.switchPath();
   if (sw == nullptr) return previous(state, args.op, "unavailable");
   sw->rejoinIfDue();
-  SelectionInput in;
   // The model's n: one rank's block for allgather, else the whole vector.
-  in.bytes = args.op == RoutedOp::kAllgather ? args.count : bytes;
-  in.comm_size = state.size();
-  in.ranks_per_node = state.layout().max_ranks_per_node;
-  in.nodes = state.layout().nodes;
-  in.dtype = args.dtype;
-  in.op = args.reduce_op;
+  SelectionInput in = state.callShape(args.op == RoutedOp::kAllgather ? args.count : bytes,
+                                      args.dtype, args.reduce_op);
   if (const char* why = sw->describeRouted(args, &in)) return previous(state, args.op, why);
   const RoutedChoice choice = chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(),
                                            policy, previous_differs);
