@@ -45,11 +45,9 @@ CommState::CommState(const switchagg_coll_comm_info_t& info)
       size_(info.size),
       context_id_(info.context_id),
       name_(info.name ? info.name : "?"),
-      node_name_(info.node_name ? info.node_name : ""),
+      node_name_(processNodeName(info.node_name)),
       allgather_ctx_(info.allgather_ctx),
       allgather_(info.allgather) {
-  // Lets tests place ranks on emulated nodes from one machine.
-  if (const char* node = envOrNull("SWITCHAGG_NODE_NAME")) node_name_ = node;
   if (ProcessRuntime::instance().params().tune_online) tuner_ = std::make_unique<Tuner>();
   ProcessRuntime::instance().commCreated();
 }

@@ -1,6 +1,7 @@
 #include "process_runtime.h"
 
 #include <chrono>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -80,6 +81,15 @@ void ProcessRuntime::writeTuneFile() {
     return;
   }
   SA_INFO("coll", "learnt selection rules written to %s", params_.tune_file.c_str());
+}
+
+std::string processNodeName(const char* mpi_name) {
+  if (const char* n = envOrNull("SWITCHAGG_NODE_NAME"); n && *n) return n;
+  if (mpi_name && *mpi_name) return mpi_name;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "";
+  const std::string h = host;
+  return h.substr(0, h.find('.'));
 }
 
 int ProcessRuntime::progress() {

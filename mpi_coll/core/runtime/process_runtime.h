@@ -30,6 +30,11 @@ class Worker;
 
 namespace switchagg::coll {
 
+// This process's node: SWITCHAGG_NODE_NAME when set (tests place ranks on
+// emulated nodes of one machine with it), else `mpi_name` (Open MPI's name
+// of the node), else the host name up to its first dot.
+std::string processNodeName(const char* mpi_name);
+
 struct ComponentParams {
   SelectionPolicy policy;
   std::string rules_path;

@@ -27,14 +27,6 @@ int64_t nowMs() {
       .count();
 }
 
-std::string nodeName() {
-  if (const char* n = envOrNull("SWITCHAGG_NODE_NAME"); n && *n) return n;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "";
-  std::string h = host;
-  return h.substr(0, h.find('.'));
-}
-
 // A tree lease (fabric map names + path, FabricMap::isTree: leaves, then
 // their spine): which leaf serves this node; the spine is the last agent.
 void readTree(SwitchLease* lease) {
@@ -74,7 +66,7 @@ void readTree(SwitchLease* lease) {
   // Leaves, then their spine (the placement agentsFor gives a tree).
   lease->tree = agent::FabricMap::isTree(agents);
   if (!lease->tree) return;
-  const std::string node = nodeName();
+  const std::string node = processNodeName(nullptr);
   const agent::FabricAgent* mine = map->agentOf(node);
   const int leaf = mine ? index(mine->name) : -1;
   if (leaf < 0 || leaf + 1 == int(list.size())) {

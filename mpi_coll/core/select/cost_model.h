@@ -71,6 +71,7 @@
 #include <vector>
 
 #include "algorithm_registry.h"
+#include "switchagg/agent/defaults.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/status.h"
 
@@ -137,8 +138,9 @@ class CostModel {
   // `switchagg-info --select --dump-cost-model > f` gives an editable file.
   std::string toText() const;
 
-  // Defaults used when SelectionInput leaves the switch geometry at 0.
-  static constexpr size_t kDefaultSlotBytes = 256 * 1024;
+  // Defaults used when SelectionInput leaves the switch geometry at 0:
+  // the agent's default slot (switchagg/agent/defaults.h).
+  static constexpr size_t kDefaultSlotBytes = agent::kDefaultSlotBytes;
   static constexpr int kDefaultWindow = 8;
 
  private:
