@@ -10,6 +10,7 @@
 #include <string>
 
 #include "switchagg/agent/control_schema.h"
+#include "switchagg/agent/defaults.h"
 
 namespace switchagg::agent {
 
@@ -22,10 +23,10 @@ constexpr int64_t kMinTtlMs = 1000;
 
 // The site's bounds on leases (pool.slots and the policy.* keys).
 struct LeaseLimits {
-  int pool_slots = 64;
-  int max_slots_per_job = 16;
-  int max_slots_per_user = 32;
-  int64_t max_ttl_ms = 7LL * 24 * 3600 * 1000;
+  int pool_slots = kDefaultPoolSlots;
+  int max_slots_per_job = kDefaultMaxSlotsPerJob;
+  int max_slots_per_user = kDefaultMaxSlotsPerUser;
+  int64_t max_ttl_ms = kDefaultMaxTtlMs;
 };
 
 enum class Admit {

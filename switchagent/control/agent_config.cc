@@ -99,6 +99,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        stringField(&C::data_listen, checkListen<false>)},
       {"data.slot_bytes", nullptr, "payload bytes per aggregation slot (the chunk size)",
        sizeField(&C::slot_bytes, 4096, (1ull << 26))},
+      {"data.slot_memory", nullptr, "bytes of slot buffers all groups together may hold; a window that does "
+       "not fit is shrunk at the join",
+       sizeField(&C::slot_memory_bytes, 1ull << 20, 1ull << 40)},
       {"data.threads", nullptr, "reduction threads; 0 = one per core",
        intField(&C::data_threads, 0, 256)},
       {"data.member_timeout", nullptr, "a group member silent this long has its group aborted",

@@ -22,6 +22,7 @@ struct AgentConfig {
   // [data] the data plane (DataPlaneConfig)
   std::string data_listen = kDefaultDataListen;
   uint64_t slot_bytes = kDefaultSlotBytes;
+  uint64_t slot_memory_bytes = kDefaultSlotMemoryBytes;
   int data_threads = 0;
   int64_t member_timeout_ms = kDefaultMemberTimeoutMs;
   int link_mbps = 0;                // advertised to clients' cost models; 0 = unknown
@@ -33,7 +34,7 @@ struct AgentConfig {
   std::string fabric_map;
   std::string fabric_name;
   // [pool]
-  int pool_slots = 64;
+  int pool_slots = kDefaultPoolSlots;
   // [control]
   std::string unix_socket = kDefaultControlSocket;
   std::string control_listen = kDefaultControlListen;
@@ -44,11 +45,11 @@ struct AgentConfig {
   int max_unix_connections = 64;
   int max_connections_per_peer = 8;
   // [policy]
-  int max_slots_per_job = 16;
-  int max_slots_per_user = 32;
+  int max_slots_per_job = kDefaultMaxSlotsPerJob;
+  int max_slots_per_user = kDefaultMaxSlotsPerUser;
   int default_slots = 4;
   int64_t default_ttl_ms = 24LL * 3600 * 1000;
-  int64_t max_ttl_ms = 7LL * 24 * 3600 * 1000;
+  int64_t max_ttl_ms = kDefaultMaxTtlMs;
   std::vector<std::string> allowed_users;   // names or numeric uids; "*" = everyone
   std::vector<std::string> allowed_groups;  // names or numeric gids
   std::vector<std::string> admin_users;     // may act for any uid (root always may)

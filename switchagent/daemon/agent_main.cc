@@ -128,15 +128,17 @@ int run(const AgentConfig& config) {
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
   DataPlaneConfig dpc;
   dpc.listen = config.data_listen;
-  dpc.slot_bytes = config.slot_bytes;
   dpc.threads = config.data_threads;
-  dpc.member_timeout_ms = config.member_timeout_ms;
-  dpc.link_mbps = static_cast<uint32_t>(config.link_mbps);
-  dpc.advertise_capacity = config.advertise_capacity;
-  dpc.join_flags = config.join_flags;
-  dpc.routed = config.routed;
-  dpc.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
-  dpc.pool_slots = static_cast<size_t>(config.pool_slots);
+  EngineSettings& e = dpc.engine;  // the only copy of the engine's settings
+  e.slot_bytes = config.slot_bytes;
+  e.pool_slots = static_cast<size_t>(config.pool_slots);
+  e.memory_bytes = config.slot_memory_bytes;
+  e.member_timeout_ms = config.member_timeout_ms;
+  e.link_mbps = static_cast<uint32_t>(config.link_mbps);
+  e.advertise_capacity = config.advertise_capacity;
+  e.join_flags = config.join_flags;
+  e.routed = config.routed;
+  e.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
   if (!config.fabric_map.empty() || !config.fabric_name.empty()) {
     Result<std::string> parent = parentDataAddress(config.fabric_map, config.fabric_name);
     if (!parent.ok()) {

@@ -261,14 +261,7 @@ struct DataPlane::Impl : EngineOutput {
     worker = std::move(w.value());
     pool = std::make_unique<ReducePool>(config.threads);
     EngineConfig ec;
-    ec.slot_bytes = config.slot_bytes;
-    ec.pool_slots = config.pool_slots;
-    ec.member_timeout_ms = config.member_timeout_ms;
-    ec.link_mbps = config.link_mbps;
-    ec.advertise_capacity = config.advertise_capacity;
-    ec.join_flags = config.join_flags;
-    ec.routed = config.routed;
-    ec.max_groups_per_lease = config.max_groups_per_lease;
+    static_cast<EngineSettings&>(ec) = config.engine;
     ec.has_parent = !config.parent_address.empty();
     // Test-only fault point (EngineConfig::test_partial_result).
     if (const char* fault = std::getenv("SWITCHAGG_AGENT_TEST_FAULT")) {
@@ -354,9 +347,10 @@ DataPlane::~DataPlane() {
 
 Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& config,
                                                     LeaseTable& leases) {
-  if (config.slot_bytes < SlotPool::kMinSlotBytes || config.slot_bytes > wire::kMaxSlotBytes)
+  if (config.engine.slot_bytes < SlotPool::kMinSlotBytes ||
+      config.engine.slot_bytes > wire::kMaxSlotBytes)
     return Status(Code::kInvalidArgument, "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
-                                              std::to_string(config.slot_bytes));
+                                              std::to_string(config.engine.slot_bytes));
   tuneMallocForStreaming();
   auto impl = std::make_unique<Impl>(config, leases);
   SWITCHAGG_RETURN_IF_ERROR(impl->init());

@@ -58,24 +58,13 @@ class EngineOutput {
   }
 };
 
-struct EngineConfig {
-  size_t slot_bytes = kDefaultSlotBytes;
-  size_t pool_slots = 0;
-  size_t memory_bytes = size_t{1} << 30;
-  int64_t member_timeout_ms = kDefaultMemberTimeoutMs;
+// The configured settings (EngineSettings, data_plane_view.h) and what
+// the data plane adds.
+struct EngineConfig : EngineSettings {
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
-  uint32_t link_mbps = 0;         // the data link's rate, advertised (0 = unknown)
-  bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
-  bool join_flags = true;          // false: refuse flagged JOINs (malformed) as an agent before them
-  // false: act as an agent before routed calls (a JOIN with kJoinFlagRouted
-  // is malformed, CONTRIB_ROUTED an unknown type).
-  bool routed = true;
   // This agent has a parent (fabric map): it serves tree JOINs
   // (kJoinFlagTree) by joining the parent; without one they are refused.
   bool has_parent = false;
-  // Groups one lease may hold at once, formed or waiting for members: a
-  // token holder joining group after group cannot fill the agent's memory.
-  size_t max_groups_per_lease = 64;
   // Test-only fault point (SWITCHAGG_AGENT_TEST_FAULT=partial:N[:exit], read
   // by the data plane): the N-th chunk result this agent sends goes to
   // member 0 of its group only; with exit, the agent process exits 100 ms

@@ -16,24 +16,36 @@
 
 namespace switchagg::agent {
 
-struct DataPlaneConfig {
-  std::string listen = kDefaultDataListen; // UCX socket address ("host:port", port 0 = any)
-  size_t slot_bytes = kDefaultSlotBytes;   // payload bytes per aggregation slot
-  int threads = 0;                         // reduction threads; 0 = nproc
-  int64_t member_timeout_ms = kDefaultMemberTimeoutMs;  // a group member silent this long -> group aborted
-  uint32_t link_mbps = 0;                  // advertised data link rate (0 = unknown)
-  bool advertise_capacity = true;          // answer CAPACITY (false: as a v1.0 agent)
-  bool join_flags = true;                  // accept JOIN flags (false: as an agent before them)
-  bool routed = true;                      // serve routed calls (false: as an agent before them)
-  // Trees: the parent agent's data address from the fabric map ("" = this
-  // agent is a root: tree JOINs are refused) and this agent's name there.
-  std::string parent_address;
-  std::string fabric_name;
+// The aggregation engine's settings from the agent's configuration
+// ([data] and [pool]), set once (agent_main.cc) and handed on whole: the
+// data plane's config carries them, the engine's config extends them.
+struct EngineSettings {
+  size_t slot_bytes = kDefaultSlotBytes;  // payload bytes per aggregation slot
   // Total aggregation slots of the pool ([pool] slots). Live
   // groups never hold more than this many slots together; 0 = no cap beyond
   // the leases' own slot counts (which the control plane keeps <= the pool).
   size_t pool_slots = 0;
-  size_t max_groups_per_lease = kDefaultMaxGroupsPerLease;  // groups (formed or forming) one lease may hold
+  size_t memory_bytes = kDefaultSlotMemoryBytes;  // slot buffers of all groups together
+  int64_t member_timeout_ms = kDefaultMemberTimeoutMs;  // a group member silent this long -> group aborted
+  uint32_t link_mbps = 0;          // the data link's rate, advertised (0 = unknown)
+  bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
+  bool join_flags = true;          // false: refuse flagged JOINs (malformed) as an agent before them
+  // false: act as an agent before routed calls (a JOIN with kJoinFlagRouted
+  // is malformed, CONTRIB_ROUTED an unknown type).
+  bool routed = true;
+  // Groups one lease may hold at once, formed or waiting for members: a
+  // token holder joining group after group cannot fill the agent's memory.
+  size_t max_groups_per_lease = kDefaultMaxGroupsPerLease;
+};
+
+struct DataPlaneConfig {
+  std::string listen = kDefaultDataListen; // UCX socket address ("host:port", port 0 = any)
+  int threads = 0;                         // reduction threads; 0 = nproc
+  // Trees: the parent agent's data address from the fabric map ("" = this
+  // agent is a root: tree JOINs are refused) and this agent's name there.
+  std::string parent_address;
+  std::string fabric_name;
+  EngineSettings engine;
 };
 
 struct DataPlaneCounters {

@@ -75,6 +75,19 @@ TEST_F(DataAgentTest, AnOlderAgentRefusingJoinFlagsIsJoinedWithout) {
   EXPECT_EQ(s["counters"]["rejected_total"], 6) << s.dump();
 }
 
+// data.slot_memory reaches the engine: 3 members of 64 KiB slots hold
+// 4 x 64 KiB per window slot, so a 1 MiB budget grants a window of 4 where
+// the lease's 16 slots would allow 16; the results stay exact.
+TEST_F(DataAgentTest, SlotMemoryBoundsTheWindowAGroupGets) {
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.slot_bytes=64K", "data.slot_memory=1M"}));
+  const std::string token = createLease("memory", 16);
+  auto g = startGroup({1, 3, token,
+                       {"--dtype", "float64", "--op", "sum", "--count", "100000", "--iters", "2",
+                        "--window", "0"}});
+  expectAllOk(g, 60000);
+  EXPECT_NE(g[0]->output().find("window=4 "), std::string::npos) << g[0]->output();
+}
+
 TEST_F(DataAgentTest, ManyChunksThroughWindowsOneToN) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("windows", 16);

@@ -14,5 +14,11 @@ inline constexpr const char* kDefaultDataListen = "127.0.0.1:18515";
 inline constexpr size_t kDefaultSlotBytes = 256 * 1024;  // payload bytes per aggregation slot
 inline constexpr int64_t kDefaultMemberTimeoutMs = 10000;
 inline constexpr int kDefaultMaxGroupsPerLease = 64;
+inline constexpr size_t kDefaultSlotMemoryBytes = size_t{1} << 30;  // all groups' slot buffers
+// Lease policy (the config table's [policy] and admission's limits).
+inline constexpr int kDefaultPoolSlots = 64;
+inline constexpr int kDefaultMaxSlotsPerJob = 16;
+inline constexpr int kDefaultMaxSlotsPerUser = 32;
+inline constexpr int64_t kDefaultMaxTtlMs = 7LL * 24 * 3600 * 1000;  // 7 days
 
 }  // namespace switchagg::agent
