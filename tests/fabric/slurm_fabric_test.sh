@@ -739,6 +739,7 @@ say "fabric, agent ($AGENT_DATA) and 3-node Slurm up in $((SECONDS - T0)) s"
 case=setup
 mpis=$(client srun --mpi=list 2>&1) || fail "srun --mpi=list failed: $mpis"
 grep -qw pmix <<<"$mpis" || fail "Slurm has no pmix MPI plugin (srun --mpi=list: $(tr '\n' ' ' <<<"$mpis"))"
+say "$(tr '\n' ' ' <<<"$mpis")"
 
 if [[ $mode == tree ]]; then
   case_srun_tree
