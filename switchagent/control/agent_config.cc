@@ -120,6 +120,10 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
       {"data.max_groups_per_lease", nullptr, "groups (communicators) one lease may hold at once, formed or waiting for members; "
        "more joins are refused (no_resource)",
        intField(&C::max_groups_per_lease, 1, 4096)},
+      {"data.fair_share", nullptr, "contribution bytes (a chunk's size x its members) one group's chunks may put into "
+       "one reduction pass before every other group's turn: bounds the wait one job's load adds to another's "
+       "call (0: a pass takes every ready chunk)",
+       sizeField(&C::fair_share_bytes, 0, 1ull << 40)},
       {"pool.slots", nullptr, "aggregation slots of the switch (the pool leases draw from)",
        intField(&C::pool_slots, 1, 1 << 20)},
       {"control.unix_socket", nullptr, "control API Unix socket (peer credentials); \"\" disables it",

@@ -30,6 +30,7 @@ struct AgentConfig {
   bool join_flags = true;           // accept JOIN flags (false: as an agent before them)
   bool routed = true;               // serve routed calls (false: as an agent before them)
   int max_groups_per_lease = kDefaultMaxGroupsPerLease;
+  uint64_t fair_share_bytes = kDefaultFairShareBytes;
   // [fabric] this agent's place in the fabric map (trees: its parent)
   std::string fabric_map;
   std::string fabric_name;

@@ -66,6 +66,13 @@ std::string renderMetrics(const MetricsInput& in) {
   w.metric("switchagg_bytes_out_total", "counter", "Payload bytes sent.", d.bytes_out);
   w.metric("switchagg_bytes_up_total", "counter",
            "Payload bytes a leaf sent up to its parent agent (trees).", d.bytes_up);
+  w.metric("switchagg_chunks_deferred_total", "counter",
+           "Ready chunks a reduction pass left for the next one (data.fair_share).",
+           d.chunks_deferred);
+  w.metric("switchagg_largest_pass_bytes", "gauge",
+           "Contribution bytes of the largest reduction pass so far (what a ready chunk may wait "
+           "behind).",
+           d.largest_pass_bytes);
   w.metric("switchagg_lease_file_save_failures_total", "counter",
            "Lease file (state.lease_file) saves that failed; leases stayed in memory.",
            in.lease_file_save_failures);
@@ -73,8 +80,8 @@ std::string renderMetrics(const MetricsInput& in) {
            d.clients_connected);
 
   w.family("switchagg_rejected_total", "counter", "Data-plane messages rejected, by reason.");
-  for (const auto& [reason, n] : d.rejected) w.sample("switchagg_rejected_total", n,
-                                                      "reason=\"" + label(reason) + "\"");
+  for (const auto& [reason, n] : d.rejected)
+    w.sample("switchagg_rejected_total", n, "reason=\"" + label(reason) + "\"");
   w.family("switchagg_control_refused_total", "counter",
            "Control requests refused, by API error code.");
   for (const auto& [code, n] : in.control_refused) {

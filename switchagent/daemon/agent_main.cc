@@ -139,6 +139,7 @@ int run(const AgentConfig& config) {
   e.join_flags = config.join_flags;
   e.routed = config.routed;
   e.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
+  e.fair_share_bytes = config.fair_share_bytes;
   if (!config.fabric_map.empty() || !config.fabric_name.empty()) {
     Result<std::string> parent = parentDataAddress(config.fabric_map, config.fabric_name);
     if (!parent.ok()) {

@@ -36,6 +36,11 @@ struct EngineSettings {
   // Groups one lease may hold at once, formed or waiting for members: a
   // token holder joining group after group cannot fill the agent's memory.
   size_t max_groups_per_lease = kDefaultMaxGroupsPerLease;
+  // Fair share: each reduction pass takes a group's ready chunks, in order,
+  // until they hold this many contribution bytes (chunk bytes x members;
+  // always at least one chunk); the rest wait for the next pass, after
+  // every other group's share. 0: a pass takes every ready chunk.
+  size_t fair_share_bytes = kDefaultFairShareBytes;
 };
 
 struct DataPlaneConfig {
@@ -52,6 +57,8 @@ struct DataPlaneCounters {
   uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
   uint64_t chunks_reduced = 0, bytes_reduced = 0, bytes_in = 0, bytes_out = 0;
   uint64_t bytes_up = 0;  // a leaf's reduced chunks sent to its parent (trees)
+  uint64_t chunks_deferred = 0;  // ready chunks a pass left for the next (fair share)
+  uint64_t largest_pass_bytes = 0;  // contribution bytes of the largest reduction pass
   uint64_t clients_connected = 0;
   std::map<std::string, uint64_t> rejected;         // reason -> count (bad_token, malformed, ...)
   std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes

@@ -47,8 +47,7 @@ TEST_F(EngineTest, CapacityTellsTheMeasuredReduceRateTheLinkAndTurnaround) {
   // After chunks went through, the turnaround is measured.
   const uint32_t window = formGroup(t, 5, 2);
   const std::vector<uint8_t> data(64 * 1024, 1);
-  for (uint32_t r = 0; r < 2; ++r)
-    contrib(r + 1, t, 5, r, 0, window, Dtype::kInt8, Op::kBor, data);
+  for (uint32_t r = 0; r < 2; ++r) contrib(r + 1, t, 5, r, 0, window, Dtype::kInt8, Op::kBor, data);
   pump();
   ASSERT_EQ(out_.take(MsgType::kResult).size(), 2u);
   deliver(7, ask);
@@ -231,6 +230,85 @@ TEST_F(EngineTest, WindowChunksInFlightCompleteOutOfOrder) {
   }
   EXPECT_EQ(engine_->counters().slots_busy, 0u);
   EXPECT_EQ(engine_->counters().chunks_reduced, 4u);
+}
+
+// Fair share (data.fair_share): a job whose window is full of large ready
+// chunks gets at most its share into one reduction pass, so another job's
+// small chunk that became ready behind them is reduced and answered in the
+// very next pass, not after the whole window; the heavy job's results still
+// come in chunk order and right. With the share off, one pass takes all.
+TEST_F(EngineTest, FairShareLetsAnotherGroupsChunkIntoTheNextPass) {
+  for (const size_t fair : {size_t(512) << 10, size_t(0)}) {
+    SCOPED_TRACE("fair_share " + std::to_string(fair));
+    EngineConfig c;
+    c.fair_share_bytes = fair;
+    makeEngine(c);
+    out_.sent.clear();
+    const auto heavy = addLease(1, "heavy", 8);
+    const auto light = addLease(2, "light", 2);
+    const uint32_t w = formGroup(heavy, 1, 2, 1);
+    ASSERT_EQ(w, 8u);
+    const uint32_t lw = formGroup(light, 2, 2, 11);
+    ASSERT_GE(lw, 1u);
+    // 8 chunks of 128 KiB floats (256 KiB of contributions each, with two
+    // members): with a 512 KiB share, two chunks per pass.
+    constexpr uint32_t kElems = 32 * 1024;
+    for (uint64_t k = 0; k < w; ++k) {
+      std::vector<float> a(kElems, float(k)), b(kElems, 0.5f);
+      contrib(1, heavy, 1, 0, k, w, Dtype::kFloat32, Op::kSum, bytesOf(a), uint64_t(w) * kElems);
+      contrib(2, heavy, 1, 1, k, w, Dtype::kFloat32, Op::kSum, bytesOf(b), uint64_t(w) * kElems);
+    }
+    std::vector<int32_t> x{1, 2}, y{10, 20};
+    contrib(11, light, 2, 0, 0, lw, Dtype::kInt32, Op::kSum, bytesOf(x));
+    contrib(12, light, 2, 1, 0, lw, Dtype::kInt32, Op::kSum, bytesOf(y));
+
+    engine_->reduceReady();  // one pass
+    auto first = out_.take(MsgType::kResult);
+    size_t heavy_results = 0, light_results = 0;
+    for (const auto& r : first) {
+      if (r.to >= 11) {
+        ++light_results;
+        int32_t v[2];
+        std::memcpy(v, r.payload.data(), sizeof v);
+        EXPECT_EQ(v[0], 11);
+        EXPECT_EQ(v[1], 22);
+      } else {
+        ++heavy_results;
+      }
+    }
+    EXPECT_EQ(light_results, 2u) << "the light job's chunk waited behind the heavy window";
+    if (fair) {
+      EXPECT_EQ(heavy_results, 2u * 2u) << "a pass took more than the heavy group's share";
+      EXPECT_EQ(engine_->counters().chunks_deferred, 6u);
+      // The pass: the heavy group's share (two chunks) and the light chunk.
+      EXPECT_EQ(engine_->counters().largest_pass_bytes, fair + 2 * x.size() * sizeof(int32_t));
+    } else {
+      EXPECT_EQ(heavy_results, 2u * w);
+      EXPECT_EQ(engine_->counters().chunks_deferred, 0u);
+      EXPECT_EQ(engine_->counters().largest_pass_bytes,
+                uint64_t(w) * 2 * kElems * 4 + 2 * x.size() * sizeof(int32_t));
+    }
+    // The rest follow pass by pass, each chunk once, in order, right.
+    std::vector<uint64_t> chunks{};
+    for (const auto& r : first)
+      if (r.to == 1) chunks.push_back(r.msg.chunk);
+    for (int pass = 0; pass < 8 && engine_->hasReducible(); ++pass) {
+      pump();
+      for (const auto& r : out_.take(MsgType::kResult)) {
+        if (r.to != 1) continue;
+        chunks.push_back(r.msg.chunk);
+        float v;
+        std::memcpy(&v, r.payload.data() + (kElems - 1) * sizeof v, sizeof v);
+        EXPECT_EQ(v, float(r.msg.chunk) + 0.5f);
+      }
+    }
+    std::vector<uint64_t> want(w);
+    std::iota(want.begin(), want.end(), 0);
+    EXPECT_EQ(chunks, want);
+    EXPECT_EQ(engine_->counters().chunks_reduced, uint64_t(w) + 1);
+    completeSends();
+    leases_.clear();
+  }
 }
 
 TEST_F(EngineTest, SlotWaitsForItsPreviousResultSendsBeforeReducingAgain) {

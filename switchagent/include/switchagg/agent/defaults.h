@@ -15,6 +15,9 @@ inline constexpr size_t kDefaultSlotBytes = 256 * 1024;  // payload bytes per ag
 inline constexpr int64_t kDefaultMemberTimeoutMs = 10000;
 inline constexpr int kDefaultMaxGroupsPerLease = 64;
 inline constexpr size_t kDefaultSlotMemoryBytes = size_t{1} << 30;  // all groups' slot buffers
+// Contribution bytes (a chunk's bytes x its members) one group's chunks may
+// put into one reduction pass: the fair share (docs/agent-protocol.md).
+inline constexpr size_t kDefaultFairShareBytes = size_t{4} << 20;
 // Lease policy (the config table's [policy] and admission's limits).
 inline constexpr int kDefaultPoolSlots = 64;
 inline constexpr int kDefaultMaxSlotsPerJob = 16;
