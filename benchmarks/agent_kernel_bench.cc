@@ -186,7 +186,8 @@ void slotPlain(benchmark::State& st) {
 // One agent slot: result = c0 + c1 + c2 + c3 (float32) in rank order, the
 // way the engine's reducePiece does it: 64 KiB pieces, 16 KiB blocks within a
 // piece, each block in one reduceMany pass over the members (`fused`), or as
-// before issue 14's change, reduce3 of c0 and c1 then reduceInto of c2, c3.
+// the engine did before the fused kernel, reduce3 of c0 and c1 then
+// reduceInto of c2, c3.
 constexpr size_t kPieceElems = (64 << 10) / sizeof(float);
 constexpr size_t kBlockElems = (16 << 10) / sizeof(float);
 

@@ -2,7 +2,8 @@
 // group/slot state machine (aggregation_engine.h) on one UCX worker thread
 // and reduces completed slots on a small fork-join thread pool.
 //
-// Interface with the control plane: AGENT_INTERFACES.md. The agent main
+// Interface with the control plane: DataPlaneView (engine/data_plane_view.h:
+// the settings, counters and address it reads). The agent main
 // creates a LeaseTable, calls DataPlane::start, and routes the table's
 // revoke callback to revokeLease(). The wire protocol is wire.h; its
 // semantics are docs/agent-protocol.md.
