@@ -39,6 +39,17 @@ int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_
   return tuned == 0 ? MPI_SUCCESS : failed(comm);
 }
 
+// A call handed to the MPI library while the layer serves the
+// communicator: blocking, or in a switch job nonblocking and progressing
+// the core while it waits (pmpi_layer.h, switchJob).
+template <typename Blocking, typename Nonblocking>
+int previous(Blocking blocking, Nonblocking nonblocking) {
+  if (!switchJob()) return blocking();
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc = nonblocking(&request);
+  return rc != MPI_SUCCESS ? rc : waitProgressing(&request);
+}
+
 const void* sendOrNull(const void* sbuf) {
   return sbuf == MPI_IN_PLACE ? nullptr : sbuf;
 }
@@ -67,6 +78,7 @@ size_t typeBytes(MPI_Datatype dt, int count) {
 
 using switchagg::pmpi::coreOf;
 using switchagg::pmpi::failed;
+using switchagg::pmpi::previous;
 using switchagg::pmpi::previousDone;
 using switchagg::pmpi::sendOrNull;
 
@@ -79,23 +91,30 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
     switchagg_coll_note_fallback(core, why);
-    return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+    return previous(
+        [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+        [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
   }
   const int rc = switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf,
                                           size_t(count) * size_t(scale), sa_dtype, sa_op, flags);
   if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(comm, core, PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm), -1);
+  return previousDone(comm, core,
+                      previous([&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+                               [&](MPI_Request* r) {
+                                 return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r);
+                               }),
+                      -1);
 }
 
 int MPI_Barrier(MPI_Comm comm) {
   switchagg_coll_comm_t* core = coreOf(comm);
-  if (core != nullptr) {
-    const int rc = switchagg_coll_barrier(core);
-    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  }
-  return PMPI_Barrier(comm);
+  if (core == nullptr) return PMPI_Barrier(comm);
+  const int rc = switchagg_coll_barrier(core);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  return previous([&] { return PMPI_Barrier(comm); },
+                  [&](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
 }
 
 // No switch path for MPI_Iallreduce through this layer yet: the MPI
@@ -120,8 +139,13 @@ int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_
     if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
     if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   }
-  return previousDone(comm, core, PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm),
-                      SWITCHAGG_COLL_REDUCE);
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, r);
+               }),
+      SWITCHAGG_COLL_REDUCE);
 }
 
 }  // extern "C"
@@ -207,8 +231,13 @@ int MPI_Reduce_scatter(const void* sbuf, void* rbuf, const int rcounts[], MPI_Da
                                    SWITCHAGG_COLL_REDUCE_SCATTER);
   if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(comm, core, PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm),
-                      SWITCHAGG_COLL_REDUCE_SCATTER);
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, r);
+               }),
+      SWITCHAGG_COLL_REDUCE_SCATTER);
 }
 
 int MPI_Reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype dtype,
@@ -219,8 +248,13 @@ int MPI_Reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datat
                                    SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
   if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(comm, core, PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm),
-                      SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, r);
+               }),
+      SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
 }
 
 int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf, int rcount,
@@ -237,8 +271,13 @@ int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf,
   } else {
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");
   }
-  return previousDone(comm, core, PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm),
-                      SWITCHAGG_COLL_ALLGATHER);
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, r);
+               }),
+      SWITCHAGG_COLL_ALLGATHER);
 }
 
 int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm) {
@@ -263,7 +302,11 @@ int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
     if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
     if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   }
-  return previousDone(comm, core, PMPI_Bcast(buf, count, dtype, root, comm), SWITCHAGG_COLL_BCAST);
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Bcast(buf, count, dtype, root, comm); },
+               [&](MPI_Request* r) { return PMPI_Ibcast(buf, count, dtype, root, comm, r); }),
+      SWITCHAGG_COLL_BCAST);
 }
 
 // Diagnostics (mpi_coll/include/switchagg/coll/diagnostics.h): the same
@@ -276,7 +319,15 @@ __attribute__((visibility("default"))) const char* switchagg_coll_last_algorithm
 __attribute__((visibility("default"))) uint64_t switchagg_coll_comm_counter(MPI_Comm comm,
                                                                             const char* name) {
   switchagg::pmpi::CommEntry* e = switchagg::pmpi::existingEntryOf(comm);
-  return e == nullptr || e->core == nullptr ? UINT64_MAX : switchagg_coll_counter(e->core, name);
+  if (e != nullptr) return e->core == nullptr ? UINT64_MAX : switchagg_coll_counter(e->core, name);
+  // Set up on its first served call: until then nothing is counted on an
+  // intra-communicator the layer serves (the component's module exists
+  // from the communicator's creation and counts 0 as well).
+  int inter = 0;
+  if (!switchagg::pmpi::active() || comm == MPI_COMM_NULL ||
+      PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    return UINT64_MAX;
+  return 0;
 }
 
 }  // extern "C"

@@ -45,4 +45,13 @@ inline void progress() {
   (void)switchagg_coll_progress();
 }
 
+// True in a job with a switch path (SWITCHAGG_AGENT or SWITCHAGG_LEASE
+// set): there a peer's recovery of a failed switch call may need this
+// rank's transport while this rank waits in the MPI library, so the calls
+// handed to PMPI_* run as their nonblocking form, waited for with
+// waitProgressing. Elsewhere they run as the blocking call itself.
+bool switchJob();
+// PMPI_Test until `request` completes, progressing the core in between.
+int waitProgressing(MPI_Request* request);
+
 }  // namespace switchagg::pmpi

@@ -32,6 +32,7 @@
 
 #include "pmpi_layer.h"
 #include "switchagg/coll/pmpi_params.h"
+#include "switchagg/common/config.h"
 
 namespace switchagg::pmpi {
 namespace {
@@ -44,6 +45,7 @@ std::vector<CommEntry*> g_entries;  // live states, creation order
 uint32_t g_next_cid = 1;
 int g_keyval = MPI_KEYVAL_INVALID;
 coll::PmpiParams g_params;
+bool g_switch_job = false;
 
 void removeEntry(CommEntry* e) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -130,6 +132,8 @@ State openLocked() {
   }
   g_params = params;
   if (!params.enable) return State::kOff;
+  for (const char* name : {"SWITCHAGG_AGENT", "SWITCHAGG_LEASE"})
+    if (envOrNull(name) != nullptr) g_switch_job = true;
   switchagg_coll_params_t p{};
   p.algorithm = g_params.algorithm.c_str();
   p.offload = g_params.offload.c_str();
@@ -227,6 +231,18 @@ CommEntry* createEntry(MPI_Comm comm) {
 }
 
 }  // namespace
+
+bool switchJob() {
+  return g_switch_job;
+}
+
+int waitProgressing(MPI_Request* request) {
+  for (int done = 0;;) {
+    const int rc = PMPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    progress();
+  }
+}
 
 bool active() {
   State s = g_state.load(std::memory_order_acquire);

@@ -88,3 +88,27 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     mpich_switch_fault_routed_kill_np3 PROPERTIES
     ENVIRONMENT "MPI_FLAVOR=mpich;SWITCHAGG_SWITCH_LEADERS=off")
 endif()
+
+# Fortran (mpifort.mpich; MPICH's Fortran bindings call the C MPI_*, so
+# the library serves them): apps/fortran/dot_product.f90's three
+# MPI_ALLREDUCEs (DOUBLE PRECISION, INTEGER, LOGICAL) all through ring.
+find_program(SWITCHAGG_MPICH_FC NAMES mpifort.mpich mpifort HINTS ${SWITCHAGG_MPICH_BINDIR}
+  NO_DEFAULT_PATH)
+if(SWITCHAGG_MPICH_FC)
+  set(_dot ${_mpich_bin}/dot_product)
+  add_custom_command(OUTPUT ${_dot}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_mpich_bin}
+    COMMAND ${SWITCHAGG_MPICH_FC} -O2 -w -o ${_dot} ${PROJECT_SOURCE_DIR}/apps/fortran/dot_product.f90
+    DEPENDS ${PROJECT_SOURCE_DIR}/apps/fortran/dot_product.f90
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
+    COMMENT "mpifort.mpich dot_product.f90")
+  add_custom_target(dot_product_mpich ALL DEPENDS ${_dot})
+  add_test(NAME mpich_fortran_dot_product COMMAND ${_expect}
+    "PMPI layer active .* over MPICH"
+    "dot = -5.0, nonzeros = [0-9]+, all converged = T"
+    "comm MPI_COMM_WORLD freed: allreduce calls: ring=3"
+    -- ${_mpiexec_mpich} -n 3 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_ALLREDUCE_ALGORITHM ring
+    -genv SWITCHAGG_VERBOSE 1 -genv SWITCHAGG_UCX_WAIT blocking ${_dot})
+  set_tests_properties(mpich_fortran_dot_product PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+    RESOURCE_LOCK mpirun)
+endif()
