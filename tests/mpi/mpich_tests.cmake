@@ -91,7 +91,8 @@ endif()
 
 # Fortran (mpifort.mpich; MPICH's Fortran bindings call the C MPI_*, so
 # the library serves them): apps/fortran/dot_product.f90's three
-# MPI_ALLREDUCEs (DOUBLE PRECISION, INTEGER, LOGICAL) all through ring.
+# MPI_ALLREDUCEs (DOUBLE PRECISION, INTEGER, LOGICAL) all through ring,
+# answers as on plain MPICH.
 find_program(SWITCHAGG_MPICH_FC NAMES mpifort.mpich mpifort HINTS ${SWITCHAGG_MPICH_BINDIR}
   NO_DEFAULT_PATH)
 if(SWITCHAGG_MPICH_FC)
@@ -103,12 +104,23 @@ if(SWITCHAGG_MPICH_FC)
     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
     COMMENT "mpifort.mpich dot_product.f90")
   add_custom_target(dot_product_mpich ALL DEPENDS ${_dot})
-  add_test(NAME mpich_fortran_dot_product COMMAND ${_expect}
-    "PMPI layer active .* over MPICH"
-    "dot = -5.0, nonzeros = [0-9]+, all converged = T"
-    "comm MPI_COMM_WORLD freed: allreduce calls: ring=3"
-    -- ${_mpiexec_mpich} -n 3 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_ALLREDUCE_ALGORITHM ring
-    -genv SWITCHAGG_VERBOSE 1 -genv SWITCHAGG_UCX_WAIT blocking ${_dot})
+  add_test(NAME mpich_fortran_dot_product COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpich_fortran.sh
+    ${_mpiexec_mpich} ${_mpich_lib} ${_dot})
   set_tests_properties(mpich_fortran_dot_product PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
     RESOURCE_LOCK mpirun)
+  # A bad parameter: one error line naming the variable, the job runs on MPICH.
+  add_test(NAME mpich_bad_parameter COMMAND ${_expect}
+    "switchagg\\[pmpi\\] error: .*SWITCHAGG_OFFLOAD.*bogus.*switchagg disabled"
+    "dot = " -- ${_mpiexec_mpich} -n 2 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_OFFLOAD bogus
+    ${_dot})
+  set_tests_properties(mpich_bad_parameter PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+    RESOURCE_LOCK mpirun)
+endif()
+
+# switchagg-info lists the library's variables (pmpi_params.h).
+if(TARGET switchagg-info)
+  add_test(NAME mpich_info_lists_params COMMAND ${_expect} "SWITCHAGG_OFFLOAD=auto"
+    "SWITCHAGG_ALLREDUCE_ALGORITHM=auto" "SWITCHAGG_TUNE=online" "SWITCHAGG_STALL_TIMEOUT=300"
+    -- $<TARGET_FILE:switchagg-info>)
+  set_tests_properties(mpich_info_lists_params PROPERTIES LABELS "mpi;mpich" TIMEOUT 60)
 endif()
