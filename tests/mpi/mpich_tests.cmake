@@ -22,6 +22,8 @@ foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier
     test_switch_check)
   add_mpich_program(${prog} ${prog}.cc)
 endforeach()
+# The layer's cost on a declined call (benchmarks/pmpi_declined.sh).
+add_mpich_program(pmpi_declined ${PROJECT_SOURCE_DIR}/benchmarks/pmpi_declined.cc)
 
 set(_mpich_lib ${CMAKE_BINARY_DIR}/lib/libswitchagg_pmpi.so)
 set(_mpiexec_mpich ${SWITCHAGG_MPICH_BINDIR}/mpiexec.mpich)
