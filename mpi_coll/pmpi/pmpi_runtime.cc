@@ -46,6 +46,12 @@ uint32_t g_next_cid = 1;
 int g_keyval = MPI_KEYVAL_INVALID;
 coll::PmpiParams g_params;
 bool g_switch_job = false;
+// The last communicator looked up and its state (one thread at a time:
+// not used at MPI_THREAD_MULTIPLE): saves the attribute lookup on the
+// calls of a loop. Cleared when that state is deleted.
+bool g_cache_ok = false;
+MPI_Comm g_cached_comm = MPI_COMM_NULL;
+CommEntry* g_cached_entry = nullptr;
 
 void removeEntry(CommEntry* e) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -56,6 +62,10 @@ void removeEntry(CommEntry* e) {
 // MPI_Finalize (our own, for every communicator still alive).
 int deleteEntry(MPI_Comm, int, void* attribute, void*) {
   auto* e = static_cast<CommEntry*>(attribute);
+  if (g_cached_entry == e) {
+    g_cached_comm = MPI_COMM_NULL;
+    g_cached_entry = nullptr;
+  }
   removeEntry(e);
   if (e->core != nullptr) switchagg_coll_comm_destroy(e->core);
   if (e->priv != MPI_COMM_NULL) (void)PMPI_Comm_free(&e->priv);
@@ -146,6 +156,7 @@ State openLocked() {
   int level = MPI_THREAD_SINGLE;
   (void)PMPI_Query_thread(&level);
   if (level == MPI_THREAD_MULTIPLE) switchagg_coll_enable_threads();
+  g_cache_ok = level != MPI_THREAD_MULTIPLE;
   if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, deleteEntry, &g_keyval, nullptr) !=
       MPI_SUCCESS) {
     std::fprintf(stderr,
@@ -260,9 +271,14 @@ bool active() {
 CommEntry* existingEntryOf(MPI_Comm comm) {
   if (g_state.load(std::memory_order_acquire) != State::kActive || comm == MPI_COMM_NULL)
     return nullptr;
+  if (g_cache_ok && comm == g_cached_comm) return g_cached_entry;
   void* value = nullptr;
   int found = 0;
   if (PMPI_Comm_get_attr(comm, g_keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
+  if (g_cache_ok) {
+    g_cached_comm = comm;
+    g_cached_entry = static_cast<CommEntry*>(value);
+  }
   return static_cast<CommEntry*>(value);
 }
 

@@ -212,10 +212,13 @@ static int real_code(size_t size) {
 static const char* entry_code(const struct dtype_entry* e, MPI_Datatype dtype, int op, int* code,
                               int* scale) {
   int type_size = 0;
-  size_t size;
+  size_t size = 0;
   *scale = 1;
-  if (MPI_SUCCESS != PMPI_Type_size(dtype, &type_size)) return "datatype size not served";
-  size = (size_t)type_size;
+  /* Only the Fortran kinds' size depends on how the library was built. */
+  if (e->kind >= F_INTEGER) {
+    if (MPI_SUCCESS != PMPI_Type_size(dtype, &type_size)) return "datatype size not served";
+    size = (size_t)type_size;
+  }
   switch (e->kind) {
     case SIGNED_INT:
       *code = int_code(e->size_or_code, true);
