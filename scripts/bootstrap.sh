@@ -9,6 +9,7 @@ PACKAGES=(
   libucx-dev ucx-utils                           # transport (UCP API) + ucx_perftest/ucx_info
   libibverbs-dev librdmacm-dev                   # GID table via libibverbs on RoCE hosts
   libopenmpi-dev openmpi-bin                     # coll component headers + mpirun
+  mpich libmpich-dev                             # PMPI library tests (mpicc.mpich; Open MPI stays the default)
   slurm-wlm libslurm-dev munge libmunge-dev      # SPANK header, test cluster, munge auth
   libgtest-dev libgmock-dev                      # unit tests
   nlohmann-json3-dev                             # control API JSON

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "switchagg/coll/pmpi_params.h"
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
 #include "switchagg/ucx/ucp_config.h"
@@ -58,6 +59,8 @@ std::vector<OptionRow> optionRows(const InfoArgs& args) {
   std::vector<OptionRow> rows;
   std::vector<ConfigDoc> docs = ucx::transportOptionTable();
   for (const ConfigDoc& d : coll::switchSettingsTable().docs()) docs.push_back(d);
+  // The PMPI library's (libswitchagg_pmpi.so): the MCA parameters' names.
+  for (const ConfigDoc& d : coll::pmpiParamsTable().docs()) docs.push_back(d);
   for (const ConfigDoc& d : docs) {
     OptionRow r{d.name, d.env, d.default_value, d.default_value, "default", d.help};
     if (auto cli = cliValue(args, d.env)) {

@@ -11,6 +11,7 @@
 #include "ompi/mca/coll/coll.h"
 
 #include "coll_core.h"
+#include "switchagg_mpi_types.h"
 
 BEGIN_C_DECLS
 
@@ -21,11 +22,11 @@ typedef struct mca_coll_switchagg_component_t {
   int priority;
   int algorithm; /* index into switchagg_coll_algorithm_choice() */
   int offload;   /* 0 auto, 1 on, 2 off */
-  char *rules;
+  char* rules;
   int verbose;
   int stall_timeout; /* seconds; 0 = warn only */
   int tune;          /* 0 online, 1 off */
-  char *tune_file;
+  char* tune_file;
   bool progress_registered;
   /* False when the parameters were rejected at open: comm_query then
    * declines every communicator. */
@@ -36,90 +37,84 @@ OMPI_MODULE_DECLSPEC extern mca_coll_switchagg_component_t mca_coll_switchagg_co
 
 typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t super;
-  switchagg_coll_comm_t *core;
+  switchagg_coll_comm_t* core;
   /* The modules that served allreduce/allgather/barrier before us (retained). */
   mca_coll_base_module_allreduce_fn_t previous_allreduce;
-  mca_coll_base_module_t *previous_allreduce_module;
+  mca_coll_base_module_t* previous_allreduce_module;
   mca_coll_base_module_allgather_fn_t previous_allgather;
-  mca_coll_base_module_t *previous_allgather_module;
+  mca_coll_base_module_t* previous_allgather_module;
   mca_coll_base_module_barrier_fn_t previous_barrier;
-  mca_coll_base_module_t *previous_barrier_module;
+  mca_coll_base_module_t* previous_barrier_module;
   /* The routed collectives' (coll_switchagg_routed.c); NULL when no
    * module below us has one (the entry point then reports
    * OMPI_ERR_NOT_SUPPORTED, as Open MPI would). Allgather's is the one above. */
   mca_coll_base_module_reduce_fn_t previous_reduce;
-  mca_coll_base_module_t *previous_reduce_module;
+  mca_coll_base_module_t* previous_reduce_module;
   mca_coll_base_module_reduce_scatter_fn_t previous_reduce_scatter;
-  mca_coll_base_module_t *previous_reduce_scatter_module;
+  mca_coll_base_module_t* previous_reduce_scatter_module;
   mca_coll_base_module_reduce_scatter_block_fn_t previous_reduce_scatter_block;
-  mca_coll_base_module_t *previous_reduce_scatter_block_module;
+  mca_coll_base_module_t* previous_reduce_scatter_block_module;
   mca_coll_base_module_bcast_fn_t previous_bcast;
-  mca_coll_base_module_t *previous_bcast_module;
-  struct ompi_communicator_t *comm;
+  mca_coll_base_module_t* previous_bcast_module;
+  struct ompi_communicator_t* comm;
   /* MPI_Iallreduce (coll_switchagg_iallreduce.c): the previous module's,
    * the calls queued for the switch (head first), a private duplicate of
    * comm for the agreements and redos started from progress, and the link
    * in the list of modules with queued calls. */
   mca_coll_base_module_iallreduce_fn_t previous_iallreduce;
-  mca_coll_base_module_t *previous_iallreduce_module;
+  mca_coll_base_module_t* previous_iallreduce_module;
   struct mca_coll_switchagg_ireq_t *ihead, *itail;
-  struct ompi_communicator_t *iprivate;
-  struct mca_coll_switchagg_module_t *inext_active;
+  struct ompi_communicator_t* iprivate;
+  struct mca_coll_switchagg_module_t* inext_active;
   bool iactive;
 } mca_coll_switchagg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_switchagg_module_t);
 
 /* coll_switchagg_module.c */
-mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t *comm,
-                                                      int *priority);
-int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
-                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                 struct ompi_communicator_t *comm,
-                                 mca_coll_base_module_t *module);
+mca_coll_base_module_t* mca_coll_switchagg_comm_query(struct ompi_communicator_t* comm,
+                                                      int* priority);
+int mca_coll_switchagg_allreduce(const void* sbuf, void* rbuf, int count,
+                                 struct ompi_datatype_t* dtype, struct ompi_op_t* op,
+                                 struct ompi_communicator_t* comm, mca_coll_base_module_t* module);
 
 /* coll_switchagg_iallreduce.c */
-int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
-                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                  struct ompi_communicator_t *comm, ompi_request_t **request,
-                                  mca_coll_base_module_t *module);
+int mca_coll_switchagg_iallreduce(const void* sbuf, void* rbuf, int count,
+                                  struct ompi_datatype_t* dtype, struct ompi_op_t* op,
+                                  struct ompi_communicator_t* comm, ompi_request_t** request,
+                                  mca_coll_base_module_t* module);
 /* Completes the module's queued MPI_Iallreduce calls (before a blocking
  * call that may use the switch path on the same communicator). */
-void mca_coll_switchagg_iallreduce_drain(mca_coll_switchagg_module_t *m);
+void mca_coll_switchagg_iallreduce_drain(mca_coll_switchagg_module_t* m);
 /* Module teardown: frees the private communicator. */
-void mca_coll_switchagg_iallreduce_release(mca_coll_switchagg_module_t *m);
+void mca_coll_switchagg_iallreduce_release(mca_coll_switchagg_module_t* m);
 /* True while the private communicator is being created: comm_query
  * declines it and MPI_Iallreduce goes to the previous module. */
 extern bool mca_coll_switchagg_creating_private;
 /* Unregisters the iallreduce progress callback (component close). */
 void mca_coll_switchagg_iallreduce_close(void);
 
-int mca_coll_switchagg_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_switchagg_barrier(struct ompi_communicator_t* comm, mca_coll_base_module_t* module);
 
 /* coll_switchagg_routed.c: the routed collectives (docs/offload.md). */
-int mca_coll_switchagg_reduce(const void *sbuf, void *rbuf, int count,
-                              struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_switchagg_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                      struct ompi_communicator_t *comm,
-                                      mca_coll_base_module_t *module);
-int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                            struct ompi_communicator_t *comm,
-                                            mca_coll_base_module_t *module);
-int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                                 void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
-                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_switchagg_reduce(const void* sbuf, void* rbuf, int count,
+                              struct ompi_datatype_t* dtype, struct ompi_op_t* op, int root,
+                              struct ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_switchagg_reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts,
+                                      struct ompi_datatype_t* dtype, struct ompi_op_t* op,
+                                      struct ompi_communicator_t* comm,
+                                      mca_coll_base_module_t* module);
+int mca_coll_switchagg_reduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
+                                            struct ompi_datatype_t* dtype, struct ompi_op_t* op,
+                                            struct ompi_communicator_t* comm,
+                                            mca_coll_base_module_t* module);
+int mca_coll_switchagg_allgather(const void* sbuf, int scount, struct ompi_datatype_t* sdtype,
+                                 void* rbuf, int rcount, struct ompi_datatype_t* rdtype,
+                                 struct ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_switchagg_bcast(void* buff, int count, struct ompi_datatype_t* datatype, int root,
+                             struct ompi_communicator_t* comm, mca_coll_base_module_t* module);
 
-/* coll_switchagg_types.c: maps a predefined MPI datatype and op onto the
- * core's dtype/op codes and switchagg_coll_flags. Returns NULL when the core
- * can serve the pair, or why not ("user-defined op", "derived datatype").
- * *scale: kernel elements per MPI element (2 for complex SUM, else 1). */
-const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        int *sa_dtype, int *sa_op, int *flags, int *scale);
+/* The datatype/op mapping: switchagg_mpi_classify (mpi_coll/shared). */
 
 END_C_DECLS
 

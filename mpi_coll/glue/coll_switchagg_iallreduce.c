@@ -293,7 +293,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   if (mca_coll_switchagg_creating_private || NULL == m->core || count < 0)
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                   m->previous_iallreduce_module);
-  why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+  why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
   if (NULL == why && device_memory(sbuf, rbuf)) why = "device memory";
   /* The previous module's answer differs from the agent's here (op/avx
    * saturates small integer sums): a redo would change the result. */

@@ -189,7 +189,7 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
                                  mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
-  const char *why = mca_coll_switchagg_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+  const char *why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
 
   mca_coll_switchagg_iallreduce_drain(m); /* the switch path is one call at a time */
   if (NULL == why && device_buffers(sbuf, rbuf)) why = "device memory";

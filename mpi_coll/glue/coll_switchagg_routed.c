@@ -6,7 +6,7 @@
  *
  * Every rank must reach the core, or not, alike:
  * - reductions: MPI requires the same datatype and op on every rank, so
- *   mca_coll_switchagg_classify answers alike; anything it does not serve
+ *   switchagg_mpi_classify answers alike; anything it does not serve
  *   goes to the previous module, counted as <op>:previous:<reason>;
  * - allgather and bcast: ranks may describe the same bytes with different
  *   datatypes (MPI_INT x 4 on one, a contiguous type on another), so the
@@ -72,7 +72,7 @@ static int previous_done(mca_coll_switchagg_module_t *m, int kind, int rc) {
 static const char *classify_reduction(const void *sbuf, void *rbuf,
                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                       int *sa_dtype, int *sa_op, int *flags, int *scale) {
-  const char *why = mca_coll_switchagg_classify(dtype, op, sa_dtype, sa_op, flags, scale);
+  const char *why = switchagg_mpi_classify(dtype, op, sa_dtype, sa_op, flags, scale);
   if (NULL == why && device_memory(sbuf, rbuf)) why = "device memory";
   return why;
 }

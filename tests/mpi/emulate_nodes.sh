@@ -4,6 +4,7 @@
 # hierarchical algorithm runs with several "nodes" on one machine.
 ppn=$1
 shift
-SWITCHAGG_NODE_NAME="emu$(( ${OMPI_COMM_WORLD_RANK:-0} / ppn ))"
+# Open MPI's rank variable, else MPICH's (PMI_RANK).
+SWITCHAGG_NODE_NAME="emu$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / ppn ))"
 export SWITCHAGG_NODE_NAME
 exec "$@"

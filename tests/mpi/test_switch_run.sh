@@ -85,6 +85,11 @@
 # routed, cg_history): rank r runs on emulated node r / K (emulate_nodes.sh),
 # so the switch path runs with node leaders (K > 1) or with one rank per
 # node (K = 1); unset: every rank on this host's node.
+# MPI_FLAVOR=mpich: the same scenarios on MPICH (mpiexec.mpich) with
+# libswitchagg_pmpi.so preloaded and the check programs built with MPICH
+# (BUILD_DIR/bin/mpich): --mca coll_switchagg_X V become SWITCHAGG_X=V,
+# -x VAR[=V] the same variable (Hydra passes the environment on), other
+# MCA parameters (Open MPI's own, e.g. op ^avx) are dropped.
 # Prints PASS on success; any failure exits non-zero with the logs.
 set -uo pipefail
 build=$1 scenario=$2
@@ -92,6 +97,8 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bin=$build/bin
+mpibin=$bin
+[[ ${MPI_FLAVOR:-openmpi} == mpich ]] && mpibin=$bin/mpich
 source "$root/scripts/lib_agent.sh"
 source "$here/fault_lib.sh"
 
@@ -133,7 +140,31 @@ mpirun_lease() {
     -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
     -x SWITCHAGG_SWITCH_WINDOW "$@"
 }
+if [[ ${MPI_FLAVOR:-openmpi} == mpich ]]; then
+  mpirun_lease() {
+    local np=$1 name value
+    shift
+    local env=(-genv LD_PRELOAD "$build/lib/libswitchagg_pmpi.so"
+      -genv SWITCHAGG_OFFLOAD "${OFFLOAD:-on}" -genv SWITCHAGG_VERBOSE "${VERBOSE:-1}")
+    while (($# > 0)); do
+      case $1 in
+        --mca)
+          if [[ $2 == coll_switchagg_* ]]; then
+            name=${2#coll_switchagg_}
+            env+=(-genv "SWITCHAGG_${name^^}" "$3")
+          fi
+          shift 3 ;;
+        -x)
+          if [[ $2 == *=* ]]; then env+=(-genv "${2%%=*}" "${2#*=}"); fi
+          shift 2 ;;
+        *) break ;;
+      esac
+    done
+    timeout -s KILL 240 mpiexec.mpich -n "$np" "${env[@]}" "$@"
+  }
+fi
 export -f mpirun_lease
+export build
 export component_path
 
 # run_mpi NP LOG PROGRAM ARGS...: mpirun_lease, output to LOG.
@@ -176,7 +207,7 @@ oneshot_fault_run() {  # LOG MPIRUN-ARGS...
   local log=$1
   shift
   SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
-    --mca coll_switchagg_stall_timeout 60 "$@" "$bin/mpi_oneshot_check" --mode fault \
+    --mca coll_switchagg_stall_timeout 60 "$@" "$mpibin/mpi_oneshot_check" --mode fault \
     --expect-recovered 1 --max-call-ms 10000 || { cat "$log"; die "oneshot fault run failed"; }
 }
 start_two_agents_and_lease() {
@@ -264,13 +295,13 @@ case $scenario in
     lease "serve-np$np"
     args=(--quick)
     [[ ${2:-} == --large ]] && args=(--large)
-    run_mpi "$np" "$work/matrix.log" "${emu[@]}" "$bin/mpi_allreduce_check" --expect switch "${args[@]}" ||
+    run_mpi "$np" "$work/matrix.log" "${emu[@]}" "$mpibin/mpi_allreduce_check" --expect switch "${args[@]}" ||
       { cat "$work/matrix.log"; die "matrix run failed"; }
     expect_pass "$work/matrix.log" "joined switch group"
     if [[ ${2:-} == --large || $np -le 2 || -n ${PPN:-} ]]; then
       big=()
       [[ ${2:-} != --large && -n ${PPN:-} ]] && big=(--big 1048584)
-      run_mpi "$np" "$work/repeat.log" "${emu[@]}" "$bin/test_switch_check" --repeat 5 "${big[@]}" ||
+      run_mpi "$np" "$work/repeat.log" "${emu[@]}" "$mpibin/test_switch_check" --repeat 5 "${big[@]}" ||
         { cat "$work/repeat.log"; die "repeat run failed"; }
       expect_pass "$work/repeat.log"
     fi
@@ -287,11 +318,11 @@ case $scenario in
     start_agent
     lease "pipeline-np$np"
     SWITCHAGG_SWITCH_SEGMENT=0 run_mpi "$np" "$work/flat.log" "${emu[@]}" \
-      "$bin/test_switch_check" --repeat 2 --big "$bytes" ||
+      "$mpibin/test_switch_check" --repeat 2 --big "$bytes" ||
       { cat "$work/flat.log"; die "unpipelined run failed"; }
     expect_pass "$work/flat.log" "node leaders" " 0 call\(s\) pipelined"
     SWITCHAGG_SWITCH_SEGMENT=1M run_mpi "$np" "$work/piped.log" "${emu[@]}" \
-      "$bin/test_switch_check" --repeat 2 --big "$bytes" ||
+      "$mpibin/test_switch_check" --repeat 2 --big "$bytes" ||
       { cat "$work/piped.log"; die "pipelined run failed"; }
     expect_pass "$work/piped.log" "node leaders" " 4 call\(s\) pipelined"
     flat=$(grep -o 'int64 hash [0-9a-f]* double hash [0-9a-f]*' "$work/flat.log")
@@ -306,7 +337,7 @@ case $scenario in
     start_agent
     out=$(ctl lease create --job "comms-np$np" --slots "$slots" --ttl 10m) || die "lease create: $out"
     eval "$(grep '^export ' <<<"$out")"
-    run_mpi "$np" "$work/comms.log" "$bin/test_switch_check" "$@" ||
+    run_mpi "$np" "$work/comms.log" "$mpibin/test_switch_check" "$@" ||
       { cat "$work/comms.log"; die "comms run failed"; }
     expect_pass "$work/comms.log" "joined switch group"
     ;;
@@ -366,7 +397,7 @@ case $scenario in
     start_agent
     lease "liveness-np$np"
     run_mpi "$np" "$work/liveness.log" --mca coll_switchagg_stall_timeout 60 \
-      "$bin/mpi_liveness_check" --expect switch --iters 6 \
+      "$mpibin/mpi_liveness_check" --expect switch --iters 6 \
       --sizes 8192,65536,262144,1048580,8388608,16777216 ||
       { cat "$work/liveness.log"; die "liveness run failed"; }
     expect_pass "$work/liveness.log" "joined switch group"
@@ -397,7 +428,7 @@ case $scenario in
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 SWITCHAGG_SWITCH_KEEP=256K run_mpi "$np" "$work/oneshot.log" \
         -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_KEEP --mca coll_switchagg_stall_timeout 60 \
         --mca coll_switchagg_allreduce_algorithm switch \
-        "${emu[@]}" "$bin/mpi_thread_check" --expect auto --threads 2 --iters 300 ||
+        "${emu[@]}" "$mpibin/mpi_thread_check" --expect auto --threads 2 --iters 300 ||
         { cat "$work/oneshot.log"; die "oneshot threads run failed"; }
       expect_pass "$work/oneshot.log" "its result came from rank"
       grep -q "test fault: chunk result 100 sent to member 0 only" "$work/agent.log" ||
@@ -407,7 +438,7 @@ case $scenario in
       # agent aborts the group for every member, nobody is done, every rank
       # redoes the call on the host and the path goes off, every answer exact.
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
-        --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$bin/mpi_oneshot_check" --mode fault \
+        --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault \
         --iters 300 --max-call-ms 10000 --ready "$work/ready" &
       pid=$!
       fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
@@ -416,7 +447,7 @@ case $scenario in
       fallbacks=$(sed -n 's/.*fallbacks (all ranks) \([0-9]*\).*/\1/p' "$work/oneshot.log")
       [[ ${fallbacks:-0} -ge 1 ]] || die "the lease's deletion failed no call (fallbacks ${fallbacks:-none})"
     elif [[ $mode == ok ]]; then
-      run_mpi "$np" "$work/oneshot.log" "${emu[@]}" "$bin/mpi_oneshot_check" --mode ok ||
+      run_mpi "$np" "$work/oneshot.log" "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode ok ||
         { cat "$work/oneshot.log"; die "oneshot run failed"; }
       expect_pass "$work/oneshot.log" "host messages 0 "
     else
@@ -426,7 +457,7 @@ case $scenario in
       [[ $mode == cut ]] && SWITCHAGG_TEST_CUT=1:${CUT_AT:-16}
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" \
         -x SWITCHAGG_TEST_CUT -x SWITCHAGG_SWITCH_TIMEOUT_MS --mca coll_switchagg_stall_timeout 60 \
-        "${emu[@]}" "$bin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
+        "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
         --max-call-ms 10000 || { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
       expect_pass "$work/oneshot.log" "\\(switch:recovered\\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
       if [[ $mode == partial* ]]; then
@@ -441,7 +472,7 @@ case $scenario in
     lease "barrier-np$np"
     case $mode in
       on)
-        run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" --expect switch \
+        run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$mpibin/mpi_barrier_check" --expect switch \
           --iters 60 --delay-ms 10 || { cat "$work/barrier.log"; die "barrier run failed"; }
         expect_pass "$work/barrier.log" "joined switch group"
         # One int32 per member per barrier, nothing else ran on the switch.
@@ -452,13 +483,13 @@ case $scenario in
       auto)
         # A lease, offload=auto: the barrier stays in the previous module
         # (barrierUsesSwitch); the final allreduce may still join the agent.
-        OFFLOAD=auto run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" \
+        OFFLOAD=auto run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$mpibin/mpi_barrier_check" \
           --expect previous --iters 30 --delay-ms 10 ||
           { cat "$work/barrier.log"; die "barrier run failed"; }
         expect_pass "$work/barrier.log"
         ;;
       off)
-        OFFLOAD=off run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" \
+        OFFLOAD=off run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$mpibin/mpi_barrier_check" \
           --expect previous --iters 30 --delay-ms 10 ||
           { cat "$work/barrier.log"; die "barrier run failed"; }
         expect_pass "$work/barrier.log"
@@ -469,7 +500,7 @@ case $scenario in
       kill)
         delay_ms=$((RANDOM % 1500))
         echo "killing the agent ${delay_ms} ms after the first switch barrier"
-        run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$bin/mpi_barrier_check" --expect fault \
+        run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$mpibin/mpi_barrier_check" --expect fault \
           --fault "$work" --iters 400 --delay-ms 4 --max-ms 6000 &
         pid=$!
         for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
@@ -502,7 +533,7 @@ case $scenario in
       on | stripes | quick)
         quick=()
         [[ $mode == quick ]] && quick=(--quick)
-        run_mpi "$np" "$work/routed.log" "$bin/mpi_routed_check" --expect switch "${quick[@]}" ||
+        run_mpi "$np" "$work/routed.log" "$mpibin/mpi_routed_check" --expect switch "${quick[@]}" ||
           { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group"
         if [[ $mode == stripes ]]; then
@@ -522,7 +553,7 @@ case $scenario in
         fi
         ;;
       off)
-        OFFLOAD=off run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
+        OFFLOAD=off run_mpi "$np" "$work/routed.log" --mca op ^avx "$mpibin/mpi_routed_check" \
           --expect previous || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log"
         ! grep -q "joined switch group" "$work/routed.log" || die "joined the agent with offload off"
@@ -535,7 +566,7 @@ case $scenario in
         # reduce-scatter and allgather still declined for them (op/avx
         # off: the previous module serves those).
         [[ -n ${PPN:-} && $PPN -gt 1 ]] || die "routed leaders needs PPN > 1"
-        run_mpi "$np" "$work/routed.log" --mca op ^avx "${emu[@]}" "$bin/mpi_routed_check" \
+        run_mpi "$np" "$work/routed.log" --mca op ^avx "${emu[@]}" "$mpibin/mpi_routed_check" \
           --expect previous:node-leaders --expect-op reduce=switch --expect-op bcast=switch \
           --all-roots || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group .*$((np / PPN)) node leaders" \
@@ -549,7 +580,7 @@ case $scenario in
         [[ -n ${PPN:-} && $PPN -gt 1 ]] || die "routed leaders_kill needs PPN > 1"
         delay_ms=$((RANDOM % 300))
         echo "injecting kill ${delay_ms} ms after the switch served bcast and reduce"
-        run_mpi "$np" "$work/routed.log" "${emu[@]}" "$bin/mpi_routed_check" --expect fault \
+        run_mpi "$np" "$work/routed.log" "${emu[@]}" "$mpibin/mpi_routed_check" --expect fault \
           --fault "$work" --ops reduce,bcast --bytes 262144 --max-call-ms 6000 &
         pid=$!
         fire_fault $pid "$work/routed.log" kill "routed-np$np" "$delay_ms"
@@ -560,7 +591,7 @@ case $scenario in
       auto)
         # offload auto: the model picks per call (op/avx off: the previous
         # module may serve small-integer sums); every result right.
-        OFFLOAD=auto run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
+        OFFLOAD=auto run_mpi "$np" "$work/routed.log" --mca op ^avx "$mpibin/mpi_routed_check" \
           --expect auto || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group"
         ;;
@@ -587,7 +618,7 @@ case $scenario in
         # An agent that refuses routed calls (as one that predates them):
         # the group joins, allreduce and barrier stay offloaded, the routed
         # calls go to the previous module, counted (op/avx off).
-        run_mpi "$np" "$work/routed.log" --mca op ^avx "$bin/mpi_routed_check" \
+        run_mpi "$np" "$work/routed.log" --mca op ^avx "$mpibin/mpi_routed_check" \
           --expect previous:agent-not-routed --quick ||
           { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group" "the agent does not route calls" \
@@ -596,7 +627,7 @@ case $scenario in
       kill | delete)
         delay_ms=$((RANDOM % 300))
         echo "injecting $mode ${delay_ms} ms after the switch served every routed op"
-        run_mpi "$np" "$work/routed.log" "$bin/mpi_routed_check" --expect fault --fault "$work" \
+        run_mpi "$np" "$work/routed.log" "$mpibin/mpi_routed_check" --expect fault --fault "$work" \
           --bytes 262144 --max-call-ms 6000 &
         pid=$!
         fire_fault $pid "$work/routed.log" "$mode" "routed-np$np" "$delay_ms"
@@ -612,7 +643,7 @@ case $scenario in
     np=$1
     start_agent
     lease "auto-np$np"
-    OFFLOAD=auto run_mpi "$np" "$work/auto.log" "$bin/mpi_tune_check" \
+    OFFLOAD=auto run_mpi "$np" "$work/auto.log" "$mpibin/mpi_tune_check" \
       --sizes 8,1024,16384,262144,4194304 --expect host ||
       { cat "$work/auto.log"; die "auto run failed"; }
     expect_pass "$work/auto.log" "joined switch group" "size 4194304: settled on"
@@ -620,10 +651,10 @@ case $scenario in
   two_jobs)
     start_agent
     lease jobA
-    run_mpi 2 "$work/a.log" "$bin/mpi_allreduce_check" --expect switch --quick &
+    run_mpi 2 "$work/a.log" "$mpibin/mpi_allreduce_check" --expect switch --quick &
     pa=$!
     lease jobB
-    run_mpi 2 "$work/b.log" "$bin/mpi_allreduce_check" --expect switch --quick &
+    run_mpi 2 "$work/b.log" "$mpibin/mpi_allreduce_check" --expect switch --quick &
     pb=$!
     wait $pa; ra=$?
     wait $pb; rb=$?
@@ -644,7 +675,7 @@ case $scenario in
       start_agent
       lease "fault-$scenario"
     fi
-    run_mpi "$np" "$work/fault.log" "${emu[@]}" "$bin/test_switch_check" --fault "$work" \
+    run_mpi "$np" "$work/fault.log" "${emu[@]}" "$mpibin/test_switch_check" --fault "$work" \
       --bytes "$bytes" --max-call-ms 6000 &
     pid=$!
     fire_fault $pid "$work/fault.log" "$scenario" "fault-$scenario" "$delay_ms"
@@ -670,7 +701,7 @@ case $scenario in
     # Short call bound and rejoin interval keep the test quick.
     SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
       run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
-      "${emu[@]}" "$bin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
+      "${emu[@]}" "$mpibin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
     pid=$!
     for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
@@ -701,20 +732,20 @@ case $scenario in
       exit 0
     fi
     start_two_agents_and_lease stripes
-    run_mpi "$np" "$work/matrix.log" "$bin/mpi_allreduce_check" --expect switch --quick ||
+    run_mpi "$np" "$work/matrix.log" "$mpibin/mpi_allreduce_check" --expect switch --quick ||
       { cat "$work/matrix.log"; die "matrix run failed"; }
     expect_pass "$work/matrix.log" "joined switch group .*\(2 stripe\(s\)"
     # MPI_THREAD_MULTIPLE: three threads, three communicators striping at once.
     run_mpi "$np" "$work/threads.log" --mca coll_switchagg_stall_timeout 60 \
-      "$bin/mpi_thread_check" --expect switch --threads 3 --iters 300 ||
+      "$mpibin/mpi_thread_check" --expect switch --threads 3 --iters 300 ||
       { cat "$work/threads.log"; die "threads run failed"; }
     expect_pass "$work/threads.log" "2 stripe\(s\)"
     # Barriers: one int32 per call, fewer elements than stripes.
-    run_mpi "$np" "$work/barrier.log" "$bin/mpi_barrier_check" --expect switch --iters 20 \
+    run_mpi "$np" "$work/barrier.log" "$mpibin/mpi_barrier_check" --expect switch --iters 20 \
       --delay-ms 5 || { cat "$work/barrier.log"; die "barrier run failed"; }
     expect_pass "$work/barrier.log" "2 stripe\(s\)"
     # One round trip over both stripes: no host message on success.
-    run_mpi "$np" "$work/oneshot.log" "$bin/mpi_oneshot_check" --mode ok ||
+    run_mpi "$np" "$work/oneshot.log" "$mpibin/mpi_oneshot_check" --mode ok ||
       { cat "$work/oneshot.log"; die "oneshot run failed"; }
     expect_pass "$work/oneshot.log" "2 stripe\(s\)" "host messages 0 "
     a=$(metric_at "$FIRST_SOCKET" switchagg_bytes_in_total)
@@ -748,17 +779,17 @@ case $scenario in
         die "the armed agent's fault point did not fire"
     elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$bin/mpi_allreduce_check" --expect switch --quick ||
+        "$mpibin/mpi_allreduce_check" --expect switch --quick ||
         { cat "$work/matrix.log"; die "matrix run failed"; }
       expect_pass "$work/matrix.log" "a tree over 2 leaf agents"
       [[ $ppn -eq 1 ]] || grep -q "$((np / ppn)) node leaders for $np ranks" "$work/matrix.log" ||
         die "no node leaders at $ppn ranks per node"
       run_mpi "$np" "$work/repeat.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$bin/test_switch_check" --repeat 5 || { cat "$work/repeat.log"; die "repeat run failed"; }
+        "$mpibin/test_switch_check" --repeat 5 || { cat "$work/repeat.log"; die "repeat run failed"; }
       expect_pass "$work/repeat.log" "a tree over 2 leaf agents"
       # One round trip through the tree: no host message on success.
       run_mpi "$np" "$work/oneshot.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$bin/mpi_oneshot_check" --mode ok || { cat "$work/oneshot.log"; die "oneshot run failed"; }
+        "$mpibin/mpi_oneshot_check" --mode ok || { cat "$work/oneshot.log"; die "oneshot run failed"; }
       expect_pass "$work/oneshot.log" "a tree over 2 leaf agents" "host messages 0 "
       for k in 1 2; do
         up=$(metric_at "${LEAF_SOCKET[$k]}" switchagg_bytes_up_total)
@@ -780,7 +811,7 @@ case $scenario in
         *) die "tree fault must be leaf_kill, spine_kill or spine_delete, got '$fault'" ;;
       esac
       run_mpi "$np" "$work/fault.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$bin/test_switch_check" --fault "$work" --bytes 1048576 --max-call-ms 8000 &
+        "$mpibin/test_switch_check" --fault "$work" --bytes 1048576 --max-call-ms 8000 &
       pid=$!
       # spine_delete: the lease goes at the spine only (its control socket).
       fire_fault $pid "$work/fault.log" "${fault#*_}" tree $((RANDOM % 200))
@@ -796,7 +827,7 @@ case $scenario in
   stripes_mismatch)
     export SWITCHAGG_AGENT=127.0.0.1:9,127.0.0.1:10 SWITCHAGG_MODE=require
     export SWITCHAGG_LEASE=0123456789abcdef0123456789abcdef
-    run_mpi 2 "$work/mm.log" "$bin/mpi_allreduce_check" --expect auto --counts 1,37,1001 ||
+    run_mpi 2 "$work/mm.log" "$mpibin/mpi_allreduce_check" --expect auto --counts 1,37,1001 ||
       { cat "$work/mm.log"; die "mismatch run failed"; }
     expect_pass "$work/mm.log" "SWITCHAGG_AGENT names 2 agent\(s\) but SWITCHAGG_LEASE 1 token"
     ! grep -q "joined switch group" "$work/mm.log" || die "joined with a mismatched lease"
@@ -806,7 +837,7 @@ case $scenario in
   require_unreachable)
     export SWITCHAGG_AGENT=127.0.0.1:9 SWITCHAGG_MODE=require
     export SWITCHAGG_LEASE=0123456789abcdef0123456789abcdef
-    VERBOSE=0 run_mpi 4 "$work/req.log" "$bin/mpi_allreduce_check" --expect auto --counts 1,37,1001 ||
+    VERBOSE=0 run_mpi 4 "$work/req.log" "$mpibin/mpi_allreduce_check" --expect auto --counts 1,37,1001 ||
       { cat "$work/req.log"; die "require run failed"; }
     expect_pass "$work/req.log" "SWITCHAGG_MODE=require but the switch agent at 127.0.0.1:9 cannot be joined"
     n=$(grep -c "SWITCHAGG_MODE=require" "$work/req.log")

@@ -17,8 +17,8 @@ namespace switchagg::coll {
 void ProcessRuntime::enableThreads() { ucx::ThreadGate::enable(); }
 
 bool isJobRankZero() {
-  // mpirun, PMIx (srun --mpi=pmix), then Slurm's own task id.
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"})
+  // mpirun, PMIx (srun --mpi=pmix), MPICH's PMI (mpiexec.mpich), then Slurm's own task id.
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
     if (const char* rank = envOrNull(name)) return std::strcmp(rank, "0") == 0;
   return true;
 }

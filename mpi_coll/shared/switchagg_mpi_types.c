@@ -1,12 +1,16 @@
-/* MPI predefined datatypes and ops -> the core's dtype/op codes.
+/* MPI predefined datatypes and ops -> the core's dtype/op codes, for both
+ * glues: the Open MPI component (mpi_coll/glue) and the PMPI library
+ * (mpi_coll/pmpi), each compiling this file against its own mpi.h. Only the
+ * MPI API is used (PMPI_Type_size, PMPI_Type_get_extent, ...), so it holds
+ * for any MPI library's handles, C and Fortran alike (MPICH's Fortran
+ * handles are its C handles; Open MPI's glue sees C handles only).
  *
  * Handles are compared with the predefined ones (MPI_INT, MPI_SUM, ...):
- * ompi/op/op.h needs a header Debian does not ship, and comparing handles
- * is all it takes. Anything not in these tables (derived or duplicated
+ * comparing handles is all it takes. Anything not in these tables (derived or duplicated
  * datatypes, user-defined ops) is handed to the previous coll module.
  * C integer types map by their size and signedness on this platform.
  *
- * Fortran types map by the size Open MPI was built with (the datatype's
+ * Fortran types map by the size the MPI library was built with (the datatype's
  * own size: INTEGER may be 8 bytes with -fdefault-integer-8): INTEGERs onto
  * the signed integer kernels, REALs onto float32/float64, LOGICAL onto the
  * integer logical kernels (0/1 results, as Open MPI's and gfortran's
@@ -14,15 +18,16 @@
  * per element, so it runs as float32/float64 over twice the count; complex
  * PROD (no exact elementwise kernel) and REAL16, INTEGER16, 2REAL,
  * MPI_LONG_DOUBLE, ... stay with the previous module. */
-#include "coll_switchagg.h"
+#include "switchagg_mpi_types.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ompi/datatype/ompi_datatype.h"
-
 enum kind {
-  SIGNED_INT, UNSIGNED_INT, FIXED, BYTE_BITS,
+  SIGNED_INT,
+  UNSIGNED_INT,
+  FIXED,
+  BYTE_BITS,
   F_INTEGER, /* Fortran INTEGER*: signed, size from the datatype */
   F_REAL,    /* Fortran REAL*: IEEE binary32/64 by size */
   F_LOGICAL, /* Fortran LOGICAL*: logical ops only */
@@ -35,11 +40,26 @@ struct dtype_entry {
   int size_or_code; /* byte size for integers, a SWITCHAGG_DT_* otherwise */
 };
 
-struct float_int { float v; int i; };
-struct double_int { double v; int i; };
-struct long_int { long v; int i; };
-struct two_int { int v; int i; };
-struct short_int { short v; int i; };
+struct float_int {
+  float v;
+  int i;
+};
+struct double_int {
+  double v;
+  int i;
+};
+struct long_int {
+  long v;
+  int i;
+};
+struct two_int {
+  int v;
+  int i;
+};
+struct short_int {
+  short v;
+  int i;
+};
 
 /* Most used first: the lookup is a linear scan on every call. */
 static const struct dtype_entry dtypes[] = {
@@ -103,47 +123,68 @@ struct op_entry {
 };
 
 static const struct op_entry ops[] = {
-    {MPI_SUM, SWITCHAGG_OP_SUM},   {MPI_PROD, SWITCHAGG_OP_PROD},
-    {MPI_MIN, SWITCHAGG_OP_MIN},   {MPI_MAX, SWITCHAGG_OP_MAX},
-    {MPI_LAND, SWITCHAGG_OP_LAND}, {MPI_LOR, SWITCHAGG_OP_LOR},
-    {MPI_LXOR, SWITCHAGG_OP_LXOR}, {MPI_BAND, SWITCHAGG_OP_BAND},
-    {MPI_BOR, SWITCHAGG_OP_BOR},   {MPI_BXOR, SWITCHAGG_OP_BXOR},
+    {MPI_SUM, SWITCHAGG_OP_SUM},       {MPI_PROD, SWITCHAGG_OP_PROD},
+    {MPI_MIN, SWITCHAGG_OP_MIN},       {MPI_MAX, SWITCHAGG_OP_MAX},
+    {MPI_LAND, SWITCHAGG_OP_LAND},     {MPI_LOR, SWITCHAGG_OP_LOR},
+    {MPI_LXOR, SWITCHAGG_OP_LXOR},     {MPI_BAND, SWITCHAGG_OP_BAND},
+    {MPI_BOR, SWITCHAGG_OP_BOR},       {MPI_BXOR, SWITCHAGG_OP_BXOR},
     {MPI_MINLOC, SWITCHAGG_OP_MINLOC}, {MPI_MAXLOC, SWITCHAGG_OP_MAXLOC},
 };
 
 static int int_code(int size, bool is_signed) {
   switch (size) {
-    case 1: return is_signed ? SWITCHAGG_DT_INT8 : SWITCHAGG_DT_UINT8;
-    case 2: return is_signed ? SWITCHAGG_DT_INT16 : SWITCHAGG_DT_UINT16;
-    case 4: return is_signed ? SWITCHAGG_DT_INT32 : SWITCHAGG_DT_UINT32;
-    case 8: return is_signed ? SWITCHAGG_DT_INT64 : SWITCHAGG_DT_UINT64;
-    default: return 0;
+    case 1:
+      return is_signed ? SWITCHAGG_DT_INT8 : SWITCHAGG_DT_UINT8;
+    case 2:
+      return is_signed ? SWITCHAGG_DT_INT16 : SWITCHAGG_DT_UINT16;
+    case 4:
+      return is_signed ? SWITCHAGG_DT_INT32 : SWITCHAGG_DT_UINT32;
+    case 8:
+      return is_signed ? SWITCHAGG_DT_INT64 : SWITCHAGG_DT_UINT64;
+    default:
+      return 0;
   }
 }
 
-/* The kernels treat pair types as the C structs; serve them only if Open
- * MPI lays them out the same way (extent = struct size, lb = 0). */
+/* The kernels treat pair types as the C structs; serve them only if the
+ * MPI library lays them out the same way (extent = struct size, lb = 0). */
 static size_t pair_struct_size(int code) {
   switch (code) {
-    case SWITCHAGG_DT_FLOAT_INT: return sizeof(struct float_int);
-    case SWITCHAGG_DT_DOUBLE_INT: return sizeof(struct double_int);
-    case SWITCHAGG_DT_LONG_INT: return sizeof(struct long_int);
-    case SWITCHAGG_DT_2INT: return sizeof(struct two_int);
-    case SWITCHAGG_DT_SHORT_INT: return sizeof(struct short_int);
-    default: return 0;
+    case SWITCHAGG_DT_FLOAT_INT:
+      return sizeof(struct float_int);
+    case SWITCHAGG_DT_DOUBLE_INT:
+      return sizeof(struct double_int);
+    case SWITCHAGG_DT_LONG_INT:
+      return sizeof(struct long_int);
+    case SWITCHAGG_DT_2INT:
+      return sizeof(struct two_int);
+    case SWITCHAGG_DT_SHORT_INT:
+      return sizeof(struct short_int);
+    default:
+      return 0;
   }
 }
 
-static bool layout_matches(struct ompi_datatype_t *dtype, int code) {
+static bool layout_matches(MPI_Datatype dtype, int code) {
   size_t expected = pair_struct_size(code);
+  MPI_Aint lb = 0, extent = 0;
   if (expected == 0) return true;
-  return dtype->super.lb == 0 && (size_t)(dtype->super.ub - dtype->super.lb) == expected;
+  if (MPI_SUCCESS != PMPI_Type_get_extent(dtype, &lb, &extent)) return false;
+  return lb == 0 && (size_t)extent == expected;
 }
 
 /* Where Open MPI 4.1.4's own reduction departs from C semantics (found by
  * tests/mpi): op/avx saturates 8- and 16-bit integer sums (and we do not
- * trust its products either), and MIN/MAX compare MPI_OFFSET as unsigned. */
+ * trust its products either), and MIN/MAX compare MPI_OFFSET as unsigned.
+ * MPICH computes C semantics (tests/mpi/mpich: the same checker passes on
+ * PMPI_Allreduce), so there the previous implementation never differs. */
 static int previous_differs(MPI_Datatype dtype, int sa_dtype, int sa_op) {
+#ifndef OPEN_MPI
+  (void)dtype;
+  (void)sa_dtype;
+  (void)sa_op;
+  return 0;
+#else
   const bool small_int = sa_dtype == SWITCHAGG_DT_INT8 || sa_dtype == SWITCHAGG_DT_UINT8 ||
                          sa_dtype == SWITCHAGG_DT_INT16 || sa_dtype == SWITCHAGG_DT_UINT16;
   if (small_int && (sa_op == SWITCHAGG_OP_SUM || sa_op == SWITCHAGG_OP_PROD))
@@ -151,6 +192,7 @@ static int previous_differs(MPI_Datatype dtype, int sa_dtype, int sa_op) {
   if (dtype == MPI_OFFSET && (sa_op == SWITCHAGG_OP_MIN || sa_op == SWITCHAGG_OP_MAX))
     return SWITCHAGG_COLL_PREVIOUS_DIFFERS;
   return 0;
+#endif
 }
 
 static bool is_bitwise(int op) {
@@ -167,20 +209,36 @@ static int real_code(size_t size) {
 
 /* The kernel dtype for one table entry and op, or why the pair is not
  * served; *scale is the number of kernel elements per MPI element. */
-static const char *entry_code(const struct dtype_entry *e, struct ompi_datatype_t *dtype,
-                              int op, int *code, int *scale) {
-  const size_t size = dtype->super.size;
+static const char* entry_code(const struct dtype_entry* e, MPI_Datatype dtype, int op, int* code,
+                              int* scale) {
+  int type_size = 0;
+  size_t size = 0;
   *scale = 1;
+  /* Only the Fortran kinds' size depends on how the library was built. */
+  if (e->kind >= F_INTEGER) {
+    if (MPI_SUCCESS != PMPI_Type_size(dtype, &type_size)) return "datatype size not served";
+    size = (size_t)type_size;
+  }
   switch (e->kind) {
-    case SIGNED_INT: *code = int_code(e->size_or_code, true); break;
-    case UNSIGNED_INT: *code = int_code(e->size_or_code, false); break;
+    case SIGNED_INT:
+      *code = int_code(e->size_or_code, true);
+      break;
+    case UNSIGNED_INT:
+      *code = int_code(e->size_or_code, false);
+      break;
     case BYTE_BITS:
       if (!is_bitwise(op)) return "op not defined on MPI_BYTE";
       *code = e->size_or_code;
       break;
-    case FIXED: *code = e->size_or_code; break;
-    case F_INTEGER: *code = size <= 8 ? int_code((int)size, true) : 0; break;
-    case F_REAL: *code = real_code(size); break;
+    case FIXED:
+      *code = e->size_or_code;
+      break;
+    case F_INTEGER:
+      *code = size <= 8 ? int_code((int)size, true) : 0;
+      break;
+    case F_REAL:
+      *code = real_code(size);
+      break;
     case F_LOGICAL:
       if (!is_logical(op)) return "op not defined on MPI_LOGICAL";
       *code = size <= 8 ? int_code((int)size, true) : 0;
@@ -194,8 +252,15 @@ static const char *entry_code(const struct dtype_entry *e, struct ompi_datatype_
   return *code == 0 ? "datatype size not served" : NULL;
 }
 
-const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        int *sa_dtype, int *sa_op, int *flags, int *scale) {
+static bool is_named(MPI_Datatype dtype) {
+  int integers = 0, addresses = 0, datatypes = 0, combiner = 0;
+  return MPI_SUCCESS ==
+             PMPI_Type_get_envelope(dtype, &integers, &addresses, &datatypes, &combiner) &&
+         MPI_COMBINER_NAMED == combiner;
+}
+
+const char* switchagg_mpi_classify(MPI_Datatype dtype, MPI_Op op, int* sa_dtype, int* sa_op,
+                                   int* flags, int* scale) {
   size_t i;
   *sa_op = 0;
   *flags = 0;
@@ -205,15 +270,14 @@ const char *mca_coll_switchagg_classify(struct ompi_datatype_t *dtype, struct om
   if (*sa_op == 0) return "user-defined op";
 
   for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
-    const struct dtype_entry *e = &dtypes[i];
-    const char *why;
-    if (e->handle != dtype) continue;
+    const struct dtype_entry* e = &dtypes[i];
+    const char* why;
+    if (e->handle != dtype || MPI_DATATYPE_NULL == e->handle) continue;
     why = entry_code(e, dtype, *sa_op, sa_dtype, scale);
     if (NULL != why) return why;
     if (!layout_matches(dtype, *sa_dtype)) return "pair type layout differs from C";
     *flags = previous_differs(dtype, *sa_dtype, *sa_op);
     return NULL;
   }
-  return ompi_datatype_is_predefined(dtype) ? "predefined datatype not served"
-                                            : "derived datatype";
+  return is_named(dtype) ? "predefined datatype not served" : "derived datatype";
 }

@@ -1,0 +1,333 @@
+// The calls the PMPI layer serves (pmpi_layer.h). Each one: the
+// communicator's state (created on its first served call), the core's
+// answer, and PMPI_* for a call the core declines, counted as the
+// component counts a call it hands to the previous module.
+//
+// A FAILED answer goes through the communicator's error handler
+// (MPI_ERRORS_ARE_FATAL by default), as an error inside the MPI library
+// would: a silently wrong result is never an option.
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "iallreduce.h"
+#include "pmpi_layer.h"
+#include "switchagg_mpi_types.h"
+
+namespace switchagg::pmpi {
+namespace {
+
+int failed(MPI_Comm comm) {
+  (void)PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
+// The served state of `comm`, progressed, or nullptr (call PMPI_*).
+switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
+  CommEntry* e = entryOf(comm);
+  if (e == nullptr || e->core == nullptr) return nullptr;
+  progress();
+  return e->core;
+}
+
+// After PMPI_* served a call the core declined: online tuning times it.
+int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_op) {
+  if (rc != MPI_SUCCESS) return rc;
+  const int tuned = routed_op < 0 ? switchagg_coll_previous_done(core)
+                                  : switchagg_coll_routed_previous_done(core, routed_op);
+  return tuned == 0 ? MPI_SUCCESS : failed(comm);
+}
+
+// A call handed to the MPI library while the layer serves the
+// communicator: blocking, or in a switch job nonblocking and progressing
+// the core while it waits (pmpi_layer.h, switchJob).
+template <typename Blocking, typename Nonblocking>
+int previous(Blocking blocking, Nonblocking nonblocking) {
+  if (!switchJob()) return blocking();
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc = nonblocking(&request);
+  return rc != MPI_SUCCESS ? rc : waitProgressing(&request);
+}
+
+const void* sendOrNull(const void* sbuf) {
+  return sbuf == MPI_IN_PLACE ? nullptr : sbuf;
+}
+
+// `count` elements of dt are count * size bytes in one run at the buffer
+// (no holes, no offset): true for every predefined type and contiguous
+// derived ones.
+bool plainBytes(MPI_Datatype dt, int count) {
+  if (count == 0) return true;
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  if (PMPI_Type_size(dt, &size) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &lb, &extent) ||
+      PMPI_Type_get_true_extent(dt, &true_lb, &true_extent))
+    return false;
+  return lb == 0 && true_lb == 0 && extent == size && true_extent == size;
+}
+
+size_t typeBytes(MPI_Datatype dt, int count) {
+  int size = 0;
+  (void)PMPI_Type_size(dt, &size);
+  return count > 0 && size > 0 ? size_t(size) * size_t(count) : 0;
+}
+
+}  // namespace
+}  // namespace switchagg::pmpi
+
+using switchagg::pmpi::coreOf;
+using switchagg::pmpi::failed;
+using switchagg::pmpi::previous;
+using switchagg::pmpi::previousDone;
+using switchagg::pmpi::sendOrNull;
+
+extern "C" {
+
+int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
+                  MPI_Comm comm) {
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+    switchagg_coll_note_fallback(core, why);
+    return previous(
+        [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+        [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
+  }
+  const int rc = switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf,
+                                          size_t(count) * size_t(scale), sa_dtype, sa_op, flags);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  return previousDone(comm, core,
+                      previous([&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+                               [&](MPI_Request* r) {
+                                 return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r);
+                               }),
+                      -1);
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Barrier(comm);
+  const int rc = switchagg_coll_barrier(core);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  return previous([&] { return PMPI_Barrier(comm); },
+                  [&](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
+}
+
+// No switch path for MPI_Iallreduce through this layer yet: the MPI
+// library serves it (counted, iallreduce:previous:PMPI layer).
+int MPI_Iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request* request) {
+  if (switchagg_coll_comm_t* core = coreOf(comm))
+    switchagg_coll_iallreduce_note(core, "previous:PMPI layer");
+  return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
+}
+
+int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
+               MPI_Comm comm) {
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr || count < 0) return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm);
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+    switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_REDUCE, why);
+  } else {
+    const int rc = switchagg_coll_reduce(
+        core, sendOrNull(sbuf), rbuf, size_t(count) * size_t(scale), sa_dtype, sa_op, root, flags);
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  }
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, r);
+               }),
+      SWITCHAGG_COLL_REDUCE);
+}
+
+}  // extern "C"
+
+namespace {
+
+// Both reduce-scatters: counts[r] elements for rank r (block: all equal).
+int reduceScatterCore(switchagg_coll_comm_t* core, const void* sbuf, void* rbuf, const int* rcounts,
+                      int block_count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, int kind) {
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, size = 0;
+  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+    switchagg_coll_note_routed_fallback(core, kind, why);
+    return SWITCHAGG_COLL_DECLINED;
+  }
+  (void)PMPI_Comm_size(comm, &size);
+  std::vector<size_t> counts(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const int n = rcounts != nullptr ? rcounts[r] : block_count;
+    if (n < 0) return SWITCHAGG_COLL_DECLINED;  // the MPI library reports it
+    counts[size_t(r)] = size_t(n) * size_t(scale);
+  }
+  if (kind == SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK) flags |= SWITCHAGG_COLL_BLOCK;
+  return switchagg_coll_reduce_scatter(core, sendOrNull(sbuf), rbuf, counts.data(), sa_dtype, sa_op,
+                                       flags);
+}
+
+int pack(const void* buf, int count, MPI_Datatype dt, void* staged, size_t bytes, MPI_Comm comm) {
+  int position = 0;
+  return PMPI_Pack(buf, count, dt, staged, static_cast<int>(bytes), &position, comm);
+}
+
+int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype dt, MPI_Comm comm) {
+  int position = 0;
+  return PMPI_Unpack(staged, static_cast<int>(bytes), &position, buf, count, dt, comm);
+}
+
+// The core's allgather on byte images: the caller's buffers where plain,
+// else packed / unpacked through staging. `block`: bytes per rank.
+int allgatherCore(switchagg_coll_comm_t* core, const void* sbuf, int scount, MPI_Datatype sdtype,
+                  void* rbuf, int rcount, MPI_Datatype rdtype, MPI_Comm comm, size_t block) {
+  int size = 0, rank = 0;
+  (void)PMPI_Comm_size(comm, &size);
+  (void)PMPI_Comm_rank(comm, &rank);
+  MPI_Aint lb = 0, extent = 0;
+  (void)PMPI_Type_get_extent(rdtype, &lb, &extent);
+  const MPI_Aint rstride = extent * rcount;
+  const bool plain_recv = switchagg::pmpi::plainBytes(rdtype, rcount);
+  std::vector<char> staged_recv, staged_send;
+  void* recv_image = rbuf;
+  const void* send_image = nullptr;
+  if (!plain_recv) {
+    staged_recv.resize(size_t(size) * block + 1);
+    recv_image = staged_recv.data();
+  }
+  if (sbuf == MPI_IN_PLACE) {
+    if (!plain_recv && pack(static_cast<char*>(rbuf) + rank * rstride, rcount, rdtype,
+                            staged_recv.data() + size_t(rank) * block, block, comm))
+      return SWITCHAGG_COLL_FAILED;
+  } else if (switchagg::pmpi::plainBytes(sdtype, scount)) {
+    send_image = sbuf;
+  } else {
+    staged_send.resize(block + 1);
+    if (pack(sbuf, scount, sdtype, staged_send.data(), block, comm)) return SWITCHAGG_COLL_FAILED;
+    send_image = staged_send.data();
+  }
+  int rc = switchagg_coll_allgather(core, send_image, recv_image, block);
+  for (int r = 0; rc == SWITCHAGG_COLL_SERVED && !plain_recv && r < size; ++r)
+    if (unpack(staged_recv.data() + size_t(r) * block, block,
+               static_cast<char*>(rbuf) + r * rstride, rcount, rdtype, comm))
+      rc = SWITCHAGG_COLL_FAILED;
+  return rc;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Reduce_scatter(const void* sbuf, void* rbuf, const int rcounts[], MPI_Datatype dtype,
+                       MPI_Op op, MPI_Comm comm) {
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm);
+  const int rc = reduceScatterCore(core, sbuf, rbuf, rcounts, 0, dtype, op, comm,
+                                   SWITCHAGG_COLL_REDUCE_SCATTER);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, r);
+               }),
+      SWITCHAGG_COLL_REDUCE_SCATTER);
+}
+
+int MPI_Reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype dtype,
+                             MPI_Op op, MPI_Comm comm) {
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
+  const int rc = reduceScatterCore(core, sbuf, rbuf, nullptr, rcount, dtype, op, comm,
+                                   SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, r);
+               }),
+      SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
+}
+
+int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf, int rcount,
+                  MPI_Datatype rdtype, MPI_Comm comm) {
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
+  // The receive side's block: every rank's signatures match, so every rank
+  // sees the same byte count and decides alike.
+  const size_t block = switchagg::pmpi::typeBytes(rdtype, rcount);
+  if (block <= size_t(INT_MAX)) {
+    const int rc = allgatherCore(core, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  } else {
+    switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");
+  }
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
+               [&](MPI_Request* r) {
+                 return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, r);
+               }),
+      SWITCHAGG_COLL_ALLGATHER);
+}
+
+int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm) {
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Bcast(buf, count, dtype, root, comm);
+  const size_t bytes = switchagg::pmpi::typeBytes(dtype, count);
+  if (bytes > size_t(INT_MAX)) {
+    switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
+  } else if (switchagg::pmpi::plainBytes(dtype, count)) {
+    const int rc = switchagg_coll_bcast(core, buf, bytes, root);
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  } else {
+    int rank = 0;
+    (void)PMPI_Comm_rank(comm, &rank);
+    std::vector<char> staged(bytes + 1);
+    if (rank == root && pack(buf, count, dtype, staged.data(), bytes, comm)) return failed(comm);
+    int rc = switchagg_coll_bcast(core, staged.data(), bytes, root);
+    if (rc == SWITCHAGG_COLL_SERVED && rank != root &&
+        unpack(staged.data(), bytes, buf, count, dtype, comm))
+      rc = SWITCHAGG_COLL_FAILED;
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  }
+  return previousDone(
+      comm, core,
+      previous([&] { return PMPI_Bcast(buf, count, dtype, root, comm); },
+               [&](MPI_Request* r) { return PMPI_Ibcast(buf, count, dtype, root, comm, r); }),
+      SWITCHAGG_COLL_BCAST);
+}
+
+// Diagnostics (mpi_coll/include/switchagg/coll/diagnostics.h): the same
+// symbols the Open MPI component exports, so the same checkers find them.
+__attribute__((visibility("default"))) const char* switchagg_coll_last_algorithm(MPI_Comm comm) {
+  switchagg::pmpi::CommEntry* e = switchagg::pmpi::existingEntryOf(comm);
+  return e == nullptr || e->core == nullptr ? nullptr : switchagg_coll_last_path(e->core);
+}
+
+__attribute__((visibility("default"))) uint64_t switchagg_coll_comm_counter(MPI_Comm comm,
+                                                                            const char* name) {
+  switchagg::pmpi::CommEntry* e = switchagg::pmpi::existingEntryOf(comm);
+  if (e != nullptr) return e->core == nullptr ? UINT64_MAX : switchagg_coll_counter(e->core, name);
+  // Set up on its first served call: until then nothing is counted on an
+  // intra-communicator the layer serves (the component's module exists
+  // from the communicator's creation and counts 0 as well).
+  int inter = 0;
+  if (!switchagg::pmpi::active() || comm == MPI_COMM_NULL ||
+      PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    return UINT64_MAX;
+  return 0;
+}
+
+}  // extern "C"

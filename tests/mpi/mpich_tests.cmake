@@ -1,0 +1,128 @@
+# The PMPI library (libswitchagg_pmpi.so) on MPICH: the same check programs,
+# built with MPICH (BUILD_DIR/bin/mpich), run with mpiexec.mpich and the
+# library preloaded. Labels mpi;mpich (+ agent, fault as their Open MPI
+# twins). Parameters go as SWITCHAGG_* variables (pmpi_params.h).
+if(NOT TARGET switchagg_pmpi)
+  return()
+endif()
+
+# add_mpich_program(NAME SOURCE): NAME built against MPICH into bin/mpich.
+function(add_mpich_program name source)
+  add_executable(${name}_mpich ${source})
+  target_include_directories(${name}_mpich SYSTEM BEFORE PRIVATE ${SWITCHAGG_MPICH_INCLUDE_DIRS})
+  target_compile_definitions(${name}_mpich PRIVATE MPICH_SKIP_MPICXX)
+  target_link_libraries(${name}_mpich PRIVATE switchagg_coll_api ${SWITCHAGG_MPICH_LINK}
+    Threads::Threads ${CMAKE_DL_LIBS})
+  set_target_properties(${name}_mpich PROPERTIES OUTPUT_NAME ${name}
+    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/mpich)
+  switchagg_warnings(${name}_mpich)
+  add_dependencies(${name}_mpich switchagg_pmpi)
+endfunction()
+foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier_check
+    test_switch_check)
+  add_mpich_program(${prog} ${prog}.cc)
+endforeach()
+# The layer's cost on a declined call (benchmarks/pmpi_declined.sh).
+add_mpich_program(pmpi_declined ${PROJECT_SOURCE_DIR}/benchmarks/pmpi_declined.cc)
+
+set(_mpich_lib ${CMAKE_BINARY_DIR}/lib/libswitchagg_pmpi.so)
+set(_mpiexec_mpich ${SWITCHAGG_MPICH_BINDIR}/mpiexec.mpich)
+if(SWITCHAGG_MPICH_HOME)
+  set(_mpiexec_mpich ${SWITCHAGG_MPICH_HOME}/bin/mpiexec)
+endif()
+set(_mpich_bin ${CMAKE_BINARY_DIR}/bin/mpich)
+
+# add_mpich_test(NAME NP ALGORITHM PROGRAM ARGS...): the program under
+# mpiexec.mpich with the library preloaded and the algorithm forced.
+function(add_mpich_test name np algorithm program)
+  set(launch ${_mpiexec_mpich} -n ${np} -genv LD_PRELOAD ${_mpich_lib}
+    -genv SWITCHAGG_ALLREDUCE_ALGORITHM ${algorithm} -genv SWITCHAGG_UCX_WAIT blocking)
+  if(algorithm STREQUAL "hierarchical")
+    list(APPEND launch ${CMAKE_CURRENT_SOURCE_DIR}/emulate_nodes.sh 2)
+  endif()
+  add_test(NAME ${name} COMMAND ${_expect} "^PASS" -- ${launch} ${_mpich_bin}/${program} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "mpi;mpich" TIMEOUT 300 RESOURCE_LOCK mpirun)
+endfunction()
+
+# Every host algorithm at np 3 and 4: WORLD's dtype x op matrix (np 4 also
+# dup/split/churn communicators and 1M+3 elements); the checker asserts
+# per call that switchagg served it with the forced algorithm (it fails
+# when the library is not active: no diagnostics symbols).
+foreach(alg IN LISTS _host_algorithms)
+  add_mpich_test(mpich_allreduce_${alg}_np3 3 ${alg} mpi_allreduce_check --expect ${alg} --quick)
+  add_mpich_test(mpich_allreduce_${alg}_np4 4 ${alg} mpi_allreduce_check --expect ${alg} --large)
+endforeach()
+add_mpich_test(mpich_allreduce_auto_np4 4 auto mpi_allreduce_check --expect auto --quick)
+# Calls handed to MPICH's own (user-defined op, derived datatype, ...):
+# counted as fallback:<reason>, right answers.
+add_mpich_test(mpich_fallback_np3 3 ring mpi_fallback_check --expect ring)
+# Without the library the same checker must fail (it proves the checks
+# above see switchagg, not MPICH): it aborts with code 2, no diagnostics.
+add_test(NAME mpich_allreduce_without_library COMMAND ${_mpiexec_mpich} -n 2
+  ${_mpich_bin}/mpi_allreduce_check --expect ring --quick)
+set_tests_properties(mpich_allreduce_without_library PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+  RESOURCE_LOCK mpirun PASS_REGULAR_EXPRESSION "MPI_Abort\\(MPI_COMM_WORLD, 2\\)")
+
+# The switch path: a real agent and a lease (test_switch_run.sh with
+# MPI_FLAVOR=mpich).
+if(TARGET switchagg-agent AND TARGET switchagg-ctl)
+  add_custom_target(switchagg_mpich_switch_deps ALL DEPENDS switchagg-agent switchagg-ctl
+    switchagg_pmpi mpi_allreduce_check_mpich mpi_routed_check_mpich mpi_barrier_check_mpich
+    test_switch_check_mpich)
+  function(add_mpich_switch_test name timeout labels)
+    add_test(NAME ${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh
+      ${CMAKE_BINARY_DIR} ${ARGN})
+    set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout}
+      RESOURCE_LOCK mpirun ENVIRONMENT "MPI_FLAVOR=mpich")
+  endfunction()
+  add_mpich_switch_test(mpich_switch_serve_np3 240 "mpi;mpich;agent" serve 3 --large)
+  add_mpich_switch_test(mpich_switch_serve_np4 300 "mpi;mpich;agent" serve 4)
+  add_mpich_switch_test(mpich_switch_routed_np3 180 "mpi;mpich;agent" routed 3 on)
+  add_mpich_switch_test(mpich_switch_routed_np4 180 "mpi;mpich;agent" routed 4 on)
+  add_mpich_switch_test(mpich_switch_barrier_np3 180 "mpi;mpich;agent" barrier 3 on)
+  # The agent SIGKILLed mid-run: every answer right, every call bounded.
+  add_mpich_switch_test(mpich_switch_fault_kill_np3 150 "mpi;mpich;agent;fault"
+    kill 262144 random:300 3)
+  add_mpich_switch_test(mpich_switch_fault_routed_kill_np3 150 "mpi;mpich;agent;fault"
+    routed 3 kill)
+  set_tests_properties(mpich_switch_serve_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
+  set_tests_properties(mpich_switch_routed_np3 mpich_switch_routed_np4
+    mpich_switch_fault_routed_kill_np3 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;SWITCHAGG_SWITCH_LEADERS=off")
+endif()
+
+# Fortran (mpifort.mpich; MPICH's Fortran bindings call the C MPI_*, so
+# the library serves them): apps/fortran/dot_product.f90's three
+# MPI_ALLREDUCEs (DOUBLE PRECISION, INTEGER, LOGICAL) all through ring,
+# answers as on plain MPICH.
+find_program(SWITCHAGG_MPICH_FC NAMES mpifort.mpich mpifort HINTS ${SWITCHAGG_MPICH_BINDIR}
+  NO_DEFAULT_PATH)
+if(SWITCHAGG_MPICH_FC)
+  set(_dot ${_mpich_bin}/dot_product)
+  add_custom_command(OUTPUT ${_dot}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_mpich_bin}
+    COMMAND ${SWITCHAGG_MPICH_FC} -O2 -w -o ${_dot} ${PROJECT_SOURCE_DIR}/apps/fortran/dot_product.f90
+    DEPENDS ${PROJECT_SOURCE_DIR}/apps/fortran/dot_product.f90
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
+    COMMENT "mpifort.mpich dot_product.f90")
+  add_custom_target(dot_product_mpich ALL DEPENDS ${_dot})
+  add_test(NAME mpich_fortran_dot_product COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpich_fortran.sh
+    ${_mpiexec_mpich} ${_mpich_lib} ${_dot})
+  set_tests_properties(mpich_fortran_dot_product PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+    RESOURCE_LOCK mpirun)
+  # A bad parameter: one error line naming the variable, the job runs on MPICH.
+  add_test(NAME mpich_bad_parameter COMMAND ${_expect}
+    "switchagg\\[pmpi\\] error: .*SWITCHAGG_OFFLOAD.*bogus.*switchagg disabled"
+    "dot = " -- ${_mpiexec_mpich} -n 2 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_OFFLOAD bogus
+    ${_dot})
+  set_tests_properties(mpich_bad_parameter PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+    RESOURCE_LOCK mpirun)
+endif()
+
+# switchagg-info lists the library's variables (pmpi_params.h).
+if(TARGET switchagg-info)
+  add_test(NAME mpich_info_lists_params COMMAND ${_expect} "SWITCHAGG_OFFLOAD=auto"
+    "SWITCHAGG_ALLREDUCE_ALGORITHM=auto" "SWITCHAGG_TUNE=online" "SWITCHAGG_STALL_TIMEOUT=300"
+    -- $<TARGET_FILE:switchagg-info>)
+  set_tests_properties(mpich_info_lists_params PROPERTIES LABELS "mpi;mpich" TIMEOUT 60)
+endif()
