@@ -77,7 +77,41 @@ make_root() {
   mv "$tmp" "$root"
 }
 
+# Debian 13's libopenmpi-dev ships Open MPI 5's internal headers only in
+# part (opal_config.h includes opal/mca/threads/pthreads/*.h, which are not
+# installed). The rest come from the same release's source: Debian's orig
+# tarball for the installed version, checked against the .dsc's SHA-256,
+# headers only, into /usr/local/src/openmpi-headers (mpi_coll/glue's CMake
+# adds that directory after the installed ones).
+source_headers() {
+  local dest=$root/usr/local/src/openmpi-headers
+  [[ -f $dest/.version ]] && return 0
+  local ver uri pool dsc sum tmp
+  ver=$(chroot "$root" dpkg-query -W -f='${Version}' libopenmpi-dev) ||
+    die "libopenmpi-dev is not installed in $root"
+  uri=$(archive_uri)
+  pool=$uri/pool/main/o/openmpi
+  tmp=$(mktemp -d /var/tmp/switchagg-ompi-src.XXXXXX)
+  dsc=$tmp/openmpi.dsc
+  curl -fsS --max-time 120 -o "$dsc" "$pool/openmpi_${ver#*:}.dsc" ||
+    die "could not fetch $pool/openmpi_${ver#*:}.dsc"
+  local orig=openmpi_${ver%-*}.orig.tar.xz
+  orig=${orig#*:}
+  sum=$(awk -v f="$orig" '/^Checksums-Sha256:/ {s=1; next} s && $3 == f {print $1; exit}' "$dsc")
+  [[ -n $sum ]] || die "$orig not listed in the .dsc"
+  echo "debian13_root: fetching $orig (Open MPI's own headers)" >&2
+  curl -fsS --max-time 600 -o "$tmp/$orig" "$pool/$orig" || die "could not fetch $pool/$orig"
+  echo "$sum  $tmp/$orig" | sha256sum -c --quiet - || die "$orig: SHA-256 does not match the .dsc"
+  mkdir -p "$dest.partial"
+  tar -xJf "$tmp/$orig" -C "$dest.partial" --strip-components=1 --wildcards '*/opal/*.h' \
+    '*/ompi/*.h' || die "could not unpack the headers of $orig"
+  echo "${ver}" >"$dest.partial/.version"
+  rm -rf "$tmp" "$dest"
+  mv "$dest.partial" "$dest"
+}
+
 [[ -f $root/etc/switchagg-root-packages ]] || make_root
+source_headers
 
 if [[ ${1:-} != --run ]]; then
   echo "$root"
