@@ -10,15 +10,33 @@
 #                  step process gone within 20 s
 #   slurmd_killed  slurmd of h3 SIGKILLed mid-job: the job ends, the lease
 #                  goes (the test says who released it)
+#   mpi_3_nodes    a real MPI job: srun -N 3 --mpi=pmix --switch-agg=require
+#                  mpi_allreduce_check --expect switch with the coll
+#                  component loaded in the tasks: every result exact, every
+#                  call served by the switch path (the component's counters,
+#                  and the agent's groups_created / bytes_reduced moved),
+#                  the component saw 3 nodes, the lease gone after the job
+#   mpi_scancel    the same kind of MPI job (mpi_oneshot_check, a long loop)
+#                  cancelled while the switch path serves it: lease and every
+#                  task gone within 20 s, the job CANCELLED
 # With a second argument `tree`: two leaf agents under the agent (the
-# spine) in the plugin's fabric map, and one case instead:
+# spine) in the plugin's fabric map, and these cases instead:
 #   srun_tree      srun -N 3 --switch-agg=require across both racks: one
 #                  lease at leaf1, leaf2 and the spine during the job, the
 #                  three agents' names and the map in the tasks, none after
+#   mpi_tree       the MPI job of mpi_3_nodes across both racks: exact, every
+#                  call on the switch path through the tree (both leaves
+#                  sent bytes up, the spine reduced), no lease at any of the
+#                  three agents after the job
+# MPI under srun: Slurm's pmix plugin (`srun --mpi=pmix`, Slurm 22.05's
+# PMIx v4 server) with Open MPI 4.1's PMIx client; setup fails if `srun
+# --mpi=list` lacks pmix. The tasks load the component from BUILD_DIR
+# (OMPI_MCA_mca_base_component_path); the plugin hands them the lease.
 # Prints "PASS <case>" per case; exits 0 only if all pass. Everything is torn
 # down on exit (also on INT/TERM and failures), then checked to be gone.
 # Runs as root. Work files and logs: /var/tmp/switchagg-slurm-fabric-sl/
-# (the logs of the last run stay in logs/ there).
+# (the logs of the last run stay in logs/ there: the daemons' logs, the
+# agents' logs and each MPI case's srun output, mpi-<case>.out/.err).
 # shellcheck disable=SC2034  # $case is read by fail() (slurm_lib.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +50,10 @@ T0=$SECONDS
 [[ $(id -u) -eq 0 ]] || { echo "FAIL setup: must run as root" >&2; exit 1; }
 CTL=$build/bin/switchagg-ctl
 SPANK=$build/lib/slurm/switchagg_spank.so
-for f in "$CTL" "$build/bin/switchagg-agent" "$SPANK"; do
+CHECK=$build/bin/mpi_allreduce_check
+ONESHOT=$build/bin/mpi_oneshot_check
+for f in "$CTL" "$build/bin/switchagg-agent" "$SPANK" "$CHECK" "$ONESHOT" \
+  "$build/lib/openmpi/mca_coll_switchagg.so"; do
   [[ -e $f ]] || { echo "FAIL setup: $f missing (build first)" >&2; exit 1; }
 done
 
@@ -88,7 +109,7 @@ stopAgentRecorded() {
 
 # Everything a run (this one, or a dead one before it) left: Slurm, agent, fabric.
 tearDownAll() {
-  local pid bg
+  local pid bg f
   # Our sruns and what they forked (srun's shepherd): TERM lets srun cancel
   # its step while slurmctld still answers; what is left gets KILL below.
   bg=$(descendants "${BG_PIDS[@]}")
@@ -97,6 +118,10 @@ tearDownAll() {
   for pid in $bg; do alive "$pid" && kill -KILL "$pid" 2>/dev/null; done
   stopAgentRecorded
   [[ -f $AG/agent.log ]] && cp "$AG/agent.log" "$W/logs/" 2>/dev/null
+  for f in 1 2; do
+    [[ -f $AG/l$f/agent.log ]] && cp "$AG/l$f/agent.log" "$W/logs/leaf$f-agent.log" 2>/dev/null
+  done
+  cp "$J"/mpi-*.out "$J"/mpi-*.err "$W/logs/" 2>/dev/null || true
   fabric_down
   return 0
 }
@@ -334,15 +359,11 @@ case_srun_off() {
   echo "PASS srun_off (job $job: no lease created, no SWITCHAGG_LEASE on h1 h2 h3, tasks see $(grep -o 'mode=[a-z]*' "$J/c2.out" | sort -u | tr '\n' ' ' | sed 's/ $//'))"
 }
 
-# scancel of a running 3-node require job: within 20 s no lease and no step
-# process (slurmstepd or task) on any host.
-case_scancel() {
-  case=scancel
-  startBg "$J/c3.out" "$J/c3.err" client srun -N 3 -n 3 --switch-agg=require -J sa-c3 sleep 60
-  local pid=$BG job t0 procs="" end
-  job=$(jobNamed sa-c3)
-  waitLease "$job" 20
-  waitTasks "$job" 3
+# scancel of job $1 (srun pid $2, named $3 in errors): within 20 s no lease
+# and no step process (slurmstepd or task) on any host; srun ends within
+# 15 s; the job CANCELLED. TOOK: ms from scancel to all gone; STATE.
+cancelJob() {
+  local job=$1 pid=$2 end t0 procs=""
   client scancel "$job" || fail "scancel $job failed"
   t0=$(nowMs)
   end=$((SECONDS + 20))
@@ -353,12 +374,23 @@ case_scancel() {
   done
   [[ -z $(leaseOf "$job") ]] || fail "job $job's lease is still at the agent 20 s after scancel: $(leaseOf "$job")"
   [[ -z $procs ]] || fail "job $job's step processes still run 20 s after scancel: $procs"
-  local took=$(($(nowMs) - t0))
-  waitBg "$pid" 15 "srun of the cancelled job"
-  local state
-  state=$(client scontrol show job "$job" | grep -o 'JobState=[A-Z_]*')
-  [[ $state == JobState=CANCELLED ]] || fail "job $job is $state after scancel"
-  echo "PASS scancel (job $job: lease and every step process on h1 h2 h3 gone ${took} ms after scancel returned, $state, srun exit $BG_RC: $(grep -c . "$J/c3.err") stderr lines)"
+  TOOK=$(($(nowMs) - t0))
+  waitBg "$pid" 15 "$3"
+  STATE=$(client scontrol show job "$job" | grep -o 'JobState=[A-Z_]*')
+  [[ $STATE == JobState=CANCELLED ]] || fail "job $job is $STATE after scancel"
+}
+
+# scancel of a running 3-node require job: within 20 s no lease and no step
+# process (slurmstepd or task) on any host.
+case_scancel() {
+  case=scancel
+  startBg "$J/c3.out" "$J/c3.err" client srun -N 3 -n 3 --switch-agg=require -J sa-c3 sleep 60
+  local pid=$BG job
+  job=$(jobNamed sa-c3)
+  waitLease "$job" 20
+  waitTasks "$job" 3
+  cancelJob "$job" "$pid" "srun of the cancelled job"
+  echo "PASS scancel (job $job: lease and every step process on h1 h2 h3 gone ${TOOK} ms after scancel returned, $STATE, srun exit $BG_RC: $(grep -c . "$J/c3.err") stderr lines)"
 }
 
 # slurmd of h3 SIGKILLed while a 3-node require job runs.
@@ -460,6 +492,170 @@ sys.exit(0 if any(str(l["job"]) == sys.argv[1] for l in json.load(sys.stdin).get
   echo "PASS srun_tree (job $job on h1 h2 h3 across 2 racks: one lease at leaf1, leaf2 and the spine during the job, none after)"
 }
 
+# A numeric counter ($2) of the agent on control socket $1 (GET /v1/status).
+counterAt() {
+  "$CTL" --agent "unix:$1" status --json |
+    "$PY" -c 'import json, sys; print(json.load(sys.stdin)["counters"][sys.argv[1]])' "$2" ||
+    fail "cannot read counter $2 of the agent at $1"
+}
+
+# Leases held at the agents on control sockets $@, summed.
+leaseCount() {
+  local a n=0
+  for a in "$@"; do
+    n=$((n + $("$CTL" --agent "unix:$a" leases --json |
+      "$PY" -c 'import json,sys; print(len(json.load(sys.stdin).get("leases", [])))'))) ||
+      fail "cannot list the leases of the agent at $a"
+  done
+  echo "$n"
+}
+
+# Waits up to $1 s until no agent on control sockets $2... holds a lease.
+waitNoLeaseAt() {
+  local end=$((SECONDS + $1)) n
+  shift
+  while ((SECONDS < end)); do
+    n=$(leaseCount "$@")
+    ((n == 0)) && return 0
+    sleep 0.5
+  done
+  fail "$n lease(s) still at the agents ($*) $1 s after the job: $(for a in "$@"; do "$CTL" --agent "unix:$a" leases; done)"
+}
+
+# Open MPI in the srun'd tasks, as fabric_mpirun (scripts/lib_fabric.sh)
+# sets it up for mpirun: the component from the build tree (the path
+# replaces Open MPI's own list, so that stays in it), offload on, TCP on the
+# fabric's subnet only (every host has the same boot id, which UCX would
+# take for "same node"), the component's UCX waits blocking (2 shared cores).
+PKGLIB=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
+[[ -d $PKGLIB ]] || { echo "FAIL setup: no Open MPI component directory (ompi_info: '$PKGLIB')" >&2; exit 1; }
+MPI_ENV=(env "OMPI_MCA_mca_base_component_path=$build/lib/openmpi:$PKGLIB"
+  OMPI_MCA_coll_switchagg_offload=on OMPI_MCA_coll_switchagg_verbose=1
+  "OMPI_MCA_btl=self,vader,tcp" OMPI_MCA_btl_tcp_if_include=10.79.0.0/16
+  OMPI_MCA_mpi_yield_when_idle=1 "UCX_TLS=self,tcp" SWITCHAGG_UCX_WAIT=blocking)
+
+# Starts (startBg) an MPI job named $1 on h1..h3, one task each, through
+# Slurm's PMIx (srun --mpi=pmix) with --switch-agg=require: PROGRAM ARGS...
+# ($4...), output in $2/$3. Each task first prints "task job=J host=H
+# rank=R mode=M" (SWITCHAGG_MODE, which the plugin sets).
+mpiSrun() {
+  local name=$1 out=$2 err=$3
+  shift 3
+  # shellcheck disable=SC2016  # expanded by the task's shell
+  startBg "$out" "$err" client srun -N 3 -n 3 --mpi=pmix --switch-agg=require --switch-agg-slots=4 \
+    -J "$name" "${MPI_ENV[@]}" bash -c \
+    'echo "task job=$SLURM_JOB_ID host=$(hostname) rank=$SLURM_PROCID mode=${SWITCHAGG_MODE:-unset}"; exec "$0" "$@"' \
+    "$@"
+}
+
+# What every finished MPI case asserts of its output ($1 stdout, $2
+# stderr; job id in MPI_JOB): one task on each of h1 h2 h3 with the lease's
+# mode, the checker's PASS for 3 ranks and --expect switch (it fails, and
+# says which, if a result is not exact or a call was not served by the
+# switch path: the component's per-call diagnostics and its switch
+# counter), and the component saw 3 nodes.
+checkMpiOutput() {
+  local out=$1 err=$2 what=$3
+  MPI_JOB=$(jobOf "$out") || true
+  [[ -n $MPI_JOB ]] || fail "no job id in the MPI job's output ($out): $(head -5 "$out")"
+  [[ $(grep -o '^task job=[0-9]* host=h[0-9]*' "$out" | sed 's/.*host=//' | sort | tr '\n' ' ') == "h1 h2 h3 " ]] ||
+    fail "the MPI tasks are not one on each of h1 h2 h3: $(grep '^task ' "$out")"
+  [[ $(grep -c '^task .* mode=require$' "$out") == 3 ]] ||
+    fail "a task lacks SWITCHAGG_MODE=require from the plugin: $(grep '^task ' "$out")"
+  grep -q "^PASS np=3 expect=switch: [0-9]* cases checked on all ranks, 0 failures" "$out" ||
+    fail "$what did not pass (every result exact and on the switch path): $(grep -h 'FAIL\|error' "$out" "$err" | head -10)"
+  grep -q '3 ranks on 3 nodes (max 1 per node)' "$out" "$err" ||
+    fail "the component did not see 3 nodes: $(grep -h 'ranks on' "$out" "$err" | head -3)"
+}
+
+# The MPI job $1 (output in $2/$3) running mpi_allreduce_check --expect
+# switch ARGS ($5...), $4 saying where: it must end within 180 s, exit 0
+# and pass checkMpiOutput. MPI_JOB: its job id.
+runMpiCheck() {
+  local name=$1 out=$2 err=$3 where=$4
+  shift 4
+  mpiSrun "$name" "$out" "$err" "$CHECK" --expect switch "$@"
+  waitBg "$BG" 180 "the MPI job $where (srun --mpi=pmix -N 3 mpi_allreduce_check; logs: $out, $err)"
+  ((BG_RC == 0)) || fail "the MPI job $where failed (srun exit $BG_RC): $(tail -20 "$err")"
+  checkMpiOutput "$out" "$err" "mpi_allreduce_check --expect switch $where"
+}
+
+# A real MPI job across 3 nodes: every result exact, the switch path served
+# every call (the checker's assertion) and the agent reduced for it (its
+# counters moved), the lease gone after the job.
+case_mpi_3_nodes() {
+  case=mpi_3_nodes
+  local out=$J/mpi-3-nodes.out err=$J/mpi-3-nodes.err g0 b0 g1 b1
+  g0=$(counterAt "$AGENT_SOCKET" groups_created)
+  b0=$(counterAt "$AGENT_SOCKET" bytes_reduced)
+  runMpiCheck sa-mpi "$out" "$err" "across h1 h2 h3" --quick
+  grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$out" "$err" ||
+    fail "the ranks did not join the agent at its fabric address $AGENT_DATA: $(grep -h 'switch' "$err" | head -5)"
+  g1=$(counterAt "$AGENT_SOCKET" groups_created)
+  b1=$(counterAt "$AGENT_SOCKET" bytes_reduced)
+  ((g1 > g0)) || fail "the agent created no aggregation group for job $MPI_JOB: offload did not happen"
+  ((b1 > b0)) || fail "the agent reduced nothing for job $MPI_JOB: offload did not happen"
+  waitNoLeaseAt 20 "$AGENT_SOCKET"
+  echo "PASS mpi_3_nodes (job $MPI_JOB: srun --mpi=pmix on h1 h2 h3, $(grep -o '[0-9]* cases checked' "$out") exact" \
+    "on the switch path, the agent reduced $((b1 - b0)) bytes in $((g1 - g0)) group(s), no lease after)"
+}
+
+# The MPI job cancelled while the switch path serves it: within 20 s of
+# scancel no lease and no step process (slurmstepd, task) on any host.
+case_mpi_scancel() {
+  case=mpi_scancel
+  local out=$J/mpi-scancel.out err=$J/mpi-scancel.err ready=$J/mpi-scancel.ready pid job end b0 procs
+  rm -f "$ready"
+  # 10^6 iterations: minutes; the job is cancelled long before it ends.
+  mpiSrun sa-mpicancel "$out" "$err" "$ONESHOT" --iters 1000000 --ready "$ready"
+  pid=$BG
+  job=$(jobNamed sa-mpicancel)
+  waitLease "$job" 30
+  # Rank 0 writes $ready once the communicator joined the switch group.
+  end=$((SECONDS + 90))
+  while [[ ! -e $ready ]] && alive "$pid" && ((SECONDS < end)); do sleep 0.2; done
+  [[ -e $ready ]] || fail "job $job's MPI ranks did not join the switch group within 90 s (no $ready): $(tail -5 "$err")"
+  b0=$(counterAt "$AGENT_SOCKET" bytes_reduced)
+  end=$((SECONDS + 20))
+  while (($(counterAt "$AGENT_SOCKET" bytes_reduced) == b0)) && ((SECONDS < end)); do sleep 0.2; done
+  (($(counterAt "$AGENT_SOCKET" bytes_reduced) > b0)) ||
+    fail "the agent reduced nothing for running job $job within 20 s"
+  procs=$(stepProcs "SLURM_JOB_ID=$job")
+  [[ $(grep -o ':mpi_oneshot_ch[a-z]*@h[0-9]*' <<<"$procs" | sort -u | wc -l) == 3 ]] ||
+    fail "job $job does not run its 3 MPI tasks on h1 h2 h3: $procs"
+  alive "$pid" || fail "job $job's srun ended before the scancel: $(tail -5 "$err")"
+  cancelJob "$job" "$pid" "srun of the cancelled MPI job $job"
+  ! grep -q '^PASS' "$out" || fail "job $job's MPI program finished before the scancel: the case did not cancel it mid-run"
+  waitNoLeaseAt 20 "$AGENT_SOCKET"
+  echo "PASS mpi_scancel (job $job: cancelled while the agent reduced for it; lease and every MPI task on h1 h2 h3" \
+    "gone ${TOOK} ms after scancel returned, $STATE, srun exit $BG_RC)"
+}
+
+# The MPI job across both racks of the tree: exact, every call on the
+# switch path through the tree (the component says so, both leaves sent
+# bytes up to the spine, the spine reduced), no lease at any agent after.
+case_mpi_tree() {
+  case=mpi_tree
+  local out=$J/mpi-tree.out err=$J/mpi-tree.err s0 s1 u10 u11 u20 u21
+  local socks=("$AG/l1/agent.sock" "$AG/l2/agent.sock" "$AGENT_SOCKET")
+  s0=$(counterAt "$AGENT_SOCKET" bytes_reduced)
+  u10=$(counterAt "$AG/l1/agent.sock" bytes_up)
+  u20=$(counterAt "$AG/l2/agent.sock" bytes_up)
+  runMpiCheck sa-mpitree "$out" "$err" "across two racks" --quick --counts 2,1001
+  grep -q "a tree over 2 leaf agents" "$out" "$err" ||
+    fail "the calls did not use the tree of leaf1, leaf2 and the spine: $(grep -h 'switch\|tree' "$err" | head -5)"
+  s1=$(counterAt "$AGENT_SOCKET" bytes_reduced)
+  u11=$(counterAt "$AG/l1/agent.sock" bytes_up)
+  u21=$(counterAt "$AG/l2/agent.sock" bytes_up)
+  ((u11 > u10)) || fail "leaf1 (h1, h2) sent nothing up to the spine for job $MPI_JOB"
+  ((u21 > u20)) || fail "leaf2 (h3) sent nothing up to the spine for job $MPI_JOB"
+  ((s1 > s0)) || fail "the spine reduced nothing for job $MPI_JOB"
+  waitNoLeaseAt 20 "${socks[@]}"
+  echo "PASS mpi_tree (job $MPI_JOB: srun --mpi=pmix on h1 h2 | h3, $(grep -o '[0-9]* cases checked' "$out") exact" \
+    "through the tree: leaf1 sent $((u11 - u10)) bytes up, leaf2 $((u21 - u20)), the spine reduced $((s1 - s0));" \
+    "no lease at leaf1, leaf2 or the spine after)"
+}
+
 # ------------------------------------------------------------------ main
 
 # Another live run of this test (another checkout) owns $W and the fabric
@@ -539,12 +735,20 @@ sleep "\${PROBE_HOLD:-0}"
 EOF
 chmod 0755 "$PROBE"
 say "fabric, agent ($AGENT_DATA) and 3-node Slurm up in $((SECONDS - T0)) s"
+# The MPI cases launch through Slurm's PMIx plugin: it must be there.
+case=setup
+mpis=$(client srun --mpi=list 2>&1) || fail "srun --mpi=list failed: $mpis"
+grep -qw pmix <<<"$mpis" || fail "Slurm has no pmix MPI plugin (srun --mpi=list: $(tr '\n' ' ' <<<"$mpis"))"
+say "$(tr '\n' ' ' <<<"$mpis")"
 
 if [[ $mode == tree ]]; then
   case_srun_tree
+  case_mpi_tree
 else
   case_srun_3_nodes
   case_srun_off
   case_scancel
+  case_mpi_3_nodes
+  case_mpi_scancel
   case_slurmd_killed
 fi
