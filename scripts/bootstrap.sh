@@ -23,6 +23,7 @@ PACKAGES=(
   gfortran                                       # Fortran datatypes test (mpifort)
   python3-mpi4py python3-numpy                   # apps/python example and its tests
   environment-modules                            # config/modulefile-switchagg test (module load)
+  mmdebstrap xz-utils                            # Debian 13 root for the Open MPI 5 test (scripts/debian13_root.sh)
 )
 
 missing=()

@@ -10,13 +10,15 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
+#include "coll_switchagg_compat.h"
+
 #include "coll_core.h"
 #include "switchagg_mpi_types.h"
 
 BEGIN_C_DECLS
 
 typedef struct mca_coll_switchagg_component_t {
-  mca_coll_base_component_2_0_0_t super;
+  switchagg_coll_component_base_t super;
   /* MCA parameters (storage registered with the MCA variable system). */
   bool enable;
   int priority;
@@ -33,7 +35,7 @@ typedef struct mca_coll_switchagg_component_t {
   bool usable;
 } mca_coll_switchagg_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_switchagg_component_t mca_coll_switchagg_component;
+SWITCHAGG_MODULE_DECLSPEC extern mca_coll_switchagg_component_t mca_coll_switchagg_component;
 
 typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t super;

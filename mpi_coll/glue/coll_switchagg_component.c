@@ -35,7 +35,7 @@ static int switchagg_progress(void) { return switchagg_coll_progress(); }
 mca_coll_switchagg_component_t mca_coll_switchagg_component = {
     .super = {
         .collm_version = {
-            OMPI_MCA_BASE_VERSION_2_1_0("coll", 2, 0, 0),
+            SWITCHAGG_COLL_BASE_VERSION,
             .mca_component_name = "switchagg",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
             .mca_open_component = switchagg_open,

@@ -134,7 +134,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
 
   info.rank = ompi_comm_rank(comm);
   info.size = ompi_comm_size(comm);
-  info.context_id = ompi_comm_get_cid(comm);
+  info.context_id = switchagg_comm_context_id(comm);
   info.name = comm->c_name;
   info.node_name = opal_process_info.nodename;
   info.allgather_ctx = m;
@@ -233,12 +233,12 @@ static mca_coll_switchagg_module_t *module_of(MPI_Comm comm) {
   return (mca_coll_switchagg_module_t *)comm->c_coll->coll_allreduce_module;
 }
 
-OMPI_MODULE_DECLSPEC const char *switchagg_coll_last_algorithm(MPI_Comm comm) {
+SWITCHAGG_MODULE_DECLSPEC const char *switchagg_coll_last_algorithm(MPI_Comm comm) {
   mca_coll_switchagg_module_t *m = module_of(comm);
   return (NULL == m || NULL == m->core) ? NULL : switchagg_coll_last_path(m->core);
 }
 
-OMPI_MODULE_DECLSPEC uint64_t switchagg_coll_comm_counter(MPI_Comm comm, const char *name) {
+SWITCHAGG_MODULE_DECLSPEC uint64_t switchagg_coll_comm_counter(MPI_Comm comm, const char *name) {
   mca_coll_switchagg_module_t *m = module_of(comm);
   return (NULL == m || NULL == m->core) ? UINT64_MAX : switchagg_coll_counter(m->core, name);
 }

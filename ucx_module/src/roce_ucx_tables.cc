@@ -1,3 +1,7 @@
+// Compiled only where configure found UCX's internal configuration API to
+// match what is read here (SWITCHAGG_UCX_INTERNAL_TABLES; UCX 1.13): other
+// releases get ucx_tables_public.cc instead.
+//
 // UCX 1.13's configuration tables seen the way UCX itself reads them: which
 // environment variables and which ucp_config_modify keys reach each field,
 // and the value each transport/memory-domain field will really have.
@@ -19,6 +23,7 @@
 
 #include "switchagg/common/config.h"
 #include "switchagg/ucx/ucp_config.h"
+#include "ucp_config_internal.h"
 
 namespace switchagg::ucx {
 namespace {
@@ -165,6 +170,10 @@ class FilledConfig {
 
 }  // namespace
 
+bool ucxInternalTablesInspected() {
+  return true;
+}
+
 const std::vector<UcxField>& ucxConfigFields() {
   static const std::vector<UcxField> fields = buildFieldList();
   return fields;
@@ -205,6 +214,121 @@ Result<std::vector<UcxEffectiveValue>> effectiveUcxValues(
     out.push_back(std::move(v));
   }
   return out;
+}
+
+namespace {
+
+bool sameField(const UcxField* a, const UcxField* b) {
+  return a->entry == b->entry && a->offset == b->offset;
+}
+
+bool allIn(const std::vector<const UcxField*>& sub, const std::vector<const UcxField*>& set) {
+  for (const UcxField* f : sub) {
+    bool found = false;
+    for (const UcxField* g : set) found = found || sameField(f, g);
+    if (!found) return false;
+  }
+  return true;
+}
+
+// Keys that reach only fields in `free` (ucp_config_modify cannot name one
+// transport: RC_SL is rc_verbs + rc_mlx5 + dc_mlx5), widest first, until
+// every field of `free` that some such key reaches is covered.
+std::vector<std::string> coveringKeys(const std::vector<const UcxField*>& free) {
+  std::vector<std::pair<std::string, std::vector<const UcxField*>>> candidates;
+  for (const UcxField* f : free) {
+    for (const std::string& key : f->modify_names) {
+      auto reach = fieldsReachedBy(key);
+      if (allIn(reach, free)) candidates.emplace_back(key, std::move(reach));
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  std::vector<std::string> keys;
+  std::vector<const UcxField*> covered;
+  for (const auto& [key, reach] : candidates) {
+    if (allIn(reach, covered)) continue;
+    keys.push_back(key);
+    covered.insert(covered.end(), reach.begin(), reach.end());
+  }
+  return keys;
+}
+
+}  // namespace
+
+Status applyUcxSetting(ucp_config_t* config, const std::string& key, const std::string& value,
+                       RoceProfile& profile) {
+  SWITCHAGG_RETURN_IF_ERROR(checkUcxSetting(key, value));
+  const std::vector<const UcxField*> reached = fieldsReachedBy(key);
+  if (reached.empty()) {
+    return Status(Code::kInvalidArgument, "'" + key +
+                                              "' reaches no UCP or transport setting in UCX " +
+                                              ucp_get_version_string() + " (ignored if set)");
+  }
+  std::vector<const UcxField*> free;
+  bool user_set = false;
+  for (const UcxField* f : reached) {
+    if (auto var = userVariable(*f)) {
+      addLeftToUser(profile, *var);
+      user_set = true;
+    } else {
+      free.push_back(f);
+    }
+  }
+  if (!user_set) return modifyUcpConfig(config, key, value, profile);
+  for (const std::string& narrower : coveringKeys(free))
+    SWITCHAGG_RETURN_IF_ERROR(modifyUcpConfig(config, narrower, value, profile));
+  return Status::Ok();
+}
+
+std::string ucxEnvName(const std::string& key) {
+  auto reached = fieldsReachedBy(key);
+  for (const UcxField* f : reached)
+    if (std::find(f->env_names.begin(), f->env_names.end(), key) != f->env_names.end()) return key;
+  return reached.empty() ? key : reached.front()->name.substr(4);
+}
+
+Status checkUcxSetting(const std::string& key, const std::string& value) {
+  loadUcxTransportModules();
+  bool known = false;
+  Status bad_value;
+  forEachUcxConfigTable([&](ucs_config_global_list_entry_t* entry) {
+    if (!bad_value.ok()) return;
+    std::unique_ptr<void, decltype(&std::free)> opts(std::calloc(1, entry->size), &std::free);
+    if (!opts) return;
+    // Defaults only (no environment), so a user's odd UCX_* cannot interfere.
+    if (ucs_config_parser_fill_opts(opts.get(), entry->table, "SWITCHAGG_UNUSED_PREFIX_", nullptr,
+                                    1) != UCS_OK)
+      return;
+    ucs_status_t st =
+        ucs_config_parser_set_value(opts.get(), entry->table, key.c_str(), value.c_str());
+    ucs_config_parser_release_opts(opts.get(), entry->table);
+    if (st == UCS_OK) {
+      known = true;
+    } else if (st != UCS_ERR_NO_ELEM) {
+      bad_value =
+          Status(Code::kInvalidArgument, "UCX rejects " + key + "=" + value + " (" + entry->name +
+                                             ": " + ucs_status_string(st) + ")");
+    }
+  });
+  if (!bad_value.ok()) return bad_value;
+  if (!known) {
+    return Status(Code::kInvalidArgument, "UCX " + std::string(ucp_get_version_string()) +
+                                              " has no configuration key '" + key +
+                                              "' (see ucx_info -c -f)");
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<UcxEffectiveValue>> effectiveTransportConfig(
+    ucp_config_t* config, const std::vector<std::string>& keys) {
+  if (config == nullptr) return Status(Code::kInvalidArgument, "effectiveTransportConfig: null");
+  std::vector<const UcxField*> fields;
+  for (const std::string& key : keys) {
+    for (const UcxField* f : fieldsReachedBy(key))
+      if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
+  }
+  return effectiveUcxValues(cachedTransportKeys(config), fields);
 }
 
 }  // namespace switchagg::ucx

@@ -47,9 +47,12 @@ std::vector<uint8_t> ucpAddress(ucp_worker_h worker) {
 ucs_status_t createUcpWorker(ucp_context_h ctx, ucp_worker_h* out) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  // With the gate on, threads take turns at the worker (serialised by the
-  // gate); UCX must not assume one fixed thread.
-  params.thread_mode = ThreadGate::enabled() ? UCS_THREAD_MODE_SERIALIZED : UCS_THREAD_MODE_SINGLE;
+  // Serialized, never single: a worker may be created on one thread and
+  // progressed on another (the agent's data-plane threads; an MPI program
+  // calling from a thread other than MPI_Init's), one at a time, and with the
+  // gate on threads take turns at it. UCX 1.18 asserts single mode's owner
+  // thread on every ucp_worker_progress (1.13 did not check).
+  params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   return ucp_worker_create(ctx, &params, out);
 }
 
@@ -241,7 +244,8 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
       SA_WARN("ucx", "no worker event fd (%s); waits will busy-poll", ucs_status_string(st));
       impl->efd = -1;
     }
-    if (impl->sentinel != nullptr && ucp_worker_get_efd(impl->sentinel, &impl->sentinel_efd) != UCS_OK)
+    if (impl->sentinel != nullptr &&
+        ucp_worker_get_efd(impl->sentinel, &impl->sentinel_efd) != UCS_OK)
       impl->sentinel_efd = -1;
   }
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
@@ -260,11 +264,17 @@ std::array<uint64_t, 2> Worker::busyGroupSlots() const {
   return mask;
 }
 
-bool Worker::progress() { return impl_->progress(); }
+bool Worker::progress() {
+  return impl_->progress();
+}
 
-void Worker::post(std::function<void()> fn) { impl_->defer(std::move(fn)); }
+void Worker::post(std::function<void()> fn) {
+  impl_->defer(std::move(fn));
+}
 
-Status Worker::flush(int64_t timeout_ms) { return impl_->flush(timeout_ms); }
+Status Worker::flush(int64_t timeout_ms) {
+  return impl_->flush(timeout_ms);
+}
 
 Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
   return impl_->waitUntil(pred, timeout_ms);
@@ -294,7 +304,9 @@ void Worker::setFailureHandler(std::function<void(Endpoint*, const Status&)> han
   impl_->failure_handler = std::move(handler);
 }
 
-Context& Worker::context() { return *impl_->context; }
+Context& Worker::context() {
+  return *impl_->context;
+}
 
 Status Worker::tagRecv(uint64_t tag, uint64_t tag_mask, void* data, size_t length,
                        Request& request) {

@@ -2,6 +2,17 @@
 // UCX's own configuration: the transport's inspection API (switchagg-info
 // and the RoCE tests use it; the transport applies profiles with it).
 //
+// Two builds of the key-level functions (checkUcxSetting, applyUcxSetting,
+// ucxEnvName, effectiveTransportConfig), chosen at configure time
+// (ucx_module/CMakeLists.txt): where UCX is a release whose internal
+// configuration tables (ucs/config/parser.h) are known to match what
+// roce_ucx_tables.cc reads (1.13), SWITCHAGG_UCX_INTERNAL_TABLES=1 and they
+// walk those tables field by field; elsewhere (UCX 1.18, ...) they stand on
+// the public API alone (ucx_tables_public.cc): ucp_config_modify checks UCP
+// keys, uct_config_modify on the md/iface configs of the transports present
+// checks transport keys, and what neither can check is applied with one
+// "switchagg[ucx] warn: ... not checked" line naming the key.
+//
 // How UCX 1.13 treats ucp_config_modify keys (v1.13.1 source; see
 // roce_ucx_tables.cc for the functions): UCP context and UCS global keys are
 // set at once; any other key is cached unchecked and, at ucp_init /
@@ -16,7 +27,9 @@
 #pragma once
 
 #include <ucp/api/ucp.h>
+#if SWITCHAGG_UCX_INTERNAL_TABLES
 #include <ucs/config/parser.h>
+#endif
 
 #include <optional>
 #include <string>
@@ -64,6 +77,24 @@ std::string ucxEnvName(const std::string& key);
 Status applyUcxSetting(ucp_config_t* config, const std::string& key, const std::string& value,
                        RoceProfile& profile);
 
+// A transport field's value as UCX will hold it.
+struct UcxEffectiveValue {
+  std::string table, name, value;
+  std::string source;  // "profile <KEY>", "environment UCX_<VAR>" or "default"
+};
+// The transport fields that `keys` reach, with the values `config` gives them.
+// Without the internal tables: one entry per key, its value and source from
+// the environment (UCX_<KEY>) or the config's cache, table "(not inspected)".
+Result<std::vector<UcxEffectiveValue>> effectiveTransportConfig(
+    ucp_config_t* config, const std::vector<std::string>& keys);
+
+// True where this build walks UCX's internal configuration tables.
+bool ucxInternalTablesInspected();
+
+// Internal helpers shared by the implementations.
+void loadUcxTransportModules();
+
+#if SWITCHAGG_UCX_INTERNAL_TABLES
 // One field of a registered UCX configuration table.
 struct UcxField {
   std::string table;                      // "rc_mlx5 transport", "IB memory domain"
@@ -87,19 +118,9 @@ std::optional<std::string> userVariable(const UcxField& field);
 // What a transport field will hold, built as UCX builds md/iface configs:
 // uct_config_read (defaults, ucx.conf, environment), then each cached key in
 // order through uct_config_modify's parser call.
-struct UcxEffectiveValue {
-  std::string table, name, value;
-  std::string source;  // "profile <KEY>", "environment UCX_<VAR>" or "default"
-};
 Result<std::vector<UcxEffectiveValue>> effectiveUcxValues(
     const std::vector<std::pair<std::string, std::string>>& cached,
     const std::vector<const UcxField*>& fields);
-// The transport fields that `keys` reach, with the values `config` gives them.
-Result<std::vector<UcxEffectiveValue>> effectiveTransportConfig(
-    ucp_config_t* config, const std::vector<std::string>& keys);
-
-// Internal helpers shared by the two files.
-void loadUcxTransportModules();
 template <typename Fn>
 void forEachUcxConfigTable(Fn fn) {
   // ucs_list_for_each is typeof-based C; walk the list by hand.
@@ -111,5 +132,6 @@ void forEachUcxConfigTable(Fn fn) {
     if (entry->table != nullptr && entry->size > 0) fn(entry);
   }
 }
+#endif  // SWITCHAGG_UCX_INTERNAL_TABLES
 
 }  // namespace switchagg::ucx

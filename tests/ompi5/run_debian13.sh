@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The tree against Open MPI 5.0 + UCX 1.18, from this Debian 12 host: makes
+# (or reuses) the Debian 13 root (scripts/debian13_root.sh), builds the
+# whole tree inside it with -Werror (so the 5.0 build warns about nothing
+# the 4.1 build does not), runs the chosen MPI tests there with that build's
+# own CTest, and checks that ompi_info lists the same coll_switchagg
+# parameters on 5.0 as on this host's 4.1.
+#
+#   run_debian13.sh SRC HOST_BUILD TEST_REGEX
+set -euo pipefail
+(($# == 3)) || {
+  echo "usage: $0 SRC HOST_BUILD TEST_REGEX" >&2
+  exit 2
+}
+src=$1 hostbuild=$2 regex=$3
+d13=$hostbuild/debian13
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+inroot() { "$src/scripts/debian13_root.sh" --run "$@"; }
+
+"$src/scripts/debian13_root.sh" >/dev/null || fail "could not make the Debian 13 root"
+
+echo "== build in Debian 13 ($d13)"
+inroot "cmake -S '$src' -B '$d13' -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSWITCHAGG_WERROR=ON -DSWITCHAGG_BUILD_SPANK=OFF >'$d13.configure.log' 2>&1 ||
+  { cat '$d13.configure.log'; exit 1; }
+  grep -q 'coll component for Open MPI 5\.' '$d13.configure.log' || { echo 'not Open MPI 5'; exit 1; }
+  cmake --build '$d13' -j\$(nproc) >'$d13.build.log' 2>&1 || { tail -50 '$d13.build.log'; exit 1; }" ||
+  fail "the tree does not build against Open MPI 5 (logs: $d13.configure.log, $d13.build.log)"
+
+echo "== MPI tests in Debian 13: $regex"
+listed=$(inroot "ctest --test-dir '$d13' -N -R '$regex'" | sed -n 's/^Total Tests: //p')
+[[ ${listed:-0} -gt 0 ]] || fail "no test in the Debian 13 build matches $regex"
+inroot "ctest --test-dir '$d13' -R '$regex' --output-on-failure --timeout 300" ||
+  fail "MPI tests failed on Open MPI 5"
+
+echo "== ompi_info parameters, 4.1 (host) against 5.0 (root)"
+params() { grep -o 'parameter "coll_switchagg_[a-z_]*"' | sort -u; }
+pkglib=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
+host=$(OMPI_MCA_mca_base_component_path="$hostbuild/lib/openmpi:$pkglib" \
+  ompi_info --param coll switchagg --level 9 | params)
+root=$(inroot "P=\$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://');
+  OMPI_MCA_mca_base_component_path='$d13/lib/openmpi':\$P ompi_info --param coll switchagg --level 9" |
+  params)
+[[ -n $host ]] || fail "ompi_info on this host lists no coll_switchagg parameter"
+[[ $host == "$root" ]] || fail "parameters differ: 4.1: $(echo $host) / 5.0: $(echo $root)"
+echo "PASS: $(echo "$root" | wc -l) parameters on both; MPI tests passed on Open MPI 5"
