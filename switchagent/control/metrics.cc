@@ -80,8 +80,8 @@ std::string renderMetrics(const MetricsInput& in) {
            d.clients_connected);
 
   w.family("switchagg_rejected_total", "counter", "Data-plane messages rejected, by reason.");
-  for (const auto& [reason, n] : d.rejected)
-    w.sample("switchagg_rejected_total", n, "reason=\"" + label(reason) + "\"");
+  for (const auto& [reason, n] : d.rejected) w.sample("switchagg_rejected_total", n,
+                                                      "reason=\"" + label(reason) + "\"");
   w.family("switchagg_control_refused_total", "counter",
            "Control requests refused, by API error code.");
   for (const auto& [code, n] : in.control_refused) {

@@ -33,9 +33,7 @@ using wire::Reason;
 
 namespace {
 
-uint8_t modeOf(const Message& m) {
-  return m.type == MsgType::kContribRouted ? m.mode : 0;
-}
+uint8_t modeOf(const Message& m) { return m.type == MsgType::kContribRouted ? m.mode : 0; }
 
 constexpr size_t kPieceBytes = 64 * 1024;  // one pool task
 constexpr size_t kBlockBytes = 16 * 1024;  // members' blocks stay in L1/L2 together
@@ -246,7 +244,7 @@ bool AggregationEngine::hasReducible() const {
 void AggregationEngine::reduceReady() {
   std::vector<std::pair<Group*, uint32_t>> batch, later;
   std::unordered_map<const Group*, uint64_t> share;  // contribution bytes taken this pass
-  uint64_t deferred = 0;
+  uint64_t deferred = 0, pass_bytes = 0;
   for (const auto& e : ready_) {
     const Slot& s = e.first->slots[e.second];
     if (s.sends_pending != 0) {
@@ -259,13 +257,13 @@ void AggregationEngine::reduceReady() {
       ++deferred;
       continue;
     }
-    taken += uint64_t(s.count) * dtypeSize(s.dtype) * e.first->size;
+    const uint64_t bytes = uint64_t(s.count) * dtypeSize(s.dtype) * e.first->size;
+    taken += bytes;
+    pass_bytes += bytes;
     batch.push_back(e);
   }
   if (batch.empty()) return;
   ready_.swap(later);
-  uint64_t pass_bytes = 0;
-  for (const auto& [g, taken] : share) pass_bytes += taken;
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.chunks_deferred += deferred;
@@ -275,20 +273,16 @@ void AggregationEngine::reduceReady() {
   reduceSlots(batch);
   // A leaf's chunk goes up; its members get the parent's result later.
   for (auto& [g, slot] : batch) {
-    if (g->tree)
-      sendUpward(*g, slot, now_ms_);
-    else
-      sendResults(*g, slot);
+    if (g->tree) sendUpward(*g, slot, now_ms_);
+    else sendResults(*g, slot);
   }
   // Turnaround: every chunk of the batch waited for all of it.
-  const auto us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
   constexpr size_t kRecent = 64;
-  if (turnaround_us_.size() < kRecent)
-    turnaround_us_.push_back(uint32_t(us));
-  else
-    turnaround_us_[turnaround_next_++ % kRecent] = uint32_t(us);
+  if (turnaround_us_.size() < kRecent) turnaround_us_.push_back(uint32_t(us));
+  else turnaround_us_[turnaround_next_++ % kRecent] = uint32_t(us);
 }
 
 void AggregationEngine::reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch) {
@@ -362,10 +356,8 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
     counters_.bytes_out += bytes * dests;
   }
   if (--g.call_left == 0) {
-    if (g.pinned)
-      endPinnedCall(g);
-    else
-      deactivate(g);  // its sends keep the buffers they read
+    if (g.pinned) endPinnedCall(g);
+    else deactivate(g);  // its sends keep the buffers they read
   }
   const uint64_t serial = g.serial;
   uint32_t send_to = g.size;

@@ -47,7 +47,8 @@ TEST_F(EngineTest, CapacityTellsTheMeasuredReduceRateTheLinkAndTurnaround) {
   // After chunks went through, the turnaround is measured.
   const uint32_t window = formGroup(t, 5, 2);
   const std::vector<uint8_t> data(64 * 1024, 1);
-  for (uint32_t r = 0; r < 2; ++r) contrib(r + 1, t, 5, r, 0, window, Dtype::kInt8, Op::kBor, data);
+  for (uint32_t r = 0; r < 2; ++r)
+    contrib(r + 1, t, 5, r, 0, window, Dtype::kInt8, Op::kBor, data);
   pump();
   ASSERT_EQ(out_.take(MsgType::kResult).size(), 2u);
   deliver(7, ask);

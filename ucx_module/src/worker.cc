@@ -244,8 +244,7 @@ Result<std::unique_ptr<Worker>> Worker::create(Context& context) {
       SA_WARN("ucx", "no worker event fd (%s); waits will busy-poll", ucs_status_string(st));
       impl->efd = -1;
     }
-    if (impl->sentinel != nullptr &&
-        ucp_worker_get_efd(impl->sentinel, &impl->sentinel_efd) != UCS_OK)
+    if (impl->sentinel != nullptr && ucp_worker_get_efd(impl->sentinel, &impl->sentinel_efd) != UCS_OK)
       impl->sentinel_efd = -1;
   }
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
@@ -264,17 +263,11 @@ std::array<uint64_t, 2> Worker::busyGroupSlots() const {
   return mask;
 }
 
-bool Worker::progress() {
-  return impl_->progress();
-}
+bool Worker::progress() { return impl_->progress(); }
 
-void Worker::post(std::function<void()> fn) {
-  impl_->defer(std::move(fn));
-}
+void Worker::post(std::function<void()> fn) { impl_->defer(std::move(fn)); }
 
-Status Worker::flush(int64_t timeout_ms) {
-  return impl_->flush(timeout_ms);
-}
+Status Worker::flush(int64_t timeout_ms) { return impl_->flush(timeout_ms); }
 
 Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
   return impl_->waitUntil(pred, timeout_ms);
@@ -304,9 +297,7 @@ void Worker::setFailureHandler(std::function<void(Endpoint*, const Status&)> han
   impl_->failure_handler = std::move(handler);
 }
 
-Context& Worker::context() {
-  return *impl_->context;
-}
+Context& Worker::context() { return *impl_->context; }
 
 Status Worker::tagRecv(uint64_t tag, uint64_t tag_mask, void* data, size_t length,
                        Request& request) {
