@@ -161,9 +161,7 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        listField(&C::admin_users)},
       {"agent.log_level", "SWITCHAGG_LOG_LEVEL",
        "error|warn|info|debug|trace (SWITCHAGG_LOG_LEVEL overrides)",
-       choiceField(&C::log_level, {{"error", std::string("error")}, {"warn", std::string("warn")},
-                                   {"info", std::string("info")}, {"debug", std::string("debug")},
-                                   {"trace", std::string("trace")}})},
+       nameField(&C::log_level, {"error", "warn", "info", "debug", "trace"})},
       {"agent.reaper_interval", nullptr, "how often expired leases are reaped",
        durationField(&C::reaper_interval_ms, 10, 60000, kUnit)},
       {"state.lease_file", nullptr, "keeps leases across agent restarts in this file (written 0600, atomically); \"\" = in "

@@ -228,6 +228,14 @@ ConfigBinding<T> choiceField(F T::*field, std::vector<std::pair<std::string, F>>
           }};
 }
 
+// A string member that must be one of `names`, kept as the name itself.
+template <typename T>
+ConfigBinding<T> nameField(std::string T::*field, const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::string>> choices;
+  for (const std::string& n : names) choices.emplace_back(n, n);
+  return choiceField(field, std::move(choices));
+}
+
 // Anything else: a kind and the two functions, written by hand.
 template <typename T>
 ConfigBinding<T> customField(

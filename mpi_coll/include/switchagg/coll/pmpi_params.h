@@ -23,15 +23,6 @@ struct PmpiParams {
   std::string tune_file;        // empty: not saved
 };
 
-// A string member that must be one of `names` (the error lists them).
-inline std::function<Status(const std::string&, const std::string&)> oneOf(
-    std::vector<std::string> names) {
-  return [names](const std::string& key, const std::string& text) -> Status {
-    Result<std::string> v = parseChoice(key, text, names);
-    return v.ok() ? Status::Ok() : v.status();
-  };
-}
-
 inline const ConfigTable<PmpiParams>& pmpiParamsTable() {
   using P = PmpiParams;
   static const ConfigTable<P> t({
@@ -45,7 +36,7 @@ inline const ConfigTable<PmpiParams>& pmpiParamsTable() {
        stringField(&P::algorithm)},
       {"coll_switchagg_offload", "SWITCHAGG_OFFLOAD",
        "PMPI library: switch offload, auto | on | off; as the MCA parameter",
-       stringField(&P::offload, oneOf({"auto", "on", "off"}))},
+       nameField(&P::offload, {"auto", "on", "off"})},
       {"coll_switchagg_rules", "SWITCHAGG_RULES",
        "PMPI library: path of a selection rules file (docs/selection.md); empty: none",
        stringField(&P::rules)},
@@ -59,7 +50,7 @@ inline const ConfigTable<PmpiParams>& pmpiParamsTable() {
        intField(&P::stall_timeout, 0, 1 << 30)},
       {"coll_switchagg_tune", "SWITCHAGG_TUNE",
        "PMPI library: online tuning of auto's choice, online | off; as the MCA parameter",
-       stringField(&P::tune, oneOf({"online", "off"}))},
+       nameField(&P::tune, {"online", "off"})},
       {"coll_switchagg_tune_file", "SWITCHAGG_TUNE_FILE",
        "PMPI library: file where rank 0 writes the rules online tuning settled on, at "
        "MPI_Finalize; empty: not saved",
