@@ -55,10 +55,19 @@ Status waitFd(int fd, short events, int64_t deadline_ms, const std::string& what
 // than the deadline.
 Status connectOne(int fd, const sockaddr* sa, socklen_t len, int64_t deadline_ms,
                   const std::string& what) {
-  if (connect(fd, sa, len) == 0) return Status::Ok();
-  if (errno != EINPROGRESS && errno != EAGAIN) {
-    return Status(Code::kIoError, what + ": " + strerror(errno));
+  // EAGAIN (a Unix socket) means the agent's listen queue is full, under a
+  // connection flood: the socket is not connecting at all (waiting for
+  // POLLOUT would return at once and the first send fail with ENOTCONN), so
+  // connect is tried again after a pause (1 ms doubling to 50 ms) until the
+  // deadline. EINPROGRESS (TCP) is a connect under way: wait for it.
+  for (int pause_ms = 1;; pause_ms = pause_ms < 25 ? pause_ms * 2 : 50) {
+    if (connect(fd, sa, len) == 0) return Status::Ok();
+    if (errno != EAGAIN) break;
+    if (controlNowMs() + pause_ms >= deadline_ms)
+      return Status(Code::kTimeout, what + ": timed out (its listen queue stayed full)");
+    poll(nullptr, 0, pause_ms);
   }
+  if (errno != EINPROGRESS) return Status(Code::kIoError, what + ": " + strerror(errno));
   SWITCHAGG_RETURN_IF_ERROR(waitFd(fd, POLLOUT, deadline_ms, what));
   int err = 0;
   socklen_t elen = sizeof err;

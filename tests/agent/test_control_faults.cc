@@ -2,14 +2,17 @@
 // hostile HTTP answered without harm, munge credentials (forged, replayed,
 // mismatched), a dead agent seen as unreachable without hanging.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -174,6 +177,18 @@ TEST(ControlFaults, DeadAgentIsUnreachableNotAHang) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+// Reads a request from connection `c`, answers it as an agent's
+// GET /v1/status would (version "test") and closes it.
+void answerStatus(int c) {
+  char buf[4096];
+  (void)!read(c, buf, sizeof buf);
+  const std::string body = "{\"version\":\"test\",\"data_address\":\"x:1\"}";
+  const std::string r = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  (void)!write(c, r.data(), r.size());
+  close(c);
+}
+
 // A Unix-socket "agent" that closes its first `cut` connections without a
 // word (as a real one sheds a connection still reading its request under a
 // flood), then answers every request with a status document.
@@ -195,13 +210,7 @@ class CuttingServer {
           close(c);
           continue;
         }
-        char buf[4096];
-        (void)!read(c, buf, sizeof buf);
-        const std::string body = "{\"version\":\"test\",\"data_address\":\"x:1\"}";
-        const std::string r = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-        (void)!write(c, r.data(), r.size());
-        close(c);
+        answerStatus(c);
       }
     });
   }
@@ -237,6 +246,57 @@ TEST(ControlFaults, AConnectionCutBeforeAnyAnswerIsTriedOnceMore) {
   EXPECT_NE(st.status().message().find("closed before any answer"), std::string::npos)
       << st.status().message();
   EXPECT_EQ(always.accepted(), 2);
+}
+
+// A Unix socket whose listen queue is full (a connection flood the agent
+// has not accepted yet) refuses connect with EAGAIN: the socket is not
+// connecting, so the client must try connect again rather than wait for
+// POLLOUT and send on an unconnected socket (ENOTCONN: "unreachable", which
+// a Slurm prolog under a flood once reported for a live agent).
+TEST(ControlFaults, AFullListenQueueIsWaitedOutNotTakenForADeadAgent) {
+  TempDir dir("queue", 0700);
+  const std::string path = dir.path() + "/agent.sock";
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  const int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(lfd, 0), 0);
+  // Fill the queue until a connect is refused with EAGAIN.
+  int queued = 0;
+  bool full = false;
+  for (int i = 0; i < 64 && !full; ++i) {
+    const int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (connect(c, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+      ++queued;
+    } else {
+      ASSERT_EQ(errno, EAGAIN) << strerror(errno);
+      full = true;
+    }
+    close(c);  // still queued at the listener until accepted
+  }
+  ASSERT_TRUE(full) << "the listen queue never filled";
+  // The "agent" starts accepting 300 ms later and answers the next caller.
+  std::thread server([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int i = 0; i < queued; ++i) close(accept(lfd, nullptr, nullptr));
+    // The client's connection, if it comes within 5 s (a client that gave
+    // up has no connection queued: the test fails on its status, not hangs).
+    pollfd p{lfd, POLLIN, 0};
+    if (poll(&p, 1, 5000) != 1) return;
+    const int c = accept(lfd, nullptr, nullptr);
+    answerStatus(c);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  ApiResult<AgentStatus> st = ControlClient("unix:" + path).status();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  server.join();
+  close(lfd);
+  ASSERT_TRUE(st.ok()) << st.status().toString();
+  EXPECT_EQ(st->version, "test");
+  EXPECT_GE(ms, 250) << "the client got through a full queue without waiting?";
 }
 
 TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
