@@ -207,18 +207,18 @@ void printMeasuredTimes(const SelectArgs& a, const coll::Selector& s) {
 // per op, its size ranges (powers of two, the model's n: the vector, or one
 // rank's block for allgather) and who serves them, like the barrier line.
 // With several ranks per node (node leaders, the component's default) the
-// switch path routes bcast and reduce (node steps around the leaders' call)
-// on several nodes and declines the others.
+// switch path routes every op on several nodes (node steps around the
+// leaders' call) and none on one node.
 void printRoutedChoices(const SelectArgs& a, const coll::Selector& s) {
   coll::SelectionInput in = a.in;
   const bool leaders = in.switch_members > 0 && in.switch_members < in.comm_size &&
                        in.switch_available && a.policy.offload != coll::Offload::kOff;
   for (size_t i = 0; i < coll::kNumRoutedOps; ++i) {
     const auto op = static_cast<coll::RoutedOp>(i);
-    if (leaders && (in.nodes == 1 || (op != coll::RoutedOp::kBcast && op != coll::RoutedOp::kReduce))) {
-      printf("%s: previous module (node leaders: not routed%s; SWITCHAGG_SWITCH_LEADERS=off "
-             "routes it)\n",
-             coll::routedOpName(op), in.nodes == 1 ? " on one node" : " for this op yet");
+    if (leaders && in.nodes == 1) {
+      printf("%s: previous module (node leaders: not routed on one node; "
+             "SWITCHAGG_SWITCH_LEADERS=off routes it)\n",
+             coll::routedOpName(op));
       continue;
     }
     std::string line;

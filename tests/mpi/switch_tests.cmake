@@ -122,10 +122,17 @@ add_switch_test(mpi_switch_routed_auto_np3 120 "mpi;agent" routed 3 auto)
 add_switch_test(mpi_switch_routed_tuned_np4 180 "mpi;agent" routed 4 tuned)
 add_switch_test(mpi_switch_routed_leaders_np4 240 "mpi;agent" routed 4 leaders)
 add_switch_test(mpi_switch_fault_routed_leaders_kill_np4 150 "mpi;agent;fault" routed 4 leaders_kill)
-# Node leaders: 2 emulated nodes x 2 ranks (bcast and reduce through the
-# leaders, reduce-scatter and allgather declined for them).
+# Node leaders: 2 emulated nodes x 2 ranks, every routed op through the
+# leaders; 2 x 3 with each node's ranks not adjacent (rank r on node r mod 2:
+# the blocks taken in node order); 3 x 2 for reduce-scatter's and
+# allgather's uneven parts.
+add_switch_test(mpi_switch_routed_leaders_cyclic_np6 300 "mpi;agent" routed 6 leaders)
+add_switch_test(mpi_switch_routed_leaders_np6 300 "mpi;agent" routed 6 leaders)
 set_tests_properties(mpi_switch_routed_leaders_np4 mpi_switch_fault_routed_leaders_kill_np4
   PROPERTIES ENVIRONMENT "PPN=2")
+set_tests_properties(mpi_switch_routed_leaders_cyclic_np6 PROPERTIES
+  ENVIRONMENT "PPN=3;EMU_LAYOUT=cyclic")
+set_tests_properties(mpi_switch_routed_leaders_np6 PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_routed_old_agent_np3 120 "mpi;agent" routed 3 old_agent)
 add_switch_test(mpi_switch_routed_stripes_np3 120 "mpi;agent" routed 3 stripes)
 add_switch_test(mpi_switch_fault_routed_kill_np3 120 "mpi;agent;fault" routed 3 kill)
@@ -223,16 +230,23 @@ oneshot_fault(mpi_switch_fault_oneshot_reduce_np3 3 partial 2
   "PPN=1;FAULT_AT=40;EXPECT_RECOVERED=rank 1: switch reduce call 40 failed here.*folded from the members' inputs")
 oneshot_fault(mpi_switch_fault_oneshot_reduce_scatter_cut_np3 3 cut 1
   "PPN=1;CUT_AT=19;EXPECT_RECOVERED=rank 1: switch reduce_scatter_block call 19 failed here \\(PeerFailed: test fault")
-# Node leaders (2 ranks a node, 7 calls a loop iteration from chunk 3 on):
-# the agent's result of call 22, an MPI_Reduce to rank 3 (a non-leader),
-# and of call 14, an MPI_Bcast from rank 1 (a non-leader), reaches node 0's
-# leader only: node 1's leader folds the reduce from the leaders' inputs
-# (the node's sums) and hands it to rank 3, or copies the bcast from node
-# 0's leader; the fold checked bit for bit (each node, then the nodes).
+# Node leaders (2 ranks a node, 9 calls a loop iteration from chunk 3 on:
+# 4 allreduces, bcast, reduce, allgather, reduce-scatter, barrier): the
+# agent's result of call 26, an MPI_Reduce to rank 3 (a non-leader), of call
+# 16, an MPI_Bcast from rank 1 (a non-leader), of call 27, an MPI_Allgather,
+# and of call 37, an in-place MPI_Reduce_scatter_block, reaches node 0's
+# leader only: node 1's leader folds the reduce or its node's part of the
+# reduce-scatter from the leaders' inputs (the node's sums) and hands it to
+# its ranks, or copies the bcast's or allgather's vector from node 0's
+# leader; the folds checked bit for bit (each node, then the nodes).
 oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_np4 4 partial 1
-  "PPN=2;FAULT_AT=22;EXPECT_RECOVERED=rank 2: switch reduce call 22 failed here.*folded from the members' inputs")
+  "PPN=2;FAULT_AT=26;EXPECT_RECOVERED=rank 2: switch reduce call 26 failed here.*folded from the members' inputs")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_bcast_np4 4 partial 1
-  "PPN=2;FAULT_AT=14;EXPECT_RECOVERED=rank 2: switch bcast call 14 failed here.*its result came from rank 0")
+  "PPN=2;FAULT_AT=16;EXPECT_RECOVERED=rank 2: switch bcast call 16 failed here.*its result came from rank 0")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_allgather_np4 4 partial 1
+  "PPN=2;FAULT_AT=27;EXPECT_RECOVERED=rank 2: switch allgather call 27 failed here.*its result came from rank 0")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_scatter_np4 4 partial_exit 1
+  "PPN=2;FAULT_AT=37;EXPECT_RECOVERED=rank 2: switch reduce_scatter_block call 37 failed here.*folded from the members' inputs")
 # The lease deleted 50-150 ms into the loop (inside or between calls'
 # chunks): nobody done, every rank redoes the call and the path goes off,
 # every answer exact and bounded; every rank a member, and node leaders.

@@ -135,6 +135,29 @@ TEST(Routed, RowsMatchHandComputation) {
   EXPECT_TRUE(std::isinf(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(8, 8, 1, false))));
 }
 
+// Node leaders (cost_model.h): p = 4 nodes of P = 8 ranks, q = 2 a node;
+// the agent's part as for 4 members over the whole vector, plus the node
+// steps on the hierarchical shm row (s = 1).
+TEST(Routed, LeadersAddTheNodeSteps) {
+  const CostModel m = CostModel::defaults();
+  const CostEntry* intra = m.find(Algorithm::kHierarchical, Locality::kShm);
+  ASSERT_NE(intra, nullptr);
+  SelectionInput in = shape(1 << 20, 8, 2, true);
+  in.switch_members = 4;
+  const double n = 1 << 20;
+  auto hop = [&](double bytes) { return intra->alpha_us + bytes * intra->beta_ns * 1e-3; };
+  const double reduce_us = hop(n) + n * intra->gamma_ns * 1e-3;
+  // reduce-scatter: the node's reduce, then one block (n/8) to the other rank.
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduceScatterBlock, in),
+              10 + n * 0.2e-3 + reduce_us + hop(n / 8), 1e-6);
+  // allgather of 1 MiB blocks: the vector is P·b = 8 MiB (4 rounds), a node
+  // receives the 6 MiB it lacks; one block in, the 8 MiB vector out.
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in),
+              4 * 10 + 6 * n * 0.2e-3 + hop(n) + hop(8 * n), 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + n * 0.2e-3 + hop(n) + reduce_us,
+              1e-6);
+}
+
 TEST(Registry, NamesRoundTrip) {
   ASSERT_EQ(algorithmRegistry().size(), 6u);
   for (const AlgorithmInfo& info : algorithmRegistry()) {

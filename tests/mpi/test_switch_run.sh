@@ -561,32 +561,34 @@ case $scenario in
         [[ ${in%.*} -eq 0 ]] || die "the agent saw $in bytes with offload off"
         ;;
       leaders)
-        # Node leaders (PPN > 1: several emulated nodes): bcast and reduce
-        # through the switch at every root (leaders and not), in place too;
-        # reduce-scatter and allgather still declined for them (op/avx
-        # off: the previous module serves those).
+        # Node leaders (PPN > 1: several emulated nodes; EMU_LAYOUT=cyclic:
+        # a node's ranks not adjacent): every routed op through the switch,
+        # bcast and reduce at every root (leaders and not), in place too;
+        # reduce-scatter and allgather through the node's reduce or gather
+        # and the leader's scatter or broadcast.
         [[ -n ${PPN:-} && $PPN -gt 1 ]] || die "routed leaders needs PPN > 1"
-        run_mpi "$np" "$work/routed.log" --mca op ^avx "${emu[@]}" "$mpibin/mpi_routed_check" \
-          --expect previous:node-leaders --expect-op reduce=switch --expect-op bcast=switch \
-          --all-roots || { cat "$work/routed.log"; die "routed run failed"; }
+        run_mpi "$np" "$work/routed.log" "${emu[@]}" "$mpibin/mpi_routed_check" \
+          --expect switch --all-roots || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log" "joined switch group .*$((np / PPN)) node leaders" \
-          ": reduce [0-9]+ bytes -> switch" ": bcast [0-9]+ bytes -> switch"
+          ": reduce [0-9]+ bytes -> switch" ": bcast [0-9]+ bytes -> switch" \
+          ": reduce_scatter_block [0-9]+ bytes -> switch" ": reduce_scatter [0-9]+ bytes -> switch" \
+          ": allgather [0-9]+ bytes -> switch"
         in=$(metric switchagg_bytes_in_total)
         echo "agent metrics: bytes_in=$in"
         [[ ${in%.*} -gt 0 ]] || die "the agent saw no traffic"
         ;;
       leaders_kill)
-        # The agent killed mid-loop of bcast and reduce under node leaders.
+        # The agent killed mid-loop of every routed op under node leaders.
         [[ -n ${PPN:-} && $PPN -gt 1 ]] || die "routed leaders_kill needs PPN > 1"
         delay_ms=$((RANDOM % 300))
-        echo "injecting kill ${delay_ms} ms after the switch served bcast and reduce"
+        echo "injecting kill ${delay_ms} ms after the switch served every routed op"
         run_mpi "$np" "$work/routed.log" "${emu[@]}" "$mpibin/mpi_routed_check" --expect fault \
-          --fault "$work" --ops reduce,bcast --bytes 262144 --max-call-ms 6000 &
+          --fault "$work" --bytes 262144 --max-call-ms 6000 &
         pid=$!
         fire_fault $pid "$work/routed.log" kill "routed-np$np" "$delay_ms"
         wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
         expect_pass "$work/routed.log" "joined switch group .*node leaders" \
-          "switch (reduce|bcast) failed .*redone on the previous module"
+          "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
         ;;
       auto)
         # offload auto: the model picks per call (op/avx off: the previous

@@ -32,21 +32,104 @@ std::unique_ptr<NodeLeaders> NodeLeaders::create(CommGroup& comm, bool enabled) 
   return std::unique_ptr<NodeLeaders>(new NodeLeaders(comm, nodeGroups(layout, comm.rank())));
 }
 
+NodeLeaders::NodeLeaders(CommGroup& comm, NodeGroups groups)
+    : comm_(comm), groups_(std::move(groups)) {
+  const std::vector<int>& node_of = comm_.layout().node_of;
+  std::vector<std::vector<int>> per_node(groups_.leaders.size());
+  for (int r = 0; r < int(node_of.size()); ++r) per_node[size_t(node_of[size_t(r)])].push_back(r);
+  by_node_.reserve(node_of.size());
+  for (const std::vector<int>& ranks : per_node)
+    by_node_.insert(by_node_.end(), ranks.begin(), ranks.end());
+  for (size_t i = 0; i < by_node_.size(); ++i) contiguous_ = contiguous_ && by_node_[i] == int(i);
+}
+
+// Tags of the block collectives' node steps, above move()'s.
+constexpr uint32_t kGatherTag = kNodePhaseTags + 1, kScatterTag = kNodePhaseTags + 2;
+
 Result<const void*> NodeLeaders::reduce(const AllreduceArgs& args) {
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  // The caller's input stays intact for a host redo: reduce in a copy.
+  char* acc = accumulator(bytes);
+  if (bytes) std::memcpy(acc, args.send ? args.send : args.recv, bytes);
+  return reduceAccumulator(args.dtype, args.op, args.count);
+}
+
+char* NodeLeaders::accumulator(size_t bytes) {
+  if (acc_.size() < bytes) acc_.resize(bytes);
+  return acc_.data();
+}
+
+Result<const void*> NodeLeaders::reduceAccumulator(Dtype dtype, Op op, size_t count) {
   host_ = comm_.hostComm();
   if (!host_) return Status(Code::kInternal, "no host transport for the node's reduce");
-  const size_t bytes = args.count * dtypeSize(args.dtype);
-  if (acc_.size() < bytes) acc_.resize(bytes);
+  const size_t bytes = count * dtypeSize(dtype);
   if (scratch_.size() < bytes) scratch_.resize(bytes);
-  // The caller's input stays intact for a host redo: reduce in a copy.
-  if (bytes) std::memcpy(acc_.data(), args.send ? args.send : args.recv, bytes);
-  AllreduceArgs node = args;
+  AllreduceArgs node;
   node.send = nullptr;
   node.recv = acc_.data();
+  node.count = count;
+  node.dtype = dtype;
+  node.op = op;
   SubComm local(*host_, groups_.locals, 0);
   Status st = binomialReduce(local, node, scratch_.data());
   if (!st.ok()) return st;
   return leader() ? static_cast<const void*>(acc_.data()) : nullptr;
+}
+
+int NodeLeaders::localIndex() const {
+  return int(std::find(groups_.locals.begin(), groups_.locals.end(), comm_.rank()) -
+             groups_.locals.begin());
+}
+
+Result<const void*> NodeLeaders::gather(const void* block, size_t bytes) {
+  SWITCHAGG_RETURN_IF_ERROR(begin());
+  HostComm::Handle h;
+  if (!leader()) {
+    SWITCHAGG_RETURN_IF_ERROR(host_->postSend(groups_.locals.front(), kGatherTag, block, bytes, &h));
+    SWITCHAGG_RETURN_IF_ERROR(host_->waitAll());
+    return static_cast<const void*>(nullptr);
+  }
+  const size_t n = groups_.locals.size();
+  if (gathered_.size() < n * bytes) gathered_.resize(n * bytes);
+  if (bytes) std::memcpy(gathered_.data(), block, bytes);
+  for (size_t i = 1; i < n; ++i)
+    SWITCHAGG_RETURN_IF_ERROR(
+        host_->postRecv(groups_.locals[i], kGatherTag, gathered_.data() + i * bytes, bytes, &h));
+  SWITCHAGG_RETURN_IF_ERROR(host_->waitAll());
+  return static_cast<const void*>(gathered_.data());
+}
+
+Status NodeLeaders::scatterOutcome(uint8_t* outcome, const void* leader_result,
+                                   const std::vector<size_t>& bytes, void* result) {
+  constexpr uint8_t kDone = 1;  // CallOutcome::kDone
+  std::unique_ptr<HostComm> host = std::move(host_);
+  if (!host) return Status(Code::kInternal, "node scatter without a node step");
+  HostComm::Handle h;
+  if (leader()) {
+    // One message a rank, [outcome][block] (the block's bytes travel even
+    // when the call is not done: both sides know the length).
+    size_t total = 0;
+    for (size_t i = 1; i < bytes.size(); ++i) total += 1 + bytes[i];
+    staging_.resize(total);
+    const uint8_t* from = static_cast<const uint8_t*>(leader_result) + bytes[0];
+    uint8_t* at = staging_.data();
+    for (size_t i = 1; i < bytes.size(); ++i) {
+      at[0] = *outcome;
+      if (*outcome == kDone && bytes[i]) std::memcpy(at + 1, from, bytes[i]);
+      SWITCHAGG_RETURN_IF_ERROR(host->postSend(groups_.locals[i], kScatterTag, at, 1 + bytes[i], &h));
+      at += 1 + bytes[i];
+      from += bytes[i];
+    }
+    return host->waitAll();
+  }
+  const size_t mine = bytes[size_t(localIndex())];
+  staging_.resize(1 + mine);
+  SWITCHAGG_RETURN_IF_ERROR(
+      host->postRecv(groups_.locals.front(), kScatterTag, staging_.data(), 1 + mine, &h));
+  SWITCHAGG_RETURN_IF_ERROR(host->waitAll());
+  *outcome = staging_[0];
+  if (*outcome == kDone && mine) std::memcpy(result, staging_.data() + 1, mine);
+  return Status::Ok();
 }
 
 Status NodeLeaders::broadcast(const AllreduceArgs& args) {

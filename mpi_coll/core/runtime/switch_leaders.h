@@ -50,6 +50,32 @@ class NodeLeaders {
   // Ends a call that failed (no broadcast).
   void abandon() { host_.reset(); }
 
+  // The collectives with a block per rank (reduce-scatter, allgather). Node
+  // order: every rank of the communicator by node (nodes in index order),
+  // each node's ranks ascending; a node's blocks are contiguous in it. With
+  // every node's ranks adjacent in the communicator it is rank order.
+  const std::vector<int>& byNode() const { return by_node_; }
+  bool nodesContiguous() const { return contiguous_; }
+  // Reduce-scatter's node step: accumulator(bytes) for the caller to fill
+  // with its input (in node order), then reduceAccumulator() reduces the
+  // node's accumulators into the leader's as reduce() does (returned on the
+  // leader, null elsewhere). Starts the call's host transport.
+  char* accumulator(size_t bytes);
+  Result<const void*> reduceAccumulator(Dtype dtype, Op op, size_t count);
+  // Allgather's node step: every rank's `bytes` block to its leader, which
+  // gets the node's blocks in local order (returned on the leader, null
+  // elsewhere; `block` is only read). Starts the call's host transport.
+  Result<const void*> gather(const void* block, size_t bytes);
+  // Reduce-scatter's delivery, the counterpart of shareOutcome(): the leader
+  // hands local rank i [outcome] and, when it is done, its block (bytes[i]
+  // of `leader_result`, the node's blocks in local order); a non-leader
+  // gets *outcome and, only when it is done, its block in `result`. Ends
+  // the call.
+  Status scatterOutcome(uint8_t* outcome, const void* leader_result,
+                        const std::vector<size_t>& bytes, void* result);
+  int localIndex() const;  // this rank's place among its node's ranks
+  const std::vector<int>& locals() const { return groups_.locals; }
+
   // The routed calls' node steps (MPI_Bcast, MPI_Reduce with a root that
   // may be any rank). begin(): starts the call's host transport; every rank
   // calls it once per call (the transport's sequence is per call).
@@ -87,7 +113,7 @@ class NodeLeaders {
   Status shareInfo(const agent::GroupInfo* group, agent::GroupInfo* info);
 
  private:
-  NodeLeaders(CommGroup& comm, NodeGroups groups) : comm_(comm), groups_(std::move(groups)) {}
+  NodeLeaders(CommGroup& comm, NodeGroups groups);
 
   // Each segment's messages use their own kNodePhaseTags tags.
   static constexpr size_t kMaxSegments = kAlgorithmTagSpace / kNodePhaseTags;
@@ -97,6 +123,9 @@ class NodeLeaders {
   std::unique_ptr<HostComm> host_;  // the current call's transport
   std::vector<char> acc_, scratch_, result_;
   std::vector<uint8_t> staging_;  // shareOutcome's [outcome][result]
+  std::vector<char> gathered_;    // gather()'s node blocks on the leader
+  std::vector<int> by_node_;      // byNode()
+  bool contiguous_ = true;
 };
 
 }  // namespace switchagg::coll

@@ -116,6 +116,8 @@ class AgentSwitchPath : public SwitchPath {
   const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
   Status routed(const RoutedArgs& args, RoutedEnd* how) override;
   Status routedLeaders(const RoutedArgs& args, RoutedEnd* how);  // bcast, reduce
+  // reduce_scatter(_block), allgather with node leaders
+  Status routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* how);
   // Reduce and reduce-scatter in one round trip; [lo, hi): this rank's
   // part of the vector in bytes; commit: where scratch's result goes (in place).
   Status routedReduction(const RoutedArgs& args, const agent::RoutedCall& call, size_t lo,

@@ -22,13 +22,10 @@ bool isReduction(RoutedOp op) {
 // Alike on every rank: joined_, leaders_, routed_ and the caps are agreed.
 const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInput* in) const {
   if (!joined_) return "unavailable";
-  // Node leaders: MPI_Bcast and MPI_Reduce wrap the leaders' call in node
-  // steps (routedLeaders); reduce-scatter and allgather would need a
-  // node-level scatter/gather around the agent's, not built. On one node
-  // the whole call is node steps: nothing for the agent to route.
-  if (leaders_ && ((args.op != RoutedOp::kBcast && args.op != RoutedOp::kReduce) ||
-                   leaders_->nodes() == 1))
-    return "node-leaders";
+  // Node leaders wrap the leaders' call in node steps (routedLeaders,
+  // routedLeadersBlocks). On one node the whole call is node steps:
+  // nothing for the agent to route.
+  if (leaders_ && leaders_->nodes() == 1) return "node-leaders";
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op))
     return "dtype-op";
@@ -306,6 +303,8 @@ void* AgentSwitchPath::scratchFor(size_t bytes) {
 // receives into staging); reduce: the root's leader sends the result to
 // the root if that is another rank. Non-leaders say ok for the agent step.
 Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
+  if (args.op != RoutedOp::kBcast && args.op != RoutedOp::kReduce)
+    return routedLeadersBlocks(args, how);
   const int rank = comm_.rank();
   const bool bcast = args.op == RoutedOp::kBcast;
   const bool in_place = args.send == nullptr;
@@ -429,6 +428,158 @@ Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
       in_place && bytes)
     std::memcpy(args.recv, scratch_.data(), bytes);
   return endRoutedOneRoundTrip(outcome, mine, args.op, how);
+}
+
+// MPI_Reduce_scatter(_block) and MPI_Allgather with node leaders
+// (docs/offload.md "Node leaders"). The vector is taken in node order
+// (NodeLeaders::byNode(): each node's blocks adjacent; rank order when the
+// nodes' ranks are), so that each node is one member of the leaders' routed
+// call with one contiguous part:
+//   reduce-scatter: each rank copies its input into node order, the node
+//     reduces it into the leader (binomial, rank order: the same bits for a
+//     fixed layout), the leaders' routed reduce gives each node its part
+//     (member = node index), the leader hands each rank its block;
+//   allgather: the node's blocks gathered at the leader, the leaders' routed
+//     forward of their node's part, the whole vector broadcast in the node
+//     (and put back in rank order where node order is not).
+// A node's uplink carries the vector once up and its part down
+// (reduce-scatter), or its part up and the vector down (allgather),
+// whatever the ranks per node. Completion as the other routed calls: one
+// round trip up to the keep limit (the leaders settle, one node message
+// hands every rank [outcome][result]), else the outcome agreement over
+// every rank before anything reaches a caller's buffer.
+Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* how) {
+  const int size = comm_.size(), rank = comm_.rank();
+  const bool reduction = isReduction(args.op);
+  const bool in_place = args.send == nullptr;
+  const bool leader = leaders_->leader();
+  const size_t esize = reduction ? dtypeSize(args.dtype) : 1;
+  const std::vector<int>& by_node = leaders_->byNode();
+  const int node = leaders_->node(), nodes = leaders_->nodes();
+  // Elements (allgather: bytes) of each rank's block; where each starts in
+  // rank order and in node order; where each node's part starts.
+  std::vector<size_t> count(static_cast<size_t>(size)), at_rank(static_cast<size_t>(size) + 1),
+      at_node(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    count[size_t(r)] = reduction ? args.counts[r] : args.count;
+    at_rank[size_t(r) + 1] = at_rank[size_t(r)] + count[size_t(r)];
+  }
+  std::vector<size_t> part(size_t(nodes) + 1);
+  size_t offset = 0;
+  for (size_t i = 0; i < by_node.size(); ++i) {
+    const int r = by_node[i];
+    const int n = leaders_->nodeOf(r);
+    if (r == leaders_->leaderOf(n)) part[size_t(n)] = offset;
+    at_node[size_t(r)] = offset;
+    offset += count[size_t(r)];
+  }
+  const size_t total = offset, vector_bytes = total * esize;
+  part[size_t(nodes)] = total;
+  const size_t lo = part[size_t(node)], hi = part[size_t(node) + 1];
+  const std::vector<int>& locals = leaders_->locals();
+  std::vector<size_t> local_bytes;
+  for (int r : locals) local_bytes.push_back(count[size_t(r)] * esize);
+  const bool contiguous = leaders_->nodesContiguous();
+
+  agent::RoutedCall call;
+  Status mine;
+  // Allgather, in place: the leader's own block, put back after a failure
+  // (the agent's result lands in its recv).
+  const void* own_copy = nullptr;
+  if (reduction) {
+    char* acc = leaders_->accumulator(vector_bytes);
+    const uint8_t* in = static_cast<const uint8_t*>(in_place ? args.recv : args.send);
+    if (contiguous) {
+      if (vector_bytes) std::memcpy(acc, in, vector_bytes);
+    } else {
+      for (int r = 0; r < size; ++r)
+        if (count[size_t(r)])
+          std::memcpy(acc + at_node[size_t(r)] * esize, in + at_rank[size_t(r)] * esize,
+                      count[size_t(r)] * esize);
+    }
+    Result<const void*> node_input = leaders_->reduceAccumulator(args.dtype, args.reduce_op, total);
+    mine = node_input.status();
+    call.kind = agent::RoutedCall::Kind::kReduce;
+    call.dtype = args.dtype;
+    call.op = args.reduce_op;
+    call.total = total;
+    call.want = part;  // each node its part
+    call.in = mine.ok() ? node_input.value() : nullptr;
+    call.out = leader ? scratchFor((hi - lo) * esize) : static_cast<void*>(no_output_);
+  } else {
+    const size_t b = args.count;
+    const void* block =
+        in_place ? static_cast<const uint8_t*>(args.recv) + size_t(rank) * b : args.send;
+    Result<const void*> node_blocks = leaders_->gather(block, b);
+    mine = node_blocks.status();
+    call.kind = agent::RoutedCall::Kind::kForward;
+    call.dtype = Dtype::kUint8;
+    call.total = total;
+    call.in = mine.ok() ? node_blocks.value() : nullptr;
+    call.in_begin = lo;
+    call.in_end = hi;
+    own_copy = in_place && leader && mine.ok() ? node_blocks.value() : nullptr;
+    call.out = !leader ? static_cast<void*>(no_output_)
+               : contiguous ? args.recv
+                            : scratchFor(vector_bytes);
+  }
+  last_bytes_sent_ = 0;
+  const bool one_trip = oneRoundTrip(vector_bytes);
+  if (one_trip && ledger_) ledger_->begin();
+  if (mine.ok() && group_) mine = streamRouted(call, vector_bytes);
+  else if (mine.ok() && leader)
+    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
+
+  // The call's outcome on every rank.
+  CallOutcome outcome = CallOutcome::kDone;
+  std::vector<uint8_t> oks;
+  if (one_trip) {
+    if (ledger_) {
+      int source = -1;
+      Result<CallOutcome> end =
+          reduction ? settleReduction(mine, args, call.in, vector_bytes,
+                                      static_cast<uint8_t*>(call.out), lo * esize, hi * esize)
+                    : settle(mine, call.out, vector_bytes, &source, routedOpName(args.op));
+      if (!end.ok()) {
+        leaders_->abandon();
+        return end.status();
+      }
+      outcome = *end;
+    }
+  } else {
+    Status agreed = agree(mine, &oks);
+    if (!agreed.ok()) {
+      leaders_->abandon();
+      return agreed;
+    }
+    outcome = allOnes(oks) ? CallOutcome::kDone : CallOutcome::kFailed;
+  }
+  if (outcome != CallOutcome::kDone && own_copy && args.count)
+    std::memcpy(static_cast<uint8_t*>(args.recv) + size_t(rank) * args.count, own_copy, args.count);
+
+  // Delivery inside the node: [outcome][result] from the leader.
+  uint8_t shared = uint8_t(outcome);
+  if (reduction) {
+    // A non-leader's block straight into its recv (written only when done).
+    SWITCHAGG_RETURN_IF_ERROR(leaders_->scatterOutcome(&shared, call.out, local_bytes, args.recv));
+    if (CallOutcome(shared) == CallOutcome::kDone && leader && local_bytes[0])
+      std::memcpy(args.recv, call.out, local_bytes[0]);
+  } else {
+    void* whole = contiguous ? args.recv : scratchFor(vector_bytes);
+    SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(&shared, call.out, whole, vector_bytes));
+    if (CallOutcome(shared) == CallOutcome::kDone && !contiguous)
+      for (int r = 0; r < size; ++r)
+        if (count[size_t(r)])
+          std::memcpy(static_cast<uint8_t*>(args.recv) + at_rank[size_t(r)],
+                      static_cast<const uint8_t*>(whole) + at_node[size_t(r)], count[size_t(r)]);
+  }
+  if (one_trip) return endRoutedOneRoundTrip(CallOutcome(shared), mine, args.op, how);
+  if (CallOutcome(shared) == CallOutcome::kDone) {
+    ++routed_calls_;
+    *how = RoutedEnd::kSwitched;
+    return Status::Ok();
+  }
+  return endRoutedUnserved(mine, oks, args.op, how);
 }
 
 }  // namespace switchagg::coll::switch_detail

@@ -224,7 +224,11 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
   const size_t k = size_t(std::max(1, in.switch_stripes));
   const double n = double(in.bytes);
   const bool gather = op == RoutedOp::kAllgather;
-  const size_t vector = gather ? size_t(p) * in.bytes : in.bytes;  // the routed vector
+  // Node leaders: p = nodes < ranks, q ranks a node.
+  const double ranks = double(in.comm_size);
+  const bool leaders = p < ranks;
+  const double q = leaders ? double(std::max(1, in.ranks_per_node)) : 1;
+  const size_t vector = gather ? size_t(in.comm_size) * in.bytes : in.bytes;  // the routed vector
   const double rounds = double(windowRounds(in, (vector + k - 1) / k));
   double member = 0, agent_link = 0, reduced = 0;  // bytes: a member's link, the agent's, reduced
   switch (op) {
@@ -235,9 +239,9 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
       agent_link = p * n;
       reduced = p * n;
       break;
-    case RoutedOp::kAllgather:  // an owner gets only its block's header back
-      member = (p - 1) * n;
-      agent_link = p * (p - 1) * n;
+    case RoutedOp::kAllgather:  // an owner gets only its blocks' headers back
+      member = (ranks - q) * n;
+      agent_link = p * (ranks - q) * n;
       break;
     case RoutedOp::kBcast:  // the root gets headers only
       member = n;
@@ -250,14 +254,23 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
   if (reduced > 0 && in.switch_reduce_mbps > 0)
     stream_us = std::max(stream_us, reduced / (double(k) * in.switch_reduce_mbps));
   double node_us = 0;
-  if (p < double(in.comm_size) && (op == RoutedOp::kReduce || op == RoutedOp::kBcast)) {
-    // Node leaders: the node's binomial reduce (reduce) or broadcast (bcast)
-    // and one hop between the root and its leader, on the shm row.
+  if (leaders) {
+    // Node leaders, on the shm row: reduce and bcast the node's binomial
+    // reduce or broadcast and one hop between the root and its leader;
+    // reduce_scatter the node's reduce and the leader's q−1 blocks out;
+    // allgather q−1 blocks in and the whole vector's broadcast.
     const CostEntry* intra = m.find(Algorithm::kHierarchical, Locality::kShm);
     if (intra == nullptr) return kInf;
     const int steps = ceilLog2(std::max(1, in.ranks_per_node));
-    const double hop = intra->alpha_us + us(n * intra->beta_ns);
-    node_us = hop + steps * (op == RoutedOp::kReduce ? hop + us(n * intra->gamma_ns) : hop);
+    auto hop = [&](double bytes) { return intra->alpha_us + us(bytes * intra->beta_ns); };
+    const double reduce_us = steps * (hop(n) + us(n * intra->gamma_ns));
+    switch (op) {
+      case RoutedOp::kReduce: node_us = hop(n) + reduce_us; break;
+      case RoutedOp::kBcast: node_us = hop(n) + steps * hop(n); break;
+      case RoutedOp::kReduceScatter:
+      case RoutedOp::kReduceScatterBlock: node_us = reduce_us + (q - 1) * hop(n / ranks); break;
+      case RoutedOp::kAllgather: node_us = (q - 1) * hop(n) + steps * hop(ranks * n); break;
+    }
   }
   return stream_us + rounds * (c->alpha_us + in.switch_turnaround_us) +
          us(reduced * c->gamma_ns / double(k)) + node_us;

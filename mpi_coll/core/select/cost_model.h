@@ -54,10 +54,13 @@
 //   bcast           the root sends n, the others receive n; the agent's link
 //                   carries n in and (p−1)·n out:
 //                   rounds·(α+T) + max(nβ, (p−1)·n/(K·L))
-//   With node leaders (p = nodes < ranks) reduce and bcast add the node
-//   steps on the hierarchical shm row, s = ⌈log2 ranks per node⌉: reduce
-//   s·(α+nβ+nγ), bcast s·(α+nβ), plus one hop α+nβ between the root and
-//   its leader (reduce_scatter and allgather decline under leaders).
+//   With node leaders (p = nodes < P ranks, q ranks per node) the node
+//   steps on the hierarchical shm row, s = ⌈log2 q⌉: reduce s·(α+nβ+nγ)
+//   and bcast s·(α+nβ), each plus one hop α+nβ between the root and its
+//   leader; reduce_scatter s·(α+nβ+nγ) + (q−1)·(α+(n/P)β) (the node's
+//   reduce, its blocks handed out); allgather (q−1)·(α+bβ) + s·(α+P·bβ)
+//   (blocks in, the vector out). An allgather's vector is then P·b and a
+//   member receives the (P−q)·b its node lacks.
 // Previous-module rows (a model of tuned, the `previous` row):
 //   reduce          binomial tree  ⌈log2 p⌉·(α + nβ + nγ)
 //   reduce_scatter  ring           (p−1)α + (p−1)/p·nβ + (p−1)/p·nγ
