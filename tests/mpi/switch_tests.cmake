@@ -128,8 +128,11 @@ add_switch_test(mpi_switch_fault_routed_leaders_kill_np4 150 "mpi;agent;fault" r
 # allgather's uneven parts.
 add_switch_test(mpi_switch_routed_leaders_cyclic_np6 300 "mpi;agent" routed 6 leaders)
 add_switch_test(mpi_switch_routed_leaders_np6 300 "mpi;agent" routed 6 leaders)
+add_switch_test(mpi_switch_fault_routed_leaders_kill_large_np4 150 "mpi;agent;fault" routed 4 leaders_kill)
 set_tests_properties(mpi_switch_routed_leaders_np4 mpi_switch_fault_routed_leaders_kill_np4
   PROPERTIES ENVIRONMENT "PPN=2")
+set_tests_properties(mpi_switch_fault_routed_leaders_kill_large_np4 PROPERTIES
+  ENVIRONMENT "PPN=2;ROUTED_BYTES=2097152")
 set_tests_properties(mpi_switch_routed_leaders_cyclic_np6 PROPERTIES
   ENVIRONMENT "PPN=3;EMU_LAYOUT=cyclic")
 set_tests_properties(mpi_switch_routed_leaders_np6 PROPERTIES ENVIRONMENT "PPN=2")

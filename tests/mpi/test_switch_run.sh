@@ -578,12 +578,14 @@ case $scenario in
         [[ ${in%.*} -gt 0 ]] || die "the agent saw no traffic"
         ;;
       leaders_kill)
-        # The agent killed mid-loop of every routed op under node leaders.
+        # The agent killed mid-loop of every routed op under node leaders;
+        # ROUTED_BYTES above the keep limit (1 MiB): calls that end with the
+        # outcome agreement.
         [[ -n ${PPN:-} && $PPN -gt 1 ]] || die "routed leaders_kill needs PPN > 1"
         delay_ms=$((RANDOM % 300))
         echo "injecting kill ${delay_ms} ms after the switch served every routed op"
         run_mpi "$np" "$work/routed.log" "${emu[@]}" "$mpibin/mpi_routed_check" --expect fault \
-          --fault "$work" --bytes 262144 --max-call-ms 6000 &
+          --fault "$work" --bytes "${ROUTED_BYTES:-262144}" --max-call-ms 6000 &
         pid=$!
         fire_fault $pid "$work/routed.log" kill "routed-np$np" "$delay_ms"
         wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
