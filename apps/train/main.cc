@@ -10,7 +10,9 @@
 // traffic pattern of FSDP / ZeRO-3, with the same arithmetic (and so the same
 // losses) as the allreduce mode.
 #include <mpi.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -94,6 +96,22 @@ bool weightsIdentical(const Mlp& model, int rank, int world) {
   return same != 0;
 }
 
+// OpenMP threads per rank: OMP_NUM_THREADS when set, else this node's
+// cores shared among its ranks. OpenMP's default (every core for every
+// rank) oversubscribes a node with several ranks, and spinning threads then
+// fight the other ranks for the cores (12x slower at 2 ranks on 2 cores).
+int threadsPerRank() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS"); env && *env) return omp_get_max_threads();
+  MPI_Comm node;
+  int local = 1;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  const int threads = std::max(1, omp_get_num_procs() / std::max(1, local));
+  omp_set_num_threads(threads);
+  return threads;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,6 +130,7 @@ int main(int argc, char** argv) {
     return error.empty() ? 0 : 2;
   }
 
+  const int threads = threadsPerRank();
   Mlp model(opt.shape, opt.seed);
   switchagg::train::SyntheticData data(opt.shape.inputs, opt.shape.classes, opt.seed);
   std::vector<Bucket> buckets = makeBuckets(model.tensors(), opt.bucket_bytes);
@@ -125,9 +144,9 @@ int main(int argc, char** argv) {
 
   if (rank == 0) {
     std::printf("switchagg-train: %d ranks, %zu parameters (%.1f KiB of float32 gradients) in %zu "
-                "buckets, batch %d/rank, %d steps\n",
+                "buckets, batch %d/rank, %d steps, %d OpenMP thread(s) per rank\n",
                 world, model.parameterCount(), model.parameterCount() * 4 / 1024.0, buckets.size(),
-                opt.batch, opt.steps);
+                opt.batch, opt.steps, threads);
     if (sharded)
       std::printf("mode fsdp: %zu parameters per rank's shard; allgather before forward, "
                   "reduce-scatter after backward\n",

@@ -134,6 +134,15 @@ def main():
     print("allreduce calls checked: %d (exact checker), in %d checker jobs" % (calls, len(oks)))
     print("checker jobs: %d ok, %d ended by chaos; training jobs: %d ok, %d ended by chaos, %d wrong"
           % (kinds["check"][0], kinds["check"][1], kinds["train"][0], kinds["train"][1], kinds["train"][2]))
+    # How long the jobs that ran to their end took: the recovery bound
+    # counts on them (the rest of a job, a training job, the next check).
+    lengths = {"check": [], "train": []}
+    for j in jobs:
+        if int(j["rc"]) == 0:
+            lengths[j["kind"]].append((int(j["end"]) - int(j["start"])) / 1000.0)
+    print("job lengths, ran to their end (median / max, s): %s" % ", ".join(
+        "%s %s" % (k, "%.1f / %.1f" % (statistics.median(v), max(v)) if v else "none")
+        for k, v in sorted(lengths.items())))
     print("wrong answers: %d" % wrong)
     for w in (wrong_lines + train_wrong)[:10]:
         print("  " + w)

@@ -52,9 +52,12 @@ readonly CALL_BOUND_MS=30000 JOB_GRACE_S=60
 # Service: after a fault that no other fault follows before it, the switch
 # path serves again within 20 s + 2 job lengths (44 s for 12 s jobs): the
 # member timeout (10 s) before the ranks fall back, the rest of a job that
-# stays on the host (a deleted lease, rejoins backing off), the next job's
-# start, lease and join, and margin for 2 loaded cores; and over the soak
-# at least this share of the checked calls went through the switch path.
+# stays on the host (a deleted lease, rejoins backing off), a training job
+# that may come next in the loop (its ranks print no per-call lines; it runs
+# in a few seconds: switchagg-train gives each rank its share of the cores),
+# the next check job's start, lease and join, and margin for 2 loaded
+# cores; and over the soak at least this share of the checked calls went
+# through the switch path.
 readonly RECOVERY_BOUND_MS=$(((20 + 2 * job_seconds) * 1000)) MIN_SWITCH_SHARE=0.15
 
 # Under /tmp: user nobody (the flood) must reach the socket and the tools.

@@ -459,41 +459,53 @@ case $scenario in
   routed)
     fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.87)" || die "fabric up"
     agent_and_lease fabric-routed
-    fabric_mpirun 3 1 --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
-      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-      "$build/bin/mpi_routed_check" --expect switch >"$work/routed.log"
-    rc=$?
-    cat "$work/routed.log"
-    [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/routed.log" || die "routed calls across 3 hosts"
-    grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$work/routed.log" ||
-      die "the ranks did not join the agent at its fabric address $AGENT_DATA"
-    # Bytes each host sends for 4 calls of 8 MiB (N): the root is rank 0 = h1.
-    N=8388608
-    for coll in bcast allgather reduce_scatter_block; do
-      fabric_tx_bytes >"$work/b0"
-      fabric_mpirun 3 1 --mca coll_switchagg_offload on \
+    # 1 rank per host, then 2 (node leaders: each host's lowest rank is the
+    # agent's member; the node reduces, gathers, scatters and broadcasts).
+    for ppn in 1 2; do
+      np=$((3 * ppn))
+      fabric_mpirun $np $ppn --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
         -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-        "$build/bin/switchagg-bench" --coll "$coll" --min $N --max $N --iters 4 --min-iters 4 \
-        --warmup 0 >"$work/bytes.log" || { cat "$work/bytes.log"; die "$coll byte run"; }
-      grep -Eq "^ +[0-9]+ +4 .* switch +" "$work/bytes.log" ||
-        { cat "$work/bytes.log"; die "$coll: the byte run was not served by the switch"; }
-      fabric_tx_bytes >"$work/b1"
-      fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
-      # Each host's bytes within [lo, hi]: the payload it must send, plus
-      # the TCP acknowledgements of what it receives (~2.5% of that).
-      case $coll in
-        bcast)  # the root sends N per call; the others only headers and acks
-          head -1 "$work/sent" >"$work/root"
-          tail -n +2 "$work/sent" >"$work/others"
-          check_range "bcast root" "$work/root" $((4 * N)) $((4 * N * 21 / 20 + 65536)) &&
-            check_range "bcast non-root" "$work/others" 0 $((4 * N / 20)) || die "bcast bytes" ;;
-        allgather)  # N is the whole result: each host sends its block N/3
-          check_range "allgather" "$work/sent" $((4 * N / 3)) $((4 * N / 3 * 11 / 10 + 65536)) ||
-            die "allgather bytes" ;;
-        reduce_scatter_block)  # float32: every member sends its whole vector
-          check_range "reduce_scatter_block" "$work/sent" $((4 * N)) $((4 * N * 21 / 20 + 65536)) ||
-            die "reduce_scatter_block bytes" ;;
-      esac
+        "$build/bin/mpi_routed_check" --expect switch $( ((ppn > 1)) && echo --quick) \
+        >"$work/routed$ppn.log"
+      rc=$?
+      cat "$work/routed$ppn.log"
+      [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/routed$ppn.log" ||
+        die "routed calls across 3 hosts, $ppn rank(s) per host"
+      grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$work/routed$ppn.log" ||
+        die "the ranks did not join the agent at its fabric address $AGENT_DATA"
+      [[ $ppn -eq 1 ]] || grep -q "3 node leaders for $np ranks" "$work/routed$ppn.log" ||
+        die "no node leaders at $ppn ranks per host"
+      # Bytes each host sends for 4 calls of 8 MiB (N): the root is rank 0
+      # on h1. The same bounds at 2 ranks per host: the leader sends for its
+      # node (every rank a member would double the reduce-scatter's).
+      N=8388608
+      for coll in bcast allgather reduce_scatter_block; do
+        fabric_tx_bytes >"$work/b0"
+        fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
+          -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+          "$build/bin/switchagg-bench" --coll "$coll" --min $N --max $N --iters 4 --min-iters 4 \
+          --warmup 0 >"$work/bytes.log" || { cat "$work/bytes.log"; die "$coll byte run, ppn $ppn"; }
+        grep -Eq "^ +[0-9]+ +4 .* switch +" "$work/bytes.log" ||
+          { cat "$work/bytes.log"; die "$coll, ppn $ppn: the byte run was not served by the switch"; }
+        fabric_tx_bytes >"$work/b1"
+        fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
+        # Each host's bytes within [lo, hi]: the payload it must send, plus
+        # the TCP acknowledgements of what it receives (~2.5% of that).
+        case $coll in
+          bcast)  # the root sends N per call; the others only headers and acks
+            head -1 "$work/sent" >"$work/root"
+            tail -n +2 "$work/sent" >"$work/others"
+            check_range "bcast root, ppn $ppn" "$work/root" $((4 * N)) $((4 * N * 21 / 20 + 65536)) &&
+              check_range "bcast non-root, ppn $ppn" "$work/others" 0 $((4 * N / 20)) ||
+              die "bcast bytes" ;;
+          allgather)  # N is the whole result: each host sends its blocks, N/3
+            check_range "allgather, ppn $ppn" "$work/sent" $((4 * N / 3)) $((4 * N / 3 * 11 / 10 + 65536)) ||
+              die "allgather bytes" ;;
+          reduce_scatter_block)  # float32: each member sends its (node's) whole vector
+            check_range "reduce_scatter_block, ppn $ppn" "$work/sent" $((4 * N)) $((4 * N * 21 / 20 + 65536)) ||
+              die "reduce_scatter_block bytes" ;;
+        esac
+      done
     done
     echo "PASS fabric routed"
     ;;
