@@ -35,7 +35,7 @@ export SWITCHAGG_SWITCH_WINDOW=16
 run_config() {  # HOSTS PPN MBIT
   local hosts=$1 ppn=$2 mbit=$3 tag=h$1x$2
   local np=$((hosts * ppn)) runs=("${paths[@]}")
-  ((ppn > 1)) && runs+=("members|--mca coll_switchagg_offload on -x SWITCHAGG_SWITCH_LEADERS=off")
+  ((ppn > 1)) && runs+=("members|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_LEADERS=off")
   fabric_up rfb --hosts "$hosts" --rate "$mbit" --subnet 10.91
   fabric_agent_start "$work"
   local lease
