@@ -76,6 +76,10 @@ set_tests_properties(mpi_switch_cg_history_leaders_np4 PROPERTIES ENVIRONMENT "P
 # The training proxy in both modes (DDP allreduce, FSDP allgather +
 # reduce-scatter): same losses, identical weights.
 add_switch_test(mpi_switch_train_modes_np3 240 "mpi;agent;apps" train_modes 3)
+# The same on 2 emulated nodes x 2 (node leaders): fsdp's reduce-scatter and
+# allgather through the switch, its losses as with switchagg off.
+add_switch_test(mpi_switch_train_modes_leaders_np4 240 "mpi;agent;apps" train_modes 4)
+set_tests_properties(mpi_switch_train_modes_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_two_jobs 180 "mpi;agent" two_jobs)
 # Many communicators per job: 8 per rank (11 groups) on a 4-slot lease with
 # window 2, calls interleaved; and two halves reducing at once on a lease of

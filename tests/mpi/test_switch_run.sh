@@ -381,15 +381,31 @@ case $scenario in
     done
     grep -q '^mode fsdp:' "$work/train-fsdp.log" || die "the fsdp run did not shard"
     grep -q 'via switch' "$work/train-allreduce.log" || die "no allreduce bucket went through the switch"
-    # Step by step, the two loss curves agree (different reduction orders may
+    # Step by step, two loss curves agree (different reduction orders may
     # differ in the last bits, nothing more).
-    paste -d, "$work/loss-allreduce.csv" "$work/loss-fsdp.csv" | awk -F, '
-      NR == 1 { next }
-      { n++; d = $2 - $4; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2)
-        if (r > worst) worst = r }
-      END { printf "loss curves: %d steps, largest relative difference %.3g\n", n, worst
-            exit !(n == 15 && worst <= 1e-5) }' ||
+    same_curve() {  # LABEL CSV CSV
+      paste -d, "$2" "$3" | awk -F, -v label="$1" '
+        NR == 1 { next }
+        { n++; d = $2 - $4; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2)
+          if (r > worst) worst = r }
+        END { printf "%s: %d steps, largest relative difference %.3g\n", label, n, worst
+              exit !(n == 15 && worst <= 1e-5) }'
+    }
+    same_curve "loss curves, allreduce vs fsdp" "$work/loss-allreduce.csv" "$work/loss-fsdp.csv" ||
       die "the fsdp loss curve differs from the allreduce one"
+    if [[ -n ${PPN:-} && $PPN -gt 1 ]]; then
+      # Several emulated nodes (node leaders): the shards' reduce-scatter and
+      # allgather go through the switch, and the fsdp run learns as the same
+      # run with switchagg off does (the previous module's reductions).
+      grep -Eq ": reduce_scatter_block [0-9]+ bytes -> switch" "$work/train-fsdp.log" &&
+        grep -Eq ": allgather [0-9]+ bytes -> switch" "$work/train-fsdp.log" ||
+        die "fsdp under node leaders: reduce-scatter and allgather not through the switch"
+      OFFLOAD=off run_mpi "$np" "$work/train-fsdp-off.log" -x OMP_NUM_THREADS=1 "${emu[@]}" \
+        "$bin/switchagg-train" --check --steps 15 --mode fsdp --loss-file "$work/loss-fsdp-off.csv" ||
+        { cat "$work/train-fsdp-off.log"; die "switchagg-train --mode fsdp, offload off, failed"; }
+      same_curve "loss curves, fsdp on vs off" "$work/loss-fsdp.csv" "$work/loss-fsdp-off.csv" ||
+        die "the fsdp loss curve through the switch differs from the one without it"
+    fi
     echo PASS
     ;;
   liveness)
