@@ -24,12 +24,17 @@ function(add_iallreduce_test name timeout labels env)
 endfunction()
 
 # PPN=1: one rank per emulated node, every rank a member of the agent's
-# group (with node leaders Iallreduce stays in the previous module).
+# group (node leaders: mpi_iallreduce_leaders_*).
 add_iallreduce_test(mpi_iallreduce_np2 180 "mpi;agent" "PPN=1" matrix 2 on)
 add_iallreduce_test(mpi_iallreduce_np3 240 "mpi;agent" "PPN=1" matrix 3 on --large)
 add_iallreduce_test(mpi_iallreduce_np4 240 "mpi;agent" "PPN=1" matrix 4 on)
 add_iallreduce_test(mpi_iallreduce_off_np3 180 "mpi;agent" "PPN=1" matrix 3 off)
 add_iallreduce_test(mpi_iallreduce_leaders_np4 180 "mpi;agent" "" leaders 4)
+add_iallreduce_test(mpi_iallreduce_leaders_nodes_np4 180 "mpi;agent" "PPN=2" leaders 4)
+# The agent killed, the lease deleted, mid-loop of 64 KiB calls with node
+# leaders (2 nodes x 2): every rank ends each call as its leader says.
+add_iallreduce_test(mpi_iallreduce_fault_leaders_kill_np4 150 "mpi;agent;fault" "PPN=2" kill 4 65536)
+add_iallreduce_test(mpi_iallreduce_fault_leaders_delete_np4 150 "mpi;agent;fault" "PPN=2" delete 4 65536)
 add_iallreduce_test(mpi_iallreduce_multi_np4 180 "mpi;agent" "PPN=1" multi 4)
 add_iallreduce_test(mpi_iallreduce_busy_np4 180 "mpi;agent" "PPN=1" busy 4)
 add_iallreduce_test(mpi_iallreduce_overlap_np2 180 "mpi;agent" "PPN=1" overlap 2 8388608)

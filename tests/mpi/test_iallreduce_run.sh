@@ -7,8 +7,10 @@
 #                             on, served by the switch (counters) and the agent
 #                             saw the bytes; off: offload off, every call in the
 #                             previous module, the agent saw nothing
-#   leaders NP                offload on, every rank on this host's node (node
-#                             leaders): Iallreduce stays in the previous module
+#   leaders NP                offload on, node leaders (every rank on this
+#                             host's node, or PPN's emulated nodes): calls up to
+#                             the keep limit served by the switch, the 8 MiB
+#                             ones (--large) by the previous module
 #   multi NP                  several calls outstanding on three communicators
 #   busy NP                   as multi on a 2-slot lease: busy refusals redone
 #   overlap NP BYTES          compute between Iallreduce and Wait overlaps it
@@ -96,8 +98,10 @@ case $scenario in
     np=$1
     start_agent
     lease "ileaders-np$np"
-    run "$np" "$work/run.log" --mode matrix --expect previous || { cat "$work/run.log"; die "run failed"; }
-    expect_pass "$work/run.log"
+    run "$np" "$work/run.log" --mode matrix --expect switch --large ||
+      { cat "$work/run.log"; die "run failed"; }
+    expect_pass "$work/run.log" "joined switch group .* node leaders for $np ranks" \
+      "iallreduce:switch [1-9][0-9]* previous [1-9]"
     ;;
   multi)
     np=$1

@@ -162,22 +162,34 @@ int64_t steadyMs() {
       .count();
 }
 
-// Node leaders reduce and broadcast on the host with blocking steps: such a
-// communicator's MPI_Iallreduce stays with the previous module.
+// With node leaders a call streams when it completes in one round trip
+// (up to the keep limit): the node's steps are then one message each way
+// between each rank and its leader, posted and tested without waiting
+// (NodeLeaders::startFlat). Larger ones stay with the previous module.
+bool AgentSwitchPath::streamsWithLeaders(size_t bytes) const {
+  return oneRoundTrip(bytes);
+}
+
 void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* in) const {
   // Not joined_: decided when posted, streamed later (startStream declines
   // then, alike on every rank, if the path failed meanwhile).
-  if (!leaders_ && info_.caps.supports(args.dtype, args.op)) fill(in);
+  if (leaders_ && !streamsWithLeaders(args.count * dtypeSize(args.dtype))) return;
+  if (info_.caps.supports(args.dtype, args.op)) fill(in);
 }
 
 // As allreduce() without the blocking parts: the result goes to scratch for
-// an in-place call (the input stays intact until the ranks agree).
+// an in-place call (the input stays intact until the ranks agree). With node
+// leaders: the node's inputs to the leader first (stepStream), the leader's
+// stream, then its [outcome][result] to the node (settleStream).
 Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
-  if (!serves(args) || leaders_ || !group_)
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  // Alike on every rank: joined_, the caps and the keep limit are agreed
+  // (a non-leader never holds a group).
+  if (!serves(args) || (leaders_ ? !streamsWithLeaders(bytes) : !group_))
     return Status(Code::kUnsupported, "switch path cannot stream this call");
   stream_ = Stream{};
   stream_.args = args;
-  stream_.bytes = args.count * dtypeSize(args.dtype);
+  stream_.bytes = bytes;
   stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
   void* out = args.recv;
   if (args.send == nullptr) {
@@ -185,9 +197,18 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
     out = scratch_.data();
   }
   stream_.out = out;
-  stream_.one_trip = ledger_ && oneRoundTrip(stream_.bytes);
-  if (stream_.one_trip) ledger_->begin();
+  stream_.one_trip = leaders_ ? true : ledger_ && oneRoundTrip(stream_.bytes);
+  if (stream_.one_trip && ledger_) ledger_->begin();
   last_bytes_sent_ = 0;
+  if (leaders_) {
+    stream_.node_phase = true;
+    Status st = leaders_->startFlat(args);
+    if (!st.ok()) {
+      stream_.mine = st;
+      return st;
+    }
+    return Status(Code::kInProgress, "the node's inputs are on their way");
+  }
   stream_.before = group_->counters();
   Status st = group_->startCall(args.dtype, args.op, args.send ? args.send : args.recv, out,
                                 args.count);
@@ -197,7 +218,61 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
   return st;
 }
 
+// The node's step of a stream with node leaders: the leader's inputs (then
+// its agent call starts, with the call's bound from then on), a
+// non-leader's [outcome][result] from its leader. Ranks may post far apart,
+// as MPI allows, so the node's step is bounded like a host collective's
+// wait (coll_switchagg_stall_timeout's failure bound, 0: unbounded): past
+// it on the leader, past the leader's own worst case on a non-leader.
+Status AgentSwitchPath::stepNode() {
+  bool ready = false;
+  Status st = leaders_->stepFlat(&ready);
+  if (st.ok() && !ready) {
+    const int64_t fail_ms = ProcessRuntime::instance().params().stall.fail_ms;
+    const bool leader = leaders_->leader();
+    // The leader: its node, then the agent (the call's bound), then recovery.
+    const int64_t wait_ms = leader ? fail_ms : 2 * fail_ms + timeoutFor(stream_.bytes);
+    if (fail_ms <= 0 || steadyMs() < stream_.deadline_ms + wait_ms)
+      return Status(Code::kInProgress, "node step");
+    const int64_t waited = wait_ms + timeoutFor(stream_.bytes);
+    st = Status(Code::kTimeout,
+                leader ? "node leader: rank " + std::to_string(leaders_->flatMissing()) +
+                             "'s MPI_Iallreduce input did not arrive within " +
+                             std::to_string(waited) + " ms"
+                       : "the node leader (rank " + std::to_string(leaders_->locals().front()) +
+                             ") sent no MPI_Iallreduce outcome within " + std::to_string(waited) +
+                             " ms");
+  }
+  stream_.node_phase = false;
+  if (!st.ok()) {
+    leaders_->abandon();
+    return st;
+  }
+  if (!leaders_->leader()) {
+    // The leader's settled outcome: the call ends as it says.
+    const CallOutcome leader = CallOutcome(leaders_->flatOutcome());
+    if (leader == CallOutcome::kDone && stream_.bytes)
+      std::memcpy(stream_.out, leaders_->flatResult(), stream_.bytes);
+    return leader == CallOutcome::kDone ? Status::Ok()
+           : leader == CallOutcome::kBusy ? Status(Code::kBusy, "refused busy (the leader says)")
+                                          : Status(Code::kAborted, "the node leader's call failed");
+  }
+  if (!group_) return Status(Code::kAborted, "the switch group was lost in an earlier call");
+  stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
+  stream_.before = group_->counters();
+  st = group_->startCall(stream_.args.dtype, stream_.args.op, leaders_->nodeSum(), stream_.out,
+                         stream_.args.count);
+  if (st.code() == Code::kInProgress) return st;
+  countStream(stream_.before);
+  return st;
+}
+
 Status AgentSwitchPath::stepStream() {
+  if (leaders_ && stream_.node_phase) {
+    Status st = stepNode();
+    if (st.code() != Code::kInProgress) stream_.mine = st;
+    return st;
+  }
   if (!group_) return Status(Code::kInternal, "no stream running");
   Status st = group_->stepCall();
   if (st.code() == Code::kInProgress) {
@@ -214,13 +289,30 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
                       : outcome == kStreamBusy ? Status(Code::kBusy, "refused busy")
                       : !stream_.mine.ok()     ? stream_.mine
                                                : Status(Code::kInternal, "stream failed");
-  int source = -1;
-  Result<CallOutcome> end = settle(mine, stream_.out, stream_.bytes, &source, "iallreduce");
-  if (!end.ok()) return end.status();
+  CallOutcome end = CallOutcome::kDone;
+  if (leaders_ && !leaders_->leader()) {
+    // Its leader settled the call: what it sent is final. A node step that
+    // failed here leaves this rank without an outcome: the request fails.
+    if (!stream_.mine.ok() && stream_.mine.code() != Code::kBusy &&
+        stream_.mine.code() != Code::kAborted)
+      return stream_.mine;
+    end = mine.ok() ? CallOutcome::kDone
+          : mine.code() == Code::kBusy ? CallOutcome::kBusy
+                                       : CallOutcome::kFailed;
+  } else {
+    int source = -1;
+    Result<CallOutcome> settled = settle(mine, stream_.out, stream_.bytes, &source, "iallreduce");
+    if (!settled.ok()) {
+      if (leaders_) leaders_->abandon();
+      return settled.status();
+    }
+    end = *settled;
+    if (leaders_) SWITCHAGG_RETURN_IF_ERROR(leaders_->finishFlat(uint8_t(end), stream_.out));
+  }
   stream_.settled = true;
-  *agreed = *end == CallOutcome::kDone ? kStreamOk
-            : *end == CallOutcome::kBusy ? kStreamBusy
-                                         : kStreamFailed;
+  *agreed = end == CallOutcome::kDone ? kStreamOk
+            : end == CallOutcome::kBusy ? kStreamBusy
+                                        : kStreamFailed;
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "comm_state.h"
+#include "switchagg/common/reduce.h"
 #include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::coll {
@@ -43,8 +44,9 @@ NodeLeaders::NodeLeaders(CommGroup& comm, NodeGroups groups)
   for (size_t i = 0; i < by_node_.size(); ++i) contiguous_ = contiguous_ && by_node_[i] == int(i);
 }
 
-// Tags of the block collectives' node steps, above move()'s.
-constexpr uint32_t kGatherTag = kNodePhaseTags + 1, kScatterTag = kNodePhaseTags + 2;
+// Tags of the block collectives' and MPI_Iallreduce's node steps, above move()'s.
+constexpr uint32_t kGatherTag = kNodePhaseTags + 1, kScatterTag = kNodePhaseTags + 2,
+                   kFlatInTag = kNodePhaseTags + 3, kFlatOutTag = kNodePhaseTags + 4;
 
 Result<const void*> NodeLeaders::reduce(const AllreduceArgs& args) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
@@ -97,6 +99,79 @@ Result<const void*> NodeLeaders::gather(const void* block, size_t bytes) {
         host_->postRecv(groups_.locals[i], kGatherTag, gathered_.data() + i * bytes, bytes, &h));
   SWITCHAGG_RETURN_IF_ERROR(host_->waitAll());
   return static_cast<const void*>(gathered_.data());
+}
+
+Status NodeLeaders::startFlat(const AllreduceArgs& args) {
+  SWITCHAGG_RETURN_IF_ERROR(begin());
+  flat_ = Flat{};
+  flat_.args = args;
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  const void* input = args.send ? args.send : args.recv;
+  const size_t n = groups_.locals.size();
+  if (leader()) {
+    if (gathered_.size() < (n - 1) * bytes) gathered_.resize((n - 1) * bytes);
+    flat_.handles.resize(n - 1);
+    for (size_t i = 1; i < n; ++i)
+      SWITCHAGG_RETURN_IF_ERROR(host_->postRecv(groups_.locals[i], kFlatInTag,
+                                                gathered_.data() + (i - 1) * bytes, bytes,
+                                                &flat_.handles[i - 1]));
+  } else {
+    staging_.assign(1 + bytes, 0);
+    flat_.handles.resize(2);
+    SWITCHAGG_RETURN_IF_ERROR(
+        host_->postSend(groups_.locals.front(), kFlatInTag, input, bytes, &flat_.handles[0]));
+    SWITCHAGG_RETURN_IF_ERROR(host_->postRecv(groups_.locals.front(), kFlatOutTag,
+                                              staging_.data(), 1 + bytes, &flat_.handles[1]));
+  }
+  flat_.done.assign(flat_.handles.size(), false);
+  return Status::Ok();
+}
+
+Status NodeLeaders::stepFlat(bool* ready) {
+  *ready = false;
+  if (!host_) return Status(Code::kInternal, "node step without a host transport");
+  bool all = true;
+  for (size_t i = 0; i < flat_.handles.size(); ++i) {
+    if (flat_.done[i]) continue;
+    bool done = false;
+    SWITCHAGG_RETURN_IF_ERROR(host_->test(flat_.handles[i], &done));
+    flat_.done[i] = done;
+    all = all && done;
+  }
+  if (!all) return Status::Ok();
+  if (leader()) {
+    // The node's sum, left to right in rank order (the agent's own kernel).
+    const AllreduceArgs& a = flat_.args;
+    const size_t bytes = a.count * dtypeSize(a.dtype);
+    std::vector<const void*> in{a.send ? a.send : a.recv};
+    for (size_t i = 0; i + 1 < groups_.locals.size(); ++i) in.push_back(gathered_.data() + i * bytes);
+    SWITCHAGG_RETURN_IF_ERROR(
+        reduceMany(a.dtype, a.op, accumulator(bytes), in.data(), in.size(), a.count));
+  } else {
+    host_.reset();  // this rank's part of the call ended
+  }
+  *ready = true;
+  return Status::Ok();
+}
+
+int NodeLeaders::flatMissing() const {
+  for (size_t i = 0; i < flat_.done.size(); ++i)
+    if (!flat_.done[i]) return groups_.locals[i + 1];
+  return -1;
+}
+
+Status NodeLeaders::finishFlat(uint8_t outcome, const void* result) {
+  std::unique_ptr<HostComm> host = std::move(host_);
+  if (!host) return Status(Code::kInternal, "node step without a host transport");
+  const size_t bytes = flat_.args.count * dtypeSize(flat_.args.dtype);
+  staging_.resize(1 + bytes);
+  staging_[0] = outcome;
+  if (outcome == 1 && bytes) std::memcpy(staging_.data() + 1, result, bytes);  // CallOutcome::kDone
+  HostComm::Handle h;
+  for (size_t i = 1; i < groups_.locals.size(); ++i)
+    SWITCHAGG_RETURN_IF_ERROR(
+        host->postSend(groups_.locals[i], kFlatOutTag, staging_.data(), 1 + bytes, &h));
+  return host->waitAll();
 }
 
 Status NodeLeaders::scatterOutcome(uint8_t* outcome, const void* leader_result,

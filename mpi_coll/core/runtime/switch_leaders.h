@@ -73,6 +73,21 @@ class NodeLeaders {
   // the call.
   Status scatterOutcome(uint8_t* outcome, const void* leader_result,
                         const std::vector<size_t>& bytes, void* result);
+  // MPI_Iallreduce's node steps, none of which waits (docs/offload.md
+  // "MPI_Iallreduce"): startFlat() posts a non-leader's input to its leader
+  // and its receive of [outcome][result], and the leader's receives of the
+  // node's inputs. stepFlat() tests them: on the leader *ready once every
+  // input is in and folded, in rank order, into nodeSum(); on a
+  // non-leader once [outcome][result] came (flatOutcome(), flatResult()).
+  // finishFlat() (the leader, once it knows the call's outcome) sends every
+  // other rank of the node [outcome][result] and ends the call.
+  Status startFlat(const AllreduceArgs& args);
+  Status stepFlat(bool* ready);
+  const void* nodeSum() const { return acc_.data(); }
+  Status finishFlat(uint8_t outcome, const void* result);
+  uint8_t flatOutcome() const { return staging_.empty() ? 0 : staging_[0]; }
+  int flatMissing() const;  // the leader: the first rank whose input is not here
+  const void* flatResult() const { return staging_.data() + 1; }
   int localIndex() const;  // this rank's place among its node's ranks
   const std::vector<int>& locals() const { return groups_.locals; }
 
@@ -125,6 +140,11 @@ class NodeLeaders {
   std::vector<uint8_t> staging_;  // shareOutcome's [outcome][result]
   std::vector<char> gathered_;    // gather()'s node blocks on the leader
   std::vector<int> by_node_;      // byNode()
+  struct Flat {                   // the MPI_Iallreduce's node steps in flight
+    AllreduceArgs args;
+    std::vector<HostComm::Handle> handles;
+    std::vector<bool> done;
+  } flat_;
   bool contiguous_ = true;
 };
 

@@ -172,6 +172,9 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
+  // MPI_Iallreduce with node leaders: which calls stream, and the node step.
+  bool streamsWithLeaders(size_t bytes) const;
+  Status stepNode();
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
   // A routed call's stream (counted); a client decline is taken as busy:
   // nothing was sent, the ranks redo the call and keep the path.
@@ -236,6 +239,7 @@ class AgentSwitchPath : public SwitchPath {
     void* out = nullptr;    // where the result goes (scratch for in place)
     bool one_trip = false;  // ends without the agreement (settleStream)
     bool settled = false;   // settleStream ran
+    bool node_phase = false;  // node leaders: the node's step runs (stepNode)
   } stream_;
   uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served
 };
