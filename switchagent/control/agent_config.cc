@@ -6,6 +6,7 @@
 
 #include "switchagg/agent/control_client.h"
 #include "switchagg/common/config.h"
+#include "switchagg/common/log_config.h"
 
 namespace switchagg::agent {
 
@@ -22,14 +23,6 @@ Status checkListen(const std::string& key, const std::string& text) {
     return invalidValue(key, text, AllowEmpty ? "expected host:port, or \"\" to disable"
                                           : "expected host:port");
   }
-  return Status::Ok();
-}
-
-Status checkSocketPath(const std::string& key, const std::string& text) {
-  if (!text.empty() && text[0] != '/') {
-    return invalidValue(key, text, "expected an absolute path, or \"\" to disable");
-  }
-  if (text.size() > 100) return invalidValue(key, text, "longer than a Unix socket path may be");
   return Status::Ok();
 }
 
@@ -161,7 +154,7 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        listField(&C::admin_users)},
       {"agent.log_level", "SWITCHAGG_LOG_LEVEL",
        "error|warn|info|debug|trace (SWITCHAGG_LOG_LEVEL overrides)",
-       nameField(&C::log_level, {"error", "warn", "info", "debug", "trace"})},
+       logLevelField(&C::log_level)},
       {"agent.reaper_interval", nullptr, "how often expired leases are reaped",
        durationField(&C::reaper_interval_ms, 10, 60000, kUnit)},
       {"state.lease_file", nullptr, "keeps leases across agent restarts in this file (written 0600, atomically); \"\" = in "

@@ -14,6 +14,7 @@
 #include "admission.h"
 #include "switchagg/agent/defaults.h"
 #include "switchagg/common/config_table.h"
+#include "switchagg/common/log.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
@@ -55,7 +56,7 @@ struct AgentConfig {
   std::vector<std::string> allowed_groups;  // names or numeric gids
   std::vector<std::string> admin_users;     // may act for any uid (root always may)
   // [agent]
-  std::string log_level = "info";
+  LogLevel log_level = LogLevel::kInfo;
   int64_t reaper_interval_ms = 1000;
   // [state]
   std::string lease_file;  // empty: leases live in memory only

@@ -251,8 +251,6 @@ int main(int argc, char** argv) {
     std::printf("switchagg-agent: configuration OK\n");
     return 0;
   }
-  LogLevel level = LogLevel::kInfo;
-  parseLogLevel(config->log_level.c_str(), &level);
-  setLogLevel(level);
+  setLogLevel(config->log_level);
   return run(*config);
 }

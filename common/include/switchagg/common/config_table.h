@@ -96,14 +96,23 @@ class ConfigTable {
 
   // Sets every key whose variable is set (non-empty); errors name the variable.
   Status applyEnvironment(T& config) const {
-    for (const ConfigKey<T>& k : keys_) {
-      const char* text = k.env ? envOrNull(k.env) : nullptr;
-      if (text != nullptr) SWITCHAGG_RETURN_IF_ERROR(k.set(k.env, config, text));
-    }
+    for (const ConfigKey<T>& k : keys_) SWITCHAGG_RETURN_IF_ERROR(applyVariable(k, config));
     return Status::Ok();
+  }
+  // The same for the one key `name` (a caller that was given some values
+  // reads only the others).
+  Status applyEnvironment(T& config, const std::string& name) const {
+    const ConfigKey<T>* k = find(name);
+    return k != nullptr ? applyVariable(*k, config)
+                        : Status(Code::kInternal, "no config key " + name);
   }
 
  private:
+  static Status applyVariable(const ConfigKey<T>& k, T& config) {
+    const char* text = k.env ? envOrNull(k.env) : nullptr;
+    return text != nullptr ? k.set(k.env, config, text) : Status::Ok();
+  }
+
   std::vector<ConfigKey<T>> keys_;
 };
 
