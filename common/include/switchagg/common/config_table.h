@@ -245,6 +245,18 @@ ConfigBinding<T> nameField(std::string T::*field, const std::vector<std::string>
   return choiceField(field, std::move(choices));
 }
 
+// A member of a struct the config holds whole (AgentConfig::engine): the
+// nested struct's own binding, applied to config.*part.
+template <typename T, typename Part>
+ConfigBinding<T> nestedField(Part T::*part, ConfigBinding<Part> binding) {
+  return {binding.kind,
+          [part, set = std::move(binding.set)](const std::string& key, T& c,
+                                               const std::string& text) {
+            return set(key, c.*part, text);
+          },
+          [part, get = std::move(binding.get)](const T& c) { return get(c.*part); }};
+}
+
 // Anything else: a kind and the two functions, written by hand.
 template <typename T>
 ConfigBinding<T> customField(
