@@ -1,7 +1,7 @@
 # Sourced by the mpirun test scripts (test_switch_run.sh,
-# test_iallreduce_run.sh) after scripts/lib_agent.sh, with build, bin, here
-# and root set (and work by the time a function runs): what both need to run
-# a check program under mpirun against a real agent.
+# test_iallreduce_run.sh) with build and here set (and work by the time a
+# function runs): what both need to run a check program under mpirun
+# against a real agent. Sets root and bin, and sources scripts/lib_agent.sh.
 #   die MSG                  FAIL line (and the agent log's tail), exit 1
 #   ctl ARGS / metric NAME   switchagg-ctl on the agent / one of its metrics
 #   lease JOB [SLOTS]        exports SWITCHAGG_AGENT/LEASE/MODE for a lease
@@ -15,6 +15,11 @@
 #                            and the agent saw no bytes
 #   emu                      the emulated-node prefix of a command (PPN=K)
 #   fire_fault PID LOG KIND JOB DELAY_MS  (below)
+
+root=$(cd "$here/../.." && pwd)
+bin=$build/bin
+# shellcheck source=/dev/null
+source "$root/scripts/lib_agent.sh"
 
 component_path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking

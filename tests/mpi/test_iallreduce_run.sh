@@ -20,10 +20,7 @@ set -uo pipefail
 build=$1 scenario=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-bin=$build/bin
-source "$root/scripts/lib_agent.sh"
-source "$here/mpirun_lib.sh"
+source "$here/mpirun_lib.sh"  # root, bin, the agent (scripts/lib_agent.sh)
 
 work=$(mktemp -d /tmp/switchagg-iallreduce-test.XXXXXX)
 cleanup() {

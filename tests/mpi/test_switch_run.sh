@@ -95,12 +95,9 @@ set -uo pipefail
 build=$1 scenario=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-bin=$build/bin
+source "$here/mpirun_lib.sh"  # root, bin, the agent (scripts/lib_agent.sh)
 mpibin=$bin
 [[ ${MPI_FLAVOR:-openmpi} == mpich ]] && mpibin=$bin/mpich
-source "$root/scripts/lib_agent.sh"
-source "$here/mpirun_lib.sh"
 
 work=$(mktemp -d /tmp/switchagg-h5-test.XXXXXX)
 # stripes: the first agent's pid while AGENT_* describe the second.
