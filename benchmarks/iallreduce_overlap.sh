@@ -34,14 +34,7 @@ source "$root/benchmarks/lib/bench_env.sh"
 bench_setup iallreduce-overlap
 [[ -x $bin/mpi_iallreduce_check ]] || { echo "iallreduce_overlap: $bin/mpi_iallreduce_check not built" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
-if [[ -n $hosts ]]; then
-  fabric_up "$fname" --hosts "$hosts" --rate "$rate" --subnet "$subnet"
-  fabric_agent_start "$work" --set agent.log_level=warn
-else
-  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
-fi
-eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job iallreduce-overlap \
-  --slots 8 --ttl 2h | grep '^export ')"
+bench_agent iallreduce-overlap "$fname" --subnet "$subnet"
 paths=("switch|on|switch" "libnbc|off|previous")
 declare -A res
 for np in $np_list; do

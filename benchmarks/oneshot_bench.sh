@@ -34,14 +34,7 @@ fi
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup oneshot-bench
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=$wait
-if [[ -n $hosts ]]; then
-  fabric_up osb --hosts "$hosts" --rate "$rate"
-  fabric_agent_start "$work" --set agent.log_level=warn
-else
-  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
-fi
-eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job oneshot-bench \
-  --slots 8 --ttl 2h | grep '^export ')"
+bench_agent oneshot-bench osb
 run() {  # NP ARGS...: one job here or across the fabric (one rank per host)
   local np=$1
   shift
