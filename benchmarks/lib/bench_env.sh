@@ -6,6 +6,9 @@
 #                             private /tmp), raw (benchmarks/results/RAW,
 #                             created) and a trap that stops the agent and
 #                             the fabric and removes work on any exit.
+#   bench_out BASE [SUFFIX] → out, unless given: benchmarks/results/
+#                             BASE[_fabric]SUFFIX.md, _fabric with $hosts set
+#                             (then np_list=$hosts too: one rank per host)
 #   bench_agent JOB FABRIC [fabric_up options]
 #                           → one agent (agent.log_level=warn) and an 8-slot,
 #                             2 h lease for JOB exported (SWITCHAGG_AGENT,
@@ -25,6 +28,11 @@ bench_setup() {
   fi
   trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
   trap 'exit 130' INT TERM
+}
+
+bench_out() {
+  [[ -z ${hosts:-} ]] || np_list=$hosts
+  out=${out:-$root/benchmarks/results/$1${hosts:+_fabric}${2:-}.md}
 }
 
 bench_agent() {
