@@ -18,24 +18,12 @@ build=$root/build np_list="2 4" reps=5 iters=200 blocks=21 hosts= rate=400
 out=
 source "$root/benchmarks/lib/bench_args.sh"
 bench_args barrier_bench 2,15 "build np=np_list reps iters blocks out fabric=hosts rate" "" "$@"
-if [[ -n $hosts ]]; then
-  np_list=$hosts
-  out=${out:-$root/benchmarks/results/barrier_fabric.md}
-else
-  out=${out:-$root/benchmarks/results/barrier.md}
-fi
 source "$root/benchmarks/lib/bench_env.sh"
+bench_out barrier
 bench_setup barrier-bench
 [[ -x $bin/barrier_latency ]] || { echo "barrier_bench: $bin/barrier_latency not built" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
-if [[ -n $hosts ]]; then
-  fabric_up bar --hosts "$hosts" --rate "$rate"
-  fabric_agent_start "$work" --set agent.log_level=warn
-else
-  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
-fi
-eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job barrier-bench \
-  --slots 8 --ttl 2h | grep '^export ')"
+bench_agent barrier-bench bar
 # run NP ARGS...: one job, on this machine or across the fabric (1 rank/host).
 run() {
   local np=$1

@@ -19,22 +19,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="4 2" reps=3 min=8 max=64M iters=200 with_switch=0
 out=$root/benchmarks/results/coll.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --np) np_list=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --min) min=$2; shift ;;
-    --max) max=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --out) out=$2; shift ;;
-    --switch) with_switch=1 ;;
-    --quick) reps=1; max=1M ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "coll_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args coll_bench 2,17 "build np=np_list reps min max iters out" \
+  "switch=with_switch=1 quick=reps=1,max=1M" "$@"
 build=$(cd "$build" && pwd)
 bench=$build/bin/switchagg-bench
 [[ -x $bench ]] || { echo "coll_bench: $bench not built" >&2; exit 1; }

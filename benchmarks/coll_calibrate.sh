@@ -4,8 +4,8 @@
 # fits t(n) = A + B·n per algorithm, and turns A, B into the cost table's
 # alpha_us / beta_ns with the algorithm's own formula (docs/selection.md);
 # gamma_ns comes from timing the reduction kernel (--measure-gamma).
-# Prints `cost` lines for a rules file (or for the defaults in
-# mpi_coll/core/select/cost_model.cc).
+# Prints `cost` lines for a rules file (or for the defaults in the rows of
+# mpi_coll/core/select/algorithm_registry.cc).
 #
 #   benchmarks/coll_calibrate.sh [--build DIR] [--np 4] [--locality shm|net]
 #                                [--reps 3] [--max 16M] [-- extra mpirun args]

@@ -16,15 +16,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build reps=3 conns=1000 out=""
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift 2 ;;
-    --reps) reps=$2; shift 2 ;;
-    --conns) conns=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    *) echo "data_plane_abuse: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
-  esac
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args data_plane_abuse 2,15 "build reps conns out" "" "$@"
 build=$(cd "$build" && pwd)
 bin=$build/bin
 work=$(mktemp -d /tmp/switchagg-abuse.XXXXXX)

@@ -24,24 +24,12 @@ build=$root/build np_list="2 4" sizes="1048576 8388608" reps=3 iters=8 out=
 hosts= rate=400 fname=iov subnet=10.77
 source "$root/benchmarks/lib/bench_args.sh"
 bench_args iallreduce_overlap 2,21 "build np=np_list bytes=sizes reps iters out fabric=hosts rate name=fname subnet" "" "$@"
-if [[ -n $hosts ]]; then
-  np_list=$hosts
-  out=${out:-$root/benchmarks/results/iallreduce_overlap_fabric.md}
-else
-  out=${out:-$root/benchmarks/results/iallreduce_overlap.md}
-fi
 source "$root/benchmarks/lib/bench_env.sh"
+bench_out iallreduce_overlap
 bench_setup iallreduce-overlap
 [[ -x $bin/mpi_iallreduce_check ]] || { echo "iallreduce_overlap: $bin/mpi_iallreduce_check not built" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
-if [[ -n $hosts ]]; then
-  fabric_up "$fname" --hosts "$hosts" --rate "$rate" --subnet "$subnet"
-  fabric_agent_start "$work" --set agent.log_level=warn
-else
-  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
-fi
-eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job iallreduce-overlap \
-  --slots 8 --ttl 2h | grep '^export ')"
+bench_agent iallreduce-overlap "$fname" --subnet "$subnet"
 paths=("switch|on|switch" "libnbc|off|previous")
 declare -A res
 for np in $np_list; do

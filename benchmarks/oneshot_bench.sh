@@ -25,23 +25,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" reps=3 iters=400 min=8 max=64K hosts= rate=400 out= wait=blocking large=
 source "$root/benchmarks/lib/bench_args.sh"
 bench_args oneshot_bench 2,17 "build np=np_list reps iters max out fabric=hosts rate wait" "large=large=1,min=128K,max=4M" "$@"
-if [[ -n $hosts ]]; then
-  np_list=$hosts
-  out=${out:-$root/benchmarks/results/oneshot_fabric${large:+_large}.md}
-else
-  out=${out:-$root/benchmarks/results/oneshot${large:+_large}.md}
-fi
 source "$root/benchmarks/lib/bench_env.sh"
+bench_out oneshot "${large:+_large}"
 bench_setup oneshot-bench
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=$wait
-if [[ -n $hosts ]]; then
-  fabric_up osb --hosts "$hosts" --rate "$rate"
-  fabric_agent_start "$work" --set agent.log_level=warn
-else
-  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
-fi
-eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job oneshot-bench \
-  --slots 8 --ttl 2h | grep '^export ')"
+bench_agent oneshot-bench osb
 run() {  # NP ARGS...: one job here or across the fabric (one rank per host)
   local np=$1
   shift

@@ -11,16 +11,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np=2 reps=3 max=1M
 out=$root/benchmarks/results/switch_eager.md
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift 2 ;;
-    --np) np=$2; shift 2 ;;
-    --reps) reps=$2; shift 2 ;;
-    --max) max=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "switch_eager_bench: unknown option '$1'" >&2; exit 2 ;;
-  esac
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args switch_eager_bench 2,9 "build np reps max" "" "$@"
 build=$(cd "$build" && pwd)
 bin=$build/bin
 work=$(mktemp -d /tmp/switchagg-eager-bench.XXXXXX)

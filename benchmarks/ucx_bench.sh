@@ -25,18 +25,9 @@ build=$root/build reps=3 transports="shm tcp" out=$root/benchmarks/results/ucx.m
 lat_sizes="8 64 512 4096"
 bw_sizes="65536 262144 1048576 4194304 16777216 67108864"
 cmdline="benchmarks/ucx_bench.sh $*"
-while (($#)); do
-  case $1 in
-    --build) build=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --transports) transports=$2; shift ;;
-    --out) out=$2; shift ;;
-    --quick) reps=1; lat_sizes="8"; bw_sizes="1048576" ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "ucx_bench: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args ucx_bench 2,16 "build reps transports out" "quick=reps=1,lat_sizes=8,bw_sizes=1048576" \
+  "$@"
 bench=$(cd "$build" && pwd)/bin/switchagg-ucx-bench
 [[ -x $bench ]] || { echo "ucx_bench: $bench not built" >&2; exit 1; }
 command -v ucx_perftest >/dev/null || { echo "ucx_bench: ucx_perftest missing (ucx-utils)" >&2; exit 1; }

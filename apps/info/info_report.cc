@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "switchagg/agent/control_client.h"
+#include "switchagg/agent/malloc_tuning.h"
 #include "switchagg/coll/pmpi_params.h"
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
+#include "switchagg/common/log_config.h"
 #include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::info {
@@ -55,12 +58,27 @@ std::optional<std::string> cliValue(const InfoArgs& args, const std::string& env
   return std::nullopt;
 }
 
-std::vector<OptionRow> optionRows(const InfoArgs& args) {
+// A table's rows, once its variables parse: a bad value is an error that
+// names the variable, as the process that reads it would report it.
+template <typename T>
+Status addTable(const ConfigTable<T>& table, std::vector<ConfigDoc>* docs) {
+  T values;
+  SWITCHAGG_RETURN_IF_ERROR(table.applyEnvironment(values));
+  for (const ConfigDoc& d : table.docs()) docs->push_back(d);
+  return Status::Ok();
+}
+
+// Every SWITCHAGG_* variable a process of ours reads (the transport's were
+// checked by buildReport already).
+Result<std::vector<OptionRow>> optionRows(const InfoArgs& args) {
   std::vector<OptionRow> rows;
   std::vector<ConfigDoc> docs = ucx::transportOptionTable();
-  for (const ConfigDoc& d : coll::switchSettingsTable().docs()) docs.push_back(d);
+  SWITCHAGG_RETURN_IF_ERROR(addTable(coll::switchSettingsTable(), &docs));
   // The PMPI library's (libswitchagg_pmpi.so): the MCA parameters' names.
-  for (const ConfigDoc& d : coll::pmpiParamsTable().docs()) docs.push_back(d);
+  SWITCHAGG_RETURN_IF_ERROR(addTable(coll::pmpiParamsTable(), &docs));
+  SWITCHAGG_RETURN_IF_ERROR(addTable(agent::controlEnvironmentTable(), &docs));
+  SWITCHAGG_RETURN_IF_ERROR(addTable(agent::mallocTuningTable(), &docs));
+  SWITCHAGG_RETURN_IF_ERROR(addTable(logSettingsTable(), &docs));
   for (const ConfigDoc& d : docs) {
     OptionRow r{d.name, d.env, d.default_value, d.default_value, "default", d.help};
     if (auto cli = cliValue(args, d.env)) {
@@ -96,7 +114,9 @@ Result<InfoReport> buildReport(const InfoArgs& args) {
   // Same rule as Context::lanes(): explicit lanes, else the profile's auto.
   report.lanes = options->lanes > 0 ? options->lanes : std::max(1, report.profile.lanes);
   SWITCHAGG_RETURN_IF_ERROR(applyAndReadBack(&report));
-  report.options = optionRows(args);
+  auto options_rows = optionRows(args);
+  if (!options_rows.ok()) return options_rows.status();
+  report.options = std::move(*options_rows);
   return report;
 }
 
@@ -140,7 +160,7 @@ std::string renderText(const InfoReport& r) {
     const std::string kv = e.name + "=" + e.value;
     out << "  " << kv << std::string(kv.size() < 38 ? 38 - kv.size() : 1, ' ') << e.source << "\n";
   }
-  out << "\nTransport and switch-path options (command line > environment > default):\n";
+  out << "\nOptions (command line > environment > default):\n";
   for (const OptionRow& o : r.options) {
     out << "  " << o.env << "=" << o.value;
     if (o.source != "default") out << "  [" << o.source << "; default " << o.default_value << "]";

@@ -1,6 +1,6 @@
 // What switchagg-info shows: the resolved RoCE profile, the UCX settings it
 // applied (read back from UCX's own configuration) or left to the user, and
-// the transport options with their effective values.
+// every SWITCHAGG_* option with its effective value.
 #pragma once
 
 #include <optional>

@@ -24,9 +24,9 @@ void printUsage(FILE* out) {
                "  --netdev IF        prefer GIDs on this netdev\n"
                "  --help             this text\n");
   std::fprintf(out,
-               "Options are also read from SWITCHAGG_UCX_* / SWITCHAGG_ROCE_* / SWITCHAGG_SWITCH_* "
-               "(see the table in "
-               "the output); the command line wins.\n\n%s\n%s",
+               "Options are also read from SWITCHAGG_* variables (every one is listed, with its "
+               "value, in the output's options table; a bad value is an error naming it); the "
+               "command line wins.\n\n%s\n%s",
                switchagg::info::selectUsage().c_str(), switchagg::info::fabricUsage().c_str());
 }
 

@@ -6,6 +6,15 @@
 #                             private /tmp), raw (benchmarks/results/RAW,
 #                             created) and a trap that stops the agent and
 #                             the fabric and removes work on any exit.
+#   bench_out BASE [SUFFIX] → out, unless given: benchmarks/results/
+#                             BASE[_fabric]SUFFIX.md, _fabric with $hosts set
+#                             (then np_list=$hosts too: one rank per host)
+#   bench_agent JOB FABRIC [fabric_up options]
+#                           → one agent (agent.log_level=warn) and an 8-slot,
+#                             2 h lease for JOB exported (SWITCHAGG_AGENT,
+#                             _LEASE, _MODE): on this machine, or with $hosts
+#                             set on the emulated fabric FABRIC of that many
+#                             hosts at $rate Mbit/s.
 bench_setup() {
   build=$(cd "$build" && pwd)
   bin=$build/bin
@@ -19,4 +28,22 @@ bench_setup() {
   fi
   trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
   trap 'exit 130' INT TERM
+}
+
+bench_out() {
+  [[ -z ${hosts:-} ]] || np_list=$hosts
+  out=${out:-$root/benchmarks/results/$1${hosts:+_fabric}${2:-}.md}
+}
+
+bench_agent() {
+  local job=$1 fabric=$2
+  shift 2
+  if [[ -n ${hosts:-} ]]; then
+    fabric_up "$fabric" --hosts "$hosts" --rate "$rate" "$@"
+    fabric_agent_start "$work" --set agent.log_level=warn
+  else
+    agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
+  fi
+  eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job "$job" \
+    --slots 8 --ttl 2h | grep '^export ')"
 }

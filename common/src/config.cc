@@ -99,6 +99,14 @@ Result<std::string> parseChoice(const std::string& key, const std::string& raw,
   return invalidValue(key, raw, "valid values: " + list);
 }
 
+Status checkSocketPath(const std::string& key, const std::string& text) {
+  if (!text.empty() && text[0] != '/') {
+    return invalidValue(key, text, "expected an absolute path, or \"\" to disable");
+  }
+  if (text.size() > 100) return invalidValue(key, text, "longer than a Unix socket path may be");
+  return Status::Ok();
+}
+
 const char* envOrNull(const char* name) {
   const char* v = std::getenv(name);
   return (v && *v) ? v : nullptr;

@@ -2,22 +2,25 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <strings.h>
+
+#include "switchagg/common/log_config.h"
 
 namespace switchagg {
 namespace {
 
+constexpr const char* kLevelNames[] = {"error", "warn", "info", "debug", "trace"};
+
+// A bad SWITCHAGG_LOG_LEVEL cannot stop a library from loading: it is named
+// on stderr and the default level kept.
 LogLevel initialLevel() {
-  LogLevel level = LogLevel::kWarn;
-  const char* env = std::getenv("SWITCHAGG_LOG_LEVEL");
-  if (env && *env && !parseLogLevel(env, &level)) {
-    std::fprintf(stderr,
-                 "switchagg: ignoring SWITCHAGG_LOG_LEVEL=%s (want error|warn|info|debug|trace)\n",
-                 env);
+  LogSettings settings;
+  Status st = logSettingsTable().applyEnvironment(settings);
+  if (!st.ok()) {
+    std::fprintf(stderr, "switchagg: %s; logging at %s\n", st.message().c_str(),
+                 logLevelName(settings.level));
   }
-  return level;
+  return settings.level;
 }
 
 std::atomic<int>& levelStore() {
@@ -25,21 +28,27 @@ std::atomic<int>& levelStore() {
   return level;
 }
 
-const char* levelName(LogLevel l) {
-  static const char* const kNames[] = {"error", "warn", "info", "debug", "trace"};
-  return kNames[static_cast<int>(l)];
-}
-
 }  // namespace
+
+const ConfigTable<LogSettings>& logSettingsTable() {
+  static const ConfigTable<LogSettings> t({
+      {"log.level", "SWITCHAGG_LOG_LEVEL",
+       "messages on stderr from this level up: error|warn|info|debug|trace (the agent's own "
+       "default is agent.log_level)",
+       logLevelField(&LogSettings::level)},
+  });
+  return t;
+}
 
 void setLogLevel(LogLevel level) { levelStore().store(static_cast<int>(level)); }
 LogLevel logLevel() { return static_cast<LogLevel>(levelStore().load()); }
 bool logEnabled(LogLevel level) { return static_cast<int>(level) <= levelStore().load(); }
 
+const char* logLevelName(LogLevel level) { return kLevelNames[static_cast<int>(level)]; }
+
 bool parseLogLevel(const char* text, LogLevel* out) {
-  static const char* const kNames[] = {"error", "warn", "info", "debug", "trace"};
   for (int i = 0; i < 5; ++i) {
-    if (strcasecmp(text, kNames[i]) == 0 || (text[0] == '0' + i && text[1] == '\0')) {
+    if (strcasecmp(text, kLevelNames[i]) == 0 || (text[0] == '0' + i && text[1] == '\0')) {
       *out = static_cast<LogLevel>(i);
       return true;
     }
@@ -54,7 +63,7 @@ void logMessage(LogLevel level, const char* part, const char* fmt, ...) {
   std::vsnprintf(body, sizeof body, fmt, ap);
   va_end(ap);
   // One fprintf per line so lines from threads and ranks do not interleave.
-  std::fprintf(stderr, "switchagg[%s] %s: %s\n", part, levelName(level), body);
+  std::fprintf(stderr, "switchagg[%s] %s: %s\n", part, logLevelName(level), body);
 }
 
 }  // namespace switchagg

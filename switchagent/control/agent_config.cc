@@ -6,6 +6,7 @@
 
 #include "switchagg/agent/control_client.h"
 #include "switchagg/common/config.h"
+#include "switchagg/common/log_config.h"
 
 namespace switchagg::agent {
 
@@ -22,14 +23,6 @@ Status checkListen(const std::string& key, const std::string& text) {
     return invalidValue(key, text, AllowEmpty ? "expected host:port, or \"\" to disable"
                                           : "expected host:port");
   }
-  return Status::Ok();
-}
-
-Status checkSocketPath(const std::string& key, const std::string& text) {
-  if (!text.empty() && text[0] != '/') {
-    return invalidValue(key, text, "expected an absolute path, or \"\" to disable");
-  }
-  if (text.size() > 100) return invalidValue(key, text, "longer than a Unix socket path may be");
   return Status::Ok();
 }
 
@@ -93,39 +86,41 @@ constexpr int64_t kDay = 24LL * 3600 * 1000;
 
 const ConfigTable<AgentConfig>& agentConfigTable() {
   using C = AgentConfig;
+  using E = EngineSettings;
+  const auto engine = [](ConfigBinding<E> b) { return nestedField(&C::engine, std::move(b)); };
   constexpr DurationUnit kUnit = DurationUnit::kRequired;
   static const ConfigTable<AgentConfig> table({
       {"data.listen", nullptr, "UCX socket address of the data plane (host:port; port 0 = any)",
        stringField(&C::data_listen, checkListen<false>)},
       {"data.slot_bytes", nullptr, "payload bytes per aggregation slot (the chunk size)",
-       sizeField(&C::slot_bytes, 4096, (1ull << 26))},
+       engine(sizeField(&E::slot_bytes, 4096, (1ull << 26)))},
       {"data.slot_memory", nullptr, "bytes of slot buffers all groups together may hold; a window that does "
        "not fit is shrunk at the join",
-       sizeField(&C::slot_memory_bytes, 1ull << 20, 1ull << 40)},
+       engine(sizeField(&E::memory_bytes, 1ull << 20, 1ull << 40))},
       {"data.threads", nullptr, "reduction threads; 0 = one per core",
        intField(&C::data_threads, 0, 256)},
       {"data.member_timeout", nullptr, "a group member silent this long has its group aborted",
-       durationField(&C::member_timeout_ms, 100, kDay, kUnit)},
+       engine(durationField(&E::member_timeout_ms, 100, kDay, kUnit))},
       {"data.link_mbps", nullptr, "the data link's rate in Mbit/s, told to clients for their cost model (0 = unknown)",
-       intField(&C::link_mbps, 0, 100000000)},
+       engine(intField(&E::link_mbps, 0, 100000000))},
       {"data.advertise_capacity", nullptr, "tell clients the measured reduction rate, link rate and turnaround (false: answer "
        "as an agent that predates it)",
-       boolField(&C::advertise_capacity)},
+       engine(boolField(&E::advertise_capacity))},
       {"data.join_flags", nullptr, "accept JOIN flags, so members that understand busy get per-call busy refusals (false: "
        "refuse them as an agent that predates them; clients then join without)",
-       boolField(&C::join_flags)},
+       engine(boolField(&E::join_flags))},
       {"data.routed", nullptr, "serve routed calls (MPI_Reduce, reduce-scatter, allgather, bcast: CONTRIB_ROUTED; false: "
        "refuse them as an agent that predates them; clients then offload only allreduce and barrier)",
-       boolField(&C::routed)},
+       engine(boolField(&E::routed))},
       {"data.max_groups_per_lease", nullptr, "groups (communicators) one lease may hold at once, formed or waiting for members; "
        "more joins are refused (no_resource)",
-       intField(&C::max_groups_per_lease, 1, 4096)},
+       engine(intField(&E::max_groups_per_lease, 1, 4096))},
       {"data.fair_share", nullptr, "contribution bytes (a chunk's size x its members) one group's chunks may put into "
        "one reduction pass before every other group's turn: bounds the wait one job's load adds to another's "
        "call (0: a pass takes every ready chunk)",
-       sizeField(&C::fair_share_bytes, 0, 1ull << 40)},
+       engine(sizeField(&E::fair_share_bytes, 0, 1ull << 40))},
       {"pool.slots", nullptr, "aggregation slots of the switch (the pool leases draw from)",
-       intField(&C::pool_slots, 1, 1 << 20)},
+       engine(intField(&E::pool_slots, 1, 1 << 20))},
       {"control.unix_socket", nullptr, "control API Unix socket (peer credentials); \"\" disables it",
        stringField(&C::unix_socket, checkSocketPath)},
       {"control.listen", nullptr, "control API TCP address (munge-authenticated); \"\" disables it",
@@ -161,7 +156,7 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        listField(&C::admin_users)},
       {"agent.log_level", "SWITCHAGG_LOG_LEVEL",
        "error|warn|info|debug|trace (SWITCHAGG_LOG_LEVEL overrides)",
-       nameField(&C::log_level, {"error", "warn", "info", "debug", "trace"})},
+       logLevelField(&C::log_level)},
       {"agent.reaper_interval", nullptr, "how often expired leases are reaped",
        durationField(&C::reaper_interval_ms, 10, 60000, kUnit)},
       {"state.lease_file", nullptr, "keeps leases across agent restarts in this file (written 0600, atomically); \"\" = in "
@@ -199,8 +194,9 @@ Status validateConfig(const AgentConfig& c) {
     return Status(Code::kInvalidArgument, std::string(a) + ": " + std::to_string(av) +
                                               " exceeds " + b + " (" + std::to_string(bv) + ")");
   };
-  if (c.max_slots_per_job > c.pool_slots)
-    return tooBig("policy.max_slots_per_job", c.max_slots_per_job, "pool.slots", c.pool_slots);
+  const int64_t pool_slots = static_cast<int64_t>(c.engine.pool_slots);
+  if (c.max_slots_per_job > pool_slots)
+    return tooBig("policy.max_slots_per_job", c.max_slots_per_job, "pool.slots", pool_slots);
   if (c.default_slots > c.max_slots_per_job)
     return tooBig("policy.default_slots", c.default_slots, "policy.max_slots_per_job",
                   c.max_slots_per_job);
@@ -220,7 +216,7 @@ Status validateConfig(const AgentConfig& c) {
 
 LeaseLimits leaseLimitsOf(const AgentConfig& config) {
   LeaseLimits l;
-  l.pool_slots = config.pool_slots;
+  l.pool_slots = static_cast<int>(config.engine.pool_slots);
   l.max_slots_per_job = config.max_slots_per_job;
   l.max_slots_per_user = config.max_slots_per_user;
   l.max_ttl_ms = config.max_ttl_ms;

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "admission.h"
+#include "data_plane_view.h"
 #include "switchagg/agent/defaults.h"
 #include "switchagg/common/config_table.h"
+#include "switchagg/common/log.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
@@ -21,21 +23,18 @@ namespace switchagg::agent {
 struct AgentConfig {
   // [data] the data plane (DataPlaneConfig)
   std::string data_listen = kDefaultDataListen;
-  uint64_t slot_bytes = kDefaultSlotBytes;
-  uint64_t slot_memory_bytes = kDefaultSlotMemoryBytes;
   int data_threads = 0;
-  int64_t member_timeout_ms = kDefaultMemberTimeoutMs;
-  int link_mbps = 0;                // advertised to clients' cost models; 0 = unknown
-  bool advertise_capacity = true;   // answer clients' CAPACITY requests
-  bool join_flags = true;           // accept JOIN flags (false: as an agent before them)
-  bool routed = true;               // serve routed calls (false: as an agent before them)
-  int max_groups_per_lease = kDefaultMaxGroupsPerLease;
-  uint64_t fair_share_bytes = kDefaultFairShareBytes;
+  // The rest of [data], and [pool] slots: bound straight into the engine's
+  // settings, which the data plane takes whole. The agent's pool has
+  // kDefaultPoolSlots (an engine alone has no pool cap).
+  EngineSettings engine = [] {
+    EngineSettings e;
+    e.pool_slots = kDefaultPoolSlots;
+    return e;
+  }();
   // [fabric] this agent's place in the fabric map (trees: its parent)
   std::string fabric_map;
   std::string fabric_name;
-  // [pool]
-  int pool_slots = kDefaultPoolSlots;
   // [control]
   std::string unix_socket = kDefaultControlSocket;
   std::string control_listen = kDefaultControlListen;
@@ -55,7 +54,7 @@ struct AgentConfig {
   std::vector<std::string> allowed_groups;  // names or numeric gids
   std::vector<std::string> admin_users;     // may act for any uid (root always may)
   // [agent]
-  std::string log_level = "info";
+  LogLevel log_level = LogLevel::kInfo;
   int64_t reaper_interval_ms = 1000;
   // [state]
   std::string lease_file;  // empty: leases live in memory only

@@ -45,7 +45,7 @@ class Writer {
 std::string renderMetrics(const MetricsInput& in) {
   Writer w;
   const DataPlaneCounters& d = in.data;
-  uint64_t total = in.config != nullptr ? static_cast<uint64_t>(in.config->pool_slots) : 0;
+  uint64_t total = in.config != nullptr ? static_cast<uint64_t>(in.config->engine.pool_slots) : 0;
   w.metric("switchagg_slots_total", "gauge", "Aggregation slots in the pool.", total);
   w.metric("switchagg_slots_in_use", "gauge", "Slots reserved by leases.",
            static_cast<uint64_t>(in.slots_in_use));

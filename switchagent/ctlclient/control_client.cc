@@ -52,10 +52,7 @@ Result<HttpResponse> attemptOnce(const ControlClientOptions& options, const Cont
                                  const std::string& body, int timeout_ms) {
   HttpHeaders headers;
   if (!addr.is_unix && options.use_munge && mungeBuiltIn()) {
-    std::string sock = options.munge_socket;
-    if (sock.empty() && envOrNull("SWITCHAGG_MUNGE_SOCKET") != nullptr) {
-      sock = envOrNull("SWITCHAGG_MUNGE_SOCKET");
-    }
+    const std::string& sock = options.munge_socket;
     // libmunge retries a missing socket for seconds; skip it when munged
     // plainly is not there and go anonymous.
     struct stat sb {};
@@ -102,9 +99,23 @@ Result<ControlAddress> parseControlAddress(const std::string& text) {
   return a;
 }
 
-std::string defaultControlAddress() {
-  const char* env = envOrNull("SWITCHAGG_CONTROL");
-  return env != nullptr ? env : std::string("unix:") + kDefaultControlSocket;
+const ConfigTable<ControlEnvironment>& controlEnvironmentTable() {
+  using E = ControlEnvironment;
+  static const ConfigTable<E> t({
+      {"control.address", "SWITCHAGG_CONTROL",
+       "the agent's control API for switchagg-ctl and other control clients without an "
+       "address of their own: unix:/path, http://host:port or host:port",
+       stringField(&E::address,
+                   [](const std::string& key, const std::string& text) -> Status {
+                     Result<ControlAddress> a = parseControlAddress(text);
+                     if (a.ok()) return Status::Ok();
+                     return Status(Code::kInvalidArgument, key + ": " + a.status().message());
+                   })},
+      {"control.munge_socket", "SWITCHAGG_MUNGE_SOCKET",
+       "munged socket a control client's credentials come from (\"\": libmunge's default)",
+       stringField(&E::munge_socket, checkSocketPath)},
+  });
+  return t;
 }
 
 ApiFailure failureOf(const ControlReply& reply, const std::string& address) {
@@ -121,9 +132,19 @@ ApiFailure failureOf(const ControlReply& reply, const std::string& address) {
 
 ControlClient::ControlClient(ControlClientOptions options) : options_(std::move(options)) {
   try {
-    address_ = options_.address.empty() ? defaultControlAddress() : options_.address;
+    const ConfigTable<ControlEnvironment>& table = controlEnvironmentTable();
+    ControlEnvironment env;
+    Status st = Status::Ok();
+    if (options_.address.empty()) st = table.applyEnvironment(env, "control.address");
+    if (st.ok() && options_.use_munge && options_.munge_socket.empty())
+      st = table.applyEnvironment(env, "control.munge_socket");
+    if (!st.ok()) config_error_ = st.message();
+    if (options_.address.empty()) options_.address = env.address;
+    if (options_.munge_socket.empty()) options_.munge_socket = env.munge_socket;
+    address_ = options_.address;
   } catch (...) {
     address_.clear();
+    config_error_ = "control client: unexpected exception reading its environment";
   }
 }
 
@@ -137,6 +158,7 @@ ControlClient::ControlClient(const std::string& address)
 ApiResult<ControlReply> ControlClient::request(const std::string& method,
                                                const std::string& path, const std::string& body) {
   try {
+    if (!config_error_.empty()) return ApiFailure{ApiError::kConfig, config_error_};
     Result<ControlAddress> addr = parseControlAddress(address_);
     if (!addr.ok()) return ApiFailure{ApiError::kConfig, addr.status().message()};
     // A connection the agent cut before answering (shed under a connection

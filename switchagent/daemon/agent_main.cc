@@ -129,17 +129,7 @@ int run(const AgentConfig& config) {
   DataPlaneConfig dpc;
   dpc.listen = config.data_listen;
   dpc.threads = config.data_threads;
-  EngineSettings& e = dpc.engine;  // the only copy of the engine's settings
-  e.slot_bytes = config.slot_bytes;
-  e.pool_slots = static_cast<size_t>(config.pool_slots);
-  e.memory_bytes = config.slot_memory_bytes;
-  e.member_timeout_ms = config.member_timeout_ms;
-  e.link_mbps = static_cast<uint32_t>(config.link_mbps);
-  e.advertise_capacity = config.advertise_capacity;
-  e.join_flags = config.join_flags;
-  e.routed = config.routed;
-  e.max_groups_per_lease = static_cast<size_t>(config.max_groups_per_lease);
-  e.fair_share_bytes = config.fair_share_bytes;
+  dpc.engine = config.engine;
   if (!config.fabric_map.empty() || !config.fabric_name.empty()) {
     Result<std::string> parent = parentDataAddress(config.fabric_map, config.fabric_name);
     if (!parent.ok()) {
@@ -184,9 +174,9 @@ int run(const AgentConfig& config) {
               (*server)->unixAddress().c_str(), (*server)->tcpAddress().c_str(),
               data_address.c_str());
   std::fflush(stdout);
-  SA_INFO(kPart, "ready: control %s %s, data %s, %d slots of %llu bytes",
+  SA_INFO(kPart, "ready: control %s %s, data %s, %zu slots of %zu bytes",
           (*server)->unixAddress().c_str(), (*server)->tcpAddress().c_str(), data_address.c_str(),
-          config.pool_slots, static_cast<unsigned long long>(config.slot_bytes));
+          config.engine.pool_slots, config.engine.slot_bytes);
 
   sigset_t wait_set;
   sigemptyset(&wait_set);
@@ -251,8 +241,6 @@ int main(int argc, char** argv) {
     std::printf("switchagg-agent: configuration OK\n");
     return 0;
   }
-  LogLevel level = LogLevel::kInfo;
-  parseLogLevel(config->log_level.c_str(), &level);
-  setLogLevel(level);
+  setLogLevel(config->log_level);
   return run(*config);
 }

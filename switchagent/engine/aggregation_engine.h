@@ -133,8 +133,9 @@ class AggregationEngine {
   bool checkSlot(Group& g, const wire::Message& m);
   bool checkPieces(Group& g, const Slot& s);  // forwarded pieces tile the chunk in rank order
   void assemble(Group& g, uint32_t slot);     // a forwarded chunk's pieces into its result
-  enum class Admit { kProceed, kDropped, kAborted };
-  Admit admitCall(Group& g, PeerId from, const wire::Message& m);
+  // What admitCall makes of a contribution (lease admission is control/'s Admit).
+  enum class ChunkFate { kProceed, kDropped, kAborted };
+  ChunkFate admitCall(Group& g, PeerId from, const wire::Message& m);
   const char* activate(Group& g);  // nullptr: the call holds its slots; else what is short
   void deactivate(Group& g);
   bool allocateBuffers(Group& g);  // evicts idle groups' buffers (LRU) to fit the budget

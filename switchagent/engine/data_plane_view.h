@@ -17,8 +17,9 @@
 namespace switchagg::agent {
 
 // The aggregation engine's settings from the agent's configuration
-// ([data] and [pool]), set once (agent_main.cc) and handed on whole: the
-// data plane's config carries them, the engine's config extends them.
+// ([data] and [pool]): the agent's config table binds them here
+// (AgentConfig::engine) and they are handed on whole: the data plane's
+// config carries them, the engine's config extends them.
 struct EngineSettings {
   size_t slot_bytes = kDefaultSlotBytes;  // payload bytes per aggregation slot
   // Total aggregation slots of the pool ([pool] slots). Live

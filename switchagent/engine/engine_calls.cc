@@ -71,7 +71,8 @@ void AggregationEngine::deactivate(Group& g) {
   publishSlots();
 }
 
-AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, const Message& m) {
+AggregationEngine::ChunkFate AggregationEngine::admitCall(Group& g, PeerId from,
+                                                        const Message& m) {
   Member& mem = g.members[m.rank];
   mem.next_chunk = std::max(mem.next_chunk, m.chunk + 1);
   for (RefusedCall& rc : g.refused) {
@@ -82,10 +83,10 @@ AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, con
              "chunks " + std::to_string(rc.begin) + ".." + std::to_string(rc.end - 1) +
                  " refused: no free aggregation slots when the call began");
     }
-    return Admit::kDropped;
+    return ChunkFate::kDropped;
   }
   // checkSlot catches chunks outside the call.
-  if (g.pinned ? g.in_call : g.active) return Admit::kProceed;
+  if (g.pinned ? g.in_call : g.active) return ChunkFate::kProceed;
   if (m.chunk != g.next_call) {
     const Reason r = m.chunk < g.next_call ? Reason::kDuplicateContribution
                                            : Reason::kChunkOutOfWindow;
@@ -93,7 +94,7 @@ AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, con
     abortGroup(g, r,
                "rank " + std::to_string(m.rank) + " sent chunk " + std::to_string(m.chunk) +
                    " while the group's next call starts at chunk " + std::to_string(g.next_call));
-    return Admit::kAborted;
+    return ChunkFate::kAborted;
   }
   // The call's first chunk (every member sends its call's chunks in order):
   // a full chunk unless it is the whole call, so it tells the call's range.
@@ -107,7 +108,7 @@ AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, con
     const uint32_t w = g.grant.window;
     for (uint32_t s = 0; s < w; ++s)
       g.slots[s].expect_chunk = m.chunk + (s + w - uint32_t(m.chunk % w)) % w;
-    return Admit::kProceed;
+    return ChunkFate::kProceed;
   }
   g.next_call = m.chunk + n;
   const std::string why = std::string("no free aggregation slots for a call (limit: ") + short_of +
@@ -115,7 +116,7 @@ AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, con
   if (!g.busy_aware) {  // an older client would take ERROR(busy) for a broken agent
     count(Reason::kNoResource);
     abortGroup(g, Reason::kNoResource, why);
-    return Admit::kAborted;
+    return ChunkFate::kAborted;
   }
   // Forget refused calls every member has moved past (a member's chunks
   // arrive in order, so none of theirs is still on the way).
@@ -134,7 +135,7 @@ AggregationEngine::Admit AggregationEngine::admitCall(Group& g, PeerId from, con
            static_cast<unsigned long long>(g.id), g.job.c_str(),
            static_cast<unsigned long long>(m.chunk), why.c_str());
   reject(from, m, Reason::kBusy, why);
-  return Admit::kDropped;
+  return ChunkFate::kDropped;
 }
 
 }  // namespace switchagg::agent

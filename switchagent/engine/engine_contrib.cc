@@ -158,7 +158,7 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
                   known ? "no such group for this lease" : "unknown or expired lease token");
   }
   if (!checkContrib(*g, from, m)) return;
-  if (admitCall(*g, from, m) != Admit::kProceed || !checkSlot(*g, m)) return;
+  if (admitCall(*g, from, m) != ChunkFate::kProceed || !checkSlot(*g, m)) return;
   Slot& s = g->slots[m.slot];
   if (m.payload_bytes)
     std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);

@@ -36,7 +36,7 @@ Caller anonymous() { return Caller{false, 0, 0, "tcp"}; }
 class ControlApiTest : public ::testing::Test {
  protected:
   ControlApiTest() : leases_({16, 8, 10}) {
-    config_.pool_slots = 16;
+    config_.engine.pool_slots = 16;
     config_.max_slots_per_job = 8;
     config_.max_slots_per_user = 10;
     config_.default_slots = 2;

@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "agent_config.h"
+#include "switchagg/agent/control_client.h"
+#include "switchagg/agent/malloc_tuning.h"
 
 using namespace switchagg;
 using namespace switchagg::agent;
@@ -52,10 +54,10 @@ admin_users = []
                    &c);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(c.data_listen, "0.0.0.0:0");
-  EXPECT_EQ(c.slot_bytes, 1u << 20);
+  EXPECT_EQ(c.engine.slot_bytes, 1u << 20);
   EXPECT_EQ(c.data_threads, 3);
-  EXPECT_EQ(c.member_timeout_ms, 2500);
-  EXPECT_EQ(c.pool_slots, 128);
+  EXPECT_EQ(c.engine.member_timeout_ms, 2500);
+  EXPECT_EQ(c.engine.pool_slots, 128u);
   EXPECT_EQ(c.control_listen, "");
   EXPECT_FALSE(c.open_readonly);
   EXPECT_EQ(c.default_ttl_ms, 2 * 3600 * 1000);
@@ -136,7 +138,7 @@ TEST(ControlConfig, NonAsciiOutsideStringsIsRefusedNamingWhere) {
 TEST(ControlConfig, OverridesWinAndNameUnknownKeys) {
   AgentConfig c;
   ASSERT_TRUE(applyOverrides({"pool.slots=9", "policy.allowed_users=a,b"}, &c).ok());
-  EXPECT_EQ(c.pool_slots, 9);
+  EXPECT_EQ(c.engine.pool_slots, 9u);
   EXPECT_EQ(c.allowed_users, (std::vector<std::string>{"a", "b"}));
   Status st = applyOverrides({"pool.slotz=9"}, &c);
   EXPECT_NE(st.message().find("pool.slotz: unknown key"), std::string::npos);
@@ -188,6 +190,62 @@ TEST(ControlConfig, EveryKeyIsDocumentedInTheAdminGuideAndExample) {
     std::string leaf = name.substr(name.find('.') + 1);
     EXPECT_NE(example.find("\n" + leaf + " = "), std::string::npos) << name << " missing in agent.toml";
   }
+}
+
+// A control client's environment (SWITCHAGG_CONTROL, SWITCHAGG_MUNGE_SOCKET)
+// comes through its table: a bad value fails the call as a configuration
+// error naming the variable, and a value the options give is not read.
+TEST(ControlClientEnvironment, BadVariablesAreConfigErrorsNamingThem) {
+  setenv("SWITCHAGG_CONTROL", "no-port-here", 1);
+  ApiResult<AgentStatus> bad = ControlClient().status();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), ApiError::kConfig);
+  EXPECT_EQ(bad.failure().message.rfind("SWITCHAGG_CONTROL: ", 0), 0u) << bad.failure().message;
+  // Given an address, the client does not read the variable: the call gets
+  // as far as the (absent) socket.
+  ApiResult<AgentStatus> given = ControlClient("unix:/nonexistent/switchagg.sock").status();
+  ASSERT_FALSE(given.ok());
+  EXPECT_EQ(given.error(), ApiError::kUnreachable) << given.failure().message;
+  unsetenv("SWITCHAGG_CONTROL");
+
+  setenv("SWITCHAGG_MUNGE_SOCKET", "relative/munge.socket", 1);
+  ControlClientOptions o;
+  o.address = "127.0.0.1:1";
+  ApiResult<AgentStatus> munge = ControlClient(o).status();
+  ASSERT_FALSE(munge.ok());
+  EXPECT_EQ(munge.error(), ApiError::kConfig);
+  EXPECT_NE(munge.failure().message.find("SWITCHAGG_MUNGE_SOCKET"), std::string::npos)
+      << munge.failure().message;
+  o.use_munge = false;  // no credential: the socket is not needed
+  EXPECT_EQ(ControlClient(o).status().error(), ApiError::kUnreachable);
+  unsetenv("SWITCHAGG_MUNGE_SOCKET");
+}
+
+TEST(ControlClientEnvironment, DefaultsAndValidValues) {
+  ControlEnvironment env;
+  ASSERT_TRUE(controlEnvironmentTable().applyEnvironment(env).ok());
+  EXPECT_EQ(env.address, "unix:/run/switchagg/agent.sock");
+  setenv("SWITCHAGG_CONTROL", "http://agent-host:18516", 1);
+  setenv("SWITCHAGG_MUNGE_SOCKET", "/run/munge/other.socket", 1);
+  ASSERT_TRUE(controlEnvironmentTable().applyEnvironment(env).ok());
+  EXPECT_EQ(env.address, "http://agent-host:18516");
+  EXPECT_EQ(env.munge_socket, "/run/munge/other.socket");
+  EXPECT_EQ(ControlClient().address(), "http://agent-host:18516");
+  unsetenv("SWITCHAGG_CONTROL");
+  unsetenv("SWITCHAGG_MUNGE_SOCKET");
+}
+
+TEST(MallocTuningTable, ReadsTheVariableAndNamesItOnABadValue) {
+  MallocTuning m;
+  EXPECT_TRUE(m.tune);
+  setenv("SWITCHAGG_MALLOC_TUNING", "0", 1);
+  ASSERT_TRUE(mallocTuningTable().applyEnvironment(m).ok());
+  EXPECT_FALSE(m.tune);
+  setenv("SWITCHAGG_MALLOC_TUNING", "sometimes", 1);
+  Status st = mallocTuningTable().applyEnvironment(m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("SWITCHAGG_MALLOC_TUNING: ", 0), 0u) << st.message();
+  unsetenv("SWITCHAGG_MALLOC_TUNING");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config_table.h"
+#include "switchagg/common/log_config.h"
 
 namespace switchagg {
 namespace {
@@ -113,6 +114,37 @@ TEST(ConfigTable, EnvironmentAppliesAndErrorsNameTheVariable) {
   EXPECT_NE(st.message().find("SWITCHAGG_TEST_BYTES"), std::string::npos) << st.message();
   unsetenv("SWITCHAGG_TEST_COUNT");
   unsetenv("SWITCHAGG_TEST_BYTES");
+}
+
+TEST(ConfigTable, OneKeysVariableLeavesTheOthersUnread) {
+  setenv("SWITCHAGG_TEST_COUNT", "7", 1);
+  setenv("SWITCHAGG_TEST_BYTES", "lots", 1);
+  Opts o;
+  ASSERT_TRUE(table().applyEnvironment(o, "count").ok());
+  EXPECT_EQ(o.count, 7);
+  Status st = table().applyEnvironment(o, "bytes");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("SWITCHAGG_TEST_BYTES", 0), 0u) << st.message();
+  EXPECT_FALSE(table().applyEnvironment(o, "nope").ok());
+  unsetenv("SWITCHAGG_TEST_COUNT");
+  unsetenv("SWITCHAGG_TEST_BYTES");
+}
+
+TEST(LogSettingsTable, NamesCaseAndNumbersParseABadValueNamesTheVariable) {
+  LogSettings s;
+  EXPECT_EQ(logSettingsTable().find("log.level")->defaultText(), "warn");
+  for (const auto& [text, want] : std::vector<std::pair<std::string, LogLevel>>{
+           {"debug", LogLevel::kDebug}, {"ERROR", LogLevel::kError}, {"4", LogLevel::kTrace}}) {
+    setenv("SWITCHAGG_LOG_LEVEL", text.c_str(), 1);
+    ASSERT_TRUE(logSettingsTable().applyEnvironment(s).ok()) << text;
+    EXPECT_EQ(s.level, want) << text;
+  }
+  setenv("SWITCHAGG_LOG_LEVEL", "loud", 1);
+  Status st = logSettingsTable().applyEnvironment(s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("SWITCHAGG_LOG_LEVEL: invalid value 'loud'", 0), 0u)
+      << st.message();
+  unsetenv("SWITCHAGG_LOG_LEVEL");
 }
 
 TEST(ConfigTable, DocsAndNamesListEveryKeyInOrder) {

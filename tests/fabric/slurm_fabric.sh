@@ -31,14 +31,20 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 self=$here/$(basename "${BASH_SOURCE[0]}")
 
-# The single-node fixture's helpers (alive, waitFor, killPidFile, startMunge):
+# The single-node fixture's helpers (alive, waitFor, killPidFile, startMunge,
+# freshDir, stopAndRemove):
 # its function definitions, without its command dispatch at the end.
 fixture=$root/tests/slurm/slurm_cluster.sh
+# shellcheck source=/dev/null
+source "$root/scripts/lib_procs.sh"  # before the fixture, which looks for it
 # shellcheck disable=SC1090
 source <(sed '/^cmd=\${1:-}; dir=\${2:-}$/,$d' "$fixture")
-for f in alive waitFor killPidFile startMunge; do
+for f in alive waitFor killPidFile startMunge freshDir stopAndRemove; do
   declare -F "$f" >/dev/null || { echo "slurm_fabric: $fixture no longer defines $f" >&2; exit 1; }
 done
+# Its freshDir and stopAndRemove, over this fixture's marker (and stopAll).
+cluster_marker=.switchagg_fabric_cluster
+cluster_kind=fabric
 
 die() { echo "slurm_fabric: $*" >&2; exit 1; }
 log() { echo "slurm_fabric: $*" >&2; }
@@ -66,35 +72,16 @@ stopRecorded() {
 # slurmstepd processes of this cluster (their environment names our
 # slurm.conf: they inherit it from our slurmd) and every process below them.
 stepTrees() {
-  local conf=$1 pid roots=()
-  for pid in $(pgrep -x slurmstepd 2>/dev/null); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$conf"; then
-      roots+=("$pid")
-    fi
-  done
-  ((${#roots[@]})) || return 0
-  ps -e -o pid=,ppid= | awk -v roots="${roots[*]}" '
-    { parent[$1] = $2 }
-    END {
-      n = split(roots, r, " ")
-      for (i = 1; i <= n; i++) mine[r[i]] = 1
-      do { grew = 0
-        for (p in parent) if (!(p in mine) && (parent[p] in mine)) { mine[p] = 1; grew = 1 }
-      } while (grew)
-      for (p in mine) print p
-    }'
+  # shellcheck disable=SC2046
+  pids_below $(pids_with_env "SLURM_CONF=$1" slurmstepd)
 }
 
 # Slurm clients of this cluster (srun, salloc, ... with our SLURM_CONF)
 # still running once its daemons are gone, e.g. those of a dead test run:
 # with slurmctld gone they would wait for it, so they are killed.
 killClients() {
-  local conf=$1 pid pids=()
-  for pid in $(pgrep -x 'srun|salloc|sbatch|sattach|scancel|squeue|sinfo|scontrol' 2>/dev/null); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$conf"; then
-      pids+=("$pid")
-    fi
-  done
+  local pids=()
+  mapfile -t pids < <(pids_with_env "SLURM_CONF=$1" 'srun|salloc|sbatch|sattach|scancel|squeue|sinfo|scontrol')
   ((${#pids[@]})) || return 0
   log "killing leftover Slurm clients: ${pids[*]}"
   kill -KILL "${pids[@]}" 2>/dev/null || true
@@ -136,18 +123,7 @@ SlurmctldPidFile=$dir/run/slurmctld.pid
 SlurmdPidFile=$dir/run/d-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/d-%n.log
-SlurmdDebug=debug
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-SwitchType=switch/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-SchedulerParameters=sched_interval=1
+$(slurmConfCommon)
 MessageTimeout=5
 SlurmdTimeout=${SWITCHAGG_SLURMD_TIMEOUT:-10}
 KillWait=2
@@ -213,18 +189,6 @@ stopAll() {
   killPidFile "$dir/munged.pid"
 }
 
-stopAndRemove() {
-  local dir=$1 logs=${2:-}
-  stopAll "$dir"
-  [[ -e $dir/.switchagg_fabric_cluster ]] || return 0
-  if [[ -n $logs ]]; then
-    rm -rf "$logs"
-    mkdir -p "$logs"
-    cp -a "$dir/log/." "$logs/" 2>/dev/null || true
-  fi
-  rm -rf "$dir"
-}
-
 startAll() {
   local dir=$1 fabric=$2
   shift 2
@@ -240,16 +204,9 @@ startAll() {
   [[ -z $spank || -r $spank ]] || die "no SPANK plugin $spank"
   [[ $(id -u) -eq 0 ]] || die "must run as root (slurmd, munged, fabric)"
   [[ $dir != /tmp/* ]] || die "$dir is under /tmp, which every fabric host has its own of"
-  if [[ -d $dir && ! -e $dir/.switchagg_fabric_cluster && -n $(ls -A "$dir") ]]; then
-    die "$dir exists and is not a switchagg fabric cluster; not touching it"
-  fi
   hosts=$(fabricHosts "$fabric") || die "fabric $fabric is not up"
   [[ -n $hosts ]] || die "fabric $fabric has no compute hosts"
-  stopAll "$dir"
-  rm -rf "$dir"
-  mkdir -p "$dir/log"
-  touch "$dir/.switchagg_fabric_cluster"
-  chmod 0755 "$dir"
+  freshDir "$dir"
   echo "$fabric" >"$dir/fabric"
   startMunge "$dir"
   writeSlurmConf "$dir" "$spank" "$spank_args" "$sock" "$hosts"

@@ -61,6 +61,8 @@ done
 source "$root/scripts/lib_fabric.sh"
 # shellcheck source=/dev/null
 source "$root/scripts/lib_agent.sh"
+# shellcheck source=/dev/null
+source "$root/scripts/lib_procs.sh"
 # fail, jobOf, leaseOf, waitLease, waitNoLease (they use $CTL, $case, $PY).
 # Its EXIT trap is replaced by teardown below.
 # shellcheck source=/dev/null
@@ -112,7 +114,7 @@ tearDownAll() {
   local pid bg f
   # Our sruns and what they forked (srun's shepherd): TERM lets srun cancel
   # its step while slurmctld still answers; what is left gets KILL below.
-  bg=$(descendants "${BG_PIDS[@]}")
+  bg=$(pids_below "${BG_PIDS[@]}")
   for pid in "${BG_PIDS[@]}"; do alive "$pid" && kill -TERM "$pid" 2>/dev/null; done
   "$here/slurm_fabric.sh" stop "$CL" --logs-to "$W/logs" || say "slurm_fabric.sh stop failed"
   for pid in $bg; do alive "$pid" && kill -KILL "$pid" 2>/dev/null; done
@@ -124,21 +126,6 @@ tearDownAll() {
   cp "$J"/mpi-*.out "$J"/mpi-*.err "$W/logs/" 2>/dev/null || true
   fabric_down
   return 0
-}
-
-# Pids $@ and every process below them.
-descendants() {
-  (($#)) || return 0
-  ps -e -o pid=,ppid= | awk -v roots="$*" '
-    { parent[$1] = $2 }
-    END {
-      n = split(roots, r, " ")
-      for (i = 1; i <= n; i++) mine[r[i]] = 1
-      do { grew = 0
-        for (p in parent) if (!(p in mine) && (parent[p] in mine)) { mine[p] = 1; grew = 1 }
-      } while (grew)
-      for (p in mine) if (p in parent) print p
-    }'
 }
 
 teardown() {

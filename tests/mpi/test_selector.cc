@@ -193,6 +193,35 @@ TEST(Registry, RowsAreInEnumOrderAndCarryTheirBehaviour) {
   EXPECT_EQ(algorithmsInTieOrder().back()->id, Algorithm::kPrevious);
 }
 
+// The default cost table is the registry rows' constants, nothing else: a
+// row's shm/net constants are its table rows, and a locality without them
+// has no row (its prediction there is +infinity).
+TEST(Registry, RowsCarryTheDefaultCostConstants) {
+  const CostModel m = CostModel::defaults();
+  size_t rows = 0;
+  for (const AlgorithmInfo& info : algorithmRegistry()) {
+    for (const auto& [locality, constants] : {std::pair{Locality::kShm, info.shm},
+                                              std::pair{Locality::kNet, info.net}}) {
+      const CostEntry* e = m.find(info.id, locality);
+      ASSERT_EQ(e != nullptr, constants.has_value()) << info.name << " " << localityName(locality);
+      if (e == nullptr) continue;
+      ++rows;
+      EXPECT_EQ(e->alpha_us, constants->alpha_us) << info.name;
+      EXPECT_EQ(e->beta_ns, constants->beta_ns) << info.name;
+      EXPECT_EQ(e->gamma_ns, constants->gamma_ns) << info.name;
+    }
+  }
+  EXPECT_EQ(m.entries().size(), rows);
+  EXPECT_EQ(m.find(Algorithm::kSwitch, Locality::kShm), nullptr);
+  // Without its row on this locality, an algorithm is never predicted to run.
+  CostModel no_ring;
+  for (const CostEntry& e : m.entries()) {
+    if (e.algorithm != Algorithm::kRing) no_ring.set(e);
+  }
+  EXPECT_TRUE(std::isinf(no_ring.predictUs(Algorithm::kRing, shape(1 << 20, 4))));
+  EXPECT_FALSE(std::isinf(m.predictUs(Algorithm::kRing, shape(1 << 20, 4))));
+}
+
 TEST(CostModel, TheAgentsAdvertisedCapacityShapesTheSwitchRow) {
   const CostModel m = CostModel::defaults();
   SelectionInput in = shape(size_t(8) << 20, 8, 1, /*sw=*/true);

@@ -95,12 +95,9 @@ set -uo pipefail
 build=$1 scenario=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-bin=$build/bin
+source "$here/mpirun_lib.sh"  # root, bin, the agent (scripts/lib_agent.sh)
 mpibin=$bin
 [[ ${MPI_FLAVOR:-openmpi} == mpich ]] && mpibin=$bin/mpich
-source "$root/scripts/lib_agent.sh"
-source "$here/fault_lib.sh"
 
 work=$(mktemp -d /tmp/switchagg-h5-test.XXXXXX)
 # stripes: the first agent's pid while AGENT_* describe the second.
@@ -114,82 +111,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-component_path="$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
-# Two communicators' groups fit a 16-slot lease many times over.
-export SWITCHAGG_SWITCH_WINDOW=${SWITCHAGG_SWITCH_WINDOW:-2}
-
-die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
-ctl() { "$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" "$@"; }
-
-# lease JOB: exports SWITCHAGG_AGENT/LEASE/MODE for a 16-slot lease.
-lease() {
-  local out
-  out=$(ctl lease create --job "$1" --slots 16 --ttl 10m) || die "lease create $1: $out"
-  eval "$(grep '^export ' <<<"$out")"
-}
-
-# mpirun_lease NP ARGS...: mpirun with offload on and the lease exported
-# (exported as a function: cg_compare.sh runs it through bash -c).
-mpirun_lease() {
-  local np=$1
-  shift
-  timeout -s KILL 240 mpirun --oversubscribe --bind-to none --mca btl self,vader \
-    --mca mca_base_component_path "$component_path" -np "$np" \
-    --mca coll_switchagg_offload "${OFFLOAD:-on}" --mca coll_switchagg_verbose "${VERBOSE:-1}" \
-    -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
-    -x SWITCHAGG_SWITCH_WINDOW "$@"
-}
-if [[ ${MPI_FLAVOR:-openmpi} == mpich ]]; then
-  mpirun_lease() {
-    local np=$1 name value
-    shift
-    local env=(-genv LD_PRELOAD "$build/lib/libswitchagg_pmpi.so"
-      -genv SWITCHAGG_OFFLOAD "${OFFLOAD:-on}" -genv SWITCHAGG_VERBOSE "${VERBOSE:-1}")
-    while (($# > 0)); do
-      case $1 in
-        --mca)
-          if [[ $2 == coll_switchagg_* ]]; then
-            name=${2#coll_switchagg_}
-            env+=(-genv "SWITCHAGG_${name^^}" "$3")
-          fi
-          shift 3 ;;
-        -x)
-          if [[ $2 == *=* ]]; then env+=(-genv "${2%%=*}" "${2#*=}"); fi
-          shift 2 ;;
-        *) break ;;
-      esac
-    done
-    timeout -s KILL 240 mpiexec.mpich -n "$np" "${env[@]}" "$@"
-  }
-fi
-export -f mpirun_lease
-export build
-export component_path
-
 # run_mpi NP LOG PROGRAM ARGS...: mpirun_lease, output to LOG.
 run_mpi() {
   local np=$1 log=$2
   shift 2
   mpirun_lease "$np" "$@" >"$log" 2>&1
 }
-
-expect_pass() {  # LOG [PATTERN...]
-  local log=$1
-  shift
-  cat "$log"
-  grep -q '^PASS' "$log" || die "no PASS in $log"
-  local p
-  for p in "$@"; do grep -Eq -- "$p" "$log" || die "$log lacks /$p/"; done
-}
-
-# The emulated-node prefix of a program's command line (PPN above).
-emu=()
-[[ -n ${PPN:-} ]] && emu=("$here/emulate_nodes.sh" "$PPN")
-
-metric() { ctl metrics | awk -v m="$1" '$1 == m { print $2 }'; }
-
-start_agent() { agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info || die "agent start"; }
 
 # Two agents (work/a, work/b) and a fabric map: agent a serves node n1,
 # agent b n2; a lease over both nodes, exported as for `lease`. Leaves
@@ -509,9 +436,7 @@ case $scenario in
           --expect previous --iters 30 --delay-ms 10 ||
           { cat "$work/barrier.log"; die "barrier run failed"; }
         expect_pass "$work/barrier.log"
-        ! grep -q "joined switch group" "$work/barrier.log" || die "joined the agent with offload off"
-        in=$(metric switchagg_bytes_in_total)
-        [[ ${in%.*} -eq 0 ]] || die "the agent saw $in bytes with offload off"
+        expect_no_offload "$work/barrier.log"
         ;;
       kill)
         delay_ms=$((RANDOM % 1500))
@@ -519,13 +444,7 @@ case $scenario in
         run_mpi "$np" "$work/barrier.log" "${emu[@]}" "$mpibin/mpi_barrier_check" --expect fault \
           --fault "$work" --iters 400 --delay-ms 4 --max-ms 6000 &
         pid=$!
-        for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-        [[ -f $work/ready ]] || { wait $pid; cat "$work/barrier.log"; die "the switch never served"; }
-        sleep "$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
-        kill -KILL "$AGENT_PID"
-        wait "$AGENT_PID" 2>/dev/null
-        AGENT_PID=
-        touch "$work/fired"
+        fire_fault $pid "$work/barrier.log" kill "" "$delay_ms"
         wait $pid || { cat "$work/barrier.log"; die "the job failed after the fault"; }
         expect_pass "$work/barrier.log" "switch-failed [1-9]" \
           "switch barrier failed .*barrier completed by the agreement"
@@ -572,9 +491,7 @@ case $scenario in
         OFFLOAD=off run_mpi "$np" "$work/routed.log" --mca op ^avx "$mpibin/mpi_routed_check" \
           --expect previous || { cat "$work/routed.log"; die "routed run failed"; }
         expect_pass "$work/routed.log"
-        ! grep -q "joined switch group" "$work/routed.log" || die "joined the agent with offload off"
-        in=$(metric switchagg_bytes_in_total)
-        [[ ${in%.*} -eq 0 ]] || die "the agent saw $in bytes with offload off"
+        expect_no_offload "$work/routed.log"
         ;;
       leaders)
         # Node leaders (PPN > 1: several emulated nodes; EMU_LAYOUT=cyclic:

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -137,6 +140,44 @@ TEST(InfoCli, TextReportAndHelp) {
   RunResult help = runInfo("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--sysfs-root DIR"), std::string::npos);
+}
+
+// Variables read outside the transport (logging, control clients, malloc
+// tuning) are listed with the rest, with the value the environment gives.
+TEST(InfoCli, ListsTheProcessWideVariables) {
+  auto j = infoJson("no_device", "",
+                    "-u SWITCHAGG_MUNGE_SOCKET SWITCHAGG_LOG_LEVEL=debug "
+                    "SWITCHAGG_CONTROL=agent-host:18516 "
+                    "SWITCHAGG_MALLOC_TUNING=0");
+  std::map<std::string, nlohmann::json> by_env;
+  for (const auto& o : j["options"]) by_env[o["env"].get<std::string>()] = o;
+  for (const auto& [env, value, source] : std::vector<std::array<std::string, 3>>{
+           {"SWITCHAGG_LOG_LEVEL", "debug", "environment"},
+           {"SWITCHAGG_CONTROL", "agent-host:18516", "environment"},
+           {"SWITCHAGG_MALLOC_TUNING", "0", "environment"},
+           {"SWITCHAGG_MUNGE_SOCKET", "", "default"}}) {
+    ASSERT_EQ(by_env.count(env), 1u) << env;
+    EXPECT_EQ(by_env[env]["value"], value) << env;
+    EXPECT_EQ(by_env[env]["source"], source) << env;
+    EXPECT_FALSE(by_env[env]["help"].get<std::string>().empty()) << env;
+  }
+  EXPECT_EQ(by_env["SWITCHAGG_LOG_LEVEL"]["default"], "warn");
+  EXPECT_EQ(by_env["SWITCHAGG_CONTROL"]["default"], "unix:/run/switchagg/agent.sock");
+  EXPECT_EQ(by_env["SWITCHAGG_MALLOC_TUNING"]["default"], "true");
+}
+
+// A bad value of any listed variable is a usage error whose message names
+// the variable.
+TEST(InfoCli, BadVariableIsAnErrorNamingIt) {
+  for (const char* env : {"SWITCHAGG_LOG_LEVEL=loud", "SWITCHAGG_CONTROL=no-port-here",
+                          "SWITCHAGG_MUNGE_SOCKET=relative.sock", "SWITCHAGG_MALLOC_TUNING=maybe",
+                          "SWITCHAGG_SWITCH_WINDOW=many"}) {
+    RunResult r = runInfo("--json 2>&1", env);
+    EXPECT_EQ(r.exit_code, 2) << env << ": " << r.out;
+    const std::string name = std::string(env).substr(0, std::string(env).find('='));
+    EXPECT_NE(r.out.find("switchagg-info: InvalidArgument: " + name + ": "), std::string::npos)
+        << r.out;
+  }
 }
 
 TEST(InfoCli, BadInputExitsWithUsageError) {

@@ -26,6 +26,13 @@
 # so an interrupted test run cannot leave daemons behind.
 set -euo pipefail
 
+# pids_with_env (scripts/lib_procs.sh); the fabric fixture, which sources
+# this file's functions, has sourced it already.
+if ! declare -F pids_with_env >/dev/null; then
+  # shellcheck source=/dev/null
+  source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib_procs.sh"
+fi
+
 die() { echo "slurm_cluster: $*" >&2; exit 1; }
 log() { echo "slurm_cluster: $*" >&2; }
 
@@ -85,6 +92,26 @@ startMunge() {
   log "started munged (pid $(cat "$dir/munged.pid"))"
 }
 
+# The slurm.conf lines both fixtures' clusters share (this one's and the
+# fabric's, tests/fabric/slurm_fabric.sh): no accounting, no cgroups, quick
+# scheduling, nodes back in service by themselves.
+slurmConfCommon() {
+  cat <<'EOF'
+SlurmdDebug=debug
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+SwitchType=switch/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+SchedulerParameters=sched_interval=1
+EOF
+}
+
 writeSlurmConf() {
   local dir=$1 spank=$2 spank_args=$3 host
   host=$(hostname -s)
@@ -104,18 +131,7 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmdDebug=debug
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-SwitchType=switch/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-SchedulerParameters=sched_interval=1
+$(slurmConfCommon)
 MessageTimeout=10
 KillWait=2
 MinJobAge=300
@@ -219,11 +235,30 @@ stopAll() {
   killPidFile "$dir/munged.pid"
 }
 
+# A directory startAll made carries this marker; only such a directory is
+# ever wiped (the fabric fixture, which sources these helpers, has its own).
+cluster_marker=.switchagg_test_cluster
+cluster_kind=test
+
+# freshDir DIR: stops what runs in DIR (stopAll) and makes it afresh, empty
+# but for log/ and the marker; refuses a non-empty DIR without the marker.
+freshDir() {
+  local dir=$1
+  if [[ -d $dir && ! -e $dir/$cluster_marker && -n $(ls -A "$dir") ]]; then
+    die "$dir exists and is not a switchagg $cluster_kind cluster; not touching it"
+  fi
+  stopAll "$dir"
+  rm -rf "$dir"
+  mkdir -p "$dir/log"
+  touch "$dir/$cluster_marker"
+  chmod 0755 "$dir"
+}
+
 # stop, then remove DIR (a directory start made), keeping its logs in $2.
 stopAndRemove() {
   local dir=$1 logs=${2:-}
   stopAll "$dir"
-  [[ -e $dir/.switchagg_test_cluster ]] || return 0
+  [[ -e $dir/$cluster_marker ]] || return 0
   if [[ -n $logs ]]; then
     rm -rf "$logs"
     mkdir -p "$logs"
@@ -236,10 +271,8 @@ stopAndRemove() {
 # cluster started (matched by their exact spool path, never by name alone).
 pkillUnder() {
   local spool=$1 pid
-  for pid in $(pgrep -x slurmstepd 2>/dev/null); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_CONF=${spool%/spool}/slurm.conf"; then
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
+  for pid in $(pids_with_env "SLURM_CONF=${spool%/spool}/slurm.conf" slurmstepd); do
+    kill -KILL "$pid" 2>/dev/null || true
   done
 }
 
@@ -256,15 +289,7 @@ startAll() {
     esac
   done
   [[ $(id -u) -eq 0 ]] || die "must run as root (slurmd, munged)"
-  # Only ever wipe a directory this script made (it leaves a marker).
-  if [[ -d $dir && ! -e $dir/.switchagg_test_cluster && -n $(ls -A "$dir") ]]; then
-    die "$dir exists and is not a switchagg test cluster; not touching it"
-  fi
-  stopAll "$dir"
-  rm -rf "$dir"
-  mkdir -p "$dir/log"
-  touch "$dir/.switchagg_test_cluster"
-  chmod 0755 "$dir"
+  freshDir "$dir"
   startMunge "$dir"
   writeSlurmConf "$dir" "$spank" "$spank_args"
   writeEnv "$dir"

@@ -20,26 +20,40 @@ Status flat(HostComm& comm, const AllreduceArgs& args, const NodeLayout& /*layou
 const std::vector<AlgorithmInfo>& algorithmRegistry() {
   // Tie order: the latency-optimal algorithms first, the previous module
   // last (when the model cannot tell them apart, e.g. p == 1).
+  //
+  // Default cost constants {alpha_us, beta_ns, gamma_ns}, calibrated with
+  // benchmarks/coll_calibrate.sh (np=4, 3 reps, up to 16 MiB) on the
+  // reference machine while it was quiet (2 cores, 4 ranks oversubscribed,
+  // Open MPI 4.1 vader for `previous`, UCX posix shm for ours; gamma from
+  // --measure-gamma; see docs/tuning.md to recalibrate). An earlier table
+  // was fitted under load ~15 and modelled scheduler time. `net` and
+  // `switch` rows are a RoCE-class estimate (~5 us, ~10 GB/s) until
+  // measured on one.
   static const std::vector<AlgorithmInfo> kRegistry = {
       {Algorithm::kRing, "ring",
        "reduce-scatter + allgather around a ring, pipelined in segments; bandwidth-optimal",
-       3, flat<allreduceRing>, predictRingUs},
+       3, flat<allreduceRing>, flatCost<ringUs>,
+       CostConstants{40.5, 0.95, 0.063}, CostConstants{7.0, 0.12, 0.30}},
       {Algorithm::kRecursiveDoubling, "recursive_doubling",
        "log2(p) pairwise exchanges of the whole vector; latency-optimal for small messages",
-       1, flat<allreduceRecursiveDoubling>, predictRecursiveDoublingUs},
+       1, flat<allreduceRecursiveDoubling>, flatCost<recursiveDoublingUs>,
+       CostConstants{58.0, 0.66, 0.063}, CostConstants{6.0, 0.12, 0.30}},
       {Algorithm::kRabenseifner, "rabenseifner",
        "recursive halving reduce-scatter + recursive doubling allgather; medium/large messages",
-       2, flat<allreduceRabenseifner>, predictRabenseifnerUs},
+       2, flat<allreduceRabenseifner>, flatCost<rabenseifnerUs>,
+       CostConstants{37.3, 0.69, 0.063}, CostConstants{7.0, 0.12, 0.30}},
       {Algorithm::kHierarchical, "hierarchical",
        "reduce inside each node over shared memory, leaders allreduce across nodes, "
        "broadcast inside the node",
-       4, allreduceHierarchical, predictHierarchicalUs},
+       4, allreduceHierarchical, predictHierarchicalUs,
+       CostConstants{33.8, 0.35, 0.063}, std::nullopt},  // across nodes: the rd and ring rows
       {Algorithm::kSwitch, "switch",
        "offload to the switch aggregation agent: each rank sends N bytes and receives N",
-       5, nullptr, predictSwitchUs},
+       5, nullptr, predictSwitchUs, std::nullopt, CostConstants{10.0, 0.20, 0.0}},
       {Algorithm::kPrevious, "previous",
        "the coll module that was selected before switchagg (Open MPI tuned, han, ...)",
-       6, nullptr, predictPreviousUs},
+       6, nullptr, flatCost<previousUs>,
+       CostConstants{6.6, 0.66, 0.063}, CostConstants{6.0, 0.15, 0.35}},
   };
   return kRegistry;
 }

@@ -7,11 +7,13 @@
 //
 // Adding a host algorithm: its file core/algorithms/allreduce_<name>.cc
 // (declared in host_algorithms.h, listed in core/algorithms/CMakeLists.txt),
-// its cost formula and constants in cost_model.{h,cc}, an enum value below
-// and its row in algorithm_registry.cc (docs/mca-params.md, "Inside").
+// an enum value below and its row in algorithm_registry.cc, which carries
+// its cost formula (flatCost<formula> over cost_model.h's building blocks)
+// and its default cost constants (docs/design.md, "Add a host algorithm").
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +40,18 @@ struct SelectionInput;
 // Runs a host algorithm; `layout` is the communicator's node layout (only
 // node-aware algorithms read it).
 using HostRunFn = Status (*)(HostComm& comm, const AllreduceArgs& args, const NodeLayout& layout);
-// Modeled time of one allreduce in microseconds with the model's constants;
-// +infinity when the algorithm cannot run the input.
-using PredictFn = double (*)(const CostModel& model, const SelectionInput& in);
+// Modeled time of one allreduce in microseconds with the model's constants
+// (`self`: the row's algorithm, whose rows the formula reads); +infinity
+// when the algorithm cannot run the input.
+using PredictFn = double (*)(const CostModel& model, Algorithm self, const SelectionInput& in);
+
+// An algorithm's default constants on one locality: its row of the cost
+// table (cost_model.h), which a rules file's `cost` line overrides.
+struct CostConstants {
+  double alpha_us;  // per step
+  double beta_ns;   // per byte on the wire
+  double gamma_ns;  // per byte reduced
+};
 
 struct AlgorithmInfo {
   Algorithm id;
@@ -48,7 +59,11 @@ struct AlgorithmInfo {
   const char* description;  // one line for --help and ompi_info
   int tie_order;            // equal modeled times rank the lower tie_order first
   HostRunFn run;            // nullptr: not a host algorithm (switch, previous)
-  PredictFn predict;
+  PredictFn predict;        // its cost formula (cost_model.h)
+  // Its default rows of the cost table, within one node (shared memory) and
+  // across nodes; a missing one makes predict say +infinity there.
+  std::optional<CostConstants> shm;
+  std::optional<CostConstants> net;
 };
 
 // All algorithms, in enum order.

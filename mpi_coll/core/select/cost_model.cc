@@ -12,27 +12,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Defaults, calibrated with benchmarks/coll_calibrate.sh (np=4, 3 reps, up
-// to 16 MiB) on the reference machine while it was quiet (2 cores, 4 ranks
-// oversubscribed, Open MPI 4.1 vader for `previous`, UCX posix shm for ours;
-// gamma from --measure-gamma; see docs/tuning.md to recalibrate). An earlier
-// table was fitted under load ~15 and modelled scheduler time. `net` and
-// `switch` rows are a RoCE-class estimate (~5 us, ~10 GB/s) until measured
-// on one.
-//          algorithm                     locality        alpha_us beta_ns gamma_ns
-const CostEntry kDefaultTable[] = {
-    {Algorithm::kRecursiveDoubling, Locality::kShm, 58.0, 0.66, 0.063},
-    {Algorithm::kRecursiveDoubling, Locality::kNet, 6.0, 0.12, 0.30},
-    {Algorithm::kRing,              Locality::kShm, 40.5, 0.95, 0.063},
-    {Algorithm::kRing,              Locality::kNet, 7.0, 0.12, 0.30},
-    {Algorithm::kRabenseifner,      Locality::kShm, 37.3, 0.69, 0.063},
-    {Algorithm::kRabenseifner,      Locality::kNet, 7.0, 0.12, 0.30},
-    {Algorithm::kHierarchical,      Locality::kShm, 33.8, 0.35, 0.063},
-    {Algorithm::kSwitch,            Locality::kNet, 10.0, 0.20, 0.0},
-    {Algorithm::kPrevious,          Locality::kShm, 6.6, 0.66, 0.063},
-    {Algorithm::kPrevious,          Locality::kNet, 6.0, 0.15, 0.35},
-};
-
 int floorPow2(int p) {
   int p2 = 1;
   while (p2 * 2 <= p) p2 *= 2;
@@ -54,6 +33,15 @@ double foldUs(const CostEntry& c, double n, int p) {
   return 2 * (c.alpha_us + us(n * c.beta_ns)) + us(n * c.gamma_ns);
 }
 
+double flatUs(const CostModel& m, Algorithm a, FlatFormula formula, Locality l, size_t bytes,
+              int p) {
+  if (p <= 1) return 0;
+  const CostEntry* c = m.find(a, l);
+  return c == nullptr ? kInf : formula(*c, double(bytes), p);
+}
+
+}  // namespace
+
 double recursiveDoublingUs(const CostEntry& c, double n, int p) {
   const int p2 = floorPow2(p);
   return ceilLog2(p2) * (c.alpha_us + us(n * (c.beta_ns + c.gamma_ns))) + foldUs(c, n, p);
@@ -71,17 +59,8 @@ double rabenseifnerUs(const CostEntry& c, double n, int p) {
          foldUs(c, n, p);
 }
 
-using FlatFormula = double (*)(const CostEntry& c, double n, int p);
-
 double previousUs(const CostEntry& c, double n, int p) {
   return std::min({recursiveDoublingUs(c, n, p), ringUs(c, n, p), rabenseifnerUs(c, n, p)});
-}
-
-double flatUs(const CostModel& m, Algorithm a, FlatFormula formula, Locality l, size_t bytes,
-              int p) {
-  if (p <= 1) return 0;
-  const CostEntry* c = m.find(a, l);
-  return c == nullptr ? kInf : formula(*c, double(bytes), p);
 }
 
 // Flat algorithms use the `shm` row on one node, the `net` row otherwise.
@@ -89,8 +68,6 @@ double flatUs(const CostModel& m, Algorithm a, FlatFormula formula, const Select
   const Locality l = in.nodes > 1 ? Locality::kNet : Locality::kShm;
   return flatUs(m, a, formula, l, in.bytes, in.comm_size);
 }
-
-}  // namespace
 
 const char* localityName(Locality l) { return l == Locality::kShm ? "shm" : "net"; }
 
@@ -107,7 +84,15 @@ bool parseLocality(const std::string& name, Locality* out) {
 
 CostModel CostModel::defaults() {
   CostModel m;
-  m.entries_.assign(std::begin(kDefaultTable), std::end(kDefaultTable));
+  for (const AlgorithmInfo& a : algorithmRegistry()) {
+    for (const auto& [locality, constants] : {std::pair{Locality::kShm, a.shm},
+                                              std::pair{Locality::kNet, a.net}}) {
+      if (constants) {
+        m.entries_.push_back(
+            {a.id, locality, constants->alpha_us, constants->beta_ns, constants->gamma_ns});
+      }
+    }
+  }
   return m;
 }
 
@@ -128,22 +113,6 @@ void CostModel::set(const CostEntry& entry) {
   entries_.push_back(entry);
 }
 
-double predictRingUs(const CostModel& m, const SelectionInput& in) {
-  return flatUs(m, Algorithm::kRing, ringUs, in);
-}
-
-double predictRecursiveDoublingUs(const CostModel& m, const SelectionInput& in) {
-  return flatUs(m, Algorithm::kRecursiveDoubling, recursiveDoublingUs, in);
-}
-
-double predictRabenseifnerUs(const CostModel& m, const SelectionInput& in) {
-  return flatUs(m, Algorithm::kRabenseifner, rabenseifnerUs, in);
-}
-
-double predictPreviousUs(const CostModel& m, const SelectionInput& in) {
-  return flatUs(m, Algorithm::kPrevious, previousUs, in);
-}
-
 namespace {
 // The intra-node binomial reduce and broadcast (hierarchical, node leaders).
 double nodePhasesUs(const CostModel& m, const SelectionInput& in) {
@@ -157,7 +126,7 @@ double nodePhasesUs(const CostModel& m, const SelectionInput& in) {
 }
 }  // namespace
 
-double predictHierarchicalUs(const CostModel& m, const SelectionInput& in) {
+double predictHierarchicalUs(const CostModel& m, Algorithm /*self*/, const SelectionInput& in) {
   if (in.comm_size <= 1) return 0;
   const double local = nodePhasesUs(m, in);
   double leaders = 0;
@@ -182,7 +151,7 @@ size_t windowRounds(const SelectionInput& in, size_t stripe_bytes) {
 }
 }  // namespace
 
-double predictSwitchUs(const CostModel& m, const SelectionInput& in) {
+double predictSwitchUs(const CostModel& m, Algorithm /*self*/, const SelectionInput& in) {
   if (!in.switch_available) return kInf;
   const CostEntry* c = m.find(Algorithm::kSwitch, Locality::kNet);
   if (c == nullptr) return kInf;
@@ -297,7 +266,7 @@ double predictRoutedPreviousUs(const CostModel& m, RoutedOp op, const SelectionI
 
 double CostModel::predictUs(Algorithm a, const SelectionInput& in) const {
   const auto i = static_cast<size_t>(a);
-  return i < kNumAlgorithms ? algorithmRegistry()[i].predict(*this, in) : kInf;
+  return i < kNumAlgorithms ? algorithmRegistry()[i].predict(*this, a, in) : kInf;
 }
 
 std::string CostModel::toText() const {

@@ -1,7 +1,9 @@
 // The allreduce cost model: one readable table of constants per algorithm and
-// locality (NCCL-tuning style), and the classic alpha-beta-gamma formula per
-// algorithm. Pure data + pure functions: the selector ranks candidates by
-// predictUs(), switchagg-info prints them, tests check their shape.
+// locality (NCCL-tuning style; its defaults are the algorithm registry rows'
+// constants, a rules file overrides them), and the classic alpha-beta-gamma
+// formula per algorithm (the rows' `predict`). Pure data + pure functions:
+// the selector ranks candidates by predictUs(), switchagg-info prints them,
+// tests check their shape.
 //
 // Units: alpha in microseconds per step (message latency incl. software),
 // beta in ns per byte on the wire (1 ns/B == 1 GB/s), gamma in ns per byte
@@ -124,7 +126,8 @@ struct CostEntry {
 
 class CostModel {
  public:
-  // The constants calibrated on the reference machine (see docs/selection.md).
+  // The registry rows' default constants (calibrated on the reference
+  // machine: algorithm_registry.cc, docs/selection.md), in registry order.
   static CostModel defaults();
 
   const std::vector<CostEntry>& entries() const { return entries_; }
@@ -150,14 +153,23 @@ class CostModel {
   std::vector<CostEntry> entries_;
 };
 
-// The formulas above, one per algorithm, for the registry's `predict`
-// column (CostModel::predictUs is the way to call them).
-double predictRingUs(const CostModel& m, const SelectionInput& in);
-double predictRecursiveDoublingUs(const CostModel& m, const SelectionInput& in);
-double predictRabenseifnerUs(const CostModel& m, const SelectionInput& in);
-double predictHierarchicalUs(const CostModel& m, const SelectionInput& in);
-double predictSwitchUs(const CostModel& m, const SelectionInput& in);
-double predictPreviousUs(const CostModel& m, const SelectionInput& in);
+// The formulas above, for the registry's `predict` column
+// (CostModel::predictUs is the way to call them). A flat algorithm's is
+// flatCost<formula>: the formula over one row's constants, n bytes, p
+// ranks, on the algorithm's `shm` row within one node and its `net` row
+// otherwise; 0 for one rank; +infinity without the row.
+using FlatFormula = double (*)(const CostEntry& c, double n, int p);
+double ringUs(const CostEntry& c, double n, int p);
+double recursiveDoublingUs(const CostEntry& c, double n, int p);  // with the fold
+double rabenseifnerUs(const CostEntry& c, double n, int p);       // with the fold
+double previousUs(const CostEntry& c, double n, int p);  // min(rd, ring, rabenseifner)
+double flatUs(const CostModel& m, Algorithm a, FlatFormula formula, const SelectionInput& in);
+template <FlatFormula F>
+double flatCost(const CostModel& m, Algorithm self, const SelectionInput& in) {
+  return flatUs(m, self, F, in);
+}
+double predictHierarchicalUs(const CostModel& m, Algorithm self, const SelectionInput& in);
+double predictSwitchUs(const CostModel& m, Algorithm self, const SelectionInput& in);
 
 // The routed rows above: +infinity when the switch is not available (or a
 // row is missing); 0 for a single rank.

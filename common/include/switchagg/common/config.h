@@ -27,6 +27,10 @@ Result<std::string> parseChoice(const std::string& key, const std::string& text,
 // part's parsers use for a bad value.
 Status invalidValue(const std::string& key, const std::string& text, const std::string& want);
 
+// A Unix socket path: absolute and short enough for sun_path, or "" (off,
+// or the default).
+Status checkSocketPath(const std::string& key, const std::string& text);
+
 // Comma-separated lists as the environment carries them (SWITCHAGG_AGENT
 // and SWITCHAGG_LEASE name one entry per agent): "a,b" <-> {"a", "b"};
 // "" splits to {} and empty items are kept ("a,," -> {"a", "", ""}).

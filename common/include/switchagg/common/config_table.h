@@ -96,14 +96,23 @@ class ConfigTable {
 
   // Sets every key whose variable is set (non-empty); errors name the variable.
   Status applyEnvironment(T& config) const {
-    for (const ConfigKey<T>& k : keys_) {
-      const char* text = k.env ? envOrNull(k.env) : nullptr;
-      if (text != nullptr) SWITCHAGG_RETURN_IF_ERROR(k.set(k.env, config, text));
-    }
+    for (const ConfigKey<T>& k : keys_) SWITCHAGG_RETURN_IF_ERROR(applyVariable(k, config));
     return Status::Ok();
+  }
+  // The same for the one key `name` (a caller that was given some values
+  // reads only the others).
+  Status applyEnvironment(T& config, const std::string& name) const {
+    const ConfigKey<T>* k = find(name);
+    return k != nullptr ? applyVariable(*k, config)
+                        : Status(Code::kInternal, "no config key " + name);
   }
 
  private:
+  static Status applyVariable(const ConfigKey<T>& k, T& config) {
+    const char* text = k.env ? envOrNull(k.env) : nullptr;
+    return text != nullptr ? k.set(k.env, config, text) : Status::Ok();
+  }
+
   std::vector<ConfigKey<T>> keys_;
 };
 
@@ -234,6 +243,18 @@ ConfigBinding<T> nameField(std::string T::*field, const std::vector<std::string>
   std::vector<std::pair<std::string, std::string>> choices;
   for (const std::string& n : names) choices.emplace_back(n, n);
   return choiceField(field, std::move(choices));
+}
+
+// A member of a struct the config holds whole (AgentConfig::engine): the
+// nested struct's own binding, applied to config.*part.
+template <typename T, typename Part>
+ConfigBinding<T> nestedField(Part T::*part, ConfigBinding<Part> binding) {
+  return {binding.kind,
+          [part, set = std::move(binding.set)](const std::string& key, T& c,
+                                               const std::string& text) {
+            return set(key, c.*part, text);
+          },
+          [part, get = std::move(binding.get)](const T& c) { return get(c.*part); }};
 }
 
 // Anything else: a kind and the two functions, written by hand.

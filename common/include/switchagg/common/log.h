@@ -1,6 +1,7 @@
 // Logging: one line per message on stderr, "switchagg[<part>] <level>: ...".
 // Level comes from SWITCHAGG_LOG_LEVEL (error|warn|info|debug|trace, default
-// warn) or setLogLevel(); the MPI component maps coll_switchagg_verbose onto it.
+// warn; its row is logSettingsTable() in log_config.h) or setLogLevel(); the
+// MPI component maps coll_switchagg_verbose onto it.
 #pragma once
 
 #include <cstdarg>
@@ -14,6 +15,7 @@ LogLevel logLevel();
 bool logEnabled(LogLevel level);
 // Parses "error".."trace" or "0".."4"; returns false on anything else.
 bool parseLogLevel(const char* text, LogLevel* out);
+const char* logLevelName(LogLevel level);  // "error".."trace"
 void logMessage(LogLevel level, const char* part, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

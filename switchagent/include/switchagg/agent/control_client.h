@@ -18,6 +18,7 @@
 
 #include "switchagg/agent/control_schema.h"
 #include "switchagg/agent/defaults.h"
+#include "switchagg/common/config_table.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::agent {
@@ -33,14 +34,21 @@ struct ControlAddress {
 };
 Result<ControlAddress> parseControlAddress(const std::string& text);
 
-// $SWITCHAGG_CONTROL if set, else "unix:/run/switchagg/agent.sock".
-std::string defaultControlAddress();
+// What a control client takes from the environment when its options leave
+// it open: one table (SWITCHAGG_CONTROL, SWITCHAGG_MUNGE_SOCKET), listed by
+// switchagg-info. A bad value fails every call with kConfig, naming the
+// variable.
+struct ControlEnvironment {
+  std::string address = std::string("unix:") + kDefaultControlSocket;
+  std::string munge_socket;  // "": libmunge's default
+};
+const ConfigTable<ControlEnvironment>& controlEnvironmentTable();
 
 struct ControlClientOptions {
-  std::string address;       // empty: defaultControlAddress()
+  std::string address;       // empty: SWITCHAGG_CONTROL, else unix:/run/switchagg/agent.sock
   int timeout_ms = 5000;     // connect + request + response, in total
   bool use_munge = true;     // attach a munge credential on TCP when possible
-  std::string munge_socket;  // empty: $SWITCHAGG_MUNGE_SOCKET, else libmunge's default
+  std::string munge_socket;  // empty: SWITCHAGG_MUNGE_SOCKET, else libmunge's default
 };
 
 struct Capability {
@@ -100,8 +108,9 @@ class ControlClient {
   ApiResult<std::string> call(const std::string& method, const std::string& path,
                               const std::string& body, int* http_status = nullptr);
 
-  ControlClientOptions options_;
+  ControlClientOptions options_;  // with the environment's values filled in
   std::string address_;
+  std::string config_error_;  // a bad variable the options needed: every call fails with it
 };
 
 }  // namespace switchagg::agent

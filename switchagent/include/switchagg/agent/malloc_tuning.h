@@ -12,15 +12,35 @@
 #include <malloc.h>
 
 #include <cstdlib>
-#include <cstring>
+
+#include "switchagg/common/config_table.h"
+#include "switchagg/common/log.h"
 
 namespace switchagg::agent {
 
+struct MallocTuning {
+  bool tune = true;
+};
+
+// SWITCHAGG_MALLOC_TUNING's row (listed by switchagg-info).
+inline const ConfigTable<MallocTuning>& mallocTuningTable() {
+  static const ConfigTable<MallocTuning> t({
+      {"malloc.tuning", "SWITCHAGG_MALLOC_TUNING",
+       "agent and data clients keep large freed buffers on the heap (mmap threshold 32M, trim "
+       "threshold 256M) unless GLIBC_TUNABLES or MALLOC_* tune malloc (false: never)",
+       boolField(&MallocTuning::tune)},
+  });
+  return t;
+}
+
 inline void tuneMallocForStreaming() {
   static const bool done = [] {
-    const char* opt = std::getenv("SWITCHAGG_MALLOC_TUNING");
-    if ((opt && std::strcmp(opt, "0") == 0) || std::getenv("GLIBC_TUNABLES") ||
-        std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_"))
+    MallocTuning opt;
+    // A bad value cannot stop a library: it is named and the default kept.
+    Status st = mallocTuningTable().applyEnvironment(opt);
+    if (!st.ok()) SA_WARN("malloc", "%s; tuning malloc as by default", st.message().c_str());
+    if (!opt.tune || std::getenv("GLIBC_TUNABLES") || std::getenv("MALLOC_MMAP_THRESHOLD_") ||
+        std::getenv("MALLOC_TRIM_THRESHOLD_"))
       return false;
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
