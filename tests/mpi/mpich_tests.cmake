@@ -22,6 +22,7 @@ foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier
     test_switch_check)
   add_mpich_program(${prog} ${prog}.cc)
 endforeach()
+add_mpich_program(mpi_thread_check mpi_thread_check.c)
 # The layer's cost on a declined call (benchmarks/pmpi_declined.sh).
 add_mpich_program(pmpi_declined ${PROJECT_SOURCE_DIR}/benchmarks/pmpi_declined.cc)
 
@@ -53,6 +54,12 @@ foreach(alg IN LISTS _host_algorithms)
   add_mpich_test(mpich_allreduce_${alg}_np4 4 ${alg} mpi_allreduce_check --expect ${alg} --large)
 endforeach()
 add_mpich_test(mpich_allreduce_auto_np4 4 auto mpi_allreduce_check --expect auto --quick)
+# MPI_THREAD_MULTIPLE: three threads per rank, each on its own duplicate of
+# WORLD, 1000 allreduces each (ring forced; every result exact, every call
+# counted as ring on its communicator). The switch path's twin is below.
+add_mpich_test(mpich_threads_ring_np2 2 ring mpi_thread_check --expect ring --threads 3
+  --iters 1000)
+set_tests_properties(mpich_threads_ring_np2 PROPERTIES ENVIRONMENT "SWITCHAGG_STALL_TIMEOUT=60")
 # Calls handed to MPICH's own (user-defined op, derived datatype, ...):
 # counted as fallback:<reason>, right answers.
 add_mpich_test(mpich_fallback_np3 3 ring mpi_fallback_check --expect ring)
@@ -68,7 +75,7 @@ set_tests_properties(mpich_allreduce_without_library PROPERTIES LABELS "mpi;mpic
 if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_custom_target(switchagg_mpich_switch_deps ALL DEPENDS switchagg-agent switchagg-ctl
     switchagg_pmpi mpi_allreduce_check_mpich mpi_routed_check_mpich mpi_barrier_check_mpich
-    test_switch_check_mpich)
+    test_switch_check_mpich mpi_thread_check_mpich)
   function(add_mpich_switch_test name timeout labels)
     add_test(NAME ${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh
       ${CMAKE_BINARY_DIR} ${ARGN})
@@ -80,6 +87,12 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_routed_np3 180 "mpi;mpich;agent" routed 3 on)
   add_mpich_switch_test(mpich_switch_routed_np4 180 "mpi;mpich;agent" routed 4 on)
   add_mpich_switch_test(mpich_switch_barrier_np3 180 "mpi;mpich;agent" barrier 3 on)
+  # MPI_THREAD_MULTIPLE on the switch path: three threads per rank, each on
+  # its own communicator (three groups at the agent), every call exact and
+  # counted as served by the switch (mpi_switch_threads_np2's twin).
+  add_mpich_switch_test(mpich_switch_threads_np2 180 "mpi;mpich;agent" program 2
+    --mca coll_switchagg_stall_timeout 60 ${_mpich_bin}/mpi_thread_check --expect switch
+    --threads 3 --iters 1000)
   # The agent SIGKILLed mid-run: every answer right, every call bounded.
   add_mpich_switch_test(mpich_switch_fault_kill_np3 150 "mpi;mpich;agent;fault"
     kill 262144 random:300 3)
