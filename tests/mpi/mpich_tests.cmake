@@ -19,7 +19,7 @@ function(add_mpich_program name source)
   add_dependencies(${name}_mpich switchagg_pmpi)
 endfunction()
 foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier_check
-    test_switch_check)
+    test_switch_check mpi_liveness_check)
   add_mpich_program(${prog} ${prog}.cc)
 endforeach()
 add_mpich_program(mpi_thread_check mpi_thread_check.c)
@@ -59,7 +59,19 @@ add_mpich_test(mpich_allreduce_auto_np4 4 auto mpi_allreduce_check --expect auto
 # counted as ring on its communicator). The switch path's twin is below.
 add_mpich_test(mpich_threads_ring_np2 2 ring mpi_thread_check --expect ring --threads 3
   --iters 1000)
-set_tests_properties(mpich_threads_ring_np2 PROPERTIES ENVIRONMENT "SWITCHAGG_STALL_TIMEOUT=60")
+# The OSU-style validated loop (mpi_liveness_check: the pattern of
+# osu_allreduce -c, MPICH's own barrier or neighbour sendrecv around every
+# allreduce, every result checked, every call served by the forced
+# algorithm): sizes across the UCX eager/rendezvous, clear-to-send and
+# ring-segment switches. A rank that left a call while a peer still needed
+# its transport ends in the stall error (60 s) before the CTest timeout.
+set(_mpich_liveness_sizes 8192,65536,65540,262144,1048580,8388608,16777216,33554432)
+add_mpich_test(mpich_liveness_ring_np3 3 ring mpi_liveness_check --sizes ${_mpich_liveness_sizes}
+  --iters 10 --between barrier --expect ring)
+add_mpich_test(mpich_liveness_rabenseifner_sendrecv_np4 4 rabenseifner mpi_liveness_check
+  --sizes ${_mpich_liveness_sizes} --iters 6 --between sendrecv --expect rabenseifner)
+set_tests_properties(mpich_threads_ring_np2 mpich_liveness_ring_np3
+  mpich_liveness_rabenseifner_sendrecv_np4 PROPERTIES ENVIRONMENT "SWITCHAGG_STALL_TIMEOUT=60")
 # Calls handed to MPICH's own (user-defined op, derived datatype, ...):
 # counted as fallback:<reason>, right answers.
 add_mpich_test(mpich_fallback_np3 3 ring mpi_fallback_check --expect ring)
@@ -75,7 +87,7 @@ set_tests_properties(mpich_allreduce_without_library PROPERTIES LABELS "mpi;mpic
 if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_custom_target(switchagg_mpich_switch_deps ALL DEPENDS switchagg-agent switchagg-ctl
     switchagg_pmpi mpi_allreduce_check_mpich mpi_routed_check_mpich mpi_barrier_check_mpich
-    test_switch_check_mpich mpi_thread_check_mpich)
+    test_switch_check_mpich mpi_thread_check_mpich mpi_liveness_check_mpich)
   function(add_mpich_switch_test name timeout labels)
     add_test(NAME ${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh
       ${CMAKE_BINARY_DIR} ${ARGN})
@@ -87,6 +99,8 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_routed_np3 180 "mpi;mpich;agent" routed 3 on)
   add_mpich_switch_test(mpich_switch_routed_np4 180 "mpi;mpich;agent" routed 4 on)
   add_mpich_switch_test(mpich_switch_barrier_np3 180 "mpi;mpich;agent" barrier 3 on)
+  # The validated loop on the switch path (mpi_switch_liveness_np3's twin).
+  add_mpich_switch_test(mpich_switch_liveness_np3 240 "mpi;mpich;agent" liveness 3)
   # MPI_THREAD_MULTIPLE on the switch path: three threads per rank, each on
   # its own communicator (three groups at the agent), every call exact and
   # counted as served by the switch (mpi_switch_threads_np2's twin).
