@@ -90,6 +90,10 @@
 # (BUILD_DIR/bin/mpich): --mca coll_switchagg_X V become SWITCHAGG_X=V,
 # -x VAR[=V] the same variable (Hydra passes the environment on), other
 # MCA parameters (Open MPI's own, e.g. op ^avx) are dropped.
+# MPI_FLAVOR=openmpi-pmpi: Open MPI's mpirun without the component (Open
+# MPI's own component path, coll ^switchagg) and the Open MPI programs with
+# libswitchagg_pmpi_openmpi.so preloaded: --mca coll_switchagg_X V become
+# -x SWITCHAGG_X=V, other options stay.
 # Prints PASS on success; any failure exits non-zero with the logs.
 set -uo pipefail
 build=$1 scenario=$2
@@ -161,6 +165,32 @@ if [[ ${MPI_FLAVOR:-openmpi} == mpich ]]; then
       esac
     done
     timeout -s KILL 240 mpiexec.mpich -n "$np" "${env[@]}" "$@"
+  }
+fi
+if [[ ${MPI_FLAVOR:-openmpi} == openmpi-pmpi ]]; then
+  mpirun_lease() {
+    local np=$1 name
+    shift
+    local args=(-x "LD_PRELOAD=$build/lib/libswitchagg_pmpi_openmpi.so"
+      -x "SWITCHAGG_OFFLOAD=${OFFLOAD:-on}" -x "SWITCHAGG_VERBOSE=${VERBOSE:-1}")
+    while (($# > 0)); do
+      case $1 in
+        --mca)
+          if [[ $2 == coll_switchagg_* ]]; then
+            name=${2#coll_switchagg_}
+            args+=(-x "SWITCHAGG_${name^^}=$3")
+          else
+            args+=("$1" "$2" "$3")
+          fi
+          shift 3 ;;
+        -x) args+=("$1" "$2"); shift 2 ;;
+        *) break ;;
+      esac
+    done
+    timeout -s KILL 240 mpirun --oversubscribe --bind-to none --mca btl self,vader \
+      --mca mca_base_component_path "${component_path#*:}" --mca coll ^switchagg -np "$np" \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+      -x SWITCHAGG_SWITCH_WINDOW "${args[@]}" "$@"
   }
 fi
 export -f mpirun_lease
