@@ -77,10 +77,12 @@ set_tests_properties(mpich_threads_ring_np2 mpich_liveness_ring_np3
 add_mpich_test(mpich_fallback_np3 3 ring mpi_fallback_check --expect ring)
 # Without the library the same checker must fail (it proves the checks
 # above see switchagg, not MPICH): it aborts with code 2, no diagnostics.
-add_test(NAME mpich_allreduce_without_library COMMAND ${_mpiexec_mpich} -n 2
-  ${_mpich_bin}/mpi_allreduce_check --expect ring --quick)
+# The exit code, not the abort message: Hydra sometimes kills the ranks
+# before their output reaches it (2 runs in 6 printed nothing).
+add_test(NAME mpich_allreduce_without_library COMMAND ${_expect} --exit 2 --
+  ${_mpiexec_mpich} -n 2 ${_mpich_bin}/mpi_allreduce_check --expect ring --quick)
 set_tests_properties(mpich_allreduce_without_library PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
-  RESOURCE_LOCK mpirun PASS_REGULAR_EXPRESSION "MPI_Abort\\(MPI_COMM_WORLD, 2\\)")
+  RESOURCE_LOCK mpirun)
 
 # The switch path: a real agent and a lease (test_switch_run.sh with
 # MPI_FLAVOR=mpich).
