@@ -23,6 +23,14 @@ struct CommEntry {
   // failure and tuning agreements) run on it, never among the user's calls.
   MPI_Comm priv = MPI_COMM_NULL;
   switchagg_coll_comm_t* core = nullptr;  // nullptr: every call goes to PMPI_*
+  // switchagg served a call on this communicator since the last call handed
+  // to the MPI library here completed. A member that left that call may
+  // still owe a peer its transport's progress (the acknowledgement of a
+  // rendezvous send the peer waits for), and MPICH's own calls do not drive
+  // switchagg's transport: the next call handed to the MPI library runs
+  // nonblocking, progressing the core while it waits. Alike on every rank
+  // (every rank serves or declines each call alike).
+  bool owes_progress = false;
 };
 
 // True once the layer is open and usable (MPI initialised, parameters
@@ -49,7 +57,8 @@ inline void progress() {
 // set): there a peer's recovery of a failed switch call may need this
 // rank's transport while this rank waits in the MPI library, so the calls
 // handed to PMPI_* run as their nonblocking form, waited for with
-// waitProgressing. Elsewhere they run as the blocking call itself.
+// waitProgressing. Elsewhere they do so only on a communicator that owes
+// progress (CommEntry::owes_progress), else run as the blocking call.
 bool switchJob();
 // PMPI_Test until `request` completes, progressing the core in between.
 int waitProgressing(MPI_Request* request);

@@ -169,7 +169,8 @@ State openLocked() {
   (void)PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (g_params.verbose > 0 && rank == 0)
     std::fprintf(stderr,
-                 "switchagg[pmpi] info: PMPI layer active (libswitchagg_pmpi) over %s, "
+                 "switchagg[pmpi] info: PMPI layer active (" SWITCHAGG_PMPI_NAME
+                 ") over %s, "
                  "%s\n",
                  libraryVersion().c_str(), threadLevelName(level));
   return State::kActive;

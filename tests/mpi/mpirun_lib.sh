@@ -8,8 +8,10 @@
 #                            (16 slots by default)
 #   start_agent              the agent on config/agent.toml in $work
 #   mpirun_lease NP ARGS...  mpirun with the component, offload ${OFFLOAD:-on},
-#                            the lease exported (MPI_FLAVOR=mpich: see
-#                            test_switch_run.sh)
+#                            the lease exported (MPI_FLAVOR=mpich: mpiexec.mpich
+#                            with the PMPI library; openmpi-pmpi: Open MPI's
+#                            mpirun without the component, the PMPI library
+#                            built for Open MPI preloaded)
 #   expect_pass LOG [RE...]  LOG says PASS and matches every RE
 #   expect_no_offload LOG    the run (offload off) never joined the agent,
 #                            and the agent saw no bytes
@@ -69,6 +71,32 @@ if [[ ${MPI_FLAVOR:-openmpi} == mpich ]]; then
       esac
     done
     timeout -s KILL 240 mpiexec.mpich -n "$np" "${env[@]}" "$@"
+  }
+fi
+if [[ ${MPI_FLAVOR:-openmpi} == openmpi-pmpi ]]; then
+  mpirun_lease() {
+    local np=$1 name
+    shift
+    local args=(-x "LD_PRELOAD=$build/lib/libswitchagg_pmpi_openmpi.so"
+      -x "SWITCHAGG_OFFLOAD=${OFFLOAD:-on}" -x "SWITCHAGG_VERBOSE=${VERBOSE:-1}")
+    while (($# > 0)); do
+      case $1 in
+        --mca)
+          if [[ $2 == coll_switchagg_* ]]; then
+            name=${2#coll_switchagg_}
+            args+=(-x "SWITCHAGG_${name^^}=$3")
+          else
+            args+=("$1" "$2" "$3")
+          fi
+          shift 3 ;;
+        -x) args+=("$1" "$2"); shift 2 ;;
+        *) break ;;
+      esac
+    done
+    timeout -s KILL 240 mpirun --oversubscribe --bind-to none --mca btl self,vader \
+      --mca mca_base_component_path "${component_path#*:}" --mca coll ^switchagg -np "$np" \
+      -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+      -x SWITCHAGG_SWITCH_WINDOW "${args[@]}" "$@"
   }
 fi
 export -f mpirun_lease

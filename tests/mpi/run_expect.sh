@@ -1,7 +1,13 @@
 #!/bin/sh
-# run_expect.sh PATTERN [PATTERN...] -- COMMAND...
-# Runs COMMAND; passes when it exits 0 and its combined output matches every
-# PATTERN (grep -E). Prints the output either way, for ctest --output-on-failure.
+# run_expect.sh [--exit CODE] PATTERN [PATTERN...] -- COMMAND...
+# Runs COMMAND; passes when it exits 0 (or CODE) and its combined output
+# matches every PATTERN (grep -E). Prints the output either way, for ctest
+# --output-on-failure.
+want=0
+if [ "$1" = "--exit" ]; then
+  want=$2
+  shift 2
+fi
 patterns=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   patterns="$patterns
@@ -12,8 +18,8 @@ done
 out=$("$@" 2>&1)
 rc=$?
 printf '%s\n' "$out"
-if [ $rc -ne 0 ]; then
-  echo "run_expect: command exited $rc" >&2
+if [ $rc -ne "$want" ]; then
+  echo "run_expect: command exited $rc, expected $want" >&2
   exit 1
 fi
 status=0

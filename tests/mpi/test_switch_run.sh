@@ -90,6 +90,10 @@
 # (BUILD_DIR/bin/mpich): --mca coll_switchagg_X V become SWITCHAGG_X=V,
 # -x VAR[=V] the same variable (Hydra passes the environment on), other
 # MCA parameters (Open MPI's own, e.g. op ^avx) are dropped.
+# MPI_FLAVOR=openmpi-pmpi: Open MPI's mpirun without the component (Open
+# MPI's own component path, coll ^switchagg) and the Open MPI programs with
+# libswitchagg_pmpi_openmpi.so preloaded: --mca coll_switchagg_X V become
+# -x SWITCHAGG_X=V, other options stay.
 # Prints PASS on success; any failure exits non-zero with the logs.
 set -uo pipefail
 build=$1 scenario=$2

@@ -323,6 +323,32 @@ case_mpi_offload() {
   waitNoLease "$job"
 }
 
+# An MPICH program (built with mpicc.mpich) with the PMPI library under
+# srun --mpi=pmi2 --switch-agg=require: the exact-result checker with every
+# call served by the switch path (its diagnostics; it aborts without the
+# library), the agent made a group and reduced bytes, the lease gone after.
+case_mpich_offload() {
+  local check=${SWITCHAGG_MPICH_CHECK:?} lib=${SWITCHAGG_PMPI_LIB:?} before after job
+  srun --mpi=list 2>&1 | grep -qw pmi2 || fail "srun --mpi=list has no pmi2: $(srun --mpi=list 2>&1)"
+  before=$(agentCounter groups_created)
+  # The library is preloaded into the MPI program only (not srun, not bash).
+  SWITCHAGG_TEST_PRELOAD=$lib SWITCHAGG_OFFLOAD=on SWITCHAGG_VERBOSE=1 SWITCHAGG_UCX_WAIT=blocking \
+    srun --switch-agg=require --switch-agg-slots=4 --mpi=pmi2 -n 3 --overcommit \
+    bash -c 'echo "job=$SLURM_JOB_ID"; LD_PRELOAD=$SWITCHAGG_TEST_PRELOAD exec "$0" "$@"' \
+    "$check" --expect switch --quick >"$W/out" 2>"$W/err" ||
+    fail "MPICH job failed: $(tail -n 20 "$W/out" "$W/err")"
+  after=$(agentCounter groups_created)
+  job=$(jobOf "$W/out")
+  # np=3: one 3-rank MPI_COMM_WORLD (PMI wired the tasks together), not 3 singletons.
+  grep -q '^PASS np=3 expect=switch' "$W/out" ||
+    fail "no 3-rank PASS from the checker: $(tail -n 20 "$W/out" "$W/err")"
+  grep -q 'PMPI layer active (libswitchagg_pmpi) over MPICH' "$W/err" ||
+    fail "the PMPI layer did not say it was active: $(tail -n 20 "$W/err")"
+  ((after > before)) || fail "no aggregation group at the agent: offload was not used"
+  [[ $(agentCounter bytes_reduced) -gt 0 ]] || fail "the agent reduced nothing"
+  waitNoLease "$job"
+}
+
 W=$(mktemp -d "$DIR/case.$case.XXXXXX")
 chmod 0755 "$W"
 # Copies the jobs can run whatever user they run as and wherever the

@@ -63,3 +63,10 @@ if(SWITCHAGG_SLURM_MPI_TEST AND TARGET mca_coll_switchagg AND TARGET switchagg-b
     SWITCHAGG_BENCH=$<TARGET_FILE:switchagg-bench>
     SWITCHAGG_OMPI_COMPONENT_PATH=${CMAKE_BINARY_DIR}/lib/openmpi:${_ompi_pkglibdir})
 endif()
+
+# An MPICH job (srun --mpi=pmi2) with the PMPI library and the switch path.
+if(SWITCHAGG_SLURM_MPI_TEST AND TARGET switchagg_pmpi AND TARGET mpi_allreduce_check_mpich)
+  add_slurm_case(mpich_offload
+    SWITCHAGG_MPICH_CHECK=$<TARGET_FILE:mpi_allreduce_check_mpich>
+    SWITCHAGG_PMPI_LIB=$<TARGET_FILE:switchagg_pmpi>)
+endif()
