@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The Debian packages as an admin meets them (docs/admin.md, "Install the
+# packages"):
+#  1. scripts/package.sh packs this build (lintian: no error) and the
+#     packages hold their files where Debian's tools look;
+#  2. `apt-get install ./*.deb` into a clean Debian 12 root (mmdebstrap,
+#     cached by scripts/lib_debroot.sh; each run works on a throwaway
+#     overlay of it) pulls every dependency from the archive;
+#  3. in that root, in a network namespace of its own: Open MPI sees the
+#     component with no mca_base_component_path; the agent runs as the
+#     unit's User= with the unit's ExecStartPre and ExecStart command lines;
+#     an ordinary user creates a lease with the installed switchagg-ctl and
+#     runs a plain `mpirun` of switchagg-bench --check through the switch
+#     path (every size served by "switch", every result exact);
+#  4. `apt-get remove` leaves nothing but the conffiles; `dpkg --purge`
+#     leaves nothing.
+#
+#   run_packages.sh SRC BUILD
+set -euo pipefail
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+[[ $(id -u) -eq 0 ]] || fail "needs root (chroot, mounts, network namespace)"
+work=$(mktemp -d "$build/packages-test.XXXXXX")
+root=$work/root
+cleanup() {
+  umount -l "$root" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== 1. scripts/package.sh --no-build"
+SWITCHAGG_BUILD_DIR=$build "$src/scripts/package.sh" --no-build --out "$work/debs" ||
+  fail "scripts/package.sh failed"
+shopt -s nullglob
+debs=("$work"/debs/*.deb)
+names=$(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | sort | tr '\n' ' ')
+want="switchagg-agent switchagg-dev switchagg-openmpi switchagg-pmpi switchagg-slurm "
+[[ $names == "$want" ]] || fail "packages: '$names' (want '$want')"
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+ompi_dir=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
+has() { dpkg-deb -c "$work/debs/$1"_*.deb | awk '{print $6}' | grep -qx "./${2#/}" || fail "$1 lacks $2"; }
+has switchagg-openmpi "$ompi_dir/mca_coll_switchagg.so"
+has switchagg-agent /usr/bin/switchagg-agent
+has switchagg-agent /usr/bin/switchagg-ctl
+has switchagg-agent /lib/systemd/system/switchagg-agent.service
+has switchagg-agent /etc/switchagg/agent.toml
+has switchagg-slurm /usr/lib/$multiarch/slurm-wlm/switchagg_spank.so
+has switchagg-slurm /etc/slurm/plugstack.conf.d/switchagg.conf.example
+has switchagg-pmpi /usr/lib/$multiarch/switchagg/libswitchagg_pmpi.so
+has switchagg-dev /usr/lib/$multiarch/cmake/switchagg/switchaggConfig.cmake
+has switchagg-dev /usr/include/switchagg/agent/control_client.h
+dpkg-deb -I "$work"/debs/switchagg-agent_*.deb conffiles | grep -qx /etc/switchagg/agent.toml ||
+  fail "/etc/switchagg/agent.toml is not a conffile"
+echo "packages: $names(files in place, conffiles marked)"
+
+echo "== 2. a clean Debian 12 root, apt-get install ./*.deb"
+# shellcheck source=../../scripts/lib_debroot.sh
+. "$src/scripts/lib_debroot.sh"
+debroot_init debian12 bookworm
+debroot_make
+mkdir -p "$root" "$work/upper" "$work/ovlwork" "$debroot_cache/debian12-apt-archives/partial"
+mount -t overlay overlay -o "lowerdir=$debroot_root,upperdir=$work/upper,workdir=$work/ovlwork" "$root" ||
+  fail "could not mount an overlay of $debroot_root"
+# Downloads are kept across runs; the root itself is thrown away.
+mount --bind "$debroot_cache/debian12-apt-archives" "$root/var/cache/apt/archives" ||
+  fail "could not bind the apt archive cache"
+inroot() { debroot_run "$root" "$work" "$1"; }
+t0=$(date +%s)
+inroot "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(printf './debs/%s ' "${debs[@]##*/}") >apt-install.log 2>&1" ||
+  fail "apt-get install ./*.deb failed: $(tail -20 "$work/apt-install.log")"
+umount -l "$root/var/cache/apt/archives"
+echo "apt-get install: $(grep -c '^Setting up' "$work/apt-install.log") packages set up in $(($(date +%s) - t0)) s"
+
+echo "== 3. the installed packages at work"
+cat >"$work/inroot.sh" <<'EOF'
+set -euo pipefail
+fail() { echo "FAIL (in the root): $*" >&2; exit 1; }
+# Open MPI finds the component by itself.
+ompi_info --parsable | grep -q '^mca:coll:switchagg:' || fail "ompi_info does not list coll switchagg"
+# The agent as systemd would start it: the unit's user, directories and commands.
+unit=/lib/systemd/system/switchagg-agent.service
+key() { sed -n "s/^$1=//p" "$unit" | head -1; }
+user=$(key User)
+[[ -n $user ]] && id "$user" >/dev/null || fail "the unit's User=$user does not exist"
+install -d -o "$user" -g "$user" -m "$(key RuntimeDirectoryMode)" "/run/$(key RuntimeDirectory)"
+install -d -o "$user" -g "$user" -m "$(key StateDirectoryMode)" "/var/lib/$(key StateDirectory)"
+read -ra pre <<<"$(key ExecStartPre)"
+read -ra start <<<"$(key ExecStart)"
+setpriv --reuid="$user" --regid="$user" --init-groups -- "${pre[@]}" || fail "ExecStartPre (${pre[*]}) refused the shipped config"
+# setpriv execs the agent itself (runuser would stand between it and SIGTERM).
+setpriv --reuid="$user" --regid="$user" --init-groups -- "${start[@]}" >/tmp/agent.log 2>&1 &
+agent=$!
+for _ in $(seq 100); do [[ -S /run/switchagg/agent.sock ]] && break; sleep 0.1; done
+[[ -S /run/switchagg/agent.sock ]] || fail "the agent made no control socket: $(cat /tmp/agent.log)"
+# An ordinary user: a lease, then a plain mpirun through the switch path.
+useradd -m -s /bin/bash alice
+runuser -l alice -c '
+  set -euo pipefail
+  eval "$(switchagg-ctl lease create --job pkgtest --slots 4 | grep ^export)"
+  mpirun --oversubscribe -np 2 --mca coll_switchagg_allreduce_algorithm switch \
+    switchagg-bench --check --min 8 --max 1M --iters 20
+  switchagg-ctl lease delete --job pkgtest' >/tmp/job.log 2>&1 || fail "the job failed: $(cat /tmp/job.log)"
+cat /tmp/job.log
+rows=$(grep -E '^ +[0-9]+ ' /tmp/job.log || true)
+[[ -n $rows ]] || fail "switchagg-bench printed no result rows"
+if echo "$rows" | grep -vqw switch; then fail "a size was not served by the switch path"; fi
+kill -TERM "$agent"
+wait "$agent" || fail "the agent did not stop cleanly on SIGTERM: $(tail -5 /tmp/agent.log)"
+echo "agent, lease and switch-path job OK"
+EOF
+# A network namespace of its own: the shipped config's ports cannot meet
+# another agent's on this host.
+unshare --net -- bash -c 'set -euo pipefail; ip link set lo up; . "$1"; debroot_run "$2" "$3" "bash inroot.sh"' \
+  _ "$src/scripts/lib_debroot.sh" "$root" "$work" ||
+  fail "the installed packages did not work"
+
+echo "== 4. remove: only conffiles remain; purge: nothing"
+# Every file the packages ship, without conffiles.
+for d in "${debs[@]}"; do dpkg-deb -c "$d"; done | awk '$1 !~ /^d/ {sub(/^\./, "", $6); print $6}' | sort >"$work/files"
+for d in "${debs[@]}"; do dpkg-deb -I "$d" conffiles 2>/dev/null || true; done | sort >"$work/conffiles"
+[[ -s $work/conffiles ]] || fail "no package has conffiles"
+inroot "DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq $names >remove.log 2>&1" ||
+  fail "apt-get remove failed: $(tail -5 "$work/remove.log")"
+while read -r f; do
+  if grep -qx "$f" "$work/conffiles"; then
+    [[ -e $root$f ]] || fail "conffile $f went with apt-get remove"
+  else
+    [[ ! -e $root$f && ! -L $root$f ]] || fail "$f is left after apt-get remove"
+  fi
+done <"$work/files"
+inroot "dpkg --purge $names >purge.log 2>&1" ||
+  fail "dpkg --purge failed: $(tail -5 "$work/purge.log")"
+while read -r f; do [[ ! -e $root$f ]] || fail "$f is left after dpkg --purge"; done <"$work/conffiles"
+left=$(inroot "dpkg-query -W -f='\${Package} \${db:Status-Abbrev}\n' 'switchagg-*' 2>/dev/null | grep -v ' un' || true")
+[[ -z $left ]] || fail "dpkg still knows: $left"
+echo "remove kept $(wc -l <"$work/conffiles") conffile(s) and nothing else; purge left nothing"
+echo "PASS packages"
