@@ -25,7 +25,8 @@ set_target_properties(switchagg_wire PROPERTIES EXPORT_NAME wire)
 set(_sa_headers
   ${PROJECT_SOURCE_DIR}/common/include/switchagg
   ${PROJECT_SOURCE_DIR}/ucx_module/include/switchagg
-  ${PROJECT_SOURCE_DIR}/switchagent/include/switchagg)
+  ${PROJECT_SOURCE_DIR}/switchagent/include/switchagg
+  ${CMAKE_BINARY_DIR}/common/include/switchagg)  # version.h
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/switchaggConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 

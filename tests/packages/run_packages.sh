@@ -7,7 +7,8 @@
 #     cached by scripts/lib_debroot.sh; each run works on a throwaway
 #     overlay of it) pulls every dependency from the archive;
 #  3. in that root, in a network namespace of its own: Open MPI sees the
-#     component with no mca_base_component_path; the agent runs as the
+#     component with no mca_base_component_path; the component, the agent
+#     (--version, metrics) and the CLI say the package's version; the agent runs as the
 #     unit's User= with the unit's ExecStartPre and ExecStart command lines;
 #     an ordinary user creates a lease with the installed switchagg-ctl and
 #     runs a plain `mpirun` of switchagg-bench --check through the switch
@@ -75,8 +76,12 @@ echo "== 3. the installed packages at work"
 cat >"$work/inroot.sh" <<'EOF'
 set -euo pipefail
 fail() { echo "FAIL (in the root): $*" >&2; exit 1; }
-# Open MPI finds the component by itself.
+# Open MPI finds the component by itself; every part says the package's version.
 ompi_info --parsable | grep -q '^mca:coll:switchagg:' || fail "ompi_info does not list coll switchagg"
+v=$(dpkg-query -W -f='${Version}' switchagg-openmpi)
+ompi_info | grep -q "MCA coll: switchagg (.*Component v$v)" || fail "ompi_info does not say v$v"
+[[ $(switchagg-agent --version) == "switchagg-agent $v" && $(switchagg-ctl --version) == "switchagg-ctl $v" ]] ||
+  fail "--version: $(switchagg-agent --version), $(switchagg-ctl --version) (package $v)"
 # The agent as systemd would start it: the unit's user, directories and commands.
 unit=/lib/systemd/system/switchagg-agent.service
 key() { sed -n "s/^$1=//p" "$unit" | head -1; }
@@ -92,6 +97,7 @@ setpriv --reuid="$user" --regid="$user" --init-groups -- "${start[@]}" >/tmp/age
 agent=$!
 for _ in $(seq 100); do [[ -S /run/switchagg/agent.sock ]] && break; sleep 0.1; done
 [[ -S /run/switchagg/agent.sock ]] || fail "the agent made no control socket: $(cat /tmp/agent.log)"
+switchagg-ctl metrics | grep -qx "switchagg_build_info{version=\"$v\"} 1" || fail "the agent's metrics lack version $v"
 # An ordinary user: a lease, then a plain mpirun through the switch path.
 useradd -m -s /bin/bash alice
 runuser -l alice -c '
