@@ -175,7 +175,8 @@ if(TARGET mca_coll_switchagg AND _ompi_pkglibdir MATCHES "^/usr/lib/" AND _ompi_
   string(REGEX REPLACE "^([0-9]+)\\.([0-9]+)$" "\\2" _ompi_minor "${_ompi_mm}")
   math(EXPR _ompi_minor_next "${_ompi_minor} + 1")
   switchagg_deb_install(deb_openmpi ${_ompi_dir} mca_coll_switchagg)
-  switchagg_deb_install(deb_openmpi bin switchagg-bench switchagg-info switchagg-train switchagg-cg)
+  switchagg_deb_install(deb_openmpi bin switchagg-bench switchagg-info switchagg-train switchagg-cg
+    switchagg-mpit)
   install(FILES ${PROJECT_SOURCE_DIR}/config/selection.rules DESTINATION /etc/switchagg
     COMPONENT deb_openmpi EXCLUDE_FROM_ALL)
   # The modulefile (prefix /usr: it sets only SWITCHAGG_PREFIX) where

@@ -148,7 +148,7 @@ static int switchagg_register(void) {
                       "ship it as site rules with coll_switchagg_rules). Empty: not saved",
       MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
       &c->tune_file);
-  return OMPI_SUCCESS;
+  return mca_coll_switchagg_register_pvars(v);
 }
 
 static int switchagg_open(void) {
