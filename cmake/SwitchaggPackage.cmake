@@ -180,7 +180,9 @@ if(TARGET mca_coll_switchagg AND _ompi_pkglibdir MATCHES "^/usr/lib/" AND _ompi_
   install(FILES ${PROJECT_SOURCE_DIR}/config/selection.rules DESTINATION /etc/switchagg
     COMPONENT deb_openmpi EXCLUDE_FROM_ALL)
   # The modulefile (prefix /usr: it sets only SWITCHAGG_PREFIX) where
-  # environment-modules looks, and a link where Lmod looks.
+  # environment-modules looks, and a link where Lmod looks (/etc/lmod/modules
+  # in /etc/lmod/modulespath: /usr/share/lmod/lmod is Lmod's own symlink,
+  # which a directory of ours there would break).
   file(READ ${PROJECT_SOURCE_DIR}/config/modulefile-switchagg _mf)
   string(REGEX REPLACE "\nset prefix [^\n]*" "\nset prefix /usr" _mf "${_mf}")
   string(REGEX REPLACE "\nset ompi_components [^\n]*" "\nset ompi_components ${_ompi_pkglibdir}"
@@ -189,8 +191,8 @@ if(TARGET mca_coll_switchagg AND _ompi_pkglibdir MATCHES "^/usr/lib/" AND _ompi_
   install(FILES ${_deb_docs}/modulefile/${PROJECT_VERSION} DESTINATION share/modules/modulefiles/switchagg
     COMPONENT deb_openmpi EXCLUDE_FROM_ALL)
   file(MAKE_DIRECTORY ${_deb_docs}/lmod)
-  file(CREATE_LINK ../../../modules/modulefiles/switchagg ${_deb_docs}/lmod/switchagg SYMBOLIC)
-  install(FILES ${_deb_docs}/lmod/switchagg DESTINATION share/lmod/lmod/modulefiles
+  file(CREATE_LINK /usr/share/modules/modulefiles/switchagg ${_deb_docs}/lmod/switchagg SYMBOLIC)
+  install(FILES ${_deb_docs}/lmod/switchagg DESTINATION /etc/lmod/modules
     COMPONENT deb_openmpi EXCLUDE_FROM_ALL)
   switchagg_deb_package(deb_openmpi switchagg-openmpi SECTION net
     SUMMARY "Open MPI collectives component with switch aggregation"

@@ -59,7 +59,7 @@ rm -rf "$staging"
 debs=("$out"/*.deb)
 if command -v lintian >/dev/null; then
   # Errors fail; warnings are listed (tags and counts).
-  report=$(lintian --fail-on error --no-tag-display-limit "${debs[@]}" 2>&1) || {
+  report=$(lintian --fail-on error --tag-display-limit 0 "${debs[@]}" 2>&1) || {
     echo "$report" >&2
     die "lintian found errors"
   }

@@ -13,6 +13,9 @@
 #     an ordinary user creates a lease with the installed switchagg-ctl and
 #     runs a plain `mpirun` of switchagg-bench --check through the switch
 #     path (every size served by "switch", every result exact);
+#  3b. `module load switchagg` works in a login shell with
+#     environment-modules, then with Lmod (the packages' modulefile sets
+#     SWITCHAGG_PREFIX=/usr and no component path);
 #  4. `apt-get remove` leaves nothing but the conffiles; `dpkg --purge`
 #     leaves nothing.
 #
@@ -63,13 +66,21 @@ mkdir -p "$root" "$work/upper" "$work/ovlwork" "$debroot_cache/debian12-apt-arch
 mount -t overlay overlay -o "lowerdir=$debroot_root,upperdir=$work/upper,workdir=$work/ovlwork" "$root" ||
   fail "could not mount an overlay of $debroot_root"
 # Downloads are kept across runs; the root itself is thrown away.
-mount --bind "$debroot_cache/debian12-apt-archives" "$root/var/cache/apt/archives" ||
-  fail "could not bind the apt archive cache"
 inroot() { debroot_run "$root" "$work" "$1"; }
+# apt_install LOG ARGS: apt-get install in the root, downloads cached.
+apt_install() {
+  local log=$1 rc=0
+  shift
+  mount --bind "$debroot_cache/debian12-apt-archives" "$root/var/cache/apt/archives" ||
+    fail "could not bind the apt archive cache"
+  inroot "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $* >$log 2>&1" || rc=$?
+  umount -l "$root/var/cache/apt/archives"
+  return "$rc"
+}
 t0=$(date +%s)
-inroot "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(printf './debs/%s ' "${debs[@]##*/}") >apt-install.log 2>&1" ||
+inroot "apt-get update -qq" || fail "apt-get update failed in the root"
+apt_install apt-install.log "$(printf './debs/%s ' "${debs[@]##*/}")" ||
   fail "apt-get install ./*.deb failed: $(tail -20 "$work/apt-install.log")"
-umount -l "$root/var/cache/apt/archives"
 echo "apt-get install: $(grep -c '^Setting up' "$work/apt-install.log") packages set up in $(($(date +%s) - t0)) s"
 
 echo "== 3. the installed packages at work"
@@ -120,6 +131,17 @@ unshare --net -- bash -c 'set -euo pipefail; ip link set lo up; . "$1"; debroot_
   _ "$src/scripts/lib_debroot.sh" "$root" "$work" ||
   fail "the installed packages did not work"
 
+echo "== 3b. module load switchagg: environment-modules, then Lmod (they conflict)"
+for modules in environment-modules lmod; do
+  apt_install "$modules.log" "$modules" || fail "apt-get install $modules: $(tail -5 "$work/$modules.log")"
+  # A login shell of an ordinary user, as a job script gets it.
+  out=$(inroot "runuser -l alice -c 'module load switchagg && echo \"prefix=\$SWITCHAGG_PREFIX path=\${OMPI_MCA_mca_base_component_path:-unset}\"'" 2>&1) ||
+    fail "$modules: module load switchagg: $out"
+  [[ $out == *"prefix=/usr path=unset"* ]] || fail "$modules: module load switchagg set: $out"
+  echo "$modules: module load switchagg: $out"
+  # Lmod replaces environment-modules; its profile script must go too.
+  inroot "dpkg --purge $modules >/dev/null" || fail "dpkg --purge $modules"
+done
 echo "== 4. remove: only conffiles remain; purge: nothing"
 # Every file the packages ship, without conffiles.
 for d in "${debs[@]}"; do dpkg-deb -c "$d"; done | awk '$1 !~ /^d/ {sub(/^\./, "", $6); print $6}' | sort >"$work/files"
