@@ -147,6 +147,8 @@ endfunction()
 # The systemd unit with this layout's paths.
 file(READ ${PROJECT_SOURCE_DIR}/config/switchagg-agent.service _unit)
 string(REPLACE "/usr/local/bin/" "/usr/bin/" _unit "${_unit}")
+string(REGEX REPLACE "^[^[]*\n\\[Unit\\]" "# switchagg-agent.service of the switchagg-agent package: the agent as\n# systemd runs it (docs/admin.md in the source tree). Set the addresses in\n# /etc/switchagg/agent.toml, then `systemctl enable --now switchagg-agent`.\n[Unit]"
+  _unit "${_unit}")
 file(WRITE ${_deb_docs}/switchagg-agent.service "${_unit}")
 
 # switchagg-agent: the daemon, the admin CLI, the unit, the policy file.
@@ -256,7 +258,7 @@ endif()
 
 # switchagg-dev: the CMake package and headers.
 switchagg_client_package(switchaggDebTargets ${_deb_libdir} COMPONENT deb_dev EXCLUDE_FROM_ALL)
-set(_dev_depends "libucx-dev, nlohmann-json3-dev, libibverbs-dev")
+set(_dev_depends "libucx-dev, nlohmann-json3-dev, libibverbs-dev, pkg-config")
 if(MUNGE_LIBRARY)
   string(APPEND _dev_depends ", libmunge-dev")
 endif()

@@ -12,7 +12,9 @@
 #     unit's User= with the unit's ExecStartPre and ExecStart command lines;
 #     an ordinary user creates a lease with the installed switchagg-ctl and
 #     runs a plain `mpirun` of switchagg-bench --check through the switch
-#     path (every size served by "switch", every result exact);
+#     path (every size served by "switch", every result exact); the
+#     example consumer (examples/agent_client) builds against switchagg-dev
+#     with find_package(switchagg) and talks to that agent;
 #  3b. `module load switchagg` works in a login shell with
 #     environment-modules, then with Lmod (the packages' modulefile sets
 #     SWITCHAGG_PREFIX=/usr and no component path);
@@ -83,6 +85,10 @@ apt_install apt-install.log "$(printf './debs/%s ' "${debs[@]##*/}")" ||
   fail "apt-get install ./*.deb failed: $(tail -20 "$work/apt-install.log")"
 echo "apt-get install: $(grep -c '^Setting up' "$work/apt-install.log") packages set up in $(($(date +%s) - t0)) s"
 
+# What a site tool's build needs besides switchagg-dev's dependencies.
+apt_install build-tools.log cmake g++ make || fail "apt-get install cmake g++ make: $(tail -5 "$work/build-tools.log")"
+cp -r "$src/examples/agent_client" "$work/agent_client"
+
 echo "== 3. the installed packages at work"
 cat >"$work/inroot.sh" <<'EOF'
 set -euo pipefail
@@ -121,6 +127,16 @@ cat /tmp/job.log
 rows=$(grep -E '^ +[0-9]+ ' /tmp/job.log || true)
 [[ -n $rows ]] || fail "switchagg-bench printed no result rows"
 if echo "$rows" | grep -vqw switch; then fail "a size was not served by the switch path"; fi
+# switchagg-dev: find_package(switchagg) from /usr builds the example, which
+# talks to the agent through both client libraries.
+cp -r agent_client /tmp/agent_client && chmod -R a+rX /tmp/agent_client
+runuser -u alice -- cmake -S /tmp/agent_client -B /tmp/example >/tmp/example.log 2>&1 &&
+  runuser -u alice -- cmake --build /tmp/example >>/tmp/example.log 2>&1 ||
+  fail "the example does not build against switchagg-dev: $(tail -20 /tmp/example.log)"
+out=$(runuser -u alice -- /tmp/example/agent_client unix:/run/switchagg/agent.sock 2>&1) ||
+  fail "the example failed: $out"
+echo "$out"
+[[ $out == *"allreduce through the agent: 1.5 -2 3.25"* ]] || fail "the example summed nothing"
 kill -TERM "$agent"
 wait "$agent" || fail "the agent did not stop cleanly on SIGTERM: $(tail -5 /tmp/agent.log)"
 echo "agent, lease and switch-path job OK"
