@@ -23,7 +23,8 @@ PACKAGES=(
   gfortran                                       # Fortran datatypes test (mpifort)
   python3-mpi4py python3-numpy                   # apps/python example and its tests
   environment-modules                            # config/modulefile-switchagg test (module load)
-  mmdebstrap xz-utils                            # Debian 13 root for the Open MPI 5 test (scripts/debian13_root.sh)
+  mmdebstrap xz-utils                            # Debian 13 root for the Open MPI 5 test (scripts/debian13_root.sh), Debian 12 root for the packages test
+  dpkg-dev lintian                               # scripts/package.sh: dpkg-shlibdeps (CPack's DEB dependencies), lintian checks
 )
 
 missing=()

@@ -13,12 +13,15 @@
 # The root is cached under ${SWITCHAGG_DEBIAN13_CACHE:-/var/cache/switchagg}
 # by a hash of the package list and the suite, so a second run (and a CI
 # cache) reuses it; a changed list makes a new root. Needs root (chroot,
-# mounts) and mmdebstrap (installed here if missing).
+# mounts) and mmdebstrap (installed here if missing); the helpers are
+# scripts/lib_debroot.sh, shared with the packages test (tests/packages).
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
-cache=${SWITCHAGG_DEBIAN13_CACHE:-/var/cache/switchagg}
-suite=trixie
+# shellcheck source=lib_debroot.sh
+. "$src/scripts/lib_debroot.sh"
+# The cache directory's older name still counts.
+export SWITCHAGG_DEBIAN_CACHE=${SWITCHAGG_DEBIAN13_CACHE:-${SWITCHAGG_DEBIAN_CACHE:-/var/cache/switchagg}}
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libucx-dev ucx-utils libibverbs-dev librdmacm-dev
@@ -27,55 +30,10 @@ PACKAGES=(
   python3 procps gfortran python3-mpi4py python3-numpy
   curl ca-certificates
 )
-
-die() {
-  echo "debian13_root: $*" >&2
-  exit 1
-}
-
-[[ $(id -u) -eq 0 ]] || die "must run as root (mmdebstrap, chroot and bind mounts)"
-
-# The archive this host already uses (deb822 .sources or a classic list).
-archive_uri() {
-  local f uri=""
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f $f ]] || continue
-    uri=$(awk '/^URIs:/ {print $2; exit}' "$f")
-    [[ $uri == *debian-security* ]] && uri=""
-    [[ -n $uri ]] && break
-  done
-  if [[ -z $uri && -f /etc/apt/sources.list ]]; then
-    uri=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
-  fi
-  echo "${uri:-http://deb.debian.org/debian}"
-}
-
-hash=$(printf '%s\n' "$suite" "${PACKAGES[@]}" | sha256sum | cut -c1-16)
-root=$cache/debian13-$hash
-
-make_root() {
-  if ! command -v mmdebstrap >/dev/null; then
-    echo "debian13_root: installing mmdebstrap" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends mmdebstrap \
-      >/dev/null || die "could not install mmdebstrap"
-  fi
-  mkdir -p "$cache"
-  local tmp="$root.partial" uri
-  uri=$(archive_uri)
-  rm -rf "$tmp"
-  local list
-  list=$(
-    IFS=,
-    echo "${PACKAGES[*]}"
-  )
-  echo "debian13_root: making $root from $uri ($suite)" >&2
-  # A root that stops half-way never becomes $root: a later run starts over.
-  timeout 2400 mmdebstrap --variant=apt --include="$list" "$suite" "$tmp" "deb $uri $suite main" \
-    >"$cache/debian13-$hash.log" 2>&1 ||
-    die "mmdebstrap failed or ran past 40 min (log: $cache/debian13-$hash.log)"
-  printf '%s\n' "${PACKAGES[@]}" >"$tmp/etc/switchagg-root-packages"
-  mv "$tmp" "$root"
-}
+debroot_init debian13 trixie "${PACKAGES[@]}"
+root=$debroot_root
+die() { debroot_die "$@"; }
+archive_uri() { debroot_archive_uri; }
 
 # Debian 13's libopenmpi-dev ships Open MPI 5's internal headers only in
 # part (opal_config.h includes opal/mca/threads/pthreads/*.h, which are not
@@ -110,7 +68,7 @@ source_headers() {
   mv "$dest.partial" "$dest"
 }
 
-[[ -f $root/etc/switchagg-root-packages ]] || make_root
+debroot_make
 source_headers
 
 if [[ ${1:-} != --run ]]; then
@@ -119,26 +77,4 @@ if [[ ${1:-} != --run ]]; then
 fi
 shift
 (($# > 0)) || die "--run needs a command"
-
-# Bind mounts live as long as this call; each is undone on exit.
-mounted=()
-cleanup() {
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-bind() {
-  mkdir -p "$root$2"
-  mount --bind "$1" "$root$2"
-  mounted+=("$root$2")
-}
-bind /proc /proc
-bind /sys /sys
-bind /dev /dev
-bind /dev/shm /dev/shm
-bind "$src" "$src"
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-
-chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
-  LANG=C.UTF-8 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  /bin/bash -c "cd '$src' && $*"
+debroot_run "$root" "$src" "$*"

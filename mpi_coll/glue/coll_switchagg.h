@@ -73,6 +73,11 @@ typedef struct mca_coll_switchagg_module_t {
 
 OBJ_CLASS_DECLARATION(mca_coll_switchagg_module_t);
 
+/* coll_switchagg_pvars.c: the MPI_T performance variables (at register). */
+int mca_coll_switchagg_register_pvars(const mca_base_component_t* component);
+/* coll_switchagg_module.c: a counter of the communicator (diagnostics.h). */
+SWITCHAGG_MODULE_DECLSPEC uint64_t switchagg_coll_comm_counter(MPI_Comm comm, const char* name);
+
 /* coll_switchagg_module.c */
 mca_coll_base_module_t* mca_coll_switchagg_comm_query(struct ompi_communicator_t* comm,
                                                       int* priority);

@@ -21,6 +21,7 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/runtime/opal_progress.h"
+#include "switchagg/common/version.h"
 
 static const mca_base_var_enum_value_t offload_values[] = {
     {0, "auto"}, {1, "on"}, {2, "off"}, {0, NULL}};
@@ -37,7 +38,8 @@ mca_coll_switchagg_component_t mca_coll_switchagg_component = {
         .collm_version = {
             SWITCHAGG_COLL_BASE_VERSION,
             .mca_component_name = "switchagg",
-            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            MCA_BASE_MAKE_VERSION(component, SWITCHAGG_VERSION_MAJOR, SWITCHAGG_VERSION_MINOR,
+                                  SWITCHAGG_VERSION_PATCH),
             .mca_open_component = switchagg_open,
             .mca_close_component = switchagg_close,
             .mca_register_component_params = switchagg_register,
@@ -146,7 +148,7 @@ static int switchagg_register(void) {
                       "ship it as site rules with coll_switchagg_rules). Empty: not saved",
       MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
       &c->tune_file);
-  return OMPI_SUCCESS;
+  return mca_coll_switchagg_register_pvars(v);
 }
 
 static int switchagg_open(void) {

@@ -7,6 +7,7 @@
 #include "lease_store.h"
 #include "metrics.h"
 #include "switchagg/common/log.h"
+#include "switchagg/common/version.h"
 
 namespace switchagg::agent {
 

@@ -7,6 +7,7 @@
 
 #include "ctl_commands.h"
 #include "switchagg/common/config.h"
+#include "switchagg/common/version.h"
 
 using namespace switchagg;
 using namespace switchagg::agent;
@@ -38,6 +39,7 @@ const char kUsage[] =
     "                 (default: $SWITCHAGG_CONTROL, else unix:/run/switchagg/agent.sock)\n"
     "  --json         print the agent's JSON answer\n"
     "  --timeout D    bound on the whole request (default 5s)\n"
+    "  --version      print the version and exit\n"
     "  --ttl D        90s, 30m, 12h; a bare number is seconds\n"
     "  --fabric FILE  fabric map (default: $SWITCHAGG_FABRIC, else /etc/switchagg/fabric.toml)\n"
     "exit codes: 0 ok, 1 refused by the agent, 2 usage, 3 agent unreachable,\n"
@@ -82,6 +84,7 @@ std::string parseArgs(int argc, char** argv, Parsed* p) {
     if (a == "--json") p->ctl.json = true;
     else if (a == "--off") p->ctl.off = true;
     else if (a == "-h" || a == "--help") p->words.insert(p->words.begin(), "help");
+    else if (a == "--version") p->words.insert(p->words.begin(), "version");
     else if (a == "--agent" || a == "--job" || a == "--slots" || a == "--ttl" || a == "--uid" ||
              a == "--mode" || a == "--timeout" || a == "--nodes" || a == "--hostfile" ||
              a == "--fabric") {
@@ -134,6 +137,10 @@ int main(int argc, char** argv) {
   if (w.empty()) return usageError("no command");
   if (w[0] == "help") {
     std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (w[0] == "version") {
+    std::printf("switchagg-ctl %s\n", SWITCHAGG_VERSION);
     return kExitOk;
   }
   ControlClient client(p.client);

@@ -17,6 +17,7 @@
 #include "lease_table.h"
 #include "switchagg/agent/fabric_map.h"
 #include "switchagg/common/log.h"
+#include "switchagg/common/version.h"
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
 #include "data_plane.h"
 #endif
@@ -52,12 +53,13 @@ Result<std::string> parentDataAddress(const std::string& path, const std::string
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: switchagg-agent [--config FILE] [--set KEY=VALUE]... [--check]\n"
-               "                       [--print-config] [--help]\n"
+               "                       [--print-config] [--version] [--help]\n"
                "  --config FILE    site policy (TOML; example: etc/switchagg/agent.toml)\n"
                "  --set KEY=VALUE  override one key (wins over the file and environment)\n"
                "  --check          validate the configuration and exit\n"
                "  --print-config   print the effective configuration as TOML and exit\n"
                "  --print-config-markdown  print the key table for docs/admin.md\n"
+               "  --version        print the version and exit\n"
                "exit codes: 0 ok, 1 runtime failure (e.g. address in use), 2 bad usage or config\n"
                "\nconfiguration keys (default shown):\n%s",
                renderConfigHelp().c_str());
@@ -82,6 +84,9 @@ int parseArgs(int argc, char** argv, Args* a) {
     };
     if (arg == "--help" || arg == "-h") {
       usage(stdout);
+      return 1;
+    } else if (arg == "--version") {
+      std::printf("switchagg-agent %s\n", SWITCHAGG_VERSION);
       return 1;
     } else if (arg == "--config" || arg == "-c") {
       const char* v = value("--config");

@@ -53,6 +53,13 @@ set_tests_properties(mpi_switch_fault_leaders_kill_pipelined PROPERTIES
 # Fortran datatypes on the switch path.
 add_switch_test(mpi_switch_fortran_types_np3 180 "mpi;agent" program 3
   $<TARGET_FILE:mpi_fortran_types> --expect switch)
+# MPI_T: the switch path moves allreduce_switch by exactly the calls made
+# and switch_bytes_sent, and no other path's counter (switchagg-mpit; host
+# paths in CMakeLists.txt). (host_bytes_sent moves too: on one node the
+# ranks reduce to their node leader first.)
+add_switch_test(mpi_mpit_switch_np2 180 "mpi;agent" program 2 $<TARGET_FILE:switchagg-mpit>
+  --calls 5 --expect allreduce_switch=5 --expect allreduce_previous=0 --expect allreduce_ring=0
+  --expect allreduce_switch_failed=0 --expect "switch_bytes_sent>0")
 # MPI_THREAD_MULTIPLE on the switch path: three threads, three groups.
 add_switch_test(mpi_switch_threads_np2 180 "mpi;agent" program 2
   --mca coll_switchagg_stall_timeout 60 $<TARGET_FILE:mpi_thread_check> --expect switch

@@ -9,6 +9,7 @@
 
 #include "switchagg/common/config.h"
 #include "switchagg/common/log.h"
+#include "switchagg/common/version.h"
 #include "switch_recovery.h"
 #include "switchagg/ucx/transport.h"
 
@@ -35,6 +36,7 @@ Status ProcessRuntime::open(const ComponentParams& params) {
   if (params.verbose >= 3) setLogLevel(LogLevel::kTrace);
   else if (params.verbose == 2) setLogLevel(LogLevel::kDebug);
   else if (params.verbose == 1) setLogLevel(LogLevel::kInfo);
+  SA_INFO("coll", "coll/switchagg %s", SWITCHAGG_VERSION);
   Result<Selector> selector = Selector::create(params.policy, params.rules_path);
   if (!selector.ok()) return selector.status();
   selector_ = selector.value();
