@@ -4,7 +4,8 @@
 //   switch_join.cc          the collective join (placement in trees, stripes)
 //   switch_allreduce.cc     MPI_Allreduce and the MPI_Iallreduce stream
 //   switch_completion.cc    one-round-trip completion: ledger, settle, recovery
-//   switch_routed.cc        reduce, reduce-scatter, allgather, bcast (+ leaders)
+//   switch_routed.cc        reduce, reduce-scatter, allgather, bcast
+//   switch_routed_leaders.cc  the same with node leaders (node steps)
 //   switch_barrier_path.cc  MPI_Barrier
 //
 // Nothing outside these files includes this header: the rest of the

@@ -1,0 +1,304 @@
+// The routed collectives through the switch path with node leaders
+// (docs/offload.md "Routed collectives", "With node leaders"): the node's
+// steps around the leaders' routed call, for bcast and reduce (a root) and
+// for reduce-scatter and allgather (a block per rank, in node order).
+#include "switch_path_internal.h"
+
+#include <cstring>
+
+namespace switchagg::coll::switch_detail {
+
+// MPI_Bcast / MPI_Reduce with node leaders, mirroring allreduce(): node
+// step, the leaders' routed call among nodes (member = node index, the
+// root's node owns the bcast input / wants the whole reduction), then the
+// one-byte agreement over every rank; only after an all-ok agreement the
+// result is delivered inside the nodes (a failure there is a host transport
+// failure after the commit, reported like a host algorithm's). Before it:
+//   bcast: a root that is not its node's leader sends its buffer to the
+//     leader (a staging copy there); the root's buffer is only ever read.
+//   reduce: the node's inputs reduced into the leader in rank order
+//     (NodeLeaders::reduce: a copy, the inputs stay intact for a redo).
+// After it: bcast: each leader's result to its node (a non-leader root
+// receives into staging); reduce: the root's leader sends the result to
+// the root if that is another rank. Non-leaders say ok for the agent step.
+Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
+  if (args.op != RoutedOp::kBcast && args.op != RoutedOp::kReduce)
+    return routedLeadersBlocks(args, how);
+  const int rank = comm_.rank();
+  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool in_place = args.send == nullptr;
+  const size_t bytes = args.count * (bcast ? 1 : dtypeSize(args.dtype));
+  const int node = leaders_->node(), nodes = leaders_->nodes();
+  const int root_node = leaders_->nodeOf(args.root);
+  const int root_leader = leaders_->leaderOf(root_node);
+  agent::RoutedCall call;
+  call.total = args.count;
+  Status mine;
+  if (bcast) {
+    mine = leaders_->begin();
+    if (mine.ok() && root_leader != args.root)
+      mine = leaders_->move(args.root, root_leader, args.recv, scratchFor(bytes), bytes);
+    call.kind = agent::RoutedCall::Kind::kForward;
+    call.dtype = Dtype::kUint8;
+    if (node == root_node) {
+      call.in = rank == args.root ? args.recv : scratchFor(bytes);
+      call.in_begin = 0;
+      call.in_end = args.count;
+      // A root leader's copy comes back to staging; its buffer stays.
+      call.out = rank == args.root ? scratchFor(bytes) : args.recv;
+    } else {
+      call.in_begin = call.in_end = node < root_node ? 0 : args.count;
+      call.out = args.recv;
+    }
+  } else {
+    AllreduceArgs local;
+    local.send = args.send;  // null: in place at the root, its input in recv
+    local.recv = args.recv;
+    local.count = args.count;
+    local.dtype = args.dtype;
+    local.op = args.reduce_op;
+    Result<const void*> node_input = leaders_->reduce(local);
+    mine = node_input.status();
+    call.kind = agent::RoutedCall::Kind::kReduce;
+    call.dtype = args.dtype;
+    call.op = args.reduce_op;
+    call.in = mine.ok() ? node_input.value() : nullptr;
+    call.want.resize(size_t(nodes) + 1);
+    for (int m = 0; m <= nodes; ++m) call.want[size_t(m)] = m <= root_node ? 0 : args.count;
+    // The root's node gets the result: straight into a root leader's recv
+    // unless in place (its input), else staging.
+    call.out = node != root_node                   ? static_cast<void*>(no_output_)
+               : rank == args.root && !in_place ? args.recv
+                                                  : scratchFor(bytes);
+  }
+  last_bytes_sent_ = 0;
+  // One round trip for a call up to the keep limit (alike on every rank).
+  const bool one_trip = oneRoundTrip(bytes);
+  if (one_trip && ledger_) ledger_->begin();
+  if (mine.ok() && group_) mine = streamRouted(call, bytes);
+  else if (mine.ok() && leaders_->leader())
+    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
+  if (one_trip) return routedLeadersOneRoundTrip(args, call, mine, bytes, how);
+  std::vector<uint8_t> oks;
+  Status agreed = agree(mine, &oks);
+  if (!agreed.ok()) {
+    leaders_->abandon();
+    return agreed;
+  }
+  if (allOnes(oks)) {
+    ++routed_calls_;
+    *how = RoutedEnd::kSwitched;
+    // A leader sends from its recv (a root leader's buffer is only read; the
+    // agent returns a root only headers); a non-leader root receives its
+    // copy into staging.
+    if (bcast)
+      return leaders_->broadcastBytes(
+          rank == args.root && rank != root_leader ? scratchFor(bytes) : args.recv, bytes);
+    Status st;
+    if (root_leader != args.root)
+      st = leaders_->move(root_leader, args.root, scratchFor(bytes), args.recv, bytes);
+    else if (rank == args.root && in_place && bytes)
+      std::memcpy(args.recv, scratch_.data(), bytes);
+    leaders_->abandon();
+    return st;
+  }
+  leaders_->abandon();
+  return endRoutedUnserved(mine, oks, args.op, how);
+}
+
+// The leaders' one round trip of a routed call: each leader settles its
+// outcome (a bcast's vector recovered from another leader, a reduce's
+// result folded from the leaders' inputs, after a failure here), then one
+// broadcast per node hands [outcome] and, where the node needs it (every
+// node of a bcast, the root's node of a reduce), the result. The root
+// takes it from there; every other rank writes only its scratch.
+Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
+                                                  const agent::RoutedCall& call,
+                                                  const Status& mine, size_t bytes,
+                                                  RoutedEnd* how) {
+  const int rank = comm_.rank();
+  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool root_node = leaders_->node() == leaders_->nodeOf(args.root);
+  const bool in_place = args.send == nullptr;
+  // A leader's copy of the node's result: a bcast's vector (a root
+  // leader's echo goes to scratch), the reduce's result on the root's node.
+  void* leader_result = bcast ? (rank == args.root ? scratchFor(bytes) : args.recv) : call.out;
+  CallOutcome outcome = CallOutcome::kDone;
+  if (ledger_) {
+    int source = -1;
+    Result<CallOutcome> end =
+        bcast ? settle(mine, leader_result, bytes, &source, routedOpName(args.op))
+              : settleReduction(mine, args, call.in, bytes, static_cast<uint8_t*>(call.out), 0,
+                                root_node ? bytes : 0);
+    if (!end.ok()) {
+      leaders_->abandon();
+      return end.status();
+    }
+    outcome = *end;
+  }
+  const size_t share = bcast || root_node ? bytes : 0;
+  void* target = (bcast && rank != args.root) || (!bcast && rank == args.root)
+                     ? args.recv
+                     : scratchFor(share);
+  uint8_t shared = uint8_t(outcome);
+  SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(&shared, leader_result, target, share));
+  outcome = CallOutcome(shared);
+  if (outcome == CallOutcome::kDone && !bcast && rank == args.root && leaders_->leader() &&
+      in_place && bytes)
+    std::memcpy(args.recv, scratch_.data(), bytes);
+  return endRoutedOneRoundTrip(outcome, mine, args.op, how);
+}
+
+// MPI_Reduce_scatter(_block) and MPI_Allgather with node leaders
+// (docs/offload.md "Node leaders"). The vector is taken in node order
+// (NodeLeaders::byNode(): each node's blocks adjacent; rank order when the
+// nodes' ranks are), so that each node is one member of the leaders' routed
+// call with one contiguous part:
+//   reduce-scatter: each rank copies its input into node order, the node
+//     reduces it into the leader (binomial, rank order: the same bits for a
+//     fixed layout), the leaders' routed reduce gives each node its part
+//     (member = node index), the leader hands each rank its block;
+//   allgather: the node's blocks gathered at the leader, the leaders' routed
+//     forward of their node's part, the whole vector broadcast in the node
+//     (and put back in rank order where node order is not).
+// A node's uplink carries the vector once up and its part down
+// (reduce-scatter), or its part up and the vector down (allgather),
+// whatever the ranks per node. Completion as the other routed calls: one
+// round trip up to the keep limit (the leaders settle, one node message
+// hands every rank [outcome][result]), else the outcome agreement over
+// every rank before anything reaches a caller's buffer.
+Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* how) {
+  const int size = comm_.size(), rank = comm_.rank();
+  const bool reduction = isReduction(args.op);
+  const bool in_place = args.send == nullptr;
+  const bool leader = leaders_->leader();
+  const size_t esize = reduction ? dtypeSize(args.dtype) : 1;
+  const std::vector<int>& by_node = leaders_->byNode();
+  const int node = leaders_->node(), nodes = leaders_->nodes();
+  // Elements (allgather: bytes) of each rank's block; where each starts in
+  // rank order and in node order; where each node's part starts.
+  std::vector<size_t> count(static_cast<size_t>(size)), at_rank(static_cast<size_t>(size) + 1),
+      at_node(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    count[size_t(r)] = reduction ? args.counts[r] : args.count;
+    at_rank[size_t(r) + 1] = at_rank[size_t(r)] + count[size_t(r)];
+  }
+  std::vector<size_t> part(size_t(nodes) + 1);
+  size_t offset = 0;
+  for (size_t i = 0; i < by_node.size(); ++i) {
+    const int r = by_node[i];
+    const int n = leaders_->nodeOf(r);
+    if (r == leaders_->leaderOf(n)) part[size_t(n)] = offset;
+    at_node[size_t(r)] = offset;
+    offset += count[size_t(r)];
+  }
+  const size_t total = offset, vector_bytes = total * esize;
+  part[size_t(nodes)] = total;
+  const size_t lo = part[size_t(node)], hi = part[size_t(node) + 1];
+  const std::vector<int>& locals = leaders_->locals();
+  std::vector<size_t> local_bytes;
+  for (int r : locals) local_bytes.push_back(count[size_t(r)] * esize);
+  const bool contiguous = leaders_->nodesContiguous();
+
+  agent::RoutedCall call;
+  Status mine;
+  // Allgather, in place: the leader's own block, put back after a failure
+  // (the agent's result lands in its recv).
+  const void* own_copy = nullptr;
+  if (reduction) {
+    char* acc = leaders_->accumulator(vector_bytes);
+    const uint8_t* in = static_cast<const uint8_t*>(in_place ? args.recv : args.send);
+    if (contiguous) {
+      if (vector_bytes) std::memcpy(acc, in, vector_bytes);
+    } else {
+      for (int r = 0; r < size; ++r)
+        if (count[size_t(r)])
+          std::memcpy(acc + at_node[size_t(r)] * esize, in + at_rank[size_t(r)] * esize,
+                      count[size_t(r)] * esize);
+    }
+    Result<const void*> node_input = leaders_->reduceAccumulator(args.dtype, args.reduce_op, total);
+    mine = node_input.status();
+    call.kind = agent::RoutedCall::Kind::kReduce;
+    call.dtype = args.dtype;
+    call.op = args.reduce_op;
+    call.total = total;
+    call.want = part;  // each node its part
+    call.in = mine.ok() ? node_input.value() : nullptr;
+    call.out = leader ? scratchFor((hi - lo) * esize) : static_cast<void*>(no_output_);
+  } else {
+    const size_t b = args.count;
+    const void* block =
+        in_place ? static_cast<const uint8_t*>(args.recv) + size_t(rank) * b : args.send;
+    Result<const void*> node_blocks = leaders_->gather(block, b);
+    mine = node_blocks.status();
+    call.kind = agent::RoutedCall::Kind::kForward;
+    call.dtype = Dtype::kUint8;
+    call.total = total;
+    call.in = mine.ok() ? node_blocks.value() : nullptr;
+    call.in_begin = lo;
+    call.in_end = hi;
+    own_copy = in_place && leader && mine.ok() ? node_blocks.value() : nullptr;
+    call.out = !leader ? static_cast<void*>(no_output_)
+               : contiguous ? args.recv
+                            : scratchFor(vector_bytes);
+  }
+  last_bytes_sent_ = 0;
+  const bool one_trip = oneRoundTrip(vector_bytes);
+  if (one_trip && ledger_) ledger_->begin();
+  if (mine.ok() && group_) mine = streamRouted(call, vector_bytes);
+  else if (mine.ok() && leader)
+    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
+
+  // The call's outcome on every rank.
+  CallOutcome outcome = CallOutcome::kDone;
+  std::vector<uint8_t> oks;
+  if (one_trip) {
+    if (ledger_) {
+      int source = -1;
+      Result<CallOutcome> end =
+          reduction ? settleReduction(mine, args, call.in, vector_bytes,
+                                      static_cast<uint8_t*>(call.out), lo * esize, hi * esize)
+                    : settle(mine, call.out, vector_bytes, &source, routedOpName(args.op));
+      if (!end.ok()) {
+        leaders_->abandon();
+        return end.status();
+      }
+      outcome = *end;
+    }
+  } else {
+    Status agreed = agree(mine, &oks);
+    if (!agreed.ok()) {
+      leaders_->abandon();
+      return agreed;
+    }
+    outcome = allOnes(oks) ? CallOutcome::kDone : CallOutcome::kFailed;
+  }
+  if (outcome != CallOutcome::kDone && own_copy && args.count)
+    std::memcpy(static_cast<uint8_t*>(args.recv) + size_t(rank) * args.count, own_copy, args.count);
+
+  // Delivery inside the node: [outcome][result] from the leader.
+  uint8_t shared = uint8_t(outcome);
+  if (reduction) {
+    // A non-leader's block straight into its recv (written only when done).
+    SWITCHAGG_RETURN_IF_ERROR(leaders_->scatterOutcome(&shared, call.out, local_bytes, args.recv));
+    if (CallOutcome(shared) == CallOutcome::kDone && leader && local_bytes[0])
+      std::memcpy(args.recv, call.out, local_bytes[0]);
+  } else {
+    void* whole = contiguous ? args.recv : scratchFor(vector_bytes);
+    SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(&shared, call.out, whole, vector_bytes));
+    if (CallOutcome(shared) == CallOutcome::kDone && !contiguous)
+      for (int r = 0; r < size; ++r)
+        if (count[size_t(r)])
+          std::memcpy(static_cast<uint8_t*>(args.recv) + at_rank[size_t(r)],
+                      static_cast<const uint8_t*>(whole) + at_node[size_t(r)], count[size_t(r)]);
+  }
+  if (one_trip) return endRoutedOneRoundTrip(CallOutcome(shared), mine, args.op, how);
+  if (CallOutcome(shared) == CallOutcome::kDone) {
+    ++routed_calls_;
+    *how = RoutedEnd::kSwitched;
+    return Status::Ok();
+  }
+  return endRoutedUnserved(mine, oks, args.op, how);
+}
+
+}  // namespace switchagg::coll::switch_detail
