@@ -24,9 +24,7 @@ source "$root/benchmarks/lib/bench_env.sh"
 bench_setup auto-settled
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_SWITCH_WINDOW=16
 agent_start "$root/config/agent.toml" "$work" >/dev/null
-lease_out=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job auto-settled \
-  --slots 16 --ttl 2h)
-eval "$(grep '^export ' <<<"$lease_out")"
+bench_lease auto-settled 16
 variants="previous auto-off auto"
 args_for() {
   case $1 in

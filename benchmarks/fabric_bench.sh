@@ -38,10 +38,7 @@ run_config() {  # HOSTS PPN MBIT
   local hosts=$1 ppn=$2 mbit=$3 np=$(($1 * $2)) tag=h$1p$2
   fabric_up fb --hosts "$hosts" --rate "$mbit" --subnet 10.90
   fabric_agent_start "$work"
-  local out
-  out=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job fabric-bench \
-    --slots 16 --ttl 2h)
-  eval "$(grep '^export ' <<<"$out")"
+  bench_lease fabric-bench 16
   read -r b0 t0 < <(cpu_busy)
   for rep in $(seq 1 "$reps"); do
     for p in "${paths[@]}"; do

@@ -38,10 +38,7 @@ run_config() {  # HOSTS PPN MBIT
   ((ppn > 1)) && runs+=("members|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_LEADERS=off")
   fabric_up rfb --hosts "$hosts" --rate "$mbit" --subnet 10.91
   fabric_agent_start "$work"
-  local lease
-  lease=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job routed-bench \
-    --slots 16 --ttl 2h)
-  eval "$(grep '^export ' <<<"$lease")"
+  bench_lease routed-bench 16
   local env_args=(-x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_SWITCH_WINDOW)
   for rep in $(seq 1 "$reps"); do
     for coll in $colls; do

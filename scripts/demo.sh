@@ -43,10 +43,8 @@ for a in "$@"; do
   for b in "$@"; do [[ $b == --fabric ]] || args+=("$b"); done
   exec "$root/scripts/demo_fabric.sh" "${args[@]}"
 done
-value() {  # value OPTION ARGS...: the option's argument, or a clear error
-  [[ $# -ge 2 && -n $2 && $2 != --* ]] || { echo "demo: $1 needs a value (see --help)" >&2; exit 2; }
-  printf '%s' "$2"
-}
+# shellcheck source=scripts/lib_demo.sh
+source "$root/scripts/lib_demo.sh"  # value, say, demo_prepare
 while (($#)); do
   case $1 in
     --np) np=$(value "$@"); shift 2 ;;
@@ -61,14 +59,7 @@ while (($#)); do
   esac
 done
 
-say() { printf '\033[1m== %s\033[0m\n' "$*"; }
-if ((do_build)); then
-  say "build (scripts/build.sh → $build)"
-  SWITCHAGG_BUILD_DIR=$build "$root/scripts/build.sh" >/dev/null
-fi
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-bin=$build/bin
+demo_prepare
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # shellcheck source=scripts/lib_agent.sh

@@ -16,10 +16,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SWITCHAGG_BUILD_DIR:-$root/build}
 hosts=4 rate=400 max=8M iters=10 steps=20 out=$root/out/demo-fabric do_build=1
-value() {
-  [[ $# -ge 2 && -n $2 && $2 != --* ]] || { echo "demo: $1 needs a value (see --help)" >&2; exit 2; }
-  printf '%s' "$2"
-}
+# shellcheck source=scripts/lib_demo.sh
+source "$root/scripts/lib_demo.sh"  # value, say, demo_prepare
 while (($#)); do
   case $1 in
     --hosts) hosts=$(value "$@"); shift 2 ;;
@@ -37,14 +35,7 @@ done
   { echo "demo --fabric: --hosts must be 2..8 (2 cores run every rank)" >&2; exit 2; }
 [[ $rate =~ ^[0-9]+$ ]] && ((rate >= 10)) || { echo "demo --fabric: --rate must be >= 10 Mbit/s" >&2; exit 2; }
 
-say() { printf '\033[1m== %s\033[0m\n' "$*"; }
-if ((do_build)); then
-  say "build (scripts/build.sh → $build)"
-  SWITCHAGG_BUILD_DIR=$build "$root/scripts/build.sh" >/dev/null
-fi
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-bin=$build/bin
+demo_prepare
 source "$root/scripts/lib_agent.sh"
 source "$root/scripts/lib_fabric.sh"
 # Ranks write their CSVs here (every emulated host has its own /tmp, so not

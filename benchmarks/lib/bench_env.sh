@@ -9,10 +9,12 @@
 #   bench_out BASE [SUFFIX] → out, unless given: benchmarks/results/
 #                             BASE[_fabric]SUFFIX.md, _fabric with $hosts set
 #                             (then np_list=$hosts too: one rank per host)
+#   bench_lease JOB [SLOTS] → a 2 h lease of SLOTS (8) on the agent just
+#                             started (AGENT_SOCKET) for JOB, exported
+#                             (SWITCHAGG_AGENT, _LEASE, _MODE)
 #   bench_agent JOB FABRIC [fabric_up options]
-#                           → one agent (agent.log_level=warn) and an 8-slot,
-#                             2 h lease for JOB exported (SWITCHAGG_AGENT,
-#                             _LEASE, _MODE): on this machine, or with $hosts
+#                           → one agent (agent.log_level=warn) and JOB's
+#                             bench_lease: on this machine, or with $hosts
 #                             set on the emulated fabric FABRIC of that many
 #                             hosts at $rate Mbit/s.
 bench_setup() {
@@ -44,6 +46,12 @@ bench_agent() {
   else
     agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
   fi
-  eval "$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job "$job" \
-    --slots 8 --ttl 2h | grep '^export ')"
+  bench_lease "$job"
+}
+
+bench_lease() {
+  local out
+  out=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job "$1" \
+    --slots "${2:-8}" --ttl 2h) || { echo "lease create $1: $out" >&2; exit 1; }
+  eval "$(grep '^export ' <<<"$out")"
 }

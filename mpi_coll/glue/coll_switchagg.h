@@ -98,6 +98,11 @@ void mca_coll_switchagg_iallreduce_release(mca_coll_switchagg_module_t* m);
 /* True while the private communicator is being created: comm_query
  * declines it and MPI_Iallreduce goes to the previous module. */
 extern bool mca_coll_switchagg_creating_private;
+
+/* True when Open MPI (built CUDA-aware) handed us device memory: the send
+ * buffer, or the receive buffer when there is none (NULL, MPI_IN_PLACE).
+ * The host kernels must never read it; every operation declines it. */
+bool mca_coll_switchagg_device_buffers(const void* sbuf, void* rbuf);
 /* Unregisters the iallreduce progress callback (component close). */
 void mca_coll_switchagg_iallreduce_close(void);
 

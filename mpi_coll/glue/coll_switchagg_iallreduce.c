@@ -33,9 +33,6 @@
 #include "ompi/runtime/mpiruntime.h"
 #include "opal/runtime/opal_progress.h"
 
-#if OPAL_CUDA_SUPPORT
-#include "opal/datatype/opal_datatype_cuda.h"
-#endif
 
 enum { ST_QUEUED, ST_STREAM, ST_SETTLE, ST_AGREE, ST_REDO };
 
@@ -68,17 +65,6 @@ bool mca_coll_switchagg_creating_private = false;
 static mca_coll_switchagg_module_t *active_modules = NULL;
 static bool progress_registered = false;
 static bool in_progress = false;
-
-static bool device_memory(const void *sbuf, void *rbuf) {
-#if OPAL_CUDA_SUPPORT
-  char *send = (MPI_IN_PLACE == sbuf) ? (char *)rbuf : (char *)sbuf;
-  return opal_cuda_check_bufs((char *)rbuf, send);
-#else
-  (void)sbuf;
-  (void)rbuf;
-  return false;
-#endif
-}
 
 static void release_request(mca_coll_switchagg_ireq_t *r) {
   OMPI_REQUEST_FINI(&r->super);
@@ -294,7 +280,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                   m->previous_iallreduce_module);
   why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
-  if (NULL == why && device_memory(sbuf, rbuf)) why = "device memory";
+  if (NULL == why && mca_coll_switchagg_device_buffers(sbuf, rbuf)) why = "device memory";
   /* The previous module's answer differs from the agent's here (op/avx
    * saturates small integer sums): a redo would change the result. */
   if (NULL == why && 0 != (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS))

@@ -17,10 +17,10 @@
  * does host ones; the host kernels must never read them. opal_cuda_check_bufs
  * is the check Open MPI's own coll/cuda makes (false when no GPU runtime is
  * loaded). Without CUDA support every buffer is host memory. */
-static bool device_buffers(const void *sbuf, void *rbuf) {
+bool mca_coll_switchagg_device_buffers(const void *sbuf, void *rbuf) {
 #if OPAL_CUDA_SUPPORT
-  char *send = (MPI_IN_PLACE == sbuf) ? (char *)rbuf : (char *)sbuf;
-  return opal_cuda_check_bufs((char *)rbuf, send);
+  char *send = (MPI_IN_PLACE == sbuf || NULL == sbuf) ? (char *)rbuf : (char *)sbuf;
+  return NULL != rbuf && opal_cuda_check_bufs((char *)rbuf, send);
 #else
   (void)sbuf;
   (void)rbuf;
@@ -192,7 +192,7 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
   const char *why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
 
   mca_coll_switchagg_iallreduce_drain(m); /* the switch path is one call at a time */
-  if (NULL == why && device_buffers(sbuf, rbuf)) why = "device memory";
+  if (NULL == why && mca_coll_switchagg_device_buffers(sbuf, rbuf)) why = "device memory";
   if (NULL != m->core && NULL == why && count >= 0) {
     int rc = switchagg_coll_allreduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                       (size_t)count * (size_t)scale, sa_dtype, sa_op, flags);

@@ -25,20 +25,6 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 
-#if OPAL_CUDA_SUPPORT
-#include "opal/datatype/opal_datatype_cuda.h"
-#endif
-
-static bool device_memory(const void *sbuf, void *rbuf) {
-#if OPAL_CUDA_SUPPORT
-  char *send = (MPI_IN_PLACE == sbuf || NULL == sbuf) ? (char *)rbuf : (char *)sbuf;
-  return NULL != rbuf && opal_cuda_check_bufs((char *)rbuf, send);
-#else
-  (void)sbuf;
-  (void)rbuf;
-  return false;
-#endif
-}
 
 /* `count` elements of dt are count * size bytes in one run at the buffer. */
 static bool plain_bytes(struct ompi_datatype_t *dt, int count) {
@@ -73,7 +59,7 @@ static const char *classify_reduction(const void *sbuf, void *rbuf,
                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                       int *sa_dtype, int *sa_op, int *flags, int *scale) {
   const char *why = switchagg_mpi_classify(dtype, op, sa_dtype, sa_op, flags, scale);
-  if (NULL == why && device_memory(sbuf, rbuf)) why = "device memory";
+  if (NULL == why && mca_coll_switchagg_device_buffers(sbuf, rbuf)) why = "device memory";
   return why;
 }
 
@@ -182,7 +168,7 @@ int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *data
   mca_coll_switchagg_iallreduce_drain(m);
   if (NULL != m->core && bytes <= INT_MAX) {
     int rc;
-    if (device_memory(NULL, buff)) {
+    if (mca_coll_switchagg_device_buffers(NULL, buff)) {
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "device memory");
     } else if (plain_bytes(datatype, count)) {
       rc = switchagg_coll_bcast(m->core, buff, bytes, root);
@@ -268,7 +254,7 @@ int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datat
   const size_t block = type_bytes(rdtype, rcount);
   mca_coll_switchagg_iallreduce_drain(m);
   if (NULL != m->core && block <= INT_MAX) {
-    if (device_memory(sbuf, rbuf)) {
+    if (mca_coll_switchagg_device_buffers(sbuf, rbuf)) {
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "device memory");
     } else {
       int rc = allgather_core(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);

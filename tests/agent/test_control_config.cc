@@ -196,6 +196,7 @@ TEST(ControlConfig, EveryKeyIsDocumentedInTheAdminGuideAndExample) {
 // comes through its table: a bad value fails the call as a configuration
 // error naming the variable, and a value the options give is not read.
 TEST(ControlClientEnvironment, BadVariablesAreConfigErrorsNamingThem) {
+  unsetenv("SWITCHAGG_MUNGE_SOCKET");
   setenv("SWITCHAGG_CONTROL", "no-port-here", 1);
   ApiResult<AgentStatus> bad = ControlClient().status();
   ASSERT_FALSE(bad.ok());
@@ -222,6 +223,8 @@ TEST(ControlClientEnvironment, BadVariablesAreConfigErrorsNamingThem) {
 }
 
 TEST(ControlClientEnvironment, DefaultsAndValidValues) {
+  unsetenv("SWITCHAGG_CONTROL");  // a caller's own (the docs test exports one)
+  unsetenv("SWITCHAGG_MUNGE_SOCKET");
   ControlEnvironment env;
   ASSERT_TRUE(controlEnvironmentTable().applyEnvironment(env).ok());
   EXPECT_EQ(env.address, "unix:/run/switchagg/agent.sock");
@@ -236,6 +239,7 @@ TEST(ControlClientEnvironment, DefaultsAndValidValues) {
 }
 
 TEST(MallocTuningTable, ReadsTheVariableAndNamesItOnABadValue) {
+  unsetenv("SWITCHAGG_MALLOC_TUNING");
   MallocTuning m;
   EXPECT_TRUE(m.tune);
   setenv("SWITCHAGG_MALLOC_TUNING", "0", 1);

@@ -131,6 +131,7 @@ TEST(ConfigTable, OneKeysVariableLeavesTheOthersUnread) {
 }
 
 TEST(LogSettingsTable, NamesCaseAndNumbersParseABadValueNamesTheVariable) {
+  unsetenv("SWITCHAGG_LOG_LEVEL");
   LogSettings s;
   EXPECT_EQ(logSettingsTable().find("log.level")->defaultText(), "warn");
   for (const auto& [text, want] : std::vector<std::pair<std::string, LogLevel>>{

@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (whole.state != ParseState::kComplete) return 0;
 
   AgentConfig config;
-  config.pool_slots = 16;
+  config.engine.pool_slots = 16;
   config.max_slots_per_job = 8;
   config.max_slots_per_user = 12;
   config.allowed_users = {"1000"};

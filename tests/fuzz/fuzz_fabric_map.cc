@@ -9,20 +9,19 @@
 //    entry is the spine.
 #include <algorithm>
 #include <cstddef>
-#include <cstdint>
 #include <set>
 #include <string>
 
 #include "switchagg/agent/fabric_map.h"
 #include "fuzz_check.h"
 
-using switchagg::fuzz::check;
-using namespace switchagg;
 using namespace switchagg::agent;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > 16384) return 0;
-  std::string text(reinterpret_cast<const char*>(data), size);
+namespace switchagg::fuzz {
+
+const size_t kMaxTextBytes = 16384;
+
+void fuzzText(const std::string& text) {
 
   // The first line alone as a hostlist.
   std::string first = text.substr(0, std::min<size_t>(text.find('\n'), 512));
@@ -32,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto map = FabricMap::parse(text, "fuzz.toml");
   if (!map.ok()) {
     check(!map.status().message().empty());
-    return 0;
+    return;
   }
   std::set<std::string> spines;
   for (const FabricAgent& a : map->agents()) {
@@ -58,5 +57,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check(placed->size() == leaves.size() + 1);
     }
   }
-  return 0;
 }
+
+}  // namespace switchagg::fuzz

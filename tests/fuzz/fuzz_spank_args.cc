@@ -10,7 +10,6 @@
 //    stay within max_slots.
 #include <algorithm>
 #include <cstddef>
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,13 +17,13 @@
 #include "plugin_config.h"
 #include "fuzz_check.h"
 
-using switchagg::fuzz::check;
-using namespace switchagg;
 using namespace switchagg::spank;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > 8192) return 0;
-  std::string text(reinterpret_cast<const char*>(data), size);
+namespace switchagg::fuzz {
+
+const size_t kMaxTextBytes = 8192;
+
+void fuzzText(const std::string& text) {
   std::vector<std::string> args;
   for (size_t pos = 0; pos <= text.size();) {
     size_t nl = text.find('\n', pos);
@@ -69,5 +68,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                             : std::max(config.max_slots, 4096);
     check(resolved->request.slots >= 0 && resolved->request.slots <= bound);
   }
-  return 0;
 }
+
+}  // namespace switchagg::fuzz

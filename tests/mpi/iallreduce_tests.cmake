@@ -5,11 +5,7 @@ if(NOT TARGET mca_coll_switchagg OR NOT TARGET switchagg-agent OR NOT TARGET swi
   return()
 endif()
 
-add_executable(mpi_iallreduce_check mpi_iallreduce_check.cc)
-target_link_libraries(mpi_iallreduce_check PRIVATE switchagg_coll_api)
-target_link_libraries(mpi_iallreduce_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
-switchagg_warnings(mpi_iallreduce_check)
-add_dependencies(mpi_iallreduce_check mca_coll_switchagg switchagg-agent switchagg-ctl)
+add_mpi_check_program(mpi_iallreduce_check switchagg-agent switchagg-ctl)
 
 set(_iallreduce_run ${CMAKE_CURRENT_SOURCE_DIR}/test_iallreduce_run.sh ${CMAKE_BINARY_DIR})
 

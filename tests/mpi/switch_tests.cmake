@@ -5,11 +5,7 @@ if(NOT TARGET mca_coll_switchagg OR NOT TARGET switchagg-agent OR NOT TARGET swi
   return()
 endif()
 
-add_executable(test_switch_check test_switch_check.cc)
-target_link_libraries(test_switch_check PRIVATE switchagg_coll_api)
-target_link_libraries(test_switch_check PRIVATE MPI::MPI_CXX ${CMAKE_DL_LIBS})
-switchagg_warnings(test_switch_check)
-add_dependencies(test_switch_check mca_coll_switchagg switchagg-agent switchagg-ctl
+add_mpi_check_program(test_switch_check switchagg-agent switchagg-ctl
   mpi_allreduce_check mpi_liveness_check mpi_tune_check mpi_thread_check mpi_fortran_types
   mpi_barrier_check mpi_routed_check mpi_oneshot_check
   switchagg-cg switchagg-train)
