@@ -70,8 +70,13 @@ add_mpich_test(mpich_liveness_ring_np3 3 ring mpi_liveness_check --sizes ${_mpic
   --iters 10 --between barrier --expect ring)
 add_mpich_test(mpich_liveness_rabenseifner_sendrecv_np4 4 rabenseifner mpi_liveness_check
   --sizes ${_mpich_liveness_sizes} --iters 6 --between sendrecv --expect rabenseifner)
+# The allreduces on a duplicate of WORLD, MPICH's barrier on WORLD: a rank
+# that left a ring allreduce waits in another communicator's call.
+add_mpich_test(mpich_liveness_ring_dup_np3 3 ring mpi_liveness_check --sizes ${_mpich_liveness_sizes}
+  --iters 10 --between barrier --dup --expect ring)
 set_tests_properties(mpich_threads_ring_np2 mpich_liveness_ring_np3
-  mpich_liveness_rabenseifner_sendrecv_np4 PROPERTIES ENVIRONMENT "SWITCHAGG_STALL_TIMEOUT=60")
+  mpich_liveness_rabenseifner_sendrecv_np4 mpich_liveness_ring_dup_np3 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_STALL_TIMEOUT=60")
 # Calls handed to MPICH's own (user-defined op, derived datatype, ...):
 # counted as fallback:<reason>, right answers.
 add_mpich_test(mpich_fallback_np3 3 ring mpi_fallback_check --expect ring)
