@@ -24,17 +24,11 @@ int failed(MPI_Comm comm) {
 }
 
 // The served state of `comm`, progressed, or nullptr (call PMPI_*).
-CommEntry* servedEntry(MPI_Comm comm) {
+switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
   CommEntry* e = entryOf(comm);
   if (e == nullptr || e->core == nullptr) return nullptr;
   progress();
-  return e;
-}
-
-// switchagg served a call on e's communicator: see CommEntry::owes_progress.
-int served(CommEntry* e) {
-  e->owes_progress = true;
-  return MPI_SUCCESS;
+  return e->core;
 }
 
 // After PMPI_* served a call the core declined: online tuning times it.
@@ -43,25 +37,6 @@ int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_
   const int tuned = routed_op < 0 ? switchagg_coll_previous_done(core)
                                   : switchagg_coll_routed_previous_done(core, routed_op);
   return tuned == 0 ? MPI_SUCCESS : failed(comm);
-}
-
-// A call handed to the MPI library while the layer serves the
-// communicator: nonblocking and progressing the core while it waits in a
-// switch job (pmpi_layer.h, switchJob) or when a member may still owe a
-// peer progress from the last call switchagg served on this communicator
-// (CommEntry::owes_progress); else the blocking call. Every rank of the
-// communicator takes the same form (a blocking collective does not match a
-// nonblocking one).
-template <typename Blocking, typename Nonblocking>
-int previous(CommEntry* e, Blocking blocking, Nonblocking nonblocking) {
-  if (!switchJob() && !e->owes_progress) return blocking();
-  MPI_Request request = MPI_REQUEST_NULL;
-  int rc = nonblocking(&request);
-  if (rc == MPI_SUCCESS) rc = waitProgressing(&request);
-  // Every member entered this call, so each had finished its switchagg
-  // calls on the communicator: nothing is owed from them any more.
-  if (rc == MPI_SUCCESS) e->owes_progress = false;
-  return rc;
 }
 
 const void* sendOrNull(const void* sbuf) {
@@ -90,81 +65,76 @@ size_t typeBytes(MPI_Datatype dt, int count) {
 }  // namespace
 }  // namespace switchagg::pmpi
 
+using switchagg::pmpi::coreOf;
 using switchagg::pmpi::failed;
-using switchagg::pmpi::previous;
+using switchagg::pmpi::handToMpi;
 using switchagg::pmpi::previousDone;
 using switchagg::pmpi::sendOrNull;
-using switchagg::pmpi::served;
-using switchagg::pmpi::servedEntry;
 
 extern "C" {
 
 int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                   MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = servedEntry(comm);
-  if (e == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
-  switchagg_coll_comm_t* core = e->core;
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
     switchagg_coll_note_fallback(core, why);
-    return previous(
-        e, [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+    return handToMpi(
+        [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
         [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
   }
   const int rc = switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf,
                                           size_t(count) * size_t(scale), sa_dtype, sa_op, flags);
-  if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(
-      comm, core,
-      previous(
-          e, [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
-          [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); }),
-      -1);
+  return previousDone(comm, core,
+                      handToMpi([&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+                                [&](MPI_Request* r) {
+                                  return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r);
+                                }),
+                      -1);
 }
 
 int MPI_Barrier(MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = servedEntry(comm);
-  if (e == nullptr) return PMPI_Barrier(comm);
-  switchagg_coll_comm_t* core = e->core;
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Barrier(comm);
   const int rc = switchagg_coll_barrier(core);
-  if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previous(
-      e, [&] { return PMPI_Barrier(comm); },
-      [&](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
+  return handToMpi([&] { return PMPI_Barrier(comm); },
+                   [&](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
 }
 
 // No switch path for MPI_Iallreduce through this layer yet: the MPI
 // library serves it (counted, iallreduce:previous:PMPI layer).
 int MPI_Iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                    MPI_Comm comm, MPI_Request* request) {
-  if (switchagg::pmpi::CommEntry* e = servedEntry(comm))
-    switchagg_coll_iallreduce_note(e->core, "previous:PMPI layer");
+  if (switchagg_coll_comm_t* core = coreOf(comm))
+    switchagg_coll_iallreduce_note(core, "previous:PMPI layer");
   return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
 }
 
 int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
                MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = servedEntry(comm);
-  if (e == nullptr || count < 0) return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm);
-  switchagg_coll_comm_t* core = e->core;
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr || count < 0) return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm);
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_REDUCE, why);
   } else {
     const int rc = switchagg_coll_reduce(
         core, sendOrNull(sbuf), rbuf, size_t(count) * size_t(scale), sa_dtype, sa_op, root, flags);
-    if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
     if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   }
-  return previousDone(comm, core,
-                      previous(
-                          e, [&] { return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm); },
-                          [&](MPI_Request* r) {
-                            return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, r);
-                          }),
-                      SWITCHAGG_COLL_REDUCE);
+  return previousDone(
+      comm, core,
+      handToMpi([&] { return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm); },
+                [&](MPI_Request* r) {
+                  return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, r);
+                }),
+      SWITCHAGG_COLL_REDUCE);
 }
 
 }  // extern "C"
@@ -244,77 +214,70 @@ extern "C" {
 
 int MPI_Reduce_scatter(const void* sbuf, void* rbuf, const int rcounts[], MPI_Datatype dtype,
                        MPI_Op op, MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = servedEntry(comm);
-  if (e == nullptr) return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm);
-  switchagg_coll_comm_t* core = e->core;
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm);
   const int rc = reduceScatterCore(core, sbuf, rbuf, rcounts, 0, dtype, op, comm,
                                    SWITCHAGG_COLL_REDUCE_SCATTER);
-  if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   return previousDone(
       comm, core,
-      previous(
-          e, [&] { return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm); },
-          [&](MPI_Request* r) {
-            return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, r);
-          }),
+      handToMpi([&] { return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm); },
+                [&](MPI_Request* r) {
+                  return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, r);
+                }),
       SWITCHAGG_COLL_REDUCE_SCATTER);
 }
 
 int MPI_Reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype dtype,
                              MPI_Op op, MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = servedEntry(comm);
-  if (e == nullptr) return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
-  switchagg_coll_comm_t* core = e->core;
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
   const int rc = reduceScatterCore(core, sbuf, rbuf, nullptr, rcount, dtype, op, comm,
                                    SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
-  if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   return previousDone(
       comm, core,
-      previous(
-          e, [&] { return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm); },
-          [&](MPI_Request* r) {
-            return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, r);
-          }),
+      handToMpi([&] { return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm); },
+                [&](MPI_Request* r) {
+                  return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, r);
+                }),
       SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
 }
 
 int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf, int rcount,
                   MPI_Datatype rdtype, MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = servedEntry(comm);
-  if (e == nullptr) return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
-  switchagg_coll_comm_t* core = e->core;
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
   // The receive side's block: every rank's signatures match, so every rank
   // sees the same byte count and decides alike.
   const size_t block = switchagg::pmpi::typeBytes(rdtype, rcount);
   if (block <= size_t(INT_MAX)) {
     const int rc = allgatherCore(core, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
-    if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
     if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   } else {
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");
   }
   return previousDone(
       comm, core,
-      previous(
-          e, [&] { return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
-          [&](MPI_Request* r) {
-            return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, r);
-          }),
+      handToMpi([&] { return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
+                [&](MPI_Request* r) {
+                  return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, r);
+                }),
       SWITCHAGG_COLL_ALLGATHER);
 }
 
 int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = servedEntry(comm);
-  if (e == nullptr) return PMPI_Bcast(buf, count, dtype, root, comm);
-  switchagg_coll_comm_t* core = e->core;
+  switchagg_coll_comm_t* core = coreOf(comm);
+  if (core == nullptr) return PMPI_Bcast(buf, count, dtype, root, comm);
   const size_t bytes = switchagg::pmpi::typeBytes(dtype, count);
   if (bytes > size_t(INT_MAX)) {
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
   } else if (switchagg::pmpi::plainBytes(dtype, count)) {
     const int rc = switchagg_coll_bcast(core, buf, bytes, root);
-    if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
     if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   } else {
     int rank = 0;
@@ -325,14 +288,13 @@ int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
     if (rc == SWITCHAGG_COLL_SERVED && rank != root &&
         unpack(staged.data(), bytes, buf, count, dtype, comm))
       rc = SWITCHAGG_COLL_FAILED;
-    if (rc == SWITCHAGG_COLL_SERVED) return served(e);
+    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
     if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   }
   return previousDone(
       comm, core,
-      previous(
-          e, [&] { return PMPI_Bcast(buf, count, dtype, root, comm); },
-          [&](MPI_Request* r) { return PMPI_Ibcast(buf, count, dtype, root, comm, r); }),
+      handToMpi([&] { return PMPI_Bcast(buf, count, dtype, root, comm); },
+                [&](MPI_Request* r) { return PMPI_Ibcast(buf, count, dtype, root, comm, r); }),
       SWITCHAGG_COLL_BCAST);
 }
 

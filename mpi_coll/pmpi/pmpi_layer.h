@@ -23,14 +23,6 @@ struct CommEntry {
   // failure and tuning agreements) run on it, never among the user's calls.
   MPI_Comm priv = MPI_COMM_NULL;
   switchagg_coll_comm_t* core = nullptr;  // nullptr: every call goes to PMPI_*
-  // switchagg served a call on this communicator since the last call handed
-  // to the MPI library here completed. A member that left that call may
-  // still owe a peer its transport's progress (the acknowledgement of a
-  // rendezvous send the peer waits for), and MPICH's own calls do not drive
-  // switchagg's transport: the next call handed to the MPI library runs
-  // nonblocking, progressing the core while it waits. Alike on every rank
-  // (every rank serves or declines each call alike).
-  bool owes_progress = false;
 };
 
 // True once the layer is open and usable (MPI initialised, parameters
@@ -53,14 +45,28 @@ inline void progress() {
   (void)switchagg_coll_progress();
 }
 
-// True in a job with a switch path (SWITCHAGG_AGENT or SWITCHAGG_LEASE
-// set): there a peer's recovery of a failed switch call may need this
-// rank's transport while this rank waits in the MPI library, so the calls
-// handed to PMPI_* run as their nonblocking form, waited for with
-// waitProgressing. Elsewhere they do so only on a communicator that owes
-// progress (CommEntry::owes_progress), else run as the blocking call.
-bool switchJob();
+// True when a collective handed to the MPI library (a call switchagg
+// declines, the layer's own setup of a communicator) must wait progressing
+// the core instead of blocking inside the MPI library, whose waits never
+// drive switchagg's transport: in a job with a switch path (SWITCHAGG_AGENT
+// or SWITCHAGG_LEASE set: a peer recovering a failed switch call asks this
+// rank) and wherever host algorithms may run (SWITCHAGG_ALLREDUCE_ALGORITHM
+// not `previous`: a member that left a host algorithm, on any
+// communicator, may still owe a peer the acknowledgement of a rendezvous
+// send). Read from the environment, so alike on every rank: a blocking
+// collective does not match a nonblocking one.
+bool progressingWaits();
 // PMPI_Test until `request` completes, progressing the core in between.
 int waitProgressing(MPI_Request* request);
+
+// A collective handed to the MPI library: its nonblocking form waited for
+// with waitProgressing (progressingWaits), else the blocking call.
+template <typename Blocking, typename Nonblocking>
+int handToMpi(Blocking blocking, Nonblocking nonblocking) {
+  if (!progressingWaits()) return blocking();
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc = nonblocking(&request);
+  return rc != MPI_SUCCESS ? rc : waitProgressing(&request);
+}
 
 }  // namespace switchagg::pmpi

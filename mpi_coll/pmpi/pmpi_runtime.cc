@@ -45,7 +45,7 @@ std::vector<CommEntry*> g_entries;  // live states, creation order
 uint32_t g_next_cid = 1;
 int g_keyval = MPI_KEYVAL_INVALID;
 coll::PmpiParams g_params;
-bool g_switch_job = false;
+bool g_progressing_waits = false;  // progressingWaits()
 // The last communicator looked up and its state (one thread at a time:
 // not used at MPI_THREAD_MULTIPLE): saves the attribute lookup on the
 // calls of a loop. Cleared when that state is deleted.
@@ -142,8 +142,9 @@ State openLocked() {
   }
   g_params = params;
   if (!params.enable) return State::kOff;
+  g_progressing_waits = g_params.algorithm != "previous";
   for (const char* name : {"SWITCHAGG_AGENT", "SWITCHAGG_LEASE"})
-    if (envOrNull(name) != nullptr) g_switch_job = true;
+    if (envOrNull(name) != nullptr) g_progressing_waits = true;
   switchagg_coll_params_t p{};
   p.algorithm = g_params.algorithm.c_str();
   p.offload = g_params.offload.c_str();
@@ -206,7 +207,11 @@ CommEntry* createEntry(MPI_Comm comm) {
   int inter = 0;
   (void)PMPI_Comm_test_inter(comm, &inter);
   // Inter-communicators stay with the MPI library (as the component).
-  if (!inter && PMPI_Comm_dup(comm, &e->priv) == MPI_SUCCESS) {
+  // Collectives on the user's communicator, handed to the MPI library as
+  // any declined call (a peer may still wait for this rank's transport).
+  if (!inter &&
+      handToMpi([&] { return PMPI_Comm_dup(comm, &e->priv); },
+                [&](MPI_Request* r) { return PMPI_Comm_idup(comm, &e->priv, r); }) == MPI_SUCCESS) {
     // The core's communicator id: the same on every rank (the largest of
     // the ranks' next ids), unique among this process's communicators.
     uint32_t mine = 0, agreed = 0;
@@ -214,7 +219,10 @@ CommEntry* createEntry(MPI_Comm comm) {
       std::lock_guard<std::mutex> lock(g_mutex);
       mine = g_next_cid++;
     }
-    if (PMPI_Allreduce(&mine, &agreed, 1, MPI_UINT32_T, MPI_MAX, e->priv) == MPI_SUCCESS) {
+    if (handToMpi([&] { return PMPI_Allreduce(&mine, &agreed, 1, MPI_UINT32_T, MPI_MAX, e->priv); },
+                  [&](MPI_Request* r) {
+                    return PMPI_Iallreduce(&mine, &agreed, 1, MPI_UINT32_T, MPI_MAX, e->priv, r);
+                  }) == MPI_SUCCESS) {
       {
         std::lock_guard<std::mutex> lock(g_mutex);
         g_next_cid = std::max(g_next_cid, agreed + 1);
@@ -244,8 +252,8 @@ CommEntry* createEntry(MPI_Comm comm) {
 
 }  // namespace
 
-bool switchJob() {
-  return g_switch_job;
+bool progressingWaits() {
+  return g_progressing_waits;
 }
 
 int waitProgressing(MPI_Request* request) {

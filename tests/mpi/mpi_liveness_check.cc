@@ -8,13 +8,16 @@
 // operation, which never drives switchagg's UCX worker.
 //
 //   mpi_liveness_check --sizes B,B,... [--iters N] [--warmup K]
-//                      [--between barrier|sendrecv|reduce] [--expect ALG]
+//                      [--between barrier|sendrecv|reduce] [--expect ALG] [--dup]
 //     --sizes    message sizes in bytes (MPI_FLOAT SUM; rounded down to floats)
 //     --iters    checked allreduces per size (default 20)
 //     --warmup   allreduces before each checked one (default 2)
 //     --between  Open MPI's operation around every allreduce: MPI_Barrier,
 //                MPI_Sendrecv with both ring neighbours, or MPI_Reduce to 0
 //     --expect   the path every allreduce must have taken (diagnostics)
+//     --dup      the allreduces run on a duplicate of MPI_COMM_WORLD, the
+//                operation between them on MPI_COMM_WORLD: a rank that left
+//                an allreduce waits in another communicator's call
 //     --stall-rank R --stall-seconds S
 //                rank R sleeps S seconds, outside MPI, before the first
 //                checked allreduce: its peers wait for it inside the call
@@ -42,6 +45,7 @@ struct Options {
   int warmup = 2;
   std::string between = "barrier";
   std::string expect;
+  bool dup = false;
   int stall_rank = -1;
   int stall_seconds = 0;
 };
@@ -73,14 +77,24 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage((a + " needs a value").c_str());
       return argv[++i];
     };
-    if (a == "--sizes") o.sizes = parseList(value());
-    else if (a == "--iters") o.iters = std::atoi(value());
-    else if (a == "--warmup") o.warmup = std::atoi(value());
-    else if (a == "--between") o.between = value();
-    else if (a == "--expect") o.expect = value();
-    else if (a == "--stall-rank") o.stall_rank = std::atoi(value());
-    else if (a == "--stall-seconds") o.stall_seconds = std::atoi(value());
-    else usage(("unknown option " + a).c_str());
+    if (a == "--sizes")
+      o.sizes = parseList(value());
+    else if (a == "--iters")
+      o.iters = std::atoi(value());
+    else if (a == "--warmup")
+      o.warmup = std::atoi(value());
+    else if (a == "--between")
+      o.between = value();
+    else if (a == "--expect")
+      o.expect = value();
+    else if (a == "--dup")
+      o.dup = true;
+    else if (a == "--stall-rank")
+      o.stall_rank = std::atoi(value());
+    else if (a == "--stall-seconds")
+      o.stall_seconds = std::atoi(value());
+    else
+      usage(("unknown option " + a).c_str());
   }
   if (o.sizes.empty()) usage("--sizes is required");
   if (o.iters < 1 || o.warmup < 0) usage("--iters must be >= 1 and --warmup >= 0");
@@ -125,16 +139,18 @@ int main(int argc, char** argv) {
   auto last = reinterpret_cast<switchagg_coll_last_algorithm_fn>(
       dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_LAST_ALGORITHM_SYMBOL));
   if (!o.expect.empty() && last == nullptr) usage("the switchagg component is not loaded");
+  MPI_Comm comm = MPI_COMM_WORLD;  // the allreduces'
+  if (o.dup) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
 
   long failures = 0, calls = 0;
   auto checkPath = [&](const char* what, size_t bytes) {
     ++calls;
     if (o.expect.empty()) return;
-    const char* path = last(MPI_COMM_WORLD);
+    const char* path = last(comm);
     if (path == nullptr || o.expect != path) {
       if (++failures <= 5)
-        std::fprintf(stderr, "FAIL rank %d: %s %zu bytes served by %s, expected %s\n", rank,
-                     what, bytes, path ? path : "(none)", o.expect.c_str());
+        std::fprintf(stderr, "FAIL rank %d: %s %zu bytes served by %s, expected %s\n", rank, what,
+                     bytes, path ? path : "(none)", o.expect.c_str());
     }
   };
 
@@ -145,8 +161,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < n; ++i) send[i] = input(rank, it, i);
       for (int w = 0; w < o.warmup; ++w) {
         between(o, MPI_COMM_WORLD, rank, size);
-        MPI_Allreduce(wsend.data(), wrecv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
-                      MPI_COMM_WORLD);
+        MPI_Allreduce(wsend.data(), wrecv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
         checkPath("warm-up", bytes);
       }
       between(o, MPI_COMM_WORLD, rank, size);
@@ -155,8 +170,7 @@ int main(int argc, char** argv) {
                      o.stall_seconds);
         sleep(static_cast<unsigned>(o.stall_seconds));
       }
-      MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
-                    MPI_COMM_WORLD);
+      MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
       checkPath("allreduce", bytes);
       between(o, MPI_COMM_WORLD, rank, size);
       for (size_t i = 0; i < n; ++i) {
@@ -164,8 +178,8 @@ int main(int argc, char** argv) {
         for (int r = 0; r < size; ++r) want += input(r, it, i);
         if (recv[i] != want) {
           if (++failures <= 5)
-            std::fprintf(stderr, "FAIL rank %d: %zu bytes iter %d element %zu: %g, want %g\n",
-                         rank, bytes, it, i, double(recv[i]), double(want));
+            std::fprintf(stderr, "FAIL rank %d: %zu bytes iter %d element %zu: %g, want %g\n", rank,
+                         bytes, it, i, double(recv[i]), double(want));
           break;
         }
       }
@@ -179,10 +193,12 @@ int main(int argc, char** argv) {
   MPI_Reduce(&failures, &total_failures, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_Reduce(&calls, &total_calls, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    std::printf("%s liveness np=%d between=%s expect=%s sizes=%zu iters=%d calls=%ld failures=%ld\n",
-                total_failures ? "FAIL" : "PASS", size, o.between.c_str(),
-                o.expect.empty() ? "-" : o.expect.c_str(), o.sizes.size(), o.iters, total_calls,
-                total_failures);
+    std::printf(
+        "%s liveness np=%d between=%s%s expect=%s sizes=%zu iters=%d calls=%ld failures=%ld\n",
+        total_failures ? "FAIL" : "PASS", size, o.between.c_str(),
+        o.dup ? " (on WORLD, allreduces on a dup)" : "", o.expect.empty() ? "-" : o.expect.c_str(),
+        o.sizes.size(), o.iters, total_calls, total_failures);
+  if (o.dup) MPI_Comm_free(&comm);
   MPI_Finalize();
   return total_failures ? 1 : 0;
 }

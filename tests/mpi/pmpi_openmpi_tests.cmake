@@ -23,13 +23,14 @@ add_test(NAME openmpi_pmpi_allreduce_ring_np3 COMMAND ${_expect} "^PASS"
 add_test(NAME openmpi_pmpi_without_library COMMAND ${_expect} --exit 2 --
   ${_mpirun_no_component} -np 2 $<TARGET_FILE:mpi_allreduce_check> --expect ring --quick)
 # The OSU-style validated loop (mpi_liveness_check; Open MPI's own barrier,
-# which does not drive switchagg's transport without the component, around
-# every ring allreduce, 8 KiB-32 MiB, every result checked).
+# which does not drive switchagg's transport without the component, on
+# WORLD around every ring allreduce on a duplicate, 8 KiB-32 MiB, every
+# result checked).
 add_test(NAME openmpi_pmpi_liveness_ring_np3 COMMAND ${_expect} "^PASS liveness"
   -- ${_mpirun_no_component} -np 3 -x LD_PRELOAD=${_ompi_pmpi_lib}
   -x SWITCHAGG_ALLREDUCE_ALGORITHM=ring -x SWITCHAGG_STALL_TIMEOUT=60
   $<TARGET_FILE:mpi_liveness_check> --sizes 8192,65536,65540,262144,1048580,8388608,16777216,33554432
-  --iters 10 --between barrier --expect ring)
+  --iters 10 --between barrier --dup --expect ring)
 set_tests_properties(openmpi_pmpi_allreduce_ring_np3 openmpi_pmpi_without_library
   openmpi_pmpi_liveness_ring_np3 PROPERTIES
   LABELS mpi TIMEOUT 120 ENVIRONMENT "${_env}" RESOURCE_LOCK mpirun)
