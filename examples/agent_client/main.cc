@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "agent_client: join: %s\n", group.status().toString().c_str());
     } else {
       std::vector<float> in = {1.5f, -2.0f, 3.25f}, out(in.size(), 0.0f);
-      auto st = (*group)->allreduce(Dtype::kFloat32, Op::kSum, in.data(), out.data(), in.size(), 5000);
+      auto st =
+          (*group)->allreduce(Dtype::kFloat32, Op::kSum, in.data(), out.data(), in.size(), 5000);
       if (!st.ok()) {
         std::fprintf(stderr, "agent_client: allreduce: %s\n", st.toString().c_str());
       } else if (out != in) {
