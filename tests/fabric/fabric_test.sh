@@ -119,6 +119,23 @@ check_range() {
     END { exit bad }' "$2"
 }
 
+# check_across NP PPN LOG WHAT PROGRAM ARGS...: a check program across the
+# 3 hosts, PPN ranks each, offload on: it passed, the ranks joined the agent
+# at its fabric address, and at PPN > 1 through node leaders (one a host).
+check_across() {
+  local np=$1 ppn=$2 log=$3 what=$4
+  shift 4
+  fabric_mpirun "$np" "$ppn" --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
+    -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE "$@" >"$log"
+  local rc=$?
+  cat "$log"
+  [[ $rc -eq 0 ]] && grep -q '^PASS' "$log" || die "$what, $ppn rank(s) per host"
+  grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$log" ||
+    die "the ranks did not join the agent at its fabric address $AGENT_DATA"
+  [[ $ppn -eq 1 ]] || grep -q "3 node leaders for $np ranks" "$log" ||
+    die "no node leaders at $ppn ranks per host"
+}
+
 case $scenario in
   cg)
     fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.93)" || die "fabric up"
@@ -181,17 +198,8 @@ case $scenario in
     # Exact either way, and each host sends N per call, not ppn x N.
     for ppn in 1 2; do
       np=$((3 * ppn))
-      fabric_mpirun $np $ppn --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
-        -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-        "$build/bin/mpi_allreduce_check" --expect switch --quick >"$work/matrix$ppn.log"
-      rc=$?
-      cat "$work/matrix$ppn.log"
-      [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/matrix$ppn.log" ||
-        die "switch path across hosts, $ppn rank(s) per host"
-      grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$work/matrix$ppn.log" ||
-        die "the ranks did not join the agent at its fabric address $AGENT_DATA"
-      [[ $ppn -eq 1 ]] || grep -q "3 node leaders for $np ranks" "$work/matrix$ppn.log" ||
-        die "no node leaders at $ppn ranks per host"
+      check_across $np $ppn "$work/matrix$ppn.log" "switch path across hosts" \
+        "$build/bin/mpi_allreduce_check" --expect switch --quick
       fabric_tx_bytes >"$work/b0"
       fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
         -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
@@ -463,18 +471,8 @@ case $scenario in
     # agent's member; the node reduces, gathers, scatters and broadcasts).
     for ppn in 1 2; do
       np=$((3 * ppn))
-      fabric_mpirun $np $ppn --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
-        -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-        "$build/bin/mpi_routed_check" --expect switch $( ((ppn > 1)) && echo --quick) \
-        >"$work/routed$ppn.log"
-      rc=$?
-      cat "$work/routed$ppn.log"
-      [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/routed$ppn.log" ||
-        die "routed calls across 3 hosts, $ppn rank(s) per host"
-      grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$work/routed$ppn.log" ||
-        die "the ranks did not join the agent at its fabric address $AGENT_DATA"
-      [[ $ppn -eq 1 ]] || grep -q "3 node leaders for $np ranks" "$work/routed$ppn.log" ||
-        die "no node leaders at $ppn ranks per host"
+      check_across $np $ppn "$work/routed$ppn.log" "routed calls across 3 hosts" \
+        "$build/bin/mpi_routed_check" --expect switch $( ((ppn > 1)) && echo --quick)
       # Bytes each host sends for 4 calls of 8 MiB (N): the root is rank 0
       # on h1. The same bounds at 2 ranks per host: the leader sends for its
       # node (every rank a member would double the reduce-scatter's).
