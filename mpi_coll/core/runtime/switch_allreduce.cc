@@ -166,14 +166,10 @@ int64_t steadyMs() {
 // (up to the keep limit): the node's steps are then one message each way
 // between each rank and its leader, posted and tested without waiting
 // (NodeLeaders::startFlat). Larger ones stay with the previous module.
-bool AgentSwitchPath::streamsWithLeaders(size_t bytes) const {
-  return oneRoundTrip(bytes);
-}
-
 void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* in) const {
   // Not joined_: decided when posted, streamed later (startStream declines
   // then, alike on every rank, if the path failed meanwhile).
-  if (leaders_ && !streamsWithLeaders(args.count * dtypeSize(args.dtype))) return;
+  if (leaders_ && !oneRoundTrip(args.count * dtypeSize(args.dtype))) return;
   if (info_.caps.supports(args.dtype, args.op)) fill(in);
 }
 
@@ -185,7 +181,7 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
   // Alike on every rank: joined_, the caps and the keep limit are agreed
   // (a non-leader never holds a group).
-  if (!serves(args) || (leaders_ ? !streamsWithLeaders(bytes) : !group_))
+  if (!serves(args) || (leaders_ ? !oneRoundTrip(bytes) : !group_))
     return Status(Code::kUnsupported, "switch path cannot stream this call");
   stream_ = Stream{};
   stream_.args = args;

@@ -47,6 +47,8 @@ NodeLeaders::NodeLeaders(CommGroup& comm, NodeGroups groups)
 // Tags of the block collectives' and MPI_Iallreduce's node steps, above move()'s.
 constexpr uint32_t kGatherTag = kNodePhaseTags + 1, kScatterTag = kNodePhaseTags + 2,
                    kFlatInTag = kNodePhaseTags + 3, kFlatOutTag = kNodePhaseTags + 4;
+// The outcome byte of a node message that carries the result (CallOutcome::kDone).
+constexpr uint8_t kDone = 1;
 
 Result<const void*> NodeLeaders::reduce(const AllreduceArgs& args) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
@@ -166,7 +168,7 @@ Status NodeLeaders::finishFlat(uint8_t outcome, const void* result) {
   const size_t bytes = flat_.args.count * dtypeSize(flat_.args.dtype);
   staging_.resize(1 + bytes);
   staging_[0] = outcome;
-  if (outcome == 1 && bytes) std::memcpy(staging_.data() + 1, result, bytes);  // CallOutcome::kDone
+  if (outcome == kDone && bytes) std::memcpy(staging_.data() + 1, result, bytes);
   HostComm::Handle h;
   for (size_t i = 1; i < groups_.locals.size(); ++i)
     SWITCHAGG_RETURN_IF_ERROR(
@@ -176,7 +178,6 @@ Status NodeLeaders::finishFlat(uint8_t outcome, const void* result) {
 
 Status NodeLeaders::scatterOutcome(uint8_t* outcome, const void* leader_result,
                                    const std::vector<size_t>& bytes, void* result) {
-  constexpr uint8_t kDone = 1;  // CallOutcome::kDone
   std::unique_ptr<HostComm> host = std::move(host_);
   if (!host) return Status(Code::kInternal, "node scatter without a node step");
   HostComm::Handle h;
@@ -218,7 +219,6 @@ Status NodeLeaders::broadcast(const AllreduceArgs& args) {
 
 Status NodeLeaders::shareOutcome(uint8_t* outcome, const void* leader_result, void* result,
                                  size_t bytes) {
-  constexpr uint8_t kDone = 1;  // CallOutcome::kDone
   staging_.resize(bytes + 1);
   if (leader()) {
     staging_[0] = *outcome;

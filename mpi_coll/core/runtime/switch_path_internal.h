@@ -173,8 +173,7 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
-  // MPI_Iallreduce with node leaders: which calls stream, and the node step.
-  bool streamsWithLeaders(size_t bytes) const;
+  // MPI_Iallreduce with node leaders: the node step (calls up to the keep limit).
   Status stepNode();
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
   // A routed call's stream (counted); a client decline is taken as busy:

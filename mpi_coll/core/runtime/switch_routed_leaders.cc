@@ -199,6 +199,14 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* h
   std::vector<size_t> local_bytes;
   for (int r : locals) local_bytes.push_back(count[size_t(r)] * esize);
   const bool contiguous = leaders_->nodesContiguous();
+  // Every rank's block from one order to the other (esize-byte elements).
+  auto copyBlocks = [&](uint8_t* to, const std::vector<size_t>& to_at, const uint8_t* from,
+                        const std::vector<size_t>& from_at) {
+    for (int r = 0; r < size; ++r)
+      if (count[size_t(r)])
+        std::memcpy(to + to_at[size_t(r)] * esize, from + from_at[size_t(r)] * esize,
+                    count[size_t(r)] * esize);
+  };
 
   agent::RoutedCall call;
   Status mine;
@@ -206,16 +214,10 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* h
   // (the agent's result lands in its recv).
   const void* own_copy = nullptr;
   if (reduction) {
-    char* acc = leaders_->accumulator(vector_bytes);
+    uint8_t* acc = reinterpret_cast<uint8_t*>(leaders_->accumulator(vector_bytes));
     const uint8_t* in = static_cast<const uint8_t*>(in_place ? args.recv : args.send);
-    if (contiguous) {
-      if (vector_bytes) std::memcpy(acc, in, vector_bytes);
-    } else {
-      for (int r = 0; r < size; ++r)
-        if (count[size_t(r)])
-          std::memcpy(acc + at_node[size_t(r)] * esize, in + at_rank[size_t(r)] * esize,
-                      count[size_t(r)] * esize);
-    }
+    if (!contiguous) copyBlocks(acc, at_node, in, at_rank);
+    else if (vector_bytes) std::memcpy(acc, in, vector_bytes);
     Result<const void*> node_input = leaders_->reduceAccumulator(args.dtype, args.reduce_op, total);
     mine = node_input.status();
     call.kind = agent::RoutedCall::Kind::kReduce;
@@ -287,10 +289,8 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* h
     void* whole = contiguous ? args.recv : scratchFor(vector_bytes);
     SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(&shared, call.out, whole, vector_bytes));
     if (CallOutcome(shared) == CallOutcome::kDone && !contiguous)
-      for (int r = 0; r < size; ++r)
-        if (count[size_t(r)])
-          std::memcpy(static_cast<uint8_t*>(args.recv) + at_rank[size_t(r)],
-                      static_cast<const uint8_t*>(whole) + at_node[size_t(r)], count[size_t(r)]);
+      copyBlocks(static_cast<uint8_t*>(args.recv), at_rank, static_cast<const uint8_t*>(whole),
+                 at_node);
   }
   if (one_trip) return endRoutedOneRoundTrip(CallOutcome(shared), mine, args.op, how);
   if (CallOutcome(shared) == CallOutcome::kDone) {
