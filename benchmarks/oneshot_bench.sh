@@ -66,12 +66,6 @@ bench() {
     "$bin/switchagg-bench" --coll barrier --min 8 --max 8 --iters "$it" --csv - >"$work/bar.csv" 2>>"$work/run.err" ||
     { cat "$work/run.err" "$work/bar.csv" >&2; exit 1; }
 }
-host_bytes() {  # bytes on host-to-host links so far: sum of the hosts' tx minus the agent host's rx
-  fabric_py counters "$FABRIC" | /usr/bin/python3 -c '
-import json, sys
-c = json.load(sys.stdin)
-print(sum(v["tx_bytes"] for h, v in c.items() if h != "agent") - c.get("agent", {}).get("rx_bytes", 0))'
-}
 declare -A samples wire
 for np in $np_list; do
   for rep in $(seq 1 "$reps"); do
@@ -98,12 +92,12 @@ for np in $np_list; do
       for coll in allreduce barrier; do
         per=()
         for it in 100 1100; do
-          b0=$(host_bytes)
+          b0=$(fabric_host_bytes)
           # shellcheck disable=SC2086
           run "$np" $args -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
             -x SWITCHAGG_SWITCH_AGREE_EVERY_CALL "$bin/switchagg-bench" --coll "$coll" --dtype float64 \
             --min 8 --max 8 --iters "$it" --warmup 0 >/dev/null 2>&1
-          per+=($(( $(host_bytes) - b0 )))
+          per+=($(( $(fabric_host_bytes) - b0 )))
         done
         wire[$np,$name,$coll]=$(awk -v a="${per[0]}" -v b="${per[1]}" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
       done
@@ -113,15 +107,17 @@ done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | sort -un)
 {
-  echo "# One-round-trip completion: ${large:+calls above the keep limit}${large:-small allreduce and barrier}"
+  title="small allreduce and barrier"
+  [[ -n $large ]] && title="calls above the keep limit"
+  echo "# One-round-trip completion: $title"
   echo
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg);"
   if [[ -n $hosts ]]; then
     echo "an emulated cluster of $hosts hosts (one rank each, links shaped to $rate Mbit/s, TCP, the agent"
-    echo "on its own emulated host). Command: \`benchmarks/oneshot_bench.sh --fabric $hosts --rate $rate --reps $reps --iters $iters --wait $wait\`"
+    echo "on its own emulated host). Command: \`benchmarks/oneshot_bench.sh --fabric $hosts --rate $rate --reps $reps --iters $iters --wait $wait${large:+ --large}\`"
   else
     echo "one machine (ranks and the agent share the cores; UCX over loopback to the agent, vader"
-    echo "between ranks). Command: \`benchmarks/oneshot_bench.sh --np \"$np_list\" --reps $reps --iters $iters --wait $wait\`"
+    echo "between ranks). Command: \`benchmarks/oneshot_bench.sh --np \"$np_list\" --reps $reps --iters $iters --wait $wait${large:+ --large}\`"
   fi
   echo
   echo "switchagg-bench p50 (µs per call on the slowest rank's median), float64 sum, median of $reps"

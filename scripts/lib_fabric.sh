@@ -126,6 +126,16 @@ fabric_tx_bytes() {
     /usr/bin/python3 -c 'import json,sys; [print(h, v["tx_bytes"]) for h, v in sorted(json.load(sys.stdin).items())]'
 }
 
+# Bytes on the links between hosts so far: what the hosts sent minus what
+# the agent host received (a switch-path call's own traffic goes to the
+# agent; anything else crossed from host to host).
+fabric_host_bytes() {
+  fabric_py counters "$FABRIC" | /usr/bin/python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+print(sum(v["tx_bytes"] for h, v in c.items() if h != "agent") - c.get("agent", {}).get("rx_bytes", 0))'
+}
+
 fabric_tx_delta() { paste "$1" "$2" | awk '$1 ~ /^h[0-9]+$/ { print $1, $4 - $2 }'; }
 
 declare -ga TREE_PIDS=() LEAF_PIDS=()

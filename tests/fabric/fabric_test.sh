@@ -36,6 +36,13 @@
 #              link and next to nothing on the others', an allgather of
 #              blocks b puts ~b on each host's link, a reduce-scatter of N
 #              (float) puts ~N on each
+#   oneshot    3 hosts, the agent on the agent host, 1 and 2 ranks per host:
+#              one-round-trip completion across hosts (mpi_oneshot_check
+#              --mode ok: no host message of the switch path), the
+#              OSU-style validated sweep 8 B - 1 MiB all on the switch, and
+#              the links between hosts: 8-byte allreduces and barriers put
+#              under 16 bytes a call there (a long and a short run,
+#              differenced)
 #   tree       2 racks x 3 hosts (leaf-spine), a leaf agent per rack whose
 #              parent is the spine agent, one lease over all three
 #              (`switchagg-ctl lease create --fabric`): the dtype x op matrix
@@ -463,6 +470,48 @@ case $scenario in
       fi
     done
     echo "PASS fabric tree"
+    ;;
+  oneshot)
+    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.95)" || die "fabric up"
+    agent_and_lease fabric-oneshot
+    for ppn in 1 2; do
+      np=$((3 * ppn))
+      # Every successful call one agent round trip, no host message of the
+      # switch path (the check's counters), at 1 rank per host and with
+      # node leaders.
+      check_across $np $ppn "$work/ok$ppn.log" "one round trip across 3 hosts" \
+        "$build/bin/mpi_oneshot_check" --mode ok
+      # The OSU-style validated sweep up to the keep limit (1 MiB): every
+      # result checked, every size on the switch.
+      fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
+        -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+        "$build/bin/switchagg-bench" --check --min 8 --max 1M --iters 20 --min-iters 4 \
+        --warmup 2 >"$work/sweep.log" 2>&1 || { cat "$work/sweep.log"; die "validated sweep, ppn $ppn"; }
+      rows=$(grep -Ec "^ +[0-9]+ +[0-9]+ .* switch +" "$work/sweep.log")
+      [[ $rows -eq 18 ]] || { cat "$work/sweep.log"; die "validated sweep, ppn $ppn: $rows of 18 sizes on the switch"; }
+      # Nothing between hosts: the bytes on the links between hosts of a
+      # long and a short run of 8-byte calls, differenced, per call (with
+      # the per-call agreement it was ~700 B at 4 hosts; MPI's runtime and
+      # TCP keepalives are the rest).
+      for coll in allreduce barrier; do
+        per=()
+        for it in 100 1100; do
+          b0=$(fabric_host_bytes)
+          fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
+            -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+            "$build/bin/switchagg-bench" --coll "$coll" --min 8 --max 8 --iters "$it" --warmup 0 \
+            >"$work/wire.log" 2>&1 || { cat "$work/wire.log"; die "$coll wire run, ppn $ppn"; }
+          grep -Eq "^ +[0-9]+ +[0-9]+ .* switch +" "$work/wire.log" ||
+            { cat "$work/wire.log"; die "$coll wire run, ppn $ppn: not served by the switch"; }
+          per+=($(($(fabric_host_bytes) - b0)))
+        done
+        awk -v a="${per[0]}" -v b="${per[1]}" -v what="$coll, ppn $ppn" 'BEGIN {
+          v = (b - a) / 1000; ok = v < 16
+          printf "%sbetween hosts per 8-byte %s: %.1f bytes (bound 16)\n", ok ? "" : "FAIL: ", what, v
+          exit !ok }' || die "$coll, ppn $ppn: a successful call put bytes between hosts"
+      done
+    done
+    echo "PASS fabric oneshot"
     ;;
   routed)
     fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.87)" || die "fabric up"

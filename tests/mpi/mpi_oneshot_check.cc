@@ -18,7 +18,9 @@
 // Without node leaders (every rank a member) the loop also runs an
 // MPI_Iallreduce (waited at once), and where the agents route calls an
 // MPI_Allgather, an MPI_Bcast, an MPI_Reduce_scatter_block and an
-// MPI_Reduce, per iteration, one round trip each. The two reductions sum
+// MPI_Reduce, per iteration, one round trip each. In --mode ok, trailing
+// calls: an MPI_Iallreduce with node leaders on several nodes and an
+// MPI_Reduce_scatter of uneven counts, also without a host message. The two reductions sum
 // floats whose sum depends on the order: a call the switch served must
 // give bitwise the agent's rank-order fold, also where this rank's result
 // was recovered from the members' inputs after a fault. With node leaders
@@ -163,8 +165,8 @@ int main(int argc, char** argv) {
         return;
       }
   };
-  // MPI_Iallreduce of 100 doubles, waited at once (served by the switch
-  // path without node leaders; with them it stays with the previous module).
+  // MPI_Iallreduce of 100 doubles, waited at once (in the loop without node
+  // leaders; with them in the trailing calls of --mode ok).
   auto iallreduce = [&](int k) {
     std::vector<double> in(100), out(100, -1.0);
     for (size_t j = 0; j < in.size(); ++j) in[j] = double(rank + 1) * (k + 3) + double(j);
@@ -250,6 +252,23 @@ int main(int argc, char** argv) {
     checkFold("reduce_scatter_block", k, out.data(), kBlock * size_t(rank), kBlock,
               routedServed(before_calls));
   };
+  // MPI_Reduce_scatter with uneven counts (rank r gets r % 3 + 1 floats).
+  auto reduceScatterUneven = [&](int k) {
+    std::vector<int> counts(static_cast<size_t>(size));
+    size_t total = 0, first = 0;
+    for (int r = 0; r < size; ++r) {
+      counts[size_t(r)] = r % 3 + 1;
+      if (r < rank) first += size_t(counts[size_t(r)]);
+      total += size_t(counts[size_t(r)]);
+    }
+    std::vector<float> in(total), out(size_t(counts[size_t(rank)]), -1.0f);
+    for (size_t j = 0; j < total; ++j) in[j] = value(rank, j, k);
+    const uint64_t before_calls = counter(diag, comm, "switch:routed_calls");
+    if (MPI_Reduce_scatter(in.data(), out.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm) !=
+        MPI_SUCCESS)
+      fail("MPI_Reduce_scatter returned an error");
+    checkFold("reduce_scatter", k, out.data(), first, out.size(), routedServed(before_calls));
+  };
   auto reduce = [&](int k) {
     constexpr size_t kCount = 33;
     const int root = (k + 1) % size;
@@ -326,6 +345,28 @@ int main(int argc, char** argv) {
       fail("not every call was served by the switch (calls " + std::to_string(delta(2)) +
            ", barriers " + std::to_string(delta(3)) + ")");
     if (delta(4) != 0) fail("agreements ran: " + std::to_string(delta(4)));
+    // Trailing calls (ok mode only: the fault tests' call numbers stay): an
+    // MPI_Iallreduce with node leaders on several nodes, and an
+    // MPI_Reduce_scatter of uneven counts where the path routes, each one
+    // round trip with no host message of the switch path.
+    const uint64_t hm0 = counter(diag, comm, names[0]), one0 = counter(diag, comm, names[1]),
+                   routed0 = counter(diag, comm, names[7]);
+    uint64_t more_one = 0, more_routed = 0;
+    if (!members_all && members > 1)
+      for (int k = 0; k < 5; ++k, ++more_one) iallreduce(100 + k);
+    if (routed || leaders_routed)
+      for (int k = 0; k < 5; ++k, ++more_one, ++more_routed) reduceScatterUneven(k);
+    const uint64_t hm = counter(diag, comm, names[0]) - hm0;
+    const uint64_t one = counter(diag, comm, names[1]) - one0;
+    const uint64_t rcalls = counter(diag, comm, names[7]) - routed0;
+    if (rank == 0)
+      std::printf("trailing: %" PRIu64 " call(s), %" PRIu64 " routed, host messages %" PRIu64 "\n",
+                  more_one, more_routed, hm);
+    if (hm != 0 || one != more_one || rcalls != more_routed)
+      fail("trailing calls (Iallreduce with node leaders, uneven reduce-scatter): " +
+           std::to_string(hm) + " host message(s) (want 0), one round trip " +
+           std::to_string(one) + " (want " + std::to_string(more_one) + "), routed " +
+           std::to_string(rcalls) + " (want " + std::to_string(more_routed) + ")");
     // Above the keep limit: one agreement, still exact.
     const uint64_t agreements = counter(diag, comm, names[4]);
     allreduce(o.large_bytes / sizeof(double) + 1, 7, false);
