@@ -126,6 +126,16 @@ check_range() {
     END { exit bad }' "$2"
 }
 
+# on_switch NP PPN LOG WHAT PROGRAM ARGS...: PROGRAM across the hosts, PPN
+# ranks each, offload on, the agent's variables passed; dies naming WHAT.
+on_switch() {
+  local np=$1 ppn=$2 log=$3 what=$4
+  shift 4
+  fabric_mpirun "$np" "$ppn" --mca coll_switchagg_offload on \
+    -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE "$@" >"$log" 2>&1 ||
+    { cat "$log"; die "$what, $ppn rank(s) per host"; }
+}
+
 # check_across NP PPN LOG WHAT PROGRAM ARGS...: a check program across the
 # 3 hosts, PPN ranks each, offload on: it passed, the ranks joined the agent
 # at its fabric address, and at PPN > 1 through node leaders (one a host).
@@ -208,10 +218,8 @@ case $scenario in
       check_across $np $ppn "$work/matrix$ppn.log" "switch path across hosts" \
         "$build/bin/mpi_allreduce_check" --expect switch --quick
       fabric_tx_bytes >"$work/b0"
-      fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
-        -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-        "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect switch \
-        >"$work/bytes.log" || { cat "$work/bytes.log"; die "switch byte run, ppn $ppn"; }
+      on_switch $np $ppn "$work/bytes.log" "switch byte run" \
+        "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect switch
       fabric_tx_bytes >"$work/b1"
       fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
       check_bytes "switch ppn $ppn, 4 x 8 MiB" "$work/sent" $((4 * 8388608)) ||
@@ -483,10 +491,8 @@ case $scenario in
         "$build/bin/mpi_oneshot_check" --mode ok
       # The OSU-style validated sweep up to the keep limit (1 MiB): every
       # result checked, every size on the switch.
-      fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
-        -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-        "$build/bin/switchagg-bench" --check --min 8 --max 1M --iters 20 --min-iters 4 \
-        --warmup 2 >"$work/sweep.log" 2>&1 || { cat "$work/sweep.log"; die "validated sweep, ppn $ppn"; }
+      on_switch $np $ppn "$work/sweep.log" "validated sweep" \
+        "$build/bin/switchagg-bench" --check --min 8 --max 1M --iters 20 --min-iters 4 --warmup 2
       rows=$(grep -Ec "^ +[0-9]+ +[0-9]+ .* switch +" "$work/sweep.log")
       [[ $rows -eq 18 ]] || { cat "$work/sweep.log"; die "validated sweep, ppn $ppn: $rows of 18 sizes on the switch"; }
       # Nothing between hosts: the bytes on the links between hosts of a
@@ -497,10 +503,8 @@ case $scenario in
         per=()
         for it in 100 1100; do
           b0=$(fabric_host_bytes)
-          fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
-            -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-            "$build/bin/switchagg-bench" --coll "$coll" --min 8 --max 8 --iters "$it" --warmup 0 \
-            >"$work/wire.log" 2>&1 || { cat "$work/wire.log"; die "$coll wire run, ppn $ppn"; }
+          on_switch $np $ppn "$work/wire.log" "$coll wire run" \
+            "$build/bin/switchagg-bench" --coll "$coll" --min 8 --max 8 --iters "$it" --warmup 0
           grep -Eq "^ +[0-9]+ +[0-9]+ .* switch +" "$work/wire.log" ||
             { cat "$work/wire.log"; die "$coll wire run, ppn $ppn: not served by the switch"; }
           per+=($(($(fabric_host_bytes) - b0)))
@@ -528,10 +532,8 @@ case $scenario in
       N=8388608
       for coll in bcast allgather reduce_scatter_block; do
         fabric_tx_bytes >"$work/b0"
-        fabric_mpirun $np $ppn --mca coll_switchagg_offload on \
-          -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-          "$build/bin/switchagg-bench" --coll "$coll" --min $N --max $N --iters 4 --min-iters 4 \
-          --warmup 0 >"$work/bytes.log" || { cat "$work/bytes.log"; die "$coll byte run, ppn $ppn"; }
+        on_switch $np $ppn "$work/bytes.log" "$coll byte run" \
+          "$build/bin/switchagg-bench" --coll "$coll" --min $N --max $N --iters 4 --min-iters 4 --warmup 0
         grep -Eq "^ +[0-9]+ +4 .* switch +" "$work/bytes.log" ||
           { cat "$work/bytes.log"; die "$coll, ppn $ppn: the byte run was not served by the switch"; }
         fabric_tx_bytes >"$work/b1"

@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < warmup; ++i) one(++call);
     const double warm_s = slowest(t0);
     const uint64_t explore1 = counter("tune:explore_calls");
+    const uint64_t agreements1 = counter("tune:agreements");
     std::map<std::string, uint64_t> served;  // calls after warm-up, by the path that served
     std::map<std::string, uint64_t> before;  // the component's per-path counters
     for (const char* path : kPaths) before[path] = counter(path);
@@ -172,6 +173,12 @@ int main(int argc, char** argv) {
     if (counter("tune:explore_calls") != explore1)
       fail(std::to_string(bytes) + " bytes: still exploring after " + std::to_string(warmup) +
            " calls");
+    // A settled bucket agrees only at its check points (32 calls apart at
+    // the least), never per call.
+    const uint64_t checks = counter("tune:agreements") - agreements1;
+    if (checks > uint64_t(measure / 32 + 1))
+      fail(std::to_string(bytes) + " bytes: " + std::to_string(checks) + " agreements over " +
+           std::to_string(measure) + " settled calls (check points are 32+ calls apart)");
     const bool is_switch = std::strcmp(settled, "switch") == 0;
     if (rank == 0)
       std::printf("size %zu: settled on %s after %" PRIu64

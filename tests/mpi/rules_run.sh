@@ -36,12 +36,16 @@ job() {
   local args=()
   while [[ $1 != -- ]]; do args+=("$1"); shift; done
   shift
+  # The check's lines (stdout) apart from the ranks' verbose lines
+  # (stderr): written to one file they can cut into each other.
   "${launch[@]}" --mca coll_switchagg_verbose "${VERBOSE:-1}" "${args[@]}" "$bin/mpi_tune_check" \
-    --sizes "$sizes" --expect any "$@" >"$work/$name.log" 2>&1 ||
-    { cat "$work/$name.log"; fail "job $name failed"; }
+    --sizes "$sizes" --expect any "$@" >"$work/$name.out" 2>"$work/$name.err"
+  local rc=$?
+  cat "$work/$name.out" "$work/$name.err" >"$work/$name.log"
   cat "$work/$name.log"
-  grep -q '^PASS tune' "$work/$name.log" || fail "job $name did not pass"
-  sed -nE 's/^size ([0-9]+): settled on ([a-z_]+) .*/\1 \2/p' "$work/$name.log" >"$work/$name.paths"
+  [[ $rc -eq 0 ]] || fail "job $name failed"
+  grep -q '^PASS tune' "$work/$name.out" || fail "job $name did not pass"
+  sed -nE 's/^size ([0-9]+): settled on ([a-z_]+) .*/\1 \2/p' "$work/$name.out" >"$work/$name.paths"
   [[ $(wc -l <"$work/$name.paths") -eq 3 ]] || fail "job $name: not one settled path per size"
 }
 path() { awk -v s="$2" '$1 == s { print $2 }' "$work/$1.paths"; }  # JOB SIZE
