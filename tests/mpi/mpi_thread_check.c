@@ -134,6 +134,18 @@ int main(int argc, char **argv) {
         ++failures;
       }
     }
+    if (strcmp(g_expect, "switch") == 0) {
+      /* Every call under the keep limit (160 KB at most): one agent round
+       * trip each, no host message of the switch path. */
+      const uint64_t host = g_counter(workers[t].comm, "switch:host_messages");
+      const uint64_t one = g_counter(workers[t].comm, "switch:one_round_trip");
+      if (host != 0 || one != (uint64_t)g_iters) {
+        fprintf(stderr, "FAIL rank %d thread %d: switch:host_messages %" PRIu64
+                " (want 0), switch:one_round_trip %" PRIu64 " (want %d)\n",
+                g_rank, t, host, one, g_iters);
+        ++failures;
+      }
+    }
     MPI_Comm_free(&workers[t].comm);
   }
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
