@@ -15,6 +15,9 @@
 //                 the ranks).
 //   --ready FILE  rank 0 creates FILE once the communicator joined (a test
 //                 then fires its fault mid-loop).
+//   --finalize-early  no MPI call after the loop but MPI_Finalize (no
+//                 summary collective, no MPI_Comm_free): each rank prints
+//                 its own line and exits 1 on a failure of its own.
 // Without node leaders (every rank a member) the loop also runs an
 // MPI_Iallreduce (waited at once), and where the agents route calls an
 // MPI_Allgather, an MPI_Bcast, an MPI_Reduce_scatter_block and an
@@ -50,6 +53,7 @@ struct Options {
   long expect_recovered = 0;
   size_t large_bytes = 2 << 20;  // above the default keep limit (1 MiB)
   std::string ready;
+  bool finalize_early = false;
 };
 
 uint64_t counter(const check::Diagnostics& d, MPI_Comm c, const char* name) {
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
     else if (a == "--expect-recovered") o.expect_recovered = std::atol(next());
     else if (a == "--large-bytes") o.large_bytes = size_t(std::atol(next()));
     else if (a == "--ready") o.ready = next();
+    else if (a == "--finalize-early") o.finalize_early = true;
     else {
       std::fprintf(stderr, "mpi_oneshot_check: unknown argument '%s'\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -372,6 +377,16 @@ int main(int argc, char** argv) {
     allreduce(o.large_bytes / sizeof(double) + 1, 7, false);
     const uint64_t ran = counter(diag, comm, names[4]) - agreements;
     if (ran != 1) fail("a call above the keep limit ran " + std::to_string(ran) + " agreement(s), want 1");
+  }
+  if (o.finalize_early) {
+    // No MPI call after the loop but MPI_Finalize: a rank done with the
+    // last call answers the peers that missed its result from inside
+    // MPI_Finalize (the progress callback runs in its wait).
+    std::printf("rank %d: %d iterations, recovered %" PRIu64 ", failures %ld; into MPI_Finalize\n",
+                rank, o.iters, delta(5), failures);
+    std::fflush(stdout);
+    MPI_Finalize();
+    return failures == 0 ? 0 : 1;
   }
   long recovered = long(delta(5)), total_recovered = 0, fallbacks = long(delta(6)), total_fallbacks = 0;
   MPI_Allreduce(&recovered, &total_recovered, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -262,6 +262,10 @@ oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_scatter_np4 4 partial_exit
 # every answer exact and bounded; every rank a member, and node leaders.
 oneshot_fault(mpi_switch_fault_oneshot_revoke_np3 3 revoke 0 "PPN=1")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_np4 4 revoke 0 "PPN=2")
+# The loop's last call (a barrier) reaches member 0 only, which then makes
+# no MPI call but MPI_Finalize: the others recover the result from it
+# there, every rank exact and bounded.
+oneshot_fault(mpi_switch_fault_oneshot_finalize_np3 3 finalize 2 "PPN=1")
 # The agent's partial result through stripes and trees: agent b of two
 # stripes, leaf 2 of a tree (to its member 0 only) and the spine (to leaf 1
 # only) withhold one chunk's result from the others; they recover it from a

@@ -363,7 +363,11 @@ case $scenario in
         SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
       cut | revoke) start_agent ;;
       threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
-      *) die "oneshot mode must be ok, partial, partial_exit, cut, revoke or threads, got '$mode'" ;;
+      finalize)
+        # 3 iterations of 10 calls after 2 warm-up calls: chunk result 32
+        # is the loop's last call, a barrier, reaching member 0 only.
+        SWITCHAGG_AGENT_TEST_FAULT=partial:32 start_agent ;;
+      *) die "oneshot mode must be ok, partial, partial_exit, cut, revoke, threads or finalize, got '$mode'" ;;
     esac
     lease "oneshot-np$np"
     if [[ $mode == threads ]]; then
@@ -393,6 +397,25 @@ case $scenario in
       expect_pass "$work/oneshot.log" "lease|revoked|switch path disabled"
       fallbacks=$(sed -n 's/.*fallbacks (all ranks) \([0-9]*\).*/\1/p' "$work/oneshot.log")
       [[ ${fallbacks:-0} -ge 1 ]] || die "the lease's deletion failed no call (fallbacks ${fallbacks:-none})"
+    elif [[ $mode == finalize ]]; then
+      # Member 0 is done with the last call and goes straight into
+      # MPI_Finalize; the others time out, ask, and get the result from it
+      # there (it makes no other MPI call). Every rank exact and bounded.
+      SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+        --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault \
+        --iters 3 --max-call-ms 10000 --finalize-early ||
+        { cat "$work/oneshot.log"; die "oneshot finalize run failed"; }
+      cat "$work/oneshot.log"
+      grep -q "test fault: chunk result 32 sent to member 0 only" "$work/agent.log" ||
+        die "the agent's fault point did not fire"
+      grep -q "rank 0: 3 iterations, recovered 0, failures 0; into MPI_Finalize" "$work/oneshot.log" ||
+        die "rank 0 did not reach MPI_Finalize cleanly"
+      for r in $(seq 1 $((np - 1))); do
+        grep -q "rank $r: 3 iterations, recovered 1, failures 0" "$work/oneshot.log" ||
+          die "rank $r did not recover the last call's result"
+        grep -Eq "rank $r: switch barrier call 32 failed here.*its result came from rank 0" \
+          "$work/oneshot.log" || die "rank $r: no line naming rank 0 as the source of call 32"
+      done
     elif [[ $mode == ok ]]; then
       run_mpi "$np" "$work/oneshot.log" "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode ok ||
         { cat "$work/oneshot.log"; die "oneshot run failed"; }
