@@ -44,6 +44,7 @@ run() {  # NP ARGS...: one job here or across the fabric (one rank per host)
 paths=(
   "switch|off|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
   "switch+agreement|on|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
+  "host|off|--mca coll_switchagg_offload off"
   "tuned|off|--mca coll ^switchagg"
 )
 if [[ -n $large ]]; then
@@ -124,22 +125,24 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | 
   echo "interleaved runs; \`mpi_yield_when_idle 1\` (ranks that spin on 2 shared cores"
   echo "measure the scheduler, FIELD_NOTES). Columns: *switch* = the switch path now (one agent"
   echo "round trip); *+agreement* = the same with SWITCHAGG_SWITCH_AGREE_EVERY_CALL=on (every"
-  echo "call also runs the one-byte outcome allgather, as every call did before); *tuned* ="
-  echo "Open MPI's own (coll ^switchagg)."
+  echo "call also runs the one-byte outcome allgather, as every call did before); *host* ="
+  echo "switchagg's own host algorithms (offload off, the cost model's pick); *tuned* = Open"
+  echo "MPI's own (coll ^switchagg)."
   for np in $np_list; do
     echo
     echo "np $np:"
     echo
     second=${paths[1]%%|*}
-    echo "| size | switch | $second | tuned | switch / $second | switch / tuned |"
-    echo "| --- | --- | --- | --- | --- | --- |"
+    echo "| size | switch | $second | host | tuned | switch / $second | switch / host | switch / tuned |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
     for key in $sizes barrier; do
       s=$(median <<<"${samples[$np,switch,$key]:-}") a=$(median <<<"${samples[$np,$second,$key]:-}")
-      t=$(median <<<"${samples[$np,tuned,$key]:-}")
-      [[ -n $s && -n $a && -n $t ]] || continue
+      t=$(median <<<"${samples[$np,tuned,$key]:-}") h=$(median <<<"${samples[$np,host,$key]:-}")
+      [[ -n $s && -n $a && -n $t && -n $h ]] || continue
       label=$key
       [[ $key != barrier ]] && label="$key B"
-      echo "| $label | $s | $a | $t | $(awk -v s="$s" -v t="$a" 'BEGIN { printf "%.2f", s / t }') | $(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.2f", s / t }') |"
+      ratio() { awk -v s="$1" -v t="$2" 'BEGIN { printf "%.2f", s / t }'; }
+      echo "| $label | $s | $a | $h | $t | $(ratio "$s" "$a") | $(ratio "$s" "$h") | $(ratio "$s" "$t") |"
     done
     if [[ -n $hosts && -z $large ]]; then
       echo
@@ -158,7 +161,8 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | 
   echo "Theory: the switch path's call is one agent round trip (2 link latencies + the agent's"
   echo "turnaround), whatever p; the agreement adds a host allgather (⌈log2 p⌉ rounds of small"
   echo "messages, ~ a host allreduce of the same small vector); tuned's allreduce and barrier"
-  echo "are ⌈log2 p⌉ host rounds. Between hosts the switch path now sends nothing (0 B per call"
+  echo "are ⌈log2 p⌉ host rounds, as are switchagg's host algorithms (recursive doubling for small"
+  echo "calls). Between hosts the switch path now sends nothing (0 B per call"
   echo "expected); with the agreement each host sends its share of the allgather."
 } >"$out"
 cat "$out"
