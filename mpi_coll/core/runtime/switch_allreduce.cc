@@ -21,8 +21,10 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   Status mine;
   last_bytes_sent_ = 0;
   const size_t segment = lease_.segment_bytes / dtypeSize(args.dtype);
+  // Calls within the keep limit go one round trip; the pipeline (which
+  // ends with the agreement) serves only the calls above it.
+  if (oneRoundTrip(bytes)) return allreduceOneRoundTrip(args, bytes);
   const bool pipelined = leaders_ && segment > 0 && args.count >= 2 * segment;
-  if (!pipelined && oneRoundTrip(bytes)) return allreduceOneRoundTrip(args, bytes);
   if (pipelined) {
     // The node's reduce, the stream and the node's broadcast overlapped.
     if (group_ && in_place) {
