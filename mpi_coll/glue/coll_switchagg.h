@@ -65,6 +65,9 @@ typedef struct mca_coll_switchagg_module_t {
    * in the list of modules with queued calls. */
   mca_coll_base_module_iallreduce_fn_t previous_iallreduce;
   mca_coll_base_module_t* previous_iallreduce_module;
+  /* MPI_Ibarrier: the same queue (a one-int sum of ones through the agent). */
+  mca_coll_base_module_ibarrier_fn_t previous_ibarrier;
+  mca_coll_base_module_t* previous_ibarrier_module;
   struct mca_coll_switchagg_ireq_t *ihead, *itail;
   struct ompi_communicator_t* iprivate;
   struct mca_coll_switchagg_module_t* inext_active;
@@ -90,6 +93,8 @@ int mca_coll_switchagg_iallreduce(const void* sbuf, void* rbuf, int count,
                                   struct ompi_datatype_t* dtype, struct ompi_op_t* op,
                                   struct ompi_communicator_t* comm, ompi_request_t** request,
                                   mca_coll_base_module_t* module);
+int mca_coll_switchagg_ibarrier(struct ompi_communicator_t* comm, ompi_request_t** request,
+                                mca_coll_base_module_t* module);
 /* Completes the module's queued MPI_Iallreduce calls (before a blocking
  * call that may use the switch path on the same communicator). */
 void mca_coll_switchagg_iallreduce_drain(mca_coll_switchagg_module_t* m);

@@ -55,6 +55,9 @@ typedef struct mca_coll_switchagg_ireq_t {
   ompi_request_t *sub;
   struct mca_coll_switchagg_ireq_t *next;
   bool queued; /* still in m's queue (not complete) */
+  /* MPI_Ibarrier: every rank adds one; the sum is how many entered. */
+  bool barrier;
+  int32_t one, entered;
 } mca_coll_switchagg_ireq_t;
 
 static OBJ_CLASS_INSTANCE(mca_coll_switchagg_ireq_t, ompi_request_t, NULL, NULL);
@@ -113,7 +116,10 @@ static void finish(mca_coll_switchagg_ireq_t *r, int err) {
   if (NULL == m->ihead) m->itail = NULL;
   r->next = NULL;
   r->queued = false;
-  if (OMPI_SUCCESS != err && NULL != m->core) switchagg_coll_iallreduce_note(m->core, "error");
+  if (OMPI_SUCCESS != err && NULL != m->core) {
+    if (r->barrier) switchagg_coll_ibarrier_note(m->core, "error");
+    else switchagg_coll_iallreduce_note(m->core, "error");
+  }
   r->super.req_status.MPI_ERROR = err;
   /* Last use: the request may be freed from here on. */
   ompi_request_complete(&r->super, true);
@@ -128,8 +134,22 @@ static int private_iallreduce(mca_coll_switchagg_module_t *m, const void *sbuf, 
                                     p->c_coll->coll_iallreduce_module);
 }
 
+/* A call the switch served: an MPI_Ibarrier's sum must be every rank. */
+static void finish_served(mca_coll_switchagg_ireq_t *r) {
+  if (r->barrier && r->entered != ompi_comm_size(r->comm)) {
+    fprintf(stderr, "switchagg[coll] error: comm %s: MPI_Ibarrier through the agent counted %d "
+            "ranks, expected %d\n", r->comm->c_name, (int)r->entered, ompi_comm_size(r->comm));
+    finish(r, MPI_ERR_INTERN);
+    return;
+  }
+  finish(r, OMPI_SUCCESS);
+}
+
 static void start_redo(mca_coll_switchagg_ireq_t *r) {
-  int rc = private_iallreduce(r->m, r->sbuf, r->rbuf, r->count, r->dtype, r->op, &r->sub);
+  struct ompi_communicator_t *p = r->m->iprivate;
+  int rc = r->barrier ? p->c_coll->coll_ibarrier(p, &r->sub, p->c_coll->coll_ibarrier_module)
+                      : private_iallreduce(r->m, r->sbuf, r->rbuf, r->count, r->dtype, r->op,
+                                           &r->sub);
   if (OMPI_SUCCESS != rc) {
     finish(r, MPI_ERR_OTHER);
     return;
@@ -152,7 +172,7 @@ static void start_agreement(mca_coll_switchagg_ireq_t *r, int outcome) {
   }
   if (SWITCHAGG_COLL_ISETTLE_SETTLED == rc) {
     if (0 == switchagg_coll_istream_end(r->m->core, agreed, -1))
-      finish(r, OMPI_SUCCESS);
+      finish_served(r);
     else
       start_redo(r);
     return;
@@ -184,7 +204,8 @@ static bool advance(mca_coll_switchagg_module_t *m) {
   switch (r->state) {
     case ST_QUEUED:
       rc = switchagg_coll_istream_start(m->core, MPI_IN_PLACE == r->sbuf ? NULL : r->sbuf,
-                                        r->rbuf, r->sa_count, r->sa_dtype, r->sa_op, &outcome);
+                                        r->rbuf, r->sa_count, r->sa_dtype, r->sa_op, r->barrier,
+                                        &outcome);
       if (SWITCHAGG_COLL_ISTREAM_NOT_NOW == rc) return false;
       if (SWITCHAGG_COLL_ISTREAM_DECLINED == rc)
         start_redo(r);
@@ -206,7 +227,7 @@ static bool advance(mca_coll_switchagg_module_t *m) {
       if (OMPI_SUCCESS != end_sub(r))
         finish(r, MPI_ERR_OTHER);
       else if (0 == switchagg_coll_istream_end(m->core, r->all.value, r->all.rank))
-        finish(r, OMPI_SUCCESS);
+        finish_served(r);
       else
         start_redo(r);
       return true;
@@ -264,6 +285,70 @@ static int ensure_private(mca_coll_switchagg_module_t *m, struct ompi_communicat
   return rc;
 }
 
+/* A request of ours on comm (its call's fields are the caller's to set). */
+static mca_coll_switchagg_ireq_t *new_request(mca_coll_switchagg_module_t *m,
+                                              struct ompi_communicator_t *comm, bool barrier) {
+  mca_coll_switchagg_ireq_t *r = OBJ_NEW(mca_coll_switchagg_ireq_t);
+  if (NULL == r) return NULL;
+  OMPI_REQUEST_INIT(&r->super, false);
+  r->super.req_type = OMPI_REQUEST_COLL;
+  r->super.req_state = OMPI_REQUEST_ACTIVE;
+  r->super.req_free = ireq_free;
+  r->super.req_cancel = ireq_cancel;
+  r->super.req_mpi_object.comm = comm;
+  r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
+  r->super.req_status.MPI_TAG = MPI_ANY_TAG;
+  r->super.req_status.MPI_ERROR = OMPI_SUCCESS;
+  r->super.req_status._ucount = 0;
+  r->super.req_status._cancelled = 0;
+  r->m = m;
+  r->comm = comm;
+  r->state = ST_QUEUED;
+  r->sub = NULL;
+  r->next = NULL;
+  r->queued = true;
+  r->barrier = barrier;
+  r->one = 1;
+  r->entered = 0;
+  return r;
+}
+
+/* Queues r on m (behind the calls posted before it) and starts its stream
+ * at once when nothing is ahead of it. */
+static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r,
+                    ompi_request_t **request) {
+  if (NULL != m->itail) {
+    m->itail->next = r;
+    if (r->barrier) switchagg_coll_ibarrier_note(m->core, "queued");
+    else switchagg_coll_iallreduce_note(m->core, "queued");
+  } else {
+    m->ihead = r;
+  }
+  m->itail = r;
+  activate(m);
+  *request = &r->super;
+  /* Start the stream now when nothing is ahead of it (not from inside our
+   * own progress callback). */
+  if (m->ihead == r && !in_progress) {
+    in_progress = true;
+    while (m->ihead == r && advance(m)) {
+    }
+    in_progress = false;
+  }
+}
+
+/* Before the first call of ours on comm: the private communicator (a
+ * collective, posted in the same order on every rank) and the progress
+ * callback. */
+static int prepare(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm) {
+  if (OMPI_SUCCESS != ensure_private(m, comm)) return MPI_ERR_OTHER;
+  if (!progress_registered) {
+    if (OPAL_SUCCESS != opal_progress_register(iallreduce_progress)) return MPI_ERR_OTHER;
+    progress_registered = true;
+  }
+  return OMPI_SUCCESS;
+}
+
 int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   struct ompi_communicator_t *comm, ompi_request_t **request,
@@ -314,30 +399,13 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
                                     m->previous_iallreduce_module);
     default: return MPI_ERR_OTHER;
   }
-  if (OMPI_SUCCESS != ensure_private(m, comm)) {
+  if (OMPI_SUCCESS != prepare(m, comm)) {
     /* Collective and alike on every rank: nothing was queued anywhere. */
     switchagg_coll_iallreduce_note(m->core, "error");
     return MPI_ERR_OTHER;
   }
-  if (!progress_registered) {
-    if (OPAL_SUCCESS != opal_progress_register(iallreduce_progress)) return MPI_ERR_OTHER;
-    progress_registered = true;
-  }
-  r = OBJ_NEW(mca_coll_switchagg_ireq_t);
+  r = new_request(m, comm, false);
   if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
-  OMPI_REQUEST_INIT(&r->super, false);
-  r->super.req_type = OMPI_REQUEST_COLL;
-  r->super.req_state = OMPI_REQUEST_ACTIVE;
-  r->super.req_free = ireq_free;
-  r->super.req_cancel = ireq_cancel;
-  r->super.req_mpi_object.comm = comm;
-  r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
-  r->super.req_status.MPI_TAG = MPI_ANY_TAG;
-  r->super.req_status.MPI_ERROR = OMPI_SUCCESS;
-  r->super.req_status._ucount = 0;
-  r->super.req_status._cancelled = 0;
-  r->m = m;
-  r->comm = comm;
   r->sbuf = sbuf;
   r->rbuf = rbuf;
   r->count = count;
@@ -346,26 +414,51 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   r->sa_count = (size_t)count * (size_t)scale;
   r->sa_dtype = sa_dtype;
   r->sa_op = sa_op;
-  r->state = ST_QUEUED;
-  r->sub = NULL;
-  r->next = NULL;
-  r->queued = true;
-  if (NULL != m->itail) {
-    m->itail->next = r;
-    switchagg_coll_iallreduce_note(m->core, "queued");
-  } else {
-    m->ihead = r;
+  enqueue(m, r, request);
+  return OMPI_SUCCESS;
+}
+
+/* MPI_Ibarrier: through the switch path when the barrier policy puts
+ * barriers there (offload on), queued with the communicator's
+ * MPI_Iallreduce calls; else the previous module's. */
+int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                                mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  mca_coll_switchagg_ireq_t *r;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+
+  if (NULL == m->previous_ibarrier) return OMPI_ERR_NOT_SUPPORTED;
+  if (mca_coll_switchagg_creating_private || NULL == m->core)
+    return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
+  /* The queue and the progress callback are not thread-safe. */
+  if (ompi_mpi_thread_multiple) {
+    switchagg_coll_ibarrier_note(m->core, "previous:MPI_THREAD_MULTIPLE");
+    return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
   }
-  m->itail = r;
-  activate(m);
-  *request = &r->super;
-  /* Start the stream now when nothing is ahead of it (not from inside our
-   * own progress callback). */
-  if (m->ihead == r && !in_progress) {
-    in_progress = true;
-    while (m->ihead == r && advance(m)) {
-    }
-    in_progress = false;
+  switch (switchagg_coll_ibarrier_route(m->core)) {
+    case SWITCHAGG_COLL_IROUTE_LOCAL:
+      *request = &ompi_request_empty;
+      return OMPI_SUCCESS;
+    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
+    case SWITCHAGG_COLL_IROUTE_PREVIOUS:
+      return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
+    default: return MPI_ERR_OTHER;
   }
+  if (OMPI_SUCCESS != prepare(m, comm)) {
+    switchagg_coll_ibarrier_note(m->core, "error");
+    return MPI_ERR_OTHER;
+  }
+  r = new_request(m, comm, true);
+  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+  (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &sa_dtype, &sa_op, &flags, &scale);
+  r->sbuf = &r->one;
+  r->rbuf = &r->entered;
+  r->count = 1;
+  r->dtype = MPI_INT32_T;
+  r->op = MPI_SUM;
+  r->sa_count = 1;
+  r->sa_dtype = sa_dtype;
+  r->sa_op = sa_op;
+  enqueue(m, r, request);
   return OMPI_SUCCESS;
 }

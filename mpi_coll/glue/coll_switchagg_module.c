@@ -47,6 +47,8 @@ static void module_construct(mca_coll_switchagg_module_t *m) {
   m->comm = NULL;
   m->previous_iallreduce = NULL;
   m->previous_iallreduce_module = NULL;
+  m->previous_ibarrier = NULL;
+  m->previous_ibarrier_module = NULL;
   m->ihead = m->itail = NULL;
   m->iprivate = NULL;
   m->inext_active = NULL;
@@ -58,6 +60,7 @@ static void release_previous(mca_coll_switchagg_module_t *m) {
   if (NULL != m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
   if (NULL != m->previous_barrier_module) OBJ_RELEASE(m->previous_barrier_module);
   if (NULL != m->previous_iallreduce_module) OBJ_RELEASE(m->previous_iallreduce_module);
+  if (NULL != m->previous_ibarrier_module) OBJ_RELEASE(m->previous_ibarrier_module);
   if (NULL != m->previous_reduce_module) OBJ_RELEASE(m->previous_reduce_module);
   if (NULL != m->previous_reduce_scatter_module) OBJ_RELEASE(m->previous_reduce_scatter_module);
   if (NULL != m->previous_reduce_scatter_block_module)
@@ -68,6 +71,7 @@ static void release_previous(mca_coll_switchagg_module_t *m) {
   m->previous_reduce_scatter_block_module = NULL;
   m->previous_bcast_module = NULL;
   m->previous_iallreduce_module = NULL;
+  m->previous_ibarrier_module = NULL;
   m->previous_allreduce_module = NULL;
   m->previous_allgather_module = NULL;
   m->previous_barrier_module = NULL;
@@ -117,6 +121,9 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   m->previous_iallreduce = comm->c_coll->coll_iallreduce;
   m->previous_iallreduce_module = comm->c_coll->coll_iallreduce_module;
   if (NULL != m->previous_iallreduce_module) OBJ_RETAIN(m->previous_iallreduce_module);
+  m->previous_ibarrier = comm->c_coll->coll_ibarrier;
+  m->previous_ibarrier_module = comm->c_coll->coll_ibarrier_module;
+  if (NULL != m->previous_ibarrier_module) OBJ_RETAIN(m->previous_ibarrier_module);
   /* The routed collectives' (optional as well: basic provides them all). */
   m->previous_reduce = comm->c_coll->coll_reduce;
   m->previous_reduce_module = comm->c_coll->coll_reduce_module;
@@ -175,6 +182,7 @@ mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t
   m->super.coll_allreduce = mca_coll_switchagg_allreduce;
   m->super.coll_barrier = mca_coll_switchagg_barrier;
   m->super.coll_iallreduce = mca_coll_switchagg_iallreduce;
+  m->super.coll_ibarrier = mca_coll_switchagg_ibarrier;
   m->super.coll_reduce = mca_coll_switchagg_reduce;
   m->super.coll_reduce_scatter = mca_coll_switchagg_reduce_scatter;
   m->super.coll_reduce_scatter_block = mca_coll_switchagg_reduce_scatter_block;

@@ -34,5 +34,10 @@ add_iallreduce_test(mpi_iallreduce_fault_leaders_delete_np4 150 "mpi;agent;fault
 add_iallreduce_test(mpi_iallreduce_multi_np4 180 "mpi;agent" "PPN=1" multi 4)
 add_iallreduce_test(mpi_iallreduce_busy_np4 180 "mpi;agent" "PPN=1" busy 4)
 add_iallreduce_test(mpi_iallreduce_overlap_np2 180 "mpi;agent" "PPN=1" overlap 2 8388608)
+# MPI_Ibarrier through the switch: every rank a member, node leaders on 2
+# emulated nodes x 2, and offload off (the previous module's, same checks).
+add_iallreduce_test(mpi_ibarrier_np3 180 "mpi;agent" "PPN=1" ibarrier 3 on)
+add_iallreduce_test(mpi_ibarrier_leaders_np4 180 "mpi;agent" "PPN=2" ibarrier 4 on)
+add_iallreduce_test(mpi_ibarrier_off_np3 180 "mpi;agent" "PPN=1" ibarrier 3 off)
 add_iallreduce_test(mpi_iallreduce_fault_kill_np3 150 "mpi;agent;fault" "PPN=1" kill 3 1048576)
 add_iallreduce_test(mpi_iallreduce_fault_delete_np3 150 "mpi;agent;fault" "PPN=1" delete 3 1048576)

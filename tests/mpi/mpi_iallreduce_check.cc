@@ -16,8 +16,14 @@
 //                    completes every call within a bound; how many ended
 //                    inside the compute is printed (on 2 shared cores the
 //                    busy ranks starve the agent, so it is not asserted)
-//   --mode fault     --fault DIR: a loop of --bytes calls with MPI_Test
-//                    polling; DIR/ready once the switch served one, the
+//   --mode ibarrier  MPI_Ibarrier: --iters rounds in which one rank posts
+//                    30 ms late and nobody may complete before it posted
+//                    (CLOCK_MONOTONIC, one machine); then Iallreduce, Ibarrier,
+//                    Iallreduce, Ibarrier outstanding at once, one
+//                    MPI_Waitall, sums exact; --expect switch: every
+//                    Ibarrier served by the switch (ibarrier:switch)
+//   --mode fault     --fault DIR: a loop of --bytes calls (each followed by
+//                    an MPI_Ibarrier) with MPI_Test polling; DIR/ready once the switch served one, the
 //                    script then kills the agent or deletes the lease and
 //                    touches DIR/fired. Every result exact, each call
 //                    bounded by --max-ms, and a redo counted.
@@ -415,6 +421,80 @@ void runOverlap(size_t bytes, int iters, double min_hidden, const std::string& e
     fail("not every overlapped call was served by the switch");
 }
 
+// MPI_Test alone until `req` completes; past max_ms: fail and abort.
+void testBounded(MPI_Request* req, double max_ms, const std::string& what) {
+  const double t0 = nowMs();
+  int flag = 0;
+  while (!flag) {
+    MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    if (!flag && nowMs() - t0 > max_ms) {
+      fail(what + " not complete after " + std::to_string(max_ms) + " ms");
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
+}
+
+void runIbarrier(int iters, const std::string& expect, double max_ms) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const uint64_t before = counter(MPI_COMM_WORLD, "ibarrier:switch");
+  uint64_t posted = 0;
+  // A barrier's promise: nobody completes it before the last rank posted
+  // it. Rank k % size posts 30 ms late; the times are CLOCK_MONOTONIC on
+  // one machine (emulated nodes included), so they compare across ranks
+  // (MPI_Wtime does not: Open MPI starts it at each process's own origin).
+  for (int k = 0; k < iters; ++k) {
+    const int late = k % size;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == late) {
+      const timespec pause{0, 30 * 1000 * 1000};
+      nanosleep(&pause, nullptr);
+    }
+    double times[2];
+    times[0] = nowMs() / 1e3;
+    MPI_Request r;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &r) != MPI_SUCCESS) fail("MPI_Ibarrier returned an error");
+    ++posted;
+    testBounded(&r, max_ms, "MPI_Ibarrier " + std::to_string(k));
+    times[1] = nowMs() / 1e3;
+    std::vector<double> all(size_t(2 * size));
+    MPI_Allgather(times, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, MPI_COMM_WORLD);
+    for (int q = 0; q < size; ++q)
+      if (all[size_t(2 * q + 1)] < all[size_t(2 * late)])
+        fail("rank " + std::to_string(q) + " completed MPI_Ibarrier " + std::to_string(k) + " " +
+             std::to_string((all[size_t(2 * late)] - all[size_t(2 * q + 1)]) * 1e3) +
+             " ms before rank " + std::to_string(late) + " posted it");
+  }
+  // Outstanding together with MPI_Iallreduce calls (queued in posting
+  // order), one MPI_Waitall: every sum exact.
+  for (int k = 0; k < iters; ++k) {
+    Call a, b;
+    MPI_Request bars[2];
+    postCase(a, MPI_COMM_WORLD, kTypes[0], OpKind::kSum, 100, false, k);
+    MPI_Ibarrier(MPI_COMM_WORLD, &bars[0]);
+    postCase(b, MPI_COMM_WORLD, kTypes[0], OpKind::kSum, 5000, k % 2 == 1, k + 1);
+    MPI_Ibarrier(MPI_COMM_WORLD, &bars[1]);
+    posted += 2;
+    MPI_Request all[4] = {a.req, bars[0], b.req, bars[1]};
+    if (MPI_Waitall(4, all, MPI_STATUSES_IGNORE) != MPI_SUCCESS) fail("MPI_Waitall returned an error");
+    a.req = all[0];
+    b.req = all[2];
+    verify(a);
+    verify(b);
+  }
+  const uint64_t served = counter(MPI_COMM_WORLD, "ibarrier:switch") - before;
+  if (world_rank == 0)
+    std::printf("ibarrier: %" PRIu64 " posted, ibarrier:switch %" PRIu64 " previous %" PRIu64
+                " redo %" PRIu64 "\n",
+                posted, served, counter(MPI_COMM_WORLD, "ibarrier:previous"),
+                counter(MPI_COMM_WORLD, "ibarrier:redo"));
+  if (size > 1 && expect == "switch" && served != posted)
+    fail("--expect switch: " + std::to_string(served) + " of " + std::to_string(posted) +
+         " MPI_Ibarrier calls served by the switch");
+  if (expect == "previous" && served != 0) fail("--expect previous: the switch served MPI_Ibarrier");
+}
+
 void runFault(const std::string& dir, size_t bytes, double max_ms) {
   const size_t n = bytes / sizeof(int32_t);
   int rank = 0, size = 1;
@@ -436,6 +516,10 @@ void runFault(const std::string& dir, size_t bytes, double max_ms) {
       }
     }
     verify(c);
+    // And an MPI_Ibarrier through the same queue, as bounded.
+    MPI_Request bar;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &bar) != MPI_SUCCESS) fail("MPI_Ibarrier returned an error");
+    testBounded(&bar, max_ms, "MPI_Ibarrier after call " + std::to_string(iter));
     ++iter;
     if (!ready && counter(MPI_COMM_WORLD, "iallreduce:switch") > 0) {
       ready = true;
@@ -463,6 +547,11 @@ void runFault(const std::string& dir, size_t bytes, double max_ms) {
                 counter(MPI_COMM_WORLD, "iallreduce:redo:switch-failed"),
                 counter(MPI_COMM_WORLD, "iallreduce:redo:switch-unavailable"));
   if (redo == 0) fail("no call was redone on the host after the fault");
+  if (rank == 0)
+    std::printf("fault: ibarrier:switch %" PRIu64 " redo %" PRIu64 ", redo:switch-failed %" PRIu64
+                "\n",
+                counter(MPI_COMM_WORLD, "ibarrier:switch"), counter(MPI_COMM_WORLD, "ibarrier:redo"),
+                counter(MPI_COMM_WORLD, "ibarrier:redo:switch-failed"));
 }
 
 }  // namespace
@@ -500,6 +589,7 @@ int main(int argc, char** argv) {
   else if (mode == "multi") runMulti(iters, expect);
   else if (mode == "overlap") runOverlap(bytes, iters, min_hidden, expect);
   else if (mode == "fault") runFault(fault_dir, bytes, max_ms);
+  else if (mode == "ibarrier") runIbarrier(iters, expect, max_ms);
   else {
     if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown mode %s\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -514,7 +604,7 @@ int main(int argc, char** argv) {
                 counter(MPI_COMM_WORLD, "iallreduce:steps"), nowMs() - t0);
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1 && mode != "fault" && mode != "multi") {
+  if (size > 1 && mode != "fault" && mode != "multi" && mode != "ibarrier") {
     if (expect == "switch" && sw == 0) fail("--expect switch: no Iallreduce served by the switch");
     if (expect == "previous" && sw != 0) fail("--expect previous: the switch served Iallreduces");
     if (expect == "previous" && prev == 0) fail("--expect previous: nothing went to the previous module");

@@ -14,6 +14,8 @@
 #   multi NP                  several calls outstanding on three communicators
 #   busy NP                   as multi on a 2-slot lease: busy refusals redone
 #   overlap NP BYTES          compute between Iallreduce and Wait overlaps it
+#   ibarrier NP on|off        MPI_Ibarrier: nobody done before the last rank
+#                             posted; mixed with Iallreduce under one Waitall
 #   kill|delete NP BYTES      the agent SIGKILLed / the lease deleted at a random
 #                             moment of an Iallreduce loop: right answers, redo
 #                             counted, no call over --max-ms
@@ -101,8 +103,27 @@ case $scenario in
     pid=$!
     fire_fault $pid "$work/run.log" "$scenario" "ifault-$scenario" "$delay_ms"
     wait $pid || { cat "$work/run.log"; die "the job failed after the fault"; }
-    expect_pass "$work/run.log" "switch allreduce failed .*recomputed on the host" \
-      "redo:switch-failed [1-9]"
+    # The fault meets an Iallreduce or an Ibarrier: either fails and is
+    # redone; the calls after it are redone too (the path is off).
+    expect_pass "$work/run.log" "switch (allreduce|barrier) failed .*(recomputed|redone) on the host" \
+      "redo:switch-failed [1-9]" "fault: ibarrier:switch [1-9][0-9]* redo [1-9]"
+    ;;
+  ibarrier)
+    # MPI_Ibarrier through the switch (offload on): the late-rank rounds and
+    # the mixed Waitall, every call on the switch; OFFLOAD=off: every one
+    # on the previous module, the same checks.
+    np=$1 mode=$2
+    start_agent
+    lease "ibarrier-np$np"
+    if [[ $mode == on ]]; then
+      run "$np" "$work/run.log" --mode ibarrier --iters 12 --expect switch --max-ms 20000 ||
+        { cat "$work/run.log"; die "run failed"; }
+      expect_pass "$work/run.log" "joined switch group" "ibarrier: 36 posted, ibarrier:switch 36 "
+    else
+      OFFLOAD=off run "$np" "$work/run.log" --mode ibarrier --iters 12 --expect previous \
+        --max-ms 20000 || { cat "$work/run.log"; die "run failed"; }
+      expect_pass "$work/run.log" "ibarrier: 36 posted, ibarrier:switch 0 "
+    fi
     ;;
   *) die "unknown scenario '$scenario'" ;;
 esac

@@ -275,7 +275,9 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
       if (sw->counter(key, &value)) return value;
     if (switchagg::coll::barrierCounter(comm->state.barrierCounters(), key, &value)) return value;
     if (switchagg::coll::routedCounter(comm->state, key, &value)) return value;
-    if (switchagg::coll::iallreduceCounter(comm->iallreduce, key, &value)) return value;
+    if (switchagg::coll::iallreduceCounter(comm->iallreduce, "iallreduce:", key, &value) ||
+        switchagg::coll::iallreduceCounter(comm->ibarrier, "ibarrier:", key, &value))
+      return value;
     if (key == "local") return c.local;
     if (key.rfind("tune:", 0) == 0) {
       const switchagg::coll::Tuner* t = comm->state.tuner();

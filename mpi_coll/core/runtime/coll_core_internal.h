@@ -31,4 +31,6 @@ struct switchagg_coll_comm {
   explicit switchagg_coll_comm(const switchagg_coll_comm_info_t& info) : state(info) {}
   switchagg::coll::CommState state;
   switchagg::coll::IallreduceCounters iallreduce;  // MPI_Iallreduce (iallreduce.h)
+  switchagg::coll::IallreduceCounters ibarrier;    // MPI_Ibarrier, the same stream
+  bool istream_barrier = false;                    // the running stream is an MPI_Ibarrier
 };

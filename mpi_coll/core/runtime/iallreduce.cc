@@ -7,6 +7,7 @@
 
 #include "coll_core_internal.h"
 #include "process_runtime.h"
+#include "selector.h"
 #include "switch_path.h"
 #include "switchagg/common/log.h"
 #include "switchagg/common/reduce.h"
@@ -54,6 +55,30 @@ int route(switchagg_coll_comm& comm, const AllreduceArgs& args) {
   return routePrevious(c, "selected");
 }
 
+int routeBarrier(switchagg_coll_comm& comm) {
+  CommState& state = comm.state;
+  IallreduceCounters& c = comm.ibarrier;
+  ++c.calls;
+  if (state.broken()) return SWITCHAGG_COLL_IROUTE_FAILED;
+  if (state.size() == 1) {
+    ++c.local;
+    return SWITCHAGG_COLL_IROUTE_LOCAL;
+  }
+  // The blocking barrier's policy (offload on), decided alike on every rank.
+  if (!barrierUsesSwitch(ProcessRuntime::instance().params().policy))
+    return routePrevious(c, "selected");
+  state.ensureSetup();
+  SwitchPath* sw = state.switchPath();
+  if (sw == nullptr) return routePrevious(c, "no switch path");
+  const int32_t one = 1;
+  int32_t entered = 0;
+  const AllreduceArgs args{&one, &entered, 1, Dtype::kInt32, Op::kSum};
+  SelectionInput in = state.callShape(sizeof one, Dtype::kInt32, Op::kSum);
+  sw->describeStream(args, &in);
+  if (!in.switch_available) return routePrevious(c, "switch cannot stream");
+  return SWITCHAGG_COLL_IROUTE_SWITCH;
+}
+
 // A step from a progress callback must not run inside a blocking switchagg
 // call on this thread (UCX is not re-entrant) nor, with threads, while
 // another thread holds the gate.
@@ -77,9 +102,10 @@ int streamResult(const Status& st, int* outcome) {
 
 }  // namespace
 
-bool iallreduceCounter(const IallreduceCounters& c, const std::string& name, uint64_t* value) {
-  if (name.rfind("iallreduce:", 0) != 0) return false;
-  const std::string key = name.substr(11);
+bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
+                       const std::string& name, uint64_t* value) {
+  if (name.rfind(prefix, 0) != 0) return false;
+  const std::string key = name.substr(prefix.size());
   if (key == "calls") *value = c.calls;
   else if (key == "local") *value = c.local;
   else if (key == "switch") *value = c.switched;
@@ -112,23 +138,31 @@ int switchagg_coll_iallreduce_route(switchagg_coll_comm_t* comm, const void* sen
   });
 }
 
+int switchagg_coll_ibarrier_route(switchagg_coll_comm_t* comm) {
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guarded<int>("ibarrier", SWITCHAGG_COLL_IROUTE_FAILED,
+                                       [&] { return switchagg::coll::routeBarrier(*comm); });
+}
+
 int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, void* recv,
-                                 size_t count, int dtype, int op, int* outcome) {
+                                 size_t count, int dtype, int op, int barrier, int* outcome) {
   switchagg::coll::StepScope step;
   if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guarded<int>("iallreduce start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
     SwitchPath* sw = comm->state.switchPath();
+    comm->istream_barrier = barrier != 0;
+    switchagg::coll::IallreduceCounters& c = comm->istream_barrier ? comm->ibarrier : comm->iallreduce;
     AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
-    switchagg::Status st = sw ? sw->startStream(args)
+    switchagg::Status st = sw ? sw->startStream(args, comm->istream_barrier)
                               : switchagg::Status(switchagg::Code::kUnsupported, "no path");
     if (st.code() == switchagg::Code::kUnsupported) {
       // The path failed on an earlier call (every rank agreed to that).
-      ++comm->iallreduce.redo;
-      ++comm->iallreduce.events["redo:switch-unavailable"];
+      ++c.redo;
+      ++c.events["redo:switch-unavailable"];
       return static_cast<int>(SWITCHAGG_COLL_ISTREAM_DECLINED);
     }
-    ++comm->iallreduce.steps;
+    ++c.steps;
     return switchagg::coll::streamResult(st, outcome);
   });
 }
@@ -146,8 +180,9 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
     SwitchPath* sw = comm->state.switchPath();
     const double until = switchagg::coll::nowUs() + switchagg::coll::kStepBudgetUs;
     int rc;
+    switchagg::coll::IallreduceCounters& c = comm->istream_barrier ? comm->ibarrier : comm->iallreduce;
     do {
-      ++comm->iallreduce.steps;
+      ++c.steps;
       rc = switchagg::coll::streamResult(sw->stepStream(), outcome);
     } while (rc == SWITCHAGG_COLL_ISTREAM_RUNNING && switchagg::coll::nowUs() < until);
     return rc;
@@ -170,14 +205,14 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
 int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int first_rank) {
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guarded<int>("iallreduce end", 1, [&] {
+    switchagg::coll::IallreduceCounters& c = comm->istream_barrier ? comm->ibarrier : comm->iallreduce;
     switchagg::Status st = comm->state.switchPath()->endStream(agreed, first_rank);
     if (st.ok()) {
-      ++comm->iallreduce.switched;
+      ++c.switched;
       return 0;
     }
-    ++comm->iallreduce.redo;
-    ++comm->iallreduce.events[agreed == SwitchPath::kStreamBusy ? "redo:switch-busy"
-                                                                : "redo:switch-failed"];
+    ++c.redo;
+    ++c.events[agreed == SwitchPath::kStreamBusy ? "redo:switch-busy" : "redo:switch-failed"];
     return 1;
   });
 }
@@ -185,6 +220,13 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
 void switchagg_coll_iallreduce_note(switchagg_coll_comm_t* comm, const char* what) {
   switchagg::coll::guarded<int>("iallreduce note", 0, [&] {
     ++comm->iallreduce.events[what];
+    return 0;
+  });
+}
+
+void switchagg_coll_ibarrier_note(switchagg_coll_comm_t* comm, const char* what) {
+  switchagg::coll::guarded<int>("ibarrier note", 0, [&] {
+    ++comm->ibarrier.events[what];
     return 0;
   });
 }

@@ -51,8 +51,13 @@ enum switchagg_coll_istream {
 /* send == NULL: in place. dtype/op as for switchagg_coll_allreduce. */
 int switchagg_coll_iallreduce_route(switchagg_coll_comm_t *comm, const void *send, void *recv,
                                     size_t count, int dtype, int op);
+/* MPI_Ibarrier: the same stream as a one-int32 sum of ones (the result is
+ * the number of ranks that entered: the glue checks it is the size), when
+ * the barrier policy puts barriers on the switch (offload on). */
+int switchagg_coll_ibarrier_route(switchagg_coll_comm_t *comm);
+/* barrier: 1 for an MPI_Ibarrier's stream (counted as ibarrier:*). */
 int switchagg_coll_istream_start(switchagg_coll_comm_t *comm, const void *send, void *recv,
-                                 size_t count, int dtype, int op, int *outcome);
+                                 size_t count, int dtype, int op, int barrier, int *outcome);
 int switchagg_coll_istream_step(switchagg_coll_comm_t *comm, int *outcome);
 int switchagg_coll_istream_end(switchagg_coll_comm_t *comm, int agreed, int first_rank);
 /* After OUTCOME, before any agreement: a small call completes on one agent
@@ -72,6 +77,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int 
  * the communicator), "error" (an agreement or redo failed), or a reason the
  * glue sent the call to the previous module without asking ("previous:<reason>"). */
 void switchagg_coll_iallreduce_note(switchagg_coll_comm_t *comm, const char *what);
+void switchagg_coll_ibarrier_note(switchagg_coll_comm_t *comm, const char *what);
 
 #ifdef __cplusplus
 }
@@ -92,7 +98,9 @@ struct IallreduceCounters {
   std::map<std::string, uint64_t> events;  // iallreduce:<reason> (previous:*, redo:*, queued, error)
 };
 
-bool iallreduceCounter(const IallreduceCounters& c, const std::string& name, uint64_t* value);
+// `prefix`: "iallreduce:" or "ibarrier:" (the same counters for each).
+bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
+                       const std::string& name, uint64_t* value);
 
 }  // namespace switchagg::coll
 #endif

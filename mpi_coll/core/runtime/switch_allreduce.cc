@@ -179,7 +179,7 @@ void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* 
 // an in-place call (the input stays intact until the ranks agree). With node
 // leaders: the node's inputs to the leader first (stepStream), the leader's
 // stream, then its [outcome][result] to the node (settleStream).
-Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
+Status AgentSwitchPath::startStream(const AllreduceArgs& args, bool barrier) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
   // Alike on every rank: joined_, the caps and the keep limit are agreed
   // (a non-leader never holds a group).
@@ -187,6 +187,7 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args) {
     return Status(Code::kUnsupported, "switch path cannot stream this call");
   stream_ = Stream{};
   stream_.args = args;
+  stream_.barrier = barrier;
   stream_.bytes = bytes;
   stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
   void* out = args.recv;
@@ -299,7 +300,8 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
                                        : CallOutcome::kFailed;
   } else {
     int source = -1;
-    Result<CallOutcome> settled = settle(mine, stream_.out, stream_.bytes, &source, "iallreduce");
+    Result<CallOutcome> settled = settle(mine, stream_.out, stream_.bytes, &source,
+                                        stream_.barrier ? "ibarrier" : "iallreduce");
     if (!settled.ok()) {
       if (leaders_) leaders_->abandon();
       return settled.status();
@@ -320,17 +322,24 @@ Status AgentSwitchPath::endStream(int agreed, int first_rank) {
   if (agreed == kStreamOk) {
     if (stream_.args.send == nullptr && stream_.bytes)
       std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);
+    if (stream_.barrier) {
+      ++barriers_;
+      return Status::Ok();
+    }
     ++calls_;
     ++streamed_;
     return Status::Ok();
   }
   if (agreed == kStreamBusy) {
     ++busy_;
+    if (stream_.barrier) ++barrier_busy_;
     return Status(Code::kUnsupported, "switch busy; redone on the host");
   }
-  giveUp(stream_.mine, first_rank, "allreduce",
-         stream_.settled ? "no member had the result (all asked); result recomputed on the host"
-                         : "result recomputed on the host");
+  if (stream_.barrier) ++barrier_failed_;
+  const char* redo = stream_.barrier ? "barrier redone on the host" : "result recomputed on the host";
+  giveUp(stream_.mine, first_rank, stream_.barrier ? "barrier" : "allreduce",
+         (stream_.settled ? std::string("no member had the result (all asked); ") + redo
+                          : std::string(redo)).c_str());
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 

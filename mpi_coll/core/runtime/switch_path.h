@@ -98,7 +98,9 @@ class SwitchPath {
   // or failed: counted, a failure disables the path as for allreduce).
   static constexpr int kStreamOk = 0, kStreamBusy = 1, kStreamFailed = 2;
   virtual void describeStream(const AllreduceArgs& /*args*/, SelectionInput* /*in*/) const {}
-  virtual Status startStream(const AllreduceArgs& /*args*/) {
+  // barrier: the stream is an MPI_Ibarrier (a one-int32 sum of ones whose
+  // result is the number of ranks that entered), counted as a barrier.
+  virtual Status startStream(const AllreduceArgs& /*args*/, bool /*barrier*/ = false) {
     return Status(Code::kUnsupported, "no switch stream");
   }
   virtual Status stepStream() { return Status(Code::kInternal, "no stream running"); }

@@ -133,7 +133,7 @@ class AgentSwitchPath : public SwitchPath {
   Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
                                    const Status& mine, size_t bytes, RoutedEnd* how);
   void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
-  Status startStream(const AllreduceArgs& args) override;
+  Status startStream(const AllreduceArgs& args, bool barrier = false) override;
   Status stepStream() override;
   Status endStream(int agreed, int first_rank) override;
   bool streamSettles() const override { return stream_.one_trip; }
@@ -240,6 +240,7 @@ class AgentSwitchPath : public SwitchPath {
     bool one_trip = false;  // ends without the agreement (settleStream)
     bool settled = false;   // settleStream ran
     bool node_phase = false;  // node leaders: the node's step runs (stepNode)
+    bool barrier = false;     // an MPI_Ibarrier (counted as a barrier)
   } stream_;
   uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served
 };
