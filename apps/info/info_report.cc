@@ -10,6 +10,7 @@
 #include "switchagg/agent/control_client.h"
 #include "switchagg/agent/malloc_tuning.h"
 #include "switchagg/coll/pmpi_params.h"
+#include "switchagg/coll/process_settings.h"
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/log_config.h"
@@ -74,6 +75,7 @@ Result<std::vector<OptionRow>> optionRows(const InfoArgs& args) {
   std::vector<OptionRow> rows;
   std::vector<ConfigDoc> docs = ucx::transportOptionTable();
   SWITCHAGG_RETURN_IF_ERROR(addTable(coll::switchSettingsTable(), &docs));
+  SWITCHAGG_RETURN_IF_ERROR(addTable(coll::processSettingsTable(), &docs));
   // The PMPI library's (libswitchagg_pmpi.so): the MCA parameters' names.
   SWITCHAGG_RETURN_IF_ERROR(addTable(coll::pmpiParamsTable(), &docs));
   SWITCHAGG_RETURN_IF_ERROR(addTable(agent::controlEnvironmentTable(), &docs));
