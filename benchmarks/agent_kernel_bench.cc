@@ -41,24 +41,26 @@ constexpr Dtype dtypeOf() {
   return Dtype::kFloat64;
 }
 
-template <typename T>
-void kernelSum(benchmark::State& st) {
+// The agent's kernel for `op` over the buffers (kernelSum / kernelMax: the
+// names the reports look up).
+template <typename T, Op op>
+void kernel(benchmark::State& st) {
   Buffers<T> buf(static_cast<size_t>(st.range(0)));
   for (auto _ : st) {
-    (void)switchagg::reduceInto(dtypeOf<T>(), Op::kSum, buf.a.data(), buf.b.data(), buf.a.size());
+    (void)switchagg::reduceInto(dtypeOf<T>(), op, buf.a.data(), buf.b.data(), buf.a.size());
     benchmark::ClobberMemory();
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0));
 }
 
 template <typename T>
+void kernelSum(benchmark::State& st) {
+  kernel<T, Op::kSum>(st);
+}
+
+template <typename T>
 void kernelMax(benchmark::State& st) {
-  Buffers<T> buf(static_cast<size_t>(st.range(0)));
-  for (auto _ : st) {
-    (void)switchagg::reduceInto(dtypeOf<T>(), Op::kMax, buf.a.data(), buf.b.data(), buf.a.size());
-    benchmark::ClobberMemory();
-  }
-  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0));
+  kernel<T, Op::kMax>(st);
 }
 
 // The reference: what -O3 makes of the simplest loop. Function aligned to a

@@ -21,20 +21,9 @@ bench_args barrier_bench 2,15 "build np=np_list reps iters blocks out fabric=hos
 source "$root/benchmarks/lib/bench_env.sh"
 bench_out barrier
 bench_setup barrier-bench
-[[ -x $bin/barrier_latency ]] || { echo "barrier_bench: $bin/barrier_latency not built" >&2; exit 1; }
+bench_need "$bin/barrier_latency"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
 bench_agent barrier-bench bar
-# run NP ARGS...: one job, on this machine or across the fabric (1 rank/host).
-run() {
-  local np=$1
-  shift
-  if [[ -n $hosts ]]; then
-    fabric_mpirun "$np" 1 "$@"
-  else
-    timeout -s KILL 300 mpirun --oversubscribe --bind-to none --mca btl self,vader \
-      --mca mca_base_component_path "$comp_path" -np "$np" "$@"
-  fi
-}
 paths=(
   "switch|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
   "tuned|--mca coll ^switchagg"
@@ -46,7 +35,7 @@ for np in $np_list; do
     for p in "${paths[@]}"; do
       name=${p%%|*} args=${p#*|}
       # shellcheck disable=SC2086
-      run "$np" $args -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
+      bench_mpirun "$np" $args -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
         "$bin/barrier_latency" --iters "$iters" --blocks "$blocks" >"$work/run.txt" 2>&1 ||
         { cat "$work/run.txt" >&2; exit 1; }
       # The switch column must really have gone through the agent.

@@ -72,11 +72,7 @@ run_config() {  # HOSTS PPN MBIT
   fabric_down
 }
 
-for c in $configs; do
-  hosts=${c%%x*} rest=${c#*x}
-  ppn=${rest%%@*} mbit=${rest#*@}
-  run_config "$hosts" "$ppn" "$mbit"
-done
+bench_each_config run_config
 
 summarize() {  # TAG HOSTS PPN MBIT
   local tag=$1 hosts=$2 ppn=$3 mbit=$4
@@ -127,8 +123,7 @@ summarize() {  # TAG HOSTS PPN MBIT
   echo "hosts, 0.57 at 8), plus the in-host reduce and broadcast both pay, unless they overlap the"
   echo "stream (node leaders' pipeline, calls >= 2 MiB; \`switch_pipe\` = SWITCHAGG_SWITCH_SEGMENT=1M; off by default)."
   for c in $configs; do
-    hosts=${c%%x*} rest=${c#*x}
-    ppn=${rest%%@*} mbit=${rest#*@}
+    bench_config "$c"
     tag=h${hosts}p$ppn
     echo
     echo "## $hosts hosts × $ppn rank(s), $mbit Mbit/s links (CPU busy during the runs: $(awk '{ print $3 }' "$raw/${tag}_cpu.txt")%)"
@@ -143,8 +138,7 @@ summarize() {  # TAG HOSTS PPN MBIT
 mv "$out.tmp" "$out"
 if command -v gnuplot >/dev/null; then
   for c in $configs; do
-    hosts=${c%%x*} rest=${c#*x}
-    ppn=${rest%%@*}
+    bench_config "$c"
     tag=h${hosts}p$ppn
     for p in "${paths[@]}"; do
       name=${p%%|*}

@@ -27,7 +27,7 @@ bench_args iallreduce_overlap 2,21 "build np=np_list bytes=sizes reps iters out 
 source "$root/benchmarks/lib/bench_env.sh"
 bench_out iallreduce_overlap
 bench_setup iallreduce-overlap
-[[ -x $bin/mpi_iallreduce_check ]] || { echo "iallreduce_overlap: $bin/mpi_iallreduce_check not built" >&2; exit 1; }
+bench_need "$bin/mpi_iallreduce_check"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
 bench_agent iallreduce-overlap "$fname" --subnet "$subnet"
 paths=("switch|on|switch" "libnbc|off|previous")

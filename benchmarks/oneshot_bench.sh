@@ -33,12 +33,7 @@ bench_agent oneshot-bench osb
 run() {  # NP ARGS...: one job here or across the fabric (one rank per host)
   local np=$1
   shift
-  if [[ -n $hosts ]]; then
-    fabric_mpirun "$np" 1 --mca mpi_yield_when_idle 1 "$@"
-  else
-    timeout -s KILL 600 mpirun --oversubscribe --bind-to none --mca btl self,vader \
-      --mca mpi_yield_when_idle 1 --mca mca_base_component_path "$comp_path" -np "$np" "$@"
-  fi
+  bench_timeout=600 bench_mpirun "$np" --mca mpi_yield_when_idle 1 "$@"
 }
 # name|SWITCHAGG_SWITCH_AGREE_EVERY_CALL|mpirun arguments
 paths=(

@@ -86,11 +86,7 @@ run_config() {  # HOSTS PPN MBIT
   fabric_down
 }
 
-for c in $configs; do
-  hosts=${c%%x*} rest=${c#*x}
-  mbit=${rest#*@}
-  run_config "$hosts" "${rest%@*}" "$mbit"
-done
+bench_each_config run_config
 
 # theory COLL HOSTS PPN: the link-bound ratio switch / ring-or-tuned for
 # large N and what each host sends, as text (P = HOSTS·PPN ranks; with node
@@ -166,8 +162,7 @@ summarize() {  # TAG HOSTS PPN MBIT COLL
   echo "allreduce of the same N, run in the same repetitions: the ring allreduce is exactly a ring"
   echo "reduce-scatter followed by a ring allgather of N."
   for c in $configs; do
-    hosts=${c%%x*} rest=${c#*x}
-    mbit=${rest#*@} ppn=${rest%@*}
+    bench_config "$c"
     for coll in $colls; do
       echo
       echo "## $coll, $hosts hosts × $ppn rank(s), $mbit Mbit/s links"

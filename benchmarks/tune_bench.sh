@@ -62,9 +62,8 @@ run_where() {  # node | fabric:HxP@MBIT
     tag=node np=4 launch="node_mpirun 4"
     agent_start "$root/config/agent.toml" "$work" >/dev/null
   else
-    local c=${w#fabric:} hosts ppn mbit
-    hosts=${c%%x*} rest=${c#*x}
-    ppn=${rest%%@*} mbit=${rest#*@}
+    local hosts ppn mbit
+    bench_config "${w#fabric:}"
     np=$((hosts * ppn)) tag=h${hosts}p$ppn launch="fabric_mpirun $np $ppn"
     fabric_up tb --hosts "$hosts" --rate "$mbit" --subnet 10.91
     fabric_agent_start "$work"
@@ -156,8 +155,7 @@ summarize() {  # TAG
     if [[ $w == node ]]; then
       tag=node title="one node, np 4 (oversubscribed on 2 cores), agent on the same node"
     else
-      c=${w#fabric:} hosts=${c%%x*} rest=${c#*x}
-      ppn=${rest%%@*} mbit=${rest#*@}
+      bench_config "${w#fabric:}"
       tag=h${hosts}p$ppn title="emulated cluster: $hosts hosts × $ppn rank(s), $mbit Mbit/s links"
     fi
     echo

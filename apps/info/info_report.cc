@@ -10,6 +10,7 @@
 #include "switchagg/agent/control_client.h"
 #include "switchagg/agent/malloc_tuning.h"
 #include "switchagg/coll/pmpi_params.h"
+#include "switchagg/coll/process_settings.h"
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/log_config.h"
@@ -74,6 +75,7 @@ Result<std::vector<OptionRow>> optionRows(const InfoArgs& args) {
   std::vector<OptionRow> rows;
   std::vector<ConfigDoc> docs = ucx::transportOptionTable();
   SWITCHAGG_RETURN_IF_ERROR(addTable(coll::switchSettingsTable(), &docs));
+  SWITCHAGG_RETURN_IF_ERROR(addTable(coll::processSettingsTable(), &docs));
   // The PMPI library's (libswitchagg_pmpi.so): the MCA parameters' names.
   SWITCHAGG_RETURN_IF_ERROR(addTable(coll::pmpiParamsTable(), &docs));
   SWITCHAGG_RETURN_IF_ERROR(addTable(agent::controlEnvironmentTable(), &docs));
@@ -177,26 +179,26 @@ std::string renderJson(const InfoReport& r) {
     for (const auto& [k, v] : kvs) o[k] = v;
     return o;
   };
-  Json j;
-  j["ucx_version"] = r.ucx_version;
-  j["rdma_present"] = p.rdma_present;
-  j["source"] = p.source;
-  j["devices"] = p.devices;
-  j["device"] = p.device;
-  j["port"] = p.port;
-  j["gid_index"] = p.gid_index;
-  j["gid"] = p.gid;
-  j["gid_address"] = p.gid.empty() ? "" : ucx::gidToAddress(p.gid);
-  j["roce_version"] = p.roce_version;
-  j["netdev"] = p.netdev;
-  j["traffic_class"] = p.traffic_class;
-  j["sl"] = p.sl;
-  j["path_mtu"] = p.path_mtu;
-  j["lanes"] = r.lanes;
-  j["reason"] = p.reason;
-  j["ucx_settings"] = pairs(p.ucx_settings);
-  j["applied"] = pairs(r.applied);
-  j["left_to_user"] = pairs(p.left_to_user);
+  // The profile as it was resolved, in the order the text shows it.
+  Json j = {{"ucx_version", r.ucx_version},
+            {"rdma_present", p.rdma_present},
+            {"source", p.source},
+            {"devices", p.devices},
+            {"device", p.device},
+            {"port", p.port},
+            {"gid_index", p.gid_index},
+            {"gid", p.gid},
+            {"gid_address", p.gid.empty() ? "" : ucx::gidToAddress(p.gid)},
+            {"roce_version", p.roce_version},
+            {"netdev", p.netdev},
+            {"traffic_class", p.traffic_class},
+            {"sl", p.sl},
+            {"path_mtu", p.path_mtu},
+            {"lanes", r.lanes},
+            {"reason", p.reason},
+            {"ucx_settings", pairs(p.ucx_settings)},
+            {"applied", pairs(r.applied)},
+            {"left_to_user", pairs(p.left_to_user)}};
   Json effective = Json::object();
   for (const EffectiveRow& e : r.effective)
     effective[e.name] = {{"value", e.value}, {"source", e.source}, {"table", e.table}};

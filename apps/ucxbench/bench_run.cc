@@ -21,26 +21,25 @@ namespace {
 constexpr int64_t kWaitMs = 120000;
 constexpr uint32_t kTagLat = 1, kTagBw = 2, kTagAck = 3;
 
-Status writeAll(int fd, const void* p, size_t n) {
-  const auto* c = static_cast<const uint8_t*>(p);
+// All n bytes at c through `io` (read or write), which may move part of
+// them at a time; `what` names the failure.
+template <typename Byte, typename Io>
+Status pipeAll(Io io, int fd, Byte* c, size_t n, const char* what) {
   while (n > 0) {
-    ssize_t w = write(fd, c, n);
-    if (w <= 0) return Status(Code::kIoError, "pipe write");
-    c += w;
-    n -= static_cast<size_t>(w);
+    const ssize_t done = io(fd, c, n);
+    if (done <= 0) return Status(Code::kIoError, what);
+    c += done;
+    n -= static_cast<size_t>(done);
   }
   return Status::Ok();
 }
 
+Status writeAll(int fd, const void* p, size_t n) {
+  return pipeAll(::write, fd, static_cast<const uint8_t*>(p), n, "pipe write");
+}
+
 Status readAll(int fd, void* p, size_t n) {
-  auto* c = static_cast<uint8_t*>(p);
-  while (n > 0) {
-    ssize_t r = read(fd, c, n);
-    if (r <= 0) return Status(Code::kIoError, "pipe read");
-    c += r;
-    n -= static_cast<size_t>(r);
-  }
-  return Status::Ok();
+  return pipeAll(::read, fd, static_cast<uint8_t*>(p), n, "pipe read");
 }
 
 Result<std::vector<uint8_t>> swapAddress(const Pipe& link, const std::vector<uint8_t>& mine) {

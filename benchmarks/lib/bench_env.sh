@@ -12,6 +12,14 @@
 #   bench_lease JOB [SLOTS] → a 2 h lease of SLOTS (8) on the agent just
 #                             started (AGENT_SOCKET) for JOB, exported
 #                             (SWITCHAGG_AGENT, _LEASE, _MODE)
+#   bench_config HxP@M      → hosts, ppn, mbit of one --configs entry: H
+#                             hosts, P ranks each, links at M Mbit/s
+#   bench_each_config FN    → FN HOSTS PPN MBIT for each entry of $configs
+#   bench_need FILE...      → exits naming the first that is not built
+#   bench_mpirun NP ARGS... → one job: with $hosts set across the fabric, one
+#                             rank a host; else here (vader, the component
+#                             from comp_path), killed after $bench_timeout
+#                             seconds (300)
 #   bench_agent JOB FABRIC [fabric_up options]
 #                           → one agent (agent.log_level=warn) and JOB's
 #                             bench_lease: on this machine, or with $hosts
@@ -35,6 +43,37 @@ bench_setup() {
 bench_out() {
   [[ -z ${hosts:-} ]] || np_list=$hosts
   out=${out:-$root/benchmarks/results/$1${hosts:+_fabric}${2:-}.md}
+}
+
+bench_config() {
+  local rest=${1#*x}
+  hosts=${1%%x*} ppn=${rest%%@*} mbit=${rest#*@}
+}
+
+bench_each_config() {
+  local c
+  for c in $configs; do
+    bench_config "$c"
+    "$1" "$hosts" "$ppn" "$mbit"
+  done
+}
+
+bench_need() {
+  local f
+  for f in "$@"; do
+    [[ -x $f ]] || { echo "$(basename "$0" .sh): $f not built" >&2; exit 1; }
+  done
+}
+
+bench_mpirun() {
+  local np=$1
+  shift
+  if [[ -n ${hosts:-} ]]; then
+    fabric_mpirun "$np" 1 "$@"
+  else
+    timeout -s KILL "${bench_timeout:-300}" mpirun --oversubscribe --bind-to none \
+      --mca btl self,vader --mca mca_base_component_path "$comp_path" -np "$np" "$@"
+  fi
 }
 
 bench_agent() {

@@ -39,6 +39,17 @@ int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_
   return tuned == 0 ? MPI_SUCCESS : failed(comm);
 }
 
+// How a call the core answered with `rc` ends: MPI_SUCCESS when served, the
+// error handler's answer when failed; declined, the MPI library runs it
+// (handToMpi) and online tuning times it (previousDone).
+template <typename Blocking, typename Nonblocking>
+int answer(int rc, MPI_Comm comm, switchagg_coll_comm_t* core, int routed_op, Blocking blocking,
+           Nonblocking nonblocking) {
+  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  return previousDone(comm, core, handToMpi(blocking, nonblocking), routed_op);
+}
+
 const void* sendOrNull(const void* sbuf) {
   return sbuf == MPI_IN_PLACE ? nullptr : sbuf;
 }
@@ -65,10 +76,10 @@ size_t typeBytes(MPI_Datatype dt, int count) {
 }  // namespace
 }  // namespace switchagg::pmpi
 
+using switchagg::pmpi::answer;
 using switchagg::pmpi::coreOf;
 using switchagg::pmpi::failed;
 using switchagg::pmpi::handToMpi;
-using switchagg::pmpi::previousDone;
 using switchagg::pmpi::sendOrNull;
 
 extern "C" {
@@ -86,14 +97,9 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
   }
   const int rc = switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf,
                                           size_t(count) * size_t(scale), sa_dtype, sa_op, flags);
-  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(comm, core,
-                      handToMpi([&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
-                                [&](MPI_Request* r) {
-                                  return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r);
-                                }),
-                      -1);
+  return answer(
+      rc, comm, core, -1, [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+      [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
 }
 
 int MPI_Barrier(MPI_Comm comm) {
@@ -119,22 +125,16 @@ int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_
                MPI_Comm comm) {
   switchagg_coll_comm_t* core = coreOf(comm);
   if (core == nullptr || count < 0) return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm);
-  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
-  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = SWITCHAGG_COLL_DECLINED;
+  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale))
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_REDUCE, why);
-  } else {
-    const int rc = switchagg_coll_reduce(
-        core, sendOrNull(sbuf), rbuf, size_t(count) * size_t(scale), sa_dtype, sa_op, root, flags);
-    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  }
-  return previousDone(
-      comm, core,
-      handToMpi([&] { return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm); },
-                [&](MPI_Request* r) {
-                  return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, r);
-                }),
-      SWITCHAGG_COLL_REDUCE);
+  else
+    rc = switchagg_coll_reduce(core, sendOrNull(sbuf), rbuf, size_t(count) * size_t(scale),
+                               sa_dtype, sa_op, root, flags);
+  return answer(
+      rc, comm, core, SWITCHAGG_COLL_REDUCE,
+      [&] { return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm); },
+      [&](MPI_Request* r) { return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, r); });
 }
 
 }  // extern "C"
@@ -216,34 +216,28 @@ int MPI_Reduce_scatter(const void* sbuf, void* rbuf, const int rcounts[], MPI_Da
                        MPI_Op op, MPI_Comm comm) {
   switchagg_coll_comm_t* core = coreOf(comm);
   if (core == nullptr) return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm);
-  const int rc = reduceScatterCore(core, sbuf, rbuf, rcounts, 0, dtype, op, comm,
-                                   SWITCHAGG_COLL_REDUCE_SCATTER);
-  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(
-      comm, core,
-      handToMpi([&] { return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm); },
-                [&](MPI_Request* r) {
-                  return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, r);
-                }),
-      SWITCHAGG_COLL_REDUCE_SCATTER);
+  return answer(
+      reduceScatterCore(core, sbuf, rbuf, rcounts, 0, dtype, op, comm,
+                        SWITCHAGG_COLL_REDUCE_SCATTER),
+      comm, core, SWITCHAGG_COLL_REDUCE_SCATTER,
+      [&] { return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm); },
+      [&](MPI_Request* r) {
+        return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, r);
+      });
 }
 
 int MPI_Reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype dtype,
                              MPI_Op op, MPI_Comm comm) {
   switchagg_coll_comm_t* core = coreOf(comm);
   if (core == nullptr) return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
-  const int rc = reduceScatterCore(core, sbuf, rbuf, nullptr, rcount, dtype, op, comm,
-                                   SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
-  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(
-      comm, core,
-      handToMpi([&] { return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm); },
-                [&](MPI_Request* r) {
-                  return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, r);
-                }),
-      SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
+  return answer(
+      reduceScatterCore(core, sbuf, rbuf, nullptr, rcount, dtype, op, comm,
+                        SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK),
+      comm, core, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK,
+      [&] { return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm); },
+      [&](MPI_Request* r) {
+        return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, r);
+      });
 }
 
 int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf, int rcount,
@@ -253,49 +247,42 @@ int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf,
   // The receive side's block: every rank's signatures match, so every rank
   // sees the same byte count and decides alike.
   const size_t block = switchagg::pmpi::typeBytes(rdtype, rcount);
-  if (block <= size_t(INT_MAX)) {
-    const int rc = allgatherCore(core, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
-    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  } else {
+  int rc = SWITCHAGG_COLL_DECLINED;
+  if (block <= size_t(INT_MAX))
+    rc = allgatherCore(core, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
+  else
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");
-  }
-  return previousDone(
-      comm, core,
-      handToMpi([&] { return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
-                [&](MPI_Request* r) {
-                  return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, r);
-                }),
-      SWITCHAGG_COLL_ALLGATHER);
+  return answer(
+      rc, comm, core, SWITCHAGG_COLL_ALLGATHER,
+      [&] { return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
+      [&](MPI_Request* r) {
+        return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, r);
+      });
 }
 
 int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm) {
   switchagg_coll_comm_t* core = coreOf(comm);
   if (core == nullptr) return PMPI_Bcast(buf, count, dtype, root, comm);
   const size_t bytes = switchagg::pmpi::typeBytes(dtype, count);
+  int rc = SWITCHAGG_COLL_DECLINED;
   if (bytes > size_t(INT_MAX)) {
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
   } else if (switchagg::pmpi::plainBytes(dtype, count)) {
-    const int rc = switchagg_coll_bcast(core, buf, bytes, root);
-    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+    rc = switchagg_coll_bcast(core, buf, bytes, root);
   } else {
     int rank = 0;
     (void)PMPI_Comm_rank(comm, &rank);
     std::vector<char> staged(bytes + 1);
     if (rank == root && pack(buf, count, dtype, staged.data(), bytes, comm)) return failed(comm);
-    int rc = switchagg_coll_bcast(core, staged.data(), bytes, root);
+    rc = switchagg_coll_bcast(core, staged.data(), bytes, root);
     if (rc == SWITCHAGG_COLL_SERVED && rank != root &&
         unpack(staged.data(), bytes, buf, count, dtype, comm))
       rc = SWITCHAGG_COLL_FAILED;
-    if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-    if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
   }
-  return previousDone(
-      comm, core,
-      handToMpi([&] { return PMPI_Bcast(buf, count, dtype, root, comm); },
-                [&](MPI_Request* r) { return PMPI_Ibcast(buf, count, dtype, root, comm, r); }),
-      SWITCHAGG_COLL_BCAST);
+  return answer(
+      rc, comm, core, SWITCHAGG_COLL_BCAST,
+      [&] { return PMPI_Bcast(buf, count, dtype, root, comm); },
+      [&](MPI_Request* r) { return PMPI_Ibcast(buf, count, dtype, root, comm, r); });
 }
 
 // Diagnostics (mpi_coll/include/switchagg/coll/diagnostics.h): the same

@@ -29,12 +29,26 @@ struct ScriptJob {
   uint32_t id = 0;
   uid_t uid = 0;
   gid_t gid = 0;
+  const PluginConfig* config = nullptr;  // the plugin's, loaded by startScript
 };
 
 bool jobOf(spank_t sp, ScriptJob* job) {
   return spank_get_item(sp, S_JOB_ID, &job->id) == ESPANK_SUCCESS &&
          spank_get_item(sp, S_JOB_UID, &job->uid) == ESPANK_SUCCESS &&
          spank_get_item(sp, S_JOB_GID, &job->gid) == ESPANK_SUCCESS;
+}
+
+// What the prolog and the epilog start with: the plugin's configuration
+// (plugstack.conf arguments) and the job as Slurm tells it; false, with
+// `problem` logged, when Slurm does not tell it.
+bool startScript(spank_t sp, int argc, char** argv, const char* problem, ScriptJob* job) {
+  loadConfig(argc, argv);
+  job->config = &configOrDefaults();
+  if (!jobOf(sp, job)) {
+    logError("%s", problem);
+    return false;
+  }
+  return true;
 }
 
 // Slurm hands the job-control environment to prolog/epilog with "SPANK_"
@@ -69,13 +83,9 @@ void noteFailure(const PluginConfig& config, const ScriptJob& job, const agent::
 }  // namespace
 
 int jobProlog(spank_t sp, int argc, char** argv) {
-  loadConfig(argc, argv);
-  const PluginConfig& config = configOrDefaults();
   ScriptJob job;
-  if (!jobOf(sp, &job)) {
-    logError("prolog: cannot read the job id/uid from Slurm");
-    return 0;
-  }
+  if (!startScript(sp, argc, argv, "prolog: cannot read the job id/uid from Slurm", &job)) return 0;
+  const PluginConfig& config = *job.config;
   Result<ResolvedRequest> req = scriptRequest(sp, config);
   if (!req.ok()) {
     noteFailure(config, job, {agent::ApiError::kConfig, req.status().message()});
@@ -125,13 +135,9 @@ agent::ApiResult<bool> deleteWithRetry(const PluginConfig& config, uint32_t job,
 }  // namespace
 
 int jobEpilog(spank_t sp, int argc, char** argv) {
-  loadConfig(argc, argv);
-  const PluginConfig& config = configOrDefaults();
   ScriptJob job;
-  if (!jobOf(sp, &job)) {
-    logError("epilog: cannot read the job id from Slurm");
-    return 0;
-  }
+  if (!startScript(sp, argc, argv, "epilog: cannot read the job id from Slurm", &job)) return 0;
+  const PluginConfig& config = *job.config;
   removeNote(config.state_dir, job.id);
   Result<ResolvedRequest> req = scriptRequest(sp, config);
   if (req.ok() && req->request.mode == Mode::kOff) return 0;

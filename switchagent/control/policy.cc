@@ -12,12 +12,19 @@ namespace {
 
 Denial denied(const std::string& message) { return Denial{ApiError::kPolicyDenied, message}; }
 
-std::string groupName(uint32_t gid) {
+// The name getpwuid_r or getgrgid_r (`lookup`) gives `id` ("" if none):
+// Entry is passwd or group, `name` its pw_name or gr_name.
+template <typename Entry, typename Lookup>
+std::string nameOf(Lookup lookup, uint32_t id, char* Entry::*name) {
   std::vector<char> buf(16384);
-  group gr{};
-  group* out = nullptr;
-  if (getgrgid_r(gid, &gr, buf.data(), buf.size(), &out) != 0 || out == nullptr) return "";
-  return gr.gr_name;
+  Entry entry{};
+  Entry* out = nullptr;
+  if (lookup(id, &entry, buf.data(), buf.size(), &out) != 0 || out == nullptr) return "";
+  return entry.*name;
+}
+
+std::string groupName(uint32_t gid) {
+  return nameOf<group>(getgrgid_r, gid, &group::gr_name);
 }
 
 // Caller's primary gid plus the supplementary groups of its user name.
@@ -49,11 +56,7 @@ std::string describe(uint32_t uid) {
 }  // namespace
 
 std::string userName(uint32_t uid) {
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* out = nullptr;
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &out) != 0 || out == nullptr) return "";
-  return pw.pw_name;
+  return nameOf<passwd>(getpwuid_r, uid, &passwd::pw_name);
 }
 
 Policy::Policy(const AgentConfig& config)

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include "agent_fixture.h"
@@ -45,28 +46,34 @@ struct Fabric {
     std::ofstream(map) << text;
     return true;
   }
+  // The job's lease at agent k, if it has one.
+  std::optional<LeaseView> leaseAt(size_t k, const std::string& job) {
+    ApiResult<std::vector<LeaseView>> leases = ControlClient(agents[k]->unixAddress()).listLeases();
+    EXPECT_TRUE(leases.ok()) << leases.status().toString();
+    if (!leases.ok()) return std::nullopt;
+    for (const LeaseView& l : *leases)
+      if (l.job == job) return l;
+    return std::nullopt;
+  }
   // The job's lease's remaining seconds at agent k (-1: none).
   int64_t expiresIn(size_t k, const std::string& job) {
-    ApiResult<std::vector<LeaseView>> leases = ControlClient(agents[k]->unixAddress()).listLeases();
-    EXPECT_TRUE(leases.ok()) << leases.status().toString();
-    if (!leases.ok()) return -1;
-    for (const LeaseView& l : *leases)
-      if (l.job == job) return l.expires_in_s;
-    return -1;
+    std::optional<LeaseView> l = leaseAt(k, job);
+    return l ? l->expires_in_s : -1;
   }
-  bool hasLease(size_t k, const std::string& job) {
-    ApiResult<std::vector<LeaseView>> leases = ControlClient(agents[k]->unixAddress()).listLeases();
-    EXPECT_TRUE(leases.ok()) << leases.status().toString();
-    if (!leases.ok()) return false;
-    for (const LeaseView& l : *leases)
-      if (l.job == job) return true;
-    return false;
-  }
+  bool hasLease(size_t k, const std::string& job) { return leaseAt(k, job).has_value(); }
 };
 
 ProcessResult ctl(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
   args.insert(args.begin(), binaryPath("switchagg-ctl"));
   return runProcess(args, -1, -1, env);
+}
+
+// lease create --job JOB --nodes NODES --fabric MAP, then `extra`.
+ProcessResult leaseCreate(const std::string& map, const std::string& job, const std::string& nodes,
+                          const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{"lease", "create", "--job", job, "--nodes", nodes, "--fabric", map};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return ctl(args);
 }
 
 // lease delete over the whole map; afterwards no agent holds the job's lease.
@@ -87,8 +94,7 @@ std::string exportOf(const std::string& out, const std::string& name) {
 TEST(CtlFabric, LeaseOnEveryAgentTheNodesNeedAndDeleteFreesAll) {
   Fabric f;
   ASSERT_TRUE(f.start());
-  ProcessResult r = ctl(
-      {"lease", "create", "--job", "j1", "--nodes", "n[2-3]", "--fabric", f.map, "--slots", "2"});
+  ProcessResult r = leaseCreate(f.map, "j1", "n[2-3]", {"--slots", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("on 2 agent(s) (a, b)"), std::string::npos) << r.out;
   EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT"),
@@ -126,14 +132,14 @@ TEST(CtlFabric, OneAgentRefusingLeavesNoLeaseAnywhere) {
   Fabric f;
   ASSERT_TRUE(f.start());
   ASSERT_TRUE(ControlClient(f.agents[1]->unixAddress()).drain(true).ok());
-  ProcessResult r = ctl({"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map});
+  ProcessResult r = leaseCreate(f.map, "j", "n[1-5]");
   EXPECT_EQ(r.exit_code, 5) << r.err;  // draining
   EXPECT_NE(r.err.find("agent 'b'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("draining"), std::string::npos) << r.err;
   for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(f.hasLease(k, "j")) << k;
   // A lease that existed before the call is not the call's to undo.
   ASSERT_TRUE(ControlClient(f.agents[0]->unixAddress()).createLease("old", -1, 1, 600).ok());
-  r = ctl({"lease", "create", "--job", "old", "--nodes", "n1,n3", "--fabric", f.map});
+  r = leaseCreate(f.map, "old", "n1,n3");
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_TRUE(f.hasLease(0, "old"));
 }
@@ -142,8 +148,7 @@ TEST(CtlFabric, OneAgentDeadLeavesNoLeaseAnywhere) {
   Fabric f;
   ASSERT_TRUE(f.start());
   f.agents[2]->kill();
-  ProcessResult r = ctl(
-      {"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--timeout", "2s"});
+  ProcessResult r = leaseCreate(f.map, "j", "n[1-5]", {"--timeout", "2s"});
   EXPECT_EQ(r.exit_code, 3) << r.err;  // unreachable
   EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
   EXPECT_FALSE(f.hasLease(0, "j"));
@@ -159,7 +164,7 @@ TEST(CtlFabric, OneAgentDeadLeavesNoLeaseAnywhere) {
 TEST(CtlFabric, TreeLeaseCoversBothLeavesAndTheSpine) {
   Fabric f;
   ASSERT_TRUE(f.start(/*tree=*/true));
-  ProcessResult r = ctl({"lease", "create", "--job", "t", "--nodes", "n4,n1", "--fabric", f.map});
+  ProcessResult r = leaseCreate(f.map, "t", "n4,n1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("on 3 agent(s) (a, b, c; a tree, the last one its spine)"),
             std::string::npos)
@@ -173,7 +178,7 @@ TEST(CtlFabric, TreeLeaseCoversBothLeavesAndTheSpine) {
   EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "a,b,c");
   EXPECT_EQ(exportOf(r.out, "SWITCHAGG_FABRIC"), f.map);
   // Inside one leaf: that leaf only.
-  r = ctl({"lease", "create", "--job", "u", "--nodes", "n3", "--fabric", f.map});
+  r = leaseCreate(f.map, "u", "n3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "b");
   EXPECT_FALSE(f.hasLease(0, "u"));
@@ -191,13 +196,12 @@ TEST(CtlFabric, TreeSpineRefusingOrDeadLeavesNothingOnTheLeaves) {
   Fabric f;
   ASSERT_TRUE(f.start(/*tree=*/true));
   ASSERT_TRUE(ControlClient(f.agents[2]->unixAddress()).drain(true).ok());
-  ProcessResult r = ctl({"lease", "create", "--job", "t", "--nodes", "n[1-4]", "--fabric", f.map});
+  ProcessResult r = leaseCreate(f.map, "t", "n[1-4]");
   EXPECT_EQ(r.exit_code, 5) << r.err;  // draining
   EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
   for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(f.hasLease(k, "t")) << k;
   f.agents[2]->kill();
-  r = ctl(
-      {"lease", "create", "--job", "t", "--nodes", "n[1-4]", "--fabric", f.map, "--timeout", "2s"});
+  r = leaseCreate(f.map, "t", "n[1-4]", {"--timeout", "2s"});
   EXPECT_EQ(r.exit_code, 3) << r.err;  // unreachable
   EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
   EXPECT_FALSE(f.hasLease(0, "t"));
@@ -209,7 +213,7 @@ TEST(CtlFabric, BadInputIsAUsageErrorNamingTheProblem) {
   const std::string map = dir.path() + "/fabric.toml";
   std::ofstream(map)
       << "[[agent]]\nname = \"a\"\ncontrol = \"unix:/nonexistent\"\nnodes = \"n1\"\n";
-  ProcessResult r = ctl({"lease", "create", "--job", "j", "--nodes", "n2", "--fabric", map});
+  ProcessResult r = leaseCreate(map, "j", "n2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("node n2 is served by no agent"), std::string::npos) << r.err;
   r = ctl({"lease", "create", "--job", "j", "--nodes", "n1", "--fabric", dir.path() + "/none"});
@@ -218,7 +222,7 @@ TEST(CtlFabric, BadInputIsAUsageErrorNamingTheProblem) {
   r = ctl({"lease", "create", "--job", "j", "--fabric", map});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("needs --nodes or --hostfile"), std::string::npos) << r.err;
-  r = ctl({"lease", "create", "--job", "j", "--nodes", "n[1-", "--fabric", map});
+  r = leaseCreate(map, "j", "n[1-");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--nodes: unbalanced"), std::string::npos) << r.err;
   // renew reaches the map's agent (none here) and names it.
@@ -233,8 +237,7 @@ TEST(CtlFabric, BadInputIsAUsageErrorNamingTheProblem) {
 TEST(CtlFabric, RenewExtendsEveryAgentAndNamesEachThatFailed) {
   Fabric f;
   ASSERT_TRUE(f.start());
-  ProcessResult r = ctl(
-      {"lease", "create", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--ttl", "60s"});
+  ProcessResult r = leaseCreate(f.map, "j", "n[1-5]", {"--ttl", "60s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (size_t k = 0; k < 3; ++k) EXPECT_LE(f.expiresIn(k, "j"), 60) << k;
   r = ctl({"lease", "renew", "--job", "j", "--nodes", "n[1-5]", "--fabric", f.map, "--ttl", "1h"});

@@ -32,10 +32,7 @@ TEST_F(DataAgentTest, EveryDtypeAndOpWithOneToEightMembers) {
     for (auto& c : g) all.push_back(std::move(c));
   }
   expectAllOk(all, 100000);
-  const auto s = status();
-  EXPECT_EQ(s["counters"]["groups_created"], 4);
-  EXPECT_EQ(s["counters"]["groups_aborted"], 0);
-  EXPECT_EQ(s["counters"]["rejected_total"], 0);
+  expectCounters({{"groups_created", 4}, {"groups_aborted", 0}, {"rejected_total", 0}});
 }
 
 TEST_F(DataAgentTest, TheAgentTellsItsCapacityAndAnOlderAgentIsServedWithout) {
@@ -111,10 +108,7 @@ TEST_F(DataAgentTest, ManyChunksThroughWindowsOneToN) {
       EXPECT_NE(g[0]->output().find("chunks_sent=158"), std::string::npos) << g[0]->output();
     }
   }
-  const auto s = status();
-  EXPECT_EQ(s["counters"]["chunks_reduced"], 6 * 158);
-  EXPECT_EQ(s["counters"]["slots_reserved"], 0);
-  EXPECT_EQ(s["counters"]["slots_busy"], 0);
+  expectCounters({{"chunks_reduced", 6 * 158}, {"slots_reserved", 0}, {"slots_busy", 0}});
 }
 
 TEST_F(DataAgentTest, EightJobsOfFourMembersAtOnce) {
@@ -132,11 +126,8 @@ TEST_F(DataAgentTest, EightJobsOfFourMembersAtOnce) {
     for (auto& c : g) all.push_back(std::move(c));
   }
   expectAllOk(all, 110000);
-  const auto s = status();
-  EXPECT_EQ(s["counters"]["groups_created"], 8);
-  EXPECT_EQ(s["counters"]["groups_aborted"], 0);
-  EXPECT_EQ(s["counters"]["groups_active"], 0);
-  EXPECT_EQ(s["counters"]["slots_reserved"], 0);
+  expectCounters(
+      {{"groups_created", 8}, {"groups_aborted", 0}, {"groups_active", 0}, {"slots_reserved", 0}});
 }
 
 TEST_F(DataAgentTest, BadTokenIsRefusedAndCounted) {

@@ -14,10 +14,7 @@ using wire::MsgType;
 
 TEST_F(EngineTest, HelloAdvertisesLeaseSlotsSlotBytesAndCapabilities) {
   const auto t = addLease(1, "job1", 6);
-  wire::Message m;
-  m.type = MsgType::kHello;
-  m.token = t;
-  deliver(7, m);
+  deliver(7, clientMessage(MsgType::kHello, t));
   auto acks = out_.take(MsgType::kHelloAck);
   ASSERT_EQ(acks.size(), 1u);
   EXPECT_EQ(acks[0].to, 7u);
@@ -34,9 +31,7 @@ TEST_F(EngineTest, CapacityTellsTheMeasuredReduceRateTheLinkAndTurnaround) {
   c.link_mbps = 400;
   makeEngine(c);
   const auto t = addLease(1, "job1", 4);
-  wire::Message ask;
-  ask.type = MsgType::kCapacity;
-  ask.token = t;
+  const wire::Message ask = clientMessage(MsgType::kCapacity, t);
   deliver(7, ask);
   auto acks = out_.take(MsgType::kCapacityAck);
   ASSERT_EQ(acks.size(), 1u);
@@ -60,9 +55,7 @@ TEST_F(EngineTest, CapacityTellsTheMeasuredReduceRateTheLinkAndTurnaround) {
 
 TEST_F(EngineTest, CapacityNeedsAValidTokenAndCanBeTurnedOff) {
   const auto t = addLease(1, "job1", 4);
-  wire::Message ask;
-  ask.type = MsgType::kCapacity;
-  ask.token = tokenOf(9);  // no such lease
+  wire::Message ask = clientMessage(MsgType::kCapacity, tokenOf(9));  // no such lease
   deliver(7, ask);
   auto errors = out_.take(MsgType::kError);
   ASSERT_EQ(errors.size(), 1u);
@@ -147,14 +140,7 @@ TEST_F(EngineTest, ResultIsBitwiseTheSameForEveryArrivalOrder) {
     for (auto& res : results)
       ASSERT_EQ(std::memcmp(res.payload.data(), want.data(), count * sizeof(float)), 0)
           << "arrival order permutation " << perms;
-    for (uint32_t r = 0; r < size; ++r) {
-      wire::Message l;
-      l.type = MsgType::kLeave;
-      l.token = t;
-      l.group_id = gid;
-      l.rank = r;
-      deliver(1 + r, l);
-    }
+    for (uint32_t r = 0; r < size; ++r) deliver(1 + r, clientMessage(MsgType::kLeave, t, gid, r));
     ++perms;
   } while (std::next_permutation(order.begin(), order.end()));
   EXPECT_EQ(perms, 24);
@@ -197,14 +183,7 @@ TEST_F(EngineTest, StreamsManyChunksThroughTheWindowForEveryDtypeAndOp) {
       EXPECT_TRUE(switchagg::testing::sameResult(dt, got.data(), want.data(), count))
           << dtypeName(dt) << "/" << opName(op);
       ASSERT_TRUE(out_.take(MsgType::kAbort).empty());
-      for (uint32_t r = 0; r < size; ++r) {
-        wire::Message l;
-        l.type = MsgType::kLeave;
-        l.token = t;
-        l.group_id = gid;
-        l.rank = r;
-        deliver(1 + r, l);
-      }
+      for (uint32_t r = 0; r < size; ++r) deliver(1 + r, clientMessage(MsgType::kLeave, t, gid, r));
     }
   }
   EXPECT_EQ(engine_->counters().groups_aborted, 0u);

@@ -145,14 +145,8 @@ TEST_F(EngineCallsTest, SlotMemoryIsKeptWhileIdleAndReturnsToZeroAfterLeave) {
   fullCall(1, 2, 2);
   EXPECT_EQ(engine_->slotMemory(), 2 * one);  // reused, not reallocated
   for (uint64_t gid : {uint64_t(1), uint64_t(2)})
-    for (uint32_t r = 0; r < 2; ++r) {
-      wire::Message l;
-      l.type = MsgType::kLeave;
-      l.token = t_;
-      l.group_id = gid;
-      l.rank = r;
-      deliver(peer(gid, r), l);
-    }
+    for (uint32_t r = 0; r < 2; ++r)
+      deliver(peer(gid, r), clientMessage(MsgType::kLeave, t_, gid, r));
   EXPECT_EQ(engine_->liveGroups(), 0u);
   EXPECT_EQ(engine_->slotMemory(), 0u);
   EXPECT_EQ(engine_->counters().slots_reserved, 0u);

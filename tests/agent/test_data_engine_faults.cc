@@ -36,10 +36,7 @@ class EngineFaultTest : public EngineTest {
     pump();
     auto res = out_.take(MsgType::kResult);
     ASSERT_EQ(res.size(), 2u);
-    int32_t v[2];
-    std::memcpy(v, res[0].payload.data(), sizeof v);
-    EXPECT_EQ(v[0], 6);
-    EXPECT_EQ(v[1], 8);
+    EXPECT_EQ(valuesOf<int32_t>(res[0]), (std::vector<int32_t>{6, 8}));
   }
 
   // Job A's group was aborted with `reason`: both members told, slots back.
@@ -91,10 +88,7 @@ TEST_F(EngineFaultTest, OpMismatchBetweenMembers) {
 }
 
 TEST_F(EngineFaultTest, SlotOutOfRange) {
-  wire::Message m;
-  m.type = MsgType::kContrib;
-  m.token = a_;
-  m.group_id = 7;
+  wire::Message m = clientMessage(MsgType::kContrib, a_, 7);
   m.slot = 5;  // window is 2
   m.chunk = 5;
   m.count = 1;
@@ -147,10 +141,7 @@ TEST_F(EngineFaultTest, AnotherJobsTokenCannotReachTheGroup) {
   pump();
   auto res = out_.take(MsgType::kResult);
   ASSERT_EQ(res.size(), 2u);
-  int32_t r[2];
-  std::memcpy(r, res[0].payload.data(), sizeof r);
-  EXPECT_EQ(r[0], 11);
-  EXPECT_EQ(r[1], 22);
+  EXPECT_EQ(valuesOf<int32_t>(res[0]), (std::vector<int32_t>{11, 22}));
 }
 
 TEST_F(EngineFaultTest, MalformedMessagesAreRejectedAndCounted) {
@@ -245,11 +236,7 @@ TEST_F(EngineFaultTest, ExpiredLeaseIsNoticedByTheTick) {
 }
 
 TEST_F(EngineFaultTest, LeavingMidChunkAbortsButLeavingIdleDoesNot) {
-  wire::Message l;
-  l.type = MsgType::kLeave;
-  l.token = b_;
-  l.group_id = 7;
-  l.rank = 0;
+  wire::Message l = clientMessage(MsgType::kLeave, b_, 7, 0);
   deliver(11, l);  // job B idle: a clean leave
   EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
   contribA(1, 0, 0, {1, 2});

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +71,26 @@ inline wire::Token tokenOf(uint8_t seed) {
   return t;
 }
 
+// A client message of `type` from member `rank` of group `gid` under lease
+// `t`: the fields every message a test builds starts from.
+inline wire::Message clientMessage(wire::MsgType type, const wire::Token& t, uint64_t gid = 0,
+                                   uint32_t rank = 0) {
+  wire::Message m;
+  m.type = type;
+  m.token = t;
+  m.group_id = gid;
+  m.rank = rank;
+  return m;
+}
+
+// A RESULT's payload as values of T.
+template <typename T>
+std::vector<T> valuesOf(const Sent& s) {
+  std::vector<T> v(s.payload.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), s.payload.data(), v.size() * sizeof(T));
+  return v;
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   explicit EngineTest(int threads = 2) : pool_(threads) {}
@@ -110,12 +131,8 @@ class EngineTest : public ::testing::Test {
   // older client.
   void join(PeerId from, const wire::Token& t, uint64_t gid, uint32_t size, uint32_t rank,
             uint32_t window = 0, uint32_t flags = wire::kJoinFlagBusy) {
-    wire::Message m;
-    m.type = wire::MsgType::kJoin;
-    m.token = t;
-    m.group_id = gid;
+    wire::Message m = clientMessage(wire::MsgType::kJoin, t, gid, rank);
     m.size = size;
-    m.rank = rank;
     m.window = window;
     m.flags = flags;
     deliver(from, m);
@@ -124,11 +141,7 @@ class EngineTest : public ::testing::Test {
   void contrib(PeerId from, const wire::Token& t, uint64_t gid, uint32_t rank, uint64_t chunk,
                uint32_t window, Dtype d, Op op, const std::vector<uint8_t>& data,
                uint64_t call_elems = 0) {
-    wire::Message m;
-    m.type = wire::MsgType::kContrib;
-    m.token = t;
-    m.group_id = gid;
-    m.rank = rank;
+    wire::Message m = clientMessage(wire::MsgType::kContrib, t, gid, rank);
     m.chunk = chunk;
     m.slot = static_cast<uint32_t>(chunk % window);
     m.dtype = d;

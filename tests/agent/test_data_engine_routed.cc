@@ -16,10 +16,7 @@ constexpr uint32_t kRoutedFlags = wire::kJoinFlagBusy | wire::kJoinFlagRouted;
 
 // A one-element int32 reduce chunk of group `gid`, rank 0.
 wire::Message oneIntChunk(const wire::Token& t, uint64_t gid) {
-  wire::Message m;
-  m.type = MsgType::kContribRouted;
-  m.token = t;
-  m.group_id = gid;
+  wire::Message m = clientMessage(MsgType::kContribRouted, t, gid);
   m.dtype = Dtype::kInt32;
   m.op = Op::kSum;
   m.mode = wire::kModeReduce;
@@ -40,11 +37,7 @@ class EngineRoutedTest : public EngineTest {
   void routed(uint32_t rank, uint64_t chunk, uint8_t mode, uint32_t lo, uint32_t hi,
               const std::vector<int32_t>& data, uint32_t count, uint32_t piece_offset = 0,
               uint64_t call_elems = 0) {
-    wire::Message m;
-    m.type = MsgType::kContribRouted;
-    m.token = t_;
-    m.group_id = 1;
-    m.rank = rank;
+    wire::Message m = clientMessage(MsgType::kContribRouted, t_, 1, rank);
     m.chunk = chunk;
     m.slot = 0;
     m.dtype = Dtype::kInt32;

@@ -77,12 +77,8 @@ class EngineTreeTest : public ::testing::Test {
 
   // Member `rank` of `size` at leaf `leaf` (peer 1 + rank there).
   Message treeJoin(int leaf, uint32_t size, uint32_t rank, uint32_t leaves = 2) {
-    Message m;
-    m.type = MsgType::kJoin;
-    m.token = leaf_token_;
-    m.group_id = 7;
+    Message m = clientMessage(MsgType::kJoin, leaf_token_, 7, rank);
     m.size = size;
-    m.rank = rank;
     m.flags = wire::kJoinFlagBusy | wire::kJoinFlagTree;
     m.parent_token = spine_token_;
     m.tree_index = uint32_t(leaf);
@@ -145,11 +141,7 @@ class EngineTreeTest : public ::testing::Test {
   }
   void send(int leaf, uint32_t rank, uint64_t chunk, uint32_t window, const std::vector<float>& v,
             uint64_t call_elems) {
-    Message m;
-    m.type = MsgType::kContrib;
-    m.token = leaf_token_;
-    m.group_id = 7;
-    m.rank = rank;
+    Message m = clientMessage(MsgType::kContrib, leaf_token_, 7, rank);
     m.chunk = chunk;
     m.slot = uint32_t(chunk % window);
     m.dtype = Dtype::kFloat32;

@@ -127,6 +127,11 @@ nlohmann::json DataAgentTest::status() {
   return nlohmann::json::parse(r->body, nullptr, false);
 }
 
+void DataAgentTest::expectCounters(const std::vector<std::pair<std::string, int64_t>>& want) {
+  const nlohmann::json s = status();
+  for (const auto& [name, value] : want) EXPECT_EQ(s["counters"][name], value) << name;
+}
+
 nlohmann::json DataAgentTest::waitStatus(const std::function<bool(const nlohmann::json&)>& pred,
                                          int64_t timeout_ms) {
   const int64_t deadline = testNowMs() + timeout_ms;

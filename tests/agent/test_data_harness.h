@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,6 +53,8 @@ class DataAgentTest : public ::testing::Test {
   std::string createLease(const std::string& job, int slots, int64_t ttl_s = 600);
   bool deleteLease(const std::string& job);
   nlohmann::json status();
+  // The agent's status counters hold these values (name, value).
+  void expectCounters(const std::vector<std::pair<std::string, int64_t>>& want);
   // Starts `spec.size` members (ranks 0..size-1).
   std::vector<std::unique_ptr<Child>> startGroup(const MemberSpec& spec);
   // Waits for every member; expects exit 0 and "RESULT ok"; returns outputs.

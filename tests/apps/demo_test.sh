@@ -187,34 +187,44 @@ fabricCase() {
   echo "demo --fabric: $(grep -m1 'bytes on each host link' "$log" | sed 's/^ *//')"
 }
 
-fabricInterruptCase() {
-  local rc=0 start
+# startDemo ARGS...: demo.sh ARGS in the background ($pid), in a process
+# group of its own as a terminal's foreground job is; its output in $log.
+startDemo() {
   set -m
-  "$root/scripts/demo.sh" --fabric --no-build --out "$t/out" >"$log" 2>&1 &
+  "$root/scripts/demo.sh" "$@" --no-build --out "$t/out" >"$log" 2>&1 &
   pid=$!
   set +m
-  for _ in $(seq 1 600); do grep -q 'switchagg-bench --check' "$log" && break; sleep 0.1; done
-  grep -q 'switchagg-bench --check' "$log" || fail "the demo never started its first MPI job"
-  sleep 2
+}
+
+# interruptDemo WHAT: SIGINT to the demo's process group; it (WHAT in the
+# messages) ends within 60 s, not with 0, and says it was interrupted. Sets
+# the caller's start (when) and rc (its exit code).
+interruptDemo() {
   start=$SECONDS
   kill -INT -- "-$pid"
   while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < 60)); do sleep 0.2; done
-  kill -0 "$pid" 2>/dev/null && fail "demo --fabric still runs 60 s after SIGINT"
+  kill -0 "$pid" 2>/dev/null && fail "$1 still runs 60 s after SIGINT"
   wait "$pid" || rc=$?
   pid=""
-  ((rc != 0)) || fail "demo --fabric exited 0 after SIGINT"
+  ((rc != 0)) || fail "$1 exited 0 after SIGINT"
   grep -q 'demo: interrupted' "$log" || fail "the demo did not say it was interrupted"
+}
+
+fabricInterruptCase() {
+  local rc=0 start
+  startDemo --fabric
+  for _ in $(seq 1 600); do grep -q 'switchagg-bench --check' "$log" && break; sleep 0.1; done
+  grep -q 'switchagg-bench --check' "$log" || fail "the demo never started its first MPI job"
+  sleep 2
+  interruptDemo "demo --fabric"
   fabricGone
   echo "interrupted: exit $rc after $((SECONDS - start)) s; fabric, agent and links gone"
 }
 
 interruptCase() {  # interruptCase [--slurm]
   local before want p comm rc=0 start
-  set -m  # the demo gets its own process group, as a terminal's foreground job does
   # Default sizes: the first job runs long enough to be interrupted.
-  "$root/scripts/demo.sh" "$@" --no-build --out "$t/out" >"$log" 2>&1 &
-  pid=$!
-  set +m
+  startDemo "$@"
   waitForRanks
   sleep 1
   before=$(demoProcesses "$work")
@@ -223,14 +233,7 @@ interruptCase() {  # interruptCase [--slurm]
   for comm in $want; do
     grep -q " $comm\$" <<<"$before" || fail "no $comm of the demo running before the interrupt: $(tr "\n" " " <<<"$before")"
   done
-  start=$SECONDS
-  kill -INT -- "-$pid"
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < 60)); do sleep 0.2; done
-  kill -0 "$pid" 2>/dev/null && fail "the demo still runs 60 s after SIGINT"
-  wait "$pid" || rc=$?
-  pid=""
-  ((rc != 0)) || fail "the demo exited 0 after SIGINT"
-  grep -q 'demo: interrupted' "$log" || fail "the demo did not say it was interrupted"
+  interruptDemo "the demo"
   while read -r p comm; do
     running "$p" && fail "$comm (pid $p) of the demo still runs after it exited"
   done <<<"$before"

@@ -116,6 +116,20 @@ TEST(ConfigTable, EnvironmentAppliesAndErrorsNameTheVariable) {
   unsetenv("SWITCHAGG_TEST_BYTES");
 }
 
+TEST(ConfigTable, ReportingReadsPastABadValueAndKeepsItsDefault) {
+  setenv("SWITCHAGG_TEST_COUNT", "99", 1);  // outside 1..10, and read first
+  setenv("SWITCHAGG_TEST_BYTES", "8K", 1);
+  Opts o;
+  std::vector<std::string> bad;
+  table().applyEnvironmentReporting(o, [&](const Status& st) { bad.push_back(st.message()); });
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].rfind("SWITCHAGG_TEST_COUNT", 0), 0u) << bad[0];
+  EXPECT_EQ(o.count, Opts{}.count);
+  EXPECT_EQ(o.bytes, 8192u);
+  unsetenv("SWITCHAGG_TEST_COUNT");
+  unsetenv("SWITCHAGG_TEST_BYTES");
+}
+
 TEST(ConfigTable, OneKeysVariableLeavesTheOthersUnread) {
   setenv("SWITCHAGG_TEST_COUNT", "7", 1);
   setenv("SWITCHAGG_TEST_BYTES", "lots", 1);

@@ -108,6 +108,13 @@ agent_and_lease() {
   eval "$(grep '^export ' <<<"$out")"
 }
 
+# fabric_with_lease HOSTS SUBNET JOB: the fabric of HOSTS hosts on SUBNET,
+# its agent up and a lease for JOB exported.
+fabric_with_lease() {
+  fabric_up "$name" --hosts "$1" --subnet "$(subnet_of "$2")" || die "fabric up"
+  agent_and_lease "$3"
+}
+
 # Every host's bytes within 5% (+64 KiB of MPI and UCX chatter) of $3.
 check_bytes() {
   local label=$1 file=$2 want=$3
@@ -126,24 +133,66 @@ check_range() {
     END { exit bad }' "$2"
 }
 
+# sent_during LOG WHAT NP PPN ARGS...: fabric_mpirun NP PPN ARGS with its
+# output in LOG (failing: WHAT), and each host's bytes sent meanwhile in
+# $work/sent for check_bytes or check_range.
+sent_during() {
+  local log=$1 what=$2
+  shift 2
+  fabric_tx_bytes >"$work/b0"
+  fabric_mpirun "$@" >"$log" || { cat "$log"; die "$what"; }
+  fabric_tx_bytes >"$work/b1"
+  fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
+}
+
+# What an mpirun on the switch path takes: offload on, the agent and lease.
+offload_args=(--mca coll_switchagg_offload on -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE)
+
+# kill_when_ready PID: in the background, SIGKILLs PID 0-0.9 s after the
+# check program wrote $work/ready (failing if it did not within 30 s) and
+# touches $work/fired; $killer is that background job's pid.
+kill_when_ready() {
+  (
+    for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; sleep 0.05; done
+    [[ -f $work/ready ]] || exit 1
+    sleep 0.$((RANDOM % 10))
+    kill -KILL "$1"
+    touch "$work/fired"
+  ) </dev/null >/dev/null 2>&1 &
+  killer=$!
+}
+
+# host_check PPN ALG WHAT LAYOUT WHAT_LAYOUT: mpi_allreduce_check on 4
+# ranks, PPN a host, with host algorithm ALG: it passed (else WHAT) and the
+# component saw the ranks' LAYOUT (else WHAT_LAYOUT).
+host_check() {
+  local ppn=$1 alg=$2 log="$work/$2.log"
+  fabric_mpirun 4 "$ppn" --mca coll_switchagg_allreduce_algorithm "$alg" \
+    --mca coll_switchagg_verbose 1 "$build/bin/mpi_allreduce_check" --expect "$alg" \
+    --quick >"$log"
+  local rc=$?
+  cat "$log"
+  [[ $rc -eq 0 ]] && grep -q '^PASS' "$log" || die "$3"
+  grep -q "$4" "$log" || die "$5"
+}
+
 # on_switch NP PPN LOG WHAT PROGRAM ARGS...: PROGRAM across the hosts, PPN
-# ranks each, offload on, the agent's variables passed; dies naming WHAT.
+# ranks each, on the switch path; dies naming WHAT.
 on_switch() {
   local np=$1 ppn=$2 log=$3 what=$4
   shift 4
-  fabric_mpirun "$np" "$ppn" --mca coll_switchagg_offload on \
-    -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE "$@" >"$log" 2>&1 ||
+  fabric_mpirun "$np" "$ppn" "${offload_args[@]}" "$@" >"$log" 2>&1 ||
     { cat "$log"; die "$what, $ppn rank(s) per host"; }
 }
 
-# check_across NP PPN LOG WHAT PROGRAM ARGS...: a check program across the
-# 3 hosts, PPN ranks each, offload on: it passed, the ranks joined the agent
+# check_across PPN LOG WHAT PROGRAM ARGS...: a check program across the 3
+# hosts, PPN ranks each, offload on: it passed, the ranks joined the agent
 # at its fabric address, and at PPN > 1 through node leaders (one a host).
 check_across() {
-  local np=$1 ppn=$2 log=$3 what=$4
-  shift 4
-  fabric_mpirun "$np" "$ppn" --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
-    -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE "$@" >"$log"
+  local ppn=$1 log=$2 what=$3
+  local np=$((3 * ppn))
+  shift 3
+  fabric_mpirun "$np" "$ppn" "${offload_args[@]}" --mca coll_switchagg_verbose 1 "$@" >"$log"
   local rc=$?
   cat "$log"
   [[ $rc -eq 0 ]] && grep -q '^PASS' "$log" || die "$what, $ppn rank(s) per host"
@@ -155,8 +204,7 @@ check_across() {
 
 case $scenario in
   cg)
-    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.93)" || die "fabric up"
-    agent_and_lease fabric-cg
+    fabric_with_lease 3 10.93 fabric-cg
     # cg_history.sh runs a launcher command: fabric_mpirun of 3 ranks, 1 per host.
     printf '#!/usr/bin/env bash\nroot=%q build=%q FABRIC=%q FABRIC_DIR=%q\n' \
       "$root" "$build" "$FABRIC" "$FABRIC_DIR" >"$work/launch"
@@ -180,56 +228,37 @@ case $scenario in
   hosts)
     fabric_up "$name" --hosts 4 --subnet "$(subnet_of 10.81)" || die "fabric up"
     for alg in ring recursive_doubling rabenseifner; do
-      fabric_mpirun 4 1 --mca coll_switchagg_allreduce_algorithm "$alg" \
-        --mca coll_switchagg_verbose 1 "$build/bin/mpi_allreduce_check" --expect "$alg" \
-        --quick >"$work/$alg.log"
-      rc=$?
-      cat "$work/$alg.log"
-      [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/$alg.log" || die "$alg across 4 hosts"
-      grep -q '4 ranks on 4 nodes (max 1 per node)' "$work/$alg.log" ||
-        die "$alg: the component did not see 4 nodes"
+      host_check 1 "$alg" "$alg across 4 hosts" '4 ranks on 4 nodes (max 1 per node)' \
+        "$alg: the component did not see 4 nodes"
     done
-    fabric_mpirun 4 2 --mca coll_switchagg_allreduce_algorithm hierarchical \
-      --mca coll_switchagg_verbose 1 "$build/bin/mpi_allreduce_check" --expect hierarchical \
-      --quick >"$work/hier.log"
-    rc=$?
-    cat "$work/hier.log"
-    [[ $rc -eq 0 ]] && grep -q '^PASS' "$work/hier.log" || die "hierarchical, 2 hosts x 2 ranks"
-    grep -q '4 ranks on 2 nodes (max 2 per node)' "$work/hier.log" ||
-      die "hierarchical: MPI_COMM_TYPE_SHARED did not see 2 ranks on each of 2 nodes"
+    host_check 2 hierarchical "hierarchical, 2 hosts x 2 ranks" \
+      '4 ranks on 2 nodes (max 2 per node)' \
+      "hierarchical: MPI_COMM_TYPE_SHARED did not see 2 ranks on each of 2 nodes"
     # Bytes: 4 ring calls of 8 MiB, p = 4: 2(p-1)/p N = 1.5 N per call.
-    fabric_tx_bytes >"$work/b0"
-    fabric_mpirun 4 1 --mca coll_switchagg_allreduce_algorithm ring \
-      "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect ring \
-      >"$work/bytes.log" || { cat "$work/bytes.log"; die "ring byte run"; }
-    fabric_tx_bytes >"$work/b1"
-    fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
+    sent_during "$work/bytes.log" "ring byte run" 4 1 \
+      --mca coll_switchagg_allreduce_algorithm ring \
+      "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect ring
     check_bytes "ring 4 x 8 MiB" "$work/sent" $((4 * 8388608 * 3 / 2)) || die "ring bytes"
     echo "PASS fabric hosts"
     ;;
   switch)
-    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.82)" || die "fabric up"
-    agent_and_lease fabric-switch
+    fabric_with_lease 3 10.82 fabric-switch
     # 1 rank per host, then 2 (node leaders: only each host's lowest rank
     # talks to the agent, which the check asserts from the host names).
     # Exact either way, and each host sends N per call, not ppn x N.
     for ppn in 1 2; do
-      np=$((3 * ppn))
-      check_across $np $ppn "$work/matrix$ppn.log" "switch path across hosts" \
+      check_across $ppn "$work/matrix$ppn.log" "switch path across hosts" \
         "$build/bin/mpi_allreduce_check" --expect switch --quick
-      fabric_tx_bytes >"$work/b0"
-      on_switch $np $ppn "$work/bytes.log" "switch byte run" \
-        "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 --warmup 0 --expect switch
-      fabric_tx_bytes >"$work/b1"
-      fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
+      sent_during "$work/bytes.log" "switch byte run, ppn $ppn" $((3 * ppn)) $ppn \
+        "${offload_args[@]}" "$build/bin/mpi_liveness_check" --sizes 8388608 --iters 4 \
+        --warmup 0 --expect switch
       check_bytes "switch ppn $ppn, 4 x 8 MiB" "$work/sent" $((4 * 8388608)) ||
         die "switch bytes, ppn $ppn"
     done
     echo "PASS fabric switch"
     ;;
   link_down)
-    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.83)" || die "fabric up"
-    agent_and_lease fabric-down
+    fabric_with_lease 3 10.83 fabric-down
     # A loop of checked switch-path calls; h2's link flaps (3 s down) in
     # the middle, as a port reset would.
     (
@@ -270,8 +299,7 @@ case $scenario in
     # the ring's 2(p-1)/p N); small ones on whatever measured fastest - since
     # one-round-trip completion the switch path can win them too (one agent
     # round trip against log2(p) host rounds), so no winner is asserted there.
-    fabric_up "$name" --hosts 4 --subnet "$(subnet_of 10.85)" || die "fabric up"
-    agent_and_lease fabric-auto
+    fabric_with_lease 4 10.85 fabric-auto
     fabric_mpirun 4 1 --mca coll_switchagg_offload auto --mca coll_switchagg_tune online \
       --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
       "$build/bin/mpi_tune_check" --sizes 8,1024,2097152,8388608 --warmup 40 --measure 6 \
@@ -367,14 +395,7 @@ case $scenario in
     echo "ppn 2: int64 and double hashes $(cat "$work/hash1") for K = 1 and 3"
     # One stripe's agent (a2) SIGKILLed while K = 3 stripes run.
     lease_k 3 stripes-fault
-    (
-      for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; sleep 0.05; done
-      [[ -f $work/ready ]] || exit 1
-      sleep 0.$((RANDOM % 10))
-      kill -KILL "${apid[2]}"
-      touch "$work/fired"
-    ) </dev/null >/dev/null 2>&1 &
-    killer=$!
+    kill_when_ready "${apid[2]}"
     stripes_run 3 1 "$work/fault.log" "$build/bin/test_switch_check" --fault "$work" \
       --bytes 4194304 --max-call-ms 6000
     wait $killer || die "the switch never served before the kill"
@@ -454,14 +475,7 @@ case $scenario in
       rm -f "$work/ready" "$work/fired"
       pid=${LEAF_PIDS[2]}
       [[ $victim == spine ]] && pid=$SPINE_PID
-      (
-        for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; sleep 0.05; done
-        [[ -f $work/ready ]] || exit 1
-        sleep 0.$((RANDOM % 10))
-        kill -KILL "$pid"
-        touch "$work/fired"
-      ) </dev/null >/dev/null 2>&1 &
-      killer=$!
+      kill_when_ready "$pid"
       tree_run "$work/kill-$victim.log" "$build/bin/test_switch_check" --fault "$work" \
         --bytes 4194304 --max-call-ms 8000
       wait $killer || die "$victim: the switch never served before the kill"
@@ -480,14 +494,13 @@ case $scenario in
     echo "PASS fabric tree"
     ;;
   oneshot)
-    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.95)" || die "fabric up"
-    agent_and_lease fabric-oneshot
+    fabric_with_lease 3 10.95 fabric-oneshot
     for ppn in 1 2; do
       np=$((3 * ppn))
       # Every successful call one agent round trip, no host message of the
       # switch path (the check's counters), at 1 rank per host and with
       # node leaders.
-      check_across $np $ppn "$work/ok$ppn.log" "one round trip across 3 hosts" \
+      check_across $ppn "$work/ok$ppn.log" "one round trip across 3 hosts" \
         "$build/bin/mpi_oneshot_check" --mode ok
       # The OSU-style validated sweep up to the keep limit (1 MiB): every
       # result checked, every size on the switch.
@@ -518,26 +531,22 @@ case $scenario in
     echo "PASS fabric oneshot"
     ;;
   routed)
-    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.87)" || die "fabric up"
-    agent_and_lease fabric-routed
+    fabric_with_lease 3 10.87 fabric-routed
     # 1 rank per host, then 2 (node leaders: each host's lowest rank is the
     # agent's member; the node reduces, gathers, scatters and broadcasts).
     for ppn in 1 2; do
-      np=$((3 * ppn))
-      check_across $np $ppn "$work/routed$ppn.log" "routed calls across 3 hosts" \
+      check_across $ppn "$work/routed$ppn.log" "routed calls across 3 hosts" \
         "$build/bin/mpi_routed_check" --expect switch $( ((ppn > 1)) && echo --quick)
       # Bytes each host sends for 4 calls of 8 MiB (N): the root is rank 0
       # on h1. The same bounds at 2 ranks per host: the leader sends for its
       # node (every rank a member would double the reduce-scatter's).
       N=8388608
       for coll in bcast allgather reduce_scatter_block; do
-        fabric_tx_bytes >"$work/b0"
-        on_switch $np $ppn "$work/bytes.log" "$coll byte run" \
-          "$build/bin/switchagg-bench" --coll "$coll" --min $N --max $N --iters 4 --min-iters 4 --warmup 0
+        sent_during "$work/bytes.log" "$coll byte run, ppn $ppn" $((3 * ppn)) $ppn \
+          "${offload_args[@]}" "$build/bin/switchagg-bench" --coll "$coll" --min $N --max $N \
+          --iters 4 --min-iters 4 --warmup 0
         grep -Eq "^ +[0-9]+ +4 .* switch +" "$work/bytes.log" ||
           { cat "$work/bytes.log"; die "$coll, ppn $ppn: the byte run was not served by the switch"; }
-        fabric_tx_bytes >"$work/b1"
-        fabric_tx_delta "$work/b0" "$work/b1" >"$work/sent"
         # Each host's bytes within [lo, hi]: the payload it must send, plus
         # the TCP acknowledgements of what it receives (~2.5% of that).
         case $coll in

@@ -234,6 +234,16 @@ waitBg() {
   wait "$pid" || BG_RC=$?
 }
 
+# srunDone PID NAME WHAT: the background srun PID (WHAT, "srun ARGS") ended
+# within 5 s with exit 0 and its tasks' output $J/NAME.out names the job:
+# in $job.
+srunDone() {
+  waitBg "$1" 5 "$3"
+  ((BG_RC == 0)) || fail "$3 failed ($BG_RC): $(cat "$J/$2.err")"
+  job=$(jobOf "$J/$2.out") || true
+  [[ -n $job ]] || fail "no job id in the tasks' output: $(cat "$J/$2.out")"
+}
+
 # Slurm clients run on h1 (the root namespace has no route to the fabric).
 client() { "$CL/client" "$@"; }
 
@@ -285,10 +295,7 @@ case_srun_3_nodes() {
     done
     sleep 0.2
   done
-  waitBg "$pid" 5 "srun -N 3"
-  ((BG_RC == 0)) || fail "srun -N 3 failed ($BG_RC): $(cat "$J/c1.err")"
-  job=$(jobOf "$J/c1.out") || true
-  [[ -n $job ]] || fail "no job id in the tasks' output: $(cat "$J/c1.out")"
+  srunDone "$pid" c1 "srun -N 3"
   [[ $(wc -l <"$J/c1.out") == 3 ]] || fail "want 3 task lines: $(cat "$J/c1.out")"
   [[ $(grep -o 'host=h[0-9]*' "$J/c1.out" | sort | tr '\n' ' ') == "host=h1 host=h2 host=h3 " ]] ||
     fail "tasks are not on h1, h2, h3: $(cat "$J/c1.out")"
@@ -329,11 +336,8 @@ case_srun_off() {
     ((n > max)) && max=$n
     sleep 0.2
   done
-  waitBg "$pid" 5 "srun --switch-agg=off"
-  ((BG_RC == 0)) || fail "srun --switch-agg=off failed ($BG_RC): $(cat "$J/c2.err")"
   local job
-  job=$(jobOf "$J/c2.out") || true
-  [[ -n $job ]] || fail "no job id in the tasks' output: $(cat "$J/c2.out")"
+  srunDone "$pid" c2 "srun --switch-agg=off"
   [[ $(grep -o 'host=h[0-9]*' "$J/c2.out" | sort | tr '\n' ' ') == "host=h1 host=h2 host=h3 " ]] ||
     fail "tasks are not on h1, h2, h3: $(cat "$J/c2.out")"
   [[ $(grep -c ' lease_len=0 ' "$J/c2.out") == 3 ]] || fail "a task sees SWITCHAGG_LEASE: $(cat "$J/c2.out")"
@@ -455,10 +459,7 @@ sys.exit(0 if any(str(l["job"]) == sys.argv[1] for l in json.load(sys.stdin).get
     fi
     sleep 0.2
   done
-  waitBg "$pid" 5 "srun -N 3 across two racks"
-  ((BG_RC == 0)) || fail "srun -N 3 failed ($BG_RC): $(cat "$J/t1.err")"
-  job=$(jobOf "$J/t1.out") || true
-  [[ -n $job ]] || fail "no job id in the tasks' output: $(cat "$J/t1.out")"
+  srunDone "$pid" t1 "srun -N 3 across two racks"
   [[ $held == yes ]] || fail "job $job's lease was never at leaf1, leaf2 and the spine at once"
   [[ $(grep -c "names=leaf1,leaf2,spine fabric=$W/tree.toml " "$J/t1.out") == 3 ]] ||
     fail "the tasks lack SWITCHAGG_AGENT_NAMES=leaf1,leaf2,spine and the map: $(cat "$J/t1.out")"

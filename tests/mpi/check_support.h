@@ -24,6 +24,13 @@
 
 namespace check {
 
+// MPI_Init, then this rank and the size of MPI_COMM_WORLD.
+inline void initWorld(int* argc, char*** argv, int* rank, int* size) {
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
 enum class Kind { kSum, kProd, kMinMax, kLogical, kBitwise };
 
 struct Diagnostics {

@@ -50,10 +50,8 @@ void touch(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  check::initWorld(&argc, &argv, &rank, &size);
   std::string expect = "switch", fault_dir;
   int iters = 40, delay_ms = 20;
   double max_ms = 10000;

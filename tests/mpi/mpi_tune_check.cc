@@ -61,10 +61,8 @@ bool parseExpect(const std::string& text, Expect* e, bool* any) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  check::initWorld(&argc, &argv, &rank, &size);
   std::vector<size_t> sizes;
   int warmup = 40, measure = 8;
   Expect expect;

@@ -30,6 +30,20 @@ SelectionInput shape(size_t bytes, int np, int ppn = 0, bool sw = false) {
   return in;
 }
 
+// A cost model with these rows set.
+CostModel modelOf(std::initializer_list<CostEntry> rows) {
+  CostModel m;
+  for (const CostEntry& e : rows) m.set(e);
+  return m;
+}
+
+// The switch path's row (alpha 10 us, beta 0.5 ns, gamma 0.25 ns) and the
+// node phases' (hierarchical over shm: 3 us, 1.0 ns, 0.5 ns).
+CostModel switchAndNodeModel() {
+  return modelOf({{Algorithm::kSwitch, Locality::kNet, 10.0, 0.5, 0.25},
+                  {Algorithm::kHierarchical, Locality::kShm, 3.0, 1.0, 0.5}});
+}
+
 Rules parseOk(const std::string& text) {
   Result<Rules> r = parseRules(text, "test.rules");
   EXPECT_TRUE(r.ok()) << r.status().toString();
@@ -246,9 +260,7 @@ TEST(CostModel, TheAgentsAdvertisedCapacityShapesTheSwitchRow) {
 }
 
 TEST(CostModel, SwitchWithNodeLeadersCountsNodesAndTheLocalPhases) {
-  CostModel m;
-  m.set({Algorithm::kSwitch, Locality::kNet, 10.0, 0.5, 0.25});
-  m.set({Algorithm::kHierarchical, Locality::kShm, 3.0, 1.0, 0.5});
+  const CostModel m = switchAndNodeModel();
   SelectionInput in = shape(4000, 8, 4, /*sw=*/true);  // 2 nodes x 4 ranks
   // Every rank a member: 1 round * 10 + 4000 * 0.5 ns + 8 * 4000 * 0.25 ns.
   EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 2 + 8, 1e-9);
@@ -262,9 +274,7 @@ TEST(CostModel, SwitchWithNodeLeadersCountsNodesAndTheLocalPhases) {
 }
 
 TEST(CostModel, SwitchStripesSplitTheAgentsLoadAndSegmentsOverlapTheNodePhases) {
-  CostModel m;
-  m.set({Algorithm::kSwitch, Locality::kNet, 10.0, 0.5, 0.25});
-  m.set({Algorithm::kHierarchical, Locality::kShm, 3.0, 1.0, 0.5});
+  const CostModel m = switchAndNodeModel();
   SelectionInput in = shape(4000, 8, 4, /*sw=*/true);  // 2 nodes x 4 ranks, leaders
   in.switch_members = 2;
   in.switch_link_mbps = 1;
@@ -281,10 +291,9 @@ TEST(CostModel, SwitchStripesSplitTheAgentsLoadAndSegmentsOverlapTheNodePhases) 
 }
 
 TEST(CostModel, FormulasMatchHandComputation) {
-  CostModel m;
-  m.set({Algorithm::kRing, Locality::kShm, 2.0, 1.0, 0.5});
-  m.set({Algorithm::kRecursiveDoubling, Locality::kShm, 2.0, 1.0, 0.5});
-  m.set({Algorithm::kRabenseifner, Locality::kShm, 2.0, 1.0, 0.5});
+  const CostModel m = modelOf({{Algorithm::kRing, Locality::kShm, 2.0, 1.0, 0.5},
+                               {Algorithm::kRecursiveDoubling, Locality::kShm, 2.0, 1.0, 0.5},
+                               {Algorithm::kRabenseifner, Locality::kShm, 2.0, 1.0, 0.5}});
   const SelectionInput in = shape(4000, 4);
   // ring: 2*3*2 + 2*3/4*4000*1ns + 3/4*4000*0.5ns = 12 + 6 + 1.5
   EXPECT_NEAR(m.predictUs(Algorithm::kRing, in), 19.5, 1e-9);

@@ -70,10 +70,18 @@ TimeFn fixed(std::map<A, double> us, double noise = 0, unsigned seed = 1) {
   };
 }
 
+// Fixed times (us) of the four candidates: recursive doubling, ring, the
+// switch and the previous module.
+TimeFn candidateTimes(double recursive_doubling, double ring, double sw, double previous) {
+  return fixed({{A::kRecursiveDoubling, recursive_doubling},
+                {A::kRing, ring},
+                {A::kSwitch, sw},
+                {A::kPrevious, previous}});
+}
+
 TEST(Tuner, SettlesOnTheFastestAndNeverRerunsAFarSlowerOne) {
   Job job(4);
-  const TimeFn t = fixed({{A::kRecursiveDoubling, 150}, {A::kRing, 50}, {A::kSwitch, 400},
-                          {A::kPrevious, 60}});
+  const TimeFn t = candidateTimes(150, 50, 400, 60);
   const uint64_t calls = job.settle(4096, t);
   // Four first calls (set-up, not samples); round 1: a pair of calls per
   // candidate; round 2: ring and previous (within 2x), 3 calls each.
@@ -144,8 +152,7 @@ TEST(Tuner, OneSlowRankDecidesForAll) {
 
 TEST(Tuner, TiesGoToTheModelsOrder) {
   Job job(2);
-  const TimeFn t = fixed({{A::kRecursiveDoubling, 50}, {A::kRing, 50}, {A::kSwitch, 50},
-                          {A::kPrevious, 50}});
+  const TimeFn t = candidateTimes(50, 50, 50, 50);
   job.settle(8, t);
   EXPECT_EQ(job.call(8, t), A::kRecursiveDoubling);
 }
@@ -203,8 +210,7 @@ TEST(Tuner, ALateRankDoesNotMakeASettledChoiceLookSlow) {
 
 TEST(Tuner, ASteadyChoiceIsCheckedLessAndLessOften) {
   Job job(2);
-  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 90},
-                          {A::kPrevious, 25}});
+  const TimeFn t = candidateTimes(10, 30, 90, 25);
   job.settle(256, t);
   const uint64_t before = job.tuners[0].counters().agreements;
   for (int i = 0; i < 2000; ++i) job.call(256, t);
@@ -215,8 +221,7 @@ TEST(Tuner, ASteadyChoiceIsCheckedLessAndLessOften) {
 
 TEST(Tuner, ANewSwitchEpochReopensEveryBucket) {
   Job job(2);
-  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 5},
-                          {A::kPrevious, 25}});
+  const TimeFn t = candidateTimes(10, 30, 5, 25);
   job.settle(256, t);
   job.settle(1 << 20, t);
   EXPECT_EQ(job.tuners[0].settledBuckets(), 2u);
@@ -230,8 +235,7 @@ TEST(Tuner, SizesShareABucketPerPowerOfTwoAndSwitchAvailability) {
   EXPECT_NE(Tuner::bucketOf(4095), Tuner::bucketOf(4096));
   EXPECT_EQ(Tuner::bucketOf(0), 0);
   Job job(2);
-  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 5},
-                          {A::kPrevious, 25}});
+  const TimeFn t = candidateTimes(10, 30, 5, 25);
   job.settle(5000, t);
   EXPECT_TRUE(job.settledFor(8000));
   // Without the switch the same size is a bucket of its own.
@@ -243,8 +247,7 @@ TEST(Tuner, SizesShareABucketPerPowerOfTwoAndSwitchAvailability) {
 
 TEST(Tuner, ACallWhoseCandidatesLackThePickFollowsTheModelUnmeasured) {
   Job job(2);
-  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 90},
-                          {A::kPrevious, 5}});
+  const TimeFn t = candidateTimes(10, 30, 90, 5);
   job.settle(64, t);
   ASSERT_EQ(job.call(64, t), A::kPrevious);
   const uint64_t settled_calls = job.tuners[0].counters().settled_calls;
@@ -286,8 +289,7 @@ TEST(Tuner, ADeclinedCandidateIsNotASampleOfIt) {
 
 TEST(Tuner, LearntRulesParseBackAsSiteRules) {
   Job job(2);
-  const TimeFn t = fixed({{A::kRecursiveDoubling, 10}, {A::kRing, 30}, {A::kSwitch, 90},
-                          {A::kPrevious, 12}});
+  const TimeFn t = candidateTimes(10, 30, 90, 12);
   job.settle(4096, t);
   SelectionInput shape;
   shape.comm_size = 4;

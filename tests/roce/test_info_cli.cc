@@ -148,13 +148,14 @@ TEST(InfoCli, ListsTheProcessWideVariables) {
   auto j = infoJson("no_device", "",
                     "-u SWITCHAGG_MUNGE_SOCKET SWITCHAGG_LOG_LEVEL=debug "
                     "SWITCHAGG_CONTROL=agent-host:18516 "
-                    "SWITCHAGG_MALLOC_TUNING=0");
+                    "SWITCHAGG_MALLOC_TUNING=0 SWITCHAGG_NODE_NAME=n7");
   std::map<std::string, nlohmann::json> by_env;
   for (const auto& o : j["options"]) by_env[o["env"].get<std::string>()] = o;
   for (const auto& [env, value, source] : std::vector<std::array<std::string, 3>>{
            {"SWITCHAGG_LOG_LEVEL", "debug", "environment"},
            {"SWITCHAGG_CONTROL", "agent-host:18516", "environment"},
            {"SWITCHAGG_MALLOC_TUNING", "0", "environment"},
+           {"SWITCHAGG_NODE_NAME", "n7", "environment"},
            {"SWITCHAGG_MUNGE_SOCKET", "", "default"}}) {
     ASSERT_EQ(by_env.count(env), 1u) << env;
     EXPECT_EQ(by_env[env]["value"], value) << env;

@@ -39,6 +39,17 @@ void expectChoice(const RoceProfile& p, const std::string& device, int port, int
   EXPECT_EQ(s["GID_INDEX"], std::to_string(index));
 }
 
+// `scenario` resolves (with `options`) to GID `index` (RoCE `version`) on
+// device:port, and the reason says each of `why`.
+RoceProfile expectTreeChoice(const std::string& scenario, const std::string& device, int port,
+                             int index, int version, std::initializer_list<const char*> why,
+                             const RoceOptions& options = {}) {
+  RoceProfile p = resolveTree(scenario, options);
+  expectChoice(p, device, port, index, version);
+  for (const char* w : why) EXPECT_NE(p.reason.find(w), std::string::npos) << p.reason;
+  return p;
+}
+
 void expectNoChoice(const RoceProfile& p, bool rdma_present) {
   EXPECT_EQ(p.rdma_present, rdma_present);
   EXPECT_EQ(p.gid_index, -1);
@@ -72,8 +83,7 @@ TEST(RoceChoose, TwoDevicesDefaultNetdevAndFilter) {
   expectChoice(resolveTree("two_devices"), "mlx5_0", 1, 3, 2);
   RoceOptions o;
   o.netdev = "eth1";
-  RoceProfile by_netdev = resolveTree("two_devices", o);
-  expectChoice(by_netdev, "mlx5_1", 1, 3, 2);
+  RoceProfile by_netdev = expectTreeChoice("two_devices", "mlx5_1", 1, 3, 2, {}, o);
   EXPECT_EQ(by_netdev.gid, "0000:0000:0000:0000:0000:ffff:0a01:0001");
   EXPECT_EQ(by_netdev.path_mtu, 1024);  // eth1 MTU 1500
   EXPECT_EQ(settings(by_netdev)["IB_PATH_MTU"], "1024");
@@ -84,9 +94,7 @@ TEST(RoceChoose, TwoDevicesDefaultNetdevAndFilter) {
   for (const char* filter : {"mlx5_1", "mlx5_1:1"}) {
     RoceOptions f;
     f.device = filter;
-    RoceProfile p = resolveTree("two_devices", f);
-    expectChoice(p, "mlx5_1", 1, 3, 2);
-    EXPECT_NE(p.reason.find("4 outside the device filter"), std::string::npos) << p.reason;
+    expectTreeChoice("two_devices", "mlx5_1", 1, 3, 2, {"4 outside the device filter"}, f);
   }
   RoceOptions missing;
   missing.device = "mlx5_1:2";
@@ -107,16 +115,12 @@ TEST(RoceChoose, BadDeviceFilterIsInvalidArgument) {
 }
 
 TEST(RoceChoose, Ipv6OnlyPicksGlobalV2NotLinkLocal) {
-  RoceProfile p = resolveTree("ipv6_only");
-  expectChoice(p, "mlx5_0", 1, 3, 2);
-  EXPECT_NE(p.reason.find("IPv6 2001:db8::1"), std::string::npos) << p.reason;
+  expectTreeChoice("ipv6_only", "mlx5_0", 1, 3, 2, {"IPv6 2001:db8::1"});
 }
 
 TEST(RoceChoose, DownPortIsSkipped) {
-  RoceProfile p = resolveTree("down_port");
-  expectChoice(p, "mlx5_0", 2, 3, 2);
+  RoceProfile p = expectTreeChoice("down_port", "mlx5_0", 2, 3, 2, {"4 on down ports"});
   EXPECT_EQ(p.netdev, "eth1");
-  EXPECT_NE(p.reason.find("4 on down ports"), std::string::npos) << p.reason;
   EXPECT_EQ(p.devices, (std::vector<std::string>{"mlx5_0:1 DOWN Ethernet (4 GIDs)",
                                                  "mlx5_0:2 ACTIVE Ethernet (4 GIDs)"}));
 }
@@ -129,10 +133,7 @@ TEST(RoceChoose, AllPortsDownGivesNoProfile) {
 }
 
 TEST(RoceChoose, EmptyZeroAndUnreadableEntriesAreSkipped) {
-  RoceProfile p = resolveTree("empty_gids");
-  expectChoice(p, "mlx5_0", 1, 4, 2);
-  EXPECT_NE(p.reason.find("2 all-zero"), std::string::npos) << p.reason;
-  EXPECT_NE(p.reason.find("2 unreadable/empty"), std::string::npos) << p.reason;
+  expectTreeChoice("empty_gids", "mlx5_0", 1, 4, 2, {"2 all-zero", "2 unreadable/empty"});
   expectNoChoice(resolveTree("zero_only"), true);
 }
 
@@ -140,29 +141,22 @@ TEST(RoceChoose, NetdevPreference) {
   expectChoice(resolveTree("netdev_pref"), "mlx5_0", 1, 1, 2);
   RoceOptions vlan;
   vlan.netdev = "eth0.100";
-  RoceProfile p = resolveTree("netdev_pref", vlan);
-  expectChoice(p, "mlx5_0", 1, 2, 2);
-  EXPECT_NE(p.reason.find("192.168.7.1 on eth0.100"), std::string::npos) << p.reason;
+  RoceProfile p =
+      expectTreeChoice("netdev_pref", "mlx5_0", 1, 2, 2, {"192.168.7.1 on eth0.100"}, vlan);
   // A VLAN's MTU is not under the RDMA device: left to UCX (port active MTU).
   EXPECT_EQ(p.path_mtu, 0);
   EXPECT_EQ(settings(p).count("IB_PATH_MTU"), 0u);
   RoceOptions absent;
   absent.netdev = "eth9";
-  RoceProfile fallback = resolveTree("netdev_pref", absent);
-  expectChoice(fallback, "mlx5_0", 1, 1, 2);
-  EXPECT_NE(fallback.reason.find("none on requested netdev eth9"), std::string::npos);
+  expectTreeChoice("netdev_pref", "mlx5_0", 1, 1, 2, {"none on requested netdev eth9"}, absent);
 }
 
 TEST(RoceChoose, RoceV1OnlyWhenNothingElse) {
-  RoceProfile p = resolveTree("v1_only");
-  expectChoice(p, "mlx5_0", 1, 1, 1);
-  EXPECT_NE(p.reason.find("not routable beyond L2"), std::string::npos) << p.reason;
+  expectTreeChoice("v1_only", "mlx5_0", 1, 1, 1, {"not routable beyond L2"});
 }
 
 TEST(RoceChoose, InfiniBandPortIsNotRoce) {
-  RoceProfile p = resolveTree("ib_and_roce");
-  expectChoice(p, "mlx5_1", 1, 1, 2);
-  EXPECT_NE(p.reason.find("1 on InfiniBand ports"), std::string::npos) << p.reason;
+  expectTreeChoice("ib_and_roce", "mlx5_1", 1, 1, 2, {"1 on InfiniBand ports"});
 }
 
 TEST(RoceChoose, NoDeviceAndMissingRoot) {

@@ -49,6 +49,17 @@ class RoceUcx : public ::testing::Test {
     o.path_factor = 2;
     return profileFor("mixed_v1_v2", o);
   }
+  // The mixed_v1_v2 profile applied to a config read with the user's
+  // UCX_<key>=<value> set: that one setting is left to the user.
+  void applyUnderUserSetting(const std::string& key, const std::string& value, RoceProfile* p,
+                             ucp_config_t** c) {
+    setenv(("UCX_" + key).c_str(), value.c_str(), 1);
+    *p = profileFor("mixed_v1_v2");
+    *c = readConfig();
+    ASSERT_TRUE(applyProfile(*c, *p).ok());
+    ASSERT_EQ(p->left_to_user.size(), 1u);
+    EXPECT_EQ(p->left_to_user[0], std::make_pair(key, value));
+  }
   ucp_config_t* config_ = nullptr;
 };
 
@@ -114,12 +125,9 @@ TEST_F(RoceUcx, UserUcpKeyWins) {
 // cached IB_SL would be applied over it at ucp_init, so it is not set; ud
 // and dc get the SL through keys that miss rc_mlx5 (test_roce_reach.cc).
 TEST_F(RoceUcx, UserTransportVariantWins) {
-  setenv("UCX_RC_MLX5_SL", "5", 1);
-  RoceProfile p = profileFor("mixed_v1_v2");
-  ucp_config_t* c = readConfig();
-  ASSERT_TRUE(applyProfile(c, p).ok());
-  ASSERT_EQ(p.left_to_user.size(), 1u);
-  EXPECT_EQ(p.left_to_user[0], std::make_pair(std::string("RC_MLX5_SL"), std::string("5")));
+  RoceProfile p;
+  ucp_config_t* c = nullptr;
+  ASSERT_NO_FATAL_FAILURE(applyUnderUserSetting("RC_MLX5_SL", "5", &p, &c));
   for (const auto& kv : p.applied) EXPECT_NE(kv.first, "IB_SL");
   EXPECT_FALSE(readUcpConfigValue(c, "IB_SL").ok());
   EXPECT_EQ(*readUcpConfigValue(c, "UD_SL"), "3");
@@ -129,12 +137,9 @@ TEST_F(RoceUcx, UserTransportVariantWins) {
 
 // The GID index is set as GID_INDEX but users spell it UCX_IB_GID_INDEX.
 TEST_F(RoceUcx, UserGidIndexWins) {
-  setenv("UCX_IB_GID_INDEX", "1", 1);
-  RoceProfile p = profileFor("mixed_v1_v2");
-  ucp_config_t* c = readConfig();
-  ASSERT_TRUE(applyProfile(c, p).ok());
-  ASSERT_EQ(p.left_to_user.size(), 1u);
-  EXPECT_EQ(p.left_to_user[0], std::make_pair(std::string("IB_GID_INDEX"), std::string("1")));
+  RoceProfile p;
+  ucp_config_t* c = nullptr;
+  ASSERT_NO_FATAL_FAILURE(applyUnderUserSetting("IB_GID_INDEX", "1", &p, &c));
   EXPECT_FALSE(readUcpConfigValue(c, "GID_INDEX").ok());
   EXPECT_EQ(*readUcpConfigValue(c, "NET_DEVICES"), "mlx5_0:1");
 }

@@ -38,20 +38,21 @@ dataAddress() {
 
 # Waits (up to $2 s, default 30) until the agent holds / no longer holds job $1's lease.
 waitLease() {
-  local end=$((SECONDS + ${2:-30}))
-  while ((SECONDS < end)); do
-    [[ -n $(leaseOf "$1") ]] && return 0
-    sleep 0.1
-  done
-  fail "job $1 never got a lease"
+  untilLease held "$1" "${2:-30}" || fail "job $1 never got a lease"
 }
 waitNoLease() {
-  local end=$((SECONDS + ${2:-30}))
+  untilLease gone "$1" "${2:-30}" ||
+    fail "job $1's lease is still at the agent after the job: $(leaseOf "$1")"
+}
+# untilLease held|gone JOB S: polls the agent for JOB's lease for up to S s.
+untilLease() {
+  local end=$((SECONDS + $3)) lease
   while ((SECONDS < end)); do
-    [[ -z $(leaseOf "$1") ]] && return 0
+    lease=$(leaseOf "$2")
+    [[ $1 == held && -n $lease || $1 == gone && -z $lease ]] && return 0
     sleep 0.1
   done
-  fail "job $1's lease is still at the agent after the job: $(leaseOf "$1")"
+  return 1
 }
 
 waitJobsDone() {

@@ -26,15 +26,22 @@ class EnvGuard {
   std::set<std::string> keys_;
 };
 
-TEST(TransportOptions, DefaultsWithoutEnvironment) {
-  auto o = TransportOptions::fromEnvironment();
+// What the environment gave: lanes, the clear-to-send threshold and window,
+// the peer timeout, the wait mode and the failure detection.
+void expectOptions(Result<TransportOptions> o, int lanes, size_t cts_threshold, size_t cts_window,
+                   int64_t peer_timeout_ms, WaitMode wait, FailureDetection detection) {
   ASSERT_TRUE(o.ok()) << o.status().toString();
-  EXPECT_EQ(o->lanes, 0);
-  EXPECT_EQ(o->cts_threshold, 64u << 10);
-  EXPECT_EQ(o->cts_window, 8u << 20);
-  EXPECT_EQ(o->peer_timeout_ms, 2000);
-  EXPECT_EQ(o->wait_mode, WaitMode::kBlocking);
-  EXPECT_EQ(o->failure_detection, FailureDetection::kAuto);
+  EXPECT_EQ(o->lanes, lanes);
+  EXPECT_EQ(o->cts_threshold, cts_threshold);
+  EXPECT_EQ(o->cts_window, cts_window);
+  EXPECT_EQ(o->peer_timeout_ms, peer_timeout_ms);
+  EXPECT_EQ(o->wait_mode, wait);
+  EXPECT_EQ(o->failure_detection, detection);
+}
+
+TEST(TransportOptions, DefaultsWithoutEnvironment) {
+  expectOptions(TransportOptions::fromEnvironment(), 0, 64u << 10, 8u << 20, 2000,
+                WaitMode::kBlocking, FailureDetection::kAuto);
 }
 
 TEST(TransportOptions, ReadsEveryVariable) {
@@ -47,13 +54,8 @@ TEST(TransportOptions, ReadsEveryVariable) {
   env.set("SWITCHAGG_UCX_FAILURE_DETECTION", "peer");
   env.set("SWITCHAGG_ROCE_DSCP", "24");
   auto o = TransportOptions::fromEnvironment();
-  ASSERT_TRUE(o.ok()) << o.status().toString();
-  EXPECT_EQ(o->lanes, 4);
-  EXPECT_EQ(o->cts_threshold, 128u << 10);
-  EXPECT_EQ(o->cts_window, 2u << 20);
-  EXPECT_EQ(o->peer_timeout_ms, 1500);
-  EXPECT_EQ(o->wait_mode, WaitMode::kBusyPoll);
-  EXPECT_EQ(o->failure_detection, FailureDetection::kPeer);
+  ASSERT_NO_FATAL_FAILURE(expectOptions(o, 4, 128u << 10, 2u << 20, 1500, WaitMode::kBusyPoll,
+                                        FailureDetection::kPeer));
   EXPECT_EQ(o->roce.dscp, 24);
 }
 

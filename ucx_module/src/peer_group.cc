@@ -261,6 +261,27 @@ int PeerGroup::size() const { return static_cast<int>(impl_->peers.size()); }
 const PeerGroupCounters& PeerGroup::counters() const { return impl_->counters; }
 Worker& PeerGroup::worker() { return *impl_->worker; }
 
+// What a send and a receive both do first: the message's number on its
+// (peer, tag) stream and its key; a large one (>= cts_threshold, under
+// admission) is refused while an earlier message of the stream still holds
+// that key (256 outstanding); then the request begins and the number is taken.
+Status PeerGroup::Impl::beginPost(Request::State& s, int peer, uint32_t tag, size_t length,
+                                  Direction dir, Post* post) {
+  Stream& st = stream(peer, tag);
+  uint64_t& next_seq = dir == kSend ? st.send : st.recv;
+  post->seq = next_seq;
+  post->key = messageKey(peer, next_seq, tag);
+  post->large = length >= cts_threshold;
+  if (post->large && (dir == kSend ? awaiting_cts.count(post->key) : recvs.count(post->key)) != 0)
+    return Status(
+        Code::kNoResource,
+        std::string(dir == kSend ? "256 sends already waiting" : "256 receives already pending") +
+            " for rank " + std::to_string(peer) + " tag " + std::to_string(tag));
+  if (!req::begin(s, w, nullptr)) return req::beginFailure(s);
+  ++next_seq;
+  return Status::Ok();
+}
+
 Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
                         Request& request) {
   Impl& g = *impl_;
@@ -269,25 +290,19 @@ Status PeerGroup::isend(int peer, uint32_t tag, const void* data, size_t length,
     SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   }
   Request::State& s = *request.state();
-  uint64_t& next_seq = g.stream(peer, tag).send;
-  const uint64_t seq = next_seq;
-  const uint64_t key = Impl::messageKey(peer, seq, tag);
-  const bool large = length >= g.cts_threshold;
-  if (large && g.awaiting_cts.count(key) != 0)
-    return Status(Code::kNoResource, "256 sends already waiting for rank " +
-                                         std::to_string(peer) + " tag " + std::to_string(tag));
-  if (!req::begin(s, g.w, nullptr)) return req::beginFailure(s);
-  ++next_seq;
-  const bool credit = g.takeCredit(peer, tag, seq);
-  if (large && credit) g.counters.cts_credits_used++;
-  if (!large || credit) {
-    g.postData(peer, tag, seq, data, length, s);
+  Impl::Post post;
+  SWITCHAGG_RETURN_IF_ERROR(g.beginPost(s, peer, tag, length, Impl::kSend, &post));
+  const bool credit = g.takeCredit(peer, tag, post.seq);
+  if (post.large && credit) g.counters.cts_credits_used++;
+  if (!post.large || credit) {
+    g.postData(peer, tag, post.seq, data, length, s);
     return (s.done && !s.status.ok()) ? s.status : Status::Ok();
   }
-  g.awaiting_cts.emplace(key, Impl::SendOp{&s, peer, tag, seq, data, length});
-  s.hook = Hook{nullptr, Impl::ctsAbandoned, &g, key};
+  g.awaiting_cts.emplace(post.key, Impl::SendOp{&s, peer, tag, post.seq, data, length});
+  s.hook = Hook{nullptr, Impl::ctsAbandoned, &g, post.key};
   g.counters.cts_waits++;
-  g.sendControl(peer, ControlMessage{ControlMessage::kRts, uint32_t(g.rank), tag, 0, seq, length});
+  g.sendControl(peer,
+                ControlMessage{ControlMessage::kRts, uint32_t(g.rank), tag, 0, post.seq, length});
   return Status::Ok();
 }
 
@@ -301,16 +316,10 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
     SWITCHAGG_RETURN_IF_ERROR(g.ensureLanes(peer));
   }
   Request::State& s = *request.state();
-  uint64_t& next_seq = g.stream(peer, tag).recv;
-  const uint64_t seq = next_seq;
-  const uint64_t key = Impl::messageKey(peer, seq, tag);
-  // Room for an admitted message: tracked for admission and earns a credit.
-  const bool admitted = length >= g.cts_threshold;
-  if (admitted && g.recvs.count(key) != 0)
-    return Status(Code::kNoResource, "256 receives already pending for rank " +
-                                         std::to_string(peer) + " tag " + std::to_string(tag));
-  if (!req::begin(s, g.w, nullptr)) return req::beginFailure(s);
-  ++next_seq;
+  Impl::Post post;
+  SWITCHAGG_RETURN_IF_ERROR(g.beginPost(s, peer, tag, length, Impl::kRecv, &post));
+  const uint64_t seq = post.seq;
+  const uint64_t key = post.key;
   s.link.state = &s;
   s.link.peer = peer;
   s.link.tag = tag;
@@ -318,7 +327,8 @@ Status PeerGroup::irecv(int peer, uint32_t tag, void* data, size_t length, Reque
   s.link.capacity = length;
   g.pending_recvs.push(s.link);
   Impl::RecvOp* op = nullptr;
-  if (admitted) {
+  // Room for an admitted message: tracked for admission and earns a credit.
+  if (post.large) {
     op = &g.admit(key, s);
     op->grant = Impl::Grant::kCreditQueued;
     op->grant_bytes = length;

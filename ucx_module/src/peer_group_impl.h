@@ -166,6 +166,15 @@ struct PeerGroup::Impl {
            !peers[peer].lanes.empty();
   }
   Status checkPeer(int peer) const;
+  // The start of isend()/irecv() (peer_group.cc).
+  enum Direction { kSend, kRecv };
+  struct Post {
+    uint64_t seq = 0;
+    uint64_t key = 0;
+    bool large = false;  // >= cts_threshold: under admission
+  };
+  Status beginPost(Request::State& s, int peer, uint32_t tag, size_t length, Direction dir,
+                   Post* post);
   Status recvFromFailed(int peer, uint32_t tag, void* data, size_t length, Request& request);
   Status ensureLanes(int peer);
   Result<std::unique_ptr<Endpoint>> watchedEndpoint(int peer);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "switchagg/coll/process_settings.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/log.h"
 #include "switchagg/common/version.h"
@@ -86,7 +87,9 @@ void ProcessRuntime::writeTuneFile() {
 }
 
 std::string processNodeName(const char* mpi_name) {
-  if (const char* n = envOrNull("SWITCHAGG_NODE_NAME"); n && *n) return n;
+  ProcessSettings settings;
+  (void)processSettingsTable().applyEnvironment(settings);  // any text is a name
+  if (!settings.node_name.empty()) return settings.node_name;
   if (mpi_name && *mpi_name) return mpi_name;
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) return "";

@@ -99,6 +99,15 @@ class ConfigTable {
     for (const ConfigKey<T>& k : keys_) SWITCHAGG_RETURN_IF_ERROR(applyVariable(k, config));
     return Status::Ok();
   }
+  // Every key's variable, a bad value reported to `bad` (that key keeps
+  // its default) while the other keys are still read: for a library, which
+  // must not stop a job over a setting.
+  void applyEnvironmentReporting(T& config, const std::function<void(const Status&)>& bad) const {
+    for (const ConfigKey<T>& k : keys_) {
+      Status st = applyVariable(k, config);
+      if (!st.ok()) bad(st);
+    }
+  }
   // The same for the one key `name` (a caller that was given some values
   // reads only the others).
   Status applyEnvironment(T& config, const std::string& name) const {

@@ -5,9 +5,10 @@
  * against it; a NULL lookup means the component was not loaded.
  *
  *   const char *switchagg_coll_last_algorithm(MPI_Comm comm);
- *     Registry name of the path that served the last MPI_Allreduce on comm
- *     ("ring", "recursive_doubling", "rabenseifner", "hierarchical",
- *     "switch", "previous"), "local" for count 0 or one rank, NULL when
+ *     Name of the path that served the last MPI_Allreduce on comm: an
+ *     algorithm's name in the registry (mpi_coll/core/select/
+ *     algorithm_registry.cc; `switchagg-info --select` prints them as its
+ *     candidate columns), "local" for count 0 or one rank; NULL when
  *     switchagg does not serve allreduce on comm or none ran yet.
  *
  *   uint64_t switchagg_coll_comm_counter(MPI_Comm comm, const char *name);
