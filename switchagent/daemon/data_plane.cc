@@ -266,14 +266,25 @@ struct DataPlane::Impl : EngineOutput {
     // Test-only fault point (EngineConfig::test_partial_result).
     if (const char* fault = std::getenv("SWITCHAGG_AGENT_TEST_FAULT")) {
       unsigned long long n = 0;
+      unsigned member = 0;
       char tail[16] = {};
-      if (std::sscanf(fault, "partial:%llu%15s", &n, tail) < 1 || n == 0 ||
-          (tail[0] && std::strcmp(tail, ":exit") != 0))
+      bool valid = false;
+      if (std::strncmp(fault, "partial:", 8) == 0) {
+        valid = std::sscanf(fault, "partial:%llu%15s", &n, tail) >= 1 &&
+                (!tail[0] || std::strcmp(tail, ":exit") == 0);
+        ec.test_partial_exit = tail[0] != 0;
+      } else if (std::strncmp(fault, "miss:", 5) == 0) {
+        valid = std::sscanf(fault, "miss:%llu:%u%15s", &n, &member, tail) == 2 &&
+                member != EngineConfig::kNoMissMember;
+        ec.test_miss_member = member;
+      }
+      if (!valid || n == 0)
         return Status(Code::kInvalidArgument,
-                      std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit], got '") +
+                      std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit] or "
+                                  "miss:N:M (N >= 1: the N-th chunk result; M: the member "
+                                  "it is not sent to), got '") +
                           fault + "'");
       ec.test_partial_result = n;
-      ec.test_partial_exit = tail[0] != 0;
       SA_WARN("agent", "test fault armed: %s", fault);
     }
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {

@@ -65,13 +65,17 @@ struct EngineConfig : EngineSettings {
   // This agent has a parent (fabric map): it serves tree JOINs
   // (kJoinFlagTree) by joining the parent; without one they are refused.
   bool has_parent = false;
-  // Test-only fault point (SWITCHAGG_AGENT_TEST_FAULT=partial:N[:exit], read
-  // by the data plane): the N-th chunk result this agent sends goes to
-  // member 0 of its group only; with exit, the agent process exits 100 ms
-  // after that send completed (the agent dies after some members got a
-  // call's last result and others did not). 0: off.
+  // Test-only fault point (SWITCHAGG_AGENT_TEST_FAULT=partial:N[:exit] or
+  // miss:N:M, read by the data plane): the N-th chunk result this agent
+  // sends goes to member 0 of its group only; with exit, the agent process
+  // exits 100 ms after that send completed (the agent dies after some
+  // members got a call's last result and others did not). miss: it goes to
+  // every member but member M (test_miss_member), which never gets it (the
+  // agent stalled past the bound for that member only). 0: off.
+  static constexpr uint32_t kNoMissMember = UINT32_MAX;
   uint64_t test_partial_result = 0;
   bool test_partial_exit = false;
+  uint32_t test_miss_member = kNoMissMember;
 };
 
 struct Group;

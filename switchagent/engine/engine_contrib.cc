@@ -361,16 +361,31 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   }
   const uint64_t serial = g.serial;
   uint32_t send_to = g.size;
+  uint32_t skip = EngineConfig::kNoMissMember;  // miss:N:M: the member left out
   if (config_.test_partial_result && ++results_sent_ == config_.test_partial_result) {
-    send_to = 1;  // the test fault: member 0 only
-    s.sends_pending = 1;
     fault_fired_ = true;
     fault_serial_ = serial;
     fault_slot_ = slot;
-    std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",
-                 static_cast<unsigned long long>(results_sent_));
+    const auto n = static_cast<unsigned long long>(results_sent_);
+    if (config_.test_miss_member == EngineConfig::kNoMissMember) {
+      send_to = 1;  // the test fault: member 0 only
+      s.sends_pending = 1;
+      std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",
+                   n);
+    } else if (config_.test_miss_member < g.size) {
+      skip = config_.test_miss_member;  // every member but that one
+      s.sends_pending = g.size - 1;
+      std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu not sent to member %u\n",
+                   n, skip);
+    } else {
+      std::fprintf(stderr,
+                   "switchagg-agent: test fault: chunk result %llu: no member %u in a group of %u, "
+                   "sent to all\n",
+                   n, config_.test_miss_member, g.size);
+    }
   }
   for (uint32_t r = 0; r < send_to; ++r) {
+    if (r == skip) continue;
     if (gets(r))
       out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
                       g.buffers, serial, slot);
