@@ -261,9 +261,11 @@ oneshot_fault(mpi_switch_fault_oneshot_leaders_allgather_np4 4 partial 1
   "PPN=2;FAULT_AT=27;EXPECT_RECOVERED=rank 2: switch allgather call 27 failed here.*its result came from rank 0")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_scatter_np4 4 partial_exit 1
   "PPN=2;FAULT_AT=37;EXPECT_RECOVERED=rank 2: switch reduce_scatter_block call 37 failed here.*folded from the members' inputs")
-# The lease deleted 50-150 ms into the loop (inside or between calls'
-# chunks): nobody done, every rank redoes the call and the path goes off,
-# every answer exact and bounded; every rank a member, and node leaders.
+# The lease deleted 50-150 ms into the loop, the agent's slots 4 KiB (the
+# calls of 1000 and 8192 doubles: 2 and 16 chunks, so the deletion falls
+# between a call's chunks or between calls): nobody done, every rank redoes
+# the call and the path goes off, every answer exact and bounded; every
+# rank a member, and node leaders.
 oneshot_fault(mpi_switch_fault_oneshot_revoke_np3 3 revoke 0 "PPN=1")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_np4 4 revoke 0 "PPN=2")
 # The agent's partial result through stripes and trees: agent b of two
