@@ -277,12 +277,19 @@ struct DataPlane::Impl : EngineOutput {
         valid = std::sscanf(fault, "miss:%llu:%u%15s", &n, &member, tail) == 2 &&
                 member != EngineConfig::kNoMissMember;
         ec.test_miss_member = member;
+      } else if (std::strncmp(fault, "late:", 5) == 0) {
+        long long ms = 0;
+        valid = std::sscanf(fault, "late:%llu:%u:%lld%15s", &n, &member, &ms, tail) == 3 &&
+                member != EngineConfig::kNoMissMember && ms > 0;
+        ec.test_miss_member = member;
+        ec.test_late_ms = ms;
       }
       if (!valid || n == 0)
         return Status(Code::kInvalidArgument,
-                      std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit] or "
-                                  "miss:N:M (N >= 1: the N-th chunk result; M: the member "
-                                  "it is not sent to), got '") +
+                      std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit], "
+                                  "miss:N:M or late:N:M:MS (N >= 1: the N-th chunk result; "
+                                  "M: the member it is not sent to, or sent MS > 0 ms late), "
+                                  "got '") +
                           fault + "'");
       ec.test_partial_result = n;
       SA_WARN("agent", "test fault armed: %s", fault);

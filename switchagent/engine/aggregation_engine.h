@@ -71,11 +71,14 @@ struct EngineConfig : EngineSettings {
   // exits 100 ms after that send completed (the agent dies after some
   // members got a call's last result and others did not). miss: it goes to
   // every member but member M (test_miss_member), which never gets it (the
-  // agent stalled past the bound for that member only). 0: off.
+  // agent stalled past the bound for that member only); late:N:M:MS: member
+  // M gets it test_late_ms later (a result arriving after the member's
+  // bound). 0: off.
   static constexpr uint32_t kNoMissMember = UINT32_MAX;
   uint64_t test_partial_result = 0;
   bool test_partial_exit = false;
   uint32_t test_miss_member = kNoMissMember;
+  int64_t test_late_ms = 0;
 };
 
 struct Group;
@@ -128,6 +131,20 @@ class AggregationEngine {
   uint32_t fault_slot_ = 0;
   bool fault_fired_ = false;
   int64_t fault_exit_at_ms_ = 0;
+  // late:N:M:MS: the held send (its slot's sends_pending counts it, so the
+  // result stays intact until it has left), sent by tick() once due.
+  struct LateResult {
+    PeerId to = 0;
+    const uint8_t* header = nullptr;
+    size_t header_bytes = 0;
+    const void* payload = nullptr;
+    size_t bytes = 0;
+    std::shared_ptr<SlotBuffers> buffers;
+    uint64_t serial = 0;
+    uint32_t slot = 0;
+    int64_t due_ms = 0;
+  };
+  std::optional<LateResult> late_;
   void handleHello(PeerId from, const wire::Message& m);
   void handleCapacity(PeerId from, const wire::Message& m);
   void handleJoin(PeerId from, const wire::Message& m, int64_t now_ms);

@@ -372,6 +372,15 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
       s.sends_pending = 1;
       std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",
                    n);
+    } else if (config_.test_miss_member < g.size && config_.test_late_ms > 0) {
+      skip = config_.test_miss_member;  // that one's send held (late_), counted pending
+      const bool full = gets(skip);
+      late_ = LateResult{g.members[skip].peer, full ? header : empty, f.header_bytes,
+                         full ? g.buffers->result(slot) : nullptr, full ? bytes : 0, g.buffers,
+                         serial, slot, now_ms_ + config_.test_late_ms};
+      std::fprintf(stderr,
+                   "switchagg-agent: test fault: chunk result %llu to member %u held for %lld ms\n",
+                   n, skip, static_cast<long long>(config_.test_late_ms));
     } else if (config_.test_miss_member < g.size) {
       skip = config_.test_miss_member;  // every member but that one
       s.sends_pending = g.size - 1;
