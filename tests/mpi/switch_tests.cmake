@@ -298,6 +298,13 @@ fault_test(mpi_switch_fault_oneshot_tree_leaf_miss_np4
 fault_test(mpi_switch_fault_oneshot_tree_spine_miss_np4
   "EXPECT_RECOVERED=rank [01]: switch [a-z_]+ call [0-9]+ failed here"
   tree 4 1 spine_miss)
+# The same result sent to that member 1.2 s late (late:N:M:MS), past its
+# bound, while a 2000-iteration loop still runs: the stale chunk is
+# ignored, every answer exact; every rank a member and node leaders.
+oneshot_fault(mpi_switch_fault_oneshot_late_np3 3 late 1
+  "PPN=1;FAULT_AT=36;MISS_MEMBER=2;ONESHOT_ITERS=2000;EXPECT_RECOVERED=rank 2: switch allreduce call 36 failed here.*its result came from rank [01]")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_late_np4 4 late 1
+  "PPN=2;FAULT_AT=30;MISS_MEMBER=0;ONESHOT_ITERS=2000;EXPECT_RECOVERED=rank 0: switch allreduce call 30 failed here.*its result came from rank 2")
 # One member's connection cut while the others' live (SWITCHAGG_TEST_CUT)
 # with node leaders (node 1's leader, rank 2, after its allreduce call 14),
 # through two stripes (rank 1 drops both stripes' groups after call 16) and

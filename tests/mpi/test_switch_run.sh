@@ -150,26 +150,32 @@ oneshot_fault_run() {  # LOG MPIRUN-ARGS...
     --mode fault --expect-recovered 1 --max-call-ms 10000 || { cat "$log"; die "oneshot fault run failed"; }
   expect_pass "$log" "\(switch:recovered\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
 }
-# The agent's test fault point for fault KIND (partial, partial_exit or
-# miss) at chunk result FAULT_AT (default 30); miss leaves out member
-# MISS_MEMBER (default MEMBER).
+# The agent's test fault point for fault KIND (partial, partial_exit, miss
+# or late) at chunk result FAULT_AT (default 30); miss leaves out member
+# MISS_MEMBER (default MEMBER), late sends it to that member LATE_MS
+# (default 1200) later.
 agent_fault() {  # KIND MEMBER
   case $1 in
     partial) echo "partial:${FAULT_AT:-30}" ;;
     partial_exit) echo "partial:${FAULT_AT:-30}:exit" ;;
     miss) echo "miss:${FAULT_AT:-30}:${MISS_MEMBER:-$2}" ;;
-    *) die "agent fault must be partial, partial_exit or miss, got '$1'" ;;
+    late) echo "late:${FAULT_AT:-30}:${MISS_MEMBER:-$2}:${LATE_MS:-1200}" ;;
+    *) die "agent fault must be partial, partial_exit, miss or late, got '$1'" ;;
   esac
 }
 # An armed agent's log (LOG) says its fault point FAULT fired (and, for
-# :exit, that the agent then exited).
+# :exit, that the agent then exited; for late, checked as the job ends,
+# that the held result went out while the job still ran).
 expect_fault_fired() {  # LOG FAULT
-  local log=$1 fault=$2 n
+  local log=$1 fault=$2 n m
   n=${fault#*:}
   n=${n%%:*}
+  m=${fault#*:*:}
   case $fault in
     partial:*) grep -q "test fault: chunk result $n sent to member 0 only" "$log" ;;
-    miss:*) grep -q "test fault: chunk result $n not sent to member ${fault##*:}\$" "$log" ;;
+    miss:*) grep -q "test fault: chunk result $n not sent to member $m\$" "$log" ;;
+    late:*) grep -q "test fault: chunk result $n to member ${m%%:*} held for ${m#*:} ms" "$log" &&
+      grep -q "test fault: held chunk result sent late" "$log" ;;
   esac || { cat "$log"; die "the armed agent's fault point ($fault) did not fire"; }
   if [[ $fault == *:exit ]]; then
     grep -q "test fault: exiting after a partial result" "$log" || die "the armed agent did not exit"
@@ -388,12 +394,14 @@ case $scenario in
     np=$1 mode=$2 recovered=${3:-1}
     case $mode in
       ok) start_agent ;;
-      partial | partial_exit | miss)
+      partial | partial_exit | miss | late)
         # The agent sends one call's result to member 0 only (partial_exit:
         # and dies 100 ms later): the other members recover it from member 0.
         # miss: to every member but MISS_MEMBER (default 1), which times out
-        # and recovers it from a peer. FAULT_AT: which chunk result (default
-        # 30, mid-loop).
+        # and recovers it from a peer; late: and sends it to that member
+        # LATE_MS later, past its bound (ONESHOT_ITERS: a loop long enough
+        # to be running then). FAULT_AT: which chunk result (default 30,
+        # mid-loop).
         fault=$(agent_fault "$mode" 1) || exit 1
         SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
       cut) start_agent ;;
@@ -402,7 +410,7 @@ case $scenario in
       revoke) agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info \
         --set data.slot_bytes=4K || die "agent start" ;;
       threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
-      *) die "oneshot mode must be ok, partial, partial_exit, miss, cut, revoke or threads, got '$mode'" ;;
+      *) die "oneshot mode must be ok, partial, partial_exit, miss, late, cut, revoke or threads, got '$mode'" ;;
     esac
     lease "oneshot-np$np"
     if [[ $mode == threads ]]; then
@@ -446,7 +454,8 @@ case $scenario in
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" \
         -x SWITCHAGG_TEST_CUT -x SWITCHAGG_SWITCH_TIMEOUT_MS --mca coll_switchagg_stall_timeout 60 \
         "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
-        --max-call-ms 10000 || { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
+        --iters "${ONESHOT_ITERS:-30}" --max-call-ms 10000 ||
+        { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
       expect_pass "$work/oneshot.log" "\\(switch:recovered\\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
       [[ $mode == cut ]] || expect_fault_fired "$work/agent.log" "$fault"
     fi
