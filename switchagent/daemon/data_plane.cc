@@ -277,6 +277,9 @@ struct DataPlane::Impl : EngineOutput {
         valid = std::sscanf(fault, "miss:%llu:%u%15s", &n, &member, tail) == 2 &&
                 member != EngineConfig::kNoMissMember;
         ec.test_miss_member = member;
+      } else if (std::strncmp(fault, "revoke:", 7) == 0) {
+        valid = std::sscanf(fault, "revoke:%llu%15s", &n, tail) == 1;
+        ec.test_revoke = true;
       } else if (std::strncmp(fault, "late:", 5) == 0) {
         long long ms = 0;
         valid = std::sscanf(fault, "late:%llu:%u:%lld%15s", &n, &member, &ms, tail) == 3 &&
@@ -287,9 +290,9 @@ struct DataPlane::Impl : EngineOutput {
       if (!valid || n == 0)
         return Status(Code::kInvalidArgument,
                       std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit], "
-                                  "miss:N:M or late:N:M:MS (N >= 1: the N-th chunk result; "
-                                  "M: the member it is not sent to, or sent MS > 0 ms late), "
-                                  "got '") +
+                                  "miss:N:M, late:N:M:MS or revoke:N (N >= 1: the N-th chunk "
+                                  "result; M: the member it is not sent to, or sent MS > 0 ms "
+                                  "late; revoke: its lease revoked after it), got '") +
                           fault + "'");
       ec.test_partial_result = n;
       SA_WARN("agent", "test fault armed: %s", fault);

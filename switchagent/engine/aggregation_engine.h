@@ -73,12 +73,15 @@ struct EngineConfig : EngineSettings {
   // every member but member M (test_miss_member), which never gets it (the
   // agent stalled past the bound for that member only); late:N:M:MS: member
   // M gets it test_late_ms later (a result arriving after the member's
-  // bound). 0: off.
+  // bound); revoke:N: the N-th result goes to every member, then the
+  // engine aborts every group of that group's lease as a revocation does
+  // (revokeLease; the lease itself stays). 0: off.
   static constexpr uint32_t kNoMissMember = UINT32_MAX;
   uint64_t test_partial_result = 0;
   bool test_partial_exit = false;
   uint32_t test_miss_member = kNoMissMember;
   int64_t test_late_ms = 0;
+  bool test_revoke = false;
 };
 
 struct Group;
@@ -145,6 +148,8 @@ class AggregationEngine {
     int64_t due_ms = 0;
   };
   std::optional<LateResult> late_;
+  // revoke:N: the lease to revoke at the next reduceReady().
+  std::optional<wire::Token> revoke_;
   void handleHello(PeerId from, const wire::Message& m);
   void handleCapacity(PeerId from, const wire::Message& m);
   void handleJoin(PeerId from, const wire::Message& m, int64_t now_ms);

@@ -242,6 +242,11 @@ bool AggregationEngine::hasReducible() const {
 // group's window is. Which chunks share a pass does not change any result:
 // each slot is reduced in rank order on its own.
 void AggregationEngine::reduceReady() {
+  if (revoke_) {
+    const wire::Token token = *revoke_;
+    revoke_.reset();
+    revokeLease(token, "test fault");
+  }
   std::vector<std::pair<Group*, uint32_t>> batch, later;
   std::unordered_map<const Group*, uint64_t> share;  // contribution bytes taken this pass
   uint64_t deferred = 0, pass_bytes = 0;
@@ -367,7 +372,13 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
     fault_serial_ = serial;
     fault_slot_ = slot;
     const auto n = static_cast<unsigned long long>(results_sent_);
-    if (config_.test_miss_member == EngineConfig::kNoMissMember) {
+    if (config_.test_revoke) {
+      revoke_ = g.token;  // sent to every member; the lease goes before the next reduction
+      std::fprintf(stderr,
+                   "switchagg-agent: test fault: lease revoked after chunk result %llu, "
+                   "%llu chunk(s) of its call left\n",
+                   n, static_cast<unsigned long long>(g.call_left));
+    } else if (config_.test_miss_member == EngineConfig::kNoMissMember) {
       send_to = 1;  // the test fault: member 0 only
       s.sends_pending = 1;
       std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",

@@ -271,25 +271,27 @@ TEST_F(EngineFaultTest, ShutdownAbortsEverything) {
 // The test fault point (SWITCHAGG_AGENT_TEST_FAULT): miss:N:M leaves member
 // M out of the N-th chunk result; late:N:M:MS sends it to member M MS ms
 // later, the slot's result kept intact until then (the slot's next chunk
-// waits for that send).
+// waits for that send); revoke:N aborts the lease's groups right after it.
 class EngineTestFaultPoint : public EngineTest {
  protected:
   // Three members (peers 1..3) of group 7, the fault point armed.
-  void arm(uint64_t n, uint32_t member, int64_t late_ms) {
+  void arm(uint64_t n, uint32_t member, int64_t late_ms, bool revoke = false) {
     EngineConfig c;
     c.test_partial_result = n;
     c.test_miss_member = member;
     c.test_late_ms = late_ms;
+    c.test_revoke = revoke;
     makeEngine(c);
     t_ = addLease(1, "job", 4);
     window_ = formGroup(t_, 7, 3, 1);
     ASSERT_GE(window_, 2u);
   }
-  // Chunk `chunk` (a call of its own) from every member: member r sends r + 1.
-  void call(uint64_t chunk) {
+  // Chunk `chunk` (a call of its own, or of a call of `call_elems`
+  // elements) from every member: member r sends r + 1.
+  void call(uint64_t chunk, uint64_t call_elems = 0) {
     for (uint32_t r = 0; r < 3; ++r)
       contrib(1 + r, t_, 7, r, chunk, window_, Dtype::kInt32, Op::kSum,
-              bytesOf(std::vector<int32_t>{int32_t(r + 1)}));
+              bytesOf(std::vector<int32_t>{int32_t(r + 1)}), call_elems);
   }
   static std::vector<PeerId> peers(const std::vector<Sent>& v) {
     std::vector<PeerId> out;
@@ -347,6 +349,19 @@ TEST_F(EngineTestFaultPoint, LateSendsTheHeldResultOnceDueAndHoldsItsSlotTillThe
   auto next = out_.take(MsgType::kResult);
   ASSERT_EQ(next.size(), 3u);
   for (const Sent& s : next) EXPECT_EQ(s.msg.chunk, window_);
+}
+
+TEST_F(EngineTestFaultPoint, RevokeAbortsTheGroupBetweenTheChunksOfACall) {
+  arm(1, EngineConfig::kNoMissMember, 0, true);
+  call(0, 2);  // the first chunk of a two-chunk call
+  engine_->reduceReady();
+  EXPECT_EQ(peers(out_.take(MsgType::kResult)), (std::vector<PeerId>{1, 2, 3}));
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  pump();  // before the next reduction: the lease's groups aborted
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_EQ(aborts.size(), 3u);
+  for (const Sent& a : aborts) EXPECT_EQ(a.msg.reason, Reason::kLeaseRevoked);
+  EXPECT_EQ(engine_->counters().groups_aborted, 1u);
 }
 
 }  // namespace
