@@ -268,6 +268,13 @@ oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_scatter_np4 4 partial_exit
 # rank a member, and node leaders.
 oneshot_fault(mpi_switch_fault_oneshot_revoke_np3 3 revoke 0 "PPN=1")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_np4 4 revoke 0 "PPN=2")
+# The same at a chosen point: the agent's fault point (revoke:N) aborts the
+# lease's groups as a revocation does right after chunk result N, the 6th
+# (every rank a member: N = 90) or 7th (node leaders: N = 88) of the fourth
+# iteration's 16-chunk allreduce; the agent's log must show chunks of that
+# call still to come, the ranks that nobody had the result.
+oneshot_fault(mpi_switch_fault_oneshot_revoke_chunk_np3 3 revoke_chunk 0 "PPN=1;FAULT_AT=90")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_chunk_np4 4 revoke_chunk 0 "PPN=2;FAULT_AT=88")
 # The agent's partial result through stripes and trees: agent b of two
 # stripes, leaf 2 of a tree (to its member 0 only) and the spine (to leaf 1
 # only) withhold one chunk's result from the others; they recover it from a

@@ -406,11 +406,17 @@ case $scenario in
         SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
       cut) start_agent ;;
       # 4 KiB slots: the loop's calls of 1000 and 8192 doubles are 2 and 16
-      # chunks, so the deletion can fall between the chunks of a call.
-      revoke) agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info \
-        --set data.slot_bytes=4K || die "agent start" ;;
+      # chunks, so the deletion can fall between the chunks of a call;
+      # revoke_chunk: the agent's fault point revokes the lease right after
+      # chunk result FAULT_AT (default 90: the 6th of the fourth iteration's
+      # 16 with every rank a member).
+      revoke | revoke_chunk)
+        fault=
+        [[ $mode == revoke_chunk ]] && fault=revoke:${FAULT_AT:-90}
+        with_fault "$fault" agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info \
+          --set data.slot_bytes=4K || die "agent start" ;;
       threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
-      *) die "oneshot mode must be ok, partial, partial_exit, miss, late, cut, revoke or threads, got '$mode'" ;;
+      *) die "oneshot mode must be ok, partial, partial_exit, miss, late, cut, revoke, revoke_chunk or threads, got '$mode'" ;;
     esac
     lease "oneshot-np$np"
     if [[ $mode == threads ]]; then
@@ -427,18 +433,27 @@ case $scenario in
       expect_pass "$work/oneshot.log" "its result came from rank"
       grep -q "test fault: chunk result 100 sent to member 0 only" "$work/agent.log" ||
         die "the agent's fault point did not fire"
-    elif [[ $mode == revoke ]]; then
+    elif [[ $mode == revoke* ]]; then
       # The lease deleted mid-loop (between or inside calls' chunks): the
       # agent aborts the group for every member, nobody is done, every rank
       # redoes the call on the host and the path goes off, every answer exact.
+      # revoke_chunk: revoked by the agent's fault point with chunks of the
+      # call still to come (its log says how many).
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
         --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault \
         --iters 300 --max-call-ms 10000 --ready "$work/ready" &
       pid=$!
-      fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
-      wait $pid || { cat "$work/oneshot.log"; die "oneshot revoke run failed"; }
+      if [[ $mode == revoke ]]; then
+        fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
+      fi
+      wait $pid || { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
       expect_pass "$work/oneshot.log" "lease|revoked|switch path disabled" \
         "joined switch group .*window [0-9]+ x 4096 bytes"
+      if [[ $mode == revoke_chunk ]]; then
+        grep -Eq "test fault: lease revoked after chunk result ${FAULT_AT:-90}, [1-9][0-9]* chunk\(s\) of its call left" \
+          "$work/agent.log" || { cat "$work/agent.log"; die "the lease was not revoked between a call's chunks"; }
+        expect_pass "$work/oneshot.log" "switch allreduce failed .*lease revoked: test fault.*no member had the result"
+      fi
       fallbacks=$(sed -n 's/.*fallbacks (all ranks) \([0-9]*\).*/\1/p' "$work/oneshot.log")
       [[ ${fallbacks:-0} -ge 1 ]] || die "the lease's deletion failed no call (fallbacks ${fallbacks:-none})"
     elif [[ $mode == ok ]]; then
