@@ -286,8 +286,10 @@ add_switch_test(mpi_switch_fault_oneshot_tree_leaf_np4 150 "mpi;agent;fault" tre
 add_switch_test(mpi_switch_fault_oneshot_tree_spine_np4 150 "mpi;agent;fault" tree 4 1 spine_partial)
 # The agent stalled past the bound for one member only: its fault point
 # (miss:N:M) sends the N-th chunk result to every member but member M,
-# which times out and copies it from a member that has it (switch:recovered
-# 1, the log names who), every answer exact, every call bounded: every rank
+# whose call fails there (its bound, or the group aborted when the others'
+# next call timed out waiting for it) and which copies it from a member that
+# has it (switch:recovered, the log names who), every answer exact, every
+# call bounded: every rank
 # a member (rank 2 misses the fourth iteration's allreduce of 8192
 # doubles), node leaders (node 0's leader misses an allreduce and takes it
 # from node 1's), agent b of two stripes (rank 1 misses its stripe), a
