@@ -392,6 +392,13 @@ void AggregationEngine::tick(int64_t now_ms) {
     std::fflush(stderr);
     std::_Exit(75);
   }
+  if (late_ && now_ms >= late_->due_ms) {
+    LateResult l = std::move(*late_);
+    late_.reset();
+    std::fprintf(stderr, "switchagg-agent: test fault: held chunk result sent late\n");
+    out_.sendResult(l.to, l.header, l.header_bytes, l.payload, l.bytes, std::move(l.buffers),
+                    l.serial, l.slot);
+  }
   std::vector<std::pair<Group*, std::pair<Reason, std::string>>> dead;
   const bool check_leases = now_ms >= next_lease_check_ms_;
   if (check_leases) next_lease_check_ms_ = now_ms + config_.lease_check_ms;

@@ -65,13 +65,23 @@ struct EngineConfig : EngineSettings {
   // This agent has a parent (fabric map): it serves tree JOINs
   // (kJoinFlagTree) by joining the parent; without one they are refused.
   bool has_parent = false;
-  // Test-only fault point (SWITCHAGG_AGENT_TEST_FAULT=partial:N[:exit], read
-  // by the data plane): the N-th chunk result this agent sends goes to
-  // member 0 of its group only; with exit, the agent process exits 100 ms
-  // after that send completed (the agent dies after some members got a
-  // call's last result and others did not). 0: off.
+  // Test-only fault point (SWITCHAGG_AGENT_TEST_FAULT=partial:N[:exit] or
+  // miss:N:M, read by the data plane): the N-th chunk result this agent
+  // sends goes to member 0 of its group only; with exit, the agent process
+  // exits 100 ms after that send completed (the agent dies after some
+  // members got a call's last result and others did not). miss: it goes to
+  // every member but member M (test_miss_member), which never gets it (the
+  // agent stalled past the bound for that member only); late:N:M:MS: member
+  // M gets it test_late_ms later (a result arriving after the member's
+  // bound); revoke:N: the N-th result goes to every member, then the
+  // engine aborts every group of that group's lease as a revocation does
+  // (revokeLease; the lease itself stays). 0: off.
+  static constexpr uint32_t kNoMissMember = UINT32_MAX;
   uint64_t test_partial_result = 0;
   bool test_partial_exit = false;
+  uint32_t test_miss_member = kNoMissMember;
+  int64_t test_late_ms = 0;
+  bool test_revoke = false;
 };
 
 struct Group;
@@ -124,6 +134,22 @@ class AggregationEngine {
   uint32_t fault_slot_ = 0;
   bool fault_fired_ = false;
   int64_t fault_exit_at_ms_ = 0;
+  // late:N:M:MS: the held send (its slot's sends_pending counts it, so the
+  // result stays intact until it has left), sent by tick() once due.
+  struct LateResult {
+    PeerId to = 0;
+    const uint8_t* header = nullptr;
+    size_t header_bytes = 0;
+    const void* payload = nullptr;
+    size_t bytes = 0;
+    std::shared_ptr<SlotBuffers> buffers;
+    uint64_t serial = 0;
+    uint32_t slot = 0;
+    int64_t due_ms = 0;
+  };
+  std::optional<LateResult> late_;
+  // revoke:N: the lease to revoke at the next reduceReady().
+  std::optional<wire::Token> revoke_;
   void handleHello(PeerId from, const wire::Message& m);
   void handleCapacity(PeerId from, const wire::Message& m);
   void handleJoin(PeerId from, const wire::Message& m, int64_t now_ms);

@@ -242,6 +242,11 @@ bool AggregationEngine::hasReducible() const {
 // group's window is. Which chunks share a pass does not change any result:
 // each slot is reduced in rank order on its own.
 void AggregationEngine::reduceReady() {
+  if (revoke_) {
+    const wire::Token token = *revoke_;
+    revoke_.reset();
+    revokeLease(token, "test fault");
+  }
   std::vector<std::pair<Group*, uint32_t>> batch, later;
   std::unordered_map<const Group*, uint64_t> share;  // contribution bytes taken this pass
   uint64_t deferred = 0, pass_bytes = 0;
@@ -361,16 +366,46 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   }
   const uint64_t serial = g.serial;
   uint32_t send_to = g.size;
+  uint32_t skip = EngineConfig::kNoMissMember;  // miss:N:M: the member left out
   if (config_.test_partial_result && ++results_sent_ == config_.test_partial_result) {
-    send_to = 1;  // the test fault: member 0 only
-    s.sends_pending = 1;
     fault_fired_ = true;
     fault_serial_ = serial;
     fault_slot_ = slot;
-    std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",
-                 static_cast<unsigned long long>(results_sent_));
+    const auto n = static_cast<unsigned long long>(results_sent_);
+    if (config_.test_revoke) {
+      revoke_ = g.token;  // sent to every member; the lease goes before the next reduction
+      std::fprintf(stderr,
+                   "switchagg-agent: test fault: lease revoked after chunk result %llu, "
+                   "%llu chunk(s) of its call left\n",
+                   n, static_cast<unsigned long long>(g.call_left));
+    } else if (config_.test_miss_member == EngineConfig::kNoMissMember) {
+      send_to = 1;  // the test fault: member 0 only
+      s.sends_pending = 1;
+      std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",
+                   n);
+    } else if (config_.test_miss_member < g.size && config_.test_late_ms > 0) {
+      skip = config_.test_miss_member;  // that one's send held (late_), counted pending
+      const bool full = gets(skip);
+      late_ = LateResult{g.members[skip].peer, full ? header : empty, f.header_bytes,
+                         full ? g.buffers->result(slot) : nullptr, full ? bytes : 0, g.buffers,
+                         serial, slot, now_ms_ + config_.test_late_ms};
+      std::fprintf(stderr,
+                   "switchagg-agent: test fault: chunk result %llu to member %u held for %lld ms\n",
+                   n, skip, static_cast<long long>(config_.test_late_ms));
+    } else if (config_.test_miss_member < g.size) {
+      skip = config_.test_miss_member;  // every member but that one
+      s.sends_pending = g.size - 1;
+      std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu not sent to member %u\n",
+                   n, skip);
+    } else {
+      std::fprintf(stderr,
+                   "switchagg-agent: test fault: chunk result %llu: no member %u in a group of %u, "
+                   "sent to all\n",
+                   n, config_.test_miss_member, g.size);
+    }
   }
   for (uint32_t r = 0; r < send_to; ++r) {
+    if (r == skip) continue;
     if (gets(r))
       out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
                       g.buffers, serial, slot);

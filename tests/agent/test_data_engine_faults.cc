@@ -255,5 +255,101 @@ TEST_F(EngineFaultTest, ShutdownAbortsEverything) {
   EXPECT_EQ(engine_->counters().slots_reserved, 0u);
 }
 
+// The test fault point (SWITCHAGG_AGENT_TEST_FAULT): miss:N:M leaves member
+// M out of the N-th chunk result; late:N:M:MS sends it to member M MS ms
+// later, the slot's result kept intact until then (the slot's next chunk
+// waits for that send); revoke:N aborts the lease's groups right after it.
+class EngineTestFaultPoint : public EngineTest {
+ protected:
+  // Three members (peers 1..3) of group 7, the fault point armed.
+  void arm(uint64_t n, uint32_t member, int64_t late_ms, bool revoke = false) {
+    EngineConfig c;
+    c.test_partial_result = n;
+    c.test_miss_member = member;
+    c.test_late_ms = late_ms;
+    c.test_revoke = revoke;
+    makeEngine(c);
+    t_ = addLease(1, "job", 4);
+    window_ = formGroup(t_, 7, 3, 1);
+    ASSERT_GE(window_, 2u);
+  }
+  // Chunk `chunk` (a call of its own, or of a call of `call_elems`
+  // elements) from every member: member r sends r + 1.
+  void call(uint64_t chunk, uint64_t call_elems = 0) {
+    for (uint32_t r = 0; r < 3; ++r)
+      contrib(1 + r, t_, 7, r, chunk, window_, Dtype::kInt32, Op::kSum,
+              bytesOf(std::vector<int32_t>{int32_t(r + 1)}), call_elems);
+  }
+  static std::vector<PeerId> peers(const std::vector<Sent>& v) {
+    std::vector<PeerId> out;
+    for (const Sent& s : v) out.push_back(s.to);
+    return out;
+  }
+  wire::Token t_;
+  uint32_t window_ = 0;
+};
+
+TEST_F(EngineTestFaultPoint, MissLeavesOneMemberOutOfOneResult) {
+  arm(2, 1, 0);
+  call(0);
+  pump();
+  EXPECT_EQ(peers(out_.take(MsgType::kResult)), (std::vector<PeerId>{1, 2, 3}));
+  call(1);
+  pump();
+  auto second = out_.take(MsgType::kResult);
+  EXPECT_EQ(peers(second), (std::vector<PeerId>{1, 3}));  // member 1 (peer 2) left out
+  for (const Sent& s : second) EXPECT_EQ(s.msg.chunk, 1u);
+  // Its slot is free again: the calls through the window and past it.
+  for (uint64_t c = 2; c <= window_ + 1; ++c) {
+    call(c);
+    pump();
+    EXPECT_EQ(out_.take(MsgType::kResult).size(), 3u) << "chunk " << c;
+  }
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+}
+
+TEST_F(EngineTestFaultPoint, LateSendsTheHeldResultOnceDueAndHoldsItsSlotTillThen) {
+  arm(1, 2, 500);
+  call(0);
+  pump();
+  EXPECT_EQ(peers(out_.take(MsgType::kResult)), (std::vector<PeerId>{1, 2}));
+  engine_->tick(now_ + 100);
+  EXPECT_TRUE(out_.take(MsgType::kResult).empty());
+  // Chunk `window_` needs slot 0, whose result still waits for its late send.
+  for (uint64_t c = 1; c <= window_; ++c) {
+    call(c);
+    pump();
+    EXPECT_EQ(out_.take(MsgType::kResult).size(), c < window_ ? 3u : 0u) << "chunk " << c;
+  }
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  engine_->tick(now_ + 600);
+  auto late = out_.take(MsgType::kResult);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].to, 3u);
+  EXPECT_EQ(late[0].msg.chunk, 0u);
+  int32_t sum = 0;
+  ASSERT_EQ(late[0].payload.size(), sizeof sum);
+  std::memcpy(&sum, late[0].payload.data(), sizeof sum);
+  EXPECT_EQ(sum, 6);  // chunk 0's result, intact
+  completeSends();  // the late send left: slot 0 takes chunk `window_`
+  pump();
+  auto next = out_.take(MsgType::kResult);
+  ASSERT_EQ(next.size(), 3u);
+  for (const Sent& s : next) EXPECT_EQ(s.msg.chunk, window_);
+}
+
+TEST_F(EngineTestFaultPoint, RevokeAbortsTheGroupBetweenTheChunksOfACall) {
+  arm(1, EngineConfig::kNoMissMember, 0, true);
+  call(0, 2);  // the first chunk of a two-chunk call
+  engine_->reduceReady();
+  EXPECT_EQ(peers(out_.take(MsgType::kResult)), (std::vector<PeerId>{1, 2, 3}));
+  EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
+  pump();  // before the next reduction: the lease's groups aborted
+  auto aborts = out_.take(MsgType::kAbort);
+  ASSERT_EQ(aborts.size(), 3u);
+  for (const Sent& a : aborts) EXPECT_EQ(a.msg.reason, Reason::kLeaseRevoked);
+  EXPECT_EQ(engine_->counters().groups_aborted, 1u);
+}
+
 }  // namespace
 }  // namespace switchagg::agent::testing

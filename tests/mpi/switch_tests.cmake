@@ -216,9 +216,13 @@ set_tests_properties(mpi_switch_fault_oneshot_threads_np3 PROPERTIES ENVIRONMENT
 # RECOVERED ENV): the oneshot scenario (FAULT_AT: the agent's result of
 # that chunk reaches member 0 only; CUT_AT: rank 1's connection cut after
 # that call) with the log line that names the recovered call.
-function(oneshot_fault name np mode recovered env)
-  add_switch_test(${name} 150 "mpi;agent;fault" oneshot ${np} ${mode} ${recovered})
+# fault_test(NAME ENV SCENARIO ARGS...): any scenario's fault test so.
+function(fault_test name env)
+  add_switch_test(${name} 150 "mpi;agent;fault" ${ARGN})
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}")
+endfunction()
+function(oneshot_fault name np mode recovered env)
+  fault_test(${name} "${env}" oneshot ${np} ${mode} ${recovered})
 endfunction()
 # Every rank a member, 10 calls a loop iteration from chunk 3 on: the
 # fourth iteration's MPI_Iallreduce (chunk 41), settled from the other
@@ -257,11 +261,20 @@ oneshot_fault(mpi_switch_fault_oneshot_leaders_allgather_np4 4 partial 1
   "PPN=2;FAULT_AT=27;EXPECT_RECOVERED=rank 2: switch allgather call 27 failed here.*its result came from rank 0")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_reduce_scatter_np4 4 partial_exit 1
   "PPN=2;FAULT_AT=37;EXPECT_RECOVERED=rank 2: switch reduce_scatter_block call 37 failed here.*folded from the members' inputs")
-# The lease deleted 50-150 ms into the loop (inside or between calls'
-# chunks): nobody done, every rank redoes the call and the path goes off,
-# every answer exact and bounded; every rank a member, and node leaders.
+# The lease deleted 50-150 ms into the loop, the agent's slots 4 KiB (the
+# calls of 1000 and 8192 doubles: 2 and 16 chunks, so the deletion falls
+# between a call's chunks or between calls): nobody done, every rank redoes
+# the call and the path goes off, every answer exact and bounded; every
+# rank a member, and node leaders.
 oneshot_fault(mpi_switch_fault_oneshot_revoke_np3 3 revoke 0 "PPN=1")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_np4 4 revoke 0 "PPN=2")
+# The same at a chosen point: the agent's fault point (revoke:N) aborts the
+# lease's groups as a revocation does right after chunk result N, the 6th
+# (every rank a member: N = 90) or 7th (node leaders: N = 88) of the fourth
+# iteration's 16-chunk allreduce; the agent's log must show chunks of that
+# call still to come, the ranks that nobody had the result.
+oneshot_fault(mpi_switch_fault_oneshot_revoke_chunk_np3 3 revoke_chunk 0 "PPN=1;FAULT_AT=90")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_chunk_np4 4 revoke_chunk 0 "PPN=2;FAULT_AT=88")
 # The loop's last call (a barrier) reaches member 0 only, which then makes
 # no MPI call but MPI_Finalize: the others recover the result from it
 # there, every rank exact and bounded.
@@ -275,3 +288,54 @@ add_switch_test(mpi_switch_fault_oneshot_stripes_np3 150 "mpi;agent;fault" strip
 set_tests_properties(mpi_switch_fault_oneshot_stripes_np3 PROPERTIES ENVIRONMENT "PPN=1")
 add_switch_test(mpi_switch_fault_oneshot_tree_leaf_np4 150 "mpi;agent;fault" tree 4 1 leaf_partial)
 add_switch_test(mpi_switch_fault_oneshot_tree_spine_np4 150 "mpi;agent;fault" tree 4 1 spine_partial)
+# The agent stalled past the bound for one member only: its fault point
+# (miss:N:M) sends the N-th chunk result to every member but member M,
+# whose call fails there (its bound, or the group aborted when the others'
+# next call timed out waiting for it) and which copies it from a member that
+# has it (switch:recovered, the log names who), every answer exact, every
+# call bounded: every rank
+# a member (rank 2 misses the fourth iteration's allreduce of 8192
+# doubles), node leaders (node 0's leader misses an allreduce and takes it
+# from node 1's), agent b of two stripes (rank 1 misses its stripe), a
+# tree's leaf 2 (rank 3 misses) and its spine (leaf 1 misses: ranks 0 and 1).
+oneshot_fault(mpi_switch_fault_oneshot_miss_np3 3 miss 1
+  "PPN=1;FAULT_AT=36;MISS_MEMBER=2;EXPECT_RECOVERED=rank 2: switch allreduce call 36 failed here.*its result came from rank [01]")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_miss_np4 4 miss 1
+  "PPN=2;FAULT_AT=30;MISS_MEMBER=0;EXPECT_RECOVERED=rank 0: switch allreduce call 30 failed here.*its result came from rank 2")
+fault_test(mpi_switch_fault_oneshot_stripes_miss_np3
+  "PPN=1;EXPECT_RECOVERED=rank 1: switch [a-z_]+ call [0-9]+ failed here"
+  stripes 3 miss)
+fault_test(mpi_switch_fault_oneshot_tree_leaf_miss_np4
+  "EXPECT_RECOVERED=rank 3: switch [a-z_]+ call [0-9]+ failed here"
+  tree 4 1 leaf_miss)
+fault_test(mpi_switch_fault_oneshot_tree_spine_miss_np4
+  "EXPECT_RECOVERED=rank [01]: switch [a-z_]+ call [0-9]+ failed here"
+  tree 4 1 spine_miss)
+# The same result sent to that member 1.2 s late (late:N:M:MS), past its
+# bound, while a 2000-iteration loop still runs: the stale chunk is
+# ignored, every answer exact; every rank a member and node leaders.
+oneshot_fault(mpi_switch_fault_oneshot_late_np3 3 late 1
+  "PPN=1;FAULT_AT=36;MISS_MEMBER=2;ONESHOT_ITERS=2000;EXPECT_RECOVERED=rank 2: switch allreduce call 36 failed here.*its result came from rank [01]")
+oneshot_fault(mpi_switch_fault_oneshot_leaders_late_np4 4 late 1
+  "PPN=2;FAULT_AT=30;MISS_MEMBER=0;ONESHOT_ITERS=2000;EXPECT_RECOVERED=rank 0: switch allreduce call 30 failed here.*its result came from rank 2")
+# One member's connection cut while the others' live (SWITCHAGG_TEST_CUT)
+# with node leaders (node 1's leader, rank 2, after its allreduce call 14),
+# through two stripes (rank 1 drops both stripes' groups after call 16) and
+# through a tree (rank 1, leaf 1's member, after call 16): it recovers the
+# result from a peer, the others' next call fails and is redone alike.
+oneshot_fault(mpi_switch_fault_oneshot_leaders_cut_np4 4 cut 1
+  "PPN=2;CUT_RANK=2;CUT_AT=14;EXPECT_RECOVERED=rank 2: switch allreduce call 14 failed here \\(PeerFailed: test fault")
+fault_test(mpi_switch_fault_oneshot_stripes_cut_np3
+  "PPN=1;EXPECT_RECOVERED=rank 1: switch allreduce call 16 failed here \\(PeerFailed: test fault"
+  stripes 3 cut)
+fault_test(mpi_switch_fault_oneshot_tree_cut_np4
+  "EXPECT_RECOVERED=rank 1: switch allreduce call 16 failed here \\(PeerFailed: test fault"
+  tree 4 1 cut)
+# The agent killed after a partial result, through stripes and a tree:
+# agent b of two stripes, leaf 2 and the spine send one chunk's result to
+# one member and exit 100 ms later; the result recovered from the member
+# that has it, the calls after it fail and are redone on the host, every
+# answer exact, every call bounded.
+fault_test(mpi_switch_fault_oneshot_stripes_exit_np3 "PPN=1" stripes 3 partial_exit)
+fault_test(mpi_switch_fault_oneshot_tree_leaf_exit_np4 "" tree 4 1 leaf_partial_exit)
+fault_test(mpi_switch_fault_oneshot_tree_spine_exit_np4 "" tree 4 1 spine_partial_exit)

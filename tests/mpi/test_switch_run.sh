@@ -42,6 +42,9 @@
 #                         and each agent received about half the bytes;
 #                         mpi_thread_check (3 threads) stripes too, and
 #                         mpi_barrier_check serves every barrier (1 element)
+#   stripes NP partial|partial_exit|miss|cut  (PPN=1) mpi_oneshot_check --mode
+#                         fault with agent b's test fault point armed, or a
+#                         member's connection cut (below)
 #   stripes_stall BYTES   as stall, with two agents: the second (one stripe's)
 #                         is stopped: the call times out, runs on the host,
 #                         and the communicator rejoins both agents
@@ -50,7 +53,9 @@
 #                         the matrix exact through the tree, 5 runs bitwise
 #                         alike, both leaves sent up, no lease left after
 #                         delete; FAULT leaf_kill | spine_kill | spine_delete
-#                         mid-loop: every answer right, every call bounded
+#                         mid-loop: every answer right, every call bounded;
+#                         FAULT (leaf|spine)_(partial|partial_exit|miss) | cut:
+#                         mpi_oneshot_check --mode fault (below)
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -132,14 +137,49 @@ with_fault() {
   shift
   if [[ -n $fault ]]; then SWITCHAGG_AGENT_TEST_FAULT=$fault "$@"; else "$@"; fi
 }
-# The oneshot check in fault mode (partial results from an armed agent):
-# every answer exact, every call bounded, results recovered from a peer.
+# The oneshot check in fault mode (partial results from an armed agent, or
+# SWITCHAGG_TEST_CUT: a member's connection cut): every answer exact, every
+# call bounded, results recovered from a peer (and EXPECT_RECOVERED, if set,
+# in the log: who recovered what).
 oneshot_fault_run() {  # LOG MPIRUN-ARGS...
   local log=$1
   shift
+  export SWITCHAGG_TEST_CUT=${SWITCHAGG_TEST_CUT:-}
   SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
-    --mca coll_switchagg_stall_timeout 60 "$@" "$mpibin/mpi_oneshot_check" --mode fault \
-    --expect-recovered 1 --max-call-ms 10000 || { cat "$log"; die "oneshot fault run failed"; }
+    -x SWITCHAGG_TEST_CUT --mca coll_switchagg_stall_timeout 60 "$@" "$mpibin/mpi_oneshot_check" \
+    --mode fault --expect-recovered 1 --max-call-ms 10000 || { cat "$log"; die "oneshot fault run failed"; }
+  expect_pass "$log" "\(switch:recovered\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
+}
+# The agent's test fault point for fault KIND (partial, partial_exit, miss
+# or late) at chunk result FAULT_AT (default 30); miss leaves out member
+# MISS_MEMBER (default MEMBER), late sends it to that member LATE_MS
+# (default 1200) later.
+agent_fault() {  # KIND MEMBER
+  case $1 in
+    partial) echo "partial:${FAULT_AT:-30}" ;;
+    partial_exit) echo "partial:${FAULT_AT:-30}:exit" ;;
+    miss) echo "miss:${FAULT_AT:-30}:${MISS_MEMBER:-$2}" ;;
+    late) echo "late:${FAULT_AT:-30}:${MISS_MEMBER:-$2}:${LATE_MS:-1200}" ;;
+    *) die "agent fault must be partial, partial_exit, miss or late, got '$1'" ;;
+  esac
+}
+# An armed agent's log (LOG) says its fault point FAULT fired (and, for
+# :exit, that the agent then exited; for late, checked as the job ends,
+# that the held result went out while the job still ran).
+expect_fault_fired() {  # LOG FAULT
+  local log=$1 fault=$2 n m
+  n=${fault#*:}
+  n=${n%%:*}
+  m=${fault#*:*:}
+  case $fault in
+    partial:*) grep -q "test fault: chunk result $n sent to member 0 only" "$log" ;;
+    miss:*) grep -q "test fault: chunk result $n not sent to member $m\$" "$log" ;;
+    late:*) grep -q "test fault: chunk result $n to member ${m%%:*} held for ${m#*:} ms" "$log" &&
+      grep -q "test fault: held chunk result sent late" "$log" ;;
+  esac || { cat "$log"; die "the armed agent's fault point ($fault) did not fire"; }
+  if [[ $fault == *:exit ]]; then
+    grep -q "test fault: exiting after a partial result" "$log" || die "the armed agent did not exit"
+  fi
 }
 start_two_agents_and_lease() {
   mkdir -p "$work/a" "$work/b"
@@ -354,20 +394,33 @@ case $scenario in
     np=$1 mode=$2 recovered=${3:-1}
     case $mode in
       ok) start_agent ;;
-      partial | partial_exit)
+      partial | partial_exit | miss | late)
         # The agent sends one call's result to member 0 only (partial_exit:
         # and dies 100 ms later): the other members recover it from member 0.
-        # FAULT_AT: which chunk result (default 30, mid-loop).
-        fault=partial:${FAULT_AT:-30}
-        [[ $mode == partial_exit ]] && fault=$fault:exit
+        # miss: to every member but MISS_MEMBER (default 1), which times out
+        # and recovers it from a peer; late: and sends it to that member
+        # LATE_MS later, past its bound (ONESHOT_ITERS: a loop long enough
+        # to be running then). FAULT_AT: which chunk result (default 30,
+        # mid-loop).
+        fault=$(agent_fault "$mode" 1) || exit 1
         SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent ;;
-      cut | revoke) start_agent ;;
+      cut) start_agent ;;
+      # 4 KiB slots: the loop's calls of 1000 and 8192 doubles are 2 and 16
+      # chunks, so the deletion can fall between the chunks of a call;
+      # revoke_chunk: the agent's fault point revokes the lease right after
+      # chunk result FAULT_AT (default 90: the 6th of the fourth iteration's
+      # 16 with every rank a member).
+      revoke | revoke_chunk)
+        fault=
+        [[ $mode == revoke_chunk ]] && fault=revoke:${FAULT_AT:-90}
+        with_fault "$fault" agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info \
+          --set data.slot_bytes=4K || die "agent start" ;;
       threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
       finalize)
         # 3 iterations of 10 calls after 2 warm-up calls: chunk result 32
         # is the loop's last call, a barrier, reaching member 0 only.
         SWITCHAGG_AGENT_TEST_FAULT=partial:32 start_agent ;;
-      *) die "oneshot mode must be ok, partial, partial_exit, cut, revoke, threads or finalize, got '$mode'" ;;
+      *) die "oneshot mode must be ok, partial, partial_exit, miss, late, cut, revoke, revoke_chunk, threads or finalize, got '$mode'" ;;
     esac
     lease "oneshot-np$np"
     if [[ $mode == threads ]]; then
@@ -384,17 +437,27 @@ case $scenario in
       expect_pass "$work/oneshot.log" "its result came from rank"
       grep -q "test fault: chunk result 100 sent to member 0 only" "$work/agent.log" ||
         die "the agent's fault point did not fire"
-    elif [[ $mode == revoke ]]; then
+    elif [[ $mode == revoke* ]]; then
       # The lease deleted mid-loop (between or inside calls' chunks): the
       # agent aborts the group for every member, nobody is done, every rank
       # redoes the call on the host and the path goes off, every answer exact.
+      # revoke_chunk: revoked by the agent's fault point with chunks of the
+      # call still to come (its log says how many).
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
         --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault \
         --iters 300 --max-call-ms 10000 --ready "$work/ready" &
       pid=$!
-      fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
-      wait $pid || { cat "$work/oneshot.log"; die "oneshot revoke run failed"; }
-      expect_pass "$work/oneshot.log" "lease|revoked|switch path disabled"
+      if [[ $mode == revoke ]]; then
+        fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
+      fi
+      wait $pid || { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
+      expect_pass "$work/oneshot.log" "lease|revoked|switch path disabled" \
+        "joined switch group .*window [0-9]+ x 4096 bytes"
+      if [[ $mode == revoke_chunk ]]; then
+        grep -Eq "test fault: lease revoked after chunk result ${FAULT_AT:-90}, [1-9][0-9]* chunk\(s\) of its call left" \
+          "$work/agent.log" || { cat "$work/agent.log"; die "the lease was not revoked between a call's chunks"; }
+        expect_pass "$work/oneshot.log" "switch allreduce failed .*lease revoked: test fault.*no member had the result"
+      fi
       fallbacks=$(sed -n 's/.*fallbacks (all ranks) \([0-9]*\).*/\1/p' "$work/oneshot.log")
       [[ ${fallbacks:-0} -ge 1 ]] || die "the lease's deletion failed no call (fallbacks ${fallbacks:-none})"
     elif [[ $mode == finalize ]]; then
@@ -421,19 +484,18 @@ case $scenario in
         { cat "$work/oneshot.log"; die "oneshot run failed"; }
       expect_pass "$work/oneshot.log" "host messages 0 "
     else
-      # cut: rank 1 drops its group right after its one-round-trip call
-      # CUT_AT (default 16: an allreduce with every rank a member).
+      # cut: rank CUT_RANK (default 1) drops its group right after its
+      # one-round-trip call CUT_AT (default 16: an allreduce with every rank
+      # a member; with node leaders CUT_RANK must be a leader).
       export SWITCHAGG_TEST_CUT=
-      [[ $mode == cut ]] && SWITCHAGG_TEST_CUT=1:${CUT_AT:-16}
+      [[ $mode == cut ]] && SWITCHAGG_TEST_CUT=${CUT_RANK:-1}:${CUT_AT:-16}
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" \
         -x SWITCHAGG_TEST_CUT -x SWITCHAGG_SWITCH_TIMEOUT_MS --mca coll_switchagg_stall_timeout 60 \
         "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
-        --max-call-ms 10000 || { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
+        --iters "${ONESHOT_ITERS:-30}" --max-call-ms 10000 ||
+        { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
       expect_pass "$work/oneshot.log" "\\(switch:recovered\\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
-      if [[ $mode == partial* ]]; then
-        grep -q "test fault: chunk result ${FAULT_AT:-30} sent to member 0 only" "$work/agent.log" ||
-          die "the agent's fault point did not fire"
-      fi
+      [[ $mode == cut ]] || expect_fault_fired "$work/agent.log" "$fault"
     fi
     ;;
   barrier)
@@ -683,16 +745,25 @@ case $scenario in
     fi
     ;;
   stripes)
-    # stripes NP [partial]: partial: agent b sends one chunk's result
-    # (FAULT_AT, default 30) to member 0 only; the others recover it.
-    np=$1
-    if [[ ${2:-} == partial ]]; then
-      [[ -n ${PPN:-} ]] || die "stripes partial needs PPN (members on emulated nodes)"
-      STRIPE_B_FAULT=partial:${FAULT_AT:-30} start_two_agents_and_lease stripes
+    # stripes NP [partial|partial_exit|miss|cut]: partial: agent b sends one
+    # chunk's result (FAULT_AT, default 30) to member 0 only (partial_exit:
+    # and exits 100 ms later; miss: to every member but MISS_MEMBER, default
+    # 1); cut: rank CUT_RANK (default 1) drops its group (both stripes)
+    # right after its call CUT_AT (default 16). The others recover it.
+    np=$1 fault=${2:-}
+    if [[ -n $fault ]]; then
+      [[ -n ${PPN:-} ]] || die "stripes $fault needs PPN (members on emulated nodes)"
+      armed=
+      if [[ $fault == cut ]]; then
+        export SWITCHAGG_TEST_CUT=${CUT_RANK:-1}:${CUT_AT:-16}
+      else
+        armed=$(agent_fault "$fault" 1) || exit 1
+      fi
+      STRIPE_B_FAULT=$armed start_two_agents_and_lease stripes
       oneshot_fault_run "$work/oneshot.log" "${emu[@]}"
-      expect_pass "$work/oneshot.log" "2 stripe\(s\)" "\(switch:recovered\)"
-      grep -q "test fault: chunk result ${FAULT_AT:-30} sent to member 0 only" "$work/b/agent.log" ||
-        die "agent b's fault point did not fire"
+      expect_pass "$work/oneshot.log" "2 stripe\(s\)"
+      [[ -z $armed ]] || expect_fault_fired "$work/b/agent.log" "$armed"
+      echo "PASS stripes $*"
       exit 0
     fi
     start_two_agents_and_lease stripes
@@ -726,21 +797,33 @@ case $scenario in
     # leaf_partial / spine_partial: leaf 2 (to its member 0) or the spine
     # (to leaf 1) sends one chunk's result (FAULT_AT, default 30) to one
     # member only; the members that missed it recover it from a peer.
+    # leaf_partial_exit / spine_partial_exit: the same, and that agent exits
+    # 100 ms later. leaf_miss / spine_miss: leaf 2 or the spine sends it to
+    # every member but MISS_MEMBER (default: leaf 2's member 1, the spine's
+    # member 0, leaf 1). cut: rank CUT_RANK (default 1) drops its group
+    # right after its call CUT_AT (default 16).
     np=$1 ppn=$2 fault=${3:-}
+    armed=
     case $fault in
-      leaf_partial) LEAF2_FAULT=partial:${FAULT_AT:-30} start_tree_and_lease tree ;;
-      spine_partial) SPINE_FAULT=partial:${FAULT_AT:-30} start_tree_and_lease tree ;;
+      leaf_partial | leaf_partial_exit | leaf_miss)
+        armed=$(agent_fault "${fault#leaf_}" 1) || exit 1
+        LEAF2_FAULT=$armed start_tree_and_lease tree ;;
+      spine_partial | spine_partial_exit | spine_miss)
+        armed=$(agent_fault "${fault#spine_}" 0) || exit 1
+        SPINE_FAULT=$armed start_tree_and_lease tree ;;
       *) start_tree_and_lease tree ;;
     esac
     tree_emu=("$here/emulate_nodes.sh" "$ppn")
     tree_env=(-x SWITCHAGG_AGENT_NAMES -x SWITCHAGG_FABRIC)
-    if [[ $fault == *_partial ]]; then
+    if [[ -n $armed || $fault == cut ]]; then
+      [[ $fault == cut ]] && export SWITCHAGG_TEST_CUT=${CUT_RANK:-1}:${CUT_AT:-16}
       oneshot_fault_run "$work/oneshot.log" "${tree_env[@]}" "${tree_emu[@]}"
-      expect_pass "$work/oneshot.log" "a tree over 2 leaf agents" "\(switch:recovered\)"
-      armed=$work/l2/agent.log
-      [[ $fault == spine_partial ]] && armed=$work/spine/agent.log
-      grep -q "test fault: chunk result ${FAULT_AT:-30} sent to member 0 only" "$armed" ||
-        die "the armed agent's fault point did not fire"
+      expect_pass "$work/oneshot.log" "a tree over 2 leaf agents"
+      if [[ -n $armed ]]; then
+        log=$work/l2/agent.log
+        [[ $fault == spine_* ]] && log=$work/spine/agent.log
+        expect_fault_fired "$log" "$armed"
+      fi
     elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$mpibin/mpi_allreduce_check" --expect switch --quick ||
@@ -772,7 +855,7 @@ case $scenario in
       case $fault in
         leaf_kill) AGENT_PID=${LEAF_PID[2]} ;;
         spine_kill | spine_delete) AGENT_PID=$SPINE_PID AGENT_SOCKET=$SPINE_SOCKET ;;
-        *) die "tree fault must be leaf_kill, spine_kill or spine_delete, got '$fault'" ;;
+        *) die "tree fault must be leaf_kill, spine_kill, spine_delete, cut or leaf_/spine_ partial, partial_exit or miss, got '$fault'" ;;
       esac
       run_mpi "$np" "$work/fault.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$mpibin/test_switch_check" --fault "$work" --bytes 1048576 --max-call-ms 8000 &
