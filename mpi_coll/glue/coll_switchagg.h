@@ -95,7 +95,7 @@ int mca_coll_switchagg_iallreduce(const void* sbuf, void* rbuf, int count,
                                   struct ompi_communicator_t* comm, ompi_request_t** request,
                                   mca_coll_base_module_t* module);
 /* MPI_Allreduce_init: handed to the previous module, counted as the
- * communicator's "iallreduce:persistent:previous". */
+ * communicator's "iallreduce:previous:persistent". */
 int mca_coll_switchagg_allreduce_init(const void* sbuf, void* rbuf, int count,
                                       struct ompi_datatype_t* dtype, struct ompi_op_t* op,
                                       struct ompi_communicator_t* comm, struct ompi_info_t* info,

@@ -4,7 +4,7 @@
 // starts (a persistent request reads its buffers at every start), in place,
 // several requests started together (MPI_Startall), interleaved with
 // blocking allreduces the component serves; every init call handed to the
-// previous module and counted ("iallreduce:persistent:previous").
+// previous module and counted ("iallreduce:previous:persistent").
 //
 //   mpi_persistent_check --expect ALG
 #include <mpi.h>
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: switchagg component not loaded\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  const char* counter = "iallreduce:persistent:previous";
+  const char* counter = "iallreduce:previous:persistent";
   servedCall(MPI_COMM_WORLD, expect);
   int inits = 0;
   inits += repeatedStarts(MPI_COMM_WORLD, 1, 6, expect);
