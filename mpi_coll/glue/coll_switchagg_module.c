@@ -221,8 +221,9 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
 
 /* MPI_Allreduce_init (persistent, MPI-4): not served by the core. Every
  * call goes to the previous module (libnbc's persistent schedule), whose
- * request the caller starts and waits on; counted so that a test and
- * switchagg-info can tell the calls were seen. Why not served:
+ * request the caller starts and waits on; counted
+ * (iallreduce:previous:persistent, the switchagg_coll_comm_counter
+ * diagnostic) so that tests see the calls came through. Why not served:
  * docs/openmpi5.md "Persistent collectives". */
 int mca_coll_switchagg_allreduce_init(const void *sbuf, void *rbuf, int count,
                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
