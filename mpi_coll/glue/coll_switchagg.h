@@ -72,6 +72,10 @@ typedef struct mca_coll_switchagg_module_t {
   struct ompi_communicator_t* iprivate;
   struct mca_coll_switchagg_module_t* inext_active;
   bool iactive;
+  /* MPI_Allreduce_init (MPI-4 persistent; MPIX_ on 4.1): the previous
+   * module's, which every such call goes to (counted; docs/openmpi5.md). */
+  mca_coll_base_module_allreduce_init_fn_t previous_allreduce_init;
+  mca_coll_base_module_t* previous_allreduce_init_module;
 } mca_coll_switchagg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_switchagg_module_t);
@@ -95,6 +99,12 @@ int mca_coll_switchagg_iallreduce(const void* sbuf, void* rbuf, int count,
                                   mca_coll_base_module_t* module);
 int mca_coll_switchagg_ibarrier(struct ompi_communicator_t* comm, ompi_request_t** request,
                                 mca_coll_base_module_t* module);
+/* MPI_Allreduce_init: handed to the previous module, counted as the
+ * communicator's "iallreduce:previous:persistent". */
+int mca_coll_switchagg_allreduce_init(const void* sbuf, void* rbuf, int count,
+                                      struct ompi_datatype_t* dtype, struct ompi_op_t* op,
+                                      struct ompi_communicator_t* comm, struct ompi_info_t* info,
+                                      ompi_request_t** request, mca_coll_base_module_t* module);
 /* Completes the module's queued MPI_Iallreduce calls (before a blocking
  * call that may use the switch path on the same communicator). */
 void mca_coll_switchagg_iallreduce_drain(mca_coll_switchagg_module_t* m);

@@ -7,9 +7,13 @@
 # parameters on 5.0 as on this host's 4.1.
 #
 #   run_debian13.sh SRC HOST_BUILD TEST_REGEX
+#   run_debian13.sh --build-only SRC HOST_BUILD   (the root and the build only;
+#                                                  benchmarks/ompi5_bench.sh)
 set -euo pipefail
+build_only=0
+[[ ${1:-} == --build-only ]] && build_only=1 && shift && set -- "$@" ""
 (($# == 3)) || {
-  echo "usage: $0 SRC HOST_BUILD TEST_REGEX" >&2
+  echo "usage: $0 SRC HOST_BUILD TEST_REGEX | --build-only SRC HOST_BUILD" >&2
   exit 2
 }
 src=$1 hostbuild=$2 regex=$3
@@ -29,6 +33,7 @@ inroot "cmake -S '$src' -B '$d13' -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   grep -q 'coll component for Open MPI 5\.' '$d13.configure.log' || { echo 'not Open MPI 5'; exit 1; }
   cmake --build '$d13' -j\$(nproc) >'$d13.build.log' 2>&1 || { tail -50 '$d13.build.log'; exit 1; }" ||
   fail "the tree does not build against Open MPI 5 (logs: $d13.configure.log, $d13.build.log)"
+((build_only)) && exit 0
 
 echo "== MPI tests in Debian 13: $regex"
 listed=$(inroot "ctest --test-dir '$d13' -N -R '$regex'" | sed -n 's/^Total Tests: //p')
