@@ -24,11 +24,16 @@ int failed(MPI_Comm comm) {
 }
 
 // The served state of `comm`, progressed, or nullptr (call PMPI_*).
-switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
+CommEntry* servedEntryOf(MPI_Comm comm) {
   CommEntry* e = entryOf(comm);
   if (e == nullptr || e->core == nullptr) return nullptr;
   progress();
-  return e->core;
+  return e;
+}
+
+switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
+  CommEntry* e = servedEntryOf(comm);
+  return e == nullptr ? nullptr : e->core;
 }
 
 // After PMPI_* served a call the core declined: online tuning times it.
@@ -75,11 +80,21 @@ extern "C" {
 
 int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                   MPI_Comm comm) {
-  switchagg_coll_comm_t* core = coreOf(comm);
-  if (core == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+  switchagg::pmpi::CommEntry* e = switchagg::pmpi::servedEntryOf(comm);
+  if (e == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+  switchagg_coll_comm_t* core = e->core;
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
     switchagg_coll_note_fallback(core, why);
+    return handToMpi(
+        [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+        [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
+  }
+  if (e->allreduce_previous && count > 0) {
+    // Decided for the communicator: counted as the core counts it, no
+    // selection, no online tuning (a forced algorithm is never tuned).
+    if (switchagg_coll_allreduce_previous(core, sa_dtype, sa_op) == SWITCHAGG_COLL_FAILED)
+      return failed(comm);
     return handToMpi(
         [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
         [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });

@@ -23,6 +23,10 @@ struct CommEntry {
   // failure and tuning agreements) run on it, never among the user's calls.
   MPI_Comm priv = MPI_COMM_NULL;
   switchagg_coll_comm_t* core = nullptr;  // nullptr: every call goes to PMPI_*
+  // Every allreduce of more than zero elements goes to PMPI_Allreduce
+  // (SWITCHAGG_ALLREDUCE_ALGORITHM=previous, more than one rank): decided
+  // once here, so such a call is only classified and counted.
+  bool allreduce_previous = false;
 };
 
 // True once the layer is open and usable (MPI initialised, parameters
