@@ -36,6 +36,24 @@ switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
   return e == nullptr ? nullptr : e->core;
 }
 
+// switchagg_mpi_classify through the communicator's last answer
+// (CommEntry::classified): nullptr when switchagg serves the pair.
+const char* classify(CommEntry* e, MPI_Datatype dtype, MPI_Op op, int* sa_dtype, int* sa_op,
+                     int* flags, int* scale) {
+  CommEntry::Classified& c = e->classified;
+  const bool cache = oneThreadAtATime();
+  if (cache && c.dtype == dtype && c.op == op && dtype != MPI_DATATYPE_NULL) {
+    *sa_dtype = c.sa_dtype;
+    *sa_op = c.sa_op;
+    *flags = c.flags;
+    *scale = c.scale;
+    return nullptr;
+  }
+  const char* why = switchagg_mpi_classify(dtype, op, sa_dtype, sa_op, flags, scale);
+  if (why == nullptr && cache) c = {dtype, op, *sa_dtype, *sa_op, *flags, *scale};
+  return why;
+}
+
 // After PMPI_* served a call the core declined: online tuning times it.
 int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_op) {
   if (rc != MPI_SUCCESS) return rc;
@@ -84,7 +102,8 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
   if (e == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
   switchagg_coll_comm_t* core = e->core;
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
-  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+  if (const char* why =
+          switchagg::pmpi::classify(e, dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
     switchagg_coll_note_fallback(core, why);
     return handToMpi(
         [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },

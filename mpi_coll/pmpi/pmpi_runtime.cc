@@ -254,6 +254,10 @@ CommEntry* createEntry(MPI_Comm comm) {
 
 }  // namespace
 
+bool oneThreadAtATime() {
+  return g_cache_ok;
+}
+
 bool progressingWaits() {
   return g_progressing_waits;
 }
