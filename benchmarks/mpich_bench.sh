@@ -31,7 +31,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" reps=5 iters=200 min=8 max=1M warmup=200 min_warmup=1 min_iters=5 hosts='' rate=400 out='' declined_reps=15
 declined_np=2 declined=1
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args mpich_bench 2,27 "build np=np_list reps iters min max warmup min-warmup=min_warmup min-iters=min_iters out fabric=hosts rate declined-reps=declined_reps declined-np=declined_np" \
+bench_args mpich_bench 2,28 "build np=np_list reps iters min max warmup min-warmup=min_warmup min-iters=min_iters out fabric=hosts rate declined-reps=declined_reps declined-np=declined_np" \
   "no-declined=declined=" "$@"
 [[ -n $hosts ]] && declined=
 source "$root/benchmarks/lib/bench_env.sh"
