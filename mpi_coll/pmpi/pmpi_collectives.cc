@@ -24,16 +24,11 @@ int failed(MPI_Comm comm) {
 }
 
 // The served state of `comm`, progressed, or nullptr (call PMPI_*).
-CommEntry* servedEntryOf(MPI_Comm comm) {
+switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
   CommEntry* e = entryOf(comm);
   if (e == nullptr || e->core == nullptr) return nullptr;
   progress();
-  return e;
-}
-
-switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
-  CommEntry* e = servedEntryOf(comm);
-  return e == nullptr ? nullptr : e->core;
+  return e->core;
 }
 
 // switchagg_mpi_classify through the communicator's last answer
@@ -98,8 +93,15 @@ extern "C" {
 
 int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                   MPI_Comm comm) {
-  switchagg::pmpi::CommEntry* e = switchagg::pmpi::servedEntryOf(comm);
-  if (e == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+  switchagg::pmpi::CommEntry* e = switchagg::pmpi::entryOf(comm);
+  if (e == nullptr || e->core == nullptr || count < 0)
+    return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+  // algorithm=previous: nothing of switchagg's runs in this call, so it
+  // does not progress the core up front (a clock read and the gate on
+  // every call); where a peer may need this rank's transport the call
+  // waits progressing it (handToMpi).
+  const bool decided = e->allreduce_previous && count > 0;
+  if (!decided) switchagg::pmpi::progress();
   switchagg_coll_comm_t* core = e->core;
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   if (const char* why =
@@ -109,7 +111,7 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
         [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
         [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
   }
-  if (e->allreduce_previous && count > 0) {
+  if (decided) {
     // Decided for the communicator: counted as the core counts it, no
     // selection, no online tuning (a forced algorithm is never tuned).
     if (switchagg_coll_allreduce_previous(core, sa_dtype, sa_op) == SWITCHAGG_COLL_FAILED)
