@@ -2,7 +2,7 @@
 // sum) p50 per size, built with MPICH (build/bin/mpich/pmpi_declined).
 // Run plain and with libswitchagg_pmpi.so preloaded and
 // SWITCHAGG_ALLREDUCE_ALGORITHM=previous (the core declines every call,
-// PMPI_Allreduce serves): benchmarks/pmpi_declined.sh.
+// PMPI_Allreduce serves): benchmarks/mpich_bench.sh.
 //   pmpi_declined [--iters N]   prints "bytes p50_us" (the slowest rank's p50)
 #include <mpi.h>
 

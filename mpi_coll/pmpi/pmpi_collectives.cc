@@ -31,6 +31,24 @@ switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
   return e->core;
 }
 
+// switchagg_mpi_classify through the communicator's last answer
+// (CommEntry::classified): nullptr when switchagg serves the pair.
+const char* classify(CommEntry* e, MPI_Datatype dtype, MPI_Op op, int* sa_dtype, int* sa_op,
+                     int* flags, int* scale) {
+  CommEntry::Classified& c = e->classified;
+  const bool cache = oneThreadAtATime();
+  if (cache && c.dtype == dtype && c.op == op && dtype != MPI_DATATYPE_NULL) {
+    *sa_dtype = c.sa_dtype;
+    *sa_op = c.sa_op;
+    *flags = c.flags;
+    *scale = c.scale;
+    return nullptr;
+  }
+  const char* why = switchagg_mpi_classify(dtype, op, sa_dtype, sa_op, flags, scale);
+  if (why == nullptr && cache) c = {dtype, op, *sa_dtype, *sa_op, *flags, *scale};
+  return why;
+}
+
 // After PMPI_* served a call the core declined: online tuning times it.
 int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_op) {
   if (rc != MPI_SUCCESS) return rc;
@@ -86,11 +104,29 @@ extern "C" {
 
 int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                   MPI_Comm comm) {
-  switchagg_coll_comm_t* core = coreOf(comm);
-  if (core == nullptr || count < 0) return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+  switchagg::pmpi::CommEntry* e = switchagg::pmpi::entryOf(comm);
+  if (e == nullptr || e->core == nullptr || count < 0)
+    return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+  // algorithm=previous: nothing of switchagg's runs in this call, so it
+  // does not progress the core up front (a clock read and the gate on
+  // every call); where a peer may need this rank's transport the call
+  // waits progressing it (handToMpi).
+  const bool decided = e->allreduce_previous && count > 0;
+  if (!decided) switchagg::pmpi::progress();
+  switchagg_coll_comm_t* core = e->core;
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
-  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+  if (const char* why =
+          switchagg::pmpi::classify(e, dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
     switchagg_coll_note_fallback(core, why);
+    return handToMpi(
+        [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+        [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
+  }
+  if (decided) {
+    // Decided for the communicator: counted as the core counts it, no
+    // selection, no online tuning (a forced algorithm is never tuned).
+    if (switchagg_coll_allreduce_previous(core, sa_dtype, sa_op) == SWITCHAGG_COLL_FAILED)
+      return failed(comm);
     return handToMpi(
         [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
         [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });

@@ -23,6 +23,19 @@ struct CommEntry {
   // failure and tuning agreements) run on it, never among the user's calls.
   MPI_Comm priv = MPI_COMM_NULL;
   switchagg_coll_comm_t* core = nullptr;  // nullptr: every call goes to PMPI_*
+  // Every allreduce of more than zero elements goes to PMPI_Allreduce
+  // (SWITCHAGG_ALLREDUCE_ALGORITHM=previous, more than one rank): decided
+  // once here, so such a call is only classified and counted.
+  bool allreduce_previous = false;
+  // The last datatype and op served on this communicator, as
+  // switchagg_mpi_classify mapped them: only predefined handles are
+  // served, and those never change meaning, so a loop's calls skip the
+  // tables (one thread at a time: not used at MPI_THREAD_MULTIPLE).
+  struct Classified {
+    MPI_Datatype dtype = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_OP_NULL;
+    int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+  } classified;
 };
 
 // True once the layer is open and usable (MPI initialised, parameters
@@ -37,6 +50,9 @@ bool active();
 CommEntry* entryOf(MPI_Comm comm);
 // The state if it exists already (diagnostics: never creates).
 CommEntry* existingEntryOf(MPI_Comm comm);
+// Below MPI_THREAD_MULTIPLE: one thread at a time in the layer, so its
+// per-communicator caches need no lock.
+bool oneThreadAtATime();
 
 // Drives the core's transport (UCX workers, agent clients) once, throttled
 // by the core: every served call starts with it, as Open MPI's progress

@@ -239,6 +239,8 @@ CommEntry* createEntry(MPI_Comm comm) {
       info.allgather_ctx = e;
       info.allgather = allgatherOnPrivate;
       e->core = switchagg_coll_comm_create(&info);
+      e->allreduce_previous =
+          e->core != nullptr && info.size > 1 && switchagg_coll_allreduce_forced_previous() != 0;
     }
   }
   if (PMPI_Comm_set_attr(comm, g_keyval, e) != MPI_SUCCESS) {
@@ -251,6 +253,10 @@ CommEntry* createEntry(MPI_Comm comm) {
 }
 
 }  // namespace
+
+bool oneThreadAtATime() {
+  return g_cache_ok;
+}
 
 bool progressingWaits() {
   return g_progressing_waits;

@@ -6,9 +6,9 @@ if(NOT TARGET switchagg_pmpi)
   return()
 endif()
 
-# add_mpich_program(NAME SOURCE): NAME built against MPICH into bin/mpich.
-function(add_mpich_program name source)
-  add_executable(${name}_mpich ${source})
+# add_mpich_program(NAME SOURCE...): NAME built against MPICH into bin/mpich.
+function(add_mpich_program name)
+  add_executable(${name}_mpich ${ARGN})
   target_include_directories(${name}_mpich SYSTEM BEFORE PRIVATE ${SWITCHAGG_MPICH_INCLUDE_DIRS})
   target_compile_definitions(${name}_mpich PRIVATE MPICH_SKIP_MPICXX)
   target_link_libraries(${name}_mpich PRIVATE switchagg_coll_api ${SWITCHAGG_MPICH_LINK}
@@ -19,12 +19,20 @@ function(add_mpich_program name source)
   add_dependencies(${name}_mpich switchagg_pmpi)
 endfunction()
 foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier_check
-    test_switch_check mpi_liveness_check)
+    test_switch_check mpi_liveness_check mpi_iallreduce_check)
   add_mpich_program(${prog} ${prog}.cc)
 endforeach()
 add_mpich_program(mpi_thread_check mpi_thread_check.c)
-# The layer's cost on a declined call (benchmarks/pmpi_declined.sh).
+# The layer's cost on a declined call (benchmarks/mpich_bench.sh).
 add_mpich_program(pmpi_declined ${PROJECT_SOURCE_DIR}/benchmarks/pmpi_declined.cc)
+# The bench app on MPICH (benchmarks/mpich_bench.sh): plain MPICH against
+# the library preloaded, the same program.
+set(_bench_src ${PROJECT_SOURCE_DIR}/apps/bench)
+add_mpich_program(switchagg-bench ${_bench_src}/main.cc ${_bench_src}/bench_coll.cc
+  ${_bench_src}/bench_options.cc ${_bench_src}/bench_data.cc ${_bench_src}/bench_report.cc
+  ${_bench_src}/gamma.cc ${_bench_src}/component_query.cc)
+target_include_directories(switchagg-bench_mpich PRIVATE ${_bench_src})
+target_link_libraries(switchagg-bench_mpich PRIVATE switchagg_common)
 
 set(_mpich_lib ${CMAKE_BINARY_DIR}/lib/libswitchagg_pmpi.so)
 set(_mpiexec_mpich ${SWITCHAGG_MPICH_BINDIR}/mpiexec.mpich)
@@ -86,6 +94,11 @@ set_tests_properties(mpich_threads_ring_np2 mpich_liveness_ring_np3
 # Calls handed to MPICH's own (user-defined op, derived datatype, ...):
 # counted as fallback:<reason>, right answers.
 add_mpich_test(mpich_fallback_np3 3 ring mpi_fallback_check --expect ring)
+# SWITCHAGG_ALLREDUCE_ALGORITHM=previous: decided once per communicator
+# (the layer only classifies and counts each call, benchmarks/mpich_bench.sh
+# measures that cost): every call on MPICH's own, counted as previous, the
+# user-defined ops by reason, on 130 live communicators too.
+add_mpich_test(mpich_fallback_previous_np3 3 previous mpi_fallback_check --expect previous)
 # Without the library the same checker must fail (it proves the checks
 # above see switchagg, not MPICH): it aborts with code 2, no diagnostics.
 # The exit code, not the abort message: Hydra sometimes kills the ranks
@@ -100,7 +113,8 @@ set_tests_properties(mpich_allreduce_without_library PROPERTIES LABELS "mpi;mpic
 if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_custom_target(switchagg_mpich_switch_deps ALL DEPENDS switchagg-agent switchagg-ctl
     switchagg_pmpi mpi_allreduce_check_mpich mpi_routed_check_mpich mpi_barrier_check_mpich
-    test_switch_check_mpich mpi_thread_check_mpich mpi_liveness_check_mpich)
+    test_switch_check_mpich mpi_thread_check_mpich mpi_liveness_check_mpich
+    mpi_iallreduce_check_mpich)
   function(add_mpich_switch_test name timeout labels)
     add_test(NAME ${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh
       ${CMAKE_BINARY_DIR} ${ARGN})
@@ -120,6 +134,13 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_threads_np2 180 "mpi;mpich;agent" program 2
     --mca coll_switchagg_stall_timeout 60 ${_mpich_bin}/mpi_thread_check --expect switch
     --threads 3 --iters 1000)
+  # MPI_Iallreduce with the switch path on (docs/pmpi.md "MPI_Iallreduce"):
+  # the library hands every call to MPICH's PMPI_Iallreduce, counted as
+  # iallreduce:previous, none by the switch; every result exact (dtype x
+  # op x count x in place; MPI_Wait, MPI_Test loops, MPI_Waitall), while
+  # the blocking calls of the same run join the agent's group.
+  add_mpich_switch_test(mpich_switch_iallreduce_declined_np3 180 "mpi;mpich;agent" program 3
+    ${_mpich_bin}/mpi_iallreduce_check --mode matrix --expect previous)
   # The agent SIGKILLed mid-run: every answer right, every call bounded.
   add_mpich_switch_test(mpich_switch_fault_kill_np3 150 "mpi;mpich;agent;fault"
     kill 262144 random:300 3)

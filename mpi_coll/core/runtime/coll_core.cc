@@ -157,6 +157,21 @@ int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void
   });
 }
 
+int switchagg_coll_allreduce_forced_previous(void) {
+  return switchagg::coll::ProcessRuntime::instance().params().policy.forces(Algorithm::kPrevious)
+             ? 1
+             : 0;
+}
+
+int switchagg_coll_allreduce_previous(switchagg_coll_comm_t* comm, int dtype, int op) {
+  return guarded("allreduce_previous", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
+    return switchagg::coll::countForcedPrevious(comm->state, static_cast<Dtype>(dtype),
+                                                static_cast<Op>(op)) == switchagg::coll::Outcome::kFailed
+               ? static_cast<int>(SWITCHAGG_COLL_FAILED)
+               : static_cast<int>(SWITCHAGG_COLL_DECLINED);
+  });
+}
+
 int switchagg_coll_barrier(switchagg_coll_comm_t* comm) {
   switchagg::coll::ProcessRuntime::CallScope in_call;
   return guarded("barrier", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {

@@ -114,6 +114,18 @@ int switchagg_coll_previous_done(switchagg_coll_comm_t *comm);
 int switchagg_coll_allreduce(switchagg_coll_comm_t *comm, const void *send, void *recv,
                              size_t count, int dtype, int op, int flags);
 
+/* 1 when the core hands every allreduce to the previous module whatever
+ * its arguments (coll_switchagg_allreduce_algorithm=previous), else 0;
+ * fixed while the core is open. A glue may then count a call of more than
+ * zero elements on more than one rank with switchagg_coll_allreduce_previous
+ * instead of switchagg_coll_allreduce: the same counters and answer, without
+ * the per-call selection or the communicator's transport setup. */
+int switchagg_coll_allreduce_forced_previous(void);
+/* Counts such a call as switchagg_coll_allreduce would (previous,
+ * fallback:selected, or fallback:op not defined on datatype) and returns
+ * DECLINED, or FAILED on a communicator a failure left unusable. */
+int switchagg_coll_allreduce_previous(switchagg_coll_comm_t *comm, int dtype, int op);
+
 /* MPI_Barrier (docs/offload.md "Barrier"): SERVED when every rank entered
  * (through the switch path), DECLINED (nothing sent: call the previous
  * module's barrier), FAILED (the MPI error path). Every rank of the

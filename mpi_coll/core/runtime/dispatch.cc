@@ -115,6 +115,19 @@ Algorithm tunedPick(CommState& state, const SelectionInput& in, const Decision& 
 
 }  // namespace
 
+Outcome countForcedPrevious(CommState& state, Dtype dtype, Op op) {
+  if (state.broken()) return Outcome::kFailed;
+  if (!reduceSupported(dtype, op)) {
+    state.recordFallback("op not defined on datatype");
+    return Outcome::kDeclined;
+  }
+  if (state.rank() == 0 && state.counters().served[size_t(Algorithm::kPrevious)] == 0)
+    SA_INFO("coll", "comm %s: allreduce (%s %s) -> previous (forced by coll_switchagg_allreduce_algorithm)",
+            state.name().c_str(), dtypeName(dtype), opName(op));
+  state.recordFallback(kFallbackSelected);
+  return Outcome::kDeclined;
+}
+
 Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool previous_differs) {
   if (state.broken()) return Outcome::kFailed;
   if (args.count == 0 || state.size() == 1) {

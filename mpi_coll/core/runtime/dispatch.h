@@ -21,5 +21,9 @@ enum class Outcome {
 // semantics for this dtype/op, so when the ranking puts it first (and the
 // user did not force it) the cheapest host algorithm serves instead.
 Outcome dispatchAllreduce(CommState& comm, const AllreduceArgs& args, bool previous_differs);
+// An allreduce of count > 0 on more than one rank while the policy forces
+// the previous module: counted as dispatchAllreduce counts it (kDeclined),
+// kFailed on a broken communicator. No setup, no selection.
+Outcome countForcedPrevious(CommState& comm, Dtype dtype, Op op);
 
 }  // namespace switchagg::coll

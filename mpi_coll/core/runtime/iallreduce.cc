@@ -3,6 +3,7 @@
 // redo through Open MPI.
 #include "iallreduce.h"
 
+#include <cstring>
 #include <exception>
 
 #include "coll_core_internal.h"
@@ -220,6 +221,9 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
 void switchagg_coll_iallreduce_note(switchagg_coll_comm_t* comm, const char* what) {
   switchagg::coll::guarded<int>("iallreduce note", 0, [&] {
     ++comm->iallreduce.events[what];
+    // A call the glue posted to the previous module itself is one of
+    // iallreduce:previous as well (docs/offload.md's counter table).
+    if (std::strncmp(what, "previous:", 9) == 0) ++comm->iallreduce.previous;
     return 0;
   });
 }

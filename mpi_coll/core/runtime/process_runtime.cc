@@ -54,6 +54,7 @@ void ProcessRuntime::addTuned(const std::string& rules_text) {
 void ProcessRuntime::close() {
   writeTuneFile();
   extra_progress_.clear();
+  has_progress_.store(false, std::memory_order_relaxed);
   shutdownRecovery(live_comms_ == 0);
   if (live_comms_ > 0) {
     SA_DEBUG("coll", "%d communicators still alive at close; UCX worker left to process exit",
@@ -98,6 +99,7 @@ std::string processNodeName(const char* mpi_name) {
 }
 
 int ProcessRuntime::progress() {
+  if (!has_progress_.load(std::memory_order_relaxed)) return 0;
   ucx::ThreadGate::TryHold gate;
   if (!gate.held() || (!ucx::ThreadGate::enabled() && in_call_ > 0)) return 0;
   const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -116,6 +118,7 @@ int ProcessRuntime::progress() {
 void ProcessRuntime::addProgress(const void* owner, std::function<int()> fn) {
   removeProgress(owner);
   extra_progress_.emplace_back(owner, std::move(fn));
+  has_progress_.store(true, std::memory_order_relaxed);
 }
 
 void ProcessRuntime::removeProgress(const void* owner) {
@@ -147,6 +150,7 @@ Result<ucx::Worker*> ProcessRuntime::worker() {
   }
   context_ = std::move(context.value());
   worker_ = std::move(worker.value());
+  has_progress_.store(true, std::memory_order_relaxed);
   return worker_.get();
 }
 

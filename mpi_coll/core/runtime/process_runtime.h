@@ -12,6 +12,7 @@
 // the gate off and pay one flag test per call.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -136,6 +137,10 @@ class ProcessRuntime {
   int live_comms_ = 0;
   int in_call_ = 0;
   int64_t last_progress_us_ = 0;  // progress()'s last run (steady clock)
+  // A worker or an extra progress function exists: until then progress()
+  // has nothing to drive and returns at once (a job whose calls all go to
+  // the previous module never reads the clock for it).
+  std::atomic<bool> has_progress_{false};
   std::vector<std::pair<const void*, std::function<int()>>> extra_progress_;
   std::string tuned_;
 };
