@@ -313,6 +313,20 @@ static mca_coll_switchagg_ireq_t *new_request(mca_coll_switchagg_module_t *m,
   return r;
 }
 
+/* The call r carries: MPI's view (a redo's arguments) and the core's. */
+static void set_call(mca_coll_switchagg_ireq_t *r, const void *sbuf, void *rbuf, int count,
+                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, size_t sa_count,
+                     int sa_dtype, int sa_op) {
+  r->sbuf = sbuf;
+  r->rbuf = rbuf;
+  r->count = count;
+  r->dtype = dtype;
+  r->op = op;
+  r->sa_count = sa_count;
+  r->sa_dtype = sa_dtype;
+  r->sa_op = sa_op;
+}
+
 /* Queues r on m (behind the calls posted before it) and starts its stream
  * at once when nothing is ahead of it. */
 static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r,
@@ -406,14 +420,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   }
   r = new_request(m, comm, false);
   if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
-  r->sbuf = sbuf;
-  r->rbuf = rbuf;
-  r->count = count;
-  r->dtype = dtype;
-  r->op = op;
-  r->sa_count = (size_t)count * (size_t)scale;
-  r->sa_dtype = sa_dtype;
-  r->sa_op = sa_op;
+  set_call(r, sbuf, rbuf, count, dtype, op, (size_t)count * (size_t)scale, sa_dtype, sa_op);
   enqueue(m, r, request);
   return OMPI_SUCCESS;
 }
@@ -451,14 +458,7 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
   r = new_request(m, comm, true);
   if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
   (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &sa_dtype, &sa_op, &flags, &scale);
-  r->sbuf = &r->one;
-  r->rbuf = &r->entered;
-  r->count = 1;
-  r->dtype = MPI_INT32_T;
-  r->op = MPI_SUM;
-  r->sa_count = 1;
-  r->sa_dtype = sa_dtype;
-  r->sa_op = sa_op;
+  set_call(r, &r->one, &r->entered, 1, MPI_INT32_T, MPI_SUM, 1, sa_dtype, sa_op);
   enqueue(m, r, request);
   return OMPI_SUCCESS;
 }

@@ -20,7 +20,7 @@ err=$( (bench_args demo 2,3 "build" "" --build) 2>&1) && fail "a missing value w
 err=$( (bench_args demo 2,3 "build" "" -build x) 2>&1) && fail "a single-dash option was accepted"
 n=0
 for f in $(grep -l '^bench_args ' "$root"/benchmarks/*.sh); do
-  name=$(sed -n 's/^bench_args \([a-z_]*\) .*/\1/p' "$f")
+  name=$(sed -n 's/^bench_args \([a-z0-9_]*\) .*/\1/p' "$f")
   out=$("$f" --no-such-option 2>&1) && fail "$f accepted --no-such-option"
   [[ $out == "$name: unknown option --no-such-option" ]] || fail "$f: $out"
   "$f" --help | grep -q . || fail "$f --help printed nothing"

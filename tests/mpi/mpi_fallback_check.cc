@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "check_support.h"
 #include "switchagg/coll/diagnostics.h"
 
 namespace {
@@ -145,9 +146,7 @@ void manyLiveCommunicators(const char* expect) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  check::initWorld(&argc, &argv, &g_rank, &g_size);
   const char* expect = (argc > 2 && !std::strcmp(argv[1], "--expect")) ? argv[2] : "ring";
   g_last = reinterpret_cast<switchagg_coll_last_algorithm_fn>(
       dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_LAST_ALGORITHM_SYMBOL));

@@ -141,9 +141,7 @@ int startAll(MPI_Comm comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  check::initWorld(&argc, &argv, &g_rank, &g_size);
   const char* expect = (argc > 2 && !std::strcmp(argv[1], "--expect")) ? argv[2] : "ring";
   if (!g_diag.load()) {
     std::fprintf(stderr, "FAIL: switchagg component not loaded\n");

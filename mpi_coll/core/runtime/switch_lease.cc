@@ -103,12 +103,9 @@ std::unique_ptr<SwitchLease> readLease() {
   // "off" in the environment means the job asked for no offload at all.
   if (mode && strcasecmp(mode, "off") == 0) return nullptr;
   // A bad value is named once and the default kept: the job still runs.
-  for (const ConfigKey<SwitchSettings>& k : switchSettingsTable().keys()) {
-    const char* text = envOrNull(k.env);
-    if (text == nullptr) continue;
-    Status st = k.set(k.env, *lease, text);  // leaves the default on error
-    if (!st.ok()) SA_WARN("coll", "%s; %s ignored", st.toString().c_str(), k.env);
-  }
+  switchSettingsTable().applyEnvironmentReporting(*lease, [](const Status& st) {
+    SA_WARN("coll", "%s; the default is kept", st.toString().c_str());
+  });
   return lease;
 }
 
