@@ -17,38 +17,46 @@
 #                                    [--bytes "1048576 8388608"] [--reps 3]
 #                                    [--iters 8] [--out FILE]
 #                                    [--fabric H [--rate 400] [--name iov]
-#                                    [--subnet 10.77]]
+#                                    [--subnet 10.77]] [--large]
+# --large: the cost of the nonblocking outcome agreement where it is kept:
+# the switch path with every call agreed (SWITCHAGG_SWITCH_KEEP=0) against
+# one round trip (SWITCHAGG_SWITCH_KEEP=16M), 1-4 MiB by default; written
+# to iallreduce_overlap[_fabric]_large.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="2 4" sizes="1048576 8388608" reps=3 iters=8 out=
-hosts= rate=400 fname=iov subnet=10.77
+hosts= rate=400 fname=iov subnet=10.77 large=
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args iallreduce_overlap 2,21 "build np=np_list bytes=sizes reps iters out fabric=hosts rate name=fname subnet" "" "$@"
+bench_args iallreduce_overlap 2,25 "build np=np_list bytes=sizes reps iters out fabric=hosts rate name=fname subnet" "large=large=1" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
-bench_out iallreduce_overlap
+bench_out iallreduce_overlap "${large:+_large}"
+[[ -n $large && $sizes == "1048576 8388608" ]] && sizes="1048576 2097152 4194304"
 bench_setup iallreduce-overlap
 bench_need "$bin/mpi_iallreduce_check"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SWITCHAGG_UCX_WAIT=blocking
 bench_agent iallreduce-overlap "$fname" --subnet "$subnet"
-paths=("switch|on|switch" "libnbc|off|previous")
+# name|offload|expect|SWITCHAGG_SWITCH_KEEP (empty: the default)
+paths=("switch|on|switch|" "libnbc|off|previous|")
+[[ -n $large ]] && paths=("switch-agreement|on|switch|0" "switch-keep16M|on|switch|16M")
 declare -A res
 for np in $np_list; do
   for bytes in $sizes; do
     for rep in $(seq 1 "$reps"); do
       for p in "${paths[@]}"; do
-        IFS='|' read -r name offload expect <<<"$p"
+        IFS='|' read -r name offload expect keep <<<"$p"
         prog=("$bin/mpi_iallreduce_check" --mode overlap --bytes "$bytes" --iters "$iters"
               --min-hidden 0 --expect "$expect")
         if [[ -n $hosts ]]; then
           fabric_mpirun "$np" 1 --mca coll_switchagg_offload "$offload" \
-            -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE "${prog[@]}" \
+            -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+            ${keep:+-x SWITCHAGG_SWITCH_KEEP=$keep} "${prog[@]}" \
             >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
         else
           timeout -s KILL 300 mpirun --oversubscribe --bind-to none --mca btl self,vader \
             --mca mca_base_component_path "$comp_path" -np "$np" \
             --mca coll_switchagg_offload "$offload" \
             -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
-            "$root/tests/mpi/emulate_nodes.sh" 1 "${prog[@]}" \
+            ${keep:+-x SWITCHAGG_SWITCH_KEEP=$keep} "$root/tests/mpi/emulate_nodes.sh" 1 "${prog[@]}" \
             >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
         fi
         line=$(grep '^overlap:' "$work/run.txt") || { cat "$work/run.txt" >&2; exit 1; }
@@ -71,7 +79,7 @@ field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
     echo "on its own emulated host; TCP between hosts; all of it on these cores). Command:"
     echo
     echo '```text'
-    echo "benchmarks/iallreduce_overlap.sh --fabric $hosts --rate $rate --bytes \"$sizes\" --reps $reps --iters $iters"
+    echo "benchmarks/iallreduce_overlap.sh --fabric $hosts --rate $rate --bytes \"$sizes\" --reps $reps --iters $iters${large:+ --large}"
     echo '```'
   else
     echo "# MPI_Iallreduce overlap (issue 18)"
@@ -80,7 +88,7 @@ field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
     echo "(one machine: ranks and the agent share the cores; one rank per emulated node). Command:"
     echo
     echo '```text'
-    echo "benchmarks/iallreduce_overlap.sh --np \"$np_list\" --bytes \"$sizes\" --reps $reps --iters $iters"
+    echo "benchmarks/iallreduce_overlap.sh --np \"$np_list\" --bytes \"$sizes\" --reps $reps --iters $iters${large:+ --large}"
     echo '```'
   fi
   echo
@@ -102,6 +110,20 @@ field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
       done
     done
   done
+  if [[ -n $large ]]; then
+    echo
+    echo "The agreement's cost where it is kept: alone A with every call agreed (keep 0) over"
+    echo "one round trip (keep 16M), minus 1 (medians of the runs' A):"
+    echo
+    echo "| np | bytes | A agreement (ms) | A one round trip (ms) | agreement cost |"
+    echo "| --- | --- | --- | --- | --- |"
+    for np in $np_list; do
+      for bytes in $sizes; do
+        a=$(field 1 <<<"${res[$np,$bytes,switch-agreement]}") o=$(field 1 <<<"${res[$np,$bytes,switch-keep16M]}")
+        echo "| $np | $bytes | $a | $o | $(awk -v a="$a" -v o="$o" 'BEGIN { printf "%+.1f%%", (a / o - 1) * 100 }') |"
+      done
+    done
+  fi
   echo
   cat <<'THEORY'
 Theory. Posting the call costs the stream's first step; after that the
