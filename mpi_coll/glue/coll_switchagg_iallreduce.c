@@ -109,6 +109,13 @@ static void deactivate(mca_coll_switchagg_module_t *m) {
   m->iactive = false;
 }
 
+/* Counts a glue-side event as iallreduce:<what> or ibarrier:<what>. */
+static void note(mca_coll_switchagg_module_t *m, bool barrier, const char *what) {
+  if (NULL == m->core) return;
+  if (barrier) switchagg_coll_ibarrier_note(m->core, what);
+  else switchagg_coll_iallreduce_note(m->core, what);
+}
+
 /* The head of m's queue ends with MPI error code `err`. */
 static void finish(mca_coll_switchagg_ireq_t *r, int err) {
   mca_coll_switchagg_module_t *m = r->m;
@@ -116,10 +123,7 @@ static void finish(mca_coll_switchagg_ireq_t *r, int err) {
   if (NULL == m->ihead) m->itail = NULL;
   r->next = NULL;
   r->queued = false;
-  if (OMPI_SUCCESS != err && NULL != m->core) {
-    if (r->barrier) switchagg_coll_ibarrier_note(m->core, "error");
-    else switchagg_coll_iallreduce_note(m->core, "error");
-  }
+  if (OMPI_SUCCESS != err) note(m, r->barrier, "error");
   r->super.req_status.MPI_ERROR = err;
   /* Last use: the request may be freed from here on. */
   ompi_request_complete(&r->super, true);
@@ -333,8 +337,7 @@ static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r
                     ompi_request_t **request) {
   if (NULL != m->itail) {
     m->itail->next = r;
-    if (r->barrier) switchagg_coll_ibarrier_note(m->core, "queued");
-    else switchagg_coll_iallreduce_note(m->core, "queued");
+    note(m, r->barrier, "queued");
   } else {
     m->ihead = r;
   }

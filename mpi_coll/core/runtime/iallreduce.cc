@@ -3,7 +3,6 @@
 // redo through Open MPI.
 #include "iallreduce.h"
 
-#include <cstring>
 #include <exception>
 
 #include "coll_core_internal.h"
@@ -20,11 +19,16 @@ namespace {
 // How long one progress callback may step a stream (see istream_step).
 constexpr double kStepBudgetUs = 50;
 
-void note(IallreduceCounters& c, const std::string& what) { ++c.events[what]; }
+// An event <prefix><what>; a call posted to the previous module
+// ("previous:<reason>", by the core's route or the glue) is one of
+// <prefix>previous as well (docs/offload.md's counter table).
+void noteEvent(IallreduceCounters& c, const std::string& what) {
+  ++c.events[what];
+  if (what.rfind("previous:", 0) == 0) ++c.previous;
+}
 
 int routePrevious(IallreduceCounters& c, const char* why) {
-  ++c.previous;
-  note(c, std::string("previous:") + why);
+  noteEvent(c, std::string("previous:") + why);
   return SWITCHAGG_COLL_IROUTE_PREVIOUS;
 }
 
@@ -94,6 +98,12 @@ class StepScope {
   ucx::ThreadGate::TryHold gate_;
 };
 
+// The counters of the stream running on `comm` (an Iallreduce's or an
+// Ibarrier's: set when it started).
+IallreduceCounters& streamCounters(switchagg_coll_comm& comm) {
+  return comm.istream_barrier ? comm.ibarrier : comm.iallreduce;
+}
+
 int streamResult(const Status& st, int* outcome) {
   if (st.code() == Code::kInProgress) return SWITCHAGG_COLL_ISTREAM_RUNNING;
   *outcome = st.ok() ? SwitchPath::kStreamOk
@@ -153,7 +163,7 @@ int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, 
   return switchagg::coll::guarded<int>("iallreduce start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
     SwitchPath* sw = comm->state.switchPath();
     comm->istream_barrier = barrier != 0;
-    switchagg::coll::IallreduceCounters& c = comm->istream_barrier ? comm->ibarrier : comm->iallreduce;
+    switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
     AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
     switchagg::Status st = sw ? sw->startStream(args, comm->istream_barrier)
                               : switchagg::Status(switchagg::Code::kUnsupported, "no path");
@@ -181,7 +191,7 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
     SwitchPath* sw = comm->state.switchPath();
     const double until = switchagg::coll::nowUs() + switchagg::coll::kStepBudgetUs;
     int rc;
-    switchagg::coll::IallreduceCounters& c = comm->istream_barrier ? comm->ibarrier : comm->iallreduce;
+    switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
     do {
       ++c.steps;
       rc = switchagg::coll::streamResult(sw->stepStream(), outcome);
@@ -206,7 +216,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
 int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int first_rank) {
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guarded<int>("iallreduce end", 1, [&] {
-    switchagg::coll::IallreduceCounters& c = comm->istream_barrier ? comm->ibarrier : comm->iallreduce;
+    switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
     switchagg::Status st = comm->state.switchPath()->endStream(agreed, first_rank);
     if (st.ok()) {
       ++c.switched;
@@ -220,17 +230,14 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
 
 void switchagg_coll_iallreduce_note(switchagg_coll_comm_t* comm, const char* what) {
   switchagg::coll::guarded<int>("iallreduce note", 0, [&] {
-    ++comm->iallreduce.events[what];
-    // A call the glue posted to the previous module itself is one of
-    // iallreduce:previous as well (docs/offload.md's counter table).
-    if (std::strncmp(what, "previous:", 9) == 0) ++comm->iallreduce.previous;
+    switchagg::coll::noteEvent(comm->iallreduce, what);
     return 0;
   });
 }
 
 void switchagg_coll_ibarrier_note(switchagg_coll_comm_t* comm, const char* what) {
   switchagg::coll::guarded<int>("ibarrier note", 0, [&] {
-    ++comm->ibarrier.events[what];
+    switchagg::coll::noteEvent(comm->ibarrier, what);
     return 0;
   });
 }
