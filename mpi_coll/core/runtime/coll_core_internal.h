@@ -33,4 +33,5 @@ struct switchagg_coll_comm {
   switchagg::coll::IallreduceCounters iallreduce;  // MPI_Iallreduce (iallreduce.h)
   switchagg::coll::IallreduceCounters ibarrier;    // MPI_Ibarrier, the same stream
   bool istream_barrier = false;                    // the running stream is an MPI_Ibarrier
+  double istream_agree_start_us = 0;               // when its outcome agreement began (0: none)
 };

@@ -123,6 +123,8 @@ bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
   else if (key == "previous") *value = c.previous;
   else if (key == "redo") *value = c.redo;
   else if (key == "steps") *value = c.steps;
+  else if (key == "agreements") *value = c.agreements;
+  else if (key == "agreement_us") *value = c.agreement_us;
   else {
     auto it = c.events.find(key);
     *value = it == c.events.end() ? 0 : it->second;
@@ -203,7 +205,10 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
 int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int* agreed) {
   switchagg::coll::StepScope step;
   SwitchPath* sw = comm->state.switchPath();
-  if (!sw || !sw->streamSettles()) return SWITCHAGG_COLL_ISETTLE_AGREE;
+  if (!sw || !sw->streamSettles()) {
+    comm->istream_agree_start_us = switchagg::coll::nowUs();
+    return SWITCHAGG_COLL_ISETTLE_AGREE;
+  }
   // Recovery waits on the process's worker: not inside a blocking call.
   if (outcome != SwitchPath::kStreamOk && !step.allowed()) return SWITCHAGG_COLL_ISETTLE_NOT_NOW;
   ProcessRuntime::CallScope in_call;
@@ -217,6 +222,11 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guarded<int>("iallreduce end", 1, [&] {
     switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
+    if (comm->istream_agree_start_us > 0) {
+      ++c.agreements;
+      c.agreement_us += static_cast<uint64_t>(switchagg::coll::nowUs() - comm->istream_agree_start_us);
+      comm->istream_agree_start_us = 0;
+    }
     switchagg::Status st = comm->state.switchPath()->endStream(agreed, first_rank);
     if (st.ok()) {
       ++c.switched;
