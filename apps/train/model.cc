@@ -62,12 +62,14 @@ uint64_t Mlp::weightHash() const {
   return h;
 }
 
-float Mlp::forwardBackward(const std::vector<float>& x, const std::vector<int>& labels, int n) {
+float Mlp::forwardBackward(const std::vector<float>& x, const std::vector<int>& labels, int n,
+                           const LayerHooks* hooks) {
   const int layers = static_cast<int>(tensors_.size() / 2);
   acts_.assign(layers + 1, {});
   acts_[0] = x;
   int in = shape_.inputs;
   for (int l = 0; l < layers; ++l) {
+    if (hooks && hooks->before_forward) hooks->before_forward(l);
     const Tensor& w = tensors_[2 * l];
     denseForward(acts_[l], n, in, w, tensors_[2 * l + 1], &acts_[l + 1]);
     if (l + 1 < layers)
@@ -125,6 +127,7 @@ float Mlp::forwardBackward(const std::vector<float>& x, const std::vector<int>& 
         if (acts_[l][i] <= 0.f) prev_delta[i] = 0.f;
     }
     delta.swap(prev_delta);
+    if (hooks && hooks->after_backward) hooks->after_backward(l);
   }
   return static_cast<float>(loss / n);
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace switchagg::train {
@@ -22,6 +23,13 @@ struct Tensor {
   std::vector<float> grad;
 };
 
+// Called by forwardBackward around each dense layer l (tensors 2l: W,
+// 2l+1: b), from the calling thread, outside OpenMP regions.
+struct LayerHooks {
+  std::function<void(int layer)> before_forward;  // W and b are about to be read
+  std::function<void(int layer)> after_backward;  // W's and b's gradients are final
+};
+
 class Mlp {
  public:
   // Weights drawn from `seed` (every rank uses the same seed: identical start).
@@ -30,7 +38,8 @@ class Mlp {
   // Forward + backward over a batch (row-major x: batch x inputs, labels in
   // [0, classes)). Fills every tensor's grad with the batch-mean gradient and
   // returns the mean cross-entropy loss.
-  float forwardBackward(const std::vector<float>& x, const std::vector<int>& labels, int batch);
+  float forwardBackward(const std::vector<float>& x, const std::vector<int>& labels, int batch,
+                        const LayerHooks* hooks = nullptr);
   void sgdStep(float learning_rate);
 
   std::vector<Tensor>& tensors() { return tensors_; }

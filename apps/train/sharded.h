@@ -32,6 +32,25 @@ class ShardedParams {
 
   size_t shardFloats() const;  // parameters this rank owns (padding included)
 
+  // --overlap: the same collectives and arithmetic, nonblocking. Every rank
+  // posts them in the same order (buckets in backward order), as MPI
+  // requires of collectives on one communicator.
+  // Posts every bucket's MPI_Iallgather (the first step's prefetch).
+  void startGather(MPI_Comm comm);
+  // Before layer `layer`'s forward pass: waits for the gathers of the
+  // buckets holding its tensors and unpacks them into the model.
+  void waitGatheredLayer(int layer);
+  // After layer `layer`'s backward pass: posts MPI_Ireduce_scatter_block
+  // for every bucket whose gradients are now all final (its lowest tensor
+  // belongs to this layer), and tests the outstanding requests (progress).
+  void postReadyGradients(int layer, MPI_Comm comm);
+  // After the backward pass: bucket by bucket, waits for its reduce-scatter,
+  // updates this rank's shard and posts the next step's MPI_Iallgather.
+  void finishStep(MPI_Comm comm, float learning_rate);
+  // Waits for every outstanding gather and unpacks it (the final weights).
+  void waitAllGathered();
+  double waitedMs() const { return waited_ms_; }  // time blocked in MPI_Wait, summed
+
  private:
   struct Bucket {
     std::vector<int> tensors;
@@ -40,9 +59,15 @@ class ShardedParams {
     std::vector<float> mine;   // this rank's shard of the values
     std::vector<float> full;   // world * shard: packed grads / gathered values
     std::vector<float> summed; // this rank's shard of the summed gradients
+    int lowest_tensor = 0;     // the backward pass finishes it last
+    MPI_Request gather = MPI_REQUEST_NULL, reduce = MPI_REQUEST_NULL;
   };
   void pack(const Bucket& b, bool grads, std::vector<float>* out) const;
   void unpackValues(const Bucket& b);
+  void update(Bucket& b, float learning_rate);
+  void postGather(Bucket& b, MPI_Comm comm);
+  void wait(MPI_Request* r);
+  double waited_ms_ = 0;
 
   Mlp& model_;
   int rank_, world_;

@@ -24,6 +24,8 @@ const char kUsage[] =
     "  --mode M           allreduce (default: DDP, gradients averaged with MPI_Allreduce) or\n"
     "                     fsdp (weights sharded: MPI_Allgather of parameters before the\n"
     "                     forward pass, MPI_Reduce_scatter_block of gradients after it)\n"
+    "  --overlap          (fsdp) nonblocking MPI_Iallgather / MPI_Ireduce_scatter_block\n"
+    "                     overlapped with the layers' compute (prefetch, per-bucket posting)\n"
     "  --check            fail unless the loss fell and all ranks' weights are identical\n";
 
 bool parseWidths(const std::string& text, std::vector<int>* out, std::string* error) {
@@ -73,6 +75,8 @@ bool parseTrainOptions(int argc, char** argv, TrainOptions* o, std::string* erro
       return false;
     } else if (a == "--check") {
       o->check = true;
+    } else if (a == "--overlap") {
+      o->overlap = true;
     } else if (a == "--steps") {
       ok = setInt(&o->steps, 1, 1000000);
     } else if (a == "--batch") {
@@ -130,6 +134,10 @@ bool parseTrainOptions(int argc, char** argv, TrainOptions* o, std::string* erro
       return false;
     }
     if (!ok) return false;
+  }
+  if (o->overlap && !o->fsdp) {
+    *error = "--overlap needs --mode fsdp (the allreduce mode has no nonblocking form here)";
+    return false;
   }
   return true;
 }

@@ -21,6 +21,13 @@ struct TrainOptions {
   // MPI_Allreduce (DDP). fsdp: weights sharded, MPI_Allgather before the
   // forward pass and MPI_Reduce_scatter_block after the backward pass.
   bool fsdp = false;
+  // fsdp only: the same collectives nonblocking and overlapped with the
+  // compute, as FSDP runs them: each layer's forward waits only for its own
+  // bucket's MPI_Iallgather (posted at the end of the step before: a
+  // prefetch), and a bucket's MPI_Ireduce_scatter_block is posted as soon as
+  // the backward pass has finished its gradients, while the layers below
+  // are still computed.
+  bool overlap = false;
 };
 
 // Parses argv; false with `error` set on bad input, false with an empty

@@ -27,9 +27,10 @@
 #                         1e-8 of "off" in as many iterations (cg_history.sh)
 #   train_modes NP        switchagg-train --check in both modes, offload on:
 #                         allreduce (DDP) and fsdp (MPI_Allgather of weights,
-#                         MPI_Reduce_scatter_block of gradients); both learn,
-#                         weights identical on every rank, and the two loss
-#                         curves agree (same arithmetic; 1e-5 relative)
+#                         MPI_Reduce_scatter_block of gradients), and fsdp
+#                         --overlap (their nonblocking forms per layer); all
+#                         learn, weights identical on every rank, and the
+#                         loss curves agree (same arithmetic; 1e-5 relative)
 #   pipeline NP BYTES     (with PPN) the BYTES case of test_switch_check with the
 #                         node leaders' pipeline off and on: same bits
 #   comms NP SLOTS WINDOW ARGS...  test_switch_check ARGS (--comms/--busy) with
@@ -364,6 +365,17 @@ case $scenario in
     }
     same_curve "loss curves, allreduce vs fsdp" "$work/loss-allreduce.csv" "$work/loss-fsdp.csv" ||
       die "the fsdp loss curve differs from the allreduce one"
+    # FSDP overlapped (nonblocking allgather prefetch, a reduce-scatter per
+    # bucket during the backward pass): the same collectives and arithmetic.
+    run_mpi "$np" "$work/train-fsdp-overlap.log" -x OMP_NUM_THREADS=1 "${emu[@]}" \
+      "$bin/switchagg-train" --check --steps 15 --mode fsdp --overlap \
+      --loss-file "$work/loss-fsdp-overlap.csv" ||
+      { cat "$work/train-fsdp-overlap.log"; die "switchagg-train --mode fsdp --overlap failed"; }
+    grep -q 'weights identical on all ranks: yes' "$work/train-fsdp-overlap.log" &&
+      grep -q '^mode fsdp: .*overlapped' "$work/train-fsdp-overlap.log" ||
+      { cat "$work/train-fsdp-overlap.log"; die "--overlap: no overlapped run or no weight check"; }
+    same_curve "loss curves, fsdp vs fsdp --overlap" "$work/loss-fsdp.csv" \
+      "$work/loss-fsdp-overlap.csv" || die "the overlapped fsdp loss curve differs"
     if [[ -n ${PPN:-} && $PPN -gt 1 ]]; then
       # Several emulated nodes (node leaders): the shards' reduce-scatter and
       # allgather go through the switch, and the fsdp run learns as the same
