@@ -13,6 +13,14 @@ the component).
   mpirun -np 4 python3 apps/python/train_step.py --steps 20
   srun --switch-agg=auto -n 4 --mpi=pmix python3 apps/python/train_step.py
 
+--mode fsdp shards the weights as FSDP / ZeRO-3 do: each rank keeps 1/p of
+every bucket; the gradients go through comm.Reduce_scatter_block (each rank
+gets its shard's sum, updates just that shard) and the weights come back
+with comm.Allgather. --overlap runs the same calls nonblocking
+(Ireduce_scatter_block per bucket as soon as it is packed, Iallgather
+prefetched while the next batch is drawn). The arithmetic is the
+allreduce mode's (sum, then / p, then SGD), so the loss curves agree.
+
 mpi4py initialises MPI at MPI_THREAD_MULTIPLE by default, which switchagg
 serves like every other thread level.
 """
@@ -35,7 +43,13 @@ def parse_args():
     p.add_argument("--batch", type=int, default=64, help="samples per rank per step")
     p.add_argument("--bucket-kb", type=int, default=64, help="gradient bucket cap (KiB)")
     p.add_argument("--lr", type=float, default=0.02)
-    return p.parse_args()
+    p.add_argument("--mode", choices=["allreduce", "fsdp"], default="allreduce")
+    p.add_argument("--overlap", action="store_true",
+                   help="fsdp: nonblocking Ireduce_scatter_block / Iallgather")
+    args = p.parse_args()
+    if args.overlap and args.mode != "fsdp":
+        p.error("--overlap needs --mode fsdp")
+    return args
 
 
 class Model:
@@ -96,6 +110,70 @@ def average_gradients(comm, grads, buckets):
     return paths
 
 
+class Sharded:
+    """FSDP's view of the model: per bucket a flat float32 vector padded to
+    p * shard, of which this rank owns [rank * shard, (rank + 1) * shard)."""
+
+    def __init__(self, comm, model, buckets):
+        self.comm, self.model, self.buckets = comm, model, buckets
+        p, r = comm.Get_size(), comm.Get_rank()
+        self.shard, self.mine, self.full, self.summed = [], [], [], []
+        for names in buckets:
+            n = sum(model.params[k].size for k in names)
+            shard = -(-n // p)
+            full = np.zeros(shard * p, np.float32)
+            full[:n] = np.concatenate([model.params[k].ravel() for k in names])
+            self.shard.append(shard)
+            self.full.append(full)
+            self.mine.append(full[r * shard:(r + 1) * shard].copy())
+            self.summed.append(np.zeros(shard, np.float32))
+
+    def _unpack(self, i):
+        offset = 0
+        for k in self.buckets[i]:
+            size = self.model.params[k].size
+            self.model.params[k] = self.full[i][offset:offset + size].reshape(
+                self.model.params[k].shape).copy()
+            offset += size
+
+    def _pack_grads(self, i, grads):
+        flat = np.concatenate([grads[k].ravel() for k in self.buckets[i]])
+        self.full[i][:] = 0
+        self.full[i][:flat.size] = flat
+
+    def _update(self, i, lr):
+        g = self.summed[i] / np.float32(self.comm.Get_size())
+        self.mine[i] -= np.float32(lr) * g
+
+    def step(self, grads, lr, overlap):
+        """Reduce-scatter the gradients, update the shards, gather the weights."""
+        if not overlap:
+            for i in range(len(self.buckets)):
+                self._pack_grads(i, grads)
+                self.comm.Reduce_scatter_block(self.full[i], self.summed[i], op=MPI.SUM)
+                self._update(i, lr)
+                self.comm.Allgather(self.mine[i], self.full[i])
+                self._unpack(i)
+            return
+        reqs = []
+        for i in range(len(self.buckets)):  # posted bucket by bucket, in order
+            self._pack_grads(i, grads)
+            reqs.append(self.comm.Ireduce_scatter_block(self.full[i], self.summed[i], op=MPI.SUM))
+        gathers = []
+        for i, req in enumerate(reqs):
+            req.Wait()
+            self._update(i, lr)
+            gathers.append(self.comm.Iallgather(self.mine[i], self.full[i]))
+        self.pending = gathers
+
+    def wait_gathered(self):
+        """--overlap: the weights' prefetch, awaited before the next forward pass."""
+        for i, req in enumerate(getattr(self, "pending", [])):
+            req.Wait()
+            self._unpack(i)
+        self.pending = []
+
+
 def shard(rank, features, batch, step):
     """This rank's batch for a step of a fixed regression problem."""
     rng = np.random.default_rng(1000 * step + rank + 7)
@@ -115,15 +193,34 @@ def main():
         sizes = [sum(model.params[n].nbytes for n in b) for b in buckets]
         print(f"{comm.Get_size()} ranks, thread level {MPI.Query_thread()}, "
               f"{len(buckets)} buckets of {sizes} bytes")
+    sharded = Sharded(comm, model, buckets) if args.mode == "fsdp" else None
+    if rank == 0 and sharded:
+        print(f"mode fsdp{' (overlapped)' if args.overlap else ''}: "
+              f"{sum(sharded.shard)} parameters per rank's shard")
     for step in range(args.steps):
-        x, y = shard(rank, args.features, args.batch, step)
+        x, y = shard(rank, args.features, args.batch, step)  # drawn while the prefetch runs
+        if sharded:
+            sharded.wait_gathered()
         loss, grads = model.loss_and_grads(x, y)
-        paths = average_gradients(comm, grads, buckets)
-        for name, g in grads.items():
-            model.params[name] -= args.lr * g
+        if sharded:
+            sharded.step(grads, args.lr, args.overlap)
+            paths = ["sharded"]
+        else:
+            paths = average_gradients(comm, grads, buckets)
+            for name, g in grads.items():
+                model.params[name] -= args.lr * g
         mean_loss = comm.allreduce(loss, op=MPI.SUM) / comm.Get_size()
         if rank == 0:
             print(f"step {step:3d}  loss {mean_loss:.6f}  buckets: {' '.join(paths)}")
+    if sharded:
+        sharded.wait_gathered()
+        # Who served the shards' collectives (switchagg's counters; None
+        # without the component).
+        served = {k: switchagg_path.counter(comm, k) for k in (
+            "reduce_scatter_block:switch", "reduce_scatter_block:previous",
+            "allgather:switch", "allgather:previous")}
+        if rank == 0:
+            print("served: " + " ".join(f"{k}={v}" for k, v in served.items()))
     if rank == 0:
         print(f"final loss: {mean_loss:.6f}")
 
