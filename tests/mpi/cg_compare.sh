@@ -9,9 +9,8 @@
 set -uo pipefail
 expect=$1 cg=$2
 shift 3
-work=$(mktemp -d /tmp/switchagg-cg-test.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/scratch_lib.sh"
+scratch_dir cg-test
 args=(-x OMP_NUM_THREADS=2 -x OMP_WAIT_POLICY=passive "$cg" --n 24 --iters 200)
 
 "$@" --mca coll_switchagg_enable 0 "${args[@]}" >"$work/off.log" 2>&1 ||

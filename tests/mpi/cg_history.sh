@@ -38,9 +38,8 @@ mode=$1 cg=$2
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 tol=${CG_TOL:-1e-8}
-work=$(mktemp -d /tmp/switchagg-cg-history.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/scratch_lib.sh"
+scratch_dir cg-history
 omp=(-x OMP_NUM_THREADS=2 -x OMP_WAIT_POLICY=passive)
 problem=(--n 24 --iters 200 --tol 1e-10 --dot-parts 4)
 

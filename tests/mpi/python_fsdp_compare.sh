@@ -11,9 +11,8 @@
 set -uo pipefail
 python=$1 script=$2
 shift 3
-work=$(mktemp -d /tmp/switchagg-pyfsdp-test.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/scratch_lib.sh"
+scratch_dir pyfsdp-test
 run() {  # NAME ARGS...
   local name=$1
   shift
