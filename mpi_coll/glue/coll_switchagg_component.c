@@ -170,6 +170,11 @@ static int switchagg_open(void) {
    * priority: Open MPI runs it on every 8th progress round. */
   if (c->usable && OPAL_SUCCESS == opal_progress_register_lp(switchagg_progress))
     c->progress_registered = true;
+  /* And the reverse: while a switchagg call waits, Open MPI's progress runs
+   * (as in any MPI call that blocks), so a nonblocking collective pending on
+   * another communicator - libnbc's or ours - moves on: a peer may have to
+   * finish it before it can join the call we wait in. */
+  if (c->usable) switchagg_coll_set_mpi_progress(opal_progress);
   return OMPI_SUCCESS;
 }
 
@@ -179,6 +184,7 @@ static int switchagg_close(void) {
     (void)opal_progress_unregister(switchagg_progress);
     c->progress_registered = false;
   }
+  switchagg_coll_set_mpi_progress(NULL);
   mca_coll_switchagg_iallreduce_close();
   switchagg_coll_close();
   return OMPI_SUCCESS;

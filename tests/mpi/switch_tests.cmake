@@ -60,6 +60,23 @@ add_switch_test(mpi_mpit_switch_np2 180 "mpi;agent" program 2 $<TARGET_FILE:swit
 add_switch_test(mpi_switch_threads_np2 180 "mpi;agent" program 2
   --mca coll_switchagg_stall_timeout 60 $<TARGET_FILE:mpi_thread_check> --expect switch
   --threads 3 --iters 1000)
+# MPI's progress rule across communicators on the switch path: an even rank
+# blocked in the switch call on c2 still streams its c1 Iallreduce (4 MiB:
+# beyond the first window), which the odd ranks wait for first; the same
+# with every call agreed (the nonblocking agreement runs from inside the
+# c2 wait), with MPI_Ibarrier, and with node leaders (2 emulated nodes x 2).
+add_switch_test(mpi_switch_cross_progress_np2 150 "mpi;agent" program 2
+  $<TARGET_FILE:mpi_cross_progress_check> --bytes 4194304 --expect-c2 switch)
+add_switch_test(mpi_switch_cross_progress_agree_np3 150 "mpi;agent" program 3
+  -x SWITCHAGG_SWITCH_KEEP=0 $<TARGET_FILE:mpi_cross_progress_check> --bytes 2097152
+  --expect-c2 switch)
+add_switch_test(mpi_switch_cross_progress_ibarrier_np3 150 "mpi;agent" program 3
+  $<TARGET_FILE:mpi_cross_progress_check> --ibarrier --iters 20 --expect-c2 switch)
+add_switch_test(mpi_switch_cross_progress_leaders_np4 150 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_cross_progress_check> --bytes 262144 --expect-c2 switch)
+set_tests_properties(mpi_switch_cross_progress_np2 mpi_switch_cross_progress_agree_np3
+  mpi_switch_cross_progress_ibarrier_np3 PROPERTIES ENVIRONMENT "PPN=1")
+set_tests_properties(mpi_switch_cross_progress_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
 # mpi4py (MPI_THREAD_MULTIPLE, two Python threads) with offload on.
 add_switch_test(mpi_switch_python_np2 180 "mpi;agent" program 2
   --mca coll_switchagg_stall_timeout 60 ${SWITCHAGG_PYTHON}

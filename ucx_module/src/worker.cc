@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/thread_gate.h"
@@ -56,7 +57,21 @@ ucs_status_t createUcpWorker(ucp_context_h ctx, ucp_worker_h* out) {
   return ucp_worker_create(ctx, &params, out);
 }
 
+std::atomic<WaitHook> g_wait_hook{nullptr};
+thread_local bool t_in_wait_hook = false;
+
+// Runs the wait hook unless this thread is inside it already.
+void runWaitHook() {
+  const WaitHook hook = g_wait_hook.load(std::memory_order_acquire);
+  if (hook == nullptr || t_in_wait_hook) return;
+  t_in_wait_hook = true;
+  hook();
+  t_in_wait_hook = false;
+}
+
 }  // namespace
+
+void setWaitHook(WaitHook hook) { g_wait_hook.store(hook, std::memory_order_release); }
 
 std::vector<uint8_t> joinWorkerAddress(const WorkerAddress& parts) {
   std::vector<uint8_t> out(kAddressMagic, kAddressMagic + 4);
@@ -178,6 +193,10 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
     // Reading the clock costs as much as an idle progress round: while
     // spinning, look at it every 16th round only.
     if ((any || !blocking) && (spin & 15) != 0) continue;
+    // Between rounds (every 16th while spinning, each wake-up while
+    // blocking): the MPI layer's other pending operations (setWaitHook).
+    runWaitHook();
+    if (pred()) return Status::Ok();
     int64_t now = nowMs();
     if (now >= deadline)
       return Status(Code::kTimeout, "wait timed out after " + std::to_string(timeout_ms) + " ms");
@@ -195,7 +214,9 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
       if (!completions.empty() || !deferred.empty()) continue;  // e.g. a failure to report
       if (ucp_worker_arm(sentinel) == UCS_OK) nfds = 2;
     }
-    int wait_ms = static_cast<int>(std::min<int64_t>(deadline - now, kIdleTickMs));
+    int wait_ms = static_cast<int>(std::min<int64_t>(
+        deadline - now, g_wait_hook.load(std::memory_order_relaxed) != nullptr ? kWaitHookTickMs
+                                                                               : kIdleTickMs));
     if (ThreadGate::poll(pfd, nfds, wait_ms) == 0) {
       for (int i = 0; i < kIdleProgressBurst; ++i) {
         ucp_worker_progress(ucp);

@@ -12,6 +12,7 @@
 #include "dispatch.h"
 #include "process_runtime.h"
 #include "routed.h"
+#include "switchagg/ucx/transport.h"
 #include "switch_path.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/log.h"
@@ -135,6 +136,22 @@ void switchagg_coll_comm_destroy(switchagg_coll_comm_t* comm) {
     delete comm;
     return 0;
   });
+}
+
+namespace {
+void (*g_mpi_progress)(void) = nullptr;
+// The transport's wait hook (ucx::setWaitHook): MPI's progress, with the
+// component's progress callbacks open again for the length of it (the
+// waiting call is at a safe point: between rounds of its wait loop).
+void mpiProgressFromWait() {
+  switchagg::coll::ProcessRuntime::OpenForProgress open;
+  if (g_mpi_progress != nullptr) g_mpi_progress();
+}
+}  // namespace
+
+void switchagg_coll_set_mpi_progress(void (*fn)(void)) {
+  g_mpi_progress = fn;
+  switchagg::ucx::setWaitHook(fn != nullptr ? mpiProgressFromWait : nullptr);
 }
 
 int switchagg_coll_progress(void) {

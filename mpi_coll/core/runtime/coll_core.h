@@ -91,6 +91,17 @@ void switchagg_coll_comm_destroy(switchagg_coll_comm_t *comm);
  * re-enters a running switchagg call. */
 int switchagg_coll_progress(void);
 
+/* The MPI library's own progress, for the core's waits (the glue sets it at
+ * open; NULL: none). While a switchagg call waits - for the agent, its host
+ * algorithm's peers, a recovery answer - it calls `fn` at least every
+ * millisecond, outside UCX callbacks and never nested: MPI requires a rank
+ * blocked in one call to progress its other pending operations (a
+ * nonblocking collective on another communicator, switchagg's or the
+ * previous module's, which a peer may need to finish before it can join
+ * this call). Inside `fn` the component's own progress callbacks may step
+ * other communicators' switch calls. */
+void switchagg_coll_set_mpi_progress(void (*fn)(void));
+
 /* Flags for switchagg_coll_allreduce. */
 enum switchagg_coll_flags {
   /* The previous module is known to compute this dtype/op differently from

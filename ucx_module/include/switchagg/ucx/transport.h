@@ -125,6 +125,17 @@ struct AmMessage {
 };
 using AmHandler = std::function<void(const AmMessage&)>;
 
+// The wait hook: while any Worker waits (waitUntil and what is built on
+// it), it calls `hook` at least every kWaitHookTickMs, from the waiting
+// thread, outside UCX callbacks, never nested (a wait inside the hook does
+// not call it again). The MPI layer sets it so that a rank blocked in one of
+// switchagg's calls still progresses its other pending MPI operations - MPI
+// requires it: a nonblocking collective on another communicator, which a
+// peer may be waiting for before it can join this call. nullptr: none.
+using WaitHook = void (*)();
+void setWaitHook(WaitHook hook);
+constexpr int kWaitHookTickMs = 1;
+
 class Worker {
  public:
   static Result<std::unique_ptr<Worker>> create(Context& context);
