@@ -44,6 +44,19 @@ std::mutex g_mutex;                 // g_entries, g_next_cid, opening
 std::vector<CommEntry*> g_entries;  // live states, creation order
 uint32_t g_next_cid = 1;
 int g_keyval = MPI_KEYVAL_INVALID;
+// A duplicate of MPI_COMM_SELF nobody sends on, and a receive posted on it
+// that never completes: testing it is one full pass of the MPI library's
+// progress engine (MPICH's MPI_Test progresses every pending operation,
+// collective schedules included; its MPI_Iprobe only the channel).
+MPI_Comm g_progress_comm = MPI_COMM_NULL;
+MPI_Request g_progress_request = MPI_REQUEST_NULL;
+int g_progress_sink = 0;
+
+void mpiProgress() {
+  int flag = 0;
+  if (g_progress_request != MPI_REQUEST_NULL)
+    (void)PMPI_Test(&g_progress_request, &flag, MPI_STATUS_IGNORE);
+}
 coll::PmpiParams g_params;
 bool g_progressing_waits = false;  // progressingWaits()
 // The last communicator looked up and its state (one thread at a time:
@@ -166,6 +179,15 @@ State openLocked() {
     switchagg_coll_close();
     return State::kOff;
   }
+  // While a switchagg call waits, the MPI library's own progress runs (as in
+  // any MPI call that blocks): a nonblocking collective pending on another
+  // communicator, which a peer may need before it joins our call, moves on.
+  // MPICH exports no progress function; an MPI_Iprobe that can never match
+  // (a private duplicate of MPI_COMM_SELF) is one pass of its engine.
+  if (PMPI_Comm_dup(MPI_COMM_SELF, &g_progress_comm) == MPI_SUCCESS &&
+      PMPI_Irecv(&g_progress_sink, 1, MPI_INT, MPI_ANY_SOURCE, 0, g_progress_comm,
+                 &g_progress_request) == MPI_SUCCESS)
+    switchagg_coll_set_mpi_progress(mpiProgress);
   int rank = 0;
   (void)PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (g_params.verbose > 0 && rank == 0)
@@ -198,6 +220,12 @@ void close() {
   for (CommEntry* e : alive) (void)PMPI_Comm_delete_attr(e->comm, g_keyval);
   (void)PMPI_Comm_free_keyval(&g_keyval);
   g_state.store(State::kClosed);
+  switchagg_coll_set_mpi_progress(nullptr);
+  if (g_progress_request != MPI_REQUEST_NULL) {
+    (void)PMPI_Cancel(&g_progress_request);
+    (void)PMPI_Wait(&g_progress_request, MPI_STATUS_IGNORE);
+  }
+  if (g_progress_comm != MPI_COMM_NULL) (void)PMPI_Comm_free(&g_progress_comm);
   switchagg_coll_close();
 }
 

@@ -23,6 +23,7 @@ foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier
   add_mpich_program(${prog} ${prog}.cc)
 endforeach()
 add_mpich_program(mpi_thread_check mpi_thread_check.c)
+add_mpich_program(mpi_cross_progress_check mpi_cross_progress_check.c)
 # The layer's cost on a declined call (benchmarks/mpich_bench.sh).
 add_mpich_program(pmpi_declined ${PROJECT_SOURCE_DIR}/benchmarks/pmpi_declined.cc)
 # The bench app on MPICH (benchmarks/mpich_bench.sh): plain MPICH against
@@ -91,6 +92,11 @@ add_mpich_test(mpich_liveness_ring_dup_np3 3 ring mpi_liveness_check --sizes ${_
 set_tests_properties(mpich_threads_ring_np2 mpich_liveness_ring_np3
   mpich_liveness_rabenseifner_sendrecv_np4 mpich_liveness_ring_dup_np3 PROPERTIES
   ENVIRONMENT "SWITCHAGG_STALL_TIMEOUT=60")
+# MPI's progress rule across communicators (mpi_cross_progress_check.c):
+# a rank in switchagg's ring allreduce on c2 still progresses MPICH's
+# Iallreduce on c1, which its peer waits for before it joins c2.
+add_mpich_test(mpich_cross_progress_ring_np2 2 ring mpi_cross_progress_check --bytes 1048576
+  --expect-c2 ring)
 # Calls handed to MPICH's own (user-defined op, derived datatype, ...):
 # counted as fallback:<reason>, right answers.
 add_mpich_test(mpich_fallback_np3 3 ring mpi_fallback_check --expect ring)
