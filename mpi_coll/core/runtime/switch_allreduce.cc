@@ -279,8 +279,8 @@ Status AgentSwitchPath::stepStream() {
     st = group_->abortCall(timeoutFor(stream_.bytes));
   }
   countStream(stream_.before);
-  stream_.mine = st;
-  return st;
+  stream_.mine = stream_.routed ? routedDecline(st) : st;
+  return stream_.mine;
 }
 
 Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
@@ -300,8 +300,13 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
                                        : CallOutcome::kFailed;
   } else {
     int source = -1;
-    Result<CallOutcome> settled = settle(mine, stream_.out, stream_.bytes, &source,
-                                        stream_.barrier ? "ibarrier" : "iallreduce");
+    // A routed stream's whole vector (routedWhole: a bcast root that failed
+    // recovers into scratch, its buffer only read).
+    void* out = stream_.routed ? routedWhole(stream_.rargs, mine, stream_.bytes) : stream_.out;
+    const char* what = stream_.routed  ? routedOpName(stream_.rargs.op)
+                       : stream_.barrier ? "ibarrier"
+                                         : "iallreduce";
+    Result<CallOutcome> settled = settle(mine, out, stream_.bytes, &source, what);
     if (!settled.ok()) {
       if (leaders_) leaders_->abandon();
       return settled.status();
@@ -319,6 +324,7 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
 Status AgentSwitchPath::endStream(int agreed, int first_rank) {
   if (stream_.settled) ++one_trip_;
   else ++agreements_;  // the glue's nonblocking agreement ended
+  if (stream_.routed) return endRoutedStream(agreed, first_rank);
   if (agreed == kStreamOk) {
     if (stream_.args.send == nullptr && stream_.bytes)
       std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);
