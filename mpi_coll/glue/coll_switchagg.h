@@ -73,6 +73,8 @@ typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t* previous_iallgather_module;
   mca_coll_base_module_ibcast_fn_t previous_ibcast;
   mca_coll_base_module_t* previous_ibcast_module;
+  mca_coll_base_module_ireduce_scatter_block_fn_t previous_ireduce_scatter_block;
+  mca_coll_base_module_t* previous_ireduce_scatter_block_module;
   struct mca_coll_switchagg_ireq_t *ihead, *itail;
   struct ompi_communicator_t* iprivate;
   struct mca_coll_switchagg_module_t* inext_active;
@@ -111,6 +113,11 @@ int mca_coll_switchagg_iallgather(const void* sbuf, int scount, struct ompi_data
 int mca_coll_switchagg_ibcast(void* buff, int count, struct ompi_datatype_t* datatype, int root,
                               struct ompi_communicator_t* comm, ompi_request_t** request,
                               mca_coll_base_module_t* module);
+int mca_coll_switchagg_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
+                                             struct ompi_datatype_t* dtype, struct ompi_op_t* op,
+                                             struct ompi_communicator_t* comm,
+                                             ompi_request_t** request,
+                                             mca_coll_base_module_t* module);
 
 /* coll_switchagg_routed.c: byte images of allgather's and bcast's buffers.
  * plain_bytes: `count` elements of dt are one run of count * size bytes at

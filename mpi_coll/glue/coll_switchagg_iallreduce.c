@@ -1,5 +1,5 @@
-/* MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather and MPI_Ibcast (docs/offload.md
- * "MPI_Iallreduce").
+/* MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Ibcast and
+ * MPI_Ireduce_scatter_block (docs/offload.md "MPI_Iallreduce").
  *
  * A call the core routes to the switch becomes a request of ours, queued on
  * its communicator (one switch call at a time per communicator, completed
@@ -41,7 +41,7 @@
 enum { ST_QUEUED, ST_STREAM, ST_SETTLE, ST_AGREE, ST_REDO };
 
 /* What a request carries out: the kinds share the queue and the states. */
-enum { K_ALLREDUCE, K_BARRIER, K_ALLGATHER, K_BCAST };
+enum { K_ALLREDUCE, K_BARRIER, K_ALLGATHER, K_BCAST, K_REDUCE_SCATTER_BLOCK };
 
 /* The layout of Open MPI's ompi_coll_base_nbc_request_t (coll_base_util.h;
  * not included: it pulls in Fortran headers). Open
@@ -158,15 +158,21 @@ static void deactivate(mca_coll_switchagg_module_t *m) {
   m->iactive = false;
 }
 
+/* The core's routed op of a routed request kind. */
+static int routed_op(int kind) {
+  return K_ALLGATHER == kind ? SWITCHAGG_COLL_ALLGATHER
+         : K_BCAST == kind   ? SWITCHAGG_COLL_BCAST
+                             : SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK;
+}
+
 /* Counts a glue-side event as <op>:<what> (iallreduce, ibarrier,
  * iallgather, ibcast). */
 static void note(mca_coll_switchagg_module_t *m, int kind, const char *what) {
   if (NULL == m->core) return;
   switch (kind) {
+    case K_ALLREDUCE: switchagg_coll_iallreduce_note(m->core, what); break;
     case K_BARRIER: switchagg_coll_ibarrier_note(m->core, what); break;
-    case K_ALLGATHER: switchagg_coll_irouted_note(m->core, SWITCHAGG_COLL_ALLGATHER, what); break;
-    case K_BCAST: switchagg_coll_irouted_note(m->core, SWITCHAGG_COLL_BCAST, what); break;
-    default: switchagg_coll_iallreduce_note(m->core, what); break;
+    default: switchagg_coll_irouted_note(m->core, routed_op(kind), what); break;
   }
 }
 
@@ -242,6 +248,11 @@ static void start_redo(mca_coll_switchagg_ireq_t *r) {
       rc = p->c_coll->coll_ibcast(r->rbuf, r->count, r->dtype, r->root, p, &r->sub,
                                   p->c_coll->coll_ibcast_module);
       break;
+    case K_REDUCE_SCATTER_BLOCK:
+      rc = p->c_coll->coll_ireduce_scatter_block(r->sbuf, r->rbuf, r->count, r->dtype, r->op, p,
+                                                 &r->sub,
+                                                 p->c_coll->coll_ireduce_scatter_block_module);
+      break;
     default:
       rc = private_iallreduce(r->m, r->sbuf, r->rbuf, r->count, r->dtype, r->op, &r->sub);
       break;
@@ -300,9 +311,13 @@ static bool advance(mca_coll_switchagg_module_t *m) {
   switch (r->state) {
     case ST_QUEUED:
       if (K_ALLGATHER == r->kind || K_BCAST == r->kind)
+        rc = switchagg_coll_istream_start_routed(m->core, routed_op(r->kind), r->send_image,
+                                                 r->recv_image, r->bytes, 0, 0, r->root,
+                                                 &outcome);
+      else if (K_REDUCE_SCATTER_BLOCK == r->kind)
         rc = switchagg_coll_istream_start_routed(
-            m->core, K_ALLGATHER == r->kind ? SWITCHAGG_COLL_ALLGATHER : SWITCHAGG_COLL_BCAST,
-            r->send_image, r->recv_image, r->bytes, r->root, &outcome);
+            m->core, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK, MPI_IN_PLACE == r->sbuf ? NULL : r->sbuf,
+            r->rbuf, r->sa_count, r->sa_dtype, r->sa_op, 0, &outcome);
       else
         rc = switchagg_coll_istream_start(m->core, MPI_IN_PLACE == r->sbuf ? NULL : r->sbuf,
                                           r->rbuf, r->sa_count, r->sa_dtype, r->sa_op,
@@ -588,24 +603,21 @@ static const char *irouted_why(const void *sbuf, void *rbuf, size_t bytes) {
   return NULL;
 }
 
-/* Routes a posted MPI_Iallgather / MPI_Ibcast of `count` elements: 1 to
- * queue it, 0 for the previous module (counted), or an MPI error. */
+/* Routes a posted MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
+ * (`why`: the glue's reason for the previous module, or NULL; core_count,
+ * sa_dtype, sa_op: as switchagg_coll_irouted_route takes them): 1 to queue
+ * it, 0 for the previous module (counted), or an MPI error. */
 static int irouted_route(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm,
-                         int kind, const void *sbuf, void *rbuf, int count, size_t bytes,
+                         int kind, const char *why, size_t core_count, int sa_dtype, int sa_op,
                          int root) {
-  const char *why;
-  /* Open MPI's own calls while the private communicator is made. */
-  if (mca_coll_switchagg_creating_private || NULL == m->core || count < 0) return 0;
-  why = irouted_why(sbuf, rbuf, bytes);
   if (NULL != why) {
     char what[96];
     snprintf(what, sizeof what, "previous:%s", why);
     note(m, kind, what);
     return 0;
   }
-  switch (switchagg_coll_irouted_route(
-      m->core, K_ALLGATHER == kind ? SWITCHAGG_COLL_ALLGATHER : SWITCHAGG_COLL_BCAST, bytes,
-      root)) {
+  switch (switchagg_coll_irouted_route(m->core, routed_op(kind), core_count, sa_dtype, sa_op,
+                                       root)) {
     /* Nothing to move (count 0, one rank): counted local, the previous
      * module's trivial copy honours any datatype. */
     case SWITCHAGG_COLL_IROUTE_LOCAL: return 0;
@@ -710,7 +722,10 @@ int mca_coll_switchagg_iallgather(const void *sbuf, int scount, struct ompi_data
   const size_t block = mca_coll_switchagg_type_bytes(rdtype, rcount);
   int rc;
   if (NULL == m->previous_iallgather) return OMPI_ERR_NOT_SUPPORTED;
-  rc = irouted_route(m, comm, K_ALLGATHER, sbuf, rbuf, rcount, block, 0);
+  /* Open MPI's own calls while the private communicator is made. */
+  rc = mca_coll_switchagg_creating_private || NULL == m->core || rcount < 0
+           ? 0
+           : irouted_route(m, comm, K_ALLGATHER, irouted_why(sbuf, rbuf, block), block, 0, 0, 0);
   if (rc <= 0)
     return rc < 0 ? rc
                   : m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
@@ -729,7 +744,9 @@ int mca_coll_switchagg_ibcast(void *buff, int count, struct ompi_datatype_t *dat
   const size_t bytes = mca_coll_switchagg_type_bytes(datatype, count);
   int rc;
   if (NULL == m->previous_ibcast) return OMPI_ERR_NOT_SUPPORTED;
-  rc = irouted_route(m, comm, K_BCAST, NULL, buff, count, bytes, root);
+  rc = mca_coll_switchagg_creating_private || NULL == m->core || count < 0
+           ? 0
+           : irouted_route(m, comm, K_BCAST, irouted_why(NULL, buff, bytes), bytes, 0, 0, root);
   if (rc <= 0)
     return rc < 0 ? rc
                   : m->previous_ibcast(buff, count, datatype, root, comm, request,
@@ -738,4 +755,36 @@ int mca_coll_switchagg_ibcast(void *buff, int count, struct ompi_datatype_t *dat
   if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
   set_routed_call(r, NULL, 0, NULL, buff, count, datatype, root, bytes);
   return enqueue_staged(m, r, stage_bcast(r), request);
+}
+
+/* MPI_Ireduce_scatter_block: the reductions' classification as for
+ * MPI_Iallreduce (predefined datatypes and ops only: no staging). */
+int mca_coll_switchagg_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                             struct ompi_communicator_t *comm,
+                                             ompi_request_t **request,
+                                             mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  mca_coll_switchagg_ireq_t *r;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = 0;
+  if (NULL == m->previous_ireduce_scatter_block) return OMPI_ERR_NOT_SUPPORTED;
+  if (!mca_coll_switchagg_creating_private && NULL != m->core && rcount >= 0) {
+    const char *why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+    if (NULL == why && mca_coll_switchagg_device_buffers(sbuf, rbuf)) why = "device memory";
+    /* A redo on the previous module would change the result (as Iallreduce). */
+    if (NULL == why && 0 != (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS))
+      why = "previous module differs";
+    if (NULL == why && ompi_mpi_thread_multiple) why = "MPI_THREAD_MULTIPLE";
+    rc = irouted_route(m, comm, K_REDUCE_SCATTER_BLOCK, why, (size_t)rcount * (size_t)scale,
+                       sa_dtype, sa_op, 0);
+  }
+  if (rc <= 0)
+    return rc < 0 ? rc
+                  : m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                      m->previous_ireduce_scatter_block_module);
+  r = new_request(m, comm, K_REDUCE_SCATTER_BLOCK);
+  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+  set_call(r, sbuf, rbuf, rcount, dtype, op, (size_t)rcount * (size_t)scale, sa_dtype, sa_op);
+  enqueue(m, r, request);
+  return OMPI_SUCCESS;
 }

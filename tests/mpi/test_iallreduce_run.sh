@@ -16,12 +16,13 @@
 #   overlap NP BYTES          compute between Iallreduce and Wait overlaps it
 #   ibarrier NP on|off        MPI_Ibarrier: nobody done before the last rank
 #                             posted; mixed with Iallreduce under one Waitall
-#   irouted NP on|off         MPI_Iallgather / MPI_Ibcast mixed with Iallreduce
+#   irouted NP on|off         MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
+#                             mixed with Iallreduce
 #                             under one Waitall (--mode irouted): on: every one
 #                             served by the switch; off: every one by the
 #                             previous module, the agent saw nothing
-#   irouted-kill NP BYTES     as kill, each round also an Iallgather and an
-#                             Ibcast outstanding (--routed)
+#   irouted-kill NP BYTES     as kill, each round also an Iallgather, an Ibcast
+#                             and an Ireduce_scatter_block outstanding (--routed)
 #   kill|delete NP BYTES      the agent SIGKILLed / the lease deleted at a random
 #                             moment of an Iallreduce loop: right answers, redo
 #                             counted, no call over --max-ms
@@ -107,12 +108,14 @@ case $scenario in
       run "$np" "$work/run.log" --mode irouted --iters 6 --expect switch ||
         { cat "$work/run.log"; die "run failed"; }
       expect_pass "$work/run.log" "joined switch group" \
-        "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 "
+        "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 " \
+        "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 18 "
     else
       OFFLOAD=off run "$np" "$work/run.log" --mode irouted --iters 6 --expect previous ||
         { cat "$work/run.log"; die "run failed"; }
       expect_pass "$work/run.log" \
-        "irouted: 24 iallgather, iallgather:switch 0 previous 24 .*; 18 ibcast, ibcast:switch 0 previous 18 "
+        "irouted: 24 iallgather, iallgather:switch 0 previous 24 .*; 18 ibcast, ibcast:switch 0 previous 18 " \
+        "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 0 previous 18 "
       expect_no_offload "$work/run.log"
     fi
     ;;
@@ -129,8 +132,9 @@ case $scenario in
     fire_fault $pid "$work/run.log" kill "ifault-routed" "$delay_ms"
     wait $pid || { cat "$work/run.log"; die "the job failed after the fault"; }
     expect_pass "$work/run.log" \
-      "switch (allreduce|barrier|allgather|bcast) failed .*(recomputed|redone) on the" \
-      "fault: iallgather:switch [1-9][0-9]* redo [1-9]" "ibcast:switch [1-9][0-9]* redo [1-9]"
+      "switch (allreduce|barrier|allgather|bcast|reduce_scatter_block) failed .*(recomputed|redone) on the" \
+      "fault: iallgather:switch [1-9][0-9]* redo [1-9]" "ibcast:switch [1-9][0-9]* redo [1-9]" \
+      "fault: ireduce_scatter_block:switch [1-9][0-9]* redo [1-9]"
     ;;
   kill | delete)
     np=$1 bytes=$2

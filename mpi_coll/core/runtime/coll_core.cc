@@ -293,7 +293,9 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
     if (switchagg::coll::iallreduceCounter(comm->iallreduce, "iallreduce:", key, &value) ||
         switchagg::coll::iallreduceCounter(comm->ibarrier, "ibarrier:", key, &value) ||
         switchagg::coll::iallreduceCounter(comm->iallgather, "iallgather:", key, &value) ||
-        switchagg::coll::iallreduceCounter(comm->ibcast, "ibcast:", key, &value))
+        switchagg::coll::iallreduceCounter(comm->ibcast, "ibcast:", key, &value) ||
+        switchagg::coll::iallreduceCounter(comm->ireduce_scatter_block, "ireduce_scatter_block:",
+                                           key, &value))
       return value;
     if (key == "local") return c.local;
     if (key.rfind("tune:", 0) == 0) {

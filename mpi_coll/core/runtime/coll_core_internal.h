@@ -34,6 +34,7 @@ struct switchagg_coll_comm {
   switchagg::coll::IallreduceCounters ibarrier;    // MPI_Ibarrier, the same stream
   switchagg::coll::IallreduceCounters iallgather;  // MPI_Iallgather, a routed stream
   switchagg::coll::IallreduceCounters ibcast;      // MPI_Ibcast, a routed stream
+  switchagg::coll::IallreduceCounters ireduce_scatter_block;  // MPI_Ireduce_scatter_block
   // The running stream's counters (one of the above: set when it started).
   switchagg::coll::IallreduceCounters* istream = &iallreduce;
 };

@@ -4,6 +4,7 @@
 #include "iallreduce.h"
 
 #include <exception>
+#include <vector>
 
 #include "coll_core_internal.h"
 #include "process_runtime.h"
@@ -84,20 +85,33 @@ int routeBarrier(switchagg_coll_comm& comm) {
   return SWITCHAGG_COLL_IROUTE_SWITCH;
 }
 
-// MPI_Iallgather / MPI_Ibcast: the routed op's counters, null for another op.
+// MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block: the routed op's
+// counters, null for another op.
 IallreduceCounters* iroutedCounters(switchagg_coll_comm& comm, int routed_op) {
   if (routed_op == int(RoutedOp::kAllgather)) return &comm.iallgather;
   if (routed_op == int(RoutedOp::kBcast)) return &comm.ibcast;
+  if (routed_op == int(RoutedOp::kReduceScatterBlock)) return &comm.ireduce_scatter_block;
   return nullptr;
 }
 
-RoutedArgs iroutedArgs(int routed_op, const void* send, void* recv, size_t bytes, int root) {
+// `count`: bytes (allgather: one rank's block; bcast: the buffer) or, for
+// reduce_scatter_block, one rank's elements of dtype/op (`counts` holds
+// them per rank for the call's lifetime here).
+RoutedArgs iroutedArgs(const switchagg_coll_comm& comm, int routed_op, const void* send,
+                       void* recv, size_t count, int dtype, int op, int root,
+                       std::vector<size_t>* counts) {
   RoutedArgs args;
   args.op = static_cast<RoutedOp>(routed_op);
   args.send = send;
   args.recv = recv;
-  args.count = bytes;
+  args.count = count;
   args.root = root;
+  if (args.op == RoutedOp::kReduceScatterBlock) {
+    counts->assign(size_t(comm.state.size()), count);
+    args.counts = counts->data();
+    args.dtype = static_cast<Dtype>(dtype);
+    args.reduce_op = static_cast<Op>(op);
+  }
   return args;
 }
 
@@ -226,24 +240,28 @@ int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, 
       [&](SwitchPath& sw) { return sw.startStream(args, barrier != 0); });
 }
 
-int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, size_t bytes,
-                                 int root) {
+int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, size_t count,
+                                 int dtype, int op, int root) {
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guarded<int>("irouted", SWITCHAGG_COLL_IROUTE_FAILED, [&] {
     switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
     if (c == nullptr) return static_cast<int>(SWITCHAGG_COLL_IROUTE_FAILED);
+    std::vector<size_t> counts;
     return switchagg::coll::routeRouted(
-        *comm, *c, switchagg::coll::iroutedArgs(routed_op, nullptr, nullptr, bytes, root));
+        *comm, *c,
+        switchagg::coll::iroutedArgs(*comm, routed_op, nullptr, nullptr, count, dtype, op, root,
+                                     &counts));
   });
 }
 
 int switchagg_coll_istream_start_routed(switchagg_coll_comm_t* comm, int routed_op,
-                                        const void* send, void* recv, size_t bytes, int root,
-                                        int* outcome) {
+                                        const void* send, void* recv, size_t count, int dtype,
+                                        int op, int root, int* outcome) {
   switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
   if (c == nullptr) return SWITCHAGG_COLL_ISTREAM_DECLINED;
-  const switchagg::coll::RoutedArgs args =
-      switchagg::coll::iroutedArgs(routed_op, send, recv, bytes, root);
+  std::vector<size_t> counts;  // copied by the path (startRoutedStream)
+  const switchagg::coll::RoutedArgs args = switchagg::coll::iroutedArgs(
+      *comm, routed_op, send, recv, count, dtype, op, root, &counts);
   return switchagg::coll::startCounted(*comm, *c, outcome,
                                        [&](SwitchPath& sw) { return sw.startRoutedStream(args); });
 }

@@ -300,13 +300,10 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
                                        : CallOutcome::kFailed;
   } else {
     int source = -1;
-    // A routed stream's whole vector (routedWhole: a bcast root that failed
-    // recovers into scratch, its buffer only read).
-    void* out = stream_.routed ? routedWhole(stream_.rargs, mine, stream_.bytes) : stream_.out;
-    const char* what = stream_.routed  ? routedOpName(stream_.rargs.op)
-                       : stream_.barrier ? "ibarrier"
-                                         : "iallreduce";
-    Result<CallOutcome> settled = settle(mine, out, stream_.bytes, &source, what);
+    Result<CallOutcome> settled =
+        stream_.routed ? settleRoutedStream(mine, &source)
+                       : settle(mine, stream_.out, stream_.bytes, &source,
+                                stream_.barrier ? "ibarrier" : "iallreduce");
     if (!settled.ok()) {
       if (leaders_) leaders_->abandon();
       return settled.status();

@@ -116,7 +116,8 @@ class SwitchPath {
   virtual Status settleStream(int /*outcome*/, int* /*agreed*/) {
     return Status(Code::kInternal, "no switch stream");
   }
-  // MPI_Iallgather and MPI_Ibcast (iallreduce.h): a routed call streamed as
+  // MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block (iallreduce.h): a
+  // routed call streamed as
   // the MPI_Iallreduce stream is (stepStream, streamSettles, settleStream,
   // endStream are the same). describeRoutedStream: as describeRouted, for a
   // call decided when it is posted (so nothing a pending outcome changes:

@@ -193,6 +193,8 @@ class AgentSwitchPath : public SwitchPath {
   // An allgather's or bcast's whole vector, kept or recovered (recv; a bcast
   // root whose call failed: scratch).
   void* routedWhole(const RoutedArgs& args, const Status& mine, size_t bytes);
+  // The routed stream's one-round-trip end (settleStream).
+  Result<CallOutcome> settleRoutedStream(const Status& mine, int* source);
   // The routed stream's end (endStream): commit or restore, counted.
   Status endRoutedStream(int agreed, int first_rank);
   // MPI_Iallreduce with node leaders: the node step (calls up to the keep limit).
@@ -265,6 +267,7 @@ class AgentSwitchPath : public SwitchPath {
     bool barrier = false;     // an MPI_Ibarrier (counted as a barrier)
     bool routed = false;      // MPI_Iallgather / MPI_Ibcast: rargs, plan
     RoutedArgs rargs;
+    std::vector<size_t> counts;  // rargs.counts (reduce-scatter)
     RoutedPlan plan;
   } stream_;
   uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served

@@ -294,14 +294,13 @@ void* AgentSwitchPath::routedWhole(const RoutedArgs& args, const Status& mine, s
              : args.recv;
 }
 
-// MPI_Iallgather, MPI_Ibcast: flat only (node leaders would need node steps
-// that wait), allgather and bcast only (a reduce-scatter's recovery folds
-// inputs: not streamed yet). Decided when posted: not joined_.
+// MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block: flat only (node
+// leaders would need node steps that wait). Decided when posted: not joined_.
 const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
                                                   SelectionInput* in) const {
   if (leaders_) return "node-leaders";
   if (!routed_) return "agent-not-routed";
-  if (isReduction(args.op)) return "reduction not streamed";
+  if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op)) return "dtype-op";
   if (in) fill(in);
   return nullptr;
 }
@@ -312,14 +311,19 @@ const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
 Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   // Alike on every rank: joined_ (an earlier call's failure, agreed before
   // this one started), leaders_, routed_.
-  if (describeRouted(args, nullptr) != nullptr || leaders_ || !group_ || isReduction(args.op))
+  if (describeRouted(args, nullptr) != nullptr || leaders_ || !group_)
     return Status(Code::kUnsupported, "switch path cannot stream this routed call");
   stream_ = Stream{};
   stream_.routed = true;
   stream_.rargs = args;
+  if (args.counts) {
+    // The caller's counts may not outlive the posting call.
+    stream_.counts.assign(args.counts, args.counts + comm_.size());
+    stream_.rargs.counts = stream_.counts.data();
+  }
   stream_.bytes = routedVectorBytes(args, comm_.size());
   stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
-  stream_.plan = planRouted(args);
+  stream_.plan = planRouted(stream_.rargs);
   stream_.out = args.recv;
   stream_.one_trip = ledger_ && oneRoundTrip(stream_.bytes);
   if (stream_.one_trip) ledger_->begin();
@@ -330,6 +334,28 @@ Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   countStream(stream_.before);
   stream_.mine = routedDecline(st);
   return stream_.mine;
+}
+
+// A routed stream's one-round-trip end (settleStream): allgather and bcast
+// as the blocking calls (the whole vector kept or copied), reductions with
+// their inputs kept and folded (settleReduction).
+Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int* source) {
+  const RoutedArgs& args = stream_.rargs;
+  if (!isReduction(args.op))
+    return settle(mine, routedWhole(args, mine, stream_.bytes), stream_.bytes, source,
+                  routedOpName(args.op));
+  const agent::RoutedCall& call = stream_.plan.call;
+  const size_t esize = dtypeSize(args.dtype);
+  const int rank = comm_.rank();
+  size_t lo = 0, hi = 0;  // this rank's part of the vector, in bytes
+  if (args.op == RoutedOp::kReduce) {
+    if (rank == args.root) hi = stream_.bytes;
+  } else {
+    lo = call.want[size_t(rank)] * esize;
+    hi = call.want[size_t(rank) + 1] * esize;
+  }
+  uint8_t* out = static_cast<uint8_t*>(stream_.plan.commit ? scratch_.data() : call.out);
+  return settleReduction(mine, args, call.in, stream_.bytes, out, lo, hi);
 }
 
 Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {

@@ -17,7 +17,8 @@
  *     "user-defined op", "derived datatype", "selected", ...); the switch
  *     path's "switch:*", "fallback:switch-failed" and "fallback:switch-busy";
  *     the nonblocking calls' "iallreduce:*", "ibarrier:*", "iallgather:*",
- *     "ibcast:*" and the routed calls' "<op>:*" (docs/offload.md).
+ *     "ibcast:*", "ireduce_scatter_block:*" and the routed calls' "<op>:*"
+ *     (docs/offload.md).
  *     UINT64_MAX when switchagg does not serve allreduce on comm.
  */
 #ifndef SWITCHAGG_COLL_DIAGNOSTICS_H
