@@ -47,4 +47,5 @@ add_iallreduce_test(mpi_iallreduce_fault_delete_np3 150 "mpi;agent;fault" "PPN=1
 add_iallreduce_test(mpi_irouted_np3 180 "mpi;agent" "PPN=1" irouted 3 on)
 add_iallreduce_test(mpi_irouted_np2 180 "mpi;agent" "PPN=1" irouted 2 on)
 add_iallreduce_test(mpi_irouted_off_np3 180 "mpi;agent" "PPN=1" irouted 3 off)
+add_iallreduce_test(mpi_irouted_leaders_np4 180 "mpi;agent" "PPN=2" irouted 4 leaders)
 add_iallreduce_test(mpi_irouted_fault_kill_np3 150 "mpi;agent;fault" "PPN=1" irouted-kill 3 65536)

@@ -16,11 +16,13 @@
 #   overlap NP BYTES          compute between Iallreduce and Wait overlaps it
 #   ibarrier NP on|off        MPI_Ibarrier: nobody done before the last rank
 #                             posted; mixed with Iallreduce under one Waitall
-#   irouted NP on|off         MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
+#   irouted NP on|off|leaders MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
 #                             mixed with Iallreduce
 #                             under one Waitall (--mode irouted): on: every one
 #                             served by the switch; off: every one by the
-#                             previous module, the agent saw nothing
+#                             previous module, the agent saw nothing;
+#                             leaders (PPN>1): node leaders, every one counted
+#                             <op>:previous:node-leaders
 #   irouted-kill NP BYTES     as kill, each round also an Iallgather, an Ibcast
 #                             and an Ireduce_scatter_block outstanding (--routed)
 #   kill|delete NP BYTES      the agent SIGKILLed / the lease deleted at a random
@@ -104,7 +106,14 @@ case $scenario in
     np=$1 mode=$2
     start_agent
     lease "irouted-np$np"
-    if [[ $mode == on ]]; then
+    if [[ $mode == leaders ]]; then
+      # Node leaders (PPN's emulated nodes): not streamed, every one to the
+      # previous module with the reason node-leaders, results exact.
+      run "$np" "$work/run.log" --mode irouted --iters 6 --expect previous ||
+        { cat "$work/run.log"; die "run failed"; }
+      expect_pass "$work/run.log" "joined switch group .* node leaders for $np ranks" \
+        "irouted: previous:node-leaders iallgather 24 ibcast 18 ireduce_scatter_block 18"
+    elif [[ $mode == on ]]; then
       run "$np" "$work/run.log" --mode irouted --iters 6 --expect switch ||
         { cat "$work/run.log"; die "run failed"; }
       expect_pass "$work/run.log" "joined switch group" \
