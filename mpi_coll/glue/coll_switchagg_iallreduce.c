@@ -44,11 +44,12 @@ enum { ST_QUEUED, ST_STREAM, ST_SETTLE, ST_AGREE, ST_REDO };
 enum { K_ALLREDUCE, K_BARRIER, K_ALLGATHER, K_BCAST, K_REDUCE_SCATTER_BLOCK };
 
 /* The layout of Open MPI's ompi_coll_base_nbc_request_t (coll_base_util.h;
- * not included: it pulls in Fortran headers). Open
- * MPI's bindings take every nonblocking collective's request for one and
- * retain a derived datatype (or a user-defined op) through the fields
- * after the ompi_request_t (ompi_coll_base_retain_datatypes), released by
- * the completion callback it installs. */
+ * not included: it pulls in Fortran headers). Open MPI's bindings take
+ * every nonblocking collective's request for one and retain a derived
+ * datatype (or a user-defined op) through the fields after the
+ * ompi_request_t (ompi_coll_base_retain_datatypes), released by the
+ * completion callback they install: with a plain ompi_request_t those
+ * writes land in our own fields. */
 typedef struct {
   ompi_request_t super;
   union {
@@ -83,7 +84,8 @@ typedef struct mca_coll_switchagg_ireq_t {
   int kind; /* K_* */
   /* MPI_Ibarrier: every rank adds one; the sum is how many entered. */
   int32_t one, entered;
-  /* MPI_Iallgather / MPI_Ibcast: the caller's arguments (a redo's), and the
+  /* MPI_Iallgather / MPI_Ibcast (MPI_Ireduce_scatter_block: sbuf..sa_op
+   * above): the caller's arguments (a redo's), and the
    * byte images the core streams: the caller's buffers where their
    * datatype is one plain run of bytes, else staging (packed when posted,
    * unpacked once served; the caller's buffers stay intact until then). */
@@ -158,7 +160,8 @@ static void deactivate(mca_coll_switchagg_module_t *m) {
   m->iactive = false;
 }
 
-/* The core's routed op of a routed request kind. */
+/* The core's routed op of a routed request kind (K_ALLGATHER, K_BCAST,
+ * K_REDUCE_SCATTER_BLOCK). */
 static int routed_op(int kind) {
   return K_ALLGATHER == kind ? SWITCHAGG_COLL_ALLGATHER
          : K_BCAST == kind   ? SWITCHAGG_COLL_BCAST
@@ -166,7 +169,7 @@ static int routed_op(int kind) {
 }
 
 /* Counts a glue-side event as <op>:<what> (iallreduce, ibarrier,
- * iallgather, ibcast). */
+ * iallgather, ibcast, ireduce_scatter_block). */
 static void note(mca_coll_switchagg_module_t *m, int kind, const char *what) {
   if (NULL == m->core) return;
   switch (kind) {
