@@ -68,6 +68,13 @@ typedef struct mca_coll_switchagg_module_t {
   /* MPI_Ibarrier: the same queue (a one-int sum of ones through the agent). */
   mca_coll_base_module_ibarrier_fn_t previous_ibarrier;
   mca_coll_base_module_t* previous_ibarrier_module;
+  /* MPI_Iallgather, MPI_Ibcast: the same queue (routed calls through the agent). */
+  mca_coll_base_module_iallgather_fn_t previous_iallgather;
+  mca_coll_base_module_t* previous_iallgather_module;
+  mca_coll_base_module_ibcast_fn_t previous_ibcast;
+  mca_coll_base_module_t* previous_ibcast_module;
+  mca_coll_base_module_ireduce_scatter_block_fn_t previous_ireduce_scatter_block;
+  mca_coll_base_module_t* previous_ireduce_scatter_block_module;
   struct mca_coll_switchagg_ireq_t *ihead, *itail;
   struct ompi_communicator_t* iprivate;
   struct mca_coll_switchagg_module_t* inext_active;
@@ -99,6 +106,30 @@ int mca_coll_switchagg_iallreduce(const void* sbuf, void* rbuf, int count,
                                   mca_coll_base_module_t* module);
 int mca_coll_switchagg_ibarrier(struct ompi_communicator_t* comm, ompi_request_t** request,
                                 mca_coll_base_module_t* module);
+int mca_coll_switchagg_iallgather(const void* sbuf, int scount, struct ompi_datatype_t* sdtype,
+                                  void* rbuf, int rcount, struct ompi_datatype_t* rdtype,
+                                  struct ompi_communicator_t* comm, ompi_request_t** request,
+                                  mca_coll_base_module_t* module);
+int mca_coll_switchagg_ibcast(void* buff, int count, struct ompi_datatype_t* datatype, int root,
+                              struct ompi_communicator_t* comm, ompi_request_t** request,
+                              mca_coll_base_module_t* module);
+int mca_coll_switchagg_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
+                                             struct ompi_datatype_t* dtype, struct ompi_op_t* op,
+                                             struct ompi_communicator_t* comm,
+                                             ompi_request_t** request,
+                                             mca_coll_base_module_t* module);
+
+/* coll_switchagg_routed.c: byte images of allgather's and bcast's buffers.
+ * plain_bytes: `count` elements of dt are one run of count * size bytes at
+ * the buffer; pack / unpack: MPI_Pack / MPI_Unpack to / from `bytes`
+ * staged bytes. */
+bool mca_coll_switchagg_plain_bytes(struct ompi_datatype_t* dt, int count);
+size_t mca_coll_switchagg_type_bytes(struct ompi_datatype_t* dt, int count);
+ptrdiff_t mca_coll_switchagg_type_extent(struct ompi_datatype_t* dt);
+int mca_coll_switchagg_pack(const void* buf, int count, struct ompi_datatype_t* dt, void* staged,
+                            size_t bytes, struct ompi_communicator_t* comm);
+int mca_coll_switchagg_unpack(const void* staged, size_t bytes, void* buf, int count,
+                              struct ompi_datatype_t* dt, struct ompi_communicator_t* comm);
 /* MPI_Allreduce_init: handed to the previous module, counted as the
  * communicator's "iallreduce:previous:persistent". */
 int mca_coll_switchagg_allreduce_init(const void* sbuf, void* rbuf, int count,

@@ -1,4 +1,5 @@
-/* MPI_Iallreduce (docs/offload.md "MPI_Iallreduce").
+/* MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Ibcast and
+ * MPI_Ireduce_scatter_block (docs/offload.md "MPI_Iallreduce").
  *
  * A call the core routes to the switch becomes a request of ours, queued on
  * its communicator (one switch call at a time per communicator, completed
@@ -25,8 +26,11 @@
  * a per-communicator sequence). */
 #include "coll_switchagg.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "iallreduce.h"
 #include "ompi/request/request.h"
@@ -36,8 +40,30 @@
 
 enum { ST_QUEUED, ST_STREAM, ST_SETTLE, ST_AGREE, ST_REDO };
 
-typedef struct mca_coll_switchagg_ireq_t {
+/* What a request carries out: the kinds share the queue and the states. */
+enum { K_ALLREDUCE, K_BARRIER, K_ALLGATHER, K_BCAST, K_REDUCE_SCATTER_BLOCK };
+
+/* The layout of Open MPI's ompi_coll_base_nbc_request_t (coll_base_util.h;
+ * not included: it pulls in Fortran headers). Open MPI's bindings take
+ * every nonblocking collective's request for one and retain a derived
+ * datatype (or a user-defined op) through the fields after the
+ * ompi_request_t (ompi_coll_base_retain_datatypes), released by the
+ * completion callback they install: with a plain ompi_request_t those
+ * writes land in our own fields. */
+typedef struct {
   ompi_request_t super;
+  union {
+    ompi_request_complete_fn_t req_complete_cb;
+    ompi_request_free_fn_t req_free;
+  } cb;
+  void *req_complete_cb_data;
+  /* 4.1: two pointers; 5.0: three words and seven release arrays (room for
+   * either). */
+  void *data[16];
+} mca_coll_switchagg_nbc_request_t;
+
+typedef struct mca_coll_switchagg_ireq_t {
+  mca_coll_switchagg_nbc_request_t nbc;
   mca_coll_switchagg_module_t *m;
   struct ompi_communicator_t *comm;
   const void *sbuf;                 /* MPI_IN_PLACE or the send buffer */
@@ -55,9 +81,20 @@ typedef struct mca_coll_switchagg_ireq_t {
   ompi_request_t *sub;
   struct mca_coll_switchagg_ireq_t *next;
   bool queued; /* still in m's queue (not complete) */
+  int kind; /* K_* */
   /* MPI_Ibarrier: every rank adds one; the sum is how many entered. */
-  bool barrier;
   int32_t one, entered;
+  /* MPI_Iallgather / MPI_Ibcast (MPI_Ireduce_scatter_block: sbuf..sa_op
+   * above): the caller's arguments (a redo's), and the
+   * byte images the core streams: the caller's buffers where their
+   * datatype is one plain run of bytes, else staging (packed when posted,
+   * unpacked once served; the caller's buffers stay intact until then). */
+  int scount, root;
+  struct ompi_datatype_t *sdtype;
+  size_t bytes;       /* allgather: one rank's block; bcast: the buffer */
+  void *send_image;   /* NULL: in place (allgather) */
+  void *recv_image;   /* the whole vector (bcast: the buffer) */
+  void *staged_send, *staged_recv;
 } mca_coll_switchagg_ireq_t;
 
 static OBJ_CLASS_INSTANCE(mca_coll_switchagg_ireq_t, ompi_request_t, NULL, NULL);
@@ -69,8 +106,22 @@ static mca_coll_switchagg_module_t *active_modules = NULL;
 static bool progress_registered = false;
 static bool in_progress = false;
 
+/* An MPI_Iallgather's / MPI_Ibcast's staging and datatypes (retained
+ * while it runs: MPI lets the caller free them once posted), once. */
+static void free_staging(mca_coll_switchagg_ireq_t *r) {
+  free(r->staged_send);
+  free(r->staged_recv);
+  r->staged_send = r->staged_recv = NULL;
+  if (K_ALLGATHER != r->kind && K_BCAST != r->kind) return;
+  /* In place, the send type is not looked at (nor retained). */
+  if (NULL != r->sdtype && MPI_IN_PLACE != r->sbuf) OBJ_RELEASE(r->sdtype);
+  if (NULL != r->dtype) OBJ_RELEASE(r->dtype);
+  r->sdtype = r->dtype = NULL;
+}
+
 static void release_request(mca_coll_switchagg_ireq_t *r) {
-  OMPI_REQUEST_FINI(&r->super);
+  free_staging(r);
+  OMPI_REQUEST_FINI(&r->nbc.super);
   OBJ_RELEASE(r);
 }
 
@@ -109,11 +160,23 @@ static void deactivate(mca_coll_switchagg_module_t *m) {
   m->iactive = false;
 }
 
-/* Counts a glue-side event as iallreduce:<what> or ibarrier:<what>. */
-static void note(mca_coll_switchagg_module_t *m, bool barrier, const char *what) {
+/* The core's routed op of a routed request kind (K_ALLGATHER, K_BCAST,
+ * K_REDUCE_SCATTER_BLOCK). */
+static int routed_op(int kind) {
+  return K_ALLGATHER == kind ? SWITCHAGG_COLL_ALLGATHER
+         : K_BCAST == kind   ? SWITCHAGG_COLL_BCAST
+                             : SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK;
+}
+
+/* Counts a glue-side event as <op>:<what> (iallreduce, ibarrier,
+ * iallgather, ibcast, ireduce_scatter_block). */
+static void note(mca_coll_switchagg_module_t *m, int kind, const char *what) {
   if (NULL == m->core) return;
-  if (barrier) switchagg_coll_ibarrier_note(m->core, what);
-  else switchagg_coll_iallreduce_note(m->core, what);
+  switch (kind) {
+    case K_ALLREDUCE: switchagg_coll_iallreduce_note(m->core, what); break;
+    case K_BARRIER: switchagg_coll_ibarrier_note(m->core, what); break;
+    default: switchagg_coll_irouted_note(m->core, routed_op(kind), what); break;
+  }
 }
 
 /* The head of m's queue ends with MPI error code `err`. */
@@ -123,10 +186,11 @@ static void finish(mca_coll_switchagg_ireq_t *r, int err) {
   if (NULL == m->ihead) m->itail = NULL;
   r->next = NULL;
   r->queued = false;
-  if (OMPI_SUCCESS != err) note(m, r->barrier, "error");
-  r->super.req_status.MPI_ERROR = err;
+  free_staging(r);
+  if (OMPI_SUCCESS != err) note(m, r->kind, "error");
+  r->nbc.super.req_status.MPI_ERROR = err;
   /* Last use: the request may be freed from here on. */
-  ompi_request_complete(&r->super, true);
+  ompi_request_complete(&r->nbc.super, true);
 }
 
 /* The private communicator's own iallreduce (switchagg is not on it). */
@@ -138,9 +202,32 @@ static int private_iallreduce(mca_coll_switchagg_module_t *m, const void *sbuf, 
                                     p->c_coll->coll_iallreduce_module);
 }
 
+/* A served call's staged result into the caller's buffers (MPI_Unpack). */
+static int unpack_result(mca_coll_switchagg_ireq_t *r) {
+  const int size = ompi_comm_size(r->comm);
+  int i;
+  if (NULL == r->staged_recv) return MPI_SUCCESS;
+  if (K_BCAST == r->kind)
+    return ompi_comm_rank(r->comm) == r->root
+               ? MPI_SUCCESS
+               : mca_coll_switchagg_unpack(r->staged_recv, r->bytes, r->rbuf, r->count, r->dtype,
+                                           r->comm);
+  for (i = 0; i < size; ++i)
+    if (MPI_SUCCESS != mca_coll_switchagg_unpack(
+                           (char *)r->staged_recv + (size_t)i * r->bytes, r->bytes,
+                           (char *)r->rbuf + i * mca_coll_switchagg_type_extent(r->dtype) * r->count,
+                           r->count, r->dtype, r->comm))
+      return MPI_ERR_OTHER;
+  return MPI_SUCCESS;
+}
+
 /* A call the switch served: an MPI_Ibarrier's sum must be every rank. */
 static void finish_served(mca_coll_switchagg_ireq_t *r) {
-  if (r->barrier && r->entered != ompi_comm_size(r->comm)) {
+  if (MPI_SUCCESS != unpack_result(r)) {
+    finish(r, MPI_ERR_OTHER);
+    return;
+  }
+  if (K_BARRIER == r->kind && r->entered != ompi_comm_size(r->comm)) {
     fprintf(stderr, "switchagg[coll] error: comm %s: MPI_Ibarrier through the agent counted %d "
             "ranks, expected %d\n", r->comm->c_name, (int)r->entered, ompi_comm_size(r->comm));
     finish(r, MPI_ERR_INTERN);
@@ -149,11 +236,30 @@ static void finish_served(mca_coll_switchagg_ireq_t *r) {
   finish(r, OMPI_SUCCESS);
 }
 
+/* The redo: the previous module's call with the caller's arguments (the
+ * input intact), on the private communicator. */
 static void start_redo(mca_coll_switchagg_ireq_t *r) {
   struct ompi_communicator_t *p = r->m->iprivate;
-  int rc = r->barrier ? p->c_coll->coll_ibarrier(p, &r->sub, p->c_coll->coll_ibarrier_module)
-                      : private_iallreduce(r->m, r->sbuf, r->rbuf, r->count, r->dtype, r->op,
-                                           &r->sub);
+  int rc;
+  switch (r->kind) {
+    case K_BARRIER: rc = p->c_coll->coll_ibarrier(p, &r->sub, p->c_coll->coll_ibarrier_module); break;
+    case K_ALLGATHER:
+      rc = p->c_coll->coll_iallgather(r->sbuf, r->scount, r->sdtype, r->rbuf, r->count, r->dtype,
+                                      p, &r->sub, p->c_coll->coll_iallgather_module);
+      break;
+    case K_BCAST:
+      rc = p->c_coll->coll_ibcast(r->rbuf, r->count, r->dtype, r->root, p, &r->sub,
+                                  p->c_coll->coll_ibcast_module);
+      break;
+    case K_REDUCE_SCATTER_BLOCK:
+      rc = p->c_coll->coll_ireduce_scatter_block(r->sbuf, r->rbuf, r->count, r->dtype, r->op, p,
+                                                 &r->sub,
+                                                 p->c_coll->coll_ireduce_scatter_block_module);
+      break;
+    default:
+      rc = private_iallreduce(r->m, r->sbuf, r->rbuf, r->count, r->dtype, r->op, &r->sub);
+      break;
+  }
   if (OMPI_SUCCESS != rc) {
     finish(r, MPI_ERR_OTHER);
     return;
@@ -207,9 +313,18 @@ static bool advance(mca_coll_switchagg_module_t *m) {
   if (NULL == r) return false;
   switch (r->state) {
     case ST_QUEUED:
-      rc = switchagg_coll_istream_start(m->core, MPI_IN_PLACE == r->sbuf ? NULL : r->sbuf,
-                                        r->rbuf, r->sa_count, r->sa_dtype, r->sa_op, r->barrier,
-                                        &outcome);
+      if (K_ALLGATHER == r->kind || K_BCAST == r->kind)
+        rc = switchagg_coll_istream_start_routed(m->core, routed_op(r->kind), r->send_image,
+                                                 r->recv_image, r->bytes, 0, 0, r->root,
+                                                 &outcome);
+      else if (K_REDUCE_SCATTER_BLOCK == r->kind)
+        rc = switchagg_coll_istream_start_routed(
+            m->core, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK, MPI_IN_PLACE == r->sbuf ? NULL : r->sbuf,
+            r->rbuf, r->sa_count, r->sa_dtype, r->sa_op, 0, &outcome);
+      else
+        rc = switchagg_coll_istream_start(m->core, MPI_IN_PLACE == r->sbuf ? NULL : r->sbuf,
+                                          r->rbuf, r->sa_count, r->sa_dtype, r->sa_op,
+                                          K_BARRIER == r->kind, &outcome);
       if (SWITCHAGG_COLL_ISTREAM_NOT_NOW == rc) return false;
       if (SWITCHAGG_COLL_ISTREAM_DECLINED == rc)
         start_redo(r);
@@ -291,29 +406,43 @@ static int ensure_private(mca_coll_switchagg_module_t *m, struct ompi_communicat
 
 /* A request of ours on comm (its call's fields are the caller's to set). */
 static mca_coll_switchagg_ireq_t *new_request(mca_coll_switchagg_module_t *m,
-                                              struct ompi_communicator_t *comm, bool barrier) {
+                                              struct ompi_communicator_t *comm, int kind) {
   mca_coll_switchagg_ireq_t *r = OBJ_NEW(mca_coll_switchagg_ireq_t);
   if (NULL == r) return NULL;
-  OMPI_REQUEST_INIT(&r->super, false);
-  r->super.req_type = OMPI_REQUEST_COLL;
-  r->super.req_state = OMPI_REQUEST_ACTIVE;
-  r->super.req_free = ireq_free;
-  r->super.req_cancel = ireq_cancel;
-  r->super.req_mpi_object.comm = comm;
-  r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
-  r->super.req_status.MPI_TAG = MPI_ANY_TAG;
-  r->super.req_status.MPI_ERROR = OMPI_SUCCESS;
-  r->super.req_status._ucount = 0;
-  r->super.req_status._cancelled = 0;
+  OMPI_REQUEST_INIT(&r->nbc.super, false);
+  r->nbc.super.req_type = OMPI_REQUEST_COLL;
+  r->nbc.super.req_state = OMPI_REQUEST_ACTIVE;
+  r->nbc.super.req_free = ireq_free;
+  r->nbc.super.req_cancel = ireq_cancel;
+  r->nbc.super.req_mpi_object.comm = comm;
+  r->nbc.super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
+  r->nbc.super.req_status.MPI_TAG = MPI_ANY_TAG;
+  r->nbc.super.req_status.MPI_ERROR = OMPI_SUCCESS;
+  r->nbc.super.req_status._ucount = 0;
+  r->nbc.super.req_status._cancelled = 0;
+  r->nbc.cb.req_complete_cb = NULL;
+  r->nbc.req_complete_cb_data = NULL;
+  memset(r->nbc.data, 0, sizeof r->nbc.data);
   r->m = m;
   r->comm = comm;
   r->state = ST_QUEUED;
   r->sub = NULL;
   r->next = NULL;
   r->queued = true;
-  r->barrier = barrier;
+  r->kind = kind;
+  r->sbuf = NULL;
+  r->rbuf = NULL;
+  r->count = 0;
+  r->dtype = NULL;
+  r->op = NULL;
   r->one = 1;
   r->entered = 0;
+  r->scount = 0;
+  r->root = 0;
+  r->sdtype = NULL;
+  r->bytes = 0;
+  r->send_image = r->recv_image = NULL;
+  r->staged_send = r->staged_recv = NULL;
   return r;
 }
 
@@ -337,13 +466,13 @@ static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r
                     ompi_request_t **request) {
   if (NULL != m->itail) {
     m->itail->next = r;
-    note(m, r->barrier, "queued");
+    note(m, r->kind, "queued");
   } else {
     m->ihead = r;
   }
   m->itail = r;
   activate(m);
-  *request = &r->super;
+  *request = &r->nbc.super;
   /* Start the stream now when nothing is ahead of it (not from inside our
    * own progress callback). */
   if (m->ihead == r && !in_progress) {
@@ -421,7 +550,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
     switchagg_coll_iallreduce_note(m->core, "error");
     return MPI_ERR_OTHER;
   }
-  r = new_request(m, comm, false);
+  r = new_request(m, comm, K_ALLREDUCE);
   if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
   set_call(r, sbuf, rbuf, count, dtype, op, (size_t)count * (size_t)scale, sa_dtype, sa_op);
   enqueue(m, r, request);
@@ -458,10 +587,207 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
     switchagg_coll_ibarrier_note(m->core, "error");
     return MPI_ERR_OTHER;
   }
-  r = new_request(m, comm, true);
+  r = new_request(m, comm, K_BARRIER);
   if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
   (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &sa_dtype, &sa_op, &flags, &scale);
   set_call(r, &r->one, &r->entered, 1, MPI_INT32_T, MPI_SUM, 1, sa_dtype, sa_op);
+  enqueue(m, r, request);
+  return OMPI_SUCCESS;
+}
+
+/* MPI_Iallgather and MPI_Ibcast: a glue-side reason to hand the call to the
+ * previous module (alike on every rank: the byte count is, and the thread
+ * level), or NULL. */
+static const char *irouted_why(const void *sbuf, void *rbuf, size_t bytes) {
+  if (bytes > INT_MAX) return "over INT_MAX bytes"; /* MPI_Pack's limit */
+  if (mca_coll_switchagg_device_buffers(sbuf, rbuf)) return "device memory";
+  /* The queue and the progress callback are not thread-safe. */
+  if (ompi_mpi_thread_multiple) return "MPI_THREAD_MULTIPLE";
+  return NULL;
+}
+
+/* Routes a posted MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
+ * (`why`: the glue's reason for the previous module, or NULL; core_count,
+ * sa_dtype, sa_op: as switchagg_coll_irouted_route takes them): 1 to queue
+ * it, 0 for the previous module (counted), or an MPI error. */
+static int irouted_route(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm,
+                         int kind, const char *why, size_t core_count, int sa_dtype, int sa_op,
+                         int root) {
+  if (NULL != why) {
+    char what[96];
+    snprintf(what, sizeof what, "previous:%s", why);
+    note(m, kind, what);
+    return 0;
+  }
+  switch (switchagg_coll_irouted_route(m->core, routed_op(kind), core_count, sa_dtype, sa_op,
+                                       root)) {
+    /* Nothing to move (count 0, one rank): counted local, the previous
+     * module's trivial copy honours any datatype. */
+    case SWITCHAGG_COLL_IROUTE_LOCAL: return 0;
+    case SWITCHAGG_COLL_IROUTE_PREVIOUS: return 0;
+    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
+    default: return MPI_ERR_OTHER;
+  }
+  if (OMPI_SUCCESS != prepare(m, comm)) {
+    note(m, kind, "error");
+    return MPI_ERR_OTHER;
+  }
+  return 1;
+}
+
+/* An MPI_Iallgather request's byte images (the routed allgather's layout:
+ * rank r's block at r * bytes; in place, ours already there). */
+static int stage_allgather(mca_coll_switchagg_ireq_t *r) {
+  const int rank = ompi_comm_rank(r->comm), size = ompi_comm_size(r->comm);
+  const bool in_place = MPI_IN_PLACE == r->sbuf;
+  if (mca_coll_switchagg_plain_bytes(r->dtype, r->count)) {
+    r->recv_image = r->rbuf;
+  } else {
+    const ptrdiff_t stride = mca_coll_switchagg_type_extent(r->dtype) * (ptrdiff_t)r->count;
+    r->staged_recv = malloc((size_t)size * r->bytes);
+    if (NULL == r->staged_recv) return MPI_ERR_NO_MEM;
+    r->recv_image = r->staged_recv;
+    if (in_place && MPI_SUCCESS != mca_coll_switchagg_pack(
+                                       (char *)r->rbuf + rank * stride, r->count, r->dtype,
+                                       (char *)r->staged_recv + (size_t)rank * r->bytes,
+                                       r->bytes, r->comm))
+      return MPI_ERR_OTHER;
+  }
+  if (in_place) {
+    r->send_image = NULL;
+  } else if (mca_coll_switchagg_plain_bytes(r->sdtype, r->scount)) {
+    r->send_image = (void *)r->sbuf;
+  } else {
+    r->staged_send = malloc(r->bytes);
+    if (NULL == r->staged_send) return MPI_ERR_NO_MEM;
+    if (MPI_SUCCESS != mca_coll_switchagg_pack(r->sbuf, r->scount, r->sdtype, r->staged_send,
+                                               r->bytes, r->comm))
+      return MPI_ERR_OTHER;
+    r->send_image = r->staged_send;
+  }
+  return MPI_SUCCESS;
+}
+
+/* An MPI_Ibcast request's byte image (the root's packed input). */
+static int stage_bcast(mca_coll_switchagg_ireq_t *r) {
+  if (mca_coll_switchagg_plain_bytes(r->dtype, r->count)) {
+    r->recv_image = r->rbuf;
+    return MPI_SUCCESS;
+  }
+  r->staged_recv = malloc(r->bytes);
+  if (NULL == r->staged_recv) return MPI_ERR_NO_MEM;
+  r->recv_image = r->staged_recv;
+  if (ompi_comm_rank(r->comm) == r->root &&
+      MPI_SUCCESS != mca_coll_switchagg_pack(r->rbuf, r->count, r->dtype, r->staged_recv,
+                                             r->bytes, r->comm))
+    return MPI_ERR_OTHER;
+  return MPI_SUCCESS;
+}
+
+/* Queues a staged MPI_Iallgather / MPI_Ibcast request (a staging error:
+ * the request is dropped and the call fails on this rank). */
+static int enqueue_staged(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r,
+                          int staged, ompi_request_t **request) {
+  if (MPI_SUCCESS != staged) {
+    note(m, r->kind, "error");
+    r->queued = false;
+    release_request(r);
+    return staged;
+  }
+  enqueue(m, r, request);
+  return OMPI_SUCCESS;
+}
+
+/* A routed request's call (a redo's arguments), its datatypes retained. */
+static void set_routed_call(mca_coll_switchagg_ireq_t *r, const void *sbuf, int scount,
+                            struct ompi_datatype_t *sdtype, void *rbuf, int count,
+                            struct ompi_datatype_t *dtype, int root, size_t bytes) {
+  r->sbuf = sbuf;
+  r->scount = scount;
+  r->sdtype = sdtype;
+  r->rbuf = rbuf;
+  r->count = count;
+  r->dtype = dtype;
+  r->root = root;
+  r->bytes = bytes;
+  if (NULL != sdtype && MPI_IN_PLACE != sbuf) OBJ_RETAIN(sdtype);
+  OBJ_RETAIN(dtype);
+}
+
+int mca_coll_switchagg_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                  void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                  struct ompi_communicator_t *comm, ompi_request_t **request,
+                                  mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  mca_coll_switchagg_ireq_t *r;
+  /* The receive side's block: every rank's signatures match, so every rank
+   * sees the same byte count. */
+  const size_t block = mca_coll_switchagg_type_bytes(rdtype, rcount);
+  int rc;
+  if (NULL == m->previous_iallgather) return OMPI_ERR_NOT_SUPPORTED;
+  /* Open MPI's own calls while the private communicator is made. */
+  rc = mca_coll_switchagg_creating_private || NULL == m->core || rcount < 0
+           ? 0
+           : irouted_route(m, comm, K_ALLGATHER, irouted_why(sbuf, rbuf, block), block, 0, 0, 0);
+  if (rc <= 0)
+    return rc < 0 ? rc
+                  : m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                           request, m->previous_iallgather_module);
+  r = new_request(m, comm, K_ALLGATHER);
+  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+  set_routed_call(r, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0, block);
+  return enqueue_staged(m, r, stage_allgather(r), request);
+}
+
+int mca_coll_switchagg_ibcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                              struct ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  mca_coll_switchagg_ireq_t *r;
+  const size_t bytes = mca_coll_switchagg_type_bytes(datatype, count);
+  int rc;
+  if (NULL == m->previous_ibcast) return OMPI_ERR_NOT_SUPPORTED;
+  rc = mca_coll_switchagg_creating_private || NULL == m->core || count < 0
+           ? 0
+           : irouted_route(m, comm, K_BCAST, irouted_why(NULL, buff, bytes), bytes, 0, 0, root);
+  if (rc <= 0)
+    return rc < 0 ? rc
+                  : m->previous_ibcast(buff, count, datatype, root, comm, request,
+                                       m->previous_ibcast_module);
+  r = new_request(m, comm, K_BCAST);
+  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+  set_routed_call(r, NULL, 0, NULL, buff, count, datatype, root, bytes);
+  return enqueue_staged(m, r, stage_bcast(r), request);
+}
+
+/* MPI_Ireduce_scatter_block: the reductions' classification as for
+ * MPI_Iallreduce (predefined datatypes and ops only: no staging). */
+int mca_coll_switchagg_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                             struct ompi_communicator_t *comm,
+                                             ompi_request_t **request,
+                                             mca_coll_base_module_t *module) {
+  mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
+  mca_coll_switchagg_ireq_t *r;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = 0;
+  if (NULL == m->previous_ireduce_scatter_block) return OMPI_ERR_NOT_SUPPORTED;
+  if (!mca_coll_switchagg_creating_private && NULL != m->core && rcount >= 0) {
+    const char *why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+    if (NULL == why && mca_coll_switchagg_device_buffers(sbuf, rbuf)) why = "device memory";
+    /* A redo on the previous module would change the result (as Iallreduce). */
+    if (NULL == why && 0 != (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS))
+      why = "previous module differs";
+    if (NULL == why && ompi_mpi_thread_multiple) why = "MPI_THREAD_MULTIPLE";
+    rc = irouted_route(m, comm, K_REDUCE_SCATTER_BLOCK, why, (size_t)rcount * (size_t)scale,
+                       sa_dtype, sa_op, 0);
+  }
+  if (rc <= 0)
+    return rc < 0 ? rc
+                  : m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                      m->previous_ireduce_scatter_block_module);
+  r = new_request(m, comm, K_REDUCE_SCATTER_BLOCK);
+  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+  set_call(r, sbuf, rbuf, rcount, dtype, op, (size_t)rcount * (size_t)scale, sa_dtype, sa_op);
   enqueue(m, r, request);
   return OMPI_SUCCESS;
 }

@@ -50,6 +50,12 @@ static void module_construct(mca_coll_switchagg_module_t *m) {
   m->previous_iallreduce_module = NULL;
   m->previous_ibarrier = NULL;
   m->previous_ibarrier_module = NULL;
+  m->previous_iallgather = NULL;
+  m->previous_iallgather_module = NULL;
+  m->previous_ibcast = NULL;
+  m->previous_ibcast_module = NULL;
+  m->previous_ireduce_scatter_block = NULL;
+  m->previous_ireduce_scatter_block_module = NULL;
   m->ihead = m->itail = NULL;
   m->iprivate = NULL;
   m->inext_active = NULL;
@@ -64,6 +70,10 @@ static void release_previous(mca_coll_switchagg_module_t *m) {
   if (NULL != m->previous_barrier_module) OBJ_RELEASE(m->previous_barrier_module);
   if (NULL != m->previous_iallreduce_module) OBJ_RELEASE(m->previous_iallreduce_module);
   if (NULL != m->previous_ibarrier_module) OBJ_RELEASE(m->previous_ibarrier_module);
+  if (NULL != m->previous_iallgather_module) OBJ_RELEASE(m->previous_iallgather_module);
+  if (NULL != m->previous_ibcast_module) OBJ_RELEASE(m->previous_ibcast_module);
+  if (NULL != m->previous_ireduce_scatter_block_module)
+    OBJ_RELEASE(m->previous_ireduce_scatter_block_module);
   if (NULL != m->previous_reduce_module) OBJ_RELEASE(m->previous_reduce_module);
   if (NULL != m->previous_reduce_scatter_module) OBJ_RELEASE(m->previous_reduce_scatter_module);
   if (NULL != m->previous_reduce_scatter_block_module)
@@ -77,6 +87,9 @@ static void release_previous(mca_coll_switchagg_module_t *m) {
   m->previous_bcast_module = NULL;
   m->previous_iallreduce_module = NULL;
   m->previous_ibarrier_module = NULL;
+  m->previous_iallgather_module = NULL;
+  m->previous_ibcast_module = NULL;
+  m->previous_ireduce_scatter_block_module = NULL;
   m->previous_allreduce_module = NULL;
   m->previous_allgather_module = NULL;
   m->previous_barrier_module = NULL;
@@ -129,6 +142,16 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   m->previous_ibarrier = comm->c_coll->coll_ibarrier;
   m->previous_ibarrier_module = comm->c_coll->coll_ibarrier_module;
   if (NULL != m->previous_ibarrier_module) OBJ_RETAIN(m->previous_ibarrier_module);
+  m->previous_iallgather = comm->c_coll->coll_iallgather;
+  m->previous_iallgather_module = comm->c_coll->coll_iallgather_module;
+  if (NULL != m->previous_iallgather_module) OBJ_RETAIN(m->previous_iallgather_module);
+  m->previous_ibcast = comm->c_coll->coll_ibcast;
+  m->previous_ibcast_module = comm->c_coll->coll_ibcast_module;
+  if (NULL != m->previous_ibcast_module) OBJ_RETAIN(m->previous_ibcast_module);
+  m->previous_ireduce_scatter_block = comm->c_coll->coll_ireduce_scatter_block;
+  m->previous_ireduce_scatter_block_module = comm->c_coll->coll_ireduce_scatter_block_module;
+  if (NULL != m->previous_ireduce_scatter_block_module)
+    OBJ_RETAIN(m->previous_ireduce_scatter_block_module);
   /* The routed collectives' (optional as well: basic provides them all). */
   m->previous_reduce = comm->c_coll->coll_reduce;
   m->previous_reduce_module = comm->c_coll->coll_reduce_module;
@@ -191,6 +214,9 @@ mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t
   m->super.coll_barrier = mca_coll_switchagg_barrier;
   m->super.coll_iallreduce = mca_coll_switchagg_iallreduce;
   m->super.coll_ibarrier = mca_coll_switchagg_ibarrier;
+  m->super.coll_iallgather = mca_coll_switchagg_iallgather;
+  m->super.coll_ibcast = mca_coll_switchagg_ibcast;
+  m->super.coll_ireduce_scatter_block = mca_coll_switchagg_ireduce_scatter_block;
   m->super.coll_reduce = mca_coll_switchagg_reduce;
   m->super.coll_reduce_scatter = mca_coll_switchagg_reduce_scatter;
   m->super.coll_reduce_scatter_block = mca_coll_switchagg_reduce_scatter_block;

@@ -26,19 +26,18 @@
 #include "ompi/datatype/ompi_datatype.h"
 
 
-/* `count` elements of dt are count * size bytes in one run at the buffer. */
-static bool plain_bytes(struct ompi_datatype_t *dt, int count) {
+bool mca_coll_switchagg_plain_bytes(struct ompi_datatype_t *dt, int count) {
   return count == 0 ||
          (ompi_datatype_is_contiguous_memory_layout(dt, count) && dt->super.true_lb == 0);
 }
 
-static size_t type_bytes(struct ompi_datatype_t *dt, int count) {
+size_t mca_coll_switchagg_type_bytes(struct ompi_datatype_t *dt, int count) {
   size_t size = 0;
   ompi_datatype_type_size(dt, &size);
   return count > 0 ? size * (size_t)count : 0;
 }
 
-static ptrdiff_t type_extent(struct ompi_datatype_t *dt) {
+ptrdiff_t mca_coll_switchagg_type_extent(struct ompi_datatype_t *dt) {
   ptrdiff_t lb = 0, extent = 0;
   ompi_datatype_get_extent(dt, &lb, &extent);
   return extent;
@@ -147,15 +146,14 @@ int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rc
                                                         m->previous_reduce_scatter_block_module));
 }
 
-/* MPI_Pack / MPI_Unpack of `count` dt at buf to / from `bytes` staged bytes. */
-static int pack(const void *buf, int count, struct ompi_datatype_t *dt, void *staged,
-                size_t bytes, struct ompi_communicator_t *comm) {
+int mca_coll_switchagg_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *staged,
+                            size_t bytes, struct ompi_communicator_t *comm) {
   int position = 0;
   return PMPI_Pack(buf, count, dt, staged, (int)bytes, &position, comm);
 }
 
-static int unpack(const void *staged, size_t bytes, void *buf, int count,
-                  struct ompi_datatype_t *dt, struct ompi_communicator_t *comm) {
+int mca_coll_switchagg_unpack(const void *staged, size_t bytes, void *buf, int count,
+                              struct ompi_datatype_t *dt, struct ompi_communicator_t *comm) {
   int position = 0;
   return PMPI_Unpack(staged, (int)bytes, &position, buf, count, dt, comm);
 }
@@ -163,14 +161,14 @@ static int unpack(const void *staged, size_t bytes, void *buf, int count,
 int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  const size_t bytes = type_bytes(datatype, count);
+  const size_t bytes = mca_coll_switchagg_type_bytes(datatype, count);
   if (NULL == m->previous_bcast) return OMPI_ERR_NOT_SUPPORTED;
   mca_coll_switchagg_iallreduce_drain(m);
   if (NULL != m->core && bytes <= INT_MAX) {
     int rc;
     if (mca_coll_switchagg_device_buffers(NULL, buff)) {
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "device memory");
-    } else if (plain_bytes(datatype, count)) {
+    } else if (mca_coll_switchagg_plain_bytes(datatype, count)) {
       rc = switchagg_coll_bcast(m->core, buff, bytes, root);
       if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
       if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
@@ -178,13 +176,14 @@ int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *data
       const bool is_root = ompi_comm_rank(comm) == root;
       void *staged = malloc(bytes > 0 ? bytes : 1);
       if (NULL == staged) return MPI_ERR_NO_MEM;
-      if (is_root && MPI_SUCCESS != pack(buff, count, datatype, staged, bytes, comm)) {
+      if (is_root &&
+          MPI_SUCCESS != mca_coll_switchagg_pack(buff, count, datatype, staged, bytes, comm)) {
         free(staged);
         return MPI_ERR_OTHER;
       }
       rc = switchagg_coll_bcast(m->core, staged, bytes, root);
       if (SWITCHAGG_COLL_SERVED == rc && !is_root &&
-          MPI_SUCCESS != unpack(staged, bytes, buff, count, datatype, comm))
+          MPI_SUCCESS != mca_coll_switchagg_unpack(staged, bytes, buff, count, datatype, comm))
         rc = SWITCHAGG_COLL_FAILED;
       free(staged);
       if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
@@ -206,8 +205,8 @@ static int allgather_core(mca_coll_switchagg_module_t *m, const void *sbuf, int 
                           size_t block) {
   const int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
   const bool in_place = MPI_IN_PLACE == sbuf;
-  const bool plain_recv = plain_bytes(rdtype, rcount);
-  const ptrdiff_t rstride = type_extent(rdtype) * (ptrdiff_t)rcount;
+  const bool plain_recv = mca_coll_switchagg_plain_bytes(rdtype, rcount);
+  const ptrdiff_t rstride = mca_coll_switchagg_type_extent(rdtype) * (ptrdiff_t)rcount;
   char *rblock = (char *)rbuf + rank * rstride; /* this rank's block in rbuf */
   void *send_image = NULL, *recv_image = rbuf, *staged_send = NULL, *staged_recv = NULL;
   int rc = SWITCHAGG_COLL_FAILED, r;
@@ -220,23 +219,26 @@ static int allgather_core(mca_coll_switchagg_module_t *m, const void *sbuf, int 
   if (in_place) {
     if (!plain_recv) {
       /* Our block from rbuf into its place in the staged image. */
-      if (MPI_SUCCESS != pack(rblock, rcount, rdtype, (char *)staged_recv + (size_t)rank * block,
-                              block, comm))
+      if (MPI_SUCCESS != mca_coll_switchagg_pack(rblock, rcount, rdtype,
+                                                 (char *)staged_recv + (size_t)rank * block,
+                                                 block, comm))
         goto out;
     }
     send_image = NULL;
-  } else if (plain_bytes(sdtype, scount)) {
+  } else if (mca_coll_switchagg_plain_bytes(sdtype, scount)) {
     send_image = (void *)sbuf;
   } else {
     staged_send = malloc(block);
-    if (NULL == staged_send || MPI_SUCCESS != pack(sbuf, scount, sdtype, staged_send, block, comm))
+    if (NULL == staged_send ||
+        MPI_SUCCESS != mca_coll_switchagg_pack(sbuf, scount, sdtype, staged_send, block, comm))
       goto out;
     send_image = staged_send;
   }
   rc = switchagg_coll_allgather(m->core, send_image, recv_image, block);
   for (r = 0; SWITCHAGG_COLL_SERVED == rc && !plain_recv && r < size; ++r)
-    if (MPI_SUCCESS != unpack((char *)staged_recv + (size_t)r * block, block,
-                              (char *)rbuf + r * rstride, rcount, rdtype, comm))
+    if (MPI_SUCCESS != mca_coll_switchagg_unpack((char *)staged_recv + (size_t)r * block, block,
+                                                 (char *)rbuf + r * rstride, rcount, rdtype,
+                                                 comm))
       rc = SWITCHAGG_COLL_FAILED;
 out:
   free(staged_send);
@@ -251,7 +253,7 @@ int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datat
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
   /* The receive side's block: every rank's signatures match, so every rank
    * sees the same byte count. */
-  const size_t block = type_bytes(rdtype, rcount);
+  const size_t block = mca_coll_switchagg_type_bytes(rdtype, rcount);
   mca_coll_switchagg_iallreduce_drain(m);
   if (NULL != m->core && block <= INT_MAX) {
     if (mca_coll_switchagg_device_buffers(sbuf, rbuf)) {

@@ -41,3 +41,11 @@ add_iallreduce_test(mpi_ibarrier_leaders_np4 180 "mpi;agent" "PPN=2" ibarrier 4 
 add_iallreduce_test(mpi_ibarrier_off_np3 180 "mpi;agent" "PPN=1" ibarrier 3 off)
 add_iallreduce_test(mpi_iallreduce_fault_kill_np3 150 "mpi;agent;fault" "PPN=1" kill 3 1048576)
 add_iallreduce_test(mpi_iallreduce_fault_delete_np3 150 "mpi;agent;fault" "PPN=1" delete 3 1048576)
+# MPI_Iallgather and MPI_Ibcast through the switch (every rank a member),
+# mixed with Iallreduce under one Waitall; offload off: the previous
+# module's; the agent killed mid-loop (64 KiB rounds: one round trip).
+add_iallreduce_test(mpi_irouted_np3 180 "mpi;agent" "PPN=1" irouted 3 on)
+add_iallreduce_test(mpi_irouted_np2 180 "mpi;agent" "PPN=1" irouted 2 on)
+add_iallreduce_test(mpi_irouted_off_np3 180 "mpi;agent" "PPN=1" irouted 3 off)
+add_iallreduce_test(mpi_irouted_leaders_np4 180 "mpi;agent" "PPN=2" irouted 4 leaders)
+add_iallreduce_test(mpi_irouted_fault_kill_np3 150 "mpi;agent;fault" "PPN=1" irouted-kill 3 65536)

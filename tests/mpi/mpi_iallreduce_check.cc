@@ -27,6 +27,18 @@
 //                    script then kills the agent or deletes the lease and
 //                    touches DIR/fired. Every result exact, each call
 //                    bounded by --max-ms, and a redo counted.
+//   --mode irouted   MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block:
+//                    per round Iallreduces, Iallgathers (in place and not,
+//                    one receiving into a strided datatype, one above the
+//                    1 MiB keep limit), Ibcasts (roots rotating, one of a
+//                    strided datatype) and Ireduce_scatter_blocks (int32 and
+//                    double sums, in place and not, one above the keep
+//                    limit), all outstanding under one MPI_Waitall, every
+//                    byte exact; --expect switch: every one counted
+//                    <op>:switch; previous: none, all <op>:previous
+//   --routed         (--mode fault) each round also an Iallgather, an Ibcast
+//                    and an Ireduce_scatter_block outstanding together,
+//                    bounded by --max-ms
 //   --expect switch|previous  which path the communicating calls must take
 //                    (from the component's iallreduce:* counters)
 // Prints PASS on rank 0 when every rank passed.
@@ -508,7 +520,210 @@ void runIbarrier(int iters, const std::string& expect, double max_ms) {
   if (expect == "previous" && served != 0) fail("--expect previous: the switch served MPI_Ibarrier");
 }
 
-void runFault(const std::string& dir, size_t bytes, double max_ms) {
+// One posted MPI_Iallgather or MPI_Ibcast and its expected bytes.
+struct RoutedCall {
+  MPI_Request req = MPI_REQUEST_NULL;
+  std::vector<int32_t> send, recv, expected;
+  std::string label;
+  size_t compare = SIZE_MAX;  // ints of recv compared (in place reduce-scatter: its block)
+};
+
+int32_t routedValue(int rank, size_t i, int salt) {
+  return int32_t(rank * 1000003 + int(i) * 7 + salt * 131);
+}
+
+// Iallgather of `n` int32 per rank; strided: the receive side one
+// MPI_Type_vector (every other int) per rank, the gaps must stay untouched.
+void postIallgather(RoutedCall& c, MPI_Comm comm, size_t n, bool in_place, bool strided,
+                    int salt) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const size_t stride = strided ? 2 : 1, per_rank = n * stride;
+  c.send.resize(n);
+  for (size_t i = 0; i < n; ++i) c.send[i] = routedValue(rank, i, salt);
+  c.recv.assign(size_t(size) * per_rank + 4, -7);  // gaps and a canary: -7
+  c.expected = c.recv;
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < n; ++i) c.expected[size_t(r) * per_rank + i * stride] = routedValue(r, i, salt);
+  char label[160];
+  std::snprintf(label, sizeof label, "MPI_Iallgather %zu ints%s%s salt %d", n,
+                in_place ? " in place" : "", strided ? " strided" : "", salt);
+  c.label = label;
+  MPI_Datatype rtype = MPI_INT32_T, vec = MPI_DATATYPE_NULL;
+  int rcount = int(n);
+  if (strided) {
+    MPI_Type_vector(int(n), 1, 2, MPI_INT32_T, &vec);
+    MPI_Type_create_resized(vec, 0, MPI_Aint(per_rank * sizeof(int32_t)), &rtype);
+    MPI_Type_free(&vec);
+    MPI_Type_commit(&rtype);
+    rcount = 1;
+  }
+  if (in_place)
+    for (size_t i = 0; i < n; ++i) c.recv[size_t(rank) * per_rank + i * stride] = c.send[i];
+  const int rc = MPI_Iallgather(in_place ? MPI_IN_PLACE : c.send.data(), int(n), MPI_INT32_T,
+                                c.recv.data(), rcount, rtype, comm, &c.req);
+  if (strided) MPI_Type_free(&rtype);  // freed while the call runs, as MPI allows
+  if (rc != MPI_SUCCESS) fail(c.label + ": returned an error");
+}
+
+// Ibcast of `n` int32 from `root`; strided: one MPI_Type_vector of them.
+void postIbcast(RoutedCall& c, MPI_Comm comm, size_t n, int root, bool strided, int salt) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const size_t stride = strided ? 2 : 1;
+  c.recv.assign(n * stride + 4, -7);
+  c.expected = c.recv;
+  for (size_t i = 0; i < n; ++i) c.expected[i * stride] = routedValue(root, i, salt);
+  if (rank == root) c.recv = c.expected;
+  char label[160];
+  std::snprintf(label, sizeof label, "MPI_Ibcast %zu ints root %d%s salt %d", n, root,
+                strided ? " strided" : "", salt);
+  c.label = label;
+  MPI_Datatype type = MPI_INT32_T;
+  int count = int(n);
+  if (strided) {
+    MPI_Type_vector(int(n), 1, 2, MPI_INT32_T, &type);
+    MPI_Type_commit(&type);
+    count = 1;
+  }
+  const int rc = MPI_Ibcast(c.recv.data(), count, type, root, comm, &c.req);
+  if (strided) MPI_Type_free(&type);
+  if (rc != MPI_SUCCESS) fail(c.label + ": returned an error");
+}
+
+// Ireduce_scatter_block of `block` elements per rank, MPI_SUM of small
+// integers (exact in int32 and double in any order); in place: the whole
+// vector in recv, this rank's block at its start.
+template <typename T>
+void postIrsb(RoutedCall& c, MPI_Comm comm, MPI_Datatype dt, size_t block, bool in_place,
+              int salt) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const size_t n = block * size_t(size);
+  auto v = [&](int r, size_t j) { return T(int64_t((r * 31 + int64_t(j) * 7 + salt) % 101) - 50); };
+  std::vector<T> in(n), ref(block + 1, T(-7));
+  for (size_t j = 0; j < n; ++j) in[j] = v(rank, j);
+  for (size_t i = 0; i < block; ++i) {
+    T sum = T(0);
+    for (int r = 0; r < size; ++r) sum = T(sum + v(r, size_t(rank) * block + i));
+    ref[i] = sum;
+  }
+  // int32 storage for any T: sized in bytes.
+  const size_t words = (n * sizeof(T) + 3) / 4 + 1;
+  c.send.assign(words, 0);
+  std::memcpy(c.send.data(), in.data(), n * sizeof(T));
+  c.recv.assign(words, -7);
+  if (in_place) std::memcpy(c.recv.data(), in.data(), n * sizeof(T));
+  c.expected = c.recv;
+  std::memcpy(c.expected.data(), ref.data(), block * sizeof(T));
+  // In place, MPI leaves the rest of the buffer unspecified.
+  if (in_place) c.compare = block * sizeof(T) / 4;
+  if (!in_place) {  // past the block: untouched
+    std::vector<int32_t> untouched(words, -7);
+    std::memcpy(untouched.data(), ref.data(), block * sizeof(T));
+    c.expected = untouched;
+  }
+  char label[160];
+  std::snprintf(label, sizeof label, "MPI_Ireduce_scatter_block %zu x %zu bytes%s salt %d", block,
+                sizeof(T), in_place ? " in place" : "", salt);
+  c.label = label;
+  const int rc = MPI_Ireduce_scatter_block(in_place ? MPI_IN_PLACE : c.send.data(), c.recv.data(),
+                                           int(block), dt, MPI_SUM, comm, &c.req);
+  if (rc != MPI_SUCCESS) fail(c.label + ": returned an error");
+}
+
+void verifyRouted(const RoutedCall& c) {
+  if (c.req != MPI_REQUEST_NULL) fail(c.label + ": request not MPI_REQUEST_NULL after completion");
+  for (size_t i = 0; i < std::min(c.compare, c.expected.size()); ++i)
+    if (c.recv[i] != c.expected[i])
+      return fail(c.label + ": differs at int " + std::to_string(i) + " (" +
+                  std::to_string(c.recv[i]) + " != " + std::to_string(c.expected[i]) + ")");
+}
+
+void runIrouted(int iters, const std::string& expect) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  uint64_t gathers = 0, bcasts = 0, rsbs = 0;
+  for (int k = 0; k < iters; ++k) {
+    Call a, b;
+    std::vector<RoutedCall> g(4), bc(3);
+    // Posting order mixes the kinds: one queue, completed in this order.
+    postCase(a, MPI_COMM_WORLD, kTypes[0], OpKind::kSum, 1000, false, k);
+    postIallgather(g[0], MPI_COMM_WORLD, 1000 + size_t(k), false, false, k);
+    postIbcast(bc[0], MPI_COMM_WORLD, 3001, k % size, false, k);
+    postIallgather(g[1], MPI_COMM_WORLD, 257, true, false, k + 1);
+    postCase(b, MPI_COMM_WORLD, kTypes[4], OpKind::kSum, 5000, k % 2 == 1, k + 1);
+    postIbcast(bc[1], MPI_COMM_WORLD, 100, (k + 1) % size, true, k + 2);
+    postIallgather(g[2], MPI_COMM_WORLD, 300, k % 2 == 0, true, k + 3);
+    // Above the keep limit (1 MiB): ends on the nonblocking agreement.
+    postIallgather(g[3], MPI_COMM_WORLD, (1 << 20) / 4 / size_t(size) + 1024, k % 2 == 1, false,
+                   k + 4);
+    postIbcast(bc[2], MPI_COMM_WORLD, 1, (k + 2) % size, false, k + 5);
+    std::vector<RoutedCall> rs(3);
+    postIrsb<int32_t>(rs[0], MPI_COMM_WORLD, MPI_INT32_T, 1000 + size_t(k), k % 2 == 1, k);
+    postIrsb<double>(rs[1], MPI_COMM_WORLD, MPI_DOUBLE, 3000, k % 2 == 0, k + 1);
+    // Above the keep limit: ends on the nonblocking agreement.
+    postIrsb<int32_t>(rs[2], MPI_COMM_WORLD, MPI_INT32_T, (1 << 20) / 4 / size_t(size) + 1024,
+                      k % 2 == 0, k + 2);
+    gathers += g.size();
+    bcasts += bc.size();
+    rsbs += rs.size();
+    std::vector<MPI_Request> reqs = {a.req, b.req};
+    for (RoutedCall& c : g) reqs.push_back(c.req);
+    for (RoutedCall& c : bc) reqs.push_back(c.req);
+    for (RoutedCall& c : rs) reqs.push_back(c.req);
+    if (MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      fail("MPI_Waitall returned an error");
+    a.req = reqs[0];
+    b.req = reqs[1];
+    for (size_t i = 0; i < g.size(); ++i) g[i].req = reqs[2 + i];
+    for (size_t i = 0; i < bc.size(); ++i) bc[i].req = reqs[2 + g.size() + i];
+    for (size_t i = 0; i < rs.size(); ++i) rs[i].req = reqs[2 + g.size() + bc.size() + i];
+    for (const RoutedCall& c : rs) verifyRouted(c);
+    verify(a);
+    verify(b);
+    for (const RoutedCall& c : g) verifyRouted(c);
+    for (const RoutedCall& c : bc) verifyRouted(c);
+  }
+  const uint64_t gs = counter(MPI_COMM_WORLD, "iallgather:switch");
+  const uint64_t bs = counter(MPI_COMM_WORLD, "ibcast:switch");
+  if (world_rank == 0)
+    std::printf("irouted: %" PRIu64 " iallgather, iallgather:switch %" PRIu64 " previous %" PRIu64
+                " queued %" PRIu64 " redo %" PRIu64 "; %" PRIu64 " ibcast, ibcast:switch %" PRIu64
+                " previous %" PRIu64 " queued %" PRIu64 " redo %" PRIu64 "\n",
+                gathers, gs, counter(MPI_COMM_WORLD, "iallgather:previous"),
+                counter(MPI_COMM_WORLD, "iallgather:queued"),
+                counter(MPI_COMM_WORLD, "iallgather:redo"), bcasts, bs,
+                counter(MPI_COMM_WORLD, "ibcast:previous"), counter(MPI_COMM_WORLD, "ibcast:queued"),
+                counter(MPI_COMM_WORLD, "ibcast:redo"));
+  const uint64_t rss = counter(MPI_COMM_WORLD, "ireduce_scatter_block:switch");
+  if (world_rank == 0)
+    std::printf("irouted: previous:node-leaders iallgather %" PRIu64 " ibcast %" PRIu64
+                " ireduce_scatter_block %" PRIu64 "\n",
+                counter(MPI_COMM_WORLD, "iallgather:previous:node-leaders"),
+                counter(MPI_COMM_WORLD, "ibcast:previous:node-leaders"),
+                counter(MPI_COMM_WORLD, "ireduce_scatter_block:previous:node-leaders"));
+  if (world_rank == 0)
+    std::printf("irouted: %" PRIu64 " ireduce_scatter_block, ireduce_scatter_block:switch %" PRIu64
+                " previous %" PRIu64 " redo %" PRIu64 "\n",
+                rsbs, rss, counter(MPI_COMM_WORLD, "ireduce_scatter_block:previous"),
+                counter(MPI_COMM_WORLD, "ireduce_scatter_block:redo"));
+  if (size > 1 && expect == "switch" && (gs != gathers || bs != bcasts || rss != rsbs))
+    fail("--expect switch: not every MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block "
+         "was served by the switch");
+  if (expect == "previous" &&
+      (rss != 0 || counter(MPI_COMM_WORLD, "ireduce_scatter_block:previous") != rsbs))
+    fail("--expect previous: not every MPI_Ireduce_scatter_block went to the previous module");
+  if (expect == "previous" &&
+      (gs != 0 || bs != 0 || counter(MPI_COMM_WORLD, "iallgather:previous") != gathers ||
+       counter(MPI_COMM_WORLD, "ibcast:previous") != bcasts))
+    fail("--expect previous: not every MPI_Iallgather / MPI_Ibcast went to the previous module");
+}
+
+void runFault(const std::string& dir, size_t bytes, double max_ms, bool routed) {
   const size_t n = bytes / sizeof(int32_t);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -533,6 +748,31 @@ void runFault(const std::string& dir, size_t bytes, double max_ms) {
     MPI_Request bar;
     if (MPI_Ibarrier(MPI_COMM_WORLD, &bar) != MPI_SUCCESS) fail("MPI_Ibarrier returned an error");
     testBounded(&bar, max_ms, "MPI_Ibarrier after call " + std::to_string(iter));
+    if (routed) {
+      // An Iallgather and an Ibcast outstanding together, as bounded.
+      RoutedCall g, b, rsb;
+      postIallgather(g, MPI_COMM_WORLD, n / size_t(size), iter % 2 == 0, false, iter);
+      postIbcast(b, MPI_COMM_WORLD, n, iter % size, false, iter);
+      postIrsb<int32_t>(rsb, MPI_COMM_WORLD, MPI_INT32_T, n / size_t(size), iter % 2 == 1, iter);
+      MPI_Request both[3] = {g.req, b.req, rsb.req};
+      const double t1 = nowMs();
+      int all_done = 0;
+      while (!all_done) {
+        MPI_Testall(3, both, &all_done, MPI_STATUSES_IGNORE);
+        if (!all_done && nowMs() - t1 > max_ms) {
+          fail("MPI_Iallgather + MPI_Ibcast + MPI_Ireduce_scatter_block after call " +
+               std::to_string(iter) +
+               " not complete after " + std::to_string(max_ms) + " ms");
+          MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+      }
+      g.req = both[0];
+      b.req = both[1];
+      rsb.req = both[2];
+      verifyRouted(g);
+      verifyRouted(b);
+      verifyRouted(rsb);
+    }
     ++iter;
     if (!ready && counter(MPI_COMM_WORLD, "iallreduce:switch") > 0) {
       ready = true;
@@ -565,6 +805,20 @@ void runFault(const std::string& dir, size_t bytes, double max_ms) {
                 "\n",
                 counter(MPI_COMM_WORLD, "ibarrier:switch"), counter(MPI_COMM_WORLD, "ibarrier:redo"),
                 counter(MPI_COMM_WORLD, "ibarrier:redo:switch-failed"));
+  if (routed && rank == 0)
+    std::printf("fault: iallgather:switch %" PRIu64 " redo %" PRIu64 ", redo:switch-failed %" PRIu64
+                "; ibcast:switch %" PRIu64 " redo %" PRIu64 ", redo:switch-failed %" PRIu64 "\n",
+                counter(MPI_COMM_WORLD, "iallgather:switch"),
+                counter(MPI_COMM_WORLD, "iallgather:redo"),
+                counter(MPI_COMM_WORLD, "iallgather:redo:switch-failed"),
+                counter(MPI_COMM_WORLD, "ibcast:switch"), counter(MPI_COMM_WORLD, "ibcast:redo"),
+                counter(MPI_COMM_WORLD, "ibcast:redo:switch-failed"));
+  if (routed && rank == 0)
+    std::printf("fault: ireduce_scatter_block:switch %" PRIu64 " redo %" PRIu64
+                ", redo:switch-failed %" PRIu64 "\n",
+                counter(MPI_COMM_WORLD, "ireduce_scatter_block:switch"),
+                counter(MPI_COMM_WORLD, "ireduce_scatter_block:redo"),
+                counter(MPI_COMM_WORLD, "ireduce_scatter_block:redo:switch-failed"));
 }
 
 }  // namespace
@@ -573,7 +827,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   std::string mode = "matrix", expect = "switch", fault_dir;
-  bool large = false;
+  bool large = false, routed = false;
   size_t bytes = 8 << 20;
   int iters = 10;
   double max_ms = 20000, min_hidden = 0.5;
@@ -583,6 +837,7 @@ int main(int argc, char** argv) {
     if (a == "--mode") mode = next();
     else if (a == "--expect") expect = next();
     else if (a == "--large") large = true;
+    else if (a == "--routed") routed = true;
     else if (a == "--fault") fault_dir = next();
     else if (a == "--bytes") bytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--iters") iters = std::atoi(next().c_str());
@@ -601,7 +856,8 @@ int main(int argc, char** argv) {
   if (mode == "matrix") runMatrix(large);
   else if (mode == "multi") runMulti(iters, expect);
   else if (mode == "overlap") runOverlap(bytes, iters, min_hidden, expect);
-  else if (mode == "fault") runFault(fault_dir, bytes, max_ms);
+  else if (mode == "fault") runFault(fault_dir, bytes, max_ms, routed);
+  else if (mode == "irouted") runIrouted(iters, expect);
   else if (mode == "ibarrier") runIbarrier(iters, expect, max_ms);
   else {
     if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown mode %s\n", mode.c_str());
@@ -617,7 +873,8 @@ int main(int argc, char** argv) {
                 counter(MPI_COMM_WORLD, "iallreduce:steps"), nowMs() - t0);
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1 && mode != "fault" && mode != "multi" && mode != "ibarrier") {
+  if (size > 1 && mode != "fault" && mode != "multi" && mode != "ibarrier" &&
+      mode != "irouted") {
     if (expect == "switch" && sw == 0) fail("--expect switch: no Iallreduce served by the switch");
     if (expect == "previous" && sw != 0) fail("--expect previous: the switch served Iallreduces");
     if (expect == "previous" && prev == 0) fail("--expect previous: nothing went to the previous module");

@@ -16,6 +16,15 @@
 #   overlap NP BYTES          compute between Iallreduce and Wait overlaps it
 #   ibarrier NP on|off        MPI_Ibarrier: nobody done before the last rank
 #                             posted; mixed with Iallreduce under one Waitall
+#   irouted NP on|off|leaders MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
+#                             mixed with Iallreduce
+#                             under one Waitall (--mode irouted): on: every one
+#                             served by the switch; off: every one by the
+#                             previous module, the agent saw nothing;
+#                             leaders (PPN>1): node leaders, every one counted
+#                             <op>:previous:node-leaders
+#   irouted-kill NP BYTES     as kill, each round also an Iallgather, an Ibcast
+#                             and an Ireduce_scatter_block outstanding (--routed)
 #   kill|delete NP BYTES      the agent SIGKILLed / the lease deleted at a random
 #                             moment of an Iallreduce loop: right answers, redo
 #                             counted, no call over --max-ms
@@ -92,6 +101,49 @@ case $scenario in
     run "$np" "$work/run.log" --mode overlap --bytes "$bytes" --iters 8 --min-hidden 0.5 \
       --expect switch || { cat "$work/run.log"; die "run failed"; }
     expect_pass "$work/run.log" "^overlap: "
+    ;;
+  irouted)
+    np=$1 mode=$2
+    start_agent
+    lease "irouted-np$np"
+    if [[ $mode == leaders ]]; then
+      # Node leaders (PPN's emulated nodes): not streamed, every one to the
+      # previous module with the reason node-leaders, results exact.
+      run "$np" "$work/run.log" --mode irouted --iters 6 --expect previous ||
+        { cat "$work/run.log"; die "run failed"; }
+      expect_pass "$work/run.log" "joined switch group .* node leaders for $np ranks" \
+        "irouted: previous:node-leaders iallgather 24 ibcast 18 ireduce_scatter_block 18"
+    elif [[ $mode == on ]]; then
+      run "$np" "$work/run.log" --mode irouted --iters 6 --expect switch ||
+        { cat "$work/run.log"; die "run failed"; }
+      expect_pass "$work/run.log" "joined switch group" \
+        "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 " \
+        "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 18 "
+    else
+      OFFLOAD=off run "$np" "$work/run.log" --mode irouted --iters 6 --expect previous ||
+        { cat "$work/run.log"; die "run failed"; }
+      expect_pass "$work/run.log" \
+        "irouted: 24 iallgather, iallgather:switch 0 previous 24 .*; 18 ibcast, ibcast:switch 0 previous 18 " \
+        "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 0 previous 18 "
+      expect_no_offload "$work/run.log"
+    fi
+    ;;
+  irouted-kill)
+    # As kill below, with an Iallgather and an Ibcast in each round: the
+    # fault meets any of the four kinds; every result exact, bounded.
+    np=$1 bytes=$2
+    delay_ms=$((RANDOM % 300))
+    echo "injecting kill ${delay_ms} ms after the switch served its first Iallreduce"
+    start_agent
+    lease "ifault-routed"
+    run "$np" "$work/run.log" --mode fault --routed --fault "$work" --bytes "$bytes" --max-ms 8000 &
+    pid=$!
+    fire_fault $pid "$work/run.log" kill "ifault-routed" "$delay_ms"
+    wait $pid || { cat "$work/run.log"; die "the job failed after the fault"; }
+    expect_pass "$work/run.log" \
+      "switch (allreduce|barrier|allgather|bcast|reduce_scatter_block) failed .*(recomputed|redone) on the" \
+      "fault: iallgather:switch [1-9][0-9]* redo [1-9]" "ibcast:switch [1-9][0-9]* redo [1-9]" \
+      "fault: ireduce_scatter_block:switch [1-9][0-9]* redo [1-9]"
     ;;
   kill | delete)
     np=$1 bytes=$2

@@ -308,7 +308,11 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
     if (switchagg::coll::barrierCounter(comm->state.barrierCounters(), key, &value)) return value;
     if (switchagg::coll::routedCounter(comm->state, key, &value)) return value;
     if (switchagg::coll::iallreduceCounter(comm->iallreduce, "iallreduce:", key, &value) ||
-        switchagg::coll::iallreduceCounter(comm->ibarrier, "ibarrier:", key, &value))
+        switchagg::coll::iallreduceCounter(comm->ibarrier, "ibarrier:", key, &value) ||
+        switchagg::coll::iallreduceCounter(comm->iallgather, "iallgather:", key, &value) ||
+        switchagg::coll::iallreduceCounter(comm->ibcast, "ibcast:", key, &value) ||
+        switchagg::coll::iallreduceCounter(comm->ireduce_scatter_block, "ireduce_scatter_block:",
+                                           key, &value))
       return value;
     if (key == "local") return c.local;
     if (key.rfind("tune:", 0) == 0) {

@@ -201,7 +201,9 @@ const char *switchagg_coll_algorithm_help(void);
  * MPI_Barrier its own ("barrier:*"), the routed collectives theirs
  * ("reduce:*", "reduce_scatter:*", "reduce_scatter_block:*", "allgather:*",
  * "bcast:*": local, switch, switch-failed, switch-busy, previous,
- * previous:<reason>).
+ * previous:<reason>), the nonblocking calls theirs ("iallreduce:*",
+ * "ibarrier:*", "iallgather:*", "ibcast:*", "ireduce_scatter_block:*":
+ * iallreduce.h).
  * Unknown names count 0. */
 const char *switchagg_coll_last_path(const switchagg_coll_comm_t *comm);
 uint64_t switchagg_coll_counter(const switchagg_coll_comm_t *comm, const char *name);

@@ -32,6 +32,10 @@ struct switchagg_coll_comm {
   switchagg::coll::CommState state;
   switchagg::coll::IallreduceCounters iallreduce;  // MPI_Iallreduce (iallreduce.h)
   switchagg::coll::IallreduceCounters ibarrier;    // MPI_Ibarrier, the same stream
-  bool istream_barrier = false;                    // the running stream is an MPI_Ibarrier
-  double istream_agree_start_us = 0;               // when its outcome agreement began (0: none)
+  switchagg::coll::IallreduceCounters iallgather;  // MPI_Iallgather, a routed stream
+  switchagg::coll::IallreduceCounters ibcast;      // MPI_Ibcast, a routed stream
+  switchagg::coll::IallreduceCounters ireduce_scatter_block;  // MPI_Ireduce_scatter_block
+  // The running stream's counters (one of the above: set when it started).
+  switchagg::coll::IallreduceCounters* istream = &iallreduce;
+  double istream_agree_start_us = 0;  // when its outcome agreement began (0: none)
 };

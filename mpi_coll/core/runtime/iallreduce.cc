@@ -4,6 +4,7 @@
 #include "iallreduce.h"
 
 #include <exception>
+#include <vector>
 
 #include "coll_core_internal.h"
 #include "process_runtime.h"
@@ -84,6 +85,61 @@ int routeBarrier(switchagg_coll_comm& comm) {
   return SWITCHAGG_COLL_IROUTE_SWITCH;
 }
 
+// MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block: the routed op's
+// counters, null for another op.
+IallreduceCounters* iroutedCounters(switchagg_coll_comm& comm, int routed_op) {
+  if (routed_op == int(RoutedOp::kAllgather)) return &comm.iallgather;
+  if (routed_op == int(RoutedOp::kBcast)) return &comm.ibcast;
+  if (routed_op == int(RoutedOp::kReduceScatterBlock)) return &comm.ireduce_scatter_block;
+  return nullptr;
+}
+
+// `count`: bytes (allgather: one rank's block; bcast: the buffer) or, for
+// reduce_scatter_block, one rank's elements of dtype/op (`counts` holds
+// them per rank for the call's lifetime here).
+RoutedArgs iroutedArgs(const switchagg_coll_comm& comm, int routed_op, const void* send,
+                       void* recv, size_t count, int dtype, int op, int root,
+                       std::vector<size_t>* counts) {
+  RoutedArgs args;
+  args.op = static_cast<RoutedOp>(routed_op);
+  args.send = send;
+  args.recv = recv;
+  args.count = count;
+  args.root = root;
+  if (args.op == RoutedOp::kReduceScatterBlock) {
+    counts->assign(size_t(comm.state.size()), count);
+    args.counts = counts->data();
+    args.dtype = static_cast<Dtype>(dtype);
+    args.reduce_op = static_cast<Op>(op);
+  }
+  return args;
+}
+
+// As route(), for a routed call (docs/offload.md "MPI_Iallreduce"): the
+// blocking routed call's choice (chooseRouted) on the path's state that
+// every rank had agreed before the call was posted.
+int routeRouted(switchagg_coll_comm& comm, IallreduceCounters& c, const RoutedArgs& args) {
+  CommState& state = comm.state;
+  ++c.calls;
+  if (state.broken()) return SWITCHAGG_COLL_IROUTE_FAILED;
+  const size_t bytes = routedVectorBytes(args, state.size());
+  if (bytes == 0 || state.size() == 1) {
+    ++c.local;
+    return SWITCHAGG_COLL_IROUTE_LOCAL;
+  }
+  const SelectionPolicy& policy = ProcessRuntime::instance().params().policy;
+  if (policy.offload == Offload::kOff) return routePrevious(c, "selected");
+  state.ensureSetup();
+  SwitchPath* sw = state.switchPath();
+  if (sw == nullptr) return routePrevious(c, "no switch path");
+  SelectionInput in = state.callShape(args.op == RoutedOp::kAllgather ? args.count : bytes,
+                                      args.dtype, args.reduce_op);
+  if (const char* why = sw->describeRoutedStream(args, &in)) return routePrevious(c, why);
+  if (!chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(), policy).use_switch)
+    return routePrevious(c, "selected");
+  return SWITCHAGG_COLL_IROUTE_SWITCH;
+}
+
 // A step from a progress callback must not run inside a blocking switchagg
 // call on this thread (UCX is not re-entrant) nor, with threads, while
 // another thread holds the gate.
@@ -98,17 +154,36 @@ class StepScope {
   ucx::ThreadGate::TryHold gate_;
 };
 
-// The counters of the stream running on `comm` (an Iallreduce's or an
-// Ibarrier's: set when it started).
-IallreduceCounters& streamCounters(switchagg_coll_comm& comm) {
-  return comm.istream_barrier ? comm.ibarrier : comm.iallreduce;
-}
+// The counters of the stream running on `comm` (set when it started).
+IallreduceCounters& streamCounters(switchagg_coll_comm& comm) { return *comm.istream; }
 
 int streamResult(const Status& st, int* outcome) {
   if (st.code() == Code::kInProgress) return SWITCHAGG_COLL_ISTREAM_RUNNING;
   *outcome = st.ok() ? SwitchPath::kStreamOk
                      : st.code() == Code::kBusy ? SwitchPath::kStreamBusy : SwitchPath::kStreamFailed;
   return SWITCHAGG_COLL_ISTREAM_OUTCOME;
+}
+
+// A stream's start, counted in `c` (the running stream's counters from now
+// on): `start` asks the path to start it.
+template <typename F>
+int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, int* outcome, F&& start) {
+  StepScope step;
+  if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
+  ProcessRuntime::CallScope in_call;
+  return guarded<int>("istream start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
+    SwitchPath* sw = comm.state.switchPath();
+    comm.istream = &c;
+    Status st = sw ? start(*sw) : Status(Code::kUnsupported, "no path");
+    if (st.code() == Code::kUnsupported) {
+      // The path failed on an earlier call (every rank agreed to that).
+      ++c.redo;
+      ++c.events["redo:switch-unavailable"];
+      return static_cast<int>(SWITCHAGG_COLL_ISTREAM_DECLINED);
+    }
+    ++c.steps;
+    return streamResult(st, outcome);
+  });
 }
 
 }  // namespace
@@ -139,6 +214,8 @@ using switchagg::Op;
 using switchagg::coll::AllreduceArgs;
 using switchagg::coll::ProcessRuntime;
 using switchagg::coll::SwitchPath;
+using switchagg::Status;
+using switchagg::Code;
 
 extern "C" {
 
@@ -159,25 +236,36 @@ int switchagg_coll_ibarrier_route(switchagg_coll_comm_t* comm) {
 
 int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, void* recv,
                                  size_t count, int dtype, int op, int barrier, int* outcome) {
-  switchagg::coll::StepScope step;
-  if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
+  AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
+  return switchagg::coll::startCounted(
+      *comm, barrier ? comm->ibarrier : comm->iallreduce, outcome,
+      [&](SwitchPath& sw) { return sw.startStream(args, barrier != 0); });
+}
+
+int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, size_t count,
+                                 int dtype, int op, int root) {
   ProcessRuntime::CallScope in_call;
-  return switchagg::coll::guarded<int>("iallreduce start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
-    SwitchPath* sw = comm->state.switchPath();
-    comm->istream_barrier = barrier != 0;
-    switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
-    AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
-    switchagg::Status st = sw ? sw->startStream(args, comm->istream_barrier)
-                              : switchagg::Status(switchagg::Code::kUnsupported, "no path");
-    if (st.code() == switchagg::Code::kUnsupported) {
-      // The path failed on an earlier call (every rank agreed to that).
-      ++c.redo;
-      ++c.events["redo:switch-unavailable"];
-      return static_cast<int>(SWITCHAGG_COLL_ISTREAM_DECLINED);
-    }
-    ++c.steps;
-    return switchagg::coll::streamResult(st, outcome);
+  return switchagg::coll::guarded<int>("irouted", SWITCHAGG_COLL_IROUTE_FAILED, [&] {
+    switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
+    if (c == nullptr) return static_cast<int>(SWITCHAGG_COLL_IROUTE_FAILED);
+    std::vector<size_t> counts;
+    return switchagg::coll::routeRouted(
+        *comm, *c,
+        switchagg::coll::iroutedArgs(*comm, routed_op, nullptr, nullptr, count, dtype, op, root,
+                                     &counts));
   });
+}
+
+int switchagg_coll_istream_start_routed(switchagg_coll_comm_t* comm, int routed_op,
+                                        const void* send, void* recv, size_t count, int dtype,
+                                        int op, int root, int* outcome) {
+  switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
+  if (c == nullptr) return SWITCHAGG_COLL_ISTREAM_DECLINED;
+  std::vector<size_t> counts;  // copied by the path (startRoutedStream)
+  const switchagg::coll::RoutedArgs args = switchagg::coll::iroutedArgs(
+      *comm, routed_op, send, recv, count, dtype, op, root, &counts);
+  return switchagg::coll::startCounted(*comm, *c, outcome,
+                                       [&](SwitchPath& sw) { return sw.startRoutedStream(args); });
 }
 
 int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
@@ -248,6 +336,14 @@ void switchagg_coll_iallreduce_note(switchagg_coll_comm_t* comm, const char* wha
 void switchagg_coll_ibarrier_note(switchagg_coll_comm_t* comm, const char* what) {
   switchagg::coll::guarded<int>("ibarrier note", 0, [&] {
     switchagg::coll::noteEvent(comm->ibarrier, what);
+    return 0;
+  });
+}
+
+void switchagg_coll_irouted_note(switchagg_coll_comm_t* comm, int routed_op, const char* what) {
+  switchagg::coll::guarded<int>("irouted note", 0, [&] {
+    if (switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op))
+      switchagg::coll::noteEvent(*c, what);
     return 0;
   });
 }

@@ -55,6 +55,24 @@ int switchagg_coll_iallreduce_route(switchagg_coll_comm_t *comm, const void *sen
  * the number of ranks that entered: the glue checks it is the size), when
  * the barrier policy puts barriers on the switch (offload on). */
 int switchagg_coll_ibarrier_route(switchagg_coll_comm_t *comm);
+/* MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block (routed_op
+ * SWITCHAGG_COLL_ALLGATHER, _BCAST or _REDUCE_SCATTER_BLOCK, coll_core.h):
+ * allgather `count` bytes per rank and bcast `count` bytes from root (byte
+ * images; dtype/op unused), reduce_scatter_block `count` elements of
+ * dtype/op per rank (send NULL: in place, the whole vector in recv, the
+ * result at its start). The route as for MPI_Iallreduce (LOCAL:
+ * count 0 or one rank, nothing copied: the glue hands it to the previous
+ * module, whose trivial copy honours any datatype); the stream started by
+ * istream_start_routed (send NULL: in place; bcast: the buffer is recv),
+ * then istream_step / _settle / _end as MPI_Iallreduce's. Counted as
+ * iallgather:* / ibcast:* / ireduce_scatter_block:*, the same names as
+ * iallreduce:*. */
+int switchagg_coll_irouted_route(switchagg_coll_comm_t *comm, int routed_op, size_t count,
+                                 int dtype, int op, int root);
+int switchagg_coll_istream_start_routed(switchagg_coll_comm_t *comm, int routed_op,
+                                        const void *send, void *recv, size_t count, int dtype,
+                                        int op, int root, int *outcome);
+void switchagg_coll_irouted_note(switchagg_coll_comm_t *comm, int routed_op, const char *what);
 /* barrier: 1 for an MPI_Ibarrier's stream (counted as ibarrier:*). */
 int switchagg_coll_istream_start(switchagg_coll_comm_t *comm, const void *send, void *recv,
                                  size_t count, int dtype, int op, int barrier, int *outcome);
@@ -101,7 +119,8 @@ struct IallreduceCounters {
   std::map<std::string, uint64_t> events;  // iallreduce:<reason> (previous:*, redo:*, queued, error)
 };
 
-// `prefix`: "iallreduce:" or "ibarrier:" (the same counters for each).
+// `prefix`: "iallreduce:", "ibarrier:", "iallgather:", "ibcast:" or
+// "ireduce_scatter_block:" (the same counters for each).
 bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
                        const std::string& name, uint64_t* value);
 

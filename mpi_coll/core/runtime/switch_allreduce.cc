@@ -279,8 +279,8 @@ Status AgentSwitchPath::stepStream() {
     st = group_->abortCall(timeoutFor(stream_.bytes));
   }
   countStream(stream_.before);
-  stream_.mine = st;
-  return st;
+  stream_.mine = stream_.routed ? routedDecline(st) : st;
+  return stream_.mine;
 }
 
 Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
@@ -300,8 +300,10 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
                                        : CallOutcome::kFailed;
   } else {
     int source = -1;
-    Result<CallOutcome> settled = settle(mine, stream_.out, stream_.bytes, &source,
-                                        stream_.barrier ? "ibarrier" : "iallreduce");
+    Result<CallOutcome> settled =
+        stream_.routed ? settleRoutedStream(mine, &source)
+                       : settle(mine, stream_.out, stream_.bytes, &source,
+                                stream_.barrier ? "ibarrier" : "iallreduce");
     if (!settled.ok()) {
       if (leaders_) leaders_->abandon();
       return settled.status();
@@ -319,6 +321,7 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
 Status AgentSwitchPath::endStream(int agreed, int first_rank) {
   if (stream_.settled) ++one_trip_;
   else ++agreements_;  // the glue's nonblocking agreement ended
+  if (stream_.routed) return endRoutedStream(agreed, first_rank);
   if (agreed == kStreamOk) {
     if (stream_.args.send == nullptr && stream_.bytes)
       std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);

@@ -116,6 +116,23 @@ class SwitchPath {
   virtual Status settleStream(int /*outcome*/, int* /*agreed*/) {
     return Status(Code::kInternal, "no switch stream");
   }
+  // MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block (iallreduce.h): a
+  // routed call streamed as
+  // the MPI_Iallreduce stream is (stepStream, streamSettles, settleStream,
+  // endStream are the same). describeRoutedStream: as describeRouted, for a
+  // call decided when it is posted (so nothing a pending outcome changes:
+  // not whether the path is joined now): null after filling `in`, else why
+  // not ("node-leaders", "agent-not-routed", "dtype-op"). startRoutedStream:
+  // as startStream (kUnsupported: the path failed on an earlier call, alike
+  // on every rank, nothing sent). endStream's Ok: the result is in place
+  // (an in-place allgather's own block restored before a redo).
+  virtual const char* describeRoutedStream(const RoutedArgs& /*args*/,
+                                           SelectionInput* /*in*/) const {
+    return "no switch stream";
+  }
+  virtual Status startRoutedStream(const RoutedArgs& /*args*/) {
+    return Status(Code::kUnsupported, "no switch stream");
+  }
   // Counters the switch path keeps ("switch:bytes_sent",
   // "fallback:switch-failed", "fallback:switch-busy", ...; docs/offload.md). False: not one of its
   // names, the caller looks elsewhere.

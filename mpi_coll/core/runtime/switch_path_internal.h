@@ -93,8 +93,20 @@ struct Joined {
 // was already reported). `leaders`: null, or only they join the agent.
 Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders);
 
+// A routed call as this member streams it: the agent call, and where an
+// in-place call's staged bytes (scratch) go: `commit` after an all-ok end,
+// `restore` (an in-place allgather's own block) before a redo.
+struct RoutedPlan {
+  agent::RoutedCall call;
+  void* commit = nullptr;
+  void* restore = nullptr;
+  size_t commit_bytes = 0;
+};
+
 // Milliseconds on the steady clock (the MPI_Iallreduce stream's deadline).
 int64_t steadyMs();
+// A client's decline of a routed call, taken as busy (redo, path kept).
+Status routedDecline(const Status& st);
 // reduce, reduce_scatter(_block): the routed call reduces (else it forwards bytes).
 bool isReduction(RoutedOp op);
 
@@ -132,6 +144,8 @@ class AgentSwitchPath : public SwitchPath {
                                RoutedEnd* how);
   Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
                                    const Status& mine, size_t bytes, RoutedEnd* how);
+  const char* describeRoutedStream(const RoutedArgs& args, SelectionInput* in) const override;
+  Status startRoutedStream(const RoutedArgs& args) override;
   void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
   Status startStream(const AllreduceArgs& args, bool barrier = false) override;
   Status stepStream() override;
@@ -173,6 +187,16 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
+  // This rank's agent call for a flat routed call (scratch_ holds an
+  // in-place allgather's own block, a bcast root's returning copy).
+  RoutedPlan planRouted(const RoutedArgs& args);
+  // An allgather's or bcast's whole vector, kept or recovered (recv; a bcast
+  // root whose call failed: scratch).
+  void* routedWhole(const RoutedArgs& args, const Status& mine, size_t bytes);
+  // The routed stream's one-round-trip end (settleStream).
+  Result<CallOutcome> settleRoutedStream(const Status& mine, int* source);
+  // The routed stream's end (endStream): commit or restore, counted.
+  Status endRoutedStream(int agreed, int first_rank);
   // MPI_Iallreduce with node leaders: the node step (calls up to the keep limit).
   Status stepNode();
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
@@ -241,6 +265,10 @@ class AgentSwitchPath : public SwitchPath {
     bool settled = false;   // settleStream ran
     bool node_phase = false;  // node leaders: the node's step runs (stepNode)
     bool barrier = false;     // an MPI_Ibarrier (counted as a barrier)
+    bool routed = false;      // MPI_Iallgather / MPI_Ibcast: rargs, plan
+    RoutedArgs rargs;
+    std::vector<size_t> counts;  // rargs.counts (reduce-scatter)
+    RoutedPlan plan;
   } stream_;
   uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served
 };

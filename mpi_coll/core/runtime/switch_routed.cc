@@ -33,23 +33,19 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
   return nullptr;
 }
 
-// One routed call: the RoutedCall for this rank, the client's stream (all
-// stripes), then the allreduce's one-byte outcome agreement. Results meant
-// for the caller's buffer go there directly when the input stays intact
-// anyway, else to scratch_, committed only once every rank said ok; an
-// in-place allgather streams its own block from a copy and restores it
-// before a redo.
-Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
-  if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
-    return Status(Code::kUnsupported, "switch path cannot route this call");
-  if (leaders_) return routedLeaders(args, how);
+// This rank's agent call for a flat routed call. Results meant for the
+// caller's buffer go there directly when the input stays intact anyway,
+// else to scratch_ (committed only once every rank said ok); an in-place
+// allgather streams its own block from a copy, restored before a redo.
+RoutedPlan AgentSwitchPath::planRouted(const RoutedArgs& args) {
   const int size = comm_.size(), rank = comm_.rank();
   const bool in_place = args.send == nullptr;
   const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
-  agent::RoutedCall call;
-  void* commit = nullptr;   // scratch_ -> commit (commit_bytes) after an all-ok agreement
-  void* restore = nullptr;  // scratch_ -> restore (commit_bytes) before a redo
-  size_t commit_bytes = 0;
+  RoutedPlan plan;
+  agent::RoutedCall& call = plan.call;
+  void*& commit = plan.commit;
+  void*& restore = plan.restore;
+  size_t& commit_bytes = plan.commit_bytes;
   switch (args.op) {
     case RoutedOp::kReduce: {
       call.kind = agent::RoutedCall::Kind::kReduce;
@@ -124,6 +120,23 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       break;
     }
   }
+  return plan;
+}
+
+// One routed call: the RoutedCall for this rank (planRouted), the client's
+// stream (all stripes), then the allreduce's one-byte outcome agreement (or
+// one round trip: "Completion").
+Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
+  if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
+    return Status(Code::kUnsupported, "switch path cannot route this call");
+  if (leaders_) return routedLeaders(args, how);
+  const int size = comm_.size(), rank = comm_.rank();
+  const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
+  RoutedPlan plan = planRouted(args);
+  const agent::RoutedCall& call = plan.call;
+  void* const commit = plan.commit;
+  void* const restore = plan.restore;
+  const size_t commit_bytes = plan.commit_bytes;
   last_bytes_sent_ = 0;
   const size_t vector_bytes = routedVectorBytes(args, size);
   // Reduce and reduce-scatter: a result per rank, recovered from the
@@ -145,11 +158,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast)) {
     ledger_->begin();
     const Status mine = streamRouted(call, vector_bytes);
-    // The whole vector: recv (a bcast root's own buffer, only read; after
-    // a failure there its copy goes to scratch).
-    void* whole = args.op == RoutedOp::kBcast && rank == args.root && !mine.ok()
-                      ? scratchFor(vector_bytes)
-                      : args.recv;
+    void* whole = routedWhole(args, mine, vector_bytes);
     int source = -1;
     Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
     if (!end.ok()) return end.status();
@@ -261,15 +270,112 @@ Status AgentSwitchPath::endRoutedOneRoundTrip(CallOutcome outcome, const Status&
   return Status::Ok();
 }
 
+// A client's decline of a routed call is unexpected (checked before, alike
+// everywhere): no harm done, redo the call, keep the path.
+Status routedDecline(const Status& st) {
+  if (st.code() == Code::kUnsupported || st.code() == Code::kInvalidArgument)
+    return Status(Code::kBusy, "client declined the routed call: " + st.message());
+  return st;
+}
+
 Status AgentSwitchPath::streamRouted(const agent::RoutedCall& call, size_t bytes) {
   const agent::ClientCounters before = group_->counters();
   Status st = group_->routed(call, timeoutFor(bytes));
   countStream(before);
-  // A decline here is unexpected (checked before, alike everywhere): no
-  // harm done, redo the call, keep the path.
-  if (st.code() == Code::kUnsupported || st.code() == Code::kInvalidArgument)
-    st = Status(Code::kBusy, "client declined the routed call: " + st.message());
-  return st;
+  return routedDecline(st);
+}
+
+// The whole vector of an allgather or bcast, kept for peers or recovered
+// into: recv (a bcast root's own buffer, only read; after a failure there
+// its copy goes to scratch).
+void* AgentSwitchPath::routedWhole(const RoutedArgs& args, const Status& mine, size_t bytes) {
+  return args.op == RoutedOp::kBcast && comm_.rank() == args.root && !mine.ok()
+             ? scratchFor(bytes)
+             : args.recv;
+}
+
+// MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block: flat only (node
+// leaders would need node steps that wait). Decided when posted: not joined_.
+const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
+                                                  SelectionInput* in) const {
+  if (leaders_) return "node-leaders";
+  if (!routed_) return "agent-not-routed";
+  if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op)) return "dtype-op";
+  if (in) fill(in);
+  return nullptr;
+}
+
+// As routed() without the blocking parts: the stream runs from progress
+// (stepStream), ends in one round trip up to the keep limit (settleStream,
+// the same recovery as the blocking call) or on the glue's agreement.
+Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
+  // Alike on every rank: joined_ (an earlier call's failure, agreed before
+  // this one started), leaders_, routed_.
+  if (describeRouted(args, nullptr) != nullptr || leaders_ || !group_)
+    return Status(Code::kUnsupported, "switch path cannot stream this routed call");
+  stream_ = Stream{};
+  stream_.routed = true;
+  stream_.rargs = args;
+  if (args.counts) {
+    // The caller's counts may not outlive the posting call.
+    stream_.counts.assign(args.counts, args.counts + comm_.size());
+    stream_.rargs.counts = stream_.counts.data();
+  }
+  stream_.bytes = routedVectorBytes(args, comm_.size());
+  stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
+  stream_.plan = planRouted(stream_.rargs);
+  stream_.out = args.recv;
+  stream_.one_trip = ledger_ && oneRoundTrip(stream_.bytes);
+  if (stream_.one_trip) ledger_->begin();
+  last_bytes_sent_ = 0;
+  stream_.before = group_->counters();
+  Status st = group_->startRouted(stream_.plan.call);
+  if (st.code() == Code::kInProgress) return st;
+  countStream(stream_.before);
+  stream_.mine = routedDecline(st);
+  return stream_.mine;
+}
+
+// A routed stream's one-round-trip end (settleStream): allgather and bcast
+// as the blocking calls (the whole vector kept or copied), reductions with
+// their inputs kept and folded (settleReduction).
+Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int* source) {
+  const RoutedArgs& args = stream_.rargs;
+  if (!isReduction(args.op))
+    return settle(mine, routedWhole(args, mine, stream_.bytes), stream_.bytes, source,
+                  routedOpName(args.op));
+  const agent::RoutedCall& call = stream_.plan.call;
+  const size_t esize = dtypeSize(args.dtype);
+  const int rank = comm_.rank();
+  size_t lo = 0, hi = 0;  // this rank's part of the vector, in bytes
+  if (args.op == RoutedOp::kReduce) {
+    if (rank == args.root) hi = stream_.bytes;
+  } else {
+    lo = call.want[size_t(rank)] * esize;
+    hi = call.want[size_t(rank) + 1] * esize;
+  }
+  uint8_t* out = static_cast<uint8_t*>(stream_.plan.commit ? scratch_.data() : call.out);
+  return settleReduction(mine, args, call.in, stream_.bytes, out, lo, hi);
+}
+
+Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {
+  const RoutedPlan& plan = stream_.plan;
+  const char* what = routedOpName(stream_.rargs.op);
+  if (agreed == kStreamOk) {
+    if (plan.commit && plan.commit_bytes) std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
+    ++routed_calls_;
+    return Status::Ok();
+  }
+  if (plan.restore && plan.commit_bytes)
+    std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
+  if (agreed == kStreamBusy) {
+    ++busy_;
+    return Status(Code::kUnsupported, "switch busy; redone on the previous module");
+  }
+  giveUp(stream_.mine, first_rank, what,
+         stream_.settled ? "no member had the result (all asked); redone on the previous module"
+                         : "redone on the previous module");
+  return Status(Code::kUnsupported, "switch path failed; redone on the previous module");
 }
 
 Status AgentSwitchPath::endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks,

@@ -15,7 +15,9 @@
  *     Calls served by algorithm `name`; "local"; "fallback" (all calls
  *     handed to the previous module) or "fallback:<reason>" (reasons:
  *     "user-defined op", "derived datatype", "selected", ...); the switch
- *     path's "switch:*", "fallback:switch-failed" and "fallback:switch-busy"
+ *     path's "switch:*", "fallback:switch-failed" and "fallback:switch-busy";
+ *     the nonblocking calls' "iallreduce:*", "ibarrier:*", "iallgather:*",
+ *     "ibcast:*", "ireduce_scatter_block:*" and the routed calls' "<op>:*"
  *     (docs/offload.md).
  *     UINT64_MAX when switchagg does not serve allreduce on comm.
  */
