@@ -19,6 +19,7 @@
 #include "aggregation_engine.h"
 #include "lease_table.h"
 #include "switchagg/agent/malloc_tuning.h"
+#include "switchagg/common/test_hooks.h"
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
 
@@ -264,38 +265,16 @@ struct DataPlane::Impl : EngineOutput {
     static_cast<EngineSettings&>(ec) = config.engine;
     ec.has_parent = !config.parent_address.empty();
     // Test-only fault point (EngineConfig::test_partial_result).
-    if (const char* fault = std::getenv("SWITCHAGG_AGENT_TEST_FAULT")) {
-      unsigned long long n = 0;
-      unsigned member = 0;
-      char tail[16] = {};
-      bool valid = false;
-      if (std::strncmp(fault, "partial:", 8) == 0) {
-        valid = std::sscanf(fault, "partial:%llu%15s", &n, tail) >= 1 &&
-                (!tail[0] || std::strcmp(tail, ":exit") == 0);
-        ec.test_partial_exit = tail[0] != 0;
-      } else if (std::strncmp(fault, "miss:", 5) == 0) {
-        valid = std::sscanf(fault, "miss:%llu:%u%15s", &n, &member, tail) == 2 &&
-                member != EngineConfig::kNoMissMember;
-        ec.test_miss_member = member;
-      } else if (std::strncmp(fault, "revoke:", 7) == 0) {
-        valid = std::sscanf(fault, "revoke:%llu%15s", &n, tail) == 1;
-        ec.test_revoke = true;
-      } else if (std::strncmp(fault, "late:", 5) == 0) {
-        long long ms = 0;
-        valid = std::sscanf(fault, "late:%llu:%u:%lld%15s", &n, &member, &ms, tail) == 3 &&
-                member != EngineConfig::kNoMissMember && ms > 0;
-        ec.test_miss_member = member;
-        ec.test_late_ms = ms;
-      }
-      if (!valid || n == 0)
-        return Status(Code::kInvalidArgument,
-                      std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit], "
-                                  "miss:N:M, late:N:M:MS or revoke:N (N >= 1: the N-th chunk "
-                                  "result; M: the member it is not sent to, or sent MS > 0 ms "
-                                  "late; revoke: its lease revoked after it), got '") +
-                          fault + "'");
-      ec.test_partial_result = n;
-      SA_WARN("agent", "test fault armed: %s", fault);
+    static_assert(AgentTestFault::kNoMember == EngineConfig::kNoMissMember);
+    TestHooks hooks;  // a bad value stops the agent, naming the variable
+    SWITCHAGG_RETURN_IF_ERROR(testHooksTable().applyEnvironment(hooks, "test.agent_fault"));
+    if (const AgentTestFault& f = hooks.agent_fault; f.kind != AgentTestFault::Kind::kNone) {
+      ec.test_partial_result = f.result;
+      ec.test_partial_exit = f.exit;
+      ec.test_miss_member = f.member;
+      ec.test_late_ms = f.late_ms;
+      ec.test_revoke = f.kind == AgentTestFault::Kind::kRevoke;
+      SA_WARN("agent", "test fault armed: %s", f.text.c_str());
     }
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);
