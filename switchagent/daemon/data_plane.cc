@@ -58,7 +58,8 @@ struct Peer {
 }  // namespace
 
 struct DataPlane::Impl : EngineOutput {
-  DataPlaneConfig config;
+  const DataPlaneConfig& config;
+  const std::string parent_address;  // "" = a root (DataPlane::start)
   LeaseTable& leases;
   std::unique_ptr<ucx::Context> context;
   std::unique_ptr<ucx::Worker> worker;
@@ -79,7 +80,8 @@ struct DataPlane::Impl : EngineOutput {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  Impl(const DataPlaneConfig& c, LeaseTable& l) : config(c), leases(l) {}
+  Impl(const DataPlaneConfig& c, std::string parent, LeaseTable& l)
+      : config(c), parent_address(std::move(parent)), leases(l) {}
 
   // Gives a connection its PeerId (on its first message or when the
   // listener hands it over, whichever comes first); 0 for a dying one.
@@ -127,18 +129,18 @@ struct DataPlane::Impl : EngineOutput {
 
   bool sendUp(wire::Frame frame, const void* payload, size_t bytes,
               std::shared_ptr<SlotBuffers> keep) override {
-    if (config.parent_address.empty()) return false;
+    if (parent_address.empty()) return false;
     if (parent && parent->failed()) return false;  // reported by the failure handler
     if (!parent) {
-      auto ep = ucx::Endpoint::connect(*worker, config.parent_address);
+      auto ep = ucx::Endpoint::connect(*worker, parent_address);
       if (!ep.ok()) {
-        SA_WARN("agent", "parent agent at %s: %s", config.parent_address.c_str(),
+        SA_WARN("agent", "parent agent at %s: %s", parent_address.c_str(),
                 ep.status().toString().c_str());
         return false;
       }
       parent = std::move(ep.value());
       parent->setUserData(reinterpret_cast<void*>(kParent));
-      SA_INFO("agent", "connected to the parent agent at %s", config.parent_address.c_str());
+      SA_INFO("agent", "connected to the parent agent at %s", parent_address.c_str());
     }
     return sendFrame(*parent, wire::kAmToAgent, std::move(frame), payload, bytes, std::move(keep));
   }
@@ -263,7 +265,8 @@ struct DataPlane::Impl : EngineOutput {
     pool = std::make_unique<ReducePool>(config.threads);
     EngineConfig ec;
     static_cast<EngineSettings&>(ec) = config.engine;
-    ec.has_parent = !config.parent_address.empty();
+    ec.pool_slots = static_cast<size_t>(leases.limits().pool_slots);
+    ec.has_parent = !parent_address.empty();
     // Test-only fault point (EngineConfig::test_partial_result).
     static_assert(AgentTestFault::kNoMember == EngineConfig::kNoMissMember);
     TestHooks hooks;  // a bad value stops the agent, naming the variable
@@ -346,13 +349,14 @@ DataPlane::~DataPlane() {
 }
 
 Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& config,
+                                                    std::string parent_address,
                                                     LeaseTable& leases) {
   if (config.engine.slot_bytes < SlotPool::kMinSlotBytes ||
       config.engine.slot_bytes > wire::kMaxSlotBytes)
     return Status(Code::kInvalidArgument, "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
                                               std::to_string(config.engine.slot_bytes));
   tuneMallocForStreaming();
-  auto impl = std::make_unique<Impl>(config, leases);
+  auto impl = std::make_unique<Impl>(config, std::move(parent_address), leases);
   SWITCHAGG_RETURN_IF_ERROR(impl->init());
   Impl* raw = impl.get();
   std::unique_ptr<DataPlane> dp(new DataPlane(std::move(impl)));
