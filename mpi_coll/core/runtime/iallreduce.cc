@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "coll_core_internal.h"
+#include "counter_names.h"
 #include "process_runtime.h"
 #include "selector.h"
 #include "switch_path.h"
@@ -115,18 +116,14 @@ int streamResult(const Status& st, int* outcome) {
 
 bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
                        const std::string& name, uint64_t* value) {
-  if (name.rfind(prefix, 0) != 0) return false;
-  const std::string key = name.substr(prefix.size());
-  if (key == "calls") *value = c.calls;
-  else if (key == "local") *value = c.local;
-  else if (key == "switch") *value = c.switched;
-  else if (key == "previous") *value = c.previous;
-  else if (key == "redo") *value = c.redo;
-  else if (key == "steps") *value = c.steps;
-  else {
-    auto it = c.events.find(key);
-    *value = it == c.events.end() ? 0 : it->second;
-  }
+  using I = IallreduceCounters;
+  std::string key;
+  if (!counterKey(name, prefix, &key)) return false;
+  if (!counterField<I>(c, key,
+                       {{"calls", &I::calls}, {"local", &I::local}, {"switch", &I::switched},
+                        {"previous", &I::previous}, {"redo", &I::redo}, {"steps", &I::steps}},
+                       value))
+    *value = countOf(c.events, key);
   return true;
 }
 

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -157,6 +158,12 @@ class AgentSwitchPath : public SwitchPath {
   // that gave the result. An error: recovery could not decide (bounded).
   Result<CallOutcome> settle(const Status& mine, void* out, size_t bytes, int* source,
                              const char* what);
+  // What settle and settleReduction share. Done or busy here is final and
+  // recorded in the ledger (done keeps `kept`, `bytes` of it, for a peer
+  // that missed the call); nullopt: the call failed here, which the caller
+  // records (it knows what it can keep) before asking the other members.
+  std::optional<CallOutcome> settledHere(const Status& mine, const void* kept, size_t bytes);
+  void logFailedHere(const Status& mine, const char* what) const;
   Result<CallOutcome> endOneRoundTrip(const Status& mine, void* out, void* node_result,
                                       size_t bytes, int* source, const char* what);
   // The outcome agreement of a call that has one, counted.

@@ -209,19 +209,11 @@ Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const R
                                                      const void* input, size_t vector_bytes,
                                                      uint8_t* out, size_t lo, size_t hi) {
   const char* what = routedOpName(args.op);
-  if (mine.ok()) {
-    ledger_->done(input, vector_bytes);
-    return CallOutcome::kDone;
-  }
-  if (mine.code() == Code::kBusy) {
-    ledger_->busy();
-    return CallOutcome::kBusy;
-  }
+  if (std::optional<CallOutcome> here = settledHere(mine, input, vector_bytes)) return *here;
   // No input here (the node's reduce failed first): this member sent
   // nothing, so nobody can be done and nobody needs its part.
   ledger_->failed(input, input ? vector_bytes : 0);
-  SA_DEBUG("coll", "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); asking the other members",
-           comm_.name().c_str(), comm_.rank(), what, ledger_->seq(), mine.toString().c_str());
+  logFailedHere(mine, what);
   std::vector<std::vector<uint8_t>> parts;
   Result<Recovery> r = ledger_->gatherInputs(lo, input ? hi : lo, &parts,
                                              ProcessRuntime::instance().params().stall);
