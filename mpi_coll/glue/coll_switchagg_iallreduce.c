@@ -36,17 +36,23 @@
 
 enum { ST_QUEUED, ST_STREAM, ST_SETTLE, ST_AGREE, ST_REDO };
 
-typedef struct mca_coll_switchagg_ireq_t {
-  ompi_request_t super;
-  mca_coll_switchagg_module_t *m;
-  struct ompi_communicator_t *comm;
-  const void *sbuf;                 /* MPI_IN_PLACE or the send buffer */
+/* A request's call: MPI's view (a redo's arguments) and the core's (sa_*:
+ * its count, dtype and op). */
+typedef struct {
+  const void *sbuf; /* MPI_IN_PLACE or the send buffer */
   void *rbuf;
   int count;
   struct ompi_datatype_t *dtype;
   struct ompi_op_t *op;
   size_t sa_count;
   int sa_dtype, sa_op;
+} call_args_t;
+
+typedef struct mca_coll_switchagg_ireq_t {
+  ompi_request_t super;
+  mca_coll_switchagg_module_t *m;
+  struct ompi_communicator_t *comm;
+  call_args_t call;
   int state;
   struct {
     int value;
@@ -151,8 +157,9 @@ static void finish_served(mca_coll_switchagg_ireq_t *r) {
 
 static void start_redo(mca_coll_switchagg_ireq_t *r) {
   struct ompi_communicator_t *p = r->m->iprivate;
+  const call_args_t *c = &r->call;
   int rc = r->barrier ? p->c_coll->coll_ibarrier(p, &r->sub, p->c_coll->coll_ibarrier_module)
-                      : private_iallreduce(r->m, r->sbuf, r->rbuf, r->count, r->dtype, r->op,
+                      : private_iallreduce(r->m, c->sbuf, c->rbuf, c->count, c->dtype, c->op,
                                            &r->sub);
   if (OMPI_SUCCESS != rc) {
     finish(r, MPI_ERR_OTHER);
@@ -207,8 +214,10 @@ static bool advance(mca_coll_switchagg_module_t *m) {
   if (NULL == r) return false;
   switch (r->state) {
     case ST_QUEUED:
-      rc = switchagg_coll_istream_start(m->core, MPI_IN_PLACE == r->sbuf ? NULL : r->sbuf,
-                                        r->rbuf, r->sa_count, r->sa_dtype, r->sa_op, r->barrier,
+      rc = switchagg_coll_istream_start(m->core,
+                                        MPI_IN_PLACE == r->call.sbuf ? NULL : r->call.sbuf,
+                                        r->call.rbuf, r->call.sa_count, r->call.sa_dtype,
+                                        r->call.sa_op, r->barrier,
                                         &outcome);
       if (SWITCHAGG_COLL_ISTREAM_NOT_NOW == rc) return false;
       if (SWITCHAGG_COLL_ISTREAM_DECLINED == rc)
@@ -317,20 +326,6 @@ static mca_coll_switchagg_ireq_t *new_request(mca_coll_switchagg_module_t *m,
   return r;
 }
 
-/* The call r carries: MPI's view (a redo's arguments) and the core's. */
-static void set_call(mca_coll_switchagg_ireq_t *r, const void *sbuf, void *rbuf, int count,
-                     struct ompi_datatype_t *dtype, struct ompi_op_t *op, size_t sa_count,
-                     int sa_dtype, int sa_op) {
-  r->sbuf = sbuf;
-  r->rbuf = rbuf;
-  r->count = count;
-  r->dtype = dtype;
-  r->op = op;
-  r->sa_count = sa_count;
-  r->sa_dtype = sa_dtype;
-  r->sa_op = sa_op;
-}
-
 /* Queues r on m (behind the calls posted before it) and starts its stream
  * at once when nothing is ahead of it. */
 static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r,
@@ -366,13 +361,52 @@ static int prepare(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *c
   return OMPI_SUCCESS;
 }
 
+/* The core's route for one MPI_Iallreduce (`a`) or MPI_Ibarrier (barrier,
+ * a = NULL: one int32 sum of the request's own fields), taken: LOCAL
+ * completes at once, SWITCH queues a request for the call (the
+ * communicator prepared first), PREVIOUS sets *hand_on: the caller hands
+ * the call to the previous module (each has its own signature). */
+static int take_route(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm, int route,
+                      bool barrier, const call_args_t *a, ompi_request_t **request,
+                      bool *hand_on) {
+  mca_coll_switchagg_ireq_t *r;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+
+  switch (route) {
+    case SWITCHAGG_COLL_IROUTE_LOCAL:
+      *request = &ompi_request_empty;
+      return OMPI_SUCCESS;
+    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
+    case SWITCHAGG_COLL_IROUTE_PREVIOUS:
+      *hand_on = true;
+      return OMPI_SUCCESS;
+    default: return MPI_ERR_OTHER;
+  }
+  if (OMPI_SUCCESS != prepare(m, comm)) {
+    /* Collective and alike on every rank: nothing was queued anywhere. */
+    note(m, barrier, "error");
+    return MPI_ERR_OTHER;
+  }
+  r = new_request(m, comm, barrier);
+  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+  if (barrier) {
+    (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &sa_dtype, &sa_op, &flags, &scale);
+    const call_args_t one = {&r->one, &r->entered, 1, MPI_INT32_T, MPI_SUM, 1, sa_dtype, sa_op};
+    r->call = one;
+  } else {
+    r->call = *a;
+  }
+  enqueue(m, r, request);
+  return OMPI_SUCCESS;
+}
+
 int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   struct ompi_communicator_t *comm, ompi_request_t **request,
                                   mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  mca_coll_switchagg_ireq_t *r;
-  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, route;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, route, rc;
+  bool hand_on = false;
   const char *why;
 
   if (NULL == m->previous_iallreduce) return OMPI_ERR_NOT_SUPPORTED;
@@ -406,26 +440,12 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   }
   route = switchagg_coll_iallreduce_route(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                           (size_t)count * (size_t)scale, sa_dtype, sa_op);
-  switch (route) {
-    case SWITCHAGG_COLL_IROUTE_LOCAL:
-      *request = &ompi_request_empty;
-      return OMPI_SUCCESS;
-    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
-    case SWITCHAGG_COLL_IROUTE_PREVIOUS:
-      return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
-                                    m->previous_iallreduce_module);
-    default: return MPI_ERR_OTHER;
-  }
-  if (OMPI_SUCCESS != prepare(m, comm)) {
-    /* Collective and alike on every rank: nothing was queued anywhere. */
-    switchagg_coll_iallreduce_note(m->core, "error");
-    return MPI_ERR_OTHER;
-  }
-  r = new_request(m, comm, false);
-  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
-  set_call(r, sbuf, rbuf, count, dtype, op, (size_t)count * (size_t)scale, sa_dtype, sa_op);
-  enqueue(m, r, request);
-  return OMPI_SUCCESS;
+  const call_args_t call = {sbuf, rbuf, count, dtype, op, (size_t)count * (size_t)scale,
+                           sa_dtype, sa_op};
+  rc = take_route(m, comm, route, false, &call, request, &hand_on);
+  if (!hand_on) return rc;
+  return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                m->previous_iallreduce_module);
 }
 
 /* MPI_Ibarrier: through the switch path when the barrier policy puts
@@ -434,8 +454,8 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
 int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
                                 mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  mca_coll_switchagg_ireq_t *r;
-  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+  bool hand_on = false;
+  int rc;
 
   if (NULL == m->previous_ibarrier) return OMPI_ERR_NOT_SUPPORTED;
   if (mca_coll_switchagg_creating_private || NULL == m->core)
@@ -445,23 +465,8 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
     switchagg_coll_ibarrier_note(m->core, "previous:MPI_THREAD_MULTIPLE");
     return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
   }
-  switch (switchagg_coll_ibarrier_route(m->core)) {
-    case SWITCHAGG_COLL_IROUTE_LOCAL:
-      *request = &ompi_request_empty;
-      return OMPI_SUCCESS;
-    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
-    case SWITCHAGG_COLL_IROUTE_PREVIOUS:
-      return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
-    default: return MPI_ERR_OTHER;
-  }
-  if (OMPI_SUCCESS != prepare(m, comm)) {
-    switchagg_coll_ibarrier_note(m->core, "error");
-    return MPI_ERR_OTHER;
-  }
-  r = new_request(m, comm, true);
-  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
-  (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &sa_dtype, &sa_op, &flags, &scale);
-  set_call(r, &r->one, &r->entered, 1, MPI_INT32_T, MPI_SUM, 1, sa_dtype, sa_op);
-  enqueue(m, r, request);
-  return OMPI_SUCCESS;
+  rc = take_route(m, comm, switchagg_coll_ibarrier_route(m->core), true, NULL, request,
+                  &hand_on);
+  if (!hand_on) return rc;
+  return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
 }
