@@ -185,6 +185,19 @@ class AgentSwitchPath : public SwitchPath {
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
   // A routed call's stream (counted); a client decline is taken as busy:
   // nothing was sent, the ranks redo the call and keep the path.
+  // A routed call (without node leaders) as the agent client takes it, and
+  // where its result goes around the call: scratch_ -> commit
+  // (commit_bytes) after success, scratch_ -> restore before a redo.
+  struct RoutedPlan {
+    agent::RoutedCall call;
+    void* commit = nullptr;
+    void* restore = nullptr;
+    size_t commit_bytes = 0;
+  };
+  RoutedPlan planRouted(const RoutedArgs& args);
+  // Allgather and bcast in one round trip (the same vector on every rank).
+  Status routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
+                                   size_t vector_bytes, RoutedEnd* how);
   Status streamRouted(const agent::RoutedCall& call, size_t bytes);
   // A routed call the ranks did not all finish: busy, or given up.
   Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, RoutedOp op,

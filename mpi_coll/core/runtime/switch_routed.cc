@@ -39,17 +39,15 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
 // anyway, else to scratch_, committed only once every rank said ok; an
 // in-place allgather streams its own block from a copy and restores it
 // before a redo.
-Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
-  if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
-    return Status(Code::kUnsupported, "switch path cannot route this call");
-  if (leaders_) return routedLeaders(args, how);
+AgentSwitchPath::RoutedPlan AgentSwitchPath::planRouted(const RoutedArgs& args) {
   const int size = comm_.size(), rank = comm_.rank();
   const bool in_place = args.send == nullptr;
   const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
-  agent::RoutedCall call;
-  void* commit = nullptr;   // scratch_ -> commit (commit_bytes) after an all-ok agreement
-  void* restore = nullptr;  // scratch_ -> restore (commit_bytes) before a redo
-  size_t commit_bytes = 0;
+  RoutedPlan plan;
+  agent::RoutedCall& call = plan.call;
+  void*& commit = plan.commit;
+  void*& restore = plan.restore;
+  size_t& commit_bytes = plan.commit_bytes;
   switch (args.op) {
     case RoutedOp::kReduce: {
       call.kind = agent::RoutedCall::Kind::kReduce;
@@ -124,6 +122,52 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       break;
     }
   }
+  return plan;
+}
+
+// Allgather and bcast leave the same vector on every rank, so a member
+// that missed it can copy it from one that has it: one round trip
+// ("Completion").
+Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
+                                                  size_t vector_bytes, RoutedEnd* how) {
+  const int rank = comm_.rank();
+  ledger_->begin();
+  const Status mine = streamRouted(plan.call, vector_bytes);
+  // The whole vector: recv (a bcast root's own buffer, only read; after
+  // a failure there its copy goes to scratch).
+  void* whole = args.op == RoutedOp::kBcast && rank == args.root && !mine.ok()
+                    ? scratchFor(vector_bytes)
+                    : args.recv;
+  int source = -1;
+  Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
+  if (!end.ok()) return end.status();
+  if (*end == CallOutcome::kDone) {
+    ++routed_calls_;
+    ++one_trip_;
+    *how = RoutedEnd::kSwitched;
+    return Status::Ok();
+  }
+  if (plan.restore && plan.commit_bytes)
+    std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
+  if (*end == CallOutcome::kBusy) {
+    ++busy_;
+    *how = RoutedEnd::kBusy;
+    return Status::Ok();
+  }
+  giveUp(mine, firstFailed(mine, source), routedOpName(args.op),
+         "no member had the result (all asked); redone on the previous module");
+  *how = RoutedEnd::kFailed;
+  return Status::Ok();
+}
+
+Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
+  if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
+    return Status(Code::kUnsupported, "switch path cannot route this call");
+  if (leaders_) return routedLeaders(args, how);
+  const int size = comm_.size(), rank = comm_.rank();
+  const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
+  const RoutedPlan plan = planRouted(args);
+  const agent::RoutedCall& call = plan.call;
   last_bytes_sent_ = 0;
   const size_t vector_bytes = routedVectorBytes(args, size);
   // Reduce and reduce-scatter: a result per rank, recovered from the
@@ -136,50 +180,23 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       lo = call.want[size_t(rank)] * esize;
       hi = call.want[size_t(rank) + 1] * esize;
     }
-    return routedReduction(args, call, lo, hi, commit, how);
+    return routedReduction(args, call, lo, hi, plan.commit, how);
   }
-  // Allgather and bcast leave the same vector on every rank, so a member
-  // that missed it can copy it from one that has it: one round trip
-  // ("Completion").
   if (ledger_ && oneRoundTrip(vector_bytes) &&
-      (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast)) {
-    ledger_->begin();
-    const Status mine = streamRouted(call, vector_bytes);
-    // The whole vector: recv (a bcast root's own buffer, only read; after
-    // a failure there its copy goes to scratch).
-    void* whole = args.op == RoutedOp::kBcast && rank == args.root && !mine.ok()
-                      ? scratchFor(vector_bytes)
-                      : args.recv;
-    int source = -1;
-    Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
-    if (!end.ok()) return end.status();
-    if (*end == CallOutcome::kDone) {
-      ++routed_calls_;
-      ++one_trip_;
-      *how = RoutedEnd::kSwitched;
-      return Status::Ok();
-    }
-    if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
-    if (*end == CallOutcome::kBusy) {
-      ++busy_;
-      *how = RoutedEnd::kBusy;
-      return Status::Ok();
-    }
-    giveUp(mine, firstFailed(mine, source), routedOpName(args.op),
-           "no member had the result (all asked); redone on the previous module");
-    *how = RoutedEnd::kFailed;
-    return Status::Ok();
-  }
+      (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast))
+    return routedForwardOneRoundTrip(args, plan, vector_bytes, how);
   const Status mine = streamRouted(call, vector_bytes);
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
-    if (commit && commit_bytes) std::memcpy(commit, scratch_.data(), commit_bytes);
+    if (plan.commit && plan.commit_bytes)
+      std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
     ++routed_calls_;
     *how = RoutedEnd::kSwitched;
     return Status::Ok();
   }
-  if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
+  if (plan.restore && plan.commit_bytes)
+    std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
   return endRoutedUnserved(mine, oks, args.op, how);
 }
 
