@@ -8,12 +8,14 @@
 #include <sstream>
 
 #include "switchagg/agent/control_client.h"
+#include "switchagg/agent/job_environment.h"
 #include "switchagg/agent/malloc_tuning.h"
 #include "switchagg/coll/pmpi_params.h"
 #include "switchagg/coll/process_settings.h"
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/log_config.h"
+#include "switchagg/common/test_hooks.h"
 #include "switchagg/ucx/ucp_config.h"
 
 namespace switchagg::info {
@@ -74,6 +76,7 @@ Status addTable(const ConfigTable<T>& table, std::vector<ConfigDoc>* docs) {
 Result<std::vector<OptionRow>> optionRows(const InfoArgs& args) {
   std::vector<OptionRow> rows;
   std::vector<ConfigDoc> docs = ucx::transportOptionTable();
+  SWITCHAGG_RETURN_IF_ERROR(addTable(agent::jobEnvironmentTable(), &docs));
   SWITCHAGG_RETURN_IF_ERROR(addTable(coll::switchSettingsTable(), &docs));
   SWITCHAGG_RETURN_IF_ERROR(addTable(coll::processSettingsTable(), &docs));
   // The PMPI library's (libswitchagg_pmpi.so): the MCA parameters' names.
@@ -81,6 +84,8 @@ Result<std::vector<OptionRow>> optionRows(const InfoArgs& args) {
   SWITCHAGG_RETURN_IF_ERROR(addTable(agent::controlEnvironmentTable(), &docs));
   SWITCHAGG_RETURN_IF_ERROR(addTable(agent::mallocTuningTable(), &docs));
   SWITCHAGG_RETURN_IF_ERROR(addTable(logSettingsTable(), &docs));
+  // Listed so that a stray one in a job's environment shows (tests only).
+  SWITCHAGG_RETURN_IF_ERROR(addTable(testHooksTable(), &docs));
   for (const ConfigDoc& d : docs) {
     OptionRow r{d.name, d.env, d.default_value, d.default_value, "default", d.help};
     if (auto cli = cliValue(args, d.env)) {

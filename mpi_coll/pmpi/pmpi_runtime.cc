@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "pmpi_layer.h"
+#include "switchagg/agent/job_environment.h"
 #include "switchagg/coll/pmpi_params.h"
-#include "switchagg/common/config.h"
 
 namespace switchagg::pmpi {
 namespace {
@@ -156,8 +156,8 @@ State openLocked() {
   g_params = params;
   if (!params.enable) return State::kOff;
   g_progressing_waits = g_params.algorithm != "previous";
-  for (const char* name : {"SWITCHAGG_AGENT", "SWITCHAGG_LEASE"})
-    if (envOrNull(name) != nullptr) g_progressing_waits = true;
+  const agent::JobEnvironment job = agent::jobEnvironment();
+  if (!job.agents.empty() || !job.tokens.empty()) g_progressing_waits = true;
   switchagg_coll_params_t p{};
   p.algorithm = g_params.algorithm.c_str();
   p.offload = g_params.offload.c_str();

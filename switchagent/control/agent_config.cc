@@ -86,19 +86,25 @@ constexpr int64_t kDay = 24LL * 3600 * 1000;
 
 const ConfigTable<AgentConfig>& agentConfigTable() {
   using C = AgentConfig;
+  using D = DataPlaneConfig;
   using E = EngineSettings;
-  const auto engine = [](ConfigBinding<E> b) { return nestedField(&C::engine, std::move(b)); };
+  using L = LeaseLimits;
+  const auto data = [](ConfigBinding<D> b) { return nestedField(&C::data, std::move(b)); };
+  const auto engine = [data](ConfigBinding<E> b) {
+    return data(nestedField(&D::engine, std::move(b)));
+  };
+  const auto limits = [](ConfigBinding<L> b) { return nestedField(&C::limits, std::move(b)); };
   constexpr DurationUnit kUnit = DurationUnit::kRequired;
   static const ConfigTable<AgentConfig> table({
       {"data.listen", nullptr, "UCX socket address of the data plane (host:port; port 0 = any)",
-       stringField(&C::data_listen, checkListen<false>)},
+       data(stringField(&D::listen, checkListen<false>))},
       {"data.slot_bytes", nullptr, "payload bytes per aggregation slot (the chunk size)",
        engine(sizeField(&E::slot_bytes, 4096, (1ull << 26)))},
       {"data.slot_memory", nullptr, "bytes of slot buffers all groups together may hold; a window that does "
        "not fit is shrunk at the join",
        engine(sizeField(&E::memory_bytes, 1ull << 20, 1ull << 40))},
       {"data.threads", nullptr, "reduction threads; 0 = one per core",
-       intField(&C::data_threads, 0, 256)},
+       data(intField(&D::threads, 0, 256))},
       {"data.member_timeout", nullptr, "a group member silent this long has its group aborted",
        engine(durationField(&E::member_timeout_ms, 100, kDay, kUnit))},
       {"data.link_mbps", nullptr, "the data link's rate in Mbit/s, told to clients for their cost model (0 = unknown)",
@@ -120,7 +126,7 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        "call (0: a pass takes every ready chunk)",
        engine(sizeField(&E::fair_share_bytes, 0, 1ull << 40))},
       {"pool.slots", nullptr, "aggregation slots of the switch (the pool leases draw from)",
-       engine(intField(&E::pool_slots, 1, 1 << 20))},
+       limits(intField(&L::pool_slots, 1, 1 << 20))},
       {"control.unix_socket", nullptr, "control API Unix socket (peer credentials); \"\" disables it",
        stringField(&C::unix_socket, checkSocketPath)},
       {"control.listen", nullptr, "control API TCP address (munge-authenticated); \"\" disables it",
@@ -139,15 +145,15 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
       {"control.max_connections_per_peer", nullptr, "concurrent control connections from one TCP address or one non-root uid",
        intField(&C::max_connections_per_peer, 1, 4096)},
       {"policy.max_slots_per_job", nullptr, "most slots one job's lease may hold",
-       intField(&C::max_slots_per_job, 1, 1 << 20)},
+       limits(intField(&L::max_slots_per_job, 1, 1 << 20))},
       {"policy.max_slots_per_user", nullptr, "most slots all leases of one user may hold",
-       intField(&C::max_slots_per_user, 1, 1 << 20)},
+       limits(intField(&L::max_slots_per_user, 1, 1 << 20))},
       {"policy.default_slots", nullptr, "slots of a lease whose request names none",
        intField(&C::default_slots, 1, 1 << 20)},
       {"policy.default_ttl", nullptr, "lease lifetime when the request names none",
        durationField(&C::default_ttl_ms, 1000, 366 * kDay, kUnit)},
       {"policy.max_ttl", nullptr, "longest lease lifetime a request (or renew) may ask",
-       durationField(&C::max_ttl_ms, 1000, 366 * kDay, kUnit)},
+       limits(durationField(&L::max_ttl_ms, 1000, 366 * kDay, kUnit))},
       {"policy.allowed_users", nullptr, "users (names or uids, \"*\" = all) who may lease slots for themselves",
        listField(&C::allowed_users)},
       {"policy.allowed_groups", nullptr, "groups (names or gids) whose members may lease slots for themselves",
@@ -194,16 +200,16 @@ Status validateConfig(const AgentConfig& c) {
     return Status(Code::kInvalidArgument, std::string(a) + ": " + std::to_string(av) +
                                               " exceeds " + b + " (" + std::to_string(bv) + ")");
   };
-  const int64_t pool_slots = static_cast<int64_t>(c.engine.pool_slots);
-  if (c.max_slots_per_job > pool_slots)
-    return tooBig("policy.max_slots_per_job", c.max_slots_per_job, "pool.slots", pool_slots);
-  if (c.default_slots > c.max_slots_per_job)
+  const LeaseLimits& l = c.limits;
+  if (l.max_slots_per_job > l.pool_slots)
+    return tooBig("policy.max_slots_per_job", l.max_slots_per_job, "pool.slots", l.pool_slots);
+  if (c.default_slots > l.max_slots_per_job)
     return tooBig("policy.default_slots", c.default_slots, "policy.max_slots_per_job",
-                  c.max_slots_per_job);
-  if (c.max_slots_per_job > c.max_slots_per_user)
-    return tooBig("policy.max_slots_per_job", c.max_slots_per_job, "policy.max_slots_per_user",
-                  c.max_slots_per_user);
-  if (c.default_ttl_ms > c.max_ttl_ms) {
+                  l.max_slots_per_job);
+  if (l.max_slots_per_job > l.max_slots_per_user)
+    return tooBig("policy.max_slots_per_job", l.max_slots_per_job, "policy.max_slots_per_user",
+                  l.max_slots_per_user);
+  if (c.default_ttl_ms > l.max_ttl_ms) {
     return Status(Code::kInvalidArgument, "policy.default_ttl: longer than policy.max_ttl");
   }
   if (c.unix_socket.empty() && c.control_listen.empty()) {
@@ -212,15 +218,6 @@ Status validateConfig(const AgentConfig& c) {
                   "would be unreachable");
   }
   return Status::Ok();
-}
-
-LeaseLimits leaseLimitsOf(const AgentConfig& config) {
-  LeaseLimits l;
-  l.pool_slots = static_cast<int>(config.engine.pool_slots);
-  l.max_slots_per_job = config.max_slots_per_job;
-  l.max_slots_per_user = config.max_slots_per_user;
-  l.max_ttl_ms = config.max_ttl_ms;
-  return l;
 }
 
 }  // namespace switchagg::agent

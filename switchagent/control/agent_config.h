@@ -21,17 +21,13 @@
 namespace switchagg::agent {
 
 struct AgentConfig {
-  // [data] the data plane (DataPlaneConfig)
-  std::string data_listen = kDefaultDataListen;
-  int data_threads = 0;
-  // The rest of [data], and [pool] slots: bound straight into the engine's
-  // settings, which the data plane takes whole. The agent's pool has
-  // kDefaultPoolSlots (an engine alone has no pool cap).
-  EngineSettings engine = [] {
-    EngineSettings e;
-    e.pool_slots = kDefaultPoolSlots;
-    return e;
-  }();
+  // [data]: bound straight into the data plane's config (and its engine
+  // settings), which DataPlane::start takes by const&.
+  DataPlaneConfig data;
+  // [pool] slots and the [policy] bounds on leases: bound straight into the
+  // limits the lease table admits by (LeaseTable takes them by const&; the
+  // data plane reads the pool's size from there).
+  LeaseLimits limits;
   // [fabric] this agent's place in the fabric map (trees: its parent)
   std::string fabric_map;
   std::string fabric_name;
@@ -44,12 +40,9 @@ struct AgentConfig {
   int max_connections = 64;           // TCP
   int max_unix_connections = 64;
   int max_connections_per_peer = 8;
-  // [policy]
-  int max_slots_per_job = kDefaultMaxSlotsPerJob;
-  int max_slots_per_user = kDefaultMaxSlotsPerUser;
+  // [policy] (the bounds are in `limits`)
   int default_slots = 4;
   int64_t default_ttl_ms = 24LL * 3600 * 1000;
-  int64_t max_ttl_ms = kDefaultMaxTtlMs;
   std::vector<std::string> allowed_users;   // names or numeric uids; "*" = everyone
   std::vector<std::string> allowed_groups;  // names or numeric gids
   std::vector<std::string> admin_users;     // may act for any uid (root always may)
@@ -59,9 +52,6 @@ struct AgentConfig {
   // [state]
   std::string lease_file;  // empty: leases live in memory only
 };
-
-// The lease bounds the config sets (pool.slots, policy.max_*).
-LeaseLimits leaseLimitsOf(const AgentConfig& config);
 
 // The key table (switchagg/common/config_table.h): name, kind, help, parser
 // and printer of every key; a key's default is AgentConfig's initializer.

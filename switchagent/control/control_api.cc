@@ -145,7 +145,7 @@ void ControlApi::countShed(const std::string& listener, const std::string& reaso
 }
 
 std::string ControlApi::dataAddress() const {
-  return data_plane_ != nullptr ? data_plane_->address() : config_.data_listen;
+  return data_plane_ != nullptr ? data_plane_->address() : config_.data.listen;
 }
 
 DataPlaneCounters ControlApi::counters() const {
@@ -212,9 +212,9 @@ ControlResponse ControlApi::getStatus() {
       {"version", SWITCHAGG_VERSION},
       {"draining", leases_.draining()},
       {"data_address", dataAddress()},
-      {"slots_total", config_.engine.pool_slots},
+      {"slots_total", config_.limits.pool_slots},
       {"slots_in_use", leases_.slotsInUse()},
-      {"slot_bytes", config_.engine.slot_bytes},
+      {"slot_bytes", config_.data.engine.slot_bytes},
       {"leases", leases_.list().size()},
       {"groups", c.groups_active},
       {"capabilities", caps},

@@ -20,7 +20,7 @@ constexpr const char* kPart = "agent";
 
 }  // namespace
 
-LeaseTable::LeaseTable(LeaseLimits limits) : limits_(limits) {}
+LeaseTable::LeaseTable(const LeaseLimits& limits) : limits_(limits) {}
 
 LeaseTable::~LeaseTable() { stopReaper(); }
 

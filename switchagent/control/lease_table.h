@@ -44,7 +44,7 @@ class LeaseTable {  // thread-safe (one mutex)
  public:
   using RevokeCallback = std::function<void(const Lease&, const std::string& reason)>;
 
-  explicit LeaseTable(LeaseLimits limits);
+  explicit LeaseTable(const LeaseLimits& limits);
   ~LeaseTable();  // stops the reaper; does not revoke (call revokeAll first)
   LeaseTable(const LeaseTable&) = delete;
   LeaseTable& operator=(const LeaseTable&) = delete;

@@ -47,7 +47,7 @@ class Writer {
 std::string renderMetrics(const MetricsInput& in) {
   Writer w;
   const DataPlaneCounters& d = in.data;
-  uint64_t total = in.config != nullptr ? static_cast<uint64_t>(in.config->engine.pool_slots) : 0;
+  uint64_t total = in.config != nullptr ? static_cast<uint64_t>(in.config->limits.pool_slots) : 0;
   w.family("switchagg_build_info", "gauge", "The agent's version (label version); always 1.");
   w.sample("switchagg_build_info", 1, "version=\"" SWITCHAGG_VERSION "\"");
   w.metric("switchagg_slots_total", "gauge", "Aggregation slots in the pool.", total);

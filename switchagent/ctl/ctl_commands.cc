@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "switchagg/agent/fabric_lease.h"
+#include "switchagg/agent/job_environment.h"
 #include "switchagg/common/config.h"
 
 namespace switchagg::agent {
@@ -208,8 +209,8 @@ Result<std::vector<std::string>> nodesOf(const CtlOptions& o) {
 
 int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, const CtlOptions& o) {
   if (o.json) return fabricUsage("--json is not supported with a fabric map (--nodes/--fabric)");
-  const char* env = envOrNull(kEnvFabric);
-  const std::string path = !o.fabric.empty() ? o.fabric : env ? env : kDefaultFabricMap;
+  const std::string env = jobEnvironment().fabric;
+  const std::string path = !o.fabric.empty() ? o.fabric : !env.empty() ? env : kDefaultFabricMap;
   Result<FabricMap> map = FabricMap::load(path);
   if (!map.ok()) return fabricUsage(map.status().message());
   Result<std::vector<std::string>> nodes = nodesOf(o);

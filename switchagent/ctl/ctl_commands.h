@@ -30,7 +30,8 @@ struct CtlOptions {
   bool fabricMode() const { return !nodes.empty() || !hostfile.empty() || !fabric.empty(); }
 };
 
-// The map's path: --fabric, else $SWITCHAGG_FABRIC (kEnvFabric), else kDefaultFabricMap.
+// The map's path: --fabric, else $SWITCHAGG_FABRIC (jobEnvironmentTable()), else
+// kDefaultFabricMap.
 constexpr const char* kDefaultFabricMap = "/etc/switchagg/fabric.toml";
 
 int cmdStatus(ControlClient& client, const CtlOptions& o);

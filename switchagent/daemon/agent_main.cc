@@ -114,7 +114,7 @@ int parseArgs(int argc, char** argv, Args* a) {
 
 
 int run(const AgentConfig& config) {
-  LeaseTable leases(leaseLimitsOf(config));
+  LeaseTable leases(config.limits);
   // Before any listener opens: a restarted agent serves its old leases at once.
   // An unreadable file (not a corrupt one) stops the start: serving on an
   // empty table would overwrite the leases it holds. Restart=on-failure
@@ -131,22 +131,18 @@ int run(const AgentConfig& config) {
   }
   const DataPlaneView* view = nullptr;  // the data plane, when built in
 #if defined(SWITCHAGG_HAVE_DATA_PLANE)
-  DataPlaneConfig dpc;
-  dpc.listen = config.data_listen;
-  dpc.threads = config.data_threads;
-  dpc.engine = config.engine;
+  std::string parent_address;  // "" = a root (or no fabric map)
   if (!config.fabric_map.empty() || !config.fabric_name.empty()) {
     Result<std::string> parent = parentDataAddress(config.fabric_map, config.fabric_name);
     if (!parent.ok()) {
       std::fprintf(stderr, "switchagg-agent: %s\n", parent.status().message().c_str());
       return 1;
     }
-    dpc.parent_address = *parent;
-    dpc.fabric_name = config.fabric_name;
+    parent_address = *parent;
   }
-  Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(dpc, leases);
+  Result<std::unique_ptr<DataPlane>> dp = DataPlane::start(config.data, parent_address, leases);
   if (!dp.ok()) {
-    std::fprintf(stderr, "switchagg-agent: data plane on %s: %s\n", config.data_listen.c_str(),
+    std::fprintf(stderr, "switchagg-agent: data plane on %s: %s\n", config.data.listen.c_str(),
                  dp.status().toString().c_str());
     return 1;
   }
@@ -174,14 +170,14 @@ int run(const AgentConfig& config) {
     std::fprintf(stderr, "switchagg-agent: %s\n", server.status().message().c_str());
     return 1;
   }
-  std::string data_address = view ? view->address() : config.data_listen;
+  std::string data_address = view ? view->address() : config.data.listen;
   std::printf("switchagg-agent ready control=%s tcp=%s data=%s\n",
               (*server)->unixAddress().c_str(), (*server)->tcpAddress().c_str(),
               data_address.c_str());
   std::fflush(stdout);
   SA_INFO(kPart, "ready: control %s %s, data %s, %zu slots of %zu bytes",
           (*server)->unixAddress().c_str(), (*server)->tcpAddress().c_str(), data_address.c_str(),
-          config.engine.pool_slots, config.engine.slot_bytes);
+          static_cast<size_t>(config.limits.pool_slots), config.data.engine.slot_bytes);
 
   sigset_t wait_set;
   sigemptyset(&wait_set);

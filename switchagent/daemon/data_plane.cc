@@ -19,6 +19,7 @@
 #include "aggregation_engine.h"
 #include "lease_table.h"
 #include "switchagg/agent/malloc_tuning.h"
+#include "switchagg/common/test_hooks.h"
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
 
@@ -57,7 +58,8 @@ struct Peer {
 }  // namespace
 
 struct DataPlane::Impl : EngineOutput {
-  DataPlaneConfig config;
+  const DataPlaneConfig& config;
+  const std::string parent_address;  // "" = a root (DataPlane::start)
   LeaseTable& leases;
   std::unique_ptr<ucx::Context> context;
   std::unique_ptr<ucx::Worker> worker;
@@ -78,7 +80,8 @@ struct DataPlane::Impl : EngineOutput {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  Impl(const DataPlaneConfig& c, LeaseTable& l) : config(c), leases(l) {}
+  Impl(const DataPlaneConfig& c, std::string parent, LeaseTable& l)
+      : config(c), parent_address(std::move(parent)), leases(l) {}
 
   // Gives a connection its PeerId (on its first message or when the
   // listener hands it over, whichever comes first); 0 for a dying one.
@@ -126,18 +129,18 @@ struct DataPlane::Impl : EngineOutput {
 
   bool sendUp(wire::Frame frame, const void* payload, size_t bytes,
               std::shared_ptr<SlotBuffers> keep) override {
-    if (config.parent_address.empty()) return false;
+    if (parent_address.empty()) return false;
     if (parent && parent->failed()) return false;  // reported by the failure handler
     if (!parent) {
-      auto ep = ucx::Endpoint::connect(*worker, config.parent_address);
+      auto ep = ucx::Endpoint::connect(*worker, parent_address);
       if (!ep.ok()) {
-        SA_WARN("agent", "parent agent at %s: %s", config.parent_address.c_str(),
+        SA_WARN("agent", "parent agent at %s: %s", parent_address.c_str(),
                 ep.status().toString().c_str());
         return false;
       }
       parent = std::move(ep.value());
       parent->setUserData(reinterpret_cast<void*>(kParent));
-      SA_INFO("agent", "connected to the parent agent at %s", config.parent_address.c_str());
+      SA_INFO("agent", "connected to the parent agent at %s", parent_address.c_str());
     }
     return sendFrame(*parent, wire::kAmToAgent, std::move(frame), payload, bytes, std::move(keep));
   }
@@ -262,40 +265,19 @@ struct DataPlane::Impl : EngineOutput {
     pool = std::make_unique<ReducePool>(config.threads);
     EngineConfig ec;
     static_cast<EngineSettings&>(ec) = config.engine;
-    ec.has_parent = !config.parent_address.empty();
+    ec.pool_slots = static_cast<size_t>(leases.limits().pool_slots);
+    ec.has_parent = !parent_address.empty();
     // Test-only fault point (EngineConfig::test_partial_result).
-    if (const char* fault = std::getenv("SWITCHAGG_AGENT_TEST_FAULT")) {
-      unsigned long long n = 0;
-      unsigned member = 0;
-      char tail[16] = {};
-      bool valid = false;
-      if (std::strncmp(fault, "partial:", 8) == 0) {
-        valid = std::sscanf(fault, "partial:%llu%15s", &n, tail) >= 1 &&
-                (!tail[0] || std::strcmp(tail, ":exit") == 0);
-        ec.test_partial_exit = tail[0] != 0;
-      } else if (std::strncmp(fault, "miss:", 5) == 0) {
-        valid = std::sscanf(fault, "miss:%llu:%u%15s", &n, &member, tail) == 2 &&
-                member != EngineConfig::kNoMissMember;
-        ec.test_miss_member = member;
-      } else if (std::strncmp(fault, "revoke:", 7) == 0) {
-        valid = std::sscanf(fault, "revoke:%llu%15s", &n, tail) == 1;
-        ec.test_revoke = true;
-      } else if (std::strncmp(fault, "late:", 5) == 0) {
-        long long ms = 0;
-        valid = std::sscanf(fault, "late:%llu:%u:%lld%15s", &n, &member, &ms, tail) == 3 &&
-                member != EngineConfig::kNoMissMember && ms > 0;
-        ec.test_miss_member = member;
-        ec.test_late_ms = ms;
-      }
-      if (!valid || n == 0)
-        return Status(Code::kInvalidArgument,
-                      std::string("SWITCHAGG_AGENT_TEST_FAULT: expected partial:N[:exit], "
-                                  "miss:N:M, late:N:M:MS or revoke:N (N >= 1: the N-th chunk "
-                                  "result; M: the member it is not sent to, or sent MS > 0 ms "
-                                  "late; revoke: its lease revoked after it), got '") +
-                          fault + "'");
-      ec.test_partial_result = n;
-      SA_WARN("agent", "test fault armed: %s", fault);
+    static_assert(AgentTestFault::kNoMember == EngineConfig::kNoMissMember);
+    TestHooks hooks;  // a bad value stops the agent, naming the variable
+    SWITCHAGG_RETURN_IF_ERROR(testHooksTable().applyEnvironment(hooks, "test.agent_fault"));
+    if (const AgentTestFault& f = hooks.agent_fault; f.kind != AgentTestFault::Kind::kNone) {
+      ec.test_partial_result = f.result;
+      ec.test_partial_exit = f.exit;
+      ec.test_miss_member = f.member;
+      ec.test_late_ms = f.late_ms;
+      ec.test_revoke = f.kind == AgentTestFault::Kind::kRevoke;
+      SA_WARN("agent", "test fault armed: %s", f.text.c_str());
     }
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       auto lease = leases.findByToken(token);
@@ -367,13 +349,14 @@ DataPlane::~DataPlane() {
 }
 
 Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& config,
+                                                    std::string parent_address,
                                                     LeaseTable& leases) {
   if (config.engine.slot_bytes < SlotPool::kMinSlotBytes ||
       config.engine.slot_bytes > wire::kMaxSlotBytes)
     return Status(Code::kInvalidArgument, "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
                                               std::to_string(config.engine.slot_bytes));
   tuneMallocForStreaming();
-  auto impl = std::make_unique<Impl>(config, leases);
+  auto impl = std::make_unique<Impl>(config, std::move(parent_address), leases);
   SWITCHAGG_RETURN_IF_ERROR(impl->init());
   Impl* raw = impl.get();
   std::unique_ptr<DataPlane> dp(new DataPlane(std::move(impl)));

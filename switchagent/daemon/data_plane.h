@@ -30,8 +30,12 @@ class DataPlane final : public DataPlaneView {
  public:
   // Creates the UCX context/worker/listener on the caller's thread (so a bad
   // listen address fails here), then runs the worker on its own thread.
+  // `parent_address`: a tree's parent agent's data address from the fabric
+  // map ("" = this agent is a root: tree JOINs are refused). The engine's
+  // pool cap is the lease table's (LeaseLimits::pool_slots). `config` and
   // `leases` must outlive the DataPlane.
   static Result<std::unique_ptr<DataPlane>> start(const DataPlaneConfig& config,
+                                                  std::string parent_address,
                                                   LeaseTable& leases);
   ~DataPlane();  // aborts live groups (members get ABORT "agent shutting down"), stops, closes
   DataPlane(const DataPlane&) = delete;

@@ -61,6 +61,11 @@ class EngineOutput {
 // The configured settings (EngineSettings, data_plane_view.h) and what
 // the data plane adds.
 struct EngineConfig : EngineSettings {
+  // Total aggregation slots of the pool (the agent's [pool] slots,
+  // LeaseLimits::pool_slots). Live groups never hold more than this many
+  // slots together; 0 = no cap beyond the leases' own slot counts (which
+  // the control plane keeps <= the pool).
+  size_t pool_slots = 0;
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
   // This agent has a parent (fabric map): it serves tree JOINs
   // (kJoinFlagTree) by joining the parent; without one they are refused.

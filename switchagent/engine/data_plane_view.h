@@ -17,15 +17,13 @@
 namespace switchagg::agent {
 
 // The aggregation engine's settings from the agent's configuration
-// ([data] and [pool]): the agent's config table binds them here
-// (AgentConfig::engine) and they are handed on whole: the data plane's
-// config carries them, the engine's config extends them.
+// ([data]): the agent's config table binds them here
+// (AgentConfig::data.engine) and they are handed on whole: the data plane's
+// config carries them, the engine's config extends them. The pool's size
+// ([pool] slots) is the lease limits' (LeaseLimits::pool_slots, which the
+// data plane hands the engine as EngineConfig::pool_slots).
 struct EngineSettings {
   size_t slot_bytes = kDefaultSlotBytes;  // payload bytes per aggregation slot
-  // Total aggregation slots of the pool ([pool] slots). Live
-  // groups never hold more than this many slots together; 0 = no cap beyond
-  // the leases' own slot counts (which the control plane keeps <= the pool).
-  size_t pool_slots = 0;
   size_t memory_bytes = kDefaultSlotMemoryBytes;  // slot buffers of all groups together
   int64_t member_timeout_ms = kDefaultMemberTimeoutMs;  // a group member silent this long -> group aborted
   uint32_t link_mbps = 0;          // the data link's rate, advertised (0 = unknown)
@@ -44,13 +42,11 @@ struct EngineSettings {
   size_t fair_share_bytes = kDefaultFairShareBytes;
 };
 
+// [data] as the agent's config table binds it (AgentConfig::data): the
+// data plane takes it by const& (DataPlane::start).
 struct DataPlaneConfig {
   std::string listen = kDefaultDataListen; // UCX socket address ("host:port", port 0 = any)
   int threads = 0;                         // reduction threads; 0 = nproc
-  // Trees: the parent agent's data address from the fabric map ("" = this
-  // agent is a root: tree JOINs are refused) and this agent's name there.
-  std::string parent_address;
-  std::string fabric_name;
   EngineSettings engine;
 };
 

@@ -211,10 +211,9 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
 }
 
 Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* m) {
-  const bool has_body = m->type == MsgType::kHelloAck || m->type == MsgType::kJoinAck ||
-                        m->type == MsgType::kJoin ||
-                        m->type == MsgType::kContrib || m->type == MsgType::kResult ||
-                        m->type == MsgType::kContribRouted || m->type == MsgType::kAbort || m->type == MsgType::kError;
+  const bool has_body = carriesPayload(m->type) || m->type == MsgType::kHelloAck ||
+                        m->type == MsgType::kJoinAck || m->type == MsgType::kJoin ||
+                        m->type == MsgType::kAbort || m->type == MsgType::kError;
   if (!has_body && body_bytes != 0) return Reason::kMalformed;
   switch (m->type) {
     case MsgType::kHello:
@@ -330,6 +329,10 @@ void CapTable::add(Dtype d, Op o) {
 size_t headerBytes(MsgType t) {
   const auto i = static_cast<unsigned>(t);
   return (i >= 1 && i <= kMaxMsgType) ? kTypeHeader[i] : 0;
+}
+
+bool carriesPayload(MsgType t) {
+  return t == MsgType::kContrib || t == MsgType::kResult || t == MsgType::kContribRouted;
 }
 
 Frame encode(const Message& m) {

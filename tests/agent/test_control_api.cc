@@ -36,9 +36,9 @@ Caller anonymous() { return Caller{false, 0, 0, "tcp"}; }
 class ControlApiTest : public ::testing::Test {
  protected:
   ControlApiTest() : leases_({16, 8, 10}) {
-    config_.engine.pool_slots = 16;
-    config_.max_slots_per_job = 8;
-    config_.max_slots_per_user = 10;
+    config_.limits.pool_slots = 16;
+    config_.limits.max_slots_per_job = 8;
+    config_.limits.max_slots_per_user = 10;
     config_.default_slots = 2;
     config_.allowed_users = {"1000", "1001"};
     config_.admin_users = {"2000"};

@@ -53,15 +53,15 @@ admin_users = []
 )",
                    &c);
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(c.data_listen, "0.0.0.0:0");
-  EXPECT_EQ(c.engine.slot_bytes, 1u << 20);
-  EXPECT_EQ(c.data_threads, 3);
-  EXPECT_EQ(c.engine.member_timeout_ms, 2500);
-  EXPECT_EQ(c.engine.pool_slots, 128u);
+  EXPECT_EQ(c.data.listen, "0.0.0.0:0");
+  EXPECT_EQ(c.data.engine.slot_bytes, 1u << 20);
+  EXPECT_EQ(c.data.threads, 3);
+  EXPECT_EQ(c.data.engine.member_timeout_ms, 2500);
+  EXPECT_EQ(c.limits.pool_slots, 128);
   EXPECT_EQ(c.control_listen, "");
   EXPECT_FALSE(c.open_readonly);
   EXPECT_EQ(c.default_ttl_ms, 2 * 3600 * 1000);
-  EXPECT_EQ(c.max_ttl_ms, 48 * 3600 * 1000);
+  EXPECT_EQ(c.limits.max_ttl_ms, 48 * 3600 * 1000);
   EXPECT_EQ(c.allowed_users, (std::vector<std::string>{"alice", "1001", "*"}));
   EXPECT_EQ(c.allowed_groups, (std::vector<std::string>{"hpc"}));
   EXPECT_TRUE(c.admin_users.empty());
@@ -138,7 +138,7 @@ TEST(ControlConfig, NonAsciiOutsideStringsIsRefusedNamingWhere) {
 TEST(ControlConfig, OverridesWinAndNameUnknownKeys) {
   AgentConfig c;
   ASSERT_TRUE(applyOverrides({"pool.slots=9", "policy.allowed_users=a,b"}, &c).ok());
-  EXPECT_EQ(c.engine.pool_slots, 9u);
+  EXPECT_EQ(c.limits.pool_slots, 9);
   EXPECT_EQ(c.allowed_users, (std::vector<std::string>{"a", "b"}));
   Status st = applyOverrides({"pool.slotz=9"}, &c);
   EXPECT_NE(st.message().find("pool.slotz: unknown key"), std::string::npos);

@@ -49,8 +49,7 @@ std::vector<std::vector<uint8_t>> validFrames() {
       m.dest_lo = 1;
       m.dest_hi = 3;
     }
-    const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult ||
-                       m.type == MsgType::kContribRouted;
+    const bool chunk = carriesPayload(m.type);
     out.push_back(toFramed(encode(m), chunk ? payload : nullptr, chunk ? sizeof payload : 0));
   }
   return out;

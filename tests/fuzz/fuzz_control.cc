@@ -58,9 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (whole.state != ParseState::kComplete) return 0;
 
   AgentConfig config;
-  config.engine.pool_slots = 16;
-  config.max_slots_per_job = 8;
-  config.max_slots_per_user = 12;
+  config.limits.pool_slots = 16;
+  config.limits.max_slots_per_job = 8;
+  config.limits.max_slots_per_user = 12;
   config.allowed_users = {"1000"};
   LeaseTable leases({16, 8, 12});
   auto existing = leases.create("42", 1000, 2, 3600 * 1000);

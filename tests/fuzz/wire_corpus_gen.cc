@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
       m.dest_lo = 0;
       m.dest_hi = 1;
     }
-    const bool chunk = m.type == MsgType::kContrib || m.type == MsgType::kResult ||
-                       m.type == MsgType::kContribRouted;
+    const bool chunk = carriesPayload(m.type);
     write(dir, "msg_" + std::to_string(t), 0, framed(m, chunk ? payload : std::vector<uint8_t>{}));
   }
   // A good session: two members join, stream two chunks through window 2, leave.

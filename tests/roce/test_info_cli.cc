@@ -143,12 +143,16 @@ TEST(InfoCli, TextReportAndHelp) {
 }
 
 // Variables read outside the transport (logging, control clients, malloc
-// tuning) are listed with the rest, with the value the environment gives.
+// tuning, the job's lease, the tests' fault points) are listed with the
+// rest, with the value the environment gives.
 TEST(InfoCli, ListsTheProcessWideVariables) {
   auto j = infoJson("no_device", "",
-                    "-u SWITCHAGG_MUNGE_SOCKET SWITCHAGG_LOG_LEVEL=debug "
+                    "-u SWITCHAGG_MUNGE_SOCKET -u SWITCHAGG_LEASE -u SWITCHAGG_AGENT_NAMES "
+                    "-u SWITCHAGG_AGENT_TEST_FAULT SWITCHAGG_LOG_LEVEL=debug "
                     "SWITCHAGG_CONTROL=agent-host:18516 "
-                    "SWITCHAGG_MALLOC_TUNING=0 SWITCHAGG_NODE_NAME=n7");
+                    "SWITCHAGG_MALLOC_TUNING=0 SWITCHAGG_NODE_NAME=n7 "
+                    "SWITCHAGG_AGENT=10.0.0.1:18515 SWITCHAGG_MODE=Require "
+                    "SWITCHAGG_TEST_CUT=1:16");
   std::map<std::string, nlohmann::json> by_env;
   for (const auto& o : j["options"]) by_env[o["env"].get<std::string>()] = o;
   for (const auto& [env, value, source] : std::vector<std::array<std::string, 3>>{
@@ -156,7 +160,13 @@ TEST(InfoCli, ListsTheProcessWideVariables) {
            {"SWITCHAGG_CONTROL", "agent-host:18516", "environment"},
            {"SWITCHAGG_MALLOC_TUNING", "0", "environment"},
            {"SWITCHAGG_NODE_NAME", "n7", "environment"},
-           {"SWITCHAGG_MUNGE_SOCKET", "", "default"}}) {
+           {"SWITCHAGG_MUNGE_SOCKET", "", "default"},
+           {"SWITCHAGG_AGENT", "10.0.0.1:18515", "environment"},
+           {"SWITCHAGG_LEASE", "", "default"},
+           {"SWITCHAGG_MODE", "Require", "environment"},
+           {"SWITCHAGG_AGENT_NAMES", "", "default"},
+           {"SWITCHAGG_TEST_CUT", "1:16", "environment"},
+           {"SWITCHAGG_AGENT_TEST_FAULT", "", "default"}}) {
     ASSERT_EQ(by_env.count(env), 1u) << env;
     EXPECT_EQ(by_env[env]["value"], value) << env;
     EXPECT_EQ(by_env[env]["source"], source) << env;
@@ -165,6 +175,7 @@ TEST(InfoCli, ListsTheProcessWideVariables) {
   EXPECT_EQ(by_env["SWITCHAGG_LOG_LEVEL"]["default"], "warn");
   EXPECT_EQ(by_env["SWITCHAGG_CONTROL"]["default"], "unix:/run/switchagg/agent.sock");
   EXPECT_EQ(by_env["SWITCHAGG_MALLOC_TUNING"]["default"], "true");
+  EXPECT_EQ(by_env["SWITCHAGG_MODE"]["default"], "auto");
 }
 
 // A bad value of any listed variable is a usage error whose message names
@@ -172,7 +183,8 @@ TEST(InfoCli, ListsTheProcessWideVariables) {
 TEST(InfoCli, BadVariableIsAnErrorNamingIt) {
   for (const char* env : {"SWITCHAGG_LOG_LEVEL=loud", "SWITCHAGG_CONTROL=no-port-here",
                           "SWITCHAGG_MUNGE_SOCKET=relative.sock", "SWITCHAGG_MALLOC_TUNING=maybe",
-                          "SWITCHAGG_SWITCH_WINDOW=many"}) {
+                          "SWITCHAGG_SWITCH_WINDOW=many", "SWITCHAGG_TEST_CUT=soon",
+                          "SWITCHAGG_AGENT_TEST_FAULT=partial:0"}) {
     RunResult r = runInfo("--json 2>&1", env);
     EXPECT_EQ(r.exit_code, 2) << env << ": " << r.out;
     const std::string name = std::string(env).substr(0, std::string(env).find('='));

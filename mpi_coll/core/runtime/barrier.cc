@@ -1,5 +1,6 @@
 #include "barrier.h"
 
+#include "counter_names.h"
 #include "process_runtime.h"
 #include "switch_path.h"
 #include "switchagg/common/log.h"
@@ -50,15 +51,15 @@ Outcome dispatchBarrier(CommState& state) {
 }
 
 bool barrierCounter(const BarrierCounters& c, const std::string& name, uint64_t* value) {
-  if (name == "barrier:local") *value = c.local;
-  else if (name == "barrier:switch") *value = c.switched;
-  else if (name == "barrier:switch-failed") *value = c.failed;
-  else if (name == "barrier:switch-busy") *value = c.busy;
-  else if (name == "barrier:previous") *value = c.previous;
-  else if (name == "barrier:previous:selected") *value = c.selected;
-  else if (name == "barrier:previous:unavailable") *value = c.unavailable;
-  else return false;
-  return true;
+  using B = BarrierCounters;
+  std::string key;
+  return counterKey(name, "barrier:", &key) &&
+         counterField<B>(c, key,
+                         {{"local", &B::local}, {"switch", &B::switched},
+                          {"switch-failed", &B::failed}, {"switch-busy", &B::busy},
+                          {"previous", &B::previous}, {"previous:selected", &B::selected},
+                          {"previous:unavailable", &B::unavailable}},
+                         value);
 }
 
 }  // namespace switchagg::coll

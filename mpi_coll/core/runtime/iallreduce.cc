@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coll_core_internal.h"
+#include "counter_names.h"
 #include "process_runtime.h"
 #include "selector.h"
 #include "switch_path.h"
@@ -190,20 +191,15 @@ int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, int* outcome,
 
 bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
                        const std::string& name, uint64_t* value) {
-  if (name.rfind(prefix, 0) != 0) return false;
-  const std::string key = name.substr(prefix.size());
-  if (key == "calls") *value = c.calls;
-  else if (key == "local") *value = c.local;
-  else if (key == "switch") *value = c.switched;
-  else if (key == "previous") *value = c.previous;
-  else if (key == "redo") *value = c.redo;
-  else if (key == "steps") *value = c.steps;
-  else if (key == "agreements") *value = c.agreements;
-  else if (key == "agreement_us") *value = c.agreement_us;
-  else {
-    auto it = c.events.find(key);
-    *value = it == c.events.end() ? 0 : it->second;
-  }
+  using I = IallreduceCounters;
+  std::string key;
+  if (!counterKey(name, prefix, &key)) return false;
+  if (!counterField<I>(c, key,
+                       {{"calls", &I::calls}, {"local", &I::local}, {"switch", &I::switched},
+                        {"previous", &I::previous}, {"redo", &I::redo}, {"steps", &I::steps},
+                         {"agreements", &I::agreements}, {"agreement_us", &I::agreement_us}},
+                       value))
+    *value = countOf(c.events, key);
   return true;
 }
 

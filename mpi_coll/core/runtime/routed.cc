@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "counter_names.h"
 #include "process_runtime.h"
 #include "switchagg/common/log.h"
 
@@ -140,21 +141,16 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
 bool routedCounter(const CommState& state, const std::string& name, uint64_t* value) {
   for (size_t i = 0; i < kNumRoutedOps; ++i) {
     const RoutedOp op = static_cast<RoutedOp>(i);
-    const std::string prefix = std::string(routedOpName(op)) + ":";
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const RoutedCounters& c = state.routedCounters(op);
-    const std::string rest = name.substr(prefix.size());
-    if (rest == "local") *value = c.local;
-    else if (rest == "switch") *value = c.switched;
-    else if (rest == "switch-failed") *value = c.failed;
-    else if (rest == "switch-busy") *value = c.busy;
-    else if (rest == "previous") *value = c.previous;
-    else if (rest.compare(0, 9, "previous:") == 0) {
-      auto it = c.reasons.find(rest.substr(9));
-      *value = it == c.reasons.end() ? 0 : it->second;
-    } else {
-      *value = 0;
-    }
+    using R = RoutedCounters;
+    std::string key, reason;
+    if (!counterKey(name, std::string(routedOpName(op)) + ":", &key)) continue;
+    const R& c = state.routedCounters(op);
+    if (!counterField<R>(c, key,
+                         {{"local", &R::local}, {"switch", &R::switched},
+                          {"switch-failed", &R::failed}, {"switch-busy", &R::busy},
+                          {"previous", &R::previous}},
+                         value))
+      *value = counterKey(key, "previous:", &reason) ? countOf(c.reasons, reason) : 0;
     return true;
   }
   return false;

@@ -8,7 +8,7 @@
 
 #include "process_runtime.h"
 #include "switchagg/common/log.h"
-#include "switchagg/common/config.h"
+#include "switchagg/common/test_hooks.h"
 
 namespace switchagg::coll::switch_detail {
 
@@ -85,15 +85,12 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
 // others' next call). Fires once per process.
 bool testCutNow(int rank, uint64_t call) {
   static bool fired = false;
-  static long want_rank = -1;
-  static unsigned long long want_call = 0;
-  static bool parsed = false;
-  if (!parsed) {
-    parsed = true;
-    if (const char* v = envOrNull("SWITCHAGG_TEST_CUT"))
-      if (std::sscanf(v, "%ld:%llu", &want_rank, &want_call) != 2) want_rank = -1;
-  }
-  if (fired || want_rank != rank || want_call != call) return false;
+  static const TestCut want = [] {
+    TestHooks hooks;
+    (void)testHooksTable().applyEnvironment(hooks, "test.cut");  // a bad value: off
+    return hooks.cut;
+  }();
+  if (fired || want.rank != rank || want.call != call) return false;
   fired = true;
   return true;
 }

@@ -28,19 +28,30 @@ void AgentSwitchPath::makeLedger() {
                                          std::move(members), addresses);
 }
 
-Result<CallOutcome> AgentSwitchPath::settle(const Status& mine, void* out, size_t bytes,
-                                            int* source, const char* what) {
+std::optional<CallOutcome> AgentSwitchPath::settledHere(const Status& mine, const void* kept,
+                                                        size_t bytes) {
   if (mine.ok()) {
-    ledger_->done(out, bytes);
+    ledger_->done(kept, bytes);
     return CallOutcome::kDone;
   }
   if (mine.code() == Code::kBusy) {
     ledger_->busy();
     return CallOutcome::kBusy;
   }
-  ledger_->failed();
-  SA_DEBUG("coll", "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); asking the other members",
+  return std::nullopt;
+}
+
+void AgentSwitchPath::logFailedHere(const Status& mine, const char* what) const {
+  SA_DEBUG("coll",
+           "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); asking the other members",
            comm_.name().c_str(), comm_.rank(), what, ledger_->seq(), mine.toString().c_str());
+}
+
+Result<CallOutcome> AgentSwitchPath::settle(const Status& mine, void* out, size_t bytes,
+                                            int* source, const char* what) {
+  if (std::optional<CallOutcome> here = settledHere(mine, out, bytes)) return *here;
+  ledger_->failed();
+  logFailedHere(mine, what);
   Result<Recovery> r = ledger_->recover(out, bytes, ProcessRuntime::instance().params().stall);
   if (!r.ok()) return r.status();
   *source = r->source;

@@ -65,64 +65,54 @@ TreePlace treePlace(const std::vector<JoinHello>& all, const NodeLeaders* leader
 
 }  // namespace
 
-Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders) {
-  const LogLevel level = first ? LogLevel::kInfo : LogLevel::kDebug;
-  // A non-leader opens no connection and agrees to whatever the others saw.
-  const bool member = !leaders || leaders->leader();
-  // A member opens one connection per agent of the lease (one stripe each);
-  // connected means connected to all of them.
-  // A tree lease: one connection, to the leaf agent of this rank's node.
-  std::vector<std::shared_ptr<agent::AggClient>> clients;
-  Status connect_failure;
-  if (lease.tree && lease.leaf < 0) connect_failure = Status(Code::kUnsupported, lease.tree_error);
-  for (size_t k = 0; member && k < lease.agents.size() && connect_failure.ok(); ++k) {
+namespace {
+
+// A member's connections: one per agent of the lease (one stripe each), or
+// for a tree lease one, to the leaf agent of this rank's node. An error:
+// some agent could not be reached (named); connected means to all of them.
+Status connectAgents(const SwitchLease& lease,
+                     std::vector<std::shared_ptr<agent::AggClient>>* clients) {
+  if (lease.tree && lease.leaf < 0) return Status(Code::kUnsupported, lease.tree_error);
+  for (size_t k = 0; k < lease.agents.size(); ++k) {
     if (lease.tree && k != size_t(lease.leaf)) continue;
     Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k);
-    if (c.ok())
-      clients.push_back(std::move(c.value()));
-    else
-      connect_failure = Status(c.status().code(), lease.agents[k] + ": " + c.status().message());
+    if (!c.ok()) return Status(c.status().code(), lease.agents[k] + ": " + c.status().message());
+    clients->push_back(std::move(c.value()));
   }
-  JoinHello mine{};
-  mine.connected = connect_failure.ok() ? 1 : 0;
-  mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
-  mine.leaf = lease.tree && lease.leaf >= 0 ? uint16_t(lease.leaf + 1) : 0;
-  if (member && connect_failure.ok()) mine.capacity = slowestAgent(clients);
-  std::vector<JoinHello> all(size_t(comm.size()));
-  if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
-  for (const JoinHello& h : all) {
-    if (h.connected) continue;
-    const std::string why =
-        mine.connected ? "a rank cannot reach the agent" : connect_failure.toString();
-    if (first && lease.require) reportRequireFailure(lease, why);
-    if (comm.rank() == 0)
-      SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: %s", comm.name().c_str(),
-                    why.c_str());
-    return {};
-  }
-  const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
-  // Every rank computes the same request (the lease's slots come from the
-  // agent's HELLO_ACK, the override from the job-wide environment). Half the
-  // lease: windows are taken per call, so this lets two communicators reduce
-  // at once (say the two halves of a split) before calls are refused busy;
-  // the whole lease gained nothing clear for one communicator (8 vs 4 of 8
-  // slots, 2 clients on loopback: 1 MiB 263-365 vs 298-385 MB/s, 8 MiB
-  // 345-419 vs 264-377 MB/s, inside run-to-run spread).
-  // An agent that predates per-call slots reserves at join: half keeps
-  // WORLD and one more communicator there, as before.
-  // The same id at every agent (ids are per lease, and each agent has its
-  // own lease). Joins run agent by agent in the lease's order on every rank.
-  // With node leaders the agent sees one member per node, by node index.
-  int size = leaders ? leaders->nodes() : comm.size();
-  int rank = leaders ? leaders->node() : comm.rank();
-  const TreePlace tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreePlace{};
-  // A tree group holds its window at the leaf and the spine for its whole
-  // life (no per-call busy): a quarter of the lease, so a few communicators
-  // of the job can each have one.
+  return Status::Ok();
+}
+
+// The one line (and the require error) of a join that did not happen on
+// every rank: `why` is this rank's reason, `what` the line's prefix.
+void reportUnavailable(CommGroup& comm, const SwitchLease& lease, bool first, const char* what,
+                       const std::string& why) {
+  if (first && lease.require) reportRequireFailure(lease, why);
+  if (comm.rank() == 0)
+    SWITCHAGG_LOG(first ? LogLevel::kInfo : LogLevel::kDebug, "coll",
+                  "comm %s: switch path unavailable: %s%s", comm.name().c_str(), what,
+                  why.c_str());
+}
+
+// The join at each connected agent, in the lease's order (the same on every
+// rank). Every rank computes the same request (the lease's slots come from
+// the agent's HELLO_ACK, the override from the job-wide environment). Half
+// the lease: windows are taken per call, so this lets two communicators
+// reduce at once (say the two halves of a split) before calls are refused
+// busy; the whole lease gained nothing clear for one communicator (8 vs 4
+// of 8 slots, 2 clients on loopback: 1 MiB 263-365 vs 298-385 MB/s, 8 MiB
+// 345-419 vs 264-377 MB/s, inside run-to-run spread). An agent that
+// predates per-call slots reserves at join: half keeps WORLD and one more
+// communicator there, as before. The same id at every agent (ids are per
+// lease, and each agent has its own lease). A tree group holds its window
+// at the leaf and the spine for its whole life (no per-call busy): a
+// quarter of the lease, so a few communicators of the job can each have
+// one.
+Status joinAgents(const SwitchLease& lease,
+                  const std::vector<std::shared_ptr<agent::AggClient>>& clients, uint64_t group_id,
+                  int size, int rank, const TreePlace& tree,
+                  std::vector<std::unique_ptr<agent::AggGroup>>* groups) {
   const uint32_t share = tree.leaves > 1 ? 4 : 2;
-  std::vector<std::unique_ptr<agent::AggGroup>> groups;
-  Status join_failure;
-  for (size_t k = 0; k < clients.size() && join_failure.ok(); ++k) {
+  for (size_t k = 0; k < clients.size(); ++k) {
     const size_t agent_k = lease.tree ? size_t(lease.leaf) : k;
     const uint32_t window = lease.window_request
                                 ? lease.window_request
@@ -135,12 +125,87 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
     }
     Result<std::unique_ptr<agent::AggGroup>> group = clients[k]->join(
         group_id, size, rank, kJoinTimeoutMs, window, tree.leaves > 1 ? &tj : nullptr);
-    if (group.ok())
-      groups.push_back(std::move(group.value()));
-    else
-      join_failure =
-          Status(group.status().code(), lease.agents[agent_k] + ": " + group.status().message());
+    if (!group.ok())
+      return Status(group.status().code(),
+                    lease.agents[agent_k] + ": " + group.status().message());
+    groups->push_back(std::move(group.value()));
   }
+  return Status::Ok();
+}
+
+// Rank 0's line, at the first join, when routed calls stay off.
+void logNotRouted(CommGroup& comm, bool first, const TreePlace& tree, bool routed) {
+  if (!first || comm.rank() != 0 || routed) return;
+  SA_INFO("coll",
+          "comm %s: %s: MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast "
+          "stay with the previous module",
+          comm.name().c_str(),
+          tree.leaves > 1 ? "routed calls do not go through a tree"
+                          : "the agent does not route calls (it predates them)");
+}
+
+// Rank 0's lines about a group every rank joined.
+void logJoined(CommGroup& comm, const SwitchLease& lease, const NodeLeaders* leaders,
+               const TreePlace& tree, uint64_t group_id, const Joined& joined) {
+  if (comm.rank() != 0) return;
+  const size_t stripes = lease.tree ? 1 : lease.agents.size();
+  // A tree member talks to its leaf only (rank 0's leaf, in the log).
+  const std::string where =
+      lease.tree && lease.leaf >= 0 ? lease.agents[size_t(lease.leaf)] : lease.agent;
+  const agent::GroupInfo& info = joined.info;
+  if (tree.leaves > 1)
+    SA_INFO("coll", "comm %s: a tree over %u leaf agents and the spine %s", comm.name().c_str(),
+            tree.leaves, lease.agents[size_t(lease.root)].c_str());
+  if (leaders)
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
+            "bytes; %d node leaders for %d ranks)",
+            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
+            info.slot_bytes, leaders->nodes(), comm.size());
+  else
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu bytes)",
+            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
+            info.slot_bytes);
+  const agent::wire::Capacity& agreed = joined.capacity;
+  if (agreed.reduce_mbps > 0)
+    SA_INFO("coll",
+            "comm %s: the agent advertises %u MB/s reduction, link %u Mbit/s (0 = unknown), "
+            "%u us turnaround",
+            comm.name().c_str(), agreed.reduce_mbps, agreed.link_mbps, agreed.turnaround_us);
+}
+
+}  // namespace
+
+Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders) {
+  // A non-leader opens no connection and agrees to whatever the others saw.
+  const bool member = !leaders || leaders->leader();
+  std::vector<std::shared_ptr<agent::AggClient>> clients;
+  const Status connect_failure = member ? connectAgents(lease, &clients)
+                                 : lease.tree && lease.leaf < 0
+                                     ? Status(Code::kUnsupported, lease.tree_error)
+                                     : Status::Ok();
+  JoinHello mine{};
+  mine.connected = connect_failure.ok() ? 1 : 0;
+  mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
+  mine.leaf = lease.tree && lease.leaf >= 0 ? uint16_t(lease.leaf + 1) : 0;
+  if (member && connect_failure.ok()) mine.capacity = slowestAgent(clients);
+  std::vector<JoinHello> all(size_t(comm.size()));
+  if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
+  for (const JoinHello& h : all) {
+    if (h.connected) continue;
+    reportUnavailable(comm, lease, first, "",
+                      mine.connected ? "a rank cannot reach the agent"
+                                     : connect_failure.toString());
+    return {};
+  }
+  const uint64_t group_id = (all[0].nonce & ~uint64_t(0xFFFF)) | (comm.contextId() & 0xFFFF);
+  // With node leaders the agent sees one member per node, by node index.
+  int size = leaders ? leaders->nodes() : comm.size();
+  int rank = leaders ? leaders->node() : comm.rank();
+  const TreePlace tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreePlace{};
+  std::vector<std::unique_ptr<agent::AggGroup>> groups;
+  const Status join_failure = joinAgents(lease, clients, group_id, size, rank, tree, &groups);
   std::unique_ptr<agent::StripedGroup> striped;
   if (member) striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
   // Bit 0: joined; bit 1: the member's agents all route (a non-leader has
@@ -152,52 +217,20 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
       comm.allgather(&ok, oks.data(), 1).ok() &&
       std::all_of(oks.begin(), oks.end(), [](uint8_t f) { return (f & 1) != 0; });
   if (!all_joined) {
-    const std::string why = ok ? "another rank could not join" : join_failure.toString();
-    if (first && lease.require) reportRequireFailure(lease, why);
-    if (comm.rank() == 0)
-      SWITCHAGG_LOG(level, "coll", "comm %s: switch path unavailable: join failed: %s",
-                    comm.name().c_str(), why.c_str());
+    reportUnavailable(comm, lease, first, "join failed: ",
+                      ok ? "another rank could not join" : join_failure.toString());
     return {};  // joined groups are left by their destructors
   }
   const bool all_route =
       std::all_of(oks.begin(), oks.end(), [](uint8_t f) { return (f & 2) != 0; });
   Joined joined{true, all_route, std::move(striped), all[0].capacity, {}};
-  if (first && comm.rank() == 0 && !all_route)
-    SA_INFO("coll",
-            "comm %s: %s: MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast "
-            "stay with the previous module",
-            comm.name().c_str(),
-            tree.leaves > 1 ? "routed calls do not go through a tree"
-                            : "the agent does not route calls (it predates them)");
+  logNotRouted(comm, first, tree, all_route);
   // The slowest stripe's geometry: the model's window and chunk.
   const agent::GroupInfo slowest = joined.group ? joined.group->slowestInfo() : agent::GroupInfo{};
   if (!leaders) joined.info = slowest;
   else if (!leaders->shareInfo(joined.group ? &slowest : nullptr, &joined.info).ok())
     return {};
-  const size_t stripes = lease.tree ? 1 : lease.agents.size();
-  // A tree member talks to its leaf only (rank 0's leaf, in the log).
-  const std::string where = lease.tree && lease.leaf >= 0 ? lease.agents[size_t(lease.leaf)] : lease.agent;
-  const agent::GroupInfo& info = joined.info;
-  if (comm.rank() == 0 && tree.leaves > 1)
-    SA_INFO("coll", "comm %s: a tree over %u leaf agents and the spine %s", comm.name().c_str(),
-            tree.leaves, lease.agents[size_t(lease.root)].c_str());
-  if (comm.rank() == 0 && leaders)
-    SA_INFO("coll",
-            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
-            "bytes; %d node leaders for %d ranks)",
-            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
-            info.slot_bytes, leaders->nodes(), comm.size());
-  else if (comm.rank() == 0)
-    SA_INFO("coll",
-            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu bytes)",
-            comm.name().c_str(), group_id, where.c_str(), stripes, info.window,
-            info.slot_bytes);
-  const agent::wire::Capacity& agreed = joined.capacity;
-  if (comm.rank() == 0 && agreed.reduce_mbps > 0)
-    SA_INFO("coll",
-            "comm %s: the agent advertises %u MB/s reduction, link %u Mbit/s (0 = unknown), "
-            "%u us turnaround",
-            comm.name().c_str(), agreed.reduce_mbps, agreed.link_mbps, agreed.turnaround_us);
+  logJoined(comm, lease, leaders, tree, group_id, joined);
   return joined;
 }
 

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +11,8 @@
 #include "switchagg/agent/control_schema.h"
 #include "switchagg/agent/data_client.h"
 #include "switchagg/agent/fabric_map.h"
-#include "switchagg/common/config.h"
+#include "switchagg/agent/job_environment.h"
+#include "switchagg/common/config.h"  // splitList
 #include "switchagg/common/config_table.h"
 #include "switchagg/common/log.h"
 
@@ -29,14 +29,14 @@ int64_t nowMs() {
 
 // A tree lease (fabric map names + path, FabricMap::isTree: leaves, then
 // their spine): which leaf serves this node; the spine is the last agent.
-void readTree(SwitchLease* lease) {
-  const char* names = envOrNull("SWITCHAGG_AGENT_NAMES");
-  const char* path = envOrNull("SWITCHAGG_FABRIC");
-  if (!names || !path || !*names || !*path) return;
+void readTree(const agent::JobEnvironment& env, SwitchLease* lease) {
+  const std::string& names = env.agent_names;
+  const std::string& path = env.fabric;
+  if (names.empty() || path.empty()) return;
   const std::vector<std::string> list = splitList(names);
   if (list.size() != lease->agents.size()) {
     if (isJobRankZero())
-      SA_WARN("coll", "SWITCHAGG_AGENT_NAMES names %zu agent(s), %s %zu: placement ignored",
+      SA_WARN("coll", "%s names %zu agent(s), %s %zu: placement ignored", agent::kEnvAgentNames,
               list.size(), agent::kEnvAgent, lease->agents.size());
     return;
   }
@@ -46,7 +46,7 @@ void readTree(SwitchLease* lease) {
   };
   Result<agent::FabricMap> map = agent::FabricMap::load(path);
   if (!map.ok()) {
-    lease->tree_error = "fabric map " + std::string(path) + ": " + map.status().message();
+    lease->tree_error = "fabric map " + path + ": " + map.status().message();
     // Without the map a rank cannot tell a tree from stripes: no offload.
     lease->tree = true;
     return;
@@ -57,8 +57,8 @@ void readTree(SwitchLease* lease) {
     if (!a) {
       // Not the map that placed the lease: a rank cannot tell a tree.
       lease->tree = true;
-      lease->tree_error = "agent '" + n + "' of SWITCHAGG_AGENT_NAMES is not in the fabric map " +
-                          std::string(path);
+      lease->tree_error = "agent '" + n + "' of " + agent::kEnvAgentNames +
+                          " is not in the fabric map " + path;
       return;
     }
     agents.push_back(a);
@@ -70,8 +70,8 @@ void readTree(SwitchLease* lease) {
   const agent::FabricAgent* mine = map->agentOf(node);
   const int leaf = mine ? index(mine->name) : -1;
   if (leaf < 0 || leaf + 1 == int(list.size())) {
-    lease->tree_error = "node '" + node + "' is served by no leaf agent of the lease (" +
-                        std::string(names) + ")";
+    lease->tree_error =
+        "node '" + node + "' is served by no leaf agent of the lease (" + names + ")";
     return;
   }
   lease->leaf = leaf;
@@ -79,14 +79,13 @@ void readTree(SwitchLease* lease) {
 }
 
 std::unique_ptr<SwitchLease> readLease() {
-  const char* agent = envOrNull(agent::kEnvAgent);
-  const char* token = envOrNull(agent::kEnvLease);
-  if (!agent || !token || !*agent || !*token) return nullptr;
+  const agent::JobEnvironment env = agent::jobEnvironment();
+  if (env.agents.empty() || env.tokens.empty()) return nullptr;
   auto lease = std::make_unique<SwitchLease>();
-  lease->agent = agent;
-  lease->token = token;
-  lease->agents = splitList(agent);
-  lease->tokens = splitList(token);
+  lease->agent = env.agents;
+  lease->token = env.tokens;
+  lease->agents = splitList(env.agents);
+  lease->tokens = splitList(env.tokens);
   // Every rank reads the same variables, so all decline alike.
   if (lease->agents.size() != lease->tokens.size() ||
       std::any_of(lease->agents.begin(), lease->agents.end(), [](auto& a) { return a.empty(); })) {
@@ -97,11 +96,10 @@ std::unique_ptr<SwitchLease> readLease() {
               agent::kEnvAgent, lease->agents.size(), agent::kEnvLease, lease->tokens.size());
     return nullptr;
   }
-  readTree(lease.get());
-  const char* mode = envOrNull(agent::kEnvMode);
-  lease->require = mode && strcasecmp(mode, "require") == 0;
+  readTree(env, lease.get());
+  lease->require = env.mode == agent::JobMode::kRequire;
   // "off" in the environment means the job asked for no offload at all.
-  if (mode && strcasecmp(mode, "off") == 0) return nullptr;
+  if (env.mode == agent::JobMode::kOff) return nullptr;
   // A bad value is named once and the default kept: the job still runs.
   switchSettingsTable().applyEnvironmentReporting(*lease, [](const Status& st) {
     SA_WARN("coll", "%s; the default is kept", st.toString().c_str());

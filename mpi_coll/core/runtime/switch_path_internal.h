@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -171,6 +172,12 @@ class AgentSwitchPath : public SwitchPath {
   // that gave the result. An error: recovery could not decide (bounded).
   Result<CallOutcome> settle(const Status& mine, void* out, size_t bytes, int* source,
                              const char* what);
+  // What settle and settleReduction share. Done or busy here is final and
+  // recorded in the ledger (done keeps `kept`, `bytes` of it, for a peer
+  // that missed the call); nullopt: the call failed here, which the caller
+  // records (it knows what it can keep) before asking the other members.
+  std::optional<CallOutcome> settledHere(const Status& mine, const void* kept, size_t bytes);
+  void logFailedHere(const Status& mine, const char* what) const;
   Result<CallOutcome> endOneRoundTrip(const Status& mine, void* out, void* node_result,
                                       size_t bytes, int* source, const char* what);
   // The outcome agreement of a call that has one, counted.
@@ -202,6 +209,9 @@ class AgentSwitchPath : public SwitchPath {
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
   // A routed call's stream (counted); a client decline is taken as busy:
   // nothing was sent, the ranks redo the call and keep the path.
+  // Allgather and bcast in one round trip (the same vector on every rank).
+  Status routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
+                                   size_t vector_bytes, RoutedEnd* how);
   Status streamRouted(const agent::RoutedCall& call, size_t bytes);
   // A routed call the ranks did not all finish: busy, or given up.
   Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, RoutedOp op,

@@ -123,6 +123,36 @@ RoutedPlan AgentSwitchPath::planRouted(const RoutedArgs& args) {
   return plan;
 }
 
+// Allgather and bcast leave the same vector on every rank, so a member
+// that missed it can copy it from one that has it: one round trip
+// ("Completion").
+Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
+                                                  size_t vector_bytes, RoutedEnd* how) {
+  ledger_->begin();
+  const Status mine = streamRouted(plan.call, vector_bytes);
+  void* whole = routedWhole(args, mine, vector_bytes);
+  int source = -1;
+  Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
+  if (!end.ok()) return end.status();
+  if (*end == CallOutcome::kDone) {
+    ++routed_calls_;
+    ++one_trip_;
+    *how = RoutedEnd::kSwitched;
+    return Status::Ok();
+  }
+  if (plan.restore && plan.commit_bytes)
+    std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
+  if (*end == CallOutcome::kBusy) {
+    ++busy_;
+    *how = RoutedEnd::kBusy;
+    return Status::Ok();
+  }
+  giveUp(mine, firstFailed(mine, source), routedOpName(args.op),
+         "no member had the result (all asked); redone on the previous module");
+  *how = RoutedEnd::kFailed;
+  return Status::Ok();
+}
+
 // One routed call: the RoutedCall for this rank (planRouted), the client's
 // stream (all stripes), then the allreduce's one-byte outcome agreement (or
 // one round trip: "Completion").
@@ -132,11 +162,8 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
   if (leaders_) return routedLeaders(args, how);
   const int size = comm_.size(), rank = comm_.rank();
   const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
-  RoutedPlan plan = planRouted(args);
+  const RoutedPlan plan = planRouted(args);
   const agent::RoutedCall& call = plan.call;
-  void* const commit = plan.commit;
-  void* const restore = plan.restore;
-  const size_t commit_bytes = plan.commit_bytes;
   last_bytes_sent_ = 0;
   const size_t vector_bytes = routedVectorBytes(args, size);
   // Reduce and reduce-scatter: a result per rank, recovered from the
@@ -149,46 +176,23 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
       lo = call.want[size_t(rank)] * esize;
       hi = call.want[size_t(rank) + 1] * esize;
     }
-    return routedReduction(args, call, lo, hi, commit, how);
+    return routedReduction(args, call, lo, hi, plan.commit, how);
   }
-  // Allgather and bcast leave the same vector on every rank, so a member
-  // that missed it can copy it from one that has it: one round trip
-  // ("Completion").
   if (ledger_ && oneRoundTrip(vector_bytes) &&
-      (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast)) {
-    ledger_->begin();
-    const Status mine = streamRouted(call, vector_bytes);
-    void* whole = routedWhole(args, mine, vector_bytes);
-    int source = -1;
-    Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
-    if (!end.ok()) return end.status();
-    if (*end == CallOutcome::kDone) {
-      ++routed_calls_;
-      ++one_trip_;
-      *how = RoutedEnd::kSwitched;
-      return Status::Ok();
-    }
-    if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
-    if (*end == CallOutcome::kBusy) {
-      ++busy_;
-      *how = RoutedEnd::kBusy;
-      return Status::Ok();
-    }
-    giveUp(mine, firstFailed(mine, source), routedOpName(args.op),
-           "no member had the result (all asked); redone on the previous module");
-    *how = RoutedEnd::kFailed;
-    return Status::Ok();
-  }
+      (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast))
+    return routedForwardOneRoundTrip(args, plan, vector_bytes, how);
   const Status mine = streamRouted(call, vector_bytes);
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
-    if (commit && commit_bytes) std::memcpy(commit, scratch_.data(), commit_bytes);
+    if (plan.commit && plan.commit_bytes)
+      std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
     ++routed_calls_;
     *how = RoutedEnd::kSwitched;
     return Status::Ok();
   }
-  if (restore && commit_bytes) std::memcpy(restore, scratch_.data(), commit_bytes);
+  if (plan.restore && plan.commit_bytes)
+    std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
   return endRoutedUnserved(mine, oks, args.op, how);
 }
 
@@ -218,19 +222,11 @@ Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const R
                                                      const void* input, size_t vector_bytes,
                                                      uint8_t* out, size_t lo, size_t hi) {
   const char* what = routedOpName(args.op);
-  if (mine.ok()) {
-    ledger_->done(input, vector_bytes);
-    return CallOutcome::kDone;
-  }
-  if (mine.code() == Code::kBusy) {
-    ledger_->busy();
-    return CallOutcome::kBusy;
-  }
+  if (std::optional<CallOutcome> here = settledHere(mine, input, vector_bytes)) return *here;
   // No input here (the node's reduce failed first): this member sent
   // nothing, so nobody can be done and nobody needs its part.
   ledger_->failed(input, input ? vector_bytes : 0);
-  SA_DEBUG("coll", "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); asking the other members",
-           comm_.name().c_str(), comm_.rank(), what, ledger_->seq(), mine.toString().c_str());
+  logFailedHere(mine, what);
   std::vector<std::vector<uint8_t>> parts;
   Result<Recovery> r = ledger_->gatherInputs(lo, input ? hi : lo, &parts,
                                              ProcessRuntime::instance().params().stall);

@@ -144,7 +144,7 @@ namespace {
 // call): ceil(ceil(stripe / slot) / W), at least one.
 size_t windowRounds(const SelectionInput& in, size_t stripe_bytes) {
   const size_t slot =
-      in.switch_slot_bytes > 0 ? in.switch_slot_bytes : CostModel::kDefaultSlotBytes;
+      in.switch_slot_bytes > 0 ? in.switch_slot_bytes : agent::kDefaultSlotBytes;
   const size_t window = size_t(in.switch_window > 0 ? in.switch_window : CostModel::kDefaultWindow);
   const size_t chunks = std::max<size_t>(1, (stripe_bytes + slot - 1) / slot);
   return (chunks + window - 1) / window;

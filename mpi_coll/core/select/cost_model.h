@@ -144,9 +144,9 @@ class CostModel {
   // `switchagg-info --select --dump-cost-model > f` gives an editable file.
   std::string toText() const;
 
-  // Defaults used when SelectionInput leaves the switch geometry at 0:
-  // the agent's default slot (switchagg/agent/defaults.h).
-  static constexpr size_t kDefaultSlotBytes = agent::kDefaultSlotBytes;
+  // Used when SelectionInput leaves the switch window at 0 (its slot size
+  // then is the agent's default, agent::kDefaultSlotBytes in
+  // switchagg/agent/defaults.h).
   static constexpr int kDefaultWindow = 8;
 
  private:

@@ -266,6 +266,20 @@ ConfigBinding<T> nestedField(Part T::*part, ConfigBinding<Part> binding) {
           [part, get = std::move(binding.get)](const T& c) { return get(c.*part); }};
 }
 
+// A member of its own type (a parsed test fault, a pair of numbers): `parse`
+// reads text into it (errors name `key`), `print` writes it back.
+template <typename T, typename F>
+ConfigBinding<T> parsedField(
+    F T::*field, ConfigKind kind,
+    std::function<Status(const std::string& key, const std::string& text, F* out)> parse,
+    std::function<std::string(const F& value)> print) {
+  return {kind,
+          [=](const std::string& key, T& c, const std::string& text) {
+            return parse(key, text, &(c.*field));
+          },
+          [=](const T& c) { return print(c.*field); }};
+}
+
 // Anything else: a kind and the two functions, written by hand.
 template <typename T>
 ConfigBinding<T> customField(

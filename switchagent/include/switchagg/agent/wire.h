@@ -210,6 +210,9 @@ struct Frame {
 Frame encode(const Message& m);
 // Header length of a type (0 if unknown).
 size_t headerBytes(MsgType t);
+// Whether a type's body is the caller's payload (a chunk or a piece of one:
+// CONTRIB, RESULT, CONTRIB_ROUTED), passed alongside its Frame.
+bool carriesPayload(MsgType t);
 
 // Decodes and validates. Returns kNone and fills *out, or the reason.
 // out->payload points into `body` (valid as long as body is).

@@ -1,0 +1,44 @@
+// Test-only fault points: variables the tests set to make a process fail on
+// purpose at one exact point, which a real failure cannot hit reliably. Never
+// for production; one table (listed by switchagg-info with the others, so a
+// stray one in a job's environment shows) parses them for the coll
+// component and the agent.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "switchagg/common/config_table.h"
+
+namespace switchagg {
+
+// SWITCHAGG_TEST_CUT=RANK:CALL (runtime/switch_allreduce.cc, testCutNow):
+// communicator rank RANK drops its agent group right after its
+// one-round-trip call CALL succeeded, as if its connection had been cut.
+struct TestCut {
+  long rank = -1;  // -1: off
+  unsigned long long call = 0;
+};
+
+// SWITCHAGG_AGENT_TEST_FAULT (daemon/data_plane.cc; the engine's side is
+// EngineConfig's test_* fields): what the agent does to its N-th chunk
+// result.
+struct AgentTestFault {
+  enum class Kind { kNone, kPartial, kMiss, kLate, kRevoke };
+  static constexpr uint32_t kNoMember = UINT32_MAX;
+  Kind kind = Kind::kNone;
+  uint64_t result = 0;         // N >= 1
+  bool exit = false;           // partial:N:exit
+  uint32_t member = kNoMember;  // miss:N:M, late:N:M:MS
+  int64_t late_ms = 0;         // late:N:M:MS
+  std::string text;            // as given, for the agent's "armed" line
+};
+
+struct TestHooks {
+  TestCut cut;
+  AgentTestFault agent_fault;
+};
+
+const ConfigTable<TestHooks>& testHooksTable();
+
+}  // namespace switchagg
