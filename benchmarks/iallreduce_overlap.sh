@@ -142,9 +142,8 @@ field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
     echo
     cat <<'WAIT'
 Why the two rows differ. The agreement is ⌈log2 p⌉ rounds of 8-byte
-messages between the ranks once the last of them has its stream's result:
-measured (timestamps around the agreement, one shared clock) 0.2-0.3 ms
-after the last rank's stream ended. With Open MPI's default every waiting
+messages between the ranks once the last of them has its stream's result
+(the column "agreement itself"). With Open MPI's default every waiting
 rank spins in MPI_Wait; here 4 ranks and the agent spin on 2 cores, so the
 rank whose message is next often is not running, and each round waits for
 the scheduler's next tick (4 ms here): the agreements ended 4, 8 or 12 ms
@@ -153,6 +152,11 @@ so it pays no tick. With mpi_yield_when_idle=1 (Open MPI's own setting on a
 node it knows is oversubscribed) a waiting rank gives its core away and the
 agreement costs its rounds only. On a real cluster each rank has its core:
 the spin row is this emulation's artifact, the yield row the agreement.
+The whole call's difference (A agreement / A one round trip) is larger than
+the agreement itself by the ranks' spread: with the agreement every rank
+leaves at the last rank's time plus the agreement, with one round trip each
+leaves as soon as its own results are in (in a loop of calls it then waits
+at the next call's agent instead; A is the slowest rank's median).
 WAIT
   fi
   echo
