@@ -151,6 +151,9 @@ static int switchagg_register(void) {
   return mca_coll_switchagg_register_pvars(v);
 }
 
+/* opal_progress returns void in Open MPI 4.1 and the event count in 5.0. */
+static void mpi_progress(void) { (void)opal_progress(); }
+
 static int switchagg_open(void) {
   mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
   switchagg_coll_params_t params;
@@ -174,7 +177,7 @@ static int switchagg_open(void) {
    * (as in any MPI call that blocks), so a nonblocking collective pending on
    * another communicator - libnbc's or ours - moves on: a peer may have to
    * finish it before it can join the call we wait in. */
-  if (c->usable) switchagg_coll_set_mpi_progress(opal_progress);
+  if (c->usable) switchagg_coll_set_mpi_progress(mpi_progress);
   return OMPI_SUCCESS;
 }
 
