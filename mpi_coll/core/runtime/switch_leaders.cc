@@ -272,6 +272,101 @@ Segment segmentOf(size_t count, size_t segment, size_t s) {
 
 }  // namespace
 
+// One pipelined() call: its segments and the messages of each.
+struct NodeLeaders::Pipeline {
+  const AllreduceArgs& args;
+  HostComm& host;
+  NodeLeaders& self;
+  size_t esize, bytes, segment, segments;
+
+  SubComm sub(size_t s) const {
+    return SubComm(host, self.groups_.locals, uint32_t(s) * kNodePhaseTags);
+  }
+  AllreduceArgs part(size_t s) const {
+    AllreduceArgs a = args;
+    const Segment seg = segmentOf(args.count, segment, s);
+    a.send = nullptr;
+    a.count = seg.count;
+    a.recv = elementPtr(self.acc_.data(), args.dtype, seg.begin);
+    return a;
+  }
+};
+
+// The leader's side of one pipelined() call: the node's reduce and
+// broadcast, segment by segment.
+struct NodeLeaders::Lead {
+  const Pipeline& p;
+  void* out;
+  const std::vector<BinomialChild> children;
+  const size_t nc;
+  std::vector<HostComm::Handle> pending;
+  size_t reduced = 0, sent = 0, combined = 0;  // segments; children of `reduced`
+
+  Lead(const Pipeline& pipeline, void* result)
+      : p(pipeline),
+        out(result),
+        children(binomialRootChildren(int(p.self.groups_.locals.size()))),
+        nc(children.size()) {
+    std::vector<char>& scratch = p.self.scratch_;
+    if (scratch.size() < nc * p.segment * p.esize) scratch.resize(nc * p.segment * p.esize);
+    pending.resize(nc);
+  }
+  // What a round changed: unchanged in a round in which nothing visible happened.
+  size_t progress() const { return reduced * (nc + 1) + combined + sent; }
+
+  Status postReduce(size_t s) {
+    SubComm local = p.sub(s);
+    const size_t n = segmentOf(p.args.count, p.segment, s).count * p.esize;
+    for (size_t c = 0; c < nc; ++c)
+      SWITCHAGG_RETURN_IF_ERROR(local.postRecv(children[c].rank, children[c].reduce_tag,
+                                               p.self.scratch_.data() + c * p.segment * p.esize,
+                                               n, &pending[c]));
+    return Status::Ok();
+  }
+  Status postBroadcast(size_t s) {
+    SubComm local = p.sub(s);
+    const Segment seg = segmentOf(p.args.count, p.segment, s);
+    HostComm::Handle h;
+    for (const BinomialChild& c : children)
+      SWITCHAGG_RETURN_IF_ERROR(local.postSend(c.rank, c.broadcast_tag,
+                                               elementPtr(out, p.args.dtype, seg.begin),
+                                               seg.count * p.esize, &h));
+    return Status::Ok();
+  }
+
+  // The node's reduce: children combined in binomialReduce's order; a
+  // segment complete is input ready for the stream (when `streaming`).
+  Status reduceArrived(agent::StripedGroup* group, bool streaming) {
+    while (reduced < p.segments && combined < nc) {
+      bool done = false;
+      SWITCHAGG_RETURN_IF_ERROR(p.host.test(pending[combined], &done));
+      if (!done) break;
+      const AllreduceArgs a = p.part(reduced);
+      SWITCHAGG_RETURN_IF_ERROR(combineOrdered(
+          a, a.recv, p.self.scratch_.data() + combined * p.segment * p.esize, a.count, false));
+      ++combined;
+    }
+    if (reduced < p.segments && combined == nc) {
+      ++reduced;
+      combined = 0;
+      if (reduced < p.segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(reduced));
+      if (streaming) group->setInputReady(std::min(reduced * p.segment, p.args.count));
+    }
+    return Status::Ok();
+  }
+
+  // The node's broadcast of every reduced segment whose result is all in
+  // (the first `results` elements of `out`).
+  Status broadcastResults(size_t results) {
+    for (; sent < reduced; ++sent) {
+      const Segment seg = segmentOf(p.args.count, p.segment, sent);
+      if (seg.begin + seg.count > results) break;
+      SWITCHAGG_RETURN_IF_ERROR(postBroadcast(sent));
+    }
+    return Status::Ok();
+  }
+};
+
 Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
                               agent::StripedGroup* group, void* out, int64_t timeout_ms) {
   std::unique_ptr<HostComm> host = comm_.hostComm();
@@ -284,58 +379,33 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
   if (acc_.size() < bytes) acc_.resize(bytes);
   // The caller's input stays intact for a host redo: reduce in a copy.
   if (bytes) std::memcpy(acc_.data(), args.send ? args.send : args.recv, bytes);
-  auto sub = [&](size_t s) {
-    return SubComm(*host, groups_.locals, uint32_t(s) * kNodePhaseTags);
-  };
-  auto part = [&](size_t s) {
-    AllreduceArgs a = args;
-    const Segment seg = segmentOf(args.count, segment, s);
-    a.send = nullptr;
-    a.count = seg.count;
-    a.recv = elementPtr(acc_.data(), args.dtype, seg.begin);
-    return a;
-  };
+  const Pipeline p{args, *host, *this, esize, bytes, segment, segments};
+  if (!leader()) return pipelinedFollow(p);
+  return pipelinedLead(p, group, out, timeout_ms);
+}
 
-  if (!leader()) {
-    // Blocking per segment: the leader interleaves, we follow.
-    if (scratch_.size() < segment * esize) scratch_.resize(segment * esize);
-    if (result_.size() < bytes) result_.resize(bytes);
-    for (size_t s = 0; s < segments; ++s) {
-      SubComm local = sub(s);
-      SWITCHAGG_RETURN_IF_ERROR(binomialReduce(local, part(s), scratch_.data()));
-    }
-    for (size_t s = 0; s < segments; ++s) {
-      AllreduceArgs a = part(s);
-      a.recv = elementPtr(result_.data(), args.dtype, segmentOf(args.count, segment, s).begin);
-      SubComm local = sub(s);
-      SWITCHAGG_RETURN_IF_ERROR(binomialBroadcast(local, a));
-    }
-    return Status::Ok();
+Status NodeLeaders::pipelinedFollow(const Pipeline& p) {
+  const AllreduceArgs& args = p.args;
+  // Blocking per segment: the leader interleaves, we follow.
+  if (scratch_.size() < p.segment * p.esize) scratch_.resize(p.segment * p.esize);
+  if (result_.size() < p.bytes) result_.resize(p.bytes);
+  for (size_t s = 0; s < p.segments; ++s) {
+    SubComm local = p.sub(s);
+    SWITCHAGG_RETURN_IF_ERROR(binomialReduce(local, p.part(s), scratch_.data()));
   }
+  for (size_t s = 0; s < p.segments; ++s) {
+    AllreduceArgs a = p.part(s);
+    a.recv = elementPtr(result_.data(), args.dtype, segmentOf(args.count, p.segment, s).begin);
+    SubComm local = p.sub(s);
+    SWITCHAGG_RETURN_IF_ERROR(binomialBroadcast(local, a));
+  }
+  return Status::Ok();
+}
 
-  const std::vector<BinomialChild> children = binomialRootChildren(int(groups_.locals.size()));
-  const size_t nc = children.size();
-  if (scratch_.size() < nc * segment * esize) scratch_.resize(nc * segment * esize);
-  std::vector<HostComm::Handle> pending(nc);
-  auto postReduce = [&](size_t s) -> Status {
-    SubComm local = sub(s);
-    const size_t n = segmentOf(args.count, segment, s).count * esize;
-    for (size_t c = 0; c < nc; ++c)
-      SWITCHAGG_RETURN_IF_ERROR(local.postRecv(children[c].rank, children[c].reduce_tag,
-                                               scratch_.data() + c * segment * esize, n,
-                                               &pending[c]));
-    return Status::Ok();
-  };
-  auto postBroadcast = [&](size_t s) -> Status {
-    SubComm local = sub(s);
-    const Segment seg = segmentOf(args.count, segment, s);
-    HostComm::Handle h;
-    for (const BinomialChild& c : children)
-      SWITCHAGG_RETURN_IF_ERROR(local.postSend(c.rank, c.broadcast_tag,
-                                               elementPtr(out, args.dtype, seg.begin),
-                                               seg.count * esize, &h));
-    return Status::Ok();
-  };
+Status NodeLeaders::pipelinedLead(const Pipeline& p, agent::StripedGroup* group, void* out,
+                                  int64_t timeout_ms) {
+  const AllreduceArgs& args = p.args;
+  Lead lead(p, out);
 
   // One agent call for the whole vector; it reads only what the node has
   // reduced so far (setInputReady) and the node gets each segment's result
@@ -346,29 +416,13 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
     stream = Status::Ok();
     group->setInputReady(0);
   }
-  size_t reduced = 0, sent = 0, combined = 0;  // segments; children of `reduced`
   const double deadline_us = nowUs() + double(timeout_ms) * 1000;
-  if (segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(0));
+  if (p.segments) SWITCHAGG_RETURN_IF_ERROR(lead.postReduce(0));
   uint32_t idle = 0;  // rounds in a row in which nothing visible happened
-  for (uint32_t spin = 1; sent < segments || streaming; ++spin) {
-    const size_t before = reduced * (nc + 1) + combined + sent;
+  for (uint32_t spin = 1; lead.sent < p.segments || streaming; ++spin) {
+    const size_t before = lead.progress();
     const bool was_streaming = streaming;
-    // The node's reduce: children combined in binomialReduce's order.
-    while (reduced < segments && combined < nc) {
-      bool done = false;
-      SWITCHAGG_RETURN_IF_ERROR(host->test(pending[combined], &done));
-      if (!done) break;
-      const AllreduceArgs a = part(reduced);
-      SWITCHAGG_RETURN_IF_ERROR(combineOrdered(
-          a, a.recv, scratch_.data() + combined * segment * esize, a.count, false));
-      ++combined;
-    }
-    if (reduced < segments && combined == nc) {
-      ++reduced;
-      combined = 0;
-      if (reduced < segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(reduced));
-      if (streaming) group->setInputReady(std::min(reduced * segment, args.count));
-    }
+    SWITCHAGG_RETURN_IF_ERROR(lead.reduceArrived(group, streaming));
     if (streaming) {
       Status st = group->stepCall();
       if (st.code() != Code::kInProgress) {
@@ -379,16 +433,12 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
     // The node's broadcast, segment by segment as results arrive (after a
     // failed or refused stream: whatever `out` holds, the agreement drops it).
     const size_t results = streaming ? group->resultsReady() : args.count;
-    for (; sent < reduced; ++sent) {
-      const Segment seg = segmentOf(args.count, segment, sent);
-      if (seg.begin + seg.count > results) break;
-      SWITCHAGG_RETURN_IF_ERROR(postBroadcast(sent));
-    }
+    SWITCHAGG_RETURN_IF_ERROR(lead.broadcastResults(results));
     // Idle for a while (a chunk on the wire, a node rank late): let the
     // core go for a moment - on a node with more ranks than cores the
     // others' reduce and the agent need it; 50 us is far below a chunk's
     // time on the wire at the sizes that run this.
-    idle = before == reduced * (nc + 1) + combined + sent && was_streaming == streaming ? idle + 1 : 0;
+    idle = before == lead.progress() && was_streaming == streaming ? idle + 1 : 0;
     if (idle >= 64) {
       idle = 0;
       ucx::ThreadGate::Release release;
@@ -404,7 +454,7 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
     }
     ucx::ThreadGate::yield();
   }
-  SWITCHAGG_RETURN_IF_ERROR(host->waitAll());  // the broadcast's sends
+  SWITCHAGG_RETURN_IF_ERROR(p.host.waitAll());  // the broadcast's sends
   return stream;
 }
 

@@ -133,6 +133,14 @@ class NodeLeaders {
   // Each segment's messages use their own kNodePhaseTags tags.
   static constexpr size_t kMaxSegments = kAlgorithmTagSpace / kNodePhaseTags;
 
+  // pipelined()'s two sides (switch_leaders.cc): a call's segments, the
+  // leader's state, a non-leader's blocking phases, the leader's loop.
+  struct Pipeline;
+  struct Lead;
+  Status pipelinedFollow(const Pipeline& p);
+  Status pipelinedLead(const Pipeline& p, agent::StripedGroup* group, void* out,
+                       int64_t timeout_ms);
+
   CommGroup& comm_;
   NodeGroups groups_;
   std::unique_ptr<HostComm> host_;  // the current call's transport

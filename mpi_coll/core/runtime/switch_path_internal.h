@@ -130,8 +130,31 @@ class AgentSwitchPath : public SwitchPath {
   const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
   Status routed(const RoutedArgs& args, RoutedEnd* how) override;
   Status routedLeaders(const RoutedArgs& args, RoutedEnd* how);  // bcast, reduce
+  // routedLeaders()'s node step and the leaders' call it describes.
+  Status routedLeadersNodeStep(const RoutedArgs& args, size_t bytes, agent::RoutedCall* out);
   // reduce_scatter(_block), allgather with node leaders
   Status routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* how);
+  // routedLeadersBlocks()'s steps: the vector's blocks in rank and node
+  // order, the node step and the leaders' call it describes, the call's
+  // outcome on every rank, the delivery inside the node.
+  struct BlockLayout {
+    int size;
+    size_t esize;
+    std::vector<size_t> count, at_rank, at_node, part;
+    size_t total, vector_bytes, lo, hi;
+    std::vector<size_t> local_bytes;
+    bool contiguous;
+    void copyBlocks(uint8_t* to, const std::vector<size_t>& to_at, const uint8_t* from,
+                    const std::vector<size_t>& from_at) const;
+  };
+  BlockLayout blockLayout(const RoutedArgs& args);
+  Status routedBlocksNodeStep(const RoutedArgs& args, const BlockLayout& l,
+                              agent::RoutedCall* out, const void** own_copy);
+  Result<CallOutcome> routedBlocksOutcome(const RoutedArgs& args, const BlockLayout& l,
+                                          const agent::RoutedCall& call, const Status& mine,
+                                          bool one_trip, std::vector<uint8_t>* oks);
+  Status deliverBlocks(const RoutedArgs& args, const BlockLayout& l,
+                       const agent::RoutedCall& call, uint8_t* shared);
   // Reduce and reduce-scatter in one round trip; [lo, hi): this rank's
   // part of the vector in bytes; commit: where scratch's result goes (in place).
   Status routedReduction(const RoutedArgs& args, const agent::RoutedCall& call, size_t lo,
@@ -197,6 +220,10 @@ class AgentSwitchPath : public SwitchPath {
   // This rank's agent call for a flat routed call (scratch_ holds an
   // in-place allgather's own block, a bcast root's returning copy).
   RoutedPlan planRouted(const RoutedArgs& args);
+  // planRouted() per collective.
+  RoutedPlan planReduction(const RoutedArgs& args);  // reduce, reduce-scatter
+  RoutedPlan planAllgather(const RoutedArgs& args);
+  RoutedPlan planBcast(const RoutedArgs& args);
   // An allgather's or bcast's whole vector, kept or recovered (recv; a bcast
   // root whose call failed: scratch).
   void* routedWhole(const RoutedArgs& args, const Status& mine, size_t bytes);

@@ -200,6 +200,21 @@ struct LedgerState {
   }
 
   Result<Recovery> ask(const StallBounds& stall);
+  // ask()'s steps: the question; one round over the other members; a
+  // gather's missing part; the stall bounds.
+  struct Asked {
+    int64_t at = 0, backoff = 1;
+  };
+  struct Round {
+    std::vector<int> open;  // members without a final answer
+    bool busy = false, done = false;
+    int busy_from = -1;
+  };
+  Header question() const;
+  Status askRound(const Header& q, int64_t now, std::map<int, Asked>* asked, Round* round);
+  Status missingPart() const;
+  bool stalled(const StallBounds& stall, int64_t waited, const std::vector<int>& open,
+               bool* warned, Result<Recovery>* result) const;
 };
 
 namespace {
@@ -354,6 +369,90 @@ Result<Recovery> CallLedger::gatherInputs(size_t lo, size_t hi,
   return r;
 }
 
+Header LedgerState::question() const {
+  const LedgerState& s = *this;
+  Header q{};
+  q.magic = kMagic;
+  q.from = s.rank;
+  q.key = s.key;
+  q.seq = s.asking;
+  q.lo = s.want_lo;
+  q.hi = s.want_hi;
+  return q;
+}
+
+// Every other member's answer so far (a member that no longer holds the
+// outcome: the error); one without a final answer asked again when its
+// backoff is up.
+Status LedgerState::askRound(const Header& q, int64_t now, std::map<int, Asked>* asked,
+                             Round* round) {
+  LedgerState& s = *this;
+  for (int m : s.members) {
+    if (m == s.rank) continue;
+    auto it = s.answers.find(m);
+    const CallOutcome o = it == s.answers.end() ? CallOutcome::kPending : it->second;
+    if (o == CallOutcome::kGone) {
+      return Status(Code::kInternal,
+                    "switch call " + std::to_string(s.asking) + ": rank " +
+                        std::to_string(m) + " no longer holds its outcome");
+    }
+    if (o == CallOutcome::kBusy && !round->busy) {
+      round->busy = true;
+      round->busy_from = m;
+    }
+    if (o == CallOutcome::kDone) round->done = true;
+    if (o != CallOutcome::kPending) continue;
+    round->open.push_back(m);
+    Asked& a = (*asked)[m];
+    if (a.at == 0 || now - a.at >= a.backoff) {
+      if (a.at != 0) a.backoff = std::min<int64_t>(a.backoff * 2, 100);
+      a.at = now;
+      Status st = s.send(m, kAmQuery, q, nullptr, 0);
+      if (!st.ok())
+        SA_DEBUG("coll", "switch recovery: asking rank %d: %s", m, st.toString().c_str());
+    }
+  }
+  return Status::Ok();
+}
+
+// A gather that is done: every other member's part is here.
+Status LedgerState::missingPart() const {
+  const LedgerState& s = *this;
+  for (int m : s.members)
+    if (m != s.rank && s.parts.find(m) == s.parts.end()) {
+      // A member without an input although another is done: the agent
+      // completed a call it lacked a contribution to (cannot happen).
+      return Status(Code::kInternal, "switch call " + std::to_string(s.asking) + ": rank " +
+                                         std::to_string(m) +
+                                         " failed without its input while rank " +
+                                         std::to_string(s.source) + " is done");
+    }
+  return Status::Ok();
+}
+
+// No final answer from `open` after `waited` ms: warned once, and past the
+// bound the timeout (true, in *result).
+bool LedgerState::stalled(const StallBounds& stall, int64_t waited, const std::vector<int>& open,
+                          bool* warned, Result<Recovery>* result) const {
+  const LedgerState& s = *this;
+  if (!*warned && stall.warn_ms > 0 && waited >= stall.warn_ms) {
+    *warned = true;
+    SA_WARN("coll",
+            "rank %d: switch call %llu failed here; no final answer for %lld s from rank(s) %s "
+            "(a rank that never calls MPI again cannot answer)",
+            s.rank, static_cast<unsigned long long>(s.asking),
+            static_cast<long long>(waited / 1000), rankList(open).c_str());
+  }
+  if (stall.fail_ms > 0 && waited >= stall.fail_ms) {
+    *result = Status(Code::kTimeout, "switch call " + std::to_string(s.asking) +
+                                         " failed here and no final answer came from rank(s) " +
+                                         rankList(open) + " within " +
+                                         std::to_string(stall.fail_ms / 1000) + " s");
+    return true;
+  }
+  return false;
+}
+
 // The question loop of recover and gatherInputs.
 Result<Recovery> LedgerState::ask(const StallBounds& stall) {
   LedgerState& s = *this;
@@ -362,51 +461,19 @@ Result<Recovery> LedgerState::ask(const StallBounds& stall) {
   s.source = -1;
   s.answers.clear();
   const bool want_parts = s.gathering && s.want_hi > s.want_lo;
-  struct Asked {
-    int64_t at = 0, backoff = 1;
-  };
   std::map<int, Asked> asked;
-  Header q{};
-  q.magic = kMagic;
-  q.from = s.rank;
-  q.key = s.key;
-  q.seq = s.asking;
-  q.lo = s.want_lo;
-  q.hi = s.want_hi;
+  const Header q = question();
   const int64_t start = nowMs();
   bool warned = false;
   Result<Recovery> result = Status(Code::kInternal, "switch recovery did not run");
   for (;;) {
     const int64_t now = nowMs();
-    std::vector<int> open;  // members without a final answer
-    bool busy = false, done = false;
-    int busy_from = -1;
-    for (int m : s.members) {
-      if (m == s.rank) continue;
-      auto it = s.answers.find(m);
-      const CallOutcome o = it == s.answers.end() ? CallOutcome::kPending : it->second;
-      if (o == CallOutcome::kGone) {
-        result = Status(Code::kInternal,
-                        "switch call " + std::to_string(s.asking) + ": rank " +
-                            std::to_string(m) + " no longer holds its outcome");
-        s.asking = 0;
-        return result;
-      }
-      if (o == CallOutcome::kBusy && !busy) {
-        busy = true;
-        busy_from = m;
-      }
-      if (o == CallOutcome::kDone) done = true;
-      if (o != CallOutcome::kPending) continue;
-      open.push_back(m);
-      Asked& a = asked[m];
-      if (a.at == 0 || now - a.at >= a.backoff) {
-        if (a.at != 0) a.backoff = std::min<int64_t>(a.backoff * 2, 100);
-        a.at = now;
-        Status st = s.send(m, kAmQuery, q, nullptr, 0);
-        if (!st.ok())
-          SA_DEBUG("coll", "switch recovery: asking rank %d: %s", m, st.toString().c_str());
-      }
+    Round round;
+    Status gone = askRound(q, now, &asked, &round);
+    if (!gone.ok()) {
+      result = gone;
+      s.asking = 0;
+      return result;
     }
     if (!s.bad_answer.empty()) {
       result = Status(Code::kInternal, "switch call " + std::to_string(s.asking) + ": " + s.bad_answer);
@@ -414,45 +481,26 @@ Result<Recovery> LedgerState::ask(const StallBounds& stall) {
     }
     // Done: the result copied (recover), one member done (a gather that
     // wants nothing), or one done and every part here (a gather).
-    if (s.have_result || (s.gathering && done && (!want_parts || open.empty()))) {
-      if (want_parts)
-        for (int m : s.members)
-          if (m != s.rank && s.parts.find(m) == s.parts.end()) {
-            // A member without an input although another is done: the agent
-            // completed a call it lacked a contribution to (cannot happen).
-            result = Status(Code::kInternal, "switch call " + std::to_string(s.asking) +
-                                                 ": rank " + std::to_string(m) +
-                                                 " failed without its input while rank " +
-                                                 std::to_string(s.source) + " is done");
-            s.asking = 0;
-            return result;
-          }
+    if (s.have_result || (s.gathering && round.done && (!want_parts || round.open.empty()))) {
+      if (want_parts) {
+        Status missing = missingPart();
+        if (!missing.ok()) {
+          result = missing;
+          s.asking = 0;
+          return result;
+        }
+      }
       s.outcome = CallOutcome::kDone;
       result = Recovery{CallOutcome::kDone, s.source};
       break;
     }
-    if (open.empty()) {
+    if (round.open.empty()) {
       // Every other member is final and none has the result.
-      if (busy) result = Recovery{CallOutcome::kBusy, busy_from};
+      if (round.busy) result = Recovery{CallOutcome::kBusy, round.busy_from};
       else result = Recovery{CallOutcome::kFailed, -1};
       break;
     }
-    const int64_t waited = now - start;
-    if (!warned && stall.warn_ms > 0 && waited >= stall.warn_ms) {
-      warned = true;
-      SA_WARN("coll",
-              "rank %d: switch call %llu failed here; no final answer for %lld s from rank(s) %s "
-              "(a rank that never calls MPI again cannot answer)",
-              s.rank, static_cast<unsigned long long>(s.asking),
-              static_cast<long long>(waited / 1000), rankList(open).c_str());
-    }
-    if (stall.fail_ms > 0 && waited >= stall.fail_ms) {
-      result = Status(Code::kTimeout, "switch call " + std::to_string(s.asking) +
-                                          " failed here and no final answer came from rank(s) " +
-                                          rankList(open) + " within " +
-                                          std::to_string(stall.fail_ms / 1000) + " s");
-      break;
-    }
+    if (stalled(stall, now - start, round.open, &warned, &result)) break;
     s.changed = false;
     (void)s.worker->waitUntil([&s] { return s.changed; }, 1);
   }

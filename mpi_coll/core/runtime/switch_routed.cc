@@ -38,87 +38,103 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
 // else to scratch_ (committed only once every rank said ok); an in-place
 // allgather streams its own block from a copy, restored before a redo.
 RoutedPlan AgentSwitchPath::planRouted(const RoutedArgs& args) {
+  switch (args.op) {
+    case RoutedOp::kReduce:
+    case RoutedOp::kReduceScatter:
+    case RoutedOp::kReduceScatterBlock:
+      return planReduction(args);
+    case RoutedOp::kAllgather:
+      return planAllgather(args);
+    case RoutedOp::kBcast:
+      return planBcast(args);
+  }
+  return RoutedPlan();
+}
+
+// Reduce (to a root) and reduce-scatter: a routed reduction.
+RoutedPlan AgentSwitchPath::planReduction(const RoutedArgs& args) {
   const int size = comm_.size(), rank = comm_.rank();
   const bool in_place = args.send == nullptr;
-  const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
+  const size_t esize = dtypeSize(args.dtype);
   RoutedPlan plan;
   agent::RoutedCall& call = plan.call;
   void*& commit = plan.commit;
+  size_t& commit_bytes = plan.commit_bytes;
+  call.kind = agent::RoutedCall::Kind::kReduce;
+  call.dtype = args.dtype;
+  call.op = args.reduce_op;
+  if (args.op == RoutedOp::kReduce) {
+    call.total = args.count;
+    call.in = in_place ? args.recv : args.send;  // MPI_IN_PLACE: the root's input is recv
+    call.want.resize(size_t(size) + 1);
+    for (int r = 0; r <= size; ++r) call.want[size_t(r)] = r <= args.root ? 0 : args.count;
+    if (rank == args.root && in_place) {
+      commit = args.recv;
+      commit_bytes = args.count * esize;
+      call.out = scratchFor(commit_bytes);
+    } else {
+      call.out = rank == args.root ? args.recv : no_output_;
+    }
+    return plan;
+  }
+  call.want.resize(size_t(size) + 1);
+  for (int r = 0; r < size; ++r)
+    call.want[size_t(r) + 1] = call.want[size_t(r)] + args.counts[r];
+  call.total = call.want.back();
+  call.in = in_place ? args.recv : args.send;  // in place: the whole vector in recv
+  const size_t mine = args.counts[rank] * esize;
+  if (in_place) {
+    commit = args.recv;
+    commit_bytes = mine;
+    call.out = scratchFor(mine);
+  } else {
+    call.out = mine ? args.recv : no_output_;
+  }
+  return plan;
+}
+
+RoutedPlan AgentSwitchPath::planAllgather(const RoutedArgs& args) {
+  const int size = comm_.size(), rank = comm_.rank();
+  const bool in_place = args.send == nullptr;
+  RoutedPlan plan;
+  agent::RoutedCall& call = plan.call;
   void*& restore = plan.restore;
   size_t& commit_bytes = plan.commit_bytes;
-  switch (args.op) {
-    case RoutedOp::kReduce: {
-      call.kind = agent::RoutedCall::Kind::kReduce;
-      call.dtype = args.dtype;
-      call.op = args.reduce_op;
-      call.total = args.count;
-      call.in = in_place ? args.recv : args.send;  // MPI_IN_PLACE: the root's input is recv
-      call.want.resize(size_t(size) + 1);
-      for (int r = 0; r <= size; ++r) call.want[size_t(r)] = r <= args.root ? 0 : args.count;
-      if (rank == args.root && in_place) {
-        commit = args.recv;
-        commit_bytes = args.count * esize;
-        call.out = scratchFor(commit_bytes);
-      } else {
-        call.out = rank == args.root ? args.recv : no_output_;
-      }
-      break;
-    }
-    case RoutedOp::kReduceScatter:
-    case RoutedOp::kReduceScatterBlock: {
-      call.kind = agent::RoutedCall::Kind::kReduce;
-      call.dtype = args.dtype;
-      call.op = args.reduce_op;
-      call.want.resize(size_t(size) + 1);
-      for (int r = 0; r < size; ++r)
-        call.want[size_t(r) + 1] = call.want[size_t(r)] + args.counts[r];
-      call.total = call.want.back();
-      call.in = in_place ? args.recv : args.send;  // in place: the whole vector in recv
-      const size_t mine = args.counts[rank] * esize;
-      if (in_place) {
-        commit = args.recv;
-        commit_bytes = mine;
-        call.out = scratchFor(mine);
-      } else {
-        call.out = mine ? args.recv : no_output_;
-      }
-      break;
-    }
-    case RoutedOp::kAllgather: {
-      const size_t b = args.count;
-      call.kind = agent::RoutedCall::Kind::kForward;
-      call.dtype = Dtype::kUint8;
-      call.total = size_t(size) * b;
-      call.in_begin = size_t(rank) * b;
-      call.in_end = call.in_begin + b;
-      call.out = args.recv;
-      if (in_place) {
-        // Our block from a copy: recv is the output, and a redo needs it back.
-        restore = static_cast<uint8_t*>(args.recv) + call.in_begin;
-        commit_bytes = b;
-        void* copy = scratchFor(b);
-        std::memcpy(copy, restore, b);
-        call.in = copy;
-      } else {
-        call.in = args.send;
-      }
-      break;
-    }
-    case RoutedOp::kBcast: {
-      call.kind = agent::RoutedCall::Kind::kForward;
-      call.dtype = Dtype::kUint8;
-      call.total = args.count;
-      if (rank == args.root) {
-        call.in = args.recv;
-        call.in_begin = 0;
-        call.in_end = args.count;
-        call.out = scratchFor(args.count);  // the root's copy comes back; its buffer stays
-      } else {
-        call.in_begin = call.in_end = rank < args.root ? 0 : args.count;
-        call.out = args.recv;
-      }
-      break;
-    }
+  const size_t b = args.count;
+  call.kind = agent::RoutedCall::Kind::kForward;
+  call.dtype = Dtype::kUint8;
+  call.total = size_t(size) * b;
+  call.in_begin = size_t(rank) * b;
+  call.in_end = call.in_begin + b;
+  call.out = args.recv;
+  if (in_place) {
+    // Our block from a copy: recv is the output, and a redo needs it back.
+    restore = static_cast<uint8_t*>(args.recv) + call.in_begin;
+    commit_bytes = b;
+    void* copy = scratchFor(b);
+    std::memcpy(copy, restore, b);
+    call.in = copy;
+  } else {
+    call.in = args.send;
+  }
+  return plan;
+}
+
+RoutedPlan AgentSwitchPath::planBcast(const RoutedArgs& args) {
+  const int rank = comm_.rank();
+  RoutedPlan plan;
+  agent::RoutedCall& call = plan.call;
+  call.kind = agent::RoutedCall::Kind::kForward;
+  call.dtype = Dtype::kUint8;
+  call.total = args.count;
+  if (rank == args.root) {
+    call.in = args.recv;
+    call.in_begin = 0;
+    call.in_end = args.count;
+    call.out = scratchFor(args.count);  // the root's copy comes back; its buffer stays
+  } else {
+    call.in_begin = call.in_end = rank < args.root ? 0 : args.count;
+    call.out = args.recv;
   }
   return plan;
 }

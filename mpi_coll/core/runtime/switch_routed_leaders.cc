@@ -28,10 +28,55 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
   const bool bcast = args.op == RoutedOp::kBcast;
   const bool in_place = args.send == nullptr;
   const size_t bytes = args.count * (bcast ? 1 : dtypeSize(args.dtype));
+  const int root_leader = leaders_->leaderOf(leaders_->nodeOf(args.root));
+  agent::RoutedCall call;
+  Status mine = routedLeadersNodeStep(args, bytes, &call);
+  last_bytes_sent_ = 0;
+  // One round trip for a call up to the keep limit (alike on every rank).
+  const bool one_trip = oneRoundTrip(bytes);
+  if (one_trip && ledger_) ledger_->begin();
+  if (mine.ok() && group_) mine = streamRouted(call, bytes);
+  else if (mine.ok() && leaders_->leader())
+    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
+  if (one_trip) return routedLeadersOneRoundTrip(args, call, mine, bytes, how);
+  std::vector<uint8_t> oks;
+  Status agreed = agree(mine, &oks);
+  if (!agreed.ok()) {
+    leaders_->abandon();
+    return agreed;
+  }
+  if (allOnes(oks)) {
+    ++routed_calls_;
+    *how = RoutedEnd::kSwitched;
+    // A leader sends from its recv (a root leader's buffer is only read; the
+    // agent returns a root only headers); a non-leader root receives its
+    // copy into staging.
+    if (bcast)
+      return leaders_->broadcastBytes(
+          rank == args.root && rank != root_leader ? scratchFor(bytes) : args.recv, bytes);
+    Status st;
+    if (root_leader != args.root)
+      st = leaders_->move(root_leader, args.root, scratchFor(bytes), args.recv, bytes);
+    else if (rank == args.root && in_place && bytes)
+      std::memcpy(args.recv, scratch_.data(), bytes);
+    leaders_->abandon();
+    return st;
+  }
+  leaders_->abandon();
+  return endRoutedUnserved(mine, oks, args.op, how);
+}
+
+// routedLeaders()'s node step before the leaders' routed call, and that
+// call's description (`call`); returns this rank's outcome so far.
+Status AgentSwitchPath::routedLeadersNodeStep(const RoutedArgs& args, size_t bytes,
+                                              agent::RoutedCall* out) {
+  agent::RoutedCall& call = *out;
+  const int rank = comm_.rank();
+  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool in_place = args.send == nullptr;
   const int node = leaders_->node(), nodes = leaders_->nodes();
   const int root_node = leaders_->nodeOf(args.root);
   const int root_leader = leaders_->leaderOf(root_node);
-  agent::RoutedCall call;
   call.total = args.count;
   Status mine;
   if (bcast) {
@@ -71,39 +116,7 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
                : rank == args.root && !in_place ? args.recv
                                                   : scratchFor(bytes);
   }
-  last_bytes_sent_ = 0;
-  // One round trip for a call up to the keep limit (alike on every rank).
-  const bool one_trip = oneRoundTrip(bytes);
-  if (one_trip && ledger_) ledger_->begin();
-  if (mine.ok() && group_) mine = streamRouted(call, bytes);
-  else if (mine.ok() && leaders_->leader())
-    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
-  if (one_trip) return routedLeadersOneRoundTrip(args, call, mine, bytes, how);
-  std::vector<uint8_t> oks;
-  Status agreed = agree(mine, &oks);
-  if (!agreed.ok()) {
-    leaders_->abandon();
-    return agreed;
-  }
-  if (allOnes(oks)) {
-    ++routed_calls_;
-    *how = RoutedEnd::kSwitched;
-    // A leader sends from its recv (a root leader's buffer is only read; the
-    // agent returns a root only headers); a non-leader root receives its
-    // copy into staging.
-    if (bcast)
-      return leaders_->broadcastBytes(
-          rank == args.root && rank != root_leader ? scratchFor(bytes) : args.recv, bytes);
-    Status st;
-    if (root_leader != args.root)
-      st = leaders_->move(root_leader, args.root, scratchFor(bytes), args.recv, bytes);
-    else if (rank == args.root && in_place && bytes)
-      std::memcpy(args.recv, scratch_.data(), bytes);
-    leaders_->abandon();
-    return st;
-  }
-  leaders_->abandon();
-  return endRoutedUnserved(mine, oks, args.op, how);
+  return mine;
 }
 
 // The leaders' one round trip of a routed call: each leader settles its
@@ -168,55 +181,98 @@ Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
 // hands every rank [outcome][result]), else the outcome agreement over
 // every rank before anything reaches a caller's buffer.
 Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* how) {
-  const int size = comm_.size(), rank = comm_.rank();
-  const bool reduction = isReduction(args.op);
-  const bool in_place = args.send == nullptr;
+  const int rank = comm_.rank();
   const bool leader = leaders_->leader();
-  const size_t esize = reduction ? dtypeSize(args.dtype) : 1;
+  const BlockLayout l = blockLayout(args);
+  agent::RoutedCall call;
+  // Allgather, in place: the leader's own block, put back after a failure
+  // (the agent's result lands in its recv).
+  const void* own_copy = nullptr;
+  Status mine = routedBlocksNodeStep(args, l, &call, &own_copy);
+  last_bytes_sent_ = 0;
+  const bool one_trip = oneRoundTrip(l.vector_bytes);
+  if (one_trip && ledger_) ledger_->begin();
+  if (mine.ok() && group_) mine = streamRouted(call, l.vector_bytes);
+  else if (mine.ok() && leader)
+    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
+
+  std::vector<uint8_t> oks;
+  Result<CallOutcome> outcome = routedBlocksOutcome(args, l, call, mine, one_trip, &oks);
+  if (!outcome.ok()) return outcome.status();
+  if (*outcome != CallOutcome::kDone && own_copy && args.count)
+    std::memcpy(static_cast<uint8_t*>(args.recv) + size_t(rank) * args.count, own_copy, args.count);
+
+  uint8_t shared = uint8_t(*outcome);
+  SWITCHAGG_RETURN_IF_ERROR(deliverBlocks(args, l, call, &shared));
+  if (one_trip) return endRoutedOneRoundTrip(CallOutcome(shared), mine, args.op, how);
+  if (CallOutcome(shared) == CallOutcome::kDone) {
+    ++routed_calls_;
+    *how = RoutedEnd::kSwitched;
+    return Status::Ok();
+  }
+  return endRoutedUnserved(mine, oks, args.op, how);
+}
+
+// Every rank's block from one order to the other (esize-byte elements).
+void AgentSwitchPath::BlockLayout::copyBlocks(uint8_t* to, const std::vector<size_t>& to_at,
+                                              const uint8_t* from,
+                                              const std::vector<size_t>& from_at) const {
+  for (int r = 0; r < size; ++r)
+    if (count[size_t(r)])
+      std::memcpy(to + to_at[size_t(r)] * esize, from + from_at[size_t(r)] * esize,
+                  count[size_t(r)] * esize);
+}
+
+AgentSwitchPath::BlockLayout AgentSwitchPath::blockLayout(const RoutedArgs& args) {
+  BlockLayout l;
+  const int size = comm_.size();
+  const bool reduction = isReduction(args.op);
+  l.size = size;
+  l.esize = reduction ? dtypeSize(args.dtype) : 1;
   const std::vector<int>& by_node = leaders_->byNode();
   const int node = leaders_->node(), nodes = leaders_->nodes();
   // Elements (allgather: bytes) of each rank's block; where each starts in
   // rank order and in node order; where each node's part starts.
-  std::vector<size_t> count(static_cast<size_t>(size)), at_rank(static_cast<size_t>(size) + 1),
-      at_node(static_cast<size_t>(size));
+  l.count.resize(static_cast<size_t>(size));
+  l.at_rank.resize(static_cast<size_t>(size) + 1);
+  l.at_node.resize(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
-    count[size_t(r)] = reduction ? args.counts[r] : args.count;
-    at_rank[size_t(r) + 1] = at_rank[size_t(r)] + count[size_t(r)];
+    l.count[size_t(r)] = reduction ? args.counts[r] : args.count;
+    l.at_rank[size_t(r) + 1] = l.at_rank[size_t(r)] + l.count[size_t(r)];
   }
-  std::vector<size_t> part(size_t(nodes) + 1);
+  l.part.resize(size_t(nodes) + 1);
   size_t offset = 0;
   for (size_t i = 0; i < by_node.size(); ++i) {
     const int r = by_node[i];
     const int n = leaders_->nodeOf(r);
-    if (r == leaders_->leaderOf(n)) part[size_t(n)] = offset;
-    at_node[size_t(r)] = offset;
-    offset += count[size_t(r)];
+    if (r == leaders_->leaderOf(n)) l.part[size_t(n)] = offset;
+    l.at_node[size_t(r)] = offset;
+    offset += l.count[size_t(r)];
   }
-  const size_t total = offset, vector_bytes = total * esize;
-  part[size_t(nodes)] = total;
-  const size_t lo = part[size_t(node)], hi = part[size_t(node) + 1];
+  l.total = offset;
+  l.vector_bytes = l.total * l.esize;
+  l.part[size_t(nodes)] = l.total;
+  l.lo = l.part[size_t(node)];
+  l.hi = l.part[size_t(node) + 1];
   const std::vector<int>& locals = leaders_->locals();
-  std::vector<size_t> local_bytes;
-  for (int r : locals) local_bytes.push_back(count[size_t(r)] * esize);
-  const bool contiguous = leaders_->nodesContiguous();
-  // Every rank's block from one order to the other (esize-byte elements).
-  auto copyBlocks = [&](uint8_t* to, const std::vector<size_t>& to_at, const uint8_t* from,
-                        const std::vector<size_t>& from_at) {
-    for (int r = 0; r < size; ++r)
-      if (count[size_t(r)])
-        std::memcpy(to + to_at[size_t(r)] * esize, from + from_at[size_t(r)] * esize,
-                    count[size_t(r)] * esize);
-  };
+  for (int r : locals) l.local_bytes.push_back(l.count[size_t(r)] * l.esize);
+  l.contiguous = leaders_->nodesContiguous();
+  return l;
+}
 
-  agent::RoutedCall call;
+Status AgentSwitchPath::routedBlocksNodeStep(const RoutedArgs& args, const BlockLayout& l,
+                                             agent::RoutedCall* out, const void** own_copy) {
+  agent::RoutedCall& call = *out;
+  const int rank = comm_.rank();
+  const bool in_place = args.send == nullptr;
+  const bool leader = leaders_->leader();
+  const size_t esize = l.esize, total = l.total, vector_bytes = l.vector_bytes;
+  const size_t lo = l.lo, hi = l.hi;
   Status mine;
-  // Allgather, in place: the leader's own block, put back after a failure
-  // (the agent's result lands in its recv).
-  const void* own_copy = nullptr;
-  if (reduction) {
+  if (isReduction(args.op)) {
     uint8_t* acc = reinterpret_cast<uint8_t*>(leaders_->accumulator(vector_bytes));
     const uint8_t* in = static_cast<const uint8_t*>(in_place ? args.recv : args.send);
-    if (!contiguous) copyBlocks(acc, at_node, in, at_rank);
+    if (!l.contiguous) l.copyBlocks(acc, l.at_node, in, l.at_rank);
     else if (vector_bytes) std::memcpy(acc, in, vector_bytes);
     Result<const void*> node_input = leaders_->reduceAccumulator(args.dtype, args.reduce_op, total);
     mine = node_input.status();
@@ -224,7 +280,7 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* h
     call.dtype = args.dtype;
     call.op = args.reduce_op;
     call.total = total;
-    call.want = part;  // each node its part
+    call.want = l.part;  // each node its part
     call.in = mine.ok() ? node_input.value() : nullptr;
     call.out = leader ? scratchFor((hi - lo) * esize) : static_cast<void*>(no_output_);
   } else {
@@ -239,28 +295,29 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* h
     call.in = mine.ok() ? node_blocks.value() : nullptr;
     call.in_begin = lo;
     call.in_end = hi;
-    own_copy = in_place && leader && mine.ok() ? node_blocks.value() : nullptr;
+    *own_copy = in_place && leader && mine.ok() ? node_blocks.value() : nullptr;
     call.out = !leader ? static_cast<void*>(no_output_)
-               : contiguous ? args.recv
-                            : scratchFor(vector_bytes);
+               : l.contiguous ? args.recv
+                              : scratchFor(vector_bytes);
   }
-  last_bytes_sent_ = 0;
-  const bool one_trip = oneRoundTrip(vector_bytes);
-  if (one_trip && ledger_) ledger_->begin();
-  if (mine.ok() && group_) mine = streamRouted(call, vector_bytes);
-  else if (mine.ok() && leader)
-    mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
+  return mine;
+}
 
+Result<CallOutcome> AgentSwitchPath::routedBlocksOutcome(const RoutedArgs& args,
+                                                         const BlockLayout& l,
+                                                         const agent::RoutedCall& call,
+                                                         const Status& mine, bool one_trip,
+                                                         std::vector<uint8_t>* oks) {
   // The call's outcome on every rank.
   CallOutcome outcome = CallOutcome::kDone;
-  std::vector<uint8_t> oks;
   if (one_trip) {
     if (ledger_) {
       int source = -1;
       Result<CallOutcome> end =
-          reduction ? settleReduction(mine, args, call.in, vector_bytes,
-                                      static_cast<uint8_t*>(call.out), lo * esize, hi * esize)
-                    : settle(mine, call.out, vector_bytes, &source, routedOpName(args.op));
+          isReduction(args.op)
+              ? settleReduction(mine, args, call.in, l.vector_bytes,
+                                static_cast<uint8_t*>(call.out), l.lo * l.esize, l.hi * l.esize)
+              : settle(mine, call.out, l.vector_bytes, &source, routedOpName(args.op));
       if (!end.ok()) {
         leaders_->abandon();
         return end.status();
@@ -268,37 +325,33 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* h
       outcome = *end;
     }
   } else {
-    Status agreed = agree(mine, &oks);
+    Status agreed = agree(mine, oks);
     if (!agreed.ok()) {
       leaders_->abandon();
       return agreed;
     }
-    outcome = allOnes(oks) ? CallOutcome::kDone : CallOutcome::kFailed;
+    outcome = allOnes(*oks) ? CallOutcome::kDone : CallOutcome::kFailed;
   }
-  if (outcome != CallOutcome::kDone && own_copy && args.count)
-    std::memcpy(static_cast<uint8_t*>(args.recv) + size_t(rank) * args.count, own_copy, args.count);
+  return outcome;
+}
 
+Status AgentSwitchPath::deliverBlocks(const RoutedArgs& args, const BlockLayout& l,
+                                      const agent::RoutedCall& call, uint8_t* shared) {
+  const bool leader = leaders_->leader();
   // Delivery inside the node: [outcome][result] from the leader.
-  uint8_t shared = uint8_t(outcome);
-  if (reduction) {
+  if (isReduction(args.op)) {
     // A non-leader's block straight into its recv (written only when done).
-    SWITCHAGG_RETURN_IF_ERROR(leaders_->scatterOutcome(&shared, call.out, local_bytes, args.recv));
-    if (CallOutcome(shared) == CallOutcome::kDone && leader && local_bytes[0])
-      std::memcpy(args.recv, call.out, local_bytes[0]);
+    SWITCHAGG_RETURN_IF_ERROR(leaders_->scatterOutcome(shared, call.out, l.local_bytes, args.recv));
+    if (CallOutcome(*shared) == CallOutcome::kDone && leader && l.local_bytes[0])
+      std::memcpy(args.recv, call.out, l.local_bytes[0]);
   } else {
-    void* whole = contiguous ? args.recv : scratchFor(vector_bytes);
-    SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(&shared, call.out, whole, vector_bytes));
-    if (CallOutcome(shared) == CallOutcome::kDone && !contiguous)
-      copyBlocks(static_cast<uint8_t*>(args.recv), at_rank, static_cast<const uint8_t*>(whole),
-                 at_node);
+    void* whole = l.contiguous ? args.recv : scratchFor(l.vector_bytes);
+    SWITCHAGG_RETURN_IF_ERROR(leaders_->shareOutcome(shared, call.out, whole, l.vector_bytes));
+    if (CallOutcome(*shared) == CallOutcome::kDone && !l.contiguous)
+      l.copyBlocks(static_cast<uint8_t*>(args.recv), l.at_rank,
+                   static_cast<const uint8_t*>(whole), l.at_node);
   }
-  if (one_trip) return endRoutedOneRoundTrip(CallOutcome(shared), mine, args.op, how);
-  if (CallOutcome(shared) == CallOutcome::kDone) {
-    ++routed_calls_;
-    *how = RoutedEnd::kSwitched;
-    return Status::Ok();
-  }
-  return endRoutedUnserved(mine, oks, args.op, how);
+  return Status::Ok();
 }
 
 }  // namespace switchagg::coll::switch_detail
