@@ -28,7 +28,7 @@ Outcome dispatchBarrier(CommState& state) {
     return Outcome::kDeclined;
   }
   sw->rejoinIfDue();
-  SwitchPath::BarrierEnd how = SwitchPath::BarrierEnd::kSwitched;
+  SwitchPath::CallEnd how = SwitchPath::CallEnd::kSwitched;
   Status st = sw->barrier(&how);
   if (st.code() == Code::kUnsupported) {
     ++c.previous;
@@ -43,9 +43,9 @@ Outcome dispatchBarrier(CommState& state) {
     return Outcome::kFailed;
   }
   switch (how) {
-    case SwitchPath::BarrierEnd::kSwitched: ++c.switched; break;
-    case SwitchPath::BarrierEnd::kBusy: ++c.busy; break;
-    case SwitchPath::BarrierEnd::kFailed: ++c.failed; break;
+    case SwitchPath::CallEnd::kSwitched: ++c.switched; break;
+    case SwitchPath::CallEnd::kBusy: ++c.busy; break;
+    case SwitchPath::CallEnd::kFailed: ++c.failed; break;
   }
   return Outcome::kServed;
 }

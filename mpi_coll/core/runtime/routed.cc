@@ -110,7 +110,7 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
     return previous(state, args.op, why);
   };
   if (!use_switch) return handBack(tuner ? "tuned" : "selected");
-  SwitchPath::RoutedEnd how = SwitchPath::RoutedEnd::kSwitched;
+  SwitchPath::CallEnd how = SwitchPath::CallEnd::kSwitched;
   Status st = sw->routed(args, &how);
   if (st.code() == Code::kUnsupported) return handBack("unavailable");
   if (!st.ok()) {
@@ -121,7 +121,7 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
     return Outcome::kFailed;
   }
   switch (how) {
-    case SwitchPath::RoutedEnd::kSwitched:
+    case SwitchPath::CallEnd::kSwitched:
       announce(state, args, bytes, reason);
       ++c.switched;
       if (tuner) {
@@ -129,8 +129,8 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
         if (!st.ok()) return tuningFailed(state, args.op, st);
       }
       return Outcome::kServed;
-    case SwitchPath::RoutedEnd::kBusy: ++c.busy; break;
-    case SwitchPath::RoutedEnd::kFailed: ++c.failed; break;
+    case SwitchPath::CallEnd::kBusy: ++c.busy; break;
+    case SwitchPath::CallEnd::kFailed: ++c.failed; break;
   }
   // Redone on the previous module from the intact input (its time is not a
   // sample of the switch: the tuner keeps only the pick's own times).

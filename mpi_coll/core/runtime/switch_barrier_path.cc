@@ -18,7 +18,7 @@ namespace switchagg::coll::switch_detail {
 // then only disables the path (giveUp: same rejoin rules as allreduce).
 // With node leaders only the leaders call the agent; the agreement spans
 // every rank, so it also releases each node.
-Status AgentSwitchPath::barrier(BarrierEnd* how) {
+Status AgentSwitchPath::barrier(CallEnd* how) {
   if (!joined_ || !info_.caps.supports(Dtype::kInt32, Op::kSum))
     return Status(Code::kUnsupported, "switch path cannot serve a barrier");
   if (oneRoundTrip(0)) return barrierOneRoundTrip(how);
@@ -36,18 +36,18 @@ Status AgentSwitchPath::barrier(BarrierEnd* how) {
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
     ++barriers_;
-    *how = BarrierEnd::kSwitched;
+    *how = CallEnd::kSwitched;
     return Status::Ok();
   }
   if (!anyFailed(oks)) {
     ++barrier_busy_;
     ++busy_;
-    *how = BarrierEnd::kBusy;
+    *how = CallEnd::kBusy;
     return Status::Ok();
   }
   ++barrier_failed_;
   giveUp(mine, firstFailedRank(oks), "barrier", "barrier completed by the agreement");
-  *how = BarrierEnd::kFailed;
+  *how = CallEnd::kFailed;
   return Status::Ok();
 }
 
@@ -58,7 +58,7 @@ Status AgentSwitchPath::barrier(BarrierEnd* how) {
 // (recovery). Only when no member has it - busy or failed - is the barrier
 // completed on the host, by the outcome agreement (an allgather every rank
 // reaches, so it is a barrier itself).
-Status AgentSwitchPath::barrierOneRoundTrip(BarrierEnd* how) {
+Status AgentSwitchPath::barrierOneRoundTrip(CallEnd* how) {
   Status mine;
   const int32_t one = 1;
   if (leaders_) {
@@ -88,7 +88,7 @@ Status AgentSwitchPath::barrierOneRoundTrip(BarrierEnd* how) {
   if (outcome == CallOutcome::kDone) {
     ++barriers_;
     ++one_trip_;
-    *how = BarrierEnd::kSwitched;
+    *how = CallEnd::kSwitched;
     return Status::Ok();
   }
   std::vector<uint8_t> oks;
@@ -96,12 +96,12 @@ Status AgentSwitchPath::barrierOneRoundTrip(BarrierEnd* how) {
   if (outcome == CallOutcome::kBusy) {
     ++barrier_busy_;
     ++busy_;
-    *how = BarrierEnd::kBusy;
+    *how = CallEnd::kBusy;
     return Status::Ok();
   }
   ++barrier_failed_;
   giveUp(mine, firstFailed(mine, source), "barrier", "barrier completed by the agreement");
-  *how = BarrierEnd::kFailed;
+  *how = CallEnd::kFailed;
   return Status::Ok();
 }
 

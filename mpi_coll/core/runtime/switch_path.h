@@ -45,6 +45,11 @@ size_t routedVectorBytes(const RoutedArgs& args, int size);
 
 class SwitchPath {
  public:
+  // How a switch-path call ended, alike on every rank (barrier, routed
+  // calls, and as ints - kStream* below - the nonblocking streams):
+  // through the agent; refused busy (redone on the host, path kept); failed
+  // (redone on the host, path off).
+  enum class CallEnd : int { kSwitched = 0, kBusy = 1, kFailed = 2 };
   virtual ~SwitchPath() = default;
   // Every rank calls it for the same calls in the same order.
   virtual void rejoinIfDue() {}
@@ -59,8 +64,7 @@ class SwitchPath {
   // busy refusal, counted - proven by the outcome agreement itself); *how
   // says which, alike on every rank. kUnsupported: declined on every rank
   // alike, nothing sent.
-  enum class BarrierEnd { kSwitched, kBusy, kFailed };
-  virtual Status barrier(BarrierEnd* how) {
+  virtual Status barrier(CallEnd* how) {
     (void)how;
     return Status(Code::kUnsupported, "no switch barrier");
   }
@@ -76,11 +80,10 @@ class SwitchPath {
   // call on the previous module (a failure disables the path as for
   // allreduce); kUnsupported: declined alike on every rank, nothing sent;
   // any other error: the agreement itself failed.
-  enum class RoutedEnd { kSwitched, kBusy, kFailed };
   virtual const char* describeRouted(const RoutedArgs& /*args*/, SelectionInput* /*in*/) const {
     return "unavailable";
   }
-  virtual Status routed(const RoutedArgs& /*args*/, RoutedEnd* /*how*/) {
+  virtual Status routed(const RoutedArgs& /*args*/, CallEnd* /*how*/) {
     return Status(Code::kUnsupported, "no switch routing");
   }
   // MPI_Iallreduce (iallreduce.h, docs/offload.md "MPI_Iallreduce"): the
@@ -96,7 +99,10 @@ class SwitchPath {
   // kStreamBusy, kStreamFailed: the worst) and the lowest rank with it.
   // Ok: the result is in args.recv; kUnsupported: redo on the host (busy
   // or failed: counted, a failure disables the path as for allreduce).
-  static constexpr int kStreamOk = 0, kStreamBusy = 1, kStreamFailed = 2;
+  // (The C interface's ints for CallEnd.)
+  static constexpr int kStreamOk = static_cast<int>(CallEnd::kSwitched),
+                       kStreamBusy = static_cast<int>(CallEnd::kBusy),
+                       kStreamFailed = static_cast<int>(CallEnd::kFailed);
   virtual void describeStream(const AllreduceArgs& /*args*/, SelectionInput* /*in*/) const {}
   // barrier: the stream is an MPI_Ibarrier (a one-int32 sum of ones whose
   // result is the number of ranks that entered), counted as a barrier.

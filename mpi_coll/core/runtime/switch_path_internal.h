@@ -126,14 +126,14 @@ class AgentSwitchPath : public SwitchPath {
   void rejoinIfDue() override;
   void describe(const AllreduceArgs& args, SelectionInput* in) const override;
   Status allreduce(const AllreduceArgs& args) override;
-  Status barrier(BarrierEnd* how) override;
+  Status barrier(CallEnd* how) override;
   const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
-  Status routed(const RoutedArgs& args, RoutedEnd* how) override;
-  Status routedLeaders(const RoutedArgs& args, RoutedEnd* how);  // bcast, reduce
+  Status routed(const RoutedArgs& args, CallEnd* how) override;
+  Status routedLeaders(const RoutedArgs& args, CallEnd* how);  // bcast, reduce
   // routedLeaders()'s node step and the leaders' call it describes.
   Status routedLeadersNodeStep(const RoutedArgs& args, size_t bytes, agent::RoutedCall* out);
   // reduce_scatter(_block), allgather with node leaders
-  Status routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* how);
+  Status routedLeadersBlocks(const RoutedArgs& args, CallEnd* how);
   // routedLeadersBlocks()'s steps: the vector's blocks in rank and node
   // order, the node step and the leaders' call it describes, the call's
   // outcome on every rank, the delivery inside the node.
@@ -158,16 +158,16 @@ class AgentSwitchPath : public SwitchPath {
   // Reduce and reduce-scatter in one round trip; [lo, hi): this rank's
   // part of the vector in bytes; commit: where scratch's result goes (in place).
   Status routedReduction(const RoutedArgs& args, const agent::RoutedCall& call, size_t lo,
-                         size_t hi, void* commit, RoutedEnd* how);
+                         size_t hi, void* commit, CallEnd* how);
   // A member's end of a one-round-trip reduction: its own outcome, or after
   // a failure here the result folded from the members' inputs into out.
   Result<CallOutcome> settleReduction(const Status& mine, const RoutedArgs& args,
                                       const void* input, size_t vector_bytes, uint8_t* out,
                                       size_t lo, size_t hi);
   Status endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine, RoutedOp op,
-                               RoutedEnd* how);
+                               CallEnd* how);
   Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
-                                   const Status& mine, size_t bytes, RoutedEnd* how);
+                                   const Status& mine, size_t bytes, CallEnd* how);
   const char* describeRoutedStream(const RoutedArgs& args, SelectionInput* in) const override;
   Status startRoutedStream(const RoutedArgs& args) override;
   void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
@@ -189,7 +189,7 @@ class AgentSwitchPath : public SwitchPath {
   }
   void makeLedger();
   Status allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes);
-  Status barrierOneRoundTrip(BarrierEnd* how);
+  Status barrierOneRoundTrip(CallEnd* how);
   // A member's end of a one-round-trip call: its own outcome, or after a
   // failure what the other members said (recovery). *source: the member
   // that gave the result. An error: recovery could not decide (bounded).
@@ -238,11 +238,11 @@ class AgentSwitchPath : public SwitchPath {
   // nothing was sent, the ranks redo the call and keep the path.
   // Allgather and bcast in one round trip (the same vector on every rank).
   Status routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
-                                   size_t vector_bytes, RoutedEnd* how);
+                                   size_t vector_bytes, CallEnd* how);
   Status streamRouted(const agent::RoutedCall& call, size_t bytes);
   // A routed call the ranks did not all finish: busy, or given up.
   Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, RoutedOp op,
-                           RoutedEnd* how);
+                           CallEnd* how);
   // scratch_ of at least `bytes` (a dummy for 0: a member that gets nothing).
   void* scratchFor(size_t bytes);
   // `what` failed ("allreduce", "barrier", "reduce", ...); `after` says

@@ -143,7 +143,7 @@ RoutedPlan AgentSwitchPath::planBcast(const RoutedArgs& args) {
 // that missed it can copy it from one that has it: one round trip
 // ("Completion").
 Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
-                                                  size_t vector_bytes, RoutedEnd* how) {
+                                                  size_t vector_bytes, CallEnd* how) {
   ledger_->begin();
   const Status mine = streamRouted(plan.call, vector_bytes);
   void* whole = routedWhole(args, mine, vector_bytes);
@@ -153,26 +153,26 @@ Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const 
   if (*end == CallOutcome::kDone) {
     ++routed_calls_;
     ++one_trip_;
-    *how = RoutedEnd::kSwitched;
+    *how = CallEnd::kSwitched;
     return Status::Ok();
   }
   if (plan.restore && plan.commit_bytes)
     std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
   if (*end == CallOutcome::kBusy) {
     ++busy_;
-    *how = RoutedEnd::kBusy;
+    *how = CallEnd::kBusy;
     return Status::Ok();
   }
   giveUp(mine, firstFailed(mine, source), routedOpName(args.op),
          "no member had the result (all asked); redone on the previous module");
-  *how = RoutedEnd::kFailed;
+  *how = CallEnd::kFailed;
   return Status::Ok();
 }
 
 // One routed call: the RoutedCall for this rank (planRouted), the client's
 // stream (all stripes), then the allreduce's one-byte outcome agreement (or
 // one round trip: "Completion").
-Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
+Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
   if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
     return Status(Code::kUnsupported, "switch path cannot route this call");
   if (leaders_) return routedLeaders(args, how);
@@ -204,7 +204,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
     if (plan.commit && plan.commit_bytes)
       std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
     ++routed_calls_;
-    *how = RoutedEnd::kSwitched;
+    *how = CallEnd::kSwitched;
     return Status::Ok();
   }
   if (plan.restore && plan.commit_bytes)
@@ -218,7 +218,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, RoutedEnd* how) {
 // folded in member order with the agent's kernel, give the agent's bits
 // whenever some member is done (docs/offload.md "Completion").
 Status AgentSwitchPath::routedReduction(const RoutedArgs& args, const agent::RoutedCall& call,
-                                        size_t lo, size_t hi, void* commit, RoutedEnd* how) {
+                                        size_t lo, size_t hi, void* commit, CallEnd* how) {
   const size_t vector_bytes = call.total * dtypeSize(args.dtype);
   ledger_->begin();
   Status mine = streamRouted(call, vector_bytes);
@@ -266,18 +266,18 @@ Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const R
 
 // A one-round-trip routed call's outcome on every rank, counted.
 Status AgentSwitchPath::endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine,
-                                              RoutedOp op, RoutedEnd* how) {
+                                              RoutedOp op, CallEnd* how) {
   if (outcome == CallOutcome::kDone) {
     ++routed_calls_;
     ++one_trip_;
-    *how = RoutedEnd::kSwitched;
+    *how = CallEnd::kSwitched;
   } else if (outcome == CallOutcome::kBusy) {
     ++busy_;
-    *how = RoutedEnd::kBusy;
+    *how = CallEnd::kBusy;
   } else {
     giveUp(mine, firstFailed(mine, -1), routedOpName(op),
            "no member had finished the call (all asked); redone on the previous module");
-    *how = RoutedEnd::kFailed;
+    *how = CallEnd::kFailed;
   }
   return Status::Ok();
 }
@@ -391,14 +391,14 @@ Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {
 }
 
 Status AgentSwitchPath::endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks,
-                                          RoutedOp op, RoutedEnd* how) {
+                                          RoutedOp op, CallEnd* how) {
   if (!anyFailed(oks)) {
     ++busy_;
-    *how = RoutedEnd::kBusy;
+    *how = CallEnd::kBusy;
     return Status::Ok();
   }
   giveUp(mine, firstFailedRank(oks), routedOpName(op), "redone on the previous module");
-  *how = RoutedEnd::kFailed;
+  *how = CallEnd::kFailed;
   return Status::Ok();
 }
 

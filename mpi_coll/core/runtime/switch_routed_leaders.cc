@@ -21,7 +21,7 @@ namespace switchagg::coll::switch_detail {
 // After it: bcast: each leader's result to its node (a non-leader root
 // receives into staging); reduce: the root's leader sends the result to
 // the root if that is another rank. Non-leaders say ok for the agent step.
-Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
+Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, CallEnd* how) {
   if (args.op != RoutedOp::kBcast && args.op != RoutedOp::kReduce)
     return routedLeadersBlocks(args, how);
   const int rank = comm_.rank();
@@ -47,7 +47,7 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, RoutedEnd* how) {
   }
   if (allOnes(oks)) {
     ++routed_calls_;
-    *how = RoutedEnd::kSwitched;
+    *how = CallEnd::kSwitched;
     // A leader sends from its recv (a root leader's buffer is only read; the
     // agent returns a root only headers); a non-leader root receives its
     // copy into staging.
@@ -128,7 +128,7 @@ Status AgentSwitchPath::routedLeadersNodeStep(const RoutedArgs& args, size_t byt
 Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
                                                   const agent::RoutedCall& call,
                                                   const Status& mine, size_t bytes,
-                                                  RoutedEnd* how) {
+                                                  CallEnd* how) {
   const int rank = comm_.rank();
   const bool bcast = args.op == RoutedOp::kBcast;
   const bool root_node = leaders_->node() == leaders_->nodeOf(args.root);
@@ -180,7 +180,7 @@ Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
 // round trip up to the keep limit (the leaders settle, one node message
 // hands every rank [outcome][result]), else the outcome agreement over
 // every rank before anything reaches a caller's buffer.
-Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* how) {
+Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, CallEnd* how) {
   const int rank = comm_.rank();
   const bool leader = leaders_->leader();
   const BlockLayout l = blockLayout(args);
@@ -207,7 +207,7 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, RoutedEnd* h
   if (one_trip) return endRoutedOneRoundTrip(CallOutcome(shared), mine, args.op, how);
   if (CallOutcome(shared) == CallOutcome::kDone) {
     ++routed_calls_;
-    *how = RoutedEnd::kSwitched;
+    *how = CallEnd::kSwitched;
     return Status::Ok();
   }
   return endRoutedUnserved(mine, oks, args.op, how);
