@@ -495,6 +495,13 @@ static int prepare(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *c
   return OMPI_SUCCESS;
 }
 
+/* Whether the glue routes a nonblocking call at all (alike on every rank):
+ * not Open MPI's own calls while the private communicator is made, not
+ * without a core, not a negative count (the previous module reports it). */
+static bool may_route(const mca_coll_switchagg_module_t *m, int count) {
+  return !mca_coll_switchagg_creating_private && NULL != m->core && count >= 0;
+}
+
 int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   struct ompi_communicator_t *comm, ompi_request_t **request,
@@ -507,7 +514,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   if (NULL == m->previous_iallreduce) return OMPI_ERR_NOT_SUPPORTED;
   /* Open MPI's own calls while the private communicator is made (its cid
    * agreement runs on this communicator's iallreduce). */
-  if (mca_coll_switchagg_creating_private || NULL == m->core || count < 0)
+  if (!may_route(m, count))
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                   m->previous_iallreduce_module);
   why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
@@ -567,7 +574,7 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
 
   if (NULL == m->previous_ibarrier) return OMPI_ERR_NOT_SUPPORTED;
-  if (mca_coll_switchagg_creating_private || NULL == m->core)
+  if (!may_route(m, 0))
     return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
   /* The queue and the progress callback are not thread-safe. */
   if (ompi_mpi_thread_multiple) {
@@ -726,7 +733,7 @@ int mca_coll_switchagg_iallgather(const void *sbuf, int scount, struct ompi_data
   int rc;
   if (NULL == m->previous_iallgather) return OMPI_ERR_NOT_SUPPORTED;
   /* Open MPI's own calls while the private communicator is made. */
-  rc = mca_coll_switchagg_creating_private || NULL == m->core || rcount < 0
+  rc = !may_route(m, rcount)
            ? 0
            : irouted_route(m, comm, K_ALLGATHER, irouted_why(sbuf, rbuf, block), block, 0, 0, 0);
   if (rc <= 0)
@@ -747,7 +754,7 @@ int mca_coll_switchagg_ibcast(void *buff, int count, struct ompi_datatype_t *dat
   const size_t bytes = mca_coll_switchagg_type_bytes(datatype, count);
   int rc;
   if (NULL == m->previous_ibcast) return OMPI_ERR_NOT_SUPPORTED;
-  rc = mca_coll_switchagg_creating_private || NULL == m->core || count < 0
+  rc = !may_route(m, count)
            ? 0
            : irouted_route(m, comm, K_BCAST, irouted_why(NULL, buff, bytes), bytes, 0, 0, root);
   if (rc <= 0)
@@ -771,7 +778,7 @@ int mca_coll_switchagg_ireduce_scatter_block(const void *sbuf, void *rbuf, int r
   mca_coll_switchagg_ireq_t *r;
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = 0;
   if (NULL == m->previous_ireduce_scatter_block) return OMPI_ERR_NOT_SUPPORTED;
-  if (!mca_coll_switchagg_creating_private && NULL != m->core && rcount >= 0) {
+  if (may_route(m, rcount)) {
     const char *why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
     if (NULL == why && mca_coll_switchagg_device_buffers(sbuf, rbuf)) why = "device memory";
     /* A redo on the previous module would change the result (as Iallreduce). */

@@ -382,9 +382,9 @@ void runOverlap(size_t bytes, int iters, double min_hidden, const std::string& e
   int done_in_compute = 0, not_done_by_test = 0;
   const double test_bound_ms = std::max(10000.0, 50 * t_est);
   for (int i = 0; i < iters; ++i) {
+    const uint64_t agree_us_before = counter(MPI_COMM_WORLD, "iallreduce:agreement_us");
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = nowMs();
-    const uint64_t agree_us_before = counter(MPI_COMM_WORLD, "iallreduce:agreement_us");
     once();
     alone.push_back(nowMs() - t0);
     agree_ms.push_back(double(counter(MPI_COMM_WORLD, "iallreduce:agreement_us") - agree_us_before) /
