@@ -49,3 +49,15 @@ add_iallreduce_test(mpi_irouted_np2 180 "mpi;agent" "PPN=1" irouted 2 on)
 add_iallreduce_test(mpi_irouted_off_np3 180 "mpi;agent" "PPN=1" irouted 3 off)
 add_iallreduce_test(mpi_irouted_leaders_np4 180 "mpi;agent" "PPN=2" irouted 4 leaders)
 add_iallreduce_test(mpi_irouted_fault_kill_np3 150 "mpi;agent;fault" "PPN=1" irouted-kill 3 65536)
+# With node leaders: 2 emulated nodes x 3 ranks not adjacent in the
+# communicator (node order differs from rank order, local ranks 0-2); the
+# agent killed mid-loop with node leaders, in one round trip (64 KiB) and
+# above the keep limit (2 MiB: the leader's node message before the agreement).
+add_iallreduce_test(mpi_irouted_leaders_cyclic_np6 300 "mpi;agent" "PPN=3;EMU_LAYOUT=cyclic"
+  irouted 6 leaders)
+add_iallreduce_test(mpi_irouted_fault_leaders_kill_np4 150 "mpi;agent;fault" "PPN=2"
+  irouted-kill 4 65536)
+add_iallreduce_test(mpi_irouted_fault_leaders_kill_large_np4 200 "mpi;agent;fault" "PPN=2"
+  irouted-kill 4 2097152)
+add_iallreduce_test(mpi_iallreduce_fault_leaders_kill_large_np4 200 "mpi;agent;fault" "PPN=2"
+  kill 4 2097152)

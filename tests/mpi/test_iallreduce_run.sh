@@ -21,8 +21,8 @@
 #                             under one Waitall (--mode irouted): on: every one
 #                             served by the switch; off: every one by the
 #                             previous module, the agent saw nothing;
-#                             leaders (PPN>1): node leaders, every one counted
-#                             <op>:previous:node-leaders
+#                             leaders (PPN>1): node leaders, every one served
+#                             by the switch through the node steps
 #   irouted-kill NP BYTES     as kill, each round also an Iallgather, an Ibcast
 #                             and an Ireduce_scatter_block outstanding (--routed)
 #   kill|delete NP BYTES      the agent SIGKILLed / the lease deleted at a random
@@ -75,7 +75,7 @@ case $scenario in
     run "$np" "$work/run.log" --mode matrix --expect switch --large ||
       { cat "$work/run.log"; die "run failed"; }
     expect_pass "$work/run.log" "joined switch group .* node leaders for $np ranks" \
-      "iallreduce:switch [1-9][0-9]* previous [1-9]"
+      "iallreduce:switch [1-9][0-9]* previous 0"
     ;;
   multi)
     np=$1
@@ -107,12 +107,15 @@ case $scenario in
     start_agent
     lease "irouted-np$np"
     if [[ $mode == leaders ]]; then
-      # Node leaders (PPN's emulated nodes): not streamed, every one to the
-      # previous module with the reason node-leaders, results exact.
-      run "$np" "$work/run.log" --mode irouted --iters 6 --expect previous ||
+      # Node leaders (PPN's emulated nodes; EMU_LAYOUT=cyclic: not adjacent):
+      # the node steps posted, every one served by the switch (those above
+      # the keep limit on the agreement), results exact.
+      run "$np" "$work/run.log" --mode irouted --iters 6 --expect switch ||
         { cat "$work/run.log"; die "run failed"; }
       expect_pass "$work/run.log" "joined switch group .* node leaders for $np ranks" \
-        "irouted: previous:node-leaders iallgather 24 ibcast 18 ireduce_scatter_block 18"
+        "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 " \
+        "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 18 " \
+        "irouted: previous:node-leaders iallgather 0 ibcast 0 ireduce_scatter_block 0"
     elif [[ $mode == on ]]; then
       run "$np" "$work/run.log" --mode irouted --iters 6 --expect switch ||
         { cat "$work/run.log"; die "run failed"; }

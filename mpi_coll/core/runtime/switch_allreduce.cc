@@ -161,14 +161,14 @@ int64_t steadyMs() {
       .count();
 }
 
-// With node leaders a call streams when it completes in one round trip
-// (up to the keep limit): the node's steps are then one message each way
-// between each rank and its leader, posted and tested without waiting
-// (NodeLeaders::startFlat). Larger ones stay with the previous module.
+// With node leaders the node's steps are one message each way between each
+// rank and its leader, posted and tested without waiting
+// (NodeLeaders::startFlat): the leader sends [outcome][result] once its call
+// settled (up to the keep limit), else as soon as its stream ended, before
+// the outcome agreement, in which every rank votes its leader's outcome.
 void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* in) const {
   // Not joined_: decided when posted, streamed later (startStream declines
   // then, alike on every rank, if the path failed meanwhile).
-  if (leaders_ && !oneRoundTrip(args.count * dtypeSize(args.dtype))) return;
   if (info_.caps.supports(args.dtype, args.op)) fill(in);
 }
 
@@ -180,7 +180,7 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args, bool barrier) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
   // Alike on every rank: joined_, the caps and the keep limit are agreed
   // (a non-leader never holds a group).
-  if (!serves(args) || (leaders_ ? !oneRoundTrip(bytes) : !group_))
+  if (!serves(args) || (!leaders_ && !group_))
     return Status(Code::kUnsupported, "switch path cannot stream this call");
   stream_ = Stream{};
   stream_.args = args;
@@ -193,7 +193,7 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args, bool barrier) {
     out = scratch_.data();
   }
   stream_.out = out;
-  stream_.one_trip = leaders_ ? true : ledger_ && oneRoundTrip(stream_.bytes);
+  stream_.one_trip = oneRoundTrip(stream_.bytes) && (leaders_ || ledger_);
   if (stream_.one_trip && ledger_) ledger_->begin();
   last_bytes_sent_ = 0;
   if (leaders_) {
@@ -231,29 +231,36 @@ Status AgentSwitchPath::stepNode() {
     if (fail_ms <= 0 || steadyMs() < stream_.deadline_ms + wait_ms)
       return Status(Code::kInProgress, "node step");
     const int64_t waited = wait_ms + timeoutFor(stream_.bytes);
+    const std::string what = std::string("MPI_I") +
+                             (stream_.routed ? routedOpName(stream_.rargs.op)
+                              : stream_.barrier ? "barrier"
+                                                : "allreduce");
     st = Status(Code::kTimeout,
-                leader ? "node leader: rank " + std::to_string(leaders_->flatMissing()) +
-                             "'s MPI_Iallreduce input did not arrive within " +
-                             std::to_string(waited) + " ms"
+                leader ? "node leader: rank " + std::to_string(leaders_->flatMissing()) + "'s " +
+                             what + " input did not arrive within " + std::to_string(waited) +
+                             " ms"
                        : "the node leader (rank " + std::to_string(leaders_->locals().front()) +
-                             ") sent no MPI_Iallreduce outcome within " + std::to_string(waited) +
+                             ") sent no " + what + " outcome within " + std::to_string(waited) +
                              " ms");
   }
   stream_.node_phase = false;
   if (!st.ok()) {
+    stream_.node_failed = true;
     leaders_->abandon();
     return st;
   }
   if (!leaders_->leader()) {
     // The leader's settled outcome: the call ends as it says.
     const CallOutcome leader = CallOutcome(leaders_->flatOutcome());
-    if (leader == CallOutcome::kDone && stream_.bytes)
+    // A routed call's result waits in the node message (deliverRoutedLeaders).
+    if (leader == CallOutcome::kDone && stream_.bytes && !stream_.routed)
       std::memcpy(stream_.out, leaders_->flatResult(), stream_.bytes);
     return leader == CallOutcome::kDone ? Status::Ok()
            : leader == CallOutcome::kBusy ? Status(Code::kBusy, "refused busy (the leader says)")
                                           : Status(Code::kAborted, "the node leader's call failed");
   }
   if (!group_) return Status(Code::kAborted, "the switch group was lost in an earlier call");
+  if (stream_.routed) return startLeaderRouted();
   stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
   stream_.before = group_->counters();
   st = group_->startCall(stream_.args.dtype, stream_.args.op, leaders_->nodeSum(), stream_.out,
@@ -264,19 +271,33 @@ Status AgentSwitchPath::stepNode() {
 }
 
 Status AgentSwitchPath::stepStream() {
+  Status st;
   if (leaders_ && stream_.node_phase) {
-    Status st = stepNode();
-    if (st.code() != Code::kInProgress) stream_.mine = st;
-    return st;
+    st = stepNode();
+    if (st.code() == Code::kInProgress) return st;
+    if (!leaders_->leader() || stream_.node_failed) {
+      stream_.mine = st;
+      return st;
+    }
+    // The leader's agent call ended as soon as it started.
+  } else {
+    if (!group_) return Status(Code::kInternal, "no stream running");
+    st = group_->stepCall();
+    if (st.code() == Code::kInProgress) {
+      if (steadyMs() < stream_.deadline_ms) return st;
+      st = group_->abortCall(timeoutFor(stream_.bytes));
+    }
+    countStream(stream_.before);
+    if (stream_.routed) st = routedDecline(st);
   }
-  if (!group_) return Status(Code::kInternal, "no stream running");
-  Status st = group_->stepCall();
-  if (st.code() == Code::kInProgress) {
-    if (steadyMs() < stream_.deadline_ms) return st;
-    st = group_->abortCall(timeoutFor(stream_.bytes));
+  stream_.mine = st;
+  // Above the keep limit the leader's node learns its outcome (and result)
+  // now, before the agreement; a node message that cannot go fails the call
+  // here (the others time out and vote failed too).
+  if (leaders_ && !stream_.one_trip) {
+    const Status sent = leaders_->finishFlat(outcomeOf(st), leaderNodeResult());
+    if (!sent.ok()) stream_.mine = sent;
   }
-  countStream(stream_.before);
-  stream_.mine = stream_.routed ? routedDecline(st) : st;
   return stream_.mine;
 }
 
@@ -298,7 +319,8 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
   } else {
     int source = -1;
     Result<CallOutcome> settled =
-        stream_.routed ? settleRoutedStream(mine, &source)
+        stream_.routed ? (leaders_ ? settleRoutedLeaders(mine, &source)
+                                   : settleRoutedStream(mine, &source))
                        : settle(mine, stream_.out, stream_.bytes, &source,
                                 stream_.barrier ? "ibarrier" : "iallreduce");
     if (!settled.ok()) {
@@ -306,7 +328,7 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
       return settled.status();
     }
     end = *settled;
-    if (leaders_) SWITCHAGG_RETURN_IF_ERROR(leaders_->finishFlat(uint8_t(end), stream_.out));
+    if (leaders_) SWITCHAGG_RETURN_IF_ERROR(leaders_->finishFlat(uint8_t(end), leaderNodeResult()));
   }
   stream_.settled = true;
   *agreed = end == CallOutcome::kDone ? kStreamOk

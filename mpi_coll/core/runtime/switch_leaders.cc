@@ -104,29 +104,58 @@ Result<const void*> NodeLeaders::gather(const void* block, size_t bytes) {
 }
 
 Status NodeLeaders::startFlat(const AllreduceArgs& args) {
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  const size_t n = groups_.locals.size();
+  FlatShape shape;
+  shape.in.assign(n, bytes);
+  shape.out.assign(n, bytes);
+  shape.out_at.assign(n, 0);
+  SWITCHAGG_RETURN_IF_ERROR(startFlatShape(args.send ? args.send : args.recv, std::move(shape)));
+  flat_.args = args;
+  flat_.fold = true;
+  return Status::Ok();
+}
+
+Status NodeLeaders::startFlatShape(const void* input, FlatShape shape) {
   SWITCHAGG_RETURN_IF_ERROR(begin());
   flat_ = Flat{};
-  flat_.args = args;
-  const size_t bytes = args.count * dtypeSize(args.dtype);
-  const void* input = args.send ? args.send : args.recv;
+  flat_.input = input;
+  flat_.shape = std::move(shape);
+  const FlatShape& f = flat_.shape;
   const size_t n = groups_.locals.size();
+  if (f.in.size() != n || f.out.size() != n || f.out_at.size() != n)
+    return Status(Code::kInternal, "node step: a shape for another node size");
   if (leader()) {
-    if (gathered_.size() < (n - 1) * bytes) gathered_.resize((n - 1) * bytes);
+    flat_.in_at.assign(n, 0);
+    size_t total = 0;
+    for (size_t i = 1; i < n; ++i) {
+      flat_.in_at[i] = total;
+      total += f.in[i];
+    }
+    if (gathered_.size() < total) gathered_.resize(total);
     flat_.handles.resize(n - 1);
-    for (size_t i = 1; i < n; ++i)
+    flat_.done.assign(n - 1, false);
+    for (size_t i = 1; i < n; ++i) {
+      if (f.in[i] == 0) {
+        flat_.done[i - 1] = true;
+        continue;
+      }
       SWITCHAGG_RETURN_IF_ERROR(host_->postRecv(groups_.locals[i], kFlatInTag,
-                                                gathered_.data() + (i - 1) * bytes, bytes,
+                                                gathered_.data() + flat_.in_at[i], f.in[i],
                                                 &flat_.handles[i - 1]));
-  } else {
-    staging_.assign(1 + bytes, 0);
-    flat_.handles.resize(2);
-    SWITCHAGG_RETURN_IF_ERROR(
-        host_->postSend(groups_.locals.front(), kFlatInTag, input, bytes, &flat_.handles[0]));
-    SWITCHAGG_RETURN_IF_ERROR(host_->postRecv(groups_.locals.front(), kFlatOutTag,
-                                              staging_.data(), 1 + bytes, &flat_.handles[1]));
+    }
+    return Status::Ok();
   }
-  flat_.done.assign(flat_.handles.size(), false);
-  return Status::Ok();
+  const size_t i = size_t(localIndex());
+  staging_.assign(1 + f.out[i], 0);
+  flat_.handles.resize(2);
+  flat_.done.assign(2, f.in[i] == 0);
+  flat_.done[1] = false;
+  if (f.in[i])
+    SWITCHAGG_RETURN_IF_ERROR(
+        host_->postSend(groups_.locals.front(), kFlatInTag, input, f.in[i], &flat_.handles[0]));
+  return host_->postRecv(groups_.locals.front(), kFlatOutTag, staging_.data(), 1 + f.out[i],
+                         &flat_.handles[1]);
 }
 
 Status NodeLeaders::stepFlat(bool* ready) {
@@ -141,19 +170,23 @@ Status NodeLeaders::stepFlat(bool* ready) {
     all = all && done;
   }
   if (!all) return Status::Ok();
-  if (leader()) {
+  if (leader() && flat_.fold) {
     // The node's sum, left to right in rank order (the agent's own kernel).
     const AllreduceArgs& a = flat_.args;
     const size_t bytes = a.count * dtypeSize(a.dtype);
-    std::vector<const void*> in{a.send ? a.send : a.recv};
-    for (size_t i = 0; i + 1 < groups_.locals.size(); ++i) in.push_back(gathered_.data() + i * bytes);
+    std::vector<const void*> in;
+    for (size_t i = 0; i < groups_.locals.size(); ++i) in.push_back(flatInput(i));
     SWITCHAGG_RETURN_IF_ERROR(
         reduceMany(a.dtype, a.op, accumulator(bytes), in.data(), in.size(), a.count));
-  } else {
+  } else if (!leader()) {
     host_.reset();  // this rank's part of the call ended
   }
   *ready = true;
   return Status::Ok();
+}
+
+const void* NodeLeaders::flatInput(size_t i) const {
+  return i == 0 ? flat_.input : static_cast<const void*>(gathered_.data() + flat_.in_at[i]);
 }
 
 int NodeLeaders::flatMissing() const {
@@ -165,14 +198,28 @@ int NodeLeaders::flatMissing() const {
 Status NodeLeaders::finishFlat(uint8_t outcome, const void* result) {
   std::unique_ptr<HostComm> host = std::move(host_);
   if (!host) return Status(Code::kInternal, "node step without a host transport");
-  const size_t bytes = flat_.args.count * dtypeSize(flat_.args.dtype);
-  staging_.resize(1 + bytes);
-  staging_[0] = outcome;
-  if (outcome == kDone && bytes) std::memcpy(staging_.data() + 1, result, bytes);
+  const FlatShape& f = flat_.shape;
+  const size_t n = groups_.locals.size();
+  // One message for all when every rank gets the same part (allreduce,
+  // allgather, bcast), else one per rank (reduce-scatter's blocks). The
+  // part's bytes travel even when the call is not done: both sides know
+  // the length.
+  bool same = true;
+  for (size_t i = 2; i < n; ++i) same = same && f.out[i] == f.out[1] && f.out_at[i] == f.out_at[1];
+  size_t total = 0;
+  for (size_t i = 1; i < n; ++i) total += same && i > 1 ? 0 : 1 + f.out[i];
+  staging_.resize(total);
+  const uint8_t* from = static_cast<const uint8_t*>(result);
+  uint8_t* at = staging_.data();
   HostComm::Handle h;
-  for (size_t i = 1; i < groups_.locals.size(); ++i)
-    SWITCHAGG_RETURN_IF_ERROR(
-        host->postSend(groups_.locals[i], kFlatOutTag, staging_.data(), 1 + bytes, &h));
+  for (size_t i = 1; i < n; ++i) {
+    if (!same || i == 1) {
+      at = i == 1 ? staging_.data() : at + 1 + f.out[i - 1];
+      at[0] = outcome;
+      if (outcome == kDone && f.out[i]) std::memcpy(at + 1, from + f.out_at[i], f.out[i]);
+    }
+    SWITCHAGG_RETURN_IF_ERROR(host->postSend(groups_.locals[i], kFlatOutTag, at, 1 + f.out[i], &h));
+  }
   return host->waitAll();
 }
 

@@ -73,17 +73,27 @@ class NodeLeaders {
   // the call.
   Status scatterOutcome(uint8_t* outcome, const void* leader_result,
                         const std::vector<size_t>& bytes, void* result);
-  // MPI_Iallreduce's node steps, none of which waits (docs/offload.md
-  // "MPI_Iallreduce"): startFlat() posts a non-leader's input to its leader
-  // and its receive of [outcome][result], and the leader's receives of the
-  // node's inputs. stepFlat() tests them: on the leader *ready once every
-  // input is in and folded, in rank order, into nodeSum(); on a
-  // non-leader once [outcome][result] came (flatOutcome(), flatResult()).
-  // finishFlat() (the leader, once it knows the call's outcome) sends every
-  // other rank of the node [outcome][result] and ends the call.
+  // The nonblocking calls' node steps, none of which waits (docs/offload.md
+  // "MPI_Iallreduce", "MPI_Iallgather, ..."): startFlat() posts a non-leader's
+  // input to its leader and its receive of [outcome][result], and the
+  // leader's receives of the node's inputs. stepFlat() tests them: on the
+  // leader *ready once every input is in (MPI_Iallreduce's: folded, in rank
+  // order, into nodeSum()); on a non-leader once [outcome][result] came
+  // (flatOutcome(), flatResult()). finishFlat() (the leader, once it knows
+  // the call's outcome) sends every other rank of the node [outcome][its
+  // part of `result`] and ends the call.
   Status startFlat(const AllreduceArgs& args);
+  // The same steps for any shape, per local rank i (the leader is i = 0):
+  // in[i] bytes from rank i to the leader (this rank sends `input`; 0:
+  // nothing), and out[i] bytes at out_at[i] of the leader's result back.
+  struct FlatShape {
+    std::vector<size_t> in, out, out_at;
+  };
+  Status startFlatShape(const void* input, FlatShape shape);
   Status stepFlat(bool* ready);
   const void* nodeSum() const { return acc_.data(); }
+  // The leader, once ready: local rank i's input (i = 0: its own).
+  const void* flatInput(size_t i) const;
   Status finishFlat(uint8_t outcome, const void* result);
   uint8_t flatOutcome() const { return staging_.empty() ? 0 : staging_[0]; }
   int flatMissing() const;  // the leader: the first rank whose input is not here
@@ -148,9 +158,13 @@ class NodeLeaders {
   std::vector<uint8_t> staging_;  // shareOutcome's [outcome][result]
   std::vector<char> gathered_;    // gather()'s node blocks on the leader
   std::vector<int> by_node_;      // byNode()
-  struct Flat {                   // the MPI_Iallreduce's node steps in flight
-    AllreduceArgs args;
-    std::vector<HostComm::Handle> handles;
+  struct Flat {                   // a nonblocking call's node steps in flight
+    AllreduceArgs args;            // MPI_Iallreduce's (fold: the node's sum)
+    bool fold = false;
+    const void* input = nullptr;
+    FlatShape shape;
+    std::vector<size_t> in_at;     // where local rank i's input sits in gathered_
+    std::vector<HostComm::Handle> handles;  // the leader: local ranks 1.., else send, recv
     std::vector<bool> done;
   } flat_;
   bool contiguous_ = true;

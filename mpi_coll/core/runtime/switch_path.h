@@ -91,8 +91,7 @@ class SwitchPath {
   // agreement left to the caller. describeStream: as describe, for a call
   // decided when it is posted and streamed later, so it must not depend on
   // an outcome some ranks have not seen yet (a failure being agreed); a
-  // path that cannot stream without blocking (node leaders) leaves `in`
-  // alone. startStream: kInProgress (call stepStream until it returns
+  // path that cannot stream the call leaves `in` alone. startStream: kInProgress (call stepStream until it returns
   // something else), kUnsupported (declined alike on every rank, nothing
   // sent: the caller redoes the call on the host), or this rank's outcome.
   // endStream(agreed, first): the ranks' agreed outcome (kStreamOk,
@@ -128,7 +127,7 @@ class SwitchPath {
   // endStream are the same). describeRoutedStream: as describeRouted, for a
   // call decided when it is posted (so nothing a pending outcome changes:
   // not whether the path is joined now): null after filling `in`, else why
-  // not ("node-leaders", "agent-not-routed", "dtype-op"). startRoutedStream:
+  // not ("node-leaders": one node, "agent-not-routed", "dtype-op"). startRoutedStream:
   // as startStream (kUnsupported: the path failed on an earlier call, alike
   // on every rank, nothing sent). endStream's Ok: the result is in place
   // (an in-place allgather's own block restored before a redo).

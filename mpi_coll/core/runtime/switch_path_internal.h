@@ -104,6 +104,13 @@ struct RoutedPlan {
   size_t commit_bytes = 0;
 };
 
+// A call's outcome as one node message says it (CallOutcome).
+inline uint8_t outcomeOf(const Status& st) {
+  return uint8_t(st.ok() ? CallOutcome::kDone
+                 : st.code() == Code::kBusy ? CallOutcome::kBusy
+                                            : CallOutcome::kFailed);
+}
+
 // Milliseconds on the steady clock (the MPI_Iallreduce stream's deadline).
 int64_t steadyMs();
 // A client's decline of a routed call, taken as busy (redo, path kept).
@@ -231,8 +238,16 @@ class AgentSwitchPath : public SwitchPath {
   Result<CallOutcome> settleRoutedStream(const Status& mine, int* source);
   // The routed stream's end (endStream): commit or restore, counted.
   Status endRoutedStream(int agreed, int first_rank);
-  // MPI_Iallreduce with node leaders: the node step (calls up to the keep limit).
+  // A nonblocking call with node leaders: the node step (stepNode), and for
+  // the routed calls (switch_istream_leaders.cc) the node's inputs posted,
+  // the leader's routed call, its one-round-trip end, the delivery once
+  // the outcome is final, and what the leader's node message carries.
   Status stepNode();
+  Status startRoutedLeadersStream();
+  Status startLeaderRouted();
+  Result<CallOutcome> settleRoutedLeaders(const Status& mine, int* source);
+  void deliverRoutedLeaders();
+  const void* leaderNodeResult() const;
   void countStream(const agent::ClientCounters& before);  // the call's bytes and chunks
   // A routed call's stream (counted); a client decline is taken as busy:
   // nothing was sent, the ranks redo the call and keep the path.
@@ -301,11 +316,14 @@ class AgentSwitchPath : public SwitchPath {
     bool one_trip = false;  // ends without the agreement (settleStream)
     bool settled = false;   // settleStream ran
     bool node_phase = false;  // node leaders: the node's step runs (stepNode)
+    bool node_failed = false;  // node leaders: it failed here (no node message goes)
     bool barrier = false;     // an MPI_Ibarrier (counted as a barrier)
     bool routed = false;      // MPI_Iallgather / MPI_Ibcast: rargs, plan
     RoutedArgs rargs;
     std::vector<size_t> counts;  // rargs.counts (reduce-scatter)
     RoutedPlan plan;
+    BlockLayout layout;  // node leaders: reduce-scatter's, allgather's
+    std::vector<uint8_t> node_in;  // node leaders: node-order input, the node's blocks
   } stream_;
   uint64_t streamed_ = 0;  // switch:streamed, MPI_Iallreduce calls served
 };

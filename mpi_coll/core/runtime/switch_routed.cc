@@ -306,11 +306,12 @@ void* AgentSwitchPath::routedWhole(const RoutedArgs& args, const Status& mine, s
              : args.recv;
 }
 
-// MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block: flat only (node
-// leaders would need node steps that wait). Decided when posted: not joined_.
+// MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block, every rank a
+// member or with node leaders (switch_istream_leaders.cc). Decided when
+// posted: not joined_.
 const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
                                                   SelectionInput* in) const {
-  if (leaders_) return "node-leaders";
+  if (leaders_ && leaders_->nodes() == 1) return "node-leaders";
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op)) return "dtype-op";
   if (in) fill(in);
@@ -322,8 +323,8 @@ const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
 // the same recovery as the blocking call) or on the glue's agreement.
 Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   // Alike on every rank: joined_ (an earlier call's failure, agreed before
-  // this one started), leaders_, routed_.
-  if (describeRouted(args, nullptr) != nullptr || leaders_ || !group_)
+  // this one started), leaders_, routed_ (a non-leader never holds a group).
+  if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
     return Status(Code::kUnsupported, "switch path cannot stream this routed call");
   stream_ = Stream{};
   stream_.routed = true;
@@ -335,11 +336,12 @@ Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   }
   stream_.bytes = routedVectorBytes(args, comm_.size());
   stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
-  stream_.plan = planRouted(stream_.rargs);
   stream_.out = args.recv;
-  stream_.one_trip = ledger_ && oneRoundTrip(stream_.bytes);
-  if (stream_.one_trip) ledger_->begin();
+  stream_.one_trip = oneRoundTrip(stream_.bytes) && (leaders_ || ledger_);
+  if (stream_.one_trip && ledger_) ledger_->begin();
   last_bytes_sent_ = 0;
+  if (leaders_) return startRoutedLeadersStream();
+  stream_.plan = planRouted(stream_.rargs);
   stream_.before = group_->counters();
   Status st = group_->startRouted(stream_.plan.call);
   if (st.code() == Code::kInProgress) return st;
@@ -374,7 +376,9 @@ Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {
   const RoutedPlan& plan = stream_.plan;
   const char* what = routedOpName(stream_.rargs.op);
   if (agreed == kStreamOk) {
-    if (plan.commit && plan.commit_bytes) std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
+    if (leaders_) deliverRoutedLeaders();
+    else if (plan.commit && plan.commit_bytes)
+      std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
     ++routed_calls_;
     return Status::Ok();
   }
