@@ -59,5 +59,11 @@ add_iallreduce_test(mpi_irouted_fault_leaders_kill_np4 150 "mpi;agent;fault" "PP
   irouted-kill 4 65536)
 add_iallreduce_test(mpi_irouted_fault_leaders_kill_large_np4 200 "mpi;agent;fault" "PPN=2"
   irouted-kill 4 2097152)
+add_iallreduce_test(mpi_irouted_fault_leaders_delete_np4 150 "mpi;agent;fault" "PPN=2"
+  irouted-delete 4 65536)
+add_iallreduce_test(mpi_irouted_fault_leaders_delete_large_np4 200 "mpi;agent;fault" "PPN=2"
+  irouted-delete 4 2097152)
+add_iallreduce_test(mpi_irouted_leaders_late_np4 120 "mpi;agent;fault" "PPN=2" late 4 1)
+add_iallreduce_test(mpi_irouted_leaders_late_leader_np4 120 "mpi;agent;fault" "PPN=2" late 4 0)
 add_iallreduce_test(mpi_iallreduce_fault_leaders_kill_large_np4 200 "mpi;agent;fault" "PPN=2"
   kill 4 2097152)

@@ -39,6 +39,11 @@
 //   --routed         (--mode fault) each round also an Iallgather, an Ibcast
 //                    and an Ireduce_scatter_block outstanding together,
 //                    bounded by --max-ms
+//   --mode late      rank --late-rank (1) posts an MPI_Iallgather --late-ms late, the
+//                    others wait for it (default error handler): run with
+//                    coll_switchagg_stall_timeout below that, the node
+//                    leaders' bounds must end the job with an error naming
+//                    the late rank (the script checks), never a hang
 //   --expect switch|previous  which path the communicating calls must take
 //                    (from the component's iallreduce:* counters)
 // Prints PASS on rank 0 when every rank passed.
@@ -821,6 +826,27 @@ void runFault(const std::string& dir, size_t bytes, double max_ms, bool routed) 
                 counter(MPI_COMM_WORLD, "ireduce_scatter_block:redo:switch-failed"));
 }
 
+void runLate(double late_ms, int late_rank) {
+  // One served call first: the communicator's setup (its join, collective
+  // on first use) is behind every rank before the late one.
+  RoutedCall first;
+  postIallgather(first, MPI_COMM_WORLD, 100, false, false, 1);
+  MPI_Wait(&first.req, MPI_STATUS_IGNORE);
+  verifyRouted(first);
+  if (world_rank == late_rank) {
+    const double until = nowMs() + late_ms;
+    while (nowMs() < until) {
+      const struct timespec pause = {0, 50 * 1000 * 1000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  RoutedCall c;
+  postIallgather(c, MPI_COMM_WORLD, 1000, false, false, 0);
+  MPI_Wait(&c.req, MPI_STATUS_IGNORE);
+  verifyRouted(c);
+  std::printf("late: rank %d completed its MPI_Iallgather\n", world_rank);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -830,7 +856,8 @@ int main(int argc, char** argv) {
   bool large = false, routed = false;
   size_t bytes = 8 << 20;
   int iters = 10;
-  double max_ms = 20000, min_hidden = 0.5;
+  double max_ms = 20000, min_hidden = 0.5, late_ms = 0;
+  int late_rank = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -843,6 +870,8 @@ int main(int argc, char** argv) {
     else if (a == "--iters") iters = std::atoi(next().c_str());
     else if (a == "--max-ms") max_ms = std::atof(next().c_str());
     else if (a == "--min-hidden") min_hidden = std::atof(next().c_str());
+    else if (a == "--late-ms") late_ms = std::atof(next().c_str());
+    else if (a == "--late-rank") late_rank = std::atoi(next().c_str());
     else {
       if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown argument %s\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -858,6 +887,7 @@ int main(int argc, char** argv) {
   else if (mode == "overlap") runOverlap(bytes, iters, min_hidden, expect);
   else if (mode == "fault") runFault(fault_dir, bytes, max_ms, routed);
   else if (mode == "irouted") runIrouted(iters, expect);
+  else if (mode == "late") runLate(late_ms, late_rank);
   else if (mode == "ibarrier") runIbarrier(iters, expect, max_ms);
   else {
     if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown mode %s\n", mode.c_str());
@@ -874,7 +904,7 @@ int main(int argc, char** argv) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 1 && mode != "fault" && mode != "multi" && mode != "ibarrier" &&
-      mode != "irouted") {
+      mode != "irouted" && mode != "late") {
     if (expect == "switch" && sw == 0) fail("--expect switch: no Iallreduce served by the switch");
     if (expect == "previous" && sw != 0) fail("--expect previous: the switch served Iallreduces");
     if (expect == "previous" && prev == 0) fail("--expect previous: nothing went to the previous module");

@@ -23,7 +23,10 @@
 #                             previous module, the agent saw nothing;
 #                             leaders (PPN>1): node leaders, every one served
 #                             by the switch through the node steps
-#   irouted-kill NP BYTES     as kill, each round also an Iallgather, an Ibcast
+#   late NP RANK              node leaders, RANK posts past the stall timeout:
+#                             the job ends with an error naming it, bounded
+#   irouted-kill|irouted-delete NP BYTES
+#                             as kill/delete, each round also an Iallgather, an Ibcast
 #                             and an Ireduce_scatter_block outstanding (--routed)
 #   kill|delete NP BYTES      the agent SIGKILLed / the lease deleted at a random
 #                             moment of an Iallreduce loop: right answers, redo
@@ -131,17 +134,42 @@ case $scenario in
       expect_no_offload "$work/run.log"
     fi
     ;;
-  irouted-kill)
-    # As kill below, with an Iallgather and an Ibcast in each round: the
-    # fault meets any of the four kinds; every result exact, bounded.
-    np=$1 bytes=$2
+  late)
+    # A rank posts its MPI_Iallgather past coll_switchagg_stall_timeout
+    # (node leaders, 2 emulated nodes x 2): rank 1 (a non-leader) - its
+    # leader's bound ends the job with an error naming it; rank 0 (a leader)
+    # - the other leader's recovery names it. Never a hang.
+    np=$1 late=$2
+    start_agent
+    lease "ilate-np$np"
+    start=$(date +%s)
+    OMPI_MCA_coll_switchagg_stall_timeout=2 run "$np" "$work/run.log" --mode late --late-ms 30000 \
+      --late-rank "$late" &&
+      { cat "$work/run.log"; die "the job succeeded: the late rank was not bounded"; }
+    took=$(($(date +%s) - start))
+    if ((late == 1)); then
+      named="node leader: rank 1's MPI_Iallgather input did not arrive within [0-9]* ms"
+    else
+      named="no final answer for [0-9]* s from rank\(s\) 0|the node leader \(rank 0\) sent no MPI_Iallgather outcome"
+    fi
+    grep -Eq "$named" "$work/run.log" ||
+      { cat "$work/run.log"; die "no error naming the late rank"; }
+    ((took < 60)) || die "the job took ${took} s to end"
+    grep -E "switchagg\[coll\] (error|warn)" "$work/run.log"
+    echo "the job ended after ${took} s with the leader's error"
+    echo PASS
+    ;;
+  irouted-kill | irouted-delete)
+    # As kill/delete below, with an Iallgather and an Ibcast in each round:
+    # the fault meets any of the four kinds; every result exact, bounded.
+    np=$1 bytes=$2 action=${scenario#irouted-}
     delay_ms=$((RANDOM % 300))
-    echo "injecting kill ${delay_ms} ms after the switch served its first Iallreduce"
+    echo "injecting $action ${delay_ms} ms after the switch served its first Iallreduce"
     start_agent
     lease "ifault-routed"
     run "$np" "$work/run.log" --mode fault --routed --fault "$work" --bytes "$bytes" --max-ms 8000 &
     pid=$!
-    fire_fault $pid "$work/run.log" kill "ifault-routed" "$delay_ms"
+    fire_fault $pid "$work/run.log" "$action" "ifault-routed" "$delay_ms"
     wait $pid || { cat "$work/run.log"; die "the job failed after the fault"; }
     expect_pass "$work/run.log" \
       "switch (allreduce|barrier|allgather|bcast|reduce_scatter_block) failed .*(recomputed|redone) on the" \

@@ -298,7 +298,13 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guarded<int>("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
     switchagg::Status st = sw->settleStream(outcome, agreed);
-    return static_cast<int>(st.ok() ? SWITCHAGG_COLL_ISETTLE_SETTLED : SWITCHAGG_COLL_ISETTLE_ERROR);
+    if (st.ok()) return static_cast<int>(SWITCHAGG_COLL_ISETTLE_SETTLED);
+    // Bounded waits that ran out (a node step, recovery): say what for.
+    SA_ERROR("coll",
+             "comm %s rank %d: a nonblocking switch call ended without an outcome: %s; the "
+             "request completes with MPI_ERR_OTHER",
+             comm->state.name().c_str(), comm->state.rank(), st.toString().c_str());
+    return static_cast<int>(SWITCHAGG_COLL_ISETTLE_ERROR);
   });
 }
 

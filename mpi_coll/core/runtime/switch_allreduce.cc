@@ -328,6 +328,9 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
       return settled.status();
     }
     end = *settled;
+    // A node step that failed here (a rank's input never came): its node
+    // has no transport left to tell, and no member can be done without it.
+    if (leaders_ && stream_.node_failed) return stream_.mine;
     if (leaders_) SWITCHAGG_RETURN_IF_ERROR(leaders_->finishFlat(uint8_t(end), leaderNodeResult()));
   }
   stream_.settled = true;
