@@ -80,9 +80,10 @@ first layer's allgather when the prefetch has not finished by the next
 forward pass, and the last bucket's reduce-scatter, posted when the
 backward pass ends (nothing is left to hide it behind). hidden = 1: all
 of min(C, K) disappeared; 0: none. Where the collectives run: with offload
-on, blocking MPI_Allgather / MPI_Reduce_scatter_block go through the
-switch (node leaders); their nonblocking forms go to the previous module
-(libnbc) unless the build serves them (docs/offload.md "what is served").
+on, MPI_Allgather / MPI_Reduce_scatter_block and their nonblocking forms
+go through the switch (with node leaders when ppn > 1: the node steps of
+the nonblocking forms posted, never waited for); offload off: Open MPI's
+tuned module and libnbc.
 The ranks compute with OpenMP on 2 cores shared by every emulated host, so
 compute and communication also compete for the same cores here: on a real
 cluster the overlap can only be larger.
