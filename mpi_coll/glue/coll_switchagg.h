@@ -77,6 +77,9 @@ typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t* previous_ireduce_scatter_block_module;
   struct mca_coll_switchagg_ireq_t *ihead, *itail;
   struct ompi_communicator_t* iprivate;
+  /* While iprivate is made: every call on this communicator is Open MPI's
+   * own (its cid agreement, posted from any thread's progress), never routed. */
+  bool icreating_private;
   struct mca_coll_switchagg_module_t* inext_active;
   bool iactive;
   /* MPI_Allreduce_init (MPI-4 persistent; MPIX_ on 4.1): the previous
@@ -141,9 +144,11 @@ int mca_coll_switchagg_allreduce_init(const void* sbuf, void* rbuf, int count,
 void mca_coll_switchagg_iallreduce_drain(mca_coll_switchagg_module_t* m);
 /* Module teardown: frees the private communicator. */
 void mca_coll_switchagg_iallreduce_release(mca_coll_switchagg_module_t* m);
-/* True while the private communicator is being created: comm_query
- * declines it and MPI_Iallreduce goes to the previous module. */
-extern bool mca_coll_switchagg_creating_private;
+/* Our private duplicates carry this info key (set before Open MPI selects
+ * their coll modules, whichever thread's progress activates them):
+ * comm_query declines them. */
+#define MCA_COLL_SWITCHAGG_PRIVATE_KEY "switchagg_private"
+bool mca_coll_switchagg_is_private(struct ompi_communicator_t* comm);
 
 /* True when Open MPI (built CUDA-aware) handed us device memory: the send
  * buffer, or the receive buffer when there is none (NULL, MPI_IN_PLACE).

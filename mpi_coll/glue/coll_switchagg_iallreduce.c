@@ -27,6 +27,7 @@
 #include "coll_switchagg.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #include "ompi/request/request.h"
 #include "ompi/runtime/mpiruntime.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/info.h"
 
 
 enum { ST_QUEUED, ST_STREAM, ST_SETTLE, ST_AGREE, ST_REDO };
@@ -99,12 +101,28 @@ typedef struct mca_coll_switchagg_ireq_t {
 
 static OBJ_CLASS_INSTANCE(mca_coll_switchagg_ireq_t, ompi_request_t, NULL, NULL);
 
-bool mca_coll_switchagg_creating_private = false;
-
-/* Modules with queued calls, and the progress callback that steps them. */
+/* Modules with queued calls, and the progress callback that steps them.
+ * Under MPI_THREAD_MULTIPLE any thread may post on its communicator while
+ * another runs Open MPI's progress: queue_lock guards the queues and this
+ * list (posting takes it, the progress callback only tries it: a thread
+ * that finds it taken leaves the queues to its holder). The core guards
+ * itself (its steps only run when the process's gate is free). Single
+ * threaded, the lock is never touched. in_progress: this thread is inside
+ * the callback (no re-entry from a nested opal_progress). */
 static mca_coll_switchagg_module_t *active_modules = NULL;
 static bool progress_registered = false;
-static bool in_progress = false;
+static __thread bool in_progress = false;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void lock_queues(void) {
+  if (ompi_mpi_thread_multiple) pthread_mutex_lock(&queue_lock);
+}
+static bool try_lock_queues(void) {
+  return !ompi_mpi_thread_multiple || 0 == pthread_mutex_trylock(&queue_lock);
+}
+static void unlock_queues(void) {
+  if (ompi_mpi_thread_multiple) pthread_mutex_unlock(&queue_lock);
+}
 
 /* An MPI_Iallgather's / MPI_Ibcast's staging and datatypes (retained
  * while it runs: MPI lets the caller free them once posted), once. */
@@ -360,9 +378,12 @@ static bool advance(mca_coll_switchagg_module_t *m) {
 }
 
 static int iallreduce_progress(void) {
+  enum { kReleaseBatch = 16 };
   mca_coll_switchagg_module_t *m, *next;
-  int events = 0;
-  if (NULL == active_modules || in_progress) return 0;
+  struct ompi_communicator_t *done[kReleaseBatch];
+  int events = 0, ndone = 0;
+  if (NULL == __atomic_load_n(&active_modules, __ATOMIC_RELAXED) || in_progress) return 0;
+  if (!try_lock_queues()) return 0;
   in_progress = true;
   for (m = active_modules; NULL != m; m = next) {
     next = m->inext_active;
@@ -370,15 +391,20 @@ static int iallreduce_progress(void) {
     if (NULL == m->ihead) {
       struct ompi_communicator_t *comm = m->comm;
       deactivate(m);
-      OBJ_RELEASE(comm); /* may free the communicator and m: last use */
+      /* Released once the lock is let go (the last release frees the
+       * communicator and m); a full batch here. */
+      if (ndone < kReleaseBatch) done[ndone++] = comm;
+      else OBJ_RELEASE(comm);
     }
   }
   in_progress = false;
+  unlock_queues();
+  for (int i = 0; i < ndone; ++i) OBJ_RELEASE(done[i]);
   return events;
 }
 
 void mca_coll_switchagg_iallreduce_drain(mca_coll_switchagg_module_t *m) {
-  while (NULL != m->ihead) opal_progress();
+  while (NULL != __atomic_load_n(&m->ihead, __ATOMIC_ACQUIRE)) opal_progress();
 }
 
 void mca_coll_switchagg_iallreduce_release(mca_coll_switchagg_module_t *m) {
@@ -396,10 +422,15 @@ void mca_coll_switchagg_iallreduce_close(void) {
  * communicator, created on the communicator's first switch call. */
 static int ensure_private(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm) {
   int rc;
+  opal_info_t *info;
   if (NULL != m->iprivate) return OMPI_SUCCESS;
-  mca_coll_switchagg_creating_private = true;
-  rc = ompi_comm_dup(comm, &m->iprivate);
-  mca_coll_switchagg_creating_private = false;
+  info = OBJ_NEW(opal_info_t);
+  if (NULL == info) return OMPI_ERR_OUT_OF_RESOURCE;
+  rc = opal_info_set(info, MCA_COLL_SWITCHAGG_PRIVATE_KEY, "true");
+  __atomic_store_n(&m->icreating_private, true, __ATOMIC_RELEASE);
+  if (OPAL_SUCCESS == rc) rc = ompi_comm_dup_with_info(comm, info, &m->iprivate);
+  __atomic_store_n(&m->icreating_private, false, __ATOMIC_RELEASE);
+  OBJ_RELEASE(info);
   if (OMPI_SUCCESS != rc) m->iprivate = NULL;
   return rc;
 }
@@ -464,6 +495,7 @@ static void set_call(mca_coll_switchagg_ireq_t *r, const void *sbuf, void *rbuf,
  * at once when nothing is ahead of it. */
 static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r,
                     ompi_request_t **request) {
+  lock_queues();
   if (NULL != m->itail) {
     m->itail->next = r;
     note(m, r->kind, "queued");
@@ -481,25 +513,30 @@ static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r
     }
     in_progress = false;
   }
+  unlock_queues();
 }
 
 /* Before the first call of ours on comm: the private communicator (a
  * collective, posted in the same order on every rank) and the progress
  * callback. */
 static int prepare(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm) {
+  int rc = OMPI_SUCCESS;
   if (OMPI_SUCCESS != ensure_private(m, comm)) return MPI_ERR_OTHER;
+  lock_queues();
   if (!progress_registered) {
-    if (OPAL_SUCCESS != opal_progress_register(iallreduce_progress)) return MPI_ERR_OTHER;
-    progress_registered = true;
+    if (OPAL_SUCCESS == opal_progress_register(iallreduce_progress)) progress_registered = true;
+    else rc = MPI_ERR_OTHER;
   }
-  return OMPI_SUCCESS;
+  unlock_queues();
+  return rc;
 }
 
 /* Whether the glue routes a nonblocking call at all (alike on every rank):
  * not Open MPI's own calls while the private communicator is made, not
  * without a core, not a negative count (the previous module reports it). */
 static bool may_route(const mca_coll_switchagg_module_t *m, int count) {
-  return !mca_coll_switchagg_creating_private && NULL != m->core && count >= 0;
+  return !__atomic_load_n(&m->icreating_private, __ATOMIC_ACQUIRE) && NULL != m->core &&
+         count >= 0;
 }
 
 int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
@@ -531,8 +568,6 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   if (NULL == why && NULL == m->iprivate && 1 == count && MPI_INT == dtype &&
       (MPI_MAX == op || MPI_MIN == op))
     why = "one int before the first switch call";
-  /* The queue and the progress callback are not thread-safe. */
-  if (NULL == why && ompi_mpi_thread_multiple) why = "MPI_THREAD_MULTIPLE";
   if (NULL != why) {
     char what[96];
     snprintf(what, sizeof what, "previous:%s", why);
@@ -576,11 +611,6 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
   if (NULL == m->previous_ibarrier) return OMPI_ERR_NOT_SUPPORTED;
   if (!may_route(m, 0))
     return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
-  /* The queue and the progress callback are not thread-safe. */
-  if (ompi_mpi_thread_multiple) {
-    switchagg_coll_ibarrier_note(m->core, "previous:MPI_THREAD_MULTIPLE");
-    return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
-  }
   switch (switchagg_coll_ibarrier_route(m->core)) {
     case SWITCHAGG_COLL_IROUTE_LOCAL:
       *request = &ompi_request_empty;
@@ -603,13 +633,10 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
 }
 
 /* MPI_Iallgather and MPI_Ibcast: a glue-side reason to hand the call to the
- * previous module (alike on every rank: the byte count is, and the thread
- * level), or NULL. */
+ * previous module (alike on every rank: the byte count is), or NULL. */
 static const char *irouted_why(const void *sbuf, void *rbuf, size_t bytes) {
   if (bytes > INT_MAX) return "over INT_MAX bytes"; /* MPI_Pack's limit */
   if (mca_coll_switchagg_device_buffers(sbuf, rbuf)) return "device memory";
-  /* The queue and the progress callback are not thread-safe. */
-  if (ompi_mpi_thread_multiple) return "MPI_THREAD_MULTIPLE";
   return NULL;
 }
 
@@ -784,7 +811,6 @@ int mca_coll_switchagg_ireduce_scatter_block(const void *sbuf, void *rbuf, int r
     /* A redo on the previous module would change the result (as Iallreduce). */
     if (NULL == why && 0 != (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS))
       why = "previous module differs";
-    if (NULL == why && ompi_mpi_thread_multiple) why = "MPI_THREAD_MULTIPLE";
     rc = irouted_route(m, comm, K_REDUCE_SCATTER_BLOCK, why, (size_t)rcount * (size_t)scale,
                        sa_dtype, sa_op, 0);
   }

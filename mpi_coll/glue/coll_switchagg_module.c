@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "iallreduce.h"
+#include "opal/util/info.h"
 #include "opal/util/proc.h"
 
 #if OPAL_CUDA_SUPPORT
@@ -58,6 +59,7 @@ static void module_construct(mca_coll_switchagg_module_t *m) {
   m->previous_ireduce_scatter_block_module = NULL;
   m->ihead = m->itail = NULL;
   m->iprivate = NULL;
+  m->icreating_private = false;
   m->inext_active = NULL;
   m->iactive = false;
   m->previous_allreduce_init = NULL;
@@ -194,6 +196,17 @@ static int module_disable(mca_coll_base_module_t *module, struct ompi_communicat
   return OMPI_SUCCESS;
 }
 
+bool mca_coll_switchagg_is_private(struct ompi_communicator_t *comm) {
+  bool value = false;
+  int flag = 0;
+  if (NULL == comm->super.s_info) return false;
+  /* Open MPI 4.1 takes the key as char *. */
+  if (OPAL_SUCCESS !=
+      opal_info_get_bool(comm->super.s_info, (char *)MCA_COLL_SWITCHAGG_PRIVATE_KEY, &value, &flag))
+    return false;
+  return flag && value;
+}
+
 mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t *comm,
                                                       int *priority) {
   mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
@@ -204,7 +217,7 @@ mca_coll_base_module_t *mca_coll_switchagg_comm_query(struct ompi_communicator_t
   if (!c->enable || !c->usable || c->priority < 0 || OMPI_COMM_IS_INTER(comm)) return NULL;
   /* Our own private duplicate (MPI_Iallreduce's agreements) stays with the
    * other components. */
-  if (mca_coll_switchagg_creating_private) return NULL;
+  if (mca_coll_switchagg_is_private(comm)) return NULL;
   m = OBJ_NEW(mca_coll_switchagg_module_t);
   if (NULL == m) return NULL;
   *priority = c->priority;

@@ -4,6 +4,14 @@
  * check every result exactly and which path served it.
  *
  *   mpi_thread_check --expect ring|switch|... [--threads T] [--iters N]
+ *                    [--nonblocking]
+ *
+ * --nonblocking: each call of a thread is also an MPI_Iallreduce, an
+ * MPI_Iallgather, an MPI_Ibcast (root rotating), an MPI_Ireduce_scatter_block
+ * and an MPI_Ibarrier on its communicator, all outstanding with the
+ * blocking allreduce under one MPI_Waitall, every element checked; with
+ * --expect switch every one of them must be counted <op>:switch (none
+ * handed to the previous module for the thread level).
  *
  * A deadlock between the threads (one holding what another's peers need)
  * shows as a stall error or the CTest timeout. Prints PASS on rank 0. */
@@ -20,7 +28,7 @@
 enum { kMaxThreads = 8 };
 static const int kCounts[] = {1, 3, 100, 1000, 20000};
 
-static int g_rank, g_size, g_iters = 1000;
+static int g_rank, g_size, g_iters = 1000, g_nonblocking = 0;
 static const char *g_expect = "auto";
 static switchagg_coll_last_algorithm_fn g_last;
 static switchagg_coll_comm_counter_fn g_counter;
@@ -52,7 +60,57 @@ static void fail(struct worker *w, int k, const char *what) {
     fprintf(stderr, "FAIL rank %d thread %d call %d: %s\n", g_rank, w->index, k, what);
 }
 
+/* The nonblocking calls of call k (--nonblocking), posted before the
+ * blocking allreduce and completed after it under one MPI_Waitall. */
+enum { kNbElems = 64, kNbRequests = 5 };
+struct nb_calls {
+  int64_t ar_in[kNbElems], ar_out[kNbElems];
+  int32_t ag_in[kNbElems], ag_out[kNbElems * 16];
+  int32_t bc[kNbElems];
+  int64_t rs_in[kNbElems * 16], rs_out[kNbElems];
+  MPI_Request req[kNbRequests];
+};
+
+static int32_t nb_value(int r, int t, int k, int i) { return (r + 1) * 7 + t * 3 + k % 13 + i; }
+
+static void post_nonblocking(struct worker *w, int k, struct nb_calls *c) {
+  const int n = 1 + k % kNbElems, root = k % g_size;
+  for (int i = 0; i < n; ++i) {
+    c->ar_in[i] = nb_value(g_rank, w->index, k, i);
+    c->ag_in[i] = nb_value(g_rank, w->index, k, i) + 1;
+    c->bc[i] = g_rank == root ? nb_value(root, w->index, k, i) + 2 : -1;
+  }
+  for (int i = 0; i < n * g_size; ++i) c->rs_in[i] = nb_value(g_rank, w->index, k, i) + 3;
+  MPI_Iallreduce(c->ar_in, c->ar_out, n, MPI_INT64_T, MPI_SUM, w->comm, &c->req[0]);
+  MPI_Iallgather(c->ag_in, n, MPI_INT32_T, c->ag_out, n, MPI_INT32_T, w->comm, &c->req[1]);
+  MPI_Ibcast(c->bc, n, MPI_INT32_T, root, w->comm, &c->req[2]);
+  MPI_Ireduce_scatter_block(c->rs_in, c->rs_out, n, MPI_INT64_T, MPI_SUM, w->comm, &c->req[3]);
+  MPI_Ibarrier(w->comm, &c->req[4]);
+}
+
+static int check_nonblocking(struct worker *w, int k, const struct nb_calls *c) {
+  const int n = 1 + k % kNbElems, root = k % g_size;
+  for (int i = 0; i < n; ++i) {
+    int64_t sum = 0, rs = 0;
+    for (int r = 0; r < g_size; ++r) {
+      sum += nb_value(r, w->index, k, i);
+      rs += nb_value(r, w->index, k, g_rank * n + i) + 3;
+    }
+    if (c->ar_out[i] != sum) return fail(w, k, "MPI_Iallreduce: wrong result"), 0;
+    if (c->rs_out[i] != rs) return fail(w, k, "MPI_Ireduce_scatter_block: wrong result"), 0;
+    if (c->bc[i] != nb_value(root, w->index, k, i) + 2)
+      return fail(w, k, "MPI_Ibcast: wrong result"), 0;
+    for (int r = 0; r < g_size; ++r)
+      if (c->ag_out[r * n + i] != nb_value(r, w->index, k, i) + 1)
+        return fail(w, k, "MPI_Iallgather: wrong result"), 0;
+  }
+  return 1;
+}
+
 static int run_call(struct worker *w, int k, void *send, void *recv) {
+  struct nb_calls nb;
+  memset(&nb, 0, sizeof nb);
+  if (g_nonblocking) post_nonblocking(w, k, &nb);
   const int count = kCounts[k % (int)(sizeof kCounts / sizeof kCounts[0])];
   const int use_double = k % 2, use_max = (k / 2) % 3 == 0, in_place = (k / 3) % 2;
   MPI_Datatype type = use_double ? MPI_DOUBLE : MPI_INT64_T;
@@ -65,6 +123,14 @@ static int run_call(struct worker *w, int k, void *send, void *recv) {
                     w->comm) != MPI_SUCCESS) {
     fail(w, k, "MPI_Allreduce returned an error");
     return 0;
+  }
+  if (g_nonblocking) {
+    MPI_Status statuses[kNbRequests]; /* MPICH's MPI_STATUSES_IGNORE trips GCC's bounds check */
+    if (MPI_Waitall(kNbRequests, nb.req, statuses) != MPI_SUCCESS) {
+      fail(w, k, "MPI_Waitall returned an error");
+      return 0;
+    }
+    if (!check_nonblocking(w, k, &nb)) return 0;
   }
   for (int i = 0; i < count; ++i) {
     int64_t want = expected(w->index, k, i, use_max);
@@ -100,8 +166,11 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  for (int i = 1; i < argc; ++i)
+    if (strcmp(argv[i], "--nonblocking") == 0) g_nonblocking = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--expect") == 0) g_expect = argv[i + 1];
+    if (strcmp(argv[i], "--nonblocking") == 0) --i;
+    else if (strcmp(argv[i], "--expect") == 0) g_expect = argv[i + 1];
     else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--iters") == 0) g_iters = atoi(argv[i + 1]);
   }
@@ -134,7 +203,26 @@ int main(int argc, char **argv) {
         ++failures;
       }
     }
-    if (strcmp(g_expect, "switch") == 0) {
+    if (g_nonblocking && strcmp(g_expect, "switch") == 0) {
+      static const char *const kOps[] = {"iallreduce", "iallgather", "ibcast",
+                                         "ireduce_scatter_block", "ibarrier"};
+      for (int o = 0; o < 5; ++o) {
+        char name[64];
+        snprintf(name, sizeof name, "%s:switch", kOps[o]);
+        const uint64_t n = g_counter(workers[t].comm, name);
+        if (n != (uint64_t)g_iters) {
+          char calls[64], previous[64];
+          snprintf(calls, sizeof calls, "%s:calls", kOps[o]);
+          snprintf(previous, sizeof previous, "%s:previous", kOps[o]);
+          fprintf(stderr,
+                  "FAIL rank %d thread %d: %s %" PRIu64 ", expected %d (%s %" PRIu64
+                  ", %s %" PRIu64 ")\n",
+                  g_rank, t, name, n, g_iters, calls, g_counter(workers[t].comm, calls), previous,
+                  g_counter(workers[t].comm, previous));
+          ++failures;
+        }
+      }
+    } else if (strcmp(g_expect, "switch") == 0) {
       /* Every call under the keep limit (160 KB at most): one agent round
        * trip each, no host message of the switch path. */
       const uint64_t host = g_counter(workers[t].comm, "switch:host_messages");
@@ -151,8 +239,9 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {
     if (total == 0)
-      printf("PASS %d ranks x %d threads x %d allreduces, each on its own communicator, "
-             "served by %s\n", g_size, threads, g_iters, g_expect);
+      printf("PASS %d ranks x %d threads x %d allreduces%s, each on its own communicator, "
+             "served by %s\n", g_size, threads, g_iters,
+             g_nonblocking ? " (each with 5 nonblocking calls)" : "", g_expect);
     else
       printf("FAIL %d failures\n", total);
   }

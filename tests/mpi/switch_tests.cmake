@@ -60,6 +60,18 @@ add_switch_test(mpi_mpit_switch_np2 180 "mpi;agent" program 2 $<TARGET_FILE:swit
 add_switch_test(mpi_switch_threads_np2 180 "mpi;agent" program 2
   --mca coll_switchagg_stall_timeout 60 $<TARGET_FILE:mpi_thread_check> --expect switch
   --threads 3 --iters 1000)
+# The same with five nonblocking calls beside each allreduce (Iallreduce,
+# Iallgather, Ibcast, Ireduce_scatter_block, Ibarrier), every one served by
+# the switch at MPI_THREAD_MULTIPLE: np 3 with every rank a member, np 4 on
+# 2 emulated nodes x 2 (node leaders).
+add_switch_test(mpi_switch_threads_nonblocking_np3 240 "mpi;agent" program 3
+  --mca coll_switchagg_stall_timeout 60 $<TARGET_FILE:mpi_thread_check> --expect switch
+  --threads 2 --iters 400 --nonblocking)
+add_switch_test(mpi_switch_threads_nonblocking_leaders_np4 300 "mpi;agent" program 4
+  --mca coll_switchagg_stall_timeout 60 $<TARGET_FILE:mpi_thread_check> --expect switch
+  --threads 2 --iters 300 --nonblocking)
+set_tests_properties(mpi_switch_threads_nonblocking_np3 PROPERTIES ENVIRONMENT "PPN=1")
+set_tests_properties(mpi_switch_threads_nonblocking_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
 # MPI's progress rule across communicators on the switch path: an even rank
 # blocked in the switch call on c2 still streams its c1 Iallreduce (4 MiB:
 # beyond the first window), which the odd ranks wait for first; the same

@@ -318,7 +318,14 @@ case $scenario in
     shift
     start_agent
     lease "program-np$np"
-    run_mpi "$np" "$work/program.log" "$@" || { cat "$work/program.log"; die "program run failed"; }
+    # With PPN: the emulated-node prefix before the program (the first
+    # argument that is an executable file; mpirun's options come before it).
+    args=()
+    for a in "$@"; do
+      if ((${#emu[@]} > 0)) && [[ -f $a && -x $a ]]; then args+=("${emu[@]}"); emu=(); fi
+      args+=("$a")
+    done
+    run_mpi "$np" "$work/program.log" "${args[@]}" || { cat "$work/program.log"; die "program run failed"; }
     expect_pass "$work/program.log" "joined switch group"
     ;;
   cg)
