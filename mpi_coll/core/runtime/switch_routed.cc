@@ -12,6 +12,41 @@
 
 namespace switchagg::coll::switch_detail {
 
+bool TreeLayout::inOrder() const {
+  for (size_t i = 0; i < placed.size(); ++i)
+    if (placed[i] != int(i)) return false;
+  return true;
+}
+
+agent::RoutedCall TreeLayout::localize(const agent::RoutedCall& call) const {
+  agent::RoutedCall c = call;
+  if (!active() || call.want.empty()) return c;
+  c.want.assign(call.want.begin() + long(first[leaf]), call.want.begin() + long(first[leaf + 1]) + 1);
+  for (uint32_t l = 0; l < leaves; ++l) c.leaf_want.push_back(call.want[first[l]]);
+  c.leaf_want.push_back(call.want.back());
+  return c;
+}
+
+Status TreeLayout::fold(Dtype dtype, Op op, void* out,
+                        const std::vector<std::vector<uint8_t>>& parts, size_t n) const {
+  std::vector<const void*> in;
+  if (!active()) {
+    for (const std::vector<uint8_t>& p : parts) in.push_back(p.data());
+    return reduceMany(dtype, op, out, in.data(), in.size(), n);
+  }
+  // Each leaf's participants in participant order (the leaf's reduction),
+  // then the leaves' partials in leaf order (the spine's).
+  std::vector<std::vector<uint8_t>> partial(leaves, std::vector<uint8_t>(n * dtypeSize(dtype)));
+  std::vector<const void*> sums;
+  for (uint32_t l = 0; l < leaves; ++l) {
+    in.clear();
+    for (size_t i = first[l]; i < first[l + 1]; ++i) in.push_back(parts[size_t(placed[i])].data());
+    SWITCHAGG_RETURN_IF_ERROR(reduceMany(dtype, op, partial[l].data(), in.data(), in.size(), n));
+    sums.push_back(partial[l].data());
+  }
+  return reduceMany(dtype, op, out, sums.data(), sums.size(), n);
+}
+
 bool isReduction(RoutedOp op) {
   return op == RoutedOp::kReduce || op == RoutedOp::kReduceScatter ||
          op == RoutedOp::kReduceScatterBlock;
@@ -29,8 +64,18 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op))
     return "dtype-op";
+  if (blocksOutOfPlace(args)) return "tree-layout";
   if (in) fill(in);
   return nullptr;
+}
+
+// A tree whose placement order is not rank order (a leaf's ranks not
+// adjacent), for a call with a block per rank without node leaders (whose
+// node order is the tree's placement): the blocks would have to be staged
+// and permuted; declined (<op>:previous:tree-layout).
+bool AgentSwitchPath::blocksOutOfPlace(const RoutedArgs& args) const {
+  return tree_.active() && !leaders_ && !tree_.inOrder() && args.op != RoutedOp::kReduce &&
+         args.op != RoutedOp::kBcast;
 }
 
 // This rank's agent call for a flat routed call. Results meant for the
@@ -66,8 +111,11 @@ RoutedPlan AgentSwitchPath::planReduction(const RoutedArgs& args) {
   if (args.op == RoutedOp::kReduce) {
     call.total = args.count;
     call.in = in_place ? args.recv : args.send;  // MPI_IN_PLACE: the root's input is recv
+    // Bounds in placement order (a tree's; else rank order): the root wants it all.
+    const int root_at = tree_.placeOf(args.root);
     call.want.resize(size_t(size) + 1);
-    for (int r = 0; r <= size; ++r) call.want[size_t(r)] = r <= args.root ? 0 : args.count;
+    for (int r = 0; r <= size; ++r) call.want[size_t(r)] = r <= root_at ? 0 : args.count;
+    if (rank == args.root) plan.hi = args.count * esize;
     if (rank == args.root && in_place) {
       commit = args.recv;
       commit_bytes = args.count * esize;
@@ -83,6 +131,8 @@ RoutedPlan AgentSwitchPath::planReduction(const RoutedArgs& args) {
   call.total = call.want.back();
   call.in = in_place ? args.recv : args.send;  // in place: the whole vector in recv
   const size_t mine = args.counts[rank] * esize;
+  plan.lo = call.want[size_t(rank)] * esize;
+  plan.hi = plan.lo + mine;
   if (in_place) {
     commit = args.recv;
     commit_bytes = mine;
@@ -104,7 +154,7 @@ RoutedPlan AgentSwitchPath::planAllgather(const RoutedArgs& args) {
   call.kind = agent::RoutedCall::Kind::kForward;
   call.dtype = Dtype::kUint8;
   call.total = size_t(size) * b;
-  call.in_begin = size_t(rank) * b;
+  call.in_begin = size_t(tree_.placeOf(rank)) * b;  // placement order is rank order (describeRouted)
   call.in_end = call.in_begin + b;
   call.out = args.recv;
   if (in_place) {
@@ -176,24 +226,15 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
   if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
     return Status(Code::kUnsupported, "switch path cannot route this call");
   if (leaders_) return routedLeaders(args, how);
-  const int size = comm_.size(), rank = comm_.rank();
-  const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
+  const int size = comm_.size();
   const RoutedPlan plan = planRouted(args);
   const agent::RoutedCall& call = plan.call;
   last_bytes_sent_ = 0;
   const size_t vector_bytes = routedVectorBytes(args, size);
   // Reduce and reduce-scatter: a result per rank, recovered from the
   // members' inputs after a failure; one round trip ("Completion").
-  if (ledger_ && oneRoundTrip(vector_bytes) && isReduction(args.op)) {
-    size_t lo = 0, hi = 0;  // this rank's part of the vector, in bytes
-    if (args.op == RoutedOp::kReduce) {
-      if (rank == args.root) hi = vector_bytes;
-    } else {
-      lo = call.want[size_t(rank)] * esize;
-      hi = call.want[size_t(rank) + 1] * esize;
-    }
-    return routedReduction(args, call, lo, hi, plan.commit, how);
-  }
+  if (ledger_ && oneRoundTrip(vector_bytes) && isReduction(args.op))
+    return routedReduction(args, call, plan.lo, plan.hi, plan.commit, how);
   if (ledger_ && oneRoundTrip(vector_bytes) &&
       (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast))
     return routedForwardOneRoundTrip(args, plan, vector_bytes, how);
@@ -248,12 +289,9 @@ Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const R
                                              ProcessRuntime::instance().params().stall);
   if (!r.ok()) return r.status();
   if (r->outcome != CallOutcome::kDone) return r->outcome;
-  if (hi > lo) {
-    std::vector<const void*> in;
-    for (const std::vector<uint8_t>& p : parts) in.push_back(p.data());
-    SWITCHAGG_RETURN_IF_ERROR(reduceMany(args.dtype, args.reduce_op, out, in.data(), in.size(),
-                                         (hi - lo) / dtypeSize(args.dtype)));
-  }
+  if (hi > lo)  // the agent's order: rank order, or a tree's (leaf by leaf)
+    SWITCHAGG_RETURN_IF_ERROR(
+        tree_.fold(args.dtype, args.reduce_op, out, parts, (hi - lo) / dtypeSize(args.dtype)));
   ++recovered_;
   SA_INFO("coll",
           "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); rank %d had finished "
@@ -292,7 +330,7 @@ Status routedDecline(const Status& st) {
 
 Status AgentSwitchPath::streamRouted(const agent::RoutedCall& call, size_t bytes) {
   const agent::ClientCounters before = group_->counters();
-  Status st = group_->routed(call, timeoutFor(bytes));
+  Status st = group_->routed(tree_.localize(call), timeoutFor(bytes));
   countStream(before);
   return routedDecline(st);
 }
@@ -313,6 +351,7 @@ const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
   if (leaders_) return "node-leaders";
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op)) return "dtype-op";
+  if (blocksOutOfPlace(args)) return "tree-layout";
   if (in) fill(in);
   return nullptr;
 }
@@ -341,7 +380,7 @@ Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   if (stream_.one_trip) ledger_->begin();
   last_bytes_sent_ = 0;
   stream_.before = group_->counters();
-  Status st = group_->startRouted(stream_.plan.call);
+  Status st = group_->startRouted(tree_.localize(stream_.plan.call));
   if (st.code() == Code::kInProgress) return st;
   countStream(stream_.before);
   stream_.mine = routedDecline(st);
@@ -357,17 +396,9 @@ Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int*
     return settle(mine, routedWhole(args, mine, stream_.bytes), stream_.bytes, source,
                   routedOpName(args.op));
   const agent::RoutedCall& call = stream_.plan.call;
-  const size_t esize = dtypeSize(args.dtype);
-  const int rank = comm_.rank();
-  size_t lo = 0, hi = 0;  // this rank's part of the vector, in bytes
-  if (args.op == RoutedOp::kReduce) {
-    if (rank == args.root) hi = stream_.bytes;
-  } else {
-    lo = call.want[size_t(rank)] * esize;
-    hi = call.want[size_t(rank) + 1] * esize;
-  }
   uint8_t* out = static_cast<uint8_t*>(stream_.plan.commit ? scratch_.data() : call.out);
-  return settleReduction(mine, args, call.in, stream_.bytes, out, lo, hi);
+  return settleReduction(mine, args, call.in, stream_.bytes, out, stream_.plan.lo,
+                         stream_.plan.hi);
 }
 
 Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {
