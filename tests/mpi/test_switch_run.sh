@@ -219,9 +219,11 @@ metric_at() { "$bin/switchagg-ctl" --agent "unix:$1" metrics | awk -v m="$2" '$1
 # LEAF_SOCKET[1..2]; AGENT_* describe the last agent started.
 declare -a LEAF_PID LEAF_SOCKET
 TREE_PIDS=()
-start_leaf() {  # K [FAULT]
+start_leaf() {  # K [FAULT]; LEAF2_SET: one more setting for leaf 2
+  local more=()
+  [[ $1 == 2 && -n ${LEAF2_SET:-} ]] && more=(--set "$LEAF2_SET")
   with_fault "${2:-}" agent_start "$root/config/agent.toml" "$work/l$1" --set agent.log_level=info \
-    --set fabric.map="$work/tree.toml" --set fabric.name="leaf$1" || die "leaf $1 start"
+    --set fabric.map="$work/tree.toml" --set fabric.name="leaf$1" "${more[@]}" || die "leaf $1 start"
   LEAF_PID[$1]=$AGENT_PID LEAF_SOCKET[$1]=$AGENT_SOCKET
   TREE_PIDS+=("$AGENT_PID")
 }
@@ -854,6 +856,7 @@ case $scenario in
       spine_partial | spine_partial_exit | spine_miss)
         armed=$(agent_fault "${fault#spine_}" 0) || exit 1
         SPINE_FAULT=$armed start_tree_and_lease tree ;;
+      routed_old_leaf) LEAF2_SET=data.routed_trees=false start_tree_and_lease tree ;;
       *) start_tree_and_lease tree ;;
     esac
     tree_emu=("$here/emulate_nodes.sh" "$ppn")
@@ -902,6 +905,17 @@ case $scenario in
         --expect-op allgather=previous:tree-layout ||
         { cat "$work/routed.log"; die "routed run failed"; }
       expect_pass "$work/routed.log" "a tree over 2 leaf agents"
+    elif [[ $fault == routed_old_leaf ]]; then
+      # Leaf 2 as an agent before routed calls through trees: its members
+      # join the tree again without them, allreduce goes through the tree,
+      # every routed call is declined (agent-not-routed; op/avx off).
+      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" --mca op ^avx "${tree_emu[@]}" \
+        "$mpibin/mpi_routed_check" --expect previous:agent-not-routed --quick ||
+        { cat "$work/routed.log"; die "routed run failed"; }
+      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
+        "a leaf agent does not route calls through a tree" "allreduce .* -> switch"
+      [[ $(metric_at "${LEAF_SOCKET[2]}" 'switchagg_rejected_total{reason="malformed"}') -ge 2 ]] ||
+        die "leaf 2 did not refuse the routed tree JOINs"
     elif [[ $fault == routed_leaf_kill || $fault == routed_spine_kill ]]; then
       # A leaf or the spine killed mid-loop of every routed op: every result
       # exact, every call bounded, each op's call failed once and redone.
