@@ -10,6 +10,11 @@
 // result's order is fixed by the layout: members in rank order within each
 // leaf, leaves in index order.
 //
+// Routed chunks ("Routed calls through a tree") go up the same way as one
+// CONTRIB_ROUTED per chunk to the members' up-range (the leaf's members'
+// pieces, if forwarded: checkTreeRoute), and the parent's RESULT must carry
+// exactly the payload this leaf is owed (expectedFlags).
+//
 // Both levels hold the group's window for its whole life (pinned): a call
 // one agent refused busy while another forwarded its chunks could not be
 // taken back. Anything the parent says against the group (ABORT, ERROR), its

@@ -273,6 +273,23 @@ TEST_F(EngineTreeRoutedTest, TheSpineLosingItsLeaseMidRoutedCallAbortsEveryLeafs
     expectAborted(leaf, leaf == 0 ? 2 : 1, Reason::kParentFailed, "lease revoked");
 }
 
+TEST_F(EngineTreeRoutedTest, ASilentParentAbortsALeafsRoutedCall) {
+  const uint32_t w = formTree(2, 1);
+  ASSERT_GT(w, 0u);
+  const Route r{wire::kModeForward, false, 0, 1, 0, 1};
+  route(0, 0, 0, w, r, 2, 2, {1.f}, 0);
+  route(0, 1, 0, w, r, 2, 2, {2.f}, 1);
+  leaf_[0]->reduceReady();
+  ASSERT_EQ(leaf_out_[0].up.size(), 1u);  // the leaf's piece went up
+  EXPECT_EQ(leaf_[0]->counters().bytes_up, 8u);
+  leaf_out_[0].up.clear();  // and is lost: the spine never answers
+  const int64_t limit = 2 * EngineConfig{}.member_timeout_ms;
+  leaf_[0]->tick(now_ + limit - 10);
+  EXPECT_TRUE(leaf_out_[0].take(MsgType::kAbort).empty());
+  leaf_[0]->tick(now_ + limit + 10);
+  expectAborted(0, 2, Reason::kParentFailed, "did not return chunk 0");
+}
+
 TEST_F(EngineTreeRoutedTest, AHeaderOnlyResultForALeafThatWantsTheChunkAbortsIt) {
   const uint32_t w = formTree(1, 1);
   ASSERT_GT(w, 0u);
