@@ -201,7 +201,7 @@ add_switch_test(mpi_switch_tree_spine_delete 150 "mpi;agent;fault" tree 4 1 spin
 # Routed collectives through the tree (every op exact, <op>:switch; the
 # leaves' uplink bytes per shape), with node leaders (a node's ranks not
 # adjacent: EMU_LAYOUT=cyclic), a leaf's ranks not adjacent without
-# leaders (reduce-scatter and allgather declined: tree-layout), a leaf
+# leaders (blocks staged in placement order), a leaf
 # that predates routed trees (every routed call declined: agent-not-routed),
 # a leaf or the spine killed mid-loop.
 add_switch_test(mpi_switch_tree_routed_np4 300 "mpi;agent" tree 4 1 routed)

@@ -227,6 +227,16 @@ start_leaf() {  # K [FAULT]; LEAF2_SET: one more setting for leaf 2
   LEAF_PID[$1]=$AGENT_PID LEAF_SOCKET[$1]=$AGENT_SOCKET
   TREE_PIDS+=("$AGENT_PID")
 }
+# MPI_Iallgather, MPI_Ibcast and MPI_Ireduce_scatter_block (mixed with
+# Iallreduce under one Waitall) streamed through the tree, every one served.
+tree_irouted() {  # NP
+  run_mpi "$1" "$work/irouted.log" "${tree_env[@]}" "${tree_emu[@]}" \
+    "$mpibin/mpi_iallreduce_check" --mode irouted --iters 6 --expect switch ||
+    { cat "$work/irouted.log"; die "irouted run failed"; }
+  expect_pass "$work/irouted.log" "a tree over 2 leaf agents" \
+    "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 " \
+    "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 18 "
+}
 # The leaves' uplinks per routed shape (switchagg-bench, one 64 KiB size,
 # every call through the tree): what each leaf sent its parent per call
 # against the theory (docs/agent-protocol.md "Routed calls through a
@@ -884,27 +894,19 @@ case $scenario in
         ": allgather [0-9]+ bytes -> switch"
       # The nonblocking forms (mixed with Iallreduce under one Waitall):
       # streamed through the tree; with node leaders not streamed at all.
-      if [[ $ppn -eq 1 ]]; then
-        run_mpi "$np" "$work/irouted.log" "${tree_env[@]}" "${tree_emu[@]}" \
-          "$mpibin/mpi_iallreduce_check" --mode irouted --iters 6 --expect switch ||
-          { cat "$work/irouted.log"; die "irouted run failed"; }
-        expect_pass "$work/irouted.log" "a tree over 2 leaf agents" \
-          "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 " \
-          "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 18 "
-      fi
+      [[ $ppn -eq 1 ]] && tree_irouted "$np"
       tree_routed_bytes "$np" "$ppn"
     elif [[ $fault == routed_layout ]]; then
       # A leaf's ranks not adjacent (TREE_NODES: leaf 1 serves emu0 and
-      # emu2) without node leaders: reduce and bcast through the tree,
-      # reduce-scatter and allgather declined (tree-layout; op/avx off for
-      # the previous module's small-integer sums, as in routed old_agent).
-      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" --mca op ^avx "${tree_emu[@]}" \
-        "$mpibin/mpi_routed_check" --expect switch --all-roots --quick \
-        --expect-op reduce_scatter=previous:tree-layout \
-        --expect-op reduce_scatter_block=previous:tree-layout \
-        --expect-op allgather=previous:tree-layout ||
+      # emu2) without node leaders: the blocks of reduce-scatter and
+      # allgather staged in placement order, every op through the tree,
+      # blocking and not.
+      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$mpibin/mpi_routed_check" --expect switch --all-roots ||
         { cat "$work/routed.log"; die "routed run failed"; }
-      expect_pass "$work/routed.log" "a tree over 2 leaf agents"
+      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
+        ": reduce_scatter [0-9]+ bytes -> switch" ": allgather [0-9]+ bytes -> switch"
+      tree_irouted "$np"
     elif [[ $fault == routed_old_leaf ]]; then
       # Leaf 2 as an agent before routed calls through trees: its members
       # join the tree again without them, allreduce goes through the tree,

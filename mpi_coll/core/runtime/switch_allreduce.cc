@@ -277,6 +277,7 @@ Status AgentSwitchPath::stepStream() {
   }
   countStream(stream_.before);
   stream_.mine = stream_.routed ? routedDecline(st) : st;
+  if (stream_.routed && stream_.mine.ok()) unplace(stream_.rargs, stream_.plan);
   return stream_.mine;
 }
 

@@ -96,6 +96,7 @@ struct TreeLayout {
 
   bool active() const { return leaves > 1; }
   int placeOf(int p) const { return active() ? pos[size_t(p)] : p; }
+  int at(int i) const { return active() ? placed[size_t(i)] : i; }  // who is placed at i
   // Placement order is participant order (each leaf's participants
   // adjacent, the leaves' in map order).
   bool inOrder() const;
@@ -132,6 +133,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
 struct RoutedPlan {
   agent::RoutedCall call;
   size_t lo = 0, hi = 0;  // reductions: this member's part of the vector, in bytes
+  bool unplace = false;   // the result is in placed_ (placement order): unplace() into recv
   void* commit = nullptr;
   void* restore = nullptr;
   size_t commit_bytes = 0;
@@ -214,7 +216,11 @@ class AgentSwitchPath : public SwitchPath {
 
  private:
   void fill(SelectionInput* in) const;  // describe's switch fields
-  bool blocksOutOfPlace(const RoutedArgs& args) const;  // describeRouted's tree-layout
+  // A tree's placement order is not rank order here (no node leaders):
+  // blocks are staged in placement order (placed_).
+  bool staged() const;
+  BlockLayout placementLayout(const RoutedArgs& args) const;
+  void unplace(const RoutedArgs& args, const RoutedPlan& plan);  // placed_ into recv
   // One-round-trip completion (switch_recovery.h, docs/offload.md
   // "Completion"): on every rank alike, whether a call of `bytes` ends
   // without the outcome agreement.
@@ -310,6 +316,7 @@ class AgentSwitchPath : public SwitchPath {
   bool routed_;            // every member's agent routes (agreed at each join)
   TreeLayout tree_;        // placement of a tree communicator's participants
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
+  std::vector<uint8_t> placed_;   // a staged call's vector in placement order (staged())
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
   uint64_t last_bytes_sent_ = 0;

@@ -64,18 +64,49 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op))
     return "dtype-op";
-  if (blocksOutOfPlace(args)) return "tree-layout";
   if (in) fill(in);
   return nullptr;
 }
 
 // A tree whose placement order is not rank order (a leaf's ranks not
-// adjacent), for a call with a block per rank without node leaders (whose
-// node order is the tree's placement): the blocks would have to be staged
-// and permuted; declined (<op>:previous:tree-layout).
-bool AgentSwitchPath::blocksOutOfPlace(const RoutedArgs& args) const {
-  return tree_.active() && !leaders_ && !tree_.inOrder() && args.op != RoutedOp::kReduce &&
-         args.op != RoutedOp::kBcast;
+// adjacent), without node leaders (whose node order is the tree's
+// placement already): a call with a block per rank stages its vector in
+// placement order (placed_).
+bool AgentSwitchPath::staged() const {
+  return tree_.active() && !leaders_ && !tree_.inOrder();
+}
+
+// Each rank's block (reduce-scatter: its count; allgather: its bytes) in
+// rank order (at_rank) and in placement order (at_node).
+AgentSwitchPath::BlockLayout AgentSwitchPath::placementLayout(const RoutedArgs& args) const {
+  BlockLayout l{};
+  const int size = comm_.size();
+  const bool reduction = isReduction(args.op);
+  l.size = size;
+  l.esize = reduction ? dtypeSize(args.dtype) : 1;
+  l.count.resize(size_t(size));
+  l.at_rank.resize(size_t(size) + 1);
+  l.at_node.resize(size_t(size));
+  for (int r = 0; r < size; ++r) {
+    l.count[size_t(r)] = reduction ? args.counts[r] : args.count;
+    l.at_rank[size_t(r) + 1] = l.at_rank[size_t(r)] + l.count[size_t(r)];
+  }
+  for (int i = 0, at = 0; i < size; ++i) {
+    const int r = tree_.at(i);
+    l.at_node[size_t(r)] = size_t(at);
+    at += int(l.count[size_t(r)]);
+  }
+  l.total = l.at_rank[size_t(size)];
+  l.vector_bytes = l.total * l.esize;
+  return l;
+}
+
+// A staged allgather's vector, once this member has it, from placement
+// order (placed_) into the caller's buffer in rank order.
+void AgentSwitchPath::unplace(const RoutedArgs& args, const RoutedPlan& plan) {
+  if (!plan.unplace) return;
+  const BlockLayout l = placementLayout(args);
+  l.copyBlocks(static_cast<uint8_t*>(args.recv), l.at_rank, placed_.data(), l.at_node);
 }
 
 // This rank's agent call for a flat routed call. Results meant for the
@@ -125,13 +156,20 @@ RoutedPlan AgentSwitchPath::planReduction(const RoutedArgs& args) {
     }
     return plan;
   }
+  // Blocks in placement order (a tree's; else rank order).
   call.want.resize(size_t(size) + 1);
-  for (int r = 0; r < size; ++r)
-    call.want[size_t(r) + 1] = call.want[size_t(r)] + args.counts[r];
+  for (int i = 0; i < size; ++i)
+    call.want[size_t(i) + 1] = call.want[size_t(i)] + args.counts[tree_.at(i)];
   call.total = call.want.back();
   call.in = in_place ? args.recv : args.send;  // in place: the whole vector in recv
+  if (staged()) {
+    const BlockLayout l = placementLayout(args);
+    placed_.resize(l.vector_bytes);
+    l.copyBlocks(placed_.data(), l.at_node, static_cast<const uint8_t*>(call.in), l.at_rank);
+    call.in = placed_.data();
+  }
   const size_t mine = args.counts[rank] * esize;
-  plan.lo = call.want[size_t(rank)] * esize;
+  plan.lo = call.want[size_t(tree_.placeOf(rank))] * esize;
   plan.hi = plan.lo + mine;
   if (in_place) {
     commit = args.recv;
@@ -154,9 +192,18 @@ RoutedPlan AgentSwitchPath::planAllgather(const RoutedArgs& args) {
   call.kind = agent::RoutedCall::Kind::kForward;
   call.dtype = Dtype::kUint8;
   call.total = size_t(size) * b;
-  call.in_begin = size_t(tree_.placeOf(rank)) * b;  // placement order is rank order (describeRouted)
+  call.in_begin = size_t(tree_.placeOf(rank)) * b;
   call.in_end = call.in_begin + b;
   call.out = args.recv;
+  if (staged()) {
+    // The vector in placement order into placed_, then into recv (unplace):
+    // recv is not written before, so our block is read from it in place.
+    placed_.resize(call.total);
+    call.out = placed_.data();
+    call.in = in_place ? static_cast<const uint8_t*>(args.recv) + size_t(rank) * b : args.send;
+    plan.unplace = true;
+    return plan;
+  }
   if (in_place) {
     // Our block from a copy: recv is the output, and a redo needs it back.
     restore = static_cast<uint8_t*>(args.recv) + call.in_begin;
@@ -196,6 +243,7 @@ Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const 
                                                   size_t vector_bytes, CallEnd* how) {
   ledger_->begin();
   const Status mine = streamRouted(plan.call, vector_bytes);
+  if (mine.ok()) unplace(args, plan);
   void* whole = routedWhole(args, mine, vector_bytes);
   int source = -1;
   Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
@@ -239,6 +287,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
       (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast))
     return routedForwardOneRoundTrip(args, plan, vector_bytes, how);
   const Status mine = streamRouted(call, vector_bytes);
+  if (mine.ok()) unplace(args, plan);  // recv is only output: written before the agreement
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
@@ -351,7 +400,6 @@ const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
   if (leaders_) return "node-leaders";
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op)) return "dtype-op";
-  if (blocksOutOfPlace(args)) return "tree-layout";
   if (in) fill(in);
   return nullptr;
 }
