@@ -213,6 +213,11 @@ set_tests_properties(mpi_switch_tree_routed_layout_np4 PROPERTIES
 add_switch_test(mpi_switch_tree_routed_old_leaf_np4 180 "mpi;agent" tree 4 1 routed_old_leaf)
 add_switch_test(mpi_switch_tree_routed_leaf_kill 180 "mpi;agent;fault" tree 4 1 routed_leaf_kill)
 add_switch_test(mpi_switch_tree_routed_spine_kill 180 "mpi;agent;fault" tree 4 1 routed_spine_kill)
+# The spine killed while a leaf's ranks are not adjacent (staged blocks,
+# recovery folding the inputs leaf by leaf in placement order).
+add_switch_test(mpi_switch_tree_routed_layout_spine_kill 180 "mpi;agent;fault" tree 4 1 routed_spine_kill)
+set_tests_properties(mpi_switch_tree_routed_layout_spine_kill PROPERTIES
+  ENVIRONMENT "TREE_NODES1=emu[0,2];TREE_NODES2=emu[1,3]")
 add_switch_test(mpi_switch_stripes_kill_np3 150 "mpi;agent;fault" stripes_kill 1048576 100 3)
 add_switch_test(mpi_switch_stripes_stall_rejoin 150 "mpi;agent;fault" stripes_stall 1048576)
 add_switch_test(mpi_switch_stripes_mismatch 120 "mpi;agent;fault" stripes_mismatch)
