@@ -20,6 +20,7 @@ struct AggGroup::State {
   wire::Reason failure_reason = wire::Reason::kNone;  // of the agent's ERROR/ABORT, if that
   bool busy_flag = true;  // JOIN says kJoinFlagBusy (cleared for an agent that predates it)
   bool routed_flag = true;  // JOIN says kJoinFlagRouted (cleared for an agent that predates it)
+  uint32_t leaves = 0;      // a tree group's leaves (0: not a tree's)
   ClientCounters counters;
   uint64_t next_chunk = 0;  // absolute sequence number of the next call's first chunk
 
@@ -44,6 +45,7 @@ struct AggGroup::State {
   size_t in_begin = 0, in_end = 0;
   std::vector<size_t> want;
   size_t want_begin = 0, want_end = 0;
+  std::vector<size_t> leaf_want;  // trees: the leaves' wanted bounds (empty: all)
   std::vector<uint8_t> received;  // per chunk of the call
   std::vector<uint8_t> staging;   // in-place results until the call succeeds
 

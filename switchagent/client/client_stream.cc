@@ -28,23 +28,31 @@ namespace switchagg::agent {
 using wire::Message;
 using wire::MsgType;
 
-// The members that get the result of elements [c0, c1) of a routed call:
-// those whose wanted range overlaps it (bounds non-decreasing, so they are
-// contiguous but for empty ranges between them, which get a payload they
-// ignore).
-static void destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
-                         uint32_t* hi) {
-  const auto n = static_cast<uint32_t>(g.info.size);
-  if (g.want.empty()) {
+// Of n members (or leaves) with wanted bounds `want` (n + 1 non-decreasing;
+// empty: everyone wants everything), those whose range overlaps elements
+// [c0, c1) of a routed call: contiguous but for empty ranges between them,
+// which get a payload they ignore. false: none (a tree leaf's members may
+// want nothing of a chunk).
+static bool overlapping(const std::vector<size_t>& want, uint32_t n, size_t c0, size_t c1,
+                        uint32_t* lo, uint32_t* hi) {
+  if (want.empty()) {
     *lo = 0;
     *hi = n - 1;
-    return;
+    return true;
   }
-  // lo: the first member whose range ends after c0; hi: the last that starts before c1.
-  const auto first = std::upper_bound(g.want.begin() + 1, g.want.end(), c0);
-  *lo = static_cast<uint32_t>(first - (g.want.begin() + 1));
-  const auto last = std::lower_bound(g.want.begin(), g.want.begin() + n, c1);
-  *hi = static_cast<uint32_t>(last - g.want.begin()) - 1;
+  // lo: the first whose range ends after c0; hi: the last that starts before c1.
+  const auto first = std::upper_bound(want.begin() + 1, want.end(), c0);
+  const auto last = std::lower_bound(want.begin(), want.begin() + n, c1);
+  if (first == want.end() || last == want.begin()) return false;
+  *lo = static_cast<uint32_t>(first - (want.begin() + 1));
+  *hi = static_cast<uint32_t>(last - want.begin()) - 1;
+  return *lo <= *hi;
+}
+
+// The members that get the result of elements [c0, c1) (false: none).
+static bool destinations(const AggGroup::State& g, size_t c0, size_t c1, uint32_t* lo,
+                         uint32_t* hi) {
+  return overlapping(g.want, static_cast<uint32_t>(g.info.size), c0, c1, lo, hi);
 }
 
 // Whether (dtype, op) gives the same bits in any operand order: integers
@@ -67,7 +75,8 @@ static bool orderFree(Dtype d) {
 // pair: it keeps its own part (sends none, so its link carries what a
 // ring's would) and combines the others' result with it on arrival.
 static bool keepsOwn(const AggGroup::State& g, uint32_t lo, uint32_t hi) {
-  return g.mode == wire::kModeReduce && g.info.size > 1 && lo == hi &&
+  // Not in a tree: the leaf's partial must hold every member's part.
+  return g.mode == wire::kModeReduce && g.leaves == 0 && g.info.size > 1 && lo == hi &&
          lo == static_cast<uint32_t>(g.info.rank) && orderFree(g.dtype);
 }
 void AggClient::Impl::onResult(AggGroup::State& g, const Message& m) {
@@ -150,7 +159,15 @@ static Status sendChunk(AggClient::Impl& c, AggGroup::State& g, const uint8_t* s
   if (g.mode) {
     const size_t c0 = rel * g.chunk_elems, c1 = c0 + m.count;
     m.mode = g.mode;
-    destinations(g, c0, c1, &m.dest_lo, &m.dest_hi);
+    if (!destinations(g, c0, c1, &m.dest_lo, &m.dest_hi)) {
+      m.route_flags = wire::kRouteNoDest;  // a tree leaf's members want none of it
+      m.dest_lo = m.dest_hi = 0;
+    }
+    // Trees: which leaves want it (checkRouted: at least one does).
+    if (g.leaves) {
+      m.route_flags |= wire::kRouteUp;
+      (void)overlapping(g.leaf_want, g.leaves, c0, c1, &m.up_lo, &m.up_hi);
+    }
     if (keepsOwn(g, m.dest_lo, m.dest_hi)) {
       data = nullptr;
       bytes = 0;
@@ -289,16 +306,27 @@ void RoutedCall::wanted(int rank, size_t* begin, size_t* end) const {
   *end = want[size_t(rank) + 1];
 }
 
+// Wanted bounds: n + 1 non-decreasing, from 0 to the count (`whole`), or
+// (a tree leaf's members) anywhere within the vector.
+static bool boundsFit(const std::vector<size_t>& want, size_t n, size_t total, bool whole) {
+  return want.empty() ||
+         (want.size() == n + 1 && std::is_sorted(want.begin(), want.end()) &&
+          want.back() <= total && (!whole || (want.front() == 0 && want.back() == total)));
+}
+
 // A routed call's shape: kInvalidArgument (a decline) unless the bounds,
-// ranges and buffers are consistent for a group of `size`.
-static Status checkRouted(const RoutedCall& call, int size, int rank, size_t esize) {
+// ranges and buffers are consistent for a group of `size` (a tree's leaf
+// group: of `leaves` leaves).
+static Status checkRouted(const RoutedCall& call, int size, int rank, size_t esize,
+                          uint32_t leaves) {
   if (call.total > SIZE_MAX / esize) return Status(Code::kInvalidArgument, "routed: count too large");
-  if (!call.want.empty()) {
-    if (call.want.size() != size_t(size) + 1 || call.want.front() != 0 ||
-        call.want.back() != call.total || !std::is_sorted(call.want.begin(), call.want.end()))
-      return Status(Code::kInvalidArgument,
-                    "routed: the wanted bounds must be size + 1 non-decreasing from 0 to the count");
-  }
+  if (!boundsFit(call.want, size_t(size), call.total, leaves == 0))
+    return Status(Code::kInvalidArgument,
+                  "routed: the wanted bounds must be size + 1 non-decreasing from 0 to the count");
+  if ((leaves == 0 && !call.leaf_want.empty()) || !boundsFit(call.leaf_want, leaves, call.total, true))
+    return Status(Code::kInvalidArgument,
+                  "routed: the leaves' wanted bounds must be leaves + 1 non-decreasing from 0 to "
+                  "the count, in tree groups only");
   if (call.kind == RoutedCall::Kind::kForward) {
     if (call.in_begin > call.in_end || call.in_end > call.total)
       return Status(Code::kInvalidArgument, "routed: input piece outside the vector");
@@ -336,7 +364,7 @@ Status AggGroup::startRouted(const RoutedCall& call) {
     return Status(Code::kUnsupported, std::string("agent does not reduce ") +
                                           dtypeName(call.dtype) + "/" + opName(call.op));
   const size_t esize = dtypeSize(call.dtype);
-  SWITCHAGG_RETURN_IF_ERROR(checkRouted(call, g.info.size, g.info.rank, esize));
+  SWITCHAGG_RETURN_IF_ERROR(checkRouted(call, g.info.size, g.info.rank, esize, g.leaves));
   const size_t chunk_elems = g.info.slot_bytes / esize;
   if (chunk_elems == 0) return Status(Code::kUnsupported, "element larger than a slot");
   // A forwarded RESULT decodes with op kSum (its op byte is 0).
@@ -345,6 +373,7 @@ Status AggGroup::startRouted(const RoutedCall& call) {
   g.in_begin = forward ? call.in_begin : 0;
   g.in_end = forward ? call.in_end : call.total;
   g.want = call.want;
+  g.leaf_want = call.leaf_want;
   call.wanted(g.info.rank, &g.want_begin, &g.want_end);
   g.send = static_cast<const uint8_t*>(call.in);
   g.recv = static_cast<uint8_t*>(call.out);

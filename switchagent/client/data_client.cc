@@ -270,11 +270,12 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   j.window = std::min<uint32_t>(window_request, wire::kMaxWindow);
   j.flags = wire::kJoinFlagBusy | wire::kJoinFlagRouted;
   if (tree) {
-    j.flags = wire::kJoinFlagBusy | wire::kJoinFlagTree;
+    j.flags = wire::kJoinFlagBusy | wire::kJoinFlagTree | wire::kJoinFlagRouted |
+              wire::kJoinFlagTreeRouted;
     j.parent_token = *parent_token;
     j.tree_index = tree->leaf_index;
     j.tree_size = tree->leaves;
-    g->routed_flag = false;
+    g->leaves = tree->leaves;
   }
   const int64_t deadline = clientNowMs() + timeout_ms;
   Status st = c.sendControl(j, timeout_ms);
@@ -284,24 +285,31 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   // An agent that predates a JOIN flag refuses it as malformed (without
   // creating the group): join again as an older client, first without
   // routed calls (allreduce and barrier only), then without ERROR(busy).
-  // A tree group cannot be served flat: refused is refused.
-  if (tree && st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken())
-    g->failure = Status(Code::kUnsupported,
-                        "join: the leaf agent refused a tree JOIN as malformed (it predates trees)");
-  for (int older = 1; older <= 2 && !tree; ++older) {
-    if (!(st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken())) break;
+  // A tree group: without routed calls through trees (a leaf that predates
+  // them), but never flat: refused then is refused.
+  auto refused = [&] {
+    return st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken();
+  };
+  auto rejoin = [&](uint32_t flags) {
     *g = AggGroup::State();
     g->info.group_id = group_id;
     g->info.size = size;
     g->info.rank = rank;
     g->routed_flag = false;
-    g->busy_flag = older < 2;
-    j.flags = older < 2 ? wire::kJoinFlagBusy : 0;
+    g->busy_flag = (flags & wire::kJoinFlagBusy) != 0;
+    g->leaves = tree ? tree->leaves : 0;
+    j.flags = flags;
     st = c.sendControl(j, std::max<int64_t>(1, deadline - clientNowMs()));
     if (st.ok())
       st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
                                deadline - clientNowMs());
-  }
+  };
+  if (tree && refused()) rejoin(wire::kJoinFlagBusy | wire::kJoinFlagTree);
+  if (tree && refused())
+    g->failure = Status(Code::kUnsupported,
+                        "join: the leaf agent refused a tree JOIN as malformed (it predates trees)");
+  for (int older = 1; older <= 2 && !tree && refused(); ++older)
+    rejoin(older < 2 ? wire::kJoinFlagBusy : 0);
   if (c.broken())
     st = c.brokenStatus();
   else if (g->dead)

@@ -118,6 +118,7 @@ static RoutedCall stripeCall(const RoutedCall& call, int rank, size_t S, size_t 
   }
   auto clip = [&](size_t x) { return std::min(std::max(x, S), S + n) - S; };
   for (size_t b : call.want) sc.want.push_back(clip(b));
+  for (size_t b : call.leaf_want) sc.leaf_want.push_back(clip(b));
   size_t wb = 0, we = 0;
   call.wanted(rank, &wb, &we);
   if (clip(wb) < clip(we)) sc.out = out + (clip(wb) + S - wb) * esize;

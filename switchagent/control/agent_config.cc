@@ -118,6 +118,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
       {"data.routed", nullptr, "serve routed calls (MPI_Reduce, reduce-scatter, allgather, bcast: CONTRIB_ROUTED; false: "
        "refuse them as an agent that predates them; clients then offload only allreduce and barrier)",
        engine(boolField(&E::routed))},
+      {"data.routed_trees", nullptr, "serve routed calls through trees (leaf and spine; false: refuse them as an agent that "
+       "predates them; clients then offload only allreduce and barrier on tree communicators)",
+       engine(boolField(&E::routed_trees))},
       {"data.max_groups_per_lease", nullptr, "groups (communicators) one lease may hold at once, formed or waiting for members; "
        "more joins are refused (no_resource)",
        engine(intField(&E::max_groups_per_lease, 1, 4096))},

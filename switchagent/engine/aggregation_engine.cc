@@ -103,7 +103,8 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
     case MsgType::kJoin:
       // As an agent that predates JOIN flags: its decoder refused them.
       if ((!config_.join_flags && m.flags != 0) ||
-          (!config_.routed && (m.flags & wire::kJoinFlagRouted)))
+          (!config_.routed && (m.flags & (wire::kJoinFlagRouted | wire::kJoinFlagTreeRouted))) ||
+          (!config_.routed_trees && (m.flags & wire::kJoinFlagTreeRouted)))
         return reject(from, m, Reason::kMalformed,
                       std::string("undecodable message: ") + wire::reasonName(Reason::kMalformed));
       handleJoin(from, m, now_ms);
@@ -212,7 +213,9 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
   mem.joined = true;
   mem.window_request = m.window;
   mem.understands_busy = (m.flags & wire::kJoinFlagBusy) != 0;
-  mem.understands_routed = (m.flags & wire::kJoinFlagRouted) != 0;
+  // A tree member routes only with the up-range (kJoinFlagTreeRouted too).
+  mem.understands_routed = (m.flags & wire::kJoinFlagRouted) != 0 &&
+                           (!g->tree || (m.flags & wire::kJoinFlagTreeRouted) != 0);
   mem.uplink = (m.flags & wire::kJoinFlagUplink) != 0;
   if (++g->joined == g->size) formGroup(*g);
 }
@@ -222,7 +225,7 @@ void AggregationEngine::formGroup(Group& g) {
   if (!lease) return abortGroup(g, Reason::kLeaseRevoked, "lease expired or deleted");
   uint32_t want = 0;
   g.busy_aware = true;
-  g.routed_aware = !g.tree;  // routed calls do not go through trees
+  g.routed_aware = true;
   g.pinned = g.tree;
   for (const Member& mem : g.members) {
     if (mem.window_request && (want == 0 || mem.window_request < want)) want = mem.window_request;

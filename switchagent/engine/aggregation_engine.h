@@ -180,6 +180,7 @@ class AggregationEngine {
   void joinParent(Group& g, int64_t now_ms);   // the formed leaf group joins the parent
   void parentJoined(Group& g, const wire::Message& ack);
   void sendMembersJoinAck(Group& g);
+  bool checkTreeRoute(Group& g, Slot& s);  // a leaf's routed chunk: whole, tiled, wanted
   void sendUpward(Group& g, uint32_t slot, int64_t now_ms);  // a reduced chunk to the parent
   void parentResult(Group& g, const wire::Message& m);
   void leaveParent(Group& g);                  // the group ends here: LEAVE at the parent

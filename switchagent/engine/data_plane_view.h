@@ -32,6 +32,10 @@ struct EngineSettings {
   // false: act as an agent before routed calls (a JOIN with kJoinFlagRouted
   // is malformed, CONTRIB_ROUTED an unknown type).
   bool routed = true;
+  // false: act as an agent before routed calls through trees (a JOIN with
+  // kJoinFlagTreeRouted is malformed; members then join the tree without
+  // routed calls).
+  bool routed_trees = true;
   // Groups one lease may hold at once, formed or waiting for members: a
   // token holder joining group after group cannot fill the agent's memory.
   size_t max_groups_per_lease = kDefaultMaxGroupsPerLease;

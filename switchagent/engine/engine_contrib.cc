@@ -97,6 +97,15 @@ bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
   } else if (m.type == MsgType::kContribRouted && !g.routed_aware) {
     r = Reason::kRouteMismatch;
     why = "routed contribution in a group whose members did not all join for routed calls";
+  } else if (m.type == MsgType::kContribRouted &&
+             ((m.route_flags & wire::kRouteUp) != 0) != g.tree) {
+    r = Reason::kRouteMismatch;
+    why = g.tree ? "routed contribution without an up-range in a tree group"
+                 : "routed contribution with an up-range in a group that is no tree's leaf";
+  } else if (m.type == MsgType::kContribRouted && g.tree && m.up_hi >= g.tree_size) {
+    r = Reason::kRouteMismatch;
+    why = "up-range " + std::to_string(m.up_lo) + ".." + std::to_string(m.up_hi) +
+          " beyond the group's " + std::to_string(g.tree_size) + " leaves";
   } else if (m.type == MsgType::kContribRouted && m.dest_hi >= g.size) {
     r = Reason::kRouteMismatch;
     why = "destinations " + std::to_string(m.dest_lo) + ".." + std::to_string(m.dest_hi) +
@@ -132,12 +141,22 @@ bool AggregationEngine::checkSlot(Group& g, const Message& m) {
             std::to_string(s.call_elems);
     } else if (s.arrived > 0 &&
                (s.mode != modeOf(m) ||
-                (s.mode != 0 && (s.dest_lo != m.dest_lo || s.dest_hi != m.dest_hi)))) {
+                (s.mode != 0 && (s.dest_lo != m.dest_lo || s.dest_hi != m.dest_hi ||
+                                 s.route_flags != m.route_flags || s.up_lo != m.up_lo ||
+                                 s.up_hi != m.up_hi)))) {
       r = Reason::kRouteMismatch;
-      why = "rank " + std::to_string(m.rank) + " routes chunk " + std::to_string(m.chunk) +
-            " (mode " + std::to_string(modeOf(m)) + ", to " + std::to_string(m.dest_lo) + ".." +
-            std::to_string(m.dest_hi) + "), others (mode " + std::to_string(s.mode) + ", to " +
-            std::to_string(s.dest_lo) + ".." + std::to_string(s.dest_hi) + ")";
+      auto route = [](uint8_t mode, uint32_t lo, uint32_t hi, uint8_t flags, uint32_t ulo,
+                      uint32_t uhi) {
+        std::string t = "mode " + std::to_string(mode) + ", to " +
+                        ((flags & wire::kRouteNoDest) ? std::string("none")
+                                                      : std::to_string(lo) + ".." + std::to_string(hi));
+        if (flags & wire::kRouteUp) t += ", up to leaves " + std::to_string(ulo) + ".." + std::to_string(uhi);
+        return t;
+      };
+      why = "rank " + std::to_string(m.rank) + " routes chunk " + std::to_string(m.chunk) + " (" +
+            route(modeOf(m), m.dest_lo, m.dest_hi, m.route_flags, m.up_lo, m.up_hi) +
+            "), others (" + route(s.mode, s.dest_lo, s.dest_hi, s.route_flags, s.up_lo, s.up_hi) +
+            ")";
     } else if (s.arrived > 0 && (s.dtype != m.dtype || s.op != m.op)) {
       r = Reason::kOpMismatch;
       why = std::string("rank ") + std::to_string(m.rank) + " sent " + dtypeName(m.dtype) + "/" +
@@ -170,6 +189,9 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
     s.mode = modeOf(m);
     s.dest_lo = m.type == MsgType::kContribRouted ? m.dest_lo : 0;
     s.dest_hi = m.type == MsgType::kContribRouted ? m.dest_hi : g->size - 1;
+    s.route_flags = m.route_flags;
+    s.up_lo = m.up_lo;
+    s.up_hi = m.up_hi;
     s.first_ms = now_ms;
     ++g->busy;
   }
@@ -185,7 +207,11 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
     counters_.bytes_in_by_job[g->job] += m.payload_bytes;
   }
   if (++s.arrived == g->size) {
-    if (s.mode == wire::kModeForward && !checkPieces(*g, s)) return;
+    if (s.mode != 0 && g->tree) {
+      if (!checkTreeRoute(*g, s)) return;
+    } else if (s.mode == wire::kModeForward && !checkPieces(*g, s)) {
+      return;
+    }
     if (s.mode == wire::kModeReduce &&
         std::count(s.piece_len.begin(), s.piece_len.end(), 0u) == long(g->size)) {
       count(Reason::kRouteMismatch);
@@ -330,6 +356,7 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   std::memcpy(header, f.header.data(), f.header_bytes);
   // Routed: the members outside [dest_lo, dest_hi] get the header alone.
   const uint32_t lo = s.dest_lo, hi = s.dest_hi;
+  const bool none = (s.route_flags & wire::kRouteNoDest) != 0;  // a tree leaf's: none here
   const bool forwarded = s.mode == wire::kModeForward;
   uint8_t* empty = g.buffers->emptyResultHeader(slot);
   if (s.mode != 0) {
@@ -341,7 +368,7 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   // (the bcast root, an allgather block's owner), so its link carries only
   // what it lacks.
   auto gets = [&](uint32_t r) {
-    return r >= lo && r <= hi && !(forwarded && s.piece_len[r] == s.count);
+    return !none && r >= lo && r <= hi && !(forwarded && s.piece_len[r] == s.count);
   };
   uint32_t dests = 0;
   for (uint32_t r = 0; r < g.size; ++r) dests += gets(r) ? 1 : 0;

@@ -10,6 +10,11 @@
 // result's order is fixed by the layout: members in rank order within each
 // leaf, leaves in index order.
 //
+// Routed chunks ("Routed calls through a tree") go up the same way as one
+// CONTRIB_ROUTED per chunk to the members' up-range (the leaf's members'
+// pieces, if forwarded: checkTreeRoute), and the parent's RESULT must carry
+// exactly the payload this leaf is owed (expectedFlags).
+//
 // Both levels hold the group's window for its whole life (pinned): a call
 // one agent refused busy while another forwarded its chunks could not be
 // taken back. Anything the parent says against the group (ABORT, ERROR), its
@@ -28,6 +33,21 @@ namespace switchagg::agent {
 using wire::Message;
 using wire::MsgType;
 using wire::Reason;
+
+namespace {
+
+// The RESULT flags the parent owes a leaf for what went up: a routed
+// chunk's payload comes only to a leaf in its up-range that did not forward
+// the whole chunk itself (the parent's rule for any routed group).
+uint16_t expectedFlags(const Group& g, const Slot& s) {
+  if (s.mode == 0) return 0;
+  const bool forward = s.mode == wire::kModeForward;
+  const bool in_up = g.tree_index >= s.up_lo && g.tree_index <= s.up_hi;
+  const bool payload = in_up && !(forward && s.up_len == s.count);
+  return uint16_t((forward ? wire::kResultForward : 0) | (payload ? 0 : wire::kResultNoPayload));
+}
+
+}  // namespace
 
 bool AggregationEngine::joinTree(Group& g, PeerId from, const Message& m) {
   const bool tree = (m.flags & wire::kJoinFlagTree) != 0;
@@ -71,7 +91,9 @@ void AggregationEngine::joinParent(Group& g, int64_t now_ms) {
   j.size = g.tree_size;
   j.rank = g.tree_index;
   j.window = g.grant.window;
-  j.flags = wire::kJoinFlagUplink;
+  // Routed calls go up as the leaf's own CONTRIB_ROUTED (to the leaves of
+  // the up-range): the parent serves the leaves as a flat routed group.
+  j.flags = wire::kJoinFlagUplink | (g.routed_aware ? wire::kJoinFlagRouted : 0);
   if (!out_.sendUp(wire::encode(j), nullptr, 0, nullptr)) {
     g.up_gone = true;
     abortGroup(g, Reason::kParentFailed, "the parent agent cannot be reached");
@@ -97,18 +119,65 @@ void AggregationEngine::parentJoined(Group& g, const Message& ack) {
   sendMembersJoinAck(g);
 }
 
+// A routed chunk at a leaf, once every member's message is in (reduced:
+// each sent the whole chunk, the decoder sees to that with an up-range):
+// forwarded, the members' pieces tile one contiguous part of the chunk in
+// rank order (maybe none), which goes up as the leaf's piece. Members here
+// that want the payload need it from the parent (this leaf in the up-range)
+// or have it here (the leaf forwarded the whole chunk). Else the group
+// aborts route_mismatch: nothing went up.
+bool AggregationEngine::checkTreeRoute(Group& g, Slot& s) {
+  const std::string chunk = "chunk " + std::to_string(s.expect_chunk) + ": ";
+  std::string why;
+  s.up_off = s.up_len = 0;
+  for (uint32_t r = 0; r < g.size && why.empty(); ++r) {
+    if (s.mode == wire::kModeForward && s.piece_len[r] != 0) {
+      if (s.up_len != 0 && s.piece_off[r] != s.up_off + s.up_len)
+        why = "rank " + std::to_string(r) + "'s piece starts at element " +
+              std::to_string(s.piece_off[r]) + ", the pieces before it end at " +
+              std::to_string(s.up_off + s.up_len);
+      if (s.up_len == 0) s.up_off = s.piece_off[r];
+      s.up_len += s.piece_len[r];
+    }
+  }
+  const bool here = (s.route_flags & wire::kRouteNoDest) == 0;
+  const bool in_up = g.tree_index >= s.up_lo && g.tree_index <= s.up_hi;
+  if (why.empty() && here && !in_up && !(s.mode == wire::kModeForward && s.up_len == s.count))
+    why = "members of leaf " + std::to_string(g.tree_index) + " want it, but the up-range is leaves " +
+          std::to_string(s.up_lo) + ".." + std::to_string(s.up_hi);
+  if (why.empty()) return true;
+  count(Reason::kRouteMismatch);
+  abortGroup(g, Reason::kRouteMismatch, chunk + why);
+  return false;
+}
+
 void AggregationEngine::sendUpward(Group& g, uint32_t slot, int64_t now_ms) {
   Slot& s = g.slots[slot];
-  Message c = chunkMessage(MsgType::kContrib, g.parent_token, g.id, s, slot);
+  Message c = chunkMessage(s.mode ? MsgType::kContribRouted : MsgType::kContrib, g.parent_token,
+                           g.id, s, slot);
   c.rank = g.tree_index;
-  const size_t bytes = size_t(s.count) * dtypeSize(s.dtype);
+  const size_t esize = dtypeSize(s.dtype);
+  size_t bytes = size_t(s.count) * esize;
+  const uint8_t* data = g.buffers->result(slot);
+  if (s.mode) {
+    // The parent's destinations are this chunk's up-range; forwarded, the
+    // leaf's piece is what its members sent (assembled in the result).
+    c.mode = s.mode;
+    c.dest_lo = s.up_lo;
+    c.dest_hi = s.up_hi;
+    if (s.mode == wire::kModeForward) {
+      c.piece_offset = s.up_len ? s.up_off : 0;
+      data += size_t(s.up_off) * esize;
+      bytes = size_t(s.up_len) * esize;
+    }
+  }
   s.up_pending = true;
   s.up_ms = now_ms;
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.bytes_up += bytes;
   }
-  if (!out_.sendUp(wire::encode(c), g.buffers->result(slot), bytes, g.buffers)) {
+  if (!out_.sendUp(wire::encode(c), bytes ? data : nullptr, bytes, g.buffers)) {
     g.up_gone = true;
     abortGroup(g, Reason::kParentFailed,
                "chunk " + std::to_string(c.chunk) + " cannot go up: the parent agent is gone");
@@ -124,8 +193,10 @@ void AggregationEngine::parentResult(Group& g, const Message& m) {
     if (!s.up_pending || m.chunk != s.expect_chunk)
       why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) +
             ", which waits for " + (s.up_pending ? std::to_string(s.expect_chunk) : "nothing");
-    else if (m.count != s.count || m.dtype != s.dtype || m.op != s.op || m.result_flags != 0 ||
-             m.payload_bytes != size_t(s.count) * dtypeSize(s.dtype))
+    else if (m.count != s.count || m.dtype != s.dtype || m.op != s.op ||
+             m.result_flags != expectedFlags(g, s) ||
+             m.payload_bytes !=
+                 ((m.result_flags & wire::kResultNoPayload) ? 0 : size_t(s.count) * dtypeSize(s.dtype)))
       why = "chunk " + std::to_string(m.chunk) + " differs from what went up";
   }
   if (!why.empty()) {

@@ -47,6 +47,12 @@ struct Slot {
   uint8_t mode = 0;
   uint32_t dest_lo = 0, dest_hi = 0;
   std::vector<uint32_t> piece_off, piece_len;
+  // Tree groups' routed chunks: the members' route flags (kRoute*), the
+  // leaves that want the payload [up_lo, up_hi], and (forward) the part of
+  // the chunk this leaf's members sent, [up_off, up_off + up_len).
+  uint8_t route_flags = 0;
+  uint32_t up_lo = 0, up_hi = 0;
+  uint32_t up_off = 0, up_len = 0;
   int64_t first_ms = 0;        // first contribution of this chunk arrived
   bool ready = false;          // every member contributed; queued for reduction
   // Tree groups: the reduced chunk went up to the parent, whose RESULT

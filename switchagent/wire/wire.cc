@@ -95,7 +95,7 @@ void encodeChunkFields(Writer& w, const Message& m) {
   w.u8(forward ? 0 : static_cast<uint8_t>(m.op));
   if (routed) {
     w.u8(m.mode);
-    w.u8(0);
+    w.u8(m.route_flags);
   } else {
     w.u16(m.type == MsgType::kResult ? m.result_flags : 0);
   }
@@ -104,7 +104,7 @@ void encodeChunkFields(Writer& w, const Message& m) {
     w.u32(m.dest_lo);
     w.u32(m.dest_hi);
     w.u32(m.piece_offset);
-    w.u32(0);
+    w.u32((m.route_flags & kRouteUp) ? (m.up_lo | (m.up_hi << 16)) : 0);
   }
 }
 
@@ -156,7 +156,7 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
   uint16_t reserved = 0;
   if (routed) {
     m->mode = r.u8();
-    reserved = r.u8();
+    m->route_flags = r.u8();
   } else {
     reserved = r.u16();
   }
@@ -165,9 +165,21 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
     m->dest_lo = r.u32();
     m->dest_hi = r.u32();
     m->piece_offset = r.u32();
-    if (r.u32() != 0) return Reason::kMalformed;
+    const uint32_t up = r.u32();
     if (m->mode != kModeReduce && m->mode != kModeForward) return Reason::kMalformed;
     if (m->dest_lo > m->dest_hi || m->dest_hi >= kMaxGroupSize) return Reason::kMalformed;
+    // Trees: the up-range (kRouteUp), and no destination at the leaf
+    // (kRouteNoDest, only with an up-range: the destinations are elsewhere).
+    if (m->route_flags & ~(kRouteUp | kRouteNoDest)) return Reason::kMalformed;
+    if (m->route_flags & kRouteUp) {
+      m->up_lo = up & 0xffff;
+      m->up_hi = up >> 16;
+      if (m->up_lo > m->up_hi || m->up_hi >= kMaxGroupSize) return Reason::kMalformed;
+    } else if (up != 0 || m->route_flags != 0) {
+      return Reason::kMalformed;
+    }
+    if ((m->route_flags & kRouteNoDest) && (m->dest_lo != 0 || m->dest_hi != 0))
+      return Reason::kMalformed;
   } else if (m->type == MsgType::kResult) {
     m->result_flags = reserved;
     if (reserved & ~kResultKnownFlags) return Reason::kMalformed;
@@ -201,7 +213,8 @@ Reason decodeChunk(Reader& r, const uint8_t* body, size_t body_bytes, Message* m
     const bool empty = m->type == MsgType::kResult && (m->result_flags & kResultNoPayload);
     // A routed reduce chunk's sole destination, and only it, may keep its
     // own part (no body).
-    const bool may_skip = routed && m->dest_lo == m->dest_hi && m->dest_lo == m->rank;
+    const bool may_skip = routed && m->route_flags == 0 && m->dest_lo == m->dest_hi &&
+                          m->dest_lo == m->rank;
     if (body_bytes != (empty ? 0 : bytes) && !(may_skip && body_bytes == 0))
       return Reason::kMalformed;
   }

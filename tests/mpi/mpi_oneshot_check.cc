@@ -29,10 +29,15 @@
 // was recovered from the members' inputs after a fault. With node leaders
 // on several nodes the loop runs the MPI_Bcast, the MPI_Reduce, then the
 // MPI_Allgather and the MPI_Reduce_scatter_block (the folds: each node's
-// ranks, then the nodes).
+// ranks, then the nodes). --leaves L: a tree over L leaf agents, the
+// members (ranks, or nodes with leaders) split into L runs of consecutive
+// ones as the tests' fabric maps do: the folds go leaf by leaf (each leaf's
+// members, then the leaves: docs/agent-protocol.md "Routed calls through a
+// tree").
 // --iters N (default 30). Prints PASS.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -54,6 +59,7 @@ struct Options {
   size_t large_bytes = 2 << 20;  // above the default keep limit (1 MiB)
   std::string ready;
   bool finalize_early = false;
+  int leaves = 1;
 };
 
 uint64_t counter(const check::Diagnostics& d, MPI_Comm c, const char* name) {
@@ -88,6 +94,7 @@ int main(int argc, char** argv) {
     else if (a == "--large-bytes") o.large_bytes = size_t(std::atol(next()));
     else if (a == "--ready") o.ready = next();
     else if (a == "--finalize-early") o.finalize_early = true;
+    else if (a == "--leaves") o.leaves = std::max(1, std::atoi(next()));
     else {
       std::fprintf(stderr, "mpi_oneshot_check: unknown argument '%s'\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -196,15 +203,22 @@ int main(int argc, char** argv) {
   };
   // What the agent computes: the members' values folded in rank order; with
   // node leaders (`per_node` consecutive ranks a node, as emulate_nodes.sh
-  // lays them out) each node's ranks first, then the nodes in order.
+  // lays them out) each node's ranks first, then the nodes in order; in a
+  // tree (--leaves) that per leaf, then the leaves in order.
   int per_node = 1;
   auto fold = [&](size_t j, int k) {
+    const int nodes = (size + per_node - 1) / per_node;
+    const int per_leaf = (nodes + o.leaves - 1) / o.leaves;
     volatile float acc = 0;
-    for (int n = 0; n * per_node < size; ++n) {
-      volatile float node = value(n * per_node, j, k);
-      for (int r = n * per_node + 1; r < (n + 1) * per_node && r < size; ++r)
-        node = node + value(r, j, k);
-      acc = n == 0 ? float(node) : acc + node;
+    for (int l = 0; l * per_leaf < nodes; ++l) {
+      volatile float leaf = 0;
+      for (int n = l * per_leaf; n < (l + 1) * per_leaf && n < nodes; ++n) {
+        volatile float node = value(n * per_node, j, k);
+        for (int r = n * per_node + 1; r < (n + 1) * per_node && r < size; ++r)
+          node = node + value(r, j, k);
+        leaf = n == l * per_leaf ? float(node) : leaf + node;
+      }
+      acc = l == 0 ? float(leaf) : acc + leaf;
     }
     return float(acc);
   };

@@ -210,6 +210,26 @@ add_switch_test(mpi_switch_tree_leaders_np8 240 "mpi;agent" tree 8 2)
 add_switch_test(mpi_switch_tree_leaf_kill 150 "mpi;agent;fault" tree 4 1 leaf_kill)
 add_switch_test(mpi_switch_tree_spine_kill 150 "mpi;agent;fault" tree 4 1 spine_kill)
 add_switch_test(mpi_switch_tree_spine_delete 150 "mpi;agent;fault" tree 4 1 spine_delete)
+# Routed collectives through the tree (every op exact, <op>:switch; the
+# leaves' uplink bytes per shape), with node leaders (a node's ranks not
+# adjacent: EMU_LAYOUT=cyclic), a leaf's ranks not adjacent without
+# leaders (blocks staged in placement order), a leaf
+# that predates routed trees (every routed call declined: agent-not-routed),
+# a leaf or the spine killed mid-loop.
+add_switch_test(mpi_switch_tree_routed_np4 300 "mpi;agent" tree 4 1 routed)
+add_switch_test(mpi_switch_tree_routed_leaders_np8 300 "mpi;agent" tree 8 2 routed)
+set_tests_properties(mpi_switch_tree_routed_leaders_np8 PROPERTIES ENVIRONMENT "EMU_LAYOUT=cyclic")
+add_switch_test(mpi_switch_tree_routed_layout_np4 240 "mpi;agent" tree 4 1 routed_layout)
+set_tests_properties(mpi_switch_tree_routed_layout_np4 PROPERTIES
+  ENVIRONMENT "TREE_NODES1=emu[0,2];TREE_NODES2=emu[1,3]")
+add_switch_test(mpi_switch_tree_routed_old_leaf_np4 180 "mpi;agent" tree 4 1 routed_old_leaf)
+add_switch_test(mpi_switch_tree_routed_leaf_kill 180 "mpi;agent;fault" tree 4 1 routed_leaf_kill)
+add_switch_test(mpi_switch_tree_routed_spine_kill 180 "mpi;agent;fault" tree 4 1 routed_spine_kill)
+# The spine killed while a leaf's ranks are not adjacent (staged blocks,
+# recovery folding the inputs leaf by leaf in placement order).
+add_switch_test(mpi_switch_tree_routed_layout_spine_kill 180 "mpi;agent;fault" tree 4 1 routed_spine_kill)
+set_tests_properties(mpi_switch_tree_routed_layout_spine_kill PROPERTIES
+  ENVIRONMENT "TREE_NODES1=emu[0,2];TREE_NODES2=emu[1,3]")
 add_switch_test(mpi_switch_stripes_kill_np3 150 "mpi;agent;fault" stripes_kill 1048576 100 3)
 add_switch_test(mpi_switch_stripes_stall_rejoin 150 "mpi;agent;fault" stripes_stall 1048576)
 add_switch_test(mpi_switch_stripes_mismatch 120 "mpi;agent;fault" stripes_mismatch)

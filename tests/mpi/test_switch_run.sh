@@ -148,7 +148,8 @@ oneshot_fault_run() {  # LOG MPIRUN-ARGS...
   export SWITCHAGG_TEST_CUT=${SWITCHAGG_TEST_CUT:-}
   SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
     -x SWITCHAGG_TEST_CUT --mca coll_switchagg_stall_timeout 60 "$@" "$mpibin/mpi_oneshot_check" \
-    --mode fault --expect-recovered 1 --max-call-ms 10000 || { cat "$log"; die "oneshot fault run failed"; }
+    --mode fault --expect-recovered 1 --max-call-ms 10000 ${ONESHOT_LEAVES:+--leaves "$ONESHOT_LEAVES"} ||
+    { cat "$log"; die "oneshot fault run failed"; }
   expect_pass "$log" "\(switch:recovered\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
 }
 # The agent's test fault point for fault KIND (partial, partial_exit, miss
@@ -218,11 +219,53 @@ metric_at() { "$bin/switchagg-ctl" --agent "unix:$1" metrics | awk -v m="$2" '$1
 # LEAF_SOCKET[1..2]; AGENT_* describe the last agent started.
 declare -a LEAF_PID LEAF_SOCKET
 TREE_PIDS=()
-start_leaf() {  # K [FAULT]
+start_leaf() {  # K [FAULT]; LEAF2_SET: one more setting for leaf 2
+  local more=()
+  [[ $1 == 2 && -n ${LEAF2_SET:-} ]] && more=(--set "$LEAF2_SET")
   with_fault "${2:-}" agent_start "$root/config/agent.toml" "$work/l$1" --set agent.log_level=info \
-    --set fabric.map="$work/tree.toml" --set fabric.name="leaf$1" || die "leaf $1 start"
+    --set fabric.map="$work/tree.toml" --set fabric.name="leaf$1" "${more[@]}" || die "leaf $1 start"
   LEAF_PID[$1]=$AGENT_PID LEAF_SOCKET[$1]=$AGENT_SOCKET
   TREE_PIDS+=("$AGENT_PID")
+}
+# MPI_Iallgather, MPI_Ibcast and MPI_Ireduce_scatter_block (mixed with
+# Iallreduce under one Waitall) streamed through the tree, every one served.
+tree_irouted() {  # NP
+  run_mpi "$1" "$work/irouted.log" "${tree_env[@]}" "${tree_emu[@]}" \
+    "$mpibin/mpi_iallreduce_check" --mode irouted --iters 6 --expect switch ||
+    { cat "$work/irouted.log"; die "irouted run failed"; }
+  expect_pass "$work/irouted.log" "a tree over 2 leaf agents" \
+    "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 " \
+    "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 18 "
+}
+# The leaves' uplinks per routed shape (switchagg-bench, one 64 KiB size,
+# every call through the tree): what each leaf sent its parent per call
+# against the theory (docs/agent-protocol.md "Routed calls through a
+# tree"), for NP ranks split evenly over the two leaves, bcast and reduce
+# rooted at rank 0 (leaf 1). n: the vector's bytes; a leaf's members own
+# n/2 of an allgather's or a reduce-scatter's vector.
+tree_routed_bytes() {  # NP PPN
+  local np=$1 ppn=$2 n=65536 coll want1 want2 up1 up2 b1 b2
+  for coll in reduce reduce_scatter_block allgather bcast; do
+    b1=$(metric_at "${LEAF_SOCKET[1]}" switchagg_bytes_up_total)
+    b2=$(metric_at "${LEAF_SOCKET[2]}" switchagg_bytes_up_total)
+    run_mpi "$np" "$work/bytes-$coll.log" "${tree_env[@]}" "${tree_emu[@]}" "$bin/switchagg-bench" \
+      --coll "$coll" --min $n --max $n --iters 10 --warmup 0 --check ||
+      { cat "$work/bytes-$coll.log"; die "$coll bench failed"; }
+    awk -v n=$n '$1 == n && $(NF - 1) == "switch" { found = 1 } END { exit !found }' \
+      "$work/bytes-$coll.log" || { cat "$work/bytes-$coll.log"; die "$coll: not through the switch"; }
+    up1=$(($(metric_at "${LEAF_SOCKET[1]}" switchagg_bytes_up_total) - ${b1:-0}))
+    up2=$(($(metric_at "${LEAF_SOCKET[2]}" switchagg_bytes_up_total) - ${b2:-0}))
+    case $coll in
+      reduce | reduce_scatter_block) want1=$n want2=$n ;;  # one partial per chunk
+      allgather) want1=$((n / 2)) want2=$((n / 2)) ;;       # the leaf's members' pieces
+      bcast) want1=$n want2=0 ;;                            # the root's leaf only
+    esac
+    echo "tree $coll $n bytes: leaf 1 sent $up1 bytes up, leaf 2 $up2 (theory per call: $want1, $want2)"
+    # 10 timed calls (+ barriers through the tree: a few bytes each).
+    awk -v u1="$up1" -v u2="$up2" -v w1="$want1" -v w2="$want2" -v c=10 \
+      'BEGIN { exit !(u1 >= c * w1 && u1 <= c * w1 + 4096 && u2 >= c * w2 && u2 <= c * w2 + 4096) }' ||
+      die "tree $coll: the uplinks carried $up1 and $up2 bytes for 10 calls, theory $want1 and $want2 per call"
+  done
 }
 start_tree_and_lease() {
   mkdir -p "$work/spine" "$work/l1" "$work/l2"
@@ -235,13 +278,13 @@ start_tree_and_lease() {
 [[agent]]
 name = "leaf1"
 control = "unix:$work/l1/agent.sock"
-nodes = "emu[0-1]"
+nodes = "${TREE_NODES1:-emu[0-1]}"
 parent = "spine"
 
 [[agent]]
 name = "leaf2"
 control = "unix:$work/l2/agent.sock"
-nodes = "emu[2-3]"
+nodes = "${TREE_NODES2:-emu[2-3]}"
 parent = "spine"
 
 [[agent]]
@@ -830,9 +873,11 @@ case $scenario in
       spine_partial | spine_partial_exit | spine_miss)
         armed=$(agent_fault "${fault#spine_}" 0) || exit 1
         SPINE_FAULT=$armed start_tree_and_lease tree ;;
+      routed_old_leaf) LEAF2_SET=data.routed_trees=false start_tree_and_lease tree ;;
       *) start_tree_and_lease tree ;;
     esac
     tree_emu=("$here/emulate_nodes.sh" "$ppn")
+    ONESHOT_LEAVES=2  # the folds of routed reductions: leaf by leaf
     tree_env=(-x SWITCHAGG_AGENT_NAMES -x SWITCHAGG_FABRIC)
     if [[ -n $armed || $fault == cut ]]; then
       [[ $fault == cut ]] && export SWITCHAGG_TEST_CUT=${CUT_RANK:-1}:${CUT_AT:-16}
@@ -843,6 +888,56 @@ case $scenario in
         [[ $fault == spine_* ]] && log=$work/spine/agent.log
         expect_fault_fired "$log" "$armed"
       fi
+    elif [[ $fault == routed ]]; then
+      # Every routed collective through the tree, exact, each call counted
+      # <op>:switch (reduce and bcast at every root); then each shape alone
+      # (switchagg-bench) with the leaves' uplink bytes against the theory.
+      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$mpibin/mpi_routed_check" --expect switch --all-roots ||
+        { cat "$work/routed.log"; die "routed run failed"; }
+      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
+        ": reduce [0-9]+ bytes -> switch" ": bcast [0-9]+ bytes -> switch" \
+        ": reduce_scatter_block [0-9]+ bytes -> switch" ": reduce_scatter [0-9]+ bytes -> switch" \
+        ": allgather [0-9]+ bytes -> switch"
+      # The nonblocking forms (mixed with Iallreduce under one Waitall):
+      # streamed through the tree; with node leaders not streamed at all.
+      [[ $ppn -eq 1 ]] && tree_irouted "$np"
+      tree_routed_bytes "$np" "$ppn"
+    elif [[ $fault == routed_layout ]]; then
+      # A leaf's ranks not adjacent (TREE_NODES: leaf 1 serves emu0 and
+      # emu2) without node leaders: the blocks of reduce-scatter and
+      # allgather staged in placement order, every op through the tree,
+      # blocking and not.
+      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$mpibin/mpi_routed_check" --expect switch --all-roots ||
+        { cat "$work/routed.log"; die "routed run failed"; }
+      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
+        ": reduce_scatter [0-9]+ bytes -> switch" ": allgather [0-9]+ bytes -> switch"
+      tree_irouted "$np"
+    elif [[ $fault == routed_old_leaf ]]; then
+      # Leaf 2 as an agent before routed calls through trees: its members
+      # join the tree again without them, allreduce goes through the tree,
+      # every routed call is declined (agent-not-routed; op/avx off).
+      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" --mca op ^avx "${tree_emu[@]}" \
+        "$mpibin/mpi_routed_check" --expect previous:agent-not-routed --quick ||
+        { cat "$work/routed.log"; die "routed run failed"; }
+      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
+        "a leaf agent does not route calls through a tree" "allreduce .* -> switch"
+      [[ $(metric_at "${LEAF_SOCKET[2]}" 'switchagg_rejected_total{reason="malformed"}') -ge 2 ]] ||
+        die "leaf 2 did not refuse the routed tree JOINs"
+    elif [[ $fault == routed_leaf_kill || $fault == routed_spine_kill ]]; then
+      # A leaf or the spine killed mid-loop of every routed op: every result
+      # exact, every call bounded, each op's call failed once and redone.
+      AGENT_PID=${LEAF_PID[2]}
+      [[ $fault == routed_spine_kill ]] && AGENT_PID=$SPINE_PID
+      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$mpibin/mpi_routed_check" --expect fault --fault "$work" --bytes 262144 \
+        --max-call-ms 8000 &
+      pid=$!
+      fire_fault $pid "$work/routed.log" kill tree $((RANDOM % 200))
+      wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
+      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
+        "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
     elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$mpibin/mpi_allreduce_check" --expect switch --quick ||
@@ -855,7 +950,8 @@ case $scenario in
       expect_pass "$work/repeat.log" "a tree over 2 leaf agents"
       # One round trip through the tree: no host message on success.
       run_mpi "$np" "$work/oneshot.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$mpibin/mpi_oneshot_check" --mode ok || { cat "$work/oneshot.log"; die "oneshot run failed"; }
+        "$mpibin/mpi_oneshot_check" --mode ok --leaves 2 ||
+        { cat "$work/oneshot.log"; die "oneshot run failed"; }
       expect_pass "$work/oneshot.log" "a tree over 2 leaf agents" "host messages 0 "
       for k in 1 2; do
         up=$(metric_at "${LEAF_SOCKET[$k]}" switchagg_bytes_up_total)

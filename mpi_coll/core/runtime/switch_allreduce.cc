@@ -298,6 +298,8 @@ Status AgentSwitchPath::stepStream() {
     const Status sent = leaders_->finishFlat(outcomeOf(st), leaderNodeResult());
     if (!sent.ok()) stream_.mine = sent;
   }
+  // A flat member's vector in placement order (a tree): into rank order.
+  if (stream_.routed && stream_.mine.ok()) unplace(stream_.rargs, stream_.plan);
   return stream_.mine;
 }
 

@@ -30,36 +30,39 @@ agent::wire::Capacity slowestAgent(const std::vector<std::shared_ptr<agent::AggC
   return slow;
 }
 
-// Where a member sits in a tree: the communicator's leaves are the leaf
-// agents its ranks' nodes have, in the lease's (the map's) order; `index` is
-// this member's leaf among them. *size / *rank become the members at that
-// leaf and this member's place there (participants in order: ranks, or
-// nodes with leaders). One leaf: a plain group there (leaves = 1).
-struct TreePlace {
-  uint32_t index = 0, leaves = 0;
-};
-
-TreePlace treePlace(const std::vector<JoinHello>& all, const NodeLeaders* leaders, int* size,
-                    int* rank) {
-  std::vector<uint16_t> leaf_of(static_cast<size_t>(*size));  // per participant
-  for (int p = 0; p < *size; ++p)
-    leaf_of[size_t(p)] = all[size_t(leaders ? leaders->leaderOf(p) : p)].leaf;
-  std::vector<uint16_t> leaves = leaf_of;
-  std::sort(leaves.begin(), leaves.end());
-  leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
-  TreePlace t;
-  t.leaves = uint32_t(leaves.size());
-  const uint16_t mine = leaf_of[size_t(*rank)];
-  t.index = uint32_t(std::find(leaves.begin(), leaves.end(), mine) - leaves.begin());
+// Where a member sits in a tree (TreeLayout): the communicator's leaves
+// are the leaf agents its ranks' nodes have, in the lease's (the map's)
+// order. *size / *rank become the members at this member's leaf and its
+// place there (participants in order: ranks, or nodes with leaders). One
+// leaf: a plain group there (leaves = 1).
+TreeLayout treePlace(const std::vector<JoinHello>& all, const NodeLeaders* leaders, int* size,
+                     int* rank) {
+  const size_t n = size_t(*size);
+  std::vector<uint16_t> leaf_id(n);  // per participant: the lease's leaf + 1
+  for (size_t p = 0; p < n; ++p) leaf_id[p] = all[size_t(leaders ? leaders->leaderOf(int(p)) : int(p))].leaf;
+  std::vector<uint16_t> ids = leaf_id;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  TreeLayout t;
+  t.leaves = uint32_t(ids.size());
+  t.leaf_of.resize(n);
+  for (size_t p = 0; p < n; ++p)
+    t.leaf_of[p] = uint32_t(std::find(ids.begin(), ids.end(), leaf_id[p]) - ids.begin());
+  t.leaf = t.leaf_of[size_t(*rank)];
   if (t.leaves < 2) return t;
-  int here = 0, me = 0;
-  for (int p = 0; p < *size; ++p) {
-    if (leaf_of[size_t(p)] != mine) continue;
-    if (p == *rank) me = here;
-    ++here;
+  t.pos.resize(n);
+  t.first.assign(size_t(t.leaves) + 1, 0);
+  for (uint32_t l = 0; l < t.leaves; ++l) {
+    t.first[l] = t.placed.size();
+    for (size_t p = 0; p < n; ++p)
+      if (t.leaf_of[p] == l) {
+        t.pos[p] = int(t.placed.size());
+        t.placed.push_back(int(p));
+      }
   }
-  *size = here;
-  *rank = me;
+  t.first[t.leaves] = n;
+  *size = int(t.first[t.leaf + 1] - t.first[t.leaf]);
+  *rank = int(size_t(t.pos[size_t(*rank)]) - t.first[t.leaf]);
   return t;
 }
 
@@ -109,7 +112,7 @@ void reportUnavailable(CommGroup& comm, const SwitchLease& lease, bool first, co
 // one.
 Status joinAgents(const SwitchLease& lease,
                   const std::vector<std::shared_ptr<agent::AggClient>>& clients, uint64_t group_id,
-                  int size, int rank, const TreePlace& tree,
+                  int size, int rank, const TreeLayout& tree,
                   std::vector<std::unique_ptr<agent::AggGroup>>* groups) {
   const uint32_t share = tree.leaves > 1 ? 4 : 2;
   for (size_t k = 0; k < clients.size(); ++k) {
@@ -120,7 +123,7 @@ Status joinAgents(const SwitchLease& lease,
     agent::TreeJoin tj;
     if (tree.leaves > 1) {
       tj.parent_token_hex = lease.tokens[size_t(lease.root)];
-      tj.leaf_index = tree.index;
+      tj.leaf_index = tree.leaf;
       tj.leaves = tree.leaves;
     }
     Result<std::unique_ptr<agent::AggGroup>> group = clients[k]->join(
@@ -134,19 +137,19 @@ Status joinAgents(const SwitchLease& lease,
 }
 
 // Rank 0's line, at the first join, when routed calls stay off.
-void logNotRouted(CommGroup& comm, bool first, const TreePlace& tree, bool routed) {
+void logNotRouted(CommGroup& comm, bool first, const TreeLayout& tree, bool routed) {
   if (!first || comm.rank() != 0 || routed) return;
   SA_INFO("coll",
           "comm %s: %s: MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast "
           "stay with the previous module",
           comm.name().c_str(),
-          tree.leaves > 1 ? "routed calls do not go through a tree"
+          tree.leaves > 1 ? "a leaf agent does not route calls through a tree (it predates them)"
                           : "the agent does not route calls (it predates them)");
 }
 
 // Rank 0's lines about a group every rank joined.
 void logJoined(CommGroup& comm, const SwitchLease& lease, const NodeLeaders* leaders,
-               const TreePlace& tree, uint64_t group_id, const Joined& joined) {
+               const TreeLayout& tree, uint64_t group_id, const Joined& joined) {
   if (comm.rank() != 0) return;
   const size_t stripes = lease.tree ? 1 : lease.agents.size();
   // A tree member talks to its leaf only (rank 0's leaf, in the log).
@@ -203,7 +206,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   // With node leaders the agent sees one member per node, by node index.
   int size = leaders ? leaders->nodes() : comm.size();
   int rank = leaders ? leaders->node() : comm.rank();
-  const TreePlace tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreePlace{};
+  TreeLayout tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreeLayout{};
   std::vector<std::unique_ptr<agent::AggGroup>> groups;
   const Status join_failure = joinAgents(lease, clients, group_id, size, rank, tree, &groups);
   std::unique_ptr<agent::StripedGroup> striped;
@@ -223,14 +226,14 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   }
   const bool all_route =
       std::all_of(oks.begin(), oks.end(), [](uint8_t f) { return (f & 2) != 0; });
-  Joined joined{true, all_route, std::move(striped), all[0].capacity, {}};
-  logNotRouted(comm, first, tree, all_route);
+  Joined joined{true, all_route, std::move(striped), all[0].capacity, {}, std::move(tree)};
+  logNotRouted(comm, first, joined.tree, all_route);
   // The slowest stripe's geometry: the model's window and chunk.
   const agent::GroupInfo slowest = joined.group ? joined.group->slowestInfo() : agent::GroupInfo{};
   if (!leaders) joined.info = slowest;
   else if (!leaders->shareInfo(joined.group ? &slowest : nullptr, &joined.info).ok())
     return {};
-  logJoined(comm, lease, leaders, tree, group_id, joined);
+  logJoined(comm, lease, leaders, joined.tree, group_id, joined);
   return joined;
 }
 

@@ -95,6 +95,7 @@ void AgentSwitchPath::rejoinIfDue() {
   info_ = joined.info;
   joined_ = true;
   routed_ = joined.routed;
+  tree_ = std::move(joined.tree);
   ++rejoined_;
   if (comm_.rank() == 0)
     SA_INFO("coll", "comm %s: switch path back after a failure (rejoined the agent)",

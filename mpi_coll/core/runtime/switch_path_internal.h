@@ -79,6 +79,38 @@ inline uint64_t randomNonce() {
          uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+// Where a tree communicator's participants (ranks, or nodes with node
+// leaders) sit (docs/offload.md "Trees"): its leaves are the leaf agents
+// of their nodes in the map's order; placement order is the leaves in that
+// order, each leaf's participants in participant order. Routed calls lay
+// their vector out in placement order, so each leaf's members own one
+// contiguous part of it. Not a tree (leaves < 2): placement is participant
+// order.
+struct TreeLayout {
+  uint32_t leaves = 0;        // the communicator's leaves (0 or 1: not a tree)
+  uint32_t leaf = 0;          // this member's leaf
+  std::vector<uint32_t> leaf_of;  // per participant
+  std::vector<int> placed;    // participants in placement order
+  std::vector<int> pos;       // per participant: its place in placement order
+  std::vector<size_t> first;  // where each leaf's participants begin in it (leaves + 1)
+
+  bool active() const { return leaves > 1; }
+  int placeOf(int p) const { return active() ? pos[size_t(p)] : p; }
+  int at(int i) const { return active() ? placed[size_t(i)] : i; }  // who is placed at i
+  // Placement order is participant order (each leaf's participants
+  // adjacent, the leaves' in map order).
+  bool inOrder() const;
+  // This member's leaf call of a routed call whose `want` bounds are in
+  // placement order (place i wants [want[i], want[i + 1])): this leaf's
+  // members' bounds and the leaves' (RoutedCall::leaf_want). Not a tree:
+  // unchanged.
+  agent::RoutedCall localize(const agent::RoutedCall& call) const;
+  // The agent's order of a tree reduction (each leaf's participants, then
+  // the leaves) over `parts` (per participant, `n` elements each) into out.
+  Status fold(Dtype dtype, Op op, void* out, const std::vector<std::vector<uint8_t>>& parts,
+              size_t n) const;
+};
+
 struct Joined {
   bool ok = false;  // every rank joined (a non-leader has no group)
   bool routed = false;  // every member's agent serves routed calls (agreed)
@@ -86,6 +118,7 @@ struct Joined {
   std::unique_ptr<agent::StripedGroup> group;
   agent::wire::Capacity capacity;  // the agent's figures as agreed (rank 0's)
   agent::GroupInfo info;           // the group's geometry, alike on every rank
+  TreeLayout tree;                 // a tree communicator's placement (alike on every rank)
 };
 
 // The collective join (first or rejoin); no group on every rank alike when
@@ -99,6 +132,8 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
 // `restore` (an in-place allgather's own block) before a redo.
 struct RoutedPlan {
   agent::RoutedCall call;
+  size_t lo = 0, hi = 0;  // reductions: this member's part of the vector, in bytes
+  bool unplace = false;   // the result is in placed_ (placement order): unplace() into recv
   void* commit = nullptr;
   void* restore = nullptr;
   size_t commit_bytes = 0;
@@ -125,7 +160,7 @@ class AgentSwitchPath : public SwitchPath {
       : comm_(comm), lease_(lease), leaders_(std::move(leaders)),
         group_(std::move(joined.group)),
         capacity_(joined.capacity), info_(joined.info), joined_(joined.ok),
-        routed_(joined.routed) {
+        routed_(joined.routed), tree_(std::move(joined.tree)) {
     makeLedger();
   }
   ~AgentSwitchPath() override;
@@ -188,6 +223,11 @@ class AgentSwitchPath : public SwitchPath {
 
  private:
   void fill(SelectionInput* in) const;  // describe's switch fields
+  // A tree's placement order is not rank order here (no node leaders):
+  // blocks are staged in placement order (placed_).
+  bool staged() const;
+  BlockLayout placementLayout(const RoutedArgs& args) const;
+  void unplace(const RoutedArgs& args, const RoutedPlan& plan);  // placed_ into recv
   // One-round-trip completion (switch_recovery.h, docs/offload.md
   // "Completion"): on every rank alike, whether a call of `bytes` ends
   // without the outcome agreement.
@@ -289,7 +329,9 @@ class AgentSwitchPath : public SwitchPath {
   agent::GroupInfo info_;  // the group's geometry (rank 0's; its slowest stripe's), every rank
   bool joined_;            // false after a failure, until a rejoin
   bool routed_;            // every member's agent routes (agreed at each join)
+  TreeLayout tree_;        // placement of a tree communicator's participants
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
+  std::vector<uint8_t> placed_;   // a staged call's vector in placement order (staged())
   uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
   uint64_t last_bytes_sent_ = 0;

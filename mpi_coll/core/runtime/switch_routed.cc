@@ -12,6 +12,41 @@
 
 namespace switchagg::coll::switch_detail {
 
+bool TreeLayout::inOrder() const {
+  for (size_t i = 0; i < placed.size(); ++i)
+    if (placed[i] != int(i)) return false;
+  return true;
+}
+
+agent::RoutedCall TreeLayout::localize(const agent::RoutedCall& call) const {
+  agent::RoutedCall c = call;
+  if (!active() || call.want.empty()) return c;
+  c.want.assign(call.want.begin() + long(first[leaf]), call.want.begin() + long(first[leaf + 1]) + 1);
+  for (uint32_t l = 0; l < leaves; ++l) c.leaf_want.push_back(call.want[first[l]]);
+  c.leaf_want.push_back(call.want.back());
+  return c;
+}
+
+Status TreeLayout::fold(Dtype dtype, Op op, void* out,
+                        const std::vector<std::vector<uint8_t>>& parts, size_t n) const {
+  std::vector<const void*> in;
+  if (!active()) {
+    for (const std::vector<uint8_t>& p : parts) in.push_back(p.data());
+    return reduceMany(dtype, op, out, in.data(), in.size(), n);
+  }
+  // Each leaf's participants in participant order (the leaf's reduction),
+  // then the leaves' partials in leaf order (the spine's).
+  std::vector<std::vector<uint8_t>> partial(leaves, std::vector<uint8_t>(n * dtypeSize(dtype)));
+  std::vector<const void*> sums;
+  for (uint32_t l = 0; l < leaves; ++l) {
+    in.clear();
+    for (size_t i = first[l]; i < first[l + 1]; ++i) in.push_back(parts[size_t(placed[i])].data());
+    SWITCHAGG_RETURN_IF_ERROR(reduceMany(dtype, op, partial[l].data(), in.data(), in.size(), n));
+    sums.push_back(partial[l].data());
+  }
+  return reduceMany(dtype, op, out, sums.data(), sums.size(), n);
+}
+
 bool isReduction(RoutedOp op) {
   return op == RoutedOp::kReduce || op == RoutedOp::kReduceScatter ||
          op == RoutedOp::kReduceScatterBlock;
@@ -31,6 +66,47 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
     return "dtype-op";
   if (in) fill(in);
   return nullptr;
+}
+
+// A tree whose placement order is not rank order (a leaf's ranks not
+// adjacent), without node leaders (whose node order is the tree's
+// placement already): a call with a block per rank stages its vector in
+// placement order (placed_).
+bool AgentSwitchPath::staged() const {
+  return tree_.active() && !leaders_ && !tree_.inOrder();
+}
+
+// Each rank's block (reduce-scatter: its count; allgather: its bytes) in
+// rank order (at_rank) and in placement order (at_node).
+AgentSwitchPath::BlockLayout AgentSwitchPath::placementLayout(const RoutedArgs& args) const {
+  BlockLayout l{};
+  const int size = comm_.size();
+  const bool reduction = isReduction(args.op);
+  l.size = size;
+  l.esize = reduction ? dtypeSize(args.dtype) : 1;
+  l.count.resize(size_t(size));
+  l.at_rank.resize(size_t(size) + 1);
+  l.at_node.resize(size_t(size));
+  for (int r = 0; r < size; ++r) {
+    l.count[size_t(r)] = reduction ? args.counts[r] : args.count;
+    l.at_rank[size_t(r) + 1] = l.at_rank[size_t(r)] + l.count[size_t(r)];
+  }
+  for (int i = 0, at = 0; i < size; ++i) {
+    const int r = tree_.at(i);
+    l.at_node[size_t(r)] = size_t(at);
+    at += int(l.count[size_t(r)]);
+  }
+  l.total = l.at_rank[size_t(size)];
+  l.vector_bytes = l.total * l.esize;
+  return l;
+}
+
+// A staged allgather's vector, once this member has it, from placement
+// order (placed_) into the caller's buffer in rank order.
+void AgentSwitchPath::unplace(const RoutedArgs& args, const RoutedPlan& plan) {
+  if (!plan.unplace) return;
+  const BlockLayout l = placementLayout(args);
+  l.copyBlocks(static_cast<uint8_t*>(args.recv), l.at_rank, placed_.data(), l.at_node);
 }
 
 // This rank's agent call for a flat routed call. Results meant for the
@@ -66,8 +142,11 @@ RoutedPlan AgentSwitchPath::planReduction(const RoutedArgs& args) {
   if (args.op == RoutedOp::kReduce) {
     call.total = args.count;
     call.in = in_place ? args.recv : args.send;  // MPI_IN_PLACE: the root's input is recv
+    // Bounds in placement order (a tree's; else rank order): the root wants it all.
+    const int root_at = tree_.placeOf(args.root);
     call.want.resize(size_t(size) + 1);
-    for (int r = 0; r <= size; ++r) call.want[size_t(r)] = r <= args.root ? 0 : args.count;
+    for (int r = 0; r <= size; ++r) call.want[size_t(r)] = r <= root_at ? 0 : args.count;
+    if (rank == args.root) plan.hi = args.count * esize;
     if (rank == args.root && in_place) {
       commit = args.recv;
       commit_bytes = args.count * esize;
@@ -77,12 +156,21 @@ RoutedPlan AgentSwitchPath::planReduction(const RoutedArgs& args) {
     }
     return plan;
   }
+  // Blocks in placement order (a tree's; else rank order).
   call.want.resize(size_t(size) + 1);
-  for (int r = 0; r < size; ++r)
-    call.want[size_t(r) + 1] = call.want[size_t(r)] + args.counts[r];
+  for (int i = 0; i < size; ++i)
+    call.want[size_t(i) + 1] = call.want[size_t(i)] + args.counts[tree_.at(i)];
   call.total = call.want.back();
   call.in = in_place ? args.recv : args.send;  // in place: the whole vector in recv
+  if (staged()) {
+    const BlockLayout l = placementLayout(args);
+    placed_.resize(l.vector_bytes);
+    l.copyBlocks(placed_.data(), l.at_node, static_cast<const uint8_t*>(call.in), l.at_rank);
+    call.in = placed_.data();
+  }
   const size_t mine = args.counts[rank] * esize;
+  plan.lo = call.want[size_t(tree_.placeOf(rank))] * esize;
+  plan.hi = plan.lo + mine;
   if (in_place) {
     commit = args.recv;
     commit_bytes = mine;
@@ -104,9 +192,18 @@ RoutedPlan AgentSwitchPath::planAllgather(const RoutedArgs& args) {
   call.kind = agent::RoutedCall::Kind::kForward;
   call.dtype = Dtype::kUint8;
   call.total = size_t(size) * b;
-  call.in_begin = size_t(rank) * b;
+  call.in_begin = size_t(tree_.placeOf(rank)) * b;
   call.in_end = call.in_begin + b;
   call.out = args.recv;
+  if (staged()) {
+    // The vector in placement order into placed_, then into recv (unplace):
+    // recv is not written before, so our block is read from it in place.
+    placed_.resize(call.total);
+    call.out = placed_.data();
+    call.in = in_place ? static_cast<const uint8_t*>(args.recv) + size_t(rank) * b : args.send;
+    plan.unplace = true;
+    return plan;
+  }
   if (in_place) {
     // Our block from a copy: recv is the output, and a redo needs it back.
     restore = static_cast<uint8_t*>(args.recv) + call.in_begin;
@@ -146,6 +243,7 @@ Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const 
                                                   size_t vector_bytes, CallEnd* how) {
   ledger_->begin();
   const Status mine = streamRouted(plan.call, vector_bytes);
+  if (mine.ok()) unplace(args, plan);
   void* whole = routedWhole(args, mine, vector_bytes);
   int source = -1;
   Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
@@ -176,28 +274,20 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
   if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
     return Status(Code::kUnsupported, "switch path cannot route this call");
   if (leaders_) return routedLeaders(args, how);
-  const int size = comm_.size(), rank = comm_.rank();
-  const size_t esize = isReduction(args.op) ? dtypeSize(args.dtype) : 1;
+  const int size = comm_.size();
   const RoutedPlan plan = planRouted(args);
   const agent::RoutedCall& call = plan.call;
   last_bytes_sent_ = 0;
   const size_t vector_bytes = routedVectorBytes(args, size);
   // Reduce and reduce-scatter: a result per rank, recovered from the
   // members' inputs after a failure; one round trip ("Completion").
-  if (ledger_ && oneRoundTrip(vector_bytes) && isReduction(args.op)) {
-    size_t lo = 0, hi = 0;  // this rank's part of the vector, in bytes
-    if (args.op == RoutedOp::kReduce) {
-      if (rank == args.root) hi = vector_bytes;
-    } else {
-      lo = call.want[size_t(rank)] * esize;
-      hi = call.want[size_t(rank) + 1] * esize;
-    }
-    return routedReduction(args, call, lo, hi, plan.commit, how);
-  }
+  if (ledger_ && oneRoundTrip(vector_bytes) && isReduction(args.op))
+    return routedReduction(args, call, plan.lo, plan.hi, plan.commit, how);
   if (ledger_ && oneRoundTrip(vector_bytes) &&
       (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast))
     return routedForwardOneRoundTrip(args, plan, vector_bytes, how);
   const Status mine = streamRouted(call, vector_bytes);
+  if (mine.ok()) unplace(args, plan);  // recv is only output: written before the agreement
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
   if (allOnes(oks)) {
@@ -248,12 +338,9 @@ Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const R
                                              ProcessRuntime::instance().params().stall);
   if (!r.ok()) return r.status();
   if (r->outcome != CallOutcome::kDone) return r->outcome;
-  if (hi > lo) {
-    std::vector<const void*> in;
-    for (const std::vector<uint8_t>& p : parts) in.push_back(p.data());
-    SWITCHAGG_RETURN_IF_ERROR(reduceMany(args.dtype, args.reduce_op, out, in.data(), in.size(),
-                                         (hi - lo) / dtypeSize(args.dtype)));
-  }
+  if (hi > lo)  // the agent's order: rank order, or a tree's (leaf by leaf)
+    SWITCHAGG_RETURN_IF_ERROR(
+        tree_.fold(args.dtype, args.reduce_op, out, parts, (hi - lo) / dtypeSize(args.dtype)));
   ++recovered_;
   SA_INFO("coll",
           "comm %s rank %d: switch %s call %" PRIu64 " failed here (%s); rank %d had finished "
@@ -292,7 +379,7 @@ Status routedDecline(const Status& st) {
 
 Status AgentSwitchPath::streamRouted(const agent::RoutedCall& call, size_t bytes) {
   const agent::ClientCounters before = group_->counters();
-  Status st = group_->routed(call, timeoutFor(bytes));
+  Status st = group_->routed(tree_.localize(call), timeoutFor(bytes));
   countStream(before);
   return routedDecline(st);
 }
@@ -343,7 +430,7 @@ Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   if (leaders_) return startRoutedLeadersStream();
   stream_.plan = planRouted(stream_.rargs);
   stream_.before = group_->counters();
-  Status st = group_->startRouted(stream_.plan.call);
+  Status st = group_->startRouted(tree_.localize(stream_.plan.call));
   if (st.code() == Code::kInProgress) return st;
   countStream(stream_.before);
   stream_.mine = routedDecline(st);
@@ -359,17 +446,9 @@ Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int*
     return settle(mine, routedWhole(args, mine, stream_.bytes), stream_.bytes, source,
                   routedOpName(args.op));
   const agent::RoutedCall& call = stream_.plan.call;
-  const size_t esize = dtypeSize(args.dtype);
-  const int rank = comm_.rank();
-  size_t lo = 0, hi = 0;  // this rank's part of the vector, in bytes
-  if (args.op == RoutedOp::kReduce) {
-    if (rank == args.root) hi = stream_.bytes;
-  } else {
-    lo = call.want[size_t(rank)] * esize;
-    hi = call.want[size_t(rank) + 1] * esize;
-  }
   uint8_t* out = static_cast<uint8_t*>(stream_.plan.commit ? scratch_.data() : call.out);
-  return settleReduction(mine, args, call.in, stream_.bytes, out, lo, hi);
+  return settleReduction(mine, args, call.in, stream_.bytes, out, stream_.plan.lo,
+                         stream_.plan.hi);
 }
 
 Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {

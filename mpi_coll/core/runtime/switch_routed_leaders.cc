@@ -108,8 +108,10 @@ Status AgentSwitchPath::routedLeadersNodeStep(const RoutedArgs& args, size_t byt
     call.dtype = args.dtype;
     call.op = args.reduce_op;
     call.in = mine.ok() ? node_input.value() : nullptr;
+    // Bounds in placement order (a tree's; else node order).
+    const int root_at = tree_.placeOf(root_node);
     call.want.resize(size_t(nodes) + 1);
-    for (int m = 0; m <= nodes; ++m) call.want[size_t(m)] = m <= root_node ? 0 : args.count;
+    for (int m = 0; m <= nodes; ++m) call.want[size_t(m)] = m <= root_at ? 0 : args.count;
     // The root's node gets the result: straight into a root leader's recv
     // unless in place (its input), else staging.
     call.out = node != root_node                   ? static_cast<void*>(no_output_)
@@ -229,7 +231,11 @@ AgentSwitchPath::BlockLayout AgentSwitchPath::blockLayout(const RoutedArgs& args
   const bool reduction = isReduction(args.op);
   l.size = size;
   l.esize = reduction ? dtypeSize(args.dtype) : 1;
-  const std::vector<int>& by_node = leaders_->byNode();
+  // Ranks by node, the nodes in placement order (a tree's: leaf by leaf).
+  std::vector<int> by_node = leaders_->byNode();
+  std::stable_sort(by_node.begin(), by_node.end(), [&](int a, int b) {
+    return tree_.placeOf(leaders_->nodeOf(a)) < tree_.placeOf(leaders_->nodeOf(b));
+  });
   const int node = leaders_->node(), nodes = leaders_->nodes();
   // Elements (allgather: bytes) of each rank's block; where each starts in
   // rank order and in node order; where each node's part starts.
@@ -245,18 +251,18 @@ AgentSwitchPath::BlockLayout AgentSwitchPath::blockLayout(const RoutedArgs& args
   for (size_t i = 0; i < by_node.size(); ++i) {
     const int r = by_node[i];
     const int n = leaders_->nodeOf(r);
-    if (r == leaders_->leaderOf(n)) l.part[size_t(n)] = offset;
+    if (r == leaders_->leaderOf(n)) l.part[size_t(tree_.placeOf(n))] = offset;
     l.at_node[size_t(r)] = offset;
     offset += l.count[size_t(r)];
   }
   l.total = offset;
   l.vector_bytes = l.total * l.esize;
   l.part[size_t(nodes)] = l.total;
-  l.lo = l.part[size_t(node)];
-  l.hi = l.part[size_t(node) + 1];
+  l.lo = l.part[size_t(tree_.placeOf(node))];
+  l.hi = l.part[size_t(tree_.placeOf(node)) + 1];
   const std::vector<int>& locals = leaders_->locals();
   for (int r : locals) l.local_bytes.push_back(l.count[size_t(r)] * l.esize);
-  l.contiguous = leaders_->nodesContiguous();
+  l.contiguous = leaders_->nodesContiguous() && (!tree_.active() || tree_.inOrder());  // rank order
   return l;
 }
 
@@ -280,7 +286,7 @@ Status AgentSwitchPath::routedBlocksNodeStep(const RoutedArgs& args, const Block
     call.dtype = args.dtype;
     call.op = args.reduce_op;
     call.total = total;
-    call.want = l.part;  // each node its part
+    call.want = l.part;  // each node its part (placement order)
     call.in = mine.ok() ? node_input.value() : nullptr;
     call.out = leader ? scratchFor((hi - lo) * esize) : static_cast<void*>(no_output_);
   } else {

@@ -97,6 +97,15 @@ struct GroupInfo {
 // whose range overlaps it (the others get a header-only RESULT that keeps
 // their window moving). Reduce to root: want = 0 up to root, total after;
 // reduce-scatter: the prefix sums of the receive counts.
+// Tree groups (TreeJoin): the vector is in the tree's placement order
+// (leaves in index order, each leaf's members in rank order), `want`
+// bounds this leaf's members only (size + 1 non-decreasing, anywhere in
+// the vector; a member at a leaf whose members want nothing of the call has
+// an empty range), `leaf_want` the leaves' (leaves + 1 bounds from 0 to
+// `total`; empty: every leaf wants everything), and every member sends the
+// whole chunk to reduce. A forwarded call's pieces of one leaf's members
+// tile one contiguous range of the vector. A chunk's payload goes up only
+// to the leaves whose leaf_want range overlaps it.
 // Failure semantics as for allreduce: Ok only when every wanted element
 // arrived; on failure `in` is never modified and `out` is unspecified
 // unless it overlaps `in` (then results are staged, `in` stays intact).
@@ -110,6 +119,7 @@ struct RoutedCall {
   size_t in_begin = 0, in_end = 0;  // kForward only (kReduce: [0, total))
   void* out = nullptr;
   std::vector<size_t> want;
+  std::vector<size_t> leaf_want;  // tree groups only (see above)
   // This member's wanted range [*begin, *end) (all of it when want is empty).
   void wanted(int rank, size_t* begin, size_t* end) const;
 };
@@ -128,9 +138,10 @@ struct ClientCounters {
 // "Trees"): each member joins the leaf agent of its node with size/rank
 // among the group's members there, and says where the leaf's part goes: the
 // parent (spine) agent's lease token and this leaf's place among the
-// group's leaves (every member of one leaf says the same). Calls are then
-// allreduces as usual; results are reduced in rank order within each leaf
-// and leaves in index order. Routed calls do not go through trees.
+// group's leaves (every member of one leaf says the same). Allreduce
+// results are reduced in rank order within each leaf and leaves in index
+// order; routed calls go through the tree too (RoutedCall's tree fields)
+// when the leaf agent serves them (else routedSupported() is false).
 struct TreeJoin {
   std::string parent_token_hex;  // the job's lease token at the parent agent
   uint32_t leaf_index = 0;       // this leaf among the group's leaves (map order)

@@ -60,8 +60,15 @@ constexpr uint32_t kJoinFlagRouted = 2;
 // trees refuses both flags as malformed; a tree JOIN is never retried flat.
 constexpr uint32_t kJoinFlagTree = 4;
 constexpr uint32_t kJoinFlagUplink = 8;
+// Routed calls through trees (docs/agent-protocol.md "Trees", "Routed calls
+// through a tree"): a tree member that sets it with kJoinFlagRouted sends
+// CONTRIB_ROUTED with an up-range (kRouteUp). An agent before it refuses the
+// JOIN as malformed; the client joins the tree again without both (routed
+// calls then stay off that communicator). A leaf whose members all set it
+// joins its parent with kJoinFlagRouted.
+constexpr uint32_t kJoinFlagTreeRouted = 16;
 constexpr uint32_t kJoinKnownFlags =
-    kJoinFlagBusy | kJoinFlagRouted | kJoinFlagTree | kJoinFlagUplink;
+    kJoinFlagBusy | kJoinFlagRouted | kJoinFlagTree | kJoinFlagUplink | kJoinFlagTreeRouted;
 constexpr size_t kTreeJoinBodyBytes = 16 + 4 + 4;  // parent token, leaf index, leaves
 
 // CONTRIB_ROUTED modes.
@@ -70,6 +77,12 @@ constexpr size_t kTreeJoinBodyBytes = 16 + 4 + 4;  // parent token, leaf index, 
 // the others' result itself (its link then carries (p-1)/p of a ring's).
 constexpr uint8_t kModeReduce = 1;
 constexpr uint8_t kModeForward = 2;  // payload = this member's piece of the chunk (maybe none)
+// CONTRIB_ROUTED route flags (the u8 after mode; 0 outside trees).
+// kRouteUp: a tree member's chunk; the header's last u32 is the up-range
+// (up_lo u16, up_hi u16: the leaves that want the chunk's payload).
+// kRouteNoDest: no member of this leaf wants it (dest_lo = dest_hi = 0).
+constexpr uint8_t kRouteUp = 1;
+constexpr uint8_t kRouteNoDest = 2;
 // RESULT flags (the u16 after op; 0 for an allreduce's RESULT).
 constexpr uint16_t kResultNoPayload = 1;  // header only: this member is not a destination
 constexpr uint16_t kResultForward = 2;    // the chunk was forwarded, not reduced (op byte 0)
@@ -189,6 +202,10 @@ struct Message {
   uint8_t mode = 0;
   uint32_t dest_lo = 0, dest_hi = 0;
   uint32_t piece_offset = 0;
+  // CONTRIB_ROUTED in a tree group: kRoute* flags; with kRouteUp the
+  // leaves [up_lo, up_hi] that want the chunk's payload.
+  uint8_t route_flags = 0;
+  uint32_t up_lo = 0, up_hi = 0;
   uint16_t result_flags = 0;      // RESULT: kResult* (0: an allreduce result)
   Reason reason = Reason::kNone;  // ABORT, ERROR
   CapTable caps;                  // HELLO_ACK, JOIN_ACK
