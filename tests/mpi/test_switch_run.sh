@@ -901,7 +901,7 @@ case $scenario in
         ": allgather [0-9]+ bytes -> switch"
       # The nonblocking forms (mixed with Iallreduce under one Waitall):
       # streamed through the tree; with node leaders not streamed at all.
-      [[ $ppn -eq 1 ]] && tree_irouted "$np"
+      tree_irouted "$np"  # with node leaders too (ppn 2: their posted node steps)
       tree_routed_bytes "$np" "$ppn"
     elif [[ $fault == routed_layout ]]; then
       # A leaf's ranks not adjacent (TREE_NODES: leaf 1 serves emu0 and

@@ -7,7 +7,8 @@
 //        which folds them in rank order; allgather: each rank's block to its
 //        leader (the node's part, in local order); bcast: a root that is
 //        not its node's leader sends its buffer to the leader;
-//   the leaders' routed call among nodes (member = node index), streamed
+//   the leaders' routed call among nodes (member = node index; on a tree
+//        its vector in placement order, localized to the leaf), streamed
 //        from the progress callback like any routed stream;
 //   out: the leader sends each rank of its node [outcome][its part]
 //        (reduce-scatter: its block; allgather and bcast: the vector in node
@@ -103,7 +104,8 @@ Status AgentSwitchPath::startLeaderRouted() {
       call.in_begin = 0;
       call.in_end = args.count;
     } else {
-      call.in_begin = call.in_end = node < root_node ? 0 : args.count;
+      call.in_begin = call.in_end =
+          tree_.placeOf(node) < tree_.placeOf(root_node) ? 0 : args.count;
     }
   } else if (isReduction(args.op)) {
     const BlockLayout& l = stream_.layout;
@@ -134,7 +136,7 @@ Status AgentSwitchPath::startLeaderRouted() {
   }
   stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
   stream_.before = group_->counters();
-  Status st = group_->startRouted(call);
+  Status st = group_->startRouted(tree_.localize(call));
   if (st.code() == Code::kInProgress) return st;
   countStream(stream_.before);
   return routedDecline(st);

@@ -92,7 +92,9 @@ Status AgentSwitchPath::routedLeadersNodeStep(const RoutedArgs& args, size_t byt
       // A root leader's copy comes back to staging; its buffer stays.
       call.out = rank == args.root ? scratchFor(bytes) : args.recv;
     } else {
-      call.in_begin = call.in_end = node < root_node ? 0 : args.count;
+      // Empty pieces before the root's place end at 0, after it at count
+      // (placement order: a tree's, else node order).
+      call.in_begin = call.in_end = tree_.placeOf(node) < tree_.placeOf(root_node) ? 0 : args.count;
       call.out = args.recv;
     }
   } else {
