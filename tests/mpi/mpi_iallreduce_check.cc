@@ -706,11 +706,11 @@ void runIrouted(int iters, const std::string& expect) {
                 counter(MPI_COMM_WORLD, "ibcast:redo"));
   const uint64_t rss = counter(MPI_COMM_WORLD, "ireduce_scatter_block:switch");
   if (world_rank == 0)
-    std::printf("irouted: previous:node-leaders iallgather %" PRIu64 " ibcast %" PRIu64
+    std::printf("irouted: previous:one-node iallgather %" PRIu64 " ibcast %" PRIu64
                 " ireduce_scatter_block %" PRIu64 "\n",
-                counter(MPI_COMM_WORLD, "iallgather:previous:node-leaders"),
-                counter(MPI_COMM_WORLD, "ibcast:previous:node-leaders"),
-                counter(MPI_COMM_WORLD, "ireduce_scatter_block:previous:node-leaders"));
+                counter(MPI_COMM_WORLD, "iallgather:previous:one-node"),
+                counter(MPI_COMM_WORLD, "ibcast:previous:one-node"),
+                counter(MPI_COMM_WORLD, "ireduce_scatter_block:previous:one-node"));
   if (world_rank == 0)
     std::printf("irouted: %" PRIu64 " ireduce_scatter_block, ireduce_scatter_block:switch %" PRIu64
                 " previous %" PRIu64 " redo %" PRIu64 "\n",

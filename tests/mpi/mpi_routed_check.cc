@@ -10,7 +10,7 @@
 //   --expect auto      offload auto: every such call counted once, by the
 //                      switch or the previous module (the model decides)
 //   --expect previous:REASON  as previous, each call counted under that
-//                      reason (<op>:previous:REASON, e.g. node-leaders,
+//                      reason (<op>:previous:REASON, e.g. one-node,
 //                      agent-not-routed)
 //   --expect fault --fault DIR [--bytes B] [--max-call-ms M]
 //                      one communicator per op (WORLD dups), a loop of one
@@ -25,7 +25,7 @@
 //   --expect-op OP=EXPECT  (repeatable) OP's calls expected as EXPECT
 //                      (switch, previous, previous:REASON) instead of
 //                      --expect's (node leaders: bcast and reduce switch,
-//                      the others previous:node-leaders)
+//                      on one node the others previous:one-node)
 //   --all-roots        MPI_Reduce and MPI_Bcast at every root (roots on
 //                      node leaders and on the other ranks)
 //   --ops LIST         --expect fault: only these ops (comma separated)

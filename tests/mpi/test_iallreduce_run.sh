@@ -118,7 +118,7 @@ case $scenario in
       expect_pass "$work/run.log" "joined switch group .* node leaders for $np ranks" \
         "irouted: 24 iallgather, iallgather:switch 24 .*; 18 ibcast, ibcast:switch 18 " \
         "irouted: 18 ireduce_scatter_block, ireduce_scatter_block:switch 18 " \
-        "irouted: previous:node-leaders iallgather 0 ibcast 0 ireduce_scatter_block 0"
+        "irouted: previous:one-node iallgather 0 ibcast 0 ireduce_scatter_block 0"
     elif [[ $mode == on ]]; then
       run "$np" "$work/run.log" --mode irouted --iters 6 --expect switch ||
         { cat "$work/run.log"; die "run failed"; }

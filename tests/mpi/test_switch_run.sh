@@ -841,6 +841,16 @@ case $scenario in
     run_mpi "$np" "$work/barrier.log" "$mpibin/mpi_barrier_check" --expect switch --iters 20 \
       --delay-ms 5 || { cat "$work/barrier.log"; die "barrier run failed"; }
     expect_pass "$work/barrier.log" "2 stripe\(s\)"
+    # The nonblocking calls over both stripes: Iallreduces, Iallgathers,
+    # Ibcasts, Ireduce_scatter_blocks under one Waitall, in place and not,
+    # above the keep limit too; every one counted <op>:switch, exact (every
+    # rank a member: on one node the leaders would have nothing to route).
+    run_mpi "$np" "$work/irouted.log" -x SWITCHAGG_SWITCH_LEADERS=off \
+      "$mpibin/mpi_iallreduce_check" --mode irouted --iters 4 \
+      --expect switch || { cat "$work/irouted.log"; die "irouted run failed"; }
+    expect_pass "$work/irouted.log" "2 stripe\(s\)" \
+      "irouted: 16 iallgather, iallgather:switch 16 .*; 12 ibcast, ibcast:switch 12 " \
+      "irouted: 12 ireduce_scatter_block, ireduce_scatter_block:switch 12 "
     # One round trip over both stripes: no host message on success.
     run_mpi "$np" "$work/oneshot.log" "$mpibin/mpi_oneshot_check" --mode ok ||
       { cat "$work/oneshot.log"; die "oneshot run failed"; }

@@ -71,8 +71,8 @@ class SwitchPath {
   // A routed collective (routed.h, docs/offload.md "Routed collectives").
   // describeRouted: null after filling `in`'s switch fields (as describe;
   // `in` may be null) when the path can serve the call, else why not, alike
-  // on every rank: "unavailable" (failed, not rejoined), "node-leaders"
-  // (reduce-scatter and allgather with node leaders),
+  // on every rank: "unavailable" (failed, not rejoined), "one-node"
+  // (node leaders with every rank on one node: nothing to route),
   // "agent-not-routed" (an agent predates routed calls), "dtype-op" (the
   // agent does not reduce the pair). routed(): Ok with *how kSwitched:
   // the result is in place (the agreement saw every rank ok); Ok with kBusy
@@ -127,7 +127,7 @@ class SwitchPath {
   // endStream are the same). describeRoutedStream: as describeRouted, for a
   // call decided when it is posted (so nothing a pending outcome changes:
   // not whether the path is joined now): null after filling `in`, else why
-  // not ("node-leaders": one node, "agent-not-routed", "dtype-op"). startRoutedStream:
+  // not ("one-node": node leaders with every rank on one node, "agent-not-routed", "dtype-op"). startRoutedStream:
   // as startStream (kUnsupported: the path failed on an earlier call, alike
   // on every rank, nothing sent). endStream's Ok: the result is in place
   // (an in-place allgather's own block restored before a redo).

@@ -60,7 +60,7 @@ const char* AgentSwitchPath::describeRouted(const RoutedArgs& args, SelectionInp
   // Node leaders wrap the leaders' call in node steps (routedLeaders,
   // routedLeadersBlocks). On one node the whole call is node steps:
   // nothing for the agent to route.
-  if (leaders_ && leaders_->nodes() == 1) return "node-leaders";
+  if (leaders_ && leaders_->nodes() == 1) return "one-node";
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op))
     return "dtype-op";
@@ -398,7 +398,7 @@ void* AgentSwitchPath::routedWhole(const RoutedArgs& args, const Status& mine, s
 // posted: not joined_.
 const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
                                                   SelectionInput* in) const {
-  if (leaders_ && leaders_->nodes() == 1) return "node-leaders";
+  if (leaders_ && leaders_->nodes() == 1) return "one-node";
   if (!routed_) return "agent-not-routed";
   if (isReduction(args.op) && !info_.caps.supports(args.dtype, args.reduce_op)) return "dtype-op";
   if (in) fill(in);
