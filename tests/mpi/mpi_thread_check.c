@@ -190,10 +190,19 @@ int main(int argc, char **argv) {
     workers[t].failures = 0;
     MPI_Comm_dup(MPI_COMM_WORLD, &workers[t].comm);
   }
+  /* The wall time of the threads' calls, from a common start (printed as
+   * "time: W ms ...", the slowest rank's: benchmarks/threads_bench.sh). */
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
   for (int t = 0; t < threads; ++t)
     pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]);
+  for (int t = 0; t < threads; ++t) pthread_join(workers[t].thread, NULL);
+  double elapsed_ms = (MPI_Wtime() - start) * 1000, slowest_ms = 0;
+  MPI_Reduce(&elapsed_ms, &slowest_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (g_rank == 0)
+    printf("time: %.1f ms for %d calls per rank (%d threads%s)\n", slowest_ms, threads * g_iters,
+           threads, g_nonblocking ? ", each call with 5 nonblocking" : "");
   for (int t = 0; t < threads; ++t) {
-    pthread_join(workers[t].thread, NULL);
     failures += workers[t].failures;
     if (strcmp(g_expect, "auto") != 0) {
       uint64_t n = g_counter(workers[t].comm, g_expect);
