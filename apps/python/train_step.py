@@ -218,7 +218,9 @@ def main():
         # without the component).
         served = {k: switchagg_path.counter(comm, k) for k in (
             "reduce_scatter_block:switch", "reduce_scatter_block:previous",
-            "allgather:switch", "allgather:previous")}
+            "allgather:switch", "allgather:previous",
+            "ireduce_scatter_block:switch", "ireduce_scatter_block:previous",
+            "iallgather:switch", "iallgather:previous")}
         if rank == 0:
             print("served: " + " ".join(f"{k}={v}" for k, v in served.items()))
     if rank == 0:

@@ -93,6 +93,15 @@ set_tests_properties(mpi_switch_cross_progress_leaders_np4 PROPERTIES ENVIRONMEN
 add_switch_test(mpi_switch_python_np2 180 "mpi;agent" program 2
   --mca coll_switchagg_stall_timeout 60 ${SWITCHAGG_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/python_check.py --expect switch)
+# mpi4py's FSDP step overlapped (MPI_THREAD_MULTIPLE): its Iallgathers and
+# Ireduce_scatter_blocks through the switch, every rank a member and with
+# node leaders (2 emulated nodes x 2).
+add_switch_test(mpi_switch_python_fsdp_np3 240 "mpi;agent;apps" python_fsdp 3 ${SWITCHAGG_PYTHON}
+  ${PROJECT_SOURCE_DIR}/apps/python/train_step.py)
+add_switch_test(mpi_switch_python_fsdp_leaders_np4 240 "mpi;agent;apps" python_fsdp 4
+  ${SWITCHAGG_PYTHON} ${PROJECT_SOURCE_DIR}/apps/python/train_step.py)
+set_tests_properties(mpi_switch_python_fsdp_np3 PROPERTIES ENVIRONMENT "PPN=1")
+set_tests_properties(mpi_switch_python_fsdp_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
 # The CG mini-application (MPI + OpenMP) with and without the switch.
 add_switch_test(mpi_switch_cg_np2 180 "mpi;agent;apps" cg 2)
 # At np 3 and 4 with every rank a member (the agent adds 3 or 4 sums; at 4

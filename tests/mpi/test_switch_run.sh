@@ -388,6 +388,25 @@ case $scenario in
       bash -c 'mpirun_lease "$@"' _ "$np" ||
       die "CG on the switch is not repeatable or not close to CG without switchagg"
     ;;
+  python_fsdp)
+    # apps/python/train_step.py --mode fsdp --overlap under mpi4py (which
+    # initialises MPI at MPI_THREAD_MULTIPLE): the shards' nonblocking
+    # MPI_Iallgather / MPI_Ireduce_scatter_block go through the switch (with
+    # PPN > 1 through the node leaders' posted node steps).
+    np=$1 python=$2 script=$3
+    start_agent
+    lease "pyfsdp-np$np"
+    run_mpi "$np" "$work/pyfsdp.log" --mca coll_switchagg_stall_timeout 60 -x OMP_NUM_THREADS=1 \
+      "${emu[@]}" "$python" "$script" --steps 4 --mode fsdp --overlap ||
+      { cat "$work/pyfsdp.log"; die "train_step.py --mode fsdp --overlap failed"; }
+    cat "$work/pyfsdp.log"
+    grep -q '^mode fsdp (overlapped): ' "$work/pyfsdp.log" || die "the run was not overlapped"
+    grep -Eq 'iallgather:switch=[1-9][0-9]* iallgather:previous=0' "$work/pyfsdp.log" &&
+      grep -Eq 'ireduce_scatter_block:switch=[1-9][0-9]* ireduce_scatter_block:previous=0' \
+        "$work/pyfsdp.log" ||
+      die "the nonblocking shards' collectives did not all go through the switch"
+    echo PASS
+    ;;
   train_modes)
     np=$1
     start_agent
