@@ -55,6 +55,8 @@ add_iallreduce_test(mpi_irouted_fault_kill_np3 150 "mpi;agent;fault" "PPN=1" iro
 # above the keep limit (2 MiB: the leader's node message before the agreement).
 add_iallreduce_test(mpi_irouted_leaders_cyclic_np6 300 "mpi;agent" "PPN=3;EMU_LAYOUT=cyclic"
   irouted 6 leaders)
+# Uneven nodes (2, 2 and 1 ranks): a node whose leader is alone has no node step.
+add_iallreduce_test(mpi_irouted_leaders_uneven_np5 240 "mpi;agent" "PPN=2" irouted 5 leaders)
 add_iallreduce_test(mpi_irouted_fault_leaders_kill_np4 150 "mpi;agent;fault" "PPN=2"
   irouted-kill 4 65536)
 add_iallreduce_test(mpi_irouted_fault_leaders_kill_large_np4 200 "mpi;agent;fault" "PPN=2"
