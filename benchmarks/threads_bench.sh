@@ -42,7 +42,7 @@ for rep in $(seq 1 "$reps"); do
         --mca mpi_yield_when_idle "$yield" \
         --mca coll_switchagg_stall_timeout 60 \
         -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
-        "$bin/mpi_thread_check" --expect auto --threads "$threads" --iters "$iters" $nb \
+        "$bin/mpi_thread_check" --expect auto --threads "$threads" --iters "$iters" --warmup $nb \
         >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
       # "time: W ms for C calls per rank (T threads)"
       ms=$(sed -n 's/^time: \([0-9.]*\) ms .*/\1/p' "$work/run.txt")
@@ -65,7 +65,7 @@ median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR 
   echo '```'
   echo
   echo "Each thread runs $iters allreduces (mixed sizes, every result checked) on its own"
-  echo "communicator; \"+5 nonblocking\" adds an Iallreduce, Iallgather, Ibcast,"
+  echo "communicator, whose first call (its setup) ran before the timed span; \"+5 nonblocking\" adds an Iallreduce, Iallgather, Ibcast,"
   echo "Ireduce_scatter_block and Ibarrier beside each. Calls per second per rank"
   echo "(blocking calls; all threads together), medians of $reps interleaved runs."
   echo
