@@ -15,14 +15,16 @@
 #   benchmarks/routed_tree_bench.sh [--build DIR] [--racks 2] [--hosts 3] [--rate 200]
 #                                   [--uplink 300] [--colls "reduce_scatter_block allgather"]
 #                                   [--ppn 1] [--reps 3] [--min 64K] [--max 4M] [--out FILE]
+#                                   [--keep SIZE]  (the tree path's SWITCHAGG_SWITCH_KEEP; default
+#                                   the library's: above it each call ends with the outcome agreement)
 #                                   [--report]  (rewrite FILE from the last run's raw files)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build racks=2 hosts=3 rate=200 uplink=300 ppn=1 reps=3 min=64K max=4M report_only=0
+build=$root/build racks=2 hosts=3 rate=200 uplink=300 ppn=1 reps=3 min=64K max=4M keep="" report_only=0
 colls="reduce_scatter_block allgather bcast reduce"
 out=$root/benchmarks/results/routed_tree.md
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args routed_tree_bench 2,18 "build racks hosts rate uplink ppn colls reps min max out" \
+bench_args routed_tree_bench 2,20 "build racks hosts rate uplink ppn colls reps min max keep out" \
   "report=report_only=1" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup routed-tree-bench "$(basename "$out" .md)_raw"
@@ -33,6 +35,7 @@ paths=(
   "tree|tree|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1"
   "tuned|none|--mca coll ^switchagg"
 )
+[[ -z $keep ]] || paths+=("keep|tree|--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 -x SWITCHAGG_SWITCH_KEEP=$keep")
 ring="ring|none|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm ring"
 
 run() {  # PATH_ENTRY PROGRAM ARGS...
@@ -51,7 +54,7 @@ bench() {  # PATH_ENTRY COLL LABEL CSV
   run "$1" "$bin/switchagg-bench" "${coll_args[@]}" --dtype float32 --min "$min" --max "$max" \
     --iters 20 --min-iters 3 --warmup 2 --label "$3" --csv "$4" >"$work/run.log" ||
     { cat "$work/run.log" >&2; exit 1; }
-  if [[ $3 == tree ]] && ! grep -q "a tree over $racks leaf agents" "$work/run.log"; then
+  if [[ $3 == tree || $3 == keep ]] && ! grep -q "a tree over $racks leaf agents" "$work/run.log"; then
     cat "$work/run.log" >&2; echo "routed_tree_bench: the tree path did not use the tree" >&2; exit 1
   fi
 }
@@ -133,9 +136,10 @@ theory_bytes() {
 # B host link, U uplink), ms per byte, for the tree and the ring phase.
 summarize() {  # COLL
   local coll=$1 files=("$raw/${coll}"_tree_rep*.csv "$raw/${coll}"_tuned_rep*.csv)
+  [[ -z $keep ]] || files+=("$raw/${coll}"_keep_rep*.csv)
   [[ $coll == reduce_scatter_block || $coll == allgather ]] && files+=("$raw"/allreduce_ring_rep*.csv)
   cat "${files[@]}" | awk -F, -v coll="$coll" -v P="$nh" -v p="$np" -v H="$hosts" -v rate="$rate" \
-    -v uplink="$uplink" "$(cat "$root/benchmarks/lib/stats.awk")"'
+    -v uplink="$uplink" -v keep="$keep" "$(cat "$root/benchmarks/lib/stats.awk")"'
     function mx(a, b) { return a > b ? a : b }
     $1 == "label" { next }
     { key = $1 SUBSEP $5; v[key] = v[key] " " $15; if ($1 != "ring") sizes[$5] = 1 }
@@ -145,12 +149,14 @@ summarize() {  # COLL
       if (coll == "allgather") t_tree = mx((P - 1) / P / B, mx(H / P, (P - H) / P) / U)
       else t_tree = mx(1 / B, 1 / U)
       t_ring = (p - 1) / p * mx(1 / B, 1 / U)
+      kh = keep == "" ? "" : " tree, keep " keep " ms | keep / tree |"
+      ks = keep == "" ? "" : " ---: | ---: |"
       if (ringc) {
-        printf "| bytes | tree ms | tuned ms | switchagg ring, one phase ms | tree / tuned | tree / ring phase (theory %.2f) | link-bound tree ms |\n", t_tree / t_ring
-        printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        printf "| bytes | tree ms | tuned ms | switchagg ring, one phase ms | tree / tuned | tree / ring phase (theory %.2f) | link-bound tree ms |%s\n", t_tree / t_ring, kh
+        printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n", ks
       } else {
-        printf "| bytes | tree ms | tuned ms | tree / tuned | link-bound tree ms |\n"
-        printf "| ---: | ---: | ---: | ---: | ---: |\n"
+        printf "| bytes | tree ms | tuned ms | tree / tuned | link-bound tree ms |%s\n", kh
+        printf "| ---: | ---: | ---: | ---: | ---: |%s\n", ks
       }
       n = sortedKeys(sizes, list)
       for (i = 1; i <= n; i++) {
@@ -159,11 +165,13 @@ summarize() {  # COLL
         # blocks of P floats, the ring allreduce does not.
         nom = 1; while (nom * 2 <= s + p * 4) nom *= 2
         tr = median(v["tree" SUBSEP s]) / 1000; tu = median(v["tuned" SUBSEP s]) / 1000
+        kc = ""
+        if (keep != "") { kp = median(v["keep" SUBSEP s]) / 1000; kc = sprintf(" %.2f | %.2f |", kp, kp / tr) }
         if (ringc) {
           rg = median(v["ring" SUBSEP nom]) / 2000
-          printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", human(nom), tr, tu, rg, tr / tu, tr / rg, s * t_tree * 1000
+          printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |%s\n", human(nom), tr, tu, rg, tr / tu, tr / rg, s * t_tree * 1000, kc
         } else
-          printf "| %s | %.2f | %.2f | %.2f | %.1f |\n", human(nom), tr, tu, tr / tu, s * t_tree * 1000
+          printf "| %s | %.2f | %.2f | %.2f | %.1f |%s\n", human(nom), tr, tu, tr / tu, s * t_tree * 1000, kc
       }
     }'
   echo
@@ -183,7 +191,7 @@ IFS='|' read -r run_date run_load <"$raw/run.txt"
 {
   echo "# Routed collectives through an agent tree on an emulated leaf-spine fabric ($racks racks × $hosts hosts × $ppn)"
   echo
-  echo "Command: \`benchmarks/routed_tree_bench.sh --racks $racks --hosts $hosts --rate $rate --uplink $uplink --ppn $ppn --colls \"$colls\" --reps $reps --min $min --max $max\`,"
+  echo "Command: \`benchmarks/routed_tree_bench.sh --racks $racks --hosts $hosts --rate $rate --uplink $uplink --ppn $ppn --colls \"$colls\" --reps $reps --min $min --max $max${keep:+ --keep $keep}\`,"
   echo "$run_date, $(nproc) cores, load average at the end $run_load."
   echo "Fabric: \`scripts/fabric.py\` leaf-spine, $racks racks × $hosts hosts, $ppn rank(s) per host$( ((ppn > 1)) && echo " (node leaders: a host is one member of its leaf)"), host links"
   echo "$rate Mbit/s, each rack's uplink $uplink Mbit/s ($(awk -v h="$hosts" -v r="$rate" -v u="$uplink" 'BEGIN { printf "%.1f:1", h * r / u }') oversubscribed), a leaf agent per leaf"
@@ -194,6 +202,7 @@ IFS='|' read -r run_date run_load <"$raw/run.txt"
   echo "and one ring allgather of N). UCX over TCP. Each cell is the median over $reps interleaved runs of"
   echo "switchagg-bench's per-size p50 (float32 sum; bytes = the whole vector N as asked: reduce-scatter"
   echo "and allgather round it down to whole blocks of $np floats, e.g. $((65536 / (4 * np) * 4 * np)) of 64 KiB), in ms."
+  [[ -z $keep ]] || echo "\`keep\` = the tree with SWITCHAGG_SWITCH_KEEP=$keep (calls up to it end without the outcome agreement; \`tree\` runs the library's default)."
   echo
   echo "Theory (link-bound, both directions of a link at once; B host link, U uplink, P = $nh members"
   echo "(hosts), H = $hosts per rack, p = $np ranks): the tree's reduce-scatter puts N up each host link and one"
