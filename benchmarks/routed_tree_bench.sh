@@ -135,7 +135,8 @@ theory_bytes() {
 # Link-bound time per call of N bytes (both directions of a link at once;
 # B host link, U uplink), ms per byte, for the tree and the ring phase.
 summarize() {  # COLL
-  local coll=$1 files=("$raw/${coll}"_tree_rep*.csv "$raw/${coll}"_tuned_rep*.csv)
+  local coll=$1
+  local files=("$raw/${coll}"_tree_rep*.csv "$raw/${coll}"_tuned_rep*.csv)
   [[ -z $keep ]] || files+=("$raw/${coll}"_keep_rep*.csv)
   [[ $coll == reduce_scatter_block || $coll == allgather ]] && files+=("$raw"/allreduce_ring_rep*.csv)
   cat "${files[@]}" | awk -F, -v coll="$coll" -v P="$nh" -v p="$np" -v H="$hosts" -v rate="$rate" \
@@ -218,8 +219,7 @@ IFS='|' read -r run_date run_load <"$raw/run.txt"
     echo
     summarize "$coll"
   done
-  notes=$root/benchmarks/$(basename "$out" .md)_notes.md
-  if [[ -f $notes ]]; then echo; cat "$notes"; fi
+  bench_notes
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"

@@ -30,6 +30,9 @@
 #                             at $uplink, with its agents (fabric_tree_start:
 #                             TREE_MAP, SPINE_SOCKET, …); the exit trap also
 #                             stops the tree's agents.
+#   bench_notes             → how to read the page (benchmarks/<out's name>
+#                             _notes.md, written from one run), after a blank
+#                             line, if there is one
 bench_setup() {
   build=$(cd "$build" && pwd)
   bin=$build/bin
@@ -55,6 +58,12 @@ bench_tree() {
   fabric_up "$1" --topo leaf-spine --racks "$racks" --hosts "$hosts" --rate "$rate" \
     --uplink "$uplink" --subnet "$2"
   fabric_tree_start "$work" "$racks" "$hosts"
+}
+
+bench_notes() {
+  local notes
+  notes=$root/benchmarks/$(basename "$out" .md)_notes.md
+  if [[ -f $notes ]]; then echo; cat "$notes"; fi
 }
 
 bench_config() {
