@@ -170,10 +170,7 @@ summarize() {  # TAG HOSTS PPN MBIT COLL
       summarize "h${hosts}x$ppn" "$hosts" "$ppn" "$mbit" "$coll"
     done
   done
-  # How to read them (written from one run; re-check after a new one):
-  # benchmarks/<out's name>_notes.md.
-  notes=$root/benchmarks/$(basename "$out" .md)_notes.md
-  if [[ -f $notes ]]; then echo; cat "$notes"; fi
+  bench_notes
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"

@@ -23,13 +23,7 @@ bench_args tree_fabric_bench 2,16 "build racks hosts rate uplink reps min max ou
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup tree-bench "$(basename "$out" .md)_raw"
 np=$((racks * hosts))
-extra_pids=()
-trap 'for p in "${extra_pids[@]}"; do AGENT_PID=$p; agent_stop; done; fabric_down; rm -rf "$work"' EXIT
-
-fabric_up tb --topo leaf-spine --racks "$racks" --hosts "$hosts" --rate "$rate" \
-  --uplink "$uplink" --subnet 10.91
-fabric_tree_start "$work" "$racks" "$hosts"
-extra_pids+=("${TREE_PIDS[@]}")
+bench_tree tb 10.91
 # The tree's lease (leaves + spine) and a flat one at the spine alone.
 tree_env=$("$bin/switchagg-ctl" lease create --job tree-bench --slots 16 --ttl 2h \
   --nodes "h[1-$np]" --fabric "$TREE_MAP" | grep '^export ')

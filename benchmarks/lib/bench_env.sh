@@ -25,6 +25,14 @@
 #                             bench_lease: on this machine, or with $hosts
 #                             set on the emulated fabric FABRIC of that many
 #                             hosts at $rate Mbit/s.
+#   bench_tree FABRIC SUBNET → a leaf-spine fabric FABRIC of $racks racks ×
+#                             $hosts hosts, links at $rate Mbit/s, uplinks
+#                             at $uplink, with its agents (fabric_tree_start:
+#                             TREE_MAP, SPINE_SOCKET, …); the exit trap also
+#                             stops the tree's agents.
+#   bench_notes             → how to read the page (benchmarks/<out's name>
+#                             _notes.md, written from one run), after a blank
+#                             line, if there is one
 bench_setup() {
   build=$(cd "$build" && pwd)
   bin=$build/bin
@@ -43,6 +51,19 @@ bench_setup() {
 bench_out() {
   [[ -z ${hosts:-} ]] || np_list=$hosts
   out=${out:-$root/benchmarks/results/$1${hosts:+_fabric}${2:-}.md}
+}
+
+bench_tree() {
+  trap 'for p in "${TREE_PIDS[@]}"; do AGENT_PID=$p; agent_stop; done; fabric_down; rm -rf "$work"' EXIT
+  fabric_up "$1" --topo leaf-spine --racks "$racks" --hosts "$hosts" --rate "$rate" \
+    --uplink "$uplink" --subnet "$2"
+  fabric_tree_start "$work" "$racks" "$hosts"
+}
+
+bench_notes() {
+  local notes
+  notes=$root/benchmarks/$(basename "$out" .md)_notes.md
+  if [[ -f $notes ]]; then echo; cat "$notes"; fi
 }
 
 bench_config() {
