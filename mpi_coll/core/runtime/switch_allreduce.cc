@@ -315,9 +315,7 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
     if (!stream_.mine.ok() && stream_.mine.code() != Code::kBusy &&
         stream_.mine.code() != Code::kAborted)
       return stream_.mine;
-    end = mine.ok() ? CallOutcome::kDone
-          : mine.code() == Code::kBusy ? CallOutcome::kBusy
-                                       : CallOutcome::kFailed;
+    end = CallOutcome(outcomeOf(mine));
   } else {
     int source = -1;
     Result<CallOutcome> settled =

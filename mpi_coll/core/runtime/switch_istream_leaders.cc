@@ -19,22 +19,11 @@
 // (endRoutedStream delivers), so a redo always starts from intact input.
 #include "switch_path_internal.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "switchagg/common/reduce.h"
 
 namespace switchagg::coll::switch_detail {
-namespace {
-
-// Local rank i's place of `rank` on this node, or -1.
-int localOf(const NodeLeaders& leaders, int rank) {
-  const std::vector<int>& locals = leaders.locals();
-  auto it = std::find(locals.begin(), locals.end(), rank);
-  return it == locals.end() ? -1 : int(it - locals.begin());
-}
-
-}  // namespace
 
 // The node's inputs on their way to the leader (stepNode takes it from there).
 Status AgentSwitchPath::startRoutedLeadersStream() {
@@ -49,7 +38,7 @@ Status AgentSwitchPath::startRoutedLeadersStream() {
     shape.in.assign(n, 0);
     shape.out.assign(n, stream_.bytes);
     shape.out_at.assign(n, 0);
-    const int root_local = localOf(*leaders_, args.root);
+    const int root_local = leaders_->localIndexOf(args.root);
     if (root_local > 0) shape.in[size_t(root_local)] = stream_.bytes;
     input = args.recv;  // sent by a non-leader root only
     call.out = leaders_->leader() ? scratchFor(stream_.bytes) : no_output_;
@@ -98,9 +87,8 @@ Status AgentSwitchPath::startLeaderRouted() {
     call.dtype = Dtype::kUint8;
     call.total = args.count;
     if (node == root_node) {
-      const int root_local = localOf(*leaders_, args.root);
-      call.in = leaders_->flatInput(size_t(root_local));
-      if (root_local == 0) call.in = args.recv;  // the root leads: its own buffer, only read
+      // A leading root's own buffer (only read), else what it sent.
+      call.in = leaders_->flatInput(size_t(leaders_->localIndexOf(args.root)));
       call.in_begin = 0;
       call.in_end = args.count;
     } else {

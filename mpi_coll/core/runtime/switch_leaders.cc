@@ -80,9 +80,9 @@ Result<const void*> NodeLeaders::reduceAccumulator(Dtype dtype, Op op, size_t co
   return leader() ? static_cast<const void*>(acc_.data()) : nullptr;
 }
 
-int NodeLeaders::localIndex() const {
-  return int(std::find(groups_.locals.begin(), groups_.locals.end(), comm_.rank()) -
-             groups_.locals.begin());
+int NodeLeaders::localIndexOf(int rank) const {
+  auto it = std::find(groups_.locals.begin(), groups_.locals.end(), rank);
+  return it == groups_.locals.end() ? -1 : int(it - groups_.locals.begin());
 }
 
 Result<const void*> NodeLeaders::gather(const void* block, size_t bytes) {
@@ -198,12 +198,14 @@ int NodeLeaders::flatMissing() const {
 Status NodeLeaders::finishFlat(uint8_t outcome, const void* result) {
   std::unique_ptr<HostComm> host = std::move(host_);
   if (!host) return Status(Code::kInternal, "node step without a host transport");
-  const FlatShape& f = flat_.shape;
+  return sendOutcomes(*host, kFlatOutTag, outcome, result, flat_.shape);
+}
+
+Status NodeLeaders::sendOutcomes(HostComm& host, uint32_t tag, uint8_t outcome,
+                                 const void* result, const FlatShape& f) {
   const size_t n = groups_.locals.size();
-  // One message for all when every rank gets the same part (allreduce,
-  // allgather, bcast), else one per rank (reduce-scatter's blocks). The
-  // part's bytes travel even when the call is not done: both sides know
-  // the length.
+  // The part's bytes travel even when the call is not done: both sides
+  // know the length.
   bool same = true;
   for (size_t i = 2; i < n; ++i) same = same && f.out[i] == f.out[1] && f.out_at[i] == f.out_at[1];
   size_t total = 0;
@@ -218,9 +220,9 @@ Status NodeLeaders::finishFlat(uint8_t outcome, const void* result) {
       at[0] = outcome;
       if (outcome == kDone && f.out[i]) std::memcpy(at + 1, from + f.out_at[i], f.out[i]);
     }
-    SWITCHAGG_RETURN_IF_ERROR(host->postSend(groups_.locals[i], kFlatOutTag, at, 1 + f.out[i], &h));
+    SWITCHAGG_RETURN_IF_ERROR(host.postSend(groups_.locals[i], tag, at, 1 + f.out[i], &h));
   }
-  return host->waitAll();
+  return host.waitAll();
 }
 
 Status NodeLeaders::scatterOutcome(uint8_t* outcome, const void* leader_result,
@@ -229,21 +231,12 @@ Status NodeLeaders::scatterOutcome(uint8_t* outcome, const void* leader_result,
   if (!host) return Status(Code::kInternal, "node scatter without a node step");
   HostComm::Handle h;
   if (leader()) {
-    // One message a rank, [outcome][block] (the block's bytes travel even
-    // when the call is not done: both sides know the length).
-    size_t total = 0;
-    for (size_t i = 1; i < bytes.size(); ++i) total += 1 + bytes[i];
-    staging_.resize(total);
-    const uint8_t* from = static_cast<const uint8_t*>(leader_result) + bytes[0];
-    uint8_t* at = staging_.data();
-    for (size_t i = 1; i < bytes.size(); ++i) {
-      at[0] = *outcome;
-      if (*outcome == kDone && bytes[i]) std::memcpy(at + 1, from, bytes[i]);
-      SWITCHAGG_RETURN_IF_ERROR(host->postSend(groups_.locals[i], kScatterTag, at, 1 + bytes[i], &h));
-      at += 1 + bytes[i];
-      from += bytes[i];
-    }
-    return host->waitAll();
+    // One message a rank, [outcome][block]: the node's blocks in local order.
+    FlatShape f;
+    f.out = bytes;
+    f.out_at.assign(bytes.size(), 0);
+    for (size_t i = 1; i < bytes.size(); ++i) f.out_at[i] = f.out_at[i - 1] + bytes[i - 1];
+    return sendOutcomes(*host, kScatterTag, *outcome, leader_result, f);
   }
   const size_t mine = bytes[size_t(localIndex())];
   staging_.resize(1 + mine);

@@ -98,7 +98,8 @@ class NodeLeaders {
   uint8_t flatOutcome() const { return staging_.empty() ? 0 : staging_[0]; }
   int flatMissing() const;  // the leader: the first rank whose input is not here
   const void* flatResult() const { return staging_.data() + 1; }
-  int localIndex() const;  // this rank's place among its node's ranks
+  int localIndex() const { return localIndexOf(comm_.rank()); }  // this rank's place in its node
+  int localIndexOf(int rank) const;  // `rank`'s place among this node's ranks, or -1
   const std::vector<int>& locals() const { return groups_.locals; }
 
   // The routed calls' node steps (MPI_Bcast, MPI_Reduce with a root that
@@ -148,6 +149,11 @@ class NodeLeaders {
   struct Pipeline;
   struct Lead;
   Status pipelinedFollow(const Pipeline& p);
+  // The leader's [outcome][part of `result`] to each other rank of the node
+  // (f.out[i] bytes at f.out_at[i]; one message for all when the parts are
+  // the same) on `tag`, waited for: finishFlat's and scatterOutcome's.
+  Status sendOutcomes(HostComm& host, uint32_t tag, uint8_t outcome, const void* result,
+                      const FlatShape& f);
   Status pipelinedLead(const Pipeline& p, agent::StripedGroup* group, void* out,
                        int64_t timeout_ms);
 
