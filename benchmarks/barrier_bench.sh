@@ -49,7 +49,6 @@ for np in $np_list; do
     done
   done
 done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 {
   if [[ -n $hosts ]]; then echo "# MPI_Barrier through the switch on an emulated cluster"; else echo "# MPI_Barrier through the switch (issue 18, first slice)"; fi
   echo
@@ -78,8 +77,8 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[in
   echo "| np | switch (offload on) | tuned (coll ^switchagg) | offload off | switch / tuned |"
   echo "| --- | --- | --- | --- | --- |"
   for np in $np_list; do
-    s=$(median <<<"${samples[$np,switch]}") t=$(median <<<"${samples[$np,tuned]}")
-    o=$(median <<<"${samples[$np,offload-off]}")
+    s=$(bench_median <<<"${samples[$np,switch]}") t=$(bench_median <<<"${samples[$np,tuned]}")
+    o=$(bench_median <<<"${samples[$np,offload-off]}")
     echo "| $np | $s | $t | $o | $(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.1f", s / t }') |"
   done
   echo

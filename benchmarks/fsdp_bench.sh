@@ -47,8 +47,7 @@ for rep in $(seq 1 "$reps"); do
     res[$name]+="$vals;"
   done
 done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
+field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | bench_median; }
 {
   echo "# FSDP training proxy: blocking vs overlapped collectives (issue 28)"
   echo
@@ -69,7 +68,7 @@ field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
   echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
   for o in on off; do
     b=${res[blocking-$o]} v=${res[overlap-$o]}
-    t=$(field 1 <<<"$b") c=$(field 2 <<<"$b") k=$(tr ';' '\n' <<<"$b" | grep . | awk '{ print $3 + $4 }' | median)
+    t=$(field 1 <<<"$b") c=$(field 2 <<<"$b") k=$(tr ';' '\n' <<<"$b" | grep . | awk '{ print $3 + $4 }' | bench_median)
     t2=$(field 1 <<<"$v") w=$(field 3 <<<"$v")
     echo "| $o | $t | $c | $k | $t2 | $w | $(awk -v a="$t2" -v b="$t" 'BEGIN { printf "%.2f", a / b }') | $(awk -v c="$c" -v k="$k" -v t="$t2" 'BEGIN { m = c < k ? c : k; printf "%.2f", (c + k - t) / m }') |"
   done

@@ -73,8 +73,7 @@ for np in $np_list; do
     done
   done
 done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | median; }
+field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | bench_median; }
 {
   if [[ -n $hosts ]]; then
     echo "# MPI_Iallreduce overlap on an emulated cluster (issue 18)"

@@ -100,7 +100,6 @@ for np in $np_list; do
     done
   fi
 done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | sort -un)
 {
   title="small allreduce and barrier"
@@ -131,8 +130,8 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | 
     echo "| size | switch | $second | host | tuned | switch / $second | switch / host | switch / tuned |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
     for key in $sizes barrier; do
-      s=$(median <<<"${samples[$np,switch,$key]:-}") a=$(median <<<"${samples[$np,$second,$key]:-}")
-      t=$(median <<<"${samples[$np,tuned,$key]:-}") h=$(median <<<"${samples[$np,host,$key]:-}")
+      s=$(bench_median <<<"${samples[$np,switch,$key]:-}") a=$(bench_median <<<"${samples[$np,$second,$key]:-}")
+      t=$(bench_median <<<"${samples[$np,tuned,$key]:-}") h=$(bench_median <<<"${samples[$np,host,$key]:-}")
       [[ -n $s && -n $a && -n $t && -n $h ]] || continue
       label=$key
       [[ $key != barrier ]] && label="$key B"

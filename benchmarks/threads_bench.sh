@@ -53,7 +53,6 @@ for rep in $(seq 1 "$reps"); do
   done
 done
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 {
   echo "# Two threads on two communicators vs one thread (issue 28)"
   echo
@@ -73,7 +72,7 @@ median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR 
   echo "| --- | --- | --- | --- | --- |"
   for p in "${paths[@]}"; do
     IFS='|' read -r name _ nb <<<"$p"
-    t1=$(median <<<"${res[$name,1]}") t2=$(median <<<"${res[$name,2]}")
+    t1=$(bench_median <<<"${res[$name,1]}") t2=$(bench_median <<<"${res[$name,2]}")
     label=${name%-*}
     label=${label%-nb}
     [[ -n $nb ]] && label="$label +5 nonblocking"

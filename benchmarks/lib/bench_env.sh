@@ -20,6 +20,8 @@
 #                             rank a host; else here (vader, the component
 #                             from comp_path), killed after $bench_timeout
 #                             seconds (300)
+#   bench_median            → the median of the numbers on stdin (blank-
+#                             separated; an even count gives the lower middle)
 #   bench_agent JOB FABRIC [fabric_up options]
 #                           → one agent (agent.log_level=warn) and JOB's
 #                             bench_lease: on this machine, or with $hosts
@@ -115,3 +117,5 @@ bench_lease() {
     --slots "${2:-8}" --ttl 2h) || { echo "lease create $1: $out" >&2; exit 1; }
   eval "$(grep '^export ' <<<"$out")"
 }
+
+bench_median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }

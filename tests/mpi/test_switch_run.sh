@@ -229,6 +229,16 @@ start_leaf() {  # K [FAULT]; LEAF2_SET: one more setting for leaf 2
 }
 # MPI_Iallgather, MPI_Ibcast and MPI_Ireduce_scatter_block (mixed with
 # Iallreduce under one Waitall) streamed through the tree, every one served.
+# Every routed collective through the tree, exact, each call counted
+# <op>:switch (reduce and bcast at every root); PATTERNS: what the log must
+# also show.
+tree_routed() {  # NP PATTERNS...
+  run_mpi "$1" "$work/routed.log" "${tree_env[@]}" "${tree_emu[@]}" \
+    "$mpibin/mpi_routed_check" --expect switch --all-roots ||
+    { cat "$work/routed.log"; die "routed run failed"; }
+  shift
+  expect_pass "$work/routed.log" "a tree over 2 leaf agents" "$@"
+}
 tree_irouted() {  # NP
   run_mpi "$1" "$work/irouted.log" "${tree_env[@]}" "${tree_emu[@]}" \
     "$mpibin/mpi_iallreduce_check" --mode irouted --iters 6 --expect switch ||
@@ -921,27 +931,20 @@ case $scenario in
       # Every routed collective through the tree, exact, each call counted
       # <op>:switch (reduce and bcast at every root); then each shape alone
       # (switchagg-bench) with the leaves' uplink bytes against the theory.
-      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$mpibin/mpi_routed_check" --expect switch --all-roots ||
-        { cat "$work/routed.log"; die "routed run failed"; }
-      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
-        ": reduce [0-9]+ bytes -> switch" ": bcast [0-9]+ bytes -> switch" \
+      tree_routed "$np" ": reduce [0-9]+ bytes -> switch" ": bcast [0-9]+ bytes -> switch" \
         ": reduce_scatter_block [0-9]+ bytes -> switch" ": reduce_scatter [0-9]+ bytes -> switch" \
         ": allgather [0-9]+ bytes -> switch"
       # The nonblocking forms (mixed with Iallreduce under one Waitall):
-      # streamed through the tree; with node leaders not streamed at all.
-      tree_irouted "$np"  # with node leaders too (ppn 2: their posted node steps)
+      # streamed through the tree, with node leaders (ppn 2) through their
+      # posted node steps.
+      tree_irouted "$np"
       tree_routed_bytes "$np" "$ppn"
     elif [[ $fault == routed_layout ]]; then
       # A leaf's ranks not adjacent (TREE_NODES: leaf 1 serves emu0 and
       # emu2) without node leaders: the blocks of reduce-scatter and
       # allgather staged in placement order, every op through the tree,
       # blocking and not.
-      run_mpi "$np" "$work/routed.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$mpibin/mpi_routed_check" --expect switch --all-roots ||
-        { cat "$work/routed.log"; die "routed run failed"; }
-      expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
-        ": reduce_scatter [0-9]+ bytes -> switch" ": allgather [0-9]+ bytes -> switch"
+      tree_routed "$np" ": reduce_scatter [0-9]+ bytes -> switch" ": allgather [0-9]+ bytes -> switch"
       tree_irouted "$np"
     elif [[ $fault == routed_old_leaf ]]; then
       # Leaf 2 as an agent before routed calls through trees: its members
