@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "iallreduce.h"
@@ -24,9 +25,12 @@ int failed(MPI_Comm comm) {
 }
 
 // The served state of `comm`, progressed, or nullptr (call PMPI_*).
+// A blocking call first waits for the communicator's MPI_Iallreduce calls
+// on the progress thread (the switch path runs one call at a time).
 switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
   CommEntry* e = entryOf(comm);
   if (e == nullptr || e->core == nullptr) return nullptr;
+  drain(e);
   progress();
   return e->core;
 }
@@ -112,7 +116,10 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
   // every call); where a peer may need this rank's transport the call
   // waits progressing it (handToMpi).
   const bool decided = e->allreduce_previous && count > 0;
-  if (!decided) switchagg::pmpi::progress();
+  if (!decided) {
+    switchagg::pmpi::drain(e);
+    switchagg::pmpi::progress();
+  }
   switchagg_coll_comm_t* core = e->core;
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   if (const char* why =
@@ -148,12 +155,44 @@ int MPI_Barrier(MPI_Comm comm) {
                    [&](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
 }
 
-// No switch path for MPI_Iallreduce through this layer yet: the MPI
-// library serves it (counted, iallreduce:previous:PMPI layer).
+// MPI_Iallreduce: through the switch path on the layer's progress thread
+// where it runs (the MPICH family with a switch path in the job,
+// pmpi_nonblocking.cc), else the MPI library's (counted,
+// iallreduce:previous:PMPI layer).
 int MPI_Iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                    MPI_Comm comm, MPI_Request* request) {
-  if (switchagg_coll_comm_t* core = coreOf(comm))
+  switchagg::pmpi::CommEntry* e = switchagg::pmpi::entryOf(comm);
+  if (e == nullptr || e->core == nullptr || count < 0)
+    return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
+  switchagg::pmpi::progress();
+  switchagg::pmpi::reapOrphans();
+  switchagg_coll_comm_t* core = e->core;
+  if (!switchagg::pmpi::progressThreadEnabled()) {
     switchagg_coll_iallreduce_note(core, "previous:PMPI layer");
+    return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
+  }
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
+  if (const char* why =
+          switchagg::pmpi::classify(e, dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+    switchagg_coll_iallreduce_note(core, (std::string("previous:") + why).c_str());
+    return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
+  }
+  const size_t n = size_t(count) * size_t(scale);
+  switch (switchagg_coll_iallreduce_route(core, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op)) {
+    case SWITCHAGG_COLL_IROUTE_LOCAL:
+      return switchagg::pmpi::completedRequest(request);
+    case SWITCHAGG_COLL_IROUTE_SWITCH:
+      // The redo and the agreement run over the core's own transport.
+      if (switchagg_coll_host_ready(core))
+        return switchagg::pmpi::postIallreduce(e, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op,
+                                               request);
+      switchagg_coll_iallreduce_note(core, "previous:no host path");
+      break;
+    case SWITCHAGG_COLL_IROUTE_PREVIOUS:
+      break;
+    default:
+      return failed(comm);
+  }
   return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
 }
 

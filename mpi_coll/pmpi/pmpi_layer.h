@@ -8,13 +8,19 @@
 //                        parameters (environment, PmpiParams), the per-
 //                        communicator state (attribute caching), progress
 //   pmpi_collectives.cc  the served calls and the diagnostics exports
+//   pmpi_nonblocking.cc  MPI_Iallreduce through the switch on the MPICH
+//                        family (the layer's progress thread)
 #pragma once
 
 #include <mpi.h>
 
+#include <deque>
+
 #include "coll_core.h"
 
 namespace switchagg::pmpi {
+
+struct IJob;  // an MPI_Iallreduce on the progress thread (pmpi_nonblocking.cc)
 
 // One communicator's switchagg state, cached as an attribute on it.
 struct CommEntry {
@@ -36,6 +42,9 @@ struct CommEntry {
     MPI_Op op = MPI_OP_NULL;
     int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   } classified;
+  // MPI_Iallreduce calls on the progress thread, in posting order (its
+  // mutex guards them; the thread pops a call once it ended).
+  std::deque<IJob*> ijobs;
 };
 
 // True once the layer is open and usable (MPI initialised, parameters
@@ -74,6 +83,37 @@ inline void progress() {
 bool progressingWaits();
 // PMPI_Test until `request` completes, progressing the core in between.
 int waitProgressing(MPI_Request* request);
+// One pass of the MPI library's own progress engine (a test of a receive
+// that never matches); nothing before the layer opened.
+void mpiProgressPass();
+
+// MPI_Iallreduce through the switch path under the MPICH family, on the
+// layer's own progress thread (pmpi_nonblocking.cc, docs/pmpi.md
+// "MPI_Iallreduce"):
+//   progressThreadOpen   at open (before any communicator): whether the
+//                        thread may run (SWITCHAGG_PROGRESS_THREAD=auto, a
+//                        switch path in the job, an MPICH-family library
+//                        with MPIX_Grequest_start)
+//   progressThreadEnabled  that answer (false: MPI_Iallreduce goes to the
+//                        MPI library, as on Open MPI)
+//   postIallreduce       queues a call the core routed to the switch; the
+//                        user gets a generalized request
+//   completedRequest     a generalized request complete at once (a call
+//                        the core finished locally)
+//   drain                waits until the communicator's queue is empty
+//                        (blocking served calls, MPI_Comm_free, finalize),
+//                        then reapOrphans
+//   reapOrphans          completes the calls MPI_Request_free let go of
+//                        once the thread ended them (every MPI_Iallreduce)
+//   progressThreadClose  stops the thread (every queue drained)
+void progressThreadOpen(bool wanted);
+bool progressThreadEnabled();
+int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
+                   MPI_Request* request);
+int completedRequest(MPI_Request* request);
+void drain(CommEntry* e);
+void reapOrphans();
+void progressThreadClose();
 
 // A collective handed to the MPI library: its nonblocking form waited for
 // with waitProgressing (progressingWaits), else the blocking call.

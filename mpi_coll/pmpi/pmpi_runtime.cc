@@ -75,6 +75,8 @@ void removeEntry(CommEntry* e) {
 // MPI_Finalize (our own, for every communicator still alive).
 int deleteEntry(MPI_Comm, int, void* attribute, void*) {
   auto* e = static_cast<CommEntry*>(attribute);
+  // MPI lets a communicator be freed with calls pending: they end first.
+  drain(e);
   if (g_cached_entry == e) {
     g_cached_comm = MPI_COMM_NULL;
     g_cached_entry = nullptr;
@@ -169,7 +171,11 @@ State openLocked() {
   if (switchagg_coll_open(&p) != 0) return State::kOff;  // the core printed why
   int level = MPI_THREAD_SINGLE;
   (void)PMPI_Query_thread(&level);
-  if (level == MPI_THREAD_MULTIPLE) switchagg_coll_enable_threads();
+  // The progress thread (MPICH family) uses the core beside the user's
+  // threads: the core's gate on, whatever the thread level.
+  progressThreadOpen(g_params.progress_thread == "auto" &&
+                     (!job.agents.empty() || !job.tokens.empty()));
+  if (level == MPI_THREAD_MULTIPLE || progressThreadEnabled()) switchagg_coll_enable_threads();
   g_cache_ok = level != MPI_THREAD_MULTIPLE;
   if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, deleteEntry, &g_keyval, nullptr) !=
       MPI_SUCCESS) {
@@ -194,8 +200,10 @@ State openLocked() {
     std::fprintf(stderr,
                  "switchagg[pmpi] info: PMPI layer active (" SWITCHAGG_PMPI_NAME
                  ") over %s, "
-                 "%s\n",
-                 libraryVersion().c_str(), threadLevelName(level));
+                 "%s, MPI_Iallreduce %s\n",
+                 libraryVersion().c_str(), threadLevelName(level),
+                 progressThreadEnabled() ? "through the layer's progress thread"
+                                         : "to the MPI library");
   return State::kActive;
 }
 
@@ -219,6 +227,8 @@ void close() {
   // Runs deleteEntry for each (which unlinks it).
   for (CommEntry* e : alive) (void)PMPI_Comm_delete_attr(e->comm, g_keyval);
   (void)PMPI_Comm_free_keyval(&g_keyval);
+  progressThreadClose();  // every queue drained with its communicator
+  reapOrphans();
   g_state.store(State::kClosed);
   switchagg_coll_set_mpi_progress(nullptr);
   if (g_progress_request != MPI_REQUEST_NULL) {
@@ -285,6 +295,8 @@ CommEntry* createEntry(MPI_Comm comm) {
 bool oneThreadAtATime() {
   return g_cache_ok;
 }
+
+void mpiProgressPass() { mpiProgress(); }
 
 bool progressingWaits() {
   return g_progressing_waits;

@@ -44,6 +44,14 @@
 //                    coll_switchagg_stall_timeout below that, the node
 //                    leaders' bounds must end the job with an error naming
 //                    the late rank (the script checks), never a hang
+//   --mode recv      MPI's progress rule through a call the library does not
+//                    intercept: per round every rank posts an Iallreduce of
+//                    --bytes (and one of 8 ints); rank 0 then blocks in
+//                    MPI_Recv from rank 1 before it waits, rank 1 waits
+//                    (MPI_Wait, then MPI_Waitall) before it sends. Rank 1's
+//                    calls need rank 0's chunks while rank 0 sits in
+//                    MPI_Recv. Every result exact, every round under
+//                    --max-ms (past it: fail naming the round and abort)
 //   --expect switch|previous  which path the communicating calls must take
 //                    (from the component's iallreduce:* counters)
 // Prints PASS on rank 0 when every rank passed.
@@ -271,7 +279,8 @@ void runMatrix(bool large) {
   // not cancelled and a running one not freed (errors, as libnbc answers:
   // Open MPI reports both on MPI_COMM_WORLD's handler); the request stays
   // valid and MPI_Wait completes it with the right result. Only a call
-  // already complete may be freed.
+  // already complete may be freed - except where the MPI library frees a
+  // generalized request's handle anyway (below).
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   Call running;
   postCase(running, MPI_COMM_WORLD, kTypes[4], OpKind::kSum, 70001, false, 2000);
@@ -279,6 +288,14 @@ void runMatrix(bool large) {
   if (MPI_Request_free(&running.req) != MPI_SUCCESS) {
     if (running.req == MPI_REQUEST_NULL) fail("a refused MPI_Request_free cleared the request");
     else MPI_Wait(&running.req, MPI_STATUS_IGNORE);
+  } else {
+    // Accepted: MPICH releases a generalized request's handle whatever its
+    // free function answers (the PMPI layer's MPI_Iallreduce on MPICH). The
+    // call still ends and writes its result: switchagg's blocking
+    // collectives on a communicator wait for its nonblocking calls first,
+    // so after this barrier the buffer must be final.
+    if (running.req != MPI_REQUEST_NULL) fail("an accepted MPI_Request_free kept the request");
+    MPI_Barrier(MPI_COMM_WORLD);
   }
   verify(running);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
@@ -847,6 +864,51 @@ void runLate(double late_ms, int late_rank) {
   std::printf("late: rank %d completed its MPI_Iallgather\n", world_rank);
 }
 
+// --mode recv (see the top): a correct program that hangs when a posted
+// call moves only while its own rank tests or waits for it.
+void runRecv(size_t bytes, int iters, double max_ms, const std::string& expect) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const uint64_t before = counter(MPI_COMM_WORLD, "iallreduce:switch");
+  for (int round = 0; round < iters; ++round) {
+    const double t0 = nowMs();
+    Call big, small;
+    postCase(big, MPI_COMM_WORLD, kTypes[4], OpKind::kSum, bytes / sizeof(double), round % 2 == 1,
+             7000 + round);
+    postCase(small, MPI_COMM_WORLD, kTypes[0], OpKind::kSum, 8, false, 8000 + round);
+    int token = -1;
+    if (world_rank == 0 && size > 1) {
+      MPI_Recv(&token, 1, MPI_INT, 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (token != round) fail("round " + std::to_string(round) + ": wrong token");
+      MPI_Wait(&big.req, MPI_STATUS_IGNORE);
+      MPI_Wait(&small.req, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Wait(&big.req, MPI_STATUS_IGNORE);
+      MPI_Request last[1] = {small.req};
+      MPI_Waitall(1, last, MPI_STATUSES_IGNORE);
+      small.req = last[0];
+      if (world_rank == 1) {
+        token = round;
+        MPI_Send(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD);
+      }
+    }
+    verify(big);
+    verify(small);
+    const double took = nowMs() - t0;
+    if (took > max_ms) {
+      fail("round " + std::to_string(round) + " took " + std::to_string(took) + " ms");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  const uint64_t served = counter(MPI_COMM_WORLD, "iallreduce:switch") - before;
+  if (world_rank == 0)
+    std::printf("recv: %d rounds of %zu bytes + 32 bytes, iallreduce:switch %" PRIu64 "\n", iters,
+                bytes, served);
+  if (expect == "switch" && size > 1 && served != uint64_t(2 * iters))
+    fail("--expect switch: " + std::to_string(served) + " of " + std::to_string(2 * iters) +
+         " calls served by the switch");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -889,6 +951,7 @@ int main(int argc, char** argv) {
   else if (mode == "irouted") runIrouted(iters, expect);
   else if (mode == "late") runLate(late_ms, late_rank);
   else if (mode == "ibarrier") runIbarrier(iters, expect, max_ms);
+  else if (mode == "recv") runRecv(bytes, iters, max_ms, expect);
   else {
     if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown mode %s\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -904,7 +967,7 @@ int main(int argc, char** argv) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 1 && mode != "fault" && mode != "multi" && mode != "ibarrier" &&
-      mode != "irouted" && mode != "late") {
+      mode != "irouted" && mode != "late" && mode != "recv") {
     if (expect == "switch" && sw == 0) fail("--expect switch: no Iallreduce served by the switch");
     if (expect == "previous" && sw != 0) fail("--expect previous: the switch served Iallreduces");
     if (expect == "previous" && prev == 0) fail("--expect previous: nothing went to the previous module");

@@ -140,13 +140,55 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_threads_np2 180 "mpi;mpich;agent" program 2
     --mca coll_switchagg_stall_timeout 60 ${_mpich_bin}/mpi_thread_check --expect switch
     --threads 3 --iters 1000)
-  # MPI_Iallreduce with the switch path on (docs/pmpi.md "MPI_Iallreduce"):
-  # the library hands every call to MPICH's PMPI_Iallreduce, counted as
-  # iallreduce:previous, none by the switch; every result exact (dtype x
-  # op x count x in place; MPI_Wait, MPI_Test loops, MPI_Waitall), while
-  # the blocking calls of the same run join the agent's group.
-  add_mpich_switch_test(mpich_switch_iallreduce_declined_np3 180 "mpi;mpich;agent" program 3
+  # MPI_Iallreduce through the switch path on the layer's progress thread
+  # (docs/pmpi.md "MPI_Iallreduce"): dtype x op x count x in place, MPI_Wait,
+  # MPI_Test loops, MPI_Waitall, every result exact and every communicating
+  # call counted iallreduce:switch, calls queued behind each other.
+  add_mpich_switch_test(mpich_switch_iallreduce_np3 180 "mpi;mpich;agent" program 3
+    ${_mpich_bin}/mpi_iallreduce_check --mode matrix --expect switch)
+  # SWITCHAGG_PROGRESS_THREAD=off: every call to MPICH's own
+  # PMPI_Iallreduce (iallreduce:previous), the same checks.
+  add_mpich_switch_test(mpich_switch_iallreduce_thread_off_np3 180 "mpi;mpich;agent" program 3
+    --mca coll_switchagg_progress_thread off
     ${_mpich_bin}/mpi_iallreduce_check --mode matrix --expect previous)
+  # Three communicators, several calls outstanding on each, a blocking
+  # allreduce among them (it waits for WORLD's queue), one MPI_Waitall.
+  add_mpich_switch_test(mpich_switch_iallreduce_multi_np4 240 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_iallreduce_check --mode multi --iters 6 --expect switch)
+  # The program that hangs when a posted call moves only while its own rank
+  # tests or waits for it: rank 0 in MPI_Recv from rank 1, which waits for
+  # its 8 MiB Iallreduce first (docs/pmpi.md). Bounded per round.
+  add_mpich_switch_test(mpich_switch_iallreduce_recv_np3 180 "mpi;mpich;agent" program 3
+    ${_mpich_bin}/mpi_iallreduce_check --mode recv --iters 6 --max-ms 30000 --expect switch)
+  # Compute between MPI_Iallreduce and MPI_Wait (MPI_Test every ~200 us):
+  # at least half of the shorter of the two vanishes from the total.
+  add_mpich_switch_test(mpich_switch_iallreduce_overlap_np3 240 "mpi;mpich;agent" program 3
+    ${_mpich_bin}/mpi_iallreduce_check --mode overlap --bytes 8388608 --iters 6 --expect switch)
+  # MPI_THREAD_MULTIPLE, two threads on their own communicators, each
+  # allreduce with five nonblocking calls: the Iallreduces on the layer's
+  # thread (counted :switch), the others MPICH's, every result exact.
+  add_mpich_switch_test(mpich_switch_threads_nonblocking_np2 240 "mpi;mpich;agent" program 2
+    --mca coll_switchagg_stall_timeout 60 ${_mpich_bin}/mpi_thread_check --expect switch
+    --threads 2 --iters 300 --nonblocking --switch-ops iallreduce)
+  # The agent SIGKILLed / the lease deleted at a random moment of an
+  # Iallreduce loop (test_iallreduce_run.sh): every answer right (the failed
+  # call and the later ones redone on the host over the core's transport),
+  # no call over 8 s; 256 KiB calls settle in one agent round trip, 4 MiB
+  # ones (above the keep limit) through the outcome agreement.
+  foreach(fault kill delete)
+    foreach(size 262144 4194304)
+      set(_suffix "")
+      if(size EQUAL 4194304)
+        set(_suffix "_large")
+      endif()
+      add_test(NAME mpich_iallreduce_fault_${fault}${_suffix}_np3
+        COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_iallreduce_run.sh ${CMAKE_BINARY_DIR} ${fault} 3
+        ${size})
+      set_tests_properties(mpich_iallreduce_fault_${fault}${_suffix}_np3 PROPERTIES
+        LABELS "mpi;mpich;agent;fault" TIMEOUT 180 RESOURCE_LOCK mpirun
+        ENVIRONMENT "MPI_FLAVOR=mpich")
+    endforeach()
+  endforeach()
   # The agent SIGKILLed mid-run: every answer right, every call bounded.
   add_mpich_switch_test(mpich_switch_fault_kill_np3 150 "mpi;mpich;agent;fault"
     kill 262144 random:300 3)

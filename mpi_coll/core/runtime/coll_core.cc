@@ -144,6 +144,7 @@ void (*g_mpi_progress)(void) = nullptr;
 // component's progress callbacks open again for the length of it (the
 // waiting call is at a safe point: between rounds of its wait loop).
 void mpiProgressFromWait() {
+  if (switchagg::coll::ProcessRuntime::threadWithoutMpi()) return;
   switchagg::coll::ProcessRuntime::OpenForProgress open;
   if (g_mpi_progress != nullptr) g_mpi_progress();
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "host_algorithms.h"
 #include "peer_group_comm.h"
 #include "process_runtime.h"
 #include "switch_path.h"
@@ -94,6 +95,7 @@ void CommState::ensureSetup() {
 }
 
 Status CommState::allgather(const void* send, void* recv, size_t bytes) {
+  if (ProcessRuntime::threadWithoutMpi()) return allgatherOverTransport(send, recv, bytes);
   // Waits for every rank: other threads' collectives go on meanwhile, and
   // the progress callback drives our workers (a peer may need them).
   ucx::ThreadGate::Release released;
@@ -101,6 +103,25 @@ Status CommState::allgather(const void* send, void* recv, size_t bytes) {
   if (allgather_(allgather_ctx_, send, recv, bytes) != 0)
     return Status(Code::kIoError, "allgather over the previous coll module failed");
   return Status::Ok();
+}
+
+// The allgather of a thread that must not call MPI: every rank's bytes in
+// its own slot of a zeroed vector, OR-reduced over the peer group (an OR of
+// disjoint slots is their concatenation; recursive doubling: log2(p)
+// rounds). Its waits are the host algorithms' (bounded by the stall
+// timeout, naming the peer).
+Status CommState::allgatherOverTransport(const void* send, void* recv, size_t bytes) {
+  std::unique_ptr<HostComm> host = hostComm();
+  if (!host)
+    return Status(Code::kUnsupported,
+                  "no host transport for an agreement off the MPI library's threads");
+  const std::vector<uint8_t> mine(static_cast<const uint8_t*>(send),
+                                  static_cast<const uint8_t*>(send) + bytes);
+  auto* all = static_cast<uint8_t*>(recv);
+  std::memset(all, 0, size_t(size_) * bytes);
+  if (bytes) std::memcpy(all + size_t(rank_) * bytes, mine.data(), bytes);
+  const AllreduceArgs args{nullptr, all, size_t(size_) * bytes, Dtype::kUint8, Op::kBor};
+  return allreduceRecursiveDoubling(*host, args);
 }
 
 // Allgathers over the previous module: fixed-size headers, then the worker

@@ -89,7 +89,9 @@ class CommState : public CommGroup {
 
   // Collective over the previous coll module: `bytes` from every rank into
   // recv (size * bytes) in rank order. For agreement among the ranks (the
-  // address exchange; the switch path's group join).
+  // address exchange; the switch path's group join). On a thread that must
+  // not call MPI (ProcessRuntime::threadWithoutMpi) it runs over this
+  // communicator's own transport instead (the host path must be ready).
   Status allgather(const void* send, void* recv, size_t bytes) override;
 
   // Collective on first use: every rank calls it for the same call (the
@@ -158,6 +160,7 @@ class CommState : public CommGroup {
 
  private:
   Status exchangeAddresses();
+  Status allgatherOverTransport(const void* send, void* recv, size_t bytes);
   void logSummary() const;
 
   int rank_ = 0;

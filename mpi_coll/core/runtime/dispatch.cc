@@ -115,6 +115,11 @@ Algorithm tunedPick(CommState& state, const SelectionInput& in, const Decision& 
 
 }  // namespace
 
+Status runCheapestHost(CommState& state, const AllreduceArgs& args) {
+  if (!state.hostReady()) return Status(Code::kUnsupported, "no host path");
+  return runHost(state, cheapestHost(describeCall(state, args)), args);
+}
+
 Outcome countForcedPrevious(CommState& state, Dtype dtype, Op op) {
   if (state.broken()) return Outcome::kFailed;
   if (!reduceSupported(dtype, op)) {

@@ -25,5 +25,10 @@ Outcome dispatchAllreduce(CommState& comm, const AllreduceArgs& args, bool previ
 // the previous module: counted as dispatchAllreduce counts it (kDeclined),
 // kFailed on a broken communicator. No setup, no selection.
 Outcome countForcedPrevious(CommState& comm, Dtype dtype, Op op);
+// The call on the host algorithm the cost model rates fastest for it (the
+// same choice on every rank), over the communicator's own transport; for a
+// redo that must not call the previous module (a glue's progress thread).
+// kUnsupported when the communicator has no host path.
+Status runCheapestHost(CommState& comm, const AllreduceArgs& args);
 
 }  // namespace switchagg::coll

@@ -8,6 +8,7 @@
 
 #include "coll_core_internal.h"
 #include "counter_names.h"
+#include "dispatch.h"
 #include "process_runtime.h"
 #include "selector.h"
 #include "switch_path.h"
@@ -325,6 +326,59 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
     ++c.redo;
     ++c.events[agreed == SwitchPath::kStreamBusy ? "redo:switch-busy" : "redo:switch-failed"];
     return 1;
+  });
+}
+
+void switchagg_coll_thread_without_mpi(void) { ProcessRuntime::markThreadWithoutMpi(); }
+
+int switchagg_coll_host_ready(switchagg_coll_comm_t* comm) {
+  return comm->state.hostReady() ? 1 : 0;
+}
+
+int switchagg_coll_istream_agree(switchagg_coll_comm_t* comm, int outcome, int* agreed,
+                                 int* first_rank) {
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guarded<int>("iallreduce agreement", -1, [&] {
+    switchagg::coll::CommState& state = comm->state;
+    const uint8_t mine = static_cast<uint8_t>(outcome);
+    std::vector<uint8_t> all(size_t(state.size()), 0);
+    switchagg::Status st = state.allgather(&mine, all.data(), 1);
+    if (!st.ok()) {
+      SA_ERROR("coll",
+               "comm %s rank %d: the outcome agreement of a nonblocking switch call failed: %s; "
+               "the request completes with MPI_ERR_OTHER",
+               state.name().c_str(), state.rank(), st.toString().c_str());
+      return -1;
+    }
+    int worst = 0, first = 0;
+    for (int r = 0; r < state.size(); ++r)
+      if (all[size_t(r)] > worst) {
+        worst = all[size_t(r)];
+        first = r;
+      }
+    *agreed = worst;
+    *first_rank = first;
+    return 0;
+  });
+}
+
+int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t* comm, const void* send, void* recv,
+                                        size_t count, int dtype, int op) {
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guarded<int>("iallreduce redo", -1, [&] {
+    switchagg::coll::CommState& state = comm->state;
+    const AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
+    switchagg::Status st = switchagg::coll::runCheapestHost(state, args);
+    if (st.ok()) return 0;
+    state.markBroken();
+    ++comm->iallreduce.events["error"];
+    SA_ERROR("coll",
+             "comm %s rank %d: the host redo of a nonblocking switch call failed: %s; the "
+             "request completes with MPI_ERR_OTHER (%s)",
+             state.name().c_str(), state.rank(), st.toString().c_str(),
+             st.code() == Code::kTimeout ? "a step stalled past coll_switchagg_stall_timeout"
+                                         : "a peer failed, the result would be wrong");
+    return -1;
   });
 }
 

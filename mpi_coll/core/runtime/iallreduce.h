@@ -91,6 +91,32 @@ enum switchagg_coll_isettle {
   SWITCHAGG_COLL_ISETTLE_ERROR = 3
 };
 int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int *agreed);
+/* For a glue whose own progress thread runs the queue and never calls MPI
+ * (the PMPI layer under MPICH, docs/pmpi.md "MPI_Iallreduce"):
+ *   thread_without_mpi  marks the calling thread (once, before its first
+ *                       call below): the core's waits on it skip the MPI
+ *                       progress hook and its agreements run over the
+ *                       communicator's own transport. Needs
+ *                       switchagg_coll_enable_threads (two threads).
+ *   host_ready          1 when the communicator's own transport is up
+ *                       (alike on every rank after the route set it up):
+ *                       without it the two calls below cannot run.
+ *   istream_agree       the outcome agreement over that transport, for
+ *                       ISETTLE_AGREE: the worst outcome of all ranks
+ *                       (*agreed) and the lowest rank with it; pass both to
+ *                       _end. 0, or -1 when it failed (the request fails).
+ *   iallreduce_redo_host  the redo _end asked for (it returned 1), from the
+ *                       intact input, on the host algorithm the cost model
+ *                       rates fastest (the same on every rank), over that
+ *                       transport: 0, or -1 (the request fails; the
+ *                       communicator is unusable, as after a host
+ *                       algorithm's failure). */
+void switchagg_coll_thread_without_mpi(void);
+int switchagg_coll_host_ready(switchagg_coll_comm_t *comm);
+int switchagg_coll_istream_agree(switchagg_coll_comm_t *comm, int outcome, int *agreed,
+                                 int *first_rank);
+int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t *comm, const void *send, void *recv,
+                                        size_t count, int dtype, int op);
 /* Counts a glue-side event: "queued" (posted behind another switch call on
  * the communicator), "error" (an agreement or redo failed), or a reason the
  * glue sent the call to the previous module without asking ("previous:<reason>"). */

@@ -18,6 +18,13 @@ namespace switchagg::coll {
 
 void ProcessRuntime::enableThreads() { ucx::ThreadGate::enable(); }
 
+namespace {
+thread_local bool t_without_mpi = false;
+}  // namespace
+
+void ProcessRuntime::markThreadWithoutMpi() { t_without_mpi = true; }
+bool ProcessRuntime::threadWithoutMpi() { return t_without_mpi; }
+
 bool isJobRankZero() {
   // mpirun, PMIx (srun --mpi=pmix), MPICH's PMI (mpiexec.mpich), then Slurm's own task id.
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})

@@ -71,6 +71,13 @@ class ProcessRuntime {
 
   // MPI_THREAD_MULTIPLE was requested: before any worker exists.
   static void enableThreads();
+  // A glue's own progress thread (the PMPI layer's, docs/pmpi.md
+  // "MPI_Iallreduce") marks itself once: on it the core never calls MPI.
+  // Its waits skip the MPI progress hook, and CommState::allgather (the
+  // agreements) runs over the communicator's own transport instead of the
+  // glue's allgather. Requires enableThreads() (two threads use the core).
+  static void markThreadWithoutMpi();
+  static bool threadWithoutMpi();
 
   // Open MPI's progress engine calls this (switchagg_coll_progress) while
   // the process is in other components: it drives the shared worker and

@@ -21,6 +21,7 @@ struct PmpiParams {
   int stall_timeout = 300;      // seconds; 0 = warn only
   std::string tune = "online";  // online | off
   std::string tune_file;        // empty: not saved
+  std::string progress_thread = "auto";  // auto | off (MPICH family only)
 };
 
 inline const ConfigTable<PmpiParams>& pmpiParamsTable() {
@@ -55,6 +56,11 @@ inline const ConfigTable<PmpiParams>& pmpiParamsTable() {
        "PMPI library: file where rank 0 writes the rules online tuning settled on, at "
        "MPI_Finalize; empty: not saved",
        stringField(&P::tune_file)},
+      {"coll_switchagg_progress_thread", "SWITCHAGG_PROGRESS_THREAD",
+       "PMPI library on the MPICH family: auto runs MPI_Iallreduce through the switch path on "
+       "a progress thread of the layer's own when the job has a switch path (docs/pmpi.md); "
+       "off hands every MPI_Iallreduce to the MPI library",
+       nameField(&P::progress_thread, {"auto", "off"})},
   });
   return t;
 }
