@@ -64,9 +64,8 @@ for np in $np_list; do
             ${keep:+-x SWITCHAGG_SWITCH_KEEP=$keep} "$root/tests/mpi/emulate_nodes.sh" 1 "${prog[@]}" \
             >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
         fi
-        line=$(grep '^overlap:' "$work/run.txt") || { cat "$work/run.txt" >&2; exit 1; }
-        # "allreduce alone A ms, compute C ms, both B ms, ratio R ..., completed during compute D/N"
-        vals=$(sed -E 's/.*alone ([0-9.]+) ms, compute ([0-9.]+) ms, both ([0-9.]+) ms, ratio ([0-9.]+).*hidden (-?[0-9.]+).*during compute ([0-9]+)\/([0-9]+).*agreement ([0-9.]+) ms.*/\1 \2 \3 \4 \6\/\7 \5 \8/' <<<"$line")
+        grep -q '^overlap:' "$work/run.txt" || { cat "$work/run.txt" >&2; exit 1; }
+        vals=$(bench_overlap_fields <"$work/run.txt")
         echo "np=$np bytes=$bytes rep=$rep $name: $vals" >&2
         res[$np,$bytes,$name]+="$vals;"
       done

@@ -45,25 +45,7 @@ done
 export SWITCHAGG_UCX_WAIT=${SWITCHAGG_UCX_WAIT:-blocking}
 bench_agent mpich-bench mcb
 
-# run NP ENV... -- PROG ARGS...: mpiexec.mpich here, or across the fabric
-# (one rank per host, Hydra's rsh launcher = the fabric's, UCX over TCP).
-run() {
-  local np=$1 genv=()
-  shift
-  while [[ $1 != -- ]]; do genv+=(-genv "${1%%=*}" "${1#*=}"); shift; done
-  shift
-  # The lease reaches only the runs given it (bench_agent exported it here).
-  local clean=(env -u SWITCHAGG_AGENT -u SWITCHAGG_LEASE -u SWITCHAGG_MODE)
-  if [[ -n $hosts ]]; then
-    local hostlist
-    hostlist=$(fabric_py hostfile "$FABRIC" --ppn 1 | awk '{ printf "%s%s:1", (NR > 1 ? "," : ""), $1 }')
-    fabric_py exec "$FABRIC" h1 -- "${clean[@]}" timeout -s KILL 300 mpiexec.mpich -launcher rsh \
-      -launcher-exec "$FABRIC_DIR/rsh" -hosts "$hostlist" -n "$np" -ppn 1 -iface h1-eth0 \
-      -genv UCX_TLS self,tcp "${genv[@]}" "$@"
-  else
-    "${clean[@]}" timeout -s KILL 900 mpiexec.mpich -n "$np" "${genv[@]}" "$@"
-  fi
-}
+run() { bench_mpich_run "$@"; }
 lease=(SWITCHAGG_AGENT="$SWITCHAGG_AGENT" SWITCHAGG_LEASE="$SWITCHAGG_LEASE"
   SWITCHAGG_MODE="$SWITCHAGG_MODE" SWITCHAGG_UCX_WAIT="$SWITCHAGG_UCX_WAIT")
 # name|environment (space-separated K=V)

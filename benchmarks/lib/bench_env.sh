@@ -118,4 +118,34 @@ bench_lease() {
   eval "$(grep '^export ' <<<"$out")"
 }
 
+# bench_mpich_run NP ENV... -- PROG ARGS...: mpiexec.mpich here, or across
+# the fabric when $hosts is set (one rank per host, Hydra's rsh launcher =
+# the fabric's, UCX over TCP). The lease reaches only the runs given it
+# (bench_agent exported it here): ENV K=V pairs are passed with -genv.
+# Killed after BENCH_MPICH_TIMEOUT seconds (default 300 across the fabric,
+# 900 here).
+bench_mpich_run() {
+  local np=$1 genv=()
+  shift
+  while [[ $1 != -- ]]; do genv+=(-genv "${1%%=*}" "${1#*=}"); shift; done
+  shift
+  local clean=(env -u SWITCHAGG_AGENT -u SWITCHAGG_LEASE -u SWITCHAGG_MODE)
+  if [[ -n ${hosts:-} ]]; then
+    local hostlist
+    hostlist=$(fabric_py hostfile "$FABRIC" --ppn 1 | awk '{ printf "%s%s:1", (NR > 1 ? "," : ""), $1 }')
+    fabric_py exec "$FABRIC" h1 -- "${clean[@]}" timeout -s KILL "${BENCH_MPICH_TIMEOUT:-300}" mpiexec.mpich -launcher rsh \
+      -launcher-exec "$FABRIC_DIR/rsh" -hosts "$hostlist" -n "$np" -ppn 1 -iface h1-eth0 \
+      -genv UCX_TLS self,tcp "${genv[@]}" "$@"
+  else
+    "${clean[@]}" timeout -s KILL "${BENCH_MPICH_TIMEOUT:-900}" mpiexec.mpich -n "$np" "${genv[@]}" "$@"
+  fi
+}
+
+# bench_overlap_fields < LOG: mpi_iallreduce_check --mode overlap's line as
+# "alone compute both ratio done/total hidden agreement" (ms, ms, ms, ratio,
+# calls completed inside the compute, hidden fraction, agreement ms).
+bench_overlap_fields() {
+  grep '^overlap:' | sed -E 's/.*alone ([0-9.]+) ms, compute ([0-9.]+) ms, both ([0-9.]+) ms, ratio ([0-9.]+).*hidden (-?[0-9.]+).*during compute ([0-9]+)\/([0-9]+).*agreement ([0-9.]+) ms.*/\1 \2 \3 \4 \6\/\7 \5 \8/'
+}
+
 bench_median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }

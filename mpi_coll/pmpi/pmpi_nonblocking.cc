@@ -85,7 +85,10 @@ std::vector<CommEntry*> g_active;       // entries with queued jobs
 // thread, completed and deleted by the next user-thread call (reapOrphans).
 std::vector<IJob*> g_orphans;
 std::atomic<bool> g_have_orphans{false};
-std::thread g_thread;
+// Never destroyed by exit: a process that ends without MPI_Finalize (an
+// MPI_Abort, an error exit) must not die in a joinable std::thread's
+// destructor. Joined and freed in progressThreadClose.
+std::thread* g_thread = nullptr;
 bool g_started = false, g_stop = false;
 bool g_wanted = false;                  // progressThreadEnabled()
 
@@ -329,7 +332,9 @@ void progressThreadClose() {
     g_stop = true;
   }
   g_work.notify_all();
-  g_thread.join();
+  g_thread->join();
+  delete g_thread;
+  g_thread = nullptr;
   std::lock_guard<std::mutex> lock(g_mutex);
   g_started = false;
   g_stop = false;
@@ -355,7 +360,7 @@ int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (!g_started) {
-      g_thread = std::thread(threadMain);
+      g_thread = new std::thread(threadMain);
       g_started = true;
     }
     queued = !e->ijobs.empty();

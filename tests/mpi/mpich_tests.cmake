@@ -146,6 +146,12 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   # call counted iallreduce:switch, calls queued behind each other.
   add_mpich_switch_test(mpich_switch_iallreduce_np3 180 "mpi;mpich;agent" program 3
     ${_mpich_bin}/mpi_iallreduce_check --mode matrix --expect switch)
+  # One rank per emulated node (PPN=1): every rank an agent member, no node
+  # leaders (the run above has one node: a leader for the three).
+  add_mpich_switch_test(mpich_switch_iallreduce_ppn1_np3 180 "mpi;mpich;agent" program 3
+    ${_mpich_bin}/mpi_iallreduce_check --mode matrix --expect switch)
+  set_tests_properties(mpich_switch_iallreduce_ppn1_np3 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
   # SWITCHAGG_PROGRESS_THREAD=off: every call to MPICH's own
   # PMPI_Iallreduce (iallreduce:previous), the same checks.
   add_mpich_switch_test(mpich_switch_iallreduce_thread_off_np3 180 "mpi;mpich;agent" program 3
@@ -189,6 +195,12 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
         ENVIRONMENT "MPI_FLAVOR=mpich")
     endforeach()
   endforeach()
+  # The agreement and the redo with every rank a member (PPN=1, 4 MiB).
+  add_test(NAME mpich_iallreduce_fault_kill_large_ppn1_np3
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_iallreduce_run.sh ${CMAKE_BINARY_DIR} kill 3 4194304)
+  set_tests_properties(mpich_iallreduce_fault_kill_large_ppn1_np3 PROPERTIES
+    LABELS "mpi;mpich;agent;fault" TIMEOUT 180 RESOURCE_LOCK mpirun
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
   # The agent SIGKILLed mid-run: every answer right, every call bounded.
   add_mpich_switch_test(mpich_switch_fault_kill_np3 150 "mpi;mpich;agent;fault"
     kill 262144 random:300 3)
