@@ -17,12 +17,17 @@
 #include "switchagg_mpi_types.h"
 
 namespace switchagg::pmpi {
-namespace {
 
 int failed(MPI_Comm comm) {
   (void)PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
 }
+
+const void* sendOrNull(const void* sbuf) {
+  return sbuf == MPI_IN_PLACE ? nullptr : sbuf;
+}
+
+namespace {
 
 // The served state of `comm`, progressed, or nullptr (call PMPI_*).
 // A blocking call first waits for the communicator's MPI_Iallreduce calls
@@ -33,24 +38,6 @@ switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
   drain(e);
   progress();
   return e->core;
-}
-
-// switchagg_mpi_classify through the communicator's last answer
-// (CommEntry::classified): nullptr when switchagg serves the pair.
-const char* classify(CommEntry* e, MPI_Datatype dtype, MPI_Op op, int* sa_dtype, int* sa_op,
-                     int* flags, int* scale) {
-  CommEntry::Classified& c = e->classified;
-  const bool cache = oneThreadAtATime();
-  if (cache && c.dtype == dtype && c.op == op && dtype != MPI_DATATYPE_NULL) {
-    *sa_dtype = c.sa_dtype;
-    *sa_op = c.sa_op;
-    *flags = c.flags;
-    *scale = c.scale;
-    return nullptr;
-  }
-  const char* why = switchagg_mpi_classify(dtype, op, sa_dtype, sa_op, flags, scale);
-  if (why == nullptr && cache) c = {dtype, op, *sa_dtype, *sa_op, *flags, *scale};
-  return why;
 }
 
 // After PMPI_* served a call the core declined: online tuning times it.
@@ -72,8 +59,24 @@ int answer(int rc, MPI_Comm comm, switchagg_coll_comm_t* core, int routed_op, Bl
   return previousDone(comm, core, handToMpi(blocking, nonblocking), routed_op);
 }
 
-const void* sendOrNull(const void* sbuf) {
-  return sbuf == MPI_IN_PLACE ? nullptr : sbuf;
+}  // namespace
+
+// switchagg_mpi_classify through the communicator's last answer
+// (CommEntry::classified): nullptr when switchagg serves the pair.
+const char* classify(CommEntry* e, MPI_Datatype dtype, MPI_Op op, int* sa_dtype, int* sa_op,
+                     int* flags, int* scale) {
+  CommEntry::Classified& c = e->classified;
+  const bool cache = oneThreadAtATime();
+  if (cache && c.dtype == dtype && c.op == op && dtype != MPI_DATATYPE_NULL) {
+    *sa_dtype = c.sa_dtype;
+    *sa_op = c.sa_op;
+    *flags = c.flags;
+    *scale = c.scale;
+    return nullptr;
+  }
+  const char* why = switchagg_mpi_classify(dtype, op, sa_dtype, sa_op, flags, scale);
+  if (why == nullptr && cache) c = {dtype, op, *sa_dtype, *sa_op, *flags, *scale};
+  return why;
 }
 
 // `count` elements of dt are count * size bytes in one run at the buffer
@@ -95,7 +98,16 @@ size_t typeBytes(MPI_Datatype dt, int count) {
   return count > 0 && size > 0 ? size_t(size) * size_t(count) : 0;
 }
 
-}  // namespace
+int pack(const void* buf, int count, MPI_Datatype dt, void* staged, size_t bytes, MPI_Comm comm) {
+  int position = 0;
+  return PMPI_Pack(buf, count, dt, staged, static_cast<int>(bytes), &position, comm);
+}
+
+int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype dt, MPI_Comm comm) {
+  int position = 0;
+  return PMPI_Unpack(staged, static_cast<int>(bytes), &position, buf, count, dt, comm);
+}
+
 }  // namespace switchagg::pmpi
 
 using switchagg::pmpi::answer;
@@ -103,6 +115,8 @@ using switchagg::pmpi::coreOf;
 using switchagg::pmpi::failed;
 using switchagg::pmpi::handToMpi;
 using switchagg::pmpi::sendOrNull;
+using switchagg::pmpi::pack;
+using switchagg::pmpi::unpack;
 
 extern "C" {
 
@@ -234,16 +248,6 @@ int reduceScatterCore(switchagg_coll_comm_t* core, const void* sbuf, void* rbuf,
   if (kind == SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK) flags |= SWITCHAGG_COLL_BLOCK;
   return switchagg_coll_reduce_scatter(core, sendOrNull(sbuf), rbuf, counts.data(), sa_dtype, sa_op,
                                        flags);
-}
-
-int pack(const void* buf, int count, MPI_Datatype dt, void* staged, size_t bytes, MPI_Comm comm) {
-  int position = 0;
-  return PMPI_Pack(buf, count, dt, staged, static_cast<int>(bytes), &position, comm);
-}
-
-int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype dt, MPI_Comm comm) {
-  int position = 0;
-  return PMPI_Unpack(staged, static_cast<int>(bytes), &position, buf, count, dt, comm);
 }
 
 // The core's allgather on byte images: the caller's buffers where plain,

@@ -87,6 +87,24 @@ int waitProgressing(MPI_Request* request);
 // that never matches); nothing before the layer opened.
 void mpiProgressPass();
 
+// Shared by the served calls (pmpi_collectives.cc):
+//   failed      the communicator's error handler with MPI_ERR_OTHER (a
+//               FAILED answer: never a silently wrong result)
+//   sendOrNull  the core's send argument (nullptr: MPI_IN_PLACE)
+//   classify    switchagg_mpi_classify through the communicator's last
+//               answer: nullptr when switchagg serves the pair, else why not
+//   plainBytes  `count` of dt are one run of count * size bytes
+//   typeBytes   count * size, 0 for nothing
+//   pack / unpack  PMPI_Pack / PMPI_Unpack into / out of a staged image
+int failed(MPI_Comm comm);
+const void* sendOrNull(const void* sbuf);
+const char* classify(CommEntry* e, MPI_Datatype dtype, MPI_Op op, int* sa_dtype, int* sa_op,
+                     int* flags, int* scale);
+bool plainBytes(MPI_Datatype dt, int count);
+size_t typeBytes(MPI_Datatype dt, int count);
+int pack(const void* buf, int count, MPI_Datatype dt, void* staged, size_t bytes, MPI_Comm comm);
+int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype dt, MPI_Comm comm);
+
 // MPI_Iallreduce through the switch path under the MPICH family, on the
 // layer's own progress thread (pmpi_nonblocking.cc, docs/pmpi.md
 // "MPI_Iallreduce"):

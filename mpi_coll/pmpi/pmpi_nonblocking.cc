@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -53,13 +54,30 @@
 
 namespace switchagg::pmpi {
 
-// One MPI_Iallreduce on the thread.
+// One nonblocking call on the thread: what the core streams (byte images
+// for the routed kinds), and where a staged result goes once served.
 struct IJob {
+  enum Kind { kAllreduce, kBarrier, kRouted } kind = kAllreduce;
   CommEntry* entry = nullptr;
-  const void* send = nullptr;  // nullptr: in place
+  MPI_Comm comm = MPI_COMM_NULL;  // the user's (pack / unpack)
+  int routed_op = -1, root = 0;   // kRouted: SWITCHAGG_COLL_ALLGATHER, ...
+  const void* send = nullptr;     // nullptr: in place
   void* recv = nullptr;
   size_t count = 0;
   int dtype = 0, op = 0;
+  int size = 1;                   // the communicator's
+  int32_t one = 1, entered = 0;   // kBarrier: a one-int32 sum of ones
+  // Routed calls whose datatypes are not one plain run of bytes: packed
+  // when posted, unpacked into the caller's buffer (`blocks` of
+  // `block_bytes`, `stride` apart) once served, on the program's thread.
+  std::vector<char> staged_send, staged_recv;
+  char* user_buf = nullptr;
+  int user_count = 0, blocks = 0;
+  // A duplicate of the caller's datatype: MPI lets the program free its
+  // own while the call is pending (freed at completion).
+  MPI_Datatype user_dtype = MPI_DATATYPE_NULL;
+  MPI_Aint stride = 0;
+  size_t block_bytes = 0;
   MPI_Request request = MPI_REQUEST_NULL;
   enum Stage { kQueued, kStream, kSettle, kRedo } stage = kQueued;
   int outcome = 0;
@@ -92,9 +110,23 @@ std::thread* g_thread = nullptr;
 bool g_started = false, g_stop = false;
 bool g_wanted = false;                  // progressThreadEnabled()
 
+// A job that was never queued (posting failed): its datatype duplicate too.
+void discard(IJob* job) {
+  if (job->user_dtype != MPI_DATATYPE_NULL) (void)PMPI_Type_free(&job->user_dtype);
+  delete job;
+}
+
+// On the program's thread, once the thread ended the call: a staged
+// result into the caller's buffer, then MPI_Grequest_complete.
 int completeJob(IJob* job) {
   if (job->completed) return MPI_SUCCESS;
   job->completed = true;
+  for (int b = 0; job->rc == MPI_SUCCESS && b < job->blocks; ++b)
+    if (unpack(job->staged_recv.data() + size_t(b) * job->block_bytes, job->block_bytes,
+               job->user_buf + b * job->stride, job->user_count, job->user_dtype,
+               job->comm) != MPI_SUCCESS)
+      job->rc = MPI_ERR_OTHER;
+  if (job->user_dtype != MPI_DATATYPE_NULL) (void)PMPI_Type_free(&job->user_dtype);
   return PMPI_Grequest_complete(job->request);
 }
 
@@ -116,16 +148,48 @@ void finish(IJob* job, int rc) {
   g_done.notify_all();
 }
 
+// Counts `what` on the call's own counters (iallreduce:*, ibarrier:*, ...).
+void note(IJob* job, const char* what) {
+  switchagg_coll_comm_t* core = job->entry->core;
+  if (job->kind == IJob::kBarrier) switchagg_coll_ibarrier_note(core, what);
+  else if (job->kind == IJob::kRouted) switchagg_coll_irouted_note(core, job->routed_op, what);
+  else switchagg_coll_iallreduce_note(core, what);
+}
+
+// A served or redone MPI_Ibarrier counted every rank (as the component's).
+int barrierChecked(IJob* job) {
+  if (job->kind != IJob::kBarrier || job->entered == job->size) return MPI_SUCCESS;
+  std::fprintf(stderr,
+               "switchagg[pmpi] error: MPI_Ibarrier through the switch counted %d of %d ranks; "
+               "the request completes with MPI_ERR_OTHER\n",
+               int(job->entered), job->size);
+  return MPI_ERR_OTHER;
+}
+
 // The redo of `job` (end() asked for it, or the path declined).
 void redo(IJob* job) {
-  const int rc = switchagg_coll_iallreduce_redo_host(job->entry->core, job->send, job->recv,
-                                                     job->count, job->dtype, job->op);
+  switchagg_coll_comm_t* core = job->entry->core;
+  int rc = -1;
+  switch (job->kind) {
+    case IJob::kAllreduce:
+      rc = switchagg_coll_iallreduce_redo_host(core, job->send, job->recv, job->count, job->dtype,
+                                               job->op);
+      break;
+    case IJob::kBarrier:
+      rc = switchagg_coll_ibarrier_redo_host(core);
+      break;
+    case IJob::kRouted:
+      rc = switchagg_coll_irouted_redo_host(core, job->routed_op, job->send, job->recv, job->count,
+                                            job->dtype, job->op, job->root);
+      break;
+  }
+  // The barrier's redo checked its own count.
   finish(job, rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER);
 }
 
 void end(IJob* job, int agreed, int first_rank) {
   if (switchagg_coll_istream_end(job->entry->core, agreed, first_rank) == 0)
-    finish(job, MPI_SUCCESS);
+    finish(job, barrierChecked(job));
   else
     redo(job);
 }
@@ -136,8 +200,16 @@ bool advance(IJob* job) {
   int rc = 0;
   switch (job->stage) {
     case IJob::kQueued:
-      rc = switchagg_coll_istream_start(core, job->send, job->recv, job->count, job->dtype,
-                                        job->op, 0, &job->outcome);
+      if (job->kind == IJob::kRouted)
+        rc = switchagg_coll_istream_start_routed(core, job->routed_op, job->send, job->recv,
+                                                 job->count, job->dtype, job->op, job->root,
+                                                 &job->outcome);
+      else if (job->kind == IJob::kBarrier)
+        rc = switchagg_coll_istream_start(core, &job->one, &job->entered, 1, job->dtype, job->op,
+                                          1, &job->outcome);
+      else
+        rc = switchagg_coll_istream_start(core, job->send, job->recv, job->count, job->dtype,
+                                          job->op, 0, &job->outcome);
       break;
     case IJob::kStream:
       rc = switchagg_coll_istream_step(core, &job->outcome);
@@ -151,7 +223,7 @@ bool advance(IJob* job) {
         case SWITCHAGG_COLL_ISETTLE_AGREE: {
           int first_rank = 0;
           if (switchagg_coll_istream_agree(core, job->outcome, &agreed, &first_rank) != 0) {
-            switchagg_coll_iallreduce_note(core, "error");
+            note(job, "error");
             finish(job, MPI_ERR_OTHER);
           } else {
             end(job, agreed, first_rank);
@@ -161,7 +233,7 @@ bool advance(IJob* job) {
         case SWITCHAGG_COLL_ISETTLE_NOT_NOW:
           return false;
         default:  // the core logged why
-          switchagg_coll_iallreduce_note(core, "error");
+          note(job, "error");
           finish(job, MPI_ERR_OTHER);
           return true;
       }
@@ -340,22 +412,20 @@ void progressThreadClose() {
   g_stop = false;
 }
 
-int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
-                   MPI_Request* request) {
-  auto* job = new IJob;
-  job->entry = e;
-  job->send = send;
-  job->recv = recv;
-  job->count = count;
-  job->dtype = dtype;
-  job->op = op;
+namespace {
+
+// Queues `job` (its call fields set) on its communicator and gives the
+// program its generalized request; the job is the thread's from now on.
+int post(IJob* job, MPI_Request* request) {
   const int rc =
       g_grequest_start(queryFn, freeFn, cancelFn, pollFn, waitFn, job, &job->request);
   if (rc != MPI_SUCCESS) {
-    delete job;
+    discard(job);
     return rc;
   }
   *request = job->request;
+  CommEntry* e = job->entry;
+  (void)PMPI_Comm_size(e->comm, &job->size);
   bool queued = false;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -368,8 +438,23 @@ int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int
     e->ijobs.push_back(job);
   }
   g_work.notify_one();
-  if (queued) switchagg_coll_iallreduce_note(e->core, "queued");
+  if (queued) note(job, "queued");
   return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
+                   MPI_Request* request) {
+  auto* job = new IJob;
+  job->entry = e;
+  job->comm = e->comm;
+  job->send = send;
+  job->recv = recv;
+  job->count = count;
+  job->dtype = dtype;
+  job->op = op;
+  return post(job, request);
 }
 
 int completedRequest(MPI_Request* request) {
@@ -383,6 +468,212 @@ int completedRequest(MPI_Request* request) {
   *request = job->request;
   return completeJob(job);
 }
+
+}  // namespace switchagg::pmpi
+
+// ---- MPI_Ibarrier, MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block --
+// (MPICH family; MPI_Iallreduce: pmpi_collectives.cc). Each: the core's
+// route as the component's (docs/offload.md "MPI_Iallreduce"), then the
+// thread, or the MPI library's own (counted <op>:previous:<reason>).
+
+namespace {
+
+using switchagg::pmpi::CommEntry;
+using switchagg::pmpi::IJob;
+
+// The communicator's state when the thread may serve `comm`, else nullptr.
+CommEntry* threadEntry(MPI_Comm comm) {
+  CommEntry* e = switchagg::pmpi::entryOf(comm);
+  if (e == nullptr || e->core == nullptr) return nullptr;
+  switchagg::pmpi::progress();
+  switchagg::pmpi::reapOrphans();
+  return e;
+}
+
+// 1: queue the call; 0: the MPI library's (counted); an MPI error.
+// `route` is the core's answer; the thread's redo needs the communicator's
+// own transport.
+int routedDecision(CommEntry* e, int routed_op, int route) {
+  switch (route) {
+    case SWITCHAGG_COLL_IROUTE_LOCAL:  // counted local; the library's trivial copy
+    case SWITCHAGG_COLL_IROUTE_PREVIOUS: return 0;
+    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
+    default: return switchagg::pmpi::failed(e->comm);
+  }
+  if (switchagg_coll_host_ready(e->core)) return 1;
+  if (routed_op < 0) switchagg_coll_ibarrier_note(e->core, "previous:no host path");
+  else switchagg_coll_irouted_note(e->core, routed_op, "previous:no host path");
+  return 0;
+}
+
+// A routed call's fields (the images set by the caller).
+IJob* routedJob(CommEntry* e, int routed_op, int root) {
+  auto* job = new IJob;
+  job->kind = IJob::kRouted;
+  job->entry = e;
+  job->comm = e->comm;
+  job->routed_op = routed_op;
+  job->root = root;
+  return job;
+}
+
+// A routed entry point's front: the thread's communicator state, or
+// nullptr (the MPI library's call, counted when the layer is on).
+CommEntry* routedEntry(MPI_Comm comm, int routed_op) {
+  CommEntry* e = threadEntry(comm);
+  if (e != nullptr && !switchagg::pmpi::progressThreadEnabled()) {
+    switchagg_coll_irouted_note(e->core, routed_op, "previous:PMPI layer");
+    return nullptr;
+  }
+  return e;
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  CommEntry* e = threadEntry(comm);
+  if (e == nullptr) return PMPI_Ibarrier(comm, request);
+  if (!switchagg::pmpi::progressThreadEnabled()) {
+    switchagg_coll_ibarrier_note(e->core, "previous:PMPI layer");
+    return PMPI_Ibarrier(comm, request);
+  }
+  const int route = switchagg_coll_ibarrier_route(e->core);
+  if (route == SWITCHAGG_COLL_IROUTE_LOCAL) return switchagg::pmpi::completedRequest(request);
+  const int rc = routedDecision(e, -1, route);
+  if (rc != 1) return rc == 0 ? PMPI_Ibarrier(comm, request) : rc;
+  auto* job = new IJob;
+  job->kind = IJob::kBarrier;
+  job->entry = e;
+  job->comm = comm;
+  int flags = 0, scale = 1;
+  (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &job->dtype, &job->op, &flags, &scale);
+  return switchagg::pmpi::post(job, request);
+}
+
+int MPI_Iallgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf, int rcount,
+                   MPI_Datatype rdtype, MPI_Comm comm, MPI_Request* request) {
+  const int kOp = SWITCHAGG_COLL_ALLGATHER;
+  CommEntry* e = routedEntry(comm, kOp);
+  if (e == nullptr || rcount < 0)
+    return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request);
+  // The receive side's block: every rank's signatures match, so every rank
+  // sees the same byte count and decides alike.
+  const size_t block = switchagg::pmpi::typeBytes(rdtype, rcount);
+  int rc = 0;
+  if (block > size_t(INT_MAX))  // MPI_Pack's limit
+    switchagg_coll_irouted_note(e->core, kOp, "previous:over INT_MAX bytes");
+  else
+    rc = routedDecision(e, kOp, switchagg_coll_irouted_route(e->core, kOp, block, 0, 0, 0));
+  if (rc != 1)
+    return rc == 0 ? PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request)
+                   : rc;
+  IJob* job = routedJob(e, kOp, 0);
+  int size = 1, rank = 0;
+  (void)PMPI_Comm_size(comm, &size);
+  (void)PMPI_Comm_rank(comm, &rank);
+  MPI_Aint lb = 0, extent = 0;
+  (void)PMPI_Type_get_extent(rdtype, &lb, &extent);
+  const bool in_place = sbuf == MPI_IN_PLACE;
+  job->count = block;
+  job->recv = rbuf;
+  int staged = MPI_SUCCESS;
+  if (!switchagg::pmpi::plainBytes(rdtype, rcount)) {
+    job->staged_recv.resize(size_t(size) * block + 1);
+    job->recv = job->staged_recv.data();
+    job->user_buf = static_cast<char*>(rbuf);
+    job->user_count = rcount;
+    (void)PMPI_Type_dup(rdtype, &job->user_dtype);
+    job->stride = extent * rcount;
+    job->blocks = size;
+    job->block_bytes = block;
+    if (in_place)
+      staged = switchagg::pmpi::pack(static_cast<char*>(rbuf) + rank * job->stride, rcount, rdtype,
+                                     job->staged_recv.data() + size_t(rank) * block, block, comm);
+  }
+  if (in_place) {
+    job->send = nullptr;
+  } else if (switchagg::pmpi::plainBytes(sdtype, scount)) {
+    job->send = sbuf;
+  } else {
+    job->staged_send.resize(block + 1);
+    staged = switchagg::pmpi::pack(sbuf, scount, sdtype, job->staged_send.data(), block, comm);
+    job->send = job->staged_send.data();
+  }
+  if (staged != MPI_SUCCESS) {  // nothing queued: the call fails here
+    switchagg_coll_irouted_note(e->core, kOp, "error");
+    switchagg::pmpi::discard(job);
+    return switchagg::pmpi::failed(comm);
+  }
+  return switchagg::pmpi::post(job, request);
+}
+
+int MPI_Ibcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm,
+               MPI_Request* request) {
+  const int kOp = SWITCHAGG_COLL_BCAST;
+  CommEntry* e = routedEntry(comm, kOp);
+  if (e == nullptr || count < 0) return PMPI_Ibcast(buf, count, dtype, root, comm, request);
+  const size_t bytes = switchagg::pmpi::typeBytes(dtype, count);
+  int rc = 0;
+  if (bytes > size_t(INT_MAX))
+    switchagg_coll_irouted_note(e->core, kOp, "previous:over INT_MAX bytes");
+  else
+    rc = routedDecision(e, kOp, switchagg_coll_irouted_route(e->core, kOp, bytes, 0, 0, root));
+  if (rc != 1) return rc == 0 ? PMPI_Ibcast(buf, count, dtype, root, comm, request) : rc;
+  IJob* job = routedJob(e, kOp, root);
+  job->count = bytes;
+  job->recv = buf;
+  if (!switchagg::pmpi::plainBytes(dtype, count)) {
+    int rank = 0;
+    (void)PMPI_Comm_rank(comm, &rank);
+    job->staged_recv.resize(bytes + 1);
+    job->recv = job->staged_recv.data();
+    job->user_buf = static_cast<char*>(buf);
+    job->user_count = count;
+    (void)PMPI_Type_dup(dtype, &job->user_dtype);
+    job->blocks = 1;
+    job->block_bytes = bytes;
+    if (rank == root &&
+        switchagg::pmpi::pack(buf, count, dtype, job->staged_recv.data(), bytes, comm) !=
+            MPI_SUCCESS) {
+      switchagg_coll_irouted_note(e->core, kOp, "error");
+      switchagg::pmpi::discard(job);
+      return switchagg::pmpi::failed(comm);
+    }
+  }
+  return switchagg::pmpi::post(job, request);
+}
+
+int MPI_Ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype dtype,
+                              MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  const int kOp = SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK;
+  CommEntry* e = routedEntry(comm, kOp);
+  if (e == nullptr || rcount < 0)
+    return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = 0;
+  // Predefined datatypes and ops only (no staging), as MPI_Iallreduce.
+  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale))
+    switchagg_coll_irouted_note(e->core, kOp, (std::string("previous:") + why).c_str());
+  else
+    rc = routedDecision(e, kOp,
+                        switchagg_coll_irouted_route(e->core, kOp, size_t(rcount) * size_t(scale),
+                                                     sa_dtype, sa_op, 0));
+  if (rc != 1)
+    return rc == 0 ? PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request)
+                   : rc;
+  IJob* job = routedJob(e, kOp, 0);
+  job->send = switchagg::pmpi::sendOrNull(sbuf);
+  job->recv = rbuf;
+  job->count = size_t(rcount) * size_t(scale);
+  job->dtype = sa_dtype;
+  job->op = sa_op;
+  return switchagg::pmpi::post(job, request);
+}
+
+}  // extern "C"
+
+namespace switchagg::pmpi {
 
 #else  // not the MPICH family: no thread, MPI_Iallreduce goes to the library
 

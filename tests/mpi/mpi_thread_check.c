@@ -4,16 +4,14 @@
  * check every result exactly and which path served it.
  *
  *   mpi_thread_check --expect ring|switch|... [--threads T] [--iters N]
- *                    [--nonblocking] [--warmup] [--switch-ops LIST]
+ *                    [--nonblocking] [--warmup]
  *
  * --nonblocking: each call of a thread is also an MPI_Iallreduce, an
  * MPI_Iallgather, an MPI_Ibcast (root rotating), an MPI_Ireduce_scatter_block
  * and an MPI_Ibarrier on its communicator, all outstanding with the
  * blocking allreduce under one MPI_Waitall, every element checked; with
  * --expect switch every one of them must be counted <op>:switch (none
- * handed to the previous module for the thread level). --switch-ops: only
- * the listed ones (comma-separated, e.g. iallreduce: the PMPI layer serves
- * MPI_Iallreduce and hands the other four to MPICH, results still checked).
+ * handed to the previous module for the thread level).
  *
  * A deadlock between the threads (one holding what another's peers need)
  * shows as a stall error or the CTest timeout. Prints PASS on rank 0. */
@@ -31,7 +29,6 @@ enum { kMaxThreads = 8 };
 static const int kCounts[] = {1, 3, 100, 1000, 20000};
 
 static int g_rank, g_size, g_iters = 1000, g_nonblocking = 0, g_warmup = 0;
-static const char *g_switch_ops = "iallreduce,iallgather,ibcast,ireduce_scatter_block,ibarrier";
 static const char *g_expect = "auto";
 static switchagg_coll_last_algorithm_fn g_last;
 static switchagg_coll_comm_counter_fn g_counter;
@@ -178,7 +175,6 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--expect") == 0) g_expect = argv[i + 1];
     else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--iters") == 0) g_iters = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--switch-ops") == 0) g_switch_ops = argv[i + 1];
   }
   if (threads < 1 || threads > kMaxThreads) threads = 3;
   g_last = (switchagg_coll_last_algorithm_fn)dlsym(RTLD_DEFAULT,
@@ -232,10 +228,7 @@ int main(int argc, char **argv) {
       static const char *const kOps[] = {"iallreduce", "iallgather", "ibcast",
                                          "ireduce_scatter_block", "ibarrier"};
       for (int o = 0; o < 5; ++o) {
-        char name[128], listed[64];
-        snprintf(listed, sizeof listed, ",%s,", kOps[o]);
-        snprintf(name, sizeof name, ",%s,", g_switch_ops);
-        if (strstr(name, listed) == NULL) continue;
+        char name[64];
         snprintf(name, sizeof name, "%s:switch", kOps[o]);
         const uint64_t n = g_counter(workers[t].comm, name);
         if (n != (uint64_t)(g_iters + g_warmup)) {

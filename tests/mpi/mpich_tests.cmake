@@ -171,11 +171,23 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_iallreduce_overlap_np3 240 "mpi;mpich;agent" program 3
     ${_mpich_bin}/mpi_iallreduce_check --mode overlap --bytes 8388608 --iters 6 --expect switch)
   # MPI_THREAD_MULTIPLE, two threads on their own communicators, each
-  # allreduce with five nonblocking calls: the Iallreduces on the layer's
-  # thread (counted :switch), the others MPICH's, every result exact.
+  # allreduce with five nonblocking calls (Iallreduce, Iallgather, Ibcast,
+  # Ireduce_scatter_block, Ibarrier), all on the layer's thread and counted
+  # :switch, every result exact (one rank per emulated node: the routed
+  # calls need two nodes).
   add_mpich_switch_test(mpich_switch_threads_nonblocking_np2 240 "mpi;mpich;agent" program 2
     --mca coll_switchagg_stall_timeout 60 ${_mpich_bin}/mpi_thread_check --expect switch
-    --threads 2 --iters 300 --nonblocking --switch-ops iallreduce)
+    --threads 2 --iters 300 --nonblocking)
+  # MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block with
+  # MPI_Iallreduce under one MPI_Waitall (strided datatypes staged, calls
+  # above the keep limit ending on the agreement), and MPI_Ibarrier (nobody
+  # done before the last rank posted), through the thread.
+  add_mpich_switch_test(mpich_switch_irouted_np3 240 "mpi;mpich;agent" program 3
+    ${_mpich_bin}/mpi_iallreduce_check --mode irouted --iters 4 --expect switch)
+  add_mpich_switch_test(mpich_switch_ibarrier_np3 180 "mpi;mpich;agent" program 3
+    ${_mpich_bin}/mpi_iallreduce_check --mode ibarrier --iters 6 --max-ms 20000 --expect switch)
+  set_tests_properties(mpich_switch_threads_nonblocking_np2 mpich_switch_irouted_np3
+    mpich_switch_ibarrier_np3 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
   # The agent SIGKILLed / the lease deleted at a random moment of an
   # Iallreduce loop (test_iallreduce_run.sh): every answer right (the failed
   # call and the later ones redone on the host over the core's transport),
@@ -195,12 +207,21 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
         ENVIRONMENT "MPI_FLAVOR=mpich")
     endforeach()
   endforeach()
-  # The agreement and the redo with every rank a member (PPN=1, 4 MiB).
-  add_test(NAME mpich_iallreduce_fault_kill_large_ppn1_np3
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_iallreduce_run.sh ${CMAKE_BINARY_DIR} kill 3 4194304)
-  set_tests_properties(mpich_iallreduce_fault_kill_large_ppn1_np3 PROPERTIES
-    LABELS "mpi;mpich;agent;fault" TIMEOUT 180 RESOURCE_LOCK mpirun
-    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
+  # Every rank a member (PPN=1): the agreement and the redo of 4 MiB calls;
+  # each round also an Iallgather, an Ibcast and an Ireduce_scatter_block
+  # (irouted-*: every kind redone on the host over the transport, exact).
+  foreach(case "kill;4194304;kill_large" "irouted-kill;262144;irouted_kill"
+      "irouted-delete;4194304;irouted_delete_large")
+    list(GET case 0 _scenario)
+    list(GET case 1 _bytes)
+    list(GET case 2 _name)
+    add_test(NAME mpich_iallreduce_fault_${_name}_ppn1_np3
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_iallreduce_run.sh ${CMAKE_BINARY_DIR} ${_scenario} 3
+      ${_bytes})
+    set_tests_properties(mpich_iallreduce_fault_${_name}_ppn1_np3 PROPERTIES
+      LABELS "mpi;mpich;agent;fault" TIMEOUT 180 RESOURCE_LOCK mpirun
+      ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
+  endforeach()
   # The agent SIGKILLed mid-run: every answer right, every call bounded.
   add_mpich_switch_test(mpich_switch_fault_kill_np3 150 "mpi;mpich;agent;fault"
     kill 262144 random:300 3)

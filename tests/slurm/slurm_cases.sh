@@ -328,7 +328,8 @@ case_mpi_offload() {
 # call served by the switch path (its diagnostics; it aborts without the
 # library), the agent made a group and reduced bytes, the lease gone after.
 case_mpich_offload() {
-  local check=${SWITCHAGG_MPICH_CHECK:?} lib=${SWITCHAGG_PMPI_LIB:?} before after job
+  local check=${SWITCHAGG_MPICH_CHECK:?} icheck=${SWITCHAGG_MPICH_ICHECK:?} lib=${SWITCHAGG_PMPI_LIB:?}
+  local before after job
   srun --mpi=list 2>&1 | grep -qw pmi2 || fail "srun --mpi=list has no pmi2: $(srun --mpi=list 2>&1)"
   before=$(agentCounter groups_created)
   # The library is preloaded into the MPI program only (not srun, not bash).
@@ -347,6 +348,20 @@ case_mpich_offload() {
   ((after > before)) || fail "no aggregation group at the agent: offload was not used"
   [[ $(agentCounter bytes_reduced) -gt 0 ]] || fail "the agent reduced nothing"
   waitNoLease "$job"
+  # MPI_Iallreduce through the layer's progress thread under srun: the
+  # program with rank 0 blocked in MPI_Recv while rank 1 waits for its call
+  # (docs/pmpi.md), every call counted as served by the switch.
+  SWITCHAGG_TEST_PRELOAD=$lib SWITCHAGG_OFFLOAD=on SWITCHAGG_VERBOSE=1 SWITCHAGG_UCX_WAIT=blocking \
+    srun --switch-agg=require --switch-agg-slots=4 --mpi=pmi2 -n 3 --overcommit \
+    bash -c 'echo "job=$SLURM_JOB_ID"; LD_PRELOAD=$SWITCHAGG_TEST_PRELOAD exec "$0" "$@"' \
+    "$icheck" --mode recv --iters 3 --bytes 1048576 --max-ms 30000 --expect switch \
+    >"$W/iout" 2>"$W/ierr" || fail "MPICH Iallreduce job failed: $(tail -n 20 "$W/iout" "$W/ierr")"
+  grep -q '^recv: 3 rounds of 1048576 bytes + 32 bytes, iallreduce:switch 6' "$W/iout" &&
+    grep -q '^PASS' "$W/iout" ||
+    fail "the Iallreduce job was not served by the switch: $(tail -n 20 "$W/iout" "$W/ierr")"
+  grep -q "MPI_Iallreduce through the layer's progress thread" "$W/ierr" ||
+    fail "the PMPI layer did not start its progress thread: $(tail -n 20 "$W/ierr")"
+  waitNoLease "$(jobOf "$W/iout")"
 }
 
 W=$(mktemp -d "$DIR/case.$case.XXXXXX")

@@ -68,5 +68,6 @@ endif()
 if(SWITCHAGG_SLURM_MPI_TEST AND TARGET switchagg_pmpi AND TARGET mpi_allreduce_check_mpich)
   add_slurm_case(mpich_offload
     SWITCHAGG_MPICH_CHECK=$<TARGET_FILE:mpi_allreduce_check_mpich>
+    SWITCHAGG_MPICH_ICHECK=$<TARGET_FILE:mpi_iallreduce_check_mpich>
     SWITCHAGG_PMPI_LIB=$<TARGET_FILE:switchagg_pmpi>)
 endif()

@@ -3,7 +3,9 @@
 // redo through Open MPI.
 #include "iallreduce.h"
 
+#include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "coll_core_internal.h"
@@ -188,6 +190,53 @@ int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, int* outcome,
   });
 }
 
+// A redo's end (the switchagg_coll_*_redo_host calls): 0, or -1 after the
+// communicator was marked unusable (as after a host algorithm's failure)
+// and the cause logged.
+int redoOnHost(switchagg_coll_comm& comm, IallreduceCounters& c, const char* what,
+               const Status& st) {
+  if (st.ok()) return 0;
+  comm.state.markBroken();
+  ++c.events["error"];
+  SA_ERROR("coll",
+           "comm %s rank %d: the host redo of a nonblocking switch call (%s) failed: %s; the "
+           "request completes with MPI_ERR_OTHER (%s)",
+           comm.state.name().c_str(), comm.state.rank(), what, st.toString().c_str(),
+           st.code() == Code::kTimeout ? "a step stalled past coll_switchagg_stall_timeout"
+                                       : "a peer failed, the result would be wrong");
+  return -1;
+}
+
+// The routed redo over the transport (iallreduce.h: irouted_redo_host).
+Status routedRedo(CommState& state, int routed_op, const void* send, void* recv, size_t count,
+                  int dtype, int op, int root) {
+  const size_t size = size_t(state.size()), rank = size_t(state.rank());
+  auto* out = static_cast<uint8_t*>(recv);
+  switch (static_cast<RoutedOp>(routed_op)) {
+    case RoutedOp::kAllgather: {  // `count` bytes a rank
+      std::vector<uint8_t> mine(count);
+      if (count) std::memcpy(mine.data(), send ? send : out + rank * count, count);
+      std::memset(out, 0, size * count);
+      if (count) std::memcpy(out + rank * count, mine.data(), count);
+      return runCheapestHost(state, {nullptr, out, size * count, Dtype::kUint8, Op::kBor});
+    }
+    case RoutedOp::kBcast:  // `count` bytes from root, in recv
+      if (int(rank) != root) std::memset(out, 0, count);
+      return runCheapestHost(state, {nullptr, out, count, Dtype::kUint8, Op::kBor});
+    case RoutedOp::kReduceScatterBlock: {  // `count` elements a rank
+      const size_t esize = dtypeSize(static_cast<Dtype>(dtype));
+      std::vector<uint8_t> all(size * count * esize);
+      if (!all.empty()) std::memcpy(all.data(), send ? send : out, all.size());
+      SWITCHAGG_RETURN_IF_ERROR(runCheapestHost(
+          state, {nullptr, all.data(), size * count, static_cast<Dtype>(dtype), static_cast<Op>(op)}));
+      if (count) std::memcpy(out, all.data() + rank * count * esize, count * esize);
+      return Status::Ok();
+    }
+    default:
+      return Status(Code::kUnsupported, "not a nonblocking routed collective");
+  }
+}
+
 }  // namespace
 
 bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
@@ -366,19 +415,35 @@ int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t* comm, const void*
                                         size_t count, int dtype, int op) {
   ProcessRuntime::CallScope in_call;
   return switchagg::coll::guarded<int>("iallreduce redo", -1, [&] {
-    switchagg::coll::CommState& state = comm->state;
     const AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
-    switchagg::Status st = switchagg::coll::runCheapestHost(state, args);
-    if (st.ok()) return 0;
-    state.markBroken();
-    ++comm->iallreduce.events["error"];
-    SA_ERROR("coll",
-             "comm %s rank %d: the host redo of a nonblocking switch call failed: %s; the "
-             "request completes with MPI_ERR_OTHER (%s)",
-             state.name().c_str(), state.rank(), st.toString().c_str(),
-             st.code() == Code::kTimeout ? "a step stalled past coll_switchagg_stall_timeout"
-                                         : "a peer failed, the result would be wrong");
-    return -1;
+    return switchagg::coll::redoOnHost(*comm, comm->iallreduce, "MPI_Iallreduce",
+                                       switchagg::coll::runCheapestHost(comm->state, args));
+  });
+}
+
+int switchagg_coll_irouted_redo_host(switchagg_coll_comm_t* comm, int routed_op, const void* send,
+                                     void* recv, size_t count, int dtype, int op, int root) {
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guarded<int>("irouted redo", -1, [&] {
+    switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
+    if (c == nullptr) return -1;
+    return switchagg::coll::redoOnHost(
+        *comm, *c, switchagg::coll::routedOpName(static_cast<switchagg::coll::RoutedOp>(routed_op)),
+        switchagg::coll::routedRedo(comm->state, routed_op, send, recv, count, dtype, op, root));
+  });
+}
+
+int switchagg_coll_ibarrier_redo_host(switchagg_coll_comm_t* comm) {
+  ProcessRuntime::CallScope in_call;
+  return switchagg::coll::guarded<int>("ibarrier redo", -1, [&] {
+    int32_t entered = 1;
+    const AllreduceArgs args{nullptr, &entered, 1, Dtype::kInt32, Op::kSum};
+    switchagg::Status st = switchagg::coll::runCheapestHost(comm->state, args);
+    if (st.ok() && entered != comm->state.size())
+      st = switchagg::Status(Code::kInternal, std::to_string(entered) + " of " +
+                                                  std::to_string(comm->state.size()) +
+                                                  " ranks counted in the barrier's redo");
+    return switchagg::coll::redoOnHost(*comm, comm->ibarrier, "MPI_Ibarrier", st);
   });
 }
 

@@ -111,12 +111,25 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int 
  *                       transport: 0, or -1 (the request fails; the
  *                       communicator is unusable, as after a host
  *                       algorithm's failure). */
+/*   irouted_redo_host   the same for an MPI_Iallgather / MPI_Ibcast /
+ *                       MPI_Ireduce_scatter_block (routed_op; arguments
+ *                       as istream_start_routed's), as allreduces over the
+ *                       transport: allgather and bcast a bytewise OR of
+ *                       zero-filled images (every rank's block in its slot;
+ *                       the root's buffer), reduce_scatter_block the whole
+ *                       vector reduced, then this rank's block. Correct,
+ *                       not bandwidth-optimal: only failures take it.
+ *   ibarrier_redo_host  MPI_Ibarrier's: a one-int32 sum that must come to
+ *                       the size. */
 void switchagg_coll_thread_without_mpi(void);
 int switchagg_coll_host_ready(switchagg_coll_comm_t *comm);
 int switchagg_coll_istream_agree(switchagg_coll_comm_t *comm, int outcome, int *agreed,
                                  int *first_rank);
 int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t *comm, const void *send, void *recv,
                                         size_t count, int dtype, int op);
+int switchagg_coll_irouted_redo_host(switchagg_coll_comm_t *comm, int routed_op, const void *send,
+                                     void *recv, size_t count, int dtype, int op, int root);
+int switchagg_coll_ibarrier_redo_host(switchagg_coll_comm_t *comm);
 /* Counts a glue-side event: "queued" (posted behind another switch call on
  * the communicator), "error" (an agreement or redo failed), or a reason the
  * glue sent the call to the previous module without asking ("previous:<reason>"). */
