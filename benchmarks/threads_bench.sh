@@ -89,16 +89,36 @@ thread levels): at best two threads' collectives overlap their waits (for
 peers, for the agent), never their CPU work, so the ideal here is 2 threads
 / 1 thread = 1.0 for CPU-bound calls and up to 2.0 for wait-bound ones (on 2
 shared cores, where every rank, its threads and the agent run, nothing is
-parallel computation). What is measured is far below that: the hand-offs
-cost more than the overlap gains (not yet broken down; the candidates:) a
-thread that waits without the lock
-sleeps until another thread's progress wakes it or its wait's tick (1 ms
-with the MPI progress hook registered) passes, and with busy waits the
-threads of both ranks and the agent spin on 2 cores. This is what issue 28's
-"threads that do not serialize" item is about (per-communicator state and
-the shared worker and agent connections made safe without one lock); until
-then a threaded job gets correct results at every thread level (every call
-checked here), not more throughput from more threads.
+parallel computation).
+
+Where the host path's time went (0.09x blocking, 0.21x busy before commit
+"MPI_THREAD_MULTIPLE: auto ranks switchagg's own allreduce paths"): not
+that lock. The same loop by hand, 2 threads' 600 calls against 1 thread's
+300, blocking waits: switchagg's recursive doubling forced 13-32 ms against
+6.4-30 ms (typically 15 against 7: about 0.9x, the lock's whole cost);
+every call forced to the previous module (coll_switchagg_allreduce_algorithm
+=previous, Open MPI 4.1's own allreduce) 1.2-1.6 s in 6 runs of 7 (one
+0.14 s), and 1.3-1.5 s in 4 of 5 with the component not loaded at all (one
+22 ms). Open MPI's own collectives, run by two threads at once, are
+two orders of magnitude slower, and auto handed them the host path's calls
+(on one node the cost model ranks the previous module first at every size
+here; online tuning's measuring calls start with an allgather over it).
+Since that commit auto at MPI_THREAD_MULTIPLE ranks switchagg's own paths
+only, untuned (docs/selection.md "Threads"): the host rows without
+nonblocking calls reach the ideal 1.0 (on this shared machine a single run
+takes 2-4x longer while the other user's jobs run; every run is listed
+below).
+
+What is left: "+5 nonblocking" on the host path hands the five nonblocking
+calls to Open MPI's libnbc (switchagg has no host-path nonblocking
+algorithms), the slow part at this thread level (Open MPI alone: 1.2-1.6 s
+for the 2-thread loop with them, 3 runs). The switch rows did not change
+with that commit (offload=on: the switch serves every call either way);
+with blocking waits their ratio moves with the machine's load (1.58 in an
+earlier run at load 4, where one thread's runs took 30-39 ms instead of
+20-24), with busy waits both ranks' threads spin while the agent, on the
+same 2 cores, must reduce their chunks (not broken down further). Every
+call of every run is checked: correct results at every thread level.
 
 Every run (ms for the whole run, 1 then 2 threads):
 

@@ -3,8 +3,12 @@
  * double SUM, MAX, in place every other call, counts from 1 to 20000) and
  * check every result exactly and which path served it.
  *
- *   mpi_thread_check --expect ring|switch|... [--threads T] [--iters N]
+ *   mpi_thread_check --expect ring|switch|...|own|auto [--threads T] [--iters N]
  *                    [--nonblocking] [--warmup]
+ *
+ * --expect own: every allreduce served by one of switchagg's own paths,
+ * none handed to the previous module (auto at this thread level); auto:
+ * any path.
  *
  * --nonblocking: each call of a thread is also an MPI_Iallreduce, an
  * MPI_Iallgather, an MPI_Ibcast (root rotating), an MPI_Ireduce_scatter_block
@@ -141,7 +145,9 @@ static int run_call(struct worker *w, int k, void *send, void *recv) {
     }
   }
   const char *path = g_last(w->comm);
-  if (strcmp(g_expect, "auto") != 0 && (path == NULL || strcmp(path, g_expect) != 0)) {
+  if (strcmp(g_expect, "own") == 0 ? path == NULL || strcmp(path, "previous") == 0
+                                   : strcmp(g_expect, "auto") != 0 &&
+                                         (path == NULL || strcmp(path, g_expect) != 0)) {
     char what[96];
     snprintf(what, sizeof what, "served by %s, expected %s", path ? path : "(none)", g_expect);
     fail(w, k, what);
@@ -216,7 +222,14 @@ int main(int argc, char **argv) {
            threads, g_nonblocking ? ", each call with 5 nonblocking" : "");
   for (int t = 0; t < threads; ++t) {
     failures += workers[t].failures;
-    if (strcmp(g_expect, "auto") != 0) {
+    if (strcmp(g_expect, "own") == 0) {
+      const uint64_t handed = g_counter(workers[t].comm, "fallback");
+      if (handed != 0) {
+        fprintf(stderr, "FAIL rank %d thread %d: %" PRIu64 " calls handed to the previous module\n",
+                g_rank, t, handed);
+        ++failures;
+      }
+    } else if (strcmp(g_expect, "auto") != 0) {
       uint64_t n = g_counter(workers[t].comm, g_expect);
       if (n != (uint64_t)(g_iters + g_warmup)) {
         fprintf(stderr, "FAIL rank %d thread %d: %s counted %" PRIu64 " calls, expected %d\n",

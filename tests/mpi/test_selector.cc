@@ -457,6 +457,35 @@ TEST(Policy, PreviousIsAlwaysLastAndNothingFollowsIt) {
   EXPECT_EQ(all.back(), Algorithm::kPrevious);
 }
 
+// MPI_THREAD_MULTIPLE: where the model hands a call to the previous module
+// (here always: it is modeled free), switchagg's own algorithms serve it,
+// the previous module last; nothing is tuned online; the switch still
+// competes; a forced previous and a rule naming it stand.
+TEST(Policy, ThreadsRankOwnPathsBeforePreviousUntuned) {
+  CostModel m = CostModel::defaults();
+  m.set({Algorithm::kPrevious, Locality::kShm, 0, 0, 0});
+  SelectionInput in = shape(8, 4);
+  const Decision single = decide(in, m, {}, {});
+  ASSERT_EQ(single.ranked.front(), Algorithm::kPrevious);
+  EXPECT_TRUE(single.tunable);
+  in.threads = true;
+  const Decision d = decide(in, m, {}, {});
+  ASSERT_GT(d.ranked.size(), 1u);
+  EXPECT_NE(algorithmInfo(d.ranked.front()).run, nullptr) << algorithmName(d.ranked.front());
+  EXPECT_EQ(d.ranked.back(), Algorithm::kPrevious);
+  EXPECT_EQ(std::count(d.candidates.begin(), d.candidates.end(), Algorithm::kPrevious), 0);
+  EXPECT_FALSE(d.tunable);
+  EXPECT_EQ(d.reason, "cost model, threads");
+
+  m.set({Algorithm::kSwitch, Locality::kNet, 0.01, 0.001, 0});
+  SelectionInput sw = shape(1 << 20, 4, 1, true);
+  sw.threads = true;
+  EXPECT_EQ(first(sw, {}, {}, m), Algorithm::kSwitch);
+
+  EXPECT_EQ(first(in, policyOf("previous", "auto"), {}, m), Algorithm::kPrevious);
+  EXPECT_EQ(first(in, {}, parseOk("allreduce algorithm=previous\n"), m), Algorithm::kPrevious);
+}
+
 TEST(Policy, BadPolicyValuesAreNamed) {
   Result<SelectionPolicy> bad = parsePolicy("bogus", "auto");
   ASSERT_FALSE(bad.ok());
@@ -638,11 +667,15 @@ TEST(DecisionCache, AgreesWithDecideAcrossSizesShapesAndCollisions) {
     for (int np : {2, 4, 64}) {
       for (size_t n = 1; n <= (size_t(1) << 26); n = n * 2 + (n % 3)) {
         for (size_t bytes : {n, n + 1, 4096 + n % 7}) {
-          SelectionInput in = shape(bytes, np);
-          const Decision& cached = cache.decide(s, in);
-          const Decision fresh = s.decide(in);
-          ASSERT_EQ(cached.ranked, fresh.ranked) << bytes << " np=" << np;
-          ASSERT_EQ(cached.reason, fresh.reason);
+          for (bool threads : {false, true}) {  // the same size either way: another decision
+            SelectionInput in = shape(bytes, np);
+            in.threads = threads;
+            const Decision& cached = cache.decide(s, in);
+            const Decision fresh = s.decide(in);
+            ASSERT_EQ(cached.ranked, fresh.ranked) << bytes << " np=" << np << " threads=" << threads;
+            ASSERT_EQ(cached.reason, fresh.reason);
+            ASSERT_EQ(cached.tunable, fresh.tunable);
+          }
         }
       }
     }

@@ -4,6 +4,7 @@
 #include "switch_path.h"
 #include "switchagg/common/log.h"
 #include "switchagg/common/reduce.h"
+#include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::coll {
 namespace {
@@ -18,6 +19,7 @@ Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
 SelectionInput describeCall(const CommState& state, const AllreduceArgs& args) {
   SelectionInput in = state.callShape(args.count * dtypeSize(args.dtype), args.dtype, args.op);
   if (const SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
+  in.threads = ucx::ThreadGate::enabled();
   return in;
 }
 

@@ -110,6 +110,10 @@ struct SelectionInput {
   uint32_t switch_reduce_mbps = 0;    // MB/s of input, all its reduction threads
   uint32_t switch_link_mbps = 0;      // its data link, Mbit/s
   uint32_t switch_turnaround_us = 0;  // median per chunk batch
+  // MPI_THREAD_MULTIPLE (the blocking allreduce's dispatch sets it): the
+  // previous module is no candidate of the model and nothing is tuned
+  // online (decide(), docs/selection.md "Threads").
+  bool threads = false;
 };
 
 enum class Locality { kShm, kNet };

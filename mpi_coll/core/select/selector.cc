@@ -99,9 +99,19 @@ Decision decide(const SelectionInput& in, const CostModel& model, const Rules& r
     }
   }
   d.candidates = costRanking(in, model, policy);
+  // Threads: the previous module's own collectives, run by several threads
+  // at once, are two orders of magnitude slower than switchagg's (measured
+  // on Open MPI 4.1: docs/selection.md "Threads"), and online tuning's
+  // measuring calls synchronise through them: the model ranks switchagg's
+  // own paths only, untuned. The previous module stays last, for a call
+  // nothing else serves.
+  if (in.threads) {
+    auto previous = std::find(d.candidates.begin(), d.candidates.end(), Algorithm::kPrevious);
+    if (previous != d.candidates.end() && d.candidates.size() > 1) d.candidates.erase(previous);
+  }
   if (d.reason.empty()) {
-    d.reason = "cost model";
-    d.tunable = true;
+    d.reason = in.threads ? "cost model, threads" : "cost model";
+    d.tunable = !in.threads;
   }
   for (Algorithm a : d.candidates) pushUnique(&d.ranked, a);
   pushUnique(&d.ranked, Algorithm::kPrevious);
@@ -158,7 +168,7 @@ bool sameInput(const SelectionInput& a, const SelectionInput& b) {
          a.switch_members == b.switch_members && a.switch_stripes == b.switch_stripes &&
          a.switch_segment_bytes == b.switch_segment_bytes &&
          a.switch_reduce_mbps == b.switch_reduce_mbps && a.switch_link_mbps == b.switch_link_mbps &&
-         a.switch_turnaround_us == b.switch_turnaround_us;
+         a.switch_turnaround_us == b.switch_turnaround_us && a.threads == b.threads;
 }
 
 }  // namespace

@@ -82,7 +82,8 @@ struct Decision {
   std::string reason;
   // Only the cost model chose (no forced algorithm, offload=on or rule):
   // online tuning may measure and overrule it, over `candidates` = every
-  // eligible algorithm in the model's order (previous included, nothing cut).
+  // eligible algorithm in the model's order (previous included, nothing cut;
+  // with SelectionInput::threads previous is cut and nothing is tunable).
   bool tunable = false;
   std::vector<Algorithm> candidates;
 };
