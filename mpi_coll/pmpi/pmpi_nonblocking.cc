@@ -1,4 +1,5 @@
-// MPI_Iallreduce through the switch path under the MPICH family
+// MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Ibcast and
+// MPI_Ireduce_scatter_block through the switch path under the MPICH family
 // (docs/pmpi.md "MPI_Iallreduce"): the layer's own progress thread.
 //
 // MPICH gives a library no progress callback (Open MPI's component steps
@@ -15,7 +16,8 @@
 //   REDO    -> anyone busy or failed, or the path declined alike on every
 //              rank: the host algorithm the cost model rates fastest, from
 //              the intact input, over the same transport
-//   done    -> an atomic flag the user's thread reads.
+//   done    -> an atomic flag the user's thread reads (a staged result is
+//              unpacked into the caller's buffer there).
 //
 // The user's request is an MPICH extended generalized request
 // (MPIX_Grequest_start): its poll function (MPI_Test, MPI_Wait, ...) and
@@ -26,7 +28,6 @@
 // thread ends on its own, so no order of calls the program makes can
 // leave a call unprogressed.
 #include <dlfcn.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>

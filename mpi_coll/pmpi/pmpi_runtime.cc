@@ -175,7 +175,8 @@ State openLocked() {
   // threads: the core's gate on, whatever the thread level.
   progressThreadOpen(g_params.progress_thread == "auto" &&
                      (!job.agents.empty() || !job.tokens.empty()));
-  if (level == MPI_THREAD_MULTIPLE || progressThreadEnabled()) switchagg_coll_enable_threads();
+  if (level == MPI_THREAD_MULTIPLE) switchagg_coll_enable_threads();
+  else if (progressThreadEnabled()) switchagg_coll_enable_gate();
   g_cache_ok = level != MPI_THREAD_MULTIPLE;
   if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, deleteEntry, &g_keyval, nullptr) !=
       MPI_SUCCESS) {

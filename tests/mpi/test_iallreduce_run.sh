@@ -198,6 +198,15 @@ case $scenario in
     # redone; the calls after it are redone too (the path is off).
     expect_pass "$work/run.log" "switch (allreduce|barrier) failed .*(recomputed|redone) on the host" \
       "redo:switch-failed [1-9]" "fault: ibarrier:switch [1-9][0-9]* redo [1-9]"
+    # MPICH: the layer's progress thread is not MPI_THREAD_MULTIPLE: the
+    # blocking allreduce after the path was lost is still tuned online
+    # (docs/selection.md "Threads").
+    if [[ ${MPI_FLAVOR:-openmpi} == mpich ]]; then
+      grep -q "MPI_THREAD_SINGLE, MPI_Iallreduce through the layer's progress thread" \
+        "$work/run.log" || die "the layer's progress thread was not on"
+      grep -Eq -- "-> [a-z_]+ \(tuned: " "$work/run.log" ||
+        die "no online tuning beside the progress thread"
+    fi
     ;;
   ibarrier)
     # MPI_Ibarrier through the switch (offload on): the late-rank rounds and

@@ -122,7 +122,8 @@ void switchagg_coll_close(void) {
   });
 }
 
-void switchagg_coll_enable_threads(void) { switchagg::coll::ProcessRuntime::enableThreads(); }
+void switchagg_coll_enable_threads(void) { switchagg::coll::ProcessRuntime::enableThreads(true); }
+void switchagg_coll_enable_gate(void) { switchagg::coll::ProcessRuntime::enableThreads(false); }
 
 switchagg_coll_comm_t* switchagg_coll_comm_create(const switchagg_coll_comm_info_t* info) {
   switchagg::coll::ProcessRuntime::CallScope in_call;  // counts live communicators

@@ -74,6 +74,11 @@ int switchagg_coll_open(const switchagg_coll_params_t *params);
  * holds them while it waits. Never called: one thread at a time (MPI's
  * other thread levels), at no cost. */
 void switchagg_coll_enable_threads(void);
+/* A glue's own thread will call the core beside the program's (the PMPI
+ * layer's progress thread): the same serialisation as
+ * switchagg_coll_enable_threads, at any MPI thread level, without changing
+ * any selection (the program's thread level is what the selector sees). */
+void switchagg_coll_enable_gate(void);
 /* Component close: destroys the process's UCX worker and context. All
  * communicators must have been destroyed. */
 void switchagg_coll_close(void);

@@ -4,7 +4,6 @@
 #include "switch_path.h"
 #include "switchagg/common/log.h"
 #include "switchagg/common/reduce.h"
-#include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::coll {
 namespace {
@@ -19,7 +18,7 @@ Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
 SelectionInput describeCall(const CommState& state, const AllreduceArgs& args) {
   SelectionInput in = state.callShape(args.count * dtypeSize(args.dtype), args.dtype, args.op);
   if (const SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
-  in.threads = ucx::ThreadGate::enabled();
+  in.threads = ProcessRuntime::mpiThreads();
   return in;
 }
 

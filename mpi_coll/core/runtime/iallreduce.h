@@ -97,7 +97,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int 
  *                       call below): the core's waits on it skip the MPI
  *                       progress hook and its agreements run over the
  *                       communicator's own transport. Needs
- *                       switchagg_coll_enable_threads (two threads).
+ *                       switchagg_coll_enable_gate (two threads).
  *   host_ready          1 when the communicator's own transport is up
  *                       (alike on every rank after the route set it up):
  *                       without it the two calls below cannot run.

@@ -16,11 +16,16 @@
 
 namespace switchagg::coll {
 
-void ProcessRuntime::enableThreads() { ucx::ThreadGate::enable(); }
-
 namespace {
 thread_local bool t_without_mpi = false;
+std::atomic<bool> g_mpi_threads{false};
 }  // namespace
+
+void ProcessRuntime::enableThreads(bool mpi_threads) {
+  ucx::ThreadGate::enable();
+  if (mpi_threads) g_mpi_threads.store(true, std::memory_order_relaxed);
+}
+bool ProcessRuntime::mpiThreads() { return g_mpi_threads.load(std::memory_order_relaxed); }
 
 void ProcessRuntime::markThreadWithoutMpi() { t_without_mpi = true; }
 bool ProcessRuntime::threadWithoutMpi() { return t_without_mpi; }

@@ -69,8 +69,13 @@ class ProcessRuntime {
   void commCreated() { ++live_comms_; }
   void commDestroyed() { --live_comms_; }
 
-  // MPI_THREAD_MULTIPLE was requested: before any worker exists.
-  static void enableThreads();
+  // Several threads will use the core: before any worker exists.
+  // `mpi_threads`: because the program runs at MPI_THREAD_MULTIPLE
+  // (mpiThreads(), an input of the selection: docs/selection.md "Threads");
+  // false: only a glue's own thread beside the program's (the PMPI layer's
+  // progress thread), which changes no decision.
+  static void enableThreads(bool mpi_threads);
+  static bool mpiThreads();
   // A glue's own progress thread (the PMPI layer's, docs/pmpi.md
   // "MPI_Iallreduce") marks itself once: on it the core never calls MPI.
   // Its waits skip the MPI progress hook, and CommState::allgather (the
