@@ -218,10 +218,15 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
         deadline - now, g_wait_hook.load(std::memory_order_relaxed) != nullptr ? kWaitHookTickMs
                                                                                : kIdleTickMs));
     if (ThreadGate::poll(pfd, nfds, wait_ms) == 0) {
+      unsigned events = 0;
       for (int i = 0; i < kIdleProgressBurst; ++i) {
-        ucp_worker_progress(ucp);
-        if (sentinel != nullptr) ucp_worker_progress(sentinel);
+        events += ucp_worker_progress(ucp);
+        if (sentinel != nullptr) events += ucp_worker_progress(sentinel);
       }
+      // What this burst completed may be another thread's: that thread may
+      // have armed the worker before we drained its event, and would sleep
+      // out its tick (as progress() does after its events).
+      if (events != 0) ThreadGate::wakeSleepers();
     } else if (nfds == 2 && pfd[1].revents != 0) {
       progressSentinel();
     }
