@@ -6,7 +6,10 @@
 # without five nonblocking calls beside each allreduce (Iallreduce,
 # Iallgather, Ibcast, Ireduce_scatter_block, Ibarrier, all outstanding under
 # one MPI_Waitall). Calls per second of the whole rank (every thread's
-# calls over the slowest rank's wall time), T = 1 against T = 2, on the
+# calls over the slowest rank's wall time), T = 1 against T = 2 - the two
+# threads once with one thread domain (coll_switchagg_thread_domains=1: one
+# lock for the whole process, as before domains) and once with the default
+# four (their communicators on different domains) - on the
 # host path (offload off: switchagg's own algorithms for allreduce, Open
 # MPI's for the rest) and on the switch path (offload on, a real agent on
 # this machine), interleaved run by run, medians; with blocking waits
@@ -37,9 +40,11 @@ for rep in $(seq 1 "$reps"); do
     wait=${name##*-}
     yield=0
     [[ $wait == blocking ]] && yield=1
-    for threads in 1 2; do
+    for run in 1 2:1 2:4; do
+      threads=${run%%:*} domains=${run#*:}
+      [[ $run == 1 ]] && domains=4
       SWITCHAGG_UCX_WAIT=$wait bench_mpirun "$np" --mca coll_switchagg_offload "$offload" \
-        --mca mpi_yield_when_idle "$yield" \
+        --mca mpi_yield_when_idle "$yield" --mca coll_switchagg_thread_domains "$domains" \
         --mca coll_switchagg_stall_timeout 60 \
         -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE -x SWITCHAGG_UCX_WAIT \
         "$bin/mpi_thread_check" --expect auto --threads "$threads" --iters "$iters" --warmup $nb \
@@ -47,8 +52,8 @@ for rep in $(seq 1 "$reps"); do
       # "time: W ms for C calls per rank (T threads)"
       ms=$(sed -n 's/^time: \([0-9.]*\) ms .*/\1/p' "$work/run.txt")
       [[ -n $ms ]] || { cat "$work/run.txt" >&2; exit 1; }
-      echo "rep=$rep $name threads=$threads: $ms ms" >&2
-      res[$name,$threads]+="$ms "
+      echo "rep=$rep $name threads=$run: $ms ms" >&2
+      res[$name,$run]+="$ms "
     done
   done
 done
@@ -68,17 +73,18 @@ done
   echo "Ireduce_scatter_block and Ibarrier beside each. Calls per second per rank"
   echo "(blocking calls; all threads together), medians of $reps interleaved runs."
   echo
-  echo "| path | waits | 1 thread (calls/s) | 2 threads (calls/s) | 2 threads / 1 thread |"
-  echo "| --- | --- | --- | --- | --- |"
+  echo "| path | waits | 1 thread (calls/s) | 2 threads, 1 domain (calls/s) | 2 threads, 4 domains (calls/s) | 2 threads / 1 thread, 1 domain | 2 threads / 1 thread, 4 domains |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
   for p in "${paths[@]}"; do
     IFS='|' read -r name _ nb <<<"$p"
-    t1=$(bench_median <<<"${res[$name,1]}") t2=$(bench_median <<<"${res[$name,2]}")
+    t1=$(bench_median <<<"${res[$name,1]}")
+    t21=$(bench_median <<<"${res[$name,2:1]}") t24=$(bench_median <<<"${res[$name,2:4]}")
     label=${name%-*}
     label=${label%-nb}
     [[ -n $nb ]] && label="$label +5 nonblocking"
-    awk -v l="$label" -v w="${name##*-}" -v t1="$t1" -v t2="$t2" -v n="$iters" 'BEGIN {
-      r1 = n / (t1 / 1000); r2 = 2 * n / (t2 / 1000);
-      printf "| %s | %s | %.0f | %.0f | %.2f |\n", l, w, r1, r2, r2 / r1 }'
+    awk -v l="$label" -v w="${name##*-}" -v t1="$t1" -v a="$t21" -v b="$t24" -v n="$iters" 'BEGIN {
+      r1 = n / (t1 / 1000); ra = 2 * n / (a / 1000); rb = 2 * n / (b / 1000);
+      printf "| %s | %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", l, w, r1, ra, rb, ra / r1, rb / r1 }'
   done
   echo
   cat <<'EOF'
@@ -125,7 +131,7 @@ Every run (ms for the whole run, 1 then 2 threads):
 EOF
   for p in "${paths[@]}"; do
     IFS='|' read -r name _ _ <<<"$p"
-    echo "* $name: 1 thread ${res[$name,1]}; 2 threads ${res[$name,2]}"
+    echo "* $name: 1 thread ${res[$name,1]}; 2 threads, 1 domain ${res[$name,2:1]}; 2 threads, 4 domains ${res[$name,2:4]}"
   done
 } >"$out"
 echo "wrote $out" >&2

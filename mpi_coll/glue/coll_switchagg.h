@@ -29,6 +29,7 @@ typedef struct mca_coll_switchagg_component_t {
   int stall_timeout; /* seconds; 0 = warn only */
   int tune;          /* 0 online, 1 off */
   char* tune_file;
+  int thread_domains; /* coll_switchagg_thread_domains */
   bool progress_registered;
   /* False when the parameters were rejected at open: comm_query then
    * declines every communicator. */

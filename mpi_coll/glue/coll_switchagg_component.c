@@ -9,6 +9,7 @@
  *   coll_switchagg_stall_timeout        seconds a host step may wait (300; 0 = warn only)
  *   coll_switchagg_tune                 online|off: measure candidates, pick the fastest
  *   coll_switchagg_tune_file            where the job's rank 0 saves what was learnt
+ *   coll_switchagg_thread_domains       MPI_THREAD_MULTIPLE: UCX workers with a lock each (4)
  *
  * Enum parameters are MCA enums: Open MPI itself rejects a value outside the
  * list with a message that lists the valid ones. A rules file that cannot
@@ -57,6 +58,7 @@ mca_coll_switchagg_component_t mca_coll_switchagg_component = {
     .stall_timeout = 300,
     .tune = 0,
     .tune_file = NULL,
+    .thread_domains = 4,
     .usable = true,
 };
 
@@ -148,6 +150,14 @@ static int switchagg_register(void) {
                       "ship it as site rules with coll_switchagg_rules). Empty: not saved",
       MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
       &c->tune_file);
+  (void)mca_base_component_var_register(
+      v, "thread_domains",
+      "At MPI_THREAD_MULTIPLE: how many thread domains (a UCX worker, its agent connections and "
+      "their lock each) the process spreads its communicators over, by communicator id; "
+      "collectives on communicators of different domains run at once, on one domain they take "
+      "turns. 1..64; 1 = one lock for everything. Ignored below MPI_THREAD_MULTIPLE",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+      &c->thread_domains);
   return mca_coll_switchagg_register_pvars(v);
 }
 
@@ -164,6 +174,7 @@ static int switchagg_open(void) {
   params.stall_timeout = c->stall_timeout;
   params.tune = (c->tune >= 0 && c->tune <= 1) ? tune_values[c->tune].string : NULL;
   params.tune_file = c->tune_file;
+  params.thread_domains = c->thread_domains;
   /* A rejected value leaves the component loaded but unusable, so that the
    * job runs on the other components after the one error line. */
   c->usable = (0 == switchagg_coll_open(&params));
@@ -196,12 +207,15 @@ static int switchagg_close(void) {
 static int switchagg_init_query(bool enable_progress_threads, bool enable_mpi_threads) {
   (void)enable_progress_threads;
   /* MPI_THREAD_MULTIPLE: threads may run collectives on different
-   * communicators at once; the core takes turns at its shared parts. */
+   * communicators at once; the core spreads communicators over thread
+   * domains, each with its own worker and lock. */
   if (enable_mpi_threads) {
     switchagg_coll_enable_threads();
     if (mca_coll_switchagg_component.verbose > 0)
-      fprintf(stderr, "switchagg[coll] info: MPI_THREAD_MULTIPLE: threads share the "
-                      "component's transport in turns\n");
+      fprintf(stderr,
+              "switchagg[coll] info: MPI_THREAD_MULTIPLE: communicators spread over %d thread "
+              "domains (a UCX worker and a lock each; coll_switchagg_thread_domains)\n",
+              mca_coll_switchagg_component.thread_domains);
   }
   return OMPI_SUCCESS;
 }

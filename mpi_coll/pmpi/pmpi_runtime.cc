@@ -168,6 +168,7 @@ State openLocked() {
   p.stall_timeout = g_params.stall_timeout;
   p.tune = g_params.tune.c_str();
   p.tune_file = g_params.tune_file.c_str();
+  p.thread_domains = g_params.thread_domains;
   if (switchagg_coll_open(&p) != 0) return State::kOff;  // the core printed why
   int level = MPI_THREAD_SINGLE;
   (void)PMPI_Query_thread(&level);

@@ -40,6 +40,7 @@ ucp_context_h createSentinelContext(const TransportOptions& options) {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.mt_workers_shared = options.workers_on_threads ? 1 : 0;
     if (ucp_init(&params, config, &ctx) != UCS_OK) ctx = nullptr;
   }
   ucp_config_release(config);
@@ -93,7 +94,7 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   // PeerGroup's clear-to-send control and data ride on tags, so tag is on
   // whenever AM is too; wakeup serves WaitMode::kBlocking.
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | (options.enable_am ? UCP_FEATURE_AM : 0);
-  params.mt_workers_shared = 0;
+  params.mt_workers_shared = options.workers_on_threads ? 1 : 0;
   st = ucp_init(&params, config, &impl->ucp);
   ucp_config_release(config);
   if (st != UCS_OK) return statusFromUcs(st, "ucp_init");

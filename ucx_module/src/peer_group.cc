@@ -104,11 +104,10 @@ Status PeerGroup::Impl::ensureLanes(int peer) {
     } else {
       // No sentinel (no TCP, or the peer has none): still usable, but a
       // dead peer now only shows as a timeout.
-      static bool warned = false;
-      if (!warned)
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true))
         SA_WARN("ucx", "no failure sentinel possible (%s); dead peers surface as timeouts",
                 watch.status().toString().c_str());
-      warned = true;
     }
   }
   return Status::Ok();

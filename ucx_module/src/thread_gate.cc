@@ -5,22 +5,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <mutex>
-#include <vector>
 
 namespace switchagg::ucx {
 namespace {
 
 std::atomic<bool> g_enabled{false};
-std::mutex g_mutex;
-// Threads blocked on g_mutex: a spinning holder lets go only for them.
-std::atomic<int> g_waiting{0};
-// Wake fds of the threads in poll() without the gate (guarded by g_mutex).
-std::vector<int> g_sleepers;
-// How deep this thread holds the gate (0: not at all).
+// Domains held right now, and the most ever held at once (peakHeld()).
+std::atomic<int> g_held{0}, g_peak{0};
+// The domain this thread holds for itself (nullptr: none), how deep, and
+// whether it took it with TryHold while holding another one (then it lets
+// neither go until that TryHold ends).
+thread_local ThreadGate::Domain* t_domain = nullptr;
 thread_local int t_depth = 0;
+thread_local bool t_nested = false;
 
 // This thread's wake fd, created on its first sleep, closed at thread exit.
 struct WakeFd {
@@ -35,19 +33,53 @@ struct WakeFd {
 };
 thread_local WakeFd t_wake;
 
-void acquire(int depth) {
-  if (!g_mutex.try_lock()) {
-    g_waiting.fetch_add(1, std::memory_order_relaxed);
-    g_mutex.lock();
-    g_waiting.fetch_sub(1, std::memory_order_relaxed);
+void countHeld(int delta) {
+  const int now = g_held.fetch_add(delta, std::memory_order_relaxed) + delta;
+  int peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
+}
+
+}  // namespace
+
+// Members of Domain are private to the class; these reach them.
+struct DomainOps {
+  static void lock(ThreadGate::Domain& l) {
+    if (!l.mutex_.try_lock()) {
+      l.waiting_.fetch_add(1, std::memory_order_relaxed);
+      l.mutex_.lock();
+      l.waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    countHeld(1);
+  }
+  static bool tryLock(ThreadGate::Domain& l) {
+    if (!l.mutex_.try_lock()) return false;
+    countHeld(1);
+    return true;
+  }
+  static void unlock(ThreadGate::Domain& l) {
+    countHeld(-1);
+    l.mutex_.unlock();
+  }
+  static int waiting(ThreadGate::Domain& l) { return l.waiting_.load(std::memory_order_relaxed); }
+  static std::vector<int>& sleepers(ThreadGate::Domain& l) { return l.sleepers_; }
+};
+
+namespace {
+
+void acquire(ThreadGate::Domain& domain, int depth) {
+  DomainOps::lock(domain);
+  t_domain = &domain;
   t_depth = depth;
 }
 
+// Lets this thread's domain go; returns how deep it was held.
 int letGo() {
+  ThreadGate::Domain* domain = t_domain;
   const int depth = t_depth;
+  t_domain = nullptr;
   t_depth = 0;
-  g_mutex.unlock();
+  DomainOps::unlock(*domain);
   return depth;
 }
 
@@ -56,53 +88,89 @@ int letGo() {
 void ThreadGate::enable() { g_enabled.store(true, std::memory_order_relaxed); }
 bool ThreadGate::enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
-ThreadGate::Hold::Hold() {
+ThreadGate::Domain& ThreadGate::defaultDomain() {
+  static Domain domain;
+  return domain;
+}
+
+int ThreadGate::peakHeld() { return g_peak.load(std::memory_order_relaxed); }
+
+ThreadGate::Hold::Hold(Domain& domain) {
   if (!enabled()) return;
-  if (t_depth > 0) ++t_depth;
-  else acquire(1);
+  active_ = true;
+  if (t_domain == &domain) {
+    ++t_depth;
+    return;
+  }
+  // Never two domains held while blocking for one: the first goes for the
+  // scope (a TryHold section never gets here: it touches its domain only).
+  if (t_domain != nullptr && !t_nested) {
+    outer_ = t_domain;
+    outer_depth_ = letGo();
+  }
+  acquire(domain, 1);
 }
 
 ThreadGate::Hold::~Hold() {
-  if (!enabled()) return;
-  if (--t_depth == 0) g_mutex.unlock();
+  if (!active_) return;
+  if (--t_depth > 0) return;
+  (void)letGo();
+  if (outer_ != nullptr) acquire(*outer_, outer_depth_);
 }
 
-ThreadGate::Release::Release() : depth_(enabled() && t_depth > 0 ? letGo() : 0) {}
+ThreadGate::Release::Release() {
+  if (!enabled() || t_domain == nullptr || t_nested) return;
+  domain_ = t_domain;
+  depth_ = letGo();
+}
 
 ThreadGate::Release::~Release() {
-  if (depth_ > 0) acquire(depth_);
+  if (depth_ > 0) acquire(*domain_, depth_);
 }
 
-ThreadGate::TryHold::TryHold() {
+ThreadGate::TryHold::TryHold(Domain& domain, bool nest) {
   if (!enabled()) {
     held_ = true;
     return;
   }
-  if (t_depth > 0) return;  // re-entered from inside a held section
-  if (g_mutex.try_lock()) {
-    t_depth = 1;
-    held_ = locked_ = true;
-  }
+  if (t_domain == &domain) return;  // re-entered from inside a held section
+  if (t_domain != nullptr && !nest) return;
+  if (!DomainOps::tryLock(domain)) return;
+  held_ = true;
+  domain_ = &domain;
+  outer_ = t_domain;
+  outer_depth_ = t_depth;
+  outer_nested_ = t_nested;
+  t_domain = &domain;
+  t_depth = 1;
+  t_nested = outer_ != nullptr;
 }
 
 ThreadGate::TryHold::~TryHold() {
-  if (!locked_) return;
-  t_depth = 0;
-  g_mutex.unlock();
+  if (domain_ == nullptr) return;
+  t_domain = outer_;
+  t_depth = outer_depth_;
+  t_nested = outer_nested_;
+  DomainOps::unlock(*domain_);
 }
 
 int ThreadGate::poll(pollfd* fds, int nfds, int timeout_ms) {
-  if (!enabled() || t_depth == 0) return ::poll(fds, static_cast<nfds_t>(nfds), timeout_ms);
+  // Inside a TryHold on a second domain nothing lets go: a plain, bounded
+  // sleep (the caller's timeout) holding both.
+  if (!enabled() || t_domain == nullptr || t_nested)
+    return ::poll(fds, static_cast<nfds_t>(nfds), timeout_ms);
+  Domain& domain = *t_domain;
   const int wake = t_wake.get();
   std::vector<pollfd> all(fds, fds + nfds);
   all.push_back({wake, POLLIN, 0});
-  g_sleepers.push_back(wake);
+  std::vector<int>& sleepers = DomainOps::sleepers(domain);
+  sleepers.push_back(wake);
   int n;
   {
     Release released;
     n = ::poll(all.data(), all.size(), timeout_ms);
   }
-  g_sleepers.erase(std::find(g_sleepers.begin(), g_sleepers.end(), wake));
+  sleepers.erase(std::find(sleepers.begin(), sleepers.end(), wake));
   uint64_t drained;
   if (all.back().revents != 0) (void)!read(wake, &drained, sizeof drained);
   for (int i = 0; i < nfds; ++i) fds[i].revents = all[size_t(i)].revents;
@@ -110,18 +178,18 @@ int ThreadGate::poll(pollfd* fds, int nfds, int timeout_ms) {
 }
 
 void ThreadGate::yield() {
-  // Alone at the gate (one thread, or the others asleep in poll) there is
+  // Alone at the domain (one thread, or the others asleep in poll) there is
   // nobody to give a turn to: a sched_yield would only hand the core to
   // other processes (25-35 us per call on a loaded machine, measured).
-  if (!enabled() || t_depth == 0 || g_waiting.load(std::memory_order_relaxed) == 0) return;
+  if (!enabled() || t_domain == nullptr || t_nested || DomainOps::waiting(*t_domain) == 0) return;
   Release released;
   sched_yield();
 }
 
 void ThreadGate::wakeSleepers() {
-  if (!enabled() || t_depth == 0) return;
+  if (!enabled() || t_domain == nullptr) return;
   const uint64_t one = 1;
-  for (int fd : g_sleepers) (void)!write(fd, &one, sizeof one);
+  for (int fd : DomainOps::sleepers(*t_domain)) (void)!write(fd, &one, sizeof one);
 }
 
 }  // namespace switchagg::ucx

@@ -61,7 +61,7 @@ int routedResult(switchagg::coll::Outcome outcome) {
 
 int routedCall(const char* where, switchagg_coll_comm_t* comm,
                const switchagg::coll::RoutedArgs& args, bool previous_differs) {
-  switchagg::coll::ProcessRuntime::CallScope in_call;
+  switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded(where, static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
     return routedResult(switchagg::coll::dispatchRouted(comm->state, args, previous_differs));
   });
@@ -102,6 +102,15 @@ int switchagg_coll_open(const switchagg_coll_params_t* params) {
     }
     p.tune_online = tune == "online";
     p.tune_file = params->tune_file ? params->tune_file : "";
+    if (params->thread_domains < 1 ||
+        params->thread_domains > switchagg::coll::ProcessRuntime::kMaxDomains) {
+      std::fprintf(stderr,
+                   "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_thread_domains "
+                   "must be 1..%d, got %d\n",
+                   switchagg::coll::ProcessRuntime::kMaxDomains, params->thread_domains);
+      return -1;
+    }
+    p.thread_domains = params->thread_domains;
     // Warn early enough to be seen in a hung job, before a long bound fails.
     p.stall.warn_ms = p.stall.fail_ms > 0 ? std::min<int64_t>(10000, p.stall.fail_ms / 2) : 10000;
     switchagg::Status st = switchagg::coll::ProcessRuntime::instance().open(p);
@@ -126,13 +135,14 @@ void switchagg_coll_enable_threads(void) { switchagg::coll::ProcessRuntime::enab
 void switchagg_coll_enable_gate(void) { switchagg::coll::ProcessRuntime::enableThreads(false); }
 
 switchagg_coll_comm_t* switchagg_coll_comm_create(const switchagg_coll_comm_info_t* info) {
-  switchagg::coll::ProcessRuntime::CallScope in_call;  // counts live communicators
+  switchagg::coll::ProcessRuntime::CallScope in_call(
+      switchagg::coll::ProcessRuntime::instance().domainFor(info->context_id));  // counts live communicators
   return guarded<switchagg_coll_comm_t*>("comm_create", nullptr,
                                          [&] { return new switchagg_coll_comm(*info); });
 }
 
 void switchagg_coll_comm_destroy(switchagg_coll_comm_t* comm) {
-  switchagg::coll::ProcessRuntime::CallScope in_call;  // closes groups: no progress callback
+  switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());  // closes groups: no progress callback
   guarded("comm_destroy", 0, [&] {
     delete comm;
     return 0;
@@ -143,11 +153,20 @@ namespace {
 void (*g_mpi_progress)(void) = nullptr;
 // The transport's wait hook (ucx::setWaitHook): MPI's progress, with the
 // component's progress callbacks open again for the length of it (the
-// waiting call is at a safe point: between rounds of its wait loop).
+// waiting call is at a safe point: between rounds of its wait loop). With
+// several thread domains, then the other domains' workers too, each if no
+// other thread holds it: a peer may wait for one of them (a recovery
+// question to answer, an endpoint flush at a communicator's free) while
+// every thread here waits on another domain - with one worker any wait
+// drove it. The MPICH family never calls our progress, Open MPI only every
+// 8th round, so it is not left to them.
 void mpiProgressFromWait() {
-  if (switchagg::coll::ProcessRuntime::threadWithoutMpi()) return;
-  switchagg::coll::ProcessRuntime::OpenForProgress open;
-  if (g_mpi_progress != nullptr) g_mpi_progress();
+  switchagg::coll::ProcessRuntime& runtime = switchagg::coll::ProcessRuntime::instance();
+  if (!switchagg::coll::ProcessRuntime::threadWithoutMpi()) {
+    switchagg::coll::ProcessRuntime::OpenForProgress open;
+    if (g_mpi_progress != nullptr) g_mpi_progress();
+  }
+  if (runtime.domains() > 1) (void)runtime.progress();
 }
 }  // namespace
 
@@ -162,7 +181,7 @@ int switchagg_coll_progress(void) {
 
 int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void* recv,
                              size_t count, int dtype, int op, int flags) {
-  switchagg::coll::ProcessRuntime::CallScope in_call;
+  switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded("allreduce", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
     switchagg::coll::AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype),
                                         static_cast<Op>(op)};
@@ -192,7 +211,7 @@ int switchagg_coll_allreduce_previous(switchagg_coll_comm_t* comm, int dtype, in
 }
 
 int switchagg_coll_barrier(switchagg_coll_comm_t* comm) {
-  switchagg::coll::ProcessRuntime::CallScope in_call;
+  switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded("barrier", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
     switch (switchagg::coll::dispatchBarrier(comm->state)) {
       case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
@@ -246,7 +265,7 @@ void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t* comm, int routed
 
 int switchagg_coll_routed_previous_done(switchagg_coll_comm_t* comm, int routed_op) {
   if (routed_op < 0 || routed_op >= int(switchagg::coll::kNumRoutedOps)) return 0;
-  switchagg::coll::ProcessRuntime::CallScope in_call;
+  switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded("routed_previous_done", -1, [&] {
     const auto op = static_cast<switchagg::coll::RoutedOp>(routed_op);
     switchagg::Status st = comm->state.routedPreviousDone(op);
@@ -260,7 +279,7 @@ int switchagg_coll_routed_previous_done(switchagg_coll_comm_t* comm, int routed_
 }
 
 int switchagg_coll_previous_done(switchagg_coll_comm_t* comm) {
-  switchagg::coll::ProcessRuntime::CallScope in_call;
+  switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded("previous_done", -1, [&] {
     switchagg::Status st = comm->state.previousDone();
     if (st.ok()) return 0;

@@ -45,6 +45,7 @@ typedef struct switchagg_coll_params {
   int stall_timeout;     /* coll_switchagg_stall_timeout, seconds; 0 = warn only */
   const char *tune;      /* coll_switchagg_tune: online|off */
   const char *tune_file; /* coll_switchagg_tune_file: NULL or "" = do not save */
+  int thread_domains;    /* coll_switchagg_thread_domains: 1..64 */
 } switchagg_coll_params_t;
 
 /* Collective services the core borrows from the previous coll module. The

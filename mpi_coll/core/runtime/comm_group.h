@@ -36,6 +36,9 @@ class CommGroup {
     static const std::vector<std::vector<uint8_t>> none;
     return none;
   }
+  // The thread domain whose worker and agent connections this group uses
+  // (ProcessRuntime::domainFor; 0 without threads).
+  virtual int domain() const { return 0; }
 };
 
 }  // namespace switchagg::coll

@@ -45,6 +45,7 @@ CommState::CommState(const switchagg_coll_comm_info_t& info)
     : rank_(info.rank),
       size_(info.size),
       context_id_(info.context_id),
+      domain_(ProcessRuntime::instance().domainFor(info.context_id)),
       name_(info.name ? info.name : "?"),
       node_name_(processNodeName(info.node_name)),
       allgather_ctx_(info.allgather_ctx),
@@ -129,7 +130,7 @@ Status CommState::allgatherOverTransport(const void* send, void* recv, size_t by
 // so all agree on whether the host path can run.
 Status CommState::exchangeAddresses() {
   layout_.node_of.assign(static_cast<size_t>(size_), 0);
-  Result<ucx::Worker*> worker = ProcessRuntime::instance().worker();
+  Result<ucx::Worker*> worker = ProcessRuntime::instance().worker(domain_);
   std::vector<uint8_t> address;
   if (worker.ok()) address = worker.value()->address();
   else SA_WARN("coll", "rank %d: UCX transport unavailable: %s", rank_,

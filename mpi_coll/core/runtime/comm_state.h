@@ -85,6 +85,8 @@ class CommState : public CommGroup {
     return in;
   }
   uint32_t contextId() const override { return context_id_; }
+  // The thread domain this communicator runs on (ProcessRuntime::domainFor).
+  int domain() const override { return domain_; }
   const std::string& name() const override { return name_; }
 
   // Collective over the previous coll module: `bytes` from every rank into
@@ -166,6 +168,7 @@ class CommState : public CommGroup {
   int rank_ = 0;
   int size_ = 1;
   uint32_t context_id_ = 0;
+  int domain_ = 0;
   std::string name_;
   std::string node_name_;
   void* allgather_ctx_ = nullptr;

@@ -146,9 +146,11 @@ int routeRouted(switchagg_coll_comm& comm, IallreduceCounters& c, const RoutedAr
 
 // A step from a progress callback must not run inside a blocking switchagg
 // call on this thread (UCX is not re-entrant) nor, with threads, while
-// another thread holds the gate.
+// another thread holds the communicator's domain.
 class StepScope {
  public:
+  explicit StepScope(const switchagg_coll_comm& comm)
+      : gate_(ProcessRuntime::instance().gate(comm.state.domain())) {}
   bool allowed() const {
     return gate_.held() &&
            (ucx::ThreadGate::enabled() || ProcessRuntime::instance().inCall() == 0);
@@ -172,9 +174,9 @@ int streamResult(const Status& st, int* outcome) {
 // on): `start` asks the path to start it.
 template <typename F>
 int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, int* outcome, F&& start) {
-  StepScope step;
+  StepScope step(comm);
   if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm.state.domain());
   return guarded<int>("istream start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
     SwitchPath* sw = comm.state.switchPath();
     comm.istream = &c;
@@ -267,7 +269,7 @@ extern "C" {
 
 int switchagg_coll_iallreduce_route(switchagg_coll_comm_t* comm, const void* send, void* recv,
                                     size_t count, int dtype, int op) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce", SWITCHAGG_COLL_IROUTE_FAILED, [&] {
     AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
     return switchagg::coll::route(*comm, args);
@@ -275,7 +277,7 @@ int switchagg_coll_iallreduce_route(switchagg_coll_comm_t* comm, const void* sen
 }
 
 int switchagg_coll_ibarrier_route(switchagg_coll_comm_t* comm) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("ibarrier", SWITCHAGG_COLL_IROUTE_FAILED,
                                        [&] { return switchagg::coll::routeBarrier(*comm); });
 }
@@ -290,7 +292,7 @@ int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, 
 
 int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, size_t count,
                                  int dtype, int op, int root) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("irouted", SWITCHAGG_COLL_IROUTE_FAILED, [&] {
     switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
     if (c == nullptr) return static_cast<int>(SWITCHAGG_COLL_IROUTE_FAILED);
@@ -315,9 +317,9 @@ int switchagg_coll_istream_start_routed(switchagg_coll_comm_t* comm, int routed_
 }
 
 int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
-  switchagg::coll::StepScope step;
+  switchagg::coll::StepScope step(*comm);
   if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce step", SWITCHAGG_COLL_ISTREAM_OUTCOME, [&] {
     *outcome = SwitchPath::kStreamFailed;
     // One step sends what the window allows and drives the clients' worker
@@ -337,7 +339,7 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
 }
 
 int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int* agreed) {
-  switchagg::coll::StepScope step;
+  switchagg::coll::StepScope step(*comm);
   SwitchPath* sw = comm->state.switchPath();
   if (!sw || !sw->streamSettles()) {
     comm->istream_agree_start_us = switchagg::coll::nowUs();
@@ -345,7 +347,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
   }
   // Recovery waits on the process's worker: not inside a blocking call.
   if (outcome != SwitchPath::kStreamOk && !step.allowed()) return SWITCHAGG_COLL_ISETTLE_NOT_NOW;
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
     switchagg::Status st = sw->settleStream(outcome, agreed);
     if (st.ok()) return static_cast<int>(SWITCHAGG_COLL_ISETTLE_SETTLED);
@@ -359,7 +361,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
 }
 
 int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int first_rank) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce end", 1, [&] {
     switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
     if (comm->istream_agree_start_us > 0) {
@@ -386,7 +388,7 @@ int switchagg_coll_host_ready(switchagg_coll_comm_t* comm) {
 
 int switchagg_coll_istream_agree(switchagg_coll_comm_t* comm, int outcome, int* agreed,
                                  int* first_rank) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce agreement", -1, [&] {
     switchagg::coll::CommState& state = comm->state;
     const uint8_t mine = static_cast<uint8_t>(outcome);
@@ -413,7 +415,7 @@ int switchagg_coll_istream_agree(switchagg_coll_comm_t* comm, int outcome, int* 
 
 int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t* comm, const void* send, void* recv,
                                         size_t count, int dtype, int op) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce redo", -1, [&] {
     const AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
     return switchagg::coll::redoOnHost(*comm, comm->iallreduce, "MPI_Iallreduce",
@@ -423,7 +425,7 @@ int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t* comm, const void*
 
 int switchagg_coll_irouted_redo_host(switchagg_coll_comm_t* comm, int routed_op, const void* send,
                                      void* recv, size_t count, int dtype, int op, int root) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("irouted redo", -1, [&] {
     switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
     if (c == nullptr) return -1;
@@ -434,7 +436,7 @@ int switchagg_coll_irouted_redo_host(switchagg_coll_comm_t* comm, int routed_op,
 }
 
 int switchagg_coll_ibarrier_redo_host(switchagg_coll_comm_t* comm) {
-  ProcessRuntime::CallScope in_call;
+  ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("ibarrier redo", -1, [&] {
     int32_t entered = 1;
     const AllreduceArgs args{nullptr, &entered, 1, Dtype::kInt32, Op::kSum};

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,8 @@
 #include "switchagg/ucx/transport.h"
 
 namespace switchagg::coll {
+
+thread_local int ProcessRuntime::t_in_call = 0;
 
 namespace {
 thread_local bool t_without_mpi = false;
@@ -56,8 +59,17 @@ Status ProcessRuntime::open(const ComponentParams& params) {
   return Status::Ok();
 }
 
+int ProcessRuntime::domains() const {
+  return ucx::ThreadGate::enabled() ? std::clamp(params_.thread_domains, 1, kMaxDomains) : 1;
+}
+
+int ProcessRuntime::domainFor(uint32_t context_id) const {
+  return int(context_id % uint32_t(domains()));
+}
+
 void ProcessRuntime::addTuned(const std::string& rules_text) {
   if (params_.tune_file.empty() || rules_text.empty()) return;
+  std::lock_guard<std::mutex> lock(tuned_mutex_);
   // One communicator shape per block; a later communicator of the same
   // shape repeats rules that the first match already decides.
   tuned_ += rules_text;
@@ -65,19 +77,28 @@ void ProcessRuntime::addTuned(const std::string& rules_text) {
 
 void ProcessRuntime::close() {
   writeTuneFile();
-  extra_progress_.clear();
-  has_progress_.store(false, std::memory_order_relaxed);
-  shutdownRecovery(live_comms_ == 0);
-  if (live_comms_ > 0) {
-    SA_DEBUG("coll", "%d communicators still alive at close; UCX worker left to process exit",
-             live_comms_);
-    (void)worker_.release();
+  for (Domain& d : domains_) {
+    d.extra_progress.clear();
+    d.has_progress.store(false, std::memory_order_relaxed);
+  }
+  const int live = live_comms_.load(std::memory_order_relaxed);
+  shutdownRecovery(live == 0);
+  if (live > 0) {
+    SA_DEBUG("coll", "%d communicators still alive at close; UCX workers left to process exit",
+             live);
+    for (Domain& d : domains_) (void)d.worker.release();
     (void)context_.release();
     return;
   }
-  worker_.reset();
+  if (ucx::ThreadGate::enabled() && domains() > 1)
+    SA_INFO("coll", "threads: %d domains, at most %d held at once", domains(),
+            ucx::ThreadGate::peakHeld());
+  for (Domain& d : domains_) {
+    d.worker.reset();
+    d.worker_error = Status::Ok();
+  }
   context_.reset();
-  worker_error_ = Status::Ok();
+  context_error_ = Status::Ok();
 }
 
 // The job's rank 0 writes (every rank learnt the same: decisions are agreed).
@@ -111,59 +132,83 @@ std::string processNodeName(const char* mpi_name) {
 }
 
 int ProcessRuntime::progress() {
-  if (!has_progress_.load(std::memory_order_relaxed)) return 0;
-  ucx::ThreadGate::TryHold gate;
-  if (!gate.held() || (!ucx::ThreadGate::enabled() && in_call_ > 0)) return 0;
-  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  if (now - last_progress_us_ < kProgressIntervalUs) return 0;  // under the gate
-  last_progress_us_ = now;
-  ++in_call_;  // a callback that re-enters opal_progress must not recurse here
   int events = 0;
-  if (worker_ && worker_->progress()) ++events;
-  for (auto& [owner, fn] : extra_progress_) events += fn();
-  --in_call_;
+  const int n = domains();
+  for (int i = 0; i < n; ++i) {
+    Domain& d = domains_[size_t(i)];
+    if (!d.has_progress.load(std::memory_order_relaxed)) continue;
+    // From inside a wait on another domain too: progressing a worker never
+    // waits, and that wait may be for a peer that needs this domain first.
+    ucx::ThreadGate::TryHold gate(d.gate, /*nest=*/true);
+    if (!gate.held() || (!ucx::ThreadGate::enabled() && t_in_call > 0)) continue;
+    const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    if (now - d.last_progress_us < kProgressIntervalUs) continue;  // under the domain
+    d.last_progress_us = now;
+    ++t_in_call;  // a callback that re-enters opal_progress must not recurse here
+    if (d.worker && d.worker->progress()) ++events;
+    for (auto& [owner, fn] : d.extra_progress) events += fn();
+    --t_in_call;
+  }
   return events;
 }
 
-void ProcessRuntime::addProgress(const void* owner, std::function<int()> fn) {
-  removeProgress(owner);
-  extra_progress_.emplace_back(owner, std::move(fn));
-  has_progress_.store(true, std::memory_order_relaxed);
+void ProcessRuntime::addProgress(int domain, const void* owner, std::function<int()> fn) {
+  removeProgress(domain, owner);
+  Domain& d = domains_[size_t(domain)];
+  d.extra_progress.emplace_back(owner, std::move(fn));
+  d.has_progress.store(true, std::memory_order_relaxed);
 }
 
-void ProcessRuntime::removeProgress(const void* owner) {
-  for (auto it = extra_progress_.begin(); it != extra_progress_.end(); ++it) {
+void ProcessRuntime::removeProgress(int domain, const void* owner) {
+  auto& list = domains_[size_t(domain)].extra_progress;
+  for (auto it = list.begin(); it != list.end(); ++it) {
     if (it->first == owner) {
-      extra_progress_.erase(it);
+      list.erase(it);
       return;
     }
   }
 }
 
-Result<ucx::Worker*> ProcessRuntime::worker() {
-  if (worker_) return worker_.get();
-  if (!worker_error_.ok()) return worker_error_;
+// One context for every domain's worker (with several domains, made for
+// workers progressing on different threads at once).
+Result<ucx::Context*> ProcessRuntime::context() {
+  std::lock_guard<std::mutex> lock(context_mutex_);
+  if (context_) return context_.get();
+  if (!context_error_.ok()) return context_error_;
   Result<ucx::TransportOptions> options = ucx::TransportOptions::fromEnvironment();
   if (!options.ok()) {
-    worker_error_ = options.status();
-    return worker_error_;
+    context_error_ = options.status();
+    return context_error_;
   }
+  options->workers_on_threads = domains() > 1;
   Result<std::unique_ptr<ucx::Context>> context = ucx::Context::create(*options);
   if (!context.ok()) {
-    worker_error_ = context.status();
-    return worker_error_;
+    context_error_ = context.status();
+    return context_error_;
+  }
+  context_ = std::move(context.value());
+  return context_.get();
+}
+
+Result<ucx::Worker*> ProcessRuntime::worker(int domain) {
+  Domain& d = domains_[size_t(domain)];
+  if (d.worker) return d.worker.get();
+  if (!d.worker_error.ok()) return d.worker_error;
+  Result<ucx::Context*> context = this->context();
+  if (!context.ok()) {
+    d.worker_error = context.status();
+    return d.worker_error;
   }
   Result<std::unique_ptr<ucx::Worker>> worker = ucx::Worker::create(*context.value());
   if (!worker.ok()) {
-    worker_error_ = worker.status();
-    return worker_error_;
+    d.worker_error = worker.status();
+    return d.worker_error;
   }
-  context_ = std::move(context.value());
-  worker_ = std::move(worker.value());
-  has_progress_.store(true, std::memory_order_relaxed);
-  return worker_.get();
+  d.worker = std::move(worker.value());
+  d.has_progress.store(true, std::memory_order_relaxed);
+  return d.worker.get();
 }
 
 }  // namespace switchagg::coll

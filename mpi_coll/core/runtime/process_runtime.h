@@ -1,19 +1,25 @@
 // The process-wide part of the component: parameters from the MCA glue and
-// the one UCX context + worker every communicator's PeerGroup shares.
+// the UCX context + workers every communicator's PeerGroup runs on.
 // Created lazily (ompi_info and jobs that never allreduce pay nothing),
 // destroyed at component close.
 //
-// Threads (MPI_THREAD_MULTIPLE): enableThreads() turns on ucx::ThreadGate;
-// every entry point of the core then runs inside CallScope, which holds the
-// gate, and lets it go whenever it waits (UCX waits, the previous module's
-// allgather: CommState::allgather). Different communicators' collectives
-// thus run from different threads at once, taking turns at the shared
-// workers, the agent client and this object. Single-threaded jobs leave
-// the gate off and pay one flag test per call.
+// Threads (MPI_THREAD_MULTIPLE): enableThreads() turns on ucx::ThreadGate
+// and the process gets coll_switchagg_thread_domains domains (docs/selection.md
+// "Threads"). A domain is a UCX worker, the agent connections made for it and
+// their lock; a communicator runs on the domain of its id (domainFor), every
+// entry point of the core runs inside CallScope, which holds that domain,
+// and lets it go whenever it waits (UCX waits, the previous module's
+// allgather: CommState::allgather). Collectives on communicators of
+// different domains thus run at once with nothing shared but this object's
+// few fields (each guarded on its own); communicators of one domain take
+// turns. Single-threaded jobs have one domain, leave the gate off and pay one
+// flag test per call.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +49,7 @@ struct ComponentParams {
   StallBounds stall;  // coll_switchagg_stall_timeout
   bool tune_online = true;  // coll_switchagg_tune=online|off
   std::string tune_file;    // coll_switchagg_tune_file: written at close by job rank 0
+  int thread_domains = 4;     // coll_switchagg_thread_domains (with threads only)
 };
 
 // Whether this process is the job's rank 0 (or the launcher does not say):
@@ -62,12 +69,22 @@ class ProcessRuntime {
   const ComponentParams& params() const { return params_; }
   const Selector& selector() const { return selector_; }
 
-  // The shared worker, created on first use; an error is remembered so a
-  // broken UCX setup is reported once, not on every communicator.
-  Result<ucx::Worker*> worker();
+  // Domains (see above): 1 unless threads are on.
+  static constexpr int kMaxDomains = 64;
+  int domains() const;
+  // The domain of the communicator with Open MPI's id `context_id` (or the
+  // PMPI layer's): ranks need not agree on it (each sends to the address
+  // its peers gave, on whatever domain they chose).
+  int domainFor(uint32_t context_id) const;
+  ucx::ThreadGate::Domain& gate(int domain) { return domains_[size_t(domain)].gate; }
 
-  void commCreated() { ++live_comms_; }
-  void commDestroyed() { --live_comms_; }
+  // A domain's worker, created on first use (by a thread holding the domain);
+  // an error is remembered so a broken UCX setup is reported once, not on
+  // every communicator.
+  Result<ucx::Worker*> worker(int domain);
+
+  void commCreated() { live_comms_.fetch_add(1, std::memory_order_relaxed); }
+  void commDestroyed() { live_comms_.fetch_sub(1, std::memory_order_relaxed); }
 
   // Several threads will use the core: before any worker exists.
   // `mpi_threads`: because the program runs at MPI_THREAD_MULTIPLE
@@ -85,10 +102,11 @@ class ProcessRuntime {
   static bool threadWithoutMpi();
 
   // Open MPI's progress engine calls this (switchagg_coll_progress) while
-  // the process is in other components: it drives the shared worker and
-  // every worker registered below, unless a switchagg call is running on
-  // this thread (the call drives them itself; UCX is not re-entrant) or,
-  // with threads, another thread holds the gate (it drives them).
+  // the process is in other components: it drives every domain's worker and
+  // the workers registered on it below, unless a switchagg call is running
+  // on this thread (the call drives them itself; UCX is not re-entrant) or,
+  // with threads, another thread holds that domain (it drives them) or this
+  // thread does (inside one of its waits: the domain's own wait drives it).
   // Runs the workers at most every kProgressIntervalUs: Open MPI calls it
   // thousands of times during another component's long call, and a UCX
   // worker with TCP endpoints costs a poll each time (measured: a settled
@@ -99,14 +117,13 @@ class ProcessRuntime {
   static constexpr int64_t kProgressIntervalUs = 20;
   // Switchagg calls running on this thread (CallScope depth): a progress
   // callback that would step the switch path stays out while it is > 0.
-  int inCall() const { return in_call_; }
-  // Marks a switchagg call and holds the thread gate: progress() stays out
-  // of it (with threads, through the gate: in_call_ then only changes
-  // under it and is not read).
+  int inCall() const { return t_in_call; }
+  // Marks a switchagg call on `domain` and holds that domain: progress() stays
+  // out of it (with threads, through the domain's lock).
   class CallScope {
    public:
-    CallScope() { ++instance().in_call_; }
-    ~CallScope() { --instance().in_call_; }
+    explicit CallScope(int domain) : hold_(instance().gate(domain)) { ++t_in_call; }
+    ~CallScope() { --t_in_call; }
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
 
@@ -121,18 +138,19 @@ class ProcessRuntime {
   // in the allgather, only Open MPI's progress loop runs here.
   class OpenForProgress {
    public:
-    OpenForProgress() : saved_(instance().in_call_) { instance().in_call_ = 0; }
-    ~OpenForProgress() { instance().in_call_ = saved_; }
+    OpenForProgress() : saved_(t_in_call) { t_in_call = 0; }
+    ~OpenForProgress() { t_in_call = saved_; }
     OpenForProgress(const OpenForProgress&) = delete;
     OpenForProgress& operator=(const OpenForProgress&) = delete;
 
    private:
     int saved_;
   };
-  // Other workers the process owns (the switch path's agent clients):
-  // `fn` progresses one and returns its event count. Keyed by `owner`.
-  void addProgress(const void* owner, std::function<int()> fn);
-  void removeProgress(const void* owner);
+  // Other workers a domain owns (the switch path's agent clients): `fn`
+  // progresses one and returns its event count. Keyed by `owner`; called
+  // holding the domain.
+  void addProgress(int domain, const void* owner, std::function<int()> fn);
+  void removeProgress(int domain, const void* owner);
 
   // Rules a communicator learnt online (tune-file text); kept until close,
   // when the job's rank 0 writes them to coll_switchagg_tune_file.
@@ -141,19 +159,29 @@ class ProcessRuntime {
  private:
   ProcessRuntime() = default;
   void writeTuneFile();
+  Result<ucx::Context*> context();
+  // Switchagg calls running on this thread (CallScope depth).
+  static thread_local int t_in_call;
+  struct Domain {
+    ucx::ThreadGate::Domain gate;
+    // Under `gate`:
+    std::unique_ptr<ucx::Worker> worker;
+    Status worker_error;
+    int64_t last_progress_us = 0;  // progress()'s last run (steady clock)
+    std::vector<std::pair<const void*, std::function<int()>>> extra_progress;
+    // A worker or an extra progress function exists: until then progress()
+    // has nothing to drive here (a job whose calls all go to the previous
+    // module never reads the clock for it).
+    std::atomic<bool> has_progress{false};
+  };
   ComponentParams params_;
   Selector selector_;
+  std::mutex context_mutex_;  // context_, context_error_
   std::unique_ptr<ucx::Context> context_;
-  std::unique_ptr<ucx::Worker> worker_;
-  Status worker_error_;
-  int live_comms_ = 0;
-  int in_call_ = 0;
-  int64_t last_progress_us_ = 0;  // progress()'s last run (steady clock)
-  // A worker or an extra progress function exists: until then progress()
-  // has nothing to drive and returns at once (a job whose calls all go to
-  // the previous module never reads the clock for it).
-  std::atomic<bool> has_progress_{false};
-  std::vector<std::pair<const void*, std::function<int()>>> extra_progress_;
+  Status context_error_;
+  std::array<Domain, kMaxDomains> domains_;
+  std::atomic<int> live_comms_{0};
+  std::mutex tuned_mutex_;
   std::string tuned_;
 };
 

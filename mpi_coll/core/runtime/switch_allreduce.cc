@@ -84,15 +84,14 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
 // group is left (unusable here; its LEAVE makes the agent abort it for the
 // others' next call). Fires once per process.
 bool testCutNow(int rank, uint64_t call) {
-  static bool fired = false;
+  static std::atomic<bool> fired{false};
   static const TestCut want = [] {
     TestHooks hooks;
     (void)testHooksTable().applyEnvironment(hooks, "test.cut");  // a bad value: off
     return hooks.cut;
   }();
-  if (fired || want.rank != rank || want.call != call) return false;
-  fired = true;
-  return true;
+  if (want.rank != rank || want.call != call) return false;
+  return !fired.exchange(true);
 }
 
 // One agent round trip and nothing between hosts on success: node reduce

@@ -17,7 +17,7 @@ void AgentSwitchPath::makeLedger() {
   const std::vector<std::vector<uint8_t>>& addresses = comm_.workerAddresses();
   one_round_trip_ = !lease_.agree_every_call && lease_.keep_bytes > 0 && !addresses.empty();
   if (!one_round_trip_ || (leaders_ && !leaders_->leader())) return;
-  Result<ucx::Worker*> worker = ProcessRuntime::instance().worker();
+  Result<ucx::Worker*> worker = ProcessRuntime::instance().worker(comm_.domain());
   if (!worker.ok()) return;  // cannot be: the host transport runs on it
   std::vector<int> members;
   if (leaders_)

@@ -73,12 +73,12 @@ namespace {
 // A member's connections: one per agent of the lease (one stripe each), or
 // for a tree lease one, to the leaf agent of this rank's node. An error:
 // some agent could not be reached (named); connected means to all of them.
-Status connectAgents(const SwitchLease& lease,
+Status connectAgents(const SwitchLease& lease, int domain,
                      std::vector<std::shared_ptr<agent::AggClient>>* clients) {
   if (lease.tree && lease.leaf < 0) return Status(Code::kUnsupported, lease.tree_error);
   for (size_t k = 0; k < lease.agents.size(); ++k) {
     if (lease.tree && k != size_t(lease.leaf)) continue;
-    Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k);
+    Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k, domain);
     if (!c.ok()) return Status(c.status().code(), lease.agents[k] + ": " + c.status().message());
     clients->push_back(std::move(c.value()));
   }
@@ -184,7 +184,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   // A non-leader opens no connection and agrees to whatever the others saw.
   const bool member = !leaders || leaders->leader();
   std::vector<std::shared_ptr<agent::AggClient>> clients;
-  const Status connect_failure = member ? connectAgents(lease, &clients)
+  const Status connect_failure = member ? connectAgents(lease, comm.domain(), &clients)
                                  : lease.tree && lease.leaf < 0
                                      ? Status(Code::kUnsupported, lease.tree_error)
                                      : Status::Ok();

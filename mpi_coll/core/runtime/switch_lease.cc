@@ -1,5 +1,7 @@
 #include "switch_lease.h"
 
+#include <atomic>
+
 #include <chrono>
 #include <cstdlib>
 #include <unistd.h>
@@ -116,9 +118,13 @@ struct ClientSlot {
   int64_t failed_at_ms = 0;
 };
 
-ClientSlot& slot(size_t k) {
-  static std::vector<ClientSlot> slots(switchLease() ? switchLease()->agents.size() : 1);
-  return slots.at(k);
+// Per thread domain (ProcessRuntime): a domain's communicators share its
+// connections, touched only by threads holding that domain.
+ClientSlot& slot(int domain, size_t k) {
+  static std::vector<std::vector<ClientSlot>> slots(
+      ProcessRuntime::kMaxDomains,
+      std::vector<ClientSlot>(switchLease() ? switchLease()->agents.size() : 1));
+  return slots.at(size_t(domain)).at(k);
 }
 
 }  // namespace
@@ -128,8 +134,9 @@ const SwitchLease* switchLease() {
   return lease.get();
 }
 
-Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease, size_t k) {
-  ClientSlot& s = slot(k);
+Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease, size_t k,
+                                                       int domain) {
+  ClientSlot& s = slot(domain, k);
   std::shared_ptr<agent::AggClient> live = s.client.lock();
   // A dead connection is dropped (its groups keep it alive until they go)
   // and replaced at once: the agent may be back. Only failed connects back
@@ -155,9 +162,9 @@ Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease,
   // the process waits in other components (ProcessRuntime::progress), once
   // per connection, for as long as the connection lives.
   agent::AggClient* raw = c.value().release();
-  ProcessRuntime::instance().addProgress(raw, [raw] { return raw->progress(); });
-  live = std::shared_ptr<agent::AggClient>(raw, [](agent::AggClient* p) {
-    ProcessRuntime::instance().removeProgress(p);
+  ProcessRuntime::instance().addProgress(domain, raw, [raw] { return raw->progress(); });
+  live = std::shared_ptr<agent::AggClient>(raw, [domain](agent::AggClient* p) {
+    ProcessRuntime::instance().removeProgress(domain, p);
     delete p;
   });
   s.client = live;
@@ -165,9 +172,8 @@ Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease,
 }
 
 void reportRequireFailure(const SwitchLease& lease, const std::string& why) {
-  static bool printed = false;
-  if (printed) return;
-  printed = true;
+  static std::atomic<bool> printed{false};
+  if (printed.exchange(true)) return;
   if (!isJobRankZero()) return;
   // Always printed (error level): the job asked for the switch and runs
   // on the host instead.

@@ -57,7 +57,9 @@ const SwitchLease* switchLease();
 // The process's connection to agent k (of lease.agents), connected on first use. After a failure
 // the same error is returned without touching the network until the reconnect backoff
 // (kReconnectBackoffMs) has passed, so a dead agent costs each new communicator nothing.
-Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease, size_t k);
+// One connection per thread domain (`domain`: the communicator's), used holding it.
+Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease, size_t k,
+                                                       int domain);
 
 constexpr int64_t kReconnectBackoffMs = 60000;
 

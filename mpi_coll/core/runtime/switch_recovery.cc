@@ -24,6 +24,8 @@
 #include <deque>
 #include <list>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
@@ -220,13 +222,19 @@ struct LedgerState {
 namespace {
 
 // Ledgers by key (live ones weakly: their communicators own them), the
-// last few retired ones strongly, and whether the handlers are set.
+// last few retired ones strongly, and the workers whose handlers are set.
+// With threads, communicators of different domains (ProcessRuntime) reach
+// it at once: `mu` guards these maps, while a ledger's own state is only
+// touched by threads holding its communicator's domain (the answers to it
+// arrive on that domain's worker: its address is the one the peers have).
 struct Registry {
+  std::mutex mu;
   std::map<uint64_t, std::weak_ptr<LedgerState>> live;
   std::deque<std::shared_ptr<LedgerState>> retired;
-  ucx::Worker* handlers_on = nullptr;
+  std::set<ucx::Worker*> handlers_on;
 
   std::shared_ptr<LedgerState> find(uint64_t key) {
+    std::lock_guard<std::mutex> lock(mu);
     auto it = live.find(key);
     if (it != live.end())
       if (std::shared_ptr<LedgerState> s = it->second.lock()) return s;
@@ -249,8 +257,10 @@ bool parse(const ucx::AmMessage& m, Header* h) {
 
 void setHandlers(ucx::Worker& worker) {
   Registry& reg = registry();
-  if (reg.handlers_on == &worker) return;
-  reg.handlers_on = &worker;
+  {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    if (!reg.handlers_on.insert(&worker).second) return;
+  }
   Status st = worker.setAmHandler(kAmQuery, [&worker](const ucx::AmMessage& m) {
     Header h;
     if (!parse(m, &h)) return;
@@ -288,11 +298,14 @@ CallLedger::CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<
   state_->members = std::move(members);
   state_->addresses = std::move(addresses);
   setHandlers(worker);
-  registry().live[key] = state_;
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  reg.live[key] = state_;
 }
 
 CallLedger::~CallLedger() {
   Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
   reg.live.erase(state_->key);
   reg.retired.push_back(std::move(state_));
   while (reg.retired.size() > kRetiredKept) reg.retired.pop_front();
@@ -510,6 +523,7 @@ Result<Recovery> LedgerState::ask(const StallBounds& stall) {
 
 void shutdownRecovery(bool worker_alive) {
   Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
   auto drop = [worker_alive](LedgerState& s) {
     if (!worker_alive) {
       // The worker is left to process exit: so are its endpoints and sends.
@@ -524,7 +538,7 @@ void shutdownRecovery(bool worker_alive) {
   for (auto& [key, weak] : reg.live)
     if (std::shared_ptr<LedgerState> s = weak.lock()) drop(*s);
   reg.live.clear();
-  reg.handlers_on = nullptr;
+  reg.handlers_on.clear();
 }
 
 }  // namespace switchagg::coll

@@ -22,6 +22,7 @@ struct PmpiParams {
   std::string tune = "online";  // online | off
   std::string tune_file;        // empty: not saved
   std::string progress_thread = "auto";  // auto | off (MPICH family only)
+  int thread_domains = 4;                // at MPI_THREAD_MULTIPLE
 };
 
 inline const ConfigTable<PmpiParams>& pmpiParamsTable() {
@@ -61,6 +62,11 @@ inline const ConfigTable<PmpiParams>& pmpiParamsTable() {
        "a progress thread of the layer's own when the job has a switch path (docs/pmpi.md); "
        "off hands every MPI_Iallreduce to the MPI library",
        nameField(&P::progress_thread, {"auto", "off"})},
+      {"coll_switchagg_thread_domains", "SWITCHAGG_THREAD_DOMAINS",
+       "PMPI library at MPI_THREAD_MULTIPLE: thread domains (a UCX worker, its agent "
+       "connections and their lock each) communicators are spread over; 1 = one lock; as the "
+       "MCA parameter",
+       intField(&P::thread_domains, 1, 64)},
   });
   return t;
 }

@@ -55,6 +55,9 @@ struct TransportOptions {
   FailureDetection failure_detection = FailureDetection::kAuto;
   bool enable_am = true;               // UCP_FEATURE_AM (agent data plane)
   bool enable_tag = true;              // UCP_FEATURE_TAG (host algorithms)
+  // Several workers of the context progress on different threads at once
+  // (UCX's mt_workers_shared: the context's shared parts take locks).
+  bool workers_on_threads = false;
   // > 0: messages below this size go eagerly (UCX RNDV_THRESH), unless the
   // user set UCX_RNDV_THRESH. The agent data plane sets it above its largest
   // chunk: over TCP, UCX's automatic threshold (~8 KiB) sends every chunk by
