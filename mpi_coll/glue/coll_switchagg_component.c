@@ -153,10 +153,10 @@ static int switchagg_register(void) {
   (void)mca_base_component_var_register(
       v, "thread_domains",
       "At MPI_THREAD_MULTIPLE: how many thread domains (a UCX worker, its agent connections and "
-      "their lock each) the process spreads its communicators over, by communicator id; "
+      "their lock each) the process spreads its communicators over (each new one on the least used); "
       "collectives on communicators of different domains run at once, on one domain they take "
       "turns. 1..64; 1 = one lock for everything. Ignored below MPI_THREAD_MULTIPLE",
-      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
       &c->thread_domains);
   return mca_coll_switchagg_register_pvars(v);
 }

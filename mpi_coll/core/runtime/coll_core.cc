@@ -135,8 +135,8 @@ void switchagg_coll_enable_threads(void) { switchagg::coll::ProcessRuntime::enab
 void switchagg_coll_enable_gate(void) { switchagg::coll::ProcessRuntime::enableThreads(false); }
 
 switchagg_coll_comm_t* switchagg_coll_comm_create(const switchagg_coll_comm_info_t* info) {
-  switchagg::coll::ProcessRuntime::CallScope in_call(
-      switchagg::coll::ProcessRuntime::instance().domainFor(info->context_id));  // counts live communicators
+  // Counts live communicators and picks the new one's domain (no domain held).
+  switchagg::coll::ProcessRuntime::CallScope in_call(-1);
   return guarded<switchagg_coll_comm_t*>("comm_create", nullptr,
                                          [&] { return new switchagg_coll_comm(*info); });
 }

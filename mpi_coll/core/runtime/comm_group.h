@@ -37,7 +37,7 @@ class CommGroup {
     return none;
   }
   // The thread domain whose worker and agent connections this group uses
-  // (ProcessRuntime::domainFor; 0 without threads).
+  // (ProcessRuntime::takeDomain; 0 without threads).
   virtual int domain() const { return 0; }
 };
 

@@ -45,7 +45,7 @@ CommState::CommState(const switchagg_coll_comm_info_t& info)
     : rank_(info.rank),
       size_(info.size),
       context_id_(info.context_id),
-      domain_(ProcessRuntime::instance().domainFor(info.context_id)),
+      domain_(ProcessRuntime::instance().takeDomain()),
       name_(info.name ? info.name : "?"),
       node_name_(processNodeName(info.node_name)),
       allgather_ctx_(info.allgather_ctx),
@@ -65,6 +65,7 @@ CommState::~CommState() {
   }
   switch_path_.reset();
   peer_group_.reset();
+  ProcessRuntime::instance().releaseDomain(domain_);
   ProcessRuntime::instance().commDestroyed();
 }
 

@@ -85,7 +85,7 @@ class CommState : public CommGroup {
     return in;
   }
   uint32_t contextId() const override { return context_id_; }
-  // The thread domain this communicator runs on (ProcessRuntime::domainFor).
+  // The thread domain this communicator runs on (ProcessRuntime::takeDomain).
   int domain() const override { return domain_; }
   const std::string& name() const override { return name_; }
 

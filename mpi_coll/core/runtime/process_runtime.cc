@@ -63,8 +63,19 @@ int ProcessRuntime::domains() const {
   return ucx::ThreadGate::enabled() ? std::clamp(params_.thread_domains, 1, kMaxDomains) : 1;
 }
 
-int ProcessRuntime::domainFor(uint32_t context_id) const {
-  return int(context_id % uint32_t(domains()));
+int ProcessRuntime::takeDomain() {
+  const int n = domains();
+  std::lock_guard<std::mutex> lock(domain_count_mutex_);
+  int best = 0;
+  for (int d = 1; d < n; ++d)
+    if (comms_in_domain_[size_t(d)] < comms_in_domain_[size_t(best)]) best = d;
+  ++comms_in_domain_[size_t(best)];
+  return best;
+}
+
+void ProcessRuntime::releaseDomain(int domain) {
+  std::lock_guard<std::mutex> lock(domain_count_mutex_);
+  --comms_in_domain_[size_t(domain)];
 }
 
 void ProcessRuntime::addTuned(const std::string& rules_text) {

@@ -6,7 +6,8 @@
 // Threads (MPI_THREAD_MULTIPLE): enableThreads() turns on ucx::ThreadGate
 // and the process gets coll_switchagg_thread_domains domains (docs/selection.md
 // "Threads"). A domain is a UCX worker, the agent connections made for it and
-// their lock; a communicator runs on the domain of its id (domainFor), every
+// their lock; a communicator runs on the domain with the fewest live
+// communicators when it was created (takeDomain), every
 // entry point of the core runs inside CallScope, which holds that domain,
 // and lets it go whenever it waits (UCX waits, the previous module's
 // allgather: CommState::allgather). Collectives on communicators of
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -72,10 +74,13 @@ class ProcessRuntime {
   // Domains (see above): 1 unless threads are on.
   static constexpr int kMaxDomains = 64;
   int domains() const;
-  // The domain of the communicator with Open MPI's id `context_id` (or the
-  // PMPI layer's): ranks need not agree on it (each sends to the address
-  // its peers gave, on whatever domain they chose).
-  int domainFor(uint32_t context_id) const;
+  // The domain for a new communicator: the one with the fewest live
+  // communicators (the lowest of equals), so that while a process has no
+  // more communicators than domains no two share one. Ranks need not
+  // agree on it (each sends to the address its peers gave, on whatever
+  // domain they chose). releaseDomain when the communicator is freed.
+  int takeDomain();
+  void releaseDomain(int domain);
   ucx::ThreadGate::Domain& gate(int domain) { return domains_[size_t(domain)].gate; }
 
   // A domain's worker, created on first use (by a thread holding the domain);
@@ -122,13 +127,17 @@ class ProcessRuntime {
   // out of it (with threads, through the domain's lock).
   class CallScope {
    public:
-    explicit CallScope(int domain) : hold_(instance().gate(domain)) { ++t_in_call; }
+    // `domain` < 0: holds none (a communicator's creation touches no domain).
+    explicit CallScope(int domain) {
+      if (domain >= 0) hold_.emplace(instance().gate(domain));
+      ++t_in_call;
+    }
     ~CallScope() { --t_in_call; }
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
 
    private:
-    ucx::ThreadGate::Hold hold_;
+    std::optional<ucx::ThreadGate::Hold> hold_;
   };
   // Inside a switchagg call, while it waits in the previous module (the
   // allgathers of setup, of the switch path's outcome, of online tuning):
@@ -181,6 +190,8 @@ class ProcessRuntime {
   Status context_error_;
   std::array<Domain, kMaxDomains> domains_;
   std::atomic<int> live_comms_{0};
+  std::mutex domain_count_mutex_;
+  std::array<int, kMaxDomains> comms_in_domain_{};  // live communicators per domain
   std::mutex tuned_mutex_;
   std::string tuned_;
 };
