@@ -88,14 +88,27 @@ done
   done
   echo
   cat <<'EOF'
-Theory. Under MPI_THREAD_MULTIPLE the component's process-wide parts (the
-UCX worker, the agent connections, the lease state) are shared in turns
-through one lock that no thread holds while it waits (docs/mca-params.md,
-thread levels): at best two threads' collectives overlap their waits (for
-peers, for the agent), never their CPU work, so the ideal here is 2 threads
-/ 1 thread = 1.0 for CPU-bound calls and up to 2.0 for wait-bound ones (on 2
-shared cores, where every rank, its threads and the agent run, nothing is
-parallel computation).
+Theory. Under MPI_THREAD_MULTIPLE the component's process-wide parts (a
+UCX worker, the agent connections made on it) are split into thread
+domains, each with its own lock that no thread holds while it waits
+(docs/mca-params.md, thread levels); the two threads' communicators land on
+two domains, so their collectives may overlap CPU work as well as waits.
+With one domain (the "1 domain" column, what the component did before
+domains) they overlap waits only. On 2 shared cores, where both ranks,
+their threads and the agent run, nothing is parallel computation: the ideal
+is 2 threads / 1 thread = 1.0 for CPU-bound calls and up to 2.0 for
+wait-bound ones, whatever the locking. What domains can show here is
+therefore less time lost to turn-taking where the calls wait (blocking
+waits: host and switch rows at or above one lock's ratio, "+5 nonblocking"
+most, where a thread's nonblocking calls no longer wait for the other
+thread's turn to step), and what they cost where threads spin: with busy
+waits two threads spinning on two domains at once, plus the other rank's
+two and the agent, are five spinners on 2 cores, where one lock put one of
+each rank's threads to sleep on the lock instead (the switch rows with
+busy waits lose with domains, two runs of 5 in a row: 0.10 -> 0.06 and
+0.08 -> 0.04; `coll_switchagg_thread_domains=1` is the setting for busy
+waits with more spinning threads than cores). The machine that shows the gain in
+CPU-bound rows has a core per thread; not available here.
 
 Where the host path's time went (0.09x blocking, 0.21x busy before commit
 "MPI_THREAD_MULTIPLE: auto ranks switchagg's own allreduce paths"): not
@@ -126,7 +139,7 @@ earlier run at load 4, where one thread's runs took 30-39 ms instead of
 same 2 cores, must reduce their chunks (not broken down further). Every
 call of every run is checked: correct results at every thread level.
 
-Every run (ms for the whole run, 1 then 2 threads):
+Every run (ms for the whole run: 1 thread, then 2 threads with 1 domain, then with 4):
 
 EOF
   for p in "${paths[@]}"; do
