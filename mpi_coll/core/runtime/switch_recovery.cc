@@ -305,10 +305,16 @@ CallLedger::CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<
 
 CallLedger::~CallLedger() {
   Registry& reg = registry();
+  // A ledger retired for good dies after the lock is let go: closing its
+  // endpoints may progress the worker, whose handlers look ledgers up.
+  std::vector<std::shared_ptr<LedgerState>> gone;
   std::lock_guard<std::mutex> lock(reg.mu);
   reg.live.erase(state_->key);
   reg.retired.push_back(std::move(state_));
-  while (reg.retired.size() > kRetiredKept) reg.retired.pop_front();
+  while (reg.retired.size() > kRetiredKept) {
+    gone.push_back(std::move(reg.retired.front()));
+    reg.retired.pop_front();
+  }
 }
 
 uint64_t CallLedger::begin() {
@@ -523,7 +529,17 @@ Result<Recovery> LedgerState::ask(const StallBounds& stall) {
 
 void shutdownRecovery(bool worker_alive) {
   Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mu);
+  // Taken out under the lock, dropped without it (see ~CallLedger).
+  std::vector<std::shared_ptr<LedgerState>> states;
+  {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    for (std::shared_ptr<LedgerState>& s : reg.retired) states.push_back(std::move(s));
+    reg.retired.clear();
+    for (auto& [key, weak] : reg.live)
+      if (std::shared_ptr<LedgerState> s = weak.lock()) states.push_back(std::move(s));
+    reg.live.clear();
+    reg.handlers_on.clear();
+  }
   auto drop = [worker_alive](LedgerState& s) {
     if (!worker_alive) {
       // The worker is left to process exit: so are its endpoints and sends.
@@ -533,12 +549,7 @@ void shutdownRecovery(bool worker_alive) {
     s.endpoints.clear();
     s.sending.clear();
   };
-  for (std::shared_ptr<LedgerState>& s : reg.retired) drop(*s);
-  reg.retired.clear();
-  for (auto& [key, weak] : reg.live)
-    if (std::shared_ptr<LedgerState> s = weak.lock()) drop(*s);
-  reg.live.clear();
-  reg.handlers_on.clear();
+  for (std::shared_ptr<LedgerState>& s : states) drop(*s);
 }
 
 }  // namespace switchagg::coll
