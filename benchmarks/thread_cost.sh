@@ -10,13 +10,15 @@
 #
 #   benchmarks/thread_cost.sh --before DIR [--build DIR] [--np 2] [--reps 7]
 #                             [--algorithm recursive_doubling] [--iters 2000]
-#                             [--wait busy|blocking] [--out FILE]
+#                             [--wait busy|blocking] [--what "TEXT"] [--out FILE]
+# --what says what DIR is (default: "before issue 17").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build before="" np=2 reps=7 iters=2000 algorithm=recursive_doubling wait=busy
+what="before issue 17"
 out=$root/benchmarks/results/thread_cost.md
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args thread_cost 2,13 "before build np reps iters algorithm wait out" "" "$@"
+bench_args thread_cost 2,14 "before build np reps iters algorithm wait what out" "" "$@"
 [[ -f $before/lib/openmpi/mca_coll_switchagg.so ]] ||
   { echo "thread_cost: --before DIR must hold lib/openmpi/mca_coll_switchagg.so" >&2; exit 2; }
 build=$(cd "$build" && pwd) before=$(cd "$before" && pwd)
@@ -43,13 +45,13 @@ done
   echo "# Single-threaded cost of serving MPI_THREAD_MULTIPLE ($wait waits)"
   echo
   echo "Command: \`benchmarks/thread_cost.sh --before DIR --np $np --reps $reps --iters $iters"
-  echo "--algorithm $algorithm --wait $wait\`, $(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores shared with other"
+  echo "--algorithm $algorithm --wait $wait --what \"$what\"\`, $(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores shared with other"
   echo "jobs (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)), ob1 + vader."
   echo
   echo "switchagg-bench p50 latency (µs, median of $reps interleaved runs) with the"
-  echo "component before issue 17 (DIR) and after, both at MPI_THREAD_SINGLE (the"
-  echo "thread gate off: one flag test per call), and after at MPI_THREAD_MULTIPLE"
-  echo "with one thread (the gate on: a mutex per call, released around waits)."
+  echo "component $what (DIR) and after, both at MPI_THREAD_SINGLE (the"
+  echo "thread locks off: one flag test per call), and after at MPI_THREAD_MULTIPLE"
+  echo "with one thread (the locks on: a mutex per call, released around waits)."
   echo
   echo "| bytes | before | after | after/before | MULTIPLE, 1 thread | MULTIPLE/before |"
   echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
