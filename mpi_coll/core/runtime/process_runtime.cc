@@ -101,7 +101,8 @@ void ProcessRuntime::close() {
     (void)context_.release();
     return;
   }
-  if (ucx::ThreadGate::enabled() && domains() > 1)
+  // The job's rank 0 only (its own process's figure): one line per job.
+  if (ucx::ThreadGate::enabled() && domains() > 1 && isJobRankZero())
     SA_INFO("coll", "threads: %d domains, at most %d held at once", domains(),
             ucx::ThreadGate::peakHeld());
   for (Domain& d : domains_) {
