@@ -112,6 +112,46 @@ TEST(ThreadGate, TryHoldNestsOnlyWhenAskedAndThenLetsNeitherGo) {
   EXPECT_FALSE(freeForOthers(a));
 }
 
+TEST(ThreadGate, ANestedDomainIsNotCountedAsAnotherThread) {
+  ThreadGate::enable();
+  ThreadGate::Domain a, b;
+  ThreadGate::Hold outer(a);
+  ASSERT_EQ(ThreadGate::heldNow(), 1);
+  {
+    ThreadGate::TryHold nested(b, /*nest=*/true);
+    ASSERT_TRUE(nested.held());
+    EXPECT_EQ(ThreadGate::heldNow(), 1) << "one thread, two domains: still one holder";
+  }
+  EXPECT_EQ(ThreadGate::heldNow(), 1);
+}
+
+TEST(ThreadGate, HoldInsideANestedTryHoldKeepsBothAndRestoresThem) {
+  ThreadGate::enable();
+  ThreadGate::Domain a, b, c;
+  ThreadGate::Hold outer(a);
+  {
+    ThreadGate::TryHold nested(b, /*nest=*/true);
+    ASSERT_TRUE(nested.held());
+    EXPECT_FALSE(ThreadGate::TryHold(c, /*nest=*/true).held()) << "at most one nested domain";
+    EXPECT_FALSE(ThreadGate::TryHold(a, /*nest=*/true).held()) << "its own outer domain";
+    {
+      ThreadGate::Hold third(c);
+      EXPECT_FALSE(freeForOthers(a));
+      EXPECT_FALSE(freeForOthers(b));
+      EXPECT_FALSE(freeForOthers(c));
+    }
+    EXPECT_TRUE(freeForOthers(c));
+    EXPECT_FALSE(freeForOthers(b));
+    {
+      ThreadGate::Hold same(b);  // the nested domain itself: re-entrant
+      EXPECT_FALSE(freeForOthers(b));
+    }
+    EXPECT_FALSE(freeForOthers(b));
+  }
+  EXPECT_TRUE(freeForOthers(b));
+  EXPECT_FALSE(freeForOthers(a));
+}
+
 TEST(ThreadGate, PollSleepsWithoutTheDomainAndWakesOnItsProgressOnly) {
   ThreadGate::enable();
   ThreadGate::Domain a, b;

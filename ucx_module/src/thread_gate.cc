@@ -44,21 +44,23 @@ void countHeld(int delta) {
 
 // Members of Domain are private to the class; these reach them.
 struct DomainOps {
-  static void lock(ThreadGate::Domain& l) {
+  // `counted`: a thread's own hold, counted for peakHeld(); a second
+  // domain held inside one (nested) is not, so the peak counts threads.
+  static void lock(ThreadGate::Domain& l, bool counted = true) {
     if (!l.mutex_.try_lock()) {
       l.waiting_.fetch_add(1, std::memory_order_relaxed);
       l.mutex_.lock();
       l.waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
-    countHeld(1);
+    if (counted) countHeld(1);
   }
-  static bool tryLock(ThreadGate::Domain& l) {
+  static bool tryLock(ThreadGate::Domain& l, bool counted) {
     if (!l.mutex_.try_lock()) return false;
-    countHeld(1);
+    if (counted) countHeld(1);
     return true;
   }
-  static void unlock(ThreadGate::Domain& l) {
-    countHeld(-1);
+  static void unlock(ThreadGate::Domain& l, bool counted = true) {
+    if (counted) countHeld(-1);
     l.mutex_.unlock();
   }
   static int waiting(ThreadGate::Domain& l) { return l.waiting_.load(std::memory_order_relaxed); }
@@ -94,6 +96,7 @@ ThreadGate::Domain& ThreadGate::defaultDomain() {
 }
 
 int ThreadGate::peakHeld() { return g_peak.load(std::memory_order_relaxed); }
+int ThreadGate::heldNow() { return g_held.load(std::memory_order_relaxed); }
 
 ThreadGate::Hold::Hold(Domain& domain) {
   if (!enabled()) return;
@@ -103,8 +106,18 @@ ThreadGate::Hold::Hold(Domain& domain) {
     return;
   }
   // Never two domains held while blocking for one: the first goes for the
-  // scope (a TryHold section never gets here: it touches its domain only).
-  if (t_domain != nullptr && !t_nested) {
+  // scope. Inside a nested TryHold nothing may go (its caller does not
+  // expect it); no caller holds a third domain there, but should one, it
+  // blocks holding two and gets the bookkeeping back intact.
+  if (t_nested) {
+    kept_domain_ = t_domain;
+    outer_depth_ = t_depth;
+    DomainOps::lock(domain, /*counted=*/false);
+    t_domain = &domain;
+    t_depth = 1;
+    return;
+  }
+  if (t_domain != nullptr) {
     outer_ = t_domain;
     outer_depth_ = letGo();
   }
@@ -114,6 +127,13 @@ ThreadGate::Hold::Hold(Domain& domain) {
 ThreadGate::Hold::~Hold() {
   if (!active_) return;
   if (--t_depth > 0) return;
+  if (kept_domain_ != nullptr) {
+    Domain* domain = t_domain;
+    t_domain = kept_domain_;
+    t_depth = outer_depth_;
+    DomainOps::unlock(*domain, /*counted=*/false);
+    return;
+  }
   (void)letGo();
   if (outer_ != nullptr) acquire(*outer_, outer_depth_);
 }
@@ -135,7 +155,8 @@ ThreadGate::TryHold::TryHold(Domain& domain, bool nest) {
   }
   if (t_domain == &domain) return;  // re-entered from inside a held section
   if (t_domain != nullptr && !nest) return;
-  if (!DomainOps::tryLock(domain)) return;
+  if (t_nested) return;  // at most two: the thread's own and one nested
+  if (!DomainOps::tryLock(domain, /*counted=*/t_domain == nullptr)) return;
   held_ = true;
   domain_ = &domain;
   outer_ = t_domain;
@@ -151,7 +172,7 @@ ThreadGate::TryHold::~TryHold() {
   t_domain = outer_;
   t_depth = outer_depth_;
   t_nested = outer_nested_;
-  DomainOps::unlock(*domain_);
+  DomainOps::unlock(*domain_, /*counted=*/outer_ == nullptr);
 }
 
 int ThreadGate::poll(pollfd* fds, int nfds, int timeout_ms) {

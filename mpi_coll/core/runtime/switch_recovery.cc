@@ -35,7 +35,7 @@ namespace {
 
 constexpr uint16_t kAmQuery = 50, kAmAnswer = 51;  // on the process's shared worker
 constexpr uint32_t kMagic = 0x53415243;             // "SARC"
-constexpr size_t kRetiredKept = 8;                  // freed communicators still answered
+constexpr size_t kRetiredKept = 8;                  // freed communicators still answered, per worker
 
 struct Header {
   uint32_t magic;
@@ -222,24 +222,30 @@ struct LedgerState {
 namespace {
 
 // Ledgers by key (live ones weakly: their communicators own them), the
-// last few retired ones strongly, and the workers whose handlers are set.
-// With threads, communicators of different domains (ProcessRuntime) reach
-// it at once: `mu` guards these maps, while a ledger's own state is only
-// touched by threads holding its communicator's domain (the answers to it
-// arrive on that domain's worker: its address is the one the peers have).
+// last few retired ones of each worker strongly, and the workers whose
+// handlers are set. With threads, communicators of different domains
+// (ProcessRuntime) reach it at once: `mu` guards these maps, while a
+// ledger's own state - its endpoints and sends on its worker - is only
+// touched by threads holding its communicator's domain: the answers to it
+// arrive on that domain's worker (its address is the one the peers have),
+// a handler finds only its own worker's ledgers, and a retiring ledger
+// pushes out only its own worker's oldest (whose endpoints close on it).
 struct Registry {
   std::mutex mu;
   std::map<uint64_t, std::weak_ptr<LedgerState>> live;
-  std::deque<std::shared_ptr<LedgerState>> retired;
+  std::map<ucx::Worker*, std::deque<std::shared_ptr<LedgerState>>> retired;
   std::set<ucx::Worker*> handlers_on;
 
-  std::shared_ptr<LedgerState> find(uint64_t key) {
+  std::shared_ptr<LedgerState> find(const ucx::Worker* worker, uint64_t key) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = live.find(key);
     if (it != live.end())
-      if (std::shared_ptr<LedgerState> s = it->second.lock()) return s;
-    for (const std::shared_ptr<LedgerState>& s : retired)
-      if (s->key == key) return s;
+      if (std::shared_ptr<LedgerState> s = it->second.lock())
+        return s->worker == worker ? s : nullptr;
+    for (auto& [w, list] : retired)
+      if (w == worker)
+        for (const std::shared_ptr<LedgerState>& s : list)
+          if (s->key == key) return s;
     return nullptr;
   }
 };
@@ -267,16 +273,17 @@ void setHandlers(ucx::Worker& worker) {
     const uint64_t key = h.key, seq = h.seq, lo = h.lo, hi = h.hi;
     const int from = h.from;
     // Answered outside the UCX callback (it sends).
-    worker.post([key, seq, from, lo, hi] {
-      std::shared_ptr<LedgerState> s = registry().find(key);
+    worker.post([&worker, key, seq, from, lo, hi] {
+      std::shared_ptr<LedgerState> s = registry().find(&worker, key);
       if (s && from >= 0 && size_t(from) < s->addresses.size()) s->answer(from, seq, lo, hi);
     });
   });
   if (st.ok())
-    st = worker.setAmHandler(kAmAnswer, [](const ucx::AmMessage& m) {
+    st = worker.setAmHandler(kAmAnswer, [&worker](const ucx::AmMessage& m) {
       Header h;
       if (!parse(m, &h)) return;
-      if (std::shared_ptr<LedgerState> s = registry().find(h.key)) s->onAnswer(h, m.data, m.length);
+      if (std::shared_ptr<LedgerState> s = registry().find(&worker, h.key))
+        s->onAnswer(h, m.data, m.length);
     });
   if (!st.ok()) SA_WARN("coll", "switch recovery handlers: %s", st.toString().c_str());
 }
@@ -310,10 +317,11 @@ CallLedger::~CallLedger() {
   std::vector<std::shared_ptr<LedgerState>> gone;
   std::lock_guard<std::mutex> lock(reg.mu);
   reg.live.erase(state_->key);
-  reg.retired.push_back(std::move(state_));
-  while (reg.retired.size() > kRetiredKept) {
-    gone.push_back(std::move(reg.retired.front()));
-    reg.retired.pop_front();
+  std::deque<std::shared_ptr<LedgerState>>& retired = reg.retired[state_->worker];
+  retired.push_back(std::move(state_));
+  while (retired.size() > kRetiredKept) {
+    gone.push_back(std::move(retired.front()));
+    retired.pop_front();
   }
 }
 
@@ -533,7 +541,8 @@ void shutdownRecovery(bool worker_alive) {
   std::vector<std::shared_ptr<LedgerState>> states;
   {
     std::lock_guard<std::mutex> lock(reg.mu);
-    for (std::shared_ptr<LedgerState>& s : reg.retired) states.push_back(std::move(s));
+    for (auto& [worker, list] : reg.retired)
+      for (std::shared_ptr<LedgerState>& s : list) states.push_back(std::move(s));
     reg.retired.clear();
     for (auto& [key, weak] : reg.live)
       if (std::shared_ptr<LedgerState> s = weak.lock()) states.push_back(std::move(s));

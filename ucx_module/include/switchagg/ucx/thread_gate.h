@@ -56,9 +56,12 @@ class ThreadGate {
   };
   // The domain of users that name none (one-domain processes, tests).
   static Domain& defaultDomain();
-  // At most how many domains were held at the same time (by different
-  // threads) since enable(): 1 means the threads took turns throughout.
+  // At most how many threads held a domain of their own at the same time
+  // since enable() (a domain held nested inside another is not counted):
+  // 1 means the threads took turns throughout.
   static int peakHeld();
+  // How many threads hold a domain of their own right now (same counting).
+  static int heldNow();
 
   // Holds `domain` for the scope (re-entrant on one thread; no-op when off).
   class Hold {
@@ -72,6 +75,7 @@ class ThreadGate {
    private:
     bool active_ = false;
     Domain* outer_ = nullptr;  // the domain let go for the scope (then depth)
+    Domain* kept_domain_ = nullptr;  // or, inside a nested TryHold, kept
     int outer_depth_ = 0;
   };
   // Lets the thread's domain go for the scope if it holds one (no-op
