@@ -161,7 +161,6 @@ ThreadGate::TryHold::TryHold(Domain& domain, bool nest) {
   domain_ = &domain;
   outer_ = t_domain;
   outer_depth_ = t_depth;
-  outer_nested_ = t_nested;
   t_domain = &domain;
   t_depth = 1;
   t_nested = outer_ != nullptr;
@@ -171,7 +170,7 @@ ThreadGate::TryHold::~TryHold() {
   if (domain_ == nullptr) return;
   t_domain = outer_;
   t_depth = outer_depth_;
-  t_nested = outer_nested_;
+  t_nested = false;  // a TryHold never starts inside a nested one
   DomainOps::unlock(*domain_, /*counted=*/outer_ == nullptr);
 }
 

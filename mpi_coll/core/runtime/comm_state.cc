@@ -51,7 +51,6 @@ CommState::CommState(const switchagg_coll_comm_info_t& info)
       allgather_ctx_(info.allgather_ctx),
       allgather_(info.allgather) {
   if (ProcessRuntime::instance().params().tune_online) tuner_ = std::make_unique<Tuner>();
-  ProcessRuntime::instance().commCreated();
 }
 
 CommState::~CommState() {
@@ -66,7 +65,6 @@ CommState::~CommState() {
   switch_path_.reset();
   peer_group_.reset();
   ProcessRuntime::instance().releaseDomain(domain_);
-  ProcessRuntime::instance().commDestroyed();
 }
 
 void CommState::ensureSetup() {

@@ -78,6 +78,13 @@ void ProcessRuntime::releaseDomain(int domain) {
   --comms_in_domain_[size_t(domain)];
 }
 
+int ProcessRuntime::liveComms() {
+  std::lock_guard<std::mutex> lock(domain_count_mutex_);
+  int live = 0;
+  for (int n : comms_in_domain_) live += n;
+  return live;
+}
+
 void ProcessRuntime::addTuned(const std::string& rules_text) {
   if (params_.tune_file.empty() || rules_text.empty()) return;
   std::lock_guard<std::mutex> lock(tuned_mutex_);
@@ -92,7 +99,7 @@ void ProcessRuntime::close() {
     d.extra_progress.clear();
     d.has_progress.store(false, std::memory_order_relaxed);
   }
-  const int live = live_comms_.load(std::memory_order_relaxed);
+  const int live = liveComms();
   shutdownRecovery(live == 0);
   if (live > 0) {
     SA_DEBUG("coll", "%d communicators still alive at close; UCX workers left to process exit",
@@ -145,6 +152,7 @@ std::string processNodeName(const char* mpi_name) {
 
 int ProcessRuntime::progress() {
   int events = 0;
+  int64_t now = -1;  // read once, at the first domain that can run
   const int n = domains();
   for (int i = 0; i < n; ++i) {
     Domain& d = domains_[size_t(i)];
@@ -153,9 +161,10 @@ int ProcessRuntime::progress() {
     // waits, and that wait may be for a peer that needs this domain first.
     ucx::ThreadGate::TryHold gate(d.gate, /*nest=*/true);
     if (!gate.held() || (!ucx::ThreadGate::enabled() && t_in_call > 0)) continue;
-    const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
+    if (now < 0)
+      now = std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now().time_since_epoch())
+                .count();
     if (now - d.last_progress_us < kProgressIntervalUs) continue;  // under the domain
     d.last_progress_us = now;
     ++t_in_call;  // a callback that re-enters opal_progress must not recurse here

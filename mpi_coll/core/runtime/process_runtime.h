@@ -4,8 +4,8 @@
 // destroyed at component close.
 //
 // Threads (MPI_THREAD_MULTIPLE): enableThreads() turns on ucx::ThreadGate
-// and the process gets coll_switchagg_thread_domains domains (docs/selection.md
-// "Threads"). A domain is a UCX worker, the agent connections made for it and
+// and the process gets coll_switchagg_thread_domains domains
+// (docs/mca-params.md "Thread levels"). A domain is a UCX worker, the agent connections made for it and
 // their lock; a communicator runs on the domain with the fewest live
 // communicators when it was created (takeDomain), every
 // entry point of the core runs inside CallScope, which holds that domain,
@@ -74,13 +74,15 @@ class ProcessRuntime {
   // Domains (see above): 1 unless threads are on.
   static constexpr int kMaxDomains = 64;
   int domains() const;
-  // The domain for a new communicator: the one with the fewest live
-  // communicators (the lowest of equals), so that while a process has no
-  // more communicators than domains no two share one. Ranks need not
-  // agree on it (each sends to the address its peers gave, on whatever
-  // domain they chose). releaseDomain when the communicator is freed.
+  // A new communicator's domain, counting it live: the domain with the
+  // fewest live communicators (the lowest of equals), so that while a
+  // process has no more communicators than domains no two share one. Ranks
+  // need not agree on it (each sends to the address its peers gave, on
+  // whatever domain they chose). releaseDomain when it is freed.
   int takeDomain();
   void releaseDomain(int domain);
+  // Communicators taken and not yet released, over every domain.
+  int liveComms();
   ucx::ThreadGate::Domain& gate(int domain) { return domains_[size_t(domain)].gate; }
 
   // A domain's worker, created on first use (by a thread holding the domain);
@@ -88,8 +90,6 @@ class ProcessRuntime {
   // every communicator.
   Result<ucx::Worker*> worker(int domain);
 
-  void commCreated() { live_comms_.fetch_add(1, std::memory_order_relaxed); }
-  void commDestroyed() { live_comms_.fetch_sub(1, std::memory_order_relaxed); }
 
   // Several threads will use the core: before any worker exists.
   // `mpi_threads`: because the program runs at MPI_THREAD_MULTIPLE
@@ -189,7 +189,6 @@ class ProcessRuntime {
   std::unique_ptr<ucx::Context> context_;
   Status context_error_;
   std::array<Domain, kMaxDomains> domains_;
-  std::atomic<int> live_comms_{0};
   std::mutex domain_count_mutex_;
   std::array<int, kMaxDomains> comms_in_domain_{};  // live communicators per domain
   std::mutex tuned_mutex_;

@@ -1,7 +1,6 @@
 #include "switch_lease.h"
 
 #include <atomic>
-
 #include <chrono>
 #include <cstdlib>
 #include <unistd.h>

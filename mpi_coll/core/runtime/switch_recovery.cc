@@ -236,16 +236,16 @@ struct Registry {
   std::map<ucx::Worker*, std::deque<std::shared_ptr<LedgerState>>> retired;
   std::set<ucx::Worker*> handlers_on;
 
-  std::shared_ptr<LedgerState> find(const ucx::Worker* worker, uint64_t key) {
+  std::shared_ptr<LedgerState> find(ucx::Worker* worker, uint64_t key) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = live.find(key);
     if (it != live.end())
       if (std::shared_ptr<LedgerState> s = it->second.lock())
         return s->worker == worker ? s : nullptr;
-    for (auto& [w, list] : retired)
-      if (w == worker)
-        for (const std::shared_ptr<LedgerState>& s : list)
-          if (s->key == key) return s;
+    auto mine = retired.find(worker);
+    if (mine != retired.end())
+      for (const std::shared_ptr<LedgerState>& s : mine->second)
+        if (s->key == key) return s;
     return nullptr;
   }
 };

@@ -112,7 +112,6 @@ class ThreadGate {
     Domain* domain_ = nullptr;  // locked here
     Domain* outer_ = nullptr;
     int outer_depth_ = 0;
-    bool outer_nested_ = false;
   };
 
   // For the library's wait loop: poll(2) on `fds`, without the thread's
