@@ -35,7 +35,12 @@ namespace {
 switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
   CommEntry* e = entryOf(comm);
   if (e == nullptr || e->core == nullptr) return nullptr;
-  drain(e);
+  // A nonblocking call on it was abandoned past its bound: the error
+  // handler, then (if it returns) the MPI library's own call.
+  if (!drain(e)) {
+    (void)failed(comm);
+    return nullptr;
+  }
   progress();
   return e->core;
 }
@@ -131,7 +136,10 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
   // waits progressing it (handToMpi).
   const bool decided = e->allreduce_previous && count > 0;
   if (!decided) {
-    switchagg::pmpi::drain(e);
+    if (!switchagg::pmpi::drain(e)) {  // as coreOf
+      (void)switchagg::pmpi::failed(comm);
+      return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+    }
     switchagg::pmpi::progress();
   }
   switchagg_coll_comm_t* core = e->core;

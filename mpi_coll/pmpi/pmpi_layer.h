@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <deque>
 
 #include "coll_core.h"
@@ -45,6 +46,16 @@ struct CommEntry {
   // MPI_Iallreduce calls on the progress thread, in posting order (its
   // mutex guards them; the thread pops a call once it ended).
   std::deque<IJob*> ijobs;
+  // When the queue last moved (a call posted to an empty queue, a stage
+  // reached, a call ended): the bound on the user thread's waits counts
+  // from it (steady clock, ns).
+  std::atomic<int64_t> moved_ns{0};
+  // A call was abandoned past the bound: every later call on the
+  // communicator fails (under the thread's mutex).
+  bool poisoned = false;
+  // The progress thread did not let go of the abandoned call in time:
+  // the core state stays allocated (the thread may still be inside it).
+  bool stuck = false;
 };
 
 // True once the layer is open and usable (MPI initialised, parameters
@@ -120,16 +131,19 @@ int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype 
 //                        the core finished locally)
 //   drain                waits until the communicator's queue is empty
 //                        (blocking served calls, MPI_Comm_free, finalize),
-//                        then reapOrphans
+//                        driving the MPI library meanwhile, then
+//                        reapOrphans; bounded by coll_switchagg_stall_timeout
+//                        (false: a call was abandoned, the communicator
+//                        failed and the error handler was called)
 //   reapOrphans          completes the calls MPI_Request_free let go of
 //                        once the thread ended them (every MPI_Iallreduce)
 //   progressThreadClose  stops the thread (every queue drained)
-void progressThreadOpen(bool wanted);
+void progressThreadOpen(bool wanted, int stall_timeout_s);
 bool progressThreadEnabled();
 int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
                    MPI_Request* request);
 int completedRequest(MPI_Request* request);
-void drain(CommEntry* e);
+bool drain(CommEntry* e);
 void reapOrphans();
 void progressThreadClose();
 

@@ -20,18 +20,28 @@
 //              unpacked into the caller's buffer there).
 //
 // The user's request is an MPICH extended generalized request
-// (MPIX_Grequest_start): its poll function (MPI_Test, MPI_Wait, ...) and
-// wait function (MPI_Waitall) read the flag and call MPI_Grequest_complete
-// on the user's thread. Nothing the thread does waits for this rank's
-// user thread; a blocking switchagg call, MPI_Comm_free and MPI_Finalize
-// first wait for the communicator's queue to empty (drain), which the
-// thread ends on its own, so no order of calls the program makes can
-// leave a call unprogressed.
+// (MPIX_Grequest_start): its poll function (MPI_Test, MPI_Wait, MPI_*any,
+// MPI_*some, MPI_Testall) and wait function (MPI_Waitall, before MPICH
+// moves the array's other requests) read the flag and call
+// MPI_Grequest_complete on the user's thread. Nothing the thread does waits
+// for this rank's user thread; a blocking switchagg call, MPI_Comm_free and
+// MPI_Finalize first wait for the communicator's queue to empty (drain),
+// which the thread ends on its own, so no order of calls the program makes
+// can leave a call unprogressed. Every wait on the user's thread (the wait
+// function, drain) drives the MPI library's progress while it waits: a peer
+// may need one of this rank's MPI requests before it posts the call this
+// rank waits for (docs/pmpi.md "Completion calls that never make
+// progress"). And every such wait is bounded: a communicator whose queue
+// has not moved for coll_switchagg_stall_timeout abandons its head call
+// with an error naming it (abandon), and the communicator fails from then
+// on (poisoned).
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -80,12 +90,18 @@ struct IJob {
   MPI_Aint stride = 0;
   size_t block_bytes = 0;
   MPI_Request request = MPI_REQUEST_NULL;
-  enum Stage { kQueued, kStream, kSettle, kRedo } stage = kQueued;
+  enum Stage { kQueued, kStream, kSettle, kRedo };
+  std::atomic<Stage> stage{kQueued};  // the thread's; read for messages
   int outcome = 0;
-  int rc = MPI_SUCCESS;           // the request's error code
+  uint64_t seq = 0;               // this process's posting order, from 1
+  int rc = MPI_SUCCESS;           // the request's error code (under g_mutex once posted)
   std::atomic<bool> done{false};  // set once by the thread, last
   bool completed = false;         // MPI_Grequest_complete called (user thread)
   bool freed = false;  // MPI_Request_free while running (under g_mutex)
+  // Past the bound (under g_mutex): the user's wait gave up on it with an
+  // error; the thread drops it and fails its communicator's later calls.
+  bool abandoned = false;
+  bool warned = false;  // the half-bound warning printed (user thread)
 };
 
 #if SWITCHAGG_PMPI_THREAD
@@ -109,7 +125,21 @@ std::atomic<bool> g_have_orphans{false};
 // destructor. Joined and freed in progressThreadClose.
 std::thread* g_thread = nullptr;
 bool g_started = false, g_stop = false;
+bool g_thread_exited = false;           // threadMain returned (under g_mutex)
 bool g_wanted = false;                  // progressThreadEnabled()
+int g_stall_s = 300;                    // coll_switchagg_stall_timeout (0: unbounded)
+int g_world_rank = 0;
+uint64_t g_next_seq = 0;                // under g_mutex
+// SWITCHAGG_TEST_STALL_IJOB=RANK:N (tests only): on world rank RANK the
+// thread never moves the N-th call posted (docs/pmpi.md, the fault test of
+// the bound).
+uint64_t g_test_stall_seq = 0;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // A job that was never queued (posting failed): its datatype duplicate too.
 void discard(IJob* job) {
@@ -133,18 +163,24 @@ int completeJob(IJob* job) {
 
 // ---- the thread -----------------------------------------------------------
 
-void finish(IJob* job, int rc) {
-  job->rc = rc;
+// Ends the communicator's head call `job` (g_mutex held).
+void finishLocked(IJob* job, int rc) {
   CommEntry* e = job->entry;
+  if (!job->abandoned) job->rc = rc;
+  e->ijobs.pop_front();
+  e->moved_ns.store(nowNs(), std::memory_order_relaxed);
+  if (e->ijobs.empty()) g_active.erase(std::find(g_active.begin(), g_active.end(), e));
+  if (job->freed) {
+    g_orphans.push_back(job);
+    g_have_orphans.store(true, std::memory_order_release);
+  }
+  job->done.store(true, std::memory_order_release);
+}
+
+void finish(IJob* job, int rc) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    e->ijobs.pop_front();
-    if (e->ijobs.empty()) g_active.erase(std::find(g_active.begin(), g_active.end(), e));
-    if (job->freed) {
-      g_orphans.push_back(job);
-      g_have_orphans.store(true, std::memory_order_release);
-    }
-    job->done.store(true, std::memory_order_release);
+    finishLocked(job, rc);
   }
   g_done.notify_all();
 }
@@ -243,16 +279,20 @@ bool advance(IJob* job) {
       redo(job);
       return true;
   }
+  // A stage reached: the queue moved (the bound counts from here).
   switch (rc) {
     case SWITCHAGG_COLL_ISTREAM_OUTCOME:
       job->stage = IJob::kSettle;
+      job->entry->moved_ns.store(nowNs(), std::memory_order_relaxed);
       return true;
     case SWITCHAGG_COLL_ISTREAM_DECLINED:
       job->stage = IJob::kRedo;
+      job->entry->moved_ns.store(nowNs(), std::memory_order_relaxed);
       return true;
     case SWITCHAGG_COLL_ISTREAM_RUNNING: {
       const bool started = job->stage == IJob::kQueued;
       job->stage = IJob::kStream;
+      if (started) job->entry->moved_ns.store(nowNs(), std::memory_order_relaxed);
       return started;
     }
     default:  // NOT_NOW: another thread holds the core's gate
@@ -264,7 +304,21 @@ bool advance(IJob* job) {
 // communicator's head job; when none moved it sleeps from 20 us doubling to
 // 1 ms (a new job wakes it at once), so a thread waiting for the agent does
 // not take a core from the ranks.
-void threadMain() {
+// A communicator whose head call was abandoned (g_mutex held): that call
+// and every one queued behind it end with MPI_ERR_OTHER (the core's state
+// for the communicator is no longer known to match the peers').
+void failQueueLocked(CommEntry* e) {
+  const size_t later = e->ijobs.size() - 1;
+  e->poisoned = true;
+  while (!e->ijobs.empty()) finishLocked(e->ijobs.front(), MPI_ERR_OTHER);
+  if (later > 0)
+    std::fprintf(stderr,
+                 "switchagg[pmpi] error: rank %d: %zu nonblocking call(s) queued behind the "
+                 "abandoned one complete with MPI_ERR_OTHER\n",
+                 g_world_rank, later);
+}
+
+void threadMainLoop() {
   switchagg_coll_thread_without_mpi();
   std::unique_lock<std::mutex> lock(g_mutex);
   int64_t idle_us = 0;
@@ -276,9 +330,19 @@ void threadMain() {
       continue;
     }
     std::vector<IJob*> heads;
-    for (CommEntry* e : g_active) heads.push_back(e->ijobs.front());
+    for (size_t i = 0; i < g_active.size();) {
+      CommEntry* e = g_active[i];
+      if (e->ijobs.front()->abandoned) {
+        failQueueLocked(e);  // takes e off g_active
+        g_done.notify_all();
+        continue;
+      }
+      if (e->ijobs.front()->seq != g_test_stall_seq) heads.push_back(e->ijobs.front());
+      ++i;
+    }
     lock.unlock();
     bool moved = false;
+    // (A job may be gone once advance returns: finished, freed, reaped.)
     for (IJob* job : heads) moved = advance(job) || moved;
     lock.lock();
     if (moved) {
@@ -288,6 +352,13 @@ void threadMain() {
     idle_us = idle_us == 0 ? 20 : std::min<int64_t>(2 * idle_us, 1000);
     g_work.wait_for(lock, std::chrono::microseconds(idle_us));
   }
+}
+
+void threadMain() {
+  threadMainLoop();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_thread_exited = true;
+  g_done.notify_all();
 }
 
 // ---- the generalized request's callbacks (the user's thread) --------------
@@ -327,22 +398,116 @@ int cancelFn(void*, int complete) {
   return complete ? MPI_SUCCESS : MPI_ERR_REQUEST;
 }
 
-// MPI_Test, MPI_Wait (which calls it in a loop), MPI_Testall, ...
+const char* callName(const IJob* job) {
+  if (job->kind == IJob::kBarrier) return "MPI_Ibarrier";
+  if (job->kind == IJob::kAllreduce) return "MPI_Iallreduce";
+  switch (job->routed_op) {
+    case SWITCHAGG_COLL_ALLGATHER: return "MPI_Iallgather";
+    case SWITCHAGG_COLL_BCAST: return "MPI_Ibcast";
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK: return "MPI_Ireduce_scatter_block";
+    default: return "a nonblocking collective";
+  }
+}
+
+const char* stageName(IJob::Stage stage) {
+  switch (stage) {
+    case IJob::kQueued: return "not started by the progress thread";
+    case IJob::kStream: return "streaming through the switch path (waiting for the agent's results)";
+    case IJob::kSettle: return "settling its outcome (the agent's answer or the ranks' agreement)";
+    case IJob::kRedo: return "being redone on the host (waiting for the peers)";
+  }
+  return "?";
+}
+
+// The bound on a wait for `job` (g_mutex held, the user's thread): how long
+// its communicator's queue has not moved. Past half of
+// coll_switchagg_stall_timeout one warning; past all of it the call is
+// abandoned (the thread drops it and fails its communicator's later
+// calls) and true is returned: the caller completes it with its error.
+bool overBoundLocked(IJob* job) {
+  if (g_stall_s <= 0 || job->done.load(std::memory_order_acquire)) return job->abandoned;
+  if (job->abandoned) return true;
+  const double idle_s =
+      double(nowNs() - job->entry->moved_ns.load(std::memory_order_relaxed)) / 1e9;
+  const bool head = !job->entry->ijobs.empty() && job->entry->ijobs.front() == job;
+  char what[320];
+  std::snprintf(what, sizeof what, "%s #%llu (%zu bytes%s), %s", callName(job),
+                static_cast<unsigned long long>(job->seq), job->count,
+                head ? "" : ", queued behind earlier calls on its communicator",
+                stageName(head ? job->stage.load(std::memory_order_relaxed) : IJob::kQueued));
+  if (idle_s >= g_stall_s) {
+    std::fprintf(stderr,
+                 "switchagg[pmpi] error: rank %d: %s: no progress for %d s "
+                 "(coll_switchagg_stall_timeout); the request completes with MPI_ERR_OTHER "
+                 "and its communicator fails from now on\n",
+                 g_world_rank, what, g_stall_s);
+    job->abandoned = true;
+    job->rc = MPI_ERR_OTHER;
+    g_work.notify_all();
+    return true;
+  }
+  if (!job->warned && idle_s >= std::min(10.0, g_stall_s / 2.0)) {
+    job->warned = true;
+    // What the thread holds: each queue's head and length.
+    std::string queues;
+    for (const CommEntry* e : g_active) {
+      char one[96];
+      std::snprintf(one, sizeof one, "%s%s #%llu stage %d, %zu queued", queues.empty() ? "" : "; ",
+                    callName(e->ijobs.front()),
+                    static_cast<unsigned long long>(e->ijobs.front()->seq),
+                    int(e->ijobs.front()->stage.load(std::memory_order_relaxed)),
+                    e->ijobs.size() - 1);
+      queues += one;
+    }
+    std::fprintf(stderr,
+                 "switchagg[pmpi] warning: rank %d: still waiting after %.0f s for %s "
+                 "(coll_switchagg_stall_timeout %d s); the progress thread's queues: %s\n",
+                 g_world_rank, idle_s, what, g_stall_s, queues.c_str());
+  }
+  return false;
+}
+
+// MPI_Test, MPI_Wait (which calls it in a loop), MPI_Testany, MPI_Waitany,
+// MPI_Testsome, MPI_Waitsome, MPI_Testall: never blocks. MPICH 4.0's
+// MPI_Wait on a generalized request spins on this function alone, without
+// a pass of its own progress engine: a call not done yet gives the MPI
+// library one pass here (a peer may need one of this rank's MPI requests
+// before it posts the call this rank waits for).
 int pollFn(void* state, MPI_Status*) {
   auto* job = static_cast<IJob*>(state);
-  if (!job->done.load(std::memory_order_acquire)) return MPI_SUCCESS;
+  if (!job->done.load(std::memory_order_acquire)) {
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (overBoundLocked(job)) return completeJob(job);
+    }
+    mpiProgressPass();
+    if (!job->done.load(std::memory_order_acquire)) return MPI_SUCCESS;
+  }
   return completeJob(job);
 }
 
-// MPI_Waitall: waits for every job of the array (the thread ends each on its
-// own), then completes them.
+// MPI_Waitall (MPICH 4.0 calls it with one request at a time, for every
+// generalized request of the array, before it moves the array's other
+// requests, and requires the request complete on return): waits for every
+// job of the array, driving the MPI library's progress in between - the
+// peers this rank's call waits for may be waiting for one of this rank's
+// own MPI requests first (the hang of MPICH's nonblocking3 test,
+// docs/pmpi.md) - then completes them. Bounded as pollFn.
 int waitFn(int count, void** states, double, MPI_Status*) {
-  {
-    std::unique_lock<std::mutex> lock(g_mutex);
-    for (int i = 0; i < count; ++i) {
-      auto* job = static_cast<IJob*>(states[i]);
-      g_done.wait(lock, [job] { return job->done.load(std::memory_order_acquire); });
+  int64_t nap_us = 10;
+  for (int i = 0; i < count;) {
+    auto* job = static_cast<IJob*>(states[i]);
+    {
+      std::unique_lock<std::mutex> lock(g_mutex);
+      if (job->done.load(std::memory_order_acquire) || overBoundLocked(job)) {
+        ++i;
+        continue;
+      }
+      g_done.wait_for(lock, std::chrono::microseconds(nap_us));
+      if (job->done.load(std::memory_order_acquire)) continue;
     }
+    mpiProgressPass();
+    nap_us = std::min<int64_t>(2 * nap_us, 1000);
   }
   int rc = MPI_SUCCESS;
   for (int i = 0; i < count; ++i) {
@@ -356,7 +521,14 @@ int waitFn(int count, void** states, double, MPI_Status*) {
 
 // ---- the layer's side (pmpi_layer.h) --------------------------------------
 
-void progressThreadOpen(bool wanted) {
+void progressThreadOpen(bool wanted, int stall_timeout_s) {
+  g_stall_s = stall_timeout_s;
+  (void)PMPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
+  if (const char* v = std::getenv("SWITCHAGG_TEST_STALL_IJOB")) {
+    int rank = -1;
+    unsigned long long n = 0;
+    if (std::sscanf(v, "%d:%llu", &rank, &n) == 2 && rank == g_world_rank) g_test_stall_seq = n;
+  }
   // Looked up, not linked: an MPICH-ABI library without the extension (or
   // one that renames it) loads the layer all the same, without the thread.
   g_grequest_start =
@@ -382,11 +554,30 @@ void reapOrphans() {
   }
 }
 
-void drain(CommEntry* e) {
-  if (!g_wanted) return;
+bool drain(CommEntry* e) {
+  if (!g_wanted) return true;
+  bool poisoned = false;
   {
     std::unique_lock<std::mutex> lock(g_mutex);
+    int64_t abandoned_at = 0;
     while (!e->ijobs.empty()) {
+      // Bounded as the request's own wait: the head abandoned past the
+      // bound; the thread then fails the queue. A thread that does not let
+      // go of it within another bound is stuck inside the core: the
+      // communicator's core state is left to it (never freed).
+      IJob* head = e->ijobs.front();
+      if (overBoundLocked(head)) {
+        if (abandoned_at == 0) abandoned_at = nowNs();
+        if (double(nowNs() - abandoned_at) / 1e9 >= g_stall_s) {
+          std::fprintf(stderr,
+                       "switchagg[pmpi] error: rank %d: the progress thread did not let go of "
+                       "%s #%llu within %d s; its communicator's switchagg state is left to it\n",
+                       g_world_rank, callName(head), static_cast<unsigned long long>(head->seq),
+                       g_stall_s);
+          e->stuck = true;
+          break;
+        }
+      }
       lock.unlock();
       // The MPI library's own requests move meanwhile (the program may have
       // some a peer waits for); the thread needs nothing from this thread.
@@ -394,8 +585,10 @@ void drain(CommEntry* e) {
       lock.lock();
       g_done.wait_for(lock, std::chrono::microseconds(200));
     }
+    poisoned = e->poisoned;
   }
   reapOrphans();
+  return !poisoned;
 }
 
 void progressThreadClose() {
@@ -405,12 +598,30 @@ void progressThreadClose() {
     g_stop = true;
   }
   g_work.notify_all();
-  g_thread->join();
-  delete g_thread;
+  bool exited = false;
+  {
+    // Every queue was drained with its communicator, so the thread ends at
+    // once, unless it is stuck inside a call drain gave up on.
+    std::unique_lock<std::mutex> lock(g_mutex);
+    exited = g_stall_s <= 0 ? (g_done.wait(lock, [] { return g_thread_exited; }), true)
+                            : g_done.wait_for(lock, std::chrono::seconds(g_stall_s),
+                                              [] { return g_thread_exited; });
+  }
+  if (exited) {
+    g_thread->join();
+    delete g_thread;
+  } else {
+    std::fprintf(stderr,
+                 "switchagg[pmpi] error: rank %d: the progress thread did not stop within %d s "
+                 "(coll_switchagg_stall_timeout); left running\n",
+                 g_world_rank, g_stall_s);
+    g_thread->detach();  // the std::thread object itself is leaked on purpose
+  }
   g_thread = nullptr;
   std::lock_guard<std::mutex> lock(g_mutex);
   g_started = false;
   g_stop = false;
+  g_thread_exited = false;
 }
 
 namespace {
@@ -418,6 +629,20 @@ namespace {
 // Queues `job` (its call fields set) on its communicator and gives the
 // program its generalized request; the job is the thread's from now on.
 int post(IJob* job, MPI_Request* request) {
+  CommEntry* e = job->entry;
+  bool poisoned = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    poisoned = e->poisoned;
+  }
+  if (poisoned) {  // an earlier call was abandoned: fails as MPI would
+    std::fprintf(stderr,
+                 "switchagg[pmpi] error: rank %d: %s on a communicator whose earlier "
+                 "nonblocking call was abandoned; MPI_ERR_OTHER\n",
+                 g_world_rank, callName(job));
+    discard(job);
+    return failed(e->comm);
+  }
   const int rc =
       g_grequest_start(queryFn, freeFn, cancelFn, pollFn, waitFn, job, &job->request);
   if (rc != MPI_SUCCESS) {
@@ -425,7 +650,6 @@ int post(IJob* job, MPI_Request* request) {
     return rc;
   }
   *request = job->request;
-  CommEntry* e = job->entry;
   (void)PMPI_Comm_size(e->comm, &job->size);
   bool queued = false;
   {
@@ -434,8 +658,12 @@ int post(IJob* job, MPI_Request* request) {
       g_thread = new std::thread(threadMain);
       g_started = true;
     }
+    job->seq = ++g_next_seq;
     queued = !e->ijobs.empty();
-    if (!queued) g_active.push_back(e);
+    if (!queued) {
+      g_active.push_back(e);
+      e->moved_ns.store(nowNs(), std::memory_order_relaxed);
+    }
     e->ijobs.push_back(job);
   }
   g_work.notify_one();
@@ -678,10 +906,10 @@ namespace switchagg::pmpi {
 
 #else  // not the MPICH family: no thread, MPI_Iallreduce goes to the library
 
-void progressThreadOpen(bool) {}
+void progressThreadOpen(bool, int) {}
 bool progressThreadEnabled() { return false; }
 void reapOrphans() {}
-void drain(CommEntry*) {}
+bool drain(CommEntry*) { return true; }
 void progressThreadClose() {}
 int postIallreduce(CommEntry*, const void*, void*, size_t, int, int, MPI_Request*) {
   return MPI_ERR_INTERN;

@@ -82,6 +82,12 @@ int deleteEntry(MPI_Comm, int, void* attribute, void*) {
     g_cached_entry = nullptr;
   }
   removeEntry(e);
+  // drain gave up on a progress thread stuck inside this communicator's
+  // core state: left to it (a leak, not a use after free).
+  if (e->stuck) {
+    if (e->priv != MPI_COMM_NULL) (void)PMPI_Comm_free(&e->priv);
+    return MPI_SUCCESS;
+  }
   if (e->core != nullptr) switchagg_coll_comm_destroy(e->core);
   if (e->priv != MPI_COMM_NULL) (void)PMPI_Comm_free(&e->priv);
   delete e;
@@ -175,7 +181,8 @@ State openLocked() {
   // The progress thread (MPICH family) uses the core beside the user's
   // threads: the core's gate on, whatever the thread level.
   progressThreadOpen(g_params.progress_thread == "auto" &&
-                     (!job.agents.empty() || !job.tokens.empty()));
+                         (!job.agents.empty() || !job.tokens.empty()),
+                     g_params.stall_timeout);
   if (level == MPI_THREAD_MULTIPLE) switchagg_coll_enable_threads();
   else if (progressThreadEnabled()) switchagg_coll_enable_gate();
   g_cache_ok = level != MPI_THREAD_MULTIPLE;

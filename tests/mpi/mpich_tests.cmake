@@ -24,6 +24,7 @@ foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier
 endforeach()
 add_mpich_program(mpi_thread_check mpi_thread_check.c)
 add_mpich_program(mpi_cross_progress_check mpi_cross_progress_check.c)
+add_mpich_program(mpi_nbc_mix_check mpi_nbc_mix_check.c)
 # The layer's cost on a declined call (benchmarks/mpich_bench.sh).
 add_mpich_program(pmpi_declined ${PROJECT_SOURCE_DIR}/benchmarks/pmpi_declined.cc)
 # The bench app on MPICH (benchmarks/mpich_bench.sh): plain MPICH against
