@@ -15,7 +15,9 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
+#include <thread>
 
 #include "coll_core.h"
 
@@ -56,6 +58,11 @@ struct CommEntry {
   // The progress thread did not let go of the abandoned call in time:
   // the core state stays allocated (the thread may still be inside it).
   bool stuck = false;
+  // Its progress thread (pmpi_nonblocking.cc), from the first nonblocking
+  // call it serves until the communicator is freed, and what wakes it.
+  std::thread* thread = nullptr;
+  std::condition_variable* work = nullptr;
+  bool thread_stop = false, thread_exited = false;  // under the thread's mutex
 };
 
 // True once the layer is open and usable (MPI initialised, parameters
@@ -137,7 +144,11 @@ int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype 
 //                        failed and the error handler was called)
 //   reapOrphans          completes the calls MPI_Request_free let go of
 //                        once the thread ended them (every MPI_Iallreduce)
-//   progressThreadClose  stops the thread (every queue drained)
+//   progressThreadStop   stops the communicator's own progress thread (after
+//                        drain, when it is freed): false when the thread did
+//                        not end within the bound (left running: the
+//                        communicator's state must not be freed)
+//   progressThreadClose  nothing left to stop (each communicator stopped its own)
 void progressThreadOpen(bool wanted, int stall_timeout_s);
 bool progressThreadEnabled();
 int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
@@ -145,6 +156,7 @@ int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int
 int completedRequest(MPI_Request* request);
 bool drain(CommEntry* e);
 void reapOrphans();
+bool progressThreadStop(CommEntry* e);
 void progressThreadClose();
 
 // A collective handed to the MPI library: its nonblocking form waited for

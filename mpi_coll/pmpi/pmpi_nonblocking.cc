@@ -112,20 +112,17 @@ using GrequestStartFn = int (*)(MPI_Grequest_query_function*, MPI_Grequest_free_
                                 MPIX_Grequest_wait_function*, void*, MPI_Request*);
 GrequestStartFn g_grequest_start = nullptr;
 
-std::mutex g_mutex;                     // everything below
-std::condition_variable g_work;         // a job was queued, or stop
-std::condition_variable g_done;         // a job finished
-std::vector<CommEntry*> g_active;       // entries with queued jobs
+// Allocated once and never destroyed: a process that ends without
+// MPI_Finalize (an MPI_Abort, an error exit), or one whose thread was left
+// running past its bound, must not destroy a mutex or a condition variable
+// a thread still uses.
+std::mutex& g_mutex = *new std::mutex;  // everything below, and the entries' queues
+std::condition_variable& g_done = *new std::condition_variable;  // a job finished, a thread ended
+std::vector<CommEntry*>& g_active = *new std::vector<CommEntry*>;  // entries with queued jobs
 // Calls the program freed while they ran (MPI_Request_free): ended by the
 // thread, completed and deleted by the next user-thread call (reapOrphans).
-std::vector<IJob*> g_orphans;
+std::vector<IJob*>& g_orphans = *new std::vector<IJob*>;
 std::atomic<bool> g_have_orphans{false};
-// Never destroyed by exit: a process that ends without MPI_Finalize (an
-// MPI_Abort, an error exit) must not die in a joinable std::thread's
-// destructor. Joined and freed in progressThreadClose.
-std::thread* g_thread = nullptr;
-bool g_started = false, g_stop = false;
-bool g_thread_exited = false;           // threadMain returned (under g_mutex)
 bool g_wanted = false;                  // progressThreadEnabled()
 int g_stall_s = 300;                    // coll_switchagg_stall_timeout (0: unbounded)
 int g_world_rank = 0;
@@ -170,6 +167,14 @@ void finishLocked(IJob* job, int rc) {
   e->ijobs.pop_front();
   e->moved_ns.store(nowNs(), std::memory_order_relaxed);
   if (e->ijobs.empty()) g_active.erase(std::find(g_active.begin(), g_active.end(), e));
+  // An abandoned call the core had started streaming: the core may still
+  // write into it (a result arriving for its stream) until the
+  // communicator is destroyed, so it is never deleted (a leak on an error
+  // path, not a use after free; its request was completed already).
+  if (job->abandoned && job->stage.load(std::memory_order_relaxed) != IJob::kQueued) {
+    job->done.store(true, std::memory_order_release);
+    return;
+  }
   if (job->freed) {
     g_orphans.push_back(job);
     g_have_orphans.store(true, std::memory_order_release);
@@ -300,10 +305,6 @@ bool advance(IJob* job) {
   }
 }
 
-// Runs while the layer is open. Idle: asleep on g_work. Busy: steps every
-// communicator's head job; when none moved it sleeps from 20 us doubling to
-// 1 ms (a new job wakes it at once), so a thread waiting for the agent does
-// not take a core from the ranks.
 // A communicator whose head call was abandoned (g_mutex held): that call
 // and every one queued behind it end with MPI_ERR_OTHER (the core's state
 // for the communicator is no longer known to match the peers').
@@ -318,46 +319,51 @@ void failQueueLocked(CommEntry* e) {
                  g_world_rank, later);
 }
 
-void threadMainLoop() {
+// One thread per communicator with nonblocking calls, from its first call
+// until the communicator is freed: a call's failure path (recovery, the
+// outcome agreement, the host redo) waits for the peers of its own
+// communicator only, and a thread shared by communicators would hold
+// every other one's calls meanwhile - while a peer's thread, inside
+// another communicator's failure path, waits for those (docs/pmpi.md,
+// safety argument, case 6). Idle: asleep on the entry's condition
+// variable. Busy: steps the head call; when it did not move, sleeps from
+// 20 us doubling to 1 ms (a new call wakes it at once), so a thread
+// waiting for the agent does not take a core from the ranks.
+void entryLoop(CommEntry* e) {
   switchagg_coll_thread_without_mpi();
   std::unique_lock<std::mutex> lock(g_mutex);
   int64_t idle_us = 0;
   for (;;) {
-    if (g_active.empty()) {
-      if (g_stop) return;
+    if (e->ijobs.empty()) {
+      if (e->thread_stop) return;
       idle_us = 0;
-      g_work.wait(lock);
+      e->work->wait(lock);
       continue;
     }
-    std::vector<IJob*> heads;
-    for (size_t i = 0; i < g_active.size();) {
-      CommEntry* e = g_active[i];
-      if (e->ijobs.front()->abandoned) {
-        failQueueLocked(e);  // takes e off g_active
-        g_done.notify_all();
-        continue;
-      }
-      if (e->ijobs.front()->seq != g_test_stall_seq) heads.push_back(e->ijobs.front());
-      ++i;
+    IJob* head = e->ijobs.front();
+    if (head->abandoned) {
+      failQueueLocked(e);
+      g_done.notify_all();
+      continue;
     }
+    const bool stalled = head->seq == g_test_stall_seq;
     lock.unlock();
-    bool moved = false;
-    // (A job may be gone once advance returns: finished, freed, reaped.)
-    for (IJob* job : heads) moved = advance(job) || moved;
+    // (The job may be gone once advance returns: finished, freed, reaped.)
+    const bool moved = !stalled && advance(head);
     lock.lock();
     if (moved) {
       idle_us = 0;
       continue;
     }
     idle_us = idle_us == 0 ? 20 : std::min<int64_t>(2 * idle_us, 1000);
-    g_work.wait_for(lock, std::chrono::microseconds(idle_us));
+    e->work->wait_for(lock, std::chrono::microseconds(idle_us));
   }
 }
 
-void threadMain() {
-  threadMainLoop();
+void entryThreadMain(CommEntry* e) {
+  entryLoop(e);
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_thread_exited = true;
+  e->thread_exited = true;
   g_done.notify_all();
 }
 
@@ -429,10 +435,13 @@ bool overBoundLocked(IJob* job) {
   if (job->abandoned) return true;
   const double idle_s =
       double(nowNs() - job->entry->moved_ns.load(std::memory_order_relaxed)) / 1e9;
+  if (idle_s < std::min(10.0, g_stall_s / 2.0) || (job->warned && idle_s < g_stall_s))
+    return false;
   const bool head = !job->entry->ijobs.empty() && job->entry->ijobs.front() == job;
   char what[320];
-  std::snprintf(what, sizeof what, "%s #%llu (%zu bytes%s), %s", callName(job),
+  std::snprintf(what, sizeof what, "%s #%llu (%zu %s%s), %s", callName(job),
                 static_cast<unsigned long long>(job->seq), job->count,
+                job->kind == IJob::kRouted ? "bytes" : "elements",
                 head ? "" : ", queued behind earlier calls on its communicator",
                 stageName(head ? job->stage.load(std::memory_order_relaxed) : IJob::kQueued));
   if (idle_s >= g_stall_s) {
@@ -443,10 +452,11 @@ bool overBoundLocked(IJob* job) {
                  g_world_rank, what, g_stall_s);
     job->abandoned = true;
     job->rc = MPI_ERR_OTHER;
-    g_work.notify_all();
+    job->entry->poisoned = true;  // no call queues behind it from now on
+    job->entry->work->notify_all();
     return true;
   }
-  if (!job->warned && idle_s >= std::min(10.0, g_stall_s / 2.0)) {
+  {
     job->warned = true;
     // What the thread holds: each queue's head and length.
     std::string queues;
@@ -476,10 +486,12 @@ bool overBoundLocked(IJob* job) {
 int pollFn(void* state, MPI_Status*) {
   auto* job = static_cast<IJob*>(state);
   if (!job->done.load(std::memory_order_acquire)) {
+    bool over = false;
     {
       std::lock_guard<std::mutex> lock(g_mutex);
-      if (overBoundLocked(job)) return completeJob(job);
+      over = overBoundLocked(job);
     }
+    if (over) return completeJob(job);  // with its error, outside the lock
     mpiProgressPass();
     if (!job->done.load(std::memory_order_acquire)) return MPI_SUCCESS;
   }
@@ -575,6 +587,7 @@ bool drain(CommEntry* e) {
                        g_world_rank, callName(head), static_cast<unsigned long long>(head->seq),
                        g_stall_s);
           e->stuck = true;
+          e->poisoned = true;
           break;
         }
       }
@@ -591,38 +604,45 @@ bool drain(CommEntry* e) {
   return !poisoned;
 }
 
-void progressThreadClose() {
+bool progressThreadStop(CommEntry* e) {
+  std::thread* thread = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (!g_started) return;
-    g_stop = true;
+    thread = e->thread;
+    if (thread == nullptr) return true;
+    e->thread_stop = true;
   }
-  g_work.notify_all();
+  e->work->notify_all();
   bool exited = false;
   {
-    // Every queue was drained with its communicator, so the thread ends at
-    // once, unless it is stuck inside a call drain gave up on.
+    // drain emptied the queue, so the thread ends at once, unless it is
+    // stuck inside a call drain gave up on.
     std::unique_lock<std::mutex> lock(g_mutex);
-    exited = g_stall_s <= 0 ? (g_done.wait(lock, [] { return g_thread_exited; }), true)
-                            : g_done.wait_for(lock, std::chrono::seconds(g_stall_s),
-                                              [] { return g_thread_exited; });
+    auto ended = [e] { return e->thread_exited; };
+    if (g_stall_s <= 0) {
+      g_done.wait(lock, ended);
+      exited = true;
+    } else {
+      exited = g_done.wait_for(lock, std::chrono::seconds(g_stall_s), ended);
+    }
   }
-  if (exited) {
-    g_thread->join();
-    delete g_thread;
-  } else {
+  if (!exited) {
     std::fprintf(stderr,
-                 "switchagg[pmpi] error: rank %d: the progress thread did not stop within %d s "
-                 "(coll_switchagg_stall_timeout); left running\n",
+                 "switchagg[pmpi] error: rank %d: a progress thread did not stop within %d s "
+                 "(coll_switchagg_stall_timeout); left running with its communicator's state\n",
                  g_world_rank, g_stall_s);
-    g_thread->detach();  // the std::thread object itself is leaked on purpose
+    thread->detach();  // the std::thread object, the entry and the core state are leaked
+    return false;
   }
-  g_thread = nullptr;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_started = false;
-  g_stop = false;
-  g_thread_exited = false;
+  thread->join();
+  delete thread;
+  delete e->work;
+  e->thread = nullptr;
+  e->work = nullptr;
+  return true;
 }
+
+void progressThreadClose() {}  // every communicator stopped its own (progressThreadStop)
 
 namespace {
 
@@ -641,6 +661,7 @@ int post(IJob* job, MPI_Request* request) {
                  "nonblocking call was abandoned; MPI_ERR_OTHER\n",
                  g_world_rank, callName(job));
     discard(job);
+    *request = MPI_REQUEST_NULL;
     return failed(e->comm);
   }
   const int rc =
@@ -654,19 +675,26 @@ int post(IJob* job, MPI_Request* request) {
   bool queued = false;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (!g_started) {
-      g_thread = new std::thread(threadMain);
-      g_started = true;
+    poisoned = e->poisoned;  // abandoned since the check above
+    if (!poisoned) {
+      if (e->thread == nullptr) {
+        e->work = new std::condition_variable;
+        e->thread = new std::thread(entryThreadMain, e);
+      }
+      job->seq = ++g_next_seq;
+      queued = !e->ijobs.empty();
+      if (!queued) {
+        g_active.push_back(e);
+        e->moved_ns.store(nowNs(), std::memory_order_relaxed);
+      }
+      e->ijobs.push_back(job);
+    } else {
+      job->rc = MPI_ERR_OTHER;
+      job->done.store(true, std::memory_order_release);
     }
-    job->seq = ++g_next_seq;
-    queued = !e->ijobs.empty();
-    if (!queued) {
-      g_active.push_back(e);
-      e->moved_ns.store(nowNs(), std::memory_order_relaxed);
-    }
-    e->ijobs.push_back(job);
   }
-  g_work.notify_one();
+  if (poisoned) return completeJob(job);  // the request ends with its error
+  e->work->notify_one();
   if (queued) note(job, "queued");
   return MPI_SUCCESS;
 }
@@ -911,6 +939,7 @@ bool progressThreadEnabled() { return false; }
 void reapOrphans() {}
 bool drain(CommEntry*) { return true; }
 void progressThreadClose() {}
+bool progressThreadStop(CommEntry*) { return true; }
 int postIallreduce(CommEntry*, const void*, void*, size_t, int, int, MPI_Request*) {
   return MPI_ERR_INTERN;
 }

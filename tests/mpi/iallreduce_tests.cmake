@@ -69,3 +69,19 @@ add_iallreduce_test(mpi_irouted_leaders_late_np4 120 "mpi;agent;fault" "PPN=2" l
 add_iallreduce_test(mpi_irouted_leaders_late_leader_np4 120 "mpi;agent;fault" "PPN=2" late 4 0)
 add_iallreduce_test(mpi_iallreduce_fault_leaders_kill_large_np4 200 "mpi;agent;fault" "PPN=2"
   kill 4 2097152)
+
+# Nonblocking collectives of every kind in flight over 4 communicators,
+# completed in random order by every completion call, random sleeps
+# (mpi_nbc_mix_check.c, the pattern that hung the PMPI layer under MPICH):
+# offload on (the component's Iallreduce / Ibarrier / Iallgather / Ibcast /
+# Ireduce_scatter_block through the switch, the rest Open MPI's), off, and
+# two threads posting at MPI_THREAD_MULTIPLE.
+set(_program_run ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR})
+foreach(case "nbc_mix;on;--iters;1500;--expect;switch" "nbc_mix_off;off;--iters;1500;--expect;previous"
+    "nbc_mix_threads;on;--iters;600;--threads;2;--comms;3;--expect;switch")
+  list(POP_FRONT case _name _offload)
+  add_test(NAME mpi_${_name}_np4 COMMAND ${_program_run} program 4
+    $<TARGET_FILE:mpi_nbc_mix_check> ${case})
+  set_tests_properties(mpi_${_name}_np4 PROPERTIES LABELS "mpi;agent" TIMEOUT 240
+    RESOURCE_LOCK mpirun ENVIRONMENT "PPN=1;OFFLOAD=${_offload}")
+endforeach()

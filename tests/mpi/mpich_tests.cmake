@@ -189,6 +189,33 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     ${_mpich_bin}/mpi_iallreduce_check --mode ibarrier --iters 6 --max-ms 20000 --expect switch)
   set_tests_properties(mpich_switch_threads_nonblocking_np2 mpich_switch_irouted_np3
     mpich_switch_ibarrier_np3 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
+  # The pattern of MPICH's own coll/nonblocking3 test, which hung the layer
+  # (docs/pmpi.md "Completion calls that never make progress"): up to 20
+  # nonblocking calls of every kind in flight over 4 communicators (the
+  # five the layer's thread serves, the rest MPICH's own, Isend/Irecv
+  # pairs), completed by Wait/Test/any/some/all in random order, random
+  # sleeps; every result exact, verdicts point to point, a watchdog fails a
+  # rank that completes nothing for 60 s. Offload on (node leaders: one
+  # node), off (nothing :switch), and two threads posting at
+  # MPI_THREAD_MULTIPLE (every rank a member).
+  add_mpich_switch_test(mpich_switch_nbc_mix_np4 240 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_nbc_mix_check --iters 1500 --expect switch)
+  add_mpich_switch_test(mpich_switch_nbc_mix_off_np4 240 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_nbc_mix_check --iters 1500 --expect previous)
+  add_mpich_switch_test(mpich_switch_nbc_mix_threads_np4 240 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_nbc_mix_check --iters 600 --threads 2 --comms 3 --expect switch)
+  set_tests_properties(mpich_switch_nbc_mix_off_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;OFFLOAD=off")
+  set_tests_properties(mpich_switch_nbc_mix_threads_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
+  # The bound on every wait in the layer: the thread never moves rank 1's
+  # fifth call (SWITCHAGG_TEST_STALL_IJOB); within the stall timeout (4 s)
+  # the wait ends in an error naming the call and where it stood, and the
+  # job ends (MPI_ERRORS_ARE_FATAL) instead of hanging.
+  add_mpich_switch_test(mpich_switch_nbc_stall_np4 120 "mpi;mpich;agent;fault" program_fails 4
+    "rank 1: MPI_I[a-z_]+ #5 .*not started by the progress thread: no progress for 4 s"
+    --mca coll_switchagg_stall_timeout 4 -x SWITCHAGG_TEST_STALL_IJOB=1:5
+    ${_mpich_bin}/mpi_nbc_mix_check --iters 300 --expect switch)
   # The agent SIGKILLed / the lease deleted at a random moment of an
   # Iallreduce loop (test_iallreduce_run.sh): every answer right (the failed
   # call and the later ones redone on the host over the core's transport),

@@ -19,6 +19,10 @@
 #                         communicator must rejoin and use the switch again
 #   program NP PROGRAM [ARGS...]  any check program that prints PASS (e.g.
 #                         mpi_fortran_types --expect switch), offload on
+#                         (OFFLOAD=off in the environment: off, no join)
+#   program_fails NP PATTERN PROGRAM [ARGS...]  the run must fail (a fault
+#                         test) with a line matching PATTERN, well within
+#                         mpirun_lease's kill
 #   cg NP                 switchagg-cg without switchagg and with offload on:
 #                         residual histories bitwise equal (cg_compare.sh)
 #   cg_history NP         (NP >= 3, where summation order shows in the bits)
@@ -379,7 +383,27 @@ case $scenario in
       args+=("$a")
     done
     run_mpi "$np" "$work/program.log" "${args[@]}" || { cat "$work/program.log"; die "program run failed"; }
-    expect_pass "$work/program.log" "joined switch group"
+    # OFFLOAD=off: nothing joins the agent (the program checks its counters).
+    if [[ ${OFFLOAD:-on} == off ]]; then expect_pass "$work/program.log"
+    else expect_pass "$work/program.log" "joined switch group"; fi
+    ;;
+  program_fails)
+    # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...]: the run must
+    # end in an error (non-zero, before mpirun_lease's own 240 s kill) whose
+    # output matches PATTERN (a fault test: the error names what failed).
+    np=$1 pattern=$2
+    shift 2
+    start_agent
+    lease "program-fails-np$np"
+    started=$SECONDS
+    if run_mpi "$np" "$work/program.log" "$@"; then
+      cat "$work/program.log"
+      die "the run succeeded; it must fail"
+    fi
+    cat "$work/program.log"
+    ((SECONDS - started < 200)) || die "the run ended only after $((SECONDS - started)) s"
+    grep -Eq -- "$pattern" "$work/program.log" || die "no line matches /$pattern/"
+    echo "PASS failed as expected in $((SECONDS - started)) s: $(grep -Em1 -- "$pattern" "$work/program.log")"
     ;;
   cg)
     np=$1
