@@ -16,6 +16,9 @@
 #   auto       offload=auto with online tuning, 4 hosts x 1 rank, a lease:
 #              after warm-up small calls settle on a host path and large
 #              ones on the switch, where the links make it faster
+#   negative   3 hosts x 1 rank on the switch path with the test fault
+#              point SWITCHAGG_TEST_WRONG_RESULT (skip, rank:1): the checker
+#              fails both times (its verdict travels point to point)
 #   teardown   the fabric's owner SIGKILLed: a new `up` cleans what it left;
 #              `down` leaves no namespace, bridge, link or process
 #   stripes    3 hosts, 3 agents on the agent host, fabric maps giving the job
@@ -256,6 +259,23 @@ case $scenario in
         die "switch bytes, ppn $ppn"
     done
     echo "PASS fabric switch"
+    ;;
+  negative)
+    # The negative control across hosts (tests/mpi/verdict.h): with
+    # switchagg's answer broken on purpose the checker must fail, its
+    # verdict sent point to point over the fabric.
+    fabric_with_lease 3 10.97 fabric-negative
+    for fault in skip rank:1; do
+      if fabric_mpirun 3 1 "${offload_args[@]}" -x SWITCHAGG_TEST_WRONG_RESULT=$fault \
+        "$build/bin/mpi_allreduce_check" --expect switch --quick >"$work/negative.log" 2>&1; then
+        cat "$work/negative.log"
+        die "the checker passed across hosts with SWITCHAGG_TEST_WRONG_RESULT=$fault"
+      fi
+      grep -Eq '^FAIL np=3 expect=switch: [0-9]+ cases checked on 3 ranks, [1-9][0-9]* failures' \
+        "$work/negative.log" || { cat "$work/negative.log"; die "no FAIL verdict with $fault"; }
+      echo "negative $fault: $(grep -m1 '^FAIL np=' "$work/negative.log")"
+    done
+    echo "PASS fabric negative"
     ;;
   link_down)
     fabric_with_lease 3 10.83 fabric-down

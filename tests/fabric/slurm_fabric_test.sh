@@ -550,7 +550,7 @@ checkMpiOutput() {
     fail "the MPI tasks are not one on each of h1 h2 h3: $(grep '^task ' "$out")"
   [[ $(grep -c '^task .* mode=require$' "$out") == 3 ]] ||
     fail "a task lacks SWITCHAGG_MODE=require from the plugin: $(grep '^task ' "$out")"
-  grep -q "^PASS np=3 expect=switch: [0-9]* cases checked on all ranks, 0 failures" "$out" ||
+  grep -q "^PASS np=3 expect=switch: [0-9]* cases checked on [0-9]* ranks, 0 failures" "$out" ||
     fail "$what did not pass (every result exact and on the switch path): $(grep -h 'FAIL\|error' "$out" "$err" | head -10)"
   grep -q '3 ranks on 3 nodes (max 1 per node)' "$out" "$err" ||
     fail "the component did not see 3 nodes: $(grep -h 'ranks on' "$out" "$err" | head -3)"

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "verdict.h"
 #include "switchagg/coll/diagnostics.h"
 
 namespace {
@@ -132,16 +133,10 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&reversed);
   }
 
-  long total_failures = 0, total_cases = 0;
-  MPI_Allreduce(&failures, &total_failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(&cases, &total_cases, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank == 0)
-    std::printf("%s np=%d expect=%s: %ld cases checked on all ranks, %ld failures\n",
-                total_failures ? "FAIL" : "PASS", size, expect.c_str(), total_cases,
-                total_failures);
+  const std::string summary = "np=" + std::to_string(size) + " expect=" + expect;
+  const int rc = switchagg_verdict(failures, cases, summary.c_str());
   MPI_Finalize();
-  return total_failures ? 1 : 0;
+  return rc;
 }

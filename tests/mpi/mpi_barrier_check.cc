@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "verdict.h"
 
 namespace {
 
@@ -147,15 +148,14 @@ int main(int argc, char** argv) {
   else if (expect == "fault" && (sw == 0 || failed == 0 || fallback_failed == 0))
     bad("expected barriers through the switch, then a counted failure");
 
-  long total_failures = 0;
-  MPI_Allreduce(&failures, &total_failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
     std::printf("rank 0: %d barriers, slowest %.1f ms; barrier:switch %" PRIu64 " previous %" PRIu64
                 " switch-failed %" PRIu64 " switch-busy %" PRIu64 "\n",
                 n, slowest_ms, sw, prev,
                 failed, busy);
-    if (total_failures == 0) std::printf("PASS barrier np %d expect %s\n", size, expect.c_str());
   }
+  const std::string summary = "barrier np " + std::to_string(size) + " expect " + expect;
+  const int rc = switchagg_verdict(failures, n, summary.c_str());
   MPI_Finalize();
-  return total_failures == 0 ? 0 : 1;
+  return rc;
 }

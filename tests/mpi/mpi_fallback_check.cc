@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "verdict.h"
 #include "switchagg/coll/diagnostics.h"
 
 namespace {
@@ -25,7 +26,10 @@ int g_rank = 0, g_size = 1;
 switchagg_coll_last_algorithm_fn g_last;
 switchagg_coll_comm_counter_fn g_counter;
 
+long g_checks = 0;  // assertions made on this rank (the verdict's cases)
+
 void expectTrue(bool ok, const std::string& what) {
+  ++g_checks;
   if (!ok && ++g_failures <= 20) std::fprintf(stderr, "FAIL rank %d: %s\n", g_rank, what.c_str());
 }
 
@@ -169,9 +173,7 @@ int main(int argc, char** argv) {
              "unserved predefined counter");
   if (g_size > 1) expectTrue(g_counter(MPI_COMM_WORLD, expect) >= 3, "served counter");
 
-  int total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%s fallback np=%d\n", total ? "FAIL" : "PASS", g_size);
+  const int rc = switchagg_verdict(g_failures, g_checks, ("fallback np=" + std::to_string(g_size)).c_str());
   MPI_Finalize();
-  return total ? 1 : 0;
+  return rc;
 }

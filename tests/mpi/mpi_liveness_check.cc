@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "switchagg/coll/diagnostics.h"
+#include "verdict.h"
 
 namespace {
 
@@ -189,16 +190,12 @@ int main(int argc, char** argv) {
     }
   }
 
-  long total_failures = 0, total_calls = 0;
-  MPI_Reduce(&failures, &total_failures, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&calls, &total_calls, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0)
-    std::printf(
-        "%s liveness np=%d between=%s%s expect=%s sizes=%zu iters=%d calls=%ld failures=%ld\n",
-        total_failures ? "FAIL" : "PASS", size, o.between.c_str(),
-        o.dup ? " (on WORLD, allreduces on a dup)" : "", o.expect.empty() ? "-" : o.expect.c_str(),
-        o.sizes.size(), o.iters, total_calls, total_failures);
+  char summary[200];
+  std::snprintf(summary, sizeof summary, "liveness np=%d between=%s%s expect=%s sizes=%zu iters=%d",
+                size, o.between.c_str(), o.dup ? " (on WORLD, allreduces on a dup)" : "",
+                o.expect.empty() ? "-" : o.expect.c_str(), o.sizes.size(), o.iters);
   if (o.dup) MPI_Comm_free(&comm);
+  const int rc = switchagg_verdict(failures, calls, summary);
   MPI_Finalize();
-  return total_failures ? 1 : 0;
+  return rc;
 }

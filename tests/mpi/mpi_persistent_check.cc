@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "verdict.h"
 
 // Open MPI 5.0 has the MPI-4 call while its mpi.h still says MPI_VERSION 3.
 #if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
@@ -34,7 +35,10 @@ int g_failures = 0;
 int g_rank = 0, g_size = 1;
 check::Diagnostics g_diag;
 
+long g_checks = 0;  // assertions made on this rank (the verdict's cases)
+
 void expectTrue(bool ok, const std::string& what) {
+  ++g_checks;
   if (!ok && ++g_failures <= 20) std::fprintf(stderr, "FAIL rank %d: %s\n", g_rank, what.c_str());
 }
 
@@ -168,11 +172,11 @@ int main(int argc, char** argv) {
   expectTrue(g_diag.counter(MPI_COMM_WORLD, counter) == counted, "WORLD's counter after the dup's");
   MPI_Comm_free(&dup);
 
-  int total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (g_rank == 0)
-    std::printf("%s persistent np=%d: %d MPI_Allreduce_init calls to the previous module\n",
-                total ? "FAIL" : "PASS", g_size, inits + dup_inits);
+  char summary[120];
+  std::snprintf(summary, sizeof summary,
+                "persistent np=%d: %d MPI_Allreduce_init calls to the previous module", g_size,
+                inits + dup_inits);
+  const int rc = switchagg_verdict(g_failures, g_checks, summary);
   MPI_Finalize();
-  return total ? 1 : 0;
+  return rc;
 }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "verdict.h"
 
 namespace {
 
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
   }
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  long failures = 0;
+  long failures = 0, cases = 0;
   auto fail = [&](const std::string& what) {
     if (++failures <= 10) std::fprintf(stderr, "FAIL rank %d: %s\n", rank, what.c_str());
   };
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> in(count), out(count);
     for (size_t i = 0; i < count; ++i) in[i] = int64_t(rank + 1) * int64_t(i % 977 + 1) - 300;
     auto one = [&](int call) {
+      ++cases;
       for (size_t i = 0; i < count; ++i) in[i] += call;  // each call its own answer
       MPI_Allreduce(in.data(), out.data(), int(count), MPI_INT64_T, MPI_SUM, comm);
       for (size_t i = 0; i < count; ++i) {
@@ -202,10 +204,8 @@ int main(int argc, char** argv) {
                 " settled buckets, switch measured %" PRIu64 " calls\n",
                 counter("tune:agreements"), counter("tune:reopened"),
                 counter("tune:settled_buckets"), counter("switch:calls"));
-  long total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Comm_free(&comm);
-  if (rank == 0) std::printf(total == 0 ? "PASS tune\n" : "FAILED tune (%ld failures)\n", total);
+  const int rc = switchagg_verdict(failures, cases, "tune");
   MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return rc;
 }

@@ -108,6 +108,8 @@ expect_pass() {  # LOG [PATTERN...]
   shift
   cat "$log"
   grep -q '^PASS' "$log" || die "no PASS in $log"
+  # Any rank's failure line fails the run, whatever rank 0 printed.
+  ! grep -q '^FAIL' "$log" || die "a FAIL line in $log: $(grep -m1 '^FAIL' "$log")"
   local p
   for p in "$@"; do grep -Eq -- "$p" "$log" || die "$log lacks /$p/"; done
 }

@@ -1,7 +1,9 @@
 #!/bin/sh
 # run_expect.sh [--exit CODE] PATTERN [PATTERN...] -- COMMAND...
 # Runs COMMAND; passes when it exits 0 (or CODE) and its combined output
-# matches every PATTERN (grep -E). Prints the output either way, for ctest
+# matches every PATTERN (grep -E). With the pattern "^PASS" (a check
+# program's verdict, tests/mpi/verdict.h) any line starting FAIL, from any
+# rank, fails it too. Prints the output either way, for ctest
 # --output-on-failure.
 want=0
 if [ "$1" = "--exit" ]; then
@@ -20,6 +22,10 @@ rc=$?
 printf '%s\n' "$out"
 if [ $rc -ne "$want" ]; then
   echo "run_expect: command exited $rc, expected $want" >&2
+  exit 1
+fi
+if printf '%s\n' "$patterns" | grep -qx '\^PASS' && printf '%s\n' "$out" | grep -q '^FAIL'; then
+  echo "run_expect: a FAIL line: $(printf '%s\n' "$out" | grep -m1 '^FAIL')" >&2
   exit 1
 fi
 status=0

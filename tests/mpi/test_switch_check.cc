@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "check_support.h"
+#include "verdict.h"
 #include "switchagg/coll/diagnostics.h"
 
 namespace {
@@ -391,14 +392,11 @@ int main(int argc, char** argv) {
                     : busy_iters > 0  ? runBusy(busy_iters)
                     : fault_dir.empty() ? runRepeat(repeat > 0 ? repeat : 5, big)
                                         : runFault(fault_dir, bytes, after, max_call_ms, rejoin);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0)
-    std::printf("%s np=%d: %d calls checked, %ld failures, switch bytes sent by rank 0 %llu "
-                "(%s)\n",
-                total ? "FAIL" : "PASS", g_size, cases, total,
+  char summary[160];
+  std::snprintf(summary, sizeof summary, "np=%d, switch bytes sent by rank 0 %llu (%s)", g_size,
                 static_cast<unsigned long long>(counter("switch:bytes_sent")),
                 g_leaders.active ? "node leaders" : "every rank a member");
+  const int rc = switchagg_verdict(g_failures, cases, summary);
   MPI_Finalize();
-  return total ? 1 : 0;
+  return rc;
 }

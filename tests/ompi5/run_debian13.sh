@@ -6,17 +6,18 @@
 # own CTest, and checks that ompi_info lists the same coll_switchagg
 # parameters on 5.0 as on this host's 4.1.
 #
-#   run_debian13.sh SRC HOST_BUILD TEST_REGEX
+#   run_debian13.sh SRC HOST_BUILD TEST_REGEX [COUNT]
+#                   (COUNT: the exact number of tests TEST_REGEX must select)
 #   run_debian13.sh --build-only SRC HOST_BUILD   (the root and the build only;
 #                                                  benchmarks/ompi5_bench.sh)
 set -euo pipefail
 build_only=0
 [[ ${1:-} == --build-only ]] && build_only=1 && shift && set -- "$@" ""
-(($# == 3)) || {
-  echo "usage: $0 SRC HOST_BUILD TEST_REGEX | --build-only SRC HOST_BUILD" >&2
+(($# == 3 || $# == 4)) || {
+  echo "usage: $0 SRC HOST_BUILD TEST_REGEX [COUNT] | --build-only SRC HOST_BUILD" >&2
   exit 2
 }
-src=$1 hostbuild=$2 regex=$3
+src=$1 hostbuild=$2 regex=$3 want=${4:-}
 d13=$hostbuild/debian13
 fail() {
   echo "FAIL: $*" >&2
@@ -38,6 +39,8 @@ inroot "cmake -S '$src' -B '$d13' -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 echo "== MPI tests in Debian 13: $regex"
 listed=$(inroot "ctest --test-dir '$d13' -N -R '$regex'" | sed -n 's/^Total Tests: //p')
 [[ ${listed:-0} -gt 0 ]] || fail "no test in the Debian 13 build matches $regex"
+[[ -z $want || $listed == "$want" ]] ||
+  fail "the Debian 13 build has $listed tests matching the set; the set names $want"
 inroot "ctest --test-dir '$d13' -R '$regex' --output-on-failure --timeout 300" ||
   fail "MPI tests failed on Open MPI 5"
 
@@ -51,4 +54,4 @@ root=$(inroot "P=\$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibd
   params)
 [[ -n $host ]] || fail "ompi_info on this host lists no coll_switchagg parameter"
 [[ $host == "$root" ]] || fail "parameters differ: 4.1: $(echo $host) / 5.0: $(echo $root)"
-echo "PASS: $(echo "$root" | wc -l) parameters on both; MPI tests passed on Open MPI 5"
+echo "PASS: $(echo "$root" | wc -l) parameters on both; $listed MPI tests passed on Open MPI 5"

@@ -348,6 +348,18 @@ case_mpich_offload() {
   ((after > before)) || fail "no aggregation group at the agent: offload was not used"
   [[ $(agentCounter bytes_reduced) -gt 0 ]] || fail "the agent reduced nothing"
   waitNoLease "$job"
+  # The negative control under srun (tests/mpi/verdict.h): one rank's
+  # answer wrong on purpose; the checker must fail with its FAIL verdict.
+  if SWITCHAGG_TEST_PRELOAD=$lib SWITCHAGG_OFFLOAD=on SWITCHAGG_UCX_WAIT=blocking \
+    SWITCHAGG_TEST_WRONG_RESULT=rank:1 \
+    srun --switch-agg=require --switch-agg-slots=4 --mpi=pmi2 -n 3 --overcommit \
+    bash -c 'echo "job=$SLURM_JOB_ID"; LD_PRELOAD=$SWITCHAGG_TEST_PRELOAD exec "$0" "$@"' \
+    "$check" --expect switch --quick >"$W/nout" 2>"$W/nerr"; then
+    fail "the checker passed under srun with one rank's answer wrong: $(tail -n 5 "$W/nout")"
+  fi
+  grep -Eq '^FAIL np=3 expect=switch: [0-9]+ cases checked on 3 ranks, [1-9][0-9]* failures' \
+    "$W/nout" || fail "no FAIL verdict from the broken run: $(tail -n 20 "$W/nout" "$W/nerr")"
+  waitNoLease "$(jobOf "$W/nout")"
   # MPI_Iallreduce through the layer's progress thread under srun: the
   # program with rank 0 blocked in MPI_Recv while rank 1 waits for its call
   # (docs/pmpi.md), every call counted as served by the switch.

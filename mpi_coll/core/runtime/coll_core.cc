@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "barrier.h"
 #include "coll_core_internal.h"
@@ -179,15 +181,57 @@ int switchagg_coll_progress(void) {
   return guarded("progress", 0, [] { return switchagg::coll::ProcessRuntime::instance().progress(); });
 }
 
+namespace {
+// Test fault point, the negative control of every checker (tests/mpi/
+// verdict.h; never set in production): SWITCHAGG_TEST_WRONG_RESULT=
+//   skip     a served MPI_Allreduce returns success without writing its
+//            result (it runs, and is counted, on a scratch copy)
+//   rank:R   communicator rank R's result gets its first byte's low bit
+//            flipped after the call was served
+// Read once. A checker family that passes with either armed cannot see a
+// wrong answer (tests/mpi/negative_controls.cmake).
+struct WrongResult {
+  enum Mode { kOff, kSkip, kRank } mode = kOff;
+  int rank = -1;
+};
+const WrongResult& wrongResult() {
+  static const WrongResult w = [] {
+    WrongResult r;
+    const char* v = std::getenv("SWITCHAGG_TEST_WRONG_RESULT");
+    if (v == nullptr || *v == '\0') return r;
+    if (std::string(v) == "skip") {
+      r.mode = WrongResult::kSkip;
+    } else if (std::sscanf(v, "rank:%d", &r.rank) == 1) {
+      r.mode = WrongResult::kRank;
+    }
+    std::fprintf(stderr, "switchagg[coll] warning: test fault point SWITCHAGG_TEST_WRONG_RESULT=%s%s\n",
+                 v, r.mode == WrongResult::kOff ? " not understood (ignored)" : ": results are wrong on purpose");
+    return r;
+  }();
+  return w;
+}
+}  // namespace
+
 int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void* recv,
                              size_t count, int dtype, int op, int flags) {
   switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded("allreduce", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
-    switchagg::coll::AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype),
+    const WrongResult& wrong = wrongResult();
+    const size_t bytes = count * switchagg::dtypeSize(static_cast<Dtype>(dtype));
+    std::vector<uint8_t> scratch;
+    void* out = recv;
+    if (wrong.mode == WrongResult::kSkip && bytes > 0) {
+      scratch.assign(static_cast<const uint8_t*>(recv), static_cast<const uint8_t*>(recv) + bytes);
+      out = scratch.data();  // in place: the input copied; else only the output's place
+    }
+    switchagg::coll::AllreduceArgs args{send, out, count, static_cast<Dtype>(dtype),
                                         static_cast<Op>(op)};
     const bool differs = (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0;
     switch (switchagg::coll::dispatchAllreduce(comm->state, args, differs)) {
-      case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
+      case switchagg::coll::Outcome::kServed:
+        if (wrong.mode == WrongResult::kRank && bytes > 0 && comm->state.rank() == wrong.rank)
+          static_cast<uint8_t*>(recv)[0] ^= 1;
+        return static_cast<int>(SWITCHAGG_COLL_SERVED);
       case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
       case switchagg::coll::Outcome::kFailed: break;
     }
