@@ -8,7 +8,8 @@
 #                                            fabric_mpirun with exactly the lease of EXPORTS
 #                                            (switchagg-ctl's "export ..." lines; "" = none)
 #   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` (or $FABRIC_AGENT_HOST,
-#                                            e.g. a leaf's `aleaf1`) → AGENT_* (lib_agent.sh)
+#                                            e.g. a leaf's `aleaf1`), told its link's rate
+#                                            → AGENT_* (lib_agent.sh)
 #   fabric_tree_start WORKDIR RACKS HOSTS [--set K=V…]
 #                                            a leaf-spine fabric's agents: the spine agent on
 #                                            `agent`, leaf agent r on `aleaf<r>` (parent: the
@@ -110,15 +111,22 @@ fabric_mpirun_with() {
   )
 }
 
+# The agent is told its host's link rate (data.link_mbps; a caller's --set
+# wins): sysfs inside a host shows the veth's speed, not the rate htb shapes
+# the link to, and the agent in the switch has the sum of its ports'.
 fabric_agent_start() {
   local dir=$1
   shift
-  local ip
+  local ip mbit
   local host=${FABRIC_AGENT_HOST:-agent}
   ip=$(fabric_py status "$FABRIC" | awk -v h="$host" '$1 == h { print $2 }')
+  mbit=$(fabric_py status "$FABRIC" |
+         awk -v h="$host" '$1 == "link" && ($2 == h || $4 == h) { print $5; exit }')
+  local link=()
+  [[ -n $mbit ]] && link=(--set "data.link_mbps=$mbit")
   AGENT_LAUNCH=(/usr/bin/python3 "$root/scripts/fabric.py" exec "$FABRIC" "$host" --)
   AGENT_DATA_LISTEN=$ip:0
-  agent_start "$root/config/agent.toml" "$dir" "$@"
+  agent_start "$root/config/agent.toml" "$dir" "${link[@]}" "$@"
 }
 
 fabric_tx_bytes() {

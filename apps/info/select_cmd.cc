@@ -79,7 +79,7 @@ Status applyOption(const std::string& key, const std::string& v, SelectArgs* a, 
   if (key == "--slot-bytes") return setSize(key, v, &a->in.switch_slot_bytes);
   if (key == "--stripes") return setInt(key, v, 1, &a->in.switch_stripes);
   if (key == "--segment") return setSize(key, v, &a->in.switch_segment_bytes);
-  // What an agent would advertise (CAPACITY_ACK); 0 = unknown.
+  // What an agent would advertise (CAPACITY_ACK); 0 = unknown (a link: a node's).
   if (key == "--agent-reduce-mbps") return setU32(key, v, &a->in.switch_reduce_mbps);
   if (key == "--agent-link-mbps") return setU32(key, v, &a->in.switch_link_mbps);
   if (key == "--agent-turnaround-us") return setU32(key, v, &a->in.switch_turnaround_us);

@@ -26,11 +26,12 @@ Status checkListen(const std::string& key, const std::string& text) {
   return Status::Ok();
 }
 
-// A file the agent writes (not a socket: no 108-byte limit).
-Status checkFilePath(const std::string& key, const std::string& text) {
+// An absolute path (not a socket: no 108-byte limit), or "" (disabled).
+template <bool Directory>
+Status checkPath(const std::string& key, const std::string& text) {
   if (text.empty()) return Status::Ok();
   if (text[0] != '/') return invalidValue(key, text, "expected an absolute path, or \"\" to disable");
-  if (text.back() == '/') return invalidValue(key, text, "expected a file, not a directory");
+  if (!Directory && text.back() == '/') return invalidValue(key, text, "expected a file, not a directory");
   for (char ch : text) {
     if (static_cast<unsigned char>(ch) < 0x20) {
       return invalidValue(key, text, "control characters are not allowed in a path");
@@ -107,8 +108,13 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        data(intField(&D::threads, 0, 256))},
       {"data.member_timeout", nullptr, "a group member silent this long has its group aborted",
        engine(durationField(&E::member_timeout_ms, 100, kDay, kUnit))},
-      {"data.link_mbps", nullptr, "the data link's rate in Mbit/s, told to clients for their cost model (0 = unknown)",
+      {"data.link_mbps", nullptr, "the data link's rate in Mbit/s, told to clients for their cost model; 0 = read it "
+       "from sysfs (data.sysfs_root) for the interface holding data.listen, unknown if that fails",
        engine(intField(&E::link_mbps, 0, 100000000))},
+      {"data.sysfs_root", nullptr, "the sysfs root the data link's rate is read under when data.link_mbps is 0 "
+       "(class/net/IFACE/speed, or the rate of the RoCE port on that interface in class/infiniband); \"\" = "
+       "not read (the rate is unknown)",
+       data(stringField(&D::sysfs_root, checkPath<true>))},
       {"data.advertise_capacity", nullptr, "tell clients the measured reduction rate, link rate and turnaround (false: answer "
        "as an agent that predates it)",
        engine(boolField(&E::advertise_capacity))},
@@ -170,10 +176,10 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        durationField(&C::reaper_interval_ms, 10, 60000, kUnit)},
       {"state.lease_file", nullptr, "keeps leases across agent restarts in this file (written 0600, atomically); \"\" = in "
        "memory only",
-       stringField(&C::lease_file, checkFilePath)},
+       stringField(&C::lease_file, checkPath<false>)},
       {"fabric.map", nullptr, "the fabric map (docs/admin.md \"Fabric map\"): with fabric.name, this agent's parent there "
        "makes it a leaf that forwards tree groups to it; \"\" = no map",
-       stringField(&C::fabric_map, checkFilePath)},
+       stringField(&C::fabric_map, checkPath<false>)},
       {"fabric.name", nullptr, "this agent's name in the fabric map (fabric.map)",
        stringField(&C::fabric_name)},
   });

@@ -18,6 +18,7 @@
 
 #include "aggregation_engine.h"
 #include "lease_table.h"
+#include "link_rate.h"
 #include "switchagg/agent/malloc_tuning.h"
 #include "switchagg/common/test_hooks.h"
 #include "switchagg/common/log.h"
@@ -265,6 +266,9 @@ struct DataPlane::Impl : EngineOutput {
     pool = std::make_unique<ReducePool>(config.threads);
     EngineConfig ec;
     static_cast<EngineSettings&>(ec) = config.engine;
+    const LinkRate link = dataLinkRate(config.engine.link_mbps, config.sysfs_root, config.listen);
+    ec.link_mbps = link.mbps;
+    SA_INFO("agent", "%s", link.text().c_str());
     ec.pool_slots = static_cast<size_t>(leases.limits().pool_slots);
     ec.has_parent = !parent_address.empty();
     // Test-only fault point (EngineConfig::test_partial_result).

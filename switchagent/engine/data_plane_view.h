@@ -26,7 +26,9 @@ struct EngineSettings {
   size_t slot_bytes = kDefaultSlotBytes;  // payload bytes per aggregation slot
   size_t memory_bytes = kDefaultSlotMemoryBytes;  // slot buffers of all groups together
   int64_t member_timeout_ms = kDefaultMemberTimeoutMs;  // a group member silent this long -> group aborted
-  uint32_t link_mbps = 0;          // the data link's rate, advertised (0 = unknown)
+  // The data link's rate, advertised (0 = unknown). The data plane fills it
+  // from sysfs when the config leaves it 0 (daemon/link_rate.h).
+  uint32_t link_mbps = 0;
   bool advertise_capacity = true;  // false: answer CAPACITY as a v1.0 agent (bad_type)
   bool join_flags = true;          // false: refuse flagged JOINs (malformed) as an agent before them
   // false: act as an agent before routed calls (a JOIN with kJoinFlagRouted
@@ -51,6 +53,8 @@ struct EngineSettings {
 struct DataPlaneConfig {
   std::string listen = kDefaultDataListen; // UCX socket address ("host:port", port 0 = any)
   int threads = 0;                         // reduction threads; 0 = nproc
+  // Where the link's rate is read when engine.link_mbps is 0 ("" = not read).
+  std::string sysfs_root = "/sys";
   EngineSettings engine;
 };
 

@@ -38,6 +38,7 @@ if(TARGET switchagg_agent_fixture AND TARGET switchagg-agent AND SWITCHAGG_DATA_
   target_link_libraries(test_data_agent PRIVATE switchagg_agent_fixture switchagg_ctlclient
     switchagg_dataclient switchagg_ucx nlohmann_json::nlohmann_json GTest::gtest_main)
   add_dependencies(test_data_agent test_data_member switchagg-agent)
+  target_compile_definitions(test_data_agent PRIVATE SWITCHAGG_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   switchagg_warnings(test_data_agent)
   # One agent per test; members are real processes. Fault tests also carry `fault`.
   list(FILTER SWITCHAGG_DATA_AGENT_SOURCES EXCLUDE REGEX "_faults\\.cc$")

@@ -55,6 +55,28 @@ TEST_F(DataAgentTest, TheAgentTellsItsCapacityAndAnOlderAgentIsServedWithout) {
       << h[0]->output();
 }
 
+// With data.link_mbps 0 the agent reads its data link's rate from sysfs for
+// the interface of its data address (loopback here: lo's speed in the
+// shipped tree, tests/agent/sysfs), logs where it came from and tells
+// members in CAPACITY; a configured rate wins over sysfs.
+TEST_F(DataAgentTest, TheAgentTellsTheLinkRateSysfsGivesUnlessConfigured) {
+  const std::string tree = SWITCHAGG_SOURCE_DIR "/tests/agent/sysfs";
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.sysfs_root=" + tree}));
+  auto g = startGroup({1, 2, createLease("sysfs", 4), {"--count", "3000", "--iters", "2"}});
+  expectAllOk(g, 60000);
+  EXPECT_NE(g[0]->output().find("link_mbps=40000 "), std::string::npos) << g[0]->output();
+  EXPECT_NE(agent_->stderrText().find("link 40000 Mbit/s (sysfs " + tree + "/class/net/lo/speed)"),
+            std::string::npos)
+      << agent_->stderrText();
+  TearDown();
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.sysfs_root=" + tree, "data.link_mbps=400"}));
+  auto h = startGroup({2, 2, createLease("configured", 4), {"--count", "3000", "--iters", "2"}});
+  expectAllOk(h, 60000);
+  EXPECT_NE(h[0]->output().find("link_mbps=400 "), std::string::npos) << h[0]->output();
+  EXPECT_NE(agent_->stderrText().find("link 400 Mbit/s (config)"), std::string::npos)
+      << agent_->stderrText();
+}
+
 // An agent that predates JOIN flags refuses a flagged JOIN as malformed
 // (data.join_flags=false emulates it): every member joins again without
 // flags and is served; each refusal is counted once.

@@ -109,7 +109,8 @@ TEST(Routed, AutoFlipsWhereTheRowsCross) {
     int flips = 0;
     bool last = false;
     for (size_t bytes = 8; bytes <= (size_t(1) << 26); bytes *= 2) {
-      const SelectionInput in = shape(bytes, 8, 1, true);
+      SelectionInput in = shape(bytes, 8, 1, true);
+      in.switch_link_mbps = 1000000;  // an agent in the switch: 1 Tbit/s
       const bool faster = predictRoutedSwitchUs(m, op, in) < predictRoutedPreviousUs(m, op, in);
       const RoutedChoice c = chooseRouted(op, in, m, {});
       EXPECT_EQ(c.use_switch, faster) << routedOpName(op) << " " << bytes;
@@ -129,11 +130,13 @@ TEST(Routed, RowsMatchHandComputation) {
   const CostModel m = CostModel::defaults();  // switch 10 us, 0.2 ns/B; previous net 6 us, 0.15, 0.35
   SelectionInput in = shape(1 << 20, 8, 1, true);  // 1 MiB = 4 slots: one window round
   const double n = 1 << 20;
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + n * 0.2e-3, 1e-6);
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + n * 0.2e-3, 1e-6);
+  // The agent did not tell its link: a node's (0.2 ns/B) carries 8 vectors
+  // in for a reduce, 7 out for a bcast.
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + 8 * n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + 7 * n * 0.2e-3, 1e-6);
   // allgather: 1 MiB blocks, an 8 MiB vector (32 slots, 4 rounds); each
-  // member receives the 7 MiB it lacks.
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 7 * n * 0.2e-3, 1e-6);
+  // member receives the 7 MiB it lacks, the agent's link carries 8 x 7 MiB out.
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 56 * n * 0.2e-3, 1e-6);
   EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduce, in), 3 * (6 + n * 0.5e-3), 1e-6);
   EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kBcast, in), 3 * (6 + n * 0.15e-3), 1e-6);
   EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduceScatter, in),
@@ -144,14 +147,18 @@ TEST(Routed, RowsMatchHandComputation) {
   in.switch_link_mbps = 8000;
   EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 56 * n * 1e-3, 1e-6);
   EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + 7 * n * 1e-3, 1e-6);
+  // An agent in the switch (1 Tbit/s): the member's link sets the pace.
+  in.switch_link_mbps = 1000000;
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + n * 0.2e-3, 1e-6);
   // One rank: nothing to move.
   EXPECT_EQ(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(1 << 20, 1, 1, true)), 0);
   EXPECT_TRUE(std::isinf(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(8, 8, 1, false))));
 }
 
 // Node leaders (cost_model.h): p = 4 nodes of P = 8 ranks, q = 2 a node;
-// the agent's part as for 4 members over the whole vector, plus the node
-// steps on the hierarchical shm row (s = 1).
+// the agent's part as for 4 members over the whole vector (its link, untold,
+// a node's 0.2 ns/B), plus the node steps on the hierarchical shm row (s = 1).
 TEST(Routed, LeadersAddTheNodeSteps) {
   const CostModel m = CostModel::defaults();
   const CostEntry* intra = m.find(Algorithm::kHierarchical, Locality::kShm);
@@ -163,13 +170,14 @@ TEST(Routed, LeadersAddTheNodeSteps) {
   const double reduce_us = hop(n) + n * intra->gamma_ns * 1e-3;
   // reduce-scatter: the node's reduce, then one block (n/8) to the other rank.
   EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduceScatterBlock, in),
-              10 + n * 0.2e-3 + reduce_us + hop(n / 8), 1e-6);
+              10 + 4 * n * 0.2e-3 + reduce_us + hop(n / 8), 1e-6);
   // allgather of 1 MiB blocks: the vector is P·b = 8 MiB (4 rounds), a node
-  // receives the 6 MiB it lacks; one block in, the 8 MiB vector out.
+  // receives the 6 MiB it lacks (the agent sends 4 x 6 MiB); one block in,
+  // the 8 MiB vector out.
   EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in),
-              4 * 10 + 6 * n * 0.2e-3 + hop(n) + hop(8 * n), 1e-6);
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + n * 0.2e-3 + hop(n) + reduce_us,
-              1e-6);
+              4 * 10 + 24 * n * 0.2e-3 + hop(n) + hop(8 * n), 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in),
+              10 + 4 * n * 0.2e-3 + hop(n) + reduce_us, 1e-6);
 }
 
 TEST(Registry, NamesRoundTrip) {
@@ -239,16 +247,18 @@ TEST(Registry, RowsCarryTheDefaultCostConstants) {
 TEST(CostModel, TheAgentsAdvertisedCapacityShapesTheSwitchRow) {
   const CostModel m = CostModel::defaults();
   SelectionInput in = shape(size_t(8) << 20, 8, 1, /*sw=*/true);
+  const double n = double(8 << 20);
   const double unknown = m.predictUs(Algorithm::kSwitch, in);
-  // A fast agent on a fast link: the member link (the row's beta) still sets the pace.
+  // A fast agent on a fast link: the member link (the row's beta) sets the
+  // pace, where an agent that did not tell is charged 8 vectors on a node's link.
   in.switch_reduce_mbps = 1000000;
   in.switch_link_mbps = 1000000;
-  EXPECT_DOUBLE_EQ(m.predictUs(Algorithm::kSwitch, in), unknown);
+  const double fast = m.predictUs(Algorithm::kSwitch, in);
+  EXPECT_NEAR(unknown - fast, 7 * n * 0.2e-3, 1e-6);
   // A 400 Mbit/s agent link carries 8 members' vectors: 8 x 8 MiB x 8 bit / 400 Mbit/s.
   in.switch_link_mbps = 400;
   const double link_bound = m.predictUs(Algorithm::kSwitch, in);
-  EXPECT_NEAR(link_bound, 8.0 * (8 << 20) * 8 / 400 + (unknown - m.predictUs(Algorithm::kSwitch,
-              shape(0, 8, 1, true))), link_bound * 0.05);
+  EXPECT_NEAR(link_bound, 8.0 * n * 8 / 400 + (fast - n * 0.2e-3), 1e-6);
   // A slow reducer (10 MB/s for all its threads) is slower still: 8 x 8 MiB / 10 MB/s.
   in.switch_reduce_mbps = 10;
   EXPECT_GT(m.predictUs(Algorithm::kSwitch, in), link_bound);
@@ -262,12 +272,13 @@ TEST(CostModel, TheAgentsAdvertisedCapacityShapesTheSwitchRow) {
 TEST(CostModel, SwitchWithNodeLeadersCountsNodesAndTheLocalPhases) {
   const CostModel m = switchAndNodeModel();
   SelectionInput in = shape(4000, 8, 4, /*sw=*/true);  // 2 nodes x 4 ranks
-  // Every rank a member: 1 round * 10 + 4000 * 0.5 ns + 8 * 4000 * 0.25 ns.
-  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 2 + 8, 1e-9);
-  // Node leaders: the agent reduces 2 contributions, plus 2 intra steps of
-  // reduce (3 + 4 + 2) and of broadcast (3 + 4).
+  // Every rank a member: 1 round * 10 + the agent's link (untold: a node's
+  // 0.5 ns/B) carrying 8 x 4000 B + 8 * 4000 * 0.25 ns.
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 16 + 8, 1e-9);
+  // Node leaders: the agent takes and reduces 2 contributions, plus 2 intra
+  // steps of reduce (3 + 4 + 2) and of broadcast (3 + 4).
   in.switch_members = 2;
-  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 2 + 2 + 2 * 9 + 2 * 7, 1e-9);
+  EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 4 + 2 + 2 * 9 + 2 * 7, 1e-9);
   // The agent's link carries one vector per node: 2 x 4000 B x 8 bit / 1 Mbit/s.
   in.switch_link_mbps = 1;
   EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in), 10 + 64000 + 2 + 32, 1e-6);
@@ -367,10 +378,50 @@ TEST(CostModel, SwitchCostGrowsWithBytesAndShrinksWithWindow) {
 
 TEST(CostModel, SwitchBeatsRingAtScaleForLargeMessages) {
   // Each rank sends N on the switch path, 2(p-1)/p N on a ring; at many nodes
-  // and large N the switch must win with the default table.
-  const SelectionInput in = shape(64 << 20, 256, 1, true);
+  // and large N the switch must win with the default table when the agent
+  // sits in the switch: its link as fast as all 256 ports (8000/β Mbit/s each).
+  SelectionInput in = shape(64 << 20, 256, 1, true);
   const CostModel m = CostModel::defaults();
+  in.switch_link_mbps = 256 * 40000;
   EXPECT_LT(m.predictUs(Algorithm::kSwitch, in), m.predictUs(Algorithm::kRing, in));
+  // One reducer host whose link nobody told (a node's): 256 vectors through
+  // one node's link lose to the ring.
+  in.switch_link_mbps = 0;
+  EXPECT_GT(m.predictUs(Algorithm::kSwitch, in), m.predictUs(Algorithm::kRing, in));
+}
+
+// An agent that does not tell its link (0) is charged one as fast as a
+// compute node's, L = 1/β of the switch row (8000/β Mbit/s): p members over
+// K stripes cost at least p·N·8/(K·L) at the agent (reducer hosts,
+// docs/selection.md). A link it told is charged as told.
+TEST(CostModel, AnAgentThatDoesNotTellItsLinkIsChargedANodesLink) {
+  const CostModel m = CostModel::defaults();
+  const double beta = m.find(Algorithm::kSwitch, Locality::kNet)->beta_ns;
+  const double assumed_mbps = 8000 / beta;
+  for (size_t bytes : {size_t(1) << 20, size_t(8) << 20, size_t(64) << 20}) {
+    for (int p : {2, 4, 8, 64}) {
+      for (int k : {1, 2, 4}) {
+        SelectionInput in = shape(bytes, p, 1, true);
+        in.switch_stripes = k;
+        const double n = double(bytes);
+        const double agent_us = p * n * 8 / (k * assumed_mbps);
+        const std::string at = std::to_string(bytes) + " B, p " + std::to_string(p) + ", K " +
+                               std::to_string(k);
+        const double unknown = m.predictUs(Algorithm::kSwitch, in);
+        EXPECT_GE(unknown, agent_us * (1 - 1e-12)) << at;
+        EXPECT_GE(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), agent_us * (1 - 1e-12)) << at;
+        // Told: a slow link costs what it says, a fast one leaves the
+        // member's link (nβ) instead of the assumed p·nβ/K.
+        for (uint32_t told : {400u, 1000000u}) {
+          in.switch_link_mbps = told;
+          const double stream = std::max(n * beta * 1e-3, p * n * 8 / (k * double(told)));
+          EXPECT_NEAR(m.predictUs(Algorithm::kSwitch, in) - unknown,
+                      stream - std::max(n * beta * 1e-3, agent_us), unknown * 1e-9)
+              << at << ", told " << told;
+        }
+      }
+    }
+  }
 }
 
 TEST(CostModel, HierarchicalWinsWithManyRanksPerNode) {

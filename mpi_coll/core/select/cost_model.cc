@@ -140,6 +140,14 @@ double predictHierarchicalUs(const CostModel& m, Algorithm /*self*/, const Selec
 }
 
 namespace {
+// Microseconds per byte on the agent's data link: its advertised rate L
+// (Mbit/s = bit/µs), or, when it did not tell (0), a link as fast as a
+// compute node's, the switch row's β: the agent on an ordinary host
+// (reducer hosts, docs/selection.md), the conservative assumption.
+double agentLinkUsPerByte(const CostEntry& c, const SelectionInput& in) {
+  return in.switch_link_mbps > 0 ? 8.0 / in.switch_link_mbps : us(c.beta_ns);
+}
+
 // Rounds of the switch window for a stripe of `stripe_bytes` (one agent
 // call): ceil(ceil(stripe / slot) / W), at least one.
 size_t windowRounds(const SelectionInput& in, size_t stripe_bytes) {
@@ -164,9 +172,7 @@ double predictSwitchUs(const CostModel& m, Algorithm /*self*/, const SelectionIn
   // Rounds of the window per stripe (one agent call, segments or not).
   const size_t rounds = windowRounds(in, (in.bytes + size_t(k) - 1) / size_t(k));
   const double n = double(in.bytes), pn = double(members) * n;
-  double stream_us = us(n * c->beta_ns);
-  if (in.switch_link_mbps > 0)
-    stream_us = std::max(stream_us, pn * 8.0 / (k * in.switch_link_mbps));
+  double stream_us = std::max(us(n * c->beta_ns), pn * agentLinkUsPerByte(*c, in) / k);
   if (in.switch_reduce_mbps > 0) stream_us = std::max(stream_us, pn / (k * in.switch_reduce_mbps));
   stream_us += double(rounds) * (c->alpha_us + in.switch_turnaround_us) + us(pn * c->gamma_ns / k);
   const double local = leaders ? nodePhasesUs(m, in) : 0;
@@ -217,9 +223,8 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
       agent_link = (p - 1) * n;
       break;
   }
-  double stream_us = us(member * c->beta_ns);
-  if (in.switch_link_mbps > 0)
-    stream_us = std::max(stream_us, agent_link * 8.0 / (double(k) * in.switch_link_mbps));
+  double stream_us =
+      std::max(us(member * c->beta_ns), agent_link * agentLinkUsPerByte(*c, in) / double(k));
   if (reduced > 0 && in.switch_reduce_mbps > 0)
     stream_us = std::max(stream_us, reduced / (double(k) * in.switch_reduce_mbps));
   double node_us = 0;

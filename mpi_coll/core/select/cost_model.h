@@ -19,10 +19,16 @@
 //                       + p·nγ  (each member sends N and receives N; γ is a
 //                       per-contribution reduce cost, 0 for a hardware
 //                       switch). What the agent advertised at connect
-//                       (CAPACITY_ACK; 0 = unknown, the term drops): T its
-//                       median chunk turnaround, L its data link rate (its
-//                       link carries p·N each way), R its aggregate
-//                       reduction rate (it reduces p·N bytes). The stream is
+//                       (CAPACITY_ACK): T its median chunk turnaround and R
+//                       its aggregate reduction rate (it reduces p·N bytes;
+//                       0 = unknown, the term drops), L its data link rate
+//                       (its link carries p·N each way). The link is always
+//                       charged: an agent that did not tell its rate is
+//                       taken to sit behind a link as fast as a compute
+//                       node's, L = 1/β, so the term is p·nβ (an agent on
+//                       an ordinary host, the reducer-host deployment: the
+//                       conservative assumption; an agent in the switch
+//                       tells its rate, data.link_mbps). The stream is
 //                       pipelined, so the slowest stage sets the pace.
 //                       With node leaders (switch_members < comm_size) p
 //                       is the members (nodes), plus the hierarchical
@@ -43,8 +49,8 @@
 // docs/offload.md "Routed collectives"). n = SelectionInput::bytes is the
 // whole vector (reduce, reduce-scatter, bcast) or one rank's block b
 // (allgather). Switch rows, with the switch row's α, β, γ and the agent's
-// T, L, R as for allreduce (terms with an unknown figure drop; K stripes
-// divide the agent's share; rounds = ⌈⌈V/K/slot⌉/W⌉ over the routed vector
+// T, L, R as for allreduce (T and R drop when unknown, an unknown L is
+// 1/β; K stripes divide the agent's share; rounds = ⌈⌈V/K/slot⌉/W⌉ over the routed vector
 // V = n, or p·b for allgather):
 //   reduce          members send n, the root receives n:
 //                   rounds·(α+T) + max(nβ, p·n/(K·L), p·n/(K·R)) + p·nγ/K
@@ -108,7 +114,7 @@ struct SelectionInput {
   size_t switch_segment_bytes = 0;  // node leaders' pipeline segment; 0 = no overlap
   // The agent's own figures (CAPACITY_ACK); 0 = unknown.
   uint32_t switch_reduce_mbps = 0;    // MB/s of input, all its reduction threads
-  uint32_t switch_link_mbps = 0;      // its data link, Mbit/s
+  uint32_t switch_link_mbps = 0;      // its data link, Mbit/s (0: a node's, 1/β of the switch row)
   uint32_t switch_turnaround_us = 0;  // median per chunk batch
   // MPI_THREAD_MULTIPLE (the blocking allreduce's dispatch sets it): the
   // previous module is no candidate of the model and nothing is tuned
