@@ -41,12 +41,14 @@ foreach(fault skip rank:1)
     foreach(flavor openmpi mpich)
       set(_bin $<TARGET_FILE_DIR:mpi_allreduce_check>)
       set(_prefix mpi)
+      set(_labels "mpi;agent;fault")
       if(flavor STREQUAL "mpich")
         if(NOT TARGET switchagg_pmpi)
           continue()
         endif()
         set(_bin ${_mpich_bin})
         set(_prefix mpich)
+        set(_labels "mpi;mpich;agent;fault")
       endif()
       add_test(NAME ${_prefix}_switch_negative_${_f}_np3
         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR} program_fails 3
@@ -54,7 +56,7 @@ foreach(fault skip rank:1)
         -x SWITCHAGG_TEST_WRONG_RESULT=${fault} ${_bin}/mpi_allreduce_check --expect switch
         --quick)
       set_tests_properties(${_prefix}_switch_negative_${_f}_np3 PROPERTIES
-        LABELS "mpi;agent;fault" TIMEOUT 180 RESOURCE_LOCK mpirun
+        LABELS "${_labels}" TIMEOUT 180 RESOURCE_LOCK mpirun
         ENVIRONMENT "MPI_FLAVOR=${flavor}")
     endforeach()
   endif()

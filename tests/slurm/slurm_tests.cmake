@@ -45,6 +45,9 @@ foreach(name require_srun sbatch_env salloc auto_agent_down require_agent_down r
              fabric_map)
   add_slurm_case(${name})
 endforeach()
+# The agent down at job start: fault tests (ctest -L fault).
+set_tests_properties(slurm_auto_agent_down slurm_require_agent_down PROPERTIES
+  LABELS "slurm;fault")
 
 if(TARGET switchagg-test-control-flood)
   add_slurm_case(prolog_under_flood SWITCHAGG_FLOOD=$<TARGET_FILE:switchagg-test-control-flood>)
@@ -70,4 +73,6 @@ if(SWITCHAGG_SLURM_MPI_TEST AND TARGET switchagg_pmpi AND TARGET mpi_allreduce_c
     SWITCHAGG_MPICH_CHECK=$<TARGET_FILE:mpi_allreduce_check_mpich>
     SWITCHAGG_MPICH_ICHECK=$<TARGET_FILE:mpi_iallreduce_check_mpich>
     SWITCHAGG_PMPI_LIB=$<TARGET_FILE:switchagg_pmpi>)
+  # An MPICH job: ctest -L mpich selects it too.
+  set_tests_properties(slurm_mpich_offload PROPERTIES LABELS "slurm;mpich")
 endif()
