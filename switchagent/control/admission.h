@@ -27,6 +27,7 @@ struct LeaseLimits {
   int max_slots_per_job = kDefaultMaxSlotsPerJob;
   int max_slots_per_user = kDefaultMaxSlotsPerUser;
   int64_t max_ttl_ms = kDefaultMaxTtlMs;
+  int64_t idle_reclaim_ms = kDefaultIdleReclaimMs;  // 0: never (LeaseTable::expireAt)
 };
 
 enum class Admit {

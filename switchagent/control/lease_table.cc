@@ -29,6 +29,17 @@ void LeaseTable::setRevokeCallback(RevokeCallback cb) {
   revoke_cb_ = std::move(cb);
 }
 
+std::optional<Lease> LeaseTable::useByToken(const LeaseToken& token) {
+  const int64_t now = steadyNowMs();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto t = job_by_token_.find(token);
+  if (t == job_by_token_.end()) return std::nullopt;
+  auto l = by_job_.find(t->second);
+  if (l == by_job_.end() || l->second.expires_at_ms <= now) return std::nullopt;
+  l->second.used_at_ms = now;
+  return l->second;
+}
+
 std::optional<Lease> LeaseTable::findByToken(const LeaseToken& token) const {
   int64_t now = steadyNowMs();
   std::lock_guard<std::mutex> lock(mu_);
@@ -102,6 +113,7 @@ ApiResult<LeaseTable::Created> LeaseTable::createInMemory(const std::string& job
   lease.token = std::move(*token);
   lease.ttl_ms = a.ttl_ms;
   lease.expires_at_ms = steadyNowMs() + a.ttl_ms;
+  lease.used_at_ms = steadyNowMs();
   lease.granted_at_wall_ms = wallNowMs();
   insertLocked(lease);
   return Created{lease, true};
@@ -119,6 +131,7 @@ ApiResult<Lease> LeaseTable::renew(const std::string& job, int64_t ttl_ms) {
     if (a.denial) return *a.denial;
     it->second.ttl_ms = a.ttl_ms;
     it->second.expires_at_ms = steadyNowMs() + a.ttl_ms;
+    it->second.used_at_ms = steadyNowMs();
     renewed = it->second;
   }
   persist();
@@ -148,7 +161,8 @@ std::vector<Lease> LeaseTable::list() const {
 }
 
 int LeaseTable::expireAt(int64_t now_ms) {
-  std::vector<Lease> gone;
+  std::vector<Lease> gone, idle;
+  const int64_t idle_ms = limits_.idle_reclaim_ms;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = by_job_.begin(); it != by_job_.end();) {
@@ -156,13 +170,23 @@ int LeaseTable::expireAt(int64_t now_ms) {
       if (it->second.expires_at_ms <= now_ms) {
         gone.push_back(it->second);
         eraseLocked(it);
+      } else if (idle_ms > 0 && now_ms - it->second.used_at_ms >= idle_ms) {
+        idle.push_back(it->second);
+        eraseLocked(it);
       }
       it = next;
     }
   }
-  if (!gone.empty()) persist();
+  for (const Lease& l : idle)
+    SA_INFO(kPart,
+            "lease of job %s (uid %u, %d slots) reclaimed: no member used it for %lld s "
+            "(policy.idle_reclaim %lld s)",
+            l.job.c_str(), l.uid, l.slots, static_cast<long long>((now_ms - l.used_at_ms) / 1000),
+            static_cast<long long>(idle_ms / 1000));
+  if (!gone.empty() || !idle.empty()) persist();
   fireRevoked(gone, "lease expired");
-  return static_cast<int>(gone.size());
+  fireRevoked(idle, "lease reclaimed: no member used it for policy.idle_reclaim");
+  return static_cast<int>(gone.size() + idle.size());
 }
 
 void LeaseTable::revokeAll(const std::string& reason) {
@@ -236,6 +260,7 @@ void LeaseTable::restoreLocked(LeaseFileState& state) {
       l.ttl_ms = a.ttl_ms;
     }
     l.expires_at_ms = steady + a.ttl_ms;
+    l.used_at_ms = steady;
     insertLocked(l);
     ++kept;
   }

@@ -32,6 +32,11 @@ struct Lease {
   int64_t expires_at_ms = 0;  // steady-clock ms
   int64_t ttl_ms = 0;         // the TTL last granted (create or renew)
   int64_t granted_at_wall_ms = 0;  // CLOCK_REALTIME ms of create: restore order
+  // Steady-clock ms of the last use: created, renewed, restored, or looked
+  // up by the data plane for a member's HELLO/JOIN or a live group's lease
+  // check (every 250 ms while a group lives). Not saved: a restored lease
+  // starts its idle time at the restore.
+  int64_t used_at_ms = 0;
 };
 
 // Steady-clock milliseconds, the time base of Lease::expires_at_ms.
@@ -56,6 +61,9 @@ class LeaseTable {  // thread-safe (one mutex)
   // Only unexpired leases. An index lookup (the data plane asks on every
   // HELLO, JOIN, LEAVE and tick); equality is constant-time.
   std::optional<Lease> findByToken(const LeaseToken& token) const;
+  // findByToken for the data plane: the lease counts as used now (its idle
+  // time, policy.idle_reclaim, starts again).
+  std::optional<Lease> useByToken(const LeaseToken& token);
   std::optional<Lease> findByJob(const std::string& job) const;
 
   struct Created {
@@ -73,8 +81,10 @@ class LeaseTable {  // thread-safe (one mutex)
   bool remove(const std::string& job, const std::string& reason);
   std::vector<Lease> list() const;
 
-  // Removes every lease expired at `now_ms` (firing callbacks); returns how
-  // many. The reaper calls it each tick; tests call it with a chosen time.
+  // Removes every lease expired at `now_ms`, and every lease unused for
+  // limits().idle_reclaim_ms (when > 0; logged with its job and idle time),
+  // firing callbacks; returns how many. The reaper calls it each tick;
+  // tests call it with a chosen time.
   int expireAt(int64_t now_ms);
   // Revokes every lease (agent shutdown).
   void revokeAll(const std::string& reason);

@@ -284,7 +284,7 @@ struct DataPlane::Impl : EngineOutput {
       SA_WARN("agent", "test fault armed: %s", f.text.c_str());
     }
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
-      auto lease = leases.findByToken(token);
+      auto lease = leases.useByToken(token);  // a member or live group: the lease is in use
       if (!lease) return std::nullopt;
       return LeaseInfo{lease->job, static_cast<uint32_t>(std::max(lease->slots, 0))};
     };

@@ -98,6 +98,46 @@ TEST(ControlLeases, QuotasSayTheNumbers) {
   EXPECT_TRUE(t.create("4", 3, 5, kHour).ok());
 }
 
+// policy.idle_reclaim: a lease nothing used for the idle time goes (an
+// mpirun job that died without deleting it); a lookup by the data plane
+// (a member's HELLO/JOIN, a live group's check) or a renew keeps it; 0 = never.
+TEST(ControlLeases, IdleLeasesAreReclaimedUsedOnesKept) {
+  LeaseLimits limits{64, 16, 32};
+  limits.idle_reclaim_ms = 10000;
+  LeaseTable t(limits);
+  std::vector<std::pair<std::string, std::string>> revoked;
+  t.setRevokeCallback([&](const Lease& l, const std::string& why) { revoked.emplace_back(l.job, why); });
+  auto idle = t.create("idle", 1, 2, kHour);
+  auto used = t.create("used", 1, 2, kHour);
+  auto renewed = t.create("renewed", 1, 2, kHour);
+  ASSERT_TRUE(idle.ok() && used.ok() && renewed.ok());
+  const int64_t t0 = steadyNowMs();
+  EXPECT_EQ(t.expireAt(t0 + 5000), 0);
+  // The data plane uses "used" at t0 + 6 s (its lookup stamps the time);
+  // findByToken (a control-side read) does not count as use.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const int64_t before_use = steadyNowMs();
+  ASSERT_TRUE(t.useByToken(used->lease.token).has_value());
+  ASSERT_TRUE(t.findByToken(idle->lease.token).has_value());
+  ASSERT_TRUE(t.renew("renewed", kHour).ok());
+  // At t0 + 10 s only "idle" is reclaimed, with its own reason.
+  EXPECT_EQ(t.expireAt(t0 + 10000), 1);
+  ASSERT_EQ(revoked.size(), 1u);
+  EXPECT_EQ(revoked[0].first, "idle");
+  EXPECT_NE(revoked[0].second.find("policy.idle_reclaim"), std::string::npos) << revoked[0].second;
+  EXPECT_FALSE(t.findByJob("idle").has_value());
+  EXPECT_EQ(t.slotsInUse(), 4);
+  // The others go 10 s after their last use.
+  EXPECT_EQ(t.expireAt(before_use + 9000), 0);
+  EXPECT_EQ(t.expireAt(steadyNowMs() + 10000), 2);
+  EXPECT_EQ(t.slotsInUse(), 0);
+
+  limits.idle_reclaim_ms = 0;  // never
+  LeaseTable never(limits);
+  ASSERT_TRUE(never.create("j", 1, 1, 2 * kHour).ok());
+  EXPECT_EQ(never.expireAt(steadyNowMs() + kHour), 0);
+}
+
 TEST(ControlLeases, ExpiryRemovesLeasesAndFiresCallbackOutsideTheLock) {
   LeaseTable t({64, 16, 32});
   std::vector<std::pair<std::string, std::string>> revoked;

@@ -1,7 +1,10 @@
 // Data plane end to end: the real switchagg-agent, leases from its control
 // API, members as real processes. Every result is checked bit for bit
 // against the rank-ordered reference inside the member.
+#include <chrono>
+#include <csignal>
 #include <string>
+#include <thread>
 
 #include "switchagg/common/reduce.h"
 #include "test_data_harness.h"
@@ -80,6 +83,34 @@ TEST_F(DataAgentTest, TheAgentTellsTheLinkRateSysfsGivesUnlessConfigured) {
 // An agent that predates JOIN flags refuses a flagged JOIN as malformed
 // (data.join_flags=false emulates it): every member joins again without
 // flags and is served; each refusal is counted once.
+// policy.idle_reclaim (docs/admin.md): a lease no member used for the idle
+// time is reclaimed and logged with its job (an mpirun job that died without
+// deleting its lease); a lease whose group lives is kept however long the
+// group runs (its lease checks count as use), and goes once its members do.
+TEST_F(DataAgentTest, AnIdleLeaseIsReclaimedALiveGroupsLeaseIsKept) {
+  ASSERT_NO_FATAL_FAILURE(startAgent({"policy.idle_reclaim=1s", "agent.reaper_interval=100ms"}));
+  const std::string token = createLease("busy", 4);
+  createLease("idle", 4);
+  auto g = startGroup({1, 2, token, {"--count", "3000", "--forever"}});
+  auto slots = [](int n) {
+    return [n](const nlohmann::json& s) { return s.value("slots_in_use", -1) == n; };
+  };
+  EXPECT_TRUE(slots(4)(waitStatus(slots(4), 10000))) << "the idle lease was not reclaimed";
+  // Three idle times more: the live group's lease stays, the group streams.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(status().value("slots_in_use", -1), 4) << "the live group's lease was reclaimed";
+  expectCounters({{"groups_aborted", 0}});
+  for (auto& c : g) EXPECT_EQ(c->wait(0), -1) << "a member ended: " << c->output();
+  const std::string log = agent_->stderrText();
+  EXPECT_NE(log.find("lease of job idle ("), std::string::npos) << log;
+  EXPECT_NE(log.find("reclaimed: no member used it for"), std::string::npos) << log;
+  EXPECT_EQ(log.find("lease of job busy ("), std::string::npos) << log;
+  // Its members gone, the busy lease goes after the idle time too.
+  for (auto& c : g) c->kill(SIGKILL);
+  EXPECT_TRUE(slots(0)(waitStatus(slots(0), 10000))) << "the lease outlived its members";
+  EXPECT_NE(agent_->stderrText().find("lease of job busy ("), std::string::npos);
+}
+
 TEST_F(DataAgentTest, AnOlderAgentRefusingJoinFlagsIsJoinedWithout) {
   ASSERT_NO_FATAL_FAILURE(startAgent({"data.join_flags=false"}));
   const std::string token = createLease("noflags", 4);

@@ -23,5 +23,8 @@ inline constexpr int kDefaultPoolSlots = 64;
 inline constexpr int kDefaultMaxSlotsPerJob = 16;
 inline constexpr int kDefaultMaxSlotsPerUser = 32;
 inline constexpr int64_t kDefaultMaxTtlMs = 7LL * 24 * 3600 * 1000;  // 7 days
+// A lease no live group used for this long is reclaimed (policy.idle_reclaim;
+// 0 = never): an mpirun job that died without `switchagg-ctl lease delete`.
+inline constexpr int64_t kDefaultIdleReclaimMs = 30LL * 60 * 1000;  // 30 min
 
 }  // namespace switchagg::agent
