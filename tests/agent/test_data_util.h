@@ -107,8 +107,8 @@ inline bool sameResult(Dtype d, const uint8_t* a, const uint8_t* b, size_t count
       vbytes = 2;
       ioff = 4;
       break;
-    default:
-      return std::memcmp(a, b, count * esize) == 0;
+    default:  // (an empty vector's data() may be null: no memcmp of 0 bytes)
+      return count == 0 || std::memcmp(a, b, count * esize) == 0;
   }
   for (size_t i = 0; i < count; ++i) {
     const uint8_t* x = a + i * esize;

@@ -23,6 +23,9 @@ inline void fillPattern(std::vector<uint8_t>& buf, uint64_t seed) {
     uint64_t v = patternWord(seed, w);
     std::memcpy(buf.data() + w * 8, &v, 8);
   }
+  // No tail (an empty buffer's data() may be null: memcpy of 0 bytes from
+  // or to it is still undefined, UBSan says).
+  if (buf.size() == words * 8) return;
   uint64_t tail = patternWord(seed, words);
   std::memcpy(buf.data() + words * 8, &tail, buf.size() - words * 8);
 }
