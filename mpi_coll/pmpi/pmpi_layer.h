@@ -148,7 +148,6 @@ int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype 
 //                        drain, when it is freed): false when the thread did
 //                        not end within the bound (left running: the
 //                        communicator's state must not be freed)
-//   progressThreadClose  nothing left to stop (each communicator stopped its own)
 void progressThreadOpen(bool wanted, int stall_timeout_s);
 bool progressThreadEnabled();
 int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
@@ -157,7 +156,6 @@ int completedRequest(MPI_Request* request);
 bool drain(CommEntry* e);
 void reapOrphans();
 bool progressThreadStop(CommEntry* e);
-void progressThreadClose();
 
 // A collective handed to the MPI library: its nonblocking form waited for
 // with waitProgressing (progressingWaits), else the blocking call.

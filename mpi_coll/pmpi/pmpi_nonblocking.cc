@@ -1,11 +1,11 @@
 // MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Ibcast and
 // MPI_Ireduce_scatter_block through the switch path under the MPICH family
-// (docs/pmpi.md "MPI_Iallreduce"): the layer's own progress thread.
+// (docs/pmpi.md "MPI_Iallreduce"): the layer's own progress threads.
 //
 // MPICH gives a library no progress callback (Open MPI's component steps
 // its queue from one), so a posted call moves on a thread of the layer's
-// own that never calls MPI. Per communicator a queue, served in posting
-// order, one call at a time (as the component's):
+// own that never calls MPI, one per communicator. Per communicator a
+// queue, served in posting order, one call at a time (as the component's):
 //
 //   QUEUED  -> the core's stream starts (switchagg_coll_istream_start)
 //   STREAM  -> stepped until this rank's outcome
@@ -138,6 +138,9 @@ int64_t nowNs() {
       .count();
 }
 
+// The communicator's queue moved: its waits' bound counts from now.
+void moved(CommEntry* e) { e->moved_ns.store(nowNs(), std::memory_order_relaxed); }
+
 // A job that was never queued (posting failed): its datatype duplicate too.
 void discard(IJob* job) {
   if (job->user_dtype != MPI_DATATYPE_NULL) (void)PMPI_Type_free(&job->user_dtype);
@@ -165,7 +168,7 @@ void finishLocked(IJob* job, int rc) {
   CommEntry* e = job->entry;
   if (!job->abandoned) job->rc = rc;
   e->ijobs.pop_front();
-  e->moved_ns.store(nowNs(), std::memory_order_relaxed);
+  moved(e);
   if (e->ijobs.empty()) g_active.erase(std::find(g_active.begin(), g_active.end(), e));
   // An abandoned call the core had started streaming: the core may still
   // write into it (a result arriving for its stream) until the
@@ -288,16 +291,16 @@ bool advance(IJob* job) {
   switch (rc) {
     case SWITCHAGG_COLL_ISTREAM_OUTCOME:
       job->stage = IJob::kSettle;
-      job->entry->moved_ns.store(nowNs(), std::memory_order_relaxed);
+      moved(job->entry);
       return true;
     case SWITCHAGG_COLL_ISTREAM_DECLINED:
       job->stage = IJob::kRedo;
-      job->entry->moved_ns.store(nowNs(), std::memory_order_relaxed);
+      moved(job->entry);
       return true;
     case SWITCHAGG_COLL_ISTREAM_RUNNING: {
       const bool started = job->stage == IJob::kQueued;
       job->stage = IJob::kStream;
-      if (started) job->entry->moved_ns.store(nowNs(), std::memory_order_relaxed);
+      if (started) moved(job->entry);
       return started;
     }
     default:  // NOT_NOW: another thread holds the core's gate
@@ -456,24 +459,22 @@ bool overBoundLocked(IJob* job) {
     job->entry->work->notify_all();
     return true;
   }
-  {
-    job->warned = true;
-    // What the thread holds: each queue's head and length.
-    std::string queues;
-    for (const CommEntry* e : g_active) {
-      char one[96];
-      std::snprintf(one, sizeof one, "%s%s #%llu stage %d, %zu queued", queues.empty() ? "" : "; ",
-                    callName(e->ijobs.front()),
-                    static_cast<unsigned long long>(e->ijobs.front()->seq),
-                    int(e->ijobs.front()->stage.load(std::memory_order_relaxed)),
-                    e->ijobs.size() - 1);
-      queues += one;
-    }
-    std::fprintf(stderr,
-                 "switchagg[pmpi] warning: rank %d: still waiting after %.0f s for %s "
-                 "(coll_switchagg_stall_timeout %d s); the progress thread's queues: %s\n",
-                 g_world_rank, idle_s, what, g_stall_s, queues.c_str());
+  job->warned = true;
+  // What the threads hold: each queue's head and length.
+  std::string queues;
+  for (const CommEntry* e : g_active) {
+    char one[96];
+    std::snprintf(one, sizeof one, "%s%s #%llu stage %d, %zu queued", queues.empty() ? "" : "; ",
+                  callName(e->ijobs.front()),
+                  static_cast<unsigned long long>(e->ijobs.front()->seq),
+                  int(e->ijobs.front()->stage.load(std::memory_order_relaxed)),
+                  e->ijobs.size() - 1);
+    queues += one;
   }
+  std::fprintf(stderr,
+               "switchagg[pmpi] warning: rank %d: still waiting after %.0f s for %s "
+               "(coll_switchagg_stall_timeout %d s); the progress threads' queues: %s\n",
+               g_world_rank, idle_s, what, g_stall_s, queues.c_str());
   return false;
 }
 
@@ -642,8 +643,6 @@ bool progressThreadStop(CommEntry* e) {
   return true;
 }
 
-void progressThreadClose() {}  // every communicator stopped its own (progressThreadStop)
-
 namespace {
 
 // Queues `job` (its call fields set) on its communicator and gives the
@@ -685,7 +684,7 @@ int post(IJob* job, MPI_Request* request) {
       queued = !e->ijobs.empty();
       if (!queued) {
         g_active.push_back(e);
-        e->moved_ns.store(nowNs(), std::memory_order_relaxed);
+        moved(e);
       }
       e->ijobs.push_back(job);
     } else {
@@ -938,7 +937,6 @@ void progressThreadOpen(bool, int) {}
 bool progressThreadEnabled() { return false; }
 void reapOrphans() {}
 bool drain(CommEntry*) { return true; }
-void progressThreadClose() {}
 bool progressThreadStop(CommEntry*) { return true; }
 int postIallreduce(CommEntry*, const void*, void*, size_t, int, int, MPI_Request*) {
   return MPI_ERR_INTERN;

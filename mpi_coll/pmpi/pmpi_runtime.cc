@@ -239,10 +239,10 @@ void close() {
     std::lock_guard<std::mutex> lock(g_mutex);
     alive = g_entries;
   }
-  // Runs deleteEntry for each (which unlinks it).
+  // Runs deleteEntry for each (which unlinks it, drains its queue and stops
+  // its progress thread).
   for (CommEntry* e : alive) (void)PMPI_Comm_delete_attr(e->comm, g_keyval);
   (void)PMPI_Comm_free_keyval(&g_keyval);
-  progressThreadClose();  // every queue drained with its communicator
   reapOrphans();
   g_state.store(State::kClosed);
   switchagg_coll_set_mpi_progress(nullptr);

@@ -377,4 +377,20 @@ inline void checkSwitchMembers(Ctx& c) {
                           " sent switch:bytes_sent = " + std::to_string(sent));
 }
 
+// One MPI_Allreduce (the sum of `n` int64 on `comm`, rank r contributing
+// (r + 1) * scale + i at element i), checked here: the index of the first
+// wrong element, or -1. For a scenario that reads which path served a plain
+// allreduce beside the calls a checker is about.
+inline long checkedInt64Sum(MPI_Comm comm, size_t n, int64_t scale) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<int64_t> in(n), out(n);
+  for (size_t i = 0; i < n; ++i) in[i] = int64_t(rank + 1) * scale + int64_t(i);
+  MPI_Allreduce(in.data(), out.data(), int(n), MPI_INT64_T, MPI_SUM, comm);
+  for (size_t i = 0; i < n; ++i)
+    if (out[i] != scale * int64_t(size) * (size + 1) / 2 + int64_t(size) * int64_t(i)) return long(i);
+  return -1;
+}
+
 }  // namespace check

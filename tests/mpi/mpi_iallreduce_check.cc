@@ -983,17 +983,9 @@ int main(int argc, char** argv) {
   // One checked blocking MPI_Allreduce after the nonblocking calls: the
   // verbose log shows how the blocking path decides beside them (e.g. tuned
   // online beside the PMPI layer's progress thread, test_iallreduce_run.sh).
-  {
-    std::vector<int64_t> in(4096), out(4096);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = int64_t(world_rank + 1) * 3 + int64_t(i);
-    MPI_Allreduce(in.data(), out.data(), int(in.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    ++checked;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (out[i] != 3 * int64_t(size) * (size + 1) / 2 + int64_t(size) * int64_t(i)) {
-        fail("the blocking allreduce after the nonblocking calls: element " + std::to_string(i));
-        break;
-      }
-  }
+  ++checked;
+  if (const long bad = check::checkedInt64Sum(MPI_COMM_WORLD, 4096, 3); bad >= 0)
+    fail("the blocking allreduce after the nonblocking calls: element " + std::to_string(bad));
   const int rc = switchagg_verdict(failures, checked, ("iallreduce " + mode).c_str());
   MPI_Finalize();
   return rc;

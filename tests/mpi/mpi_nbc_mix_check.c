@@ -137,7 +137,8 @@ static void post(struct worker *w, struct call *c, MPI_Request *req) {
   c->displs = xmalloc(sizeof(int) * p);
   c->dbuf = c->drecv = NULL;
   c->type = MPI_DATATYPE_NULL;
-  for (int i = 0; i < n * p * 2; ++i) c->irecv[i] = -7;
+  /* Every kind's input is this rank's values unless its case says else. */
+  for (int i = 0; i < n * p * 2; ++i) c->ibuf[i] = value(me, c->seq, i), c->irecv[i] = -7;
   for (int i = 0; i < p; ++i) c->counts[i] = n, c->displs[i] = i * n;
   *req = MPI_REQUEST_NULL;
   (void)w;
@@ -160,11 +161,9 @@ static void post(struct worker *w, struct call *c, MPI_Request *req) {
       MPI_Ibarrier(comm, req);
       break;
     case K_IREDUCE:
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Ireduce(c->ibuf, c->irecv, n, MPI_INT, MPI_SUM, p - 1, comm, req);
       break;
     case K_IALLREDUCE_INT:
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Iallreduce(c->ibuf, c->irecv, n, MPI_INT, MPI_SUM, comm, req);
       break;
     case K_IALLREDUCE_DOUBLE:
@@ -178,18 +177,17 @@ static void post(struct worker *w, struct call *c, MPI_Request *req) {
       MPI_Iallreduce(MPI_IN_PLACE, c->irecv, n, MPI_INT, MPI_SUM, comm, req);
       break;
     case K_IALLTOALL:
+    case K_IALLTOALLV: /* block j for rank j */
       for (int j = 0; j < p; ++j)
         for (int i = 0; i < n; ++i) c->ibuf[j * n + i] = value(me, c->seq, j * 1000 + i);
-      MPI_Ialltoall(c->ibuf, n, MPI_INT, c->irecv, n, MPI_INT, comm, req);
-      break;
-    case K_IALLTOALLV:
-      for (int j = 0; j < p; ++j)
-        for (int i = 0; i < n; ++i) c->ibuf[j * n + i] = value(me, c->seq, j * 1000 + i);
+      if (c->kind == K_IALLTOALL) {
+        MPI_Ialltoall(c->ibuf, n, MPI_INT, c->irecv, n, MPI_INT, comm, req);
+        break;
+      }
       MPI_Ialltoallv(c->ibuf, c->counts, c->displs, MPI_INT, c->irecv, c->counts, c->displs,
                      MPI_INT, comm, req);
       break;
     case K_IGATHER:
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Igather(c->ibuf, n, MPI_INT, c->irecv, n, MPI_INT, 0, comm, req);
       break;
     case K_ISCATTER:
@@ -197,31 +195,24 @@ static void post(struct worker *w, struct call *c, MPI_Request *req) {
       MPI_Iscatter(c->ibuf, n, MPI_INT, c->irecv, n, MPI_INT, 0, comm, req);
       break;
     case K_IREDUCE_SCATTER:
-      for (int i = 0; i < n * p; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Ireduce_scatter(c->ibuf, c->irecv, c->counts, MPI_INT, MPI_SUM, comm, req);
       break;
     case K_IREDUCE_SCATTER_BLOCK:
-      for (int i = 0; i < n * p; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Ireduce_scatter_block(c->ibuf, c->irecv, n, MPI_INT, MPI_SUM, comm, req);
       break;
     case K_IALLGATHER:
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Iallgather(c->ibuf, n, MPI_INT, c->irecv, n, MPI_INT, comm, req);
       break;
     case K_IALLGATHERV:
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Iallgatherv(c->ibuf, n, MPI_INT, c->irecv, c->counts, c->displs, MPI_INT, comm, req);
       break;
     case K_ISCAN:
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Iscan(c->ibuf, c->irecv, n, MPI_INT, MPI_SUM, comm, req);
       break;
     case K_IEXSCAN:
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       MPI_Iexscan(c->ibuf, c->irecv, n, MPI_INT, MPI_SUM, comm, req);
       break;
     case K_P2P: /* even ranks send to the next odd rank; a last even rank sits out */
-      for (int i = 0; i < n; ++i) c->ibuf[i] = value(me, c->seq, i);
       if (me % 2 == 0 && me + 1 < p)
         MPI_Isend(c->ibuf, n, MPI_INT, me + 1, 77, comm, req);
       else if (me % 2 == 1)
