@@ -43,8 +43,10 @@ build=$(cd "$build" && pwd)
 for bin in switchagg-agent switchagg-ctl switchagg-train switchagg-chaos-check switchagg-test-control-flood; do
   [[ -x $build/bin/$bin ]] || { echo "chaos_soak.sh: $build/bin/$bin is not built" >&2; exit 2; }
 done
-spank=$(find "$build" -name switchagg_spank.so -print -quit)
-[[ -n $spank ]] || { echo "chaos_soak.sh: switchagg_spank.so is not built in $build" >&2; exit 2; }
+# The plugin's fixed place in the build (spank_plugin/CMakeLists.txt); never
+# searched for: a sanitized build inside BUILD (scripts/sanitize.sh) has one too.
+spank=$build/lib/slurm/switchagg_spank.so
+[[ -f $spank ]] || { echo "chaos_soak.sh: $spank is not built" >&2; exit 2; }
 RANDOM=$seed
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
