@@ -15,6 +15,7 @@ bytes=${AGENT_BENCH_BYTES:-8388608}
 iters=${AGENT_BENCH_ITERS:-10}
 reps=${AGENT_BENCH_REPS:-5}
 out=$root/benchmarks/results/agent.md
+source "$root/benchmarks/lib/bench_agent.sh"
 export UCX_LOG_LEVEL=${UCX_LOG_LEVEL:-error}  # UCX warnings go to stdout
 
 if [[ ! -f "$build/build.ninja" ]]; then
@@ -39,27 +40,8 @@ echo "agent_bench: kernels" >&2
   --benchmark_repetitions="$reps" \
   --benchmark_report_aggregates_only=true --benchmark_format=json >"$tmp/kernels.json" 2>/dev/null
 
-# A private agent: 256 KiB slots, 8-slot leases, default threads (one per core).
-start_agent() {  # $1 = UCX_TLS value or ""
-  cat >"$tmp/agent.toml" <<EOF
-[control]
-unix_socket = "$tmp/agent.sock"
-listen = "127.0.0.1:0"
-[data]
-listen = "127.0.0.1:0"
-slot_bytes = 262144
-[pool]
-slots = 128
-[policy]
-max_slots_per_job = 16
-max_slots_per_user = 128
-EOF
-  env ${1:+UCX_TLS=$1} "$build/bin/switchagg-agent" --config "$tmp/agent.toml" \
-    >"$tmp/agent.out" 2>"$tmp/agent.err" &
-  agent_pid=$!
-  for _ in $(seq 100); do grep -q ready "$tmp/agent.out" 2>/dev/null && break; sleep 0.1; done
-  data=$(sed -n 's/.* data=\([^ ]*\).*/\1/p' "$tmp/agent.out")
-}
+# A private agent (benchmarks/lib/bench_agent.sh).
+start_agent() { bench_start_agent "$build/bin/switchagg-agent" "$tmp" "${1:-}"; }
 stop_agent() { kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=""; }
 
 # N members of one group; one line per member into $tmp/e2e_<label>_<n>.txt

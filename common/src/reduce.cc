@@ -282,7 +282,24 @@ Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n
   }
   const size_t first = std::min<size_t>(n_in, 4);
   f(out, in, first, false, count);
-  for (size_t r = first; r < n_in; r += 3) f(out, in + r, std::min<size_t>(3, n_in - r), true, count);
+  return reduceManyInto(dtype, op, out, in + first, n_in - first, count);
+}
+
+Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, size_t n_in,
+                      size_t count) {
+  Kernel k = get(dtype, op);
+  if (!k) return unsupported(dtype, op);
+  for (size_t r = 0; r < n_in; ++r)
+    if (in[r] == inout)
+      return Status(Code::kInvalidArgument, "reduceManyInto: inout is input " + std::to_string(r) +
+                                                " (they must not alias)");
+  if (count == 0 || n_in == 0) return Status::Ok();
+  Fold f = getFold(dtype, op);
+  if (!f) {  // pair types: two operands at a time, the same order
+    for (size_t r = 0; r < n_in; ++r) k(inout, inout, in[r], count);
+    return Status::Ok();
+  }
+  for (size_t r = 0; r < n_in; r += 3) f(inout, in + r, std::min<size_t>(3, n_in - r), true, count);
   return Status::Ok();
 }
 

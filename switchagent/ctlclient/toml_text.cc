@@ -29,6 +29,7 @@ std::string unsafeNonAscii(const std::string& text) {
   };
   auto at = [&](size_t i, const char* s) { return text.compare(i, 3, s) == 0; };
   size_t i = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 BOM
+  line_start = i;  // the first line starts after it (a quote there opens a key)
   for (; i < text.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n') {

@@ -17,12 +17,6 @@ using wire::Message;
 using wire::MsgType;
 using wire::Reason;
 
-std::string groupKey(const wire::Token& token, uint64_t group_id) {
-  std::string key(reinterpret_cast<const char*>(token.data()), token.size());
-  key.append(reinterpret_cast<const char*>(&group_id), sizeof(group_id));
-  return key;
-}
-
 AggregationEngine::AggregationEngine(const EngineConfig& config, LeaseLookup lookup,
                                      EngineOutput& out, ReducePool& pool)
     : config_(config),
@@ -195,6 +189,7 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
     ++counters_.groups_created;
     ++counters_.groups_active;
     ++counters_.groups_by_job[g->job];
+    g->bytes_in_job = &counters_.bytes_in_by_job[g->job];  // a map node: stays put
   }
   if (g->size != m.size) {
     const std::string why =

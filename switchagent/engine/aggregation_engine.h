@@ -1,7 +1,8 @@
 // AggregationEngine: the data plane's state machine, free of UCX so unit
 // tests drive it directly. It validates every message against group state,
-// stages contributions in slots, reduces a slot in rank order once every
-// member contributed (bitwise-identical results whatever the arrival order),
+// reduces each slot in rank order as its contributions arrive (a running
+// prefix; bitwise-identical results whatever the arrival order), stages
+// the ones that came early,
 // hands results and control messages to an EngineOutput, and aborts a group
 // - never another - when one of its members misbehaves, fails, goes silent
 // or its lease goes away. Semantics: docs/agent-protocol.md.
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -89,8 +91,24 @@ struct EngineConfig : EngineSettings {
   bool test_revoke = false;
 };
 
+// A group's name: its lease token and its id; hashed without a string (the
+// token is random, the id the job's: distinct ids never collide).
+struct GroupKey {
+  wire::Token token{};
+  uint64_t id = 0;
+  bool operator==(const GroupKey& o) const { return id == o.id && token == o.token; }
+};
+struct GroupKeyHash {
+  size_t operator()(const GroupKey& k) const noexcept {
+    uint64_t h;
+    std::memcpy(&h, k.token.data(), sizeof h);
+    return static_cast<size_t>(h ^ (k.id * 0x9E3779B97F4A7C15ull));
+  }
+};
+
 struct Group;
 struct Slot;
+struct Piece;
 
 class AggregationEngine {
  public:
@@ -174,6 +192,7 @@ class AggregationEngine {
   void publishSlots();
   void formGroup(Group& g);
   void reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch);
+  void foldPrefix(Group& g, uint32_t slot, const uint8_t* first);  // the running prefix
   void sendResults(Group& g, uint32_t slot);
   // Trees (engine_tree.cc).
   bool joinTree(Group& g, PeerId from, const wire::Message& m);  // a member's tree fields
@@ -199,11 +218,14 @@ class AggregationEngine {
   EngineOutput& out_;
   ReducePool& pool_;
   SlotPool slots_;
-  std::unordered_map<std::string, std::unique_ptr<Group>> groups_;  // key: token bytes + id
+  std::unordered_map<GroupKey, std::unique_ptr<Group>, GroupKeyHash> groups_;
   std::unordered_map<uint64_t, Group*> by_serial_;
-  std::unordered_map<std::string, Group*> by_up_;  // tree groups by parent token + id
+  std::unordered_map<GroupKey, Group*, GroupKeyHash> by_up_;  // tree groups by parent token + id
   std::unordered_map<LeaseToken, size_t> groups_per_lease_;
   std::vector<std::pair<Group*, uint32_t>> ready_;  // complete slots awaiting reduction
+  std::vector<std::pair<Group*, uint32_t>> batch_, later_;  // reduceReady's scratch
+  uint64_t pass_ = 0;                                          // reduceReady passes so far
+  std::vector<Piece> pieces_;  // pool tasks of one fold or pass (reused: no allocation)
   uint64_t next_serial_ = 1;
   uint64_t use_clock_ = 0;  // orders idle groups for buffer eviction
   uint32_t reduce_mbps_ = 0;               // measured in the constructor

@@ -1,24 +1,33 @@
 // Engine: contributions, rank-ordered reduction and results.
 //
-// A contribution is copied once, from the message into its slot (the AM
-// buffer is only valid during the handler). When a slot has every member's
-// chunk it is reduced on the pool, element block by element block, always
-// result = c0 op c1 op ... op c(n-1) in rank order, so the value is the same
-// bitwise whatever order the chunks arrived in and however the work is
-// split. The result goes to every member from the slot's result buffer.
+// A plain chunk's result is always c0 op c1 op ... op c(n-1) in rank order,
+// so its value is the same bitwise whatever order the chunks arrived in and
+// however the work is split, but it is computed as the chunks come: a
+// running prefix (Slot::folded). The contribution of member j = folded
+// (the next in rank order) is reduced straight from the message into the
+// slot's result buffer (member 0's is copied there), then every member
+// after it whose contribution waits in its buffer; any other contribution
+// is copied once into its buffer to wait. So in the common case (members
+// in order, or nearly) an input byte is read once, from the message, and
+// the result is ready one fold after the last contribution. The result
+// buffer is written only once the previous chunk's result has left it
+// (sends_pending == 0); until then everything waits in the buffers, and
+// reduceReady folds what is left. The same left fold as reduceMany of all
+// the members at once (common/reduce.h), hence the same bits as before.
 //
 // Routed chunks (CONTRIB_ROUTED, docs/agent-protocol.md "Routed calls") are
-// reduced the same way (kModeReduce) or only forwarded (kModeForward: each
-// member sends its piece of the chunk, maybe none; the pieces must tile the
-// chunk in rank order and are copied into the result), and the result's
+// copied into their buffers and reduced once all are in (kModeReduce), or
+// only forwarded (kModeForward: each member sends its piece of the chunk,
+// maybe none; the pieces must tile the chunk in rank order and are copied
+// into the result), and the result's
 // payload goes only to members [dest_lo, dest_hi] (less a member that
 // forwarded the whole chunk itself); every other member gets a header-only
 // RESULT, so its window moves on as for an allreduce.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <unordered_map>
 #include <vector>
 
 #include "group.h"
@@ -37,12 +46,15 @@ uint8_t modeOf(const Message& m) { return m.type == MsgType::kContribRouted ? m.
 
 constexpr size_t kPieceBytes = 64 * 1024;  // one pool task
 constexpr size_t kBlockBytes = 16 * 1024;  // members' blocks stay in L1/L2 together
+constexpr size_t kBatchInputs = 16;        // inputs per reduce call (on the stack)
 
-struct Piece {
-  Group* group;
-  uint32_t slot;
-  size_t begin, end;  // elements
-};
+// Whether `p` may be read as elements of `d`: aligned to the largest power
+// of two dividing its size (up to 16), at least what the C type needs.
+bool aligned(const void* p, Dtype d) {
+  const size_t size = dtypeSize(d);
+  const size_t align = std::min<size_t>(16, size & (~size + 1));
+  return reinterpret_cast<uintptr_t>(p) % align == 0;
+}
 
 void reducePiece(const Piece& p) {
   const Group& g = *p.group;
@@ -51,19 +63,38 @@ void reducePiece(const Piece& p) {
   const size_t block = std::max<size_t>(1, kBlockBytes / esize);
   const SlotBuffers& b = *g.buffers;
   uint8_t* out = b.result(p.slot);
-  std::vector<const void*> in;
-  in.reserve(g.size);
+  const void* in[kBatchInputs];
   for (size_t at = p.begin; at < p.end; at += block) {
     const size_t n = std::min(block, p.end - at);
     const size_t off = at * esize;
+    bool into = p.from > 0;  // the result holds members 0..from-1 already
+    size_t k = 0;
+    // A left fold in batches is the same left fold (reduceManyInto); decode
+    // validated (dtype, op), so none of this can fail.
+    auto flush = [&] {
+      if (k == 0) return;
+      if (into) (void)reduceManyInto(s.dtype, s.op, out + off, in, k, n);
+      else (void)reduceMany(s.dtype, s.op, out + off, in, k, n);
+      into = true;
+      k = 0;
+    };
     // Members in rank order, less one that kept its part (routed reduce).
-    in.clear();
-    for (uint32_t r = 0; r < g.size; ++r)
-      if (s.mode == 0 || s.piece_len[r]) in.push_back(b.contribution(p.slot, r) + off);
-    // One pass over up to four members at a time, in rank order (common's
-    // reduceMany); decode validated (dtype, op), so this cannot fail.
-    (void)reduceMany(s.dtype, s.op, out + off, in.data(), in.size(), n);
+    for (uint32_t r = p.from; r < p.to; ++r) {
+      if (s.mode != 0 && !s.piece_len[r]) continue;
+      in[k++] = (r == p.from && p.first ? p.first : b.contribution(p.slot, r)) + off;
+      if (k == kBatchInputs) flush();
+    }
+    flush();
   }
+}
+
+// Cuts members [from, to) of a slot into pool pieces (appended to `out`).
+void cutPieces(Group& g, uint32_t slot, uint32_t from, uint32_t to, const uint8_t* first,
+               std::vector<Piece>& out) {
+  const Slot& s = g.slots[slot];
+  const size_t per_piece = std::max<size_t>(1, kPieceBytes / dtypeSize(s.dtype));
+  for (size_t at = 0; at < s.count; at += per_piece)
+    out.push_back({&g, slot, at, std::min<size_t>(s.count, at + per_piece), from, to, first});
 }
 
 }  // namespace
@@ -179,8 +210,6 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   if (!checkContrib(*g, from, m)) return;
   if (admitCall(*g, from, m) != ChunkFate::kProceed || !checkSlot(*g, m)) return;
   Slot& s = g->slots[m.slot];
-  if (m.payload_bytes)
-    std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
   if (s.arrived == 0) {
     s.count = m.count;
     s.call_elems = m.call_elems;
@@ -200,11 +229,23 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
     s.piece_off[m.rank] = m.piece_offset;
     s.piece_len[m.rank] = static_cast<uint32_t>(m.payload_bytes / dtypeSize(m.dtype));
   }
+  // The next member of the running prefix, with the result buffer free:
+  // reduced from the message (and whoever waits after it); else it waits
+  // in its buffer.
+  // Read in place only where the message holds whole aligned elements (an
+  // eager AM's body sits wherever UCX put it): else copied, then folded.
+  const bool next = s.mode == 0 && s.sends_pending == 0 && m.rank == s.folded;
+  const bool in_place = next && aligned(m.payload, s.dtype);
+  const bool staged = !in_place;
+  if (staged && m.payload_bytes)
+    std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
+  if (next) foldPrefix(*g, m.slot, in_place ? static_cast<const uint8_t*>(m.payload) : nullptr);
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     if (s.arrived == 0) ++counters_.slots_busy;
     counters_.bytes_in += m.payload_bytes;
-    counters_.bytes_in_by_job[g->job] += m.payload_bytes;
+    if (staged) counters_.bytes_staged += m.payload_bytes;
+    *g->bytes_in_job += m.payload_bytes;
   }
   if (++s.arrived == g->size) {
     if (s.mode != 0 && g->tree) {
@@ -273,8 +314,13 @@ void AggregationEngine::reduceReady() {
     revoke_.reset();
     revokeLease(token, "test fault");
   }
-  std::vector<std::pair<Group*, uint32_t>> batch, later;
-  std::unordered_map<const Group*, uint64_t> share;  // contribution bytes taken this pass
+  // Scratch kept across passes (no allocation once warm); a group's share
+  // of this pass is stamped with the pass number.
+  auto& batch = batch_;
+  auto& later = later_;
+  batch.clear();
+  later.clear();
+  ++pass_;
   uint64_t deferred = 0, pass_bytes = 0;
   for (const auto& e : ready_) {
     const Slot& s = e.first->slots[e.second];
@@ -282,14 +328,18 @@ void AggregationEngine::reduceReady() {
       later.push_back(e);
       continue;
     }
-    uint64_t& taken = share[e.first];
-    if (config_.fair_share_bytes != 0 && taken >= config_.fair_share_bytes) {
+    Group& grp = *e.first;
+    if (grp.share_pass != pass_) {
+      grp.share_pass = pass_;
+      grp.share_bytes = 0;  // contribution bytes taken this pass
+    }
+    if (config_.fair_share_bytes != 0 && grp.share_bytes >= config_.fair_share_bytes) {
       later.push_back(e);
       ++deferred;
       continue;
     }
-    const uint64_t bytes = uint64_t(s.count) * dtypeSize(s.dtype) * e.first->size;
-    taken += bytes;
+    const uint64_t bytes = uint64_t(s.count) * dtypeSize(s.dtype) * grp.size;
+    grp.share_bytes += bytes;
     pass_bytes += bytes;
     batch.push_back(e);
   }
@@ -316,19 +366,33 @@ void AggregationEngine::reduceReady() {
   else turnaround_us_[turnaround_next_++ % kRecent] = uint32_t(us);
 }
 
+// Folds member s.folded (its data at `first`, or in its buffer when
+// first is null) and every member after it whose contribution waits in its
+// buffer into the result, then advances the prefix.
+void AggregationEngine::foldPrefix(Group& g, uint32_t slot, const uint8_t* first) {
+  Slot& s = g.slots[slot];
+  uint32_t to = s.folded + 1;
+  while (to < g.size && s.have[to]) ++to;
+  // On this thread: one chunk's fold is too short to pay a fork-join with
+  // the pool's threads on every arrival (the pass still uses them).
+  reducePiece(Piece{&g, slot, 0, s.count, s.folded, to, first});
+  s.folded = to;
+}
+
 void AggregationEngine::reduceSlots(const std::vector<std::pair<Group*, uint32_t>>& batch) {
-  std::vector<Piece> pieces;
+  pieces_.clear();
   for (const auto& [g, slot] : batch) {
-    const Slot& s = g->slots[slot];
+    Slot& s = g->slots[slot];
     if (s.mode == wire::kModeForward) {
       assemble(*g, slot);  // copies only: no pool task
-      continue;
+    } else if (s.mode != 0) {
+      cutPieces(*g, slot, 0, g->size, nullptr, pieces_);
+    } else if (s.folded < g->size) {  // what waited for the result buffer
+      cutPieces(*g, slot, s.folded, g->size, nullptr, pieces_);
+      s.folded = g->size;
     }
-    const size_t per_piece = std::max<size_t>(1, kPieceBytes / dtypeSize(s.dtype));
-    for (size_t at = 0; at < s.count; at += per_piece)
-      pieces.push_back({g, slot, at, std::min<size_t>(s.count, at + per_piece)});
   }
-  pool_.run(pieces.size(), [&](size_t i) { reducePiece(pieces[i]); });
+  pool_.run(pieces_.size(), [this](size_t i) { reducePiece(pieces_[i]); });
 }
 
 Message chunkMessage(MsgType type, const wire::Token& token, uint64_t group_id, const Slot& s,
@@ -376,6 +440,7 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   // busy until every send completed (sends_pending), see reduceReady.
   s.expect_chunk += g.grant.window;
   s.arrived = 0;
+  s.folded = 0;
   s.ready = false;
   std::fill(s.have.begin(), s.have.end(), 0);
   --g.busy;

@@ -78,8 +78,8 @@ bool AggregationEngine::joinTree(Group& g, PeerId from, const Message& m) {
 void AggregationEngine::joinParent(Group& g, int64_t now_ms) {
   g.formed_ms = now_ms;
   g.up_key = groupKey(g.parent_token, g.id);
-  if (!by_up_.emplace(g.up_key, &g).second) {
-    g.up_key.clear();  // the other group owns the parent's
+  g.has_up_key = by_up_.emplace(g.up_key, &g).second;
+  if (!g.has_up_key) {  // the other group owns the parent's
     g.up_gone = true;
     return abortGroup(g, Reason::kDuplicateJoin,
                       "another group here joined the parent under the same lease and id");
@@ -211,7 +211,7 @@ void AggregationEngine::parentResult(Group& g, const Message& m) {
 }
 
 void AggregationEngine::leaveParent(Group& g) {
-  if (g.up_key.empty()) return;
+  if (!g.has_up_key) return;
   by_up_.erase(g.up_key);
   if (g.up_gone) return;
   Message l;

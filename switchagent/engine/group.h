@@ -53,6 +53,12 @@ struct Slot {
   uint8_t route_flags = 0;
   uint32_t up_lo = 0, up_hi = 0;
   uint32_t up_off = 0, up_len = 0;
+  // Plain chunks (mode 0): members 0..folded-1 are reduced into the result
+  // already, a running prefix in rank order (engine_contrib.cc): member j
+  // is folded once members 0..j are in and the previous chunk's result has
+  // left the buffer (sends_pending == 0); the others wait in their
+  // contribution buffers.
+  uint32_t folded = 0;
   int64_t first_ms = 0;        // first contribution of this chunk arrived
   bool ready = false;          // every member contributed; queued for reduction
   // Tree groups: the reduced chunk went up to the parent, whose RESULT
@@ -64,8 +70,9 @@ struct Slot {
 
 struct Group {
   uint64_t serial = 0;  // unique per agent run; names the group in send completions
-  std::string key;      // token bytes + group id bytes
+  GroupKey key;
   std::string job;
+  uint64_t* bytes_in_job = nullptr;  // its job's bytes_in counter (under the counters' lock)
   wire::Token token{};
   uint64_t id = 0;
   uint32_t size = 0;
@@ -95,16 +102,31 @@ struct Group {
   bool tree = false;
   wire::Token parent_token{};
   uint32_t tree_index = 0, tree_size = 0;
-  std::string up_key;
+  GroupKey up_key;
+  bool has_up_key = false;  // this group owns up_key in the engine's by_up_
   bool up_joined = false, up_gone = false;
   int64_t formed_ms = 0;
+  uint64_t share_pass = 0, share_bytes = 0;  // fair share: bytes taken in pass share_pass
   std::vector<RefusedCall> refused;
   std::vector<Member> members;
   std::vector<Slot> slots;
   std::shared_ptr<SlotBuffers> buffers;
 };
 
-std::string groupKey(const wire::Token& token, uint64_t group_id);
+// One pool task of a reduction: elements [begin, end) of a slot, members
+// [from, to) folded into its result (from > 0: into the running prefix
+// already there; plain chunks), or (a routed reduce) every member that sent
+// a piece. `first`: member from's data while it is still in the message
+// rather than in its buffer (engine_contrib.cc).
+struct Piece {
+  Group* group;
+  uint32_t slot;
+  size_t begin, end;  // elements
+  uint32_t from, to;  // members
+  const uint8_t* first;
+};
+
+inline GroupKey groupKey(const wire::Token& token, uint64_t group_id) { return {token, group_id}; }
 
 // The header fields of a message that carries slot `slot`'s current chunk
 // (a RESULT to members, a leaf's CONTRIB to its parent): the caller adds

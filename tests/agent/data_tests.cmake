@@ -21,6 +21,17 @@ gtest_add_tests(TARGET test_data_unit SOURCES ${SWITCHAGG_DATA_UNIT_SOURCES}
 set_tests_properties(${SWITCHAGG_DATA_UNIT_TESTS} PROPERTIES LABELS "unit;agent" TIMEOUT 60)
 endif()
 
+# The engine's per-chunk path allocates nothing once warm: its own
+# executable, because it replaces the global operator new to count.
+add_executable(test_engine_alloc ${SWITCHAGG_DATA_TEST_DIR}/test_engine_alloc.cc)
+target_link_libraries(test_engine_alloc PRIVATE switchagg_engine GTest::gtest_main)
+switchagg_warnings(test_engine_alloc)
+# GCC sees free() under the replaced operator delete and new's malloc() as a mismatch.
+target_compile_options(test_engine_alloc PRIVATE -Wno-mismatched-new-delete)
+gtest_add_tests(TARGET test_engine_alloc SOURCES ${SWITCHAGG_DATA_TEST_DIR}/test_engine_alloc.cc
+  TEST_LIST SWITCHAGG_ENGINE_ALLOC_TESTS)
+set_tests_properties(${SWITCHAGG_ENGINE_ALLOC_TESTS} PROPERTIES LABELS "unit;agent" TIMEOUT 60)
+
 # Stripe cutting (StripedGroup, data_client.h): pure arithmetic.
 add_executable(test_stripes ${SWITCHAGG_DATA_TEST_DIR}/test_stripes.cc)
 target_link_libraries(test_stripes PRIVATE switchagg_dataclient GTest::gtest_main)

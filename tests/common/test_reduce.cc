@@ -2,6 +2,7 @@
 // lengths (so vector tails run) and every dtype x op pair MPI defines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -205,6 +206,20 @@ void checkManyEqualsChain(Dtype dt, Op op, size_t count) {
     ASSERT_TRUE(switchagg::reduceMany(dt, op, many.data(), ptrs.data(), n_in, count).ok());
     EXPECT_EQ(std::memcmp(many.data(), chain.data(), count * sizeof(T)), 0)
         << switchagg::dtypeName(dt) << " " << switchagg::opName(op) << " with " << n_in << " inputs";
+    // A running prefix (the agent folding members as they come): the first
+    // `head` at once, then the rest `step` at a time with reduceManyInto.
+    for (size_t head = 1; head <= n_in; ++head)
+      for (size_t step = 1; step <= 4; ++step) {
+        std::vector<T> prefix(count);
+        ASSERT_TRUE(switchagg::reduceMany(dt, op, prefix.data(), ptrs.data(), head, count).ok());
+        for (size_t r = head; r < n_in; r += step)
+          ASSERT_TRUE(switchagg::reduceManyInto(dt, op, prefix.data(), ptrs.data() + r,
+                                                std::min(step, n_in - r), count)
+                          .ok());
+        EXPECT_EQ(std::memcmp(prefix.data(), chain.data(), count * sizeof(T)), 0)
+            << switchagg::dtypeName(dt) << " " << switchagg::opName(op) << ": " << head
+            << " inputs, then " << step << " at a time, of " << n_in;
+      }
   }
 }
 
@@ -230,6 +245,13 @@ TEST(Reduce, ManyRefusesAliasedOutputNoInputsAndBadPairs) {
   EXPECT_NE(st.message().find("input 1"), std::string::npos) << st.message();
   EXPECT_FALSE(switchagg::reduceMany(Dtype::kFloat32, Op::kSum, a.data(), in, 0, 8).ok());
   EXPECT_FALSE(switchagg::reduceMany(Dtype::kFloat32, Op::kBand, a.data(), in, 2, 8).ok());
+  st = switchagg::reduceManyInto(Dtype::kFloat32, Op::kSum, a.data(), in, 2, 8);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("input 0"), std::string::npos) << st.message();
+  EXPECT_FALSE(switchagg::reduceManyInto(Dtype::kFloat32, Op::kBand, b.data(), in, 1, 8).ok());
+  const std::vector<float> before = b;
+  ASSERT_TRUE(switchagg::reduceManyInto(Dtype::kFloat32, Op::kSum, b.data(), in, 0, 8).ok());
+  EXPECT_EQ(b, before);  // no inputs: unchanged
   std::vector<float> out(8);
   ASSERT_TRUE(switchagg::reduceMany(Dtype::kFloat32, Op::kSum, out.data(), in, 1, 8).ok());
   EXPECT_EQ(out, a);  // one input: a copy

@@ -36,4 +36,13 @@ Status reduce3(Dtype dtype, Op op, void* out, const void* a, const void* b, size
 Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n_in,
                   size_t count);
 
+// inout = inout op in[0] op ... op in[n_in - 1], left to right: bitwise the
+// same as one reduceInto per input, in one pass over `inout` per three
+// inputs (SUM, PROD, MIN, MAX). A running prefix in rank order (the agent
+// folding member j once members 0..j are in) ends with the bits reduceMany
+// gives for all of them at once. n_in == 0 does nothing; `inout` must not
+// alias an input.
+Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, size_t n_in,
+                      size_t count);
+
 }  // namespace switchagg

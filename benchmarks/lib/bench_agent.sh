@@ -1,0 +1,28 @@
+# Sourced by the agent benchmarks: a private agent for one run.
+#   bench_start_agent AGENT_BIN DIR [UCX_TLS]
+# writes DIR/agent.toml (256 KiB slots, 128 pool slots, 16 slots a job,
+# default threads: one per core), starts AGENT_BIN with it (UCX_TLS set when
+# given), waits for "ready" and sets agent_pid and data (its data address);
+# exits naming the agent's stderr if it did not start.
+bench_start_agent() {
+  local bin=$1 dir=$2 tls=${3:-}
+  cat >"$dir/agent.toml" <<EOF
+[control]
+unix_socket = "$dir/agent.sock"
+listen = "127.0.0.1:0"
+[data]
+listen = "127.0.0.1:0"
+slot_bytes = 262144
+[pool]
+slots = 128
+[policy]
+max_slots_per_job = 16
+max_slots_per_user = 128
+EOF
+  rm -f "$dir/agent.out"
+  env ${tls:+UCX_TLS=$tls} "$bin" --config "$dir/agent.toml" >"$dir/agent.out" 2>"$dir/agent.err" &
+  agent_pid=$!
+  for _ in $(seq 100); do grep -q ready "$dir/agent.out" 2>/dev/null && break; sleep 0.1; done
+  data=$(sed -n 's/.* data=\([^ ]*\).*/\1/p' "$dir/agent.out")
+  [[ -n $data ]] || { echo "bench_start_agent: $bin did not start:" >&2; cat "$dir/agent.err" >&2; exit 1; }
+}
