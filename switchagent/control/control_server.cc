@@ -324,8 +324,17 @@ void ControlServer::serve(int fd, Listener listener) {
       Result<MungeIdentity> id = mungeDecode(*munge, options_.munge_socket);
       if (!id.ok()) {
         auth_error = id.status();
-      } else if (id->payload != req.method + " " + req.target) {
-        auth_error = Status(Code::kDenied, "munge credential was issued for another request");
+      } else if (Status bound = checkMungeRequestPayload(id->payload, req.method, req.target,
+                                                         req.body);
+                 !bound.ok()) {
+        // A valid credential on a request it was not made for: altered on
+        // the way, or a client that signs differently. Whose it was and
+        // where it came from are worth an admin's look.
+        auth_error = bound;
+        bool unlimited = false;
+        SA_WARN(kPart, "control tcp: %s %s refused: %s (credential of uid %u, from %s)",
+                req.method.c_str(), req.path.c_str(), bound.message().c_str(), id->uid,
+                peerOf(fd, listener, &unlimited).c_str());
       } else {
         caller.authenticated = true;
         caller.uid = id->uid;

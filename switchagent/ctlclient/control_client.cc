@@ -57,7 +57,7 @@ Result<HttpResponse> attemptOnce(const ControlClientOptions& options, const Cont
     // plainly is not there and go anonymous.
     struct stat sb {};
     if (stat(sock.empty() ? kDefaultMungeSocket : sock.c_str(), &sb) == 0) {
-      Result<std::string> cred = mungeEncode(method + " " + path, sock);
+      Result<std::string> cred = mungeEncode(mungeRequestPayload(method, path, body), sock);
       if (cred.ok()) headers.emplace_back("X-Switchagg-Munge", *cred);
     }
   }

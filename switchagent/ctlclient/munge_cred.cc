@@ -1,5 +1,9 @@
 #include "munge_cred.h"
 
+#include <string_view>
+
+#include "switchagg/common/sha256.h"
+
 #if defined(SWITCHAGG_HAVE_MUNGE)
 #include <munge.h>
 
@@ -7,6 +11,43 @@
 #endif
 
 namespace switchagg::agent {
+
+namespace {
+
+constexpr std::string_view kDigestField = " body-sha256=";
+
+Status anotherRequest() {
+  return Status(Code::kDenied, "munge credential was issued for another request");
+}
+
+}  // namespace
+
+std::string mungeRequestPayload(const std::string& method, const std::string& target,
+                                const std::string& body) {
+  return method + " " + target + std::string(kDigestField) + sha256Hex(body);
+}
+
+Status checkMungeRequestPayload(const std::string& payload, const std::string& method,
+                                const std::string& target, const std::string& body) {
+  const std::string line = method + " " + target;
+  std::string_view rest(payload);
+  if (rest.substr(0, line.size()) != line) return anotherRequest();
+  rest.remove_prefix(line.size());
+  if (rest.empty()) {
+    if (body.empty()) return Status::Ok();
+    return Status(Code::kDenied,
+                  "munge credential signs the request line only, not the body (a client older "
+                  "than this agent?): upgrade the client");
+  }
+  if (rest.substr(0, kDigestField.size()) != kDigestField) return anotherRequest();
+  rest.remove_prefix(kDigestField.size());
+  if (rest != sha256Hex(body)) {
+    return Status(Code::kDenied,
+                  "munge credential does not match the request body (it was signed for another "
+                  "body: was the request altered on the way?)");
+  }
+  return Status::Ok();
+}
 
 #if defined(SWITCHAGG_HAVE_MUNGE)
 

@@ -1,7 +1,10 @@
 // Faults against a real agent process: bad configs refused naming the key,
 // hostile HTTP answered without harm, munge credentials (forged, replayed,
-// mismatched), a dead agent seen as unreachable without hanging.
+// mismatched, sent with a swapped body), a dead agent seen as unreachable
+// without hanging.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,9 +17,15 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "agent_fixture.h"
+#include "http_message.h"
 #include "munge_cred.h"
 #include "switchagg/agent/control_client.h"
 #include "temp_dir.h"
@@ -299,17 +308,32 @@ TEST(ControlFaults, AFullListenQueueIsWaitedOutNotTakenForADeadAgent) {
   EXPECT_GE(ms, 250) << "the client got through a full queue without waiting?";
 }
 
-TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
+// A private munged and an agent that decodes credentials with it.
+struct MungedAgent {
   // Other uids must reach munged's socket; munged wants the dir unwritable.
-  switchagg::testing::TempDir tmp("munge", 0755);
-  ASSERT_NE(tmp.path(), "");
-  auto munged = MungeDaemon::start(tmp.path());
-  ASSERT_TRUE(munged.ok()) << munged.status().toString();
-  const std::string sock = (*munged)->socket();
-  auto agent = AgentProcess::start(
-      AgentOptions::withSets({"control.munge_socket=" + sock, "policy.allowed_users=1000"}));
-  ASSERT_TRUE(agent.ok()) << agent.status().toString();
-  const std::string tcp = (*agent)->tcpAddress();
+  TempDir dir{"munge", 0755};
+  std::unique_ptr<MungeDaemon> munged;
+  std::unique_ptr<AgentProcess> agent;
+  std::string sock;
+
+  void start(std::vector<std::string> sets) {
+    ASSERT_NE(dir.path(), "");
+    auto m = MungeDaemon::start(dir.path());
+    ASSERT_TRUE(m.ok()) << m.status().toString();
+    munged = std::move(*m);
+    sock = munged->socket();
+    sets.push_back("control.munge_socket=" + sock);
+    auto a = AgentProcess::start(AgentOptions::withSets(std::move(sets)));
+    ASSERT_TRUE(a.ok()) << a.status().toString();
+    agent = std::move(*a);
+  }
+};
+
+TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
+  MungedAgent m;
+  ASSERT_NO_FATAL_FAILURE(m.start({"policy.allowed_users=1000"}));
+  const std::string& sock = m.sock;
+  const std::string tcp = m.agent->tcpAddress();
 
   ControlClientOptions o;
   o.address = tcp;
@@ -331,6 +355,8 @@ TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
   EXPECT_NE(r.out.find("uid 1000"), std::string::npos) << r.out;
 
   // A captured credential cannot be replayed, nor reused for another request.
+  // (Signed as clients before the body binding did, the request line alone:
+  // still good for a request without a body.)
   Result<std::string> cred = mungeEncode("DELETE /v1/leases/mj", sock);
   ASSERT_TRUE(cred.ok()) << cred.status().toString();
   std::string del = "DELETE /v1/leases/mj HTTP/1.1\r\nX-Switchagg-Munge: " + *cred + "\r\n\r\n";
@@ -350,6 +376,132 @@ TEST(ControlFaults, MungeOverTcpIdentifiesCallersAndRejectsReplays) {
       tcp, "POST /v1/drain HTTP/1.1\r\nX-Switchagg-Munge: MUNGE:AAAAforged:\r\n\r\n");
   EXPECT_EQ(statusOf(forged), 401) << forged;
   EXPECT_FALSE(root.status()->draining);
+}
+
+
+// The create request a client sends over TCP, as a man in the middle sees
+// it: a one-shot TCP "agent" on 127.0.0.1 reads the request `call` makes
+// to the address it is given and answers 503, so nothing reaches munged.
+HttpRequest captureRequest(const std::function<void(const std::string& address)>& call) {
+  HttpRequest req;
+  const int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  if (bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(lfd, 4) != 0 ||
+      getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+    ADD_FAILURE() << "capture listener: " << strerror(errno);
+    close(lfd);
+    return req;
+  }
+  std::thread client(call, "127.0.0.1:" + std::to_string(ntohs(sa.sin_port)));
+  pollfd p{lfd, POLLIN, 0};
+  const int c = poll(&p, 1, 10000) == 1 ? accept(lfd, nullptr, nullptr) : -1;
+  std::string data;
+  ParseResult parsed;
+  char buf[4096];
+  while (c >= 0 && parsed.state == ParseState::kNeedMore) {
+    pollfd in{c, POLLIN, 0};
+    if (poll(&in, 1, 10000) != 1) break;
+    const ssize_t n = read(c, buf, sizeof buf);
+    if (n <= 0) break;
+    data.append(buf, static_cast<size_t>(n));
+    parsed = parseHttpRequest(data, HttpLimits{}, &req);
+  }
+  EXPECT_EQ(parsed.state, ParseState::kComplete) << "captured: " << data;
+  if (c >= 0) {
+    const std::string r = formatHttpResponse(
+        503, "application/json", "{\"error\":\"draining\",\"message\":\"captured\"}");
+    (void)!write(c, r.data(), r.size());
+    close(c);
+  }
+  close(lfd);  // a retry finds nobody listening
+  client.join();
+  return req;
+}
+
+std::string resend(const std::string& address, const HttpRequest& req, const std::string& body) {
+  const std::string* cred = req.header("x-switchagg-munge");
+  HttpHeaders headers;
+  if (cred != nullptr) headers.emplace_back("X-Switchagg-Munge", *cred);
+  return rawExchange(address, formatHttpRequest(req.method, req.target, "x", headers, body));
+}
+
+// A captured credential replayed with a swapped body (another uid, more
+// slots) is refused: the credential signs the body's digest, not only the
+// request line. The legitimate request, sent first, is accepted.
+TEST(ControlFaults, MungeCredentialBindsTheRequestBody) {
+  MungedAgent m;
+  ASSERT_NO_FATAL_FAILURE(m.start({}));
+  const std::string& sock = m.sock;
+  const std::string tcp = m.agent->tcpAddress();
+
+  // What the Slurm prolog sends as root: a lease for uid 1000, 2 slots.
+  auto captureCreate = [&] {
+    return captureRequest([&](const std::string& address) {
+      ControlClientOptions o;
+      o.address = address;
+      o.munge_socket = sock;
+      (void)ControlClient(o).createLease("mitm", 1000, 2, 600);
+    });
+  };
+  const std::pair<const char*, nlohmann::json> swaps[] = {{"uid", 4242}, {"slots", 4}};
+  for (const auto& [field, value] : swaps) {
+    SCOPED_TRACE(field);
+    HttpRequest captured = captureCreate();
+    ASSERT_EQ(captured.method + " " + captured.target, "POST /v1/leases");
+    ASSERT_NE(captured.header("x-switchagg-munge"), nullptr);
+    nlohmann::json body = nlohmann::json::parse(captured.body);
+    ASSERT_NE(body[field], value);
+    body[field] = value;
+    std::string swapped = resend(tcp, captured, body.dump());
+    EXPECT_EQ(statusOf(swapped), 401) << swapped;
+    EXPECT_NE(swapped.find("\"error\":\"unauthenticated\""), std::string::npos) << swapped;
+    EXPECT_NE(swapped.find("does not match the request body"), std::string::npos) << swapped;
+    // munged has seen the credential now: the original body comes too late.
+    std::string late = resend(tcp, captured, captured.body);
+    EXPECT_EQ(statusOf(late), 401) << late;
+  }
+  // Logged with whose credential it was and where it came from, and counted.
+  const std::string log = m.agent->stderrText();
+  EXPECT_NE(log.find("control tcp: POST /v1/leases refused: munge credential does not match the "
+                     "request body"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("(credential of uid 0, from 127.0.0.1"), std::string::npos) << log;
+  std::string metrics = rawExchange(m.agent->unixAddress(), "GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_NE(metrics.find("switchagg_control_refused_total{error=\"unauthenticated\"} 4"),
+            std::string::npos)
+      << metrics;
+  ControlClient admin(m.agent->unixAddress());
+  ApiResult<std::vector<LeaseView>> leases = admin.listLeases();
+  ASSERT_TRUE(leases.ok()) << leases.status().toString();
+  EXPECT_TRUE(leases->empty()) << "a tampered request made lease " << leases->front().job
+                               << " for uid " << leases->front().uid;
+
+  // The request as the client made it is accepted.
+  HttpRequest captured = captureCreate();
+  std::string accepted = resend(tcp, captured, captured.body);
+  EXPECT_EQ(statusOf(accepted), 201) << accepted;
+  leases = admin.listLeases();
+  ASSERT_TRUE(leases.ok()) << leases.status().toString();
+  ASSERT_EQ(leases->size(), 1u);
+  EXPECT_EQ(leases->front().job, "mitm");
+  EXPECT_EQ(leases->front().uid, 1000u);
+  EXPECT_EQ(leases->front().slots, 2);
+
+  // A client that signs the request line only (older than the body
+  // binding) is told so when its request has a body; without a body there
+  // is nothing to bind and it is still accepted (the DELETE in
+  // MungeOverTcpIdentifiesCallersAndRejectsReplays).
+  Result<std::string> line_only = mungeEncode("POST /v1/leases", sock);
+  ASSERT_TRUE(line_only.ok()) << line_only.status().toString();
+  HttpRequest old_client = captured;
+  old_client.headers = {{"x-switchagg-munge", *line_only}};
+  std::string old = resend(tcp, old_client, "{\"job\":\"old1\",\"uid\":1000,\"slots\":1}");
+  EXPECT_EQ(statusOf(old), 401) << old;
+  EXPECT_NE(old.find("signs the request line only"), std::string::npos) << old;
 }
 
 }  // namespace
