@@ -369,6 +369,12 @@ fault_test(mpi_switch_fault_oneshot_tree_leaf_miss_np4
 fault_test(mpi_switch_fault_oneshot_tree_spine_miss_np4
   "EXPECT_RECOVERED=rank [01]: switch [a-z_]+ call [0-9]+ failed here"
   tree 4 1 spine_miss)
+# The member that missed a communicator's last call (miss:N:M) recovers it
+# although the others freed that communicator and nine more at once: their
+# retired ledgers stay until every member confirmed it is past their last
+# calls (docs/offload.md "Completion", safety case 7); a lost question
+# would fail the call at the test's 20 s stall bound.
+fault_test(mpi_switch_fault_oneshot_retired_np3 "" retired 3)
 # The same result sent to that member 1.2 s late (late:N:M:MS), past its
 # bound, while a 2000-iteration loop still runs: the stale chunk is
 # ignored, every answer exact; every rank a member and node leaders.

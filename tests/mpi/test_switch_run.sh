@@ -23,6 +23,10 @@
 #   program_fails NP PATTERN PROGRAM [ARGS...]  the run must fail (a fault
 #                         test) with a line matching PATTERN, well within
 #                         mpirun_lease's kill
+#   retired NP            mpi_retired_check: a member still recovering a
+#                         communicator's last call (miss:N:M) while the others
+#                         freed it and more (COMMS, default 10): it gets its
+#                         result from their retired ledgers
 #   cg NP                 switchagg-cg without switchagg and with offload on:
 #                         residual histories bitwise equal (cg_compare.sh)
 #   cg_history NP         (NP >= 3, where summation order shows in the bits)
@@ -503,6 +507,28 @@ case $scenario in
       --sizes 8192,65536,262144,1048580,8388608,16777216 ||
       { cat "$work/liveness.log"; die "liveness run failed"; }
     expect_pass "$work/liveness.log" "joined switch group"
+    ;;
+  retired)
+    # retired NP: mpi_retired_check (docs/offload.md "Completion", safety
+    # case 7): COMMS communicators (default 10, more than a process keeps
+    # retired ledgers of unconfirmed) each make one allreduce of one
+    # double, then the first one more, whose result the agent's fault point
+    # withholds from the last rank (miss:COMMS+1:NP-1); the others return
+    # and free them all at once. The last rank's call times out (1 s) and
+    # must still take the result from a peer, well before the stall bound
+    # (20 s here, so that a lost question fails fast). Every rank a member
+    # (node leaders off).
+    np=$1 comms=${COMMS:-10}
+    fault=miss:$((comms + 1)):$((np - 1))
+    SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent
+    lease "retired-np$np"
+    SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/retired.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+      -x SWITCHAGG_SWITCH_LEADERS=off --mca coll_switchagg_stall_timeout 20 \
+      "$mpibin/mpi_retired_check" --comms "$comms" --miss-rank $((np - 1)) --max-call-ms 10000 ||
+      { cat "$work/retired.log"; die "retired run failed"; }
+    expect_pass "$work/retired.log" \
+      "rank $((np - 1)): switch allreduce call 2 failed here.*its result came from rank [0-9]"
+    expect_fault_fired "$work/agent.log" "$fault"
     ;;
   oneshot)
     # One-round-trip completion (docs/offload.md "Completion"): mpi_oneshot_check.

@@ -16,6 +16,20 @@
 // byte range [lo, hi) of the member's input; a done member answers from its
 // kept input, a failed one from its own (still intact) input; the asker
 // completes once one member is done and every part is here.
+//
+// Retirement (a freed communicator's ledger; docs/offload.md safety case
+// 7): the ledger stays answerable. A worker keeps up to kRetiredKept of
+// them without a word; past that it drops the oldest only once every other
+// member said it is past its last call there (its own ledger retired too):
+//
+//   member A (over the limit)                member B
+//     PAST_ASK{key, from A}  ───────────────▶ retired: PAST at once
+//                                             live: PAST when it retires
+//                            ◀─────────────── PAST{key, from B}
+//
+// Either message says its sender retired the ledger, so both sides count
+// it. A member still asking about the last call has not retired it, so
+// the answers it needs stay until it got them.
 #include "switch_recovery.h"
 
 #include <algorithm>
@@ -34,8 +48,13 @@ namespace switchagg::coll {
 namespace {
 
 constexpr uint16_t kAmQuery = 50, kAmAnswer = 51;  // on the process's shared worker
-constexpr uint32_t kMagic = 0x53415243;             // "SARC"
-constexpr size_t kRetiredKept = 8;                  // freed communicators still answered, per worker
+// Retirement: "I am past my last call of this communicator; are you?" and
+// "so am I".
+constexpr uint16_t kAmPastAsk = 52, kAmPast = 53;
+constexpr uint32_t kMagic = 0x53415243;  // "SARC"
+// Retired ledgers a worker keeps without asking; older ones stay until every
+// other member is known past them.
+constexpr size_t kRetiredKept = 8;
 
 struct Header {
   uint32_t magic;
@@ -101,6 +120,36 @@ struct LedgerState {
   int source = -1;
   bool changed = false;
   std::map<int, CallOutcome> answers;
+  // Retirement (the communicator freed here).
+  bool retired = false;
+  bool past_asked = false;  // the others were asked whether they are past it
+  std::set<int> past;       // members known to have retired it too
+  std::set<int> tell_past;  // members that asked while it was live: told on retiring
+
+  // Nobody can ask this member about the communicator again: every other
+  // member retired it (or there never was a call to ask about).
+  bool everyonePast() const {
+    if (seq == 0) return true;
+    for (int m : members)
+      if (m != rank && past.find(m) == past.end()) return false;
+    return true;
+  }
+  // PAST_ASK (id kAmPastAsk) to every member not known past it, or PAST
+  // (kAmPast) to one.
+  void sendRetirement(uint16_t id, int to) {
+    Header h{};
+    h.magic = kMagic;
+    h.from = rank;
+    h.key = key;
+    Status st = send(to, id, h, nullptr, 0);
+    if (!st.ok())
+      SA_DEBUG("coll", "switch recovery: retirement message to rank %d: %s", to,
+               st.toString().c_str());
+  }
+  void askPast() {
+    for (int m : members)
+      if (m != rank && past.find(m) == past.end()) sendRetirement(kAmPastAsk, m);
+  }
 
   ucx::Endpoint* endpointTo(int peer, Status* why) {
     auto it = endpoints.find(peer);
@@ -248,6 +297,32 @@ struct Registry {
         if (s->key == key) return s;
     return nullptr;
   }
+
+  // Over kRetiredKept, the oldest retired ledgers of `worker` every other
+  // member is past are dropped; the others' members are asked (once) and
+  // they stay. Sends and drops happen without the lock (they may progress
+  // the worker, whose handlers look ledgers up).
+  void trim(ucx::Worker* worker) {
+    std::vector<std::shared_ptr<LedgerState>> gone, ask;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      std::deque<std::shared_ptr<LedgerState>>& list = retired[worker];
+      size_t over = list.size() > kRetiredKept ? list.size() - kRetiredKept : 0;
+      for (auto it = list.begin(); it != list.end() && over > 0; --over) {
+        if ((*it)->everyonePast()) {
+          gone.push_back(std::move(*it));
+          it = list.erase(it);
+          continue;
+        }
+        if (!(*it)->past_asked) {
+          (*it)->past_asked = true;
+          ask.push_back(*it);
+        }
+        ++it;
+      }
+    }
+    for (const std::shared_ptr<LedgerState>& s : ask) s->askPast();
+  }
 };
 
 Registry& registry() {
@@ -285,6 +360,30 @@ void setHandlers(ucx::Worker& worker) {
       if (std::shared_ptr<LedgerState> s = registry().find(&worker, h.key))
         s->onAnswer(h, m.data, m.length);
     });
+  // PAST_ASK and PAST (retirement): each says its sender retired the
+  // ledger. An unknown key: this member dropped it, which it does only once
+  // every member is past it, so the asker has (or is being sent) its PAST.
+  auto retirement = [&worker](uint16_t id) {
+    return [&worker, id](const ucx::AmMessage& m) {
+      Header h;
+      if (!parse(m, &h)) return;
+      const uint64_t key = h.key;
+      const int from = h.from;
+      worker.post([&worker, key, from, id] {
+        std::shared_ptr<LedgerState> s = registry().find(&worker, key);
+        if (!s || from < 0 || size_t(from) >= s->addresses.size()) return;
+        s->past.insert(from);
+        if (id == kAmPastAsk) {
+          if (s->retired) s->sendRetirement(kAmPast, from);
+          else s->tell_past.insert(from);  // told when it retires here
+        }
+        s.reset();
+        registry().trim(&worker);
+      });
+    };
+  };
+  if (st.ok()) st = worker.setAmHandler(kAmPastAsk, retirement(kAmPastAsk));
+  if (st.ok()) st = worker.setAmHandler(kAmPast, retirement(kAmPast));
   if (!st.ok()) SA_WARN("coll", "switch recovery handlers: %s", st.toString().c_str());
 }
 
@@ -312,17 +411,21 @@ CallLedger::CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<
 
 CallLedger::~CallLedger() {
   Registry& reg = registry();
-  // A ledger retired for good dies after the lock is let go: closing its
-  // endpoints may progress the worker, whose handlers look ledgers up.
-  std::vector<std::shared_ptr<LedgerState>> gone;
-  std::lock_guard<std::mutex> lock(reg.mu);
-  reg.live.erase(state_->key);
-  std::deque<std::shared_ptr<LedgerState>>& retired = reg.retired[state_->worker];
-  retired.push_back(std::move(state_));
-  while (retired.size() > kRetiredKept) {
-    gone.push_back(std::move(retired.front()));
-    retired.pop_front();
+  LedgerState& s = *state_;
+  ucx::Worker* worker = s.worker;
+  // Retired: still answers about its last call (kept), nothing else.
+  s.retired = true;
+  s.live.clear();
+  s.parts.clear();
+  s.answers.clear();
+  for (int m : s.tell_past) s.sendRetirement(kAmPast, m);
+  s.tell_past.clear();
+  {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    reg.live.erase(s.key);
+    reg.retired[worker].push_back(std::move(state_));
   }
+  reg.trim(worker);
 }
 
 uint64_t CallLedger::begin() {
