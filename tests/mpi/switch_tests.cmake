@@ -208,6 +208,13 @@ add_switch_test(mpi_switch_fault_stall_rejoin 150 "mpi;agent;fault" stall 104857
 # rank 2 alone): the leaders rejoin, the non-leader follows the agreement.
 add_switch_test(mpi_switch_fault_leaders_stall_rejoin 150 "mpi;agent;fault" stall 1048576)
 set_tests_properties(mpi_switch_fault_leaders_stall_rejoin PROPERTIES ENVIRONMENT "PPN=2")
+# Rejoin by time: after the fallback the ranks call once every 200 ms and
+# the call count (100000) never comes; SWITCHAGG_SWITCH_REJOIN_TIME=4s
+# must bring the path back (rank 0's clock, told the others at checks:
+# calls 1, 2, 4, 8, then where the rate says the time is up).
+add_switch_test(mpi_switch_fault_stall_rejoin_time 150 "mpi;agent;fault" stall 1048576)
+set_tests_properties(mpi_switch_fault_stall_rejoin_time PROPERTIES ENVIRONMENT
+  "REJOIN_CALLS=100000;REJOIN_TIME=4s;GAP_MS=200")
 add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)
 # Stripes: a lease over two agents (fabric map), each call cut in two.
 add_switch_test(mpi_switch_stripes_np3 240 "mpi;agent" stripes 3)

@@ -865,10 +865,16 @@ case $scenario in
       start_agent
       lease fault-stall
     fi
-    # Short call bound and rejoin interval keep the test quick.
-    SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
+    # Short call bound and rejoin interval keep the test quick. REJOIN_TIME
+    # and GAP_MS (rejoin by time): SWITCHAGG_SWITCH_REJOIN_TIME, and the
+    # ranks sleep GAP_MS between calls after the fallback (REJOIN_CALLS,
+    # default 8, then set high: only the time can bring the path back).
+    SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=${REJOIN_CALLS:-8} \
+      SWITCHAGG_SWITCH_REJOIN_TIME=${REJOIN_TIME:-60s} \
       run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
-      "${emu[@]}" "$mpibin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
+      -x SWITCHAGG_SWITCH_REJOIN_TIME \
+      "${emu[@]}" "$mpibin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 \
+      --gap-ms "${GAP_MS:-0}" &
     pid=$!
     for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }
