@@ -93,14 +93,26 @@ struct OutMessage {
   ucx::Request request;
 };
 
+// What the ledgers of one worker share: one endpoint per peer worker, made
+// on first use and kept (a retirement message at a communicator's free then
+// rarely waits for a new connection's wireup, which needs the peer to
+// progress and which the worker flush of every host transport's close would
+// wait out), and the messages in flight, whose buffers live until UCX is
+// done with them whichever ledger sent them. Touched only by threads
+// holding the worker's domain.
+struct WorkerLinks {
+  bool closed = false;  // shutdownRecovery ran
+  std::map<std::vector<uint8_t>, std::unique_ptr<ucx::Endpoint>> endpoints;
+  std::list<OutMessage> sending;
+};
+
 struct LedgerState {
   ucx::Worker* worker = nullptr;
   uint64_t key = 0;
   int rank = 0;  // communicator rank
   std::vector<int> members;
   std::vector<std::vector<uint8_t>> addresses;
-  std::map<int, std::unique_ptr<ucx::Endpoint>> endpoints;
-  std::list<OutMessage> sending;
+  std::shared_ptr<WorkerLinks> links;  // the worker's endpoints and sends
   uint64_t messages = 0;
   // This member's calls.
   uint64_t seq = 0;
@@ -152,17 +164,20 @@ struct LedgerState {
   }
 
   ucx::Endpoint* endpointTo(int peer, Status* why) {
-    auto it = endpoints.find(peer);
-    if (it != endpoints.end() && !it->second->failed()) return it->second.get();
+    if (links->closed) {
+      *why = Status(Code::kAborted, "switch recovery shut down");
+      return nullptr;
+    }
+    std::unique_ptr<ucx::Endpoint>& held = links->endpoints[addresses[size_t(peer)]];
+    if (held && !held->failed()) return held.get();
     Result<std::unique_ptr<ucx::Endpoint>> ep =
         ucx::Endpoint::connectAddress(*worker, addresses[size_t(peer)]);
     if (!ep.ok()) {
       *why = ep.status();
       return nullptr;
     }
-    ucx::Endpoint* raw = ep.value().get();
-    endpoints[peer] = std::move(ep.value());
-    return raw;
+    held = std::move(ep.value());
+    return held.get();
   }
 
   Status send(int peer, uint16_t id, const Header& h, const void* data, size_t bytes) {
@@ -170,6 +185,7 @@ struct LedgerState {
     Status why;
     ucx::Endpoint* ep = endpointTo(peer, &why);
     if (!ep) return why;
+    std::list<OutMessage>& sending = links->sending;
     sending.emplace_back();
     OutMessage& m = sending.back();
     m.header = h;
@@ -179,6 +195,7 @@ struct LedgerState {
   }
 
   void reap() {
+    std::list<OutMessage>& sending = links->sending;
     for (auto it = sending.begin(); it != sending.end();)
       it = it->request.done() ? sending.erase(it) : std::next(it);
   }
@@ -274,16 +291,24 @@ namespace {
 // last few retired ones of each worker strongly, and the workers whose
 // handlers are set. With threads, communicators of different domains
 // (ProcessRuntime) reach it at once: `mu` guards these maps, while a
-// ledger's own state - its endpoints and sends on its worker - is only
-// touched by threads holding its communicator's domain: the answers to it
-// arrive on that domain's worker (its address is the one the peers have),
-// a handler finds only its own worker's ledgers, and a retiring ledger
-// pushes out only its own worker's oldest (whose endpoints close on it).
+// ledger's own state - and its worker's links, endpoints and sends - is
+// only touched by threads holding its communicator's domain: the answers to
+// it arrive on that domain's worker (its address is the one the peers
+// have), a handler finds only its own worker's ledgers, and a retiring
+// ledger pushes out only its own worker's oldest.
 struct Registry {
   std::mutex mu;
   std::map<uint64_t, std::weak_ptr<LedgerState>> live;
   std::map<ucx::Worker*, std::deque<std::shared_ptr<LedgerState>>> retired;
+  std::map<ucx::Worker*, std::shared_ptr<WorkerLinks>> links;
   std::set<ucx::Worker*> handlers_on;
+
+  std::shared_ptr<WorkerLinks> linksOf(ucx::Worker* worker) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::shared_ptr<WorkerLinks>& l = links[worker];
+    if (!l) l = std::make_shared<WorkerLinks>();
+    return l;
+  }
 
   std::shared_ptr<LedgerState> find(ucx::Worker* worker, uint64_t key) {
     std::lock_guard<std::mutex> lock(mu);
@@ -403,8 +428,9 @@ CallLedger::CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<
   state_->rank = rank;
   state_->members = std::move(members);
   state_->addresses = std::move(addresses);
-  setHandlers(worker);
   Registry& reg = registry();
+  state_->links = reg.linksOf(&worker);
+  setHandlers(worker);
   std::lock_guard<std::mutex> lock(reg.mu);
   reg.live[key] = state_;
 }
@@ -642,26 +668,29 @@ void shutdownRecovery(bool worker_alive) {
   Registry& reg = registry();
   // Taken out under the lock, dropped without it (see ~CallLedger).
   std::vector<std::shared_ptr<LedgerState>> states;
+  std::vector<std::shared_ptr<WorkerLinks>> links;
   {
     std::lock_guard<std::mutex> lock(reg.mu);
     for (auto& [worker, list] : reg.retired)
       for (std::shared_ptr<LedgerState>& s : list) states.push_back(std::move(s));
     reg.retired.clear();
-    for (auto& [key, weak] : reg.live)
-      if (std::shared_ptr<LedgerState> s = weak.lock()) states.push_back(std::move(s));
     reg.live.clear();
+    for (auto& [worker, l] : reg.links) links.push_back(std::move(l));
+    reg.links.clear();
     reg.handlers_on.clear();
   }
-  auto drop = [worker_alive](LedgerState& s) {
+  states.clear();
+  for (std::shared_ptr<WorkerLinks>& l : links) {
+    // A live ledger still holding them sends nothing from now on.
+    l->closed = true;
     if (!worker_alive) {
       // The worker is left to process exit: so are its endpoints and sends.
-      for (auto& [peer, ep] : s.endpoints) (void)ep.release();
-      (void)new std::list<OutMessage>(std::move(s.sending));
+      for (auto& [address, ep] : l->endpoints) (void)ep.release();
+      (void)new std::list<OutMessage>(std::move(l->sending));
     }
-    s.endpoints.clear();
-    s.sending.clear();
-  };
-  for (std::shared_ptr<LedgerState>& s : states) drop(*s);
+    l->endpoints.clear();
+    l->sending.clear();
+  }
 }
 
 }  // namespace switchagg::coll
