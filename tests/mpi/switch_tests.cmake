@@ -208,6 +208,13 @@ add_switch_test(mpi_switch_fault_stall_rejoin 150 "mpi;agent;fault" stall 104857
 # rank 2 alone): the leaders rejoin, the non-leader follows the agreement.
 add_switch_test(mpi_switch_fault_leaders_stall_rejoin 150 "mpi;agent;fault" stall 1048576)
 set_tests_properties(mpi_switch_fault_leaders_stall_rejoin PROPERTIES ENVIRONMENT "PPN=2")
+# Rejoin by time: after the fallback the ranks call once every 200 ms and
+# the call count (100000) never comes; SWITCHAGG_SWITCH_REJOIN_TIME=4s
+# must bring the path back (rank 0's clock, told the others at checks:
+# calls 1, 2, 4, 8, then where the rate says the time is up).
+add_switch_test(mpi_switch_fault_stall_rejoin_time 150 "mpi;agent;fault" stall 1048576)
+set_tests_properties(mpi_switch_fault_stall_rejoin_time PROPERTIES ENVIRONMENT
+  "REJOIN_CALLS=100000;REJOIN_TIME=4s;GAP_MS=200")
 add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)
 # Stripes: a lease over two agents (fabric map), each call cut in two.
 add_switch_test(mpi_switch_stripes_np3 240 "mpi;agent" stripes 3)
@@ -369,6 +376,12 @@ fault_test(mpi_switch_fault_oneshot_tree_leaf_miss_np4
 fault_test(mpi_switch_fault_oneshot_tree_spine_miss_np4
   "EXPECT_RECOVERED=rank [01]: switch [a-z_]+ call [0-9]+ failed here"
   tree 4 1 spine_miss)
+# The member that missed a communicator's last call (miss:N:M) recovers it
+# although the others freed that communicator and nine more at once: their
+# retired ledgers stay until every member confirmed it is past their last
+# calls (docs/offload.md "Completion", safety case 7); a lost question
+# would fail the call at the test's 20 s stall bound.
+fault_test(mpi_switch_fault_oneshot_retired_np3 "" retired 3)
 # The same result sent to that member 1.2 s late (late:N:M:MS), past its
 # bound, while a 2000-iteration loop still runs: the stale chunk is
 # ignored, every answer exact; every rank a member and node leaders.

@@ -24,6 +24,8 @@
 //     which rank 0 creates at the fallback, then resumes it and fires): the
 //     loop ends once the switch served 3 calls after the fallback; asserts
 //     at least one fallback, switch:rejoined >= 1, every result right.
+//     --gap-ms G: after the fallback every rank sleeps G ms between calls
+//     (a job that calls rarely: the rejoin must come by time).
 //
 //   test_switch_check --comms ITERS
 //     8 live communicators per rank (WORLD, 3 dups, two splits, a reversed
@@ -42,6 +44,7 @@
 //     switch:dead 0, no fallback:switch-failed).
 #include <mpi.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -184,7 +187,8 @@ bool exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
-int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms, bool rejoin) {
+int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms, bool rejoin,
+             int gap_ms) {
   const size_t count = bytes / sizeof(int64_t);
   std::vector<int64_t> ref, in(count), out(count);
   std::vector<double> mag;
@@ -227,9 +231,11 @@ int runFault(const std::string& dir, size_t bytes, int after, double max_call_ms
     if (!rejoin && fired_at >= 0 && iter - fired_at >= after) break;
     if (rejoin && fired_at >= 0 && switch_after >= 3) break;
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(90)) {
-      fail("the fault was never injected (no " + dir + "/fired within 90 s)");
+      fail(fired_at < 0 ? "the fault was never injected (no " + dir + "/fired within 90 s)"
+                        : "no rejoin within 90 s");
       break;
     }
+    if (gap_ms > 0 && fallback_at >= 0) usleep(useconds_t(gap_ms) * 1000);
   }
   if (worst > max_call_ms) fail("a call took " + std::to_string(worst) + " ms");
   const uint64_t fallbacks = counter("fallback:switch-failed");
@@ -366,7 +372,7 @@ int main(int argc, char** argv) {
   double max_call_ms = 6000;
   std::string fault_dir;
   bool rejoin = false;
-  int comms_iters = 0, busy_iters = 0;
+  int comms_iters = 0, busy_iters = 0, gap_ms = 0;
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--rejoin")) rejoin = true;
   for (int i = 1; i + 1 < argc; ++i) {
@@ -378,6 +384,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--max-call-ms")) max_call_ms = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--comms")) comms_iters = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--busy")) busy_iters = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--gap-ms")) gap_ms = std::atoi(argv[++i]);
   }
   check::Diagnostics diag;
   const bool loaded = diag.load();
@@ -391,7 +398,7 @@ int main(int argc, char** argv) {
   const int cases = comms_iters > 0 ? runComms(comms_iters)
                     : busy_iters > 0  ? runBusy(busy_iters)
                     : fault_dir.empty() ? runRepeat(repeat > 0 ? repeat : 5, big)
-                                        : runFault(fault_dir, bytes, after, max_call_ms, rejoin);
+                                        : runFault(fault_dir, bytes, after, max_call_ms, rejoin, gap_ms);
   char summary[160];
   std::snprintf(summary, sizeof summary, "np=%d, switch bytes sent by rank 0 %llu (%s)", g_size,
                 static_cast<unsigned long long>(counter("switch:bytes_sent")),

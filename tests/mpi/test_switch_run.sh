@@ -23,6 +23,10 @@
 #   program_fails NP PATTERN PROGRAM [ARGS...]  the run must fail (a fault
 #                         test) with a line matching PATTERN, well within
 #                         mpirun_lease's kill
+#   retired NP            mpi_retired_check: a member still recovering a
+#                         communicator's last call (miss:N:M) while the others
+#                         freed it and more (COMMS, default 10): it gets its
+#                         result from their retired ledgers
 #   cg NP                 switchagg-cg without switchagg and with offload on:
 #                         residual histories bitwise equal (cg_compare.sh)
 #   cg_history NP         (NP >= 3, where summation order shows in the bits)
@@ -504,6 +508,28 @@ case $scenario in
       { cat "$work/liveness.log"; die "liveness run failed"; }
     expect_pass "$work/liveness.log" "joined switch group"
     ;;
+  retired)
+    # retired NP: mpi_retired_check (docs/offload.md "Completion", safety
+    # case 7): COMMS communicators (default 10, more than a process keeps
+    # retired ledgers of unconfirmed) each make one allreduce of one
+    # double, then the first one more, whose result the agent's fault point
+    # withholds from the last rank (miss:COMMS+1:NP-1); the others return
+    # and free them all at once. The last rank's call times out (1 s) and
+    # must still take the result from a peer, well before the stall bound
+    # (20 s here, so that a lost question fails fast). Every rank a member
+    # (node leaders off).
+    np=$1 comms=${COMMS:-10}
+    fault=miss:$((comms + 1)):$((np - 1))
+    SWITCHAGG_AGENT_TEST_FAULT=$fault start_agent
+    lease "retired-np$np"
+    SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/retired.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+      -x SWITCHAGG_SWITCH_LEADERS=off --mca coll_switchagg_stall_timeout 20 \
+      "$mpibin/mpi_retired_check" --comms "$comms" --miss-rank $((np - 1)) --max-call-ms 10000 ||
+      { cat "$work/retired.log"; die "retired run failed"; }
+    expect_pass "$work/retired.log" \
+      "rank $((np - 1)): switch allreduce call 2 failed here.*its result came from rank [0-9]"
+    expect_fault_fired "$work/agent.log" "$fault"
+    ;;
   oneshot)
     # One-round-trip completion (docs/offload.md "Completion"): mpi_oneshot_check.
     np=$1 mode=$2 recovered=${3:-1}
@@ -839,10 +865,16 @@ case $scenario in
       start_agent
       lease fault-stall
     fi
-    # Short call bound and rejoin interval keep the test quick.
-    SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=8 \
+    # Short call bound and rejoin interval keep the test quick. REJOIN_TIME
+    # and GAP_MS (rejoin by time): SWITCHAGG_SWITCH_REJOIN_TIME, and the
+    # ranks sleep GAP_MS between calls after the fallback (REJOIN_CALLS,
+    # default 8, then set high: only the time can bring the path back).
+    SWITCHAGG_SWITCH_TIMEOUT_MS=500 SWITCHAGG_SWITCH_REJOIN_CALLS=${REJOIN_CALLS:-8} \
+      SWITCHAGG_SWITCH_REJOIN_TIME=${REJOIN_TIME:-60s} \
       run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_REJOIN_CALLS \
-      "${emu[@]}" "$mpibin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 &
+      -x SWITCHAGG_SWITCH_REJOIN_TIME \
+      "${emu[@]}" "$mpibin/test_switch_check" --fault "$work" --bytes "$bytes" --rejoin --max-call-ms 20000 \
+      --gap-ms "${GAP_MS:-0}" &
     pid=$!
     for _ in $(seq 1 600); do [[ -f $work/ready ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
     [[ -f $work/ready ]] || { wait $pid; cat "$work/fault.log"; die "the switch never served"; }

@@ -24,8 +24,9 @@
 // is dead for the communicator (alike on all ranks) and we return
 // kUnsupported: dispatch runs the next candidate (a host algorithm) from the
 // intact input. After `rejoin_calls` more calls (counted alike on every
-// rank, so no extra communication decides it) the communicator runs the
-// join again; a failed rejoin doubles the wait. Nobody failed but someone
+// rank) or `rejoin_ms` (rank 0's clock, told the others at a few agreed
+// check calls: switch_rejoin.h), whichever comes first, the communicator
+// runs the join again; a failed rejoin doubles both. Nobody failed but someone
 // was told busy (the agent refused the call: the job's other communicators
 // held the lease's slots) -> the same host redo, but the path stays alive.
 // Detailed semantics: docs/offload.md.
@@ -79,16 +80,39 @@ void AgentSwitchPath::fill(SelectionInput* in) const {
 }
 
 // Every rank calls it for the same calls in the same order, so the count -
-// and the decision to run the collective join - agree everywhere.
+// and the decision to run the collective join - agree everywhere; time
+// counts only as rank 0 tells it at the schedule's checks (switch_rejoin.h).
 void AgentSwitchPath::rejoinIfDue() {
-  if (joined_ || rejoin_after_ == 0 || ++calls_since_failure_ < rejoin_after_) return;
-  calls_since_failure_ = 0;
+  if (joined_) return;
+  switch (rejoin_.next()) {
+    case RejoinSchedule::Step::kNothing: return;
+    case RejoinSchedule::Step::kRejoin: break;
+    case RejoinSchedule::Step::kCheck: {
+      RejoinSchedule::Verdict mine;
+      if (comm_.rank() == 0) mine = rejoin_.verdict(steadyMs());
+      std::vector<RejoinSchedule::Verdict> all(size_t(comm_.size()));
+      Status st = comm_.allgather(&mine, all.data(), sizeof mine);
+      if (!st.ok()) {
+        // The host transport failed: the component reports it at the call.
+        SA_DEBUG("coll", "comm %s rank %d: switch rejoin check: %s", comm_.name().c_str(),
+                 comm_.rank(), st.toString().c_str());
+        return;
+      }
+      if (!rejoin_.apply(all[0])) return;
+      if (comm_.rank() == 0)
+        SA_DEBUG("coll", "comm %s: switch rejoin: %" PRId64 " ms since the failure are up",
+                 comm_.name().c_str(), rejoin_.msLimit());
+      break;
+    }
+  }
   Joined joined = joinGroup(comm_, lease_, false, leaders_.get());
   if (!joined.ok) {
-    rejoin_after_ = std::min<uint64_t>(rejoin_after_ * 2, kMaxRejoinCalls);
+    rejoin_.rejoinFailed(steadyMs());
     if (comm_.rank() == 0)
-      SA_DEBUG("coll", "comm %s: switch rejoin failed; next try after %" PRIu64 " calls",
-               comm_.name().c_str(), rejoin_after_);
+      SA_DEBUG("coll",
+               "comm %s: switch rejoin failed; next try after %" PRIu64 " calls or %" PRId64
+               " ms",
+               comm_.name().c_str(), rejoin_.callLimit(), rejoin_.msLimit());
     return;
   }
   group_ = std::move(joined.group);
@@ -105,8 +129,6 @@ void AgentSwitchPath::rejoinIfDue() {
 void AgentSwitchPath::giveUp(const Status& mine, int first_bad, const char* what,
                              const char* after) {
   ++failed_;
-  calls_since_failure_ = 0;
-  rejoin_after_ = lease_.rejoin_calls;
   if (!mine.ok())
     SA_DEBUG("coll", "comm %s rank %d: switch %s failed: %s", comm_.name().c_str(),
              comm_.rank(), what, mine.toString().c_str());
@@ -117,10 +139,11 @@ void AgentSwitchPath::giveUp(const Status& mine, int first_bad, const char* what
             "switch path disabled for this communicator (fallback:switch-failed)%s",
             comm_.name().c_str(), what, who.c_str(),
             mine.ok() ? "see its log at verbose 2" : mine.toString().c_str(), after,
-            rejoin_after_ ? "; rejoin attempts follow" : "");
+            lease_.rejoin_calls ? "; rejoin attempts follow" : "");
   // The group is dead or about to be; drop it (a usable one is left).
   group_.reset();
   joined_ = false;
+  rejoin_.failed(steadyMs());  // after the group's drain: the path is off from here
 }
 
 bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {

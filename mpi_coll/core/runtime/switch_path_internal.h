@@ -25,6 +25,7 @@
 #include "switch_lease.h"
 #include "switch_path.h"
 #include "switch_recovery.h"
+#include "switch_rejoin.h"
 #include "switchagg/agent/data_client.h"
 #include "switchagg/common/log.h"
 
@@ -160,7 +161,8 @@ class AgentSwitchPath : public SwitchPath {
       : comm_(comm), lease_(lease), leaders_(std::move(leaders)),
         group_(std::move(joined.group)),
         capacity_(joined.capacity), info_(joined.info), joined_(joined.ok),
-        routed_(joined.routed), tree_(std::move(joined.tree)) {
+        routed_(joined.routed), tree_(std::move(joined.tree)),
+        rejoin_(lease.rejoin_calls, lease.rejoin_ms) {
     makeLedger();
   }
   ~AgentSwitchPath() override;
@@ -332,7 +334,7 @@ class AgentSwitchPath : public SwitchPath {
   TreeLayout tree_;        // placement of a tree communicator's participants
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
   std::vector<uint8_t> placed_;   // a staged call's vector in placement order (staged())
-  uint64_t calls_since_failure_ = 0, rejoin_after_ = 0;
+  RejoinSchedule rejoin_;  // after a failure: when to join again (alike on every rank)
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
   uint64_t last_bytes_sent_ = 0;
   uint64_t barriers_ = 0, barrier_failed_ = 0, barrier_busy_ = 0;

@@ -16,6 +16,20 @@
 // byte range [lo, hi) of the member's input; a done member answers from its
 // kept input, a failed one from its own (still intact) input; the asker
 // completes once one member is done and every part is here.
+//
+// Retirement (a freed communicator's ledger; docs/offload.md safety case
+// 7): the ledger stays answerable. A worker keeps up to kRetiredKept of
+// them without a word; past that it drops the oldest only once every other
+// member said it is past its last call there (its own ledger retired too):
+//
+//   member A (over the limit)                member B
+//     PAST_ASK{key, from A}  ───────────────▶ retired: PAST at once
+//                                             live: PAST when it retires
+//                            ◀─────────────── PAST{key, from B}
+//
+// Either message says its sender retired the ledger, so both sides count
+// it. A member still asking about the last call has not retired it, so
+// the answers it needs stay until it got them.
 #include "switch_recovery.h"
 
 #include <algorithm>
@@ -34,8 +48,13 @@ namespace switchagg::coll {
 namespace {
 
 constexpr uint16_t kAmQuery = 50, kAmAnswer = 51;  // on the process's shared worker
-constexpr uint32_t kMagic = 0x53415243;             // "SARC"
-constexpr size_t kRetiredKept = 8;                  // freed communicators still answered, per worker
+// Retirement: "I am past my last call of this communicator; are you?" and
+// "so am I".
+constexpr uint16_t kAmPastAsk = 52, kAmPast = 53;
+constexpr uint32_t kMagic = 0x53415243;  // "SARC"
+// Retired ledgers a worker keeps without asking; older ones stay until every
+// other member is known past them.
+constexpr size_t kRetiredKept = 8;
 
 struct Header {
   uint32_t magic;
@@ -74,14 +93,26 @@ struct OutMessage {
   ucx::Request request;
 };
 
+// What the ledgers of one worker share: one endpoint per peer worker, made
+// on first use and kept (a retirement message at a communicator's free then
+// rarely waits for a new connection's wireup, which needs the peer to
+// progress and which the worker flush of every host transport's close would
+// wait out), and the messages in flight, whose buffers live until UCX is
+// done with them whichever ledger sent them. Touched only by threads
+// holding the worker's domain.
+struct WorkerLinks {
+  bool closed = false;  // shutdownRecovery ran
+  std::map<std::vector<uint8_t>, std::unique_ptr<ucx::Endpoint>> endpoints;
+  std::list<OutMessage> sending;
+};
+
 struct LedgerState {
   ucx::Worker* worker = nullptr;
   uint64_t key = 0;
   int rank = 0;  // communicator rank
   std::vector<int> members;
   std::vector<std::vector<uint8_t>> addresses;
-  std::map<int, std::unique_ptr<ucx::Endpoint>> endpoints;
-  std::list<OutMessage> sending;
+  std::shared_ptr<WorkerLinks> links;  // the worker's endpoints and sends
   uint64_t messages = 0;
   // This member's calls.
   uint64_t seq = 0;
@@ -101,19 +132,52 @@ struct LedgerState {
   int source = -1;
   bool changed = false;
   std::map<int, CallOutcome> answers;
+  // Retirement (the communicator freed here).
+  bool retired = false;
+  bool past_asked = false;  // the others were asked whether they are past it
+  std::set<int> past;       // members known to have retired it too
+  std::set<int> tell_past;  // members that asked while it was live: told on retiring
+
+  // Nobody can ask this member about the communicator again: every other
+  // member retired it (or there never was a call to ask about).
+  bool everyonePast() const {
+    if (seq == 0) return true;
+    for (int m : members)
+      if (m != rank && past.find(m) == past.end()) return false;
+    return true;
+  }
+  // PAST_ASK (id kAmPastAsk) to every member not known past it, or PAST
+  // (kAmPast) to one.
+  void sendRetirement(uint16_t id, int to) {
+    Header h{};
+    h.magic = kMagic;
+    h.from = rank;
+    h.key = key;
+    Status st = send(to, id, h, nullptr, 0);
+    if (!st.ok())
+      SA_DEBUG("coll", "switch recovery: retirement message to rank %d: %s", to,
+               st.toString().c_str());
+  }
+  void askPast() {
+    for (int m : members)
+      if (m != rank && past.find(m) == past.end()) sendRetirement(kAmPastAsk, m);
+  }
 
   ucx::Endpoint* endpointTo(int peer, Status* why) {
-    auto it = endpoints.find(peer);
-    if (it != endpoints.end() && !it->second->failed()) return it->second.get();
+    if (links->closed) {
+      *why = Status(Code::kAborted, "switch recovery shut down");
+      return nullptr;
+    }
+    std::unique_ptr<ucx::Endpoint>& held = links->endpoints[addresses[size_t(peer)]];
+    if (held && !held->failed()) return held.get();
     Result<std::unique_ptr<ucx::Endpoint>> ep =
         ucx::Endpoint::connectAddress(*worker, addresses[size_t(peer)]);
     if (!ep.ok()) {
       *why = ep.status();
       return nullptr;
     }
-    ucx::Endpoint* raw = ep.value().get();
-    endpoints[peer] = std::move(ep.value());
-    return raw;
+    held = std::move(ep.value());
+    return held.get();
   }
 
   Status send(int peer, uint16_t id, const Header& h, const void* data, size_t bytes) {
@@ -121,6 +185,7 @@ struct LedgerState {
     Status why;
     ucx::Endpoint* ep = endpointTo(peer, &why);
     if (!ep) return why;
+    std::list<OutMessage>& sending = links->sending;
     sending.emplace_back();
     OutMessage& m = sending.back();
     m.header = h;
@@ -130,6 +195,7 @@ struct LedgerState {
   }
 
   void reap() {
+    std::list<OutMessage>& sending = links->sending;
     for (auto it = sending.begin(); it != sending.end();)
       it = it->request.done() ? sending.erase(it) : std::next(it);
   }
@@ -225,16 +291,24 @@ namespace {
 // last few retired ones of each worker strongly, and the workers whose
 // handlers are set. With threads, communicators of different domains
 // (ProcessRuntime) reach it at once: `mu` guards these maps, while a
-// ledger's own state - its endpoints and sends on its worker - is only
-// touched by threads holding its communicator's domain: the answers to it
-// arrive on that domain's worker (its address is the one the peers have),
-// a handler finds only its own worker's ledgers, and a retiring ledger
-// pushes out only its own worker's oldest (whose endpoints close on it).
+// ledger's own state - and its worker's links, endpoints and sends - is
+// only touched by threads holding its communicator's domain: the answers to
+// it arrive on that domain's worker (its address is the one the peers
+// have), a handler finds only its own worker's ledgers, and a retiring
+// ledger pushes out only its own worker's oldest.
 struct Registry {
   std::mutex mu;
   std::map<uint64_t, std::weak_ptr<LedgerState>> live;
   std::map<ucx::Worker*, std::deque<std::shared_ptr<LedgerState>>> retired;
+  std::map<ucx::Worker*, std::shared_ptr<WorkerLinks>> links;
   std::set<ucx::Worker*> handlers_on;
+
+  std::shared_ptr<WorkerLinks> linksOf(ucx::Worker* worker) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::shared_ptr<WorkerLinks>& l = links[worker];
+    if (!l) l = std::make_shared<WorkerLinks>();
+    return l;
+  }
 
   std::shared_ptr<LedgerState> find(ucx::Worker* worker, uint64_t key) {
     std::lock_guard<std::mutex> lock(mu);
@@ -247,6 +321,32 @@ struct Registry {
       for (const std::shared_ptr<LedgerState>& s : mine->second)
         if (s->key == key) return s;
     return nullptr;
+  }
+
+  // Over kRetiredKept, the oldest retired ledgers of `worker` every other
+  // member is past are dropped; the others' members are asked (once) and
+  // they stay. Sends and drops happen without the lock (they may progress
+  // the worker, whose handlers look ledgers up).
+  void trim(ucx::Worker* worker) {
+    std::vector<std::shared_ptr<LedgerState>> gone, ask;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      std::deque<std::shared_ptr<LedgerState>>& list = retired[worker];
+      size_t over = list.size() > kRetiredKept ? list.size() - kRetiredKept : 0;
+      for (auto it = list.begin(); it != list.end() && over > 0; --over) {
+        if ((*it)->everyonePast()) {
+          gone.push_back(std::move(*it));
+          it = list.erase(it);
+          continue;
+        }
+        if (!(*it)->past_asked) {
+          (*it)->past_asked = true;
+          ask.push_back(*it);
+        }
+        ++it;
+      }
+    }
+    for (const std::shared_ptr<LedgerState>& s : ask) s->askPast();
   }
 };
 
@@ -285,6 +385,30 @@ void setHandlers(ucx::Worker& worker) {
       if (std::shared_ptr<LedgerState> s = registry().find(&worker, h.key))
         s->onAnswer(h, m.data, m.length);
     });
+  // PAST_ASK and PAST (retirement): each says its sender retired the
+  // ledger. An unknown key: this member dropped it, which it does only once
+  // every member is past it, so the asker has (or is being sent) its PAST.
+  auto retirement = [&worker](uint16_t id) {
+    return [&worker, id](const ucx::AmMessage& m) {
+      Header h;
+      if (!parse(m, &h)) return;
+      const uint64_t key = h.key;
+      const int from = h.from;
+      worker.post([&worker, key, from, id] {
+        std::shared_ptr<LedgerState> s = registry().find(&worker, key);
+        if (!s || from < 0 || size_t(from) >= s->addresses.size()) return;
+        s->past.insert(from);
+        if (id == kAmPastAsk) {
+          if (s->retired) s->sendRetirement(kAmPast, from);
+          else s->tell_past.insert(from);  // told when it retires here
+        }
+        s.reset();
+        registry().trim(&worker);
+      });
+    };
+  };
+  if (st.ok()) st = worker.setAmHandler(kAmPastAsk, retirement(kAmPastAsk));
+  if (st.ok()) st = worker.setAmHandler(kAmPast, retirement(kAmPast));
   if (!st.ok()) SA_WARN("coll", "switch recovery handlers: %s", st.toString().c_str());
 }
 
@@ -304,25 +428,30 @@ CallLedger::CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<
   state_->rank = rank;
   state_->members = std::move(members);
   state_->addresses = std::move(addresses);
-  setHandlers(worker);
   Registry& reg = registry();
+  state_->links = reg.linksOf(&worker);
+  setHandlers(worker);
   std::lock_guard<std::mutex> lock(reg.mu);
   reg.live[key] = state_;
 }
 
 CallLedger::~CallLedger() {
   Registry& reg = registry();
-  // A ledger retired for good dies after the lock is let go: closing its
-  // endpoints may progress the worker, whose handlers look ledgers up.
-  std::vector<std::shared_ptr<LedgerState>> gone;
-  std::lock_guard<std::mutex> lock(reg.mu);
-  reg.live.erase(state_->key);
-  std::deque<std::shared_ptr<LedgerState>>& retired = reg.retired[state_->worker];
-  retired.push_back(std::move(state_));
-  while (retired.size() > kRetiredKept) {
-    gone.push_back(std::move(retired.front()));
-    retired.pop_front();
+  LedgerState& s = *state_;
+  ucx::Worker* worker = s.worker;
+  // Retired: still answers about its last call (kept), nothing else.
+  s.retired = true;
+  s.live.clear();
+  s.parts.clear();
+  s.answers.clear();
+  for (int m : s.tell_past) s.sendRetirement(kAmPast, m);
+  s.tell_past.clear();
+  {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    reg.live.erase(s.key);
+    reg.retired[worker].push_back(std::move(state_));
   }
+  reg.trim(worker);
 }
 
 uint64_t CallLedger::begin() {
@@ -539,26 +668,29 @@ void shutdownRecovery(bool worker_alive) {
   Registry& reg = registry();
   // Taken out under the lock, dropped without it (see ~CallLedger).
   std::vector<std::shared_ptr<LedgerState>> states;
+  std::vector<std::shared_ptr<WorkerLinks>> links;
   {
     std::lock_guard<std::mutex> lock(reg.mu);
     for (auto& [worker, list] : reg.retired)
       for (std::shared_ptr<LedgerState>& s : list) states.push_back(std::move(s));
     reg.retired.clear();
-    for (auto& [key, weak] : reg.live)
-      if (std::shared_ptr<LedgerState> s = weak.lock()) states.push_back(std::move(s));
     reg.live.clear();
+    for (auto& [worker, l] : reg.links) links.push_back(std::move(l));
+    reg.links.clear();
     reg.handlers_on.clear();
   }
-  auto drop = [worker_alive](LedgerState& s) {
+  states.clear();
+  for (std::shared_ptr<WorkerLinks>& l : links) {
+    // A live ledger still holding them sends nothing from now on.
+    l->closed = true;
     if (!worker_alive) {
       // The worker is left to process exit: so are its endpoints and sends.
-      for (auto& [peer, ep] : s.endpoints) (void)ep.release();
-      (void)new std::list<OutMessage>(std::move(s.sending));
+      for (auto& [address, ep] : l->endpoints) (void)ep.release();
+      (void)new std::list<OutMessage>(std::move(l->sending));
     }
-    s.endpoints.clear();
-    s.sending.clear();
-  };
-  for (std::shared_ptr<LedgerState>& s : states) drop(*s);
+    l->endpoints.clear();
+    l->sending.clear();
+  }
 }
 
 }  // namespace switchagg::coll

@@ -34,8 +34,9 @@
 // worker, answered inside its progress - from the progress callback Open
 // MPI calls in any MPI call, from the component's own waits and from a
 // member that is recovering itself. A CallLedger's state outlives its
-// communicator for a while (the last few freed ones), so a peer still
-// recovering a call of a freed communicator gets its answer.
+// communicator: a worker keeps its last few freed ones, and older ones
+// until every other member said it freed that communicator too, so a peer
+// still recovering a call of a freed communicator always gets its answer.
 #pragma once
 
 #include <cstddef>
@@ -78,7 +79,7 @@ class CallLedger {
   // them; `addresses`: every communicator rank's worker address.
   CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<int> members,
              std::vector<std::vector<uint8_t>> addresses);
-  ~CallLedger();  // the state retires: still answered for a while
+  ~CallLedger();  // the state retires: answered until every member retired it
   CallLedger(const CallLedger&) = delete;
   CallLedger& operator=(const CallLedger&) = delete;
 

@@ -11,11 +11,13 @@
 namespace switchagg::coll {
 
 constexpr int64_t kMaxRejoinCalls = 1 << 20;
+constexpr int64_t kMaxRejoinMs = int64_t(24) * 3600 * 1000;  // a day
 
 struct SwitchSettings {
   int64_t call_timeout_ms = 2000;  // base bound of one call; + 1 ms per 4 KiB
   uint32_t window_request = 0;     // 0: half of the lease's slots
   uint32_t rejoin_calls = 100;     // 0: a failed switch path stays off
+  int64_t rejoin_ms = 60000;       // or after this long, if sooner (0: calls only)
   bool node_leaders = true;        // reduce inside each node; one member per node
   // Node leaders' pipeline segment; 0: no pipeline. Off by default: on the
   // only fabric measured (emulated, CPU-bound) it was slower than without
@@ -46,6 +48,12 @@ inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
        "after a switch failure, allreduce calls on the host before the communicator rejoins "
        "(doubling after each failed rejoin; 0: never rejoin)",
        intField(&S::rejoin_calls, 0, kMaxRejoinCalls)},
+      {"switch.rejoin_time", "SWITCHAGG_SWITCH_REJOIN_TIME",
+       "after a switch failure, the time after which the communicator rejoins if "
+       "SWITCHAGG_SWITCH_REJOIN_CALLS calls have not come first (a duration, e.g. 60s; a bare "
+       "number is ms; rank 0's clock, checked at agreed calls; doubling after each failed "
+       "rejoin; 0: calls only)",
+       durationField(&S::rejoin_ms, 0, kMaxRejoinMs)},
       {"switch.leaders", "SWITCHAGG_SWITCH_LEADERS",
        "with several ranks per node, reduce inside each node first and let one leader per "
        "node (its lowest rank) talk to the agent (off: every rank is a member)",
