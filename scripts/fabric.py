@@ -9,12 +9,19 @@ byte crosses the hosts' shaped links: `counters` shows it).
 
   fabric.py up NAME [--topo star|leaf-spine] [--hosts H] [--racks R]
                     [--rate MBIT] [--uplink MBIT] [--agent-rate MBIT]
+                    [--reducers K] [--reducer-rate MBIT]
                     [--subnet 10.77]        bring a fabric up (returns when ready)
   fabric.py down NAME                       tear it down (also what a dead run left)
   fabric.py status [NAME] [--json]          hosts, addresses, links, owner
   fabric.py exec NAME HOST -- CMD...        run CMD on HOST (its netns, hostname, /tmp)
   fabric.py hostfile NAME [--ppn N]         an Open MPI hostfile of the compute hosts
   fabric.py counters NAME                   bytes sent/received per host interface
+
+Reducer hosts (--reducers K, star only): hosts r1..rK on the same switch,
+each with a link at --reducer-rate (default: a compute host's rate), for
+agents on ordinary hosts (the reduction-server deployment a RoCE site can
+run today: a job stripes every call over K of them) beside the agent in the
+switch, which stays.
 
 Topologies:
   star        H hosts h1..hH on one switch; the agent host `agent` on the
@@ -90,6 +97,10 @@ def plan(args):
             links.append(("h%d" % i, sw[0], rate))
         nodes.append({"name": "agent", "ip": "%s.1.1" % net, "role": "agent", "rack": -1})
         links.append(("agent", sw[0], agent_rate))
+        for k in range(1, args.reducers + 1):
+            nodes.append({"name": "r%d" % k, "ip": "%s.2.%d" % (net, k), "role": "reducer",
+                          "rack": -1})
+            links.append(("r%d" % k, sw[0], args.reducer_rate or rate))
     else:
         spine = p + "s0"
         sw = [spine]
@@ -203,8 +214,13 @@ def cmd_up(args):
         die("leaf-spine: --racks and --hosts (per rack) must be 1..16", 2)
     if not re.match(r"^\d{1,3}\.\d{1,3}$", args.subnet):
         die("--subnet takes the first two octets, e.g. 10.77", 2)
-    if args.rate <= 0 or (args.uplink or 1) <= 0 or (args.agent_rate or 1) <= 0:
+    if args.rate <= 0 or (args.uplink or 1) <= 0 or (args.agent_rate or 1) <= 0 or \
+            (args.reducer_rate or 1) <= 0:
         die("link rates must be > 0 Mbit/s", 2)
+    if not 0 <= args.reducers <= 16:
+        die("--reducers must be 0..16", 2)
+    if args.reducers and args.topo != "star":
+        die("--reducers: reducer hosts are on the star topology only", 2)
     if os.geteuid() != 0:
         die("needs root (network namespaces, bridges, tc)")
     for tool in ("brctl", "tc", "nsenter", "unshare", "mnexec"):
@@ -443,6 +459,10 @@ def main():
         p.add_argument("--uplink", type=int, default=0, help="leaf uplink Mbit/s (default hosts x rate)")
         p.add_argument("--agent-rate", type=int, default=0,
                        help="agent link Mbit/s (default: the sum of what feeds it)")
+        p.add_argument("--reducers", type=int, default=0,
+                       help="reducer hosts r1..rK for agents at a host's rate (star; default 0)")
+        p.add_argument("--reducer-rate", type=int, default=0,
+                       help="reducer host link Mbit/s (default --rate)")
         p.add_argument("--subnet", default="10.77", help="first two octets (default 10.77)")
         p.add_argument("--quiet", action="store_true")
     p = sub.add_parser("down", help="tear a fabric down")

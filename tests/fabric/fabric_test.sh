@@ -31,6 +31,15 @@
 #              and K = 3 (rank order, not the stripe cut, fixes each
 #              element's sum); one stripe's agent SIGKILLed mid-loop at K = 3:
 #              every result right, every call bounded, the other agents alive
+#   reducers   the reduction-server deployment: 3 hosts and 3 reducer hosts
+#              r1..r3 at the hosts' link rate (fabric.py --reducers), an
+#              agent on each; a job striped over K = 3 of them is exact on
+#              the dtype x op matrix, its 1 MiB+8 int64/double sums bitwise
+#              those of K = 1, and the three reducer links carry equal
+#              shares (interface counters, within 10%); offload=auto: 4 MiB
+#              MPI_Iallreduces inherit the blocking calls' settled verdict,
+#              a host path with K = 1 reducer, the switch with K = 3; the fabric with its
+#              reducer hosts goes down leaving nothing
 #   routed     3 hosts x 1 rank, the agent on the agent host: MPI_Reduce,
 #              MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast through
 #              the switch, every dtype x op x count x in place bitwise right
@@ -71,6 +80,7 @@ source "$root/scripts/lib_fabric.sh"
 # to run beside another checkout's run of the same scenario.
 name=${SWITCHAGG_TEST_FABRIC:-ft${scenario:0:1}}
 [[ $scenario == stripes ]] && name=${SWITCHAGG_TEST_FABRIC:-ftk}
+[[ $scenario == reducers ]] && name=${SWITCHAGG_TEST_FABRIC:-ftq}
 subnet_of() { echo "${SWITCHAGG_TEST_SUBNET:-$1}"; }
 work=$(mktemp -d /var/tmp/switchagg-fabric-test.XXXXXX)
 die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
@@ -343,13 +353,24 @@ case $scenario in
     fabric_py down "$name" >/dev/null || die "second down"
     echo "PASS fabric teardown"
     ;;
-  stripes)
-    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.86)" || die "fabric up"
-    # Three agents on the agent host (own control sockets, own data ports).
+  stripes | reducers)
+    # stripes: three agents on the agent host (own control sockets, own data
+    # ports); reducers: agent a<k> on reducer host r<k>, at a host's rate.
+    if [[ $scenario == reducers ]]; then
+      # 100 Mbit/s links: a 4 MiB call is link-bound (N/B = 335 ms) even on
+      # 2 shared cores running 3 ranks and 3 agents.
+      fabric_up "$name" --hosts 3 --reducers 3 --rate 100 --subnet "$(subnet_of 10.89)" ||
+        die "fabric up"
+    else
+      fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.86)" || die "fabric up"
+    fi
     declare -a apid asock
     for a in 1 2 3; do
       mkdir -p "$work/a$a"
-      fabric_agent_start "$work/a$a" --set agent.log_level=info || die "agent a$a start"
+      host=agent
+      [[ $scenario == reducers ]] && host=r$a
+      FABRIC_AGENT_HOST=$host fabric_agent_start "$work/a$a" --set agent.log_level=info ||
+        die "agent a$a start on $host"
       apid[$a]=$AGENT_PID asock[$a]=$AGENT_SOCKET
       EXTRA_AGENT_PIDS+=("$AGENT_PID")
     done
@@ -381,7 +402,7 @@ case $scenario in
       shift 3
       timeout -s KILL 150 bash -c "$(declare -f fabric_py fabric_net fabric_hostfile fabric_mpirun)
         root='$root' build='$build' FABRIC='$FABRIC' FABRIC_DIR='$FABRIC_DIR'
-        fabric_mpirun $((3 * ppn)) $ppn --mca coll_switchagg_offload on \
+        fabric_mpirun $((3 * ppn)) $ppn --mca coll_switchagg_offload ${STRIPES_OFFLOAD:-on} \
           --mca coll_switchagg_verbose 1 -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
           -x SWITCHAGG_SWITCH_WINDOW=4 $(printf '%q ' "$@")" </dev/null >"$log" 2>&1
       local rc=$?
@@ -392,6 +413,54 @@ case $scenario in
       [[ $ppn -eq 1 ]] || grep -q "3 node leaders for $((3 * ppn)) ranks" "$log" ||
         die "K = $k: no node leaders at $ppn ranks per host"
     }
+    if [[ $scenario == reducers ]]; then
+      # reducer_rx: bytes each reducer host received so far, "r<k> bytes" lines.
+      reducer_rx() {
+        fabric_py counters "$FABRIC" | /usr/bin/python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+[print(h, v["rx_bytes"]) for h, v in sorted(c.items()) if h.startswith("r")]'
+      }
+      lease_k 3 reducers-k3
+      stripes_run 3 1 "$work/matrix-k3.log" "$build/bin/mpi_allreduce_check" \
+        --expect switch --quick --counts 2,1001
+      reducer_rx >"$work/rx0"
+      stripes_run 3 1 "$work/repeat-k3.log" "$build/bin/test_switch_check" --repeat 3 \
+        --big 1048584
+      reducer_rx >"$work/rx1"
+      lease_gone 3 reducers-k3
+      lease_k 1 reducers-k1
+      stripes_run 1 1 "$work/repeat-k1.log" "$build/bin/test_switch_check" --repeat 3 \
+        --big 1048584
+      # offload=auto: MPI_Iallreduce inherits what the blocking calls of its
+      # size settled on: a host path with one reducer host (switch/ring
+      # theory 2.25 at 3 hosts), the switch with three (0.75).
+      STRIPES_OFFLOAD=auto stripes_run 1 1 "$work/inherit-k1.log" \
+        "$build/bin/mpi_iallreduce_check" --mode inherit --bytes 4194304 --expect previous
+      lease_gone 1 reducers-k1
+      lease_k 3 reducers-k3
+      STRIPES_OFFLOAD=auto stripes_run 3 1 "$work/inherit-k3.log" \
+        "$build/bin/mpi_iallreduce_check" --mode inherit --bytes 4194304 --expect switch
+      lease_gone 3 reducers-k3
+      for k in 1 3; do
+        sed -n 's/.*int64 hash \([0-9a-f]*\) double hash \([0-9a-f]*\).*/\1 \2/p' \
+          "$work/repeat-k$k.log" >"$work/hash$k"
+        [[ -s $work/hash$k ]] || die "K = $k: no hashes printed"
+      done
+      cmp -s "$work/hash1" "$work/hash3" ||
+        die "the sums differ between K = 1 and 3: $(cat "$work"/hash[13] | tr '\n' ' ')"
+      echo "int64 and double hashes $(cat "$work/hash1") for K = 1 and 3 reducer hosts"
+      # Equal reducers, equal stripes: each reducer link's share of the
+      # K = 3 run within 10% of the mean (and every one used).
+      paste "$work/rx0" "$work/rx1" | awk '
+        { d[$1] = $4 - $2; sum += d[$1]; n++ }
+        END { mean = sum / n
+              for (h in d) { printf "reducer %s received %d bytes (mean %d)\n", h, d[h], mean
+                             if (mean < 1048576 || d[h] < 0.9 * mean || d[h] > 1.1 * mean) bad = 1 }
+              exit bad }' || die "the reducer links carried unequal shares (or none)"
+      echo "PASS fabric reducers"
+      exit 0
+    fi
     for kp in 3:1 2:2 1:3; do
       k=${kp%:*} ppn=${kp#*:}
       lease_k "$k" "stripes-k$k"

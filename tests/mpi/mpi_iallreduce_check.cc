@@ -44,6 +44,11 @@
 //                    coll_switchagg_stall_timeout below that, the node
 //                    leaders' bounds must end the job with an error naming
 //                    the late rank (the script checks), never a hang
+//   --mode inherit   --warm (60) blocking MPI_Allreduces of --bytes under
+//                    offload=auto, then --iters MPI_Iallreduce + Wait of the
+//                    same size: each routed by the blocking calls' settled
+//                    verdict (iallreduce:inherited) and served as --expect
+//                    says (switch, or previous: a host path settled)
 //   --mode recv      MPI's progress rule through a call the library does not
 //                    intercept: per round every rank posts an Iallreduce of
 //                    --bytes (and one of 8 ints); rank 0 then blocks in
@@ -872,6 +877,54 @@ void runLate(double late_ms, int late_rank) {
 
 // --mode recv (see the top): a correct program that hangs when a posted
 // call moves only while its own rank tests or waits for it.
+// --mode inherit: --warm blocking MPI_Allreduces of --bytes (offload=auto
+// settles that size), then --iters MPI_Iallreduce + MPI_Wait of the same
+// size: every one must be routed by the blocking calls' settled verdict
+// (iallreduce:inherited) and served as --expect says: switch (the switch
+// path settled) or previous (a host path settled). Every result exact.
+void runInherit(size_t bytes, int warm, int iters, const std::string& expect) {
+  const size_t n = bytes / sizeof(double);
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<double> send(n, double(world_rank + 1)), recv(n, 0.0);
+  const double want = double(size) * (size + 1) / 2;
+  auto check = [&](const char* what, int i) {
+    ++checked;
+    if (recv[0] != want || recv[n / 2] != want || recv[n - 1] != want)
+      fail(std::string(what) + " " + std::to_string(i) + ": wrong sum");
+    std::fill(recv.begin(), recv.end(), 0.0);
+  };
+  for (int i = 0; i < warm; ++i) {
+    MPI_Allreduce(send.data(), recv.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    check("blocking call", i);
+  }
+  const uint64_t inh0 = counter(MPI_COMM_WORLD, "iallreduce:inherited");
+  const uint64_t sw0 = counter(MPI_COMM_WORLD, "iallreduce:switch");
+  const uint64_t prev0 = counter(MPI_COMM_WORLD, "iallreduce:previous");
+  for (int i = 0; i < iters; ++i) {
+    MPI_Request r;
+    if (MPI_Iallreduce(send.data(), recv.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r) !=
+            MPI_SUCCESS ||
+        MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      fail("MPI_Iallreduce " + std::to_string(i) + " returned an error");
+    check("MPI_Iallreduce", i);
+  }
+  const uint64_t inh = counter(MPI_COMM_WORLD, "iallreduce:inherited") - inh0;
+  const uint64_t sw = counter(MPI_COMM_WORLD, "iallreduce:switch") - sw0;
+  const uint64_t prev = counter(MPI_COMM_WORLD, "iallreduce:previous") - prev0;
+  std::printf("rank %d: inherit: %d MPI_Iallreduce of %zu bytes after %d blocking: inherited %llu, "
+              "switch %llu, previous %llu\n",
+              world_rank, iters, bytes, warm, static_cast<unsigned long long>(inh),
+              static_cast<unsigned long long>(sw), static_cast<unsigned long long>(prev));
+  if (inh != uint64_t(iters))
+    fail("inherit: " + std::to_string(inh) + " of " + std::to_string(iters) +
+         " calls inherited the blocking calls' verdict (not settled?)");
+  const uint64_t served = expect == "switch" ? sw : prev;
+  if (served != uint64_t(iters))
+    fail("inherit: --expect " + expect + ": " + std::to_string(served) + " of " +
+         std::to_string(iters) + " calls served so");
+}
+
 void runRecv(size_t bytes, int iters, double max_ms, const std::string& expect) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -924,6 +977,7 @@ int main(int argc, char** argv) {
   bool large = false, routed = false;
   size_t bytes = 8 << 20;
   int iters = 10;
+  int warm = 60;  // --mode inherit: blocking calls first
   double max_ms = 20000, min_hidden = 0.5, late_ms = 0;
   int late_rank = 1;
   for (int i = 1; i < argc; ++i) {
@@ -936,6 +990,7 @@ int main(int argc, char** argv) {
     else if (a == "--fault") fault_dir = next();
     else if (a == "--bytes") bytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--iters") iters = std::atoi(next().c_str());
+    else if (a == "--warm") warm = std::atoi(next().c_str());
     else if (a == "--max-ms") max_ms = std::atof(next().c_str());
     else if (a == "--min-hidden") min_hidden = std::atof(next().c_str());
     else if (a == "--late-ms") late_ms = std::atof(next().c_str());
@@ -958,6 +1013,7 @@ int main(int argc, char** argv) {
   else if (mode == "late") runLate(late_ms, late_rank);
   else if (mode == "ibarrier") runIbarrier(iters, expect, max_ms);
   else if (mode == "recv") runRecv(bytes, iters, max_ms, expect);
+  else if (mode == "inherit") runInherit(bytes, warm, iters, expect);
   else {
     if (world_rank == 0) std::fprintf(stderr, "mpi_iallreduce_check: unknown mode %s\n", mode.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -973,7 +1029,7 @@ int main(int argc, char** argv) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 1 && mode != "fault" && mode != "multi" && mode != "ibarrier" &&
-      mode != "irouted" && mode != "late" && mode != "recv") {
+      mode != "irouted" && mode != "late" && mode != "recv" && mode != "inherit") {
     if (expect == "switch" && sw == 0) fail("--expect switch: no Iallreduce served by the switch");
     if (expect == "previous" && sw != 0) fail("--expect previous: the switch served Iallreduces");
     if (expect == "previous" && prev == 0) fail("--expect previous: nothing went to the previous module");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "rules.h"
@@ -97,6 +98,47 @@ TEST(Tuner, SettlesOnTheFastestAndNeverRerunsAFarSlowerOne) {
   job.runs.clear();
   EXPECT_EQ(job.settle(1 << 16, t), 8u + 6u);
   EXPECT_EQ(job.runs[A::kSwitch], 2);
+}
+
+// What nonblocking calls inherit (settledChoice): nothing while a size is
+// measuring, the settled choice once it settled (switch or host, alike on
+// every rank), nothing for another size or the other switch availability,
+// and nothing once the epoch moved (the buckets reopen); asking changes no
+// state (the blocking calls' sequence is the same with or without it).
+TEST(Tuner, NonblockingCallsInheritTheSettledChoice) {
+  Job job(3);
+  const TimeFn slow_switch = candidateTimes(150, 50, 400, 60);
+  EXPECT_FALSE(job.tuners[0].settledChoice(4096, true, 0).has_value());
+  job.call(4096, slow_switch);
+  for (const Tuner& t : job.tuners) EXPECT_FALSE(t.settledChoice(4096, true, 0).has_value());
+  job.settle(4096, slow_switch);
+  ASSERT_TRUE(job.settledFor(4096));
+  for (const Tuner& t : job.tuners) {
+    ASSERT_EQ(t.settledChoice(4096, true, 0), std::optional<A>(A::kRing));
+    EXPECT_EQ(t.settledChoice(6000, true, 0), std::optional<A>(A::kRing));  // same bucket
+    EXPECT_FALSE(t.settledChoice(1 << 20, true, 0).has_value());            // another size
+    EXPECT_FALSE(t.settledChoice(4096, false, 0).has_value());              // switch not there
+    EXPECT_FALSE(t.settledChoice(4096, true, 1).has_value());               // epoch moved
+  }
+  // A size where the switch wins settles on it; the earlier one is kept.
+  const TimeFn fast_switch = candidateTimes(900, 600, 100, 700);
+  job.settle(1 << 22, fast_switch);
+  ASSERT_TRUE(job.settledFor(1 << 22));
+  for (const Tuner& t : job.tuners) {
+    EXPECT_EQ(t.settledChoice(1 << 22, true, 0), std::optional<A>(A::kSwitch));
+    EXPECT_EQ(t.settledChoice(4096, true, 0), std::optional<A>(A::kRing));
+  }
+  // Asking is free of side effects: a copy that never asks chooses alike
+  // (copied between calls, when no call or agreement is in flight).
+  Job twin = job;
+  for (int i = 0; i < 30; ++i) {
+    const A a = job.call(1 << 16, slow_switch);
+    (void)job.tuners[1].settledChoice(1 << 16, true, 0);
+    EXPECT_EQ(twin.call(1 << 16, slow_switch), a) << "call " << i;
+  }
+  // A new epoch (the switch failed or rejoined) reopens: nothing inherited.
+  job.call(4096, slow_switch, kCands, 1);
+  for (const Tuner& t : job.tuners) EXPECT_FALSE(t.settledChoice(4096, true, 1).has_value());
 }
 
 TEST(Tuner, OnePreemptedSampleDoesNotCondemnAPath) {

@@ -57,8 +57,21 @@ int route(switchagg_coll_comm& comm, const AllreduceArgs& args) {
   sw->describeStream(args, &in);
   if (!in.switch_available) return routePrevious(c, "switch cannot stream");
   // The host algorithms have no nonblocking form: the switch serves when
-  // the selector ranks it before the previous module (offload=on always).
-  for (Algorithm a : state.decide(in).ranked) {
+  // the selector ranks it before the previous module (offload=on always),
+  // or, under offload=auto, when the blocking calls of this size settled on
+  // it: a nonblocking call cannot be timed call by call (its wait is the
+  // application's), so it inherits their measured verdict; a host choice
+  // sends it to the previous module. Alike on every rank (settling is
+  // agreed; calls of a communicator come in one order).
+  const Decision& d = state.decide(in);
+  if (Tuner* tuner = state.tuner(); tuner != nullptr && d.tunable) {
+    if (auto settled = tuner->settledChoice(in.bytes, in.switch_available, sw->epoch())) {
+      ++c.inherited;
+      if (*settled == Algorithm::kSwitch) return SWITCHAGG_COLL_IROUTE_SWITCH;
+      return routePrevious(c, "tuned: the blocking calls of this size settled on a host path");
+    }
+  }
+  for (Algorithm a : d.ranked) {
     if (a == Algorithm::kSwitch) return SWITCHAGG_COLL_IROUTE_SWITCH;
     if (a == Algorithm::kPrevious) break;
   }
@@ -249,7 +262,7 @@ bool iallreduceCounter(const IallreduceCounters& c, const std::string& prefix,
   if (!counterField<I>(c, key,
                        {{"calls", &I::calls}, {"local", &I::local}, {"switch", &I::switched},
                         {"previous", &I::previous}, {"redo", &I::redo}, {"steps", &I::steps},
-                         {"agreements", &I::agreements}, {"agreement_us", &I::agreement_us}},
+                         {"inherited", &I::inherited}, {"agreements", &I::agreements}, {"agreement_us", &I::agreement_us}},
                        value))
     *value = countOf(c.events, key);
   return true;

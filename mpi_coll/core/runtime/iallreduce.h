@@ -152,6 +152,7 @@ struct IallreduceCounters {
   uint64_t previous = 0;  // iallreduce:previous, posted to the previous module
   uint64_t redo = 0;      // iallreduce:redo, streamed or queued, then redone on the host
   uint64_t steps = 0;     // iallreduce:steps, stream steps made (progress included)
+  uint64_t inherited = 0;     // iallreduce:inherited, routed by the blocking calls' settled verdict
   uint64_t agreements = 0;    // iallreduce:agreements, streams settled by the outcome agreement
   uint64_t agreement_us = 0;  // iallreduce:agreement_us, this rank's time from its own
                               // outcome to the agreement's end, summed

@@ -87,6 +87,14 @@ Algorithm Tuner::choose(size_t bytes, bool switch_ok, const std::vector<Algorith
   return pick;
 }
 
+std::optional<Algorithm> Tuner::settledChoice(size_t bytes, bool switch_ok,
+                                              uint64_t epoch) const {
+  if (epoch != epoch_) return std::nullopt;
+  const Bucket& b = buckets_[size_t(bucketOf(bytes)) * 2 + switch_ok];
+  if (b.phase != Phase::kSettled) return std::nullopt;
+  return b.choice;
+}
+
 void Tuner::record(Algorithm served, double us) {
   if (current_ == nullptr) return;
   Bucket& b = *current_;

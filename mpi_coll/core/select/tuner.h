@@ -40,6 +40,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,12 @@ class Tuner {
   // `all` = every rank's payload, rank-major (ranks * kAlgorithms values).
   void agree(const std::vector<double>& all);
 
+  // What the blocking calls of this size settled on in `epoch` (kPrevious
+  // included), without touching any state: nothing while the bucket is
+  // still measuring, or after the epoch moved (its buckets reopen at the
+  // next choose()). Nonblocking calls, which cannot be timed per call,
+  // inherit it (docs/selection.md). Alike on every rank: settling is agreed.
+  std::optional<Algorithm> settledChoice(size_t bytes, bool switch_ok, uint64_t epoch) const;
   // Whether the last choose() came from a settled bucket (else exploring).
   bool lastSettled() const { return last_settled_; }
   // The call just chosen for measures a candidate: start it together.
