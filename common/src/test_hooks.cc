@@ -68,6 +68,12 @@ const ConfigTable<TestHooks>& testHooksTable() {
        "one-round-trip call CALL succeeded, as if its connection had been cut (once per "
        "process; a bad value: off)",
        parsedField<H, TestCut>(&H::cut, ConfigKind::kString, parseCut, printCut)},
+      {"test.exit_after_sends", "SWITCHAGG_TEST_EXIT_AFTER_SENDS",
+       "test only: RANK:CALL makes communicator rank RANK SIGKILL itself inside its CALL-th "
+       "host-algorithm allreduce (1-based), after it posted its sends and one wait completed, "
+       "as a peer dying mid-call would (a bad value: off)",
+       parsedField<H, TestExitAfterSends>(&H::exit_after_sends, ConfigKind::kString, parseCut,
+                                          printCut)},
       {"test.agent_fault", "SWITCHAGG_AGENT_TEST_FAULT",
        "test only: partial:N[:exit], miss:N:M, late:N:M:MS or revoke:N makes the agent "
        "mishandle its N-th chunk result (docs/admin.md); the agent refuses a bad value",

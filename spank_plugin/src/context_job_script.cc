@@ -113,14 +113,15 @@ int jobProlog(spank_t sp, int argc, char** argv) {
 // An agent restarting (or stopped for a moment) must not leave the lease
 // behind until its TTL: the epilog retries while the agent is unreachable
 // or overloaded, for at most `budget_ms` (3x the plugin's timeout), then
-// gives up with the TTL as the backstop.
+// gives up with the TTL as the backstop. The first failed attempt is logged
+// with the job id; *retries counts the attempts after it.
 namespace {
 
 agent::ApiResult<bool> deleteWithRetry(const PluginConfig& config, uint32_t job,
-                                       int64_t budget_ms) {
+                                       int64_t budget_ms, int* retries) {
   using Clock = std::chrono::steady_clock;
   const auto end = Clock::now() + std::chrono::milliseconds(budget_ms);
-  for (;;) {
+  for (*retries = 0;; ++*retries) {
     agent::ApiResult<bool> deleted = deleteJobLease(config, std::to_string(job));
     const agent::ApiError error = deleted.error();
     if (deleted.ok() || (error != agent::ApiError::kUnreachable &&
@@ -128,6 +129,9 @@ agent::ApiResult<bool> deleteWithRetry(const PluginConfig& config, uint32_t job,
       return deleted;
     }
     if (Clock::now() + std::chrono::milliseconds(250) >= end) return deleted;
+    if (*retries == 0)
+      logInfo("job %u: cannot delete the lease yet (%s); retrying for up to %lld ms", job,
+              deleted.status().message().c_str(), static_cast<long long>(budget_ms));
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }
@@ -141,13 +145,19 @@ int jobEpilog(spank_t sp, int argc, char** argv) {
   removeNote(config.state_dir, job.id);
   Result<ResolvedRequest> req = scriptRequest(sp, config);
   if (req.ok() && req->request.mode == Mode::kOff) return 0;
-  agent::ApiResult<bool> deleted = deleteWithRetry(config, job.id, 3 * int64_t{config.timeout_ms});
+  int retries = 0;
+  agent::ApiResult<bool> deleted =
+      deleteWithRetry(config, job.id, 3 * int64_t{config.timeout_ms}, &retries);
   if (!deleted.ok()) {
-    logError("job %u: cannot delete the lease (%s); the agent's TTL will expire it", job.id,
-             deleted.status().message().c_str());
+    logError("job %u: cannot delete the lease (%s) after %d retries; the agent's TTL will expire it",
+             job.id, deleted.status().message().c_str(), retries);
     return 0;
   }
-  logInfo("job %u: lease %s", job.id, *deleted ? "deleted" : "already gone");
+  if (retries > 0)
+    logInfo("job %u: lease %s after %d retries", job.id, *deleted ? "deleted" : "already gone",
+            retries);
+  else
+    logInfo("job %u: lease %s", job.id, *deleted ? "deleted" : "already gone");
   return 0;
 }
 

@@ -177,6 +177,9 @@ int LeaseTable::expireAt(int64_t now_ms) {
       it = next;
     }
   }
+  for (const Lease& l : gone)
+    SA_INFO(kPart, "lease of job %s (uid %u, %d slots) expired: ttl %lld s, not deleted before it",
+            l.job.c_str(), l.uid, l.slots, static_cast<long long>(l.ttl_ms / 1000));
   for (const Lease& l : idle)
     SA_INFO(kPart,
             "lease of job %s (uid %u, %d slots) reclaimed: no member used it for %lld s "

@@ -11,8 +11,12 @@
 #              is exact across hosts and each host sends N bytes per call,
 #              with 1 rank per host and with 2 (node leaders)
 #   link_down  a host's link flaps (3 s down) during a loop of checked
-#              switch-path calls: every rank ends with the right answer or a
-#              clear error, in bounded time, never a hang
+#              switch-path calls, timed against the calls (once rank 0 has
+#              done 10, the loop still running when the link comes back):
+#              the component's counters show the flap hit at least one call
+#              (fallback:switch-failed or switch:recovered on some rank) and
+#              every result is exact; or a rank ends with a clear error; in
+#              bounded time, never a hang
 #   auto       offload=auto with online tuning, 4 hosts x 1 rank, a lease:
 #              after warm-up small calls settle on a host path and large
 #              ones on the switch, where the links make it faster
@@ -289,14 +293,24 @@ case $scenario in
     ;;
   link_down)
     fabric_with_lease 3 10.83 fabric-down
-    # A loop of checked switch-path calls; h2's link flaps (3 s down) in
-    # the middle, as a port reset would.
+    # A loop of checked switch-path allreduces, back to back (nothing of
+    # Open MPI's between them, so every rank is inside a switch call or about
+    # to enter one); h2's link flaps (3 s down, over the switch path's
+    # 2 s + 1 ms/4 KiB bound) once rank 0 has finished $flap_at of them, as a
+    # port reset would. Rank 0 writes its count to a file (--progress), so
+    # the flap is timed against calls the test sees, not against the launch.
+    flap_at=10 iters=400
     (
-      sleep 2
-      date +%s >"$work/flap_start"
+      end=$((SECONDS + 120))
+      until (($(cat "$work/progress" 2>/dev/null || echo 0) >= flap_at)); do
+        ((SECONDS < end)) || exit 0
+        sleep 0.05
+      done
+      echo "$(cat "$work/progress") $(date +%s)" >"$work/flap_start"
       fabric_py exec "$FABRIC" h2 -- ip link set h2-eth0 down
       sleep 3
       fabric_py exec "$FABRIC" h2 -- ip link set h2-eth0 up
+      cat "$work/progress" >"$work/flap_end"
     ) </dev/null >"$work/flap.log" 2>&1 &
     flap=$!
     timeout -s KILL 150 bash -c "root='$root' build='$build'
@@ -305,21 +319,36 @@ case $scenario in
       fabric_mpirun 3 1 --mca coll_switchagg_offload on --mca coll_switchagg_verbose 1 \
         --mca coll_switchagg_stall_timeout 30 \
         -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
-        '$build/bin/mpi_liveness_check' --sizes 1048576 --iters 60 --warmup 1" \
+        '$build/bin/mpi_liveness_check' --sizes 1048576 --iters $iters --warmup 0 \
+        --between none --progress '$work/progress' --counters" \
       </dev/null >"$work/fault.log" 2>&1
     echo "exit $?" >>"$work/fault.log"
     wait $flap
-    start=$(cat "$work/flap_start" 2>/dev/null) || die "the job ended before the flap began"
-    took=$(($(date +%s) - start))
     cat "$work/fault.log"
+    read -r at start <"$work/flap_start" 2>/dev/null ||
+      die "the flap never began (rank 0 did not reach $flap_at checked calls)"
+    took=$(($(date +%s) - start))
+    # The flap landed while calls were in flight: it began after call $at,
+    # and the loop was still running when the link came back.
+    [[ -s $work/flap_end ]] || die "the flap did not finish"
+    after=$(cat "$work/flap_end")
+    ((after < iters)) || die "the loop ended ($after calls) before the link came back"
+    echo "flap: began after checked call $at, link back at call $after of $iters"
     grep -q '^exit 137' "$work/fault.log" && die "the job hung (killed after 150 s)"
     grep -q 'want' "$work/fault.log" && die "a rank got a wrong answer"
+    # What the flap hit, from the component's counters (every rank's): a
+    # switch call redone on the host (fallback:switch-failed) or completed
+    # from a peer's result (switch:recovered).
+    hit=$(grep -o 'fallback:switch-failed=[0-9]*\|switch:recovered=[0-9]*' "$work/fault.log" |
+      awk -F= '{ n += $2 } END { print n + 0 }')
     if grep -q '^PASS liveness' "$work/fault.log"; then
-      echo "every call right; job ended $took s after the flap began"
+      [[ $(grep -c '^counters rank' "$work/fault.log") == 3 ]] || die "not every rank printed its counters"
+      ((hit > 0)) || die "the flap hit no call: no switch call failed or was recovered (counters above)"
+      echo "every result exact; the flap hit: fallback:switch-failed + switch:recovered = $hit over the 3 ranks; job ended $took s after the flap began"
     else
       grep -q 'switchagg\[coll\] error' "$work/fault.log" ||
         die "the job failed without a switchagg error naming why"
-      echo "job failed with a clear error $took s after the flap began"
+      echo "job failed with a clear error $took s after the flap began (every result before it exact)"
     fi
     ((took <= 120)) || die "the job took $took s to end after the flap"
     echo "PASS fabric link_down"

@@ -8,12 +8,14 @@
 // operation, which never drives switchagg's UCX worker.
 //
 //   mpi_liveness_check --sizes B,B,... [--iters N] [--warmup K]
-//                      [--between barrier|sendrecv|reduce] [--expect ALG] [--dup]
+//                      [--between barrier|sendrecv|reduce|none] [--expect ALG] [--dup]
+//                      [--progress FILE] [--counters]
 //     --sizes    message sizes in bytes (MPI_FLOAT SUM; rounded down to floats)
 //     --iters    checked allreduces per size (default 20)
 //     --warmup   allreduces before each checked one (default 2)
 //     --between  Open MPI's operation around every allreduce: MPI_Barrier,
-//                MPI_Sendrecv with both ring neighbours, or MPI_Reduce to 0
+//                MPI_Sendrecv with both ring neighbours, MPI_Reduce to 0, or
+//                nothing (the allreduces back to back)
 //     --expect   the path every allreduce must have taken (diagnostics)
 //     --dup      the allreduces run on a duplicate of MPI_COMM_WORLD, the
 //                operation between them on MPI_COMM_WORLD: a rank that left
@@ -22,6 +24,12 @@
 //                rank R sleeps S seconds, outside MPI, before the first
 //                checked allreduce: its peers wait for it inside the call
 //                (tests coll_switchagg_stall_timeout)
+//     --progress FILE  rank 0 rewrites FILE with the number of checked
+//                allreduces done after each one: a test times a fault
+//                against calls it can observe (fabric_test.sh link_down)
+//     --counters each rank prints, at the end, "counters rank R:" and the
+//                component's switch-path counters of the allreduces'
+//                communicator (what was hit: failed, recovered, busy)
 //
 // Prints "PASS ..." on rank 0 when every result is exact and every call was
 // served by the expected path.
@@ -49,6 +57,8 @@ struct Options {
   bool dup = false;
   int stall_rank = -1;
   int stall_seconds = 0;
+  std::string progress;
+  bool counters = false;
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -94,13 +104,18 @@ Options parse(int argc, char** argv) {
       o.stall_rank = std::atoi(value());
     else if (a == "--stall-seconds")
       o.stall_seconds = std::atoi(value());
+    else if (a == "--progress")
+      o.progress = value();
+    else if (a == "--counters")
+      o.counters = true;
     else
       usage(("unknown option " + a).c_str());
   }
   if (o.sizes.empty()) usage("--sizes is required");
   if (o.iters < 1 || o.warmup < 0) usage("--iters must be >= 1 and --warmup >= 0");
-  if (o.between != "barrier" && o.between != "sendrecv" && o.between != "reduce")
-    usage("--between must be barrier, sendrecv or reduce");
+  if (o.between != "barrier" && o.between != "sendrecv" && o.between != "reduce" &&
+      o.between != "none")
+    usage("--between must be barrier, sendrecv, reduce or none");
   return o;
 }
 
@@ -117,11 +132,33 @@ void between(const Options& o, MPI_Comm comm, int rank, int size) {
     MPI_Sendrecv(&out, 1, MPI_INT, left, 8, &in_right, 1, MPI_INT, right, 8, comm,
                  MPI_STATUS_IGNORE);
     if (in_left != left || in_right != right) usage("MPI_Sendrecv delivered a wrong value");
-  } else {
+  } else if (o.between == "reduce") {
     int one = 1, total = 0;
     MPI_Reduce(&one, &total, 1, MPI_INT, MPI_SUM, 0, comm);
     if (rank == 0 && total != size) usage("MPI_Reduce delivered a wrong value");
   }
+}
+
+// FILE holds the number of checked allreduces done (rewritten whole).
+void writeProgress(const std::string& file, long done) {
+  if (FILE* f = std::fopen(file.c_str(), "w")) {
+    std::fprintf(f, "%ld\n", done);
+    std::fclose(f);
+  }
+}
+
+// The switch path's counters of `comm` on this rank, one line.
+void printCounters(MPI_Comm comm, int rank) {
+  auto counter = reinterpret_cast<switchagg_coll_comm_counter_fn>(
+      dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_COMM_COUNTER_SYMBOL));
+  std::string line = "counters rank " + std::to_string(rank) + ":";
+  for (const char* name : {"switch:calls", "fallback:switch-failed", "switch:recovered",
+                           "fallback:switch-busy", "switch:rejoined", "switch:barrier_failed"}) {
+    const uint64_t v = counter ? counter(comm, name) : UINT64_MAX;
+    line += std::string(" ") + name + "=" + (v == UINT64_MAX ? "n/a" : std::to_string(v));
+  }
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
 }
 
 // Small integers: float sums stay exact whatever the reduction order.
@@ -143,7 +180,7 @@ int main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;  // the allreduces'
   if (o.dup) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
 
-  long failures = 0, calls = 0;
+  long failures = 0, calls = 0, checked = 0;
   auto checkPath = [&](const char* what, size_t bytes) {
     ++calls;
     if (o.expect.empty()) return;
@@ -174,6 +211,7 @@ int main(int argc, char** argv) {
       MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
       checkPath("allreduce", bytes);
       between(o, MPI_COMM_WORLD, rank, size);
+      if (rank == 0 && !o.progress.empty()) writeProgress(o.progress, ++checked);
       for (size_t i = 0; i < n; ++i) {
         float want = 0;
         for (int r = 0; r < size; ++r) want += input(r, it, i);
@@ -194,6 +232,7 @@ int main(int argc, char** argv) {
   std::snprintf(summary, sizeof summary, "liveness np=%d between=%s%s expect=%s sizes=%zu iters=%d",
                 size, o.between.c_str(), o.dup ? " (on WORLD, allreduces on a dup)" : "",
                 o.expect.empty() ? "-" : o.expect.c_str(), o.sizes.size(), o.iters);
+  if (o.counters) printCounters(comm, rank);
   if (o.dup) MPI_Comm_free(&comm);
   const int rc = switchagg_verdict(failures, calls, summary);
   MPI_Finalize();

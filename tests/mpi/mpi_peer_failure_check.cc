@@ -3,13 +3,28 @@
 // a hang). Run under `mpirun --enable-recovery` so the job survives the
 // death, with MPI_ERRORS_RETURN so the error reaches this program.
 //
-//   mpi_peer_failure_check   (rank 1 kills itself during its 3rd call)
+//   SWITCHAGG_TEST_EXIT_AFTER_SENDS=1:3 mpi_peer_failure_check
+//
+// The component's test fault point kills rank 1 inside its 3rd host
+// allreduce (call 2 here), after it posted its sends and received from a
+// peer (common/test_hooks.h); it prints the wall-clock time of the kill.
+// Each survivor prints "GOT_ERROR rank R call C at T ms (D ms into the
+// call)", T wall-clock, for tests/mpi/peer_failure_run.sh to measure the
+// detection against the transport's bound.
 #include <mpi.h>
-#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <vector>
+
+namespace {
+long long wallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -24,17 +39,15 @@ int main(int argc, char** argv) {
     // still inside call 1 (slow on an oversubscribed box) would otherwise
     // see the death there, and which call fails would depend on timing.
     if (call == 2) MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 1 && call == 2) {
-      // Let the others enter the call first, then die mid-way.
-      usleep(200 * 1000);
-      raise(SIGKILL);
-    }
+    const long long start = wallMs();
     int rc = MPI_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) {
+      const long long now = wallMs();
       char text[MPI_MAX_ERROR_STRING];
       int len;
       MPI_Error_string(rc, text, &len);
-      std::printf("GOT_ERROR rank %d call %d: %s\n", rank, call, text);
+      std::printf("GOT_ERROR rank %d call %d at %lld ms (%lld ms into the call): %s\n", rank, call,
+                  now, now - start, text);
       std::fflush(stdout);
       _exit(0);  // MPI cannot be finalised with a dead peer
     }

@@ -166,6 +166,65 @@ case_invalid_options() {
   srun --help | grep -q -- '--switch-agg-slots=N  *switch slots to reserve, 1-8' || fail "--help lacks --switch-agg-slots"
 }
 
+# The agent down when a job ends. The agent keeps its leases in a lease
+# file (they survive its restarts) and the plugin asks for ttl=20s. (a) The
+# agent is back within the epilog's retry budget (3 x timeout=2s): the
+# epilog logs that it retries, with the job id, and then deletes the lease
+# itself ("lease deleted after N retries"; the restored lease is really
+# deleted, not "already gone"). (b) The agent stays down past the budget:
+# the epilog gives up with the job id in slurmd.log, the lease is still held
+# when the agent returns, and it expires at the plugin's TTL (the agent logs
+# the expiry), not before.
+case_epilog_agent_down() {
+  local ttl=20 job created gone_after
+  GOOD_PLUGSTACK=$(cat "$DIR/plugstack.conf")
+  GOOD_AGENT_TOML=$(cat "$DIR/agent.toml")
+  atExit 'printf "%s\n" "$GOOD_AGENT_TOML" >"$DIR/agent.toml"; "$here/slurm_cluster.sh" agent-start "$DIR"'
+  atExit 'printf "%s\n" "$GOOD_PLUGSTACK" >"$DIR/plugstack.conf"; "$here/slurm_cluster.sh" slurmd-restart "$DIR"'
+  printf '\n[state]\nlease_file = "%s"\n' "$W/leases.json" >>"$DIR/agent.toml"
+  "$here/slurm_cluster.sh" agent-start "$DIR" || fail "the agent did not start with a lease file"
+  printf '%s ttl=%ds\n' "$GOOD_PLUGSTACK" "$ttl" >"$DIR/plugstack.conf"
+  "$here/slurm_cluster.sh" slurmd-restart "$DIR" || fail "slurmd did not restart with ttl="
+
+  # (a) back within the retry budget.
+  job=$(sbatch --parsable --switch-agg=require -n 1 -o /dev/null \
+    --wrap "while [ ! -e $W/end.a ]; do sleep 0.1; done")
+  atExit "scancel $job 2>/dev/null; true"
+  waitLease "$job"
+  grep -q "switchagg: job $job: lease created for uid 0: [0-9]* slots, ttl ${ttl}s" "$DIR/log/slurmd.log" ||
+    fail "the prolog did not create job $job's lease with the plugin's ttl: $(grep "job $job" "$DIR/log/slurmd.log")"
+  "$here/slurm_cluster.sh" agent-stop "$DIR"
+  touch "$W/end.a"
+  untilLog "switchagg: job $job: cannot delete the lease yet (.*); retrying for up to [0-9]+ ms" 30 ||
+    fail "the epilog of job $job did not retry with the agent down: $(grep "job $job" "$DIR/log/slurmd.log")"
+  "$here/slurm_cluster.sh" agent-start "$DIR" || fail "the agent did not restart"
+  untilLog "switchagg: job $job: lease deleted after [1-9][0-9]* retries" 30 ||
+    fail "the epilog did not delete job $job's lease once the agent was back: $(grep "job $job" "$DIR/log/slurmd.log")"
+  [[ -z $(leaseOf "$job") ]] || fail "job $job's lease is still at the agent: $(leaseOf "$job")"
+  grep -q "lease deleted: job $job (by uid 0)" "$DIR/log/agent.log" || fail "the agent did not log the delete"
+  echo "(a) job $job: $(grep -o "lease deleted after [0-9]* retries" "$DIR/log/slurmd.log" | tail -1) once the agent was back"
+
+  # (b) down past the budget: the TTL ends it.
+  job=$(sbatch --parsable --switch-agg=require -n 1 -o /dev/null \
+    --wrap "while [ ! -e $W/end.b ]; do sleep 0.1; done")
+  atExit "scancel $job 2>/dev/null; true"
+  waitLease "$job"
+  created=$SECONDS
+  "$here/slurm_cluster.sh" agent-stop "$DIR"
+  touch "$W/end.b"
+  untilLog "switchagg: job $job: cannot delete the lease (.*) after [0-9]* retries; the agent's TTL will expire it" 40 ||
+    fail "the epilog of job $job did not give up with the job id: $(grep "job $job" "$DIR/log/slurmd.log")"
+  "$here/slurm_cluster.sh" agent-start "$DIR" || fail "the agent did not restart"
+  [[ -n $(leaseOf "$job") ]] || fail "job $job's lease did not outlive its epilog (lost with the agent's restart?)"
+  untilLease gone "$job" $((ttl + 10)) || fail "job $job's lease outlived its ${ttl}s TTL: $(leaseOf "$job")"
+  gone_after=$((SECONDS - created))
+  ((gone_after >= ttl - 1)) || fail "job $job's lease went after ${gone_after}s, before its ${ttl}s TTL"
+  grep -q "lease of job $job (uid 0, [0-9]* slots) expired: ttl $ttl s" "$DIR/log/agent.log" ||
+    fail "the agent did not log job $job's lease expiring: $(grep "job $job" "$DIR/log/agent.log")"
+  ! grep -q "lease deleted: job $job " "$DIR/log/agent.log" || fail "job $job's lease was deleted, not expired"
+  echo "(b) job $job: the epilog gave up; the lease expired ${gone_after}s after it was created (ttl ${ttl}s)"
+}
+
 # A job of another user: the lease belongs to that uid, the token reached its
 # tasks (fetched as that user), another user cannot fetch it, and the token
 # is in no log, no `scontrol show job`.

@@ -55,6 +55,17 @@ untilLease() {
   return 1
 }
 
+# untilLog PATTERN S: polls slurmd.log for a line matching PATTERN (grep -E)
+# for up to S s.
+untilLog() {
+  local end=$((SECONDS + $2))
+  while ((SECONDS < end)); do
+    grep -Eq -- "$1" "$DIR/log/slurmd.log" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 waitJobsDone() {
   local ids
   ids=$(IFS=,; echo "$*")

@@ -42,12 +42,13 @@ endfunction()
 
 foreach(name require_srun sbatch_env salloc auto_agent_down require_agent_down require_quota
              concurrent scancel_and_time_limit task_signal invalid_options token_secrecy broken_plugstack
-             fabric_map)
+             fabric_map epilog_agent_down)
   add_slurm_case(${name})
 endforeach()
-# The agent down at job start: fault tests (ctest -L fault).
-set_tests_properties(slurm_auto_agent_down slurm_require_agent_down PROPERTIES
-  LABELS "slurm;fault")
+# The agent down at job start, and at job end (the epilog retries, then the
+# plugin's TTL): fault tests (ctest -L fault).
+set_tests_properties(slurm_auto_agent_down slurm_require_agent_down slurm_epilog_agent_down
+  PROPERTIES LABELS "slurm;fault")
 
 if(TARGET switchagg-test-control-flood)
   add_slurm_case(prolog_under_flood SWITCHAGG_FLOOD=$<TARGET_FILE:switchagg-test-control-flood>)

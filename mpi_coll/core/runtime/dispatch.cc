@@ -1,17 +1,89 @@
 #include "dispatch.h"
 
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
 #include "process_runtime.h"
 #include "switch_path.h"
 #include "switchagg/common/log.h"
 #include "switchagg/common/reduce.h"
+#include "switchagg/common/test_hooks.h"
 
 namespace switchagg::coll {
 namespace {
 
+// Test-only fault point (common/test_hooks.h; never set in production):
+// SWITCHAGG_TEST_EXIT_AFTER_SENDS=RANK:CALL. Communicator rank RANK runs
+// its CALL-th host-algorithm allreduce over this wrapper, which SIGKILLs the
+// process at the first completed wait after a send was posted: the peer's
+// sends are in flight and a neighbour is inside the call (it sent what the
+// wait received), as when a process dies mid-call. One line on stderr first,
+// with the wall-clock time, so a test can measure the survivors' detection.
+class ExitAfterSendsComm final : public HostComm {
+ public:
+  ExitAfterSendsComm(std::unique_ptr<HostComm> inner, uint64_t call)
+      : inner_(std::move(inner)), call_(call) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  Status postSend(int peer, uint32_t tag, const void* data, size_t bytes, Handle* h) override {
+    Status st = inner_->postSend(peer, tag, data, bytes, h);
+    if (st.ok() && bytes > 0) ++sends_;
+    return st;
+  }
+  Status postRecv(int peer, uint32_t tag, void* data, size_t bytes, Handle* h) override {
+    return inner_->postRecv(peer, tag, data, bytes, h);
+  }
+  Status wait(Handle h) override { return dieIfSent(inner_->wait(h)); }
+  Status test(Handle h, bool* done) override {
+    Status st = inner_->test(h, done);
+    return *done ? dieIfSent(st) : st;
+  }
+  Status waitAll() override { return dieIfSent(inner_->waitAll()); }
+
+ private:
+  Status dieIfSent(Status st) {
+    if (sends_ == 0) return st;
+    const long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+    std::fprintf(stderr,
+                 "switchagg[coll] warning: test fault point SWITCHAGG_TEST_EXIT_AFTER_SENDS: rank "
+                 "%d killed inside host allreduce call %llu after posting %zu sends (at %lld ms)\n",
+                 rank(), static_cast<unsigned long long>(call_), sends_, ms);
+    std::fflush(stderr);
+    raise(SIGKILL);
+    return st;
+  }
+
+  std::unique_ptr<HostComm> inner_;
+  uint64_t call_;
+  size_t sends_ = 0;
+};
+
+// The host comm for one host-algorithm call, wrapped by the fault point
+// when it is armed for this rank and call.
+std::unique_ptr<HostComm> hostCommFor(CommState& state) {
+  static const TestExitAfterSends want = [] {
+    TestHooks hooks;
+    (void)testHooksTable().applyEnvironment(hooks, "test.exit_after_sends");  // bad: off
+    return hooks.exit_after_sends;
+  }();
+  std::unique_ptr<HostComm> comm = state.hostComm();
+  if (want.rank < 0 || want.rank != state.rank()) return comm;
+  uint64_t call = 1;  // this call: the host-algorithm calls served before it, plus one
+  for (const AlgorithmInfo* info : algorithmsInTieOrder())
+    if (info->run != nullptr) call += state.counters().served[static_cast<size_t>(info->id)];
+  if (call != want.call) return comm;
+  return std::make_unique<ExitAfterSendsComm>(std::move(comm), call);
+}
+
 Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
   const HostRunFn run = algorithmInfo(a).run;
   if (run == nullptr) return Status(Code::kInternal, "not a host algorithm");
-  std::unique_ptr<HostComm> comm = state.hostComm();
+  std::unique_ptr<HostComm> comm = hostCommFor(state);
   return run(*comm, args, state.layout());
 }
 

@@ -20,6 +20,13 @@ struct TestCut {
   unsigned long long call = 0;
 };
 
+// SWITCHAGG_TEST_EXIT_AFTER_SENDS=RANK:CALL (runtime/dispatch.cc): communicator
+// rank RANK SIGKILLs itself inside its CALL-th host-algorithm allreduce on a
+// communicator (1-based), once it has posted sends and one of its waits has
+// completed (a peer is inside the call too): a peer dying mid-call, after
+// its sends were posted. Same RANK:CALL form as TestCut.
+using TestExitAfterSends = TestCut;
+
 // SWITCHAGG_AGENT_TEST_FAULT (daemon/data_plane.cc; the engine's side is
 // EngineConfig's test_* fields): what the agent does to its N-th chunk
 // result.
@@ -36,6 +43,7 @@ struct AgentTestFault {
 
 struct TestHooks {
   TestCut cut;
+  TestExitAfterSends exit_after_sends;
   AgentTestFault agent_fault;
 };
 
