@@ -109,6 +109,24 @@ static OBJ_CLASS_INSTANCE(mca_coll_switchagg_ireq_t, ompi_request_t, NULL, NULL)
  * itself (its steps only run when the process's gate is free). Single
  * threaded, the lock is never touched. in_progress: this thread is inside
  * the callback (no re-entry from a nested opal_progress). */
+/* ThreadSanitizer (scripts/sanitize_thread.sh) sees no order between
+ * finish() completing a request on the thread that progressed it and the
+ * thread whose MPI_Wait/MPI_Test saw it complete and frees it (ireq_free):
+ * Open MPI orders them with a write barrier and plain loads in its own,
+ * uninstrumented wait. The two annotations state that order (release
+ * before ompi_request_complete, acquire when the request is freed, before
+ * the caller's MPI_Wait returns and it reads its buffers); without TSan
+ * they are nothing. */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define SWITCHAGG_TSAN_ACQUIRE(addr) __tsan_acquire(addr)
+#define SWITCHAGG_TSAN_RELEASE(addr) __tsan_release(addr)
+#else
+#define SWITCHAGG_TSAN_ACQUIRE(addr) ((void)(addr))
+#define SWITCHAGG_TSAN_RELEASE(addr) ((void)(addr))
+#endif
+
 static mca_coll_switchagg_module_t *active_modules = NULL;
 static bool progress_registered = false;
 static __thread bool in_progress = false;
@@ -145,6 +163,7 @@ static void release_request(mca_coll_switchagg_ireq_t *r) {
 
 static int ireq_free(ompi_request_t **request) {
   mca_coll_switchagg_ireq_t *r = (mca_coll_switchagg_ireq_t *)*request;
+  SWITCHAGG_TSAN_ACQUIRE(r);
   /* MPI_Request_free on a running call: refused as libnbc refuses it (the
    * same program must behave alike whichever path serves the call). */
   if (r->queued) return MPI_ERR_REQUEST;
@@ -167,13 +186,14 @@ static void activate(mca_coll_switchagg_module_t *m) {
   OBJ_RETAIN(m->comm);
   m->iactive = true;
   m->inext_active = active_modules;
-  active_modules = m;
+  /* Atomic: iallreduce_progress peeks at the list without the lock. */
+  __atomic_store_n(&active_modules, m, __ATOMIC_RELAXED);
 }
 
 static void deactivate(mca_coll_switchagg_module_t *m) {
   mca_coll_switchagg_module_t **p = &active_modules;
   while (*p != NULL && *p != m) p = &(*p)->inext_active;
-  if (*p == m) *p = m->inext_active;
+  if (*p == m) __atomic_store_n(p, m->inext_active, __ATOMIC_RELAXED); /* as in activate */
   m->inext_active = NULL;
   m->iactive = false;
 }
@@ -200,7 +220,8 @@ static void note(mca_coll_switchagg_module_t *m, int kind, const char *what) {
 /* The head of m's queue ends with MPI error code `err`. */
 static void finish(mca_coll_switchagg_ireq_t *r, int err) {
   mca_coll_switchagg_module_t *m = r->m;
-  m->ihead = r->next;
+  /* Atomic: mca_coll_switchagg_iallreduce_drain waits for it without the lock. */
+  __atomic_store_n(&m->ihead, r->next, __ATOMIC_RELEASE);
   if (NULL == m->ihead) m->itail = NULL;
   r->next = NULL;
   r->queued = false;
@@ -208,6 +229,7 @@ static void finish(mca_coll_switchagg_ireq_t *r, int err) {
   if (OMPI_SUCCESS != err) note(m, r->kind, "error");
   r->nbc.super.req_status.MPI_ERROR = err;
   /* Last use: the request may be freed from here on. */
+  SWITCHAGG_TSAN_RELEASE(r);
   ompi_request_complete(&r->nbc.super, true);
 }
 
@@ -500,7 +522,7 @@ static void enqueue(mca_coll_switchagg_module_t *m, mca_coll_switchagg_ireq_t *r
     m->itail->next = r;
     note(m, r->kind, "queued");
   } else {
-    m->ihead = r;
+    __atomic_store_n(&m->ihead, r, __ATOMIC_RELEASE); /* as in finish */
   }
   m->itail = r;
   activate(m);
