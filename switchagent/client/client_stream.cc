@@ -16,12 +16,12 @@
 // chunk names the members that get its result (those whose wanted range
 // overlaps it) and, forwarded, carries only this member's piece of it
 // (maybe none). A member outside a chunk's destinations gets a header-only
-// RESULT, which frees the slot as any result does.
+// RESULT, which frees the slot as any result does. What the agent's frames
+// do, the window's rule and a call's set-up and end: client_core.cc.
 #include <algorithm>
 #include <cstring>
 
 #include "client_internal.h"
-#include "switchagg/common/reduce.h"
 
 namespace switchagg::agent {
 

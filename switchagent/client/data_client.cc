@@ -1,12 +1,10 @@
 // AggClient: connection, HELLO, JOIN/LEAVE and the dispatch of the agent's
-// messages to groups. Streaming allreduce: client_stream.cc.
+// messages to groups (client_core.cc). Streaming allreduce: client_stream.cc.
 #include <chrono>
-#include <cstring>
 #include <optional>
 
 #include "switchagg/agent/malloc_tuning.h"
 #include "client_internal.h"
-#include "switchagg/common/log.h"
 
 namespace switchagg::agent {
 
