@@ -16,7 +16,8 @@ include(CMakePackageConfigHelpers)
 # ---------------------------------------------------------------------------
 # 1. CMake package
 set(_sa_client_targets switchagg_common switchagg_ucx switchagg_wire switchagg_ctlclient
-    switchagg_dataclient)
+    switchagg_clientcore switchagg_dataclient)
+set_target_properties(switchagg_clientcore PROPERTIES EXPORT_NAME clientcore)
 set_target_properties(switchagg_ctlclient PROPERTIES EXPORT_NAME ctlclient)
 set_target_properties(switchagg_dataclient PROPERTIES EXPORT_NAME dataclient)
 set_target_properties(switchagg_common PROPERTIES EXPORT_NAME common)

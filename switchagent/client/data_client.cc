@@ -1,12 +1,10 @@
 // AggClient: connection, HELLO, JOIN/LEAVE and the dispatch of the agent's
-// messages to groups. Streaming allreduce: client_stream.cc.
+// messages to groups (client_core.cc). Streaming allreduce: client_stream.cc.
 #include <chrono>
-#include <cstring>
 #include <optional>
 
 #include "switchagg/agent/malloc_tuning.h"
 #include "client_internal.h"
-#include "switchagg/common/log.h"
 
 namespace switchagg::agent {
 
@@ -20,104 +18,9 @@ int64_t clientNowMs() {
       .count();
 }
 
-Status statusForReason(Reason reason, bool abort, const std::string& text) {
-  std::string msg = std::string(abort ? "agent aborted the group (" : "agent rejected (") +
-                    wire::reasonName(reason) + ")" + (text.empty() ? "" : ": " + text);
-  switch (reason) {
-    case Reason::kBadToken:
-      return Status(Code::kDenied, msg);
-    case Reason::kNoResource:
-      return Status(Code::kNoResource, msg);
-    default:
-      return Status(abort ? Code::kAborted : Code::kProtocol, msg);
-  }
-}
-
 Status AggClient::Impl::brokenStatus() const {
   if (failed) return failure;
   return Status(Code::kPeerFailed, "connection to the agent failed");
-}
-
-void AggClient::Impl::fail(Status st) {
-  if (!failed) {
-    failed = true;
-    failure = st;
-    SA_DEBUG("agent-client", "connection failed: %s", st.toString().c_str());
-  }
-  // Given up on: its close is forced, cancelling sends still in flight (the
-  // agent may be alive but stalled, so a graceful close would not finish).
-  if (ep) ep->abandon();
-  for (auto& [id, g] : groups) g->fail(st);
-}
-
-void AggClient::Impl::onMessage(const ucx::AmMessage& am) {
-  Message m;
-  const Reason r = wire::decode(am.header, am.header_length, am.data, am.length, &m);
-  if (r != Reason::kNone)
-    return fail(Status(Code::kProtocol,
-                       std::string("undecodable message from the agent: ") + wire::reasonName(r)));
-  if (m.token != token) {
-    // An agent that predates CAPACITY cannot read the token of a type it
-    // does not know: its ERROR(bad_type) carries none. That answer, while
-    // the question is open, means "no figures", not a broken agent.
-    if (m.type == MsgType::kError && m.reason == Reason::kBadType && hello_done &&
-        !capacity_done && m.token == wire::Token{}) {
-      capacity_done = true;
-      return;
-    }
-    return fail(Status(Code::kProtocol, "message from the agent carries another lease token"));
-  }
-  auto it = groups.find(m.group_id);
-  AggGroup::State* g = it == groups.end() ? nullptr : it->second;
-  switch (m.type) {
-    case MsgType::kHelloAck:
-      if (hello_done) return;
-      agent.max_window = m.window;
-      agent.slot_bytes = m.slot_bytes;
-      agent.caps = m.caps;
-      hello_done = true;
-      hello_status = Status::Ok();
-      return;
-    case MsgType::kJoinAck:
-      if (!g || g->acked || g->dead) return;
-      if (m.size != static_cast<uint32_t>(g->info.size) ||
-          m.rank != static_cast<uint32_t>(g->info.rank))
-        return g->fail(Status(Code::kProtocol, "JOIN_ACK for another size or rank"));
-      g->info.window = m.window;
-      g->info.slot_bytes = m.slot_bytes;
-      g->info.caps = m.caps;
-      g->acked = true;
-      return;
-    case MsgType::kResult:
-      if (g && !g->dead) onResult(*g, m);
-      return;
-    case MsgType::kCapacityAck:
-      agent.capacity = m.capacity;
-      capacity_done = true;
-      return;
-    case MsgType::kAbort:
-    case MsgType::kError:
-      if (g && m.type == MsgType::kError && m.reason == Reason::kBusy) {
-        // The agent refused the call in progress (no free slots right
-        // then); the group lives on. One for an earlier call is stale.
-        if (g->active && m.chunk >= g->base && m.chunk - g->base < g->n_chunks) g->refused = true;
-        return;
-      }
-      if (g) {
-        g->agent_knows = true;
-        g->failure_reason = m.reason;
-        return g->fail(statusForReason(m.reason, m.type == MsgType::kAbort, m.text));
-      }
-      if (!hello_done) {  // HELLO refused (group id 0, no group)
-        hello_done = true;
-        hello_status = statusForReason(m.reason, false, m.text);
-      } else if (!capacity_done) {  // an agent that predates CAPACITY
-        capacity_done = true;
-      }
-      return;
-    default:
-      return fail(Status(Code::kProtocol, "unexpected message type from the agent"));
-  }
 }
 
 Status AggClient::Impl::sendControl(const Message& m, int64_t timeout_ms) {

@@ -8,6 +8,12 @@
 #
 # Seeds: tests/fuzz/<X>_corpus/ for target fuzz_<X> (read only); inputs the
 # fuzzer finds go to <build>/corpus/<target>/. Targets: tests/fuzz/CMakeLists.txt.
+#
+# The longer run (docs/security.md, "Hostile HTTP"): tests/fuzz/run_fuzz.sh 600.
+# With SWITCHAGG_FUZZ_MERGE=1 each target's finds that add coverage are
+# then merged into its seed corpus in the repo (libFuzzer -merge=1), for
+# review and commit; a crash's reproducer belongs there too, next to the
+# unit test of its fix.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${SWITCHAGG_FUZZ_BUILD_DIR:-$root/build-fuzz}
@@ -46,6 +52,12 @@ for t in "${targets[@]}"; do
     tail -n 40 "$build/$t.log" >&2
   else
     grep -E "stat::number_of_executed_units|cov:" "$build/$t.log" | tail -n 2 >&2 || true
+    if [[ "${SWITCHAGG_FUZZ_MERGE:-0}" == 1 ]]; then
+      mkdir -p "$seeds"
+      "$build/bin/$t" -merge=1 -timeout=10 -rss_limit_mb=2048 "$seeds" "$work" \
+        2>>"$build/$t.log" >&2
+      echo "run_fuzz: $t: ${seeds#$root/} now holds $(ls "$seeds" | wc -l) inputs" >&2
+    fi
   fi
 done
 if ((${#failed[@]} > 0)); then

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -355,6 +356,35 @@ TEST(Tuner, LearntRulesParseBackAsSiteRules) {
   in.bytes = 6000;
   in.switch_available = false;
   EXPECT_EQ(rules->match(in), nullptr);
+}
+
+// Found by fuzz_tune_file (tests/fuzz/tune_file_corpus/time_beyond_parser_limit):
+// an agreed time beyond what the rules parser holds (over 1e9 us, a call of
+// 17 minutes) was written, and the whole file was then refused as rules.
+TEST(Tuner, TimesTheRulesParserRefusesAreNotWritten) {
+  SelectionInput shape;
+  shape.comm_size = 2;
+  Tuner::Learnt slow;
+  slow.log2_bytes = 62;
+  slow.switch_ok = true;
+  slow.settled = true;
+  slow.choice = A::kRing;
+  slow.agreed_us.fill(std::numeric_limits<double>::quiet_NaN());
+  slow.agreed_us[size_t(A::kRing)] = 12.5;
+  slow.agreed_us[size_t(A::kSwitch)] = 2147483648.0;
+  slow.agreed_us[size_t(A::kPrevious)] = 1e300;  // would not even fit the line
+  Tuner::Learnt none = slow;
+  none.log2_bytes = 63;
+  none.agreed_us[size_t(A::kRing)] = std::numeric_limits<double>::infinity();
+  const std::string text = formatTuneRules({slow, none}, shape);
+  Result<Rules> rules = parseRules(text, "tuned.rules");
+  ASSERT_TRUE(rules.ok()) << rules.status().toString() << "\n" << text;
+  ASSERT_EQ(rules->rules.size(), 2u) << text;  // both choices are kept
+  ASSERT_EQ(rules->measured.size(), 1u) << text;  // a line without a time is not
+  EXPECT_DOUBLE_EQ(rules->measured[0].us[size_t(A::kRing)], 12.5);
+  EXPECT_TRUE(std::isnan(rules->measured[0].us[size_t(A::kSwitch)]));
+  EXPECT_TRUE(std::isnan(rules->measured[0].us[size_t(A::kPrevious)]));
+  EXPECT_EQ(rules->rules[1].bytes.hi, UINT64_MAX);
 }
 
 TEST(Tuner, MeasuredLinesAreCheckedLikeRules) {

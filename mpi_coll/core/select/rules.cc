@@ -125,7 +125,7 @@ Status parseRuleLine(const LineContext& ctx, const std::vector<std::string>& wor
 Result<double> parseCost(const std::string& key, const std::string& text) {
   char* end = nullptr;
   const double v = strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v >= 0) || v > 1e9) {
+  if (text.empty() || *end != '\0' || !(v >= 0) || v > kMaxRulesNumber) {
     return Status(Code::kInvalidArgument, key + ": expected a number >= 0, got '" + text + "'");
   }
   return v;

@@ -29,6 +29,10 @@
 
 namespace switchagg::coll {
 
+// The largest number a rules file holds: a cost constant, a measured time in
+// microseconds (a `measured` time beyond it is not written, see tuner.h).
+inline constexpr double kMaxRulesNumber = 1e9;
+
 struct Range {
   uint64_t lo = 0;
   uint64_t hi = UINT64_MAX;  // inclusive

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "rules.h"
+
 namespace switchagg::coll {
 namespace {
 
@@ -255,16 +257,18 @@ std::string formatTuneRules(const std::vector<Tuner::Learnt>& learnt, const Sele
     snprintf(where, sizeof where, "bytes=%" PRIu64 "-%" PRIu64 " np=%d ppn=%d nodes=%d switch=%s",
              lo, hi, shape.comm_size, shape.ranks_per_node, shape.nodes,
              l.switch_ok ? "yes" : "no");
-    snprintf(line, sizeof line, "allreduce %s algorithm=%s\nmeasured %s", where,
-             algorithmName(l.choice), where);
+    snprintf(line, sizeof line, "allreduce %s algorithm=%s\n", where, algorithmName(l.choice));
     text += line;
+    // Only times the rules parser reads back (a call of over 16 minutes
+    // is not one to ship anyway); NaN: not measured.
+    std::string times;
     for (size_t a = 0; a < Tuner::kAlgorithms; ++a) {
-      if (std::isnan(l.agreed_us[a])) continue;
-      snprintf(line, sizeof line, " us:%s=%.1f", algorithmName(static_cast<Algorithm>(a)),
-               l.agreed_us[a]);
-      text += line;
+      const double us = l.agreed_us[a];
+      if (!(us >= 0 && us <= kMaxRulesNumber)) continue;
+      snprintf(line, sizeof line, " us:%s=%.1f", algorithmName(static_cast<Algorithm>(a)), us);
+      times += line;
     }
-    text += "\n";
+    if (!times.empty()) text += std::string("measured ") + where + times + "\n";
   }
   return text;
 }

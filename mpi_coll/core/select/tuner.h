@@ -150,7 +150,10 @@ double medianOf(std::vector<double> v);
 // Rules-file text for what a communicator of `shape` (comm_size,
 // ranks_per_node, nodes) settled on: per settled bucket, an `allreduce`
 // rule pinning the choice and a `measured` line with the agreed times, so
-// the file can be shipped as site rules (docs/selection.md).
+// the file can be shipped as site rules (docs/selection.md). A time the
+// rules parser would refuse (beyond kMaxRulesNumber microseconds, or not a
+// number >= 0) is left out, and so is a measured line left without a time:
+// the file always parses back.
 std::string formatTuneRules(const std::vector<Tuner::Learnt>& learnt, const SelectionInput& shape);
 
 }  // namespace switchagg::coll
