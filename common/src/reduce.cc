@@ -237,6 +237,17 @@ Fold getFold(Dtype d, Op op) {
   return valid(d, op) ? table().fold[static_cast<int>(d)][static_cast<int>(op)] : nullptr;
 }
 
+// inout = inout op in[0] op ... op in[n_in - 1]: up to three inputs a pass
+// with the fused kernel `f`, else (pair types) two operands at a time with
+// `k`; the same operations in the same order either way.
+void foldInto(Kernel k, Fold f, void* inout, const void* const* in, size_t n_in, size_t count) {
+  if (!f) {
+    for (size_t r = 0; r < n_in; ++r) k(inout, inout, in[r], count);
+    return;
+  }
+  for (size_t r = 0; r < n_in; r += 3) f(inout, in + r, std::min<size_t>(3, n_in - r), true, count);
+}
+
 Status unsupported(Dtype d, Op op) {
   return Status(Code::kInvalidArgument,
                 std::string("reduction ") + opName(op) + " is not defined on " + dtypeName(d));
@@ -274,15 +285,14 @@ Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n
     std::memcpy(out, in[0], count * dtypeSize(dtype));
     return Status::Ok();
   }
+  // The first up to four in one pass (pair types: the first two), the rest
+  // into them.
   Fold f = getFold(dtype, op);
-  if (!f) {  // pair types: two operands at a time, the same order
-    k(out, in[0], in[1], count);
-    for (size_t r = 2; r < n_in; ++r) k(out, out, in[r], count);
-    return Status::Ok();
-  }
-  const size_t first = std::min<size_t>(n_in, 4);
-  f(out, in, first, false, count);
-  return reduceManyInto(dtype, op, out, in + first, n_in - first, count);
+  const size_t first = f ? std::min<size_t>(n_in, 4) : 2;
+  if (f) f(out, in, first, false, count);
+  else k(out, in[0], in[1], count);
+  foldInto(k, f, out, in + first, n_in - first, count);
+  return Status::Ok();
 }
 
 Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, size_t n_in,
@@ -293,13 +303,7 @@ Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, si
     if (in[r] == inout)
       return Status(Code::kInvalidArgument, "reduceManyInto: inout is input " + std::to_string(r) +
                                                 " (they must not alias)");
-  if (count == 0 || n_in == 0) return Status::Ok();
-  Fold f = getFold(dtype, op);
-  if (!f) {  // pair types: two operands at a time, the same order
-    for (size_t r = 0; r < n_in; ++r) k(inout, inout, in[r], count);
-    return Status::Ok();
-  }
-  for (size_t r = 0; r < n_in; r += 3) f(inout, in + r, std::min<size_t>(3, n_in - r), true, count);
+  if (count) foldInto(k, getFold(dtype, op), inout, in, n_in, count);
   return Status::Ok();
 }
 

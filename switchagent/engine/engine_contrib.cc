@@ -229,17 +229,15 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
     s.piece_off[m.rank] = m.piece_offset;
     s.piece_len[m.rank] = static_cast<uint32_t>(m.payload_bytes / dtypeSize(m.dtype));
   }
-  // The next member of the running prefix, with the result buffer free:
-  // reduced from the message (and whoever waits after it); else it waits
-  // in its buffer.
-  // Read in place only where the message holds whole aligned elements (an
-  // eager AM's body sits wherever UCX put it): else copied, then folded.
+  // The next member of the running prefix, with the result buffer free, is
+  // reduced from the message (and whoever waits after it); any other waits
+  // in its buffer. Read in place only where the body holds aligned elements
+  // (an eager AM's sits wherever UCX put it): else copied, then folded.
   const bool next = s.mode == 0 && s.sends_pending == 0 && m.rank == s.folded;
-  const bool in_place = next && aligned(m.payload, s.dtype);
-  const bool staged = !in_place;
+  const bool staged = !(next && aligned(m.payload, s.dtype));
   if (staged && m.payload_bytes)
     std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
-  if (next) foldPrefix(*g, m.slot, in_place ? static_cast<const uint8_t*>(m.payload) : nullptr);
+  if (next) foldPrefix(*g, m.slot, staged ? nullptr : static_cast<const uint8_t*>(m.payload));
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     if (s.arrived == 0) ++counters_.slots_busy;
