@@ -60,12 +60,7 @@ lease_k() {  # K: the job's lease over the agents of map K, exported
 lease_drop() {
   "$bin/switchagg-ctl" lease delete --job "reducers-k$1" --fabric "$work/map$1.toml" >/dev/null
 }
-reducer_rx() {
-  fabric_py counters "$FABRIC" | /usr/bin/python3 -c '
-import json, sys
-c = json.load(sys.stdin)
-print(" ".join(str(v["rx_bytes"]) for h, v in sorted(c.items()) if h.startswith("r")))'
-}
+reducer_rx() { fabric_rx_bytes | awk '/^r[0-9]/ { printf "%s%s", sep, $2; sep = " " } END { print "" }'; }
 
 export SWITCHAGG_SWITCH_WINDOW=16
 host_paths=(

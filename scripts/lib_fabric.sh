@@ -129,9 +129,12 @@ fabric_agent_start() {
   agent_start "$root/config/agent.toml" "$dir" "${link[@]}" "$@"
 }
 
-fabric_tx_bytes() {
+# "host bytes" lines: what each host sent (tx) or received (rx) so far.
+fabric_tx_bytes() { fabric_dir_bytes tx_bytes; }
+fabric_rx_bytes() { fabric_dir_bytes rx_bytes; }
+fabric_dir_bytes() {
   fabric_py counters "$FABRIC" |
-    /usr/bin/python3 -c 'import json,sys; [print(h, v["tx_bytes"]) for h, v in sorted(json.load(sys.stdin).items())]'
+    /usr/bin/python3 -c 'import json,sys; [print(h, v[sys.argv[1]]) for h, v in sorted(json.load(sys.stdin).items())]' "$1"
 }
 
 # Bytes on the links between hosts so far: what the hosts sent minus what

@@ -444,12 +444,7 @@ case $scenario in
     }
     if [[ $scenario == reducers ]]; then
       # reducer_rx: bytes each reducer host received so far, "r<k> bytes" lines.
-      reducer_rx() {
-        fabric_py counters "$FABRIC" | /usr/bin/python3 -c '
-import json, sys
-c = json.load(sys.stdin)
-[print(h, v["rx_bytes"]) for h, v in sorted(c.items()) if h.startswith("r")]'
-      }
+      reducer_rx() { fabric_rx_bytes | grep '^r[0-9]'; }
       lease_k 3 reducers-k3
       stripes_run 3 1 "$work/matrix-k3.log" "$build/bin/mpi_allreduce_check" \
         --expect switch --quick --counts 2,1001
