@@ -50,7 +50,7 @@ for np in $np_list; do
   done
 done
 {
-  if [[ -n $hosts ]]; then echo "# MPI_Barrier through the switch on an emulated cluster"; else echo "# MPI_Barrier through the switch (issue 18, first slice)"; fi
+  if [[ -n $hosts ]]; then echo "# MPI_Barrier through the switch: emulated cluster, $hosts hosts × 1 rank"; else echo "# MPI_Barrier through the switch: one node"; fi
   echo
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
   if [[ -n $hosts ]]; then

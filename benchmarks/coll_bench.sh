@@ -71,7 +71,7 @@ done
 
 names=$(for p in "${paths[@]}"; do printf '%s ' "${p%%|*}"; done)
 {
-  echo "# MPI_Allreduce: switchagg vs Open MPI tuned and han"
+  echo "# MPI_Allreduce, switchagg vs Open MPI tuned and han: one node"
   echo
   echo "Produced by \`$cmdline\` (started $started, $(nproc) cores, $(uname -m),"
   echo "Open MPI $(ompi_info --version 2>/dev/null | awk '/Open MPI/ {print $NF; exit}'), git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'))."

@@ -105,7 +105,7 @@ summarize() {  # TAG HOSTS PPN MBIT
 }
 
 {
-  echo "# Switch path on an emulated cluster (links are the bottleneck)"
+  echo "# Switch path, agent in the switch: emulated cluster, $configs"
   echo
   echo "Command: \`benchmarks/fabric_bench.sh --configs \"$configs\" --reps $reps --min $min --max $max --out benchmarks/results/$(basename "$out")\`,"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -49,7 +49,7 @@ for rep in $(seq 1 "$reps"); do
 done
 field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | bench_median; }
 {
-  echo "# FSDP training proxy: blocking vs overlapped collectives (issue 28)"
+  echo "# FSDP training proxy, blocking vs overlapped: emulated cluster, $hosts hosts × $ppn"
   echo
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "(an emulated cluster: $hosts hosts × $ppn ranks, links shaped to $rate Mbit/s, the agent on"

@@ -75,7 +75,7 @@ done
 field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | bench_median; }
 {
   if [[ -n $hosts ]]; then
-    echo "# MPI_Iallreduce overlap on an emulated cluster (issue 18)"
+    echo "# MPI_Iallreduce overlap${large:+ above the keep limit}: emulated cluster, $hosts hosts × 1 rank"
     echo
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "(an emulated cluster: $hosts hosts, one rank each, links shaped to $rate Mbit/s, the agent"
@@ -85,7 +85,7 @@ field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | bench_median; }
     echo "benchmarks/iallreduce_overlap.sh --fabric $hosts --rate $rate --bytes \"$sizes\" --reps $reps --iters $iters${large:+ --large}"
     echo '```'
   else
-    echo "# MPI_Iallreduce overlap (issue 18)"
+    echo "# MPI_Iallreduce overlap: one node"
     echo
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "(one machine: ranks and the agent share the cores; one rank per emulated node). Command:"

@@ -104,7 +104,9 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | 
 {
   title="small allreduce and barrier"
   [[ -n $large ]] && title="calls above the keep limit"
-  echo "# One-round-trip completion: $title"
+  where="one node"
+  [[ -n $hosts ]] && where="emulated cluster, $hosts hosts × 1 rank"
+  echo "# One-round-trip completion, $title: $where"
   echo
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg);"
   if [[ -n $hosts ]]; then

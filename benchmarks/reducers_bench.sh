@@ -97,7 +97,7 @@ for rep in $(seq 1 "$reps"); do
 done
 
 {
-  echo "# Reducer hosts: switch aggregation on agents at a compute host's link rate"
+  echo "# Reducer hosts, agents at a compute host's link rate: emulated cluster, $hosts hosts × 1 rank"
   echo
   echo "Command: \`benchmarks/reducers_bench.sh --hosts $hosts --rate $rate --ks \"$ks\" --reps $reps --min $min --max $max\`,"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -150,7 +150,7 @@ summarize() {  # TAG HOSTS PPN MBIT COLL
 }
 
 {
-  echo "# Reduce-scatter, allgather, bcast and reduce through the switch on an emulated cluster"
+  echo "# Routed collectives through the switch: emulated cluster, $configs"
   echo
   echo "Command: \`benchmarks/routed_fabric_bench.sh --configs \"$configs\" --colls \"$colls\" --reps $reps --min $min --max $max --dtype $dtype\`,"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -190,7 +190,7 @@ summarize() {  # COLL
 
 IFS='|' read -r run_date run_load <"$raw/run.txt"
 {
-  echo "# Routed collectives through an agent tree on an emulated leaf-spine fabric ($racks racks × $hosts hosts × $ppn)"
+  echo "# Routed collectives through an agent tree on an emulated leaf-spine fabric ($racks racks × $hosts hosts × $ppn${keep:+, keep $keep})"
   echo
   echo "Command: \`benchmarks/routed_tree_bench.sh --racks $racks --hosts $hosts --rate $rate --uplink $uplink --ppn $ppn --colls \"$colls\" --reps $reps --min $min --max $max${keep:+ --keep $keep}\`,"
   echo "$run_date, $(nproc) cores, load average at the end $run_load."

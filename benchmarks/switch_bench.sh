@@ -72,7 +72,7 @@ summarize() {  # NP
 }
 
 {
-  echo "# Switch path (issue 5): switchagg-bench, switch vs host vs Open MPI tuned"
+  echo "# Switch path vs host paths and Open MPI tuned: one node"
   echo
   echo "Reproduce: \`benchmarks/switch_bench.sh --build $(basename "$build") --np \"$np_list\" --reps $reps --max $max\`"
   echo "($(date -u +%Y-%m-%d), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end;"

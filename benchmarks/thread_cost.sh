@@ -42,7 +42,7 @@ for ((r = 1; r <= reps; r++)); do
   run multiple "$build" --thread-multiple
 done
 {
-  echo "# Single-threaded cost of serving MPI_THREAD_MULTIPLE ($wait waits)"
+  echo "# Single-threaded cost of serving MPI_THREAD_MULTIPLE: one node, np $np, $wait waits, against $what"
   echo
   echo "Command: \`benchmarks/thread_cost.sh --before DIR --np $np --reps $reps --iters $iters"
   echo "--algorithm $algorithm --wait $wait --what \"$what\"\`, $(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores shared with other"
