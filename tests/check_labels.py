@@ -13,6 +13,11 @@ tests/**/*.cmake), not from a list kept here:
     those sources must be in CTest with all of l;
   * set_tests_properties(<literal names> PROPERTIES LABELS l): each name must
     be in CTest with all of l.
+Calls of the tests' own CMake functions (add_switch_test, add_slurm_case,
+...) and foreach loops are expanded, parameters bound, so a test declared
+through a helper is checked like a literal one. Then by name: a test about
+a fault (fault, kill, crash, agent_down, peer_failure, link_down in its
+name) must carry `fault`, and one with mpich in its name `mpich`.
 Then asks CTest (ctest --show-only=json-v1 in BUILD_DIR) what it has, and
 checks `ctest -N -L fault` lists every ControlFaults.* test. A declaration
 whose binary or test this build does not configure is listed as such (it
@@ -27,6 +32,9 @@ import subprocess
 import sys
 
 PROPERTY_KEYWORDS = {"PROPERTIES"}
+# Names of tests about a failure ("Default" is not one).
+FAULT_NAME = re.compile(r"(?<![Dd]e)[Ff]ault|[Kk]ill|[Cc]rash|agent_down|AgentDown|peer_failure|"
+                        r"PeerFailure|link_down|LinkDown")
 GTEST_KEYWORDS = {"TEST_SUFFIX", "TEST_PREFIX", "EXTRA_ARGS", "WORKING_DIRECTORY", "TEST_LIST",
                   "TEST_FILTER", "DISCOVERY_TIMEOUT", "DISCOVERY_MODE", "XML_OUTPUT_DIR",
                   "PROPERTIES", "NO_PRETTY_TYPES", "NO_PRETTY_VALUES"}
@@ -154,25 +162,48 @@ def main():
                    glob.glob(os.path.join(src, "tests", "**", "*.cmake"), recursive=True))
     # Included .cmake files use their includer's variables: read them after it.
     files.sort(key=lambda f: (os.path.dirname(f), not f.endswith("CMakeLists.txt"), f))
-    def calls(path):
-        """The file's commands, each foreach(<var> <items...>) body once per item."""
-        seq = list(commands(path))
+    functions = {}  # function(name params...) bodies, for calls in later files too
+
+    def unroll(seq, bound):
+        """Commands of `seq` with foreach bodies once per item and calls of
+        the files' own functions replaced by their bodies, parameters bound
+        (${ARGN}: the arguments past the named ones)."""
         i = 0
         while i < len(seq):
             name, args = seq[i]
-            if name == "foreach" and len(args) >= 2 and args[1] not in ("IN", "RANGE"):
+            args = [bind(a, bound) for a in args]
+            if name in ("foreach", "function"):
+                end = "end" + name
                 depth, j = 1, i + 1
                 while j < len(seq) and depth:
-                    depth += {"foreach": 1, "endforeach": -1}.get(seq[j][0], 0)
+                    depth += {name: 1, end: -1}.get(seq[j][0], 0)
                     j += 1
                 body = seq[i + 1:j - 1]
-                for item in args[1:]:
-                    for n, a in body:
-                        yield n, [x.replace("${" + args[0] + "}", item) for x in a]
+                if name == "function" and args:
+                    functions[args[0].lower()] = (args[1:], body)
+                elif len(args) >= 2 and args[1] not in ("IN", "RANGE"):
+                    for item in args[1:]:
+                        yield from unroll(body, dict(bound, **{args[0]: item}))
+                else:
+                    yield from unroll(body, bound)
                 i = j
                 continue
-            yield name, args
+            if name.lower() in functions:
+                params, body = functions[name.lower()]
+                inner = dict(zip(params, args))
+                inner["ARGN"] = ";".join(args[len(params):])
+                yield from unroll(body, inner)
+            else:
+                yield name, args
             i += 1
+
+    def bind(value, bound):
+        for k, v in bound.items():
+            value = value.replace("${" + k + "}", v)
+        return value
+
+    def calls(path):
+        yield from unroll(list(commands(path)), {})
 
     for path in files:
         listdir = os.path.dirname(path)
@@ -267,6 +298,15 @@ def main():
     for n in control_faults:
         if n not in selected:
             failures.append(f"ctest -L fault does not select {n}")
+
+    # By name: what a test is about decides two labels.
+    for n, labels in sorted(ctest.items()):
+        if FAULT_NAME.search(n) and "fault" not in labels:
+            failures.append(f"{n}: its name says it tests a fault but it lacks the label fault "
+                            f"(has {';'.join(labels) or 'none'})")
+        if "mpich" in n.lower() and "mpich" not in labels:
+            failures.append(f"{n}: its name says MPICH but it lacks the label mpich "
+                            f"(has {';'.join(labels) or 'none'})")
 
     for n in not_configured:
         print(f"check_labels: not configured in this build: {n}")

@@ -16,9 +16,16 @@ switchagg_warnings(test_data_unit)
 # gtest_add_tests (source scan) rather than gtest_discover_tests: CMake 3.25's
 # discovery splits list-valued properties, so LABELS "agent;fault" would
 # lose its second label.
-gtest_add_tests(TARGET test_data_unit SOURCES ${SWITCHAGG_DATA_UNIT_SOURCES}
+# The engine's fault tests (bad members, revoked leases, fault points) also
+# carry `fault`.
+set(SWITCHAGG_DATA_UNIT_PLAIN ${SWITCHAGG_DATA_UNIT_SOURCES})
+list(FILTER SWITCHAGG_DATA_UNIT_PLAIN EXCLUDE REGEX "_faults\\.cc$")
+gtest_add_tests(TARGET test_data_unit SOURCES ${SWITCHAGG_DATA_UNIT_PLAIN}
   TEST_LIST SWITCHAGG_DATA_UNIT_TESTS)
 set_tests_properties(${SWITCHAGG_DATA_UNIT_TESTS} PROPERTIES LABELS "unit;agent" TIMEOUT 60)
+gtest_add_tests(TARGET test_data_unit SOURCES ${SWITCHAGG_DATA_TEST_DIR}/test_data_engine_faults.cc
+  TEST_LIST SWITCHAGG_DATA_UNIT_FAULT_TESTS)
+set_tests_properties(${SWITCHAGG_DATA_UNIT_FAULT_TESTS} PROPERTIES LABELS "unit;agent;fault" TIMEOUT 60)
 endif()
 
 # The engine's per-chunk path allocates nothing once warm: its own
@@ -60,4 +67,6 @@ if(TARGET switchagg_agent_fixture AND TARGET switchagg-agent AND SWITCHAGG_DATA_
     SOURCES ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_faults.cc
     TEST_LIST SWITCHAGG_DATA_FAULT_TESTS)
   set_tests_properties(${SWITCHAGG_DATA_FAULT_TESTS} PROPERTIES LABELS "agent;fault" TIMEOUT 120)
+  # The agent SIGKILLed and restarted: leases survive (a fault test too).
+  set_tests_properties(DataAgentRestart.LeasesSurviveACrash PROPERTIES LABELS "agent;fault")
 endif()
