@@ -9,7 +9,7 @@ byte crosses the hosts' shaped links: `counters` shows it).
 
   fabric.py up NAME [--topo star|leaf-spine] [--hosts H] [--racks R]
                     [--rate MBIT] [--uplink MBIT] [--agent-rate MBIT]
-                    [--reducers K] [--reducer-rate MBIT]
+                    [--reducers K] [--reducer-rate MBIT[,MBIT...]]
                     [--subnet 10.77]        bring a fabric up (returns when ready)
   fabric.py down NAME                       tear it down (also what a dead run left)
   fabric.py status [NAME] [--json]          hosts, addresses, links, owner
@@ -18,7 +18,8 @@ byte crosses the hosts' shaped links: `counters` shows it).
   fabric.py counters NAME                   bytes sent/received per host interface
 
 Reducer hosts (--reducers K, star only): hosts r1..rK on the same switch,
-each with a link at --reducer-rate (default: a compute host's rate), for
+each with a link at --reducer-rate (default: a compute host's rate; a
+comma list gives r1, r2, ... their own rates, unequal reducers), for
 agents on ordinary hosts (the reduction-server deployment a RoCE site can
 run today: a job stripes every call over K of them) beside the agent in the
 switch, which stays.
@@ -83,6 +84,26 @@ def pid_alive(pid, marker=None):
 
 # ---------------------------------------------------------------- topology
 
+def reducer_rates(args):
+    """--reducer-rate as one rate per reducer host ([]: the hosts' rate)."""
+    text = str(args.reducer_rate or "")
+    if not text:
+        return []
+    try:
+        rates = [int(x) for x in text.split(",")]
+    except ValueError:
+        die("--reducer-rate takes Mbit/s, or one per reducer host separated by commas: '%s'"
+            % text, 2)
+    if any(r <= 0 for r in rates):
+        die("link rates must be > 0 Mbit/s (--reducer-rate %s)" % text, 2)
+    if len(rates) == 1:
+        return rates * args.reducers
+    if len(rates) != args.reducers:
+        die("--reducer-rate lists %d rates for %d reducer hosts (--reducers)"
+            % (len(rates), args.reducers), 2)
+    return rates
+
+
 def plan(args):
     """Nodes and links of the topology, independent of Mininet."""
     rate, hosts, racks = args.rate, args.hosts, args.racks
@@ -100,7 +121,7 @@ def plan(args):
         for k in range(1, args.reducers + 1):
             nodes.append({"name": "r%d" % k, "ip": "%s.2.%d" % (net, k), "role": "reducer",
                           "rack": -1})
-            links.append(("r%d" % k, sw[0], args.reducer_rate or rate))
+            links.append(("r%d" % k, sw[0], (reducer_rates(args) or [rate] * k)[k - 1]))
     else:
         spine = p + "s0"
         sw = [spine]
@@ -214,9 +235,9 @@ def cmd_up(args):
         die("leaf-spine: --racks and --hosts (per rack) must be 1..16", 2)
     if not re.match(r"^\d{1,3}\.\d{1,3}$", args.subnet):
         die("--subnet takes the first two octets, e.g. 10.77", 2)
-    if args.rate <= 0 or (args.uplink or 1) <= 0 or (args.agent_rate or 1) <= 0 or \
-            (args.reducer_rate or 1) <= 0:
+    if args.rate <= 0 or (args.uplink or 1) <= 0 or (args.agent_rate or 1) <= 0:
         die("link rates must be > 0 Mbit/s", 2)
+    reducer_rates(args)
     if not 0 <= args.reducers <= 16:
         die("--reducers must be 0..16", 2)
     if args.reducers and args.topo != "star":
@@ -461,8 +482,9 @@ def main():
                        help="agent link Mbit/s (default: the sum of what feeds it)")
         p.add_argument("--reducers", type=int, default=0,
                        help="reducer hosts r1..rK for agents at a host's rate (star; default 0)")
-        p.add_argument("--reducer-rate", type=int, default=0,
-                       help="reducer host link Mbit/s (default --rate)")
+        p.add_argument("--reducer-rate", default="",
+                       help="reducer host link Mbit/s, or one per reducer: 400,400,200 "
+                            "(default --rate)")
         p.add_argument("--subnet", default="10.77", help="first two octets (default 10.77)")
         p.add_argument("--quiet", action="store_true")
     p = sub.add_parser("down", help="tear a fabric down")

@@ -21,6 +21,25 @@ StripeRange stripeOf(size_t count, size_t k, size_t stripes) {
   return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
 }
 
+bool stripesWeighted(const std::vector<uint32_t>& weights) {
+  return weights.size() <= kMaxWeightedStripes &&
+         std::none_of(weights.begin(), weights.end(), [](uint32_t w) { return w == 0; }) &&
+         std::any_of(weights.begin(), weights.end(), [&](uint32_t w) { return w != weights[0]; });
+}
+
+StripeRange stripeOf(size_t count, size_t k, const std::vector<uint32_t>& weights) {
+  const size_t stripes = weights.size();
+  if (!stripesWeighted(weights) || k >= stripes) return stripeOf(count, k, stripes);
+  uint64_t before = 0, total = 0;
+  for (size_t i = 0; i < stripes; ++i) (i < k ? before : total) += weights[i];
+  total += before;
+  // count · sum fits 128 bits (count < 2^64, sum < 2^36).
+  __extension__ typedef unsigned __int128 Wide;
+  auto cut = [&](uint64_t sum) { return size_t(Wide(count) * sum / total); };
+  const size_t begin = cut(before), end = cut(before + weights[k]);
+  return {begin, end - begin};
+}
+
 StripedGroup::StripedGroup(std::vector<std::shared_ptr<AggClient>> clients,
                            std::vector<std::unique_ptr<AggGroup>> groups)
     : clients_(std::move(clients)), groups_(std::move(groups)) {}
@@ -160,7 +179,7 @@ Status StripedGroup::startRouted(const RoutedCall& call) {
     out = routed_staging_.data();
   }
   for (size_t k = 0; k < k_total && call_failed_.ok(); ++k) {
-    const StripeRange r = stripeOf(call.total, k, k_total);
+    const StripeRange r = range(call.total, k);
     if (r.count == 0) continue;
     Status st = groups_[k]->startRouted(stripeCall(call, rank, r.begin, r.count, esize, out));
     if (st.ok())
@@ -206,7 +225,7 @@ Status StripedGroup::startCall(Dtype dtype, Op op, const void* send, void* recv,
   // Start every non-empty stripe. The checks above are every start's
   // declines, so a start fails only for a dead group or connection.
   for (size_t k = 0; k < k_total && call_failed_.ok(); ++k) {
-    const StripeRange r = stripeOf(count, k, k_total);
+    const StripeRange r = range(count, k);
     if (r.count == 0) continue;  // fewer elements than stripes: alike on every rank
     const size_t off = r.begin * esize;
     Status st = groups_[k]->startCall(dtype, op, static_cast<const uint8_t*>(send) + off,
@@ -245,14 +264,14 @@ Status StripedGroup::stepCall() {
 void StripedGroup::setInputReady(size_t elements) {
   for (size_t k = 0; k < groups_.size(); ++k) {
     if (!running_[k] || done_[k]) continue;
-    const StripeRange r = stripeOf(call_count_, k, groups_.size());
+    const StripeRange r = range(call_count_, k);
     groups_[k]->setInputReady(elements <= r.begin ? 0 : std::min(elements - r.begin, r.count));
   }
 }
 
 size_t StripedGroup::resultsReady() {
   for (size_t k = 0; k < groups_.size(); ++k) {
-    const StripeRange r = stripeOf(call_count_, k, groups_.size());
+    const StripeRange r = range(call_count_, k);
     if (r.count == 0 || (running_[k] && done_[k])) continue;
     return r.begin + (running_[k] ? groups_[k]->resultsReady() : 0);
   }

@@ -4,6 +4,9 @@
 // element boundaries for every dtype.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "switchagg/agent/data_client.h"
 
 namespace switchagg::agent {
@@ -70,6 +73,55 @@ TEST(Stripes, ByteRangesFallOnElementBoundariesForEveryDtype) {
     }
   }
   EXPECT_GE(dtypes, 10);
+}
+
+
+// Unequal reducers (weights = the agents' link rates): contiguous, every
+// element once, each stripe within one element of count·w_k/Σw, computed in
+// integers (the same on every rank), without overflow at large counts.
+TEST(Stripes, WeightedStripesFollowTheLinkRates) {
+  const std::vector<std::vector<uint32_t>> all = {
+      {400, 200}, {100000, 25000, 25000}, {1, 2, 3, 4}, {400, 400, 200, 200, 100}};
+  for (const std::vector<uint32_t>& w : all) {
+    ASSERT_TRUE(stripesWeighted(w));
+    uint64_t total = 0;
+    for (uint32_t x : w) total += x;
+    for (size_t count : std::vector<size_t>{0, 1, 2, 5, 37, 1001, 1048579, size_t(1) << 40}) {
+      size_t next = 0;
+      for (size_t k = 0; k < w.size(); ++k) {
+        const StripeRange r = stripeOf(count, k, w);
+        EXPECT_EQ(r.begin, next) << count << " stripe " << k;
+        const double share = double(count) * w[k] / double(total);
+        EXPECT_LE(std::abs(double(r.count) - share), 1.0) << count << " stripe " << k;
+        next += r.count;
+      }
+      EXPECT_EQ(next, count);
+      EXPECT_EQ(stripeOf(count, w.size(), w).count, 0u);  // out of range: empty
+    }
+  }
+  // 2:1 links, 9 elements: 6 and 3.
+  EXPECT_EQ(stripeOf(9, 0, {400, 200}).count, 6u);
+  EXPECT_EQ(stripeOf(9, 1, {400, 200}).begin, 6u);
+  EXPECT_EQ(stripeOf(9, 1, {400, 200}).count, 3u);
+}
+
+// Equal, unknown (0) or too many weights: exactly the equal stripes of
+// before, so jobs whose agents do not tell a rate cut as they always did.
+TEST(Stripes, EqualUnknownOrTooManyWeightsCutEqually) {
+  const std::vector<std::vector<uint32_t>> equal_cut = {
+      {}, {400}, {400, 400, 400}, {400, 0}, {0, 0}, std::vector<uint32_t>(kMaxWeightedStripes + 1, 7)};
+  std::vector<uint32_t> many(kMaxWeightedStripes + 1, 100);
+  many[0] = 200;
+  for (std::vector<uint32_t> w : equal_cut) {
+    if (w.size() == kMaxWeightedStripes + 1) w = many;
+    EXPECT_FALSE(stripesWeighted(w)) << w.size();
+    for (size_t count : {0, 1, 10, 1001})
+      for (size_t k = 0; k <= w.size(); ++k) {
+        const StripeRange a = stripeOf(count, k, w), b = stripeOf(count, k, w.size());
+        EXPECT_EQ(a.begin, b.begin);
+        EXPECT_EQ(a.count, b.count);
+      }
+  }
 }
 
 }  // namespace

@@ -482,6 +482,36 @@ case $scenario in
               for (h in d) { printf "reducer %s received %d bytes (mean %d)\n", h, d[h], mean
                              if (mean < 1048576 || d[h] < 0.9 * mean || d[h] > 1.1 * mean) bad = 1 }
               exit bad }' || die "the reducer links carried unequal shares (or none)"
+      # Unequal reducers: a3 restarted telling a link of 50 Mbit/s (its
+      # data.link_mbps; the others tell their hosts' 100). Stripes follow the
+      # rates (2:2:1), each reducer link's share of the bytes within 10% of
+      # its rate's, and the sums bitwise those of K = 1 and 3 equal stripes.
+      kill -TERM "${apid[3]}"
+      wait "${apid[3]}" 2>/dev/null || true
+      mkdir -p "$work/a3-slow"
+      FABRIC_AGENT_HOST=r3 fabric_agent_start "$work/a3-slow" --set agent.log_level=info \
+        --set data.link_mbps=50 || die "agent a3 restart at 50 Mbit/s"
+      asock[3]=$AGENT_SOCKET
+      EXTRA_AGENT_PIDS+=("$AGENT_PID")
+      AGENT_PID=
+      { agent_entry 1 h1; agent_entry 2 h2; agent_entry 3 h3; } >"$work/map3.toml"
+      lease_k 3 reducers-unequal
+      reducer_rx >"$work/rx2"
+      stripes_run 3 1 "$work/repeat-unequal.log" "$build/bin/test_switch_check" --repeat 3 \
+        --big 1048584
+      reducer_rx >"$work/rx3"
+      lease_gone 3 reducers-unequal
+      sed -n 's/.*int64 hash \([0-9a-f]*\) double hash \([0-9a-f]*\).*/\1 \2/p' \
+        "$work/repeat-unequal.log" >"$work/hash-unequal"
+      cmp -s "$work/hash1" "$work/hash-unequal" ||
+        die "the sums differ between equal and unequal stripes: $(cat "$work"/hash1 "$work"/hash-unequal | tr '\n' ' ')"
+      paste "$work/rx2" "$work/rx3" | awk '
+        BEGIN { w["r1"] = 2; w["r2"] = 2; w["r3"] = 1 }
+        { d[$1] = $4 - $2; sum += d[$1] }
+        END { for (h in d) { want = sum * w[h] / 5
+                             printf "unequal: reducer %s received %d bytes (its rate'"'"'s share %d)\n", h, d[h], want
+                             if (sum < 1048576 || d[h] < 0.9 * want || d[h] > 1.1 * want) bad = 1 }
+              exit bad }' || die "the unequal reducers' links did not carry shares in proportion to their rates"
       echo "PASS fabric reducers"
       exit 0
     fi

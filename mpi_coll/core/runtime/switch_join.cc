@@ -14,19 +14,32 @@ namespace {
 
 constexpr int64_t kJoinTimeoutMs = 5000;
 
+// The stripe weights: each agent's link rate, in the lease's order.
+std::vector<uint32_t> linkRates(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
+  std::vector<uint32_t> rates;
+  for (const std::shared_ptr<agent::AggClient>& c : clients) rates.push_back(c->agent().capacity.link_mbps);
+  return rates;
+}
+
 // The figures the cost model takes for the lease's agents: a striped call
-// ends with its slowest stripe, so the smallest reduction and link rates
-// and the longest turnaround any of them told (0 = unknown stays unknown
-// only if no agent told).
+// ends with its slowest stripe, so the smallest reduction rate and the
+// longest turnaround any of them told (0 = unknown stays unknown only if
+// no agent told). The link: stripes cut in proportion to the agents' rates
+// (every agent told one, at most kMaxWeightedStripes) end together, as K
+// links of (sum of the rates)/K each would; equal stripes wait for the
+// slowest link.
 agent::wire::Capacity slowestAgent(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
   agent::wire::Capacity slow;
   auto lowest = [](uint32_t have, uint32_t v) { return v == 0 ? have : have == 0 ? v : std::min(have, v); };
+  uint64_t link_sum = 0;
   for (const std::shared_ptr<agent::AggClient>& c : clients) {
     const agent::wire::Capacity& k = c->agent().capacity;
     slow.reduce_mbps = lowest(slow.reduce_mbps, k.reduce_mbps);
     slow.link_mbps = lowest(slow.link_mbps, k.link_mbps);
     slow.turnaround_us = std::max(slow.turnaround_us, k.turnaround_us);
+    link_sum += k.link_mbps;
   }
+  if (agent::stripesWeighted(linkRates(clients))) slow.link_mbps = uint32_t(link_sum / clients.size());
   return slow;
 }
 
@@ -192,7 +205,11 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   mine.connected = connect_failure.ok() ? 1 : 0;
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
   mine.leaf = lease.tree && lease.leaf >= 0 ? uint16_t(lease.leaf + 1) : 0;
-  if (member && connect_failure.ok()) mine.capacity = slowestAgent(clients);
+  if (member && connect_failure.ok()) {
+    mine.capacity = slowestAgent(clients);
+    const std::vector<uint32_t> rates = linkRates(clients);
+    for (size_t k = 0; k < rates.size() && k < agent::kMaxWeightedStripes; ++k) mine.stripe_mbps[k] = rates[k];
+  }
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
   for (const JoinHello& h : all) {
@@ -210,7 +227,11 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   std::vector<std::unique_ptr<agent::AggGroup>> groups;
   const Status join_failure = joinAgents(lease, clients, group_id, size, rank, tree, &groups);
   std::unique_ptr<agent::StripedGroup> striped;
-  if (member) striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
+  if (member) {
+    striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
+    if (!lease.tree && striped->stripes() <= agent::kMaxWeightedStripes)
+      striped->setWeights(std::vector<uint32_t>(all[0].stripe_mbps, all[0].stripe_mbps + striped->stripes()));
+  }
   // Bit 0: joined; bit 1: the member's agents all route (a non-leader has
   // no agent and does not veto). Routed collectives need every rank's bit 1.
   const bool routes = !member || (join_failure.ok() && striped->routedSupported());

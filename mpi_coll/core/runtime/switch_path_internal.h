@@ -44,6 +44,10 @@ struct JoinHello {
   // at different moments, so everyone uses rank 0's: the selector's input
   // must be the same on every rank.
   agent::wire::Capacity capacity;
+  // Each of this rank's agents' link rate, in the lease's order (0 past
+  // the K-th or unknown): the stripe weights. Everyone cuts with rank 0's,
+  // so every member's stripes are alike by construction.
+  uint32_t stripe_mbps[agent::kMaxWeightedStripes];
 };
 
 // One call's outcome as the ranks agree on it (allgathered byte).

@@ -264,6 +264,17 @@ struct StripeRange {
 };
 StripeRange stripeOf(size_t count, size_t k, size_t stripes);
 
+// Stripes in proportion to weights (the agents' link rates, so that stripes
+// on unequal reducers end together): stripe k is [⌊count·S_k/S⌋,
+// ⌊count·S_(k+1)/S⌋), S_k the sum of the weights before k and S their
+// total. Contiguous, in order, every element once, each stripe within one
+// element of its share. When the weights do not all differ from 0, are more
+// than kMaxWeightedStripes or all equal, exactly stripeOf(count, k, K).
+inline constexpr size_t kMaxWeightedStripes = 16;
+StripeRange stripeOf(size_t count, size_t k, const std::vector<uint32_t>& weights);
+// True when stripeOf cuts by these weights (not equal stripes).
+bool stripesWeighted(const std::vector<uint32_t>& weights);
+
 // One communicator's group at each of K agents (a job whose lease spans
 // several agents, docs/offload.md "Stripes"): allreduce cuts the vector into
 // K stripes (stripeOf), stripe k streams through group k, all stripes at
@@ -281,6 +292,12 @@ class StripedGroup {
   StripedGroup& operator=(const StripedGroup&) = delete;
 
   size_t stripes() const { return groups_.size(); }
+  // Cut calls in proportion to `weights` (one per stripe; stripeOf). Every
+  // member of the groups must set the same weights before its first call
+  // (the switch path takes rank 0's from the join's allgather); empty:
+  // equal stripes (the default).
+  void setWeights(std::vector<uint32_t> weights) { weights_ = std::move(weights); }
+  const std::vector<uint32_t>& weights() const { return weights_; }
   AggGroup& stripe(size_t k) { return *groups_[k]; }
   const AggGroup& stripe(size_t k) const { return *groups_[k]; }
   const GroupInfo& info() const { return groups_.front()->info(); }  // stripe 0's
@@ -320,6 +337,11 @@ class StripedGroup {
  private:
   std::vector<std::shared_ptr<AggClient>> clients_;
   std::vector<std::unique_ptr<AggGroup>> groups_;
+  std::vector<uint32_t> weights_;  // empty: equal stripes
+  StripeRange range(size_t count, size_t k) const {
+    return weights_.size() == groups_.size() ? stripeOf(count, k, weights_)
+                                             : stripeOf(count, k, groups_.size());
+  }
   Status endCall();  // finishes the stripes of the call in flight
   Status runToEnd(Status started, int64_t timeout_ms);  // steps a started call to its end
   Status resetCall(size_t count);  // a new call's state; the first dead group's failure
