@@ -158,7 +158,8 @@ install(FILES ${_deb_docs}/switchagg-agent.service DESTINATION /lib/systemd/syst
   COMPONENT deb_agent EXCLUDE_FROM_ALL)
 install(FILES ${PROJECT_SOURCE_DIR}/config/agent.toml DESTINATION /etc/switchagg
   COMPONENT deb_agent EXCLUDE_FROM_ALL)
-install(FILES ${PROJECT_SOURCE_DIR}/config/fabric.toml DESTINATION share/doc/switchagg-agent/examples
+install(FILES ${PROJECT_SOURCE_DIR}/config/fabric.toml ${PROJECT_SOURCE_DIR}/config/fabric-pool.toml
+  DESTINATION share/doc/switchagg-agent/examples
   COMPONENT deb_agent EXCLUDE_FROM_ALL)
 switchagg_deb_package(deb_agent switchagg-agent SECTION net
   SUMMARY "switch aggregation agent for offloaded MPI allreduce"

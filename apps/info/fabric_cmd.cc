@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "switchagg/agent/fabric_map.h"
+#include "switchagg/common/config.h"
 
 namespace switchagg::info {
 
@@ -29,6 +30,10 @@ void printMap(const std::string& path, const agent::FabricMap& map) {
                 a.data.empty() ? "(as the agent reports)" : a.data.c_str(),
                 a.parent.empty() ? "-" : a.parent.c_str());
     const std::vector<const agent::FabricAgent*> children = map.childrenOf(a.name);
+    if (children.empty() && a.nodes.empty()) {
+      std::printf("in a reducer pool\n");
+      continue;
+    }
     if (children.empty()) {
       std::printf("nodes %s\n", nodeSummary(a.nodes).c_str());
       continue;
@@ -36,6 +41,13 @@ void printMap(const std::string& path, const agent::FabricMap& map) {
     std::string leaves;
     for (const agent::FabricAgent* c : children) leaves += (leaves.empty() ? "" : " ") + c->name;
     std::printf("spine of %s\n", leaves.c_str());
+  }
+  for (const agent::FabricPool& p : map.pools()) {
+    std::string agents;
+    for (const std::string& a : p.agents) agents += (agents.empty() ? "" : " ") + a;
+    std::printf("  pool %-7s agents %s  nodes %s  reducers per job %s\n", p.name.c_str(),
+                agents.c_str(), nodeSummary(p.nodes).c_str(),
+                p.reducers > 0 ? std::to_string(p.reducers).c_str() : "all");
   }
 }
 
@@ -54,6 +66,11 @@ void printPlacement(const agent::FabricMap& map, const std::vector<std::string>&
   else if (one_leaf)
     std::printf("a job on %zu node(s) leases from its leaf only (the spine '%s' takes no part):\n",
                 nodes.size(), agents[0]->parent.c_str());
+  else if (const agent::FabricPool* pool = nodes.empty() ? nullptr : map.poolOf(nodes[0]))
+    std::printf(
+        "a job on %zu node(s) leases from %zu of the %zu agents of pool '%s'; "
+        "stripe k goes to agent k:\n",
+        nodes.size(), agents.size(), pool->agents.size(), pool->name.c_str());
   else
     std::printf("a job on %zu node(s) leases from %zu agent(s); stripe k goes to agent k:\n",
                 nodes.size(), agents.size());
@@ -61,7 +78,7 @@ void printPlacement(const agent::FabricMap& map, const std::vector<std::string>&
     const agent::FabricAgent& a = *agents[k];
     std::vector<std::string> mine;
     for (const std::string& n : nodes)
-      if (map.agentOf(n) == &a) mine.push_back(n);
+      if (map.agentOf(n) == &a || map.poolOf(n) != nullptr) mine.push_back(n);
     std::printf("  %s %zu: %-12s control %s  job nodes %s\n", tree || one_leaf ? "leaf" : "stripe",
                 k, a.name.c_str(), a.control.c_str(), nodeSummary(mine).c_str());
   }
@@ -80,28 +97,37 @@ bool wantsFabricCommand(int argc, char** argv) {
 }
 
 std::string fabricUsage() {
-  return "usage: switchagg-info --fabric FILE [--nodes HOSTLIST]\n"
-         "  checks the fabric map FILE and lists its agents and tree (each leaf's spine);\n"
-         "  with --nodes, the agents a job on those nodes leases from: stripes, or a tree\n"
-         "  (leaves, then their spine) (docs/admin.md \"Fabric map\")\n";
+  return "usage: switchagg-info --fabric FILE [--nodes HOSTLIST [--reducers K] [--job ID]]\n"
+         "  checks the fabric map FILE and lists its agents, tree (each leaf's spine) and\n"
+         "  reducer pools; with --nodes, the agents a job on those nodes leases from:\n"
+         "  stripes, a tree (leaves, then their spine), or K agents of a reducer pool (the\n"
+         "  ones job ID gets) (docs/admin.md \"Fabric map\")\n";
 }
 
 int runFabricCommand(int argc, char** argv) {
-  std::string path, nodes;
+  std::string path, nodes, job;
+  int reducers = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], v;
     const size_t eq = a.find('=');
     if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
-    } else if ((a == "--fabric" || a == "--nodes") && i + 1 < argc) {
+    } else if ((a == "--fabric" || a == "--nodes" || a == "--reducers" || a == "--job") &&
+               i + 1 < argc) {
       v = argv[++i];
     }
     if (a == "--fabric" && !v.empty())
       path = v;
     else if (a == "--nodes" && !v.empty())
       nodes = v;
-    else
+    else if (a == "--job" && !v.empty())
+      job = v;
+    else if (a == "--reducers" && !v.empty()) {
+      Result<int64_t> k = parseInt("--reducers", v, 1, 1 << 16);
+      if (!k.ok()) return usage(k.status().message());
+      reducers = int(*k);
+    } else
       return usage("unknown or incomplete argument '" + std::string(argv[i]) + "'");
   }
   Result<agent::FabricMap> map = agent::FabricMap::load(path);
@@ -112,7 +138,7 @@ int runFabricCommand(int argc, char** argv) {
   }
   Result<std::vector<std::string>> list = agent::expandHostlist(nodes);
   if (!list.ok()) return usage("--nodes: " + list.status().message());
-  Result<std::vector<const agent::FabricAgent*>> agents = map->agentsFor(*list);
+  Result<std::vector<const agent::FabricAgent*>> agents = map->agentsFor(*list, {reducers, job});
   if (!agents.ok()) return usage(agents.status().message());
   printPlacement(*map, *list, *agents);
   return 0;

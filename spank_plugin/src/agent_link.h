@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "job_request.h"
 #include "plugin_config.h"
 #include "switchagg/agent/control_client.h"
 
@@ -19,14 +20,17 @@ inline agent::ControlClient controlClient(const PluginConfig& config) {
 }
 
 // `nodelist`: the job's nodes as Slurm writes them (SLURM_JOB_NODELIST);
-// unused without a fabric map. A bad map or a node no agent serves is a
-// kConfig failure naming the problem.
+// unused without a fabric map. A bad map, a node no agent serves or a
+// reducer count the nodes' pool cannot give is a kConfig failure naming the
+// problem. `reducers` (the request's): K agents of the nodes' reducer pool,
+// the same K in the prolog and at every step, so both find the same agents.
 agent::ApiResult<agent::LeaseView> createJobLease(const PluginConfig& config,
                                                   const std::string& nodelist,
-                                                  const std::string& job, int64_t uid, int slots);
+                                                  const std::string& job, int64_t uid,
+                                                  const JobRequest& request);
 agent::ApiResult<agent::LeaseView> fetchJobToken(const PluginConfig& config,
                                                  const std::string& nodelist,
-                                                 const std::string& job);
+                                                 const std::string& job, int reducers);
 // With a fabric map: every agent of the map (no node list needed); true if
 // any had the lease.
 agent::ApiResult<bool> deleteJobLease(const PluginConfig& config, const std::string& job);

@@ -58,6 +58,7 @@ Result<ResolvedRequest> scriptRequest(spank_t sp, const PluginConfig& config) {
   RequestSources sources;
   sources.option_mode = getModeOption(sp);
   sources.option_slots = getSlotsOption(sp);
+  sources.option_reducers = getReducersOption(sp);
   const char* recorded = std::getenv((std::string("SPANK_") + kRequestVar).c_str());
   if (recorded != nullptr && recorded[0] != '\0') sources.recorded = recorded;
   return resolveRequest(sources, config);
@@ -98,15 +99,16 @@ int jobProlog(spank_t sp, int argc, char** argv) {
     return 0;
   }
   agent::ApiResult<agent::LeaseView> lease =
-      createJobLease(config, jobNodeList(), std::to_string(job.id), job.uid, req->request.slots);
+      createJobLease(config, jobNodeList(), std::to_string(job.id), job.uid, req->request);
   if (!lease.ok()) {
     noteFailure(config, job, lease.failure());
     return 0;
   }
   // Never log the token.
-  logInfo("job %u: lease %s for uid %u: %d slots, ttl %llds (mode %s)", job.id,
+  logInfo("job %u: lease %s for uid %u: %d slots, ttl %llds (mode %s)%s%s", job.id,
           lease->created ? "created" : "already held", static_cast<unsigned>(job.uid), lease->slots,
-          static_cast<long long>(lease->ttl_s), modeName(req->request.mode));
+          static_cast<long long>(lease->ttl_s), modeName(req->request.mode),
+          lease->agent_names.empty() ? "" : ", agents ", lease->agent_names.c_str());
   return 0;
 }
 

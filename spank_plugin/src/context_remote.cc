@@ -26,8 +26,10 @@ RequestSources stepSources(spank_t sp) {
   RequestSources s;
   s.option_mode = getModeOption(sp);
   s.option_slots = getSlotsOption(sp);
+  s.option_reducers = getReducersOption(sp);
   s.env_mode = stepEnv(sp, kEnvJobMode);
   s.env_slots = stepEnv(sp, kEnvSlots);
+  s.env_reducers = stepEnv(sp, kEnvReducers);
   s.recorded = stepEnv(sp, (std::string("SLURM_SPANK_") + kRequestVar).c_str());
   return s;
 }
@@ -68,7 +70,7 @@ int remoteUserInit(spank_t sp) {
       in.token = configProblem();
     } else {
       in.token = fetchJobToken(config, stepEnv(sp, "SLURM_JOB_NODELIST").value_or(""),
-                               std::to_string(job));
+                               std::to_string(job), req->request.reducers);
     }
     LeaseNote note = readNote(config.state_dir, job);
     in.prolog_error = note.error;

@@ -28,8 +28,10 @@ int submitPostOpt(spank_t sp) {
   RequestSources sources;
   sources.option_mode = st.option_mode;
   sources.option_slots = st.option_slots;
+  sources.option_reducers = st.option_reducers;
   sources.env_mode = processEnv(kEnvJobMode);
   sources.env_slots = processEnv(kEnvSlots);
+  sources.env_reducers = processEnv(kEnvReducers);
   Result<ResolvedRequest> resolved = resolveRequest(sources, configOrDefaults());
   if (!resolved.ok()) {
     logError("%s", resolved.status().message().c_str());
@@ -45,7 +47,8 @@ int submitPostOpt(spank_t sp) {
     }
     userLine("warning: switch aggregation is misconfigured; the job runs without it");
   }
-  bool user_said = resolved->explicit_mode || sources.option_slots || sources.env_slots;
+  bool user_said = resolved->explicit_mode || sources.option_slots || sources.env_slots ||
+                   sources.option_reducers || sources.env_reducers;
   if (!user_said) return 0;
   const std::string encoded = encodeRequest(request);
   spank_err_t rc = spank_job_control_setenv(sp, kRequestVar, encoded.c_str(), 1);

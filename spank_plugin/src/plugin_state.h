@@ -18,6 +18,7 @@ namespace switchagg::spank {
 struct PluginState {
   Result<PluginConfig> config = PluginConfig{};
   std::optional<std::string> option_mode, option_slots;  // set by option callbacks
+  std::optional<std::string> option_reducers;
   std::string task_failure;  // remote: why tasks must not start ("" = fine)
 };
 
@@ -31,13 +32,15 @@ const PluginConfig& configOrDefaults();
 // kConfig, "plugstack.conf: unknown key 'x' (...)", for a broken line.
 agent::ApiFailure configProblem();
 
-// Registers --switch-agg and --switch-agg-slots (local, allocator, remote).
+// Registers --switch-agg, --switch-agg-slots and --switch-agg-reducers
+// (local, allocator, remote).
 int registerOptions(spank_t sp);
 // Reads an option in a callback where spank_option_getopt works (job
 // script, user_init, task_init); falls back to the value the option
 // callbacks stored in this process.
 std::optional<std::string> getModeOption(spank_t sp);
 std::optional<std::string> getSlotsOption(spank_t sp);
+std::optional<std::string> getReducersOption(spank_t sp);
 
 // A spank_getenv() value ("" = unset) in remote context.
 std::optional<std::string> stepEnv(spank_t sp, const char* name);

@@ -219,9 +219,16 @@ int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, co
   if (nodes->empty()) {
     if (verb != "delete" && verb != "renew")
       return fabricUsage("lease " + verb + " with a fabric map needs --nodes or --hostfile");
+    if (o.reducers > 0)
+      return fabricUsage("--reducers picks agents for --nodes or --hostfile");
     agents = allAgents(*map);  // delete frees (renew extends) the job's lease everywhere
+  } else if (const FabricPool* pool = (verb == "delete" || verb == "renew") && o.reducers == 0
+                                          ? map->poolOf(nodes->front())
+                                          : nullptr) {
+    // A job of a reducer pool: whichever of the pool's agents hold it.
+    for (const std::string& name : pool->agents) agents.push_back(map->find(name));
   } else {
-    Result<std::vector<const FabricAgent*>> needed = map->agentsFor(*nodes);
+    Result<std::vector<const FabricAgent*>> needed = map->agentsFor(*nodes, {o.reducers, o.job});
     if (!needed.ok()) return fabricUsage("fabric map " + path + ": " + needed.status().message());
     agents = *needed;
   }
@@ -235,10 +242,10 @@ int cmdFabricLease(const std::string& verb, const ControlClientOptions& base, co
     return kExitOk;
   }
   if (verb == "renew") {
-    // Without nodes: every agent of the map that holds the job's lease.
+    // Without nodes (or in a reducer pool): every agent that holds the job's lease.
     int renewed = 0;
-    ApiResult<LeaseView> l =
-        renewFabricLease(agents, base, o.job, o.ttl_s, nodes->empty(), &renewed);
+    const bool some = nodes->empty() || (o.reducers == 0 && map->poolOf(nodes->front()));
+    ApiResult<LeaseView> l = renewFabricLease(agents, base, o.job, o.ttl_s, some, &renewed);
     if (!l.ok()) return reportError(l.failure());
     std::printf("lease of job %s renewed on %d of %zu agent(s) (%s): expires in %lld s\n",
                 o.job.c_str(), renewed, agents.size(), names.c_str(),

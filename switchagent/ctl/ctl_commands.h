@@ -27,7 +27,10 @@ struct CtlOptions {
   std::string nodes;     // --nodes hostlist
   std::string hostfile;  // --hostfile: one node per line (first word)
   std::string fabric;    // --fabric FILE
-  bool fabricMode() const { return !nodes.empty() || !hostfile.empty() || !fabric.empty(); }
+  int reducers = 0;      // --reducers K: of the nodes' reducer pool (0: the pool's default)
+  bool fabricMode() const {
+    return !nodes.empty() || !hostfile.empty() || !fabric.empty() || reducers > 0;
+  }
 };
 
 // The map's path: --fabric, else $SWITCHAGG_FABRIC (jobEnvironmentTable()), else

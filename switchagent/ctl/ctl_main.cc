@@ -31,7 +31,8 @@ const char kUsage[] =
     "                                         job gets one address and token per agent;\n"
     "                                         renew tries every agent, names any that\n"
     "                                         failed; renew/delete without nodes: every\n"
-    "                                         agent of the map\n"
+    "                                         agent of the map; --reducers K: K agents\n"
+    "                                         of the nodes' reducer pool (create, token)\n"
     "  drain [--off]                          stop (or resume) accepting new leases\n"
     "  metrics                                Prometheus metrics text\n"
     "options:\n"
@@ -87,7 +88,7 @@ std::string parseArgs(int argc, char** argv, Parsed* p) {
     else if (a == "--version") p->words.insert(p->words.begin(), "version");
     else if (a == "--agent" || a == "--job" || a == "--slots" || a == "--ttl" || a == "--uid" ||
              a == "--mode" || a == "--timeout" || a == "--nodes" || a == "--hostfile" ||
-             a == "--fabric") {
+             a == "--fabric" || a == "--reducers") {
       if (!need()) return a + " needs a value";
       Status st;
       if (a == "--agent") p->client.address = v;
@@ -106,6 +107,10 @@ std::string parseArgs(int argc, char** argv, Parsed* p) {
         Result<int64_t> n = parseInt("--slots", v, 1, 1 << 20);
         st = n.ok() ? Status::Ok() : n.status();
         if (n.ok()) p->ctl.slots = static_cast<int>(*n);
+      } else if (a == "--reducers") {
+        Result<int64_t> n = parseInt("--reducers", v, 1, 1 << 16);
+        st = n.ok() ? Status::Ok() : n.status();
+        if (n.ok()) p->ctl.reducers = static_cast<int>(*n);
       } else if (a == "--uid") {
         Result<int64_t> n = parseInt("--uid", v, 0, 0xfffffffeLL);
         st = n.ok() ? Status::Ok() : n.status();

@@ -8,19 +8,25 @@
 #include <set>
 #include <sstream>
 
-#include "toml_text.h"
+#include "fabric_map_internal.h"
 
 #include "switchagg/agent/control_client.h"
 
 namespace switchagg::agent {
 
-namespace {
-
-constexpr size_t kMaxHostlistNames = 65536;
+namespace fabric_detail {
 
 Status bad(const std::string& what) {
   return Status(Code::kInvalidArgument, what);
 }
+
+}  // namespace fabric_detail
+
+using fabric_detail::bad;
+
+namespace {
+
+constexpr size_t kMaxHostlistNames = 65536;
 
 // Splits at commas outside brackets.
 std::vector<std::string> topLevelItems(const std::string& text) {
@@ -78,6 +84,10 @@ Status expandItem(const std::string& item, std::vector<std::string>* out) {
   return Status::Ok();
 }
 
+}  // namespace
+
+namespace fabric_detail {
+
 Result<std::string> stringKey(const toml::table& t, const std::string& where, const char* key,
                               bool required) {
   const toml::node* n = t.get(key);
@@ -111,7 +121,10 @@ Status nodesOf(const toml::node& n, const std::string& where, std::vector<std::s
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace fabric_detail
+
+using fabric_detail::nodesOf;
+using fabric_detail::stringKey;
 
 Result<std::vector<std::string>> expandHostlist(const std::string& text) {
   std::vector<std::string> out;
@@ -131,8 +144,9 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
   const toml::table& root = parsed.value();
   auto err = [&](const std::string& what) { return bad("fabric map " + origin + ": " + what); };
   for (const auto& [key, node] : root)
-    if (key.str() != "agent")
-      return err(std::string(key.str()) + ": unknown key (the map is a list of [[agent]] tables)");
+    if (key.str() != "agent" && key.str() != "pool")
+      return err(std::string(key.str()) +
+                 ": unknown key (the map is a list of [[agent]] tables and [[pool]] tables)");
   const toml::array* list = root["agent"].as_array();
   if (list == nullptr || list->empty()) return err("no [[agent]] table");
   FabricMap map;
@@ -172,10 +186,10 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
       if (!st.ok()) return err(st.message());
     }
     for (const std::string& node : a.nodes) {
-      auto [it, fresh] = served_by.emplace(node, a.name);
+      auto [it, fresh] = served_by.emplace(node, "agent '" + a.name + "'");
       if (!fresh)
-        return err("node " + node + " is served by both agent '" + it->second + "' and agent '" +
-                   a.name + "'");
+        return err("node " + node + " is served by both " + it->second + " and agent '" + a.name +
+                   "'");
     }
     map.agents_.push_back(std::move(a));
   }
@@ -190,6 +204,9 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
       up = map.find(up->parent);
     }
   }
+  Result<std::vector<FabricPool>> pools = fabric_detail::parsePools(root, map, &served_by);
+  if (!pools.ok()) return err(pools.status().message());
+  map.pools_ = std::move(*pools);
   Status tree = map.checkTree();
   if (!tree.ok()) return err(tree.message());
   return map;
@@ -200,10 +217,13 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
 Status FabricMap::checkTree() const {
   for (const FabricAgent& a : agents_) {
     const std::vector<const FabricAgent*> children = childrenOf(a.name);
+    const bool pooled = std::any_of(pools_.begin(), pools_.end(), [&](const FabricPool& p) {
+      return std::find(p.agents.begin(), p.agents.end(), a.name) != p.agents.end();
+    });
     if (children.empty()) {
-      if (a.nodes.empty())
+      if (a.nodes.empty() && !pooled)
         return bad("agent '" + a.name + "': missing key 'nodes' (only a spine, some agent's " +
-                   "parent, serves no nodes)");
+                   "parent, or an agent of a [[pool]] serves no nodes)");
       continue;
     }
     if (!a.nodes.empty())
@@ -231,6 +251,12 @@ const FabricAgent* FabricMap::find(const std::string& name) const {
   return nullptr;
 }
 
+const FabricPool* FabricMap::poolOf(const std::string& node) const {
+  for (const FabricPool& p : pools_)
+    if (std::find(p.nodes.begin(), p.nodes.end(), node) != p.nodes.end()) return &p;
+  return nullptr;
+}
+
 const FabricAgent* FabricMap::agentOf(const std::string& node) const {
   for (const FabricAgent& a : agents_)
     for (const std::string& n : a.nodes)
@@ -238,8 +264,21 @@ const FabricAgent* FabricMap::agentOf(const std::string& node) const {
   return nullptr;
 }
 
-Result<std::vector<const FabricAgent*>> FabricMap::agentsFor(
-    const std::vector<std::string>& nodes) const {
+Result<std::vector<const FabricAgent*>> FabricMap::agentsFor(const std::vector<std::string>& nodes,
+                                                             const PoolRequest& request) const {
+  const FabricPool* pool = nodes.empty() ? nullptr : poolOf(nodes.front());
+  for (const std::string& node : nodes) {
+    const FabricPool* p = poolOf(node);
+    if (p == pool) continue;
+    const std::string a = pool ? "pool '" + pool->name + "'" : "no pool";
+    const std::string b = p ? "pool '" + p->name + "'" : "no pool";
+    return bad("node " + nodes.front() + " is in " + a + " and node " + node + " in " + b +
+               ": a job is either inside one reducer pool or in none");
+  }
+  if (pool != nullptr) return fabric_detail::poolAgents(*this, *pool, request);
+  if (request.reducers > 0)
+    return bad("reducers=" + std::to_string(request.reducers) +
+               ": the job's nodes are in no reducer pool of the fabric map");
   std::set<const FabricAgent*> needed;
   for (const std::string& node : nodes) {
     const FabricAgent* a = agentOf(node);

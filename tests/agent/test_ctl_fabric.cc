@@ -26,7 +26,7 @@ struct Fabric {
   TempDir dir{"fabric"};
   std::string map;
 
-  bool start(bool tree = false) {
+  bool start(bool tree = false, bool pool = false) {
     const char* names[] = {"a", "b", "c"};
     const char* nodes[] = {"\"n[1-2]\"", "[\"n3\", \"n4\"]", "\"n5\""};
     std::string text;
@@ -36,12 +36,15 @@ struct Fabric {
       if (!agent.ok()) return false;
       text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
               (*agent)->unixAddress() + "\"\n";
-      if (!tree || i < 2) text += std::string("nodes = ") + nodes[i] + "\n";
+      if (!pool && (!tree || i < 2)) text += std::string("nodes = ") + nodes[i] + "\n";
       if (tree && i < 2) text += "parent = \"c\"\n";
       // a names its data address; b and c leave it to what the agent reports.
       if (i == 0) text += "data = \"" + (*agent)->dataAddress() + "\"\n";
       agents.push_back(std::move(*agent));
     }
+    // A reducer pool: a, b and c together serve n[1-5], 3 of them by default.
+    if (pool)
+      text += "[[pool]]\nname = \"p\"\nagents = [\"a\", \"b\", \"c\"]\nnodes = \"n[1-5]\"\n";
     map = dir.path() + "/fabric.toml";
     std::ofstream(map) << text;
     return true;
@@ -126,6 +129,43 @@ TEST(CtlFabric, LeaseOnEveryAgentTheNodesNeedAndDeleteFreesAll) {
   const std::string deleted = deleteEverywhere(f, "j1");
   EXPECT_NE(deleted.find("deleted on 2 of 3 agent(s)"), std::string::npos) << deleted;
   EXPECT_TRUE(f.hasLease(2, "j2"));
+}
+
+// A reducer pool: --reducers K leases on K of the pool's agents (the same K
+// for the same job: token finds them again), delete and renew by nodes
+// reach whichever agents hold it, and a K the pool cannot give is a usage
+// error naming the pool.
+TEST(CtlFabric, ReducerPoolGivesAJobKAgents) {
+  Fabric f;
+  ASSERT_TRUE(f.start(false, true));
+  ProcessResult r = leaseCreate(f.map, "p1", "n[1-5]", {"--reducers", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on 2 agent(s)"), std::string::npos) << r.out;
+  const std::string names = exportOf(r.out, "SWITCHAGG_AGENT_NAMES");
+  int held = 0;
+  for (size_t k = 0; k < 3; ++k) held += f.hasLease(k, "p1") ? 1 : 0;
+  EXPECT_EQ(held, 2) << names;
+  ProcessResult t =
+      ctl({"lease", "token", "--job", "p1", "--nodes", "n2", "--fabric", f.map, "--reducers", "2"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(exportOf(t.out, "SWITCHAGG_LEASE"), exportOf(r.out, "SWITCHAGG_LEASE"));
+  EXPECT_EQ(exportOf(t.out, "SWITCHAGG_AGENT_NAMES"), names);
+  // The pool's default (all three) for another job.
+  r = leaseCreate(f.map, "p2", "n4", {"--slots", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "a,b,c");
+  // Renew and delete by nodes: the agents holding p1, not the default K.
+  r = ctl({"lease", "renew", "--job", "p1", "--nodes", "n1", "--fabric", f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("renewed on 2 of 3 agent(s)"), std::string::npos) << r.out;
+  r = ctl({"lease", "delete", "--job", "p1", "--nodes", "n1", "--fabric", f.map});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("deleted on 2 of 3 agent(s)"), std::string::npos) << r.out;
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(f.hasLease(k, "p1")) << k;
+  r = leaseCreate(f.map, "p3", "n1", {"--reducers", "4"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;  // usage
+  EXPECT_NE(r.err.find("reducers=4: pool 'p' has 3 agent(s)"), std::string::npos) << r.err;
+  deleteEverywhere(f, "p2");
 }
 
 TEST(CtlFabric, OneAgentRefusingLeavesNoLeaseAnywhere) {

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "switchagg/agent/fabric_map.h"
 #include "switchagg/common/config.h"
@@ -185,6 +187,93 @@ TEST(FabricMap, ErrorsNameTheProblem) {
           .find("agent 'a'.data: 'nocolon' is not host:port"),
       std::string::npos);
   EXPECT_NE(errorOf("[[agent]\n").find("t.toml:1"), std::string::npos);  // TOML syntax, with a line
+}
+
+// A reducer pool: r1..r4 on reducer hosts serve every node of n[1-8]
+// together; agent x serves n9 alone.
+std::string poolMap(const std::string& extra = "") {
+  return spine("r1") + spine("r2") + spine("r3") + spine("r4") + agent("x", "\"n9\"") +
+         "[[pool]]\nname = \"reducers\"\nagents = [\"r1\", \"r2\", \"r3\", \"r4\"]\n"
+         "nodes = \"n[1-8]\"\n" +
+         extra + "\n";
+}
+
+std::vector<std::string> namesOf(const Result<std::vector<const FabricAgent*>>& agents) {
+  std::vector<std::string> out;
+  if (agents.ok())
+    for (const FabricAgent* a : agents.value()) out.push_back(a->name);
+  return out;
+}
+
+TEST(FabricPool, AJobGetsKOfThePoolInPoolOrderTheSameForEveryCaller) {
+  Result<FabricMap> m = FabricMap::parse(poolMap(), "t.toml");
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  ASSERT_EQ(m->pools().size(), 1u);
+  EXPECT_EQ(m->poolOf("n3")->name, "reducers");
+  EXPECT_EQ(m->poolOf("n9"), nullptr);
+  const std::vector<std::string> nodes = {"n1", "n2", "n5"};
+  // Default: every agent of the pool.
+  EXPECT_EQ(namesOf(m->agentsFor(nodes)), (std::vector<std::string>{"r1", "r2", "r3", "r4"}));
+  // K = 2: two agents, consecutive from where the job id points, in pool
+  // order; the same for the same job whatever the caller (prolog, task).
+  std::set<std::vector<std::string>> seen;
+  for (int job = 1000; job < 1040; ++job) {
+    const PoolRequest r{2, std::to_string(job)};
+    const std::vector<std::string> got = namesOf(m->agentsFor(nodes, r));
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_LT(got[0], got[1]);
+    EXPECT_EQ(got, namesOf(m->agentsFor({"n8"}, r)));
+    seen.insert(got);
+  }
+  // Jobs spread over the pool: every consecutive pair turns up.
+  EXPECT_EQ(seen.size(), 4u);
+  // Outside the pool, as before; reducers asked there is an error.
+  EXPECT_EQ(namesOf(m->agentsFor({"n9"})), std::vector<std::string>{"x"});
+  EXPECT_NE(m->agentsFor({"n9"}, {2, "7"})
+                .status()
+                .message()
+                .find("reducers=2: the job's nodes are in no reducer pool"),
+            std::string::npos);
+  EXPECT_NE(m->agentsFor(nodes, {5, "7"})
+                .status()
+                .message()
+                .find("reducers=5: pool 'reducers' has 4 agent(s)"),
+            std::string::npos);
+  EXPECT_NE(m->agentsFor({"n1", "n9"})
+                .status()
+                .message()
+                .find("node n1 is in pool 'reducers' and node n9 in no pool"),
+            std::string::npos);
+}
+
+TEST(FabricPool, TheAdminDefaultAndItsErrors) {
+  Result<FabricMap> m = FabricMap::parse(poolMap("reducers = 3"), "t.toml");
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  EXPECT_EQ(m->agentsFor({"n1"}, {0, "42"})->size(), 3u);  // the pool's default
+  EXPECT_EQ(m->agentsFor({"n1"}, {1, "42"})->size(), 1u);  // the job's own K wins
+  EXPECT_NE(errorOf(poolMap("reducers = 5"))
+                .find("pool 'reducers'.reducers: expected an integer from 1 to 4"),
+            std::string::npos);
+  EXPECT_NE(errorOf(poolMap("colour = 1")).find("pool #1.colour: unknown key"), std::string::npos);
+  EXPECT_NE(errorOf(poolMap() + "[[pool]]\nname = \"p2\"\nagents = [\"r1\"]\nnodes = \"m1\"\n")
+                .find("agent 'r1' is in more than one pool"),
+            std::string::npos);
+  EXPECT_NE(errorOf(poolMap() + agent("y", "\"n4\"")).find("node n4 is served by both"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf(agent("x", "\"n9\"") + "[[pool]]\nname = \"p\"\nagents = [\"x\"]\nnodes = \"m1\"\n")
+          .find("agent 'x' serves nodes of its own"),
+      std::string::npos);
+  EXPECT_NE(
+      errorOf(agent("x", "\"n9\"") + "[[pool]]\nname = \"p\"\nagents = [\"q\"]\nnodes = \"m1\"\n")
+          .find("agent 'q' is not an [[agent]] of the map"),
+      std::string::npos);
+  EXPECT_NE(errorOf(treeMap() + "[[pool]]\nname = \"p\"\nagents = [\"s\"]\nnodes = \"m1\"\n")
+                .find("agent 's' is part of a tree"),
+            std::string::npos);
+  // An agent without nodes must be a spine or in a pool.
+  EXPECT_NE(errorOf(spine("r1") + agent("x", "\"n9\"")).find("or an agent of a [[pool]]"),
+            std::string::npos);
 }
 
 TEST(FabricMap, ShippedExampleParses) {

@@ -109,7 +109,8 @@ TEST(Stripes, WeightedStripesFollowTheLinkRates) {
 // before, so jobs whose agents do not tell a rate cut as they always did.
 TEST(Stripes, EqualUnknownOrTooManyWeightsCutEqually) {
   const std::vector<std::vector<uint32_t>> equal_cut = {
-      {}, {400}, {400, 400, 400}, {400, 0}, {0, 0}, std::vector<uint32_t>(kMaxWeightedStripes + 1, 7)};
+      {}, {400}, {400, 400, 400}, {400, 0}, {0, 0},
+      std::vector<uint32_t>(kMaxWeightedStripes + 1, 7)};
   std::vector<uint32_t> many(kMaxWeightedStripes + 1, 100);
   many[0] = 200;
   for (std::vector<uint32_t> w : equal_cut) {

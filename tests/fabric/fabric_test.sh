@@ -37,12 +37,16 @@
 #              every result right, every call bounded, the other agents alive
 #   reducers   the reduction-server deployment: 3 hosts and 3 reducer hosts
 #              r1..r3 at the hosts' link rate (fabric.py --reducers), an
-#              agent on each; a job striped over K = 3 of them is exact on
+#              agent on each, the three a reducer pool of the fabric map (a
+#              job takes K with lease create --reducers K); a job striped
+#              over K = 3 of them is exact on
 #              the dtype x op matrix, its 1 MiB+8 int64/double sums bitwise
 #              those of K = 1, and the three reducer links carry equal
 #              shares (interface counters, within 10%); offload=auto: 4 MiB
 #              MPI_Iallreduces inherit the blocking calls' settled verdict,
-#              a host path with K = 1 reducer, the switch with K = 3; the fabric with its
+#              a host path with K = 1 reducer, the switch with K = 3; with
+#              one agent telling half the link rate, stripes and the bytes
+#              on the reducer links follow the rates (2:2:1); the fabric with its
 #              reducer hosts goes down leaving nothing
 #   routed     3 hosts x 1 rank, the agent on the agent host: MPI_Reduce,
 #              MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast through
@@ -409,11 +413,21 @@ case $scenario in
     agent_entry 1 'h[1-3]' >"$work/map1.toml"
     { agent_entry 1 'h[1-2]'; agent_entry 2 h3; } >"$work/map2.toml"
     { agent_entry 1 h1; agent_entry 2 h2; agent_entry 3 h3; } >"$work/map3.toml"
-    # lease_k K JOB: the job's lease on the agents of map K, exported.
+    # reducers: one reducer pool of a1..a3 serving h[1-3]; a job takes K of
+    # them (--reducers K), every map K is that pool.
+    pool_map() {
+      for a in 1 2 3; do printf '[[agent]]\nname = "a%s"\ncontrol = "unix:%s"\n\n' "$a" "${asock[$a]}"; done
+      printf '[[pool]]\nname = "reducers"\nagents = ["a1", "a2", "a3"]\nnodes = "h[1-3]"\n'
+    }
+    if [[ $scenario == reducers ]]; then
+      for k in 1 2 3; do pool_map >"$work/map$k.toml"; done
+    fi
+    # lease_k K JOB: the job's lease on the agents of map K (K of the pool), exported.
     lease_k() {
-      local out
+      local out pool=()
+      [[ $scenario == reducers ]] && pool=(--reducers "$1")
       out=$("$build/bin/switchagg-ctl" lease create --job "$2" --slots 16 --ttl 10m \
-        --nodes 'h[1-3]' --fabric "$work/map$1.toml") || die "lease create, K = $1: $out"
+        --nodes 'h[1-3]' --fabric "$work/map$1.toml" "${pool[@]}") || die "lease create, K = $1: $out"
       eval "$(grep '^export ' <<<"$out")"
       local addrs=${SWITCHAGG_AGENT//[^,]/}
       [[ ${#addrs} -eq $(($1 - 1)) ]] || die "K = $1: the lease names $SWITCHAGG_AGENT"
@@ -494,7 +508,7 @@ case $scenario in
       asock[3]=$AGENT_SOCKET
       EXTRA_AGENT_PIDS+=("$AGENT_PID")
       AGENT_PID=
-      { agent_entry 1 h1; agent_entry 2 h2; agent_entry 3 h3; } >"$work/map3.toml"
+      pool_map >"$work/map3.toml"
       lease_k 3 reducers-unequal
       reducer_rx >"$work/rx2"
       stripes_run 3 1 "$work/repeat-unequal.log" "$build/bin/test_switch_check" --repeat 3 \

@@ -161,9 +161,12 @@ case_invalid_options() {
   expectRefused 'valid: off, auto, require' sbatch --switch-agg=bogus --wrap true
   expectRefused 'SWITCHAGG_JOB_MODE: invalid value' env SWITCHAGG_JOB_MODE=sometimes sbatch --wrap true
   expectRefused 'SWITCHAGG_JOB_SLOTS: invalid value' env SWITCHAGG_JOB_SLOTS=0 srun -n 1 true
+  expectRefused 'valid: an integer from 1 to 64' srun --switch-agg-reducers=0 -n 1 true
+  expectRefused 'SWITCHAGG_JOB_REDUCERS: invalid value' env SWITCHAGG_JOB_REDUCERS=x srun -n 1 true
   [[ $(jobCount) == "$before" ]] || fail "a refused submission created a job"
   srun --help | grep -A1 -- '--switch-agg=' | grep -q 'auto=if available; require=or fail' || fail "--help lacks --switch-agg"
   srun --help | grep -q -- '--switch-agg-slots=N  *switch slots to reserve, 1-8' || fail "--help lacks --switch-agg-slots"
+  srun --help | grep -q -- '--switch-agg-reducers=K *reducer hosts' || fail "--help lacks --switch-agg-reducers"
 }
 
 # The agent down when a job ends. The agent keeps its leases in a lease
@@ -281,8 +284,10 @@ case_broken_plugstack() {
 # for the job's node list, the tasks get that agent's address and token (and
 # its name and the map's path), and the epilog frees it; the cluster's own
 # agent never sees the job.
-case_fabric_map() {
-  local bin pid job end second=unix:$W/agent2.sock
+# A second agent (its own control socket $W/agent2.sock, data port any)
+# beside the cluster's, stopped at the end.
+startSecondAgent() {
+  local bin pid end
   bin=$(cat "$DIR/agent.bin")
   sed -e "s#$DIR/agent.sock#$W/agent2.sock#" -e 's#^listen = "127.0.0.1:[0-9]*"#listen = "127.0.0.1:0"#' \
     "$DIR/agent.toml" >"$W/agent2.toml"
@@ -294,14 +299,24 @@ case_fabric_map() {
     ((SECONDS < end)) || fail "second agent did not start: $(tail -5 "$W/agent2.log")"
     sleep 0.1
   done
+}
+
+# slurmd restarted with plugstack fabric=MAP (the good line back at the end).
+useFabricMap() {
+  GOOD_PLUGSTACK=$(cat "$DIR/plugstack.conf")
+  atExit 'printf "%s\n" "$GOOD_PLUGSTACK" >"$DIR/plugstack.conf"; "$here/slurm_cluster.sh" slurmd-restart "$DIR"'
+  printf '%s fabric=%s\n' "$GOOD_PLUGSTACK" "$1" >"$DIR/plugstack.conf"
+  "$here/slurm_cluster.sh" slurmd-restart "$DIR" || fail "slurmd did not restart with fabric="
+}
+
+case_fabric_map() {
+  local job second=unix:$W/agent2.sock
+  startSecondAgent
   printf '[[agent]]\nname = "cluster"\ncontrol = "unix:%s"\nnodes = "elsewhere[1-4]"\n\n' \
     "$DIR/agent.sock" >"$W/fabric.toml"
   printf '[[agent]]\nname = "second"\ncontrol = "%s"\nnodes = "%s"\n' "$second" "$(hostname -s)" \
     >>"$W/fabric.toml"
-  GOOD_PLUGSTACK=$(cat "$DIR/plugstack.conf")
-  atExit 'printf "%s\n" "$GOOD_PLUGSTACK" >"$DIR/plugstack.conf"; "$here/slurm_cluster.sh" slurmd-restart "$DIR"'
-  printf '%s fabric=%s\n' "$GOOD_PLUGSTACK" "$W/fabric.toml" >"$DIR/plugstack.conf"
-  "$here/slurm_cluster.sh" slurmd-restart "$DIR" || fail "slurmd did not restart with fabric="
+  useFabricMap "$W/fabric.toml"
   # The probe lists the leases of the agent SWITCHAGG_CONTROL names: the second one.
   SWITCHAGG_CONTROL=$second srun --switch-agg=require --switch-agg-slots=3 -n 2 "$PROBE" \
     >"$W/out" 2>"$W/err" || fail "require job failed: $(cat "$W/err")"
@@ -315,6 +330,43 @@ case_fabric_map() {
     fail "no lease at the second agent during the job: $(cat "$W/out")"
   [[ -z $(leaseOf "$job") ]] || fail "the cluster's own agent got the job's lease"
   SWITCHAGG_CONTROL=$second waitNoLease "$job"
+}
+
+# A reducer pool: the cluster's agent and a second one serve this node
+# together. --switch-agg-reducers=1 leases on exactly one of them (the
+# prolog's choice, which the tasks' token fetch finds again: one address,
+# one name, the lease at that agent during the job); =2 on both, in pool
+# order; =3 (more than the pool has) fails the require job, naming the pool.
+case_fabric_pool() {
+  local job name second=unix:$W/agent2.sock
+  startSecondAgent
+  printf '[[agent]]\nname = "cluster"\ncontrol = "unix:%s"\n\n[[agent]]\nname = "second"\ncontrol = "%s"\n\n' \
+    "$DIR/agent.sock" "$second" >"$W/pool.toml"
+  printf '[[pool]]\nname = "reducers"\nagents = ["cluster", "second"]\nnodes = "%s"\n' \
+    "$(hostname -s)" >>"$W/pool.toml"
+  useFabricMap "$W/pool.toml"
+  srun --switch-agg=require --switch-agg-reducers=1 -n 2 "$PROBE" >"$W/out" 2>"$W/err" ||
+    fail "reducers=1 job failed: $(cat "$W/err")"
+  job=$(jobOf "$W/out")
+  [[ $(grep -c 'mode=require lease_len=32 ' "$W/out") == 2 ]] || fail "tasks lack one token: $(cat "$W/out")"
+  name=$(sed -n 's/.* names=\([a-z]*\) .*/\1/p' "$W/out" | sort -u)
+  [[ $name == cluster || $name == second ]] || fail "tasks got agents '$name', not one of the pool: $(cat "$W/out")"
+  local at=unix:$DIR/agent.sock
+  [[ $name == second ]] && at=$second
+  grep -q "agent=$(SWITCHAGG_CONTROL=$at dataAddress) " "$W/out" ||
+    fail "SWITCHAGG_AGENT is not agent $name's data address: $(cat "$W/out")"
+  grep -q "job $job: lease created .*agents $name\$" "$DIR/log/slurmd.log" ||
+    fail "the prolog did not log the one agent it got: $(grep "job $job" "$DIR/log/slurmd.log" | tail -3)"
+  waitNoLease "$job"
+  SWITCHAGG_CONTROL=$second waitNoLease "$job"
+  srun --switch-agg=require --switch-agg-reducers=2 -n 1 "$PROBE" >"$W/out" 2>"$W/err" ||
+    fail "reducers=2 job failed: $(cat "$W/err")"
+  grep -q 'lease_len=65 .*names=cluster,second ' "$W/out" || fail "reducers=2: not both agents: $(cat "$W/out")"
+  if srun --switch-agg=require --switch-agg-reducers=3 -n 1 "$PROBE" >"$W/out" 2>"$W/err"; then
+    fail "reducers=3 of a pool of 2 ran: $(cat "$W/out")"
+  fi
+  grep -q "reducers=3: pool 'reducers' has 2 agent(s)" "$W/err" ||
+    fail "the failure does not name the pool: $(cat "$W/err")"
 }
 
 # The control-plane starvation attack while jobs start: user nobody holds

@@ -42,7 +42,7 @@ endfunction()
 
 foreach(name require_srun sbatch_env salloc auto_agent_down require_agent_down require_quota
              concurrent scancel_and_time_limit task_signal invalid_options token_secrecy broken_plugstack
-             fabric_map epilog_agent_down)
+             fabric_map fabric_pool epilog_agent_down)
   add_slurm_case(${name})
 endforeach()
 # The agent down at job start, and at job end (the epilog retries, then the

@@ -21,6 +21,8 @@ namespace {
 
 using testing::AgentProcess;
 
+const JobRequest kOneSlot{Mode::kRequire, 1, 0};
+
 class SpankFabric : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -40,12 +42,12 @@ class SpankFabric : public ::testing::Test {
     return agent::ControlClient(agents_[k]->unixAddress()).fetchToken(job).ok();
   }
   // What the job's tasks get from the token fetch (context_remote.cc).
-  TaskPlan taskPlan(const std::string& nodelist, uint32_t job) {
+  TaskPlan taskPlan(const std::string& nodelist, uint32_t job, int reducers = 0) {
     TaskInputs in;
     in.job = job;
     in.mode = Mode::kRequire;
     in.fabric = config_.fabric;
-    in.token = fetchJobToken(config_, nodelist, std::to_string(job));
+    in.token = fetchJobToken(config_, nodelist, std::to_string(job), reducers);
     return planTaskEnv(in);
   }
   static std::string valueOf(const TaskPlan& p, const std::string& name) {
@@ -60,12 +62,12 @@ class SpankFabric : public ::testing::Test {
 };
 
 TEST_F(SpankFabric, PrologTaskAndEpilogCoverEveryAgentOfTheJob) {
-  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "77", -1, 1);
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "77", -1, kOneSlot);
   ASSERT_TRUE(made.ok()) << made.status().toString();
   EXPECT_TRUE(made->created);
   EXPECT_EQ(made->data_address, agents_[0]->dataAddress() + "," + agents_[1]->dataAddress());
   EXPECT_EQ(made->token.size(), 65u) << "two 32-hex tokens and a comma";
-  agent::ApiResult<agent::LeaseView> task = fetchJobToken(config_, "n[1-2]", "77");
+  agent::ApiResult<agent::LeaseView> task = fetchJobToken(config_, "n[1-2]", "77", 0);
   ASSERT_TRUE(task.ok()) << task.status().toString();
   EXPECT_EQ(task->token, made->token);
   EXPECT_EQ(task->data_address, made->data_address);
@@ -76,7 +78,7 @@ TEST_F(SpankFabric, PrologTaskAndEpilogCoverEveryAgentOfTheJob) {
   EXPECT_EQ(valueOf(plan, kEnvAgentNames), "a,b");
   EXPECT_EQ(valueOf(plan, kEnvFabric), config_.fabric);
   // A job on one agent's nodes gets exactly one address and one token.
-  agent::ApiResult<agent::LeaseView> one = createJobLease(config_, "n2", "78", -1, 1);
+  agent::ApiResult<agent::LeaseView> one = createJobLease(config_, "n2", "78", -1, kOneSlot);
   ASSERT_TRUE(one.ok()) << one.status().toString();
   EXPECT_EQ(one->data_address, agents_[1]->dataAddress());
   EXPECT_EQ(one->token.size(), 32u);
@@ -107,7 +109,7 @@ TEST_F(SpankFabric, ATreeJobLeasesOnBothLeavesAndTheSpine) {
   text += "[[agent]]\nname = \"s\"\ncontrol = \"" + agents_[2]->unixAddress() + "\"\n";
   std::ofstream(config_.fabric) << text;
 
-  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "90", -1, 1);
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "90", -1, kOneSlot);
   ASSERT_TRUE(made.ok()) << made.status().toString();
   for (size_t k = 0; k < 3; ++k) EXPECT_TRUE(hasLease(k, "90")) << k;
   TaskPlan plan = taskPlan("n[1-2]", 90);
@@ -121,15 +123,55 @@ TEST_F(SpankFabric, ATreeJobLeasesOnBothLeavesAndTheSpine) {
   for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(hasLease(k, "90")) << k;
   // The spine refusing leaves nothing on the leaves.
   ASSERT_TRUE(agent::ControlClient(agents_[2]->unixAddress()).drain(true).ok());
-  made = createJobLease(config_, "n[1-2]", "91", -1, 1);
+  made = createJobLease(config_, "n[1-2]", "91", -1, kOneSlot);
   ASSERT_FALSE(made.ok());
   EXPECT_NE(made.failure().message.find("agent 's'"), std::string::npos) << made.failure().message;
   for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(hasLease(k, "91")) << k;
 }
 
+// A reducer pool (a and b serve n[1-4] together): the job's
+// --switch-agg-reducers=1 gives it one of them in the prolog, and the task's
+// token fetch with the same request finds that one again; without a map, or
+// asking more than the pool has, is a configuration failure naming it.
+TEST_F(SpankFabric, AReducerPoolJobGetsItsKAgentsInPrologAndTask) {
+  std::string text;
+  const char* names[] = {"a", "b"};
+  for (int i = 0; i < 2; ++i)
+    text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
+            agents_[i]->unixAddress() + "\"\n";
+  text += "[[pool]]\nname = \"reducers\"\nagents = [\"a\", \"b\"]\nnodes = \"n[1-4]\"\n";
+  std::ofstream(config_.fabric) << text;
+  const JobRequest one{Mode::kRequire, 1, 1};
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-3]", "95", -1, one);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  EXPECT_EQ(made->token.size(), 32u) << "one agent, one token";
+  EXPECT_NE(hasLease(0, "95"), hasLease(1, "95")) << "exactly one of the pool";
+  TaskPlan plan = taskPlan("n[1-3]", 95, 1);
+  ASSERT_TRUE(plan.failure.empty()) << plan.failure;
+  EXPECT_EQ(valueOf(plan, kEnvAgentNames), made->agent_names);
+  EXPECT_EQ(valueOf(plan, kEnvAgent), made->data_address);
+  // The pool's default: both.
+  made = createJobLease(config_, "n4", "96", -1, kOneSlot);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  EXPECT_EQ(made->agent_names, "a,b");
+  agent::ApiResult<agent::LeaseView> three =
+      createJobLease(config_, "n1", "97", -1, JobRequest{Mode::kRequire, 1, 3});
+  ASSERT_FALSE(three.ok());
+  EXPECT_NE(three.failure().message.find("reducers=3: pool 'reducers' has 2 agent(s)"),
+            std::string::npos)
+      << three.failure().message;
+  for (const char* job : {"95", "96"}) ASSERT_TRUE(deleteJobLease(config_, job).ok());
+  for (size_t k = 0; k < 2; ++k) EXPECT_FALSE(hasLease(k, "95") || hasLease(k, "96")) << k;
+  PluginConfig no_map;
+  agent::ApiResult<agent::LeaseView> bare = createJobLease(no_map, "n1", "98", -1, one);
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.failure().message.find("this site has no fabric map"), std::string::npos)
+      << bare.failure().message;
+}
+
 TEST_F(SpankFabric, ARefusingAgentLeavesNoLeaseAndIsNamed) {
   ASSERT_TRUE(agent::ControlClient(agents_[1]->unixAddress()).drain(true).ok());
-  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "79", -1, 1);
+  agent::ApiResult<agent::LeaseView> made = createJobLease(config_, "n[1-2]", "79", -1, kOneSlot);
   ASSERT_FALSE(made.ok());
   EXPECT_EQ(made.error(), agent::ApiError::kDraining);
   EXPECT_NE(made.failure().message.find("agent 'b'"), std::string::npos) << made.failure().message;
@@ -137,11 +179,11 @@ TEST_F(SpankFabric, ARefusingAgentLeavesNoLeaseAndIsNamed) {
 }
 
 TEST_F(SpankFabric, BadNodeListOrMapIsAConfigFailure) {
-  agent::ApiResult<agent::LeaseView> r = createJobLease(config_, "", "80", -1, 1);
+  agent::ApiResult<agent::LeaseView> r = createJobLease(config_, "", "80", -1, kOneSlot);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), agent::ApiError::kConfig);
   EXPECT_NE(r.failure().message.find("SLURM_JOB_NODELIST"), std::string::npos);
-  r = fetchJobToken(config_, "n[1-3]", "80");
+  r = fetchJobToken(config_, "n[1-3]", "80", 0);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), agent::ApiError::kConfig);
   EXPECT_NE(r.failure().message.find("node n3 is served by no agent"), std::string::npos)
@@ -157,7 +199,7 @@ TEST_F(SpankFabric, BadNodeListOrMapIsAConfigFailure) {
 TEST_F(SpankFabric, WithoutAFabricMapTheControlAgentServesAlone) {
   PluginConfig single;
   single.control = agents_[0]->unixAddress();
-  agent::ApiResult<agent::LeaseView> made = createJobLease(single, "", "81", -1, 1);
+  agent::ApiResult<agent::LeaseView> made = createJobLease(single, "", "81", -1, kOneSlot);
   ASSERT_TRUE(made.ok()) << made.status().toString();
   EXPECT_EQ(made->data_address, agents_[0]->dataAddress());
   EXPECT_TRUE(hasLease(0, "81"));

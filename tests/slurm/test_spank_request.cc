@@ -97,11 +97,39 @@ TEST(SpankRequest, TheCommandLineHidesLaterSources) {
   s.env_mode = "junk";
   s.env_slots = "junk";
   s.recorded = "junk";
+  s.env_reducers = "junk";
   s.option_mode = "auto";
   s.option_slots = "2";
+  s.option_reducers = "3";
   Result<ResolvedRequest> r = resolveRequest(s, site());
   ASSERT_TRUE(r.ok()) << r.status().toString();
-  EXPECT_EQ(r->request, (JobRequest{Mode::kAuto, 2}));
+  EXPECT_EQ(r->request, (JobRequest{Mode::kAuto, 2, 3}));
+}
+
+// --switch-agg-reducers / SWITCHAGG_JOB_REDUCERS: K of the nodes' reducer
+// pool, recorded at submission like the slots so the prolog and every step
+// ask for the same K (and so reach the same agents).
+TEST(SpankRequest, ReducersTravelWithTheRequest) {
+  EXPECT_EQ(encodeRequest({Mode::kRequire, 4, 2}), "mode=require,slots=4,reducers=2");
+  EXPECT_EQ(*decodeRequest("mode=auto,reducers=3"), (JobRequest{Mode::kAuto, 0, 3}));
+  EXPECT_FALSE(decodeRequest("mode=auto,reducers=x").ok());
+  RequestSources s;
+  s.recorded = "mode=require,reducers=2";
+  EXPECT_EQ(resolveRequest(s, site())->request, (JobRequest{Mode::kRequire, 0, 2}));
+  s.env_reducers = "3";
+  EXPECT_EQ(resolveRequest(s, site())->request.reducers, 3);
+  s.option_reducers = "1";
+  EXPECT_EQ(resolveRequest(s, site())->request.reducers, 1);
+  EXPECT_EQ(resolveRequest({}, site())->request.reducers, 0) << "default: the pool's";
+  for (const char* bad : {"0", "65", "two", ""}) {
+    RequestSources b;
+    b.env_reducers = bad;
+    Result<ResolvedRequest> r = resolveRequest(b, site());
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message().rfind("SWITCHAGG_JOB_REDUCERS: invalid value", 0), 0u)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("an integer from 1 to 64"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ constexpr int64_t kJoinTimeoutMs = 5000;
 // The stripe weights: each agent's link rate, in the lease's order.
 std::vector<uint32_t> linkRates(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
   std::vector<uint32_t> rates;
-  for (const std::shared_ptr<agent::AggClient>& c : clients) rates.push_back(c->agent().capacity.link_mbps);
+  for (const std::shared_ptr<agent::AggClient>& c : clients)
+    rates.push_back(c->agent().capacity.link_mbps);
   return rates;
 }
 
@@ -39,7 +40,8 @@ agent::wire::Capacity slowestAgent(const std::vector<std::shared_ptr<agent::AggC
     slow.turnaround_us = std::max(slow.turnaround_us, k.turnaround_us);
     link_sum += k.link_mbps;
   }
-  if (agent::stripesWeighted(linkRates(clients))) slow.link_mbps = uint32_t(link_sum / clients.size());
+  if (agent::stripesWeighted(linkRates(clients)))
+    slow.link_mbps = uint32_t(link_sum / clients.size());
   return slow;
 }
 
@@ -208,7 +210,8 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   if (member && connect_failure.ok()) {
     mine.capacity = slowestAgent(clients);
     const std::vector<uint32_t> rates = linkRates(clients);
-    for (size_t k = 0; k < rates.size() && k < agent::kMaxWeightedStripes; ++k) mine.stripe_mbps[k] = rates[k];
+    for (size_t k = 0; k < rates.size() && k < agent::kMaxWeightedStripes; ++k)
+      mine.stripe_mbps[k] = rates[k];
   }
   std::vector<JoinHello> all(size_t(comm.size()));
   if (!comm.allgather(&mine, all.data(), sizeof mine).ok()) return {};
@@ -230,7 +233,8 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   if (member) {
     striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
     if (!lease.tree && striped->stripes() <= agent::kMaxWeightedStripes)
-      striped->setWeights(std::vector<uint32_t>(all[0].stripe_mbps, all[0].stripe_mbps + striped->stripes()));
+      striped->setWeights(
+          std::vector<uint32_t>(all[0].stripe_mbps, all[0].stripe_mbps + striped->stripes()));
   }
   // Bit 0: joined; bit 1: the member's agents all route (a non-leader has
   // no agent and does not veto). Routed collectives need every rank's bit 1.

@@ -24,6 +24,32 @@
 
 namespace switchagg::agent {
 
+// A reducer pool (docs/admin.md "Reducer pools"): agents on reducer hosts
+// that together serve every node of the pool, a job taking K of them and
+// striping each call over those K. Its agents serve no nodes of their own.
+//
+//   [[pool]]
+//   name = "reducers"
+//   agents = ["r1", "r2", "r3", "r4"]  # [[agent]] tables without nodes or parent
+//   nodes = "node[01-64]"
+//   reducers = 2                       # optional: K a job gets by default (default: all)
+struct FabricPool {
+  std::string name;
+  std::vector<std::string> agents;  // agent names, in file order
+  std::vector<std::string> nodes;   // expanded
+  int reducers = 0;                 // K by default; 0 = every agent of the pool
+};
+
+// What a job asks of a reducer pool; ignored outside pools unless reducers
+// is set (then an error: the nodes are in no pool).
+struct PoolRequest {
+  int reducers = 0;  // K; 0 = the pool's default
+  // The K agents are consecutive in pool order from a place the job id
+  // picks (FNV-1a modulo the pool's size), so jobs spread over the pool and
+  // every caller with the same job, nodes and K gets the same agents.
+  std::string job;
+};
+
 struct FabricAgent {
   std::string name;
   std::string control;  // control API address (ControlAddress syntax)
@@ -45,6 +71,8 @@ class FabricMap {
   static Result<FabricMap> load(const std::string& path);
 
   const std::vector<FabricAgent>& agents() const { return agents_; }
+  const std::vector<FabricPool>& pools() const { return pools_; }
+  const FabricPool* poolOf(const std::string& node) const;  // nullptr: in no pool
   const FabricAgent* find(const std::string& name) const;
   // The agent serving `node`, or nullptr.
   const FabricAgent* agentOf(const std::string& node) const;
@@ -59,10 +87,14 @@ class FabricMap {
   //     its leaf and the spine takes no part;
   //   * S are two or more leaves of one spine: S, then the spine, last
   //     (isTree() of the result is true).
+  // Nodes of a reducer pool: K of the pool's agents (PoolRequest), in pool
+  // order (the job stripes over them).
   // kInvalidArgument names the first node no agent serves, or the agents of
   // a placement that is not supported: leaves mixed with parentless agents,
-  // leaves of different spines.
-  Result<std::vector<const FabricAgent*>> agentsFor(const std::vector<std::string>& nodes) const;
+  // leaves of different spines, a pool's nodes with others, more reducers
+  // than the pool has, reducers asked for nodes in no pool.
+  Result<std::vector<const FabricAgent*>> agentsFor(const std::vector<std::string>& nodes,
+                                                    const PoolRequest& request = {}) const;
 
   // True if `list` (as agentsFor gives it) is a tree: two or more agents,
   // the last one a root and the parent of every other one (leaves, then
@@ -73,6 +105,7 @@ class FabricMap {
   Status checkTree() const;
 
   std::vector<FabricAgent> agents_;
+  std::vector<FabricPool> pools_;
 };
 
 // Expands a Slurm-style hostlist: "n[01-03,7],gpu1" -> n01 n02 n03 n7 gpu1
