@@ -6,7 +6,10 @@
 //    lists it, and its parents are agents of the map serving no nodes;
 //  * placing a job on one agent's nodes leases from that agent only;
 //  * placing a job on all nodes of a tree's leaves gives a tree whose last
-//    entry is the spine.
+//    entry is the spine;
+//  * a reducer pool's node places K distinct agents of that pool (every K
+//    from 1 to its size, the same for the same job), none with nodes of its
+//    own, and one more than its size is refused.
 #include <algorithm>
 #include <cstddef>
 #include <set>
@@ -45,6 +48,24 @@ void fuzzText(const std::string& text) {
     if (a.nodes.empty()) continue;
     auto own = map->agentsFor(a.nodes);
     check(own.ok() && own->size() == 1 && (*own)[0] == &a);
+  }
+  for (const FabricPool& pool : map->pools()) {
+    check(!pool.nodes.empty() && !pool.agents.empty());
+    check(map->poolOf(pool.nodes.front()) == &pool);
+    for (size_t k = 1; k <= pool.agents.size() && k <= 8; ++k) {
+      const PoolRequest request{int(k), pool.name + std::to_string(k)};
+      auto placed = map->agentsFor({pool.nodes.front()}, request);
+      check(placed.ok() && placed->size() == k);
+      std::set<const FabricAgent*> distinct(placed->begin(), placed->end());
+      check(distinct.size() == k);
+      for (const FabricAgent* a : *placed) {
+        check(a != nullptr && a->nodes.empty());
+        check(std::find(pool.agents.begin(), pool.agents.end(), a->name) != pool.agents.end());
+      }
+      auto again = map->agentsFor({pool.nodes.back()}, request);
+      check(again.ok() && *again == *placed);
+    }
+    check(!map->agentsFor({pool.nodes.front()}, {int(pool.agents.size()) + 1, "x"}).ok());
   }
   for (const std::string& spine : spines) {
     std::vector<std::string> nodes;
