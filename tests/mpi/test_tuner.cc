@@ -218,6 +218,49 @@ TEST(Tuner, ACandidateThatBecomesSlowIsReplacedInBoundedCalls) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(job.call(1 << 22, t), A::kRing);
 }
 
+// A candidate pruned while it was slow (a reducer host busy with another
+// job) is measured again on the retry schedule and wins its bucket back;
+// while exploring again finds the same choice, the interval doubles.
+TEST(Tuner, APrunedCandidateIsRetriedOnASchedule) {
+  TunerOptions o;
+  o.retry_first = 200;
+  o.retry_max = 800;
+  Job job(3, o);
+  double switch_us = 500;  // overloaded: pruned in round 1 (5x the ring)
+  const TimeFn t = [&](int, A a, uint64_t) {
+    return a == A::kSwitch ? switch_us : a == A::kRing ? 100.0 : 1000.0;
+  };
+  job.settle(1 << 22, t);
+  EXPECT_EQ(job.call(1 << 22, t), A::kRing);
+  // Still slow at the first retry: explored again, the ring again, the next
+  // retry twice as far.
+  uint64_t n = 1;
+  while (job.tuners[0].counters().retried == 0 && n < 1000) job.call(1 << 22, t), ++n;
+  EXPECT_EQ(n, 200u + 1);  // settled calls until the retry, then its first exploring call
+  job.settle(1 << 22, t);
+  EXPECT_EQ(job.call(1 << 22, t), A::kRing);
+  n = 1;
+  while (job.tuners[0].counters().retried == 1 && n < 2000) job.call(1 << 22, t), ++n;
+  EXPECT_EQ(n, 400u + 1);
+  job.settle(1 << 22, t);
+  // The agent is fast again: the next retry gives the bucket back to it.
+  switch_us = 50;
+  for (int i = 0; i < 800; ++i) EXPECT_EQ(job.call(1 << 22, t), A::kRing) << i;
+  job.settle(1 << 22, t);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(job.call(1 << 22, t), A::kSwitch);
+  EXPECT_EQ(job.tuners[0].counters().retried, 3u);
+  EXPECT_EQ(job.tuners[0].counters().reopened, 0u);
+  // Never with retry_first = 0.
+  TunerOptions never;
+  never.retry_first = 0;
+  Job still(2, never);
+  switch_us = 500;
+  still.settle(1 << 22, t);
+  switch_us = 50;
+  for (int i = 0; i < 3000; ++i) EXPECT_EQ(still.call(1 << 22, t), A::kRing);
+  EXPECT_EQ(still.tuners[0].counters().retried, 0u);
+}
+
 TEST(Tuner, OneSlowCheckIsNotEnoughToReopen) {
   Job job(2);
   bool hiccup = false;

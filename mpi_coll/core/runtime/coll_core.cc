@@ -388,6 +388,7 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
       if (key == "tune:settled_calls") return tc.settled_calls;
       if (key == "tune:agreements") return tc.agreements;
       if (key == "tune:reopened") return tc.reopened;
+      if (key == "tune:retried") return tc.retried;
       if (key == "tune:settled_buckets") return t->settledBuckets();
       return 0;
     }

@@ -71,6 +71,11 @@ Algorithm Tuner::choose(size_t bytes, bool switch_ok, const std::vector<Algorith
   }
   Bucket& b = bucket(bucketOf(bytes), switch_ok);
   if (b.candidates.empty()) startExploring(b, candidates);
+  if (b.phase == Phase::kSettled && b.retry_every > 0 && b.settled_for >= b.retry_every &&
+      b.candidates.size() > 1) {
+    ++counters_.retried;
+    startExploring(b, b.candidates);
+  }
   Algorithm pick;
   if (b.phase == Phase::kSettled) {
     pick = b.choice;
@@ -103,6 +108,7 @@ void Tuner::record(Algorithm served, double us) {
   current_ = nullptr;
   if (b.phase == Phase::kSettled) {
     ++counters_.settled_calls;
+    ++b.settled_for;
     if (served == b.choice) {
       if (b.recent.size() >= options_.recent) b.recent.erase(b.recent.begin());
       b.recent.push_back(us);
@@ -216,6 +222,14 @@ void Tuner::finishRound2(Bucket& b, const Payload& agreed) {
     const double best = b.agreed[slot(choice)];
     if (std::isnan(best) || t < best) choice = a;
   }
+  // The retry interval doubles while exploring again finds the same choice.
+  const uint32_t first = options_.retry_first;
+  b.retry_every = b.chosen_before && choice == b.last_choice
+                      ? std::min(std::max(b.retry_every, first) * 2, options_.retry_max)
+                      : first;
+  b.chosen_before = true;
+  b.last_choice = choice;
+  b.settled_for = 0;
   b.choice = choice;
   b.phase = Phase::kSettled;
   b.recent.clear();

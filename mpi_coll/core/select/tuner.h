@@ -20,6 +20,13 @@
 //             in a row slower than reopen_factor x what it was settled at
 //             reopen the bucket (round 1 again). A new switch epoch (a
 //             fallback, a rejoin) reopens every bucket.
+//   retried   a bucket settled for retry_first calls (then twice as many
+//             each time it settles on the same choice again, up to
+//             retry_max) is explored again from round 1: a candidate pruned
+//             while it was slow for a while (a reducer host busy with
+//             another job, a brief overload) gets measured again, and wins
+//             the bucket back if it is fast now. Every rank counts the same
+//             calls, so the retry comes alike.
 //
 // Agreement is what keeps ranks identical: every decision is a function of
 // the call sequence (the same on every rank: MPI requires matching counts)
@@ -55,6 +62,8 @@ struct TunerOptions {
   double reopen_factor = 1.5;
   uint32_t check_first = 32;
   uint32_t check_max = 4096;
+  uint32_t retry_first = 4096;     // settled calls before a bucket is explored again (0: never)
+  uint32_t retry_max = 1u << 20;
   size_t recent = 16;  // settled samples kept for the periodic check
 };
 
@@ -106,6 +115,7 @@ class Tuner {
     uint64_t settled_calls = 0;  // calls run with a settled choice
     uint64_t agreements = 0;     // allgathers the tuner asked for
     uint64_t reopened = 0;       // buckets reopened (slowdown or new epoch)
+    uint64_t retried = 0;        // buckets explored again on the retry schedule
     uint64_t cold_calls = 0;     // first calls of an algorithm, not counted as samples
   };
   const Counters& counters() const { return counters_; }
@@ -127,6 +137,11 @@ class Tuner {
     std::vector<double> recent;
     uint32_t since_check = 0, check_every = 0;
     bool slow_once = false;  // the last check was above reopen_factor
+    // The retry schedule: settled calls since it settled, and how many
+    // before it is explored again (doubling while the choice stays).
+    uint32_t settled_for = 0, retry_every = 0;
+    Algorithm last_choice = Algorithm::kPrevious;
+    bool chosen_before = false;
   };
   void startExploring(Bucket& b, const std::vector<Algorithm>& candidates);
   void finishRound1(Bucket& b, const Payload& agreed);
