@@ -1,0 +1,149 @@
+// 16-bit float conversions (half.h). The scalar functions are the
+// definition; the F16C loops must give their bits (tests/common/test_half.cc
+// compares them on every binary16 value and a sweep of fp32 ones).
+#include "switchagg/common/half.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SWITCHAGG_HAVE_F16C 1
+#else
+#define SWITCHAGG_HAVE_F16C 0
+#endif
+
+namespace switchagg {
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Rounds m / 2^s to an integer, to nearest, ties to even (1 <= s < 32).
+uint32_t shiftRoundEven(uint32_t m, uint32_t s) {
+  const uint32_t q = m >> s, rem = m & ((1u << s) - 1), half = 1u << (s - 1);
+  return q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
+}
+
+#if SWITCHAGG_HAVE_F16C
+// Eight lanes a step; the tail goes through one padded vector so every
+// element is converted by the same instruction.
+__attribute__((target("avx,f16c"))) void widenF16c(float* out, const uint16_t* in, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  if (i == n) return;
+  uint16_t h[8] = {};
+  float f[8];
+  std::memcpy(h, in + i, (n - i) * sizeof(uint16_t));
+  _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))));
+  std::memcpy(out + i, f, (n - i) * sizeof(float));
+}
+
+__attribute__((target("avx,f16c"))) void narrowF16c(uint16_t* out, const float* in, size_t n) {
+  // The rounding is in the instruction (to nearest even), not MXCSR's.
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), kRound));
+  if (i == n) return;
+  float f[8] = {};
+  uint16_t h[8];
+  std::memcpy(f, in + i, (n - i) * sizeof(float));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm256_cvtps_ph(_mm256_loadu_ps(f), kRound));
+  std::memcpy(out + i, h, (n - i) * sizeof(uint16_t));
+}
+
+bool cpuHasF16c() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+}
+#endif
+
+}  // namespace
+
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0x1F)  // infinity, or a NaN made quiet
+    return floatOf(sign | 0x7F800000u | (man ? 0x400000u | (man << 13) : 0));
+  if (exp != 0) return floatOf(sign | ((exp + 112) << 23) | (man << 13));
+  if (man == 0) return floatOf(sign);
+  // Subnormal: man * 2^-24, normal in fp32.
+  uint32_t e = 113, m = man;
+  while (!(m & 0x400u)) {
+    m <<= 1;
+    --e;
+  }
+  return floatOf(sign | (e << 23) | ((m & 0x3FFu) << 13));
+}
+
+uint16_t floatToHalf(float f) {
+  const uint32_t x = bitsOf(f);
+  const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u)  // NaN: quiet, the top of its payload kept
+    return uint16_t(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));
+  if (ax >= 0x477FF000u)  // >= 65520, halfway past 65504: infinity (ties to even)
+    return uint16_t(sign | 0x7C00u);
+  if (ax >= 0x38800000u) {  // normal in binary16 (>= 2^-14): rebias, round 13 bits off
+    return uint16_t(sign | shiftRoundEven(ax - 0x38000000u, 13));
+  }
+  // Subnormal (or zero) in binary16: the value in units of 2^-24.
+  const uint32_t e = ax >> 23;
+  if (e < 102) return uint16_t(sign);  // below 2^-25: rounds to zero
+  const uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;
+  return uint16_t(sign | shiftRoundEven(m, 126 - e));  // may round up to 2^-14
+}
+
+float bfloat16ToFloat(uint16_t b) { return floatOf(uint32_t(b) << 16); }
+
+uint16_t floatToBfloat16(float f) {
+  const uint32_t x = bitsOf(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40u);
+  // Round the low 16 bits off, ties to even; a carry moves into the
+  // exponent, and past the largest finite value gives infinity.
+  return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+bool halfUsesF16c() {
+#if SWITCHAGG_HAVE_F16C
+  static const bool has = cpuHasF16c();
+  return has;
+#else
+  return false;
+#endif
+}
+
+void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n) {
+  if (d == Dtype::kBfloat16) {
+    for (size_t i = 0; i < n; ++i) out[i] = bfloat16ToFloat(in[i]);
+    return;
+  }
+#if SWITCHAGG_HAVE_F16C
+  if (halfUsesF16c()) return widenF16c(out, in, n);
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = halfToFloat(in[i]);
+}
+
+void narrowHalf(Dtype d, uint16_t* out, const float* in, size_t n) {
+  if (d == Dtype::kBfloat16) {
+    for (size_t i = 0; i < n; ++i) out[i] = floatToBfloat16(in[i]);
+    return;
+  }
+#if SWITCHAGG_HAVE_F16C
+  if (halfUsesF16c()) return narrowF16c(out, in, n);
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = floatToHalf(in[i]);
+}
+
+}  // namespace switchagg
