@@ -64,6 +64,40 @@ __attribute__((target("avx,f16c"))) void narrowF16c(uint16_t* out, const float* 
   std::memcpy(out + i, h, (n - i) * sizeof(uint16_t));
 }
 
+// bfloat16 on AVX2: widening is a 16-bit shift; narrowing adds 0x7FFF plus
+// the kept part's last bit (ties to even) and keeps the top 16 bits, NaNs
+// made quiet instead - floatToBfloat16's arithmetic, eight lanes a step.
+__attribute__((target("avx2"))) void widenBf16Avx2(float* out, const uint16_t* in, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(w, 16));
+  }
+  for (; i < n; ++i) out[i] = bfloat16ToFloat(in[i]);
+}
+
+__attribute__((target("avx2"))) void narrowBf16Avx2(uint16_t* out, const float* in, size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  const __m256i bias = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1);
+  const __m256i quiet = _mm256_set1_epi32(0x400000);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i r[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 8 * h));
+      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
+      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
+      const __m256i rounded = _mm256_add_epi32(x, _mm256_add_epi32(bias, lsb));
+      r[h] = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, _mm256_or_si256(x, quiet), nan), 16);
+    }
+    // Pack the two halves' 32-bit lanes to 16 bits (values fit: no
+    // saturation), then undo packus's lane interleave.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+  }
+  for (; i < n; ++i) out[i] = floatToBfloat16(in[i]);
+}
+
 bool cpuHasF16c() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
@@ -124,8 +158,22 @@ bool halfUsesF16c() {
 #endif
 }
 
+namespace {
+bool useAvx2() {
+#if SWITCHAGG_HAVE_F16C
+  static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  return has;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
 void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n) {
   if (d == Dtype::kBfloat16) {
+#if SWITCHAGG_HAVE_F16C
+    if (useAvx2()) return widenBf16Avx2(out, in, n);
+#endif
     for (size_t i = 0; i < n; ++i) out[i] = bfloat16ToFloat(in[i]);
     return;
   }
@@ -137,6 +185,9 @@ void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n) {
 
 void narrowHalf(Dtype d, uint16_t* out, const float* in, size_t n) {
   if (d == Dtype::kBfloat16) {
+#if SWITCHAGG_HAVE_F16C
+    if (useAvx2()) return narrowBf16Avx2(out, in, n);
+#endif
     for (size_t i = 0; i < n; ++i) out[i] = floatToBfloat16(in[i]);
     return;
   }

@@ -135,6 +135,9 @@ TEST(Half, BulkConvertersGiveTheScalarBits) {
   switchagg::widenHalf(Dtype::kFloat16, wide.data(), all.data(), all.size());
   for (size_t i = 0; i < all.size(); ++i)
     ASSERT_EQ(bitsOf(wide[i]), bitsOf(switchagg::halfToFloat(all[i]))) << std::hex << i;
+  switchagg::widenHalf(Dtype::kBfloat16, wide.data(), all.data(), all.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    ASSERT_EQ(bitsOf(wide[i]), bitsOf(switchagg::bfloat16ToFloat(all[i]))) << std::hex << i;
   const std::vector<uint32_t> sweep = floatSweep();
   std::vector<float> f(sweep.size());
   for (size_t i = 0; i < f.size(); ++i) f[i] = floatOf(sweep[i]);
@@ -145,12 +148,17 @@ TEST(Half, BulkConvertersGiveTheScalarBits) {
     ASSERT_EQ(h[i], switchagg::floatToHalf(f[i])) << std::hex << sweep[i];
     ASSERT_EQ(b[i], switchagg::floatToBfloat16(f[i])) << std::hex << sweep[i];
   }
-  // Every tail length of the eight-lane loops.
-  for (size_t n = 0; n < 20; ++n) {
-    std::vector<uint16_t> out(n + 1, 0xAAAA);
+  // Every tail length of the eight- and sixteen-lane loops.
+  for (size_t n = 0; n < 40; ++n) {
+    std::vector<uint16_t> out(n + 1, 0xAAAA), bout(n + 1, 0xAAAA);
     switchagg::narrowHalf(Dtype::kFloat16, out.data(), f.data() + 3, n);
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], switchagg::floatToHalf(f[3 + i]));
+    switchagg::narrowHalf(Dtype::kBfloat16, bout.data(), f.data() + 3, n);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], switchagg::floatToHalf(f[3 + i]));
+      ASSERT_EQ(bout[i], switchagg::floatToBfloat16(f[3 + i]));
+    }
     ASSERT_EQ(out[n], 0xAAAA) << "wrote past " << n;
+    ASSERT_EQ(bout[n], 0xAAAA) << "wrote past " << n;
   }
   std::printf("bulk conversion: %s\n", switchagg::halfUsesF16c() ? "F16C" : "portable");
 }
