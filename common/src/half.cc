@@ -6,6 +6,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define SWITCHAGG_HAVE_F16C 1
 #else
@@ -98,9 +99,12 @@ __attribute__((target("avx2"))) void narrowBf16Avx2(uint16_t* out, const float* 
   for (; i < n; ++i) out[i] = floatToBfloat16(in[i]);
 }
 
+// "avx" checks that the OS saves the YMM registers too; F16C from CPUID
+// itself (clang's __builtin_cpu_supports has no "f16c").
 bool cpuHasF16c() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
 #endif
 
