@@ -136,30 +136,13 @@ void fold(void* out_v, const void* const* in, size_t k, bool into, size_t n) {
 // common case (docs/offload.md, "16-bit floats"); PROD is declined.
 constexpr size_t kHalfBlock = 512;
 
-template <typename F>
-void halfApply(float* __restrict acc, const float* __restrict x, size_t n) {
-  for (size_t i = 0; i < n; ++i) acc[i] = F::f(acc[i], x[i]);
-}
-
-void halfApply(Op op, float* acc, const float* x, size_t n) {
-  switch (op) {
-    case Op::kSum: return halfApply<SumF>(acc, x, n);
-    case Op::kMin: return halfApply<MinF>(acc, x, n);
-    case Op::kMax: return halfApply<MaxF>(acc, x, n);
-    default: return;
-  }
-}
-
 // acc = (first, if given, else acc) op in[0] op ... op in[n_in - 1], in
 // fp32; elements [at, at + n) of the operands, acc holds n.
 void halfAccumulate(Dtype d, Op op, float* acc, const void* first, const void* const* in,
                     size_t n_in, size_t at, size_t n) {
-  float x[kHalfBlock];
   if (first) widenHalf(d, acc, static_cast<const uint16_t*>(first) + at, n);
-  for (size_t r = 0; r < n_in; ++r) {
-    widenHalf(d, x, static_cast<const uint16_t*>(in[r]) + at, n);
-    halfApply(op, acc, x, n);
-  }
+  for (size_t r = 0; r < n_in; ++r)
+    accumulateWidened(d, op, acc, static_cast<const uint16_t*>(in[r]) + at, n);
 }
 
 // out = first op in[0] op ... op in[n_in - 1]. Each block is read whole

@@ -30,6 +30,11 @@ void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n);
 // out[i] = in[i] rounded to `d` (to nearest, ties to even).
 void narrowHalf(Dtype d, uint16_t* out, const float* in, size_t n);
 
+// acc[i] = acc[i] op in[i] widened, for op SUM, MIN or MAX with the
+// kernels' semantics (common/reduce.h: MIN/MAX keep acc[i] when either is
+// NaN): one pass instead of widening into a buffer and folding that.
+void accumulateWidened(Dtype d, Op op, float* acc, const uint16_t* in, size_t n);
+
 // Whether the bulk converters run on F16C on this machine.
 bool halfUsesF16c();
 
