@@ -3,10 +3,7 @@
 // A plain chunk's result is always c0 op c1 op ... op c(n-1) in rank order,
 // so its value is the same bitwise whatever order the chunks arrived in and
 // however the work is split, but it is computed as the chunks come: a
-// running prefix (Slot::folded). 16-bit floats are the exception: their
-// contributions all wait in their buffers and are folded once the last is
-// in, in fp32 on the stack, and rounded to 16 bits once (reduceHalfPiece),
-// so no slot holds an fp32 prefix between arrivals. The contribution of member j = folded
+// running prefix (Slot::folded). The contribution of member j = folded
 // (the next in rank order) is reduced straight from the message into the
 // slot's result buffer (member 0's is copied there), then every member
 // after it whose contribution waits in its buffer; any other contribution
@@ -17,6 +14,11 @@
 // (sends_pending == 0); until then everything waits in the buffers, and
 // reduceReady folds what is left. The same left fold as reduceMany of all
 // the members at once (common/reduce.h), hence the same bits as before.
+//
+// 16-bit floats are the exception: their contributions all wait in their
+// buffers and are folded once the last is in, in fp32 on the stack, and
+// rounded to 16 bits once (reduceHalfPiece), so no slot holds an fp32
+// prefix between arrivals.
 //
 // Routed chunks (CONTRIB_ROUTED, docs/agent-protocol.md "Routed calls") are
 // copied into their buffers and reduced once all are in (kModeReduce), or
