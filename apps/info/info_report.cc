@@ -15,6 +15,7 @@
 #include "switchagg/coll/switch_settings.h"
 #include "switchagg/common/config.h"
 #include "switchagg/common/log_config.h"
+#include "switchagg/common/reduce.h"
 #include "switchagg/common/test_hooks.h"
 #include "switchagg/ucx/ucp_config.h"
 
@@ -100,6 +101,18 @@ Result<std::vector<OptionRow>> optionRows(const InfoArgs& args) {
   return rows;
 }
 
+std::vector<std::pair<std::string, std::vector<std::string>>> reductionRows() {
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  for (int d = 1; d <= kNumDtypes; ++d) {
+    std::vector<std::string> ops;
+    for (int o = 1; o <= kNumOps; ++o)
+      if (reduceSupported(static_cast<Dtype>(d), static_cast<Op>(o)))
+        ops.push_back(opName(static_cast<Op>(o)));
+    if (!ops.empty()) rows.emplace_back(dtypeName(static_cast<Dtype>(d)), std::move(ops));
+  }
+  return rows;
+}
+
 std::string versionText(int v) {
   return v == 0 ? "none" : "RoCE v" + std::to_string(v);
 }
@@ -124,6 +137,7 @@ Result<InfoReport> buildReport(const InfoArgs& args) {
   auto options_rows = optionRows(args);
   if (!options_rows.ok()) return options_rows.status();
   report.options = std::move(*options_rows);
+  report.reductions = reductionRows();
   return report;
 }
 
@@ -166,6 +180,12 @@ std::string renderText(const InfoReport& r) {
   for (const EffectiveRow& e : r.effective) {
     const std::string kv = e.name + "=" + e.value;
     out << "  " << kv << std::string(kv.size() < 38 ? 38 - kv.size() : 1, ' ') << e.source << "\n";
+  }
+  out << "\nReductions (dtype: ops; float16/bfloat16 summed in fp32, rounded once):\n";
+  for (const auto& [dtype, ops] : r.reductions) {
+    out << "  " << dtype << ":";
+    for (const std::string& o : ops) out << " " << o;
+    out << "\n";
   }
   out << "\nOptions (command line > environment > default):\n";
   for (const OptionRow& o : r.options) {
@@ -218,6 +238,9 @@ std::string renderJson(const InfoReport& r) {
                        {"help", o.help}});
   }
   j["options"] = options;
+  Json reductions = Json::object();
+  for (const auto& [dtype, ops] : r.reductions) reductions[dtype] = ops;
+  j["reductions"] = reductions;
   return j.dump(2) + "\n";
 }
 

@@ -43,6 +43,9 @@ struct InfoReport {
   // verbs, the IB memory domain), with the value UCX will use there.
   std::vector<EffectiveRow> effective;
   std::vector<OptionRow> options;
+  // Each dtype the kernels reduce (the agent's wire table is built from
+  // them) and its ops, e.g. {"float16", {"sum", "min", "max"}}.
+  std::vector<std::pair<std::string, std::vector<std::string>>> reductions;
 };
 
 Result<InfoReport> buildReport(const InfoArgs& args);

@@ -9,7 +9,11 @@
  *       checks every result, reads them again and prints each variable's
  *       change on rank 0; with --expect, prints PASS when each named
  *       variable changed by exactly V (or by more than 0), else FAIL lines
- *       and exits 1. NAME is without the coll_switchagg_ prefix. */
+ *       and exits 1. NAME is without the coll_switchagg_ prefix.
+ *   switchagg-mpit --cvar NAME=TEXT
+ *       reads the string control variable coll_switchagg_NAME through
+ *       MPI_T_cvar_* and prints it; PASS when it contains TEXT (e.g.
+ *       half_floats: the 16-bit float types this build serves). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +37,38 @@ static MPI_T_pvar_session session;
 static void usage(FILE *out) {
   fprintf(out,
           "usage: switchagg-mpit [--calls N] [--count C] [--op sum|user] "
-          "[--expect NAME=V|NAME>0]...\n");
+          "[--expect NAME=V|NAME>0]... | --cvar NAME=TEXT\n");
+}
+
+/* The string control variable PREFIX`name` on rank 0: PASS when its value
+ * contains `text`. Returns the exit code. */
+static int check_cvar(const char *name, const char *text) {
+  char want[300], got[300], desc[1024], value[4096] = ""; /* Open MPI: count 2048 */
+  int num = 0, i, found = 0, seen = 0;
+  snprintf(want, sizeof want, PREFIX "%s", name);
+  MPI_T_cvar_get_num(&num);
+  for (i = 0; i < num && !found; ++i) {
+    int name_len = sizeof got, desc_len = sizeof desc, verbosity, bind, scope, count = 0;
+    MPI_Datatype type;
+    MPI_T_enum enumtype;
+    MPI_T_cvar_handle handle;
+    if (MPI_SUCCESS != MPI_T_cvar_get_info(i, got, &name_len, &verbosity, &type, &enumtype, desc,
+                                           &desc_len, &bind, &scope) ||
+        strcmp(got, want) != 0 || type != MPI_CHAR)
+      continue;
+    seen = 1;
+    if (MPI_SUCCESS != MPI_T_cvar_handle_alloc(i, NULL, &handle, &count)) break;
+    if (count > 0 && (size_t)count <= sizeof value) found = MPI_SUCCESS == MPI_T_cvar_read(handle, value);
+    MPI_T_cvar_handle_free(&handle);
+  }
+  if (!found) {
+    printf("FAIL: %s %s\n", seen ? "could not read the MPI_T control variable"
+                                  : "no string MPI_T control variable", want);
+    return 1;
+  }
+  printf("%s = %s\n%s %s contains \"%s\"\n", want, value, strstr(value, text) ? "PASS" : "FAIL",
+         want, text);
+  return strstr(value, text) ? 0 : 1;
 }
 
 static int find_vars(MPI_Comm *comm) {
@@ -86,7 +121,7 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
 
 int main(int argc, char **argv) {
   long calls = 0, count = 1024;
-  const char *op_name = "sum", *expect[MAX_EXPECT];
+  const char *op_name = "sum", *expect[MAX_EXPECT], *cvar = NULL;
   int nexpect = 0, rank, size, provided, i, rc = 0;
   unsigned long long before[MAX_VARS], after[MAX_VARS];
   MPI_Comm world;
@@ -104,6 +139,8 @@ int main(int argc, char **argv) {
       op_name = argv[++i];
     } else if (i + 1 < argc && !strcmp(a, "--expect") && nexpect < MAX_EXPECT) {
       expect[nexpect++] = argv[++i];
+    } else if (i + 1 < argc && !strcmp(a, "--cvar") && strchr(argv[i + 1], '=')) {
+      cvar = argv[++i];
     } else {
       fprintf(stderr, "switchagg-mpit: bad argument '%s'\n", a);
       usage(stderr);
@@ -121,6 +158,15 @@ int main(int argc, char **argv) {
   MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (cvar) {
+    char name[256];
+    const char *eq = strchr(cvar, '=');
+    snprintf(name, sizeof name, "%.*s", (int)(eq - cvar), cvar);
+    rc = rank == 0 ? check_cvar(name, eq + 1) : 0;
+    MPI_T_finalize();
+    MPI_Finalize();
+    return rc;
+  }
   world = MPI_COMM_WORLD;
   if (find_vars(&world) <= 0) {
     if (rank == 0) fprintf(stderr, "switchagg-mpit: no " PREFIX "* performance variable "

@@ -29,6 +29,7 @@ const DtypeInfo kDtypes[] = {
     {Dtype::kLongInt, "long_int", sizeof(LongIntPair)},
     {Dtype::kTwoInt, "2int", sizeof(TwoIntPair)},
     {Dtype::kShortInt, "short_int", sizeof(ShortIntPair)},
+    {Dtype::kFloat16, "float16", 2}, {Dtype::kBfloat16, "bfloat16", 2},
 };
 
 const char* const kOpNames[] = {"sum",  "prod", "min",  "max", "land",   "lor",
@@ -79,7 +80,13 @@ bool parseOp(const char* name, Op* out) {
 
 bool isValidDtype(uint8_t raw) { return raw >= 1 && raw <= kNumDtypes; }
 bool isValidOp(uint8_t raw) { return raw >= 1 && raw <= kNumOps; }
-bool isFloating(Dtype d) { return d == Dtype::kFloat32 || d == Dtype::kFloat64; }
-bool isPairType(Dtype d) { return static_cast<int>(d) >= static_cast<int>(Dtype::kFloatInt); }
+bool isFloating(Dtype d) {
+  return d == Dtype::kFloat32 || d == Dtype::kFloat64 || isHalfFloat(d);
+}
+bool isPairType(Dtype d) {
+  return static_cast<int>(d) >= static_cast<int>(Dtype::kFloatInt) &&
+         static_cast<int>(d) <= static_cast<int>(Dtype::kShortInt);
+}
+bool isHalfFloat(Dtype d) { return d == Dtype::kFloat16 || d == Dtype::kBfloat16; }
 
 }  // namespace switchagg

@@ -9,6 +9,8 @@
 #include <string>
 #include <type_traits>
 
+#include "switchagg/common/half.h"
+
 namespace switchagg {
 namespace {
 
@@ -125,6 +127,51 @@ void fold(void* out_v, const void* const* in, size_t k, bool into, size_t n) {
   }
 }
 
+// 16-bit floats (kFloat16, kBfloat16): every operand is widened to fp32,
+// the fold runs in fp32, left to right, and only the result is rounded to
+// 16 bits - once, however many operands. Blocks of kHalfBlock elements keep
+// the fp32 values on the stack. SUM, MIN and MAX only: MIN/MAX are exact
+// (the result is an operand), and a sum of up to 2^13 binary16 values is
+// off the exactly rounded one by at most one ulp of the result in the
+// common case (docs/offload.md, "16-bit floats"); PROD is declined.
+constexpr size_t kHalfBlock = 512;
+
+// acc = (first, if given, else acc) op in[0] op ... op in[n_in - 1], in
+// fp32; elements [at, at + n) of the operands, acc holds n.
+void halfAccumulate(Dtype d, Op op, float* acc, const void* first, const void* const* in,
+                    size_t n_in, size_t at, size_t n) {
+  if (first) widenHalf(d, acc, static_cast<const uint16_t*>(first) + at, n);
+  for (size_t r = 0; r < n_in; ++r)
+    accumulateWidened(d, op, acc, static_cast<const uint16_t*>(in[r]) + at, n);
+}
+
+// out = first op in[0] op ... op in[n_in - 1]. Each block is read whole
+// before its result is written, so `out` may be `first` or an input.
+void halfFold(Dtype d, Op op, void* out, const void* first, const void* const* in, size_t n_in,
+              size_t count) {
+  float acc[kHalfBlock];
+  for (size_t at = 0; at < count; at += kHalfBlock) {
+    const size_t n = std::min(kHalfBlock, count - at);
+    halfAccumulate(d, op, acc, first, in, n_in, at, n);
+    narrowHalf(d, static_cast<uint16_t*>(out) + at, acc, n);
+  }
+}
+
+template <Dtype D, Op O>
+void halfPair(void* out, const void* a, const void* b, size_t n) {
+  halfFold(D, O, out, a, &b, 1, n);
+}
+
+template <Dtype D>
+Kernel halfKernel(Op op) {
+  switch (op) {
+    case Op::kSum: return halfPair<D, Op::kSum>;
+    case Op::kMin: return halfPair<D, Op::kMin>;
+    case Op::kMax: return halfPair<D, Op::kMax>;
+    default: return nullptr;
+  }
+}
+
 // The two kernel families: Make<T, F>::fn is the (element type, op) member.
 template <typename T, typename F>
 struct Elementwise {
@@ -203,6 +250,14 @@ typename Make<int, SumF>::Fn lookup(Dtype d, Op op) {
     case Dtype::kLongInt: return pairKernel<Make, long>(op);
     case Dtype::kTwoInt: return pairKernel<Make, int>(op);
     case Dtype::kShortInt: return pairKernel<Make, short>(op);
+    case Dtype::kFloat16:  // two-operand kernels; many operands go to halfFold
+      if constexpr (std::is_same_v<typename Make<int, SumF>::Fn, Kernel>)
+        return halfKernel<Dtype::kFloat16>(op);
+      return nullptr;
+    case Dtype::kBfloat16:
+      if constexpr (std::is_same_v<typename Make<int, SumF>::Fn, Kernel>)
+        return halfKernel<Dtype::kBfloat16>(op);
+      return nullptr;
   }
   return nullptr;
 }
@@ -285,6 +340,10 @@ Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n
     std::memcpy(out, in[0], count * dtypeSize(dtype));
     return Status::Ok();
   }
+  if (isHalfFloat(dtype)) {
+    halfFold(dtype, op, out, in[0], in + 1, n_in - 1, count);
+    return Status::Ok();
+  }
   // The first up to four in one pass (pair types: the first two), the rest
   // into them.
   Fold f = getFold(dtype, op);
@@ -303,7 +362,30 @@ Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, si
     if (in[r] == inout)
       return Status(Code::kInvalidArgument, "reduceManyInto: inout is input " + std::to_string(r) +
                                                 " (they must not alias)");
-  if (count) foldInto(k, getFold(dtype, op), inout, in, n_in, count);
+  if (count == 0 || n_in == 0) return Status::Ok();
+  if (isHalfFloat(dtype)) {
+    halfFold(dtype, op, inout, inout, in, n_in, count);
+    return Status::Ok();
+  }
+  foldInto(k, getFold(dtype, op), inout, in, n_in, count);
+  return Status::Ok();
+}
+
+Status accumulateHalf(Dtype dtype, Op op, float* acc, const void* const* in, size_t n_in,
+                      bool start, size_t count) {
+  if (!isHalfFloat(dtype) || !get(dtype, op)) return unsupported(dtype, op);
+  if (start && n_in == 0) return Status(Code::kInvalidArgument, "accumulateHalf: no inputs");
+  for (size_t at = 0; at < count; at += kHalfBlock) {
+    const size_t n = std::min(kHalfBlock, count - at);
+    halfAccumulate(dtype, op, acc + at, start ? in[0] : nullptr, in + (start ? 1 : 0),
+                   n_in - (start ? 1 : 0), at, n);
+  }
+  return Status::Ok();
+}
+
+Status roundHalf(Dtype dtype, void* out, const float* acc, size_t count) {
+  if (!isHalfFloat(dtype)) return unsupported(dtype, Op::kSum);
+  narrowHalf(dtype, static_cast<uint16_t*>(out), acc, count);
   return Status::Ok();
 }
 

@@ -30,6 +30,7 @@ typedef struct mca_coll_switchagg_component_t {
   int tune;          /* 0 online, 1 off */
   char* tune_file;
   int thread_domains; /* coll_switchagg_thread_domains */
+  char* half_floats;  /* coll_switchagg_half_floats (read-only) */
   bool progress_registered;
   /* False when the parameters were rejected at open: comm_query then
    * declines every communicator. */

@@ -158,6 +158,15 @@ static int switchagg_register(void) {
       "turns. 1..64; 1 = one lock for everything. Ignored below MPI_THREAD_MULTIPLE",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
       &c->thread_domains);
+  /* Read-only, so MPI_T and ompi_info show what this build maps. */
+  c->half_floats = (char*)switchagg_mpi_half_floats();
+  (void)mca_base_component_var_register(
+      v, "half_floats",
+      "16-bit float datatypes this build of the component found in the MPI's headers and "
+      "serves (read-only; Open MPI 5 with the shortfloat extension has MPIX_C_FLOAT16, "
+      "Open MPI 4.1 none)",
+      MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+      MCA_BASE_VAR_SCOPE_CONSTANT, &c->half_floats);
   return mca_coll_switchagg_register_pvars(v);
 }
 

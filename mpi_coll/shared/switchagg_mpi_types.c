@@ -17,8 +17,20 @@
  * .TRUE. = 1), 2INTEGER onto the 2int pair. Complex SUM is two float sums
  * per element, so it runs as float32/float64 over twice the count; complex
  * PROD (no exact elementwise kernel) and REAL16, INTEGER16, 2REAL,
- * MPI_LONG_DOUBLE, ... stay with the previous module. */
+ * MPI_LONG_DOUBLE, ... stay with the previous module.
+ *
+ * 16-bit floats exist where the MPI library's headers name them, detected
+ * here at build time: MPIX_C_FLOAT16 (MPICH 4's mpi.h; Open MPI 5's
+ * mpi-ext.h with its shortfloat extension) maps onto the float16 kernels,
+ * MPIX_BFLOAT16 onto bfloat16. Open MPI 4.1 has neither, so there is nothing
+ * to map: a 2-byte user type is a derived datatype, declined as any other. */
 #include "switchagg_mpi_types.h"
+
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -113,6 +125,12 @@ static const struct dtype_entry dtypes[] = {
     {MPI_C_DOUBLE_COMPLEX, F_COMPLEX, 0},
     {MPI_CXX_FLOAT_COMPLEX, F_COMPLEX, 0},
     {MPI_CXX_DOUBLE_COMPLEX, F_COMPLEX, 0},
+#ifdef MPIX_C_FLOAT16
+    {MPIX_C_FLOAT16, FIXED, SWITCHAGG_DT_FLOAT16},
+#endif
+#ifdef MPIX_BFLOAT16
+    {MPIX_BFLOAT16, FIXED, SWITCHAGG_DT_BFLOAT16},
+#endif
     /* MPI defines only the bitwise ops on MPI_BYTE. */
     {MPI_BYTE, BYTE_BITS, SWITCHAGG_DT_UINT8},
 };
@@ -179,13 +197,18 @@ static bool layout_matches(MPI_Datatype dtype, int code) {
  * compare MPI_OFFSET as unsigned. MPICH 4.0.2 (Debian 12; the checker with
  * SWITCHAGG_ALLREDUCE_ALGORITHM=previous, mpich_allreduce_model_np4):
  * MIN/MAX compare every unsigned integer type as signed (MPI_UNSIGNED over
- * 0, 4000000000, 6, 9 gives MIN 4000000000, MAX 9). */
+ * 0, 4000000000, 6, 9 gives MIN 4000000000, MAX 9), and MPIX_C_FLOAT16
+ * reductions abort inside it ("Assertion failed in file
+ * src/mpi/datatype/typerep/src/typerep_yaksa_pack.c ... actual_pack_bytes ==
+ * data_sz"; tests/mpi/mpich_fp16_check.c). */
 static int previous_differs(MPI_Datatype dtype, int sa_dtype, int sa_op) {
 #ifndef OPEN_MPI
   const bool is_unsigned = sa_dtype == SWITCHAGG_DT_UINT8 || sa_dtype == SWITCHAGG_DT_UINT16 ||
                            sa_dtype == SWITCHAGG_DT_UINT32 || sa_dtype == SWITCHAGG_DT_UINT64;
   (void)dtype;
   if (is_unsigned && (sa_op == SWITCHAGG_OP_MIN || sa_op == SWITCHAGG_OP_MAX))
+    return SWITCHAGG_COLL_PREVIOUS_DIFFERS;
+  if (sa_dtype == SWITCHAGG_DT_FLOAT16 || sa_dtype == SWITCHAGG_DT_BFLOAT16)
     return SWITCHAGG_COLL_PREVIOUS_DIFFERS;
   return 0;
 #else
@@ -284,4 +307,20 @@ const char* switchagg_mpi_classify(MPI_Datatype dtype, MPI_Op op, int* sa_dtype,
     return NULL;
   }
   return is_named(dtype) ? "predefined datatype not served" : "derived datatype";
+}
+
+const char* switchagg_mpi_half_floats(void) {
+#if defined(MPIX_C_FLOAT16) && defined(MPIX_BFLOAT16)
+  return "MPIX_C_FLOAT16 as float16, MPIX_BFLOAT16 as bfloat16: sum, min, max (fp32 sums, "
+         "rounded once)";
+#elif defined(MPIX_C_FLOAT16)
+  return "MPIX_C_FLOAT16 as float16: sum, min, max (fp32 sums, rounded once); no MPIX_BFLOAT16 "
+         "in this MPI";
+#elif defined(MPIX_BFLOAT16)
+  return "MPIX_BFLOAT16 as bfloat16: sum, min, max (fp32 sums, rounded once); no "
+         "MPIX_C_FLOAT16 in this MPI";
+#else
+  return "none: this MPI's headers define no 16-bit float datatype (MPIX_C_FLOAT16, "
+         "MPIX_BFLOAT16)";
+#endif
 }

@@ -19,6 +19,10 @@ extern "C" {
 const char* switchagg_mpi_classify(MPI_Datatype dtype, MPI_Op op, int* sa_dtype, int* sa_op,
                                    int* flags, int* scale);
 
+/* The 16-bit float datatypes this build found in the MPI's headers and what
+ * they map onto, or why there are none (a literal, for MPI_T and --help). */
+const char* switchagg_mpi_half_floats(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,11 @@
 // reduceReady folds what is left. The same left fold as reduceMany of all
 // the members at once (common/reduce.h), hence the same bits as before.
 //
+// 16-bit floats are the exception: their contributions all wait in their
+// buffers and are folded once the last is in, in fp32 on the stack, and
+// rounded to 16 bits once (reduceHalfPiece), so no slot holds an fp32
+// prefix between arrivals.
+//
 // Routed chunks (CONTRIB_ROUTED, docs/agent-protocol.md "Routed calls") are
 // copied into their buffers and reduced once all are in (kModeReduce), or
 // only forwarded (kModeForward: each member sends its piece of the chunk,
@@ -56,8 +61,42 @@ bool aligned(const void* p, Dtype d) {
   return reinterpret_cast<uintptr_t>(p) % align == 0;
 }
 
+// A 16-bit float piece (every member, from = 0): each block of elements is
+// folded in fp32 on the stack across all the members, in rank order and in
+// batches, then rounded once (common/reduce.h, accumulateHalf).
+constexpr size_t kHalfBlockElems = 2048;  // 8 KiB of fp32 per pool thread
+
+void reduceHalfPiece(const Piece& p) {
+  const Group& g = *p.group;
+  const Slot& s = g.slots[p.slot];
+  const SlotBuffers& b = *g.buffers;
+  uint8_t* out = b.result(p.slot);
+  const void* in[kBatchInputs];
+  float acc[kHalfBlockElems];
+  for (size_t at = p.begin; at < p.end; at += kHalfBlockElems) {
+    const size_t n = std::min(kHalfBlockElems, p.end - at);
+    const size_t off = at * sizeof(uint16_t);
+    bool start = true;
+    size_t k = 0;
+    auto flush = [&] {
+      if (k == 0) return;
+      (void)accumulateHalf(s.dtype, s.op, acc, in, k, start, n);
+      start = false;
+      k = 0;
+    };
+    for (uint32_t r = 0; r < g.size; ++r) {
+      if (s.mode != 0 && !s.piece_len[r]) continue;
+      in[k++] = b.contribution(p.slot, r) + off;
+      if (k == kBatchInputs) flush();
+    }
+    flush();
+    (void)roundHalf(s.dtype, out + off, acc, n);
+  }
+}
+
 void reducePiece(const Piece& p) {
   const Group& g = *p.group;
+  if (isHalfFloat(g.slots[p.slot].dtype)) return reduceHalfPiece(p);
   const Slot& s = g.slots[p.slot];
   const size_t esize = dtypeSize(s.dtype);
   const size_t block = std::max<size_t>(1, kBlockBytes / esize);
@@ -233,7 +272,9 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   // reduced from the message (and whoever waits after it); any other waits
   // in its buffer. Read in place only where the body holds aligned elements
   // (an eager AM's sits wherever UCX put it): else copied, then folded.
-  const bool next = s.mode == 0 && s.sends_pending == 0 && m.rank == s.folded;
+  // 16-bit floats all wait (reduceHalfPiece folds them at the end).
+  const bool next = s.mode == 0 && s.sends_pending == 0 && m.rank == s.folded &&
+                    !isHalfFloat(s.dtype);
   const bool staged = !(next && aligned(m.payload, s.dtype));
   if (staged && m.payload_bytes)
     std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);

@@ -4,12 +4,14 @@
 // waited in their buffers, and whether or not the previous chunk's result
 // was still being sent when the next chunk's contributions came.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
 
 #include "test_data_engine_fixture.h"
 #include "test_data_util.h"
+#include "switchagg/common/half.h"
 #include "switchagg/common/reduce.h"
 
 namespace switchagg::agent::testing {
@@ -32,11 +34,26 @@ std::vector<uint8_t> inputOf(Dtype d, uint32_t r, uint64_t c, size_t count) {
   };
   if (d == Dtype::kFloat32) mixed(float{});
   if (d == Dtype::kFloat64) mixed(double{});
+  if (isHalfFloat(d)) {  // mixed magnitudes within binary16's range
+    for (size_t i = 0; i < count; ++i) {
+      const float x = float((r % 3 == 1 ? 512.0 : 1.0) * (1.0 + double((i * 7 + r * 5 + c) % 13)) *
+                                (r % 4 == 2 ? -1.0 : 1.0) +
+                            0.1 * double(r + 1));
+      const uint16_t h = d == Dtype::kFloat16 ? floatToHalf(x) : floatToBfloat16(x);
+      std::memcpy(v.data() + 2 * i, &h, 2);
+    }
+  }
   return v;
 }
 
-// The rank-ordered chain, one reduceInto per member (not the engine's code).
+// The rank-ordered chain, one reduceInto per member (not the engine's code);
+// 16-bit floats: the fp32 chain rounded once.
 std::vector<uint8_t> chainOf(Dtype d, Op op, uint32_t m, uint64_t c, size_t count) {
+  if (isHalfFloat(d)) {
+    std::vector<std::vector<uint8_t>> in;
+    for (uint32_t r = 0; r < m; ++r) in.push_back(inputOf(d, r, c, count));
+    return switchagg::testing::onceRounded(d, op, in, count);
+  }
   std::vector<uint8_t> acc = inputOf(d, 0, c, count);
   for (uint32_t r = 1; r < m; ++r) {
     const std::vector<uint8_t> in = inputOf(d, r, c, count);
@@ -140,7 +157,8 @@ TEST_F(PrefixTest, SizesAcrossBlocksAndPiecesInEveryOrder) {
   const auto t = addLease(1, "job1", 1);
   std::mt19937 rng(7);
   uint64_t gid = 1000;
-  for (Dtype d : {Dtype::kFloat32, Dtype::kFloat64, Dtype::kInt32}) {
+  for (Dtype d :
+       {Dtype::kFloat32, Dtype::kFloat64, Dtype::kInt32, Dtype::kFloat16, Dtype::kBfloat16}) {
     const Op op = d == Dtype::kInt32 ? Op::kMax : Op::kSum;
     const size_t es = dtypeSize(d);
     for (size_t bytes : {es, size_t(16384), size_t(16384) + es, size_t(65536),
@@ -157,6 +175,62 @@ TEST_F(PrefixTest, SizesAcrossBlocksAndPiecesInEveryOrder) {
         runCall(t, ++gid, d, op, m, count, shuffled, reversed, m / 2);
       }
     }
+  }
+  EXPECT_EQ(engine_->counters().groups_aborted, 0u);
+}
+
+// 16-bit floats: member 0 sends 1, members 1..4 the smallest addend that a
+// 16-bit sum with 1 rounds away (half an ulp of 1). Rounded after every
+// addition the sum stays 1; the engine sums in fp32 and rounds once, so it
+// is 1 + 4 halves of an ulp, exact in 16 bits - in all 120 arrival orders,
+// while the previous chunk's result is still being sent or not. Every
+// contribution waits in its buffer (the fold runs once all are in).
+TEST_F(PrefixTest, HalfFloatSumsAreFp32FoldsRoundedOnceInEveryOrder) {
+  const auto t = addLease(1, "job1", 1);
+  const uint32_t m = 5;
+  uint64_t gid = 5000;
+  for (Dtype d : {Dtype::kFloat16, Dtype::kBfloat16}) {
+    const bool bf = d == Dtype::kBfloat16;
+    const int frac = bf ? 7 : 10;
+    auto narrow = [bf](float f) { return bf ? floatToBfloat16(f) : floatToHalf(f); };
+    const uint16_t one = narrow(1.0f), half_ulp = narrow(std::ldexp(1.0f, -frac - 1));
+    const uint16_t want = narrow(1.0f + std::ldexp(1.0f, -frac + 1));
+    uint16_t chained = one;
+    for (uint32_t r = 1; r < m; ++r) ASSERT_TRUE(reduceInto(d, Op::kSum, &chained, &half_ulp, 1).ok());
+    ASSERT_EQ(chained, one) << "the inputs must make per-addition rounding visible";
+    ASSERT_NE(want, one);
+    std::vector<uint32_t> order(m);
+    std::iota(order.begin(), order.end(), 0);
+    int perms = 0;
+    do {
+      ASSERT_EQ(formGroup(t, ++gid, m, 1, 1), 1u);
+      const uint64_t staged0 = engine_->counters().bytes_staged;
+      for (uint64_t c = 0; c < 2; ++c) {  // chunk 1 arrives while chunk 0's sends are pending
+        for (uint32_t r : order) {
+          const uint16_t x = r == 0 ? one : half_ulp;
+          std::vector<uint8_t> body(3 * 2);
+          for (int i = 0; i < 3; ++i) std::memcpy(body.data() + 2 * i, &x, 2);
+          contrib(1 + r, t, gid, r, c, 1, d, Op::kSum, body, 6);
+        }
+        if (c == 0) engine_->reduceReady();
+      }
+      completeSends();
+      pump();
+      auto res = out_.take(MsgType::kResult);
+      ASSERT_EQ(res.size(), 2 * m);
+      for (const auto& r : res)
+        for (int i = 0; i < 3; ++i) {
+          uint16_t got;
+          std::memcpy(&got, r.payload.data() + 2 * i, 2);
+          ASSERT_EQ(got, want) << dtypeName(d) << " permutation " << perms << " chunk "
+                               << r.msg.chunk;
+        }
+      EXPECT_EQ(engine_->counters().bytes_staged - staged0, 2u * m * 6);
+      completeSends();
+      for (uint32_t r = 0; r < m; ++r) deliver(1 + r, clientMessage(MsgType::kLeave, t, gid, r));
+      ++perms;
+    } while (std::next_permutation(order.begin(), order.end()));
+    EXPECT_EQ(perms, 120);
   }
   EXPECT_EQ(engine_->counters().groups_aborted, 0u);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "switchagg/common/dtype.h"
+#include "switchagg/common/half.h"
 #include "switchagg/common/reduce.h"
 
 namespace switchagg::testing {
@@ -79,13 +80,48 @@ inline std::vector<uint8_t> makeInput(Dtype d, int rank, int iter, size_t count)
         put(static_cast<int16_t>(v % 5));
         std::memcpy(p + 4, &idx, 4);
         break;
+      case Dtype::kFloat16:  // 11 significant bits: partial sums round
+        put(floatToHalf(static_cast<float>(v) * 0.37f + 1e-3f * static_cast<float>(rank)));
+        break;
+      case Dtype::kBfloat16:
+        put(floatToBfloat16(static_cast<float>(v) * 0.37f + 1e-3f * static_cast<float>(rank)));
+        break;
     }
   }
   return buf;
 }
 
-// in_0 op in_1 op ... op in_(size-1), left to right (the agent's order).
+// 16-bit floats: widened, folded in fp32 left to right, rounded once -
+// written here from the conversions alone (not the engine's kernels).
+inline std::vector<uint8_t> onceRounded(Dtype d, Op op, const std::vector<std::vector<uint8_t>>& in,
+                                        size_t count) {
+  const bool bf = d == Dtype::kBfloat16;
+  std::vector<uint8_t> out(count * 2);
+  for (size_t i = 0; i < count; ++i) {
+    float acc = 0;
+    for (size_t r = 0; r < in.size(); ++r) {
+      uint16_t h;
+      std::memcpy(&h, in[r].data() + 2 * i, 2);
+      const float x = bf ? bfloat16ToFloat(h) : halfToFloat(h);
+      if (r == 0) acc = x;
+      else if (op == Op::kSum) acc += x;
+      else if (op == Op::kMin) acc = x < acc ? x : acc;
+      else acc = acc < x ? x : acc;
+    }
+    const uint16_t h = bf ? floatToBfloat16(acc) : floatToHalf(acc);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+// in_0 op in_1 op ... op in_(size-1), left to right (the agent's order);
+// 16-bit floats accumulated in fp32 and rounded once.
 inline std::vector<uint8_t> referenceResult(Dtype d, Op op, int size, int iter, size_t count) {
+  if (isHalfFloat(d)) {
+    std::vector<std::vector<uint8_t>> in;
+    for (int r = 0; r < size; ++r) in.push_back(makeInput(d, r, iter, count));
+    return onceRounded(d, op, in, count);
+  }
   std::vector<uint8_t> acc = makeInput(d, 0, iter, count);
   for (int r = 1; r < size; ++r) {
     const std::vector<uint8_t> in = makeInput(d, r, iter, count);

@@ -113,7 +113,7 @@ class EngineAlloc : public ::testing::Test {
         m.rank = r;
         m.chunk = first_chunk + c;
         m.slot = uint32_t(m.chunk % kWindow);
-        m.dtype = Dtype::kFloat32;
+        m.dtype = dtype_;
         m.op = Op::kSum;
         m.count = kCount;
         m.call_elems = kCount * chunks;
@@ -136,7 +136,7 @@ class EngineAlloc : public ::testing::Test {
         const Encoded& e = msgs[at];
         const uint32_t r = uint32_t(e.from - 1);
         engine_->onMessage(e.from, e.frame.header.data(), e.frame.header_bytes, data_[r].data(),
-                           kCount * sizeof(float), now_);
+                           kCount * dtypeSize(dtype_), now_);
         ++at;
       }
       engine_->reduceReady();
@@ -152,11 +152,23 @@ class EngineAlloc : public ::testing::Test {
   ReducePool pool_{2};
   QuietOutput out_{4096};
   std::unique_ptr<AggregationEngine> engine_;
-  std::vector<std::vector<float>> data_;
+  std::vector<std::vector<float>> data_;  // a 16-bit dtype reads the first half
   int64_t now_ = 1000;
+  Dtype dtype_ = Dtype::kFloat32;
+
+  void expectNoAllocationPerChunk();
 };
 
-TEST_F(EngineAlloc, ThePerChunkPathAllocatesNothingOnceWarm) {
+TEST_F(EngineAlloc, ThePerChunkPathAllocatesNothingOnceWarm) { expectNoAllocationPerChunk(); }
+
+// 16-bit floats are folded at the end in fp32 on the stack: nothing per
+// chunk either.
+TEST_F(EngineAlloc, HalfFloatChunksAllocateNothingOnceWarm) {
+  dtype_ = Dtype::kFloat16;
+  expectNoAllocationPerChunk();
+}
+
+void EngineAlloc::expectNoAllocationPerChunk() {
   uint64_t chunk = 0;
   auto call = [&](uint64_t chunks, bool shuffle) {
     const auto msgs = encodeCall(chunk, chunks, shuffle);  // outside the count

@@ -55,8 +55,21 @@ TEST(Dtype, NamesRoundTrip) {
     EXPECT_GT(switchagg::dtypeSize(dt), 0u);
   }
   EXPECT_FALSE(switchagg::isValidDtype(0));
-  EXPECT_FALSE(switchagg::isValidDtype(17));
+  EXPECT_TRUE(switchagg::isValidDtype(17));
+  EXPECT_TRUE(switchagg::isValidDtype(18));
+  EXPECT_FALSE(switchagg::isValidDtype(19));
   EXPECT_EQ(switchagg::dtypeSize(switchagg::Dtype::kLongInt), 16u);
+  // 16-bit floats: wire values 17 and 18, floating, no pair type.
+  switchagg::Dtype h;
+  ASSERT_TRUE(switchagg::parseDtype("float16", &h));
+  EXPECT_EQ(static_cast<int>(h), 17);
+  ASSERT_TRUE(switchagg::parseDtype("bfloat16", &h));
+  EXPECT_EQ(static_cast<int>(h), 18);
+  EXPECT_EQ(switchagg::dtypeSize(h), 2u);
+  EXPECT_TRUE(switchagg::isFloating(h));
+  EXPECT_TRUE(switchagg::isHalfFloat(h));
+  EXPECT_FALSE(switchagg::isPairType(h));
+  EXPECT_FALSE(switchagg::isHalfFloat(switchagg::Dtype::kFloat32));
 }
 
 }  // namespace

@@ -134,8 +134,8 @@ TEST(Reduce, EverySupportedPairRunsOnZeroAndOddCounts) {
     }
   }
   // 10 numeric types x 4 arithmetic ops, 8 integer types x 6 logical/bitwise,
-  // bool x 3 logical, 5 pair types x 2 loc ops.
-  EXPECT_EQ(supported, 10 * 4 + 8 * 6 + 3 + 5 * 2);
+  // bool x 3 logical, 5 pair types x 2 loc ops, 2 16-bit floats x sum/min/max.
+  EXPECT_EQ(supported, 10 * 4 + 8 * 6 + 3 + 5 * 2 + 2 * 3);
 }
 
 // The vector loops are unrolled (4 vectors per iteration), so a length has a

@@ -587,6 +587,18 @@ TEST(Rules, RangesAndSizes) {
   EXPECT_TRUE(r.matches(shape(1 << 16, 4, 2)));
 }
 
+// A site may pin the 16-bit floats (issue 46), by their dtype names.
+TEST(Rules, HalfFloatDtypesAreRuleKeys) {
+  const Rules rules = parseOk("allreduce dtype=float16 algorithm=ring\n"
+                              "allreduce dtype=bfloat16 algorithm=recursive_doubling\n");
+  SelectionInput half = shape(1 << 20, 4);
+  half.dtype = Dtype::kFloat16;
+  EXPECT_EQ(first(half, {}, rules), Algorithm::kRing);
+  half.dtype = Dtype::kBfloat16;
+  EXPECT_EQ(first(half, {}, rules), Algorithm::kRecursiveDoubling);
+  EXPECT_FALSE(rules.rules.at(0).matches(shape(1 << 20, 4)));  // float32
+}
+
 // A rule that pins a host algorithm for multi-node jobs must not take the
 // switch away from them when the rule says switch=no.
 TEST(Rules, SwitchConditionLetsTheSwitchCompete) {
@@ -632,7 +644,7 @@ TEST(Rules, BadLinesAreErrorsNamingTheLine) {
       {"allreduce bytes=8K-4K algorithm=ring\n", "ends before"},
       {"allreduce bytes=4 parsecs algorithm=ring\n", "parsecs"},
       {"allreduce np=two algorithm=ring\n", "two"},
-      {"allreduce dtype=float16 algorithm=ring\n", "float16"},
+      {"allreduce dtype=float8 algorithm=ring\n", "float8"},  // float16 is a dtype now
       {"allreduce op=avg algorithm=ring\n", "avg"},
       {"reduce bytes=4K algorithm=ring\n", "'reduce'"},
       {"# ok\ncost ring fabric alpha_us=1\n", "test.rules:2"},

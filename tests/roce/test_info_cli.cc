@@ -79,6 +79,10 @@ TEST(InfoCli, JsonHasTheDocumentedKeys) {
     EXPECT_EQ(eff[pre + "TRAFFIC_CLASS"]["value"], "104") << tl;
   }
   EXPECT_EQ(eff["UCX_RC_MLX5_TIMEOUT"]["value"], "4000000.00us");
+  // The reductions the kernels (and so the agent) serve, 16-bit floats too.
+  EXPECT_EQ(j["reductions"]["float16"], nlohmann::json({"sum", "min", "max"}));
+  EXPECT_EQ(j["reductions"]["bfloat16"], nlohmann::json({"sum", "min", "max"}));
+  EXPECT_EQ(j["reductions"]["float32"], nlohmann::json({"sum", "prod", "min", "max"}));
 }
 
 TEST(InfoCli, NetdevAndDeviceFlags) {
@@ -137,6 +141,7 @@ TEST(InfoCli, TextReportAndHelp) {
   EXPECT_NE(text.out.find("2001:db8::1"), std::string::npos);
   EXPECT_NE(text.out.find("IB_SL=3"), std::string::npos);
   EXPECT_NE(text.out.find("SWITCHAGG_ROCE_DSCP=26"), std::string::npos);
+  EXPECT_NE(text.out.find("  float16: sum min max\n"), std::string::npos) << text.out;
   RunResult help = runInfo("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--sysfs-root DIR"), std::string::npos);

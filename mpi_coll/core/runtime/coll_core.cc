@@ -32,7 +32,8 @@ static_assert(SWITCHAGG_DT_INT8 == static_cast<int>(Dtype::kInt8) &&
                   SWITCHAGG_DT_FLOAT64 == static_cast<int>(Dtype::kFloat64) &&
                   SWITCHAGG_DT_BOOL == static_cast<int>(Dtype::kBool) &&
                   SWITCHAGG_DT_SHORT_INT == static_cast<int>(Dtype::kShortInt) &&
-                  SWITCHAGG_DT_SHORT_INT == switchagg::kNumDtypes,
+                  SWITCHAGG_DT_FLOAT16 == static_cast<int>(Dtype::kFloat16) &&
+                  SWITCHAGG_DT_BFLOAT16 == switchagg::kNumDtypes,
               "coll_core.h dtype values must mirror switchagg::Dtype");
 static_assert(SWITCHAGG_COLL_REDUCE == int(switchagg::coll::RoutedOp::kReduce) &&
                   SWITCHAGG_COLL_REDUCE_SCATTER == int(switchagg::coll::RoutedOp::kReduceScatter) &&

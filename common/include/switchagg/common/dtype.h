@@ -19,6 +19,10 @@ enum class Dtype : uint8_t {
   kLongInt = 14,       // struct { long v; int i; }   (padded to 16 bytes)
   kTwoInt = 15,        // struct { int v; int i; }
   kShortInt = 16,      // struct { short v; int i; }  (padded to 8 bytes)
+  // 16-bit floats: reduced in fp32 and rounded to 16 bits once per result
+  // (switchagg/common/half.h).
+  kFloat16 = 17,       // IEEE 754 binary16 (MPIX_C_FLOAT16)
+  kBfloat16 = 18,      // bfloat16: fp32's sign and exponent, 7 fraction bits
 };
 
 enum class Op : uint8_t {
@@ -28,7 +32,7 @@ enum class Op : uint8_t {
   kMinloc = 11, kMaxloc = 12,
 };
 
-constexpr int kNumDtypes = 16;  // highest Dtype value
+constexpr int kNumDtypes = 18;  // highest Dtype value
 constexpr int kNumOps = 12;     // highest Op value
 
 size_t dtypeSize(Dtype d);       // bytes per element, 0 if unknown
@@ -40,5 +44,6 @@ bool isValidDtype(uint8_t raw);
 bool isValidOp(uint8_t raw);
 bool isFloating(Dtype d);
 bool isPairType(Dtype d);
+bool isHalfFloat(Dtype d);  // kFloat16 or kBfloat16: accumulated in fp32
 
 }  // namespace switchagg

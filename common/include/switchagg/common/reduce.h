@@ -9,6 +9,13 @@
 // Determinism: the kernel is a pure elementwise function, so a caller that
 // combines contributions in a fixed (rank) order gets bitwise-identical
 // results however they arrived.
+//
+// 16-bit floats (kFloat16, kBfloat16; SUM, MIN, MAX): every call widens its
+// operands to fp32, folds them in fp32 left to right and rounds the result
+// to 16 bits once (switchagg/common/half.h), so reduceMany of n inputs is
+// one rounding, not n - 1 as a chain of reduceInto would be. A caller that
+// folds a running prefix keeps it in fp32 (accumulateHalf) and rounds it
+// with roundHalf once the last input is in: the same bits as reduceMany.
 #pragma once
 
 #include <cstddef>
@@ -40,9 +47,18 @@ Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n
 // same as one reduceInto per input, in one pass over `inout` per three
 // inputs (SUM, PROD, MIN, MAX). A running prefix in rank order (the agent
 // folding member j once members 0..j are in) ends with the bits reduceMany
-// gives for all of them at once. n_in == 0 does nothing; `inout` must not
-// alias an input.
+// gives for all of them at once (not for 16-bit floats, whose `inout` is
+// rounded on every call: use accumulateHalf there). n_in == 0 does
+// nothing; `inout` must not alias an input.
 Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, size_t n_in,
                       size_t count);
+
+// 16-bit floats: acc (fp32, `count` values) = in[0] op ... op in[n_in - 1]
+// with `start`, else acc op in[0] op ..., left to right in fp32. Then
+// roundHalf(out) = acc rounded to `dtype`. kInvalidArgument for any other
+// dtype or an op reduceSupported refuses.
+Status accumulateHalf(Dtype dtype, Op op, float* acc, const void* const* in, size_t n_in,
+                      bool start, size_t count);
+Status roundHalf(Dtype dtype, void* out, const float* acc, size_t count);
 
 }  // namespace switchagg

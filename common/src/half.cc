@@ -1,0 +1,248 @@
+// 16-bit float conversions (half.h). The scalar functions are the
+// definition; the F16C loops must give their bits (tests/common/test_half.cc
+// compares them on every binary16 value and a sweep of fp32 ones).
+#include "switchagg/common/half.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define SWITCHAGG_HAVE_F16C 1
+#else
+#define SWITCHAGG_HAVE_F16C 0
+#endif
+
+namespace switchagg {
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Rounds m / 2^s to an integer, to nearest, ties to even (1 <= s < 32).
+uint32_t shiftRoundEven(uint32_t m, uint32_t s) {
+  const uint32_t q = m >> s, rem = m & ((1u << s) - 1), half = 1u << (s - 1);
+  return q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
+}
+
+// One element of accumulateWidened: the kernels' SUM, MIN, MAX (reduce.cc).
+inline float applyOne(Op op, float acc, float x) {
+  if (op == Op::kSum) return acc + x;
+  if (op == Op::kMin) return x < acc ? x : acc;
+  return acc < x ? x : acc;
+}
+
+#if SWITCHAGG_HAVE_F16C
+// Eight lanes a step; the tail goes through one padded vector so every
+// element is converted by the same instruction.
+__attribute__((target("avx,f16c"))) void widenF16c(float* out, const uint16_t* in, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  if (i == n) return;
+  uint16_t h[8] = {};
+  float f[8];
+  std::memcpy(h, in + i, (n - i) * sizeof(uint16_t));
+  _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))));
+  std::memcpy(out + i, f, (n - i) * sizeof(float));
+}
+
+__attribute__((target("avx,f16c"))) void narrowF16c(uint16_t* out, const float* in, size_t n) {
+  // The rounding is in the instruction (to nearest even), not MXCSR's.
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), kRound));
+  if (i == n) return;
+  float f[8] = {};
+  uint16_t h[8];
+  std::memcpy(f, in + i, (n - i) * sizeof(float));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm256_cvtps_ph(_mm256_loadu_ps(f), kRound));
+  std::memcpy(out + i, h, (n - i) * sizeof(uint16_t));
+}
+
+// bfloat16 on AVX2: widening is a 16-bit shift; narrowing adds 0x7FFF plus
+// the kept part's last bit (ties to even) and keeps the top 16 bits, NaNs
+// made quiet instead - floatToBfloat16's arithmetic, eight lanes a step.
+__attribute__((target("avx2"))) void widenBf16Avx2(float* out, const uint16_t* in, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(w, 16));
+  }
+  for (; i < n; ++i) out[i] = bfloat16ToFloat(in[i]);
+}
+
+__attribute__((target("avx2"))) void narrowBf16Avx2(uint16_t* out, const float* in, size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  const __m256i bias = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1);
+  const __m256i quiet = _mm256_set1_epi32(0x400000);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i r[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 8 * h));
+      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
+      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
+      const __m256i rounded = _mm256_add_epi32(x, _mm256_add_epi32(bias, lsb));
+      r[h] = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, _mm256_or_si256(x, quiet), nan), 16);
+    }
+    // Pack the two halves' 32-bit lanes to 16 bits (values fit: no
+    // saturation), then undo packus's lane interleave.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+  }
+  for (; i < n; ++i) out[i] = floatToBfloat16(in[i]);
+}
+
+// "avx" checks that the OS saves the YMM registers too; F16C from CPUID
+// itself (clang's __builtin_cpu_supports has no "f16c").
+// Eight lanes of `in` widened (F16C for binary16, a shift for bfloat16).
+template <bool kBf16>
+__attribute__((target("avx2,f16c"))) inline __m256 widen8(const uint16_t* in) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  if constexpr (kBf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  else return _mm256_cvtph_ps(h);
+}
+
+// MINPS/MAXPS return their second operand unless the first is strictly
+// less/greater: min(x, acc) = x < acc ? x : acc, the kernels' MIN with acc
+// first, NaNs included; ADDPS(acc, x) is acc + x.
+template <bool kBf16>
+__attribute__((target("avx2,f16c"))) void accumulateAvx2(Op op, float* acc, const uint16_t* in,
+                                                         size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_loadu_ps(acc + i), x = widen8<kBf16>(in + i);
+    const __m256 r = op == Op::kSum ? _mm256_add_ps(a, x)
+                     : op == Op::kMin ? _mm256_min_ps(x, a)
+                                      : _mm256_max_ps(x, a);
+    _mm256_storeu_ps(acc + i, r);
+  }
+  for (; i < n; ++i) acc[i] = applyOne(op, acc[i], kBf16 ? bfloat16ToFloat(in[i]) : halfToFloat(in[i]));
+}
+
+bool cpuHasF16c() {
+  __builtin_cpu_init();
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
+
+}  // namespace
+
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0x1F)  // infinity, or a NaN made quiet
+    return floatOf(sign | 0x7F800000u | (man ? 0x400000u | (man << 13) : 0));
+  if (exp != 0) return floatOf(sign | ((exp + 112) << 23) | (man << 13));
+  if (man == 0) return floatOf(sign);
+  // Subnormal: man * 2^-24, normal in fp32.
+  uint32_t e = 113, m = man;
+  while (!(m & 0x400u)) {
+    m <<= 1;
+    --e;
+  }
+  return floatOf(sign | (e << 23) | ((m & 0x3FFu) << 13));
+}
+
+uint16_t floatToHalf(float f) {
+  const uint32_t x = bitsOf(f);
+  const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u)  // NaN: quiet, the top of its payload kept
+    return uint16_t(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));
+  if (ax >= 0x477FF000u)  // >= 65520, halfway past 65504: infinity (ties to even)
+    return uint16_t(sign | 0x7C00u);
+  if (ax >= 0x38800000u) {  // normal in binary16 (>= 2^-14): rebias, round 13 bits off
+    return uint16_t(sign | shiftRoundEven(ax - 0x38000000u, 13));
+  }
+  // Subnormal (or zero) in binary16: the value in units of 2^-24.
+  const uint32_t e = ax >> 23;
+  if (e < 102) return uint16_t(sign);  // below 2^-25: rounds to zero
+  const uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;
+  return uint16_t(sign | shiftRoundEven(m, 126 - e));  // may round up to 2^-14
+}
+
+float bfloat16ToFloat(uint16_t b) { return floatOf(uint32_t(b) << 16); }
+
+uint16_t floatToBfloat16(float f) {
+  const uint32_t x = bitsOf(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x40u);
+  // Round the low 16 bits off, ties to even; a carry moves into the
+  // exponent, and past the largest finite value gives infinity.
+  return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+bool halfUsesF16c() {
+#if SWITCHAGG_HAVE_F16C
+  static const bool has = cpuHasF16c();
+  return has;
+#else
+  return false;
+#endif
+}
+
+namespace {
+bool useAvx2() {
+#if SWITCHAGG_HAVE_F16C
+  static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  return has;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n) {
+  if (d == Dtype::kBfloat16) {
+#if SWITCHAGG_HAVE_F16C
+    if (useAvx2()) return widenBf16Avx2(out, in, n);
+#endif
+    for (size_t i = 0; i < n; ++i) out[i] = bfloat16ToFloat(in[i]);
+    return;
+  }
+#if SWITCHAGG_HAVE_F16C
+  if (halfUsesF16c()) return widenF16c(out, in, n);
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = halfToFloat(in[i]);
+}
+
+void accumulateWidened(Dtype d, Op op, float* acc, const uint16_t* in, size_t n) {
+#if SWITCHAGG_HAVE_F16C
+  // Both need AVX2 (the bfloat16 shift; F16C machines have it in practice).
+  if (useAvx2() && halfUsesF16c())
+    return d == Dtype::kBfloat16 ? accumulateAvx2<true>(op, acc, in, n)
+                                 : accumulateAvx2<false>(op, acc, in, n);
+#endif
+  const bool bf = d == Dtype::kBfloat16;
+  for (size_t i = 0; i < n; ++i)
+    acc[i] = applyOne(op, acc[i], bf ? bfloat16ToFloat(in[i]) : halfToFloat(in[i]));
+}
+
+void narrowHalf(Dtype d, uint16_t* out, const float* in, size_t n) {
+  if (d == Dtype::kBfloat16) {
+#if SWITCHAGG_HAVE_F16C
+    if (useAvx2()) return narrowBf16Avx2(out, in, n);
+#endif
+    for (size_t i = 0; i < n; ++i) out[i] = floatToBfloat16(in[i]);
+    return;
+  }
+#if SWITCHAGG_HAVE_F16C
+  if (halfUsesF16c()) return narrowF16c(out, in, n);
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = floatToHalf(in[i]);
+}
+
+}  // namespace switchagg
