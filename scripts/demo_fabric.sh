@@ -4,7 +4,9 @@
 # not the CPU, is the bottleneck, the switch agent on the switch. Runs
 # switchagg-bench --check for the switch path, ring, hierarchical and Open
 # MPI's tuned with 1 and 2 ranks per host, the training proxy with offload on
-# and off, then on a leaf-spine fabric (2 racks x 2 hosts, 2:1 uplinks) the
+# and off, then the other deployment: agents on reducer hosts at the hosts'
+# own link rate (a reducer pool, K = 1 and K = H per job) against the ring,
+# then on a leaf-spine fabric (2 racks x 2 hosts, 2:1 uplinks) the
 # agent tree against one flat agent and the ring, and prints one screen: time per size and path, the measured
 # switch/ring ratio beside its theory, and the bytes each host put on its
 # link per allreduce (interface counters) beside theirs. Plots and CSVs land
@@ -58,8 +60,9 @@ trap 'echo; echo "demo: interrupted; stopping everything it started" >&2; exit 1
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-say "emulated cluster: $hosts hosts on one switch, links shaped to $rate Mbit/s (scripts/fabric.py)"
-fabric_up dm --hosts "$hosts" --rate "$rate" --subnet 10.88
+say "emulated cluster: $hosts hosts on one switch, links shaped to $rate Mbit/s (scripts/fabric.py),"
+say "and $hosts reducer hosts r1..r$hosts at the same rate"
+fabric_up dm --hosts "$hosts" --rate "$rate" --reducers "$hosts" --subnet 10.88
 fabric_py status dm | sed 's/^/  /'
 say "switchagg-agent on the switch (host 'agent'), a lease"
 fabric_agent_start "$work"
@@ -116,6 +119,34 @@ done
 
 agent_line=$("$bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" metrics |
   awk '/^switchagg_(chunks_reduced|bytes_in|groups_created)_total/ { printf "%s=%s  ", $1, $2 }')
+
+# The deployment a RoCE site can run today: an agent on each reducer host
+# (links at a host's rate), all of them one reducer pool; a job takes K.
+say "reducer hosts: an agent on each of r1..r$hosts, one reducer pool of the fabric map"
+star_pid=$AGENT_PID
+for k in $(seq 1 "$hosts"); do
+  mkdir -p "$work/r$k"
+  FABRIC_AGENT_HOST=r$k fabric_agent_start "$work/r$k" >/dev/null
+  TREE_PIDS+=("$AGENT_PID")
+  printf '[[agent]]\nname = "r%s"\ncontrol = "unix:%s"\n\n' "$k" "$AGENT_SOCKET" >>"$work/pool.toml"
+done
+printf '[[pool]]\nname = "reducers"\nagents = [%s]\nnodes = "h[1-%s]"\n' \
+  "$(seq -s, -f '"r%g"' 1 "$hosts")" "$hosts" >>"$work/pool.toml"
+AGENT_PID=$star_pid
+red_min=1M
+(($(numfmt --from=iec "${max%B}") < 1048576)) && red_min=$max
+for k in 1 "$hosts"; do
+  red_env=$("$bin/switchagg-ctl" lease create --job "demo-reducers-$k" --slots 16 --ttl 1h \
+    --nodes "h[1-$hosts]" --fabric "$work/pool.toml" --reducers "$k" | grep '^export ')
+  say "mpirun -np $hosts switchagg-bench --check --min $red_min --max $max: switch over K = $k reducer host(s)"
+  fabric_mpirun_with "$red_env" "$hosts" 1 --mca coll_switchagg_offload on \
+    --mca coll_switchagg_allreduce_algorithm switch -x SWITCHAGG_SWITCH_WINDOW \
+    "$bin/switchagg-bench" --check --min "$red_min" --max "$max" --iters "$iters" --min-iters 3 \
+    --warmup 1 --label "k$k" --csv "$work/csv/bench-reducers-k$k.csv" \
+    >"$out/bench-reducers-k$k.log" 2>&1 </dev/null ||
+    { echo "demo: FAILED (log: $out/bench-reducers-k$k.log)"; tail -20 "$out/bench-reducers-k$k.log"; exit 1; }
+  cp "$work/csv/bench-reducers-k$k.csv" "$out/"
+done
 
 # A tree: two racks of two hosts whose uplinks carry half of what their
 # hosts can send (2:1), a leaf agent per rack under the spine agent; the
@@ -205,6 +236,28 @@ theory: per host link of B bytes/s, p ranks, k per host, vector N: the switch pa
   each host link (node leaders: the host reduces first, one rank sends), the ring 2(p-1)/p·N,
   hierarchical 2(H-1)/H·N between H hosts; for large N time ≈ bytes / B, so switch/ring →
   p / (2(p-1)) (plus the in-host reduce and bcast at k > 1). Small sizes are latency-bound (TCP, the agent's round trip).
+EOF
+printf '\n\033[1mreducer hosts: agents on K ordinary hosts at %s Mbit/s (not in the switch), np=%d\033[0m\n' \
+  "$rate" "$hosts"
+cat "$out"/bench-reducers-k*.csv "$out"/bench-ppn1-ring.csv | awk -F, -v p="$hosts" \
+  "$(cat "$root/benchmarks/lib/stats.awk")"'
+  $1 == "label" { next }
+  { v[$1 SUBSEP $5] = v[$1 SUBSEP $5] " " $15; if ($1 != "ring") sizes[$5] = 1 }
+  END {
+    kp = "k" p
+    printf "  %-8s %9s %9s %9s | %9s %7s | %9s %7s\n", "size", "K=1", "K=" p, "ring", "K=1/ring", "theory", "K=" p "/ring", "theory"
+    n = sortedKeys(sizes, l)
+    for (i = 1; i <= n; i++) {
+      s = l[i]; a = median(v["k1" SUBSEP s]) / 1000; b = median(v[kp SUBSEP s]) / 1000
+      r = median(v["ring" SUBSEP s]) / 1000
+      printf "  %-8s %9.1f %9.1f %9.1f | %9.2f %7.2f | %9.2f %7.2f\n", human(s), a, b, r, a / r,
+        p * p / (2 * (p - 1)), b / r, p / (2 * (p - 1))
+    }
+  }'
+cat <<EOF
+theory: each reducer receives and sends p·N/K per call on a link of B, so a call takes
+  max(N, p·N/K)/B against the ring's 2(p-1)/p·N/B: K = 1 loses by p²/(2(p-1)), K = p matches
+  the switch in the switch's table above. Sizing and what to buy: docs/admin.md "Deployments".
 EOF
 printf '\n\033[1mtree: 2 racks x 2 hosts, %s Mbit/s host links, %s Mbit/s uplinks (2:1)\033[0m\n' "$rate" "$rate"
 cat "$out"/bench-tree-*.csv | awk -F, "$(cat "$root/benchmarks/lib/stats.awk")"'

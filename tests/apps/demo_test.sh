@@ -14,8 +14,9 @@
 #   fabric           demo --fabric (emulated 4-host cluster) finishes: both
 #                    ranks-per-host tables with every path and the theory, the
 #                    bytes per host link (switch 1.00 N at 1 rank per host),
-#                    both training runs, plots; the fabric, its agent and
-#                    its links are gone afterwards
+#                    both training runs, the reducer-hosts table (K = 1 and
+#                    K = 4 against the ring, with the theory), plots; the
+#                    fabric, its agents and its links are gone afterwards
 #   fabric_interrupt SIGINT to demo --fabric's process group while an MPI job
 #                    runs: exits non-zero within 60 s, the fabric is gone
 #   interrupt,       SIGINT to the demo's process group (what Ctrl-C does)
@@ -183,6 +184,11 @@ fabricCase() {
     fail "bytes per host link at 1 rank per host should be N for the switch path and 1.5 N for the ring"
   [[ $(grep -c '^train (offload=\(on\|off\)): time per step.*final loss' "$log") -eq 2 ]] ||
     fail "both training runs should report time per step and a final loss"
+  # The other deployment: K = 1 and K = 4 reducer hosts against the ring,
+  # each ratio beside its theory (2.67 and 0.67 at 4 hosts).
+  grep -A2 'reducer hosts: agents on K ordinary hosts' "$log" |
+    grep -Eq "^  1 MiB +[0-9.]+ +[0-9.]+ +[0-9.]+ \| +[0-9.]+ +2\.67 \| +[0-9.]+ +0\.67$" ||
+    fail "no reducer-hosts table with K = 1, K = 4, the ring and the theory"
   fabricGone
   echo "demo --fabric: $(grep -m1 'bytes on each host link' "$log" | sed 's/^ *//')"
 }
