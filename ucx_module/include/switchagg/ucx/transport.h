@@ -117,6 +117,13 @@ class Request {
   std::unique_ptr<State> state_;
 };
 
+// What amSend runs when its send completes (see Endpoint::amSend).
+struct SendCompletion {
+  void (*fn)(void* ctx, uint64_t id, const Status& status, size_t length) = nullptr;
+  void* ctx = nullptr;
+  uint64_t id = 0;
+};
+
 // Payload of an active message as the handler sees it: always the whole
 // message, contiguous; valid only during the handler call.
 struct AmMessage {
@@ -205,6 +212,15 @@ class Endpoint {
   // Nonblocking AM send; `header` and `data` must stay valid until done.
   Status amSend(uint16_t id, const void* header, size_t header_length, const void* data,
                 size_t length, Request& request);
+  // The same, completed by a call instead of a look at the Request: once
+  // the send started (an Ok return), `done` runs exactly once with its
+  // outcome (success, the peer's failure, or the Request destroyed first:
+  // then never), deferred to the end of a progress round of this
+  // endpoint's worker, outside UCX callbacks. An error return: the send
+  // did not start and `done` never runs. A plain function and two words,
+  // so a send allocates nothing.
+  Status amSend(uint16_t id, const void* header, size_t header_length, const void* data,
+                size_t length, Request& request, const SendCompletion& done);
   // Nonblocking tagged send/receive on this endpoint's worker.
   Status tagSend(uint64_t tag, const void* data, size_t length, Request& request);
 
