@@ -52,6 +52,9 @@ struct TransportOptions {
   size_t cts_window = 8u << 20;        // max bytes in flight towards one receiver
   int64_t peer_timeout_ms = 2000;      // failure detection bound
   WaitMode wait_mode = WaitMode::kBlocking;
+  // kBlocking: how long a wait keeps polling after the last event before it
+  // sleeps (microseconds; 0 = sleep on the first idle round).
+  int64_t spin_us = 0;
   FailureDetection failure_detection = FailureDetection::kAuto;
   bool enable_am = true;               // UCP_FEATURE_AM (agent data plane)
   bool enable_tag = true;              // UCP_FEATURE_TAG (host algorithms)
@@ -162,6 +165,9 @@ class Worker {
   std::array<uint64_t, 2> busyGroupSlots() const;
   // One round of progress; returns true if anything happened.
   bool progress();
+  // How often a blocking wait of this worker armed it and slept (tests,
+  // counters; see TransportOptions::spin_us).
+  uint64_t sleeps() const;
   // Progress until `pred` holds or `timeout_ms` passes (kTimeout). Blocks in
   // the kernel between events in WaitMode::kBlocking.
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
