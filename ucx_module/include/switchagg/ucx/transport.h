@@ -220,11 +220,11 @@ class Endpoint {
                 size_t length, Request& request);
   // The same, completed by a call instead of a look at the Request: once
   // the send started (an Ok return), `done` runs exactly once with its
-  // outcome (success, the peer's failure, or the Request destroyed first:
-  // then never), deferred to the end of a progress round of this
-  // endpoint's worker, outside UCX callbacks. An error return: the send
-  // did not start and `done` never runs. A plain function and two words,
-  // so a send allocates nothing.
+  // outcome (success or the peer's failure; never if the Request is
+  // destroyed while the send is in flight), deferred to the end of a
+  // progress round of this endpoint's worker, outside UCX callbacks. An
+  // error return: the send did not start and `done` never runs. A plain
+  // function and two words, so a send allocates nothing.
   Status amSend(uint16_t id, const void* header, size_t header_length, const void* data,
                 size_t length, Request& request, const SendCompletion& done);
   // Nonblocking tagged send/receive on this endpoint's worker.
