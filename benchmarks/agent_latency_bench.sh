@@ -6,21 +6,32 @@
 # per run the members' median time per call, and the CPU the agent and the
 # members used per call (spinning waits trade CPU for latency: both count).
 # Sides and member counts interleave rep by rep; medians over reps.
+# --pin: the agent on CPU 0, member r on CPU 1 + r mod (cores - 1) (taskset):
+# each process its core where there are enough, the case a spin pays in.
 #
 #   benchmarks/agent_latency_bench.sh --sides "before=DIR after=DIR[,VAR=VAL...] ..."
-#       [--members "2 4"] [--bytes 8] [--iters 3000] [--reps 3] [--out FILE]
+#       [--members "2 4"] [--bytes 8] [--iters 3000] [--reps 3] [--pin] [--out FILE]
 # DIR: build trees as for benchmarks/agent_cpu_bench.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-sides="" members="2 4" bytes=8 iters=3000 reps=3
+sides="" members="2 4" bytes=8 iters=3000 reps=3 pin=0
 out=$root/benchmarks/results/agent_latency.md
 source "$root/benchmarks/lib/bench_args.sh"
 source "$root/benchmarks/lib/bench_agent.sh"
-bench_args agent_latency_bench 2,12 "sides members bytes iters reps out" "" "$@"
+bench_args agent_latency_bench 2,14 "sides members bytes iters reps out" "pin=pin=1" "$@"
 [[ -n $sides ]] || { echo "agent_latency_bench: --sides is required" >&2; exit 2; }
 bench_agent_tmp agent_latency_bench
 warmup=200
 tck=$(getconf CLK_TCK)
+cores=$(nproc)
+# taskset's CPU list for the agent ("" = not pinned) and for member $1.
+agent_cpus() { ((pin)) && echo 0 || true; }
+member_cpus() { ((pin)) && echo $((1 + $1 % (cores > 1 ? cores - 1 : 1))) || true; }
+pinned() {  # $1 CPU list or "", then the command
+  local cpus=$1
+  shift
+  if [[ -n $cpus ]]; then taskset -c "$cpus" "$@"; else "$@"; fi
+}
 
 # One run: prints "side members median_us agent_cpu_us_per_call members_cpu_us_per_call".
 run() {  # $1 side name, $2 DIR[,VAR=VAL...], $3 members, $4 rep
@@ -28,7 +39,13 @@ run() {  # $1 side name, $2 DIR[,VAR=VAL...], $3 members, $4 rep
   [[ $2 == *,* ]] && IFS=, read -r -a envs <<<"${2#*,}"
   # The side's environment, for its agent and its members.
   for e in "${envs[@]}"; do export "${e?}"; done
-  bench_start_agent "$dir/bin/switchagg-agent" "$tmp"
+  local agent_bin=$dir/bin/switchagg-agent
+  if ((pin)); then  # bench_start_agent runs a binary: a pinning wrapper
+    printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$(agent_cpus)" "$agent_bin" >"$tmp/agent-pinned"
+    chmod +x "$tmp/agent-pinned"
+    agent_bin=$tmp/agent-pinned
+  fi
+  bench_start_agent "$agent_bin" "$tmp"
   token=$("$dir/bin/switchagg-ctl" --agent "unix:$tmp/agent.sock" lease create --job "lat$4$3" \
     --slots 8 | sed -n 's/.*SWITCHAGG_LEASE=\([0-9a-f]*\).*/\1/p')
   cpu0=$(awk '{print $14 + $15}' "/proc/$agent_pid/stat")
@@ -37,7 +54,7 @@ run() {  # $1 side name, $2 DIR[,VAR=VAL...], $3 members, $4 rep
   (
     pids=()
     for r in $(seq 0 $(($3 - 1))); do
-      "$dir/bin/agent_client_bench" --agent "$data" --token "$token" --group 1 --size "$3" \
+      pinned "$(member_cpus "$r")" "$dir/bin/agent_client_bench" --agent "$data" --token "$token" --group 1 --size "$3" \
         --rank "$r" --bytes "$bytes" --iters "$iters" --warmup "$warmup" >>"$tmp/clients.txt" &
       pids+=($!)
     done
@@ -78,9 +95,9 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mkdir -p "$(dirname "$out")"
 {
-  echo "# Switch-path latency of $bytes-byte calls, one node, agent over TCP loopback"
+  echo "# Switch-path latency of $bytes-byte calls, one node, agent over TCP loopback$( ((pin)) && echo ", each process pinned")"
   echo
-  echo "\`benchmarks/agent_latency_bench.sh --sides \"$sides\" --members \"$members\"\`"
+  echo "\`benchmarks/agent_latency_bench.sh --sides \"$sides\" --members \"$members\"$( ((pin)) && echo " --pin")\`"
   echo "($iters calls + $warmup warm-ups per run, $reps reps interleaved, UCX_TLS=$UCX_TLS; $(nproc) cores,"
   echo "load $load_before before, $load_after after; $(date -u +%Y-%m-%d))."
   echo "Per run: the members' median µs per call; agent and members' CPU µs per call"
