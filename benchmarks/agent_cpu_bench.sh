@@ -30,18 +30,11 @@ for d in "$before" "$after"; do
   done
 done
 before=$(cd "$before" && pwd) after=$(cd "$after" && pwd)
-export UCX_LOG_LEVEL=${UCX_LOG_LEVEL:-error} UCX_TLS=${UCX_TLS:-tcp}
-tmp=$(mktemp -d /tmp/agent_cpu_bench.XXXXXX)
-agent_pid=""
-cleanup() {
-  [[ -n $agent_pid ]] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_agent_tmp agent_cpu_bench
 warmup=2
 
 start_agent() { bench_start_agent "$1/bin/switchagg-agent" "$tmp"; }  # $1 build dir
-stop_agent() { kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=""; }
+stop_agent() { bench_stop_agent; }
 
 # One run: prints "side bytes cpu_s_per_gb median_us".
 run() {  # $1 side, $2 dir, $3 bytes, $4 rep

@@ -1,4 +1,10 @@
 # Sourced by the agent benchmarks: a private agent for one run.
+#   bench_agent_tmp NAME
+# makes the private folder `tmp` (/tmp/NAME.XXXXXX), removed at exit with the
+# agent of the run still going (if any) stopped; UCX over TCP unless the
+# caller's UCX_TLS says otherwise.
+#   bench_stop_agent
+# stops the agent bench_start_agent started.
 #   bench_start_agent AGENT_BIN DIR [UCX_TLS]
 # writes DIR/agent.toml (256 KiB slots, 128 pool slots, 16 slots a job,
 # default threads: one per core), starts AGENT_BIN with it (UCX_TLS set when
@@ -25,4 +31,18 @@ EOF
   for _ in $(seq 100); do grep -q ready "$dir/agent.out" 2>/dev/null && break; sleep 0.1; done
   data=$(sed -n 's/.* data=\([^ ]*\).*/\1/p' "$dir/agent.out")
   [[ -n $data ]] || { echo "bench_start_agent: $bin did not start:" >&2; cat "$dir/agent.err" >&2; exit 1; }
+}
+
+bench_agent_tmp() {
+  export UCX_LOG_LEVEL=${UCX_LOG_LEVEL:-error} UCX_TLS=${UCX_TLS:-tcp}
+  tmp=$(mktemp -d "/tmp/$1.XXXXXX")
+  agent_pid=""
+  trap 'bench_stop_agent; rm -rf "$tmp"' EXIT
+}
+
+bench_stop_agent() {
+  [[ -n $agent_pid ]] || return 0
+  kill "$agent_pid" 2>/dev/null || true
+  wait "$agent_pid" 2>/dev/null || true
+  agent_pid=""
 }

@@ -1,17 +1,19 @@
 // DataPlane: the UCX side of the agent's data plane. One thread owns the
 // UCX worker: it waits (blocking) for messages, feeds them to the
 // AggregationEngine, reduces completed slots on the ReducePool, sends
-// results and control messages, and reaps send completions. Other threads
+// results and control messages; a send's completion gives its descriptor
+// back to the SendPool (and a result's tells the engine). Other threads
 // only post lease revocations (picked up within the worker's 20 ms idle
 // tick) and read counters.
 #include "data_plane.h"
+
+#include <pthread.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <list>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -19,6 +21,7 @@
 #include "aggregation_engine.h"
 #include "lease_table.h"
 #include "link_rate.h"
+#include "send_pool.h"
 #include "switchagg/agent/malloc_tuning.h"
 #include "switchagg/common/test_hooks.h"
 #include "switchagg/common/log.h"
@@ -40,16 +43,6 @@ constexpr uintptr_t kParent = ~uintptr_t{0} - 1;
 uintptr_t tagOf(const ucx::Endpoint* ep) {
   return ep ? reinterpret_cast<uintptr_t>(ep->userData()) : kDying;
 }
-
-// A send in flight and everything it reads.
-struct PendingSend {
-  ucx::Request request;
-  wire::Frame frame;                     // control messages own their bytes
-  std::shared_ptr<SlotBuffers> buffers;  // results read the group's slot
-  uint64_t serial = 0;
-  uint32_t slot = 0;
-  bool result = false;  // a RESULT: its completion is the engine's sendDone
-};
 
 struct Peer {
   ucx::Endpoint* ep = nullptr;
@@ -73,7 +66,8 @@ struct DataPlane::Impl : EngineOutput {
   PeerId next_peer = 1;
   std::vector<std::pair<PeerId, std::string>> failed;  // worker thread only
   std::deque<std::pair<PeerId, wire::Frame>> outbox;   // control messages to send
-  std::list<std::unique_ptr<PendingSend>> sends;
+  // Sized in init(): two sends per slot of the pool before it must grow.
+  std::unique_ptr<SendPool> sends;
 
   std::mutex mu;  // guards revokes
   std::vector<std::pair<LeaseToken, std::string>> revokes;
@@ -115,17 +109,36 @@ struct DataPlane::Impl : EngineOutput {
                   size_t bytes, std::shared_ptr<SlotBuffers> buffers, uint64_t serial,
                   uint32_t slot) override {
     ucx::Endpoint* ep = endpoint(to);
-    auto s = std::make_unique<PendingSend>();
-    if (!ep ||
-        !ep->amSend(wire::kAmToClient, header, header_bytes, payload, bytes, s->request).ok()) {
+    const uint32_t i = sends->take();
+    SendDescriptor& d = sends->at(i);
+    if (!ep || !ep->amSend(wire::kAmToClient, header, header_bytes, payload, bytes, d.request,
+                           completion(i))
+                    .ok()) {
+      sends->give(i);
       engine->sendDone(serial, slot);  // the member's failure aborts the group
       return;
     }
-    s->buffers = std::move(buffers);
-    s->serial = serial;
-    s->slot = slot;
-    s->result = true;
-    sends.push_back(std::move(s));
+    // Filled after the post: the completion runs no earlier than the end of
+    // a progress round, never inside amSend.
+    d.buffers = std::move(buffers);
+    d.serial = serial;
+    d.slot = slot;
+    d.result = true;
+  }
+
+  ucx::SendCompletion completion(uint32_t i) {
+    return ucx::SendCompletion{&Impl::onSendDone, this, i};
+  }
+
+  static void onSendDone(void* ctx, uint64_t id, const Status& /*status*/, size_t /*length*/) {
+    auto* self = static_cast<Impl*>(ctx);
+    SendDescriptor& d = self->sends->at(static_cast<uint32_t>(id));
+    const bool result = d.result;
+    const uint64_t serial = d.serial;
+    const uint32_t slot = d.slot;
+    self->sends->give(static_cast<uint32_t>(id));
+    // Failed or not: a member's failure reaches the engine on its own.
+    if (result) self->engine->sendDone(serial, slot);
   }
 
   bool sendUp(wire::Frame frame, const void* payload, size_t bytes,
@@ -150,15 +163,18 @@ struct DataPlane::Impl : EngineOutput {
   // and tracks it until it completes; false if UCX refused it.
   bool sendFrame(ucx::Endpoint& ep, uint16_t am, wire::Frame frame, const void* payload = nullptr,
                  size_t bytes = 0, std::shared_ptr<SlotBuffers> keep = nullptr) {
-    auto s = std::make_unique<PendingSend>();
-    s->frame = std::move(frame);
-    s->buffers = std::move(keep);
-    const auto& f = s->frame;
+    const uint32_t i = sends->take();
+    SendDescriptor& d = sends->at(i);
+    d.frame = std::move(frame);
+    d.buffers = std::move(keep);
+    const auto& f = d.frame;
     const void* body = payload ? payload : (f.body.empty() ? nullptr : f.body.data());
     const size_t body_bytes = payload ? bytes : f.body.size();
-    if (!ep.amSend(am, f.header.data(), f.header_bytes, body, body_bytes, s->request).ok())
+    if (!ep.amSend(am, f.header.data(), f.header_bytes, body, body_bytes, d.request, completion(i))
+             .ok()) {
+      sends->give(i);
       return false;
-    sends.push_back(std::move(s));
+    }
     return true;
   }
 
@@ -168,23 +184,6 @@ struct DataPlane::Impl : EngineOutput {
       outbox.pop_front();
       if (ucx::Endpoint* ep = endpoint(to)) (void)sendFrame(*ep, wire::kAmToClient, std::move(frame));
     }
-  }
-
-  void reapSends() {
-    for (auto it = sends.begin(); it != sends.end();) {
-      if (!(*it)->request.done()) {
-        ++it;
-        continue;
-      }
-      if ((*it)->result) engine->sendDone((*it)->serial, (*it)->slot);
-      it = sends.erase(it);
-    }
-  }
-
-  bool anySendDone() const {
-    for (const auto& s : sends)
-      if (s->request.done()) return true;
-    return false;
   }
 
   void processEvents() {
@@ -223,8 +222,7 @@ struct DataPlane::Impl : EngineOutput {
 
   bool wakeup() const {
     return stop.load() || has_revokes.load() || !failed.empty() || !parent_failure.empty() ||
-           !outbox.empty() ||
-           engine->hasReducible() || (engine->hasDeferred() && anySendDone());
+           !outbox.empty() || engine->hasReducible();
   }
 
   void run() {
@@ -233,7 +231,6 @@ struct DataPlane::Impl : EngineOutput {
       (void)worker->waitUntil([this] { return wakeup(); }, kLoopWaitMs);
       processEvents();
       flushOutbox();
-      reapSends();
       engine->reduceReady();
       flushOutbox();
       const int64_t now = steadyNowMs();
@@ -244,12 +241,7 @@ struct DataPlane::Impl : EngineOutput {
     }
     engine->abortAll(wire::Reason::kShutdown, "agent shutting down");
     flushOutbox();
-    (void)worker->waitUntil(
-        [this] {
-          reapSends();
-          return sends.empty();
-        },
-        kShutdownDrainMs);
+    (void)worker->waitUntil([this] { return sends->inFlight() == 0; }, kShutdownDrainMs);
   }
 
   Status init() {
@@ -271,6 +263,7 @@ struct DataPlane::Impl : EngineOutput {
     SA_INFO("agent", "%s", link.text().c_str());
     ec.pool_slots = static_cast<size_t>(leases.limits().pool_slots);
     ec.has_parent = !parent_address.empty();
+    sends = std::make_unique<SendPool>(2 * std::max<size_t>(ec.pool_slots, 1));
     // Test-only fault point (EngineConfig::test_partial_result).
     static_assert(AgentTestFault::kNoMember == EngineConfig::kNoMissMember);
     TestHooks hooks;  // a bad value stops the agent, naming the variable
@@ -331,9 +324,10 @@ struct DataPlane::Impl : EngineOutput {
       (void)worker->setAmHandler(wire::kAmToClient, nullptr);
       worker->setFailureHandler(nullptr);
     }
+    // Destroying a Request in flight cancels its completion (it never runs).
     std::vector<std::shared_ptr<SlotBuffers>> keep;
-    for (auto& s : sends) keep.push_back(std::move(s->buffers));
-    sends.clear();
+    if (sends) sends->forEach([&](SendDescriptor& d) { keep.push_back(std::move(d.buffers)); });
+    sends.reset();
     outbox.clear();
     if (parent) parent->abandon();
     worker.reset();
@@ -364,7 +358,10 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& confi
   SWITCHAGG_RETURN_IF_ERROR(impl->init());
   Impl* raw = impl.get();
   std::unique_ptr<DataPlane> dp(new DataPlane(std::move(impl)));
-  raw->thread = std::thread([raw] { raw->run(); });
+  raw->thread = std::thread([raw] {
+    pthread_setname_np(pthread_self(), "switchagg-data");  // top -H, tests counting its allocations
+    raw->run();
+  });
   SA_INFO("agent", "data plane listening on %s (%d reduction threads)", raw->address.c_str(),
           raw->pool->threads());
   return dp;

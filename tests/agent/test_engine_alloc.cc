@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "aggregation_engine.h"
+#include "counting_new.h"
 #include "reduce_pool.h"
 
 namespace {
@@ -21,21 +22,9 @@ std::atomic<bool> g_counting{false};
 std::atomic<uint64_t> g_allocs{0};
 }  // namespace
 
-void* operator new(size_t n) {
+void countAllocation() {
   if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
 }
-void* operator new[](size_t n) { return operator new(n); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n ? n : 1);
-}
-void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace switchagg::agent {
 namespace {

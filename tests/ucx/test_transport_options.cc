@@ -52,10 +52,12 @@ TEST(TransportOptions, ReadsEveryVariable) {
   env.set("SWITCHAGG_UCX_PEER_TIMEOUT", "1.5s");
   env.set("SWITCHAGG_UCX_WAIT", "busy");
   env.set("SWITCHAGG_UCX_FAILURE_DETECTION", "peer");
+  env.set("SWITCHAGG_UCX_SPIN_US", "75");
   env.set("SWITCHAGG_ROCE_DSCP", "24");
   auto o = TransportOptions::fromEnvironment();
   ASSERT_NO_FATAL_FAILURE(expectOptions(o, 4, 128u << 10, 2u << 20, 1500, WaitMode::kBusyPoll,
                                         FailureDetection::kPeer));
+  EXPECT_EQ(o->spin_us, 75);
   EXPECT_EQ(o->roce.dscp, 24);
 }
 
@@ -65,6 +67,7 @@ TEST(TransportOptions, BadValuesNameTheVariable) {
                                                         {"SWITCHAGG_UCX_CTS_WINDOW", "lots"},
                                                         {"SWITCHAGG_UCX_PEER_TIMEOUT", "0"},
                                                         {"SWITCHAGG_UCX_WAIT", "spin"},
+                                                        {"SWITCHAGG_UCX_SPIN_US", "-1"},
                                                         {"SWITCHAGG_UCX_FAILURE_DETECTION", "x"}}) {
     EnvGuard env;
     env.set(key, value);
@@ -95,7 +98,8 @@ TEST(TransportOptions, TableDocumentsTransportAndRoceVariables) {
   }
   for (const char* e : {"SWITCHAGG_UCX_LANES", "SWITCHAGG_UCX_CTS_THRESHOLD",
                         "SWITCHAGG_UCX_CTS_WINDOW", "SWITCHAGG_UCX_PEER_TIMEOUT",
-                        "SWITCHAGG_UCX_WAIT", "SWITCHAGG_UCX_FAILURE_DETECTION",
+                        "SWITCHAGG_UCX_WAIT", "SWITCHAGG_UCX_SPIN_US",
+                        "SWITCHAGG_UCX_FAILURE_DETECTION",
                         "SWITCHAGG_ROCE_DSCP"})
     EXPECT_EQ(envs.count(e), 1u) << e;
 }

@@ -186,10 +186,18 @@ Result<std::unique_ptr<Endpoint>> Endpoint::connectAddress(Worker& worker,
 
 Status Endpoint::amSend(uint16_t id, const void* header, size_t header_length, const void* data,
                         size_t length, Request& request) {
+  return amSend(id, header, header_length, data, length, request, SendCompletion{});
+}
+
+Status Endpoint::amSend(uint16_t id, const void* header, size_t header_length, const void* data,
+                        size_t length, Request& request, const SendCompletion& done) {
   Request::State& s = *request.state();
   if (impl_->ep == nullptr || impl_->failed)
     return impl_->failed ? impl_->failure : Status(Code::kAborted, "endpoint closed");
   if (!req::begin(s, impl_->worker, impl_.get())) return req::beginFailure(s);
+  // A completion, even one inside ucp_am_send_nbx, queues the hook on the
+  // worker (req::complete): it runs at the end of a progress round.
+  if (done.fn != nullptr) s.hook = Hook{done.fn, nullptr, done.ctx, done.id};
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = req::sendCallback;
@@ -197,6 +205,7 @@ Status Endpoint::amSend(uint16_t id, const void* header, size_t header_length, c
   req::prepare(s, p);
   ucs_status_ptr_t r = ucp_am_send_nbx(impl_->ep, id, header, header_length, data, length, &p);
   req::attach(s, r, "am send", length);
+  if (done.fn != nullptr) return Status::Ok();  // started: the outcome goes to `done`
   return (s.done && !s.status.ok()) ? s.status : Status::Ok();
 }
 

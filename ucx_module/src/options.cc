@@ -47,6 +47,10 @@ const ConfigTable<T>& table() {
        "blocking: sleep on the worker's event fd between events; busy: poll (lowest "
        "latency, burns a core)",
        choiceField(&T::wait_mode, {{"blocking", WaitMode::kBlocking}, {"busy", WaitMode::kBusyPoll}})},
+      {"spin_us", "SWITCHAGG_UCX_SPIN_US",
+       "blocking waits poll this many microseconds after the last event before they "
+       "sleep (an answer within it costs no wake-up; 0 = sleep at once)",
+       intField(&T::spin_us, 0, 1000000)},
       {"failure_detection", "SWITCHAGG_UCX_FAILURE_DETECTION",
        "peer: UCX peer error handling on every lane (no shared memory in UCX 1.13); "
        "sentinel: plain lanes plus one watched TCP endpoint per peer; auto: peer with an "

@@ -174,6 +174,7 @@ struct Worker::Impl {
   ucp_worker_h sentinel = nullptr;
   int sentinel_efd = -1;
   uint32_t progress_calls = 0;
+  uint64_t sleeps = 0;  // blocking waits that armed the worker and slept
   int64_t next_sentinel_ms = 0;
   std::unordered_map<ucp_ep_h, Endpoint::Impl*> endpoints;  // live, for AM reply ep
   std::unordered_map<uint16_t, std::unique_ptr<AmSlot>> am_slots;

@@ -2,6 +2,7 @@
 // worker's event fd) and the deferred-work queue that keeps user callbacks
 // out of UCX callbacks.
 #include <poll.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -183,16 +184,32 @@ Endpoint* Worker::Impl::endpointFor(ucp_ep_h ep) const {
   return it == endpoints.end() ? nullptr : it->second->owner;
 }
 
+// The fine clock for the spin budget (nowMs is too coarse for microseconds).
+static int64_t nowUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
 Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
   if (pred()) return Status::Ok();  // e.g. a send that completed in place
   const int64_t deadline = nowMs() + std::max<int64_t>(timeout_ms, 0);
   const bool blocking = ctx->options.wait_mode == WaitMode::kBlocking && efd >= 0;
+  // Blocking waits spin up to spin_us after the last event before they arm
+  // the worker and sleep: an answer that comes within it costs no wake-up.
+  const int64_t spin_us = blocking ? ctx->options.spin_us : 0;
+  bool in_spin = spin_us > 0;
+  int64_t spin_end_us = 0;  // 0: starts at the next clock reading
   for (uint32_t spin = 1;; ++spin) {
     bool any = progress();
     if (pred()) return Status::Ok();
+    if (any && spin_us > 0) {
+      in_spin = true;
+      spin_end_us = 0;
+    }
     // Reading the clock costs as much as an idle progress round: while
     // spinning, look at it every 16th round only.
-    if ((any || !blocking) && (spin & 15) != 0) continue;
+    if ((any || !blocking || in_spin) && (spin & 15) != 0) continue;
     // Between rounds (every 16th while spinning, each wake-up while
     // blocking): the MPI layer's other pending operations (setWaitHook).
     runWaitHook();
@@ -200,7 +217,12 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
     int64_t now = nowMs();
     if (now >= deadline)
       return Status(Code::kTimeout, "wait timed out after " + std::to_string(timeout_ms) + " ms");
-    if (any || !blocking) {
+    if (in_spin && !any) {
+      const int64_t us = nowUs();
+      if (spin_end_us == 0) spin_end_us = us + spin_us;
+      in_spin = us < spin_end_us;
+    }
+    if (any || !blocking || in_spin) {
       ThreadGate::yield();  // others' turn at the gate between spin rounds
       continue;
     }
@@ -217,6 +239,7 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
     int wait_ms = static_cast<int>(std::min<int64_t>(
         deadline - now, g_wait_hook.load(std::memory_order_relaxed) != nullptr ? kWaitHookTickMs
                                                                                : kIdleTickMs));
+    ++sleeps;
     if (ThreadGate::poll(pfd, nfds, wait_ms) == 0) {
       unsigned events = 0;
       for (int i = 0; i < kIdleProgressBurst; ++i) {
@@ -227,6 +250,10 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
       // have armed the worker before we drained its event, and would sleep
       // out its tick (as progress() does after its events).
       if (events != 0) ThreadGate::wakeSleepers();
+      if (events != 0 && spin_us > 0) {  // woken by an event: spin again before sleeping
+        in_spin = true;
+        spin_end_us = 0;
+      }
     } else if (nfds == 2 && pfd[1].revents != 0) {
       progressSentinel();
     }
@@ -290,6 +317,8 @@ std::array<uint64_t, 2> Worker::busyGroupSlots() const {
 }
 
 bool Worker::progress() { return impl_->progress(); }
+
+uint64_t Worker::sleeps() const { return impl_->sleeps; }
 
 void Worker::post(std::function<void()> fn) { impl_->defer(std::move(fn)); }
 

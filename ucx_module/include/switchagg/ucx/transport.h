@@ -52,6 +52,9 @@ struct TransportOptions {
   size_t cts_window = 8u << 20;        // max bytes in flight towards one receiver
   int64_t peer_timeout_ms = 2000;      // failure detection bound
   WaitMode wait_mode = WaitMode::kBlocking;
+  // kBlocking: how long a wait keeps polling after the last event before it
+  // sleeps (microseconds; 0 = sleep on the first idle round).
+  int64_t spin_us = 0;
   FailureDetection failure_detection = FailureDetection::kAuto;
   bool enable_am = true;               // UCP_FEATURE_AM (agent data plane)
   bool enable_tag = true;              // UCP_FEATURE_TAG (host algorithms)
@@ -117,6 +120,13 @@ class Request {
   std::unique_ptr<State> state_;
 };
 
+// What amSend runs when its send completes (see Endpoint::amSend).
+struct SendCompletion {
+  void (*fn)(void* ctx, uint64_t id, const Status& status, size_t length) = nullptr;
+  void* ctx = nullptr;
+  uint64_t id = 0;
+};
+
 // Payload of an active message as the handler sees it: always the whole
 // message, contiguous; valid only during the handler call.
 struct AmMessage {
@@ -155,6 +165,9 @@ class Worker {
   std::array<uint64_t, 2> busyGroupSlots() const;
   // One round of progress; returns true if anything happened.
   bool progress();
+  // How often a blocking wait of this worker armed it and slept (tests,
+  // counters; see TransportOptions::spin_us).
+  uint64_t sleeps() const;
   // Progress until `pred` holds or `timeout_ms` passes (kTimeout). Blocks in
   // the kernel between events in WaitMode::kBlocking.
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
@@ -205,6 +218,15 @@ class Endpoint {
   // Nonblocking AM send; `header` and `data` must stay valid until done.
   Status amSend(uint16_t id, const void* header, size_t header_length, const void* data,
                 size_t length, Request& request);
+  // The same, completed by a call instead of a look at the Request: once
+  // the send started (an Ok return), `done` runs exactly once with its
+  // outcome (success or the peer's failure; never if the Request is
+  // destroyed while the send is in flight), deferred to the end of a
+  // progress round of this endpoint's worker, outside UCX callbacks. An
+  // error return: the send did not start and `done` never runs. A plain
+  // function and two words, so a send allocates nothing.
+  Status amSend(uint16_t id, const void* header, size_t header_length, const void* data,
+                size_t length, Request& request, const SendCompletion& done);
   // Nonblocking tagged send/receive on this endpoint's worker.
   Status tagSend(uint64_t tag, const void* data, size_t length, Request& request);
 
