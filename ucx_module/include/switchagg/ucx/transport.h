@@ -45,8 +45,34 @@ enum class WaitMode { kBusyPoll, kBlocking };
 //               kSentinel
 enum class FailureDetection { kAuto, kPeer, kSentinel };
 
+// The job's scale as the caller knows it; 0 = unknown. UCX sizes its
+// transport choice with it (ucp_init's estimated_num_eps / _ppn): with more
+// endpoints than a transport serves well (RC: UCX_RC_MLX5_MAX_NUM_EPS, 256 in
+// UCX 1.13) it takes a scalable one (DC) where the host has it.
+struct JobScale {
+  int ranks = 0;           // processes of the job (MPI_COMM_WORLD's size)
+  int ranks_per_node = 0;  // the most processes that share one node
+};
+
+// The scale the MPI launcher announces in the environment: Open MPI's
+// OMPI_COMM_WORLD_SIZE / _LOCAL_SIZE, MPICH's PMI_SIZE / MPI_LOCALNRANKS,
+// else Slurm's SLURM_NTASKS / SLURM_TASKS_PER_NODE ("4(x2),3": the most).
+// `env` looks a variable up (nullptr = unset); values that do not parse as
+// positive counts leave that field unknown.
+JobScale jobScaleFromLauncher(const std::function<const char*(const char*)>& env);
+
+// What Context::create passes to ucp_init for a scale; 0 = not passed
+// (UCX's NUM_EPS / NUM_PPN "auto"). Endpoints: one per lane towards every
+// other rank, at least 1.
+struct UcxScaleHint {
+  size_t num_eps = 0;
+  size_t num_ppn = 0;
+};
+UcxScaleHint ucxScaleHint(const JobScale& scale, int lanes);
+
 struct TransportOptions {
   RoceOptions roce;                    // see roce_profile.h
+  JobScale scale;                      // told to UCX; the MPI layer fills it
   int lanes = 0;                       // endpoints per peer; 0 = auto (1 without RoCE)
   size_t cts_threshold = 64 * 1024;    // messages >= this wait for clear-to-send
   size_t cts_window = 8u << 20;        // max bytes in flight towards one receiver
@@ -90,6 +116,8 @@ class Context {
   const RoceProfile& profile() const;
   int lanes() const;  // resolved lane count
   FailureDetection failureDetection() const;  // resolved: kPeer or kSentinel
+  // What ucp_init was told (ucxScaleHint of options().scale and lanes()).
+  UcxScaleHint scaleHint() const;
   struct Impl;
   Impl* impl() { return impl_.get(); }
 
