@@ -36,8 +36,8 @@ TEST(JobScale, OpenMpiFirstThenMpichThenSlurm) {
                        {"PMI_SIZE", "3"},
                        {"SLURM_NTASKS", "2"}}),
               512, 8);
-  expectScale(scaleOf({{"PMI_SIZE", "96"}, {"MPI_LOCALNRANKS", "12"}, {"SLURM_NTASKS", "2"}}),
-              96, 12);
+  expectScale(scaleOf({{"PMI_SIZE", "96"}, {"MPI_LOCALNRANKS", "12"}, {"SLURM_NTASKS", "2"}}), 96,
+              12);
   expectScale(scaleOf({{"SLURM_NTASKS", "7"}, {"SLURM_TASKS_PER_NODE", "2(x3),1"}}), 7, 2);
   expectScale(scaleOf({{"SLURM_NTASKS", "9"}, {"SLURM_TASKS_PER_NODE", "1,4(x2)"}}), 9, 4);
   expectScale(scaleOf({}), 0, 0);

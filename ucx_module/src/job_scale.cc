@@ -14,9 +14,8 @@ namespace {
 int count(const char* text) {
   if (text == nullptr || *text == '\0') return 0;
   const std::string s(text);
-  if (s.size() > 9 || !std::all_of(s.begin(), s.end(), [](unsigned char c) {
-        return std::isdigit(c) != 0;
-      }))
+  if (s.size() > 9 ||
+      !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
     return 0;
   return std::stoi(s);
 }
