@@ -109,7 +109,7 @@ TEST(RoceOptionsEnv, TableListsEveryVariableOnce) {
     EXPECT_NE(std::string(d.help), "");
     names.emplace_back(d.env);
   }
-  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.size(), 13u);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
 }
