@@ -76,7 +76,7 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   impl->failure_detection = options.failure_detection;
   if (impl->failure_detection == FailureDetection::kAuto)
     impl->failure_detection =
-        impl->profile.rdma_present ? FailureDetection::kPeer : FailureDetection::kSentinel;
+        impl->profile.rdma_present ? FailureDetection::kNode : FailureDetection::kSentinel;
 
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
@@ -110,7 +110,10 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   st = ucp_init(&params, config, &impl->ucp);
   ucp_config_release(config);
   if (st != UCS_OK) return statusFromUcs(st, "ucp_init");
-  if (impl->failure_detection == FailureDetection::kSentinel)
+  // Node mode watches only a PeerGroup's local peers: users without tagged
+  // groups (the agent and its clients) need no sentinel context.
+  if (impl->failure_detection == FailureDetection::kSentinel ||
+      (impl->failure_detection == FailureDetection::kNode && options.enable_tag))
     impl->sentinel = createSentinelContext(options);
   return std::unique_ptr<Context>(new Context(std::move(impl)));
 }

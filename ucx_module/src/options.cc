@@ -35,11 +35,13 @@ const ConfigTable<T>& table() {
        choiceField(&T::wait_mode, {{"blocking", WaitMode::kBlocking}, {"busy", WaitMode::kBusyPoll}})},
       {"failure_detection", "SWITCHAGG_UCX_FAILURE_DETECTION",
        "peer: UCX peer error handling on every lane (no shared memory in UCX 1.13); "
-       "sentinel: plain lanes plus one watched TCP endpoint per peer; auto: peer with an "
-       "RDMA device, else sentinel",
+       "sentinel: plain lanes plus one watched TCP endpoint per peer; node: sentinel "
+       "towards ranks of the same node (shared memory), peer towards other nodes; auto: "
+       "node with an RDMA device, else sentinel",
        choiceField(&T::failure_detection, {{"auto", FailureDetection::kAuto},
                                            {"peer", FailureDetection::kPeer},
-                                           {"sentinel", FailureDetection::kSentinel}})},
+                                           {"sentinel", FailureDetection::kSentinel},
+                                           {"node", FailureDetection::kNode}})},
   });
   return t;
 }

@@ -40,10 +40,14 @@ enum class WaitMode { kBusyPoll, kBlocking };
 //               one extra PEER-mode TCP endpoint per peer, on a separate
 //               sentinel worker, watches the peer; its failure fails every
 //               lane to that peer
-//   kAuto     - kPeer when an RDMA device is present (RC transports would
+//   kNode     - by locality: lanes to ranks of the same node as kSentinel
+//               (shared memory, watched by the sentinel), lanes to other
+//               nodes as kPeer. Needs the caller's node of every rank
+//               (PeerGroup::create); without it every peer counts as remote
+//   kAuto     - kNode when an RDMA device is present (RC transports would
 //               treat a dead peer as fatal without error handling), else
 //               kSentinel
-enum class FailureDetection { kAuto, kPeer, kSentinel };
+enum class FailureDetection { kAuto, kPeer, kSentinel, kNode };
 
 // The job's scale as the caller knows it; 0 = unknown. UCX sizes its
 // transport choice with it (ucp_init's estimated_num_eps / _ppn): with more
@@ -115,7 +119,7 @@ class Context {
   const TransportOptions& options() const;
   const RoceProfile& profile() const;
   int lanes() const;  // resolved lane count
-  FailureDetection failureDetection() const;  // resolved: kPeer or kSentinel
+  FailureDetection failureDetection() const;  // resolved: kPeer, kSentinel or kNode
   // What ucp_init was told (ucxScaleHint of options().scale and lanes()).
   UcxScaleHint scaleHint() const;
   struct Impl;
@@ -298,9 +302,11 @@ class PeerGroup {
   // callers that can exchange data agree on a slot free on every member
   // instead (Worker::busyGroupSlots) and pass it.
   static constexpr int kMaxSlot = 127;
+  // `node_of`: an id of each rank's node (equal = same node), which
+  // FailureDetection::kNode needs; empty = unknown (every peer remote).
   static Result<std::unique_ptr<PeerGroup>> create(Worker& worker, uint32_t group_id, int rank,
                                                    std::vector<std::vector<uint8_t>> addresses,
-                                                   int slot = 0);
+                                                   int slot = 0, std::vector<int> node_of = {});
   // The first slot from `start` on (wrapping round) whose bit is clear in
   // every mask of `busy` (masks as returned by Worker::busyGroupSlots, one
   // per member); 0 if none is.
