@@ -116,8 +116,8 @@ void runLocality(const Env& extra, bool on_node_plain) {
       }
     }
   }
-  for (const auto& [rank, peer] : {std::pair{0, 2}, std::pair{1, 2}, std::pair{2, 0},
-                                   std::pair{2, 1}}) {
+  for (const auto& [rank, peer] :
+       {std::pair{0, 2}, std::pair{1, 2}, std::pair{2, 0}, std::pair{2, 1}}) {
     const std::string tl = r[size_t(rank)]["to" + std::to_string(peer)];
     EXPECT_EQ(tl.find("sentinel:"), std::string::npos) << tl;
     if (!transportName().empty()) {
