@@ -156,6 +156,10 @@ std::string renderText(const InfoReport& r) {
   const bool chosen = p.gid_index >= 0;
   row("rdma_present", p.rdma_present ? "yes" : "no");
   row("device", chosen ? p.device + ":" + std::to_string(p.port) : "-");
+  std::string rails;
+  for (const ucx::RoceRail& rail : p.rails)
+    rails += (rails.empty() ? "" : " ") + rail.device + ":" + std::to_string(rail.port);
+  row("rails", rails.empty() ? "-" : rails);
   row("gid_index", chosen ? std::to_string(p.gid_index) : "-");
   row("gid", chosen ? p.gid + " (" + ucx::gidToAddress(p.gid) + ")" : "-");
   row("roce_version", versionText(p.roce_version));
@@ -196,6 +200,29 @@ std::string renderText(const InfoReport& r) {
   return out.str();
 }
 
+// Every rail with its own GID choice, primary first.
+nlohmann::ordered_json railsJson(const RoceProfile& p) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ucx::RoceRail& r : p.rails)
+    out.push_back({{"device", r.device},
+                   {"port", r.port},
+                   {"gid_index", r.gid_index},
+                   {"gid", r.gid},
+                   {"gid_address", ucx::gidToAddress(r.gid)},
+                   {"roce_version", r.roce_version},
+                   {"netdev", r.netdev},
+                   {"traffic_class", r.traffic_class},
+                   {"path_mtu", r.path_mtu}});
+  return out;
+}
+
+nlohmann::ordered_json leftOutJson(const RoceProfile& p) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& l : p.rails_left_out)
+    out.push_back({{"rail", l.rail}, {"why", l.why}, {"by_choice", l.by_choice}});
+  return out;
+}
+
 std::string renderJson(const InfoReport& r) {
   const RoceProfile& p = r.profile;
   using Json = nlohmann::ordered_json;
@@ -221,6 +248,8 @@ std::string renderJson(const InfoReport& r) {
             {"path_mtu", p.path_mtu},
             {"lanes", r.lanes},
             {"reason", p.reason},
+            {"rails", railsJson(p)},
+            {"rails_left_out", leftOutJson(p)},
             {"ucx_settings", pairs(p.ucx_settings)},
             {"applied", pairs(r.applied)},
             {"left_to_user", pairs(p.left_to_user)}};

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,29 @@ TEST(InfoCli, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["reductions"]["float16"], nlohmann::json({"sum", "min", "max"}));
   EXPECT_EQ(j["reductions"]["bfloat16"], nlohmann::json({"sum", "min", "max"}));
   EXPECT_EQ(j["reductions"]["float32"], nlohmann::json({"sum", "prod", "min", "max"}));
+}
+
+// Every rail listed with its own GID choice, and the one left out named.
+TEST(InfoCli, RailsAreListed) {
+  auto j = infoJson("rails_gid_mismatch");
+  ASSERT_EQ(j["rails"].size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    const auto& rail = j["rails"][size_t(k)];
+    EXPECT_EQ(rail["device"], "mlx5_" + std::to_string(k));
+    EXPECT_EQ(rail["gid_index"], 3);
+    EXPECT_EQ(rail["gid_address"], "10." + std::to_string(k) + ".0.1");
+    EXPECT_EQ(rail["netdev"], "eth" + std::to_string(k));
+    EXPECT_EQ(rail["traffic_class"], 104);
+    EXPECT_EQ(rail["path_mtu"], 4096);
+  }
+  EXPECT_EQ(j["applied"]["NET_DEVICES"], "mlx5_0:1,mlx5_1:1,mlx5_2:1");
+  ASSERT_EQ(j["rails_left_out"].size(), 2u);
+  std::set<std::string> left;
+  for (const auto& l : j["rails_left_out"]) left.insert(l["rail"].get<std::string>());
+  EXPECT_EQ(left, (std::set<std::string>{"mlx5_3:1", "mlx5_4:1"}));
+  auto one = infoJson("rails_gid_mismatch", "", "SWITCHAGG_ROCE_RAILS=1");
+  EXPECT_EQ(one["rails"].size(), 1u);
+  EXPECT_EQ(one["applied"]["NET_DEVICES"], "mlx5_0:1");
 }
 
 TEST(InfoCli, NetdevAndDeviceFlags) {

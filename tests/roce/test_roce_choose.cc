@@ -27,15 +27,22 @@ std::map<std::string, std::string> settings(const RoceProfile& p) {
   return {p.ucx_settings.begin(), p.ucx_settings.end()};
 }
 
-void expectChoice(const RoceProfile& p, const std::string& device, int port, int index,
-                  int version) {
+// The primary rail is device:port at GID `index` (RoCE `version`); with
+// `rails` = 1 it is the only one UCX is given.
+void expectChoice(const RoceProfile& p, const std::string& device, int port, int index, int version,
+                  size_t rails = 1) {
   EXPECT_TRUE(p.rdma_present);
   EXPECT_EQ(p.device, device);
   EXPECT_EQ(p.port, port);
   EXPECT_EQ(p.gid_index, index);
   EXPECT_EQ(p.roce_version, version);
+  ASSERT_EQ(p.rails.size(), rails) << p.reason;
+  EXPECT_EQ(p.rails[0].device, device);
+  EXPECT_EQ(p.rails[0].port, port);
   auto s = settings(p);
-  EXPECT_EQ(s["NET_DEVICES"], device + ":" + std::to_string(port));
+  if (rails == 1) {
+    EXPECT_EQ(s["NET_DEVICES"], device + ":" + std::to_string(port));
+  }
   EXPECT_EQ(s["GID_INDEX"], std::to_string(index));
 }
 
@@ -80,7 +87,7 @@ TEST(RoceChoose, MixedV1V2PicksV2Ipv4) {
 }
 
 TEST(RoceChoose, TwoDevicesDefaultNetdevAndFilter) {
-  expectChoice(resolveTree("two_devices"), "mlx5_0", 1, 3, 2);
+  expectChoice(resolveTree("two_devices"), "mlx5_0", 1, 3, 2, 2);
   RoceOptions o;
   o.netdev = "eth1";
   RoceProfile by_netdev = expectTreeChoice("two_devices", "mlx5_1", 1, 3, 2, {}, o);
@@ -89,6 +96,7 @@ TEST(RoceChoose, TwoDevicesDefaultNetdevAndFilter) {
   EXPECT_EQ(settings(by_netdev)["IB_PATH_MTU"], "1024");
   o.path_mtu = 4096;
   RoceProfile capped = resolveTree("two_devices", o);
+  ASSERT_EQ(capped.rails.size(), 1u);
   EXPECT_EQ(capped.path_mtu, 1024);
   EXPECT_NE(capped.reason.find("path MTU capped at 1024"), std::string::npos) << capped.reason;
   for (const char* filter : {"mlx5_1", "mlx5_1:1"}) {

@@ -41,6 +41,7 @@ TEST(RoceOptionsEnv, DefaultsWithoutVariables) {
   EXPECT_EQ(o->rc_retry_count, 7);
   EXPECT_TRUE(o->adaptive_routing);
   EXPECT_FALSE(o->ecn);
+  EXPECT_EQ(o->max_rails, 0);  // every rail
 }
 
 TEST(RoceOptionsEnv, EveryVariableIsRead) {
@@ -55,7 +56,8 @@ TEST(RoceOptionsEnv, EveryVariableIsRead) {
                {"SWITCHAGG_ROCE_RETRY", "5"},
                {"SWITCHAGG_ROCE_AR", "off"},
                {"SWITCHAGG_ROCE_PATH_FACTOR", "3"},
-               {"SWITCHAGG_ROCE_NUM_PATHS", "2"}});
+               {"SWITCHAGG_ROCE_NUM_PATHS", "2"},
+               {"SWITCHAGG_ROCE_RAILS", "2"}});
   auto o = roceOptionsFromEnvironment();
   ASSERT_TRUE(o.ok()) << o.status().toString();
   EXPECT_EQ(o->sysfs_root, "/tmp/x");
@@ -70,14 +72,18 @@ TEST(RoceOptionsEnv, EveryVariableIsRead) {
   EXPECT_FALSE(o->adaptive_routing);
   EXPECT_EQ(o->path_factor, 3);
   EXPECT_EQ(o->num_paths, 2);
+  EXPECT_EQ(o->max_rails, 2);
 }
 
 TEST(RoceOptionsEnv, MtuAutoAndTimeoutZeroMeanDefaults) {
-  RoceEnv env({{"SWITCHAGG_ROCE_MTU", "auto"}, {"SWITCHAGG_ROCE_RC_TIMEOUT", "0"}});
+  RoceEnv env({{"SWITCHAGG_ROCE_MTU", "auto"},
+               {"SWITCHAGG_ROCE_RC_TIMEOUT", "0"},
+               {"SWITCHAGG_ROCE_RAILS", "all"}});
   auto o = roceOptionsFromEnvironment();
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->path_mtu, 0);
   EXPECT_EQ(o->rc_timeout_us, 0);
+  EXPECT_EQ(o->max_rails, 0);
 }
 
 TEST(RoceOptionsEnv, BadValuesNameTheVariable) {
@@ -93,6 +99,8 @@ TEST(RoceOptionsEnv, BadValuesNameTheVariable) {
       {"SWITCHAGG_ROCE_ECN", "2"},
       {"SWITCHAGG_ROCE_PATH_FACTOR", "0"},
       {"SWITCHAGG_ROCE_NUM_PATHS", "-1"},
+      {"SWITCHAGG_ROCE_RAILS", "65"},
+      {"SWITCHAGG_ROCE_RAILS", "every"},
   };
   for (const auto& [name, value] : bad) {
     RoceEnv env({{name, value}});
@@ -109,7 +117,7 @@ TEST(RoceOptionsEnv, TableListsEveryVariableOnce) {
     EXPECT_NE(std::string(d.help), "");
     names.emplace_back(d.env);
   }
-  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.size(), 13u);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
 }

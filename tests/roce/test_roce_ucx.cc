@@ -93,6 +93,31 @@ TEST_F(RoceUcx, NetdevChoiceReachesNetDevices) {
   EXPECT_EQ(*readUcpConfigValue(c, "IB_TRAFFIC_CLASS"), "104");
 }
 
+// Every rail reaches UCX in one NET_DEVICES list, with the one GID index,
+// traffic class and path MTU UCX 1.13 has for all of them.
+TEST_F(RoceUcx, FourRailsReachNetDevices) {
+  RoceProfile p = profileFor("four_rails");
+  ucp_config_t* c = readConfig();
+  ASSERT_TRUE(applyProfile(c, p).ok());
+  EXPECT_EQ(*readUcpConfigValue(c, "NET_DEVICES"), "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1");
+  EXPECT_EQ(*readUcpConfigValue(c, "GID_INDEX"), "3");
+  EXPECT_EQ(*readUcpConfigValue(c, "IB_TRAFFIC_CLASS"), "104");
+  EXPECT_EQ(*readUcpConfigValue(c, "IB_PATH_MTU"), "4096");
+  EXPECT_EQ(*readUcpConfigValue(c, "MAX_RNDV_RAILS"), "4");
+  for (const auto& [key, value] : p.ucx_settings) {
+    Status st = checkUcxSetting(key, value);
+    EXPECT_TRUE(st.ok()) << key << "=" << value << ": " << st.toString();
+  }
+}
+
+TEST_F(RoceUcx, MismatchedRailIsNotInNetDevices) {
+  RoceProfile p = profileFor("rails_gid_mismatch");
+  ucp_config_t* c = readConfig();
+  ASSERT_TRUE(applyProfile(c, p).ok());
+  EXPECT_EQ(*readUcpConfigValue(c, "NET_DEVICES"), "mlx5_0:1,mlx5_1:1,mlx5_2:1");
+  EXPECT_EQ(*readUcpConfigValue(c, "GID_INDEX"), "3");
+}
+
 // No RDMA device: nothing is applied, UCX keeps its defaults and a context
 // comes up on shared memory and TCP.
 TEST_F(RoceUcx, NoDeviceLeavesUcxAlone) {

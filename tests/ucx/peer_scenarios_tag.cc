@@ -1,6 +1,7 @@
 // Tagged PeerGroup scenarios: sizes with content checks and echo, ordering
 // of same-tag messages across lanes and clear-to-send, the admission window
 // under several senders, and an idle peer for the SIGKILL test.
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -234,17 +235,54 @@ void runIdle(const PeerEnv& env, PeerGroup& g) {
       " again=" + codeName(again.code()));
 }
 
+// Every rank exchanges a message with every other (so each peer's lanes
+// exist and carry data), then names the transports towards each peer:
+// "to<peer>=lane,0:,sysv/memory,...;sentinel:,tcp/lo" (spaces as commas,
+// lines as semicolons).
+void runLocality(const PeerEnv& env, PeerGroup& g) {
+  auto exchangeWithAll = [&](uint32_t tag) {
+    for (int peer = 0; peer < env.size; ++peer) {
+      if (peer == env.rank) continue;
+      uint32_t mine = uint32_t(env.rank), theirs = ~0u;
+      check(g.sendrecv(peer, &mine, sizeof mine, peer, &theirs, sizeof theirs, tag, kWaitMs),
+            "locality exchange");
+      if (theirs != uint32_t(peer)) fail("locality: wrong payload from " + std::to_string(peer));
+    }
+  };
+  exchangeWithAll(900);
+  std::string line = "RESULT";
+  for (int peer = 0; peer < env.size; ++peer) {
+    if (peer == env.rank) continue;
+    std::string tl = g.describePeer(peer);
+    for (char& c : tl) c = (c == ' ') ? ',' : (c == '\n' ? ';' : c);
+    line += " to" + std::to_string(peer) + "=" + tl;
+  }
+  exchangeWithAll(901);  // nobody leaves before everyone has described its peers
+  say(line);
+}
+
+// SWITCHAGG_TEST_NODE_OF="0,0,1": the node of each rank, for PeerGroup.
+std::vector<int> nodeOfFromEnvironment() {
+  std::vector<int> out;
+  const char* text = std::getenv("SWITCHAGG_TEST_NODE_OF");
+  if (text == nullptr) return out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
 void runScenario(const PeerEnv& env) {
   if (env.scenario == "am") return runAm(env);
   if (env.scenario == "am-idle") return runAmIdle(env);
   auto addrs = exchange(env.worker->address(), env.size);
-  auto group = ucx::PeerGroup::create(*env.worker, 7, env.rank, addrs);
+  auto group = ucx::PeerGroup::create(*env.worker, 7, env.rank, addrs, 0, nodeOfFromEnvironment());
   check(group.status(), "peer group");
   PeerGroup& g = **group;
   if (env.scenario == "messages") return runMessages(env, g);
   if (env.scenario == "admission") return runAdmission(env, g);
   if (env.scenario == "idle") return runIdle(env, g);
   if (env.scenario == "revoke") return runRevoke(env, g);
+  if (env.scenario == "locality") return runLocality(env, g);
   fail("unknown scenario " + env.scenario);
 }
 

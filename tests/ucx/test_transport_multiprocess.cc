@@ -93,6 +93,58 @@ void runMessages(int lanes) {
   }
 }
 
+// Shared memory on the node with RDMA present (issue 45): ranks 0 and 1
+// share a node, rank 2 is on another. `on_node_plain`: lanes between ranks 0
+// and 1 go without error handling (shared memory under the shm suite) and a
+// TCP sentinel watches them; lanes to rank 2 always carry peer error handling
+// themselves (no sentinel; TCP here, the NIC on a RoCE cluster).
+void runLocality(const Env& extra, bool on_node_plain) {
+  Env env = extra;
+  env["SWITCHAGG_TEST_NODE_OF"] = "0,0,1";
+  RankGroup g("locality", 3, env);
+  std::vector<std::map<std::string, std::string>> r;
+  for (int k = 0; k < 3; ++k) r.push_back(g.result(k));
+  for (int k = 0; k < 3; ++k) g.expectDone(k);
+  for (const auto& [rank, peer] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    const std::string tl = r[size_t(rank)]["to" + std::to_string(peer)];
+    EXPECT_EQ(tl.find("sentinel:,tcp") != std::string::npos, on_node_plain) << tl;
+    if (transportName() == "shm") {
+      const bool shm = tl.find("lane,0:,sysv") == 0 || tl.find("lane,0:,posix") == 0;
+      EXPECT_EQ(shm, on_node_plain) << tl;
+      if (!on_node_plain) {
+        EXPECT_EQ(tl.find("lane,0:,tcp"), 0u) << tl;
+      }
+    }
+  }
+  for (const auto& [rank, peer] :
+       {std::pair{0, 2}, std::pair{1, 2}, std::pair{2, 0}, std::pair{2, 1}}) {
+    const std::string tl = r[size_t(rank)]["to" + std::to_string(peer)];
+    EXPECT_EQ(tl.find("sentinel:"), std::string::npos) << tl;
+    if (!transportName().empty()) {
+      EXPECT_EQ(tl.find("lane,0:,tcp"), 0u) << tl;
+    }
+  }
+}
+
+TEST(UcxTransport, NodeModeKeepsSharedMemoryOnTheNode) {
+  runLocality({{"SWITCHAGG_UCX_FAILURE_DETECTION", "node"}}, true);
+}
+
+// With an RDMA device (a shipped sysfs tree; UCX_NET_DEVICES=all keeps this
+// machine's TCP, and as the user's variable it wins over the profile's
+// list) failure detection defaults to node mode.
+TEST(UcxTransport, RdmaHostDefaultsToNodeMode) {
+  runLocality({{"SWITCHAGG_ROCE_SYSFS_ROOT", std::string(SWITCHAGG_ROCE_SYSFS_DIR) + "/four_rails"},
+               {"UCX_NET_DEVICES", "all"}},
+              true);
+}
+
+// The comparison: peer mode puts the node's own ranks on a network
+// transport too (UCX 1.13 drops shared memory from such endpoints).
+TEST(UcxTransport, PeerModeLeavesNoSharedMemory) {
+  runLocality({{"SWITCHAGG_UCX_FAILURE_DETECTION", "peer"}}, false);
+}
+
 TEST(UcxTransport, TaggedMessagesOneLane) { runMessages(1); }
 TEST(UcxTransport, TaggedMessagesFourLanes) { runMessages(4); }
 

@@ -62,6 +62,7 @@ const TransportOptions& Context::options() const { return impl_->options; }
 const RoceProfile& Context::profile() const { return impl_->profile; }
 int Context::lanes() const { return impl_->lanes; }
 FailureDetection Context::failureDetection() const { return impl_->failure_detection; }
+UcxScaleHint Context::scaleHint() const { return impl_->scale_hint; }
 
 Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options) {
   SWITCHAGG_RETURN_IF_ERROR(validate(options));
@@ -75,7 +76,7 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   impl->failure_detection = options.failure_detection;
   if (impl->failure_detection == FailureDetection::kAuto)
     impl->failure_detection =
-        impl->profile.rdma_present ? FailureDetection::kPeer : FailureDetection::kSentinel;
+        impl->profile.rdma_present ? FailureDetection::kNode : FailureDetection::kSentinel;
 
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
@@ -95,10 +96,24 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   // whenever AM is too; wakeup serves WaitMode::kBlocking.
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | (options.enable_am ? UCP_FEATURE_AM : 0);
   params.mt_workers_shared = options.workers_on_threads ? 1 : 0;
+  // A user's UCX_NUM_EPS / UCX_NUM_PPN still win: UCX prefers its
+  // configuration to these hints.
+  impl->scale_hint = ucxScaleHint(options.scale, impl->lanes);
+  if (impl->scale_hint.num_eps > 0) {
+    params.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.estimated_num_eps = impl->scale_hint.num_eps;
+  }
+  if (impl->scale_hint.num_ppn > 0) {
+    params.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_PPN;
+    params.estimated_num_ppn = impl->scale_hint.num_ppn;
+  }
   st = ucp_init(&params, config, &impl->ucp);
   ucp_config_release(config);
   if (st != UCS_OK) return statusFromUcs(st, "ucp_init");
-  if (impl->failure_detection == FailureDetection::kSentinel)
+  // Node mode watches only a PeerGroup's local peers: users without tagged
+  // groups (the agent and its clients) need no sentinel context.
+  if (impl->failure_detection == FailureDetection::kSentinel ||
+      (impl->failure_detection == FailureDetection::kNode && options.enable_tag))
     impl->sentinel = createSentinelContext(options);
   return std::unique_ptr<Context>(new Context(std::move(impl)));
 }

@@ -2,6 +2,7 @@
 // SWITCHAGG_ROCE_*) environment variables: one table gives name, variable,
 // help and parser, TransportOptions' initializers the defaults; --help,
 // switchagg-info and docs come from it.
+#include "option_bindings.h"
 #include "switchagg/common/config_table.h"
 #include "switchagg/ucx/transport.h"
 
@@ -10,28 +11,13 @@ namespace {
 
 using T = TransportOptions;
 
-ConfigBinding<T> lanes() {
-  ConfigBinding<T> b = intField(&T::lanes, 0, 64);
-  auto parse = b.set;
-  b.kind = ConfigKind::kChoice;
-  b.set = [parse](const std::string& key, T& o, const std::string& text) -> Status {
-    if (text == "auto") {
-      o.lanes = 0;
-      return Status::Ok();
-    }
-    return parse(key, o, text);
-  };
-  b.get = [](const T& o) { return o.lanes == 0 ? std::string("auto") : std::to_string(o.lanes); };
-  return b;
-}
-
 const ConfigTable<T>& table() {
   constexpr uint64_t kAny = UINT64_MAX;
   static const ConfigTable<T> t({
       {"lanes", "SWITCHAGG_UCX_LANES",
        "endpoints (QPs) per peer; whole messages go round-robin across them. auto = 1 "
        "without RoCE, the RoCE profile's lane count with it",
-       lanes()},
+       countOrWord(&T::lanes, 0, 64, "auto")},
       {"cts_threshold", "SWITCHAGG_UCX_CTS_THRESHOLD",
        "PeerGroup messages of at least this size wait for the receiver's clear-to-send",
        sizeField(&T::cts_threshold, 1, kAny)},
@@ -53,11 +39,13 @@ const ConfigTable<T>& table() {
        intField(&T::spin_us, 0, 1000000)},
       {"failure_detection", "SWITCHAGG_UCX_FAILURE_DETECTION",
        "peer: UCX peer error handling on every lane (no shared memory in UCX 1.13); "
-       "sentinel: plain lanes plus one watched TCP endpoint per peer; auto: peer with an "
-       "RDMA device, else sentinel",
+       "sentinel: plain lanes plus one watched TCP endpoint per peer; node: sentinel "
+       "towards ranks of the same node (shared memory), peer towards other nodes; auto: "
+       "node with an RDMA device, else sentinel",
        choiceField(&T::failure_detection, {{"auto", FailureDetection::kAuto},
                                            {"peer", FailureDetection::kPeer},
-                                           {"sentinel", FailureDetection::kSentinel}})},
+                                           {"sentinel", FailureDetection::kSentinel},
+                                           {"node", FailureDetection::kNode}})},
   });
   return t;
 }

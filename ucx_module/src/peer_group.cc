@@ -67,11 +67,12 @@ Status PeerGroup::Impl::checkPeer(int peer) const {
   return Status::Ok();
 }
 
-// A PEER-mode endpoint whose failure fails the whole peer: a lane, or in
-// sentinel mode the one endpoint between the two sentinel workers.
+// A PEER-mode endpoint whose failure fails the whole peer: a lane, or for a
+// peer watched by a sentinel the one endpoint between the two sentinel
+// workers.
 Result<std::unique_ptr<Endpoint>> PeerGroup::Impl::watchedEndpoint(int peer) {
   auto ep = EndpointFactory::toAddress(w, addresses[peer], UCP_ERR_HANDLING_MODE_PEER,
-                                       sentinel_mode);
+                                       watchedBySentinel(peer));
   if (!ep.ok()) return ep.status();
   std::weak_ptr<Impl*> token = alive;
   ep.value()->impl()->on_failure = [token, peer](const Status& st) {
@@ -87,7 +88,8 @@ Result<std::unique_ptr<Endpoint>> PeerGroup::Impl::watchedEndpoint(int peer) {
 Status PeerGroup::Impl::ensureLanes(int peer) {
   Peer& p = peers[peer];
   if (!p.lanes.empty()) return Status::Ok();
-  const bool plain = sentinel_mode || peer == rank;
+  const bool sentinel = watchedBySentinel(peer) && peer != rank;
+  const bool plain = sentinel || peer == rank;
   for (int i = 0; i < lanes; ++i) {
     auto ep = plain ? EndpointFactory::toAddress(w, addresses[peer], UCP_ERR_HANDLING_MODE_NONE)
                     : watchedEndpoint(peer);
@@ -97,7 +99,7 @@ Status PeerGroup::Impl::ensureLanes(int peer) {
     }
     p.lanes.push_back(std::move(ep.value()));
   }
-  if (sentinel_mode && peer != rank) {
+  if (sentinel) {
     auto watch = watchedEndpoint(peer);
     if (watch.ok()) {
       p.sentinel = std::move(watch.value());
@@ -168,11 +170,13 @@ int PeerGroup::firstCommonFreeSlot(const std::vector<std::array<uint64_t, 2>>& b
 
 Result<std::unique_ptr<PeerGroup>> PeerGroup::create(Worker& worker, uint32_t group_id, int rank,
                                                      std::vector<std::vector<uint8_t>> addresses,
-                                                     int slot) {
+                                                     int slot, std::vector<int> node_of) {
   const int size = static_cast<int>(addresses.size());
   if (size == 0 || size > kMaxGroupRanks)
     return Status(Code::kInvalidArgument, "group size must be 1.." + std::to_string(kMaxGroupRanks));
   if (rank < 0 || rank >= size) return Status(Code::kInvalidArgument, "rank outside the group");
+  if (!node_of.empty() && node_of.size() != addresses.size())
+    return Status(Code::kInvalidArgument, "node_of must name a node for every rank");
   Worker::Impl* w = worker.impl();
   if (slot < 0 || slot > kMaxSlot)
     return Status(Code::kInvalidArgument, "group tag slot " + std::to_string(slot) +
@@ -192,7 +196,8 @@ Result<std::unique_ptr<PeerGroup>> PeerGroup::create(Worker& worker, uint32_t gr
   impl->addresses = std::move(addresses);
   const Context& ctx = worker.context();
   impl->lanes = ctx.lanes();
-  impl->sentinel_mode = ctx.failureDetection() == FailureDetection::kSentinel;
+  impl->detection = ctx.failureDetection();
+  impl->node_of = std::move(node_of);
   impl->cts_threshold = ctx.options().cts_threshold;
   impl->cts_window = ctx.options().cts_window;
   impl->counters.lane_messages.assign(impl->lanes, 0);

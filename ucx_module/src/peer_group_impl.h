@@ -68,7 +68,15 @@ struct PeerGroup::Impl {
   int rank = 0;
   std::vector<std::vector<uint8_t>> addresses;
   int lanes = 1;
-  bool sentinel_mode = false;
+  FailureDetection detection = FailureDetection::kPeer;  // resolved
+  std::vector<int> node_of;                              // empty: unknown
+  // Lanes to `peer` go without error handling, watched by a sentinel
+  // endpoint: every peer in kSentinel, the same node's in kNode.
+  bool watchedBySentinel(int peer) const {
+    if (detection == FailureDetection::kSentinel) return true;
+    return detection == FailureDetection::kNode && !node_of.empty() &&
+           node_of[size_t(peer)] == node_of[size_t(rank)];
+  }
   size_t cts_threshold = 0;
   size_t cts_window = 0;
   PeerGroupCounters counters;
@@ -76,7 +84,7 @@ struct PeerGroup::Impl {
 
   struct Peer {
     std::vector<std::unique_ptr<Endpoint>> lanes;
-    std::unique_ptr<Endpoint> sentinel;  // FailureDetection::kSentinel only
+    std::unique_ptr<Endpoint> sentinel;  // watchedBySentinel(peer) only
     uint32_t next_lane = 0;
     bool failed = false;
     Status failure;

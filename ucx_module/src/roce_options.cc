@@ -2,6 +2,7 @@
 // the variable, its default (RoceOptions' initializers), help text and
 // parser (used by roceOptionsFromEnvironment, switchagg-info --help and
 // docs/tuning.md).
+#include "option_bindings.h"
 #include "switchagg/common/config_table.h"
 #include "switchagg/ucx/roce_profile.h"
 
@@ -63,6 +64,11 @@ const ConfigTable<R>& table() {
        "IB_ROCE_PATH_FACTOR: UDP source-port multiplier", intField(&R::path_factor, 1, 64)},
       {"roce.num_paths", "SWITCHAGG_ROCE_NUM_PATHS",
        "IB_NUM_PATHS per endpoint pair; 0 = UCX default", intField(&R::num_paths, 0, 64)},
+      {"roce.rails", "SWITCHAGG_ROCE_RAILS",
+       "RoCE ports (rails) UCX is given: all (every active port whose best GID is as good as "
+       "the best port's and shares its GID index) or at most N of them, best first (1 = the "
+       "single best port)",
+       countOrWord(&R::max_rails, 0, 64, "all")},
   });
   return t;
 }

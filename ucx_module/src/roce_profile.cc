@@ -93,6 +93,7 @@ Status validateOptions(const RoceOptions& o) {
   if (o.rc_retry_count < 0 || o.rc_retry_count > 7) return bad("RoCE rc_retry_count must be 0..7");
   if (o.path_factor < 1) return bad("RoCE path_factor must be >= 1");
   if (o.num_paths < 0) return bad("RoCE num_paths must be >= 0");
+  if (o.max_rails < 0) return bad("RoCE max_rails must be >= 0 (0 = every rail)");
   return Status::Ok();
 }
 
@@ -125,32 +126,150 @@ int choosePathMtu(int requested, int port_mtu, std::string* note) {
   return requested == 0 || requested > port_mtu ? port_mtu : requested;
 }
 
+// "IPv4 " / "link-local IPv6 " / "IPv6 " for a GID.
+const char* familyOf(const std::string& gid) {
+  const GidKind kind = classifyGid(gid);
+  return kind == GidKind::kIpv4Mapped  ? "IPv4 "
+         : kind == GidKind::kLinkLocal ? "link-local IPv6 "
+                                       : "IPv6 ";
+}
+
 // "mlx5_0:1 GID 3 (RoCE v2, IPv4 10.0.0.1 on eth0)".
 std::string describeChoice(const RoceProfile& p) {
-  const GidKind kind = classifyGid(p.gid);
-  const char* family = kind == GidKind::kIpv4Mapped  ? "IPv4 "
-                       : kind == GidKind::kLinkLocal ? "link-local IPv6 "
-                                                     : "IPv6 ";
   std::string text = p.device + ":" + std::to_string(p.port) + " GID " +
                      std::to_string(p.gid_index) + " (" + versionName(p.roce_version) + ", " +
-                     family + gidToAddress(p.gid) + (p.netdev.empty() ? "" : " on " + p.netdev) +
-                     ")";
-  if (kind == GidKind::kLinkLocal || p.roce_version == 1) text += ", not routable beyond L2";
+                     familyOf(p.gid) + gidToAddress(p.gid) +
+                     (p.netdev.empty() ? "" : " on " + p.netdev) + ")";
+  if (classifyGid(p.gid) == GidKind::kLinkLocal || p.roce_version == 1)
+    text += ", not routable beyond L2";
   return text;
 }
 
-void addSettings(const RoceOptions& o, RoceProfile* p) {
+std::string railName(const std::string& device, int port) {
+  return device + ":" + std::to_string(port);
+}
+
+// How good a GID is for the job: (not on the requested netdev, kind rank);
+// lower is better.
+using Quality = std::pair<int, int>;
+
+Quality qualityOf(const GidEntry& e, const RoceOptions& o) {
+  const bool on_netdev = o.netdev.empty() || e.netdev == o.netdev;
+  return {on_netdev ? 0 : 1, gidRank(roceVersion(e.type), classifyGid(e.gid))};
+}
+
+// The usable GIDs of one active RoCE port.
+struct PortGids {
+  std::string device;
+  int port = 0;
+  Quality best{1000, 1000};
+  std::map<int, const GidEntry*> best_entries;  // index -> entry, all of quality `best`
+
+  std::string name() const { return railName(device, port); }
+  int bestIndex() const { return best_entries.begin()->first; }
+  void add(const GidEntry& e, Quality q) {
+    if (q < best) {
+      best = q;
+      best_entries.clear();
+    }
+    if (q == best) best_entries[e.index] = &e;
+  }
+};
+
+// "RoCE v2 IPv4" for a port's best GIDs.
+std::string kindText(const PortGids& p) {
+  const GidEntry& e = *p.best_entries.begin()->second;
+  std::string family = familyOf(e.gid);
+  family.pop_back();
+  return versionName(roceVersion(e.type)) + " " + family;
+}
+
+// UCX 1.13 has one GID index for every device (UCX_IB_GID_INDEX): the index
+// most candidate ports have among their best GIDs; ties go to the first
+// port's own best, then to the lowest index.
+int agreedGidIndex(const std::vector<const PortGids*>& ports) {
+  std::map<int, int> count;
+  for (const PortGids* p : ports)
+    for (const auto& [index, entry] : p->best_entries) ++count[index];
+  int chosen = ports.front()->bestIndex();
+  int most = count[chosen];
+  for (const auto& [index, n] : count) {
+    if (n > most) {
+      chosen = index;
+      most = n;
+    }
+  }
+  return chosen;
+}
+
+// The rails among `ports` (best first): those as good as the best port, at
+// most options.max_rails of them, and of those the ones that have an equally
+// good GID at the agreed index. Every other port goes to rails_left_out.
+std::vector<const PortGids*> chooseRails(const std::vector<const PortGids*>& ports,
+                                         const RoceOptions& o, int* gid_index, RoceProfile* p) {
+  const PortGids& first = *ports.front();
+  std::vector<const PortGids*> candidates;
+  for (const PortGids* port : ports) {
+    if (port->best.first != first.best.first) {
+      p->rails_left_out.push_back({port->name(), "no GID on netdev " + o.netdev, true});
+    } else if (port->best != first.best) {
+      p->rails_left_out.push_back(
+          {port->name(),
+           "its best GIDs are " + kindText(*port) + ", " + first.name() + "'s " + kindText(first),
+           false});
+    } else if (o.max_rails > 0 && int(candidates.size()) >= o.max_rails) {
+      p->rails_left_out.push_back(
+          {port->name(), "SWITCHAGG_ROCE_RAILS=" + std::to_string(o.max_rails), true});
+    } else {
+      candidates.push_back(port);
+    }
+  }
+  *gid_index = agreedGidIndex(candidates);
+  std::vector<const PortGids*> rails;
+  for (const PortGids* port : candidates) {
+    if (port->best_entries.count(*gid_index)) {
+      rails.push_back(port);
+      continue;
+    }
+    p->rails_left_out.push_back({port->name(),
+                                 "GID index mismatch: its " + kindText(*port) +
+                                     " GIDs are at index " + std::to_string(port->bestIndex()) +
+                                     ", the other rails' at " + std::to_string(*gid_index) +
+                                     " (UCX 1.13 takes one GID index for every device)",
+                                 false});
+  }
+  return rails;
+}
+
+// UCX has one IB_PATH_MTU for every device: the rails' common value, or,
+// where they differ, the smallest when the user capped it and nothing (each
+// device its own active MTU) otherwise.
+int commonPathMtu(const std::vector<RoceRail>& rails, int requested) {
+  int lowest = rails.front().path_mtu;
+  bool same = true;
+  for (const RoceRail& r : rails) {
+    same = same && r.path_mtu == lowest;
+    lowest = std::min(lowest, r.path_mtu);
+  }
+  if (same) return lowest;
+  return requested > 0 ? lowest : 0;
+}
+
+void addSettings(const RoceOptions& o, int path_mtu, RoceProfile* p) {
   auto& s = p->ucx_settings;
-  // NET_DEVICES pins UCX to the device/port whose GID index we chose:
-  // IB_GID_INDEX is one global value, wrong for any other device.
-  s.emplace_back("NET_DEVICES", p->device + ":" + std::to_string(p->port));
+  // NET_DEVICES names exactly the rails: every other device's GID at the
+  // same index may be a different (RoCE v1, link-local) GID.
+  std::string devices;
+  for (const RoceRail& r : p->rails)
+    devices += (devices.empty() ? "" : ",") + railName(r.device, r.port);
+  s.emplace_back("NET_DEVICES", devices);
   // UCX 1.13 hands cached keys to the IB memory domain without its "IB_"
   // table prefix, so the GID index must go in as GID_INDEX (the variable is
   // still UCX_IB_GID_INDEX); "IB_GID_INDEX" would be silently unused.
   s.emplace_back("GID_INDEX", std::to_string(p->gid_index));
   s.emplace_back("IB_TRAFFIC_CLASS", std::to_string(p->traffic_class));
   s.emplace_back("IB_SL", std::to_string(p->sl));
-  if (p->path_mtu > 0) s.emplace_back("IB_PATH_MTU", std::to_string(p->path_mtu));
+  if (path_mtu > 0) s.emplace_back("IB_PATH_MTU", std::to_string(path_mtu));
   if (o.rc_timeout_us > 0) s.emplace_back("RC_TIMEOUT", std::to_string(o.rc_timeout_us) + "us");
   s.emplace_back("RC_RETRY_COUNT", std::to_string(o.rc_retry_count));
   // With an explicit SL, "try" uses AR exactly when the fabric enabled it
@@ -158,6 +277,37 @@ void addSettings(const RoceOptions& o, RoceProfile* p) {
   s.emplace_back("IB_AR_ENABLE", o.adaptive_routing ? "try" : "no");
   s.emplace_back("IB_ROCE_PATH_FACTOR", std::to_string(o.path_factor));
   if (o.num_paths > 0) s.emplace_back("IB_NUM_PATHS", std::to_string(o.num_paths));
+  // UCX 1.13 splits a rendezvous message over 2 rails by default; with more
+  // rails a large message should use them all (up to UCX's 8 lanes).
+  if (p->rails.size() > 2)
+    s.emplace_back("MAX_RNDV_RAILS", std::to_string(std::min<size_t>(p->rails.size(), 8)));
+}
+
+RoceRail railAt(const PortGids& port, int index, const RoceOptions& o, std::string* mtu_note) {
+  const GidEntry& e = *port.best_entries.at(index);
+  RoceRail r;
+  r.device = e.device;
+  r.port = e.port;
+  r.gid_index = e.index;
+  r.gid = e.gid;
+  r.roce_version = roceVersion(e.type);
+  r.netdev = e.netdev;
+  r.traffic_class = (o.dscp << 2) | (o.ecn ? 2 : 0);
+  r.path_mtu = choosePathMtu(o.path_mtu, e.port_mtu, mtu_note);
+  return r;
+}
+
+// The reason's tail for several rails or left-out ports.
+std::string railsText(const RoceProfile& p, int path_mtu) {
+  std::string text;
+  if (p.rails.size() > 1) {
+    text += "; " + std::to_string(p.rails.size()) + " rails at GID index " +
+            std::to_string(p.gid_index) + ":";
+    for (const RoceRail& r : p.rails) text += " " + railName(r.device, r.port);
+    if (path_mtu == 0 && p.path_mtu > 0) text += ", path MTU left to UCX per device";
+  }
+  for (const auto& left : p.rails_left_out) text += "; " + left.rail + " left out: " + left.why;
+  return text;
 }
 
 }  // namespace
@@ -174,46 +324,53 @@ Result<RoceProfile> chooseProfile(const std::vector<GidEntry>& gids, const RoceO
     return p;
   }
   SkipCounts skipped;
-  const GidEntry* best = nullptr;
-  std::tuple<int, int, std::string, int, int> best_key;
+  std::map<std::pair<std::string, int>, PortGids> by_port;
   for (const GidEntry& e : gids) {
     if (const char* why = skipReason(e, *filter)) {
       skipped.add(why);
       continue;
     }
-    const bool on_netdev = options.netdev.empty() || e.netdev == options.netdev;
-    // Ties go to the lowest device name, port and index, whatever order the
-    // source listed them in.
-    std::tuple<int, int, std::string, int, int> key{
-        on_netdev ? 0 : 1, gidRank(roceVersion(e.type), classifyGid(e.gid)), e.device, e.port,
-        e.index};
-    if (!best || key < best_key) {
-      best = &e;
-      best_key = key;
-    }
+    PortGids& port = by_port[{e.device, e.port}];
+    port.device = e.device;
+    port.port = e.port;
+    port.add(e, qualityOf(e, options));
   }
-  if (!best) {
+  if (by_port.empty()) {
     p.reason = "RDMA device present but no usable RoCE GID" +
                (options.device.empty() ? "" : " for device '" + options.device + "'") + " (" +
                skipped.text() + "): no RoCE keys applied";
     return p;
   }
-  p.device = best->device;
-  p.port = best->port;
-  p.gid_index = best->index;
-  p.gid = best->gid;
-  p.roce_version = roceVersion(best->type);
-  p.netdev = best->netdev;
-  p.traffic_class = (options.dscp << 2) | (options.ecn ? 2 : 0);
-  p.sl = options.sl;
+  // Best port first; ties go to the lowest device name and port, whatever
+  // order the source listed them in (the map's order).
+  std::vector<const PortGids*> ports;
+  for (const auto& [key, port] : by_port) ports.push_back(&port);
+  std::stable_sort(ports.begin(), ports.end(),
+                   [](const PortGids* a, const PortGids* b) { return a->best < b->best; });
+  int gid_index = -1;
+  const std::vector<const PortGids*> rail_ports = chooseRails(ports, options, &gid_index, &p);
   std::string mtu_note;
-  p.path_mtu = choosePathMtu(options.path_mtu, best->port_mtu, &mtu_note);
+  std::string other_note;  // the reason names the primary rail's cap only
+  for (const PortGids* port : rail_ports)
+    p.rails.push_back(railAt(*port, gid_index, options, p.rails.empty() ? &mtu_note : &other_note));
+  const RoceRail& primary = p.rails.front();
+  p.device = primary.device;
+  p.port = primary.port;
+  p.gid_index = primary.gid_index;
+  p.gid = primary.gid;
+  p.roce_version = primary.roce_version;
+  p.netdev = primary.netdev;
+  p.traffic_class = primary.traffic_class;
+  p.sl = options.sl;
+  p.path_mtu = primary.path_mtu;
   p.lanes = kRoceAutoLanes;
+  const int path_mtu = commonPathMtu(p.rails, options.path_mtu);
   p.reason = describeChoice(p) + mtu_note;
-  if (std::get<0>(best_key) != 0) p.reason += ", none on requested netdev " + options.netdev;
+  if (ports.front()->best.first != 0) p.reason += ", none on requested netdev " + options.netdev;
+  p.reason += railsText(p, path_mtu);
   const std::string skip_text = skipped.text();
   if (!skip_text.empty()) p.reason += "; " + skip_text;
-  addSettings(options, &p);
+  addSettings(options, path_mtu, &p);
   return p;
 }
 
@@ -249,6 +406,11 @@ void logProfileOnce(const RoceProfile& profile) {
       SA_WARN("ucx", "RoCE: %s", profile.reason.c_str());
     } else {
       SA_INFO("ucx", "RoCE: %s", profile.reason.c_str());
+    }
+    // A port the hardware offers but UCX is not given is bandwidth lost.
+    for (const auto& left : profile.rails_left_out) {
+      if (!left.by_choice)
+        SA_WARN("ucx", "RoCE: rail %s left out: %s", left.rail.c_str(), left.why.c_str());
     }
   });
 }

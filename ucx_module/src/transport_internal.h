@@ -37,6 +37,7 @@ struct Context::Impl {
   int lanes = 1;
   // PeerGroup failure detection, resolved from options.failure_detection.
   FailureDetection failure_detection = FailureDetection::kPeer;
+  UcxScaleHint scale_hint;  // what ucp_init was told
   ucp_context_h ucp = nullptr;
   // kSentinel: a TCP-only context whose workers carry the sentinel
   // endpoints, so the main worker never polls TCP sockets on its hot path.

@@ -173,8 +173,8 @@ Status CommState::exchangeAddresses() {
                   "every peer-group tag slot (" + std::to_string(ucx::PeerGroup::kMaxSlot) +
                       ") is held by a live communicator on some rank");
   std::vector<std::vector<uint8_t>> kept_addresses = addresses;
-  Result<std::unique_ptr<ucx::PeerGroup>> group =
-      ucx::PeerGroup::create(*worker.value(), context_id_, rank_, std::move(addresses), slot);
+  Result<std::unique_ptr<ucx::PeerGroup>> group = ucx::PeerGroup::create(
+      *worker.value(), context_id_, rank_, std::move(addresses), slot, layout_.node_of);
   if (!group.ok())
     SA_WARN("coll", "rank %d: peer group: %s", rank_, group.status().toString().c_str());
   // Creating the group is local; agree on the outcome so that no rank runs

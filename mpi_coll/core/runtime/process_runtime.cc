@@ -204,6 +204,7 @@ Result<ucx::Context*> ProcessRuntime::context() {
     return context_error_;
   }
   options->workers_on_threads = domains() > 1;
+  options->scale = ucx::jobScaleFromLauncher(envOrNull);
   Result<std::unique_ptr<ucx::Context>> context = ucx::Context::create(*options);
   if (!context.ok()) {
     context_error_ = context.status();

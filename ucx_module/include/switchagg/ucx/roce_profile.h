@@ -33,10 +33,11 @@ struct RoceOptions {
   bool adaptive_routing = true;  // IB_AR_ENABLE try (true) / no (false)
   int path_factor = 1;           // IB_ROCE_PATH_FACTOR (source-port entropy)
   int num_paths = 0;             // IB_NUM_PATHS; 0 = UCX default
+  int max_rails = 0;             // RoCE ports given to UCX, best first; 0 = every rail
 };
 
 // Reads SWITCHAGG_ROCE_{SYSFS_ROOT,DEVICE,NETDEV,DSCP,ECN,SL,MTU,RC_TIMEOUT,
-// RETRY,AR,PATH_FACTOR,NUM_PATHS} over the defaults. A bad value gives
+// RETRY,AR,PATH_FACTOR,NUM_PATHS,RAILS} over the defaults. A bad value gives
 // InvalidArgument naming the variable.
 Result<RoceOptions> roceOptionsFromEnvironment();
 
@@ -63,6 +64,22 @@ GidKind classifyGid(const std::string& gid);
 // "10.0.0.1" for an IPv4-mapped GID, else the compressed IPv6 form.
 std::string gidToAddress(const std::string& gid);
 
+// One RoCE port UCX is given (a rail: on a training node, one NIC per
+// accelerator or per switch plane), with the GID chosen on it.
+struct RoceRail {
+  std::string device;
+  int port = 0;
+  int gid_index = -1;
+  std::string gid;
+  int roce_version = 0;
+  std::string netdev;
+  int traffic_class = 0;
+  int path_mtu = 0;  // the port's RoCE MTU (capped by the option); 0 = unknown
+};
+
+// The profile of this host. The single-valued fields (device ... path_mtu)
+// describe the primary rail, rails[0]: the one the old single-rail profile
+// chose, which switchagg-info and logs show first.
 struct RoceProfile {
   bool rdma_present = false;  // any RDMA device found
   std::string device;
@@ -78,6 +95,17 @@ struct RoceProfile {
   std::string reason;                // one line: why this GID / why none
   std::string source;                // "sysfs:<root>", "ibverbs" or "none"
   std::vector<std::string> devices;  // "mlx5_0:1 ACTIVE Ethernet (4 GIDs)" per port seen
+  // Every rail UCX is given (NET_DEVICES), best first; empty without a GID.
+  std::vector<RoceRail> rails;
+  // Usable ports that are not rails, and why. by_choice: the options left
+  // them out (netdev, max_rails); otherwise (a GID index the other rails
+  // cannot share, a worse kind of GID) it is logged as a warning.
+  struct RailLeftOut {
+    std::string rail;  // "mlx5_3:1"
+    std::string why;
+    bool by_choice = false;
+  };
+  std::vector<RailLeftOut> rails_left_out;
   // What the profile wants UCX to use (keys without the UCX_ prefix), in
   // order; applyProfile() splits it into applied / left_to_user.
   std::vector<std::pair<std::string, std::string>> ucx_settings;
@@ -96,8 +124,11 @@ Result<std::vector<GidEntry>> readSysfsGids(const std::string& sysfs_root);
 // No devices or no libibverbs in the build = empty table, Ok.
 Result<std::vector<GidEntry>> readIbverbsGids();
 // The one chooser: prefer RoCE v2 IPv4-mapped on `netdev` and an active port,
-// then RoCE v2 global IPv6, then link-local, RoCE v1 last. Fills
-// ucx_settings; an empty table gives rdma_present=false and no settings.
+// then RoCE v2 global IPv6, then link-local, RoCE v1 last; the best GID of
+// each active RoCE port, and every port whose best is as good as the best
+// port's becomes a rail (UCX 1.13 takes one GID index for all of them: see
+// docs/tuning.md, "Rails"). Fills ucx_settings; an empty table gives
+// rdma_present=false and no settings.
 Result<RoceProfile> chooseProfile(const std::vector<GidEntry>& gids, const RoceOptions& options);
 // The RoCE path MTU a netdev MTU allows (the kernel's iboe_get_mtu: headers
 // take 96 bytes): 9000 -> 4096, 1500 -> 1024; 0 if below 256.

@@ -40,13 +40,43 @@ enum class WaitMode { kBusyPoll, kBlocking };
 //               one extra PEER-mode TCP endpoint per peer, on a separate
 //               sentinel worker, watches the peer; its failure fails every
 //               lane to that peer
-//   kAuto     - kPeer when an RDMA device is present (RC transports would
+//   kNode     - by locality: lanes to ranks of the same node as kSentinel
+//               (shared memory, watched by the sentinel), lanes to other
+//               nodes as kPeer. Needs the caller's node of every rank
+//               (PeerGroup::create); without it every peer counts as remote
+//   kAuto     - kNode when an RDMA device is present (RC transports would
 //               treat a dead peer as fatal without error handling), else
 //               kSentinel
-enum class FailureDetection { kAuto, kPeer, kSentinel };
+enum class FailureDetection { kAuto, kPeer, kSentinel, kNode };
+
+// The job's scale as the caller knows it; 0 = unknown. UCX sizes its
+// transport choice with it (ucp_init's estimated_num_eps / _ppn): with more
+// endpoints than a transport serves well (RC: UCX_RC_MLX5_MAX_NUM_EPS, 256 in
+// UCX 1.13) it takes a scalable one (DC) where the host has it.
+struct JobScale {
+  int ranks = 0;           // processes of the job (MPI_COMM_WORLD's size)
+  int ranks_per_node = 0;  // the most processes that share one node
+};
+
+// The scale the MPI launcher announces in the environment: Open MPI's
+// OMPI_COMM_WORLD_SIZE / _LOCAL_SIZE, MPICH's PMI_SIZE / MPI_LOCALNRANKS,
+// else Slurm's SLURM_NTASKS / SLURM_TASKS_PER_NODE ("4(x2),3": the most).
+// `env` looks a variable up (nullptr = unset); values that do not parse as
+// positive counts leave that field unknown.
+JobScale jobScaleFromLauncher(const std::function<const char*(const char*)>& env);
+
+// What Context::create passes to ucp_init for a scale; 0 = not passed
+// (UCX's NUM_EPS / NUM_PPN "auto"). Endpoints: one per lane towards every
+// other rank, at least 1.
+struct UcxScaleHint {
+  size_t num_eps = 0;
+  size_t num_ppn = 0;
+};
+UcxScaleHint ucxScaleHint(const JobScale& scale, int lanes);
 
 struct TransportOptions {
   RoceOptions roce;                    // see roce_profile.h
+  JobScale scale;                      // told to UCX; the MPI layer fills it
   int lanes = 0;                       // endpoints per peer; 0 = auto (1 without RoCE)
   size_t cts_threshold = 64 * 1024;    // messages >= this wait for clear-to-send
   size_t cts_window = 8u << 20;        // max bytes in flight towards one receiver
@@ -92,7 +122,9 @@ class Context {
   const TransportOptions& options() const;
   const RoceProfile& profile() const;
   int lanes() const;  // resolved lane count
-  FailureDetection failureDetection() const;  // resolved: kPeer or kSentinel
+  FailureDetection failureDetection() const;  // resolved: kPeer, kSentinel or kNode
+  // What ucp_init was told (ucxScaleHint of options().scale and lanes()).
+  UcxScaleHint scaleHint() const;
   struct Impl;
   Impl* impl() { return impl_.get(); }
 
@@ -292,9 +324,11 @@ class PeerGroup {
   // callers that can exchange data agree on a slot free on every member
   // instead (Worker::busyGroupSlots) and pass it.
   static constexpr int kMaxSlot = 127;
+  // `node_of`: an id of each rank's node (equal = same node), which
+  // FailureDetection::kNode needs; empty = unknown (every peer remote).
   static Result<std::unique_ptr<PeerGroup>> create(Worker& worker, uint32_t group_id, int rank,
                                                    std::vector<std::vector<uint8_t>> addresses,
-                                                   int slot = 0);
+                                                   int slot = 0, std::vector<int> node_of = {});
   // The first slot from `start` on (wrapping round) whose bit is clear in
   // every mask of `busy` (masks as returned by Worker::busyGroupSlots, one
   // per member); 0 if none is.
