@@ -17,7 +17,7 @@ Calls of the tests' own CMake functions (add_switch_test, add_slurm_case,
 ...) and foreach loops are expanded, parameters bound, so a test declared
 through a helper is checked like a literal one. Then by name: a test about
 a fault (fault, kill, crash, agent_down, peer_failure, link_down in its
-name) must carry `fault`, and one with mpich in its name `mpich`.
+name) must carry `fault`, and one named mpich_* or *_mpich_* `mpich`.
 Then asks CTest (ctest --show-only=json-v1 in BUILD_DIR) what it has, and
 checks `ctest -N -L fault` lists every ControlFaults.* test. A declaration
 whose binary or test this build does not configure is listed as such (it
@@ -35,6 +35,9 @@ PROPERTY_KEYWORDS = {"PROPERTIES"}
 # Names of tests about a failure ("Default" is not one).
 FAULT_NAME = re.compile(r"(?<![Dd]e)[Ff]ault|[Kk]ill|[Cc]rash|agent_down|AgentDown|peer_failure|"
                         r"PeerFailure|link_down|LinkDown")
+# Tests run under MPICH are named mpich_* (or *_mpich_*); a unit test that
+# only mentions MPICH in CamelCase is not one.
+MPICH_NAME = re.compile(r"(^|_)mpich(_|$)")
 GTEST_KEYWORDS = {"TEST_SUFFIX", "TEST_PREFIX", "EXTRA_ARGS", "WORKING_DIRECTORY", "TEST_LIST",
                   "TEST_FILTER", "DISCOVERY_TIMEOUT", "DISCOVERY_MODE", "XML_OUTPUT_DIR",
                   "PROPERTIES", "NO_PRETTY_TYPES", "NO_PRETTY_VALUES"}
@@ -304,7 +307,7 @@ def main():
         if FAULT_NAME.search(n) and "fault" not in labels:
             failures.append(f"{n}: its name says it tests a fault but it lacks the label fault "
                             f"(has {';'.join(labels) or 'none'})")
-        if "mpich" in n.lower() and "mpich" not in labels:
+        if MPICH_NAME.search(n) and "mpich" not in labels:
             failures.append(f"{n}: its name says MPICH but it lacks the label mpich "
                             f"(has {';'.join(labels) or 'none'})")
 
