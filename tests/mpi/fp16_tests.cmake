@@ -1,0 +1,37 @@
+# 16-bit floats under Open MPI (issue 46): only an Open MPI whose headers
+# define MPIX_C_FLOAT16 (Open MPI 5's shortfloat extension, mpi-ext.h; the
+# Debian 13 root runs these in ompi5_debian13). Open MPI 4.1 has no such
+# type: its MPI_T variable says so instead. mpi_fp16_check computes its own
+# references and tallies verdicts point to point (MPICH twins:
+# mpich_tests.cmake).
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_LIBRARIES MPI::MPI_CXX)
+check_cxx_source_compiles("
+#include <mpi.h>
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+#ifndef MPIX_C_FLOAT16
+#error no MPIX_C_FLOAT16
+#endif
+int main() { return 0; }" SWITCHAGG_TEST_OMPI_FLOAT16)
+unset(CMAKE_REQUIRED_LIBRARIES)
+if(NOT SWITCHAGG_TEST_OMPI_FLOAT16)
+  add_mpi_test(mpi_mpit_half_floats_np1 1 ring $<TARGET_FILE:switchagg-mpit>
+    --cvar "half_floats=none: this MPI's headers define no 16-bit float datatype")
+  return()
+endif()
+add_mpi_check_program(mpi_fp16_check)
+add_mpi_test(mpi_mpit_half_floats_np1 1 ring $<TARGET_FILE:switchagg-mpit>
+  --cvar "half_floats=MPIX_C_FLOAT16 as float16")
+# Host algorithms (blocking: their roundings within the bound the checker
+# states) and the switch path (one rounding: bitwise the fp32 reference for
+# MPI_Iallreduce through the leaders' posted steps, as under MPICH).
+foreach(alg ring rabenseifner)
+  add_mpi_test(mpi_fp16_${alg}_np3 3 ${alg} $<TARGET_FILE:mpi_fp16_check> --expect ${alg}
+    --blocking-only)
+endforeach()
+add_switch_test(mpi_switch_fp16_np3 240 "mpi;agent" program 3
+  $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-iswitch)
