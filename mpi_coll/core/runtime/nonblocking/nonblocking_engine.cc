@@ -37,7 +37,9 @@ void fail(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
 void startRedo(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
   switch (host->redo(c)) {
     case SWITCHAGG_NB_DONE: host->complete(c, SWITCHAGG_NB_REDONE); return;
-    case SWITCHAGG_NB_PENDING: setStage(c, SWITCHAGG_NB_REDO, host); return;
+    case SWITCHAGG_NB_PENDING:
+      if (c->stage != SWITCHAGG_NB_REDO) setStage(c, SWITCHAGG_NB_REDO, host);
+      return;
     default: host->complete(c, SWITCHAGG_NB_REDO_FAILED); return;
   }
 }
@@ -62,9 +64,9 @@ void agreed(switchagg_nb_call_t* c, int wait, int agreed_outcome, int first_rank
 // else the host's agreement. False when it must be tried again later.
 bool settle(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
   int agreed_outcome = 0, first_rank = -1;
+  if (c->stage != SWITCHAGG_NB_SETTLE) setStage(c, SWITCHAGG_NB_SETTLE, host);
   switch (switchagg_coll_istream_settle(c->core, c->outcome, &agreed_outcome)) {
     case SWITCHAGG_COLL_ISETTLE_NOT_NOW:
-      if (c->stage != SWITCHAGG_NB_SETTLE) setStage(c, SWITCHAGG_NB_SETTLE, host);
       return false;
     case SWITCHAGG_COLL_ISETTLE_SETTLED:
       end(c, agreed_outcome, -1, host);
@@ -134,7 +136,10 @@ int switchagg_nb_step(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
     case SWITCHAGG_NB_QUEUED:
       switch (startStream(c)) {
         case SWITCHAGG_COLL_ISTREAM_NOT_NOW: return 0;  // a blocking call holds the gate
-        case SWITCHAGG_COLL_ISTREAM_DECLINED: startRedo(c, host); return 1;
+        case SWITCHAGG_COLL_ISTREAM_DECLINED:  // alike on every rank: no agreement
+          setStage(c, SWITCHAGG_NB_REDO, host);
+          startRedo(c, host);
+          return 1;
         case SWITCHAGG_COLL_ISTREAM_RUNNING: setStage(c, SWITCHAGG_NB_STREAM, host); return 1;
         default: (void)settle(c, host); return 1;
       }
