@@ -31,13 +31,46 @@ static void set_call(mca_coll_switchagg_ireq_t *r, const void *sbuf, void *rbuf,
   r->call.op = sa_op;
 }
 
+/* How an MPI_Iallreduce or MPI_Ibarrier the core routed goes on. */
+enum { IPOST_PREVIOUS, IPOST_QUEUE, IPOST_ENDED };
+
+/* After the core's `route`: IPOST_QUEUE with *r a new request of `kind`
+ * for the caller to fill and queue; IPOST_PREVIOUS, the previous module
+ * takes the call; IPOST_ENDED with *rc the call's answer (LOCAL: done,
+ * *request the empty request; or an MPI error). */
+static int ipost(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm, int route,
+                 int kind, ompi_request_t **request, mca_coll_switchagg_ireq_t **r, int *rc) {
+  *rc = OMPI_SUCCESS;
+  switch (route) {
+    case SWITCHAGG_COLL_IROUTE_LOCAL:
+      *request = &ompi_request_empty;
+      return IPOST_ENDED;
+    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
+    case SWITCHAGG_COLL_IROUTE_PREVIOUS: return IPOST_PREVIOUS;
+    default:
+      *rc = MPI_ERR_OTHER;
+      return IPOST_ENDED;
+  }
+  if (OMPI_SUCCESS != mca_coll_switchagg_ireq_prepare(m, comm)) {
+    /* Collective and alike on every rank: nothing was queued anywhere. */
+    if (SWITCHAGG_NB_BARRIER == kind) switchagg_coll_ibarrier_note(m->core, "error");
+    else switchagg_coll_iallreduce_note(m->core, "error");
+    *rc = MPI_ERR_OTHER;
+    return IPOST_ENDED;
+  }
+  *r = mca_coll_switchagg_ireq_new(m, comm, kind, -1);
+  if (NULL != *r) return IPOST_QUEUE;
+  *rc = OMPI_ERR_OUT_OF_RESOURCE;
+  return IPOST_ENDED;
+}
+
 int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   struct ompi_communicator_t *comm, ompi_request_t **request,
                                   mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  mca_coll_switchagg_ireq_t *r;
-  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, route;
+  mca_coll_switchagg_ireq_t *r = NULL;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, route, rc;
   const char *why;
 
   if (NULL == m->previous_iallreduce) return OMPI_ERR_NOT_SUPPORTED;
@@ -69,23 +102,13 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   }
   route = switchagg_coll_iallreduce_route(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                           (size_t)count * (size_t)scale, sa_dtype, sa_op);
-  switch (route) {
-    case SWITCHAGG_COLL_IROUTE_LOCAL:
-      *request = &ompi_request_empty;
-      return OMPI_SUCCESS;
-    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
-    case SWITCHAGG_COLL_IROUTE_PREVIOUS:
+  switch (ipost(m, comm, route, SWITCHAGG_NB_ALLREDUCE, request, &r, &rc)) {
+    case IPOST_QUEUE: break;
+    case IPOST_PREVIOUS:
       return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                     m->previous_iallreduce_module);
-    default: return MPI_ERR_OTHER;
+    default: return rc;
   }
-  if (OMPI_SUCCESS != mca_coll_switchagg_ireq_prepare(m, comm)) {
-    /* Collective and alike on every rank: nothing was queued anywhere. */
-    switchagg_coll_iallreduce_note(m->core, "error");
-    return MPI_ERR_OTHER;
-  }
-  r = mca_coll_switchagg_ireq_new(m, comm, SWITCHAGG_NB_ALLREDUCE, -1);
-  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
   set_call(r, sbuf, rbuf, count, dtype, op, (size_t)count * (size_t)scale, sa_dtype, sa_op);
   mca_coll_switchagg_ireq_enqueue(r, request);
   return OMPI_SUCCESS;
@@ -97,27 +120,18 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
 int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
                                 mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  mca_coll_switchagg_ireq_t *r;
-  int flags = 0, scale = 1;
+  mca_coll_switchagg_ireq_t *r = NULL;
+  int flags = 0, scale = 1, rc;
 
   if (NULL == m->previous_ibarrier) return OMPI_ERR_NOT_SUPPORTED;
   if (!mca_coll_switchagg_ireq_may_route(m, 0))
     return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
-  switch (switchagg_coll_ibarrier_route(m->core)) {
-    case SWITCHAGG_COLL_IROUTE_LOCAL:
-      *request = &ompi_request_empty;
-      return OMPI_SUCCESS;
-    case SWITCHAGG_COLL_IROUTE_SWITCH: break;
-    case SWITCHAGG_COLL_IROUTE_PREVIOUS:
-      return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
-    default: return MPI_ERR_OTHER;
+  switch (ipost(m, comm, switchagg_coll_ibarrier_route(m->core), SWITCHAGG_NB_BARRIER, request,
+                &r, &rc)) {
+    case IPOST_QUEUE: break;
+    case IPOST_PREVIOUS: return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
+    default: return rc;
   }
-  if (OMPI_SUCCESS != mca_coll_switchagg_ireq_prepare(m, comm)) {
-    switchagg_coll_ibarrier_note(m->core, "error");
-    return MPI_ERR_OTHER;
-  }
-  r = mca_coll_switchagg_ireq_new(m, comm, SWITCHAGG_NB_BARRIER, -1);
-  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
   (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &r->call.dtype, &r->call.op, &flags,
                                &scale);
   mca_coll_switchagg_ireq_enqueue(r, request);
@@ -252,43 +266,55 @@ static void set_routed_call(mca_coll_switchagg_ireq_t *r, const void *sbuf, int 
   OBJ_RETAIN(dtype);
 }
 
+/* An MPI_Iallgather or MPI_Ibcast (routed_op; the caller's arguments as
+ * set_routed_call takes them): through the switch when the core routes it
+ * there, its buffers staged as their datatypes need. *previous is set when
+ * the previous module takes the call instead; else the call's answer
+ * (queued: *request is ours). */
+static int iimage_post(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm,
+                       int routed_op, const void *sbuf, int scount,
+                       struct ompi_datatype_t *sdtype, void *rbuf, int count,
+                       struct ompi_datatype_t *dtype, int root, size_t bytes,
+                       ompi_request_t **request, bool *previous) {
+  mca_coll_switchagg_ireq_t *r = NULL;
+  const int rc = irouted_post(m, comm, count, routed_op, irouted_why(sbuf, rbuf, bytes), bytes, 0,
+                              0, root, &r);
+  *previous = 0 == rc;
+  if (rc <= 0) return rc;
+  set_routed_call(r, sbuf, scount, sdtype, rbuf, count, dtype, root, bytes);
+  return enqueue_staged(r, SWITCHAGG_COLL_BCAST == routed_op ? stage_bcast(r) : stage_allgather(r),
+                        request);
+}
+
 int mca_coll_switchagg_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                                   void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                                   struct ompi_communicator_t *comm, ompi_request_t **request,
                                   mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  mca_coll_switchagg_ireq_t *r = NULL;
-  /* The receive side's block: every rank's signatures match, so every rank
-   * sees the same byte count. */
-  const size_t block = mca_coll_switchagg_type_bytes(rdtype, rcount);
+  bool previous = false;
   int rc;
   if (NULL == m->previous_iallgather) return OMPI_ERR_NOT_SUPPORTED;
-  rc = irouted_post(m, comm, rcount, SWITCHAGG_COLL_ALLGATHER, irouted_why(sbuf, rbuf, block),
-                    block, 0, 0, 0, &r);
-  if (rc <= 0)
-    return rc < 0 ? rc
-                  : m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                           request, m->previous_iallgather_module);
-  set_routed_call(r, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0, block);
-  return enqueue_staged(r, stage_allgather(r), request);
+  /* The receive side's block: every rank's signatures match, so every rank
+   * sees the same byte count. */
+  rc = iimage_post(m, comm, SWITCHAGG_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                   0, mca_coll_switchagg_type_bytes(rdtype, rcount), request, &previous);
+  return !previous ? rc
+                   : m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                            request, m->previous_iallgather_module);
 }
 
 int mca_coll_switchagg_ibcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
                               struct ompi_communicator_t *comm, ompi_request_t **request,
                               mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
-  mca_coll_switchagg_ireq_t *r = NULL;
-  const size_t bytes = mca_coll_switchagg_type_bytes(datatype, count);
+  bool previous = false;
   int rc;
   if (NULL == m->previous_ibcast) return OMPI_ERR_NOT_SUPPORTED;
-  rc = irouted_post(m, comm, count, SWITCHAGG_COLL_BCAST, irouted_why(NULL, buff, bytes), bytes,
-                    0, 0, root, &r);
-  if (rc <= 0)
-    return rc < 0 ? rc
-                  : m->previous_ibcast(buff, count, datatype, root, comm, request,
-                                       m->previous_ibcast_module);
-  set_routed_call(r, NULL, 0, NULL, buff, count, datatype, root, bytes);
-  return enqueue_staged(r, stage_bcast(r), request);
+  rc = iimage_post(m, comm, SWITCHAGG_COLL_BCAST, NULL, 0, NULL, buff, count, datatype, root,
+                   mca_coll_switchagg_type_bytes(datatype, count), request, &previous);
+  return !previous ? rc
+                   : m->previous_ibcast(buff, count, datatype, root, comm, request,
+                                        m->previous_ibcast_module);
 }
 
 /* MPI_Ireduce_scatter_block: the reductions' classification as for
