@@ -51,7 +51,7 @@ static int ipost(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *com
       *rc = MPI_ERR_OTHER;
       return IPOST_ENDED;
   }
-  if (OMPI_SUCCESS != mca_coll_switchagg_ireq_prepare(m, comm)) {
+  if (OMPI_SUCCESS != mca_coll_switchagg_nbc_prepare(m, comm)) {
     /* Collective and alike on every rank: nothing was queued anywhere. */
     if (SWITCHAGG_NB_BARRIER == kind) switchagg_coll_ibarrier_note(m->core, "error");
     else switchagg_coll_iallreduce_note(m->core, "error");
@@ -76,7 +76,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   if (NULL == m->previous_iallreduce) return OMPI_ERR_NOT_SUPPORTED;
   /* Open MPI's own calls while the private communicator is made (its cid
    * agreement runs on this communicator's iallreduce). */
-  if (!mca_coll_switchagg_ireq_may_route(m, count))
+  if (!mca_coll_switchagg_nbc_may_route(m, count))
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                   m->previous_iallreduce_module);
   why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
@@ -110,7 +110,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
     default: return rc;
   }
   set_call(r, sbuf, rbuf, count, dtype, op, (size_t)count * (size_t)scale, sa_dtype, sa_op);
-  mca_coll_switchagg_ireq_enqueue(r, request);
+  mca_coll_switchagg_nbc_enqueue(r, request);
   return OMPI_SUCCESS;
 }
 
@@ -124,7 +124,7 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
   int flags = 0, scale = 1, rc;
 
   if (NULL == m->previous_ibarrier) return OMPI_ERR_NOT_SUPPORTED;
-  if (!mca_coll_switchagg_ireq_may_route(m, 0))
+  if (!mca_coll_switchagg_nbc_may_route(m, 0))
     return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
   switch (ipost(m, comm, switchagg_coll_ibarrier_route(m->core), SWITCHAGG_NB_BARRIER, request,
                 &r, &rc)) {
@@ -134,7 +134,7 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
   }
   (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &r->call.dtype, &r->call.op, &flags,
                                &scale);
-  mca_coll_switchagg_ireq_enqueue(r, request);
+  mca_coll_switchagg_nbc_enqueue(r, request);
   return OMPI_SUCCESS;
 }
 
@@ -167,7 +167,7 @@ static int irouted_route(mca_coll_switchagg_module_t *m, struct ompi_communicato
     case SWITCHAGG_COLL_IROUTE_SWITCH: break;
     default: return MPI_ERR_OTHER;
   }
-  if (OMPI_SUCCESS != mca_coll_switchagg_ireq_prepare(m, comm)) {
+  if (OMPI_SUCCESS != mca_coll_switchagg_nbc_prepare(m, comm)) {
     switchagg_coll_irouted_note(m->core, routed_op, "error");
     return MPI_ERR_OTHER;
   }
@@ -181,7 +181,7 @@ static int irouted_post(mca_coll_switchagg_module_t *m, struct ompi_communicator
                         int count, int routed_op, const char *why, size_t core_count,
                         int sa_dtype, int sa_op, int root, mca_coll_switchagg_ireq_t **r) {
   /* Open MPI's own calls while the private communicator is made. */
-  const int rc = !mca_coll_switchagg_ireq_may_route(m, count)
+  const int rc = !mca_coll_switchagg_nbc_may_route(m, count)
                      ? 0
                      : irouted_route(m, comm, routed_op, why, core_count, sa_dtype, sa_op, root);
   if (rc <= 0) return rc;
@@ -246,7 +246,7 @@ static int enqueue_staged(mca_coll_switchagg_ireq_t *r, int staged, ompi_request
     mca_coll_switchagg_ireq_drop(r);
     return staged;
   }
-  mca_coll_switchagg_ireq_enqueue(r, request);
+  mca_coll_switchagg_nbc_enqueue(r, request);
   return OMPI_SUCCESS;
 }
 
@@ -341,6 +341,6 @@ int mca_coll_switchagg_ireduce_scatter_block(const void *sbuf, void *rbuf, int r
                   : m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                                       m->previous_ireduce_scatter_block_module);
   set_call(r, sbuf, rbuf, rcount, dtype, op, (size_t)rcount * (size_t)scale, sa_dtype, sa_op);
-  mca_coll_switchagg_ireq_enqueue(r, request);
+  mca_coll_switchagg_nbc_enqueue(r, request);
   return OMPI_SUCCESS;
 }

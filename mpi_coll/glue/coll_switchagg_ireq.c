@@ -1,8 +1,6 @@
-/* A nonblocking call's request in Open MPI (coll_switchagg_nbc.h): made
- * when a call is queued, completed by the engine's host
- * (coll_switchagg_nbc.c), freed by MPI_Wait / MPI_Test / MPI_Request_free
- * once complete. Its staging and retained datatypes go when it ends. */
-#include "coll_switchagg_nbc.h"
+/* A nonblocking call's request in Open MPI (coll_switchagg_ireq.h). Its
+ * staging and retained datatypes go when it ends. */
+#include "coll_switchagg_ireq.h"
 
 #include <stdlib.h>
 #include <string.h>

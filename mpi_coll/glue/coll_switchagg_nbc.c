@@ -253,7 +253,7 @@ static int ensure_private(mca_coll_switchagg_module_t *m, struct ompi_communicat
   return rc;
 }
 
-void mca_coll_switchagg_ireq_enqueue(mca_coll_switchagg_ireq_t *r, ompi_request_t **request) {
+void mca_coll_switchagg_nbc_enqueue(mca_coll_switchagg_ireq_t *r, ompi_request_t **request) {
   mca_coll_switchagg_module_t *m = r->m;
   lock_queues();
   if (!switchagg_nb_queue_push(&m->iqueue, &r->call)) switchagg_nb_note(&r->call, "queued");
@@ -270,8 +270,8 @@ void mca_coll_switchagg_ireq_enqueue(mca_coll_switchagg_ireq_t *r, ompi_request_
   unlock_queues();
 }
 
-int mca_coll_switchagg_ireq_prepare(mca_coll_switchagg_module_t *m,
-                                    struct ompi_communicator_t *comm) {
+int mca_coll_switchagg_nbc_prepare(mca_coll_switchagg_module_t *m,
+                                   struct ompi_communicator_t *comm) {
   int rc = OMPI_SUCCESS;
   if (OMPI_SUCCESS != ensure_private(m, comm)) return MPI_ERR_OTHER;
   lock_queues();
@@ -283,7 +283,7 @@ int mca_coll_switchagg_ireq_prepare(mca_coll_switchagg_module_t *m,
   return rc;
 }
 
-bool mca_coll_switchagg_ireq_may_route(const mca_coll_switchagg_module_t *m, int count) {
+bool mca_coll_switchagg_nbc_may_route(const mca_coll_switchagg_module_t *m, int count) {
   return !__atomic_load_n(&m->icreating_private, __ATOMIC_ACQUIRE) && NULL != m->core &&
          count >= 0;
 }
