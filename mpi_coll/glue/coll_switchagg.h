@@ -13,6 +13,7 @@
 #include "coll_switchagg_compat.h"
 
 #include "coll_core.h"
+#include "nonblocking_engine.h"
 #include "switchagg_mpi_types.h"
 
 BEGIN_C_DECLS
@@ -61,7 +62,7 @@ typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_bcast_fn_t previous_bcast;
   mca_coll_base_module_t* previous_bcast_module;
   struct ompi_communicator_t* comm;
-  /* MPI_Iallreduce (coll_switchagg_iallreduce.c): the previous module's,
+  /* MPI_Iallreduce (coll_switchagg_iallreduce.c, coll_switchagg_nbc.c): the previous module's,
    * the calls queued for the switch (head first), a private duplicate of
    * comm for the agreements and redos started from progress, and the link
    * in the list of modules with queued calls. */
@@ -77,7 +78,7 @@ typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t* previous_ibcast_module;
   mca_coll_base_module_ireduce_scatter_block_fn_t previous_ireduce_scatter_block;
   mca_coll_base_module_t* previous_ireduce_scatter_block_module;
-  struct mca_coll_switchagg_ireq_t *ihead, *itail;
+  switchagg_nb_queue_t iqueue; /* the core engine's (coll_switchagg_nbc.c) */
   struct ompi_communicator_t* iprivate;
   /* While iprivate is made: every call on this communicator is Open MPI's
    * own (its cid agreement, posted from any thread's progress), never routed. */
@@ -124,7 +125,7 @@ int mca_coll_switchagg_ireduce_scatter_block(const void* sbuf, void* rbuf, int r
                                              ompi_request_t** request,
                                              mca_coll_base_module_t* module);
 
-/* coll_switchagg_routed.c: byte images of allgather's and bcast's buffers.
+/* coll_switchagg_buffers.c: byte images of allgather's and bcast's buffers.
  * plain_bytes: `count` elements of dt are one run of count * size bytes at
  * the buffer; pack / unpack: MPI_Pack / MPI_Unpack to / from `bytes`
  * staged bytes. */
@@ -152,9 +153,10 @@ void mca_coll_switchagg_iallreduce_release(mca_coll_switchagg_module_t* m);
 #define MCA_COLL_SWITCHAGG_PRIVATE_KEY "switchagg_private"
 bool mca_coll_switchagg_is_private(struct ompi_communicator_t* comm);
 
-/* True when Open MPI (built CUDA-aware) handed us device memory: the send
- * buffer, or the receive buffer when there is none (NULL, MPI_IN_PLACE).
- * The host kernels must never read it; every operation declines it. */
+/* coll_switchagg_buffers.c: true when Open MPI (built CUDA-aware) handed us
+ * device memory: the send buffer, or the receive buffer when there is none
+ * (NULL, MPI_IN_PLACE). The host kernels must never read it; every
+ * operation declines it. */
 bool mca_coll_switchagg_device_buffers(const void* sbuf, void* rbuf);
 /* Unregisters the iallreduce progress callback (component close). */
 void mca_coll_switchagg_iallreduce_close(void);

@@ -6,29 +6,11 @@
 #include "coll_switchagg.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "iallreduce.h"
 #include "opal/util/info.h"
 #include "opal/util/proc.h"
-
-#if OPAL_CUDA_SUPPORT
-#include "opal/datatype/opal_datatype_cuda.h"
-#endif
-
-/* Open MPI built CUDA-aware hands device pointers to coll components as it
- * does host ones; the host kernels must never read them. opal_cuda_check_bufs
- * is the check Open MPI's own coll/cuda makes (false when no GPU runtime is
- * loaded). Without CUDA support every buffer is host memory. */
-bool mca_coll_switchagg_device_buffers(const void *sbuf, void *rbuf) {
-#if OPAL_CUDA_SUPPORT
-  char *send = (MPI_IN_PLACE == sbuf || NULL == sbuf) ? (char *)rbuf : (char *)sbuf;
-  return NULL != rbuf && opal_cuda_check_bufs((char *)rbuf, send);
-#else
-  (void)sbuf;
-  (void)rbuf;
-  return false;
-#endif
-}
 
 static void module_construct(mca_coll_switchagg_module_t *m) {
   m->core = NULL;
@@ -57,7 +39,7 @@ static void module_construct(mca_coll_switchagg_module_t *m) {
   m->previous_ibcast_module = NULL;
   m->previous_ireduce_scatter_block = NULL;
   m->previous_ireduce_scatter_block_module = NULL;
-  m->ihead = m->itail = NULL;
+  memset(&m->iqueue, 0, sizeof m->iqueue);
   m->iprivate = NULL;
   m->icreating_private = false;
   m->inext_active = NULL;

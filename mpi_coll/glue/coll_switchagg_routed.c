@@ -26,23 +26,6 @@
 #include "ompi/datatype/ompi_datatype.h"
 
 
-bool mca_coll_switchagg_plain_bytes(struct ompi_datatype_t *dt, int count) {
-  return count == 0 ||
-         (ompi_datatype_is_contiguous_memory_layout(dt, count) && dt->super.true_lb == 0);
-}
-
-size_t mca_coll_switchagg_type_bytes(struct ompi_datatype_t *dt, int count) {
-  size_t size = 0;
-  ompi_datatype_type_size(dt, &size);
-  return count > 0 ? size * (size_t)count : 0;
-}
-
-ptrdiff_t mca_coll_switchagg_type_extent(struct ompi_datatype_t *dt) {
-  ptrdiff_t lb = 0, extent = 0;
-  ompi_datatype_get_extent(dt, &lb, &extent);
-  return extent;
-}
-
 /* After the previous module served a routed call: online tuning times it
  * when the core handed it back to measure it (a no-op otherwise). */
 static int previous_done(mca_coll_switchagg_module_t *m, int kind, int rc) {
@@ -144,18 +127,6 @@ int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rc
   return previous_done(m, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK,
                        m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                         m->previous_reduce_scatter_block_module));
-}
-
-int mca_coll_switchagg_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *staged,
-                            size_t bytes, struct ompi_communicator_t *comm) {
-  int position = 0;
-  return PMPI_Pack(buf, count, dt, staged, (int)bytes, &position, comm);
-}
-
-int mca_coll_switchagg_unpack(const void *staged, size_t bytes, void *buf, int count,
-                              struct ompi_datatype_t *dt, struct ompi_communicator_t *comm) {
-  int position = 0;
-  return PMPI_Unpack(staged, (int)bytes, &position, buf, count, dt, comm);
 }
 
 int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,

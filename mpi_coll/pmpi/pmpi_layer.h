@@ -9,21 +9,21 @@
 //                        communicator state (attribute caching), progress
 //   pmpi_collectives.cc  the served calls and the diagnostics exports
 //   pmpi_nonblocking.cc  MPI_Iallreduce through the switch on the MPICH
-//                        family (the layer's progress thread)
+//                        family (the layer's progress thread; with
+//                        pmpi_requests.cc, pmpi_nonblocking_entries.cc and
+//                        pmpi_nonblocking.h)
 #pragma once
 
 #include <mpi.h>
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <thread>
 
 #include "coll_core.h"
+#include "nonblocking_engine.h"
 
 namespace switchagg::pmpi {
-
-struct IJob;  // an MPI_Iallreduce on the progress thread (pmpi_nonblocking.cc)
 
 // One communicator's switchagg state, cached as an attribute on it.
 struct CommEntry {
@@ -45,9 +45,10 @@ struct CommEntry {
     MPI_Op op = MPI_OP_NULL;
     int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
   } classified;
-  // MPI_Iallreduce calls on the progress thread, in posting order (its
-  // mutex guards them; the thread pops a call once it ended).
-  std::deque<IJob*> ijobs;
+  // Nonblocking calls on the progress thread, in posting order (the core's
+  // engine queue; the thread's mutex guards it, the thread pops a call once
+  // it ended).
+  switchagg_nb_queue_t iqueue{};
   // When the queue last moved (a call posted to an empty queue, a stage
   // reached, a call ended): the bound on the user thread's waits counts
   // from it (steady clock, ns).

@@ -1,0 +1,193 @@
+// The nonblocking engine (nonblocking_engine.h): the queue and the machine
+// of a nonblocking switch call, over the core's stream
+// (switchagg_coll_istream_*, iallreduce.h) and the host's agreement, redo
+// and completion.
+#include "nonblocking_engine.h"
+
+#include "iallreduce.h"
+
+namespace {
+
+void setStage(switchagg_nb_call_t* call, int stage, const switchagg_nb_host_t* host) {
+  // Relaxed: a host reads it from another thread only for its messages.
+  __atomic_store_n(&call->stage, stage, __ATOMIC_RELAXED);
+  if (host->moved != nullptr) host->moved(call);
+}
+
+// The stream's start; a switchagg_coll_istream answer.
+int startStream(switchagg_nb_call_t* c) {
+  switch (c->kind) {
+    case SWITCHAGG_NB_ROUTED:
+      return switchagg_coll_istream_start_routed(c->core, c->routed_op, c->send, c->recv,
+                                                 c->count, c->dtype, c->op, c->root, &c->outcome);
+    case SWITCHAGG_NB_BARRIER:
+      return switchagg_coll_istream_start(c->core, &c->one, &c->entered, 1, c->dtype, c->op, 1,
+                                          &c->outcome);
+    default:
+      return switchagg_coll_istream_start(c->core, c->send, c->recv, c->count, c->dtype, c->op,
+                                          0, &c->outcome);
+  }
+}
+
+void fail(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
+  switchagg_nb_note(c, "error");
+  host->complete(c, SWITCHAGG_NB_FAILED);
+}
+
+void startRedo(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
+  switch (host->redo(c)) {
+    case SWITCHAGG_NB_DONE: host->complete(c, SWITCHAGG_NB_REDONE); return;
+    case SWITCHAGG_NB_PENDING:
+      if (c->stage != SWITCHAGG_NB_REDO) setStage(c, SWITCHAGG_NB_REDO, host);
+      return;
+    default: host->complete(c, SWITCHAGG_NB_REDO_FAILED); return;
+  }
+}
+
+// The ranks' verdict (agreed, first_rank: -1 when settled without the
+// agreement): served, or redone.
+void end(switchagg_nb_call_t* c, int agreed, int first_rank, const switchagg_nb_host_t* host) {
+  if (switchagg_coll_istream_end(c->core, agreed, first_rank) == 0)
+    host->complete(c, SWITCHAGG_NB_SERVED);
+  else
+    startRedo(c, host);
+}
+
+void agreed(switchagg_nb_call_t* c, int wait, int agreed_outcome, int first_rank,
+            const switchagg_nb_host_t* host) {
+  if (wait == SWITCHAGG_NB_DONE) end(c, agreed_outcome, first_rank, host);
+  else if (wait == SWITCHAGG_NB_PENDING) setStage(c, SWITCHAGG_NB_AGREE, host);
+  else fail(c, host);
+}
+
+// After this rank's outcome: one agent round trip settles a small call,
+// else the host's agreement. False when it must be tried again later.
+bool settle(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
+  int agreed_outcome = 0, first_rank = -1;
+  if (c->stage != SWITCHAGG_NB_SETTLE) setStage(c, SWITCHAGG_NB_SETTLE, host);
+  switch (switchagg_coll_istream_settle(c->core, c->outcome, &agreed_outcome)) {
+    case SWITCHAGG_COLL_ISETTLE_NOT_NOW:
+      return false;
+    case SWITCHAGG_COLL_ISETTLE_SETTLED:
+      end(c, agreed_outcome, -1, host);
+      return true;
+    case SWITCHAGG_COLL_ISETTLE_AGREE: {
+      const int wait = host->agree(c, c->outcome, &agreed_outcome, &first_rank);
+      agreed(c, wait, agreed_outcome, first_rank, host);
+      return true;
+    }
+    default:  // the core logged why
+      fail(c, host);
+      return true;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void switchagg_nb_call_init(switchagg_nb_call_t* call, switchagg_coll_comm_t* core, void* owner,
+                            int kind, int routed_op) {
+  *call = switchagg_nb_call_t{};
+  call->core = core;
+  call->owner = owner;
+  call->kind = kind;
+  call->routed_op = routed_op;
+  call->one = 1;
+  call->stage = SWITCHAGG_NB_QUEUED;
+}
+
+int switchagg_nb_call_stage(const switchagg_nb_call_t* call) {
+  return __atomic_load_n(&call->stage, __ATOMIC_RELAXED);
+}
+
+int switchagg_nb_queue_push(switchagg_nb_queue_t* queue, switchagg_nb_call_t* call) {
+  call->next = nullptr;
+  ++queue->length;
+  if (queue->tail != nullptr) {
+    queue->tail->next = call;
+    queue->tail = call;
+    return 0;
+  }
+  queue->tail = call;
+  // Release: a peek (switchagg_nb_queue_head) without the lock sees the
+  // call whole.
+  __atomic_store_n(&queue->head, call, __ATOMIC_RELEASE);
+  return 1;
+}
+
+void switchagg_nb_queue_pop(switchagg_nb_queue_t* queue) {
+  switchagg_nb_call_t* head = queue->head;
+  // Release: a peek that sees the queue move (a drain waiting for it to
+  // empty) sees everything done before.
+  __atomic_store_n(&queue->head, head->next, __ATOMIC_RELEASE);
+  if (head->next == nullptr) queue->tail = nullptr;
+  head->next = nullptr;
+  --queue->length;
+}
+
+switchagg_nb_call_t* switchagg_nb_queue_head(const switchagg_nb_queue_t* queue) {
+  return __atomic_load_n(&queue->head, __ATOMIC_ACQUIRE);
+}
+
+int switchagg_nb_step(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
+  int agreed_outcome = 0, first_rank = -1, wait = 0;
+  switch (c->stage) {
+    case SWITCHAGG_NB_QUEUED:
+      switch (startStream(c)) {
+        case SWITCHAGG_COLL_ISTREAM_NOT_NOW: return 0;  // a blocking call holds the gate
+        case SWITCHAGG_COLL_ISTREAM_DECLINED:  // alike on every rank: no agreement
+          setStage(c, SWITCHAGG_NB_REDO, host);
+          startRedo(c, host);
+          return 1;
+        case SWITCHAGG_COLL_ISTREAM_RUNNING: setStage(c, SWITCHAGG_NB_STREAM, host); return 1;
+        default: (void)settle(c, host); return 1;
+      }
+    case SWITCHAGG_NB_STREAM:
+      if (switchagg_coll_istream_step(c->core, &c->outcome) != SWITCHAGG_COLL_ISTREAM_OUTCOME)
+        return 0;
+      (void)settle(c, host);
+      return 1;
+    case SWITCHAGG_NB_SETTLE:
+      return settle(c, host) ? 1 : 0;
+    case SWITCHAGG_NB_AGREE:
+      wait = host->poll(c, &agreed_outcome, &first_rank);
+      if (wait == SWITCHAGG_NB_PENDING) return 0;
+      agreed(c, wait, agreed_outcome, first_rank, host);
+      return 1;
+    case SWITCHAGG_NB_REDO:
+      wait = host->poll(c, &agreed_outcome, &first_rank);
+      if (wait == SWITCHAGG_NB_PENDING) return 0;
+      host->complete(c, wait == SWITCHAGG_NB_DONE ? SWITCHAGG_NB_REDONE : SWITCHAGG_NB_REDO_FAILED);
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+void switchagg_nb_note(const switchagg_nb_call_t* call, const char* what) {
+  if (call->core == nullptr) return;
+  switch (call->kind) {
+    case SWITCHAGG_NB_BARRIER: switchagg_coll_ibarrier_note(call->core, what); break;
+    case SWITCHAGG_NB_ROUTED: switchagg_coll_irouted_note(call->core, call->routed_op, what); break;
+    default: switchagg_coll_iallreduce_note(call->core, what); break;
+  }
+}
+
+int switchagg_nb_redo_host(switchagg_nb_call_t* c) {
+  int rc = -1;
+  switch (c->kind) {
+    case SWITCHAGG_NB_BARRIER: rc = switchagg_coll_ibarrier_redo_host(c->core); break;
+    case SWITCHAGG_NB_ROUTED:
+      rc = switchagg_coll_irouted_redo_host(c->core, c->routed_op, c->send, c->recv, c->count,
+                                            c->dtype, c->op, c->root);
+      break;
+    default:
+      rc = switchagg_coll_iallreduce_redo_host(c->core, c->send, c->recv, c->count, c->dtype,
+                                               c->op);
+      break;
+  }
+  return rc == 0 ? SWITCHAGG_NB_DONE : SWITCHAGG_NB_ERROR;
+}
+
+}  // extern "C"
