@@ -106,7 +106,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        engine(sizeField(&E::memory_bytes, 1ull << 20, 1ull << 40))},
       {"data.threads", nullptr, "reduction threads; 0 = one per core",
        data(intField(&D::threads, 0, 256))},
-      {"data.member_timeout", nullptr, "a group member silent this long has its group aborted",
+      {"data.member_timeout", nullptr,
+       "a group member silent this long has its group aborted; a client a send to it has made "
+       "no progress for this long is dropped",
        engine(durationField(&E::member_timeout_ms, 100, kDay, kUnit))},
       {"data.link_mbps", nullptr, "the data link's rate in Mbit/s, told to clients for their cost model; 0 = read it "
        "from sysfs (data.sysfs_root) for the interface holding data.listen, unknown if that fails",

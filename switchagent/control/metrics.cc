@@ -57,6 +57,12 @@ std::string renderMetrics(const MetricsInput& in) {
            d.slots_busy);
   w.metric("switchagg_slots_reserved", "gauge",
            "Slots held by calls in progress (their groups' windows).", d.slots_reserved);
+  w.metric("switchagg_slot_memory_bytes", "gauge",
+           "Slot buffer bytes alive (destroyed groups' too while a send reads them).",
+           d.slot_memory_bytes);
+  w.metric("switchagg_peers_stalled_total", "counter",
+           "Clients dropped because a send to them made no progress for member_timeout.",
+           d.peers_stalled);
   w.metric("switchagg_leases", "gauge", "Leases held.", in.leases.size());
   w.metric("switchagg_draining", "gauge", "1 while the agent refuses new leases.",
            in.draining ? 1 : 0);

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,8 @@ uintptr_t tagOf(const ucx::Endpoint* ep) {
 struct Peer {
   ucx::Endpoint* ep = nullptr;
   std::unique_ptr<ucx::Endpoint> owned;  // set once the listener hands it over
+  bool stalled = false;                  // dropped by the stalled-send watch
+  int64_t last_done_ms = 0;              // when a send to it last completed
 };
 
 }  // namespace
@@ -73,6 +76,7 @@ struct DataPlane::Impl : EngineOutput {
   std::vector<std::pair<LeaseToken, std::string>> revokes;
   std::atomic<bool> has_revokes{false};
   std::atomic<bool> stop{false};
+  std::atomic<uint64_t> peers_stalled{0};
   std::thread thread;
 
   Impl(const DataPlaneConfig& c, std::string parent, LeaseTable& l)
@@ -124,6 +128,8 @@ struct DataPlane::Impl : EngineOutput {
     d.serial = serial;
     d.slot = slot;
     d.result = true;
+    d.to = to;
+    d.since_ms = steadyNowMs();
   }
 
   ucx::SendCompletion completion(uint32_t i) {
@@ -133,6 +139,10 @@ struct DataPlane::Impl : EngineOutput {
   static void onSendDone(void* ctx, uint64_t id, const Status& /*status*/, size_t /*length*/) {
     auto* self = static_cast<Impl*>(ctx);
     SendDescriptor& d = self->sends->at(static_cast<uint32_t>(id));
+    if (d.to != 0) {
+      auto peer = self->peers.find(d.to);
+      if (peer != self->peers.end()) peer->second.last_done_ms = steadyNowMs();
+    }
     const bool result = d.result;
     const uint64_t serial = d.serial;
     const uint32_t slot = d.slot;
@@ -162,9 +172,11 @@ struct DataPlane::Impl : EngineOutput {
   // Sends a frame (its own body, or `payload` read from `keep`'s buffers)
   // and tracks it until it completes; false if UCX refused it.
   bool sendFrame(ucx::Endpoint& ep, uint16_t am, wire::Frame frame, const void* payload = nullptr,
-                 size_t bytes = 0, std::shared_ptr<SlotBuffers> keep = nullptr) {
+                 size_t bytes = 0, std::shared_ptr<SlotBuffers> keep = nullptr, PeerId to = 0) {
     const uint32_t i = sends->take();
     SendDescriptor& d = sends->at(i);
+    d.to = to;
+    d.since_ms = steadyNowMs();
     d.frame = std::move(frame);
     d.buffers = std::move(keep);
     const auto& f = d.frame;
@@ -182,7 +194,8 @@ struct DataPlane::Impl : EngineOutput {
     while (!outbox.empty()) {
       auto [to, frame] = std::move(outbox.front());
       outbox.pop_front();
-      if (ucx::Endpoint* ep = endpoint(to)) (void)sendFrame(*ep, wire::kAmToClient, std::move(frame));
+      if (ucx::Endpoint* ep = endpoint(to))
+        (void)sendFrame(*ep, wire::kAmToClient, std::move(frame), nullptr, 0, nullptr, to);
     }
   }
 
@@ -213,11 +226,40 @@ struct DataPlane::Impl : EngineOutput {
         auto it = peers.find(id);
         if (it == peers.end()) continue;
         std::unique_ptr<ucx::Endpoint> owned = std::move(it->second.owned);
+        // Forced close: cancels what is still in flight to it (a stalled
+        // peer's sends, and the slot buffers they hold, are let go).
+        it->second.ep->abandon();
         it->second.ep->setUserData(reinterpret_cast<void*>(kDying));
         peers.erase(it);
         owned.reset();
       }
     }
+  }
+
+  // A client that has not taken a send for member_timeout (a SIGSTOPped or
+  // wedged process: its socket full, UCX's keepalive still answered by its
+  // kernel) would hold the slot buffers its results read forever, aborted
+  // group or not: it is dropped as failed, which aborts its groups and
+  // cancels those sends. One pass over the descriptors per tick.
+  void watchStalledSends(int64_t now) {
+    const int64_t bound = config.engine.member_timeout_ms;
+    sends->forEach([&](SendDescriptor& d) {
+      if (!d.in_flight || d.to == 0 || now - d.since_ms <= bound) return;
+      auto it = peers.find(d.to);
+      // Progress is any send to it completing (a queue of large sends to a
+      // slow but live member moves; one that takes nothing does not).
+      if (it == peers.end() || it->second.stalled || now - it->second.last_done_ms <= bound)
+        return;
+      it->second.stalled = true;
+      ++peers_stalled;
+      const std::string why = "a send to it made no progress for " +
+                              std::to_string(now -
+                                             std::max(d.since_ms, it->second.last_done_ms)) +
+                              " ms (data.member_timeout): a stopped or stuck member";
+      SA_WARN("agent", "client %llu dropped: %s", static_cast<unsigned long long>(d.to),
+              why.c_str());
+      failed.emplace_back(d.to, why);
+    });
   }
 
   bool wakeup() const {
@@ -236,6 +278,7 @@ struct DataPlane::Impl : EngineOutput {
       const int64_t now = steadyNowMs();
       if (now >= next_tick) {
         engine->tick(now);
+        watchStalledSends(now);
         next_tick = now + kTickMs;
       }
     }
@@ -372,7 +415,9 @@ std::string DataPlane::address() const {
 }
 
 DataPlaneCounters DataPlane::counters() const {
-  return impl_->engine->counters();
+  DataPlaneCounters c = impl_->engine->counters();
+  c.peers_stalled = impl_->peers_stalled.load();
+  return c;
 }
 
 std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::supported() {

@@ -24,6 +24,9 @@ struct SendDescriptor {
   uint64_t serial = 0;
   uint32_t slot = 0;
   bool result = false;  // a RESULT: its completion is the engine's sendDone
+  bool in_flight = false;
+  uint64_t to = 0;        // the client it goes to (0: the parent agent)
+  int64_t since_ms = 0;   // when it was posted (the stalled-send watch)
 };
 
 class SendPool {
@@ -35,6 +38,7 @@ class SendPool {
     if (free_.empty()) grow(all_.size());
     const uint32_t i = free_.back();
     free_.pop_back();
+    all_[i]->in_flight = true;
     return i;
   }
   SendDescriptor& at(uint32_t i) { return *all_[i]; }
@@ -45,6 +49,8 @@ class SendPool {
     d.buffers.reset();
     d.frame.body.clear();  // keeps its capacity for the next control message
     d.result = false;
+    d.in_flight = false;
+    d.to = 0;
     free_.push_back(i);  // never beyond all_.size(): reserved by grow()
   }
   size_t inFlight() const { return all_.size() - free_.size(); }

@@ -436,7 +436,9 @@ void AggregationEngine::tick(int64_t now_ms) {
 
 DataPlaneCounters AggregationEngine::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);
-  return counters_;
+  DataPlaneCounters c = counters_;
+  c.slot_memory_bytes = slots_.memoryInUse();  // an atomic, read from any thread
+  return c;
 }
 
 }  // namespace switchagg::agent

@@ -73,6 +73,12 @@ struct DataPlaneCounters {
   std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes
   uint64_t slots_busy = 0;                          // slots holding partial chunks right now
   uint64_t slots_reserved = 0;                    // slots held by calls in progress (their windows)
+  // Slot buffer bytes alive: every group's, and a destroyed group's while a
+  // send still reads it; never above data.slot_memory.
+  uint64_t slot_memory_bytes = 0;
+  // Clients dropped because a send to them made no progress for
+  // member_timeout (a stopped or stuck process; its buffers are let go).
+  uint64_t peers_stalled = 0;
   std::map<std::string, uint64_t> groups_by_job;  // job -> live groups
 };
 

@@ -22,9 +22,9 @@ void AggregationEngine::publishSlots() {
 }
 
 void AggregationEngine::dropBuffers(Group& g) {
-  if (!g.buffers) return;
-  slots_.subMemory(g.buffers->bytes());
-  g.buffers.reset();  // a send still reading a result keeps its memory alive
+  // A send still reading a result keeps its memory alive, and counted
+  // against the budget until it lets go (SlotBuffers' account).
+  g.buffers.reset();
 }
 
 bool AggregationEngine::allocateBuffers(Group& g) {
@@ -37,10 +37,9 @@ bool AggregationEngine::allocateBuffers(Group& g) {
     if (!lru) return false;
     dropBuffers(*lru);
   }
-  g.buffers = SlotBuffers::allocate(g.grant.window, g.size, g.grant.slot_bytes);
-  if (!g.buffers) return false;
-  slots_.addMemory(g.buffers->bytes());
-  return true;
+  g.buffers =
+      SlotBuffers::allocate(g.grant.window, g.size, g.grant.slot_bytes, slots_.memoryAccount());
+  return g.buffers != nullptr;
 }
 
 const char* AggregationEngine::activate(Group& g) {

@@ -9,7 +9,7 @@
 namespace switchagg::agent {
 
 std::shared_ptr<SlotBuffers> SlotBuffers::allocate(uint32_t window, uint32_t members,
-                                                   size_t slot_bytes) {
+                                                   size_t slot_bytes, MemoryAccount account) {
   std::shared_ptr<SlotBuffers> b(new (std::nothrow) SlotBuffers());
   if (!b || window == 0 || members == 0 || slot_bytes % 64 != 0) return nullptr;
   b->window_ = window;
@@ -19,10 +19,13 @@ std::shared_ptr<SlotBuffers> SlotBuffers::allocate(uint32_t window, uint32_t mem
   b->base_ = static_cast<uint8_t*>(std::aligned_alloc(64, b->bytes()));
   b->headers_.reset(new (std::nothrow) uint8_t[window * kHeaderStride]);
   if (!b->base_ || !b->headers_) return nullptr;
+  if (account) account->fetch_add(b->bytes(), std::memory_order_relaxed);
+  b->account_ = std::move(account);
   return b;
 }
 
 SlotBuffers::~SlotBuffers() {
+  if (account_) account_->fetch_sub(bytes(), std::memory_order_relaxed);
   std::free(base_);
 }
 

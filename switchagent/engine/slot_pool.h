@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -22,13 +23,20 @@
 
 namespace switchagg::agent {
 
+// Bytes of slot buffers alive, shared by the pool and every buffer: a
+// buffer counts from its allocation until its last holder lets it go, which
+// may be a send still reading an aborted group's result.
+using MemoryAccount = std::shared_ptr<std::atomic<size_t>>;
+
 // Buffers of one group: window x (members contributions + 1 result), each
 // slot_bytes, 64-byte aligned, in one allocation. Shared with the sends that
-// still read a result, so an aborted group's memory outlives its last send.
+// still read a result, so an aborted group's memory outlives its last send,
+// and stays in `account` until then (the budget is what is really held).
 class SlotBuffers {
  public:
-  static std::shared_ptr<SlotBuffers> allocate(uint32_t window, uint32_t members,
-                                               size_t slot_bytes);  // nullptr if no memory
+  static std::shared_ptr<SlotBuffers> allocate(
+      uint32_t window, uint32_t members, size_t slot_bytes,
+      MemoryAccount account = nullptr);  // nullptr if no memory
   ~SlotBuffers();
   SlotBuffers(const SlotBuffers&) = delete;
   SlotBuffers& operator=(const SlotBuffers&) = delete;
@@ -51,6 +59,7 @@ class SlotBuffers {
 
  private:
   SlotBuffers() = default;
+  MemoryAccount account_;
   uint8_t* base_ = nullptr;
   std::unique_ptr<uint8_t[]> headers_;
   uint32_t window_ = 0, members_ = 0;
@@ -79,21 +88,22 @@ class SlotPool {
   void releaseSlots(const std::string& lease, uint32_t window);
   void forget(const std::string& lease);  // its last group ended
 
-  // Slot buffer memory (allocated buffers, of active and idle groups).
-  bool memoryFits(size_t bytes) const { return memory_ + bytes <= memory_bytes_; }
-  void addMemory(size_t bytes) { memory_ += bytes; }
-  void subMemory(size_t bytes) { memory_ -= std::min(memory_, bytes); }
+  // Slot buffer memory: every buffer alive (of active and idle groups, and
+  // of destroyed ones still held by a send), counted by the buffers.
+  bool memoryFits(size_t bytes) const { return memoryInUse() + bytes <= memory_bytes_; }
+  const MemoryAccount& memoryAccount() const { return memory_; }
 
   size_t slotBytes() const { return slot_bytes_; }
   size_t reserved() const { return reserved_; }  // slots of calls in progress
-  size_t memoryInUse() const { return memory_; }
+  size_t memoryInUse() const { return memory_->load(std::memory_order_relaxed); }
   size_t reservedBy(const std::string& lease) const;
 
   static constexpr size_t kMinSlotBytes = 4096;
 
  private:
   const size_t pool_slots_, memory_bytes_, slot_bytes_;
-  size_t reserved_ = 0, memory_ = 0;
+  size_t reserved_ = 0;
+  MemoryAccount memory_ = std::make_shared<std::atomic<size_t>>(0);
   std::map<std::string, size_t> by_lease_;
 };
 

@@ -64,6 +64,53 @@ TEST_F(DataAgentFault, MemberKilledMidStreamAbortsOnlyItsGroup) {
   EXPECT_EQ(s["counters"]["groups_aborted"], 1) << s.dump();
 }
 
+// A member that stops taking anything (wedged, or SIGSTOPped: its kernel
+// still answers, so its connection does not fail) after contributing a call
+// whose results (8 chunks of 4 MiB) are more than its socket takes. The
+// agent's sends to it make no progress; after data.member_timeout (3 s) it
+// is dropped (peers_stalled), which aborts its group and cancels those
+// sends, so the slot buffers they held are let go (slot_memory_bytes back
+// to 0: without the drop they would stay held, in the budget, for ever) and
+// the other member's next call fails within the bound.
+TEST_F(DataAgentFault, AStalledMemberIsDroppedAndTheBuffersItsSendsHeldAreFreed) {
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.member_timeout=3s", "data.slot_bytes=4194304",
+                                      "data.slot_memory=536870912"}));
+  const std::string token = createLease("stalled", 16);
+  auto member = [&](int rank, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {binaryPath("test_data_member"), "--agent",
+                                     agent_->dataAddress(), "--token", token, "--group", "9",
+                                     "--size", "2", "--rank", std::to_string(rank), "--dtype",
+                                     "float32", "--op", "sum", "--count", "8388608", "--window",
+                                     "8", "--timeout", "30000"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return Child::spawn(argv);
+  };
+  // Rank 1 contributes the whole call (8 chunks, 32 MiB), then stops taking
+  // anything; rank 0 starts its call 1.5 s after joining, so every result
+  // goes to a member that no longer takes it.
+  auto stalled = member(1, {"--stall"});
+  auto other = member(0, {"--forever", "--delay", "1500"});
+  ASSERT_TRUE(stalled && other);
+  ASSERT_TRUE(stalled->waitForOutput("STALLED", 30000)) << stalled->output();
+  const auto in = waitStatus(
+      [](const nlohmann::json& j) { return j["counters"]["bytes_in"] >= 33554432; }, 5000);
+  ASSERT_GE(in["counters"]["bytes_in"], 33554432) << "rank 1's call did not all arrive";
+  EXPECT_EQ(other->wait(30000), 2) << other->output();
+  EXPECT_NE(other->output().find("RESULT fail Aborted"), std::string::npos) << other->output();
+  const auto s = waitStatus(
+      [](const nlohmann::json& j) {
+        return j["counters"]["groups_active"] == 0 && j["counters"]["slot_memory_bytes"] == 0 &&
+               j["counters"]["peers_stalled"] >= 1;
+      },
+      15000);
+  EXPECT_GE(s["counters"]["peers_stalled"], 1)
+      << s["counters"].dump() << "\nstalled: " << stalled->output()
+      << "\nother: " << other->output();
+  EXPECT_EQ(s["counters"]["slot_memory_bytes"], 0) << s.dump();
+  EXPECT_EQ(s["counters"]["groups_active"], 0) << s.dump();
+  stalled->kill(SIGKILL);
+}
+
 TEST_F(DataAgentFault, LeaseDeletedMidStream) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("deleted", 4);

@@ -181,6 +181,44 @@ TEST_F(EngineCallsTest, IdleBuffersAreReclaimedAndMemoryRefusesBusy) {
   EXPECT_TRUE(out_.take(MsgType::kAbort).empty());
 }
 
+// Slot memory counts what is really held (issue 43 §3): a group that ends
+// while sends still read its results (a member that does not take them: a
+// stopped process) keeps those buffers in the budget until the sends let
+// go, so a new call is refused busy rather than allocated past it; the
+// memory is free again once the sends end (the data plane cancels a
+// stalled member's sends after data.member_timeout).
+TEST_F(EngineCallsTest, BuffersHeldBySendsOfAGoneGroupStayInTheBudget) {
+  EngineConfig c;
+  c.memory_bytes = 2 * 3 * 64 * 1024;  // one group's buffers: window 2 x (2 + 1) x 64 KiB
+  c.slot_bytes = 64 * 1024;
+  makeEngine(c);
+  t_ = addLease(1, "job1", 8);
+  ASSERT_EQ(formGroup(t_, 1, 2, 1, 2), 2u);
+  for (uint64_t chunk = 0; chunk < 2; ++chunk)
+    for (uint32_t r = 0; r < 2; ++r) send(1, r, chunk, 1);
+  engine_->reduceReady();  // results sent, the sends not done
+  ASSERT_EQ(out_.take(MsgType::kResult).size(), 4u);
+  ASSERT_FALSE(out_.pending.empty());
+  for (uint32_t r = 0; r < 2; ++r) deliver(peer(1, r), clientMessage(MsgType::kLeave, t_, 1, r));
+  ASSERT_EQ(engine_->liveGroups(), 0u);
+  EXPECT_EQ(engine_->slotMemory(), c.memory_bytes) << "the sends still hold the buffers";
+  EXPECT_EQ(engine_->counters().slot_memory_bytes, c.memory_bytes);
+  ASSERT_EQ(formGroup(t_, 2, 2, 3, 2), 2u);
+  send(2, 0, 0, 3);  // no memory free: refused, never allocated past the budget
+  ASSERT_EQ(busyTo(3).size(), 1u);
+  EXPECT_EQ(engine_->slotMemory(), c.memory_bytes);
+  out_.pending.clear();  // the sends end (done or cancelled): the buffers go
+  EXPECT_EQ(engine_->slotMemory(), 0u);
+  for (uint32_t r = 0; r < 2; ++r) send(2, r, 1, 3 + int32_t(10 * r));
+  send(2, 0, 2, 3);  // group 2's next call: room again
+  send(2, 1, 2, 13);
+  send(2, 0, 3, 3);
+  send(2, 1, 3, 13);
+  pump();
+  expectResults(2, 2, 3);
+  EXPECT_EQ(engine_->slotMemory(), c.memory_bytes);
+}
+
 // An older client (JOIN without kJoinFlagBusy) would take an unknown
 // reason for a broken agent: its group is aborted with no_resource instead,
 // as its join was refused before per-call slots.

@@ -6,7 +6,7 @@
 //   test_data_member --agent H:P --token HEX --group ID --size N --rank R
 //     [--dtype float32] [--op sum] [--count N] [--iters N] [--window W]
 //     [--timeout MS] [--in-place] [--forever] [--pairs d1/o1,d2/o2,...]
-//     [--routed reduce:ROOT|scatter|allgather|bcast:ROOT]
+//     [--routed reduce:ROOT|scatter|allgather|bcast:ROOT] [--delay MS] [--stall]
 //
 // --routed runs routed calls (AggGroup::routed) instead of allreduces:
 // reduce to ROOT, a reduce-scatter with uneven blocks (member r gets
@@ -20,6 +20,11 @@
 // failed (status), 3 a wrong result, 4 connect/join failed, 5 bad usage.
 // --forever repeats until a call fails (fault tests kill something meanwhile)
 // and then checks that an in-place buffer still holds the input.
+// --delay MS waits that long after joining before its first call.
+// --stall sends its contributions of one call (as far as the window allows),
+// progresses for a second so they arrive, then stops taking anything:
+// prints "STALLED" and sleeps without progressing its connection, as a
+// wedged or stopped process would.
 #include <unistd.h>
 
 #include <cstdio>
@@ -40,10 +45,10 @@ namespace {
 struct Args {
   std::string agent, token;
   uint64_t group = 1;
-  int size = 1, rank = 0, iters = 1, window = 0;
+  int size = 1, rank = 0, iters = 1, window = 0, delay_ms = 0;
   size_t count = 1000;
   int64_t timeout = 10000;
-  bool in_place = false, forever = false;
+  bool in_place = false, forever = false, stall = false;
   std::vector<std::pair<Dtype, Op>> pairs;
   std::string routed;  // "", reduce, scatter, allgather, bcast
   int root = 0;
@@ -80,6 +85,10 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->forever = true;
       continue;
     }
+    if (k == "--stall") {
+      a->stall = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     const std::string v = argv[++i];
     if (k == "--agent")
@@ -94,6 +103,8 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->rank = std::atoi(v.c_str());
     else if (k == "--iters")
       a->iters = std::atoi(v.c_str());
+    else if (k == "--delay")
+      a->delay_ms = std::atoi(v.c_str());
     else if (k == "--window")
       a->window = std::atoi(v.c_str());
     else if (k == "--count")
@@ -240,6 +251,33 @@ int runRouted(AggGroup& g, const Args& a, Dtype d, Op op, int iter) {
   return 0;
 }
 
+// --stall: one call's contributions out, then no progress at all.
+int stallAfterSending(std::unique_ptr<AggClient> client, std::unique_ptr<AggGroup> group,
+                      const Args& a) {
+  const auto [d, op] = a.pairs.front();
+  std::vector<uint8_t> send = testing::makeInput(d, a.rank, 0, a.count), recv(send.size());
+  std::vector<std::shared_ptr<AggClient>> clients;
+  clients.push_back(std::move(client));
+  std::vector<std::unique_ptr<AggGroup>> groups;
+  groups.push_back(std::move(group));
+  StripedGroup g(std::move(clients), std::move(groups));
+  Status st = g.startCall(d, op, send.data(), recv.data(), a.count);
+  const size_t chunks = (send.size() + g.info().slot_bytes - 1) / g.info().slot_bytes;
+  // Post every chunk the window allows, then keep progressing for a second
+  // so they reach the agent (no result can come yet: the other members
+  // start after "STALLED"), then take nothing more.
+  for (int i = 0; i < 10000 && st.code() == Code::kInProgress; ++i) {
+    st = g.stepCall();
+    if (g.counters().chunks_sent >= chunks && i >= 1000) break;
+    usleep(1000);
+  }
+  std::printf("STALLED chunks_sent=%llu of %zu\n",
+              static_cast<unsigned long long>(g.counters().chunks_sent), chunks);
+  std::fflush(stdout);
+  sleep(600);  // the test kills it
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,12 +290,14 @@ int main(int argc, char** argv) {
   if (!client.ok()) return fail("connect", client.status(), 4);
   auto group = (*client)->join(a.group, a.size, a.rank, a.timeout, static_cast<uint32_t>(a.window));
   if (!group.ok()) return fail("join", group.status(), 4);
+  if (a.stall) return stallAfterSending(std::move(*client), std::move(*group), a);
   AggGroup& g = **group;
   const agent::wire::Capacity& cap = (*client)->agent().capacity;
   std::printf("CAPACITY reduce_mbps=%u link_mbps=%u turnaround_us=%u\n", cap.reduce_mbps,
               cap.link_mbps, cap.turnaround_us);
   std::printf("STREAMING window=%u slot_bytes=%zu\n", g.info().window, g.info().slot_bytes);
   std::fflush(stdout);
+  if (a.delay_ms > 0) usleep(static_cast<useconds_t>(a.delay_ms) * 1000);
   int& calls = g_calls;
   for (int iter = 0; a.forever || iter < a.iters; ++iter) {
     for (const auto& [d, op] : a.pairs) {
