@@ -189,17 +189,31 @@ int MPI_Iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, 
   switchagg::pmpi::progress();
   switchagg::pmpi::reapOrphans();
   switchagg_coll_comm_t* core = e->core;
-  if (!switchagg::pmpi::progressThreadEnabled()) {
-    switchagg_coll_iallreduce_note(core, "previous:PMPI layer");
-    return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
-  }
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1;
-  if (const char* why =
-          switchagg::pmpi::classify(e, dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
+  const char* why = switchagg::pmpi::classify(e, dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+  const size_t n = size_t(count) * size_t(scale);
+  // A type the MPI's own reduction gets wrong or aborts on (16-bit floats
+  // under MPICH 4.0.2) is not handed to it: a call the switch path does not
+  // take runs on a host algorithm now, blocking, after the communicator's
+  // queued calls (collective order is the same on every rank, and so is
+  // this decision), and its request is complete at once.
+  auto previous = [&](const char* note) {
+    if (why == nullptr && (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0) {
+      if (!switchagg::pmpi::drain(e)) return failed(comm);
+      switchagg_coll_iallreduce_note(core, "host:previous differs");
+      const int rc =
+          switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op, flags);
+      if (rc == SWITCHAGG_COLL_SERVED) return switchagg::pmpi::completedRequest(request);
+      if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+    }
+    if (note != nullptr) switchagg_coll_iallreduce_note(core, note);  // the route noted its own
+    return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
+  };
+  if (!switchagg::pmpi::progressThreadEnabled()) return previous("previous:PMPI layer");
+  if (why != nullptr) {
     switchagg_coll_iallreduce_note(core, (std::string("previous:") + why).c_str());
     return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
   }
-  const size_t n = size_t(count) * size_t(scale);
   switch (switchagg_coll_iallreduce_route(core, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op)) {
     case SWITCHAGG_COLL_IROUTE_LOCAL:
       return switchagg::pmpi::completedRequest(request);
@@ -208,14 +222,12 @@ int MPI_Iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, 
       if (switchagg_coll_host_ready(core))
         return switchagg::pmpi::postIallreduce(e, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op,
                                                request);
-      switchagg_coll_iallreduce_note(core, "previous:no host path");
-      break;
+      return previous("previous:no host path");
     case SWITCHAGG_COLL_IROUTE_PREVIOUS:
-      break;
+      return previous(nullptr);
     default:
       return failed(comm);
   }
-  return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
 }
 
 int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
