@@ -149,7 +149,8 @@ static const char *irouted_why(const void *sbuf, void *rbuf, size_t bytes) {
 /* Routes a posted MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
  * (`why`: the glue's reason for the previous module, or NULL; core_count,
  * sa_dtype, sa_op: as switchagg_coll_irouted_route takes them): 1 to queue
- * it, 0 for the previous module (counted), or an MPI error. */
+ * it, 0 for the previous module (counted), or an MPI error class (positive,
+ * never 1: callers test for 1, not for "> 0"). */
 static int irouted_route(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *comm,
                          int routed_op, const char *why, size_t core_count, int sa_dtype,
                          int sa_op, int root) {
@@ -184,7 +185,7 @@ static int irouted_post(mca_coll_switchagg_module_t *m, struct ompi_communicator
   const int rc = !mca_coll_switchagg_nbc_may_route(m, count)
                      ? 0
                      : irouted_route(m, comm, routed_op, why, core_count, sa_dtype, sa_op, root);
-  if (rc <= 0) return rc;
+  if (1 != rc) return rc;
   *r = mca_coll_switchagg_ireq_new(m, comm, SWITCHAGG_NB_ROUTED, routed_op);
   return NULL == *r ? OMPI_ERR_OUT_OF_RESOURCE : rc;
 }
@@ -280,7 +281,7 @@ static int iimage_post(mca_coll_switchagg_module_t *m, struct ompi_communicator_
   const int rc = irouted_post(m, comm, count, routed_op, irouted_why(sbuf, rbuf, bytes), bytes, 0,
                               0, root, &r);
   *previous = 0 == rc;
-  if (rc <= 0) return rc;
+  if (1 != rc) return rc;
   set_routed_call(r, sbuf, scount, sdtype, rbuf, count, dtype, root, bytes);
   return enqueue_staged(r, SWITCHAGG_COLL_BCAST == routed_op ? stage_bcast(r) : stage_allgather(r),
                         request);
@@ -336,9 +337,9 @@ int mca_coll_switchagg_ireduce_scatter_block(const void *sbuf, void *rbuf, int r
     why = "previous module differs";
   rc = irouted_post(m, comm, rcount, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK, why,
                     (size_t)rcount * (size_t)scale, sa_dtype, sa_op, 0, &r);
-  if (rc <= 0)
-    return rc < 0 ? rc
-                  : m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+  if (1 != rc)
+    return 0 != rc ? rc
+                   : m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                                       m->previous_ireduce_scatter_block_module);
   set_call(r, sbuf, rbuf, rcount, dtype, op, (size_t)rcount * (size_t)scale, sa_dtype, sa_op);
   mca_coll_switchagg_nbc_enqueue(r, request);
