@@ -209,6 +209,10 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
   map.pools_ = std::move(*pools);
   Status tree = map.checkTree();
   if (!tree.ok()) return err(tree.message());
+  for (size_t i = 0; i < map.agents_.size(); ++i)
+    for (const std::string& node : map.agents_[i].nodes) map.owner_[node] = long(i);
+  for (size_t i = 0; i < map.pools_.size(); ++i)
+    for (const std::string& node : map.pools_[i].nodes) map.owner_[node] = -long(i) - 1;
   return map;
 }
 
@@ -252,16 +256,13 @@ const FabricAgent* FabricMap::find(const std::string& name) const {
 }
 
 const FabricPool* FabricMap::poolOf(const std::string& node) const {
-  for (const FabricPool& p : pools_)
-    if (std::find(p.nodes.begin(), p.nodes.end(), node) != p.nodes.end()) return &p;
-  return nullptr;
+  auto it = owner_.find(node);
+  return it == owner_.end() || it->second >= 0 ? nullptr : &pools_[size_t(-it->second - 1)];
 }
 
 const FabricAgent* FabricMap::agentOf(const std::string& node) const {
-  for (const FabricAgent& a : agents_)
-    for (const std::string& n : a.nodes)
-      if (n == node) return &a;
-  return nullptr;
+  auto it = owner_.find(node);
+  return it == owner_.end() || it->second < 0 ? nullptr : &agents_[size_t(it->second)];
 }
 
 Result<std::vector<const FabricAgent*>> FabricMap::agentsFor(const std::vector<std::string>& nodes,

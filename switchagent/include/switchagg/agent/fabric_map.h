@@ -18,6 +18,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "switchagg/common/status.h"
@@ -106,6 +107,10 @@ class FabricMap {
 
   std::vector<FabricAgent> agents_;
   std::vector<FabricPool> pools_;
+  // Who serves each node (parse() checked a node has one owner): an
+  // agent's index, or -(index + 1) of a pool. agentOf/poolOf look it up,
+  // so placing a job is linear in its nodes, not nodes x map.
+  std::unordered_map<std::string, long> owner_;
 };
 
 // Expands a Slurm-style hostlist: "n[01-03,7],gpu1" -> n01 n02 n03 n7 gpu1
