@@ -77,6 +77,10 @@ struct DataPlane::Impl : EngineOutput {
   std::atomic<bool> has_revokes{false};
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> peers_stalled{0};
+  // The loop's clock, read once per turn: what the stalled-send watch
+  // stamps sends and completions with (its bound is seconds; a turn waits
+  // at most kLoopWaitMs), so no send reads the clock.
+  int64_t loop_ms = 0;
   std::thread thread;
 
   Impl(const DataPlaneConfig& c, std::string parent, LeaseTable& l)
@@ -129,7 +133,7 @@ struct DataPlane::Impl : EngineOutput {
     d.slot = slot;
     d.result = true;
     d.to = to;
-    d.since_ms = steadyNowMs();
+    d.since_ms = loop_ms;
   }
 
   ucx::SendCompletion completion(uint32_t i) {
@@ -141,7 +145,7 @@ struct DataPlane::Impl : EngineOutput {
     SendDescriptor& d = self->sends->at(static_cast<uint32_t>(id));
     if (d.to != 0) {
       auto peer = self->peers.find(d.to);
-      if (peer != self->peers.end()) peer->second.last_done_ms = steadyNowMs();
+      if (peer != self->peers.end()) peer->second.last_done_ms = self->loop_ms;
     }
     const bool result = d.result;
     const uint64_t serial = d.serial;
@@ -176,7 +180,7 @@ struct DataPlane::Impl : EngineOutput {
     const uint32_t i = sends->take();
     SendDescriptor& d = sends->at(i);
     d.to = to;
-    d.since_ms = steadyNowMs();
+    d.since_ms = loop_ms;
     d.frame = std::move(frame);
     d.buffers = std::move(keep);
     const auto& f = d.frame;
@@ -269,8 +273,10 @@ struct DataPlane::Impl : EngineOutput {
 
   void run() {
     int64_t next_tick = 0;
+    loop_ms = steadyNowMs();
     while (!stop.load()) {
       (void)worker->waitUntil([this] { return wakeup(); }, kLoopWaitMs);
+      loop_ms = steadyNowMs();
       processEvents();
       flushOutbox();
       engine->reduceReady();
