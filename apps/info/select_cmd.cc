@@ -213,12 +213,12 @@ void printRoutedChoices(const SelectArgs& a, const coll::Selector& s) {
   coll::SelectionInput in = a.in;
   const bool leaders = in.switch_members > 0 && in.switch_members < in.comm_size &&
                        in.switch_available && a.policy.offload != coll::Offload::kOff;
-  for (size_t i = 0; i < coll::kNumRoutedOps; ++i) {
-    const auto op = static_cast<coll::RoutedOp>(i);
+  for (size_t i = 0; i < coll::kNumRoutedKinds; ++i) {
+    const auto op = static_cast<coll::CollKind>(i);
     if (leaders && in.nodes == 1) {
       printf("%s: previous module (node leaders: not routed on one node; "
              "SWITCHAGG_SWITCH_LEADERS=off routes it)\n",
-             coll::routedOpName(op));
+             coll::collKindName(op));
       continue;
     }
     std::string line;
@@ -244,7 +244,7 @@ void printRoutedChoices(const SelectArgs& a, const coll::Selector& s) {
       if (b >= a.max_bytes || b > (SIZE_MAX >> 1)) break;
     }
     flush(prev_b);
-    printf("%s: %s\n", coll::routedOpName(op), line.c_str());
+    printf("%s: %s\n", coll::collKindName(op), line.c_str());
   }
   printf("\n");
 }

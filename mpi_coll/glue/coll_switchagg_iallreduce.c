@@ -53,12 +53,12 @@ static int ipost(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *com
   }
   if (OMPI_SUCCESS != mca_coll_switchagg_nbc_prepare(m, comm)) {
     /* Collective and alike on every rank: nothing was queued anywhere. */
-    if (SWITCHAGG_NB_BARRIER == kind) switchagg_coll_ibarrier_note(m->core, "error");
+    if (SWITCHAGG_COLL_BARRIER == kind) switchagg_coll_ibarrier_note(m->core, "error");
     else switchagg_coll_iallreduce_note(m->core, "error");
     *rc = MPI_ERR_OTHER;
     return IPOST_ENDED;
   }
-  *r = mca_coll_switchagg_ireq_new(m, comm, kind, -1);
+  *r = mca_coll_switchagg_ireq_new(m, comm, kind);
   if (NULL != *r) return IPOST_QUEUE;
   *rc = OMPI_ERR_OUT_OF_RESOURCE;
   return IPOST_ENDED;
@@ -102,7 +102,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   }
   route = switchagg_coll_iallreduce_route(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                           (size_t)count * (size_t)scale, sa_dtype, sa_op);
-  switch (ipost(m, comm, route, SWITCHAGG_NB_ALLREDUCE, request, &r, &rc)) {
+  switch (ipost(m, comm, route, SWITCHAGG_COLL_ALLREDUCE, request, &r, &rc)) {
     case IPOST_QUEUE: break;
     case IPOST_PREVIOUS:
       return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
@@ -126,7 +126,7 @@ int mca_coll_switchagg_ibarrier(struct ompi_communicator_t *comm, ompi_request_t
   if (NULL == m->previous_ibarrier) return OMPI_ERR_NOT_SUPPORTED;
   if (!mca_coll_switchagg_nbc_may_route(m, 0))
     return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
-  switch (ipost(m, comm, switchagg_coll_ibarrier_route(m->core), SWITCHAGG_NB_BARRIER, request,
+  switch (ipost(m, comm, switchagg_coll_ibarrier_route(m->core), SWITCHAGG_COLL_BARRIER, request,
                 &r, &rc)) {
     case IPOST_QUEUE: break;
     case IPOST_PREVIOUS: return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
@@ -186,7 +186,7 @@ static int irouted_post(mca_coll_switchagg_module_t *m, struct ompi_communicator
                      ? 0
                      : irouted_route(m, comm, routed_op, why, core_count, sa_dtype, sa_op, root);
   if (1 != rc) return rc;
-  *r = mca_coll_switchagg_ireq_new(m, comm, SWITCHAGG_NB_ROUTED, routed_op);
+  *r = mca_coll_switchagg_ireq_new(m, comm, routed_op);
   return NULL == *r ? OMPI_ERR_OUT_OF_RESOURCE : rc;
 }
 

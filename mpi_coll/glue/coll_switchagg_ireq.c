@@ -14,8 +14,8 @@ void mca_coll_switchagg_ireq_free_staging(mca_coll_switchagg_ireq_t *r) {
   free(r->staged_send);
   free(r->staged_recv);
   r->staged_send = r->staged_recv = NULL;
-  if (!mca_coll_switchagg_ireq_is_routed(r, SWITCHAGG_COLL_ALLGATHER) &&
-      !mca_coll_switchagg_ireq_is_routed(r, SWITCHAGG_COLL_BCAST))
+  if (SWITCHAGG_COLL_ALLGATHER != r->call.kind &&
+      SWITCHAGG_COLL_BCAST != r->call.kind)
     return;
   /* In place, the send type is not looked at (nor retained). */
   if (NULL != r->sdtype && MPI_IN_PLACE != r->sbuf) OBJ_RELEASE(r->sdtype);
@@ -54,7 +54,7 @@ static int ireq_cancel(ompi_request_t *request, int complete) {
 
 mca_coll_switchagg_ireq_t *mca_coll_switchagg_ireq_new(mca_coll_switchagg_module_t *m,
                                                        struct ompi_communicator_t *comm,
-                                                       int kind, int routed_op) {
+                                                       int kind) {
   mca_coll_switchagg_ireq_t *r = OBJ_NEW(mca_coll_switchagg_ireq_t);
   if (NULL == r) return NULL;
   OMPI_REQUEST_INIT(&r->nbc.super, false);
@@ -71,7 +71,7 @@ mca_coll_switchagg_ireq_t *mca_coll_switchagg_ireq_new(mca_coll_switchagg_module
   r->nbc.cb.req_complete_cb = NULL;
   r->nbc.req_complete_cb_data = NULL;
   memset(r->nbc.data, 0, sizeof r->nbc.data);
-  switchagg_nb_call_init(&r->call, m->core, r, kind, routed_op);
+  switchagg_nb_call_init(&r->call, m->core, r, kind);
   r->m = m;
   r->comm = comm;
   r->sbuf = NULL;

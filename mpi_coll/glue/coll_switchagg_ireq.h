@@ -75,16 +75,11 @@ void __tsan_release(void *addr);
 #define SWITCHAGG_TSAN_RELEASE(addr) ((void)(addr))
 #endif
 
-static inline bool mca_coll_switchagg_ireq_is_routed(const mca_coll_switchagg_ireq_t *r,
-                                                     int routed_op) {
-  return SWITCHAGG_NB_ROUTED == r->call.kind && routed_op == r->call.routed_op;
-}
-
-/* A request of ours on comm (kind, routed_op: switchagg_nb_call_init's);
+/* A request of ours on comm (kind: switchagg_nb_call_init's);
  * its call's fields are the caller's to set. NULL when out of memory. */
 mca_coll_switchagg_ireq_t *mca_coll_switchagg_ireq_new(mca_coll_switchagg_module_t *m,
                                                        struct ompi_communicator_t *comm,
-                                                       int kind, int routed_op);
+                                                       int kind);
 /* A request that was never queued (staging failed). */
 void mca_coll_switchagg_ireq_drop(mca_coll_switchagg_ireq_t *r);
 /* A request's staging and retained datatypes, once it ended. */

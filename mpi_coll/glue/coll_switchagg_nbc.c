@@ -77,7 +77,7 @@ static int unpack_result(mca_coll_switchagg_ireq_t *r) {
   const int size = ompi_comm_size(r->comm);
   int i;
   if (NULL == r->staged_recv) return MPI_SUCCESS;
-  if (mca_coll_switchagg_ireq_is_routed(r, SWITCHAGG_COLL_BCAST))
+  if (SWITCHAGG_COLL_BCAST == r->call.kind)
     return ompi_comm_rank(r->comm) == r->call.root
                ? MPI_SUCCESS
                : mca_coll_switchagg_unpack(r->staged_recv, r->bytes, r->rbuf, r->count, r->dtype,
@@ -95,7 +95,7 @@ static int unpack_result(mca_coll_switchagg_ireq_t *r) {
  * sum every rank. */
 static int served_error(mca_coll_switchagg_ireq_t *r) {
   if (MPI_SUCCESS != unpack_result(r)) return MPI_ERR_OTHER;
-  if (SWITCHAGG_NB_BARRIER == r->call.kind && r->call.entered != ompi_comm_size(r->comm)) {
+  if (SWITCHAGG_COLL_BARRIER == r->call.kind && r->call.entered != ompi_comm_size(r->comm)) {
     fprintf(stderr, "switchagg[coll] error: comm %s: MPI_Ibarrier through the agent counted %d "
             "ranks, expected %d\n", r->comm->c_name, (int)r->call.entered, ompi_comm_size(r->comm));
     return MPI_ERR_INTERN;
@@ -154,15 +154,15 @@ static int redo_call(switchagg_nb_call_t *call) {
   mca_coll_switchagg_ireq_t *r = (mca_coll_switchagg_ireq_t *)call->owner;
   struct ompi_communicator_t *p = r->m->iprivate;
   int rc;
-  if (SWITCHAGG_NB_BARRIER == call->kind)
+  if (SWITCHAGG_COLL_BARRIER == call->kind)
     rc = p->c_coll->coll_ibarrier(p, &r->sub, p->c_coll->coll_ibarrier_module);
-  else if (mca_coll_switchagg_ireq_is_routed(r, SWITCHAGG_COLL_ALLGATHER))
+  else if (SWITCHAGG_COLL_ALLGATHER == r->call.kind)
     rc = p->c_coll->coll_iallgather(r->sbuf, r->scount, r->sdtype, r->rbuf, r->count, r->dtype, p,
                                     &r->sub, p->c_coll->coll_iallgather_module);
-  else if (mca_coll_switchagg_ireq_is_routed(r, SWITCHAGG_COLL_BCAST))
+  else if (SWITCHAGG_COLL_BCAST == r->call.kind)
     rc = p->c_coll->coll_ibcast(r->rbuf, r->count, r->dtype, call->root, p, &r->sub,
                                 p->c_coll->coll_ibcast_module);
-  else if (mca_coll_switchagg_ireq_is_routed(r, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK))
+  else if (SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK == r->call.kind)
     rc = p->c_coll->coll_ireduce_scatter_block(r->sbuf, r->rbuf, r->count, r->dtype, r->op, p,
                                                &r->sub,
                                                p->c_coll->coll_ireduce_scatter_block_module);

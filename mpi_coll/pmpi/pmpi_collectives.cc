@@ -46,10 +46,11 @@ switchagg_coll_comm_t* coreOf(MPI_Comm comm) {
 }
 
 // After PMPI_* served a call the core declined: online tuning times it.
-int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_op) {
+int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int kind) {
   if (rc != MPI_SUCCESS) return rc;
-  const int tuned = routed_op < 0 ? switchagg_coll_previous_done(core)
-                                  : switchagg_coll_routed_previous_done(core, routed_op);
+  const int tuned = switchagg_coll_kind_is_routed(kind)
+                        ? switchagg_coll_routed_previous_done(core, kind)
+                        : switchagg_coll_previous_done(core);
   return tuned == 0 ? MPI_SUCCESS : failed(comm);
 }
 
@@ -57,11 +58,11 @@ int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int routed_
 // error handler's answer when failed; declined, the MPI library runs it
 // (handToMpi) and online tuning times it (previousDone).
 template <typename Blocking, typename Nonblocking>
-int answer(int rc, MPI_Comm comm, switchagg_coll_comm_t* core, int routed_op, Blocking blocking,
+int answer(int rc, MPI_Comm comm, switchagg_coll_comm_t* core, int kind, Blocking blocking,
            Nonblocking nonblocking) {
   if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
   if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
-  return previousDone(comm, core, handToMpi(blocking, nonblocking), routed_op);
+  return previousDone(comm, core, handToMpi(blocking, nonblocking), kind);
 }
 
 }  // namespace
@@ -163,7 +164,8 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
   const int rc = switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf,
                                           size_t(count) * size_t(scale), sa_dtype, sa_op, flags);
   return answer(
-      rc, comm, core, -1, [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
+      rc, comm, core, SWITCHAGG_COLL_ALLREDUCE,
+      [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
       [&](MPI_Request* r) { return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, r); });
 }
 

@@ -43,9 +43,9 @@
 
 namespace switchagg::pmpi {
 
-IJob::IJob(CommEntry* e, int kind, int routed_op)
+IJob::IJob(CommEntry* e, int kind)
     : entry(e), comm(e != nullptr ? e->comm : MPI_COMM_NULL) {
-  switchagg_nb_call_init(&call, e != nullptr ? e->core : nullptr, this, kind, routed_op);
+  switchagg_nb_call_init(&call, e != nullptr ? e->core : nullptr, this, kind);
 }
 
 #if SWITCHAGG_PMPI_THREAD
@@ -135,7 +135,7 @@ void completeCall(switchagg_nb_call_t* call, int end) {
   int rc = MPI_SUCCESS;
   if (end == SWITCHAGG_NB_FAILED || end == SWITCHAGG_NB_REDO_FAILED) {
     rc = MPI_ERR_OTHER;
-  } else if (end == SWITCHAGG_NB_SERVED && call->kind == SWITCHAGG_NB_BARRIER &&
+  } else if (end == SWITCHAGG_NB_SERVED && call->kind == SWITCHAGG_COLL_BARRIER &&
              call->entered != job->size) {
     std::fprintf(stderr,
                  "switchagg[pmpi] error: MPI_Ibarrier through the switch counted %d of %d "
@@ -381,7 +381,7 @@ int post(IJob* job, MPI_Request* request) {
 
 int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
                    MPI_Request* request) {
-  auto* job = new IJob(e, SWITCHAGG_NB_ALLREDUCE, -1);
+  auto* job = new IJob(e, SWITCHAGG_COLL_ALLREDUCE);
   job->call.send = send;
   job->call.recv = recv;
   job->call.count = count;
@@ -391,7 +391,7 @@ int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int
 }
 
 int completedRequest(MPI_Request* request) {
-  auto* job = new IJob(nullptr, SWITCHAGG_NB_ALLREDUCE, -1);
+  auto* job = new IJob(nullptr, SWITCHAGG_COLL_ALLREDUCE);
   job->done.store(true);
   const int rc = g_grequest_start(queryFn, freeFn, cancelFn, pollFn, waitFn, job, &job->request);
   if (rc != MPI_SUCCESS) {

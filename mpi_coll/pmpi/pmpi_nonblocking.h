@@ -61,8 +61,8 @@ struct IJob {
   bool abandoned = false;
   bool warned = false;  // the half-bound warning printed (user thread)
 
-  // A call of `kind` (switchagg_nb_kind) on the entry's communicator.
-  IJob(CommEntry* e, int kind, int routed_op);
+  // A call of `kind` (switchagg_coll_kind) on the entry's communicator.
+  IJob(CommEntry* e, int kind);
 };
 
 // The job a queued engine call belongs to.

@@ -28,7 +28,7 @@ CommEntry* threadEntry(MPI_Comm comm) {
 // 1: queue the call; 0: the MPI library's (counted); an MPI error.
 // `route` is the core's answer; the thread's redo needs the communicator's
 // own transport.
-int routedDecision(CommEntry* e, int routed_op, int route) {
+int routedDecision(CommEntry* e, int kind, int route) {
   switch (route) {
     case SWITCHAGG_COLL_IROUTE_LOCAL:  // counted local; the library's trivial copy
     case SWITCHAGG_COLL_IROUTE_PREVIOUS: return 0;
@@ -36,14 +36,16 @@ int routedDecision(CommEntry* e, int routed_op, int route) {
     default: return switchagg::pmpi::failed(e->comm);
   }
   if (switchagg_coll_host_ready(e->core)) return 1;
-  if (routed_op < 0) switchagg_coll_ibarrier_note(e->core, "previous:no host path");
-  else switchagg_coll_irouted_note(e->core, routed_op, "previous:no host path");
+  if (kind == SWITCHAGG_COLL_BARRIER)
+    switchagg_coll_ibarrier_note(e->core, "previous:no host path");
+  else
+    switchagg_coll_irouted_note(e->core, kind, "previous:no host path");
   return 0;
 }
 
 // A routed call's fields (the images set by the caller).
-IJob* routedJob(CommEntry* e, int routed_op, int root) {
-  auto* job = new IJob(e, SWITCHAGG_NB_ROUTED, routed_op);
+IJob* routedJob(CommEntry* e, int kind, int root) {
+  auto* job = new IJob(e, kind);
   job->call.root = root;
   return job;
 }
@@ -72,9 +74,9 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
   }
   const int route = switchagg_coll_ibarrier_route(e->core);
   if (route == SWITCHAGG_COLL_IROUTE_LOCAL) return switchagg::pmpi::completedRequest(request);
-  const int rc = routedDecision(e, -1, route);
+  const int rc = routedDecision(e, SWITCHAGG_COLL_BARRIER, route);
   if (rc != 1) return rc == 0 ? PMPI_Ibarrier(comm, request) : rc;
-  auto* job = new IJob(e, SWITCHAGG_NB_BARRIER, -1);
+  auto* job = new IJob(e, SWITCHAGG_COLL_BARRIER);
   int flags = 0, scale = 1;
   (void)switchagg_mpi_classify(MPI_INT32_T, MPI_SUM, &job->call.dtype, &job->call.op, &flags,
                                &scale);

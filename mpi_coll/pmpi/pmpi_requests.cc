@@ -70,9 +70,9 @@ int cancelFn(void*, int complete) {
 }
 
 const char* callName(const IJob* job) {
-  if (job->call.kind == SWITCHAGG_NB_BARRIER) return "MPI_Ibarrier";
-  if (job->call.kind == SWITCHAGG_NB_ALLREDUCE) return "MPI_Iallreduce";
-  switch (job->call.routed_op) {
+  switch (job->call.kind) {
+    case SWITCHAGG_COLL_BARRIER: return "MPI_Ibarrier";
+    case SWITCHAGG_COLL_ALLREDUCE: return "MPI_Iallreduce";
     case SWITCHAGG_COLL_ALLGATHER: return "MPI_Iallgather";
     case SWITCHAGG_COLL_BCAST: return "MPI_Ibcast";
     case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK: return "MPI_Ireduce_scatter_block";
@@ -113,7 +113,7 @@ bool overBoundLocked(IJob* job) {
   char what[320];
   std::snprintf(what, sizeof what, "%s #%llu (%zu %s%s), %s", callName(job),
                 static_cast<unsigned long long>(job->seq), job->call.count,
-                job->call.kind == SWITCHAGG_NB_ROUTED ? "bytes" : "elements",
+                switchagg_coll_kind_is_routed(job->call.kind) ? "bytes" : "elements",
                 head ? "" : ", queued behind earlier calls on its communicator",
                 stageName(head ? switchagg_nb_call_stage(&job->call) : int(SWITCHAGG_NB_QUEUED)));
   if (idle_s >= g_stall_s) {

@@ -81,14 +81,14 @@ TEST(Barrier, UsesTheSwitchOnlyWithOffloadOn) {
 
 // The routed collectives (docs/offload.md "Routed collectives"): offload
 // off never, on whenever the switch can serve, auto by the routed rows.
-constexpr RoutedOp kRoutedOps[] = {RoutedOp::kReduce, RoutedOp::kReduceScatter,
-                                   RoutedOp::kReduceScatterBlock, RoutedOp::kAllgather,
-                                   RoutedOp::kBcast};
+constexpr CollKind kRoutedOps[] = {SWITCHAGG_COLL_REDUCE, SWITCHAGG_COLL_REDUCE_SCATTER,
+                                   SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK, SWITCHAGG_COLL_ALLGATHER,
+                                   SWITCHAGG_COLL_BCAST};
 
 TEST(Routed, OffloadOffNeverOnWheneverAvailable) {
   const CostModel m = CostModel::defaults();
   const SelectionPolicy off = policyOf("auto", "off"), on = policyOf("auto", "ON");
-  for (RoutedOp op : kRoutedOps) {
+  for (CollKind op : kRoutedOps) {
     for (size_t bytes : {size_t(8), size_t(1) << 26}) {
       EXPECT_FALSE(chooseRouted(op, shape(bytes, 8, 1, true), m, off).use_switch);
       EXPECT_TRUE(chooseRouted(op, shape(bytes, 8, 1, true), m, on).use_switch);
@@ -105,7 +105,7 @@ TEST(Routed, OffloadOffNeverOnWheneverAvailable) {
 TEST(Routed, AutoFlipsWhereTheRowsCross) {
   CostModel m = CostModel::defaults();
   m.set({Algorithm::kSwitch, Locality::kNet, 100.0, 0.05, 0});
-  for (RoutedOp op : kRoutedOps) {
+  for (CollKind op : kRoutedOps) {
     int flips = 0;
     bool last = false;
     for (size_t bytes = 8; bytes <= (size_t(1) << 26); bytes *= 2) {
@@ -113,17 +113,17 @@ TEST(Routed, AutoFlipsWhereTheRowsCross) {
       in.switch_link_mbps = 1000000;  // an agent in the switch: 1 Tbit/s
       const bool faster = predictRoutedSwitchUs(m, op, in) < predictRoutedPreviousUs(m, op, in);
       const RoutedChoice c = chooseRouted(op, in, m, {});
-      EXPECT_EQ(c.use_switch, faster) << routedOpName(op) << " " << bytes;
+      EXPECT_EQ(c.use_switch, faster) << collKindName(op) << " " << bytes;
       EXPECT_STREQ(c.reason, "cost model");
-      if (bytes == 8) EXPECT_FALSE(c.use_switch) << routedOpName(op);
+      if (bytes == 8) EXPECT_FALSE(c.use_switch) << collKindName(op);
       else if (c.use_switch != last) ++flips;
       last = c.use_switch;
     }
-    EXPECT_TRUE(last) << routedOpName(op) << " should use the switch at 64 MiB";
-    EXPECT_EQ(flips, 1) << routedOpName(op);
+    EXPECT_TRUE(last) << collKindName(op) << " should use the switch at 64 MiB";
+    EXPECT_EQ(flips, 1) << collKindName(op);
   }
   // Where only the switch computes it right, auto takes it at any size.
-  EXPECT_TRUE(chooseRouted(RoutedOp::kReduce, shape(8, 8, 1, true), m, {}, true).use_switch);
+  EXPECT_TRUE(chooseRouted(SWITCHAGG_COLL_REDUCE, shape(8, 8, 1, true), m, {}, true).use_switch);
 }
 
 TEST(Routed, RowsMatchHandComputation) {
@@ -132,28 +132,30 @@ TEST(Routed, RowsMatchHandComputation) {
   const double n = 1 << 20;
   // The agent did not tell its link: a node's (0.2 ns/B) carries 8 vectors
   // in for a reduce, 7 out for a bcast.
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + 8 * n * 0.2e-3, 1e-6);
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + 7 * n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_REDUCE, in), 10 + 8 * n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_BCAST, in), 10 + 7 * n * 0.2e-3, 1e-6);
   // allgather: 1 MiB blocks, an 8 MiB vector (32 slots, 4 rounds); each
   // member receives the 7 MiB it lacks, the agent's link carries 8 x 7 MiB out.
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 56 * n * 0.2e-3, 1e-6);
-  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduce, in), 3 * (6 + n * 0.5e-3), 1e-6);
-  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kBcast, in), 3 * (6 + n * 0.15e-3), 1e-6);
-  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kReduceScatter, in),
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_ALLGATHER, in), 4 * 10 + 56 * n * 0.2e-3,
+              1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, SWITCHAGG_COLL_REDUCE, in), 3 * (6 + n * 0.5e-3), 1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, SWITCHAGG_COLL_BCAST, in), 3 * (6 + n * 0.15e-3), 1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, SWITCHAGG_COLL_REDUCE_SCATTER, in),
               7 * 6 + 7.0 / 8 * n * 0.5e-3, 1e-6);
-  EXPECT_NEAR(predictRoutedPreviousUs(m, RoutedOp::kAllgather, in), 7 * (6 + n * 0.15e-3), 1e-6);
+  EXPECT_NEAR(predictRoutedPreviousUs(m, SWITCHAGG_COLL_ALLGATHER, in), 7 * (6 + n * 0.15e-3),
+              1e-6);
   // The agent's link carries p·(p−1)·b out for allgather, (p−1)·n for bcast
   // (8 Gbit/s = 1 B/ns).
   in.switch_link_mbps = 8000;
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in), 4 * 10 + 56 * n * 1e-3, 1e-6);
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + 7 * n * 1e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_ALLGATHER, in), 4 * 10 + 56 * n * 1e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_BCAST, in), 10 + 7 * n * 1e-3, 1e-6);
   // An agent in the switch (1 Tbit/s): the member's link sets the pace.
   in.switch_link_mbps = 1000000;
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), 10 + n * 0.2e-3, 1e-6);
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kBcast, in), 10 + n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_REDUCE, in), 10 + n * 0.2e-3, 1e-6);
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_BCAST, in), 10 + n * 0.2e-3, 1e-6);
   // One rank: nothing to move.
-  EXPECT_EQ(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(1 << 20, 1, 1, true)), 0);
-  EXPECT_TRUE(std::isinf(predictRoutedSwitchUs(m, RoutedOp::kReduce, shape(8, 8, 1, false))));
+  EXPECT_EQ(predictRoutedSwitchUs(m, SWITCHAGG_COLL_REDUCE, shape(1 << 20, 1, 1, true)), 0);
+  EXPECT_TRUE(std::isinf(predictRoutedSwitchUs(m, SWITCHAGG_COLL_REDUCE, shape(8, 8, 1, false))));
 }
 
 // Node leaders (cost_model.h): p = 4 nodes of P = 8 ranks, q = 2 a node;
@@ -169,14 +171,14 @@ TEST(Routed, LeadersAddTheNodeSteps) {
   auto hop = [&](double bytes) { return intra->alpha_us + bytes * intra->beta_ns * 1e-3; };
   const double reduce_us = hop(n) + n * intra->gamma_ns * 1e-3;
   // reduce-scatter: the node's reduce, then one block (n/8) to the other rank.
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduceScatterBlock, in),
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK, in),
               10 + 4 * n * 0.2e-3 + reduce_us + hop(n / 8), 1e-6);
   // allgather of 1 MiB blocks: the vector is P·b = 8 MiB (4 rounds), a node
   // receives the 6 MiB it lacks (the agent sends 4 x 6 MiB); one block in,
   // the 8 MiB vector out.
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kAllgather, in),
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_ALLGATHER, in),
               4 * 10 + 24 * n * 0.2e-3 + hop(n) + hop(8 * n), 1e-6);
-  EXPECT_NEAR(predictRoutedSwitchUs(m, RoutedOp::kReduce, in),
+  EXPECT_NEAR(predictRoutedSwitchUs(m, SWITCHAGG_COLL_REDUCE, in),
               10 + 4 * n * 0.2e-3 + hop(n) + reduce_us, 1e-6);
 }
 
@@ -409,7 +411,8 @@ TEST(CostModel, AnAgentThatDoesNotTellItsLinkIsChargedANodesLink) {
                                std::to_string(k);
         const double unknown = m.predictUs(Algorithm::kSwitch, in);
         EXPECT_GE(unknown, agent_us * (1 - 1e-12)) << at;
-        EXPECT_GE(predictRoutedSwitchUs(m, RoutedOp::kReduce, in), agent_us * (1 - 1e-12)) << at;
+        EXPECT_GE(predictRoutedSwitchUs(m, SWITCHAGG_COLL_REDUCE, in), agent_us * (1 - 1e-12))
+            << at;
         // Told: a slow link costs what it says, a fast one leaves the
         // member's link (nβ) instead of the assumed p·nβ/K.
         for (uint32_t told : {400u, 1000000u}) {

@@ -25,7 +25,7 @@ namespace {
 using switchagg::Dtype;
 using switchagg::Op;
 using switchagg::coll::Algorithm;
-using switchagg::coll::RoutedOp;
+using switchagg::coll::CollKind;
 using switchagg::coll::guarded;
 
 static_assert(SWITCHAGG_DT_INT8 == static_cast<int>(Dtype::kInt8) &&
@@ -35,14 +35,6 @@ static_assert(SWITCHAGG_DT_INT8 == static_cast<int>(Dtype::kInt8) &&
                   SWITCHAGG_DT_FLOAT16 == static_cast<int>(Dtype::kFloat16) &&
                   SWITCHAGG_DT_BFLOAT16 == switchagg::kNumDtypes,
               "coll_core.h dtype values must mirror switchagg::Dtype");
-static_assert(SWITCHAGG_COLL_REDUCE == int(switchagg::coll::RoutedOp::kReduce) &&
-                  SWITCHAGG_COLL_REDUCE_SCATTER == int(switchagg::coll::RoutedOp::kReduceScatter) &&
-                  SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK ==
-                      int(switchagg::coll::RoutedOp::kReduceScatterBlock) &&
-                  SWITCHAGG_COLL_ALLGATHER == int(switchagg::coll::RoutedOp::kAllgather) &&
-                  SWITCHAGG_COLL_BCAST == int(switchagg::coll::RoutedOp::kBcast) &&
-                  SWITCHAGG_COLL_BCAST + 1 == int(switchagg::coll::kNumRoutedOps),
-              "coll_core.h routed op values must mirror switchagg::coll::RoutedOp");
 static_assert(SWITCHAGG_OP_SUM == static_cast<int>(Op::kSum) &&
                   SWITCHAGG_OP_BXOR == static_cast<int>(Op::kBxor) &&
                   SWITCHAGG_OP_MAXLOC == static_cast<int>(Op::kMaxloc) &&
@@ -270,15 +262,15 @@ int switchagg_coll_barrier(switchagg_coll_comm_t* comm) {
 int switchagg_coll_reduce(switchagg_coll_comm_t* comm, const void* send, void* recv, size_t count,
                           int dtype, int op, int root, int flags) {
   return routedCall("reduce", comm,
-                    {RoutedOp::kReduce, send, recv, count, nullptr, static_cast<Dtype>(dtype),
+                    {SWITCHAGG_COLL_REDUCE, send, recv, count, nullptr, static_cast<Dtype>(dtype),
                      static_cast<Op>(op), root},
                     (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0);
 }
 
 int switchagg_coll_reduce_scatter(switchagg_coll_comm_t* comm, const void* send, void* recv,
                                   const size_t* recvcounts, int dtype, int op, int flags) {
-  const RoutedOp kind =
-      (flags & SWITCHAGG_COLL_BLOCK) ? RoutedOp::kReduceScatterBlock : RoutedOp::kReduceScatter;
+  const CollKind kind = (flags & SWITCHAGG_COLL_BLOCK) ? SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK
+                                                       : SWITCHAGG_COLL_REDUCE_SCATTER;
   return routedCall("reduce_scatter", comm,
                     {kind, send, recv, 0, recvcounts, static_cast<Dtype>(dtype),
                      static_cast<Op>(op), 0},
@@ -287,36 +279,36 @@ int switchagg_coll_reduce_scatter(switchagg_coll_comm_t* comm, const void* send,
 
 int switchagg_coll_allgather(switchagg_coll_comm_t* comm, const void* send, void* recv,
                              size_t bytes) {
-  return routedCall("allgather", comm,
-                    {RoutedOp::kAllgather, send, recv, bytes, nullptr, Dtype::kUint8, Op::kSum, 0},
-                    false);
+  return routedCall(
+      "allgather", comm,
+      {SWITCHAGG_COLL_ALLGATHER, send, recv, bytes, nullptr, Dtype::kUint8, Op::kSum, 0}, false);
 }
 
 int switchagg_coll_bcast(switchagg_coll_comm_t* comm, void* buf, size_t bytes, int root) {
-  return routedCall("bcast", comm,
-                    {RoutedOp::kBcast, nullptr, buf, bytes, nullptr, Dtype::kUint8, Op::kSum, root},
-                    false);
+  return routedCall(
+      "bcast", comm,
+      {SWITCHAGG_COLL_BCAST, nullptr, buf, bytes, nullptr, Dtype::kUint8, Op::kSum, root}, false);
 }
 
 void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t* comm, int routed_op,
                                          const char* reason) {
   guarded("note_routed_fallback", 0, [&] {
-    if (routed_op >= 0 && routed_op < int(switchagg::coll::kNumRoutedOps))
+    if (switchagg_coll_kind_is_routed(routed_op))
       switchagg::coll::recordRoutedFallback(
-          comm->state, static_cast<switchagg::coll::RoutedOp>(routed_op), reason);
+          comm->state, static_cast<switchagg::coll::CollKind>(routed_op), reason);
     return 0;
   });
 }
 
 int switchagg_coll_routed_previous_done(switchagg_coll_comm_t* comm, int routed_op) {
-  if (routed_op < 0 || routed_op >= int(switchagg::coll::kNumRoutedOps)) return 0;
+  if (!switchagg_coll_kind_is_routed(routed_op)) return 0;
   switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded("routed_previous_done", -1, [&] {
-    const auto op = static_cast<switchagg::coll::RoutedOp>(routed_op);
+    const auto op = static_cast<switchagg::coll::CollKind>(routed_op);
     switchagg::Status st = comm->state.routedPreviousDone(op);
     if (st.ok()) return 0;
     SA_ERROR("coll", "comm %s rank %d: %s: online tuning could not agree with the other ranks: %s",
-             comm->state.name().c_str(), comm->state.rank(), switchagg::coll::routedOpName(op),
+             comm->state.name().c_str(), comm->state.rank(), switchagg::coll::collKindName(op),
              st.toString().c_str());
     comm->state.markBroken();
     return -1;

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coll_kind.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -172,14 +174,9 @@ int switchagg_coll_allgather(switchagg_coll_comm_t *comm, const void *send, void
                              size_t bytes);
 int switchagg_coll_bcast(switchagg_coll_comm_t *comm, void *buf, size_t bytes, int root);
 
-/* The routed collectives, for switchagg_coll_note_routed_fallback. */
-enum switchagg_coll_routed_op {
-  SWITCHAGG_COLL_REDUCE = 0, SWITCHAGG_COLL_REDUCE_SCATTER = 1,
-  SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK = 2, SWITCHAGG_COLL_ALLGATHER = 3,
-  SWITCHAGG_COLL_BCAST = 4
-};
-/* As switchagg_coll_note_fallback, for a routed collective the glue sent to
- * the previous module without asking the core: <op>:previous:<reason>. */
+/* As switchagg_coll_note_fallback, for a routed collective (routed_op: a
+ * routed switchagg_coll_kind, coll_kind.h) the glue sent to the previous
+ * module without asking the core: <op>:previous:<reason>. */
 void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t *comm, int routed_op,
                                          const char *reason);
 /* After the glue ran the previous module for a routed call the core handed

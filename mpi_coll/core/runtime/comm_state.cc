@@ -203,18 +203,18 @@ Status CommState::tunerRecord(Algorithm served, double us) {
   return tuner_ ? record(*tuner_, served, us) : Status::Ok();
 }
 
-Tuner* CommState::routedTuner(RoutedOp op) {
+Tuner* CommState::routedTuner(CollKind op) {
   std::unique_ptr<Tuner>& t = routed_tuners_[size_t(op)];
   if (!t && ProcessRuntime::instance().params().tune_online) t = std::make_unique<Tuner>();
   return t.get();
 }
 
-Status CommState::routedTunerRecord(RoutedOp op, Algorithm served, double us) {
+Status CommState::routedTunerRecord(CollKind op, Algorithm served, double us) {
   Tuner* t = routed_tuners_[size_t(op)].get();
   return t ? record(*t, served, us) : Status::Ok();
 }
 
-Status CommState::routedPreviousDone(RoutedOp op) {
+Status CommState::routedPreviousDone(CollKind op) {
   double& start = routed_previous_start_us_[size_t(op)];
   if (start < 0) return Status::Ok();
   const double us = nowUs() - start;

@@ -52,7 +52,7 @@ struct BarrierCounters {
 };
 
 // One routed collective's counters (routed.h): per communicator and op,
-// read through switchagg_coll_counter("<op>:*"), <op> = routedOpName.
+// read through switchagg_coll_counter("<op>:*"), <op> = collKindName.
 struct RoutedCounters {
   uint64_t local = 0;     // <op>:local, nothing to communicate (one rank, no bytes)
   uint64_t switched = 0;  // <op>:switch, served through the agent
@@ -120,8 +120,8 @@ class CommState : public CommGroup {
   BarrierCounters& barrierCounters() { return barrier_counters_; }
   const BarrierCounters& barrierCounters() const { return barrier_counters_; }
   // The routed collectives' counters (routed.h).
-  RoutedCounters& routedCounters(RoutedOp op) { return routed_counters_[size_t(op)]; }
-  const RoutedCounters& routedCounters(RoutedOp op) const {
+  RoutedCounters& routedCounters(CollKind op) { return routed_counters_[size_t(op)]; }
+  const RoutedCounters& routedCounters(CollKind op) const {
     return routed_counters_[size_t(op)];
   }
   void recordServed(Algorithm a);
@@ -149,12 +149,12 @@ class CommState : public CommGroup {
   // (switch against the previous module; nullptr when tuning is off), with
   // their own previous-module timing (a previous module may call another
   // collective of ours while it runs).
-  Tuner* routedTuner(RoutedOp op);
-  Status routedTunerRecord(RoutedOp op, Algorithm served, double us);
-  void startRoutedPreviousTiming(RoutedOp op, double start_us) {
+  Tuner* routedTuner(CollKind op);
+  Status routedTunerRecord(CollKind op, Algorithm served, double us);
+  void startRoutedPreviousTiming(CollKind op, double start_us) {
     routed_previous_start_us_[size_t(op)] = start_us;
   }
-  Status routedPreviousDone(RoutedOp op);
+  Status routedPreviousDone(CollKind op);
 
   // After a host algorithm failed mid-way the communicator is unusable.
   void markBroken() { broken_ = true; }
@@ -183,12 +183,12 @@ class CommState : public CommGroup {
   std::unique_ptr<SwitchPath> switch_path_;
   CommCounters counters_;
   BarrierCounters barrier_counters_;
-  std::array<RoutedCounters, kNumRoutedOps> routed_counters_;
+  std::array<RoutedCounters, kNumRoutedKinds> routed_counters_;
   DecisionCache decisions_;
   std::unique_ptr<Tuner> tuner_;
   double previous_start_us_ = -1;  // >= 0: a tuned call is in the previous module
-  std::array<std::unique_ptr<Tuner>, kNumRoutedOps> routed_tuners_;
-  std::array<double, kNumRoutedOps> routed_previous_start_us_{-1, -1, -1, -1, -1};
+  std::array<std::unique_ptr<Tuner>, kNumRoutedKinds> routed_tuners_;
+  std::array<double, kNumRoutedKinds> routed_previous_start_us_{-1, -1, -1, -1, -1};
   Status record(Tuner& tuner, Algorithm served, double us);  // record + agreement
 };
 

@@ -105,9 +105,9 @@ int routeBarrier(switchagg_coll_comm& comm) {
 // MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block: the routed op's
 // counters, null for another op.
 IallreduceCounters* iroutedCounters(switchagg_coll_comm& comm, int routed_op) {
-  if (routed_op == int(RoutedOp::kAllgather)) return &comm.iallgather;
-  if (routed_op == int(RoutedOp::kBcast)) return &comm.ibcast;
-  if (routed_op == int(RoutedOp::kReduceScatterBlock)) return &comm.ireduce_scatter_block;
+  if (routed_op == int(SWITCHAGG_COLL_ALLGATHER)) return &comm.iallgather;
+  if (routed_op == int(SWITCHAGG_COLL_BCAST)) return &comm.ibcast;
+  if (routed_op == int(SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK)) return &comm.ireduce_scatter_block;
   return nullptr;
 }
 
@@ -118,12 +118,12 @@ RoutedArgs iroutedArgs(const switchagg_coll_comm& comm, int routed_op, const voi
                        void* recv, size_t count, int dtype, int op, int root,
                        std::vector<size_t>* counts) {
   RoutedArgs args;
-  args.op = static_cast<RoutedOp>(routed_op);
+  args.op = static_cast<CollKind>(routed_op);
   args.send = send;
   args.recv = recv;
   args.count = count;
   args.root = root;
-  if (args.op == RoutedOp::kReduceScatterBlock) {
+  if (args.op == SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK) {
     counts->assign(size_t(comm.state.size()), count);
     args.counts = counts->data();
     args.dtype = static_cast<Dtype>(dtype);
@@ -149,7 +149,7 @@ int routeRouted(switchagg_coll_comm& comm, IallreduceCounters& c, const RoutedAr
   state.ensureSetup();
   SwitchPath* sw = state.switchPath();
   if (sw == nullptr) return routePrevious(c, "no switch path");
-  SelectionInput in = state.callShape(args.op == RoutedOp::kAllgather ? args.count : bytes,
+  SelectionInput in = state.callShape(args.op == SWITCHAGG_COLL_ALLGATHER ? args.count : bytes,
                                       args.dtype, args.reduce_op);
   if (const char* why = sw->describeRoutedStream(args, &in)) return routePrevious(c, why);
   if (!chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(), policy).use_switch)
@@ -227,18 +227,18 @@ Status routedRedo(CommState& state, int routed_op, const void* send, void* recv,
                   int dtype, int op, int root) {
   const size_t size = size_t(state.size()), rank = size_t(state.rank());
   auto* out = static_cast<uint8_t*>(recv);
-  switch (static_cast<RoutedOp>(routed_op)) {
-    case RoutedOp::kAllgather: {  // `count` bytes a rank
+  switch (static_cast<CollKind>(routed_op)) {
+    case SWITCHAGG_COLL_ALLGATHER: {  // `count` bytes a rank
       std::vector<uint8_t> mine(count);
       if (count) std::memcpy(mine.data(), send ? send : out + rank * count, count);
       std::memset(out, 0, size * count);
       if (count) std::memcpy(out + rank * count, mine.data(), count);
       return runCheapestHost(state, {nullptr, out, size * count, Dtype::kUint8, Op::kBor});
     }
-    case RoutedOp::kBcast:  // `count` bytes from root, in recv
+    case SWITCHAGG_COLL_BCAST:  // `count` bytes from root, in recv
       if (int(rank) != root) std::memset(out, 0, count);
       return runCheapestHost(state, {nullptr, out, count, Dtype::kUint8, Op::kBor});
-    case RoutedOp::kReduceScatterBlock: {  // `count` elements a rank
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK: {  // `count` elements a rank
       const size_t esize = dtypeSize(static_cast<Dtype>(dtype));
       std::vector<uint8_t> all(size * count * esize);
       if (!all.empty()) std::memcpy(all.data(), send ? send : out, all.size());
@@ -443,7 +443,7 @@ int switchagg_coll_irouted_redo_host(switchagg_coll_comm_t* comm, int routed_op,
     switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
     if (c == nullptr) return -1;
     return switchagg::coll::redoOnHost(
-        *comm, *c, switchagg::coll::routedOpName(static_cast<switchagg::coll::RoutedOp>(routed_op)),
+        *comm, *c, switchagg::coll::collKindName(static_cast<switchagg::coll::CollKind>(routed_op)),
         switchagg::coll::routedRedo(comm->state, routed_op, send, recv, count, dtype, op, root));
   });
 }

@@ -56,7 +56,7 @@ int switchagg_coll_iallreduce_route(switchagg_coll_comm_t *comm, const void *sen
  * the barrier policy puts barriers on the switch (offload on). */
 int switchagg_coll_ibarrier_route(switchagg_coll_comm_t *comm);
 /* MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block (routed_op
- * SWITCHAGG_COLL_ALLGATHER, _BCAST or _REDUCE_SCATTER_BLOCK, coll_core.h):
+ * SWITCHAGG_COLL_ALLGATHER, _BCAST or _REDUCE_SCATTER_BLOCK, coll_kind.h):
  * allgather `count` bytes per rank and bcast `count` bytes from root (byte
  * images; dtype/op unused), reduce_scatter_block `count` elements of
  * dtype/op per rank (send NULL: in place, the whole vector in recv, the

@@ -16,16 +16,19 @@ void copyLocal(const RoutedArgs& args) {
   if (args.send == nullptr || args.recv == nullptr || args.send == args.recv) return;
   size_t bytes = 0;
   switch (args.op) {
-    case RoutedOp::kReduce: bytes = args.count * dtypeSize(args.dtype); break;
-    case RoutedOp::kReduceScatter:
-    case RoutedOp::kReduceScatterBlock: bytes = args.counts[0] * dtypeSize(args.dtype); break;
-    case RoutedOp::kAllgather: bytes = args.count; break;
-    case RoutedOp::kBcast: return;
+    case SWITCHAGG_COLL_REDUCE: bytes = args.count * dtypeSize(args.dtype); break;
+    case SWITCHAGG_COLL_REDUCE_SCATTER:
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK: bytes = args.counts[0] * dtypeSize(args.dtype); break;
+    case SWITCHAGG_COLL_ALLGATHER: bytes = args.count; break;
+    case SWITCHAGG_COLL_BCAST:
+    case SWITCHAGG_COLL_ALLREDUCE:  // not routed
+    case SWITCHAGG_COLL_BARRIER:
+      return;
   }
   if (bytes) std::memcpy(args.recv, args.send, bytes);
 }
 
-Outcome previous(CommState& state, RoutedOp op, const char* reason) {
+Outcome previous(CommState& state, CollKind op, const char* reason) {
   recordRoutedFallback(state, op, reason);
   return Outcome::kDeclined;
 }
@@ -37,25 +40,25 @@ void announce(const CommState& state, const RoutedArgs& args, size_t bytes, cons
   const bool first = state.routedCounters(args.op).switched == 0;
   SWITCHAGG_LOG(first ? LogLevel::kInfo : LogLevel::kDebug, "coll",
                 "comm %s: %s %zu bytes -> switch (%s)", state.name().c_str(),
-                routedOpName(args.op), bytes, reason);
+                collKindName(args.op), bytes, reason);
 }
 
 // Online tuning's agreement failed: the ranks may now disagree.
-Outcome tuningFailed(CommState& state, RoutedOp op, const Status& st) {
+Outcome tuningFailed(CommState& state, CollKind op, const Status& st) {
   state.markBroken();
   SA_ERROR("coll", "comm %s rank %d: %s: online tuning could not agree with the other ranks: %s",
-           state.name().c_str(), state.rank(), routedOpName(op), st.toString().c_str());
+           state.name().c_str(), state.rank(), collKindName(op), st.toString().c_str());
   return Outcome::kFailed;
 }
 
 }  // namespace
 
-void recordRoutedFallback(CommState& state, RoutedOp op, const char* reason) {
+void recordRoutedFallback(CommState& state, CollKind op, const char* reason) {
   RoutedCounters& c = state.routedCounters(op);
   ++c.previous;
   if (c.reasons[reason]++ == 0 && state.rank() == 0)
     SA_INFO("coll", "comm %s: %s handed to the previous module: %s", state.name().c_str(),
-            routedOpName(op), reason);
+            collKindName(op), reason);
 }
 
 Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs) {
@@ -76,7 +79,7 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
   if (sw == nullptr) return previous(state, args.op, "unavailable");
   sw->rejoinIfDue();
   // The model's n: one rank's block for allgather, else the whole vector.
-  SelectionInput in = state.callShape(args.op == RoutedOp::kAllgather ? args.count : bytes,
+  SelectionInput in = state.callShape(args.op == SWITCHAGG_COLL_ALLGATHER ? args.count : bytes,
                                       args.dtype, args.reduce_op);
   if (const char* why = sw->describeRouted(args, &in)) return previous(state, args.op, why);
   const RoutedChoice choice = chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(),
@@ -117,7 +120,7 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
     // The agreement itself failed: the ranks may now disagree.
     state.markBroken();
     SA_ERROR("coll", "comm %s rank %d: switch %s failed: %s; returning MPI_ERR_OTHER",
-             state.name().c_str(), state.rank(), routedOpName(args.op), st.toString().c_str());
+             state.name().c_str(), state.rank(), collKindName(args.op), st.toString().c_str());
     return Outcome::kFailed;
   }
   switch (how) {
@@ -139,11 +142,11 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
 }
 
 bool routedCounter(const CommState& state, const std::string& name, uint64_t* value) {
-  for (size_t i = 0; i < kNumRoutedOps; ++i) {
-    const RoutedOp op = static_cast<RoutedOp>(i);
+  for (size_t i = 0; i < kNumRoutedKinds; ++i) {
+    const CollKind op = static_cast<CollKind>(i);
     using R = RoutedCounters;
     std::string key, reason;
-    if (!counterKey(name, std::string(routedOpName(op)) + ":", &key)) continue;
+    if (!counterKey(name, std::string(collKindName(op)) + ":", &key)) continue;
     const R& c = state.routedCounters(op);
     if (!counterField<R>(c, key,
                          {{"local", &R::local}, {"switch", &R::switched},

@@ -24,7 +24,7 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
 
 // Counts a call the glue handed to the previous module without asking the
 // core (derived datatype, user-defined op, ...): <op>:previous:<reason>.
-void recordRoutedFallback(CommState& state, RoutedOp op, const char* reason);
+void recordRoutedFallback(CommState& state, CollKind op, const char* reason);
 
 // True when `name` is a routed op's counter ("reduce:switch", ...; its
 // value in *value, 0 for an unknown <op>:previous:<reason>).

@@ -231,7 +231,7 @@ Status AgentSwitchPath::stepNode() {
       return Status(Code::kInProgress, "node step");
     const int64_t waited = wait_ms + timeoutFor(stream_.bytes);
     const std::string what = std::string("MPI_I") +
-                             (stream_.routed ? routedOpName(stream_.rargs.op)
+                             (stream_.routed ? collKindName(stream_.rargs.op)
                               : stream_.barrier ? "barrier"
                                                 : "allreduce");
     st = Status(Code::kTimeout,

@@ -34,7 +34,7 @@ Status AgentSwitchPath::startRoutedLeadersStream() {
   agent::RoutedCall& call = stream_.plan.call;
   NodeLeaders::FlatShape shape;
   const void* input = nullptr;
-  if (args.op == RoutedOp::kBcast) {
+  if (args.op == SWITCHAGG_COLL_BCAST) {
     shape.in.assign(n, 0);
     shape.out.assign(n, stream_.bytes);
     shape.out_at.assign(n, 0);
@@ -81,7 +81,7 @@ Status AgentSwitchPath::startLeaderRouted() {
   const RoutedArgs& args = stream_.rargs;
   agent::RoutedCall& call = stream_.plan.call;
   const size_t n = leaders_->locals().size();
-  if (args.op == RoutedOp::kBcast) {
+  if (args.op == SWITCHAGG_COLL_BCAST) {
     const int node = leaders_->node(), root_node = leaders_->nodeOf(args.root);
     call.kind = agent::RoutedCall::Kind::kForward;
     call.dtype = Dtype::kUint8;
@@ -135,8 +135,8 @@ Status AgentSwitchPath::startLeaderRouted() {
 Result<CallOutcome> AgentSwitchPath::settleRoutedLeaders(const Status& mine, int* source) {
   const RoutedArgs& args = stream_.rargs;
   const agent::RoutedCall& call = stream_.plan.call;
-  const char* what = routedOpName(args.op);
-  if (args.op == RoutedOp::kBcast) return settle(mine, call.out, stream_.bytes, source, what);
+  const char* what = collKindName(args.op);
+  if (args.op == SWITCHAGG_COLL_BCAST) return settle(mine, call.out, stream_.bytes, source, what);
   const BlockLayout& l = stream_.layout;
   if (!isReduction(args.op)) return settle(mine, call.out, l.vector_bytes, source, what);
   return settleReduction(mine, args, call.in, l.vector_bytes, static_cast<uint8_t*>(call.out),
@@ -150,7 +150,7 @@ void AgentSwitchPath::deliverRoutedLeaders() {
   const int rank = comm_.rank();
   const uint8_t* from = static_cast<const uint8_t*>(
       leaders_->leader() ? stream_.plan.call.out : leaders_->flatResult());
-  if (args.op == RoutedOp::kBcast) {
+  if (args.op == SWITCHAGG_COLL_BCAST) {
     if (rank != args.root && stream_.bytes) std::memcpy(args.recv, from, stream_.bytes);
     return;
   }

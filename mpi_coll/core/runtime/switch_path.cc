@@ -192,15 +192,18 @@ void AgentSwitchPath::logSummary() const {
 
 size_t routedVectorBytes(const RoutedArgs& args, int size) {
   switch (args.op) {
-    case RoutedOp::kReduce: return args.count * dtypeSize(args.dtype);
-    case RoutedOp::kReduceScatter:
-    case RoutedOp::kReduceScatterBlock: {
+    case SWITCHAGG_COLL_REDUCE: return args.count * dtypeSize(args.dtype);
+    case SWITCHAGG_COLL_REDUCE_SCATTER:
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK: {
       size_t total = 0;
       for (int r = 0; r < size; ++r) total += args.counts[r];
       return total * dtypeSize(args.dtype);
     }
-    case RoutedOp::kAllgather: return size_t(size) * args.count;
-    case RoutedOp::kBcast: return args.count;
+    case SWITCHAGG_COLL_ALLGATHER: return size_t(size) * args.count;
+    case SWITCHAGG_COLL_BCAST: return args.count;
+    case SWITCHAGG_COLL_ALLREDUCE:  // not routed
+    case SWITCHAGG_COLL_BARRIER:
+      break;
   }
   return 0;
 }

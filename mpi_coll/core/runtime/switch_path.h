@@ -28,7 +28,7 @@ namespace switchagg::coll {
 // glue hands it over: reductions in the call's dtype/op, forwards
 // (allgather, bcast) as bytes.
 struct RoutedArgs {
-  RoutedOp op = RoutedOp::kReduce;
+  CollKind op = SWITCHAGG_COLL_REDUCE;
   const void* send = nullptr;  // nullptr: MPI_IN_PLACE (root / every rank)
   void* recv = nullptr;        // reduce: significant at the root only
   // reduce: elements; allgather: bytes of one rank's block; bcast: bytes.

@@ -156,7 +156,7 @@ int64_t steadyMs();
 // A client's decline of a routed call, taken as busy (redo, path kept).
 Status routedDecline(const Status& st);
 // reduce, reduce_scatter(_block): the routed call reduces (else it forwards bytes).
-bool isReduction(RoutedOp op);
+bool isReduction(CollKind op);
 
 class AgentSwitchPath : public SwitchPath {
  public:
@@ -212,7 +212,7 @@ class AgentSwitchPath : public SwitchPath {
   Result<CallOutcome> settleReduction(const Status& mine, const RoutedArgs& args,
                                       const void* input, size_t vector_bytes, uint8_t* out,
                                       size_t lo, size_t hi);
-  Status endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine, RoutedOp op,
+  Status endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine, CollKind op,
                                CallEnd* how);
   Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
                                    const Status& mine, size_t bytes, CallEnd* how);
@@ -302,7 +302,7 @@ class AgentSwitchPath : public SwitchPath {
                                    size_t vector_bytes, CallEnd* how);
   Status streamRouted(const agent::RoutedCall& call, size_t bytes);
   // A routed call the ranks did not all finish: busy, or given up.
-  Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, RoutedOp op,
+  Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, CollKind op,
                            CallEnd* how);
   // scratch_ of at least `bytes` (a dummy for 0: a member that gets nothing).
   void* scratchFor(size_t bytes);

@@ -47,9 +47,9 @@ Status TreeLayout::fold(Dtype dtype, Op op, void* out,
   return reduceMany(dtype, op, out, sums.data(), sums.size(), n);
 }
 
-bool isReduction(RoutedOp op) {
-  return op == RoutedOp::kReduce || op == RoutedOp::kReduceScatter ||
-         op == RoutedOp::kReduceScatterBlock;
+bool isReduction(CollKind op) {
+  return op == SWITCHAGG_COLL_REDUCE || op == SWITCHAGG_COLL_REDUCE_SCATTER ||
+         op == SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK;
 }
 
 // Why the path cannot route this call (the reason counted as
@@ -115,14 +115,17 @@ void AgentSwitchPath::unplace(const RoutedArgs& args, const RoutedPlan& plan) {
 // allgather streams its own block from a copy, restored before a redo.
 RoutedPlan AgentSwitchPath::planRouted(const RoutedArgs& args) {
   switch (args.op) {
-    case RoutedOp::kReduce:
-    case RoutedOp::kReduceScatter:
-    case RoutedOp::kReduceScatterBlock:
+    case SWITCHAGG_COLL_REDUCE:
+    case SWITCHAGG_COLL_REDUCE_SCATTER:
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK:
       return planReduction(args);
-    case RoutedOp::kAllgather:
+    case SWITCHAGG_COLL_ALLGATHER:
       return planAllgather(args);
-    case RoutedOp::kBcast:
+    case SWITCHAGG_COLL_BCAST:
       return planBcast(args);
+    case SWITCHAGG_COLL_ALLREDUCE:  // not routed
+    case SWITCHAGG_COLL_BARRIER:
+      break;
   }
   return RoutedPlan();
 }
@@ -139,7 +142,7 @@ RoutedPlan AgentSwitchPath::planReduction(const RoutedArgs& args) {
   call.kind = agent::RoutedCall::Kind::kReduce;
   call.dtype = args.dtype;
   call.op = args.reduce_op;
-  if (args.op == RoutedOp::kReduce) {
+  if (args.op == SWITCHAGG_COLL_REDUCE) {
     call.total = args.count;
     call.in = in_place ? args.recv : args.send;  // MPI_IN_PLACE: the root's input is recv
     // Bounds in placement order (a tree's; else rank order): the root wants it all.
@@ -246,7 +249,7 @@ Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const 
   if (mine.ok()) unplace(args, plan);
   void* whole = routedWhole(args, mine, vector_bytes);
   int source = -1;
-  Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, routedOpName(args.op));
+  Result<CallOutcome> end = settle(mine, whole, vector_bytes, &source, collKindName(args.op));
   if (!end.ok()) return end.status();
   if (*end == CallOutcome::kDone) {
     ++routed_calls_;
@@ -261,7 +264,7 @@ Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const 
     *how = CallEnd::kBusy;
     return Status::Ok();
   }
-  giveUp(mine, firstFailed(mine, source), routedOpName(args.op),
+  giveUp(mine, firstFailed(mine, source), collKindName(args.op),
          "no member had the result (all asked); redone on the previous module");
   *how = CallEnd::kFailed;
   return Status::Ok();
@@ -284,7 +287,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
   if (ledger_ && oneRoundTrip(vector_bytes) && isReduction(args.op))
     return routedReduction(args, call, plan.lo, plan.hi, plan.commit, how);
   if (ledger_ && oneRoundTrip(vector_bytes) &&
-      (args.op == RoutedOp::kAllgather || args.op == RoutedOp::kBcast))
+      (args.op == SWITCHAGG_COLL_ALLGATHER || args.op == SWITCHAGG_COLL_BCAST))
     return routedForwardOneRoundTrip(args, plan, vector_bytes, how);
   const Status mine = streamRouted(call, vector_bytes);
   if (mine.ok()) unplace(args, plan);  // recv is only output: written before the agreement
@@ -327,7 +330,7 @@ Status AgentSwitchPath::routedReduction(const RoutedArgs& args, const agent::Rou
 Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const RoutedArgs& args,
                                                      const void* input, size_t vector_bytes,
                                                      uint8_t* out, size_t lo, size_t hi) {
-  const char* what = routedOpName(args.op);
+  const char* what = collKindName(args.op);
   if (std::optional<CallOutcome> here = settledHere(mine, input, vector_bytes)) return *here;
   // No input here (the node's reduce failed first): this member sent
   // nothing, so nobody can be done and nobody needs its part.
@@ -353,7 +356,7 @@ Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const R
 
 // A one-round-trip routed call's outcome on every rank, counted.
 Status AgentSwitchPath::endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine,
-                                              RoutedOp op, CallEnd* how) {
+                                              CollKind op, CallEnd* how) {
   if (outcome == CallOutcome::kDone) {
     ++routed_calls_;
     ++one_trip_;
@@ -362,7 +365,7 @@ Status AgentSwitchPath::endRoutedOneRoundTrip(CallOutcome outcome, const Status&
     ++busy_;
     *how = CallEnd::kBusy;
   } else {
-    giveUp(mine, firstFailed(mine, -1), routedOpName(op),
+    giveUp(mine, firstFailed(mine, -1), collKindName(op),
            "no member had finished the call (all asked); redone on the previous module");
     *how = CallEnd::kFailed;
   }
@@ -388,7 +391,7 @@ Status AgentSwitchPath::streamRouted(const agent::RoutedCall& call, size_t bytes
 // into: recv (a bcast root's own buffer, only read; after a failure there
 // its copy goes to scratch).
 void* AgentSwitchPath::routedWhole(const RoutedArgs& args, const Status& mine, size_t bytes) {
-  return args.op == RoutedOp::kBcast && comm_.rank() == args.root && !mine.ok()
+  return args.op == SWITCHAGG_COLL_BCAST && comm_.rank() == args.root && !mine.ok()
              ? scratchFor(bytes)
              : args.recv;
 }
@@ -444,7 +447,7 @@ Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int*
   const RoutedArgs& args = stream_.rargs;
   if (!isReduction(args.op))
     return settle(mine, routedWhole(args, mine, stream_.bytes), stream_.bytes, source,
-                  routedOpName(args.op));
+                  collKindName(args.op));
   const agent::RoutedCall& call = stream_.plan.call;
   uint8_t* out = static_cast<uint8_t*>(stream_.plan.commit ? scratch_.data() : call.out);
   return settleReduction(mine, args, call.in, stream_.bytes, out, stream_.plan.lo,
@@ -453,7 +456,7 @@ Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int*
 
 Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {
   const RoutedPlan& plan = stream_.plan;
-  const char* what = routedOpName(stream_.rargs.op);
+  const char* what = collKindName(stream_.rargs.op);
   if (agreed == kStreamOk) {
     if (leaders_) deliverRoutedLeaders();
     else if (plan.commit && plan.commit_bytes)
@@ -474,13 +477,13 @@ Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {
 }
 
 Status AgentSwitchPath::endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks,
-                                          RoutedOp op, CallEnd* how) {
+                                          CollKind op, CallEnd* how) {
   if (!anyFailed(oks)) {
     ++busy_;
     *how = CallEnd::kBusy;
     return Status::Ok();
   }
-  giveUp(mine, firstFailedRank(oks), routedOpName(op), "redone on the previous module");
+  giveUp(mine, firstFailedRank(oks), collKindName(op), "redone on the previous module");
   *how = CallEnd::kFailed;
   return Status::Ok();
 }

@@ -22,10 +22,10 @@ namespace switchagg::coll::switch_detail {
 // receives into staging); reduce: the root's leader sends the result to
 // the root if that is another rank. Non-leaders say ok for the agent step.
 Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, CallEnd* how) {
-  if (args.op != RoutedOp::kBcast && args.op != RoutedOp::kReduce)
+  if (args.op != SWITCHAGG_COLL_BCAST && args.op != SWITCHAGG_COLL_REDUCE)
     return routedLeadersBlocks(args, how);
   const int rank = comm_.rank();
-  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool bcast = args.op == SWITCHAGG_COLL_BCAST;
   const bool in_place = args.send == nullptr;
   const size_t bytes = args.count * (bcast ? 1 : dtypeSize(args.dtype));
   const int root_leader = leaders_->leaderOf(leaders_->nodeOf(args.root));
@@ -72,7 +72,7 @@ Status AgentSwitchPath::routedLeadersNodeStep(const RoutedArgs& args, size_t byt
                                               agent::RoutedCall* out) {
   agent::RoutedCall& call = *out;
   const int rank = comm_.rank();
-  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool bcast = args.op == SWITCHAGG_COLL_BCAST;
   const bool in_place = args.send == nullptr;
   const int node = leaders_->node(), nodes = leaders_->nodes();
   const int root_node = leaders_->nodeOf(args.root);
@@ -134,7 +134,7 @@ Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
                                                   const Status& mine, size_t bytes,
                                                   CallEnd* how) {
   const int rank = comm_.rank();
-  const bool bcast = args.op == RoutedOp::kBcast;
+  const bool bcast = args.op == SWITCHAGG_COLL_BCAST;
   const bool root_node = leaders_->node() == leaders_->nodeOf(args.root);
   const bool in_place = args.send == nullptr;
   // A leader's copy of the node's result: a bcast's vector (a root
@@ -144,7 +144,7 @@ Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
   if (ledger_) {
     int source = -1;
     Result<CallOutcome> end =
-        bcast ? settle(mine, leader_result, bytes, &source, routedOpName(args.op))
+        bcast ? settle(mine, leader_result, bytes, &source, collKindName(args.op))
               : settleReduction(mine, args, call.in, bytes, static_cast<uint8_t*>(call.out), 0,
                                 root_node ? bytes : 0);
     if (!end.ok()) {
@@ -325,7 +325,7 @@ Result<CallOutcome> AgentSwitchPath::routedBlocksOutcome(const RoutedArgs& args,
           isReduction(args.op)
               ? settleReduction(mine, args, call.in, l.vector_bytes,
                                 static_cast<uint8_t*>(call.out), l.lo * l.esize, l.hi * l.esize)
-              : settle(mine, call.out, l.vector_bytes, &source, routedOpName(args.op));
+              : settle(mine, call.out, l.vector_bytes, &source, collKindName(args.op));
       if (!end.ok()) {
         leaders_->abandon();
         return end.status();

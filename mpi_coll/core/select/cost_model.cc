@@ -179,18 +179,20 @@ double predictSwitchUs(const CostModel& m, Algorithm /*self*/, const SelectionIn
   return std::max(stream_us, local) + std::min(stream_us, local) / double(segments);
 }
 
-const char* routedOpName(RoutedOp op) {
-  switch (op) {
-    case RoutedOp::kReduce: return "reduce";
-    case RoutedOp::kReduceScatter: return "reduce_scatter";
-    case RoutedOp::kReduceScatterBlock: return "reduce_scatter_block";
-    case RoutedOp::kAllgather: return "allgather";
-    case RoutedOp::kBcast: return "bcast";
+const char* collKindName(CollKind kind) {
+  switch (kind) {
+    case SWITCHAGG_COLL_REDUCE: return "reduce";
+    case SWITCHAGG_COLL_REDUCE_SCATTER: return "reduce_scatter";
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK: return "reduce_scatter_block";
+    case SWITCHAGG_COLL_ALLGATHER: return "allgather";
+    case SWITCHAGG_COLL_BCAST: return "bcast";
+    case SWITCHAGG_COLL_ALLREDUCE: return "allreduce";
+    case SWITCHAGG_COLL_BARRIER: return "barrier";
   }
   return "?";
 }
 
-double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInput& in) {
+double predictRoutedSwitchUs(const CostModel& m, CollKind op, const SelectionInput& in) {
   if (in.comm_size <= 1) return 0;
   if (!in.switch_available) return kInf;
   const CostEntry* c = m.find(Algorithm::kSwitch, Locality::kNet);
@@ -198,7 +200,7 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
   const double p = double(in.switch_members > 0 ? in.switch_members : in.comm_size);
   const size_t k = size_t(std::max(1, in.switch_stripes));
   const double n = double(in.bytes);
-  const bool gather = op == RoutedOp::kAllgather;
+  const bool gather = op == SWITCHAGG_COLL_ALLGATHER;
   // Node leaders: p = nodes < ranks, q ranks a node.
   const double ranks = double(in.comm_size);
   const bool leaders = p < ranks;
@@ -207,21 +209,24 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
   const double rounds = double(windowRounds(in, (vector + k - 1) / k));
   double member = 0, agent_link = 0, reduced = 0;  // bytes: a member's link, the agent's, reduced
   switch (op) {
-    case RoutedOp::kReduce:
-    case RoutedOp::kReduceScatter:
-    case RoutedOp::kReduceScatterBlock:
+    case SWITCHAGG_COLL_REDUCE:
+    case SWITCHAGG_COLL_REDUCE_SCATTER:
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK:
       member = n;
       agent_link = p * n;
       reduced = p * n;
       break;
-    case RoutedOp::kAllgather:  // an owner gets only its blocks' headers back
+    case SWITCHAGG_COLL_ALLGATHER:  // an owner gets only its blocks' headers back
       member = (ranks - q) * n;
       agent_link = p * (ranks - q) * n;
       break;
-    case RoutedOp::kBcast:  // the root gets headers only
+    case SWITCHAGG_COLL_BCAST:  // the root gets headers only
       member = n;
       agent_link = (p - 1) * n;
       break;
+    case SWITCHAGG_COLL_ALLREDUCE:  // not routed
+    case SWITCHAGG_COLL_BARRIER:
+      return kInf;
   }
   double stream_us =
       std::max(us(member * c->beta_ns), agent_link * agentLinkUsPerByte(*c, in) / double(k));
@@ -239,18 +244,22 @@ double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInp
     auto hop = [&](double bytes) { return intra->alpha_us + us(bytes * intra->beta_ns); };
     const double reduce_us = steps * (hop(n) + us(n * intra->gamma_ns));
     switch (op) {
-      case RoutedOp::kReduce: node_us = hop(n) + reduce_us; break;
-      case RoutedOp::kBcast: node_us = hop(n) + steps * hop(n); break;
-      case RoutedOp::kReduceScatter:
-      case RoutedOp::kReduceScatterBlock: node_us = reduce_us + (q - 1) * hop(n / ranks); break;
-      case RoutedOp::kAllgather: node_us = (q - 1) * hop(n) + steps * hop(ranks * n); break;
+      case SWITCHAGG_COLL_REDUCE: node_us = hop(n) + reduce_us; break;
+      case SWITCHAGG_COLL_BCAST: node_us = hop(n) + steps * hop(n); break;
+      case SWITCHAGG_COLL_REDUCE_SCATTER:
+      case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK:
+        node_us = reduce_us + (q - 1) * hop(n / ranks);
+        break;
+      case SWITCHAGG_COLL_ALLGATHER: node_us = (q - 1) * hop(n) + steps * hop(ranks * n); break;
+      case SWITCHAGG_COLL_ALLREDUCE:  // not routed
+      case SWITCHAGG_COLL_BARRIER: return kInf;
     }
   }
   return stream_us + rounds * (c->alpha_us + in.switch_turnaround_us) +
          us(reduced * c->gamma_ns / double(k)) + node_us;
 }
 
-double predictRoutedPreviousUs(const CostModel& m, RoutedOp op, const SelectionInput& in) {
+double predictRoutedPreviousUs(const CostModel& m, CollKind op, const SelectionInput& in) {
   const int p = in.comm_size;
   if (p <= 1) return 0;
   const CostEntry* c =
@@ -258,13 +267,16 @@ double predictRoutedPreviousUs(const CostModel& m, RoutedOp op, const SelectionI
   if (c == nullptr) return kInf;
   const double n = double(in.bytes), f = double(p - 1) / p;
   switch (op) {
-    case RoutedOp::kReduce:
+    case SWITCHAGG_COLL_REDUCE:
       return ceilLog2(p) * (c->alpha_us + us(n * (c->beta_ns + c->gamma_ns)));
-    case RoutedOp::kReduceScatter:
-    case RoutedOp::kReduceScatterBlock:
+    case SWITCHAGG_COLL_REDUCE_SCATTER:
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK:
       return (p - 1) * c->alpha_us + us(f * n * (c->beta_ns + c->gamma_ns));
-    case RoutedOp::kAllgather: return (p - 1) * (c->alpha_us + us(n * c->beta_ns));
-    case RoutedOp::kBcast: return ceilLog2(p) * (c->alpha_us + us(n * c->beta_ns));
+    case SWITCHAGG_COLL_ALLGATHER: return (p - 1) * (c->alpha_us + us(n * c->beta_ns));
+    case SWITCHAGG_COLL_BCAST: return ceilLog2(p) * (c->alpha_us + us(n * c->beta_ns));
+    case SWITCHAGG_COLL_ALLREDUCE:  // not routed
+    case SWITCHAGG_COLL_BARRIER:
+      break;
   }
   return kInf;
 }

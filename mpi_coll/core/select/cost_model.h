@@ -82,20 +82,13 @@
 #include <vector>
 
 #include "algorithm_registry.h"
+#include "coll_kind.h"
 #include "switchagg/agent/defaults.h"
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::coll {
 
-// The collectives beyond allreduce that the switch path can route
-// (docs/offload.md "Routed collectives"); reduce_scatter_block is
-// reduce_scatter with equal counts, counted apart.
-enum class RoutedOp { kReduce, kReduceScatter, kReduceScatterBlock, kAllgather, kBcast };
-inline constexpr size_t kNumRoutedOps = 5;
-// "reduce", "reduce_scatter", "reduce_scatter_block", "allgather", "bcast":
-// the prefix of its counters (reduce:switch, ...).
-const char* routedOpName(RoutedOp op);
 
 // What the selector knows about one MPI_Allreduce call (or one routed
 // call: see the routed rows above for what `bytes` is).
@@ -183,7 +176,7 @@ double predictSwitchUs(const CostModel& m, Algorithm self, const SelectionInput&
 
 // The routed rows above: +infinity when the switch is not available (or a
 // row is missing); 0 for a single rank.
-double predictRoutedSwitchUs(const CostModel& m, RoutedOp op, const SelectionInput& in);
-double predictRoutedPreviousUs(const CostModel& m, RoutedOp op, const SelectionInput& in);
+double predictRoutedSwitchUs(const CostModel& m, CollKind op, const SelectionInput& in);
+double predictRoutedPreviousUs(const CostModel& m, CollKind op, const SelectionInput& in);
 
 }  // namespace switchagg::coll

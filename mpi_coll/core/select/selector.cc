@@ -70,7 +70,7 @@ Result<SelectionPolicy> parsePolicy(const std::string& forced, const std::string
 
 bool barrierUsesSwitch(const SelectionPolicy& policy) { return policy.offload == Offload::kOn; }
 
-RoutedChoice chooseRouted(RoutedOp op, const SelectionInput& in, const CostModel& model,
+RoutedChoice chooseRouted(CollKind op, const SelectionInput& in, const CostModel& model,
                           const SelectionPolicy& policy, bool previous_differs) {
   if (policy.offload == Offload::kOff) return {false, "offload=off"};
   if (!in.switch_available) return {false, "no switch"};

@@ -67,7 +67,7 @@ struct RoutedChoice {
   // overrule it (routed.cc).
   bool tunable = false;
 };
-RoutedChoice chooseRouted(RoutedOp op, const SelectionInput& in, const CostModel& model,
+RoutedChoice chooseRouted(CollKind op, const SelectionInput& in, const CostModel& model,
                           const SelectionPolicy& policy, bool previous_differs = false);
 
 // Ranked candidates, best first; the caller tries each (a candidate may

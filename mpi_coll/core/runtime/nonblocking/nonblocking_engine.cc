@@ -16,17 +16,14 @@ void setStage(switchagg_nb_call_t* call, int stage, const switchagg_nb_host_t* h
 
 // The stream's start; a switchagg_coll_istream answer.
 int startStream(switchagg_nb_call_t* c) {
-  switch (c->kind) {
-    case SWITCHAGG_NB_ROUTED:
-      return switchagg_coll_istream_start_routed(c->core, c->routed_op, c->send, c->recv,
-                                                 c->count, c->dtype, c->op, c->root, &c->outcome);
-    case SWITCHAGG_NB_BARRIER:
-      return switchagg_coll_istream_start(c->core, &c->one, &c->entered, 1, c->dtype, c->op, 1,
-                                          &c->outcome);
-    default:
-      return switchagg_coll_istream_start(c->core, c->send, c->recv, c->count, c->dtype, c->op,
-                                          0, &c->outcome);
-  }
+  if (switchagg_coll_kind_is_routed(c->kind))
+    return switchagg_coll_istream_start_routed(c->core, c->kind, c->send, c->recv, c->count,
+                                               c->dtype, c->op, c->root, &c->outcome);
+  if (c->kind == SWITCHAGG_COLL_BARRIER)
+    return switchagg_coll_istream_start(c->core, &c->one, &c->entered, 1, c->dtype, c->op, 1,
+                                        &c->outcome);
+  return switchagg_coll_istream_start(c->core, c->send, c->recv, c->count, c->dtype, c->op, 0,
+                                      &c->outcome);
 }
 
 void fail(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
@@ -87,12 +84,11 @@ bool settle(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
 extern "C" {
 
 void switchagg_nb_call_init(switchagg_nb_call_t* call, switchagg_coll_comm_t* core, void* owner,
-                            int kind, int routed_op) {
+                            int kind) {
   *call = switchagg_nb_call_t{};
   call->core = core;
   call->owner = owner;
   call->kind = kind;
-  call->routed_op = routed_op;
   call->one = 1;
   call->stage = SWITCHAGG_NB_QUEUED;
 }
@@ -167,26 +163,24 @@ int switchagg_nb_step(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
 
 void switchagg_nb_note(const switchagg_nb_call_t* call, const char* what) {
   if (call->core == nullptr) return;
-  switch (call->kind) {
-    case SWITCHAGG_NB_BARRIER: switchagg_coll_ibarrier_note(call->core, what); break;
-    case SWITCHAGG_NB_ROUTED: switchagg_coll_irouted_note(call->core, call->routed_op, what); break;
-    default: switchagg_coll_iallreduce_note(call->core, what); break;
-  }
+  if (switchagg_coll_kind_is_routed(call->kind))
+    switchagg_coll_irouted_note(call->core, call->kind, what);
+  else if (call->kind == SWITCHAGG_COLL_BARRIER)
+    switchagg_coll_ibarrier_note(call->core, what);
+  else
+    switchagg_coll_iallreduce_note(call->core, what);
 }
 
 int switchagg_nb_redo_host(switchagg_nb_call_t* c) {
   int rc = -1;
-  switch (c->kind) {
-    case SWITCHAGG_NB_BARRIER: rc = switchagg_coll_ibarrier_redo_host(c->core); break;
-    case SWITCHAGG_NB_ROUTED:
-      rc = switchagg_coll_irouted_redo_host(c->core, c->routed_op, c->send, c->recv, c->count,
-                                            c->dtype, c->op, c->root);
-      break;
-    default:
-      rc = switchagg_coll_iallreduce_redo_host(c->core, c->send, c->recv, c->count, c->dtype,
-                                               c->op);
-      break;
-  }
+  if (switchagg_coll_kind_is_routed(c->kind))
+    rc = switchagg_coll_irouted_redo_host(c->core, c->kind, c->send, c->recv, c->count, c->dtype,
+                                          c->op, c->root);
+  else if (c->kind == SWITCHAGG_COLL_BARRIER)
+    rc = switchagg_coll_ibarrier_redo_host(c->core);
+  else
+    rc = switchagg_coll_iallreduce_redo_host(c->core, c->send, c->recv, c->count, c->dtype,
+                                             c->op);
   return rc == 0 ? SWITCHAGG_NB_DONE : SWITCHAGG_NB_ERROR;
 }
 

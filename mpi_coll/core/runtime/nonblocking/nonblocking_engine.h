@@ -37,13 +37,6 @@
 extern "C" {
 #endif
 
-/* What a call carries out. */
-enum switchagg_nb_kind {
-  SWITCHAGG_NB_ALLREDUCE = 0,
-  SWITCHAGG_NB_BARRIER = 1, /* a one-int32 sum of ones: `entered` ranks */
-  SWITCHAGG_NB_ROUTED = 2   /* routed_op: SWITCHAGG_COLL_ALLGATHER, ... */
-};
-
 /* Where a call is (numbered as the PMPI layer's messages print them). */
 enum switchagg_nb_stage {
   SWITCHAGG_NB_QUEUED = 0,
@@ -75,13 +68,14 @@ enum switchagg_nb_wait {
 typedef struct switchagg_nb_call {
   switchagg_coll_comm_t *core;
   void *owner; /* the host's request */
-  int kind;    /* switchagg_nb_kind */
-  int routed_op;
+  int kind;    /* switchagg_coll_kind (coll_kind.h): SWITCHAGG_COLL_ALLREDUCE,
+                * _BARRIER (a one-int32 sum of ones: `entered` ranks),
+                * _ALLGATHER, _BCAST or _REDUCE_SCATTER_BLOCK */
   const void *send; /* NULL: in place */
   void *recv;
   size_t count;
   int dtype, op, root;
-  int32_t one, entered; /* SWITCHAGG_NB_BARRIER */
+  int32_t one, entered; /* SWITCHAGG_COLL_BARRIER */
   int stage;            /* switchagg_nb_stage: read with switchagg_nb_call_stage */
   int outcome;          /* this rank's, once streamed */
   struct switchagg_nb_call *next;
@@ -114,7 +108,7 @@ typedef struct switchagg_nb_host {
 } switchagg_nb_host_t;
 
 void switchagg_nb_call_init(switchagg_nb_call_t *call, switchagg_coll_comm_t *core, void *owner,
-                            int kind, int routed_op);
+                            int kind);
 int switchagg_nb_call_stage(const switchagg_nb_call_t *call);
 
 /* Appends `call`; 1 when the queue was empty (the call is its head). */
