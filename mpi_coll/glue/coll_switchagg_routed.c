@@ -58,8 +58,8 @@ int mca_coll_switchagg_reduce(const void *sbuf, void *rbuf, int count,
     if (NULL == why) {
       int rc = switchagg_coll_reduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                      (size_t)count * (size_t)scale, sa_dtype, sa_op, root, flags);
-      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
     } else {
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_REDUCE, why);
     }
@@ -78,14 +78,14 @@ static int reduce_scatter_core(mca_coll_switchagg_module_t *m, const void *sbuf,
   const int size = ompi_comm_size(comm);
   size_t stack_counts[64], *counts = stack_counts;
   const char *why;
-  if (NULL == m->core) return SWITCHAGG_COLL_DECLINED;
+  if (NULL == m->core) return SWITCHAGG_OUTCOME_DECLINED;
   why = classify_reduction(sbuf, rbuf, dtype, op, &sa_dtype, &sa_op, &flags, &scale);
   if (NULL != why) {
     switchagg_coll_note_routed_fallback(m->core, kind, why);
-    return SWITCHAGG_COLL_DECLINED;
+    return SWITCHAGG_OUTCOME_DECLINED;
   }
   if (size > 64 && NULL == (counts = (size_t *)malloc(sizeof(size_t) * (size_t)size)))
-    return SWITCHAGG_COLL_FAILED;
+    return SWITCHAGG_OUTCOME_ERROR;
   for (r = 0; r < size; ++r)
     counts[r] = (size_t)(NULL != rcounts ? rcounts[r] : block_count) * (size_t)scale;
   if (SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK == kind) flags |= SWITCHAGG_COLL_BLOCK;
@@ -105,8 +105,8 @@ int mca_coll_switchagg_reduce_scatter(const void *sbuf, void *rbuf, const int *r
   mca_coll_switchagg_iallreduce_drain(m);
   rc = reduce_scatter_core(m, sbuf, rbuf, rcounts, 0, dtype, op, comm,
                            SWITCHAGG_COLL_REDUCE_SCATTER);
-  if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
-  if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+  if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
+  if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
   return previous_done(m, SWITCHAGG_COLL_REDUCE_SCATTER,
                        m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
                                                   m->previous_reduce_scatter_module));
@@ -122,8 +122,8 @@ int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rc
   mca_coll_switchagg_iallreduce_drain(m);
   rc = reduce_scatter_core(m, sbuf, rbuf, NULL, rcount, dtype, op, comm,
                            SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
-  if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
-  if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+  if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
+  if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
   return previous_done(m, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK,
                        m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                         m->previous_reduce_scatter_block_module));
@@ -141,8 +141,8 @@ int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *data
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "device memory");
     } else if (mca_coll_switchagg_plain_bytes(datatype, count)) {
       rc = switchagg_coll_bcast(m->core, buff, bytes, root);
-      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
     } else {
       const bool is_root = ompi_comm_rank(comm) == root;
       void *staged = malloc(bytes > 0 ? bytes : 1);
@@ -153,12 +153,12 @@ int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *data
         return MPI_ERR_OTHER;
       }
       rc = switchagg_coll_bcast(m->core, staged, bytes, root);
-      if (SWITCHAGG_COLL_SERVED == rc && !is_root &&
+      if (SWITCHAGG_OUTCOME_DONE == rc && !is_root &&
           MPI_SUCCESS != mca_coll_switchagg_unpack(staged, bytes, buff, count, datatype, comm))
-        rc = SWITCHAGG_COLL_FAILED;
+        rc = SWITCHAGG_OUTCOME_ERROR;
       free(staged);
-      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
     }
   } else if (NULL != m->core) {
     switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
@@ -180,11 +180,11 @@ static int allgather_core(mca_coll_switchagg_module_t *m, const void *sbuf, int 
   const ptrdiff_t rstride = mca_coll_switchagg_type_extent(rdtype) * (ptrdiff_t)rcount;
   char *rblock = (char *)rbuf + rank * rstride; /* this rank's block in rbuf */
   void *send_image = NULL, *recv_image = rbuf, *staged_send = NULL, *staged_recv = NULL;
-  int rc = SWITCHAGG_COLL_FAILED, r;
+  int rc = SWITCHAGG_OUTCOME_ERROR, r;
 
   if (!plain_recv) {
     staged_recv = malloc((size_t)size * block);
-    if (NULL == staged_recv) return SWITCHAGG_COLL_FAILED;
+    if (NULL == staged_recv) return SWITCHAGG_OUTCOME_ERROR;
     recv_image = staged_recv;
   }
   if (in_place) {
@@ -206,11 +206,11 @@ static int allgather_core(mca_coll_switchagg_module_t *m, const void *sbuf, int 
     send_image = staged_send;
   }
   rc = switchagg_coll_allgather(m->core, send_image, recv_image, block);
-  for (r = 0; SWITCHAGG_COLL_SERVED == rc && !plain_recv && r < size; ++r)
+  for (r = 0; SWITCHAGG_OUTCOME_DONE == rc && !plain_recv && r < size; ++r)
     if (MPI_SUCCESS != mca_coll_switchagg_unpack((char *)staged_recv + (size_t)r * block, block,
                                                  (char *)rbuf + r * rstride, rcount, rdtype,
                                                  comm))
-      rc = SWITCHAGG_COLL_FAILED;
+      rc = SWITCHAGG_OUTCOME_ERROR;
 out:
   free(staged_send);
   free(staged_recv);
@@ -231,8 +231,8 @@ int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datat
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "device memory");
     } else {
       int rc = allgather_core(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
-      if (SWITCHAGG_COLL_SERVED == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_COLL_FAILED == rc) return MPI_ERR_OTHER;
+      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
+      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
     }
   } else if (NULL != m->core) {
     switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");

@@ -60,8 +60,8 @@ int previousDone(MPI_Comm comm, switchagg_coll_comm_t* core, int rc, int kind) {
 template <typename Blocking, typename Nonblocking>
 int answer(int rc, MPI_Comm comm, switchagg_coll_comm_t* core, int kind, Blocking blocking,
            Nonblocking nonblocking) {
-  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  if (rc == SWITCHAGG_OUTCOME_DONE) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_OUTCOME_ERROR) return failed(comm);
   return previousDone(comm, core, handToMpi(blocking, nonblocking), kind);
 }
 
@@ -155,7 +155,7 @@ int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, M
   if (decided) {
     // Decided for the communicator: counted as the core counts it, no
     // selection, no online tuning (a forced algorithm is never tuned).
-    if (switchagg_coll_allreduce_previous(core, sa_dtype, sa_op) == SWITCHAGG_COLL_FAILED)
+    if (switchagg_coll_allreduce_previous(core, sa_dtype, sa_op) == SWITCHAGG_OUTCOME_ERROR)
       return failed(comm);
     return handToMpi(
         [&] { return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm); },
@@ -173,8 +173,8 @@ int MPI_Barrier(MPI_Comm comm) {
   switchagg_coll_comm_t* core = coreOf(comm);
   if (core == nullptr) return PMPI_Barrier(comm);
   const int rc = switchagg_coll_barrier(core);
-  if (rc == SWITCHAGG_COLL_SERVED) return MPI_SUCCESS;
-  if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+  if (rc == SWITCHAGG_OUTCOME_DONE) return MPI_SUCCESS;
+  if (rc == SWITCHAGG_OUTCOME_ERROR) return failed(comm);
   return handToMpi([&] { return PMPI_Barrier(comm); },
                    [&](MPI_Request* r) { return PMPI_Ibarrier(comm, r); });
 }
@@ -205,8 +205,8 @@ int MPI_Iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, 
       switchagg_coll_iallreduce_note(core, "host:previous differs");
       const int rc =
           switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op, flags);
-      if (rc == SWITCHAGG_COLL_SERVED) return switchagg::pmpi::completedRequest(request);
-      if (rc == SWITCHAGG_COLL_FAILED) return failed(comm);
+      if (rc == SWITCHAGG_OUTCOME_DONE) return switchagg::pmpi::completedRequest(request);
+      if (rc == SWITCHAGG_OUTCOME_ERROR) return failed(comm);
     }
     if (note != nullptr) switchagg_coll_iallreduce_note(core, note);  // the route noted its own
     return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
@@ -236,7 +236,7 @@ int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, MPI_
                MPI_Comm comm) {
   switchagg_coll_comm_t* core = coreOf(comm);
   if (core == nullptr || count < 0) return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm);
-  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = SWITCHAGG_COLL_DECLINED;
+  int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = SWITCHAGG_OUTCOME_DECLINED;
   if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale))
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_REDUCE, why);
   else
@@ -258,13 +258,13 @@ int reduceScatterCore(switchagg_coll_comm_t* core, const void* sbuf, void* rbuf,
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, size = 0;
   if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale)) {
     switchagg_coll_note_routed_fallback(core, kind, why);
-    return SWITCHAGG_COLL_DECLINED;
+    return SWITCHAGG_OUTCOME_DECLINED;
   }
   (void)PMPI_Comm_size(comm, &size);
   std::vector<size_t> counts(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     const int n = rcounts != nullptr ? rcounts[r] : block_count;
-    if (n < 0) return SWITCHAGG_COLL_DECLINED;  // the MPI library reports it
+    if (n < 0) return SWITCHAGG_OUTCOME_DECLINED;  // the MPI library reports it
     counts[size_t(r)] = size_t(n) * size_t(scale);
   }
   if (kind == SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK) flags |= SWITCHAGG_COLL_BLOCK;
@@ -293,19 +293,19 @@ int allgatherCore(switchagg_coll_comm_t* core, const void* sbuf, int scount, MPI
   if (sbuf == MPI_IN_PLACE) {
     if (!plain_recv && pack(static_cast<char*>(rbuf) + rank * rstride, rcount, rdtype,
                             staged_recv.data() + size_t(rank) * block, block, comm))
-      return SWITCHAGG_COLL_FAILED;
+      return SWITCHAGG_OUTCOME_ERROR;
   } else if (switchagg::pmpi::plainBytes(sdtype, scount)) {
     send_image = sbuf;
   } else {
     staged_send.resize(block + 1);
-    if (pack(sbuf, scount, sdtype, staged_send.data(), block, comm)) return SWITCHAGG_COLL_FAILED;
+    if (pack(sbuf, scount, sdtype, staged_send.data(), block, comm)) return SWITCHAGG_OUTCOME_ERROR;
     send_image = staged_send.data();
   }
   int rc = switchagg_coll_allgather(core, send_image, recv_image, block);
-  for (int r = 0; rc == SWITCHAGG_COLL_SERVED && !plain_recv && r < size; ++r)
+  for (int r = 0; rc == SWITCHAGG_OUTCOME_DONE && !plain_recv && r < size; ++r)
     if (unpack(staged_recv.data() + size_t(r) * block, block,
                static_cast<char*>(rbuf) + r * rstride, rcount, rdtype, comm))
-      rc = SWITCHAGG_COLL_FAILED;
+      rc = SWITCHAGG_OUTCOME_ERROR;
   return rc;
 }
 
@@ -348,7 +348,7 @@ int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf,
   // The receive side's block: every rank's signatures match, so every rank
   // sees the same byte count and decides alike.
   const size_t block = switchagg::pmpi::typeBytes(rdtype, rcount);
-  int rc = SWITCHAGG_COLL_DECLINED;
+  int rc = SWITCHAGG_OUTCOME_DECLINED;
   if (block <= size_t(INT_MAX))
     rc = allgatherCore(core, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
   else
@@ -365,7 +365,7 @@ int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
   switchagg_coll_comm_t* core = coreOf(comm);
   if (core == nullptr) return PMPI_Bcast(buf, count, dtype, root, comm);
   const size_t bytes = switchagg::pmpi::typeBytes(dtype, count);
-  int rc = SWITCHAGG_COLL_DECLINED;
+  int rc = SWITCHAGG_OUTCOME_DECLINED;
   if (bytes > size_t(INT_MAX)) {
     switchagg_coll_note_routed_fallback(core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
   } else if (switchagg::pmpi::plainBytes(dtype, count)) {
@@ -376,9 +376,9 @@ int MPI_Bcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
     std::vector<char> staged(bytes + 1);
     if (rank == root && pack(buf, count, dtype, staged.data(), bytes, comm)) return failed(comm);
     rc = switchagg_coll_bcast(core, staged.data(), bytes, root);
-    if (rc == SWITCHAGG_COLL_SERVED && rank != root &&
+    if (rc == SWITCHAGG_OUTCOME_DONE && rank != root &&
         unpack(staged.data(), bytes, buf, count, dtype, comm))
-      rc = SWITCHAGG_COLL_FAILED;
+      rc = SWITCHAGG_OUTCOME_ERROR;
   }
   return answer(
       rc, comm, core, SWITCHAGG_COLL_BCAST,

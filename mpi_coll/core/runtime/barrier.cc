@@ -7,17 +7,17 @@
 
 namespace switchagg::coll {
 
-Outcome dispatchBarrier(CommState& state) {
+CallOutcome dispatchBarrier(CommState& state) {
   BarrierCounters& c = state.barrierCounters();
-  if (state.broken()) return Outcome::kFailed;
+  if (state.broken()) return CallOutcome::kError;
   if (state.size() == 1) {
     ++c.local;
-    return Outcome::kServed;
+    return CallOutcome::kDone;
   }
   if (!barrierUsesSwitch(ProcessRuntime::instance().params().policy)) {
     ++c.previous;
     ++c.selected;
-    return Outcome::kDeclined;
+    return CallOutcome::kDeclined;
   }
   // Collective on first use, as for an allreduce: every rank calls it.
   state.ensureSetup();
@@ -25,29 +25,29 @@ Outcome dispatchBarrier(CommState& state) {
   if (sw == nullptr) {
     ++c.previous;
     ++c.unavailable;
-    return Outcome::kDeclined;
+    return CallOutcome::kDeclined;
   }
   sw->rejoinIfDue();
-  SwitchPath::CallEnd how = SwitchPath::CallEnd::kSwitched;
+  CallOutcome how = CallOutcome::kDone;
   Status st = sw->barrier(&how);
   if (st.code() == Code::kUnsupported) {
     ++c.previous;
     ++c.unavailable;
-    return Outcome::kDeclined;
+    return CallOutcome::kDeclined;
   }
   if (!st.ok()) {
     // The agreement itself failed: the ranks may now disagree.
     state.markBroken();
     SA_ERROR("coll", "comm %s rank %d: switch barrier failed: %s; returning MPI_ERR_OTHER",
              state.name().c_str(), state.rank(), st.toString().c_str());
-    return Outcome::kFailed;
+    return CallOutcome::kError;
   }
   switch (how) {
-    case SwitchPath::CallEnd::kSwitched: ++c.switched; break;
-    case SwitchPath::CallEnd::kBusy: ++c.busy; break;
-    case SwitchPath::CallEnd::kFailed: ++c.failed; break;
+    case CallOutcome::kDone: ++c.switched; break;
+    case CallOutcome::kBusy: ++c.busy; break;
+    default: ++c.failed; break;  // kFailed (a path says done, busy or failed)
   }
-  return Outcome::kServed;
+  return CallOutcome::kDone;
 }
 
 bool barrierCounter(const BarrierCounters& c, const std::string& name, uint64_t* value) {

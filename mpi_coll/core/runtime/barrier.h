@@ -12,7 +12,7 @@
 namespace switchagg::coll {
 
 // The choice is barrierUsesSwitch (selector.h): offload `on` only.
-Outcome dispatchBarrier(CommState& state);
+CallOutcome dispatchBarrier(CommState& state);
 
 // True when `name` is a barrier:* counter (its value in *value).
 bool barrierCounter(const BarrierCounters& c, const std::string& name, uint64_t* value);

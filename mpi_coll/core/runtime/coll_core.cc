@@ -25,6 +25,8 @@ namespace {
 using switchagg::Dtype;
 using switchagg::Op;
 using switchagg::coll::Algorithm;
+using switchagg::coll::CallOutcome;
+using switchagg::coll::outcomeInt;
 using switchagg::coll::CollKind;
 using switchagg::coll::guarded;
 
@@ -45,20 +47,11 @@ static_assert(SWITCHAGG_OP_SUM == static_cast<int>(Op::kSum) &&
 
 namespace {
 
-int routedResult(switchagg::coll::Outcome outcome) {
-  switch (outcome) {
-    case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
-    case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
-    case switchagg::coll::Outcome::kFailed: break;
-  }
-  return static_cast<int>(SWITCHAGG_COLL_FAILED);
-}
-
 int routedCall(const char* where, switchagg_coll_comm_t* comm,
                const switchagg::coll::RoutedArgs& args, bool previous_differs) {
   switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
-  return guarded(where, static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
-    return routedResult(switchagg::coll::dispatchRouted(comm->state, args, previous_differs));
+  return guarded(where, static_cast<int>(SWITCHAGG_OUTCOME_ERROR), [&] {
+    return outcomeInt(switchagg::coll::dispatchRouted(comm->state, args, previous_differs));
   });
 }
 
@@ -208,7 +201,7 @@ const WrongResult& wrongResult() {
 int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void* recv,
                              size_t count, int dtype, int op, int flags) {
   switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
-  return guarded("allreduce", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
+  return guarded("allreduce", static_cast<int>(SWITCHAGG_OUTCOME_ERROR), [&] {
     const WrongResult& wrong = wrongResult();
     const size_t bytes = count * switchagg::dtypeSize(static_cast<Dtype>(dtype));
     std::vector<uint8_t> scratch;
@@ -220,15 +213,11 @@ int switchagg_coll_allreduce(switchagg_coll_comm_t* comm, const void* send, void
     switchagg::coll::AllreduceArgs args{send, out, count, static_cast<Dtype>(dtype),
                                         static_cast<Op>(op)};
     const bool differs = (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0;
-    switch (switchagg::coll::dispatchAllreduce(comm->state, args, differs)) {
-      case switchagg::coll::Outcome::kServed:
-        if (wrong.mode == WrongResult::kRank && bytes > 0 && comm->state.rank() == wrong.rank)
-          static_cast<uint8_t*>(recv)[0] ^= 1;
-        return static_cast<int>(SWITCHAGG_COLL_SERVED);
-      case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
-      case switchagg::coll::Outcome::kFailed: break;
-    }
-    return static_cast<int>(SWITCHAGG_COLL_FAILED);
+    const CallOutcome end = switchagg::coll::dispatchAllreduce(comm->state, args, differs);
+    if (end == CallOutcome::kDone && wrong.mode == WrongResult::kRank && bytes > 0 &&
+        comm->state.rank() == wrong.rank)
+      static_cast<uint8_t*>(recv)[0] ^= 1;
+    return outcomeInt(end);
   });
 }
 
@@ -239,23 +228,16 @@ int switchagg_coll_allreduce_forced_previous(void) {
 }
 
 int switchagg_coll_allreduce_previous(switchagg_coll_comm_t* comm, int dtype, int op) {
-  return guarded("allreduce_previous", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
-    return switchagg::coll::countForcedPrevious(comm->state, static_cast<Dtype>(dtype),
-                                                static_cast<Op>(op)) == switchagg::coll::Outcome::kFailed
-               ? static_cast<int>(SWITCHAGG_COLL_FAILED)
-               : static_cast<int>(SWITCHAGG_COLL_DECLINED);
+  return guarded("allreduce_previous", static_cast<int>(SWITCHAGG_OUTCOME_ERROR), [&] {
+    return outcomeInt(switchagg::coll::countForcedPrevious(comm->state, static_cast<Dtype>(dtype),
+                                                           static_cast<Op>(op)));
   });
 }
 
 int switchagg_coll_barrier(switchagg_coll_comm_t* comm) {
   switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
-  return guarded("barrier", static_cast<int>(SWITCHAGG_COLL_FAILED), [&] {
-    switch (switchagg::coll::dispatchBarrier(comm->state)) {
-      case switchagg::coll::Outcome::kServed: return static_cast<int>(SWITCHAGG_COLL_SERVED);
-      case switchagg::coll::Outcome::kDeclined: return static_cast<int>(SWITCHAGG_COLL_DECLINED);
-      case switchagg::coll::Outcome::kFailed: break;
-    }
-    return static_cast<int>(SWITCHAGG_COLL_FAILED);
+  return guarded("barrier", static_cast<int>(SWITCHAGG_OUTCOME_ERROR), [&] {
+    return outcomeInt(switchagg::coll::dispatchBarrier(comm->state));
   });
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "call_outcome.h"
 #include "coll_kind.h"
 
 #ifdef __cplusplus
@@ -30,13 +31,6 @@ enum switchagg_coll_op {
   SWITCHAGG_OP_SUM = 1, SWITCHAGG_OP_PROD = 2, SWITCHAGG_OP_MIN = 3, SWITCHAGG_OP_MAX = 4,
   SWITCHAGG_OP_LAND = 5, SWITCHAGG_OP_LOR = 6, SWITCHAGG_OP_LXOR = 7, SWITCHAGG_OP_BAND = 8,
   SWITCHAGG_OP_BOR = 9, SWITCHAGG_OP_BXOR = 10, SWITCHAGG_OP_MINLOC = 11, SWITCHAGG_OP_MAXLOC = 12
-};
-
-/* Outcome of switchagg_coll_allreduce. */
-enum switchagg_coll_result {
-  SWITCHAGG_COLL_SERVED = 0,   /* result is in the receive buffer */
-  SWITCHAGG_COLL_DECLINED = 1, /* nothing was touched: call the previous module */
-  SWITCHAGG_COLL_FAILED = 2    /* a peer failed mid-algorithm: MPI error path */
 };
 
 typedef struct switchagg_coll_params {
@@ -128,8 +122,12 @@ enum switchagg_coll_flags {
 int switchagg_coll_previous_done(switchagg_coll_comm_t *comm);
 
 /* dtype and op are switchagg::Dtype / switchagg::Op values (common/dtype.h).
- * send == NULL means MPI_IN_PLACE (input already in recv). Every rank of the
- * communicator makes the same SERVED/DECLINED decision for the same call. */
+ * send == NULL means MPI_IN_PLACE (input already in recv). Returns a
+ * switchagg_coll_outcome (call_outcome.h): SWITCHAGG_OUTCOME_DONE (the
+ * result is in the receive buffer), _DECLINED (nothing was touched: call the
+ * previous module) or _ERROR (a peer failed mid-algorithm: the MPI error
+ * path). Every rank of the communicator makes the same DONE/DECLINED
+ * decision for the same call. */
 int switchagg_coll_allreduce(switchagg_coll_comm_t *comm, const void *send, void *recv,
                              size_t count, int dtype, int op, int flags);
 
@@ -142,21 +140,21 @@ int switchagg_coll_allreduce(switchagg_coll_comm_t *comm, const void *send, void
 int switchagg_coll_allreduce_forced_previous(void);
 /* Counts such a call as switchagg_coll_allreduce would (previous,
  * fallback:selected, or fallback:op not defined on datatype) and returns
- * DECLINED, or FAILED on a communicator a failure left unusable. */
+ * DECLINED, or ERROR on a communicator a failure left unusable. */
 int switchagg_coll_allreduce_previous(switchagg_coll_comm_t *comm, int dtype, int op);
 
-/* MPI_Barrier (docs/offload.md "Barrier"): SERVED when every rank entered
+/* MPI_Barrier (docs/offload.md "Barrier"): DONE when every rank entered
  * (through the switch path), DECLINED (nothing sent: call the previous
- * module's barrier), FAILED (the MPI error path). Every rank of the
- * communicator makes the same SERVED/DECLINED decision for the same call. */
+ * module's barrier), ERROR (the MPI error path). Every rank of the
+ * communicator makes the same DONE/DECLINED decision for the same call. */
 int switchagg_coll_barrier(switchagg_coll_comm_t *comm);
 
 /* The routed collectives (docs/offload.md "Routed collectives"): through
  * the switch path when the policy (coll_switchagg_offload) and the path
  * allow, else DECLINED - call the previous module's function with the same
  * arguments: the input is intact (also after a busy refusal or a failure
- * the core counted). SERVED: the result is in place. FAILED: the MPI error
- * path. Every rank of the communicator makes the same SERVED/DECLINED
+ * the core counted). DONE: the result is in place. ERROR: the MPI error
+ * path. Every rank of the communicator makes the same DONE/DECLINED
  * decision for the same call. send == NULL means MPI_IN_PLACE.
  *   reduce: count elements of dtype/op; recv significant at the root only
  *           (in place: the root's input is in recv).

@@ -122,46 +122,40 @@ Algorithm cheapestHost(const SelectionInput& in) {
   return best->id;
 }
 
-Outcome fail(CommState& state, Algorithm a, const Status& st) {
+CallOutcome fail(CommState& state, Algorithm a, const Status& st) {
   state.markBroken();
   SA_ERROR("coll", "comm %s rank %d: %s allreduce failed: %s; returning MPI_ERR_OTHER (%s)",
            state.name().c_str(), state.rank(), algorithmName(a), st.toString().c_str(),
            st.code() == Code::kTimeout ? "a step stalled past coll_switchagg_stall_timeout"
                                        : "a peer failed, the result would be wrong");
-  return Outcome::kFailed;
+  return CallOutcome::kError;
 }
 
-// What trying one candidate came to.
-enum class Step { kServed, kNext, kPrevious, kFailed };
-
-Step tryCandidate(CommState& state, Algorithm a, const AllreduceArgs& args,
+// What trying one candidate came to: kDone (it served), kError (it failed:
+// the MPI error path) or kDeclined (the next candidate serves; for
+// kPrevious, the previous module does and dispatch stops there).
+CallOutcome tryCandidate(CommState& state, Algorithm a, const AllreduceArgs& args,
                   const SelectionInput& in, const char* reason) {
   if (a == Algorithm::kPrevious) {
     announce(state, a, in, reason);
     state.recordFallback(state.hostReady() ? kFallbackSelected : "host path unavailable");
-    return Step::kPrevious;
+    return CallOutcome::kDeclined;
   }
   if (a == Algorithm::kSwitch) {
     SwitchPath* sw = state.switchPath();
-    if (!sw) return Step::kNext;
+    if (!sw) return CallOutcome::kDeclined;
     Status st = sw->allreduce(args);
-    if (st.code() == Code::kUnsupported) return Step::kNext;
-    if (!st.ok()) {
-      fail(state, a, st);
-      return Step::kFailed;
-    }
+    if (st.code() == Code::kUnsupported) return CallOutcome::kDeclined;
+    if (!st.ok()) return fail(state, a, st);
     announce(state, a, in, reason);  // only once it served: it may have declined
   } else {
-    if (!state.hostReady()) return Step::kNext;
+    if (!state.hostReady()) return CallOutcome::kDeclined;
     announce(state, a, in, reason);
     Status st = runHost(state, a, args);
-    if (!st.ok()) {
-      fail(state, a, st);
-      return Step::kFailed;
-    }
+    if (!st.ok()) return fail(state, a, st);
   }
   state.recordServed(a);
-  return Step::kServed;
+  return CallOutcome::kDone;
 }
 
 // The tuner's pick for this call, or kPrevious with *tuned false when the
@@ -193,29 +187,29 @@ Status runCheapestHost(CommState& state, const AllreduceArgs& args) {
   return runHost(state, cheapestHost(describeCall(state, args)), args);
 }
 
-Outcome countForcedPrevious(CommState& state, Dtype dtype, Op op) {
-  if (state.broken()) return Outcome::kFailed;
+CallOutcome countForcedPrevious(CommState& state, Dtype dtype, Op op) {
+  if (state.broken()) return CallOutcome::kError;
   if (!reduceSupported(dtype, op)) {
     state.recordFallback("op not defined on datatype");
-    return Outcome::kDeclined;
+    return CallOutcome::kDeclined;
   }
   if (state.rank() == 0 && state.counters().served[size_t(Algorithm::kPrevious)] == 0)
     SA_INFO("coll", "comm %s: allreduce (%s %s) -> previous (forced by coll_switchagg_allreduce_algorithm)",
             state.name().c_str(), dtypeName(dtype), opName(op));
   state.recordFallback(kFallbackSelected);
-  return Outcome::kDeclined;
+  return CallOutcome::kDeclined;
 }
 
-Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool previous_differs) {
-  if (state.broken()) return Outcome::kFailed;
+CallOutcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool previous_differs) {
+  if (state.broken()) return CallOutcome::kError;
   if (args.count == 0 || state.size() == 1) {
     copyInput(args);
     state.recordLocal();
-    return Outcome::kServed;
+    return CallOutcome::kDone;
   }
   if (!reduceSupported(args.dtype, args.op)) {
     state.recordFallback("op not defined on datatype");
-    return Outcome::kDeclined;
+    return CallOutcome::kDeclined;
   }
   state.ensureSetup();
   // A switch path that failed may rejoin at this call (collective, at the
@@ -237,34 +231,37 @@ Outcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool prev
   }
   const double start = tuned ? nowUs() : 0;
 
-  Step step = Step::kNext;
+  CallOutcome step = CallOutcome::kDeclined;
   Algorithm ran = pick;
-  if (tuned) step = tryCandidate(state, pick, args, in, reason);
+  bool to_previous = false;  // the previous module was tried: it serves the call
+  auto attempt = [&](Algorithm a) {
+    ran = a;
+    step = tryCandidate(state, a, args, in, reason);
+    to_previous = a == Algorithm::kPrevious;
+  };
+  if (tuned) attempt(pick);
   for (Algorithm a : decision.ranked) {
-    if (step != Step::kNext) break;
+    if (step != CallOutcome::kDeclined || to_previous) break;
     if (tuned && a == pick) continue;
     if (a == Algorithm::kPrevious && previous_differs && state.hostReady() &&
         !ProcessRuntime::instance().params().policy.forces(Algorithm::kPrevious)) {
       // All ranks see the same flag (it depends on dtype/op only).
       a = cheapestHost(in);
     }
-    ran = a;
-    step = tryCandidate(state, a, args, in, reason);
+    attempt(a);
   }
-  switch (step) {
-    case Step::kServed: {
-      if (!tuned) return Outcome::kServed;
-      Status st = state.tunerRecord(ran, nowUs() - start);
-      return st.ok() ? Outcome::kServed : fail(state, ran, st);
-    }
-    case Step::kPrevious:
-      if (tuned) state.startPreviousTiming(start);
-      return Outcome::kDeclined;
-    case Step::kFailed: return Outcome::kFailed;
-    case Step::kNext: break;
+  if (step == CallOutcome::kDone) {
+    if (!tuned) return CallOutcome::kDone;
+    Status st = state.tunerRecord(ran, nowUs() - start);
+    return st.ok() ? CallOutcome::kDone : fail(state, ran, st);
+  }
+  if (step == CallOutcome::kError) return CallOutcome::kError;
+  if (to_previous) {
+    if (tuned) state.startPreviousTiming(start);
+    return CallOutcome::kDeclined;
   }
   state.recordFallback("no candidate");
-  return Outcome::kDeclined;
+  return CallOutcome::kDeclined;
 }
 
 }  // namespace switchagg::coll

@@ -3,28 +3,27 @@
 // turn (a candidate may decline) and the previous coll module ends the list.
 #pragma once
 
+#include "call_outcome.h"
 #include "comm_state.h"
 #include "host_algorithms.h"
 
 namespace switchagg::coll {
 
-enum class Outcome {
-  kServed,    // the result is in args.recv
-  kDeclined,  // nothing touched: the glue calls the previous module
-  kFailed,    // communication failed mid-way: the glue returns an MPI error
-};
-
-// Every rank of the communicator reaches the same outcome for the same call:
+// How a dispatched call ends (call_outcome.h): kDone (the result is in
+// args.recv), kDeclined (nothing touched: the glue calls the previous
+// module) or kError (communication failed mid-way: the glue returns an MPI
+// error). Every rank of the communicator reaches the same outcome for the
+// same call:
 // decisions depend only on (count, dtype, op, communicator, parameters) and
 // on state all ranks agreed on at setup.
 // `previous_differs`: the previous module's answer would not follow C
 // semantics for this dtype/op, so when the ranking puts it first (and the
 // user did not force it) the cheapest host algorithm serves instead.
-Outcome dispatchAllreduce(CommState& comm, const AllreduceArgs& args, bool previous_differs);
+CallOutcome dispatchAllreduce(CommState& comm, const AllreduceArgs& args, bool previous_differs);
 // An allreduce of count > 0 on more than one rank while the policy forces
 // the previous module: counted as dispatchAllreduce counts it (kDeclined),
-// kFailed on a broken communicator. No setup, no selection.
-Outcome countForcedPrevious(CommState& comm, Dtype dtype, Op op);
+// kError on a broken communicator. No setup, no selection.
+CallOutcome countForcedPrevious(CommState& comm, Dtype dtype, Op op);
 // The call on the host algorithm the cost model rates fastest for it (the
 // same choice on every rank), over the communicator's own transport; for a
 // redo that must not call the previous module (a glue's progress thread).

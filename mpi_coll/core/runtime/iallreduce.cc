@@ -178,8 +178,7 @@ IallreduceCounters& streamCounters(switchagg_coll_comm& comm) { return *comm.ist
 
 int streamResult(const Status& st, int* outcome) {
   if (st.code() == Code::kInProgress) return SWITCHAGG_COLL_ISTREAM_RUNNING;
-  *outcome = st.ok() ? SwitchPath::kStreamOk
-                     : st.code() == Code::kBusy ? SwitchPath::kStreamBusy : SwitchPath::kStreamFailed;
+  *outcome = outcomeInt(outcomeOf(st));
   return SWITCHAGG_COLL_ISTREAM_OUTCOME;
 }
 
@@ -275,6 +274,8 @@ using switchagg::Op;
 using switchagg::coll::AllreduceArgs;
 using switchagg::coll::ProcessRuntime;
 using switchagg::coll::SwitchPath;
+using switchagg::coll::CallOutcome;
+using switchagg::coll::outcomeInt;
 using switchagg::Status;
 using switchagg::Code;
 
@@ -334,7 +335,7 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
   if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
   ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce step", SWITCHAGG_COLL_ISTREAM_OUTCOME, [&] {
-    *outcome = SwitchPath::kStreamFailed;
+    *outcome = SWITCHAGG_OUTCOME_FAILED;
     // One step sends what the window allows and drives the clients' worker
     // once; a 256 KiB chunk over TCP takes many. A code that calls MPI_Test
     // every few hundred microseconds would stream at one step per test, so
@@ -359,11 +360,15 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
     return SWITCHAGG_COLL_ISETTLE_AGREE;
   }
   // Recovery waits on the process's worker: not inside a blocking call.
-  if (outcome != SwitchPath::kStreamOk && !step.allowed()) return SWITCHAGG_COLL_ISETTLE_NOT_NOW;
+  if (outcome != SWITCHAGG_OUTCOME_DONE && !step.allowed()) return SWITCHAGG_COLL_ISETTLE_NOT_NOW;
   ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
-    switchagg::Status st = sw->settleStream(outcome, agreed);
-    if (st.ok()) return static_cast<int>(SWITCHAGG_COLL_ISETTLE_SETTLED);
+    CallOutcome settled = CallOutcome::kFailed;
+    switchagg::Status st = sw->settleStream(static_cast<CallOutcome>(outcome), &settled);
+    if (st.ok()) {
+      *agreed = outcomeInt(settled);
+      return static_cast<int>(SWITCHAGG_COLL_ISETTLE_SETTLED);
+    }
     // Bounded waits that ran out (a node step, recovery): say what for.
     SA_ERROR("coll",
              "comm %s rank %d: a nonblocking switch call ended without an outcome: %s; the "
@@ -375,21 +380,22 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
 
 int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int first_rank) {
   ProcessRuntime::CallScope in_call(comm->state.domain());
-  return switchagg::coll::guarded<int>("iallreduce end", 1, [&] {
+  return switchagg::coll::guarded<int>("iallreduce end", int(SWITCHAGG_OUTCOME_FAILED), [&] {
     switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
     if (comm->istream_agree_start_us > 0) {
       ++c.agreements;
       c.agreement_us += static_cast<uint64_t>(switchagg::coll::nowUs() - comm->istream_agree_start_us);
       comm->istream_agree_start_us = 0;
     }
-    switchagg::Status st = comm->state.switchPath()->endStream(agreed, first_rank);
-    if (st.ok()) {
+    const CallOutcome end =
+        comm->state.switchPath()->endStream(static_cast<CallOutcome>(agreed), first_rank);
+    if (end == CallOutcome::kDone) {
       ++c.switched;
-      return 0;
+      return outcomeInt(end);
     }
     ++c.redo;
-    ++c.events[agreed == SwitchPath::kStreamBusy ? "redo:switch-busy" : "redo:switch-failed"];
-    return 1;
+    ++c.events[end == CallOutcome::kBusy ? "redo:switch-busy" : "redo:switch-failed"];
+    return outcomeInt(end);
   });
 }
 

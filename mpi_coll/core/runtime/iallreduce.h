@@ -16,11 +16,12 @@
  *            DECLINED (alike on every rank: the path failed on an earlier
  *            call, redo on the host without an agreement), NOT_NOW (a
  *            blocking switchagg call runs on this thread: try later) or
- *            OUTCOME with this rank's outcome (0 ok, 1 busy, 2 failed).
+ *            OUTCOME with this rank's outcome (SWITCHAGG_OUTCOME_DONE, _BUSY
+ *            or _FAILED, call_outcome.h).
  *   end()    the ranks' agreed outcome (the glue's nonblocking MAXLOC over
- *            the previous module) and the lowest rank with it: 0 = the
- *            result is committed in recv, 1 = redo on the previous module
- *            from the intact input (counted by reason).
+ *            the previous module) and the lowest rank with it: DONE = the
+ *            result is committed in recv, BUSY or FAILED = redo on the
+ *            previous module from the intact input (counted by reason).
  * Plain C: included by the glue. */
 #ifndef SWITCHAGG_COLL_IALLREDUCE_H
 #define SWITCHAGG_COLL_IALLREDUCE_H

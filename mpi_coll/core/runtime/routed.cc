@@ -28,9 +28,9 @@ void copyLocal(const RoutedArgs& args) {
   if (bytes) std::memcpy(args.recv, args.send, bytes);
 }
 
-Outcome previous(CommState& state, CollKind op, const char* reason) {
+CallOutcome previous(CommState& state, CollKind op, const char* reason) {
   recordRoutedFallback(state, op, reason);
-  return Outcome::kDeclined;
+  return CallOutcome::kDeclined;
 }
 
 // The first time each op takes the switch on this communicator (verbose 1),
@@ -44,11 +44,11 @@ void announce(const CommState& state, const RoutedArgs& args, size_t bytes, cons
 }
 
 // Online tuning's agreement failed: the ranks may now disagree.
-Outcome tuningFailed(CommState& state, CollKind op, const Status& st) {
+CallOutcome tuningFailed(CommState& state, CollKind op, const Status& st) {
   state.markBroken();
   SA_ERROR("coll", "comm %s rank %d: %s: online tuning could not agree with the other ranks: %s",
            state.name().c_str(), state.rank(), collKindName(op), st.toString().c_str());
-  return Outcome::kFailed;
+  return CallOutcome::kError;
 }
 
 }  // namespace
@@ -61,14 +61,14 @@ void recordRoutedFallback(CommState& state, CollKind op, const char* reason) {
             collKindName(op), reason);
 }
 
-Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs) {
+CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs) {
   RoutedCounters& c = state.routedCounters(args.op);
-  if (state.broken()) return Outcome::kFailed;
+  if (state.broken()) return CallOutcome::kError;
   const size_t bytes = routedVectorBytes(args, state.size());
   if (state.size() == 1 || bytes == 0) {
     copyLocal(args);
     ++c.local;
-    return Outcome::kServed;
+    return CallOutcome::kDone;
   }
   const SelectionPolicy& policy = ProcessRuntime::instance().params().policy;
   if (policy.offload == Offload::kOff)
@@ -113,7 +113,7 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
     return previous(state, args.op, why);
   };
   if (!use_switch) return handBack(tuner ? "tuned" : "selected");
-  SwitchPath::CallEnd how = SwitchPath::CallEnd::kSwitched;
+  CallOutcome how = CallOutcome::kDone;
   Status st = sw->routed(args, &how);
   if (st.code() == Code::kUnsupported) return handBack("unavailable");
   if (!st.ok()) {
@@ -121,24 +121,24 @@ Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_d
     state.markBroken();
     SA_ERROR("coll", "comm %s rank %d: switch %s failed: %s; returning MPI_ERR_OTHER",
              state.name().c_str(), state.rank(), collKindName(args.op), st.toString().c_str());
-    return Outcome::kFailed;
+    return CallOutcome::kError;
   }
   switch (how) {
-    case SwitchPath::CallEnd::kSwitched:
+    case CallOutcome::kDone:
       announce(state, args, bytes, reason);
       ++c.switched;
       if (tuner) {
         st = state.routedTunerRecord(args.op, Algorithm::kSwitch, nowUs() - start);
         if (!st.ok()) return tuningFailed(state, args.op, st);
       }
-      return Outcome::kServed;
-    case SwitchPath::CallEnd::kBusy: ++c.busy; break;
-    case SwitchPath::CallEnd::kFailed: ++c.failed; break;
+      return CallOutcome::kDone;
+    case CallOutcome::kBusy: ++c.busy; break;
+    default: ++c.failed; break;  // kFailed (a path says done, busy or failed)
   }
   // Redone on the previous module from the intact input (its time is not a
   // sample of the switch: the tuner keeps only the pick's own times).
   if (tuner) state.startRoutedPreviousTiming(args.op, start);
-  return Outcome::kDeclined;
+  return CallOutcome::kDeclined;
 }
 
 bool routedCounter(const CommState& state, const std::string& name, uint64_t* value) {

@@ -20,7 +20,7 @@ namespace switchagg::coll {
 // kFailed: the outcome agreement itself failed; the communicator is broken.
 // `previous_differs` (reductions): the previous module would not follow C
 // semantics for the pair, so `auto` prefers the switch when it can serve.
-Outcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs);
+CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs);
 
 // Counts a call the glue handed to the previous module without asking the
 // core (derived datatype, user-defined op, ...): <op>:previous:<reason>.

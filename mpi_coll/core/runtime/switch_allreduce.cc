@@ -51,7 +51,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   // last chunk): nobody trusts its result until every rank says ok.
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
-  if (allOnes(oks)) {
+  if (allDone(oks)) {
     if (in_place && group_) std::memcpy(args.recv, scratch_.data(), bytes);
     ++calls_;
     if (pipelined) {
@@ -294,7 +294,7 @@ Status AgentSwitchPath::stepStream() {
   // now, before the agreement; a node message that cannot go fails the call
   // here (the others time out and vote failed too).
   if (leaders_ && !stream_.one_trip) {
-    const Status sent = leaders_->finishFlat(outcomeOf(st), leaderNodeResult());
+    const Status sent = leaders_->finishFlat(uint8_t(outcomeOf(st)), leaderNodeResult());
     if (!sent.ok()) stream_.mine = sent;
   }
   // A flat member's vector in placement order (a tree): into rank order.
@@ -302,9 +302,9 @@ Status AgentSwitchPath::stepStream() {
   return stream_.mine;
 }
 
-Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
-  const Status mine = outcome == kStreamOk     ? Status::Ok()
-                      : outcome == kStreamBusy ? Status(Code::kBusy, "refused busy")
+Status AgentSwitchPath::settleStream(CallOutcome outcome, CallOutcome* agreed) {
+  const Status mine = outcome == CallOutcome::kDone   ? Status::Ok()
+                      : outcome == CallOutcome::kBusy ? Status(Code::kBusy, "refused busy")
                       : !stream_.mine.ok()     ? stream_.mine
                                                : Status(Code::kInternal, "stream failed");
   CallOutcome end = CallOutcome::kDone;
@@ -314,7 +314,7 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
     if (!stream_.mine.ok() && stream_.mine.code() != Code::kBusy &&
         stream_.mine.code() != Code::kAborted)
       return stream_.mine;
-    end = CallOutcome(outcomeOf(mine));
+    end = outcomeOf(mine);
   } else {
     int source = -1;
     Result<CallOutcome> settled =
@@ -333,38 +333,36 @@ Status AgentSwitchPath::settleStream(int outcome, int* agreed) {
     if (leaders_) SWITCHAGG_RETURN_IF_ERROR(leaders_->finishFlat(uint8_t(end), leaderNodeResult()));
   }
   stream_.settled = true;
-  *agreed = end == CallOutcome::kDone ? kStreamOk
-            : end == CallOutcome::kBusy ? kStreamBusy
-                                        : kStreamFailed;
+  *agreed = end == CallOutcome::kDone || end == CallOutcome::kBusy ? end : CallOutcome::kFailed;
   return Status::Ok();
 }
 
-Status AgentSwitchPath::endStream(int agreed, int first_rank) {
+CallOutcome AgentSwitchPath::endStream(CallOutcome agreed, int first_rank) {
   if (stream_.settled) ++one_trip_;
   else ++agreements_;  // the glue's nonblocking agreement ended
   if (stream_.routed) return endRoutedStream(agreed, first_rank);
-  if (agreed == kStreamOk) {
+  if (agreed == CallOutcome::kDone) {
     if (stream_.args.send == nullptr && stream_.bytes)
       std::memcpy(stream_.args.recv, scratch_.data(), stream_.bytes);
     if (stream_.barrier) {
       ++barriers_;
-      return Status::Ok();
+      return CallOutcome::kDone;
     }
     ++calls_;
     ++streamed_;
-    return Status::Ok();
+    return CallOutcome::kDone;
   }
-  if (agreed == kStreamBusy) {
+  if (agreed == CallOutcome::kBusy) {  // redone on the host
     ++busy_;
     if (stream_.barrier) ++barrier_busy_;
-    return Status(Code::kUnsupported, "switch busy; redone on the host");
+    return CallOutcome::kBusy;
   }
   if (stream_.barrier) ++barrier_failed_;
   const char* redo = stream_.barrier ? "barrier redone on the host" : "result recomputed on the host";
   giveUp(stream_.mine, first_rank, stream_.barrier ? "barrier" : "allreduce",
          (stream_.settled ? std::string("no member had the result (all asked); ") + redo
                           : std::string(redo)).c_str());
-  return Status(Code::kUnsupported, "switch path failed; redone on the host");
+  return CallOutcome::kFailed;  // redone on the host
 }
 
 }  // namespace switchagg::coll::switch_detail

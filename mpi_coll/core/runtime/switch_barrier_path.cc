@@ -18,7 +18,7 @@ namespace switchagg::coll::switch_detail {
 // then only disables the path (giveUp: same rejoin rules as allreduce).
 // With node leaders only the leaders call the agent; the agreement spans
 // every rank, so it also releases each node.
-Status AgentSwitchPath::barrier(CallEnd* how) {
+Status AgentSwitchPath::barrier(CallOutcome* how) {
   if (!joined_ || !info_.caps.supports(Dtype::kInt32, Op::kSum))
     return Status(Code::kUnsupported, "switch path cannot serve a barrier");
   if (oneRoundTrip(0)) return barrierOneRoundTrip(how);
@@ -34,20 +34,20 @@ Status AgentSwitchPath::barrier(CallEnd* how) {
   }
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
-  if (allOnes(oks)) {
+  if (allDone(oks)) {
     ++barriers_;
-    *how = CallEnd::kSwitched;
+    *how = CallOutcome::kDone;
     return Status::Ok();
   }
   if (!anyFailed(oks)) {
     ++barrier_busy_;
     ++busy_;
-    *how = CallEnd::kBusy;
+    *how = CallOutcome::kBusy;
     return Status::Ok();
   }
   ++barrier_failed_;
   giveUp(mine, firstFailedRank(oks), "barrier", "barrier completed by the agreement");
-  *how = CallEnd::kFailed;
+  *how = CallOutcome::kFailed;
   return Status::Ok();
 }
 
@@ -58,7 +58,7 @@ Status AgentSwitchPath::barrier(CallEnd* how) {
 // (recovery). Only when no member has it - busy or failed - is the barrier
 // completed on the host, by the outcome agreement (an allgather every rank
 // reaches, so it is a barrier itself).
-Status AgentSwitchPath::barrierOneRoundTrip(CallEnd* how) {
+Status AgentSwitchPath::barrierOneRoundTrip(CallOutcome* how) {
   Status mine;
   const int32_t one = 1;
   if (leaders_) {
@@ -88,7 +88,7 @@ Status AgentSwitchPath::barrierOneRoundTrip(CallEnd* how) {
   if (outcome == CallOutcome::kDone) {
     ++barriers_;
     ++one_trip_;
-    *how = CallEnd::kSwitched;
+    *how = CallOutcome::kDone;
     return Status::Ok();
   }
   std::vector<uint8_t> oks;
@@ -96,12 +96,12 @@ Status AgentSwitchPath::barrierOneRoundTrip(CallEnd* how) {
   if (outcome == CallOutcome::kBusy) {
     ++barrier_busy_;
     ++busy_;
-    *how = CallEnd::kBusy;
+    *how = CallOutcome::kBusy;
     return Status::Ok();
   }
   ++barrier_failed_;
   giveUp(mine, firstFailed(mine, source), "barrier", "barrier completed by the agreement");
-  *how = CallEnd::kFailed;
+  *how = CallOutcome::kFailed;
   return Status::Ok();
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "call_outcome.h"
 #include "comm_group.h"
 #include "cost_model.h"
 #include "host_algorithms.h"
@@ -45,11 +46,6 @@ size_t routedVectorBytes(const RoutedArgs& args, int size);
 
 class SwitchPath {
  public:
-  // How a switch-path call ended, alike on every rank (barrier, routed
-  // calls, and as ints - kStream* below - the nonblocking streams):
-  // through the agent; refused busy (redone on the host, path kept); failed
-  // (redone on the host, path off).
-  enum class CallEnd : int { kSwitched = 0, kBusy = 1, kFailed = 2 };
   virtual ~SwitchPath() = default;
   // Every rank calls it for the same calls in the same order.
   virtual void rejoinIfDue() {}
@@ -62,9 +58,9 @@ class SwitchPath {
   // MPI_Barrier through the agent (barrier.h, docs/offload.md "Barrier").
   // Ok: every rank entered (through the agent, or - after a failure or a
   // busy refusal, counted - proven by the outcome agreement itself); *how
-  // says which, alike on every rank. kUnsupported: declined on every rank
-  // alike, nothing sent.
-  virtual Status barrier(CallEnd* how) {
+  // says which (CallOutcome kDone, kBusy, kFailed), alike on every rank.
+  // kUnsupported: declined on every rank alike, nothing sent.
+  virtual Status barrier(CallOutcome* how) {
     (void)how;
     return Status(Code::kUnsupported, "no switch barrier");
   }
@@ -74,7 +70,7 @@ class SwitchPath {
   // on every rank: "unavailable" (failed, not rejoined), "one-node"
   // (node leaders with every rank on one node: nothing to route),
   // "agent-not-routed" (an agent predates routed calls), "dtype-op" (the
-  // agent does not reduce the pair). routed(): Ok with *how kSwitched:
+  // agent does not reduce the pair). routed(): Ok with *how kDone:
   // the result is in place (the agreement saw every rank ok); Ok with kBusy
   // or kFailed: nothing committed, the input intact, the caller redoes the
   // call on the previous module (a failure disables the path as for
@@ -83,7 +79,7 @@ class SwitchPath {
   virtual const char* describeRouted(const RoutedArgs& /*args*/, SelectionInput* /*in*/) const {
     return "unavailable";
   }
-  virtual Status routed(const RoutedArgs& /*args*/, CallEnd* /*how*/) {
+  virtual Status routed(const RoutedArgs& /*args*/, CallOutcome* /*how*/) {
     return Status(Code::kUnsupported, "no switch routing");
   }
   // MPI_Iallreduce (iallreduce.h, docs/offload.md "MPI_Iallreduce"): the
@@ -94,14 +90,10 @@ class SwitchPath {
   // path that cannot stream the call leaves `in` alone. startStream: kInProgress (call stepStream until it returns
   // something else), kUnsupported (declined alike on every rank, nothing
   // sent: the caller redoes the call on the host), or this rank's outcome.
-  // endStream(agreed, first): the ranks' agreed outcome (kStreamOk,
-  // kStreamBusy, kStreamFailed: the worst) and the lowest rank with it.
-  // Ok: the result is in args.recv; kUnsupported: redo on the host (busy
-  // or failed: counted, a failure disables the path as for allreduce).
-  // (The C interface's ints for CallEnd.)
-  static constexpr int kStreamOk = static_cast<int>(CallEnd::kSwitched),
-                       kStreamBusy = static_cast<int>(CallEnd::kBusy),
-                       kStreamFailed = static_cast<int>(CallEnd::kFailed);
+  // endStream(agreed, first): the ranks' agreed outcome (kDone, kBusy,
+  // kFailed: the worst) and the lowest rank with it. kDone: the result is
+  // in args.recv; kBusy or kFailed: redo on the host (counted, a failure
+  // disables the path as for allreduce).
   virtual void describeStream(const AllreduceArgs& /*args*/, SelectionInput* /*in*/) const {}
   // barrier: the stream is an MPI_Ibarrier (a one-int32 sum of ones whose
   // result is the number of ranks that entered), counted as a barrier.
@@ -109,16 +101,17 @@ class SwitchPath {
     return Status(Code::kUnsupported, "no switch stream");
   }
   virtual Status stepStream() { return Status(Code::kInternal, "no stream running"); }
-  virtual Status endStream(int /*agreed*/, int /*first_rank*/) {
-    return Status(Code::kUnsupported, "no switch stream");
+  virtual CallOutcome endStream(CallOutcome /*agreed*/, int /*first_rank*/) {
+    return CallOutcome::kFailed;
   }
   // One-round-trip completion of the stream (docs/offload.md "Completion"):
   // streamSettles() says, alike on every rank, that the running stream ends
   // without the agreement; settleStream(outcome) then gives *agreed (this
   // rank's outcome, or after a failure what recovery learnt from the other
-  // members) for endStream(agreed, -1). An error: recovery could not decide.
+  // members: kDone, kBusy or kFailed) for endStream(agreed, -1). An error:
+  // recovery could not decide.
   virtual bool streamSettles() const { return false; }
-  virtual Status settleStream(int /*outcome*/, int* /*agreed*/) {
+  virtual Status settleStream(CallOutcome /*outcome*/, CallOutcome* /*agreed*/) {
     return Status(Code::kInternal, "no switch stream");
   }
   // MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block (iallreduce.h): a

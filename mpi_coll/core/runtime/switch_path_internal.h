@@ -50,31 +50,28 @@ struct JoinHello {
   uint32_t stripe_mbps[agent::kMaxWeightedStripes];
 };
 
-// One call's outcome as the ranks agree on it (allgathered byte).
-constexpr uint8_t kOutcomeFailed = 0, kOutcomeOk = 1, kOutcomeBusy = 2;
-
-inline bool allOnes(const std::vector<uint8_t>& flags) {
-  return std::all_of(flags.begin(), flags.end(), [](uint8_t f) { return f == 1; });
-}
-
 // The one-byte outcome agreement of a call (allreduce or barrier): every
-// rank's ok / busy / failed into *oks, in rank order, over the previous
-// module. An error: the allgather itself failed.
+// rank's CallOutcome (kDone, kBusy, kFailed) into *oks, in rank order, over
+// the previous module. An error: the allgather itself failed.
 inline Status agreeOutcome(CommGroup& comm, const Status& mine, std::vector<uint8_t>* oks) {
-  const uint8_t outcome = mine.ok()                      ? kOutcomeOk
-                          : mine.code() == Code::kBusy ? kOutcomeBusy
-                                                         : kOutcomeFailed;
-  oks->assign(size_t(comm.size()), 0);
+  const uint8_t outcome = uint8_t(outcomeOf(mine));
+  oks->assign(size_t(comm.size()), uint8_t(CallOutcome::kPending));
   return comm.allgather(&outcome, oks->data(), 1);
 }
 
+inline bool allDone(const std::vector<uint8_t>& oks) {
+  return std::all_of(oks.begin(), oks.end(),
+                     [](uint8_t o) { return o == uint8_t(CallOutcome::kDone); });
+}
+
 inline bool anyFailed(const std::vector<uint8_t>& oks) {
-  return std::find(oks.begin(), oks.end(), kOutcomeFailed) != oks.end();
+  return std::find(oks.begin(), oks.end(), uint8_t(CallOutcome::kFailed)) != oks.end();
 }
 
 inline int firstFailedRank(const std::vector<uint8_t>& oks) {
   int first_bad = 0;
-  while (first_bad < int(oks.size()) && oks[size_t(first_bad)] != kOutcomeFailed) ++first_bad;
+  while (first_bad < int(oks.size()) && oks[size_t(first_bad)] != uint8_t(CallOutcome::kFailed))
+    ++first_bad;
   return first_bad;
 }
 
@@ -144,13 +141,6 @@ struct RoutedPlan {
   size_t commit_bytes = 0;
 };
 
-// A call's outcome as one node message says it (CallOutcome).
-inline uint8_t outcomeOf(const Status& st) {
-  return uint8_t(st.ok() ? CallOutcome::kDone
-                 : st.code() == Code::kBusy ? CallOutcome::kBusy
-                                            : CallOutcome::kFailed);
-}
-
 // Milliseconds on the steady clock (the MPI_Iallreduce stream's deadline).
 int64_t steadyMs();
 // A client's decline of a routed call, taken as busy (redo, path kept).
@@ -174,14 +164,14 @@ class AgentSwitchPath : public SwitchPath {
   void rejoinIfDue() override;
   void describe(const AllreduceArgs& args, SelectionInput* in) const override;
   Status allreduce(const AllreduceArgs& args) override;
-  Status barrier(CallEnd* how) override;
+  Status barrier(CallOutcome* how) override;
   const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
-  Status routed(const RoutedArgs& args, CallEnd* how) override;
-  Status routedLeaders(const RoutedArgs& args, CallEnd* how);  // bcast, reduce
+  Status routed(const RoutedArgs& args, CallOutcome* how) override;
+  Status routedLeaders(const RoutedArgs& args, CallOutcome* how);  // bcast, reduce
   // routedLeaders()'s node step and the leaders' call it describes.
   Status routedLeadersNodeStep(const RoutedArgs& args, size_t bytes, agent::RoutedCall* out);
   // reduce_scatter(_block), allgather with node leaders
-  Status routedLeadersBlocks(const RoutedArgs& args, CallEnd* how);
+  Status routedLeadersBlocks(const RoutedArgs& args, CallOutcome* how);
   // routedLeadersBlocks()'s steps: the vector's blocks in rank and node
   // order, the node step and the leaders' call it describes, the call's
   // outcome on every rank, the delivery inside the node.
@@ -206,24 +196,24 @@ class AgentSwitchPath : public SwitchPath {
   // Reduce and reduce-scatter in one round trip; [lo, hi): this rank's
   // part of the vector in bytes; commit: where scratch's result goes (in place).
   Status routedReduction(const RoutedArgs& args, const agent::RoutedCall& call, size_t lo,
-                         size_t hi, void* commit, CallEnd* how);
+                         size_t hi, void* commit, CallOutcome* how);
   // A member's end of a one-round-trip reduction: its own outcome, or after
   // a failure here the result folded from the members' inputs into out.
   Result<CallOutcome> settleReduction(const Status& mine, const RoutedArgs& args,
                                       const void* input, size_t vector_bytes, uint8_t* out,
                                       size_t lo, size_t hi);
   Status endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine, CollKind op,
-                               CallEnd* how);
+                               CallOutcome* how);
   Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
-                                   const Status& mine, size_t bytes, CallEnd* how);
+                                   const Status& mine, size_t bytes, CallOutcome* how);
   const char* describeRoutedStream(const RoutedArgs& args, SelectionInput* in) const override;
   Status startRoutedStream(const RoutedArgs& args) override;
   void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
   Status startStream(const AllreduceArgs& args, bool barrier = false) override;
   Status stepStream() override;
-  Status endStream(int agreed, int first_rank) override;
+  CallOutcome endStream(CallOutcome agreed, int first_rank) override;
   bool streamSettles() const override { return stream_.one_trip; }
-  Status settleStream(int outcome, int* agreed) override;
+  Status settleStream(CallOutcome outcome, CallOutcome* agreed) override;
   bool counter(const std::string& name, uint64_t* value) const override;
   uint64_t epoch() const override { return failed_ + rejoined_; }
 
@@ -242,7 +232,7 @@ class AgentSwitchPath : public SwitchPath {
   }
   void makeLedger();
   Status allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes);
-  Status barrierOneRoundTrip(CallEnd* how);
+  Status barrierOneRoundTrip(CallOutcome* how);
   // A member's end of a one-round-trip call: its own outcome, or after a
   // failure what the other members said (recovery). *source: the member
   // that gave the result. An error: recovery could not decide (bounded).
@@ -283,7 +273,7 @@ class AgentSwitchPath : public SwitchPath {
   // The routed stream's one-round-trip end (settleStream).
   Result<CallOutcome> settleRoutedStream(const Status& mine, int* source);
   // The routed stream's end (endStream): commit or restore, counted.
-  Status endRoutedStream(int agreed, int first_rank);
+  CallOutcome endRoutedStream(CallOutcome agreed, int first_rank);
   // A nonblocking call with node leaders: the node step (stepNode), and for
   // the routed calls (switch_istream_leaders.cc) the node's inputs posted,
   // the leader's routed call, its one-round-trip end, the delivery once
@@ -299,11 +289,11 @@ class AgentSwitchPath : public SwitchPath {
   // nothing was sent, the ranks redo the call and keep the path.
   // Allgather and bcast in one round trip (the same vector on every rank).
   Status routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
-                                   size_t vector_bytes, CallEnd* how);
+                                   size_t vector_bytes, CallOutcome* how);
   Status streamRouted(const agent::RoutedCall& call, size_t bytes);
   // A routed call the ranks did not all finish: busy, or given up.
   Status endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks, CollKind op,
-                           CallEnd* how);
+                           CallOutcome* how);
   // scratch_ of at least `bytes` (a dummy for 0: a member that gets nothing).
   void* scratchFor(size_t bytes);
   // `what` failed ("allreduce", "barrier", "reduce", ...); `after` says

@@ -76,17 +76,6 @@ int64_t nowMs() {
 
 }  // namespace
 
-const char* callOutcomeName(CallOutcome o) {
-  switch (o) {
-    case CallOutcome::kPending: return "pending";
-    case CallOutcome::kDone: return "done";
-    case CallOutcome::kBusy: return "busy";
-    case CallOutcome::kFailed: return "failed";
-    case CallOutcome::kGone: return "gone";
-  }
-  return "?";
-}
-
 struct OutMessage {
   Header header{};
   std::vector<uint8_t> data;

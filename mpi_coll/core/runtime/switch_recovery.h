@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "call_outcome.h"
 #include "peer_group_comm.h"
 #include "switchagg/common/status.h"
 
@@ -54,15 +55,8 @@ class Worker;
 
 namespace switchagg::coll {
 
-// What one member knows of one call. The order matters on the wire.
-enum class CallOutcome : uint8_t {
-  kPending = 0,  // not finished yet (or not reached yet)
-  kDone = 1,     // the agent's result (or a copy of it) is here
-  kBusy = 2,     // the agent refused the call for every member
-  kFailed = 3,   // no result here, final
-  kGone = 4,     // asked about a call this member no longer holds
-};
-const char* callOutcomeName(CallOutcome o);
+// What one member knows of one call: CallOutcome (call_outcome.h), kPending
+// to kGone; the order matters on the wire.
 
 struct Recovery {
   CallOutcome outcome = CallOutcome::kFailed;  // kDone, kBusy or kFailed

@@ -243,7 +243,7 @@ RoutedPlan AgentSwitchPath::planBcast(const RoutedArgs& args) {
 // that missed it can copy it from one that has it: one round trip
 // ("Completion").
 Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const RoutedPlan& plan,
-                                                  size_t vector_bytes, CallEnd* how) {
+                                                  size_t vector_bytes, CallOutcome* how) {
   ledger_->begin();
   const Status mine = streamRouted(plan.call, vector_bytes);
   if (mine.ok()) unplace(args, plan);
@@ -254,26 +254,26 @@ Status AgentSwitchPath::routedForwardOneRoundTrip(const RoutedArgs& args, const 
   if (*end == CallOutcome::kDone) {
     ++routed_calls_;
     ++one_trip_;
-    *how = CallEnd::kSwitched;
+    *how = CallOutcome::kDone;
     return Status::Ok();
   }
   if (plan.restore && plan.commit_bytes)
     std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
   if (*end == CallOutcome::kBusy) {
     ++busy_;
-    *how = CallEnd::kBusy;
+    *how = CallOutcome::kBusy;
     return Status::Ok();
   }
   giveUp(mine, firstFailed(mine, source), collKindName(args.op),
          "no member had the result (all asked); redone on the previous module");
-  *how = CallEnd::kFailed;
+  *how = CallOutcome::kFailed;
   return Status::Ok();
 }
 
 // One routed call: the RoutedCall for this rank (planRouted), the client's
 // stream (all stripes), then the allreduce's one-byte outcome agreement (or
 // one round trip: "Completion").
-Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
+Status AgentSwitchPath::routed(const RoutedArgs& args, CallOutcome* how) {
   if (describeRouted(args, nullptr) != nullptr || (!leaders_ && !group_))
     return Status(Code::kUnsupported, "switch path cannot route this call");
   if (leaders_) return routedLeaders(args, how);
@@ -293,11 +293,11 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
   if (mine.ok()) unplace(args, plan);  // recv is only output: written before the agreement
   std::vector<uint8_t> oks;
   SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
-  if (allOnes(oks)) {
+  if (allDone(oks)) {
     if (plan.commit && plan.commit_bytes)
       std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
     ++routed_calls_;
-    *how = CallEnd::kSwitched;
+    *how = CallOutcome::kDone;
     return Status::Ok();
   }
   if (plan.restore && plan.commit_bytes)
@@ -311,7 +311,7 @@ Status AgentSwitchPath::routed(const RoutedArgs& args, CallEnd* how) {
 // folded in member order with the agent's kernel, give the agent's bits
 // whenever some member is done (docs/offload.md "Completion").
 Status AgentSwitchPath::routedReduction(const RoutedArgs& args, const agent::RoutedCall& call,
-                                        size_t lo, size_t hi, void* commit, CallEnd* how) {
+                                        size_t lo, size_t hi, void* commit, CallOutcome* how) {
   const size_t vector_bytes = call.total * dtypeSize(args.dtype);
   ledger_->begin();
   Status mine = streamRouted(call, vector_bytes);
@@ -356,18 +356,18 @@ Result<CallOutcome> AgentSwitchPath::settleReduction(const Status& mine, const R
 
 // A one-round-trip routed call's outcome on every rank, counted.
 Status AgentSwitchPath::endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine,
-                                              CollKind op, CallEnd* how) {
+                                              CollKind op, CallOutcome* how) {
   if (outcome == CallOutcome::kDone) {
     ++routed_calls_;
     ++one_trip_;
-    *how = CallEnd::kSwitched;
+    *how = CallOutcome::kDone;
   } else if (outcome == CallOutcome::kBusy) {
     ++busy_;
-    *how = CallEnd::kBusy;
+    *how = CallOutcome::kBusy;
   } else {
     giveUp(mine, firstFailed(mine, -1), collKindName(op),
            "no member had finished the call (all asked); redone on the previous module");
-    *how = CallEnd::kFailed;
+    *how = CallOutcome::kFailed;
   }
   return Status::Ok();
 }
@@ -454,37 +454,37 @@ Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int*
                          stream_.plan.hi);
 }
 
-Status AgentSwitchPath::endRoutedStream(int agreed, int first_rank) {
+CallOutcome AgentSwitchPath::endRoutedStream(CallOutcome agreed, int first_rank) {
   const RoutedPlan& plan = stream_.plan;
   const char* what = collKindName(stream_.rargs.op);
-  if (agreed == kStreamOk) {
+  if (agreed == CallOutcome::kDone) {
     if (leaders_) deliverRoutedLeaders();
     else if (plan.commit && plan.commit_bytes)
       std::memcpy(plan.commit, scratch_.data(), plan.commit_bytes);
     ++routed_calls_;
-    return Status::Ok();
+    return CallOutcome::kDone;
   }
   if (plan.restore && plan.commit_bytes)
     std::memcpy(plan.restore, scratch_.data(), plan.commit_bytes);
-  if (agreed == kStreamBusy) {
+  if (agreed == CallOutcome::kBusy) {  // redone on the previous module
     ++busy_;
-    return Status(Code::kUnsupported, "switch busy; redone on the previous module");
+    return CallOutcome::kBusy;
   }
   giveUp(stream_.mine, first_rank, what,
          stream_.settled ? "no member had the result (all asked); redone on the previous module"
                          : "redone on the previous module");
-  return Status(Code::kUnsupported, "switch path failed; redone on the previous module");
+  return CallOutcome::kFailed;  // redone on the previous module
 }
 
 Status AgentSwitchPath::endRoutedUnserved(const Status& mine, const std::vector<uint8_t>& oks,
-                                          CollKind op, CallEnd* how) {
+                                          CollKind op, CallOutcome* how) {
   if (!anyFailed(oks)) {
     ++busy_;
-    *how = CallEnd::kBusy;
+    *how = CallOutcome::kBusy;
     return Status::Ok();
   }
   giveUp(mine, firstFailedRank(oks), collKindName(op), "redone on the previous module");
-  *how = CallEnd::kFailed;
+  *how = CallOutcome::kFailed;
   return Status::Ok();
 }
 

@@ -21,7 +21,7 @@ namespace switchagg::coll::switch_detail {
 // After it: bcast: each leader's result to its node (a non-leader root
 // receives into staging); reduce: the root's leader sends the result to
 // the root if that is another rank. Non-leaders say ok for the agent step.
-Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, CallEnd* how) {
+Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, CallOutcome* how) {
   if (args.op != SWITCHAGG_COLL_BCAST && args.op != SWITCHAGG_COLL_REDUCE)
     return routedLeadersBlocks(args, how);
   const int rank = comm_.rank();
@@ -45,9 +45,9 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, CallEnd* how) {
     leaders_->abandon();
     return agreed;
   }
-  if (allOnes(oks)) {
+  if (allDone(oks)) {
     ++routed_calls_;
-    *how = CallEnd::kSwitched;
+    *how = CallOutcome::kDone;
     // A leader sends from its recv (a root leader's buffer is only read; the
     // agent returns a root only headers); a non-leader root receives its
     // copy into staging.
@@ -132,7 +132,7 @@ Status AgentSwitchPath::routedLeadersNodeStep(const RoutedArgs& args, size_t byt
 Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
                                                   const agent::RoutedCall& call,
                                                   const Status& mine, size_t bytes,
-                                                  CallEnd* how) {
+                                                  CallOutcome* how) {
   const int rank = comm_.rank();
   const bool bcast = args.op == SWITCHAGG_COLL_BCAST;
   const bool root_node = leaders_->node() == leaders_->nodeOf(args.root);
@@ -184,7 +184,7 @@ Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
 // round trip up to the keep limit (the leaders settle, one node message
 // hands every rank [outcome][result]), else the outcome agreement over
 // every rank before anything reaches a caller's buffer.
-Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, CallEnd* how) {
+Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, CallOutcome* how) {
   const int rank = comm_.rank();
   const bool leader = leaders_->leader();
   const BlockLayout l = blockLayout(args);
@@ -211,7 +211,7 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, CallEnd* how
   if (one_trip) return endRoutedOneRoundTrip(CallOutcome(shared), mine, args.op, how);
   if (CallOutcome(shared) == CallOutcome::kDone) {
     ++routed_calls_;
-    *how = CallEnd::kSwitched;
+    *how = CallOutcome::kDone;
     return Status::Ok();
   }
   return endRoutedUnserved(mine, oks, args.op, how);
@@ -338,7 +338,7 @@ Result<CallOutcome> AgentSwitchPath::routedBlocksOutcome(const RoutedArgs& args,
       leaders_->abandon();
       return agreed;
     }
-    outcome = allOnes(*oks) ? CallOutcome::kDone : CallOutcome::kFailed;
+    outcome = allDone(*oks) ? CallOutcome::kDone : CallOutcome::kFailed;
   }
   return outcome;
 }

@@ -8,18 +8,12 @@
 #ifndef SWITCHAGG_COLL_KIND_H
 #define SWITCHAGG_COLL_KIND_H
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 enum switchagg_coll_kind {
-  SWITCHAGG_COLL_REDUCE = 0,
-  SWITCHAGG_COLL_REDUCE_SCATTER = 1,
-  SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK = 2,
-  SWITCHAGG_COLL_ALLGATHER = 3,
-  SWITCHAGG_COLL_BCAST = 4,
-  SWITCHAGG_COLL_ALLREDUCE = 5,
-  SWITCHAGG_COLL_BARRIER = 6 /* on the switch: a one-int32 sum of ones */
+  /* routed */
+  SWITCHAGG_COLL_REDUCE = 0, SWITCHAGG_COLL_REDUCE_SCATTER = 1,
+  SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK = 2, SWITCHAGG_COLL_ALLGATHER = 3, SWITCHAGG_COLL_BCAST = 4,
+  /* not routed; a barrier on the switch is a one-int32 sum of ones */
+  SWITCHAGG_COLL_ALLREDUCE = 5, SWITCHAGG_COLL_BARRIER = 6
 };
 /* The routed kinds are those below it. */
 #define SWITCHAGG_COLL_NUM_ROUTED 5
@@ -29,8 +23,6 @@ static inline int switchagg_coll_kind_is_routed(int kind) {
 }
 
 #ifdef __cplusplus
-}
-
 #include <cstddef>
 
 namespace switchagg::coll {

@@ -44,7 +44,7 @@ void startRedo(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
 // The ranks' verdict (agreed, first_rank: -1 when settled without the
 // agreement): served, or redone.
 void end(switchagg_nb_call_t* c, int agreed, int first_rank, const switchagg_nb_host_t* host) {
-  if (switchagg_coll_istream_end(c->core, agreed, first_rank) == 0)
+  if (switchagg_coll_istream_end(c->core, agreed, first_rank) == SWITCHAGG_OUTCOME_DONE)
     host->complete(c, SWITCHAGG_NB_SERVED);
   else
     startRedo(c, host);
