@@ -6,32 +6,20 @@ if(NOT TARGET switchagg_pmpi)
   return()
 endif()
 
-# add_mpich_program(NAME SOURCE...): NAME built against MPICH into bin/mpich.
-function(add_mpich_program name)
-  add_executable(${name}_mpich ${ARGN})
-  target_include_directories(${name}_mpich SYSTEM BEFORE PRIVATE ${SWITCHAGG_MPICH_INCLUDE_DIRS})
-  target_compile_definitions(${name}_mpich PRIVATE MPICH_SKIP_MPICXX)
-  target_link_libraries(${name}_mpich PRIVATE switchagg_coll_api ${SWITCHAGG_MPICH_LINK}
-    Threads::Threads ${CMAKE_DL_LIBS})
-  set_target_properties(${name}_mpich PROPERTIES OUTPUT_NAME ${name}
-    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/mpich)
-  switchagg_warnings(${name}_mpich)
-  add_dependencies(${name}_mpich switchagg_pmpi)
-endfunction()
+# switchagg_add_mpich_program (mpi_coll/pmpi/CMakeLists.txt): a program
+# built against MPICH into bin/mpich.
 foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier_check
     test_switch_check mpi_liveness_check mpi_iallreduce_check)
-  add_mpich_program(${prog} ${prog}.cc)
+  switchagg_add_mpich_program(${prog} ${prog}.cc)
 endforeach()
-add_mpich_program(mpi_thread_check mpi_thread_check.c)
-add_mpich_program(mpi_fp16_check mpi_fp16_check.cc)
-add_mpich_program(mpi_cross_progress_check mpi_cross_progress_check.c)
-add_mpich_program(mpi_nbc_mix_check mpi_nbc_mix_check.c)
-# The layer's cost on a declined call (benchmarks/mpich_bench.sh).
-add_mpich_program(pmpi_declined ${PROJECT_SOURCE_DIR}/benchmarks/pmpi_declined.cc)
+switchagg_add_mpich_program(mpi_thread_check mpi_thread_check.c)
+switchagg_add_mpich_program(mpi_fp16_check mpi_fp16_check.cc)
+switchagg_add_mpich_program(mpi_cross_progress_check mpi_cross_progress_check.c)
+switchagg_add_mpich_program(mpi_nbc_mix_check mpi_nbc_mix_check.c)
 # The bench app on MPICH (benchmarks/mpich_bench.sh): plain MPICH against
 # the library preloaded, the same program.
 set(_bench_src ${PROJECT_SOURCE_DIR}/apps/bench)
-add_mpich_program(switchagg-bench ${_bench_src}/main.cc ${_bench_src}/bench_coll.cc
+switchagg_add_mpich_program(switchagg-bench ${_bench_src}/main.cc ${_bench_src}/bench_coll.cc
   ${_bench_src}/bench_options.cc ${_bench_src}/bench_data.cc ${_bench_src}/bench_report.cc
   ${_bench_src}/gamma.cc ${_bench_src}/component_query.cc)
 target_include_directories(switchagg-bench_mpich PRIVATE ${_bench_src})
