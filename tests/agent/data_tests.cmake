@@ -42,9 +42,8 @@ set_tests_properties(${SWITCHAGG_ENGINE_ALLOC_TESTS} PROPERTIES LABELS "unit;age
 # The data plane's per-chunk path allocates nothing once warm: a real
 # DataPlane and member clients in one process (its own executable, as above).
 add_executable(test_dataplane_alloc ${SWITCHAGG_DATA_TEST_DIR}/test_dataplane_alloc.cc)
-target_link_libraries(test_dataplane_alloc PRIVATE switchagg_dataplane switchagg_dataclient
+target_link_libraries(test_dataplane_alloc PRIVATE switchagg_dataplane_internal switchagg_dataclient
   GTest::gtest_main)
-target_include_directories(test_dataplane_alloc PRIVATE ${PROJECT_SOURCE_DIR}/switchagent/daemon)
 switchagg_warnings(test_dataplane_alloc)
 target_compile_options(test_dataplane_alloc PRIVATE -Wno-mismatched-new-delete)
 gtest_add_tests(TARGET test_dataplane_alloc

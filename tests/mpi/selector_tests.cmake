@@ -3,7 +3,7 @@
 # Included from tests/mpi/CMakeLists.txt (owned by the coll component).
 foreach(test test_selector test_tuner)
   add_executable(${test} ${CMAKE_CURRENT_LIST_DIR}/${test}.cc)
-  target_link_libraries(${test} PRIVATE switchagg_coll_select GTest::gtest_main)
+  target_link_libraries(${test} PRIVATE switchagg_coll_select_internal GTest::gtest_main)
   switchagg_warnings(${test})
   gtest_discover_tests(${test} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
