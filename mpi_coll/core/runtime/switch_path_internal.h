@@ -5,6 +5,7 @@
 //   switch_allreduce.cc     MPI_Allreduce and the MPI_Iallreduce stream
 //   switch_completion.cc    one-round-trip completion: ledger, settle, recovery
 //   switch_routed.cc        reduce, reduce-scatter, allgather, bcast
+//   switch_routed_plan.cc   a routed call's description, placement, agent call
 //   switch_routed_leaders.cc  the same with node leaders (node steps)
 //   switch_barrier_path.cc  MPI_Barrier
 //
