@@ -1,5 +1,6 @@
 // What the opaque switchagg_coll_comm_t of coll_core.h holds, for the
-// files that implement its C API (coll_core.cc, iallreduce.cc).
+// files that implement its C API (coll_core.cc, iallreduce.cc,
+// nonblocking/nonblocking_host.cc).
 #pragma once
 
 #include <exception>
@@ -39,3 +40,16 @@ struct switchagg_coll_comm {
   switchagg::coll::IallreduceCounters* istream = &iallreduce;
   double istream_agree_start_us = 0;  // when its outcome agreement began (0: none)
 };
+
+namespace switchagg::coll {
+
+// MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block: the routed op's
+// counters, null for another op.
+inline IallreduceCounters* iroutedCounters(switchagg_coll_comm& comm, int routed_op) {
+  if (routed_op == int(SWITCHAGG_COLL_ALLGATHER)) return &comm.iallgather;
+  if (routed_op == int(SWITCHAGG_COLL_BCAST)) return &comm.ibcast;
+  if (routed_op == int(SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK)) return &comm.ireduce_scatter_block;
+  return nullptr;
+}
+
+}  // namespace switchagg::coll
