@@ -44,7 +44,9 @@
 #              those of K = 1, and the three reducer links carry equal
 #              shares (interface counters, within 10%); offload=auto: 4 MiB
 #              MPI_Iallreduces inherit the blocking calls' settled verdict,
-#              a host path with K = 1 reducer, the switch with K = 3; with
+#              a host path with K = 1 reducer, the switch with K = 3, and
+#              so do 2 MiB calls of 2 threads per rank at
+#              MPI_THREAD_MULTIPLE, timed by online tuning; with
 #              one agent telling half the link rate, stripes and the bytes
 #              on the reducer links follow the rates (2:2:1); the fabric with its
 #              reducer hosts goes down leaving nothing
@@ -475,10 +477,20 @@ case $scenario in
       # theory 2.25 at 3 hosts), the switch with three (0.75).
       STRIPES_OFFLOAD=auto stripes_run 1 1 "$work/inherit-k1.log" \
         "$build/bin/mpi_iallreduce_check" --mode inherit --bytes 4194304 --expect previous
+      # MPI_THREAD_MULTIPLE: 2 threads per rank, each on its own
+      # communicator, are timed by online tuning (docs/selection.md
+      # "Threads") and settle on a host path with one reducer host, on the
+      # switch with three.
+      STRIPES_OFFLOAD=auto stripes_run 1 1 "$work/threads-k1.log" \
+        "$build/bin/mpi_thread_check" --expect auto --threads 2 --iters 40 --bytes 2097152 \
+        --tuned --final host
       lease_gone 1 reducers-k1
       lease_k 3 reducers-k3
       STRIPES_OFFLOAD=auto stripes_run 3 1 "$work/inherit-k3.log" \
         "$build/bin/mpi_iallreduce_check" --mode inherit --bytes 4194304 --expect switch
+      STRIPES_OFFLOAD=auto stripes_run 3 1 "$work/threads-k3.log" \
+        "$build/bin/mpi_thread_check" --expect auto --threads 2 --iters 40 --bytes 2097152 \
+        --tuned --final switch
       lease_gone 3 reducers-k3
       for k in 1 3; do
         sed -n 's/.*int64 hash \([0-9a-f]*\) double hash \([0-9a-f]*\).*/\1 \2/p' \
