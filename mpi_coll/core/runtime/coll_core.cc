@@ -3,6 +3,7 @@
 #include "coll_core.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -391,6 +392,18 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
       if (key == "tune:reopened") return tc.reopened;
       if (key == "tune:retried") return tc.retried;
       if (key == "tune:settled_buckets") return t->settledBuckets();
+      // tune:us:<algorithm>:<bytes>: the agreed time (µs, rounded) of that
+      // candidate in the bucket of <bytes> with the switch available; 0:
+      // not measured.
+      if (key.rfind("tune:us:", 0) == 0) {
+        const size_t colon = key.find(':', 8);
+        switchagg::coll::Algorithm a;
+        if (colon == std::string::npos ||
+            !switchagg::coll::parseAlgorithm(key.substr(8, colon - 8), &a))
+          return 0;
+        const double us = t->agreedUs(std::strtoull(key.c_str() + colon + 1, nullptr, 10), true, a);
+        return std::isnan(us) || us < 0 ? 0 : uint64_t(std::llround(us));
+      }
       return 0;
     }
     if (key == "host:bytes_sent") return comm->state.hostBytesSent();
