@@ -65,6 +65,8 @@
 #                         mid-loop: every answer right, every call bounded;
 #                         FAULT (leaf|spine)_(partial|partial_exit|miss) | cut:
 #                         mpi_oneshot_check --mode fault (below)
+#   stripes_program NP PROGRAM [ARGS...]  as program, over two agents (the
+#                         stripes' lease): the program's PASS and 2 stripes
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -390,6 +392,13 @@ case $scenario in
     # OFFLOAD=off: nothing joins the agent (the program checks its counters).
     if [[ ${OFFLOAD:-on} == off ]]; then expect_pass "$work/program.log"
     else expect_pass "$work/program.log" "joined switch group"; fi
+    ;;
+  stripes_program)
+    np=$1
+    shift
+    start_two_agents_and_lease "stripes-program-np$np"
+    run_mpi "$np" "$work/program.log" "$@" || { cat "$work/program.log"; die "program run failed"; }
+    expect_pass "$work/program.log" "joined switch group .*\(2 stripe\(s\)"
     ;;
   program_fails)
     # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...]: the run must
