@@ -28,6 +28,8 @@
 //                every K-th checked allreduce (iterations K-1, 2K-1, ...)
 //                instead of the first only (a rank late for I/O or a
 //                checkpoint now and then)
+//     --nonblocking  the checked allreduces as MPI_Iallreduce + MPI_Wait
+//                (--expect does not apply; --no-fallbacks reads iallreduce:*)
 //     --no-fallbacks  fail unless the switch path served every allreduce of
 //                the run on this rank (switch:calls) with no failure
 //                (fallback:switch-failed 0, switch:recovered 0)
@@ -66,6 +68,7 @@ struct Options {
   int stall_seconds = 0;
   int stall_every = 0;  // 0: before the first checked allreduce only
   bool no_fallbacks = false;
+  bool nonblocking = false;
   std::string progress;
   bool counters = false;
 };
@@ -117,6 +120,8 @@ Options parse(int argc, char** argv) {
       o.stall_every = std::atoi(value());
     else if (a == "--no-fallbacks")
       o.no_fallbacks = true;
+    else if (a == "--nonblocking")
+      o.nonblocking = true;
     else if (a == "--progress")
       o.progress = value();
     else if (a == "--counters")
@@ -223,7 +228,14 @@ int main(int argc, char** argv) {
                      o.stall_seconds);
         sleep(static_cast<unsigned>(o.stall_seconds));
       }
-      MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
+      if (o.nonblocking) {
+        MPI_Request req;
+        MPI_Iallreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm,
+                       &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
+      }
       checkPath("allreduce", bytes);
       between(o, MPI_COMM_WORLD, rank, size);
       if (rank == 0 && !o.progress.empty()) writeProgress(o.progress, ++checked);
@@ -252,14 +264,16 @@ int main(int argc, char** argv) {
     auto counter = reinterpret_cast<switchagg_coll_comm_counter_fn>(
         dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_COMM_COUNTER_SYMBOL));
     if (counter == nullptr) usage("--no-fallbacks: the switchagg component is not loaded");
-    const uint64_t served = counter(comm, "switch:calls");
-    const uint64_t failed = counter(comm, "fallback:switch-failed");
+    // MPI_Iallreduce: its own counters (docs/offload.md "Counters (iallreduce:*)").
+    const uint64_t served = counter(comm, o.nonblocking ? "iallreduce:switch" : "switch:calls");
+    const uint64_t failed =
+        counter(comm, o.nonblocking ? "iallreduce:redo" : "fallback:switch-failed");
     const uint64_t recovered = counter(comm, "switch:recovered");
     if (served < static_cast<uint64_t>(calls) || failed != 0 || recovered != 0) {
       ++failures;
       std::fprintf(stderr,
                    "FAIL rank %d: %llu of %ld allreduces on the switch, %llu failed "
-                   "(fallback:switch-failed), %llu recovered\n",
+                   "(fallback:switch-failed or iallreduce:redo), %llu recovered\n",
                    rank, static_cast<unsigned long long>(served), calls,
                    static_cast<unsigned long long>(failed),
                    static_cast<unsigned long long>(recovered));

@@ -206,6 +206,12 @@ add_switch_test(mpi_switch_late_rank_leaders_np4 180 "mpi;agent" program 4
   $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
   --stall-rank 3 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
 set_tests_properties(mpi_switch_late_rank_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
+# The same as MPI_Iallreduce + MPI_Wait (the core's nonblocking stream).
+add_switch_test(mpi_switch_late_rank_nonblocking_np4 180 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
+  --stall-rank 3 --stall-seconds 3 --stall-every 25 --nonblocking --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_nonblocking_np4 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
 # The same over two agents (stripes): each agent tells its stripe's members.
 add_switch_test(mpi_switch_late_rank_stripes_np3 180 "mpi;agent" stripes_program 3
   $<TARGET_FILE:mpi_liveness_check> --sizes 8 --iters 60 --warmup 0 --between none
