@@ -25,8 +25,6 @@ struct GroupCore {
   wire::Reason failure_reason = wire::Reason::kNone;  // of the agent's ERROR/ABORT, if that
   bool busy_flag = true;  // JOIN says kJoinFlagBusy (cleared for an agent that predates it)
   bool routed_flag = true;  // JOIN says kJoinFlagRouted (cleared for an agent that predates it)
-  // JOIN says kJoinFlagKeepalive (cleared for an agent that predates it).
-  bool keepalive_flag = true;
   uint32_t leaves = 0;      // a tree group's leaves (0: not a tree's)
   ClientCounters counters;
   uint64_t next_chunk = 0;  // absolute sequence number of the next call's first chunk

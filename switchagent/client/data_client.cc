@@ -198,7 +198,6 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
     g->info.rank = rank;
     g->routed_flag = (flags & wire::kJoinFlagRouted) != 0;
     g->busy_flag = (flags & wire::kJoinFlagBusy) != 0;
-    g->keepalive_flag = (flags & wire::kJoinFlagKeepalive) != 0;
     g->leaves = tree ? tree->leaves : 0;
     j.flags = flags;
     st = c.sendControl(j, std::max<int64_t>(1, deadline - clientNowMs()));
