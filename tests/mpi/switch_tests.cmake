@@ -218,6 +218,10 @@ add_switch_test(mpi_switch_late_rank_stripes_np3 180 "mpi;agent" stripes_program
   --stall-rank 2 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
 set_tests_properties(mpi_switch_late_rank_stripes_np3 PROPERTIES
   ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+# A late rank and one of the two agents stopped meanwhile: the other agent's
+# WAITING cannot hold the call past the stopped stripe's bound (2 s, before
+# the late rank comes at 3 s); every answer exact.
+add_switch_test(mpi_switch_fault_stripes_late_stall 150 "mpi;agent;fault" stripes_late_stall)
 # Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
 add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)
 add_switch_test(mpi_switch_fault_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300)
