@@ -291,6 +291,13 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     kill 262144 random:300 3)
   add_mpich_switch_test(mpich_switch_fault_routed_kill_np3 150 "mpi;mpich;agent;fault"
     routed 3 kill)
+  # A rank late for I/O through the PMPI library (switch_tests.cmake's
+  # mpi_switch_late_rank_np4): every call on the switch, none failed.
+  add_mpich_switch_test(mpich_switch_late_rank_np4 180 "mpi;mpich;agent" program 4
+    $<TARGET_FILE:mpi_liveness_check_mpich> --sizes 4 --iters 60 --warmup 0 --between none
+    --stall-rank 3 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+  set_tests_properties(mpich_switch_late_rank_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;SWITCHAGG_SWITCH_LEADERS=off")
   set_tests_properties(mpich_switch_serve_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
   set_tests_properties(mpich_switch_routed_np3 mpich_switch_routed_np4
     mpich_switch_fault_routed_kill_np3 PROPERTIES

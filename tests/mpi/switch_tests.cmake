@@ -191,6 +191,37 @@ set_tests_properties(mpi_switch_routed_off_np3 mpi_switch_routed_auto_np3
   mpi_switch_routed_stripes_np3
   mpi_switch_fault_routed_kill_np3 mpi_switch_fault_routed_delete_np4 PROPERTIES
   ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+# A rank late for I/O (issue 43): rank 3 sleeps 3 s outside MPI before
+# every 25th of 60 one-float allreduces (twice), with the call bound at its
+# default 2 s. The agent's WAITING keepalives carry the early ranks: every
+# call exact and on the switch, none failed or recovered (--no-fallbacks
+# reads the communicator's counters). Every rank a member, and node leaders
+# on 2 emulated nodes x 2 (rank 3's leader waits in the node step, rank 0
+# at the agent).
+add_switch_test(mpi_switch_late_rank_np4 180 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
+  --stall-rank 3 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_np4 PROPERTIES ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+add_switch_test(mpi_switch_late_rank_leaders_np4 180 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
+  --stall-rank 3 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
+# The same as MPI_Iallreduce + MPI_Wait (the core's nonblocking stream).
+add_switch_test(mpi_switch_late_rank_nonblocking_np4 180 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
+  --stall-rank 3 --stall-seconds 3 --stall-every 25 --nonblocking --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_nonblocking_np4 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+# The same over two agents (stripes): each agent tells its stripe's members.
+add_switch_test(mpi_switch_late_rank_stripes_np3 180 "mpi;agent" stripes_program 3
+  $<TARGET_FILE:mpi_liveness_check> --sizes 8 --iters 60 --warmup 0 --between none
+  --stall-rank 2 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_stripes_np3 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+# A late rank and one of the two agents stopped meanwhile: the other agent's
+# WAITING cannot hold the call past the stopped stripe's bound (2 s, before
+# the late rank comes at 3 s); every answer exact.
+add_switch_test(mpi_switch_fault_stripes_late_stall 150 "mpi;agent;fault" stripes_late_stall)
 # Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
 add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)
 add_switch_test(mpi_switch_fault_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300)

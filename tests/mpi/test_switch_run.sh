@@ -65,6 +65,13 @@
 #                         mid-loop: every answer right, every call bounded;
 #                         FAULT (leaf|spine)_(partial|partial_exit|miss) | cut:
 #                         mpi_oneshot_check --mode fault (below)
+#   stripes_program NP PROGRAM [ARGS...]  as program, over two agents (the
+#                         stripes' lease): the program's PASS and 2 stripes
+#   stripes_late_stall    (WAITING with stripes) two agents; rank 2 sleeps 3 s
+#                         before call 25 of 40 and agent b is stopped when it
+#                         does: agent a's WAITING cannot hold the call, which
+#                         fails at its own 2 s bound naming stripe 1 (before
+#                         rank 2 comes); every answer exact (on the host after)
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -390,6 +397,33 @@ case $scenario in
     # OFFLOAD=off: nothing joins the agent (the program checks its counters).
     if [[ ${OFFLOAD:-on} == off ]]; then expect_pass "$work/program.log"
     else expect_pass "$work/program.log" "joined switch group"; fi
+    ;;
+  stripes_program)
+    np=$1
+    shift
+    start_two_agents_and_lease "stripes-program-np$np"
+    run_mpi "$np" "$work/program.log" "$@" || { cat "$work/program.log"; die "program run failed"; }
+    expect_pass "$work/program.log" "joined switch group .*\(2 stripe\(s\)"
+    ;;
+  stripes_late_stall)
+    start_two_agents_and_lease stripes-late-stall  # the second agent is the one stopped
+    run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_LEADERS=off "$mpibin/mpi_liveness_check" \
+      --sizes 8 --iters 40 --warmup 0 --between none --stall-rank 2 --stall-seconds 3 \
+      --stall-every 25 --counters &
+    pid=$!
+    for _ in $(seq 1 1200); do grep -q "stalling 3 s" "$work/fault.log" && break
+      kill -0 $pid 2>/dev/null || break; sleep 0.01; done
+    grep -q "stalling 3 s" "$work/fault.log" || { wait $pid; cat "$work/fault.log"; die "rank 2 never stalled"; }
+    kill -STOP "$AGENT_PID"
+    for _ in $(seq 1 1000); do grep -q "switch allreduce failed" "$work/fault.log" && break
+      kill -0 $pid 2>/dev/null || break; sleep 0.01; done
+    kill -CONT "$AGENT_PID"
+    wait $pid || { cat "$work/fault.log"; die "the job failed around the stall"; }
+    expect_pass "$work/fault.log" "2 stripe\(s\)" "stripe\(s\) ([0-9],)*1 of 2 incomplete after"
+    # The call ended at its bound (2 s, + scheduling), not when rank 2 came (3 s).
+    ms=$(grep -o "incomplete after [0-9]* ms" "$work/fault.log" | head -1 | grep -o "[0-9]*")
+    [[ -n $ms && $ms -lt 2900 ]] || die "the call waited $ms ms: agent a's WAITING held it past stripe 1's bound"
+    echo "PASS stripes_late_stall: the call failed after $ms ms"
     ;;
   program_fails)
     # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...]: the run must

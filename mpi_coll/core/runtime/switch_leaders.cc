@@ -488,6 +488,13 @@ Status NodeLeaders::pipelinedLead(const Pipeline& p, agent::StripedGroup* group,
     // and other threads' turn at the gate (MPI_THREAD_MULTIPLE).
     if ((spin & 15) != 0) continue;
     if (nowUs() >= deadline_us) {
+      // Streaming: past the bound only while the agent says the call waits
+      // for a late member (WAITING; StripedGroup::deadline, in ms).
+      const auto bound_ms = static_cast<int64_t>(deadline_us / 1000);
+      if (streaming && static_cast<int64_t>(nowUs() / 1000) < group->deadline(bound_ms, timeout_ms)) {
+        ucx::ThreadGate::yield();
+        continue;
+      }
       if (streaming) return group->abortCall(timeout_ms);
       return Status(Code::kTimeout, "node leader: the node's reduce incomplete after " +
                                         std::to_string(timeout_ms) + " ms");
