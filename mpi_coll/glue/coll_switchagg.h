@@ -18,20 +18,23 @@
 
 BEGIN_C_DECLS
 
+#define MCA_COLL_SWITCHAGG_TYPE_BOOL bool
+#define MCA_COLL_SWITCHAGG_TYPE_INT int
+#define MCA_COLL_SWITCHAGG_TYPE_ENUM int
+#define MCA_COLL_SWITCHAGG_TYPE_ALGO int
+#define MCA_COLL_SWITCHAGG_TYPE_STRING char *
+#define MCA_COLL_SWITCHAGG_TYPE_INFO char *
+#define MCA_COLL_SWITCHAGG_FIELD_(NAME, KIND, DEF, MIN, MAX, VALUES, LAYERS, LEVEL, SCOPE, ENV, \
+                                  HELP)                                                        \
+  SWITCHAGG_COLL_IF_MCA_##LAYERS(MCA_COLL_SWITCHAGG_TYPE_##KIND NAME;)
+
 typedef struct mca_coll_switchagg_component_t {
   switchagg_coll_component_base_t super;
-  /* MCA parameters (storage registered with the MCA variable system). */
-  bool enable;
-  int priority;
-  int algorithm; /* index into switchagg_coll_algorithm_choice() */
-  int offload;   /* 0 auto, 1 on, 2 off */
-  char* rules;
-  int verbose;
-  int stall_timeout; /* seconds; 0 = warn only */
-  int tune;          /* 0 online, 1 off */
-  char* tune_file;
-  int thread_domains; /* coll_switchagg_thread_domains */
-  char* half_floats;  /* coll_switchagg_half_floats (read-only) */
+  /* MCA parameters: one field per row of the coll parameter table of layer
+   * MCA (switchagg/coll/coll_params.h), named as the parameter; storage
+   * registered with the MCA variable system. An ENUM or ALGO holds the
+   * index of its value (the enum's value). */
+  SWITCHAGG_COLL_PARAMS(MCA_COLL_SWITCHAGG_FIELD_)
   bool progress_registered;
   /* False when the parameters were rejected at open: comm_query then
    * declines every communicator. */
