@@ -41,7 +41,7 @@ enum switchagg_coll_result {
 
 /* The parameters the glues hand the core at open: the table's rows of
  * layer ALL (switchagg/coll/coll_params.h), one field each, named as the
- * parameter (coll_switchagg_<name>); a text NULL or "" is its default. */
+ * parameter (coll_switchagg_<name>); a NULL text is its default. */
 #define SWITCHAGG_COLL_CORE_FIELD_(NAME, KIND, DEF, MIN, MAX, VALUES, LAYERS, LEVEL, SCOPE, ENV, \
                                    HELP)                                                        \
   SWITCHAGG_COLL_IF_CORE_##LAYERS(SWITCHAGG_COLL_CORE_TYPE_##KIND NAME;)
