@@ -34,4 +34,4 @@ foreach(alg ring rabenseifner)
     --blocking-only)
 endforeach()
 add_switch_test(mpi_switch_fp16_np3 240 "mpi;agent" program 3
-  $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-iswitch)
+  $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-iswitch --one-rounding)
