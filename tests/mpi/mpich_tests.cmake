@@ -24,6 +24,8 @@ foreach(prog mpi_allreduce_check mpi_fallback_check mpi_routed_check mpi_barrier
 endforeach()
 add_mpich_program(mpi_thread_check mpi_thread_check.c)
 add_mpich_program(mpi_fp16_check mpi_fp16_check.cc)
+# The fp16 accuracy figure (benchmarks/fp16_accuracy.sh).
+add_mpich_program(fp16_accuracy ${PROJECT_SOURCE_DIR}/benchmarks/fp16_accuracy.cc)
 add_mpich_program(mpi_cross_progress_check mpi_cross_progress_check.c)
 add_mpich_program(mpi_nbc_mix_check mpi_nbc_mix_check.c)
 # The layer's cost on a declined call (benchmarks/mpich_bench.sh).
