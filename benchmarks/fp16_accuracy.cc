@@ -23,7 +23,10 @@
 // agent computes), as the reference for what one rounding gives.
 //
 //   fp16_accuracy [--count 65536] [--iters 4] [--seed 46] [--label L]
-//                 [--out FILE] [--nonblocking]
+//                 [--out FILE] [--nonblocking] [--time K [--float32]]
+//
+// --time K: no error figure; the time of fp16 (or fp32) calls instead
+// (timeCalls below; benchmarks/fp16_accuracy.sh --speed).
 #include <dlfcn.h>
 #include <mpi.h>
 #if defined(OPEN_MPI) && defined(__has_include)
@@ -90,7 +93,44 @@ struct Options {
   uint64_t seed = 46;
   std::string label = "-", out;
   bool nonblocking = false;
+  int time = 0;          // --time K: K timed calls instead of the error figure
+  bool float32 = false;  // --float32: the same count of MPI_FLOAT (with --time)
 };
+
+// --time: the median time of K blocking calls (2 untimed first), each after
+// a barrier, of `count` elements of fp16 or, --float32, of fp32 (the same
+// inputs widened). Rank 0 prints "fp16_time label=L np=P count=N dtype=D
+// bytes=B median_ms=M served=PATH".
+void timeCalls(const Options& o, int rank, int size, switchagg_coll_last_algorithm_fn last) {
+  std::vector<uint16_t> half(o.count), half_out(o.count);
+  std::vector<float> wide(o.count), wide_out(o.count);
+  for (size_t i = 0; i < o.count; ++i) {
+    half[i] = input(o.seed, 0, rank, i);
+    wide[i] = static_cast<float>(halfOf(half[i]));
+  }
+  std::vector<double> ms;
+  for (int k = 0; k < o.time + 2; ++k) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    const int rc = o.float32 ? MPI_Allreduce(wide.data(), wide_out.data(), int(o.count), MPI_FLOAT,
+                                             MPI_SUM, MPI_COMM_WORLD)
+                             : MPI_Allreduce(half.data(), half_out.data(), int(o.count),
+                                             MPIX_C_FLOAT16, MPI_SUM, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (k >= 2) ms.push_back((MPI_Wtime() - t0) * 1e3);
+  }
+  double slowest = 0;  // per call, the slowest rank's time
+  std::vector<double> all(ms.size());
+  MPI_Reduce(ms.data(), all.data(), int(ms.size()), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank != 0) return;
+  std::sort(all.begin(), all.end());
+  slowest = all[all.size() / 2];
+  const char* p = last ? last(MPI_COMM_WORLD) : nullptr;
+  std::printf("fp16_time label=%s np=%d count=%zu dtype=%s bytes=%zu median_ms=%.3f served=%s\n",
+              o.label.c_str(), size, o.count, o.float32 ? "float32" : "float16",
+              o.count * (o.float32 ? 4 : 2), slowest, p ? p : (last ? "previous" : "mpi"));
+  std::fflush(stdout);
+}
 
 }  // namespace
 
@@ -109,6 +149,8 @@ int main(int argc, char** argv) {
     else if (a == "--label" && more) o.label = argv[++i];
     else if (a == "--out" && more) o.out = argv[++i];
     else if (a == "--nonblocking") o.nonblocking = true;
+    else if (a == "--time" && more) o.time = std::atoi(argv[++i]);
+    else if (a == "--float32") o.float32 = true;
     else {
       if (rank == 0) std::fprintf(stderr, "fp16_accuracy: unknown argument %s\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -118,6 +160,15 @@ int main(int argc, char** argv) {
       dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_LAST_ALGORITHM_SYMBOL));
   const auto counter = reinterpret_cast<switchagg_coll_comm_counter_fn>(
       dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_COMM_COUNTER_SYMBOL));
+  if (o.time > 0) {
+    timeCalls(o, rank, size, last);
+    // Across emulated hosts MPICH 4.0.2 (UCX over TCP) sometimes never
+    // leaves MPI_Finalize (benchmarks/mpich_bench.sh): the figure is out,
+    // every rank is past the last call, so leave without it.
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::fflush(stdout);
+    std::_Exit(0);
+  }
   const uint64_t iswitch0 = counter ? counter(MPI_COMM_WORLD, "iallreduce:switch") : 0;
 
   std::vector<uint32_t> ulps, once_ulps;  // rank 0 only

@@ -22,12 +22,59 @@
 #
 #   benchmarks/fp16_accuracy.sh [--build DIR] [--np "4 8 16"] [--count 65536]
 #                               [--iters 4] [--ompi5] [--before LIB]
+#   benchmarks/fp16_accuracy.sh --speed H [--rate 400] [--reps 3] [--calls 5]
+#
+# --speed H: time instead (fp16_accuracy --time): fp16 against fp32
+# MPI_Allreduce of the same element count, 512 Ki - 4 Mi elements (fp16
+# 1 - 8 MiB), on an emulated cluster of H hosts, one rank each, links at
+# --rate Mbit/s, the agent in the switch (its link H times a host's), MPICH
+# with the PMPI library: the switch path and the ring; every repetition runs
+# every cell once (the order rotating), the median over reps of each run's
+# median call (the slowest rank's). The switch path's runs force the
+# allreduce onto the switch with offload auto, so the barriers between
+# timed calls stay on the host. Raw lines: fp16_speed_raw/fabric.txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build np_list="4 8 16" count=65536 iters=4 ompi5='' before=''
+build=$root/build np_list="4 8 16" count=65536 iters=4 ompi5='' before='' hosts='' rate=400 reps=3 calls=5
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args fp16_accuracy 2,22 "build np=np_list count iters before" "ompi5=ompi5=1" "$@"
+bench_args fp16_accuracy 2,35 "build np=np_list count iters before speed=hosts rate reps calls" \
+  "ompi5=ompi5=1" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
+if [[ -n $hosts ]]; then
+  bench_setup fp16-speed fp16_speed_raw
+  prog=$bin/mpich/fp16_accuracy lib=$build/lib/libswitchagg_pmpi.so
+  bench_need "$prog" "$bin/switchagg-agent" "$bin/switchagg-ctl"
+  export SWITCHAGG_UCX_WAIT=blocking BENCH_MPICH_TIMEOUT=${BENCH_MPICH_TIMEOUT:-60}
+  bench_agent fp16-speed f16
+  lease=(SWITCHAGG_AGENT="$SWITCHAGG_AGENT" SWITCHAGG_LEASE="$SWITCHAGG_LEASE" SWITCHAGG_MODE="$SWITCHAGG_MODE")
+  rawf=$raw/fabric.txt
+  { echo "# $(date -u '+%F %H:%M') UTC, $hosts hosts at $rate Mbit/s, load $(cut -d' ' -f1-3 /proc/loadavg)"; } >"$rawf"
+  cells=()
+  for n in 524288 1048576 2097152 4194304; do
+    for path in switch ring; do
+      for d in float16 float32; do cells+=("$n $path $d"); done
+    done
+  done
+  for rep in $(seq 1 "$reps"); do
+    for i in "${!cells[@]}"; do
+      read -r n path d <<<"${cells[$(((i + rep) % ${#cells[@]}))]}"
+      envs=(LD_PRELOAD="$lib" SWITCHAGG_VERBOSE=1 SWITCHAGG_ALLREDUCE_ALGORITHM="$path")
+      if [[ $path == switch ]]; then envs+=(SWITCHAGG_OFFLOAD=auto "${lease[@]}"); else envs+=(SWITCHAGG_OFFLOAD=off); fi
+      f32=()
+      [[ $d == float32 ]] && f32=(--float32)
+      if ! bench_mpich_run "$hosts" "${envs[@]}" -- "$prog" --count "$n" --time "$calls" "${f32[@]}" \
+        --label "rep$rep-$path" >"$work/run.log" 2>&1 && ! grep -q '^fp16_time' "$work/run.log"; then
+        cat "$work/run.log" >&2
+        echo "fp16_accuracy --speed: $path $d $n failed" >&2
+        exit 1
+      fi
+      grep '^fp16_time' "$work/run.log" | tee -a "$rawf" >&2
+    done
+  done
+  echo "# load after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$rawf"
+  cat "$rawf"
+  exit 0
+fi
 bench_setup fp16-accuracy fp16_accuracy_raw
 mbin=$bin/mpich
 lib=$build/lib/libswitchagg_pmpi.so
