@@ -584,9 +584,15 @@ case $scenario in
       # redoes the call on the host and the path goes off, every answer exact.
       # revoke_chunk: revoked by the agent's fault point with chunks of the
       # call still to come (its log says how many).
+      # MAX_RECOVERY_MESSAGES: the recovery's messages over the ranks at
+      # most that (the exchange: 2 p ceil(log2 p) per failure where every
+      # member failed); SWITCHAGG_TEST_RECOVERY_ASK_ALL=1 asks every member
+      # instead (the protocol before it, for comparison).
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+        ${SWITCHAGG_TEST_RECOVERY_ASK_ALL:+-x SWITCHAGG_TEST_RECOVERY_ASK_ALL} \
         --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault \
-        --iters 300 --max-call-ms 10000 --ready "$work/ready" &
+        --iters "${ONESHOT_ITERS:-300}" --max-call-ms "${MAX_CALL_MS:-10000}" --ready "$work/ready" \
+        ${MAX_RECOVERY_MESSAGES:+--max-recovery-messages "$MAX_RECOVERY_MESSAGES"} &
       pid=$!
       if [[ $mode == revoke ]]; then
         fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
@@ -633,7 +639,7 @@ case $scenario in
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" \
         -x SWITCHAGG_TEST_CUT -x SWITCHAGG_SWITCH_TIMEOUT_MS --mca coll_switchagg_stall_timeout 60 \
         "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
-        --iters "${ONESHOT_ITERS:-30}" --max-call-ms 10000 ||
+        --iters "${ONESHOT_ITERS:-30}" --max-call-ms "${MAX_CALL_MS:-10000}" ||
         { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
       expect_pass "$work/oneshot.log" "\\(switch:recovered\\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
       [[ $mode == cut ]] || expect_fault_fired "$work/agent.log" "$fault"
