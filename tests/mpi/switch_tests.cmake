@@ -354,6 +354,13 @@ oneshot_fault(mpi_switch_fault_oneshot_revoke_messages_np8 8 revoke_chunk 0
 # every member's input, bit for bit.
 oneshot_fault(mpi_switch_fault_oneshot_partial_np8 8 partial 7
   "PPN=1;FAULT_AT=36;ONESHOT_ITERS=6;EXPECT_RECOVERED=rank 1: switch allreduce call 36 failed here.*its result came from rank")
+# A member dies while the others recover (case 10): every member's call
+# fails (the lease revoked between chunks), rank 2 SIGKILLs itself as its
+# recovery starts; every survivor's MPI_Allreduce returns an error within
+# 25 s of the kill (at once through a failed connection to it, or a
+# partner that could not decide; else at the 15 s stall bound), never a
+# result and never a hang.
+fault_test(mpi_switch_fault_recovery_death_np4 "" recovery_death 4 2)
 oneshot_fault(mpi_switch_fault_oneshot_reduce_scatter_np8 8 partial_exit 7
   "PPN=1;FAULT_AT=39;ONESHOT_ITERS=6;EXPECT_RECOVERED=rank 1: switch reduce_scatter_block call 39 failed here.*folded from the members' inputs")
 # The loop's last call (a barrier) reaches member 0 only, which then makes

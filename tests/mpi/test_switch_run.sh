@@ -23,6 +23,10 @@
 #   program_fails NP PATTERN PROGRAM [ARGS...]  the run must fail (a fault
 #                         test) with a line matching PATTERN, well within
 #                         mpirun_lease's kill
+#   recovery_death NP RANK  mpi_recovery_death_check: every member's call
+#                         fails (revoke between chunks) and rank RANK dies
+#                         as its recovery starts: every survivor's call
+#                         errors within DEATH_BOUND_MS
 #   retired NP            mpi_retired_check: a member still recovering a
 #                         communicator's last call (miss:N:M) while the others
 #                         freed it and more (COMMS, default 10): it gets its
@@ -529,6 +533,47 @@ case $scenario in
     expect_pass "$work/retired.log" \
       "rank $((np - 1)): switch allreduce call 2 failed here.*its result came from rank [0-9]"
     expect_fault_fired "$work/agent.log" "$fault"
+    ;;
+  recovery_death)
+    # recovery_death NP RANK (docs/offload.md "Completion", safety case 10):
+    # the agent's fault point revokes the lease between two chunks of a
+    # call (revoke:FAULT_AT, 4 KiB slots: 16 chunks a call of 8192
+    # doubles), so every member's call fails and they recover it; rank RANK
+    # SIGKILLs itself as its recovery starts (SWITCHAGG_TEST_RECOVERY_KILL),
+    # before it answered anyone. Every other rank's MPI_Allreduce of that
+    # call must return an error, never a result and never a hang, within
+    # DEATH_BOUND_MS (default 25 s) of the kill: a partner whose connection
+    # to the dead rank failed ends its exchange at once (PeerFailed naming
+    # it) and its askers hear gone; a partner whose question reached the
+    # rank before it died may see no failed connection (shared memory) and
+    # waits out the stall bound (15 s here), failing with the rank named.
+    # Every rank a member; UCX's cma transport left out as in
+    # mpi_peer_failure (UCX 1.13 aborts a survivor whose cma copy a dead
+    # peer was in).
+    np=$1 dead=$2 bound=${DEATH_BOUND_MS:-25000}
+    with_fault "revoke:${FAULT_AT:-70}" agent_start "$root/config/agent.toml" "$work" \
+      --set agent.log_level=info --set data.slot_bytes=4K || die "agent start"
+    lease "death-np$np"
+    SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/death.log" --enable-recovery \
+      -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_LEADERS=off \
+      -x "SWITCHAGG_TEST_RECOVERY_KILL=$dead:0" -x SWITCHAGG_UCX_PEER_TIMEOUT=2s -x UCX_TLS=^cma \
+      --mca coll_switchagg_stall_timeout 15 "$mpibin/mpi_recovery_death_check"
+    cat "$work/death.log"
+    ! grep -q "WRONG_RESULT\|NO_ERROR" "$work/death.log" || die "a survivor got a result of the failed call"
+    kill_line=$(grep -m1 "SWITCHAGG_TEST_RECOVERY_KILL: rank $dead killed as its recovery of call [0-9]* starts" \
+      "$work/death.log") || die "the fault did not hit: rank $dead was not killed in its recovery"
+    killed_at=$(sed -E 's/.*\(at ([0-9]+) ms\).*/\1/' <<<"$kill_line")
+    grep -q "test fault: lease revoked after chunk result" "$work/agent.log" || die "the agent's fault point did not fire"
+    for ((r = 0; r < np; ++r)); do
+      ((r == dead)) && continue
+      line=$(grep -m1 "^GOT_ERROR rank $r call " "$work/death.log") || die "rank $r got no error from the failed call"
+      at=$(sed -E 's/^GOT_ERROR rank [0-9]+ call [0-9]+ at ([0-9]+) ms.*/\1/' <<<"$line")
+      echo "rank $r: error $((at - killed_at)) ms after the kill (bound $bound ms)"
+      ((at - killed_at <= bound)) || die "rank $r took $((at - killed_at)) ms, over $bound ms"
+    done
+    grep -Eq "connection to rank $dead failed|no final answer came from rank\(s\) $dead " "$work/death.log" ||
+      die "no error line naming the dead rank (its failed connection, or no answer from it)"
+    echo "PASS recovery_death $np $dead"
     ;;
   oneshot)
     # One-round-trip completion (docs/offload.md "Completion"): mpi_oneshot_check.

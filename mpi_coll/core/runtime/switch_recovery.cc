@@ -106,6 +106,7 @@ Result<Recovery> CallLedger::recover(void* out, size_t bytes, const StallBounds&
   s.out_bytes = bytes;
   s.want_lo = 0;
   s.want_hi = kAll;
+  recovery::testKillAtRecovery(s.rank, s.seq);
   Result<Recovery> r = recovery::askAllForced() ? s.ask(stall) : s.exchange(stall);
   if (r.ok() && r->outcome == CallOutcome::kDone) {
     s.kept_seq = s.seq;
@@ -128,6 +129,7 @@ Result<Recovery> CallLedger::gatherInputs(size_t lo, size_t hi,
   s.want_hi = hi;
   s.parts.clear();
   s.bad_answer.clear();
+  recovery::testKillAtRecovery(s.rank, s.seq);
   // The exchange first: it ends the call in log2 p questions when nobody
   // is done (or when no part is wanted); the parts then come from every
   // member.

@@ -15,13 +15,15 @@
 // it. A member still asking about the last call has not retired it, so
 // the answers it needs stay until it got them.
 #include <chrono>
-#include <cstdlib>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
 
 #include "switch_recovery_state.h"
 #include "switchagg/common/log.h"
+#include "switchagg/common/test_hooks.h"
 
 namespace switchagg::coll {
 
@@ -131,7 +133,10 @@ void LedgerState::sendAnswer(int to, uint64_t s, CallOutcome o, const std::vecto
 // 0) waits while this member's own exchange is behind it.
 void LedgerState::answer(int to, uint64_t s, uint64_t lo, uint64_t hi, int round) {
   if (round > 0) {
-    if (!answerRound(to, s, lo, hi, round - 1)) deferred.push_back({to, s, round - 1, lo, hi});
+    if (answerRound(to, s, lo, hi, round - 1)) return;
+    for (const Deferred& d : deferred)  // asked again: still one answer
+      if (d.to == to && d.s == s && d.round == round - 1) return;
+    deferred.push_back({to, s, round - 1, lo, hi});
     return;
   }
   const std::vector<uint8_t>* held = nullptr;
@@ -267,8 +272,32 @@ std::string rankList(const std::vector<int>& ranks) {
 }
 
 bool askAllForced() {
-  const char* v = std::getenv("SWITCHAGG_TEST_RECOVERY_ASK_ALL");
-  return v && std::strcmp(v, "1") == 0;
+  static const bool forced = [] {
+    TestHooks hooks;
+    (void)testHooksTable().applyEnvironment(hooks, "test.recovery_ask_all");  // bad: off
+    return hooks.recovery_ask_all;
+  }();
+  return forced;
+}
+
+void testKillAtRecovery(int rank, uint64_t call) {
+  static const TestRecoveryKill want = [] {
+    TestHooks hooks;
+    (void)testHooksTable().applyEnvironment(hooks, "test.recovery_kill");  // bad: off
+    return hooks.recovery_kill;
+  }();
+  static bool fired = false;  // once (CALL 0: its first recovery)
+  if (fired || want.rank != rank || (want.call != 0 && want.call != call)) return;
+  fired = true;
+  std::fprintf(stderr,
+               "switchagg[coll] warning: test fault point SWITCHAGG_TEST_RECOVERY_KILL: rank %d "
+               "killed as its recovery of call %llu starts (at %lld ms)\n",
+               rank, static_cast<unsigned long long>(call),
+               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count()));
+  std::fflush(stderr);
+  std::raise(SIGKILL);
 }
 
 std::shared_ptr<WorkerLinks> linksOf(ucx::Worker* worker) {

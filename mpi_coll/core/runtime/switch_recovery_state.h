@@ -72,8 +72,11 @@ void retireLedger(std::shared_ptr<LedgerState> state);
 void setHandlers(ucx::Worker& worker);
 // Test-only: SWITCHAGG_TEST_RECOVERY_ASK_ALL=1 recovers by asking every
 // member (the protocol before the exchange), so a benchmark or a test can
-// compare both in one build.
+// compare both in one build (test_hooks.h).
 bool askAllForced();
+// Test-only: SWITCHAGG_TEST_RECOVERY_KILL=RANK:CALL kills communicator rank
+// RANK as its recovery of call CALL starts (test_hooks.h).
+void testKillAtRecovery(int rank, uint64_t call);
 
 }  // namespace recovery
 
