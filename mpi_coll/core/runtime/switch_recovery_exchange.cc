@@ -224,10 +224,13 @@ Result<Recovery> LedgerState::exchange(const StallBounds& stall) {
     if (!awaiting && now >= due) {
       q.round = uint8_t(rounds_done + 1);
       Status st = send(partner, recovery::kAmQuery, q, nullptr, 0);
-      if (!st.ok())
-        SA_DEBUG("coll", "switch recovery: asking rank %d: %s", partner, st.toString().c_str());
-      awaiting = true;
       sent = true;
+      awaiting = st.ok();
+      if (!st.ok()) {  // not sent: asked again after the backoff
+        SA_DEBUG("coll", "switch recovery: asking rank %d: %s", partner, st.toString().c_str());
+        due = now + backoff;
+        backoff = std::min<int64_t>(backoff * 2, 100);
+      }
     }
     if (stalled(stall, now - start, {partner}, &warned, &result)) break;
     changed = false;
