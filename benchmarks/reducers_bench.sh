@@ -6,20 +6,29 @@
 # rank, links shaped to RATE Mbit/s. switchagg-bench (float32 sum) per path,
 # interleaved repetitions, medians of the per-size p50; the bytes each
 # reducer link received per call from the interface counters; the theory
-# next to each. Writes benchmarks/results/reducers.md.
+# next to each. And `auto` (offload=auto with the lease, online tuning
+# settled over 30 untimed calls a size) three ways: blocking MPI_Allreduce,
+# MPI_Iallreduce + MPI_Wait (after blocking warm-up calls: it inherits their
+# verdict), and MPI_Allreduce at MPI_THREAD_MULTIPLE (timed by tuning over
+# switchagg's own paths), each against the best fixed path for that call.
+# Writes benchmarks/results/reducers.md.
 #
-#   benchmarks/reducers_bench.sh [--build DIR] [--hosts 4] [--rate 400] [--ks "1 2 4"]
+#   benchmarks/reducers_bench.sh [--build DIR] [--hosts 4] [--ppn 1] [--rate 400] [--ks "1 2 4"]
 #                                [--reps 3] [--min 1M] [--max 8M] [--out FILE]
 # Theory (N bytes a rank, p hosts, one rank each, B = RATE): the switch path
 # with K reducers is bound by max(N/B at each host, p·N/(K·B) into each
 # reducer), the ring by 2(p−1)/p·N/B: switch/ring = max(1, p/K)·p/(2(p−1)),
 # so K reducers beat the ring once p/K < 2(p−1)/p (K > p²/(2(p−1))).
+# With PPN ranks a host (P = p·PPN) the switch path uses node leaders (one
+# member a host: still max(1, p/K)·N/B) and the ring's neighbours sit on one
+# host but for one edge a host, whose link then carries 2(P−1)/P·N:
+# switch/ring = max(1, p/K)·P/(2(P−1)).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build hosts=4 rate=400 ks="1 2 4" reps=3 min=1M max=8M
+build=$root/build hosts=4 ppn=1 rate=400 ks="1 2 4" reps=3 min=1M max=8M
 out=$root/benchmarks/results/reducers.md
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args reducers_bench 2,16 "build hosts rate ks reps min max out" "" "$@"
+bench_args reducers_bench 2,25 "build hosts ppn rate ks reps min max out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup reducers-bench "$(basename "$out" .md)_raw"
 rm -f "$raw"/*.csv "$raw"/*.txt
@@ -63,18 +72,27 @@ lease_drop() {
 reducer_rx() { fabric_rx_bytes | awk '/^r[0-9]/ { printf "%s%s", sep, $2; sep = " " } END { print "" }'; }
 
 export SWITCHAGG_SWITCH_WINDOW=16
+# Forced switch runs: every rank a member at one rank a host, node leaders
+# (one member a host) at more.
+leaders=off
+((ppn > 1)) && leaders=on
 host_paths=(
   "ring|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm ring"
   "rabenseifner|--mca coll_switchagg_offload off --mca coll_switchagg_allreduce_algorithm rabenseifner"
   "tuned|--mca coll ^switchagg"
+  "tunedi|--mca coll ^switchagg --coll iallreduce"
 )
-run() {  # NAME ARGS...
-  local name=$1 rep=$2
+run() {  # NAME REP [mpirun args] [-- bench args]
+  local name=$1 rep=$2 margs=() bargs=()
   shift 2
+  while (($#)) && [[ $1 != --coll && $1 != --thread-multiple && $1 != --min-warmup ]]; do
+    margs+=("$1"); shift
+  done
+  bargs=("$@")
   echo "rep $rep: $name" >&2
-  fabric_mpirun "$hosts" 1 "$@" -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
+  fabric_mpirun $((hosts * ppn)) "$ppn" "${margs[@]}" -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
     -x SWITCHAGG_SWITCH_WINDOW "$bin/switchagg-bench" --min "$min" --max "$max" \
-    --iters 12 --min-iters 3 --warmup 2 --label "$name" \
+    --iters 12 --min-iters 5 --warmup 2 "${bargs[@]}" --label "$name" \
     --csv "$raw/${name}_rep$rep.csv" >"$work/run.log" || { cat "$work/run.log" >&2; exit 1; }
 }
 for rep in $(seq 1 "$reps"); do
@@ -86,30 +104,35 @@ for rep in $(seq 1 "$reps"); do
     lease_k "$k"
     r0=$(reducer_rx)
     run "switch_k$k" "$rep" --mca coll_switchagg_offload on \
-      --mca coll_switchagg_allreduce_algorithm switch -x SWITCHAGG_SWITCH_LEADERS=off
+      --mca coll_switchagg_allreduce_algorithm switch -x SWITCHAGG_SWITCH_LEADERS="$leaders"
     r1=$(reducer_rx)
     # bytes each used reducer received over the run, per byte of the vectors
     # all ranks sent (sum of the sizes x iterations is in the CSV's count).
     echo "$k $r0 | $r1" >>"$raw/rx_rep$rep.txt"
-    run "auto_k$k" "$rep" --mca coll_switchagg_offload auto
+    run "switchi_k$k" "$rep" --mca coll_switchagg_offload on -x SWITCHAGG_SWITCH_LEADERS="$leaders" \
+      --coll iallreduce
+    # auto, settled: 30 untimed calls a size let online tuning finish.
+    run "auto_k$k" "$rep" --mca coll_switchagg_offload auto --min-warmup 30
+    run "autoi_k$k" "$rep" --mca coll_switchagg_offload auto --coll iallreduce --min-warmup 30
+    run "autot_k$k" "$rep" --mca coll_switchagg_offload auto --thread-multiple --min-warmup 30
     lease_drop "$k"
   done
 done
 
 {
-  echo "# Reducer hosts, agents at a compute host's link rate: emulated cluster, $hosts hosts × 1 rank"
+  echo "# Reducer hosts, agents at a compute host's link rate: emulated cluster, $hosts hosts × $ppn rank(s)"
   echo
-  echo "Command: \`benchmarks/reducers_bench.sh --hosts $hosts --rate $rate --ks \"$ks\" --reps $reps --min $min --max $max\`,"
+  echo "Command: \`benchmarks/reducers_bench.sh --hosts $hosts --ppn $ppn --rate $rate --ks \"$ks\" --reps $reps --min $min --max $max\`,"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), 2 cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
-  echo "Deployment: **reducer hosts** (scripts/fabric.py star, $hosts hosts x 1 rank and reducer hosts"
+  echo "Deployment: **reducer hosts** (scripts/fabric.py star, $hosts hosts x $ppn rank(s) and reducer hosts"
   echo "r1..r$kmax, every link shaped to $rate Mbit/s both ways; an agent on each reducer host; a"
   echo "job's lease from K of them through a fabric map, so every call is cut in K stripes). Not the"
   echo "agent in the switch (benchmarks/results/fabric.md). Each cell: median over $reps"
   echo "interleaved runs of switchagg-bench's per-size p50, ms. switch_kK: the switch path forced"
-  echo "(SWITCHAGG_SWITCH_LEADERS=off; one rank a host anyway); auto_kK: offload=auto with the"
-  echo "lease (online tuning from a cold start inside each run of 12 calls a size)."
+  echo "(SWITCHAGG_SWITCH_LEADERS=$leaders: every rank a member at one rank a host, node leaders at"
+  echo "more). Theory: switch/ring = max(1, p/K)·P/(2(P−1)), p hosts, P ranks."
   echo
-  cat "$raw"/*_rep*.csv | awk -F, -v p="$hosts" -v mbit="$rate" -v ks="$ks" \
+  cat "$raw"/*_rep*.csv | awk -F, -v p="$hosts" -v P=$((hosts * ppn)) -v mbit="$rate" -v ks="$ks" \
     "$(cat "$root/benchmarks/lib/stats.awk")"'
     $1 == "label" { next }
     { key = $1 SUBSEP $5; v[key] = v[key] " " $15; sizes[$5] = 1 }
@@ -117,9 +140,9 @@ done
       B = mbit * 1e6 / 8
       nk = split(ks, K, " ")
       printf "| bytes | ring ms | rabenseifner ms | tuned ms"
-      for (j = 1; j <= nk; j++) printf " | switch K=%d ms | switch/ring K=%d (theory) | auto K=%d ms", K[j], K[j], K[j]
-      printf " | ring theory ms (2(p-1)/p N/B) |\n| ---: | ---: | ---: | ---:"
-      for (j = 1; j <= nk; j++) printf " | ---: | ---: | ---:"
+      for (j = 1; j <= nk; j++) printf " | switch K=%d ms | switch/ring K=%d (theory)", K[j], K[j]
+      printf " | ring theory ms (2(P-1)/P N/B) |\n| ---: | ---: | ---: | ---:"
+      for (j = 1; j <= nk; j++) printf " | ---: | ---:"
       printf " | ---: |\n"
       n = sortedKeys(sizes, list)
       for (i = 1; i <= n; i++) {
@@ -129,10 +152,48 @@ done
                median(v["tuned" SUBSEP s]) / 1000
         for (j = 1; j <= nk; j++) {
           k = K[j]; sw = median(v["switch_k" k SUBSEP s]) / 1000
-          th = (p / k > 1 ? p / k : 1) * p / (2 * (p - 1))
-          printf " | %.1f | %.2f (%.2f) | %.1f", sw, sw / rg, th, median(v["auto_k" k SUBSEP s]) / 1000
+          th = (p / k > 1 ? p / k : 1) * P / (2 * (P - 1))
+          printf " | %.1f | %.2f (%.2f)", sw, sw / rg, th
         }
-        printf " | %.1f |\n", 2 * (p - 1) / p * s / B * 1000
+        printf " | %.1f |\n", 2 * (P - 1) / P * s / B * 1000
+      }
+    }'
+  echo
+  echo "\`auto\` settled (offload=auto with the lease, 30 untimed calls a size first), against the"
+  echo "best fixed path for the same call, ms (× the best): blocking MPI_Allreduce against ring,"
+  echo "Rabenseifner, Open MPI tuned and the switch; MPI_Iallreduce + MPI_Wait (warmed up with"
+  echo "blocking calls, whose verdict it inherits) against Open MPI's own MPI_Iallreduce and the"
+  echo "switch's (the host algorithms have no nonblocking form); MPI_Allreduce at"
+  echo "MPI_THREAD_MULTIPLE (one thread calling) against the blocking switchagg paths (there the"
+  echo "previous module is no candidate: docs/selection.md \"Threads\")."
+  echo
+  cat "$raw"/*_rep*.csv | awk -F, -v ks="$ks" "$(cat "$root/benchmarks/lib/stats.awk")"'
+    $1 == "label" { next }
+    { key = $1 SUBSEP $5; v[key] = v[key] " " $15; sizes[$5] = 1 }
+    function pick(names, s,   a, n, i, m, best) {
+      n = split(names, a, " "); best = ""
+      for (i = 1; i <= n; i++) {
+        if (v[a[i] SUBSEP s] == "") continue
+        m = median(v[a[i] SUBSEP s]) / 1000
+        if (best == "" || m < bm) { best = a[i]; bm = m }
+      }
+      bestname = best; return bm
+    }
+    END {
+      nk = split(ks, K, " ")
+      print "| bytes | K | best blocking | auto | best Iallreduce | auto Iallreduce | best own (threads) | auto at THREAD_MULTIPLE |"
+      print "| ---: | ---: | --- | ---: | --- | ---: | --- | ---: |"
+      n = sortedKeys(sizes, list)
+      for (i = 1; i <= n; i++) for (j = 1; j <= nk; j++) {
+        s = list[i]; k = K[j]
+        b = pick("ring rabenseifner tuned switch_k" k, s); bn = bestname
+        bi = pick("tunedi switchi_k" k, s); bin = bestname
+        bt = pick("ring rabenseifner switch_k" k, s); btn = bestname
+        a = median(v["auto_k" k SUBSEP s]) / 1000
+        ai = median(v["autoi_k" k SUBSEP s]) / 1000
+        at = median(v["autot_k" k SUBSEP s]) / 1000
+        printf "| %s | %d | %s %.1f | %.1f (%.2f×) | %s %.1f | %.1f (%.2f×) | %s %.1f | %.1f (%.2f×) |\n",
+               human(s), k, bn, b, a, a / b, bin, bi, ai, ai / bi, btn, bt, at, at / bt
       }
     }'
   echo

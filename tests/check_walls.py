@@ -30,6 +30,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ALLOWED = {
     ("apps/info/select_cmd.cc", "mpi_coll/core/select/selector.h"):
         "switchagg-info --select prints the selector's own decisions",
+    ("apps/info/params_cmd.cc", "mpi_coll/core/select/algorithm_registry.h"):
+        "switchagg-info lists the algorithm parameter's values from the registry",
     ("benchmarks/agent_kernel_bench.cc", "switchagent/engine/reduce_pool.h"):
         "the kernel benchmark measures the engine's reduce pool itself",
     ("benchmarks/agent_kernel_bench.cc", "switchagent/engine/slot_pool.h"):

@@ -21,6 +21,7 @@ constexpr CollInfo kColls[] = {
     {Coll::kReduce, "reduce", "MPI_Reduce"},
     {Coll::kBcast, "bcast", "MPI_Bcast"},
     {Coll::kBarrier, "barrier", "MPI_Barrier"},
+    {Coll::kIallreduce, "iallreduce", "MPI_Iallreduce"},
 };
 
 const CollInfo& info(Coll c) {
@@ -56,7 +57,8 @@ size_t collCount(Coll c, size_t count, int nranks) {
 double busFactor(Coll c, int nranks) {
   const double p = nranks;
   switch (c) {
-    case Coll::kAllreduce: return 2 * (p - 1) / p;
+    case Coll::kAllreduce:
+    case Coll::kIallreduce: return 2 * (p - 1) / p;
     case Coll::kReduceScatterBlock:
     case Coll::kAllgather: return (p - 1) / p;
     case Coll::kBarrier: return 0;
@@ -112,6 +114,12 @@ void collCall(Coll c, const CollBuffers& b, size_t count, MPI_Datatype type, MPI
     case Coll::kReduce: MPI_Reduce(b.send, b.recv, n, type, op, 0, MPI_COMM_WORLD); return;
     case Coll::kBcast: MPI_Bcast(b.send, n, type, 0, MPI_COMM_WORLD); return;
     case Coll::kBarrier: MPI_Barrier(MPI_COMM_WORLD); return;
+    case Coll::kIallreduce: {
+      MPI_Request req;
+      MPI_Iallreduce(b.send, b.recv, n, type, op, MPI_COMM_WORLD, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+      return;
+    }
   }
 }
 

@@ -15,7 +15,10 @@
 
 namespace switchagg::bench {
 
-enum class Coll { kAllreduce, kReduceScatterBlock, kAllgather, kReduce, kBcast, kBarrier };
+// kIallreduce: MPI_Iallreduce + MPI_Wait per call (its warm-up calls are
+// blocking MPI_Allreduces: under offload=auto online tuning settles on them
+// and the nonblocking calls inherit the verdict, docs/selection.md).
+enum class Coll { kAllreduce, kReduceScatterBlock, kAllgather, kReduce, kBcast, kBarrier, kIallreduce };
 
 bool parseColl(const std::string& name, Coll* out);
 const char* collName(Coll c);
@@ -37,7 +40,8 @@ struct CollBuffers {
 // (collCount) on `rank`.
 void collFill(Coll c, const CollBuffers& b, size_t count, Dtype dtype, Op op, int rank,
               int nranks);
-// One call of the collective on MPI_COMM_WORLD.
+// One call of the collective on MPI_COMM_WORLD (kIallreduce: posted and
+// waited for).
 void collCall(Coll c, const CollBuffers& b, size_t count, MPI_Datatype type, MPI_Op op,
               int nranks);
 // What of recv holds this rank's result: [offset, offset + elements).

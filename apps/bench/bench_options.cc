@@ -72,13 +72,14 @@ const std::vector<OptionSpec>& optionTable() {
          return Status(Code::kInvalidArgument, "--op: unknown '" + v + "'");
        }},
       {"--coll", "NAME",
-       "allreduce (default), reduce_scatter_block, allgather, reduce, bcast or barrier; SIZE is "
-       "the whole vector (each rank's block is SIZE/p for the block collectives)",
+       "allreduce (default), reduce_scatter_block, allgather, reduce, bcast, barrier or "
+       "iallreduce (MPI_Iallreduce + MPI_Wait, warmed up with blocking calls); SIZE is the "
+       "whole vector (each rank's block is SIZE/p for the block collectives)",
        [](BenchOptions* o, const std::string& v) {
          if (parseColl(v, &o->coll)) return ok();
          return Status(Code::kInvalidArgument,
                        "--coll: unknown '" + v +
-                           "' (allreduce, reduce_scatter_block, allgather, reduce, bcast, barrier)");
+                           "' (allreduce, reduce_scatter_block, allgather, reduce, bcast, barrier, iallreduce)");
        }},
       {"--check", nullptr, "validate every result against an independent reference; exit 1 on mismatch",
        [](BenchOptions* o, const std::string&) { o->check = true; return ok(); }},

@@ -131,8 +131,10 @@ std::pair<double, double> meanAndMedianUs(std::vector<double> s) {
 SizeResult Bench::runSize(size_t count) {
   const size_t bytes = count * dtypeSize(o_.dtype);
   collFill(o_.coll, buffers(), count, o_.dtype, o_.op, rank_, nranks_);
+  // iallreduce warms up with blocking calls (bench_coll.h).
+  const Coll warm = o_.coll == Coll::kIallreduce ? Coll::kAllreduce : o_.coll;
   for (int i = 0; i < warmupFor(o_, bytes); ++i)
-    collCall(o_.coll, buffers(), count, mpiType(o_.dtype), mpiOp(o_.op), nranks_);
+    collCall(warm, buffers(), count, mpiType(o_.dtype), mpiOp(o_.op), nranks_);
   SizeResult r;
   r.bytes = bytes;
   r.count = count;

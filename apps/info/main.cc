@@ -8,6 +8,7 @@
 
 #include "fabric_cmd.h"  // --fabric: check a fabric map, a job's agents
 #include "info_report.h"
+#include "params_cmd.h"  // --coll-params: the coll parameters' table (docs/mca-params.md)
 #include "select_cmd.h"  // --select: allreduce selection table (mpi_coll/core/select)
 
 namespace {
@@ -26,8 +27,9 @@ void printUsage(FILE* out) {
   std::fprintf(out,
                "Options are also read from SWITCHAGG_* variables (every one is listed, with its "
                "value, in the output's options table; a bad value is an error naming it); the "
-               "command line wins.\n\n%s\n%s",
-               switchagg::info::selectUsage().c_str(), switchagg::info::fabricUsage().c_str());
+               "command line wins.\n\n%s\n%s\n%s",
+               switchagg::info::selectUsage().c_str(), switchagg::info::fabricUsage().c_str(),
+               switchagg::info::kParamsUsage);
 }
 
 // Accepts "--flag VALUE" and "--flag=VALUE". Returns false on a usage error.
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
     return switchagg::info::runSelectCommand(argc, argv);
   if (switchagg::info::wantsFabricCommand(argc, argv))
     return switchagg::info::runFabricCommand(argc, argv);
+  if (const int rc = switchagg::info::paramsCommand(argc, argv); rc >= 0) return rc;
 
   std::vector<std::string> args(argv + 1, argv + argc);
   InfoArgs info_args;

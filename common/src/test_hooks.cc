@@ -74,6 +74,16 @@ const ConfigTable<TestHooks>& testHooksTable() {
        "as a peer dying mid-call would (a bad value: off)",
        parsedField<H, TestExitAfterSends>(&H::exit_after_sends, ConfigKind::kString, parseCut,
                                           printCut)},
+      {"test.recovery_kill", "SWITCHAGG_TEST_RECOVERY_KILL",
+       "test only: RANK:CALL makes communicator rank RANK SIGKILL itself when the recovery of "
+       "its failed one-round-trip call CALL (0: its first) starts, before it answers anyone (a "
+       "bad value: off)",
+       parsedField<H, TestRecoveryKill>(&H::recovery_kill, ConfigKind::kString, parseCut,
+                                        printCut)},
+      {"test.recovery_ask_all", "SWITCHAGG_TEST_RECOVERY_ASK_ALL",
+       "test only: 1 makes a member whose switch-path call failed ask every other member "
+       "instead of running the exchange of final outcomes (the protocol before it)",
+       boolField(&H::recovery_ask_all)},
       {"test.agent_fault", "SWITCHAGG_AGENT_TEST_FAULT",
        "test only: partial:N[:exit], miss:N:M, late:N:M:MS or revoke:N makes the agent "
        "mishandle its N-th chunk result (docs/admin.md); the agent refuses a bad value",

@@ -18,20 +18,23 @@
 
 BEGIN_C_DECLS
 
+#define MCA_COLL_SWITCHAGG_TYPE_BOOL bool
+#define MCA_COLL_SWITCHAGG_TYPE_INT int
+#define MCA_COLL_SWITCHAGG_TYPE_ENUM int
+#define MCA_COLL_SWITCHAGG_TYPE_ALGO int
+#define MCA_COLL_SWITCHAGG_TYPE_STRING char *
+#define MCA_COLL_SWITCHAGG_TYPE_INFO char *
+#define MCA_COLL_SWITCHAGG_FIELD_(NAME, KIND, DEF, MIN, MAX, VALUES, LAYERS, LEVEL, SCOPE, ENV, \
+                                  HELP)                                                        \
+  SWITCHAGG_COLL_IF_MCA_##LAYERS(MCA_COLL_SWITCHAGG_TYPE_##KIND NAME;)
+
 typedef struct mca_coll_switchagg_component_t {
   switchagg_coll_component_base_t super;
-  /* MCA parameters (storage registered with the MCA variable system). */
-  bool enable;
-  int priority;
-  int algorithm; /* index into switchagg_coll_algorithm_choice() */
-  int offload;   /* 0 auto, 1 on, 2 off */
-  char* rules;
-  int verbose;
-  int stall_timeout; /* seconds; 0 = warn only */
-  int tune;          /* 0 online, 1 off */
-  char* tune_file;
-  int thread_domains; /* coll_switchagg_thread_domains */
-  char* half_floats;  /* coll_switchagg_half_floats (read-only) */
+  /* MCA parameters: one field per row of the coll parameter table of layer
+   * MCA (switchagg/coll/coll_params.h), named as the parameter; storage
+   * registered with the MCA variable system. An ENUM or ALGO holds the
+   * index of its value (the enum's value). */
+  SWITCHAGG_COLL_PARAMS(MCA_COLL_SWITCHAGG_FIELD_)
   bool progress_registered;
   /* False when the parameters were rejected at open: comm_query then
    * declines every communicator. */
@@ -40,44 +43,34 @@ typedef struct mca_coll_switchagg_component_t {
 
 SWITCHAGG_MODULE_DECLSPEC extern mca_coll_switchagg_component_t mca_coll_switchagg_component;
 
+/* The previous modules' functions a module keeps, one line each: X(name)
+ * gives the fields previous_<name> (c_coll->coll_<name> when we were
+ * enabled: what would serve the call without us) and
+ * previous_<name>_module (retained while kept; NULL when no module below us
+ * has one: the entry point then reports OMPI_ERR_NOT_SUPPORTED, as Open MPI
+ * would). allreduce, allgather and barrier are always there (basic has
+ * them; module_enable declines otherwise); MPI_Allreduce_init (MPI-4
+ * persistent; MPIX_ on 4.1) always goes to the previous module (counted;
+ * docs/openmpi5.md). module_construct, module_enable and release_previous
+ * (coll_switchagg_module.c) walk this list. */
+#define MCA_COLL_SWITCHAGG_PREVIOUS(X)                                                    \
+  X(allreduce) X(allgather) X(barrier) X(reduce) X(reduce_scatter)                        \
+  X(reduce_scatter_block) X(bcast) X(iallreduce) X(ibarrier) X(iallgather) X(ibcast)      \
+  X(ireduce_scatter_block) X(allreduce_init)
+#define MCA_COLL_SWITCHAGG_PREVIOUS_FIELDS_(NAME)      \
+  mca_coll_base_module_##NAME##_fn_t previous_##NAME; \
+  mca_coll_base_module_t *previous_##NAME##_module;
+
 typedef struct mca_coll_switchagg_module_t {
   mca_coll_base_module_t super;
   switchagg_coll_comm_t* core;
-  /* The modules that served allreduce/allgather/barrier before us (retained). */
-  mca_coll_base_module_allreduce_fn_t previous_allreduce;
-  mca_coll_base_module_t* previous_allreduce_module;
-  mca_coll_base_module_allgather_fn_t previous_allgather;
-  mca_coll_base_module_t* previous_allgather_module;
-  mca_coll_base_module_barrier_fn_t previous_barrier;
-  mca_coll_base_module_t* previous_barrier_module;
-  /* The routed collectives' (coll_switchagg_routed.c); NULL when no
-   * module below us has one (the entry point then reports
-   * OMPI_ERR_NOT_SUPPORTED, as Open MPI would). Allgather's is the one above. */
-  mca_coll_base_module_reduce_fn_t previous_reduce;
-  mca_coll_base_module_t* previous_reduce_module;
-  mca_coll_base_module_reduce_scatter_fn_t previous_reduce_scatter;
-  mca_coll_base_module_t* previous_reduce_scatter_module;
-  mca_coll_base_module_reduce_scatter_block_fn_t previous_reduce_scatter_block;
-  mca_coll_base_module_t* previous_reduce_scatter_block_module;
-  mca_coll_base_module_bcast_fn_t previous_bcast;
-  mca_coll_base_module_t* previous_bcast_module;
+  MCA_COLL_SWITCHAGG_PREVIOUS(MCA_COLL_SWITCHAGG_PREVIOUS_FIELDS_)
   struct ompi_communicator_t* comm;
-  /* MPI_Iallreduce (coll_switchagg_iallreduce.c, coll_switchagg_nbc.c): the previous module's,
-   * the calls queued for the switch (head first), a private duplicate of
-   * comm for the agreements and redos started from progress, and the link
-   * in the list of modules with queued calls. */
-  mca_coll_base_module_iallreduce_fn_t previous_iallreduce;
-  mca_coll_base_module_t* previous_iallreduce_module;
-  /* MPI_Ibarrier: the same queue (a one-int sum of ones through the agent). */
-  mca_coll_base_module_ibarrier_fn_t previous_ibarrier;
-  mca_coll_base_module_t* previous_ibarrier_module;
-  /* MPI_Iallgather, MPI_Ibcast: the same queue (routed calls through the agent). */
-  mca_coll_base_module_iallgather_fn_t previous_iallgather;
-  mca_coll_base_module_t* previous_iallgather_module;
-  mca_coll_base_module_ibcast_fn_t previous_ibcast;
-  mca_coll_base_module_t* previous_ibcast_module;
-  mca_coll_base_module_ireduce_scatter_block_fn_t previous_ireduce_scatter_block;
-  mca_coll_base_module_t* previous_ireduce_scatter_block_module;
+  /* MPI_Iallreduce and the other nonblocking calls routed to the switch
+   * (coll_switchagg_iallreduce.c, coll_switchagg_nbc.c): the calls queued
+   * for the switch (head first), a private duplicate of comm for the
+   * agreements and redos started from progress, and the link in the list of
+   * modules with queued calls. */
   switchagg_nb_queue_t iqueue; /* the core engine's (coll_switchagg_nbc.c) */
   struct ompi_communicator_t* iprivate;
   /* While iprivate is made: every call on this communicator is Open MPI's
@@ -85,10 +78,6 @@ typedef struct mca_coll_switchagg_module_t {
   bool icreating_private;
   struct mca_coll_switchagg_module_t* inext_active;
   bool iactive;
-  /* MPI_Allreduce_init (MPI-4 persistent; MPIX_ on 4.1): the previous
-   * module's, which every such call goes to (counted; docs/openmpi5.md). */
-  mca_coll_base_module_allreduce_init_fn_t previous_allreduce_init;
-  mca_coll_base_module_t* previous_allreduce_init_module;
 } mca_coll_switchagg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_switchagg_module_t);

@@ -1,32 +1,22 @@
 /* Component: MCA parameters, open/close, and the per-process checks.
  *
- *   coll_switchagg_enable               bool, default 1
- *   coll_switchagg_priority             int, default 90 (above tuned's 30)
- *   coll_switchagg_allreduce_algorithm  auto|ring|recursive_doubling|...
- *   coll_switchagg_offload              auto|on|off
- *   coll_switchagg_rules                path of a selection rules file
- *   coll_switchagg_verbose              0; 1 per communicator; 2+ per call
- *   coll_switchagg_stall_timeout        seconds a host step may wait (300; 0 = warn only)
- *   coll_switchagg_tune                 online|off: measure candidates, pick the fastest
- *   coll_switchagg_tune_file            where the job's rank 0 saves what was learnt
- *   coll_switchagg_thread_domains       MPI_THREAD_MULTIPLE: UCX workers with a lock each (4)
- *
- * Enum parameters are MCA enums: Open MPI itself rejects a value outside the
- * list with a message that lists the valid ones. A rules file that cannot
- * be read disables the component with one error line (jobs still run, on
- * the previous module). docs/mca-params.md documents all of them. */
+ * The parameters are the rows of the coll parameter table
+ * (switchagg/coll/coll_params.h, docs/mca-params.md): each is registered
+ * here from its row (name, kind, default, values, level, scope, help) and
+ * handed to the core at open (switchagg_coll_params_t). Enum parameters are
+ * MCA enums: Open MPI itself rejects a value outside the list with a message
+ * that lists the valid ones. A rules file that cannot be read, or a value
+ * the core rejects, disables the component with one error line (jobs still
+ * run, on the previous module). */
 #include "coll_switchagg.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/runtime/opal_progress.h"
 #include "switchagg/common/version.h"
-
-static const mca_base_var_enum_value_t offload_values[] = {
-    {0, "auto"}, {1, "on"}, {2, "off"}, {0, NULL}};
-static const mca_base_var_enum_value_t tune_values[] = {{0, "online"}, {1, "off"}, {0, NULL}};
 
 static int switchagg_register(void);
 static int switchagg_open(void);
@@ -49,126 +39,173 @@ mca_coll_switchagg_component_t mca_coll_switchagg_component = {
         .collm_init_query = switchagg_init_query,
         .collm_comm_query = mca_coll_switchagg_comm_query,
     },
-    .enable = true,
-    .priority = 90,
-    .algorithm = 0,
-    .offload = 0,
-    .rules = NULL,
-    .verbose = 0,
-    .stall_timeout = 300,
-    .tune = 0,
-    .tune_file = NULL,
-    .thread_domains = 4,
+    /* The parameters get their defaults from the table at register. */
     .usable = true,
 };
 
-static int register_enum(const char *name, const char *help, const char *enum_name,
-                         const mca_base_var_enum_value_t *values, int *storage) {
+/* An ENUM's or ALGO's values, as Open MPI's enum list takes them. */
+typedef struct enum_list {
+  mca_base_var_enum_value_t v[16];
+  char text[256];
+} enum_list_t;
+static enum_list_t enum_lists[SWITCHAGG_COLL_NUM_PARAMS];
+
+/* "a|b|c": value 0 is a, 1 is b, ... */
+static void split_values(const char *values, enum_list_t *list) {
+  size_t len = strlen(values);
+  char *p = list->text;
+  int n = 0;
+  if (len >= sizeof list->text) len = sizeof list->text - 1;
+  memcpy(list->text, values, len);
+  list->text[len] = '\0';
+  while (n < 15) {
+    char *bar = strchr(p, '|');
+    list->v[n].value = n;
+    list->v[n].string = p;
+    ++n;
+    if (NULL == bar) break;
+    *bar = '\0';
+    p = bar + 1;
+  }
+  list->v[n].value = 0;
+  list->v[n].string = NULL;
+}
+
+/* The core's algorithm registry, auto first. */
+static void algorithm_values(enum_list_t *list) {
+  int n = 0;
+  const char *name;
+  while (n < 15 && (name = switchagg_coll_algorithm_choice(n)) != NULL) {
+    list->v[n].value = n;
+    list->v[n].string = name;
+    ++n;
+  }
+  list->v[n].value = 0;
+  list->v[n].string = NULL;
+}
+
+static int index_of(const enum_list_t *list, const char *name) {
+  for (int i = 0; NULL != list->v[i].string; ++i)
+    if (0 == strcmp(list->v[i].string, name)) return i;
+  return 0;
+}
+
+static const char *name_at(const enum_list_t *list, int index) {
+  for (int i = 0; NULL != list->v[i].string; ++i)
+    if (i == index) return list->v[i].string;
+  return NULL;
+}
+
+static const mca_base_component_t *component_version(void) {
+  return &mca_coll_switchagg_component.super.collm_version;
+}
+
+/* One row's registration, by its kind. A plain variable that cannot be
+ * registered keeps its default; an enum that cannot be fails registration. */
+static int register_plain(const char *name, const char *help, mca_base_var_type_t type, int flags,
+                          int level, int scope, void *storage) {
+  (void)mca_base_component_var_register(component_version(), name, help, type, NULL, 0, flags,
+                                        level, scope, storage);
+  return OPAL_SUCCESS;
+}
+
+static int register_BOOL(int row, const char *name, const char *help, int level, int scope,
+                         const char *values, int def, bool *storage) {
+  (void)row;
+  (void)values;
+  *storage = def != 0;
+  return register_plain(name, help, MCA_BASE_VAR_TYPE_BOOL, 0, level, scope, storage);
+}
+
+static int register_INT(int row, const char *name, const char *help, int level, int scope,
+                        const char *values, int def, int *storage) {
+  (void)row;
+  (void)values;
+  *storage = def;
+  return register_plain(name, help, MCA_BASE_VAR_TYPE_INT, 0, level, scope, storage);
+}
+
+static int register_STRING(int row, const char *name, const char *help, int level, int scope,
+                           const char *values, const char *def, char **storage) {
+  (void)row;
+  (void)values;
+  *storage = '\0' == def[0] ? NULL : (char *)def;
+  return register_plain(name, help, MCA_BASE_VAR_TYPE_STRING, 0, level, scope, storage);
+}
+
+/* Read-only: what this build found, so MPI_T and ompi_info show it. */
+static int register_INFO(int row, const char *name, const char *help, int level, int scope,
+                         const char *values, const char *value, char **storage) {
+  (void)row;
+  (void)values;
+  *storage = (char *)value;
+  return register_plain(name, help, MCA_BASE_VAR_TYPE_STRING, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
+                        level, scope, storage);
+}
+
+static int register_enum_list(const char *name, const char *help, int level, int scope,
+                              const enum_list_t *list, int *storage) {
+  char enum_name[128];
   mca_base_var_enum_t *enumerator = NULL;
-  int rc = mca_base_var_enum_create(enum_name, values, &enumerator);
+  int rc;
+  snprintf(enum_name, sizeof enum_name, "coll_switchagg_%s", name);
+  rc = mca_base_var_enum_create(enum_name, list->v, &enumerator);
   if (OPAL_SUCCESS != rc) return rc;
-  rc = mca_base_component_var_register(&mca_coll_switchagg_component.super.collm_version, name,
-                                       help, MCA_BASE_VAR_TYPE_INT, enumerator, 0, 0,
-                                       OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+  rc = mca_base_component_var_register(component_version(), name, help, MCA_BASE_VAR_TYPE_INT,
+                                       enumerator, 0, 0, level, scope, storage);
   OBJ_RELEASE(enumerator);
   return rc < 0 ? rc : OPAL_SUCCESS;
 }
 
-static int register_algorithm(void) {
-  /* The values come from the core's algorithm registry (auto first). */
-  static mca_base_var_enum_value_t values[16];
-  static char help[2048];
-  int n = 0;
-  const char *name;
-  while (n < 15 && (name = switchagg_coll_algorithm_choice(n)) != NULL) {
-    values[n].value = n;
-    values[n].string = name;
-    ++n;
-  }
-  values[n].value = 0;
-  values[n].string = NULL;
-  snprintf(help, sizeof help,
-           "Allreduce algorithm: 'auto' lets the cost model and rules choose per call; a name "
-           "forces that algorithm first (it may still decline, e.g. switch without a lease, "
-           "and the next candidate runs). %s",
-           switchagg_coll_algorithm_help());
-  return register_enum("allreduce_algorithm", help, "coll_switchagg_allreduce_algorithm", values,
-                       &mca_coll_switchagg_component.algorithm);
+static int register_ENUM(int row, const char *name, const char *help, int level, int scope,
+                         const char *values, const char *def, int *storage) {
+  split_values(values, &enum_lists[row]);
+  *storage = index_of(&enum_lists[row], def);
+  return register_enum_list(name, help, level, scope, &enum_lists[row], storage);
 }
+
+/* The values and their help come from the core's algorithm registry. */
+static int register_ALGO(int row, const char *name, const char *help, int level, int scope,
+                         const char *values, const char *def, int *storage) {
+  static char full_help[2048];
+  (void)values;
+  algorithm_values(&enum_lists[row]);
+  *storage = index_of(&enum_lists[row], def);
+  snprintf(full_help, sizeof full_help, "%s %s", help, switchagg_coll_algorithm_help());
+  return register_enum_list(name, full_help, level, scope, &enum_lists[row], storage);
+}
+
+/* An INFO row's value: mca_coll_switchagg_info_<name>(). */
+static const char *mca_coll_switchagg_info_half_floats(void) { return switchagg_mpi_half_floats(); }
+
+#define REGISTER_DEFAULT_BOOL(NAME, DEF) DEF
+#define REGISTER_DEFAULT_INT(NAME, DEF) DEF
+#define REGISTER_DEFAULT_STRING(NAME, DEF) DEF
+#define REGISTER_DEFAULT_ENUM(NAME, DEF) DEF
+#define REGISTER_DEFAULT_ALGO(NAME, DEF) DEF
+#define REGISTER_DEFAULT_INFO(NAME, DEF) mca_coll_switchagg_info_##NAME()
+#define REGISTER_ROW_(NAME, KIND, DEF, MIN, MAX, VALUES, LAYERS, LEVEL, SCOPE, ENV, HELP)  \
+  SWITCHAGG_COLL_IF_MCA_##LAYERS(                                                           \
+      rc = register_##KIND(SWITCHAGG_COLL_ROW_##NAME, #NAME, HELP, OPAL_INFO_LVL_##LEVEL,   \
+                           MCA_BASE_VAR_SCOPE_##SCOPE, VALUES,                              \
+                           REGISTER_DEFAULT_##KIND(NAME, DEF), &c->NAME);                   \
+      if (OPAL_SUCCESS != rc) return rc;)
 
 static int switchagg_register(void) {
   mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
-  const mca_base_component_t *v = &c->super.collm_version;
   int rc;
-
-  (void)mca_base_component_var_register(
-      v, "enable", "Enable the switchagg coll component (MPI_Allreduce via host algorithms "
-                   "over UCX and switch offload); 0 leaves every call to the other components",
-      MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable);
-  (void)mca_base_component_var_register(
-      v, "priority", "Priority of the switchagg coll component (tuned is 30: keep it above to "
-                     "serve MPI_Allreduce)",
-      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->priority);
-  rc = register_algorithm();
-  if (OPAL_SUCCESS != rc) return rc;
-  rc = register_enum("offload",
-                     "Switch offload of MPI_Allreduce: auto (the cost model decides when a lease "
-                     "is present), on (use the switch whenever it can serve), off (never)",
-                     "coll_switchagg_offload", offload_values, &c->offload);
-  if (OPAL_SUCCESS != rc) return rc;
-  (void)mca_base_component_var_register(
-      v, "rules", "Path of a selection rules file (format: docs/selection.md; example: "
-                  "etc/switchagg/selection.rules); rules override the cost model, this "
-                  "component's allreduce_algorithm overrides rules. Empty: no rules",
-      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
-      &c->rules);
-  (void)mca_base_component_var_register(
-      v, "verbose", "Verbosity: 0 errors and warnings only; 1 one line per communicator (setup, "
-                    "first use of each algorithm, fallbacks, a summary when freed); 2 one line "
-                    "per call; 3 transport detail",
-      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
-  (void)mca_base_component_var_register(
-      v, "stall_timeout",
-      "Seconds a host-algorithm step may wait without progress before the allreduce fails "
-      "with an error naming the peer and the message it waited for (a warning naming them "
-      "comes after min(10, half of it) seconds). A peer that has not reached the call yet is "
-      "normal MPI behaviour, so keep it above the job's worst load imbalance; 0 = warn only, "
-      "never fail",
-      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-      &c->stall_timeout);
-  rc = register_enum("tune",
-                     "Online tuning of auto's choice: online (each communicator times the "
-                     "candidates the cost model allows a few calls per message-size bucket, the "
-                     "ranks agree on the slowest rank's median, and the fastest is used; a "
-                     "slowdown, a switch fallback or a rejoin measures again), off (the cost "
-                     "model alone). Forced algorithms, offload=on and rules always win",
-                     "coll_switchagg_tune", tune_values, &c->tune);
-  if (OPAL_SUCCESS != rc) return rc;
-  (void)mca_base_component_var_register(
-      v, "tune_file", "File where the job's rank 0 writes, at MPI_Finalize, the selection rules "
-                      "online tuning settled on (rules-file format with the measured times; "
-                      "ship it as site rules with coll_switchagg_rules). Empty: not saved",
-      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-      &c->tune_file);
-  (void)mca_base_component_var_register(
-      v, "thread_domains",
-      "At MPI_THREAD_MULTIPLE: how many thread domains (a UCX worker, its agent connections and "
-      "their lock each) the process spreads its communicators over (each new one on the least used); "
-      "collectives on communicators of different domains run at once, on one domain they take "
-      "turns. 1..64; 1 = one lock for everything. Ignored below MPI_THREAD_MULTIPLE",
-      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-      &c->thread_domains);
-  /* Read-only, so MPI_T and ompi_info show what this build maps. */
-  c->half_floats = (char*)switchagg_mpi_half_floats();
-  (void)mca_base_component_var_register(
-      v, "half_floats",
-      "16-bit float datatypes this build of the component found in the MPI's headers and "
-      "serves (read-only; Open MPI 5 with the shortfloat extension has MPIX_C_FLOAT16, "
-      "Open MPI 4.1 none)",
-      MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
-      MCA_BASE_VAR_SCOPE_CONSTANT, &c->half_floats);
-  return mca_coll_switchagg_register_pvars(v);
+  SWITCHAGG_COLL_PARAMS(REGISTER_ROW_)
+  return mca_coll_switchagg_register_pvars(component_version());
 }
+
+/* The core's value of a row of the MCA storage. */
+#define CORE_VALUE_BOOL(NAME) c->NAME
+#define CORE_VALUE_INT(NAME) c->NAME
+#define CORE_VALUE_STRING(NAME) c->NAME
+#define CORE_VALUE_ENUM(NAME) name_at(&enum_lists[SWITCHAGG_COLL_ROW_##NAME], c->NAME)
+#define CORE_VALUE_ALGO(NAME) switchagg_coll_algorithm_choice(c->NAME)
+#define CORE_VALUE_(NAME, KIND, DEF, MIN, MAX, VALUES, LAYERS, LEVEL, SCOPE, ENV, HELP) \
+  SWITCHAGG_COLL_IF_CORE_##LAYERS(params.NAME = CORE_VALUE_##KIND(NAME);)
 
 /* opal_progress returns void in Open MPI 4.1 and the event count in 5.0. */
 static void mpi_progress(void) { (void)opal_progress(); }
@@ -176,14 +213,7 @@ static void mpi_progress(void) { (void)opal_progress(); }
 static int switchagg_open(void) {
   mca_coll_switchagg_component_t *c = &mca_coll_switchagg_component;
   switchagg_coll_params_t params;
-  params.algorithm = switchagg_coll_algorithm_choice(c->algorithm);
-  params.offload = (c->offload >= 0 && c->offload <= 2) ? offload_values[c->offload].string : NULL;
-  params.rules = c->rules;
-  params.verbose = c->verbose;
-  params.stall_timeout = c->stall_timeout;
-  params.tune = (c->tune >= 0 && c->tune <= 1) ? tune_values[c->tune].string : NULL;
-  params.tune_file = c->tune_file;
-  params.thread_domains = c->thread_domains;
+  SWITCHAGG_COLL_PARAMS(CORE_VALUE_)
   /* A rejected value leaves the component loaded but unusable, so that the
    * job runs on the other components after the one error line. */
   c->usable = (0 == switchagg_coll_open(&params));

@@ -12,71 +12,25 @@
 #include "opal/util/info.h"
 #include "opal/util/proc.h"
 
+#define CONSTRUCT_PREVIOUS_(NAME) \
+  m->previous_##NAME = NULL;      \
+  m->previous_##NAME##_module = NULL;
 static void module_construct(mca_coll_switchagg_module_t *m) {
   m->core = NULL;
-  m->previous_allreduce = NULL;
-  m->previous_allreduce_module = NULL;
-  m->previous_allgather = NULL;
-  m->previous_allgather_module = NULL;
-  m->previous_barrier = NULL;
-  m->previous_barrier_module = NULL;
-  m->previous_reduce = NULL;
-  m->previous_reduce_module = NULL;
-  m->previous_reduce_scatter = NULL;
-  m->previous_reduce_scatter_module = NULL;
-  m->previous_reduce_scatter_block = NULL;
-  m->previous_reduce_scatter_block_module = NULL;
-  m->previous_bcast = NULL;
-  m->previous_bcast_module = NULL;
+  MCA_COLL_SWITCHAGG_PREVIOUS(CONSTRUCT_PREVIOUS_)
   m->comm = NULL;
-  m->previous_iallreduce = NULL;
-  m->previous_iallreduce_module = NULL;
-  m->previous_ibarrier = NULL;
-  m->previous_ibarrier_module = NULL;
-  m->previous_iallgather = NULL;
-  m->previous_iallgather_module = NULL;
-  m->previous_ibcast = NULL;
-  m->previous_ibcast_module = NULL;
-  m->previous_ireduce_scatter_block = NULL;
-  m->previous_ireduce_scatter_block_module = NULL;
   memset(&m->iqueue, 0, sizeof m->iqueue);
   m->iprivate = NULL;
   m->icreating_private = false;
   m->inext_active = NULL;
   m->iactive = false;
-  m->previous_allreduce_init = NULL;
-  m->previous_allreduce_init_module = NULL;
 }
 
+#define RELEASE_PREVIOUS_(NAME)                                                        \
+  if (NULL != m->previous_##NAME##_module) OBJ_RELEASE(m->previous_##NAME##_module); \
+  m->previous_##NAME##_module = NULL;
 static void release_previous(mca_coll_switchagg_module_t *m) {
-  if (NULL != m->previous_allreduce_module) OBJ_RELEASE(m->previous_allreduce_module);
-  if (NULL != m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
-  if (NULL != m->previous_barrier_module) OBJ_RELEASE(m->previous_barrier_module);
-  if (NULL != m->previous_iallreduce_module) OBJ_RELEASE(m->previous_iallreduce_module);
-  if (NULL != m->previous_ibarrier_module) OBJ_RELEASE(m->previous_ibarrier_module);
-  if (NULL != m->previous_iallgather_module) OBJ_RELEASE(m->previous_iallgather_module);
-  if (NULL != m->previous_ibcast_module) OBJ_RELEASE(m->previous_ibcast_module);
-  if (NULL != m->previous_ireduce_scatter_block_module)
-    OBJ_RELEASE(m->previous_ireduce_scatter_block_module);
-  if (NULL != m->previous_reduce_module) OBJ_RELEASE(m->previous_reduce_module);
-  if (NULL != m->previous_reduce_scatter_module) OBJ_RELEASE(m->previous_reduce_scatter_module);
-  if (NULL != m->previous_reduce_scatter_block_module)
-    OBJ_RELEASE(m->previous_reduce_scatter_block_module);
-  if (NULL != m->previous_bcast_module) OBJ_RELEASE(m->previous_bcast_module);
-  if (NULL != m->previous_allreduce_init_module) OBJ_RELEASE(m->previous_allreduce_init_module);
-  m->previous_allreduce_init_module = NULL;
-  m->previous_reduce_module = NULL;
-  m->previous_reduce_scatter_module = NULL;
-  m->previous_reduce_scatter_block_module = NULL;
-  m->previous_bcast_module = NULL;
-  m->previous_iallreduce_module = NULL;
-  m->previous_ibarrier_module = NULL;
-  m->previous_iallgather_module = NULL;
-  m->previous_ibcast_module = NULL;
-  m->previous_ireduce_scatter_block_module = NULL;
-  m->previous_allreduce_module = NULL;
-  m->previous_allgather_module = NULL;
-  m->previous_barrier_module = NULL;
+  MCA_COLL_SWITCHAGG_PREVIOUS(RELEASE_PREVIOUS_)
 }
 
 static void module_destruct(mca_coll_switchagg_module_t *m) {
@@ -98,6 +52,10 @@ static int previous_allgather(void *ctx, const void *send, void *recv, size_t by
                                m->previous_allgather_module) == OMPI_SUCCESS ? 0 : -1;
 }
 
+#define SAVE_PREVIOUS_(NAME)                                             \
+  m->previous_##NAME = comm->c_coll->coll_##NAME;                        \
+  m->previous_##NAME##_module = comm->c_coll->coll_##NAME##_module;      \
+  if (NULL != m->previous_##NAME##_module) OBJ_RETAIN(m->previous_##NAME##_module);
 static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
   switchagg_coll_comm_info_t info;
@@ -108,51 +66,11 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
       NULL == comm->c_coll->coll_barrier)
     return OMPI_ERR_NOT_SUPPORTED;
   m->comm = comm;
-  m->previous_allreduce = comm->c_coll->coll_allreduce;
-  m->previous_allreduce_module = comm->c_coll->coll_allreduce_module;
-  OBJ_RETAIN(m->previous_allreduce_module);
-  m->previous_allgather = comm->c_coll->coll_allgather;
-  m->previous_allgather_module = comm->c_coll->coll_allgather_module;
-  OBJ_RETAIN(m->previous_allgather_module);
-  m->previous_barrier = comm->c_coll->coll_barrier;
-  m->previous_barrier_module = comm->c_coll->coll_barrier_module;
-  OBJ_RETAIN(m->previous_barrier_module);
-  /* Optional: without one, MPI_Iallreduce is not ours (module_enable
-   * cannot change the table after the fact, so comm_query installed it;
-   * the entry point then reports MPI_ERR_NOT_SUPPORTED as Open MPI would). */
-  m->previous_iallreduce = comm->c_coll->coll_iallreduce;
-  m->previous_iallreduce_module = comm->c_coll->coll_iallreduce_module;
-  if (NULL != m->previous_iallreduce_module) OBJ_RETAIN(m->previous_iallreduce_module);
-  m->previous_ibarrier = comm->c_coll->coll_ibarrier;
-  m->previous_ibarrier_module = comm->c_coll->coll_ibarrier_module;
-  if (NULL != m->previous_ibarrier_module) OBJ_RETAIN(m->previous_ibarrier_module);
-  m->previous_iallgather = comm->c_coll->coll_iallgather;
-  m->previous_iallgather_module = comm->c_coll->coll_iallgather_module;
-  if (NULL != m->previous_iallgather_module) OBJ_RETAIN(m->previous_iallgather_module);
-  m->previous_ibcast = comm->c_coll->coll_ibcast;
-  m->previous_ibcast_module = comm->c_coll->coll_ibcast_module;
-  if (NULL != m->previous_ibcast_module) OBJ_RETAIN(m->previous_ibcast_module);
-  m->previous_ireduce_scatter_block = comm->c_coll->coll_ireduce_scatter_block;
-  m->previous_ireduce_scatter_block_module = comm->c_coll->coll_ireduce_scatter_block_module;
-  if (NULL != m->previous_ireduce_scatter_block_module)
-    OBJ_RETAIN(m->previous_ireduce_scatter_block_module);
-  /* The routed collectives' (optional as well: basic provides them all). */
-  m->previous_reduce = comm->c_coll->coll_reduce;
-  m->previous_reduce_module = comm->c_coll->coll_reduce_module;
-  if (NULL != m->previous_reduce_module) OBJ_RETAIN(m->previous_reduce_module);
-  m->previous_reduce_scatter = comm->c_coll->coll_reduce_scatter;
-  m->previous_reduce_scatter_module = comm->c_coll->coll_reduce_scatter_module;
-  if (NULL != m->previous_reduce_scatter_module) OBJ_RETAIN(m->previous_reduce_scatter_module);
-  m->previous_reduce_scatter_block = comm->c_coll->coll_reduce_scatter_block;
-  m->previous_reduce_scatter_block_module = comm->c_coll->coll_reduce_scatter_block_module;
-  if (NULL != m->previous_reduce_scatter_block_module)
-    OBJ_RETAIN(m->previous_reduce_scatter_block_module);
-  m->previous_bcast = comm->c_coll->coll_bcast;
-  m->previous_bcast_module = comm->c_coll->coll_bcast_module;
-  if (NULL != m->previous_bcast_module) OBJ_RETAIN(m->previous_bcast_module);
-  m->previous_allreduce_init = comm->c_coll->coll_allreduce_init;
-  m->previous_allreduce_init_module = comm->c_coll->coll_allreduce_init_module;
-  if (NULL != m->previous_allreduce_init_module) OBJ_RETAIN(m->previous_allreduce_init_module);
+  /* Each previous function and its module (retained): what serves a call
+   * we do not (coll_switchagg.h, MCA_COLL_SWITCHAGG_PREVIOUS). One may be
+   * NULL: comm_query installed our entry anyway (module_enable cannot change
+   * the table after the fact), which then reports MPI_ERR_NOT_SUPPORTED. */
+  MCA_COLL_SWITCHAGG_PREVIOUS(SAVE_PREVIOUS_)
 
   info.rank = ompi_comm_rank(comm);
   info.size = ompi_comm_size(comm);

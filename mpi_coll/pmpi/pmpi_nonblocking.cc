@@ -40,6 +40,7 @@
 #include <thread>
 
 #include "pmpi_nonblocking.h"
+#include "switchagg/coll/coll_params.h"
 
 namespace switchagg::pmpi {
 
@@ -54,7 +55,7 @@ GrequestStartFn g_grequest_start = nullptr;
 std::mutex& g_mutex = *new std::mutex;
 std::condition_variable& g_done = *new std::condition_variable;
 std::vector<CommEntry*>& g_active = *new std::vector<CommEntry*>;
-int g_stall_s = 300;
+int g_stall_s = switchagg_coll_default_stall_timeout();  // until progressThreadOpen
 int g_world_rank = 0;
 
 int64_t nowNs() {

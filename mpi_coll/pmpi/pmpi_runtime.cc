@@ -169,18 +169,20 @@ State openLocked() {
   }
   g_params = params;
   if (!params.enable) return State::kOff;
-  g_progressing_waits = g_params.algorithm != "previous";
+  g_progressing_waits = g_params.allreduce_algorithm != "previous";
   const agent::JobEnvironment job = agent::jobEnvironment();
   if (!job.agents.empty() || !job.tokens.empty()) g_progressing_waits = true;
+  // The core's part of the table's rows (layer ALL): a number, or the text.
   switchagg_coll_params_t p{};
-  p.algorithm = g_params.algorithm.c_str();
-  p.offload = g_params.offload.c_str();
-  p.rules = g_params.rules.c_str();
-  p.verbose = g_params.verbose;
-  p.stall_timeout = g_params.stall_timeout;
-  p.tune = g_params.tune.c_str();
-  p.tune_file = g_params.tune_file.c_str();
-  p.thread_domains = g_params.thread_domains;
+#define PMPI_CORE_VALUE_INT(NAME) g_params.NAME
+#define PMPI_CORE_VALUE_BOOL(NAME) g_params.NAME
+#define PMPI_CORE_VALUE_STRING(NAME) g_params.NAME.c_str()
+#define PMPI_CORE_VALUE_ENUM PMPI_CORE_VALUE_STRING
+#define PMPI_CORE_VALUE_ALGO PMPI_CORE_VALUE_STRING
+#define PMPI_CORE_VALUE_(NAME, KIND, DEF, MIN, MAX, VALUES, LAYERS, LEVEL, SCOPE, ENV, HELP) \
+  SWITCHAGG_COLL_IF_CORE_##LAYERS(p.NAME = PMPI_CORE_VALUE_##KIND(NAME);)
+  SWITCHAGG_COLL_PARAMS(PMPI_CORE_VALUE_)
+#undef PMPI_CORE_VALUE_
   if (switchagg_coll_open(&p) != 0) return State::kOff;  // the core printed why
   int level = MPI_THREAD_SINGLE;
   (void)PMPI_Query_thread(&level);

@@ -3,6 +3,7 @@
 #include "client_core.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "switchagg/common/log.h"
@@ -13,6 +14,12 @@ namespace switchagg::agent {
 using wire::Message;
 using wire::MsgType;
 using wire::Reason;
+
+int64_t clientNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 Status statusForReason(Reason reason, bool abort, const std::string& text) {
   std::string msg = std::string(abort ? "agent aborted the group (" : "agent rejected (") +
@@ -80,6 +87,19 @@ void ClientCore::onFrame(const void* header, size_t header_length, const void* d
       return;
     case MsgType::kResult:
       if (g && !g->dead) onResult(*g, m);
+      return;
+    case MsgType::kWaiting:
+      // A chunk of the call in progress, sent and not answered yet, still
+      // waits for other members. Anything else (a call this member already
+      // left, a chunk answered since, a group gone) is stale: ignored.
+      if (g && !g->dead && g->active && m.chunk >= g->base && m.chunk - g->base < g->next_send &&
+          !g->received[static_cast<size_t>(m.chunk - g->base)]) {
+        g->waiting_ms = clientNowMs();
+        g->waiting_missing = m.count;
+        g->waiting_rank = m.rank;
+        ++g->counters.keepalives;
+        ++counters.keepalives;
+      }
       return;
     case MsgType::kCapacityAck:
       agent.capacity = m.capacity;
@@ -233,6 +253,21 @@ bool GroupCore::windowAdmits(size_t* slot) const {
   return true;
 }
 
+
+int64_t GroupCore::deadline(int64_t bound_ms, int64_t timeout_ms, int64_t limit_ms) const {
+  if (waiting_ms == 0 || limit_ms <= 0) return bound_ms;
+  const int64_t cap = limit_ms > INT64_MAX / 4 ? INT64_MAX / 4 : bound_ms + limit_ms;
+  return std::max(bound_ms, std::min(cap, waiting_ms + timeout_ms));
+}
+
+Status GroupCore::timedOut(int64_t waited_ms) const {
+  std::string why = "wait timed out after " + std::to_string(waited_ms) + " ms";
+  if (waiting_ms)
+    why += " (the agent last said chunk waited for " + std::to_string(waiting_missing) +
+           " member(s), rank " + std::to_string(waiting_rank) + " first, " +
+           std::to_string(clientNowMs() - waiting_ms) + " ms ago)";
+  return Status(Code::kTimeout, why);
+}
 
 Status busyStatus() {
   return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");

@@ -14,6 +14,8 @@
 
 namespace switchagg::agent {
 
+int64_t clientNowMs();  // the steady clock, ms
+
 struct GroupCore {
   GroupInfo info;
   bool acked = false;        // JOIN_ACK arrived
@@ -30,6 +32,11 @@ struct GroupCore {
   // The call in progress (active == true).
   bool active = false;
   bool refused = false;  // the agent answered ERROR(busy) for this call
+  // The agent's last WAITING for a chunk of this call still in flight
+  // (docs/agent-protocol.md "Waiting members"): when it came (clientNowMs;
+  // 0: none this call), how many members the chunk lacked, the lowest.
+  int64_t waiting_ms = 0;
+  uint32_t waiting_missing = 0, waiting_rank = 0;
   Dtype dtype = Dtype::kInt32;
   Op op = Op::kSum;
   size_t count = 0, esize = 0, chunk_elems = 0, n_chunks = 0, next_send = 0, n_received = 0;
@@ -67,6 +74,7 @@ struct GroupCore {
     ready_chunks = n_chunks;
     results_prefix = 0;
     refused = false;
+    waiting_ms = 0;
   }
 
   void fail(Status st) {
@@ -84,6 +92,14 @@ struct GroupCore {
   // The next chunk's slot, if the call and the window admit it now (not
   // refused, its input ready, the result of the chunk `window` back is in).
   bool windowAdmits(size_t* slot) const;
+  // The call's deadline: `bound_ms` (its own bound, `timeout_ms` after it
+  // began), or past it while the agent keeps saying the call waits for
+  // other members: timeout_ms after the last WAITING, never past
+  // bound_ms + limit_ms (the wait limit; 0: WAITING extends nothing).
+  int64_t deadline(int64_t bound_ms, int64_t timeout_ms, int64_t limit_ms) const;
+  // Why a call past its deadline failed: the time waited and, if the agent
+  // said so, the members it still waited for.
+  Status timedOut(int64_t waited_ms) const;
   // The call's end at the group, whatever the transport still has to do:
   // Ok commits in-place staging; kBusy leaves the group usable; any other
   // outcome fails the group (returns its failure). Counts into `client`.
@@ -101,6 +117,8 @@ struct ClientCore {
   bool hello_done = false;
   Status hello_status;
   bool capacity_done = false;  // CAPACITY answered (or refused by an older agent)
+  // How far WAITING may extend a call past its own bound (setWaitLimit).
+  int64_t wait_limit_ms = kDefaultWaitLimitMs;
   std::map<uint64_t, GroupCore*> groups;  // by group id
 
   // One message from the agent (its active-message header and data).

@@ -44,6 +44,4 @@ struct AggClient::Impl : ClientCore {
   }
 };
 
-int64_t clientNowMs();
-
 }  // namespace switchagg::agent

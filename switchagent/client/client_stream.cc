@@ -111,16 +111,33 @@ static Status pump(AggClient::Impl& c, AggGroup::State& g, int64_t deadline) {
   return Status::Ok();
 }
 
-static Status stream(AggClient::Impl& c, AggGroup::State& g, int64_t deadline) {
+// Bounded by timeout_ms from the start, or (docs/agent-protocol.md
+// "Waiting members") by timeout_ms from the agent's last WAITING for this
+// call, within the client's wait limit: a member late for I/O does not fail
+// the others, an agent that falls silent still ends the call at its bound.
+static Status stream(AggClient::Impl& c, AggGroup::State& g, int64_t timeout_ms) {
+  const int64_t start = clientNowMs(), bound = start + timeout_ms;
+  int64_t deadline = bound;
   for (;;) {
-    SWITCHAGG_RETURN_IF_ERROR(pump(c, g, deadline));
+    Status st = pump(c, g, deadline);
+    if (st.code() == Code::kTimeout) {
+      deadline = g.deadline(bound, timeout_ms, c.wait_limit_ms);
+      if (clientNowMs() < deadline) continue;
+      return g.timedOut(clientNowMs() - start);
+    }
+    SWITCHAGG_RETURN_IF_ERROR(st);
     if (g.n_received == g.n_chunks || g.refused) break;
     const size_t seen = g.n_received;
-    Status st = c.worker->waitUntil(
+    st = c.worker->waitUntil(
         [&] { return g.n_received != seen || g.refused || g.dead || c.broken(); },
         deadline - clientNowMs());
     if (c.broken()) return c.brokenStatus();
     if (g.dead) return g.failure;
+    if (st.code() == Code::kTimeout) {
+      deadline = g.deadline(bound, timeout_ms, c.wait_limit_ms);
+      if (clientNowMs() < deadline) continue;
+      return g.timedOut(clientNowMs() - start);
+    }
     if (!st.ok()) return st;
   }
   // Every result is in; the sends' local completions are imminent. Wait so
@@ -214,7 +231,7 @@ Status AggGroup::allreduce(Dtype dtype, Op op, const void* send, void* recv, siz
                            int64_t timeout_ms) {
   if (count == 0) return readyFor(*this, *client_, *state_, dtype, op);
   SWITCHAGG_RETURN_IF_ERROR(startCall(dtype, op, send, recv, count));
-  return finishCall(stream(*client_, *state_, clientNowMs() + timeout_ms));
+  return finishCall(stream(*client_, *state_, timeout_ms));
 }
 
 Status AggGroup::routed(const RoutedCall& call, int64_t timeout_ms) {
@@ -226,7 +243,7 @@ Status AggGroup::routed(const RoutedCall& call, int64_t timeout_ms) {
                          : Status(Code::kUnsupported, "the agent predates routed calls");
   }
   SWITCHAGG_RETURN_IF_ERROR(startRouted(call));
-  return finishCall(stream(*client_, *state_, clientNowMs() + timeout_ms));
+  return finishCall(stream(*client_, *state_, timeout_ms));
 }
 
 }  // namespace switchagg::agent

@@ -12,11 +12,6 @@ using wire::Message;
 using wire::MsgType;
 using wire::Reason;
 
-int64_t clientNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 Status AggClient::Impl::brokenStatus() const {
   if (failed) return failure;
@@ -137,6 +132,9 @@ const Status& AggClient::failure() const {
 const ClientCounters& AggClient::counters() const {
   return impl_->counters;
 }
+void AggClient::setWaitLimit(int64_t limit_ms) {
+  impl_->wait_limit_ms = std::max<int64_t>(0, limit_ms);
+}
 
 Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, int rank,
                                                   int64_t timeout_ms, uint32_t window_request,
@@ -171,7 +169,7 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   j.size = static_cast<uint32_t>(size);
   j.rank = static_cast<uint32_t>(rank);
   j.window = std::min<uint32_t>(window_request, wire::kMaxWindow);
-  j.flags = wire::kJoinFlagBusy | wire::kJoinFlagRouted;
+  j.flags = wire::kJoinFlagBusy | wire::kJoinFlagRouted | wire::kJoinFlagKeepalive;
   if (tree) {
     j.flags = wire::kJoinFlagBusy | wire::kJoinFlagTree | wire::kJoinFlagRouted |
               wire::kJoinFlagTreeRouted;
@@ -198,7 +196,7 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
     g->info.group_id = group_id;
     g->info.size = size;
     g->info.rank = rank;
-    g->routed_flag = false;
+    g->routed_flag = (flags & wire::kJoinFlagRouted) != 0;
     g->busy_flag = (flags & wire::kJoinFlagBusy) != 0;
     g->leaves = tree ? tree->leaves : 0;
     j.flags = flags;
@@ -211,8 +209,12 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   if (tree && refused())
     g->failure = Status(Code::kUnsupported,
                         "join: the leaf agent refused a tree JOIN as malformed (it predates trees)");
-  for (int older = 1; older <= 2 && !tree && refused(); ++older)
-    rejoin(older < 2 ? wire::kJoinFlagBusy : 0);
+  // Flat: without keepalives (WAITING) first, then without routed calls,
+  // then without busy.
+  static constexpr uint32_t kOlder[] = {wire::kJoinFlagBusy | wire::kJoinFlagRouted,
+                                        wire::kJoinFlagBusy, 0};
+  for (uint32_t flags : kOlder)
+    if (!tree && refused()) rejoin(flags);
   if (c.broken())
     st = c.brokenStatus();
   else if (g->dead)
@@ -256,6 +258,9 @@ const Status& AggGroup::failure() const {
 }
 const ClientCounters& AggGroup::counters() const {
   return state_->counters;
+}
+int64_t AggGroup::deadline(int64_t bound_ms, int64_t timeout_ms) const {
+  return state_->deadline(bound_ms, timeout_ms, client_->wait_limit_ms);
 }
 
 Status AggGroup::leave(int64_t timeout_ms) {

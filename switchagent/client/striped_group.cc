@@ -86,6 +86,7 @@ ClientCounters StripedGroup::counters() const {
     sum.allreduces += c.allreduces;
     sum.failures += c.failures;
     sum.busy += c.busy;
+    sum.keepalives += c.keepalives;
   }
   return sum;
 }
@@ -192,8 +193,15 @@ Status StripedGroup::startRouted(const RoutedCall& call) {
   return Status(Code::kInProgress, "striped routed call running");
 }
 
+int64_t StripedGroup::deadline(int64_t bound_ms, int64_t timeout_ms) const {
+  int64_t earliest = INT64_MAX;
+  for (size_t k = 0; k < groups_.size(); ++k)
+    if (running_[k] && !done_[k]) earliest = std::min(earliest, groups_[k]->deadline(bound_ms, timeout_ms));
+  return earliest == INT64_MAX ? bound_ms : earliest;
+}
+
 Status StripedGroup::runToEnd(Status st, int64_t timeout_ms) {
-  const int64_t deadline = clientNowMs() + timeout_ms;
+  const int64_t start = clientNowMs(), bound = start + timeout_ms;
   for (uint32_t spin = 1; st.code() == Code::kInProgress; ++spin) {
     st = stepCall();
     if (st.code() != Code::kInProgress) break;
@@ -202,7 +210,8 @@ Status StripedGroup::runToEnd(Status st, int64_t timeout_ms) {
     // a thread waiting for its peers must not stop another thread's
     // operation, which those peers may need first).
     if ((spin & 15) != 0) continue;
-    if (clientNowMs() >= deadline) return abortCall(timeout_ms);
+    const int64_t now = clientNowMs();
+    if (now >= bound && now >= deadline(bound, timeout_ms)) return abortCall(now - start);
     ucx::ThreadGate::yield();
   }
   return st;
@@ -284,7 +293,9 @@ Status StripedGroup::abortCall(int64_t timeout_ms) {
     if (running_[k] && !done_[k]) late += (late.empty() ? "" : ",") + std::to_string(k);
   call_failed_ = Status(Code::kTimeout, "striped allreduce: stripe(s) " + late + " of " +
                                             std::to_string(groups_.size()) + " incomplete after " +
-                                            std::to_string(timeout_ms) + " ms");
+                                            std::to_string(timeout_ms) +
+                                            " ms (past the call's bound and any extension the "
+                                            "agents' WAITING gave)");
   return endCall();
 }
 

@@ -110,6 +110,11 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        "a group member silent this long has its group aborted; a client a send to it has made "
        "no progress for this long is dropped",
        engine(durationField(&E::member_timeout_ms, 100, kDay, kUnit))},
+      {"data.keepalive", nullptr,
+       "while a chunk waits for members, tell those that contributed to it this often that it still "
+       "waits (WAITING), so a late member does not fail the others' calls; data.member_timeout stays "
+       "the bound (0: never, as an agent that predates it)",
+       engine(durationField(&E::keepalive_ms, 0, 60000, kUnit))},
       {"data.link_mbps", nullptr, "the data link's rate in Mbit/s, told to clients for their cost model; 0 = read it "
        "from sysfs (data.sysfs_root) for the interface holding data.listen, unknown if that fails",
        engine(intField(&E::link_mbps, 0, 100000000))},

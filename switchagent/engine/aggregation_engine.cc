@@ -98,7 +98,8 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
       // As an agent that predates JOIN flags: its decoder refused them.
       if ((!config_.join_flags && m.flags != 0) ||
           (!config_.routed && (m.flags & (wire::kJoinFlagRouted | wire::kJoinFlagTreeRouted))) ||
-          (!config_.routed_trees && (m.flags & wire::kJoinFlagTreeRouted)))
+          (!config_.routed_trees && (m.flags & wire::kJoinFlagTreeRouted)) ||
+          ((config_.keepalive_ms <= 0 || !config_.routed) && (m.flags & wire::kJoinFlagKeepalive)))
         return reject(from, m, Reason::kMalformed,
                       std::string("undecodable message: ") + wire::reasonName(Reason::kMalformed));
       handleJoin(from, m, now_ms);
@@ -212,6 +213,7 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
   mem.understands_routed = (m.flags & wire::kJoinFlagRouted) != 0 &&
                            (!g->tree || (m.flags & wire::kJoinFlagTreeRouted) != 0);
   mem.uplink = (m.flags & wire::kJoinFlagUplink) != 0;
+  mem.understands_waiting = (m.flags & wire::kJoinFlagKeepalive) != 0;
   if (++g->joined == g->size) formGroup(*g);
 }
 
@@ -421,6 +423,7 @@ void AggregationEngine::tick(int64_t now_ms) {
       continue;
     }
     if (g.tree && tickTree(g, now_ms, &dead)) continue;
+    bool timed_out = false;
     for (const Slot& s : g.slots) {
       if (s.arrived == 0 || s.ready || now_ms - s.first_ms <= config_.member_timeout_ms) continue;
       dead.push_back(
@@ -428,10 +431,45 @@ void AggregationEngine::tick(int64_t now_ms) {
            {Reason::kMemberTimeout, "chunk " + std::to_string(s.expect_chunk) + " waited " +
                                         std::to_string(config_.member_timeout_ms) +
                                         " ms for rank(s) " + missingRanks(g, s)}});
+      timed_out = true;
       break;
     }
+    if (!timed_out && config_.keepalive_ms > 0) tellWaiting(g, now_ms);
   }
   for (auto& [g, what] : dead) abortGroup(*g, what.first, what.second);
+}
+
+// Liveness for the members that wait (docs/agent-protocol.md "Waiting
+// members"): once per keepalive interval, the group's oldest chunk that has
+// waited that long for other members is named to each member that
+// contributed to it. Only while the chunk is within member_timeout (past
+// it, tick() aborts the group instead), so a member's extended bound never
+// outlives the agent's own.
+void AggregationEngine::tellWaiting(Group& g, int64_t now_ms) {
+  if (now_ms - g.waiting_told_ms < config_.keepalive_ms) return;
+  const Slot* oldest = nullptr;
+  for (const Slot& s : g.slots)
+    if (s.arrived > 0 && !s.ready && now_ms - s.first_ms >= config_.keepalive_ms &&
+        (!oldest || s.expect_chunk < oldest->expect_chunk))
+      oldest = &s;
+  if (!oldest) return;
+  g.waiting_told_ms = now_ms;
+  Message w;
+  w.type = MsgType::kWaiting;
+  w.token = g.token;
+  w.group_id = g.id;
+  w.chunk = oldest->expect_chunk;
+  w.count = g.size - oldest->arrived;
+  for (uint32_t r = 0; r < g.size; ++r)
+    if (!oldest->have[r]) {
+      w.rank = r;
+      break;
+    }
+  for (uint32_t r = 0; r < g.size; ++r) {
+    const Member& mem = g.members[r];
+    if (oldest->have[r] && mem.understands_waiting && !mem.left && mem.peer)
+      out_.sendControl(mem.peer, wire::encode(w));
+  }
 }
 
 DataPlaneCounters AggregationEngine::counters() const {

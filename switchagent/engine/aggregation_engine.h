@@ -207,6 +207,8 @@ class AggregationEngine {
   // Adds the tree group to `dead` (true) when its parent is overdue.
   bool tickTree(Group& g, int64_t now_ms,
                 std::vector<std::pair<Group*, std::pair<wire::Reason, std::string>>>* dead);
+  // tick(): WAITING to the members of g's oldest chunk that waits for others.
+  void tellWaiting(Group& g, int64_t now_ms);
   void abortGroup(Group& g, wire::Reason reason, const std::string& why);
   void destroyGroup(Group& g);
   void reject(PeerId to, const wire::Message& m, wire::Reason reason, const std::string& why);

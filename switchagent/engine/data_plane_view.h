@@ -26,6 +26,12 @@ struct EngineSettings {
   size_t slot_bytes = kDefaultSlotBytes;  // payload bytes per aggregation slot
   size_t memory_bytes = kDefaultSlotMemoryBytes;  // slot buffers of all groups together
   int64_t member_timeout_ms = kDefaultMemberTimeoutMs;  // a group member silent this long -> group aborted
+  // While a chunk waits for members, those that contributed to it (and
+  // asked, kJoinFlagKeepalive) get a WAITING this often, so a member late
+  // for I/O does not fail the others' calls (docs/agent-protocol.md
+  // "Waiting members"); member_timeout stays the bound. 0: off, as an agent
+  // that predates it (a JOIN with kJoinFlagKeepalive is malformed).
+  int64_t keepalive_ms = kDefaultKeepaliveMs;
   // The data link's rate, advertised (0 = unknown). The data plane fills it
   // from sysfs when the config leaves it 0 (daemon/link_rate.h).
   uint32_t link_mbps = 0;

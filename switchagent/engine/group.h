@@ -21,6 +21,7 @@ struct Member {
   bool understands_busy = false;  // its JOIN set kJoinFlagBusy
   bool understands_routed = false;  // its JOIN set kJoinFlagRouted
   bool uplink = false;              // a child agent (its JOIN set kJoinFlagUplink)
+  bool understands_waiting = false;  // its JOIN set kJoinFlagKeepalive
   uint64_t next_chunk = 0;        // one past the highest chunk it contributed
 };
 
@@ -106,6 +107,7 @@ struct Group {
   bool has_up_key = false;  // this group owns up_key in the engine's by_up_
   bool up_joined = false, up_gone = false;
   int64_t formed_ms = 0;
+  int64_t waiting_told_ms = 0;  // the last WAITING sent to its members (tick)
   uint64_t share_pass = 0, share_bytes = 0;  // fair share: bytes taken in pass share_pass
   std::vector<RefusedCall> refused;
   std::vector<Member> members;

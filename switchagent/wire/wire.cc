@@ -81,6 +81,7 @@ constexpr size_t kTypeHeader[kMaxMsgType + 1] = {
     48,  // CAPACITY_ACK: reduce_mbps, link_mbps, turnaround_us, reserved u32
     80,  // CONTRIB_ROUTED: CONTRIB's fields with mode u8 in op's pad, then
          // dest_lo, dest_hi, piece_offset, reserved u32
+    48,  // WAITING: chunk u64, missing u32, lowest missing rank u32
 };
 
 void encodeChunkFields(Writer& w, const Message& m) {
@@ -278,6 +279,13 @@ Reason decodeFields(Reader& r, const uint8_t* body, size_t body_bytes, Message* 
       m->capacity.link_mbps = r.u32();
       m->capacity.turnaround_us = r.u32();
       return r.u32() == 0 ? Reason::kNone : Reason::kMalformed;
+    case MsgType::kWaiting:
+      m->chunk = r.u64();
+      m->count = r.u32();
+      m->rank = r.u32();
+      if (m->count == 0 || m->count > kMaxGroupSize || m->rank >= kMaxGroupSize)
+        return Reason::kMalformed;
+      return Reason::kNone;
     case MsgType::kAbort:
     case MsgType::kError: {
       const uint16_t reason = r.u16();
@@ -397,6 +405,11 @@ Frame encode(const Message& m) {
       w.u32(m.capacity.link_mbps);
       w.u32(m.capacity.turnaround_us);
       w.u32(0);
+      break;
+    case MsgType::kWaiting:
+      w.u64(m.chunk);
+      w.u32(m.count);
+      w.u32(m.rank);
       break;
     case MsgType::kAbort:
     case MsgType::kError:

@@ -7,6 +7,7 @@
 //     [--dtype float32] [--op sum] [--count N] [--iters N] [--window W]
 //     [--timeout MS] [--in-place] [--forever] [--pairs d1/o1,d2/o2,...]
 //     [--routed reduce:ROOT|scatter|allgather|bcast:ROOT] [--delay MS] [--stall]
+//     [--wait-limit MS]
 //
 // --routed runs routed calls (AggGroup::routed) instead of allreduces:
 // reduce to ROOT, a reduce-scatter with uneven blocks (member r gets
@@ -20,7 +21,11 @@
 // failed (status), 3 a wrong result, 4 connect/join failed, 5 bad usage.
 // --forever repeats until a call fails (fault tests kill something meanwhile)
 // and then checks that an in-place buffer still holds the input.
-// --delay MS waits that long after joining before its first call.
+// --delay MS waits that long after joining before its first call (a member
+// late for I/O: the others wait for it in their call).
+// --wait-limit MS: how far the agent's WAITING may extend a call past
+// --timeout (AggClient::setWaitLimit; 0: not at all). RESULT ok and
+// RESULT fail lines end with "keepalives=K" (WAITING taken).
 // --stall sends its contributions of one call (as far as the window allows),
 // progresses for a second so they arrive, then stops taking anything:
 // prints "STALLED" and sleeps without progressing its connection, as a
@@ -48,6 +53,7 @@ struct Args {
   int size = 1, rank = 0, iters = 1, window = 0, delay_ms = 0;
   size_t count = 1000;
   int64_t timeout = 10000;
+  int64_t wait_limit = -1;  // -1: the client's default
   bool in_place = false, forever = false, stall = false;
   std::vector<std::pair<Dtype, Op>> pairs;
   std::string routed;  // "", reduce, scatter, allgather, bcast
@@ -111,6 +117,8 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->count = std::strtoull(v.c_str(), nullptr, 0);
     else if (k == "--timeout")
       a->timeout = std::atoll(v.c_str());
+    else if (k == "--wait-limit")
+      a->wait_limit = std::atoll(v.c_str());
     else if (k == "--dtype") {
       if (!parseDtype(v.c_str(), &dtype)) return false;
     } else if (k == "--op") {
@@ -132,10 +140,12 @@ bool parseArgs(int argc, char** argv, Args* a) {
 }
 
 int g_calls = 0;  // allreduces that succeeded before a failure
+const AggClient* g_client = nullptr;  // for the keepalives of a failure's line
 
 int fail(const char* what, const Status& st, int code) {
-  std::printf("RESULT fail %s %s: %s (after %d calls)\n", codeName(st.code()), what,
-              st.message().c_str(), g_calls);
+  std::printf("RESULT fail %s %s: %s (after %d calls) keepalives=%llu\n", codeName(st.code()),
+              what, st.message().c_str(), g_calls,
+              static_cast<unsigned long long>(g_client ? g_client->counters().keepalives : 0));
   std::fflush(stdout);
   return code;
 }
@@ -288,6 +298,8 @@ int main(int argc, char** argv) {
   }
   auto client = AggClient::connect(a.agent, a.token, a.timeout);
   if (!client.ok()) return fail("connect", client.status(), 4);
+  if (a.wait_limit >= 0) (*client)->setWaitLimit(a.wait_limit);
+  g_client = client->get();
   auto group = (*client)->join(a.group, a.size, a.rank, a.timeout, static_cast<uint32_t>(a.window));
   if (!group.ok()) return fail("join", group.status(), 4);
   if (a.stall) return stallAfterSending(std::move(*client), std::move(*group), a);
@@ -312,11 +324,12 @@ int main(int argc, char** argv) {
   const ClientCounters& c = g.counters();
   std::printf(
       "RESULT ok calls=%d chunks_sent=%llu chunks_received=%llu bytes_sent=%llu "
-      "bytes_received=%llu\n",
+      "bytes_received=%llu keepalives=%llu\n",
       calls, static_cast<unsigned long long>(c.chunks_sent),
       static_cast<unsigned long long>(c.chunks_received),
       static_cast<unsigned long long>(c.bytes_sent),
-      static_cast<unsigned long long>(c.bytes_received));
+      static_cast<unsigned long long>(c.bytes_received),
+      static_cast<unsigned long long>(c.keepalives));
   std::fflush(stdout);
   group->reset();
   return 0;

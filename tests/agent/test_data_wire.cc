@@ -101,6 +101,11 @@ TEST(DataWire, EveryTypeRoundTrips) {
         EXPECT_EQ(m.reason, Reason::kLeaseRevoked);
         EXPECT_EQ(m.text, "lease deleted");
         break;
+      case MsgType::kWaiting:
+        EXPECT_EQ(m.chunk, 17u);
+        EXPECT_EQ(m.count, 3u);
+        EXPECT_EQ(m.rank, 2u);
+        break;
       case MsgType::kCapacityAck:
         EXPECT_EQ(m.capacity.reduce_mbps, 5100u);
         EXPECT_EQ(m.capacity.link_mbps, 400u);
@@ -190,6 +195,30 @@ TEST(DataWire, CapacityReservedFieldsMustBeZero) {
     Message m;
     EXPECT_EQ(decodeFramed(f.data(), f.size(), &m), Reason::kMalformed) << int(t);
   }
+}
+
+// WAITING names at least one missing member of a group the protocol
+// allows, and carries no body.
+TEST(DataWire, WaitingFieldsAreChecked) {
+  auto waiting = [](uint32_t count, uint32_t rank, bool body) {
+    Message m;
+    m.type = MsgType::kWaiting;
+    m.token = someToken();
+    m.group_id = 3;
+    m.chunk = 9;
+    m.count = count;
+    m.rank = rank;
+    const uint8_t extra = 1;
+    auto f = toFramed(encode(m), body ? &extra : nullptr, body ? 1 : 0);
+    Message out;
+    return decodeFramed(f.data(), f.size(), &out);
+  };
+  EXPECT_EQ(waiting(1, 0, false), Reason::kNone);
+  EXPECT_EQ(waiting(kMaxGroupSize, kMaxGroupSize - 1, false), Reason::kNone);
+  EXPECT_EQ(waiting(0, 0, false), Reason::kMalformed);
+  EXPECT_EQ(waiting(kMaxGroupSize + 1, 0, false), Reason::kMalformed);
+  EXPECT_EQ(waiting(1, kMaxGroupSize, false), Reason::kMalformed);
+  EXPECT_EQ(waiting(1, 0, true), Reason::kMalformed);
 }
 
 TEST(DataWire, JoinFieldsAreChecked) {

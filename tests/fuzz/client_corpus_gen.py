@@ -48,6 +48,12 @@ def refusal(abort=False, busy=True, chunk=0):
 DEADLINE = bytes([15])
 
 
+def waiting(b, count=1, rank=0):
+    """A WAITING (event 13) for chunk base + b % 8 (b & 0x80: of the previous
+    call; b & 0x20: another group; b & 0x40: no member missing, undecodable)."""
+    return bytes([13, b]) + (b"" if b & 0x40 else bytes([count - 1])) + bytes([rank])
+
+
 def connected(size=2, rank=0, window=2, slot_bytes=16):
     return shape(size, rank) + ack(window, slot_bytes) + ack(window, slot_bytes)
 
@@ -87,6 +93,15 @@ SEEDS = {
     result(0) + result(1, payload=False),
     # The caller's deadline passes with chunks in flight.
     "deadline": connected() + call(0, INT32, SUM, 10) + result(0) + DEADLINE,
+    # Keepalives: WAITING for chunks in flight while a member is late, then
+    # served; stale ones (a chunk not sent yet, another group, a chunk
+    # answered, the previous call's) ignored; an undecodable one.
+    "waiting_then_served": connected() + call(0, INT32, SUM, 10) + waiting(0, 1, 1) +
+    result(0) + result(1) + waiting(2, 2, 0) + result(2),
+    "waiting_stale": connected() + call(0, INT32, SUM, 10) + waiting(5) + waiting(0x20) +
+    result(0) + waiting(0) + result(1) + result(2) + call(0, INT32, SUM, 10) + waiting(0x80) +
+    result(0) + result(1) + result(2),
+    "waiting_malformed": connected() + call(0, INT32, SUM, 10) + waiting(0x40),
     # HELLO refused (bad token); JOIN_ACK for another size.
     "hello_refused": shape(2, 0) + bytes([1, 2, 0]),
     "join_ack_other_size": shape(2, 0) + ack(2, 16) + bytes([2, 250, 15, 0]) + bytes(12),

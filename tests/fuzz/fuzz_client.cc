@@ -8,7 +8,9 @@
 // place, routed reduce or forward, maybe with overlapping input and output)
 // while the agent's frames arrive: well-formed RESULTs of chunks in flight
 // (maybe with one field corrupted), raw frames, ERROR/ABORT (busy or not,
-// for this call or another), stale HELLO_ACK/JOIN_ACK/CAPACITY_ACK. The
+// for this call or another), stale HELLO_ACK/JOIN_ACK/CAPACITY_ACK,
+// keepalives (WAITING) for a chunk in flight, answered, not sent, of another
+// call or group, or malformed. The
 // member sends what the window admits after every frame (sends complete at
 // once); a script that ends mid-call times out. Properties checked beyond
 // "no crash / no sanitizer report" (buffers are allocated to their exact
@@ -18,7 +20,11 @@
 //  * a call that fails leaves the group dead with a non-empty message; a
 //    refused (busy) one leaves it usable; either way `send` is untouched,
 //    and an in-place (staged) output still holds the input;
-//  * a declined call leaves the group as it was; the counters add up.
+//  * a declined call leaves the group as it was; the counters add up;
+//  * a WAITING is taken only for a chunk of the call in progress that was
+//    sent and not answered, and then extends the call's deadline within
+//    the wait limit, never before its own bound; any other is ignored
+//    (or, undecodable, fails the connection).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -202,6 +208,45 @@ class Harness {
     m.chunk = g_.base + (c & 0x80 ? uint64_t(-1) - c : c % 8);
     if (b & 16) m.text = "fuzz";
     return frameOf(m);
+  }
+
+  // A WAITING for a chunk near the call's (in flight, answered, not sent
+  // yet, the previous call's), maybe for another group, maybe malformed (no
+  // member missing: undecodable).
+  Sent waiting() {
+    const uint8_t b = s_.u8();
+    wire::Message m = base(wire::MsgType::kWaiting);
+    m.chunk = g_.base + b % 8 - ((b & 0x80) ? (g_.n_chunks ? g_.n_chunks : 1) : 0);
+    m.count = (b & 0x40) ? 0 : 1 + s_.u8() % 4;
+    m.rank = s_.u8() % 4;
+    if (b & 0x20) m.group_id += 1;
+    return frameOf(m);
+  }
+
+  // Feeds a WAITING; checks what taking it (or not) means.
+  void feedWaiting(Call& call) {
+    const Sent w = waiting();
+    wire::Message m;
+    const bool valid = wire::decode(w.frame.header.data(), w.frame.header_bytes, nullptr, 0, &m) ==
+                       wire::Reason::kNone;
+    const uint64_t before = g_.counters.keepalives;
+    const size_t received = g_.n_received;
+    const bool in_flight = valid && m.group_id == kGroup && m.chunk >= g_.base &&
+                           m.chunk - g_.base < g_.next_send &&
+                           !g_.received[static_cast<size_t>(m.chunk - g_.base)];
+    feed(w, &call);
+    check(g_.n_received == received);  // a keepalive never delivers a result
+    if (!valid) return check(c_.failed);
+    check(!c_.failed);
+    check(g_.counters.keepalives == before + (in_flight ? 1 : 0));
+    if (!in_flight) return;
+    check(g_.waiting_ms > 0 && g_.waiting_missing == m.count && g_.waiting_rank == m.rank);
+    const int64_t bound = clientNowMs() - 10, timeout = 100;
+    check(g_.deadline(bound, timeout, 0) == bound);  // no wait limit: no extension
+    const int64_t d = g_.deadline(bound, timeout, 500);
+    check(d > bound && d <= bound + 500);
+    check(g_.timedOut(timeout).code() == Code::kTimeout &&
+          g_.timedOut(timeout).message().find("member(s)") != std::string::npos);
   }
 
   // A raw frame: [u8 header bytes][header][u16 data bytes][data].
@@ -394,6 +439,10 @@ class Harness {
       if (s_.empty()) break;
       const uint8_t e = s_.u8() % 16;
       if (e == 15) break;  // the caller's deadline
+      if (e == 13) {
+        feedWaiting(call);
+        continue;
+      }
       feed(e == 0 ? raw() : e <= 10 ? result(call) : e <= 12 ? refusal() : ack(e), &call);
     }
     const size_t received = g_.n_received;
@@ -434,6 +483,7 @@ class Harness {
     check(g_.counters.chunks_received == accepted_ && c_.counters.chunks_received == accepted_);
     check(g_.counters.allreduces == ok_ && g_.counters.busy == busy_ &&
           g_.counters.failures == failed_);
+    check(g_.counters.keepalives == c_.counters.keepalives);
   }
 
   Script& s_;

@@ -7,7 +7,8 @@
 // ...) fed to a real AggregationEngine behind two fake leases (tokens whose
 // are 01 or 02 followed by zeros), with ticks, reductions and send completions in
 // between: no input may crash it, and its slot accounting must stay within
-// the two leases' 3 + 2 slots.
+// the two leases' 3 + 2 slots; every control message it sends decodes
+// (WAITING keepalives included, every 20 ms of a chunk's wait).
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -43,7 +44,18 @@ void roundTrip(const uint8_t* data, size_t size) {
 
 class NullOutput : public EngineOutput {
  public:
-  void sendControl(PeerId, wire::Frame) override {}
+  // Whatever the engine says decodes; a WAITING names a chunk that lacks
+  // at least one member of a group no larger than the protocol allows.
+  void sendControl(PeerId, wire::Frame f) override {
+    wire::Message m;
+    check(wire::decode(f.header.data(), f.header_bytes, f.body.empty() ? nullptr : f.body.data(),
+                       f.body.size(), &m) == wire::Reason::kNone);
+    if (m.type == wire::MsgType::kWaiting) {
+      check(m.count >= 1 && m.rank < wire::kMaxGroupSize);
+      ++waiting;
+    }
+  }
+  uint64_t waiting = 0;
   void sendResult(PeerId, const uint8_t*, size_t, const void*, size_t, std::shared_ptr<SlotBuffers>,
                   uint64_t serial, uint32_t slot) override {
     pending.push_back({serial, slot});
@@ -58,6 +70,7 @@ void session(const uint8_t* data, size_t size) {
   c.slot_bytes = 4096;
   c.memory_bytes = 1 << 20;
   c.member_timeout_ms = 100;
+  c.keepalive_ms = 20;  // WAITING well within the member timeout
   AggregationEngine engine(
       c,
       [](const LeaseToken& token) -> std::optional<LeaseInfo> {

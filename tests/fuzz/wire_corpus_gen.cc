@@ -52,6 +52,22 @@ void step(std::vector<uint8_t>& s, uint8_t peer, const std::vector<uint8_t>& msg
   s.insert(s.end(), msg.begin(), msg.end());
 }
 
+// A session's start: peer 0's HELLO, then both members of group 1 (lease 1,
+// window 2) join with `flags`.
+std::vector<uint8_t> helloAndJoin(uint32_t flags) {
+  std::vector<uint8_t> s;
+  step(s, 0, framed(base(MsgType::kHello, 1)));
+  for (uint32_t r = 0; r < 2; ++r) {
+    Message j = base(MsgType::kJoin, 1);
+    j.size = 2;
+    j.rank = r;
+    j.window = 2;
+    j.flags = flags;
+    step(s, static_cast<uint8_t>(r), framed(j));
+  }
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,15 +94,7 @@ int main(int argc, char** argv) {
     write(dir, "msg_" + std::to_string(t), 0, framed(m, chunk ? payload : std::vector<uint8_t>{}));
   }
   // A good session: two members join, stream two chunks through window 2, leave.
-  std::vector<uint8_t> good;
-  step(good, 0, framed(base(MsgType::kHello, 1)));
-  for (uint32_t r = 0; r < 2; ++r) {
-    Message j = base(MsgType::kJoin, 1);
-    j.size = 2;
-    j.rank = r;
-    j.window = 2;
-    step(good, static_cast<uint8_t>(r), framed(j));
-  }
+  std::vector<uint8_t> good = helloAndJoin(0);
   std::vector<uint8_t> bad = good;
   for (uint64_t c = 0; c < 2; ++c)
     for (uint32_t r = 0; r < 2; ++r)
@@ -101,6 +109,13 @@ int main(int argc, char** argv) {
   step(bad, 0, framed(contrib(0, 0, 2, 4), payload));
   step(bad, 0, framed(contrib(0, 0, 2, 4), payload));
   write(dir, "session_duplicate", 1, bad);
+  // Keepalives: two members that take WAITING; member 0 contributes, member
+  // 1 is late (HELLOs pass the time) until WAITING went out, then comes.
+  std::vector<uint8_t> late = helloAndJoin(kJoinFlagKeepalive | kJoinFlagBusy);
+  step(late, 0, framed(contrib(0, 0, 2, 4), payload));
+  for (int k = 0; k < 8; ++k) step(late, 1, framed(base(MsgType::kHello, 1)));
+  step(late, 1, framed(contrib(1, 0, 2, 4), payload));
+  write(dir, "session_late_member", 1, late);
   std::vector<uint8_t> fail = good;
   step(fail, 0xff, {});
   write(dir, "session_peer_failed", 1, fail);

@@ -24,6 +24,10 @@ if(NOT SWITCHAGG_TEST_OMPI_FLOAT16)
   return()
 endif()
 add_mpi_check_program(mpi_fp16_check)
+# The fp16 accuracy figure's program (benchmarks/fp16_accuracy.sh).
+add_executable(fp16_accuracy ${PROJECT_SOURCE_DIR}/benchmarks/fp16_accuracy.cc)
+target_link_libraries(fp16_accuracy PRIVATE switchagg_coll_api MPI::MPI_CXX ${CMAKE_DL_LIBS})
+switchagg_warnings(fp16_accuracy)
 add_mpi_test(mpi_mpit_half_floats_np1 1 ring $<TARGET_FILE:switchagg-mpit>
   --cvar "half_floats=MPIX_C_FLOAT16 as float16")
 # Host algorithms (blocking: their roundings within the bound the checker
@@ -34,4 +38,4 @@ foreach(alg ring rabenseifner)
     --blocking-only)
 endforeach()
 add_switch_test(mpi_switch_fp16_np3 240 "mpi;agent" program 3
-  $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-iswitch)
+  $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-iswitch --one-rounding)

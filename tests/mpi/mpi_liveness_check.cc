@@ -24,6 +24,15 @@
 //                rank R sleeps S seconds, outside MPI, before the first
 //                checked allreduce: its peers wait for it inside the call
 //                (tests coll_switchagg_stall_timeout)
+//     --stall-every K  with --stall-rank/--stall-seconds: rank R sleeps before
+//                every K-th checked allreduce (iterations K-1, 2K-1, ...)
+//                instead of the first only (a rank late for I/O or a
+//                checkpoint now and then)
+//     --nonblocking  the checked allreduces as MPI_Iallreduce + MPI_Wait
+//                (--expect does not apply; --no-fallbacks reads iallreduce:*)
+//     --no-fallbacks  fail unless the switch path served every allreduce of
+//                the run on this rank (switch:calls) with no failure
+//                (fallback:switch-failed 0, switch:recovered 0)
 //     --progress FILE  rank 0 rewrites FILE with the number of checked
 //                allreduces done after each one: a test times a fault
 //                against calls it can observe (fabric_test.sh link_down)
@@ -57,6 +66,9 @@ struct Options {
   bool dup = false;
   int stall_rank = -1;
   int stall_seconds = 0;
+  int stall_every = 0;  // 0: before the first checked allreduce only
+  bool no_fallbacks = false;
+  bool nonblocking = false;
   std::string progress;
   bool counters = false;
 };
@@ -104,6 +116,12 @@ Options parse(int argc, char** argv) {
       o.stall_rank = std::atoi(value());
     else if (a == "--stall-seconds")
       o.stall_seconds = std::atoi(value());
+    else if (a == "--stall-every")
+      o.stall_every = std::atoi(value());
+    else if (a == "--no-fallbacks")
+      o.no_fallbacks = true;
+    else if (a == "--nonblocking")
+      o.nonblocking = true;
     else if (a == "--progress")
       o.progress = value();
     else if (a == "--counters")
@@ -203,12 +221,21 @@ int main(int argc, char** argv) {
         checkPath("warm-up", bytes);
       }
       between(o, MPI_COMM_WORLD, rank, size);
-      if (rank == o.stall_rank && it == 0 && bytes == o.sizes.front()) {
+      const bool stall_now = o.stall_every > 0 ? (it + 1) % o.stall_every == 0
+                                               : it == 0 && bytes == o.sizes.front();
+      if (rank == o.stall_rank && stall_now) {
         std::fprintf(stderr, "rank %d: stalling %d s before the allreduce\n", rank,
                      o.stall_seconds);
         sleep(static_cast<unsigned>(o.stall_seconds));
       }
-      MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
+      if (o.nonblocking) {
+        MPI_Request req;
+        MPI_Iallreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm,
+                       &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
+      }
       checkPath("allreduce", bytes);
       between(o, MPI_COMM_WORLD, rank, size);
       if (rank == 0 && !o.progress.empty()) writeProgress(o.progress, ++checked);
@@ -233,6 +260,25 @@ int main(int argc, char** argv) {
                 size, o.between.c_str(), o.dup ? " (on WORLD, allreduces on a dup)" : "",
                 o.expect.empty() ? "-" : o.expect.c_str(), o.sizes.size(), o.iters);
   if (o.counters) printCounters(comm, rank);
+  if (o.no_fallbacks) {
+    auto counter = reinterpret_cast<switchagg_coll_comm_counter_fn>(
+        dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_COMM_COUNTER_SYMBOL));
+    if (counter == nullptr) usage("--no-fallbacks: the switchagg component is not loaded");
+    // MPI_Iallreduce: its own counters (docs/offload.md "Counters (iallreduce:*)").
+    const uint64_t served = counter(comm, o.nonblocking ? "iallreduce:switch" : "switch:calls");
+    const uint64_t failed =
+        counter(comm, o.nonblocking ? "iallreduce:redo" : "fallback:switch-failed");
+    const uint64_t recovered = counter(comm, "switch:recovered");
+    if (served < static_cast<uint64_t>(calls) || failed != 0 || recovered != 0) {
+      ++failures;
+      std::fprintf(stderr,
+                   "FAIL rank %d: %llu of %ld allreduces on the switch, %llu failed "
+                   "(fallback:switch-failed or iallreduce:redo), %llu recovered\n",
+                   rank, static_cast<unsigned long long>(served), calls,
+                   static_cast<unsigned long long>(failed),
+                   static_cast<unsigned long long>(recovered));
+    }
+  }
   if (o.dup) MPI_Comm_free(&comm);
   const int rc = switchagg_verdict(failures, calls, summary);
   MPI_Finalize();

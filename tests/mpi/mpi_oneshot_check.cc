@@ -13,6 +13,9 @@
 //                 --max-call-ms, and at least --expect-recovered results
 //                 copied from another member (switch:recovered, summed over
 //                 the ranks).
+//   --max-recovery-messages N  (fault) the recovery's messages summed over
+//                 the ranks (switch:host_messages less switch:agreements)
+//                 at most N; printed as "recovery messages (all ranks)".
 //   --ready FILE  rank 0 creates FILE once the communicator joined (a test
 //                 then fires its fault mid-loop).
 //   --finalize-early  no MPI call after the loop but MPI_Finalize (no
@@ -57,6 +60,7 @@ struct Options {
   int iters = 30;
   long max_call_ms = 0;
   long expect_recovered = 0;
+  long max_recovery_messages = -1;
   size_t large_bytes = 2 << 20;  // above the default keep limit (1 MiB)
   std::string ready;
   bool finalize_early = false;
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
     else if (a == "--iters") o.iters = std::atoi(next());
     else if (a == "--max-call-ms") o.max_call_ms = std::atol(next());
     else if (a == "--expect-recovered") o.expect_recovered = std::atol(next());
+    else if (a == "--max-recovery-messages") o.max_recovery_messages = std::atol(next());
     else if (a == "--large-bytes") o.large_bytes = size_t(std::atol(next()));
     else if (a == "--ready") o.ready = next();
     else if (a == "--finalize-early") o.finalize_early = true;
@@ -406,15 +411,23 @@ int main(int argc, char** argv) {
   long recovered = long(delta(5)), total_recovered = 0, fallbacks = long(delta(6)), total_fallbacks = 0;
   MPI_Allreduce(&recovered, &total_recovered, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&fallbacks, &total_fallbacks, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  // Recovery messages: the counter's questions and answers, not its
+  // agreements (a call above the keep limit).
+  long recovery = long(delta(0) - delta(4)), total_recovery = 0;
+  MPI_Allreduce(&recovery, &total_recovery, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (o.max_recovery_messages >= 0 && total_recovery > o.max_recovery_messages)
+    fail("recovery messages over the ranks " + std::to_string(total_recovery) + ", want <= " +
+         std::to_string(o.max_recovery_messages));
   if (o.mode == "fault" && total_recovered < o.expect_recovered)
     fail("switch:recovered over the ranks is " + std::to_string(total_recovered) + ", want >= " +
          std::to_string(o.expect_recovered));
   if (rank == 0)
     std::printf("oneshot %s np %d: %d iterations; host messages %" PRIu64
                 " one-round-trip %" PRIu64 " agreements %" PRIu64
-                " recovered (all ranks) %ld fallbacks (all ranks) %ld; slowest call %.1f ms\n",
+                " recovered (all ranks) %ld fallbacks (all ranks) %ld; slowest call %.1f ms;"
+                " recovery messages (all ranks) %ld\n",
                 o.mode.c_str(), size, o.iters, delta(0), delta(1), delta(4), total_recovered,
-                total_fallbacks, worst_ms);
+                total_fallbacks, worst_ms, total_recovery);
   MPI_Comm_free(&comm);
   const int rc = switchagg_verdict(failures, o.iters, ("oneshot " + o.mode).c_str());
   MPI_Finalize();

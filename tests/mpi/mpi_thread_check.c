@@ -3,12 +3,21 @@
  * double SUM, MAX, in place every other call, counts from 1 to 20000) and
  * check every result exactly and which path served it.
  *
- *   mpi_thread_check --expect ring|switch|...|own|auto [--threads T] [--iters N]
- *                    [--nonblocking] [--warmup]
+ *   mpi_thread_check --expect ring|switch|...|own|host|auto [--threads T]
+ *                    [--iters N] [--nonblocking] [--warmup] [--bytes B] [--tuned]
  *
  * --expect own: every allreduce served by one of switchagg's own paths,
- * none handed to the previous module (auto at this thread level); auto:
- * any path.
+ * none handed to the previous module (auto at this thread level); host:
+ * every one by one of switchagg's host algorithms (neither the switch nor
+ * the previous module); auto: any path.
+ *
+ * --bytes B: every call a double SUM of B bytes (B / 8 elements; the
+ * decision under test is per size) instead of the 1..20000-element cycle.
+ * --tuned: every thread's communicator was timed by online tuning
+ * (tune:explore_calls > 0) and settled (tune:settled_calls > 0): at this
+ * thread level `auto` times switchagg's own paths (docs/selection.md
+ * "Threads"). --final host|switch: what tuning settled on, i.e. what served
+ * each thread's last call (with --tuned: a settled call).
  *
  * --nonblocking: each call of a thread is also an MPI_Iallreduce, an
  * MPI_Iallgather, an MPI_Ibcast (root rotating), an MPI_Ireduce_scatter_block
@@ -33,8 +42,9 @@
 enum { kMaxThreads = 8 };
 static const int kCounts[] = {1, 3, 100, 1000, 20000};
 
-static int g_rank, g_size, g_iters = 1000, g_nonblocking = 0, g_warmup = 0;
-static const char *g_expect = "auto";
+static int g_rank, g_size, g_iters = 1000, g_nonblocking = 0, g_warmup = 0, g_tuned = 0;
+static int g_fixed_count = 0; /* --bytes B: B / 8 doubles per call */
+static const char *g_expect = "auto", *g_final = NULL;
 static switchagg_coll_last_algorithm_fn g_last;
 static switchagg_coll_comm_counter_fn g_counter;
 
@@ -116,8 +126,10 @@ static int run_call(struct worker *w, int k, void *send, void *recv) {
   struct nb_calls nb;
   memset(&nb, 0, sizeof nb);
   if (g_nonblocking) post_nonblocking(w, k, &nb);
-  const int count = kCounts[k % (int)(sizeof kCounts / sizeof kCounts[0])];
-  const int use_double = k % 2, use_max = (k / 2) % 3 == 0, in_place = (k / 3) % 2;
+  const int count =
+      g_fixed_count ? g_fixed_count : kCounts[k % (int)(sizeof kCounts / sizeof kCounts[0])];
+  const int use_double = g_fixed_count ? 1 : k % 2;
+  const int use_max = g_fixed_count ? 0 : (k / 2) % 3 == 0, in_place = (k / 3) % 2;
   MPI_Datatype type = use_double ? MPI_DOUBLE : MPI_INT64_T;
   for (int i = 0; i < count; ++i) {
     int64_t v = contribution(g_rank, w->index, k, i);
@@ -148,9 +160,12 @@ static int run_call(struct worker *w, int k, void *send, void *recv) {
     }
   }
   const char *path = g_last(w->comm);
-  if (strcmp(g_expect, "own") == 0 ? path == NULL || strcmp(path, "previous") == 0
-                                   : strcmp(g_expect, "auto") != 0 &&
-                                         (path == NULL || strcmp(path, g_expect) != 0)) {
+  int wrong_path;
+  if (strcmp(g_expect, "own") == 0) wrong_path = path == NULL || strcmp(path, "previous") == 0;
+  else if (strcmp(g_expect, "host") == 0)
+    wrong_path = path == NULL || strcmp(path, "previous") == 0 || strcmp(path, "switch") == 0;
+  else wrong_path = strcmp(g_expect, "auto") != 0 && (path == NULL || strcmp(path, g_expect) != 0);
+  if (wrong_path) {
     char what[96];
     snprintf(what, sizeof what, "served by %s, expected %s", path ? path : "(none)", g_expect);
     fail(w, k, what);
@@ -158,9 +173,14 @@ static int run_call(struct worker *w, int k, void *send, void *recv) {
   return 1;
 }
 
+static size_t buffer_bytes(void) {
+  const size_t cycle = 20000 * sizeof(double), fixed = (size_t)g_fixed_count * sizeof(double);
+  return fixed > cycle ? fixed : cycle;
+}
+
 static void *worker_main(void *arg) {
   struct worker *w = arg;
-  const size_t bytes = 20000 * sizeof(double);
+  const size_t bytes = buffer_bytes();
   void *send = malloc(bytes), *recv = malloc(bytes);
   for (int k = g_warmup; k < g_iters + g_warmup && run_call(w, k, send, recv); ++k) {
   }
@@ -178,12 +198,17 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--nonblocking") == 0) g_nonblocking = 1;
     if (strcmp(argv[i], "--warmup") == 0) g_warmup = 1;
+    if (strcmp(argv[i], "--tuned") == 0) g_tuned = 1;
   }
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--nonblocking") == 0 || strcmp(argv[i], "--warmup") == 0) --i;
+    if (strcmp(argv[i], "--nonblocking") == 0 || strcmp(argv[i], "--warmup") == 0 ||
+        strcmp(argv[i], "--tuned") == 0)
+      --i;
     else if (strcmp(argv[i], "--expect") == 0) g_expect = argv[i + 1];
     else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--iters") == 0) g_iters = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--final") == 0) g_final = argv[i + 1];
+    else if (strcmp(argv[i], "--bytes") == 0) g_fixed_count = atoi(argv[i + 1]) / (int)sizeof(double);
   }
   if (threads < 1 || threads > kMaxThreads) threads = 3;
   g_last = (switchagg_coll_last_algorithm_fn)dlsym(RTLD_DEFAULT,
@@ -205,7 +230,7 @@ int main(int argc, char **argv) {
    * exchange, the agent's join) from this thread, in order, outside the
    * timed span; the threads then run calls 1..iters. */
   if (g_warmup) {
-    const size_t bytes = 20000 * sizeof(double);
+    const size_t bytes = buffer_bytes();
     void *send = malloc(bytes), *recv = malloc(bytes);
     for (int t = 0; t < threads; ++t) (void)run_call(&workers[t], 0, send, recv);
     free(send);
@@ -225,7 +250,26 @@ int main(int argc, char **argv) {
            threads, g_nonblocking ? ", each call with 5 nonblocking" : "");
   for (int t = 0; t < threads; ++t) {
     failures += workers[t].failures;
-    if (strcmp(g_expect, "own") == 0) {
+    if (g_tuned) {
+      const uint64_t explored = g_counter(workers[t].comm, "tune:explore_calls");
+      const uint64_t settled = g_counter(workers[t].comm, "tune:settled_calls");
+      if (explored == 0 || settled == 0) {
+        fprintf(stderr, "FAIL rank %d thread %d: not tuned (tune:explore_calls %" PRIu64
+                ", tune:settled_calls %" PRIu64 ")\n", g_rank, t, explored, settled);
+        ++failures;
+      }
+    }
+    if (g_final) {
+      const char *last = g_last(workers[t].comm);
+      const int is_switch = last != NULL && strcmp(last, "switch") == 0;
+      const int is_host = last != NULL && !is_switch && strcmp(last, "previous") != 0;
+      if (strcmp(g_final, "switch") == 0 ? !is_switch : !is_host) {
+        fprintf(stderr, "FAIL rank %d thread %d: the last call was served by %s, expected %s\n",
+                g_rank, t, last ? last : "(none)", g_final);
+        ++failures;
+      }
+    }
+    if (strcmp(g_expect, "own") == 0 || strcmp(g_expect, "host") == 0) {
       const uint64_t handed = g_counter(workers[t].comm, "fallback");
       if (handed != 0) {
         fprintf(stderr, "FAIL rank %d thread %d: %" PRIu64 " calls handed to the previous module\n",

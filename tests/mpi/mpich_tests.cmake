@@ -162,10 +162,12 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   # One rank per node: the agent sums all in fp32 and rounds once, so mixed
   # sums are bitwise the rank-ordered fp32 sum rounded once. One node: the
   # leader's MPI_Iallreduce fold is one fp32 sum too (the agent passes one
-  # member through), its blocking node reduce a binomial tree that rounds
-  # at each level (within the bound; docs/offload.md "16-bit floats").
+  # member through); its blocking node reduce is a binomial tree summed in
+  # fp32 and rounded once by the leader (--one-rounding: held to one ulp
+  # plus fp32's error; docs/offload.md "16-bit floats").
   add_mpich_switch_test(mpich_switch_fp16_np3 240 "mpi;mpich;agent" program 3
-    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-iswitch)
+    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-iswitch
+    --one-rounding)
   add_mpich_switch_test(mpich_switch_fp16_ppn1_np4 240 "mpi;mpich;agent" program 4
     ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   set_tests_properties(mpich_switch_fp16_ppn1_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
@@ -279,6 +281,13 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     kill 262144 random:300 3)
   add_mpich_switch_test(mpich_switch_fault_routed_kill_np3 150 "mpi;mpich;agent;fault"
     routed 3 kill)
+  # A rank late for I/O through the PMPI library (switch_tests.cmake's
+  # mpi_switch_late_rank_np4): every call on the switch, none failed.
+  add_mpich_switch_test(mpich_switch_late_rank_np4 180 "mpi;mpich;agent" program 4
+    $<TARGET_FILE:mpi_liveness_check_mpich> --sizes 4 --iters 60 --warmup 0 --between none
+    --stall-rank 3 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+  set_tests_properties(mpich_switch_late_rank_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;SWITCHAGG_SWITCH_LEADERS=off")
   set_tests_properties(mpich_switch_serve_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
   set_tests_properties(mpich_switch_routed_np3 mpich_switch_routed_np4
     mpich_switch_fault_routed_kill_np3 PROPERTIES

@@ -39,7 +39,7 @@ if(TARGET switchagg-bench AND TARGET mca_coll_switchagg)
     ENVIRONMENT "${_bench_env}")
   # --coll: every other collective's check passes at np 3 (odd: blocks of
   # p elements) and catches a wrong result of that collective.
-  foreach(coll reduce_scatter_block allgather reduce bcast barrier)
+  foreach(coll reduce_scatter_block allgather reduce bcast barrier iallreduce)
     add_test(NAME bench_check_coll_${coll}
       COMMAND ${_bench_mpirun} -np 3 $<TARGET_FILE:switchagg-bench> --coll ${coll} --check
               --min 4 --max 64K --iters 3 --warmup 1 --csv -)

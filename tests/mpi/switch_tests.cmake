@@ -191,6 +191,37 @@ set_tests_properties(mpi_switch_routed_off_np3 mpi_switch_routed_auto_np3
   mpi_switch_routed_stripes_np3
   mpi_switch_fault_routed_kill_np3 mpi_switch_fault_routed_delete_np4 PROPERTIES
   ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+# A rank late for I/O (issue 43): rank 3 sleeps 3 s outside MPI before
+# every 25th of 60 one-float allreduces (twice), with the call bound at its
+# default 2 s. The agent's WAITING keepalives carry the early ranks: every
+# call exact and on the switch, none failed or recovered (--no-fallbacks
+# reads the communicator's counters). Every rank a member, and node leaders
+# on 2 emulated nodes x 2 (rank 3's leader waits in the node step, rank 0
+# at the agent).
+add_switch_test(mpi_switch_late_rank_np4 180 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
+  --stall-rank 3 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_np4 PROPERTIES ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+add_switch_test(mpi_switch_late_rank_leaders_np4 180 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
+  --stall-rank 3 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
+# The same as MPI_Iallreduce + MPI_Wait (the core's nonblocking stream).
+add_switch_test(mpi_switch_late_rank_nonblocking_np4 180 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_liveness_check> --sizes 4 --iters 60 --warmup 0 --between none
+  --stall-rank 3 --stall-seconds 3 --stall-every 25 --nonblocking --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_nonblocking_np4 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+# The same over two agents (stripes): each agent tells its stripe's members.
+add_switch_test(mpi_switch_late_rank_stripes_np3 180 "mpi;agent" stripes_program 3
+  $<TARGET_FILE:mpi_liveness_check> --sizes 8 --iters 60 --warmup 0 --between none
+  --stall-rank 2 --stall-seconds 3 --stall-every 25 --expect switch --no-fallbacks --counters)
+set_tests_properties(mpi_switch_late_rank_stripes_np3 PROPERTIES
+  ENVIRONMENT "SWITCHAGG_SWITCH_LEADERS=off")
+# A late rank and one of the two agents stopped meanwhile: the other agent's
+# WAITING cannot hold the call past the stopped stripe's bound (2 s, before
+# the late rank comes at 3 s); every answer exact.
+add_switch_test(mpi_switch_fault_stripes_late_stall 150 "mpi;agent;fault" stripes_late_stall)
 # Faults: SIGKILL at several sizes and moments, lease deleted, no agent.
 add_switch_test(mpi_switch_fault_kill_64k 120 "mpi;agent;fault" kill 65536 0)
 add_switch_test(mpi_switch_fault_kill_1m 120 "mpi;agent;fault" kill 1048576 random:300)
@@ -340,6 +371,29 @@ oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_np4 4 revoke 0 "PPN=2")
 # call still to come, the ranks that nobody had the result.
 oneshot_fault(mpi_switch_fault_oneshot_revoke_chunk_np3 3 revoke_chunk 0 "PPN=1;FAULT_AT=90")
 oneshot_fault(mpi_switch_fault_oneshot_leaders_revoke_chunk_np4 4 revoke_chunk 0 "PPN=2;FAULT_AT=88")
+# The exchange of final outcomes (docs/offload.md "Completion", cases 8-11)
+# at p = 8, every rank a member: the lease revoked mid-call fails every
+# member at once; each learns that all failed in ceil(log2 8) = 3 question
+# and answer pairs, so the recovery sends exactly 2 p log2 p = 48 messages
+# over the ranks (asking every member: 2 p (p - 1) = 112 and more).
+oneshot_fault(mpi_switch_fault_oneshot_revoke_messages_np8 8 revoke_chunk 0
+  "PPN=1;FAULT_AT=90;ONESHOT_ITERS=6;MAX_CALL_MS=60000;MAX_RECOVERY_MESSAGES=48")
+# One call's result reaching member 0 only (an allreduce, then a
+# reduce-scatter with the agent exiting after it) at p = 8: the seven
+# others find it through chains of the exchange's rounds (rank 7 asks 0
+# first, rank 1 only rank 2, 3 and 5), copy it, or fold their block from
+# every member's input, bit for bit.
+oneshot_fault(mpi_switch_fault_oneshot_partial_np8 8 partial 7
+  "PPN=1;FAULT_AT=36;ONESHOT_ITERS=6;EXPECT_RECOVERED=rank 1: switch allreduce call 36 failed here.*its result came from rank")
+# A member dies while the others recover (case 10): every member's call
+# fails (the lease revoked between chunks), rank 2 SIGKILLs itself as its
+# recovery starts; every survivor's MPI_Allreduce returns an error within
+# 25 s of the kill (at once through a failed connection to it, or a
+# partner that could not decide; else at the 15 s stall bound), never a
+# result and never a hang.
+fault_test(mpi_switch_fault_recovery_death_np4 "" recovery_death 4 2)
+oneshot_fault(mpi_switch_fault_oneshot_reduce_scatter_np8 8 partial_exit 7
+  "PPN=1;FAULT_AT=39;ONESHOT_ITERS=6;EXPECT_RECOVERED=rank 1: switch reduce_scatter_block call 39 failed here.*folded from the members' inputs")
 # The loop's last call (a barrier) reaches member 0 only, which then makes
 # no MPI call but MPI_Finalize: the others recover the result from it
 # there, every rank exact and bounded.

@@ -23,6 +23,10 @@
 #   program_fails NP PATTERN PROGRAM [ARGS...]  the run must fail (a fault
 #                         test) with a line matching PATTERN, well within
 #                         mpirun_lease's kill
+#   recovery_death NP RANK  mpi_recovery_death_check: every member's call
+#                         fails (revoke between chunks) and rank RANK dies
+#                         as its recovery starts: every survivor's call
+#                         errors within DEATH_BOUND_MS
 #   retired NP            mpi_retired_check: a member still recovering a
 #                         communicator's last call (miss:N:M) while the others
 #                         freed it and more (COMMS, default 10): it gets its
@@ -65,6 +69,13 @@
 #                         mid-loop: every answer right, every call bounded;
 #                         FAULT (leaf|spine)_(partial|partial_exit|miss) | cut:
 #                         mpi_oneshot_check --mode fault (below)
+#   stripes_program NP PROGRAM [ARGS...]  as program, over two agents (the
+#                         stripes' lease): the program's PASS and 2 stripes
+#   stripes_late_stall    (WAITING with stripes) two agents; rank 2 sleeps 3 s
+#                         before call 25 of 40 and agent b is stopped when it
+#                         does: agent a's WAITING cannot hold the call, which
+#                         fails at its own 2 s bound naming stripe 1 (before
+#                         rank 2 comes); every answer exact (on the host after)
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -391,6 +402,33 @@ case $scenario in
     if [[ ${OFFLOAD:-on} == off ]]; then expect_pass "$work/program.log"
     else expect_pass "$work/program.log" "joined switch group"; fi
     ;;
+  stripes_program)
+    np=$1
+    shift
+    start_two_agents_and_lease "stripes-program-np$np"
+    run_mpi "$np" "$work/program.log" "$@" || { cat "$work/program.log"; die "program run failed"; }
+    expect_pass "$work/program.log" "joined switch group .*\(2 stripe\(s\)"
+    ;;
+  stripes_late_stall)
+    start_two_agents_and_lease stripes-late-stall  # the second agent is the one stopped
+    run_mpi 3 "$work/fault.log" -x SWITCHAGG_SWITCH_LEADERS=off "$mpibin/mpi_liveness_check" \
+      --sizes 8 --iters 40 --warmup 0 --between none --stall-rank 2 --stall-seconds 3 \
+      --stall-every 25 --counters &
+    pid=$!
+    for _ in $(seq 1 1200); do grep -q "stalling 3 s" "$work/fault.log" && break
+      kill -0 $pid 2>/dev/null || break; sleep 0.01; done
+    grep -q "stalling 3 s" "$work/fault.log" || { wait $pid; cat "$work/fault.log"; die "rank 2 never stalled"; }
+    kill -STOP "$AGENT_PID"
+    for _ in $(seq 1 1000); do grep -q "switch allreduce failed" "$work/fault.log" && break
+      kill -0 $pid 2>/dev/null || break; sleep 0.01; done
+    kill -CONT "$AGENT_PID"
+    wait $pid || { cat "$work/fault.log"; die "the job failed around the stall"; }
+    expect_pass "$work/fault.log" "2 stripe\(s\)" "stripe\(s\) ([0-9],)*1 of 2 incomplete after"
+    # The call ended at its bound (2 s, + scheduling), not when rank 2 came (3 s).
+    ms=$(grep -o "incomplete after [0-9]* ms" "$work/fault.log" | head -1 | grep -o "[0-9]*")
+    [[ -n $ms && $ms -lt 2900 ]] || die "the call waited $ms ms: agent a's WAITING held it past stripe 1's bound"
+    echo "PASS stripes_late_stall: the call failed after $ms ms"
+    ;;
   program_fails)
     # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...]: the run must
     # end in an error (non-zero, before mpirun_lease's own 240 s kill) whose
@@ -530,6 +568,47 @@ case $scenario in
       "rank $((np - 1)): switch allreduce call 2 failed here.*its result came from rank [0-9]"
     expect_fault_fired "$work/agent.log" "$fault"
     ;;
+  recovery_death)
+    # recovery_death NP RANK (docs/offload.md "Completion", safety case 10):
+    # the agent's fault point revokes the lease between two chunks of a
+    # call (revoke:FAULT_AT, 4 KiB slots: 16 chunks a call of 8192
+    # doubles), so every member's call fails and they recover it; rank RANK
+    # SIGKILLs itself as its recovery starts (SWITCHAGG_TEST_RECOVERY_KILL),
+    # before it answered anyone. Every other rank's MPI_Allreduce of that
+    # call must return an error, never a result and never a hang, within
+    # DEATH_BOUND_MS (default 25 s) of the kill: a partner whose connection
+    # to the dead rank failed ends its exchange at once (PeerFailed naming
+    # it) and its askers hear gone; a partner whose question reached the
+    # rank before it died may see no failed connection (shared memory) and
+    # waits out the stall bound (15 s here), failing with the rank named.
+    # Every rank a member; UCX's cma transport left out as in
+    # mpi_peer_failure (UCX 1.13 aborts a survivor whose cma copy a dead
+    # peer was in).
+    np=$1 dead=$2 bound=${DEATH_BOUND_MS:-25000}
+    with_fault "revoke:${FAULT_AT:-70}" agent_start "$root/config/agent.toml" "$work" \
+      --set agent.log_level=info --set data.slot_bytes=4K || die "agent start"
+    lease "death-np$np"
+    SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/death.log" --enable-recovery \
+      -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_LEADERS=off \
+      -x "SWITCHAGG_TEST_RECOVERY_KILL=$dead:0" -x SWITCHAGG_UCX_PEER_TIMEOUT=2s -x UCX_TLS=^cma \
+      --mca coll_switchagg_stall_timeout 15 "$mpibin/mpi_recovery_death_check"
+    cat "$work/death.log"
+    ! grep -q "WRONG_RESULT\|NO_ERROR" "$work/death.log" || die "a survivor got a result of the failed call"
+    kill_line=$(grep -m1 "SWITCHAGG_TEST_RECOVERY_KILL: rank $dead killed as its recovery of call [0-9]* starts" \
+      "$work/death.log") || die "the fault did not hit: rank $dead was not killed in its recovery"
+    killed_at=$(sed -E 's/.*\(at ([0-9]+) ms\).*/\1/' <<<"$kill_line")
+    grep -q "test fault: lease revoked after chunk result" "$work/agent.log" || die "the agent's fault point did not fire"
+    for ((r = 0; r < np; ++r)); do
+      ((r == dead)) && continue
+      line=$(grep -m1 "^GOT_ERROR rank $r call " "$work/death.log") || die "rank $r got no error from the failed call"
+      at=$(sed -E 's/^GOT_ERROR rank [0-9]+ call [0-9]+ at ([0-9]+) ms.*/\1/' <<<"$line")
+      echo "rank $r: error $((at - killed_at)) ms after the kill (bound $bound ms)"
+      ((at - killed_at <= bound)) || die "rank $r took $((at - killed_at)) ms, over $bound ms"
+    done
+    grep -Eq "connection to rank $dead failed|no final answer came from rank\(s\) $dead " "$work/death.log" ||
+      die "no error line naming the dead rank (its failed connection, or no answer from it)"
+    echo "PASS recovery_death $np $dead"
+    ;;
   oneshot)
     # One-round-trip completion (docs/offload.md "Completion"): mpi_oneshot_check.
     np=$1 mode=$2 recovered=${3:-1}
@@ -584,9 +663,15 @@ case $scenario in
       # redoes the call on the host and the path goes off, every answer exact.
       # revoke_chunk: revoked by the agent's fault point with chunks of the
       # call still to come (its log says how many).
+      # MAX_RECOVERY_MESSAGES: the recovery's messages over the ranks at
+      # most that (the exchange: 2 p ceil(log2 p) per failure where every
+      # member failed); SWITCHAGG_TEST_RECOVERY_ASK_ALL=1 asks every member
+      # instead (the protocol before it, for comparison).
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+        ${SWITCHAGG_TEST_RECOVERY_ASK_ALL:+-x SWITCHAGG_TEST_RECOVERY_ASK_ALL} \
         --mca coll_switchagg_stall_timeout 60 "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault \
-        --iters 300 --max-call-ms 10000 --ready "$work/ready" &
+        --iters "${ONESHOT_ITERS:-300}" --max-call-ms "${MAX_CALL_MS:-10000}" --ready "$work/ready" \
+        ${MAX_RECOVERY_MESSAGES:+--max-recovery-messages "$MAX_RECOVERY_MESSAGES"} &
       pid=$!
       if [[ $mode == revoke ]]; then
         fire_fault $pid "$work/oneshot.log" delete "oneshot-np$np" $((50 + RANDOM % 100))
@@ -633,7 +718,7 @@ case $scenario in
       SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/oneshot.log" \
         -x SWITCHAGG_TEST_CUT -x SWITCHAGG_SWITCH_TIMEOUT_MS --mca coll_switchagg_stall_timeout 60 \
         "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault --expect-recovered "$recovered" \
-        --iters "${ONESHOT_ITERS:-30}" --max-call-ms 10000 ||
+        --iters "${ONESHOT_ITERS:-30}" --max-call-ms "${MAX_CALL_MS:-10000}" ||
         { cat "$work/oneshot.log"; die "oneshot $mode run failed"; }
       expect_pass "$work/oneshot.log" "\\(switch:recovered\\)" ${EXPECT_RECOVERED:+"$EXPECT_RECOVERED"}
       [[ $mode == cut ]] || expect_fault_fired "$work/agent.log" "$fault"

@@ -142,6 +142,36 @@ TEST(Tuner, NonblockingCallsInheritTheSettledChoice) {
   for (const Tuner& t : job.tuners) EXPECT_FALSE(t.settledChoice(4096, true, 1).has_value());
 }
 
+// A nonblocking call has two paths, the switch and the previous module
+// (settledFaster): a bucket settled on a host algorithm still says which of
+// the two it measured faster; nothing before it settles or after the epoch
+// moved; a settled switch or previous is itself the answer.
+TEST(Tuner, NonblockingCallsTakeTheFasterOfSwitchAndPreviousAsMeasured) {
+  Job job(3);
+  const auto faster = [&](size_t bytes, uint64_t epoch = 0) {
+    return job.tuners[1].settledFaster(bytes, true, epoch, A::kSwitch, A::kPrevious);
+  };
+  // Ring settles; the switch (120) beats the previous module (300).
+  const TimeFn ring_then_switch = candidateTimes(150, 50, 120, 300);
+  EXPECT_FALSE(faster(4096).has_value());
+  job.settle(4096, ring_then_switch);
+  ASSERT_TRUE(job.settledFor(4096));
+  for (const Tuner& t : job.tuners) {
+    ASSERT_EQ(t.settledChoice(4096, true, 0), std::optional<A>(A::kRing));
+    EXPECT_EQ(t.settledFaster(4096, true, 0, A::kSwitch, A::kPrevious), std::optional<A>(A::kSwitch));
+    EXPECT_NEAR(t.agreedUs(4096, true, A::kSwitch), 120, 1e-9);
+  }
+  EXPECT_FALSE(faster(4096, 1).has_value());  // epoch moved
+  // Ring settles; the previous module (60) beats the switch (400).
+  job.settle(1 << 20, candidateTimes(150, 50, 400, 60));
+  EXPECT_EQ(faster(1 << 20), std::optional<A>(A::kPrevious));
+  // Settled on the switch or on previous: that one.
+  job.settle(1 << 22, candidateTimes(900, 600, 100, 700));
+  EXPECT_EQ(faster(1 << 22), std::optional<A>(A::kSwitch));
+  job.settle(1 << 16, candidateTimes(900, 600, 700, 100));
+  EXPECT_EQ(faster(1 << 16), std::optional<A>(A::kPrevious));
+}
+
 TEST(Tuner, OnePreemptedSampleDoesNotCondemnAPath) {
   // Round 1 judges by the faster of a pair: previous is the fastest path,
   // but one of its calls is hit by a 10 ms preemption on one rank.

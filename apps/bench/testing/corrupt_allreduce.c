@@ -1,5 +1,5 @@
 /* Test shim (LD_PRELOAD): a wrong MPI_Allreduce (and, below, wrong
- * reduce-scatter, allgather, reduce and bcast). Rank 1 gets one float
+ * reduce-scatter, allgather, reduce, bcast and iallreduce). Rank 1 gets one float
  * element off by one in every result, so switchagg-bench --check must fail
  * with exit code 1. Proves the check compares real results, not the bench
  * with itself. Used by tests/mpi/selector_tests.cmake only. */
@@ -51,5 +51,15 @@ int MPI_Reduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_O
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   int rc = PMPI_Bcast(buf, count, type, root, comm);
   if (rc == MPI_SUCCESS) corrupt(buf, count, type, comm, root == 1 ? 0 : 1);
+  return rc;
+}
+
+/* MPI_Iallreduce: completed at once (the request is MPI_REQUEST_NULL, so
+ * the caller's MPI_Wait returns at once) with rank 1's result off by one. */
+int MPI_Iallreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request) {
+  int rc = PMPI_Allreduce(send, recv, count, type, op, comm);
+  if (rc == MPI_SUCCESS) corrupt(recv, count, type, comm, 1);
+  *request = MPI_REQUEST_NULL;
   return rc;
 }

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "host_algorithms.h"
+#include "switchagg/common/half.h"
 #include "switchagg/common/reduce.h"
 
 namespace switchagg::coll {
@@ -18,6 +19,26 @@ Status combineOrdered(const AllreduceArgs& args, void* mine, const void* theirs,
   if (n == 0) return Status::Ok();
   if (theirs_is_lower) return reduce3(args.dtype, args.op, mine, theirs, mine, n);
   return reduceInto(args.dtype, args.op, mine, theirs, n);
+}
+
+bool keepsWidePartials(const AllreduceArgs& args) {
+  return args.op == Op::kSum && (args.dtype == Dtype::kFloat16 || args.dtype == Dtype::kBfloat16);
+}
+
+Widened widen(const AllreduceArgs& args) {
+  Widened w;
+  w.buf.resize(args.count);
+  widenHalf(args.dtype, w.buf.data(), static_cast<const uint16_t*>(args.recv), args.count);
+  w.args = args;
+  w.args.send = nullptr;
+  w.args.recv = w.buf.data();
+  w.args.dtype = Dtype::kFloat32;
+  return w;
+}
+
+void narrowInto(const AllreduceArgs& args, const Widened& w, BlockRange r) {
+  narrowHalf(args.dtype, static_cast<uint16_t*>(args.recv) + r.begin, w.buf.data() + r.begin,
+             r.size);
 }
 
 BlockRange blockRange(size_t count, int blocks, int b) {

@@ -100,16 +100,30 @@ Status allreduceHierarchical(HostComm& comm, const AllreduceArgs& args, const No
 
   const NodeGroups groups = nodeGroups(layout, comm.rank());
   SubComm local(comm, groups.locals, 0);
-  std::vector<char> scratch(args.count * dtypeSize(args.dtype));
-  SWITCHAGG_RETURN_IF_ERROR(binomialReduce(local, args, scratch.data()));
+  // 16-bit float sums: the node reduce and the leaders' reduce in fp32,
+  // rounded once (by the ring's block owners, or by every leader after
+  // recursive doubling's identical fp32 sums), the broadcast in 16 bits.
+  Widened w;
+  const bool wide = keepsWidePartials(args);
+  if (wide) w = widen(args);
+  const AllreduceArgs& reduce = wide ? w.args : args;
+  std::vector<char> scratch(args.count * dtypeSize(reduce.dtype));
+  SWITCHAGG_RETURN_IF_ERROR(binomialReduce(local, reduce, scratch.data()));
 
   if (local.rank() == 0 && layout.nodes > 1) {
     SubComm inter(comm, groups.leaders, kAlgorithmTagSpace);
-    AllreduceArgs in_place = args;
-    in_place.send = nullptr;
-    const size_t bytes = args.count * dtypeSize(args.dtype);
-    SWITCHAGG_RETURN_IF_ERROR(bytes < kLeaderRingBytes ? allreduceRecursiveDoubling(inter, in_place)
-                                                       : allreduceRing(inter, in_place));
+    const bool small = args.count * dtypeSize(args.dtype) < kLeaderRingBytes;
+    if (wide && !small) {
+      SWITCHAGG_RETURN_IF_ERROR(allreduceRingWidened(inter, args, w));
+    } else {
+      AllreduceArgs in_place = reduce;
+      in_place.send = nullptr;
+      SWITCHAGG_RETURN_IF_ERROR(small ? allreduceRecursiveDoubling(inter, in_place)
+                                      : allreduceRing(inter, in_place));
+      if (wide) narrowInto(args, w, BlockRange{0, args.count});
+    }
+  } else if (local.rank() == 0 && wide) {
+    narrowInto(args, w, BlockRange{0, args.count});
   }
   return binomialBroadcast(local, args);
 }

@@ -12,6 +12,9 @@
 //   doubling, mask 1: v0 <-> v1 swap B0/B1;  v2 <-> v3 swap B2/B3
 //   doubling, mask 2: v0 <-> v2 swap [B0 B1]/[B2 B3];  v1 <-> v3 likewise
 //
+// 16-bit float sums keep fp32 partials (keepsWidePartials): the fold and
+// the halving move 4-byte values, the doubling and the fold back 2-byte.
+//
 // Counts smaller than pof2 would leave blocks empty: those run recursive
 // doubling instead (same result, fewer rounds of nothing).
 #include <algorithm>
@@ -97,14 +100,21 @@ Status allreduceRabenseifner(HostComm& comm, const AllreduceArgs& args) {
   if (size == 1) return Status::Ok();
 
   const Fold fold = makeFold(comm.rank(), size);
+  // 16-bit float sums: the fold and the halving in fp32, each owned block
+  // rounded once, the doubling and the fold's way back in 16 bits.
+  Widened w;
+  const bool wide = keepsWidePartials(args);
+  if (wide) w = widen(args);
+  const AllreduceArgs& reduce = wide ? w.args : args;
   // The fold needs a whole vector of scratch; halving at most the first
   // half of the blocks (blocks shrink from the front).
-  const size_t esize = dtypeSize(args.dtype);
+  const size_t esize = dtypeSize(reduce.dtype);
   const size_t halving = blocksSpan(args.count, fold.pof2, 0, std::max(1, fold.pof2 / 2)).size;
   std::vector<char> scratch((fold.rem > 0 ? args.count : halving) * esize);
-  SWITCHAGG_RETURN_IF_ERROR(foldIn(comm, args, fold, scratch.data(), kTagFoldIn));
+  SWITCHAGG_RETURN_IF_ERROR(foldIn(comm, reduce, fold, scratch.data(), kTagFoldIn));
   if (fold.vrank >= 0) {
-    SWITCHAGG_RETURN_IF_ERROR(reduceScatterHalving(comm, args, fold, scratch.data()));
+    SWITCHAGG_RETURN_IF_ERROR(reduceScatterHalving(comm, reduce, fold, scratch.data()));
+    if (wide) narrowInto(args, w, blocksSpan(args.count, fold.pof2, fold.vrank, 1));
     SWITCHAGG_RETURN_IF_ERROR(allgatherDoubling(comm, args, fold));
   }
   return foldOut(comm, args, fold, kTagFoldOut);

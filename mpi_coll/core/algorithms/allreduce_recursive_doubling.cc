@@ -30,6 +30,15 @@ Status allreduceRecursiveDoubling(HostComm& comm, const AllreduceArgs& args) {
   copyInput(args);
   const int size = comm.size();
   if (size == 1 || args.count == 0) return Status::Ok();
+  if (keepsWidePartials(args)) {
+    // Every exchange holds partial sums: all of it in fp32 (twice the
+    // bytes of the 16-bit vector; this is the small-message algorithm),
+    // rounded once at the end, the same fp32 bits on every rank.
+    Widened w = widen(args);
+    SWITCHAGG_RETURN_IF_ERROR(allreduceRecursiveDoubling(comm, w.args));
+    narrowInto(args, w, BlockRange{0, args.count});
+    return Status::Ok();
+  }
 
   const size_t bytes = args.count * dtypeSize(args.dtype);
   std::vector<char> scratch(bytes);

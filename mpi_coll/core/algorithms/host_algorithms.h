@@ -95,6 +95,25 @@ BlockRange blockRange(size_t count, int blocks, int b);
 // Largest power of two <= n (n >= 1).
 int floorPowerOfTwo(int n);
 
+// 16-bit float sums keep their partial sums in fp32 (issue 46): a SUM of
+// kFloat16 or kBfloat16 runs its reduce phases on `Widened` — the vector
+// widened into an fp32 buffer, the same element ranges — and rounds each
+// element to 16 bits once, where it is complete; what moves after that (an
+// allgather, a broadcast, the fold's way back) is 16-bit. MIN and MAX are
+// exact in 16 bits and stay there. docs/offload.md "16-bit floats".
+bool keepsWidePartials(const AllreduceArgs& args);
+struct Widened {
+  std::vector<float> buf;
+  AllreduceArgs args;  // in place on buf, kFloat32, the same op and count
+};
+// args.recv (the input, after copyInput) widened.
+Widened widen(const AllreduceArgs& args);
+// Elements r of w rounded into args.recv.
+void narrowInto(const AllreduceArgs& args, const Widened& w, BlockRange r);
+// The ring on a widened vector: reduce-scatter in fp32 (w), each rank's
+// block rounded once into args.recv, the allgather in 16 bits.
+Status allreduceRingWidened(HostComm& comm, const AllreduceArgs& args, Widened& w);
+
 // Byte pointer to element `i` of a buffer of `dtype`.
 inline char* elementPtr(void* base, Dtype dtype, size_t i) {
   return static_cast<char*>(base) + i * dtypeSize(dtype);

@@ -3,6 +3,7 @@
 #include "coll_core.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -62,25 +63,28 @@ extern "C" {
 int switchagg_coll_open(const switchagg_coll_params_t* params) {
   return guarded("open", -1, [&] {
     switchagg::coll::ComponentParams p;
+    // A NULL text is the table's default (switchagg/coll/coll_params.h).
+    auto text = [](const char* value, const char* def) { return value ? value : def; };
     switchagg::Result<switchagg::coll::SelectionPolicy> policy = switchagg::coll::parsePolicy(
-        params->algorithm ? params->algorithm : "auto", params->offload ? params->offload : "auto");
+        text(params->allreduce_algorithm, switchagg_coll_default_allreduce_algorithm()),
+        text(params->offload, switchagg_coll_default_offload()));
     if (!policy.ok()) {
       std::fprintf(stderr, "switchagg[coll] error: coll_switchagg disabled: %s\n",
                    policy.status().message().c_str());
       return -1;
     }
     p.policy = *policy;
-    p.rules_path = params->rules ? params->rules : "";
+    p.rules_path = text(params->rules, "");
     p.verbose = params->verbose;
-    if (params->stall_timeout < 0) {
+    if (params->stall_timeout < SWITCHAGG_COLL_MIN_stall_timeout) {
       std::fprintf(stderr,
                    "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_stall_timeout "
-                   "must be >= 0 seconds (0 = warn only), got %d\n",
-                   params->stall_timeout);
+                   "must be >= %d seconds (0 = warn only), got %d\n",
+                   int(SWITCHAGG_COLL_MIN_stall_timeout), params->stall_timeout);
       return -1;
     }
     p.stall.fail_ms = int64_t(params->stall_timeout) * 1000;
-    const std::string tune = params->tune ? params->tune : "online";
+    const std::string tune = text(params->tune, switchagg_coll_default_tune());
     if (tune != "online" && tune != "off") {
       std::fprintf(stderr,
                    "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_tune must be "
@@ -89,13 +93,14 @@ int switchagg_coll_open(const switchagg_coll_params_t* params) {
       return -1;
     }
     p.tune_online = tune == "online";
-    p.tune_file = params->tune_file ? params->tune_file : "";
-    if (params->thread_domains < 1 ||
-        params->thread_domains > switchagg::coll::ProcessRuntime::kMaxDomains) {
+    p.tune_file = text(params->tune_file, "");
+    if (params->thread_domains < SWITCHAGG_COLL_MIN_thread_domains ||
+        params->thread_domains > SWITCHAGG_COLL_MAX_thread_domains) {
       std::fprintf(stderr,
                    "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_thread_domains "
-                   "must be 1..%d, got %d\n",
-                   switchagg::coll::ProcessRuntime::kMaxDomains, params->thread_domains);
+                   "must be %d..%d, got %d\n",
+                   int(SWITCHAGG_COLL_MIN_thread_domains), int(SWITCHAGG_COLL_MAX_thread_domains),
+                   params->thread_domains);
       return -1;
     }
     p.thread_domains = params->thread_domains;
@@ -365,6 +370,18 @@ uint64_t switchagg_coll_counter(const switchagg_coll_comm_t* comm, const char* n
       if (key == "tune:reopened") return tc.reopened;
       if (key == "tune:retried") return tc.retried;
       if (key == "tune:settled_buckets") return t->settledBuckets();
+      // tune:us:<algorithm>:<bytes>: the agreed time (µs, rounded) of that
+      // candidate in the bucket of <bytes> with the switch available; 0:
+      // not measured.
+      if (key.rfind("tune:us:", 0) == 0) {
+        const size_t colon = key.find(':', 8);
+        switchagg::coll::Algorithm a;
+        if (colon == std::string::npos ||
+            !switchagg::coll::parseAlgorithm(key.substr(8, colon - 8), &a))
+          return 0;
+        const double us = t->agreedUs(std::strtoull(key.c_str() + colon + 1, nullptr, 10), true, a);
+        return std::isnan(us) || us < 0 ? 0 : uint64_t(std::llround(us));
+      }
       return 0;
     }
     if (key == "host:bytes_sent") return comm->state.hostBytesSent();

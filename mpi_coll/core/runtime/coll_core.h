@@ -12,6 +12,7 @@
 
 #include "call_outcome.h"
 #include "coll_kind.h"
+#include "switchagg/coll/coll_params.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,15 +34,14 @@ enum switchagg_coll_op {
   SWITCHAGG_OP_BOR = 9, SWITCHAGG_OP_BXOR = 10, SWITCHAGG_OP_MINLOC = 11, SWITCHAGG_OP_MAXLOC = 12
 };
 
+/* The parameters the glues hand the core at open: the table's rows of
+ * layer ALL (switchagg/coll/coll_params.h), one field each, named as the
+ * parameter (coll_switchagg_<name>); a NULL text is its default. */
+#define SWITCHAGG_COLL_CORE_FIELD_(NAME, KIND, DEF, MIN, MAX, VALUES, LAYERS, LEVEL, SCOPE, ENV, \
+                                   HELP)                                                        \
+  SWITCHAGG_COLL_IF_CORE_##LAYERS(SWITCHAGG_COLL_CORE_TYPE_##KIND NAME;)
 typedef struct switchagg_coll_params {
-  const char *algorithm; /* coll_switchagg_allreduce_algorithm: "auto" or a registry name */
-  const char *offload;   /* coll_switchagg_offload: auto|on|off */
-  const char *rules;     /* path to a rules file, NULL or "" for none */
-  int verbose;           /* coll_switchagg_verbose */
-  int stall_timeout;     /* coll_switchagg_stall_timeout, seconds; 0 = warn only */
-  const char *tune;      /* coll_switchagg_tune: online|off */
-  const char *tune_file; /* coll_switchagg_tune_file: NULL or "" = do not save */
-  int thread_domains;    /* coll_switchagg_thread_domains: 1..64 */
+  SWITCHAGG_COLL_PARAMS(SWITCHAGG_COLL_CORE_FIELD_)
 } switchagg_coll_params_t;
 
 /* Collective services the core borrows from the previous coll module. The

@@ -105,6 +105,11 @@ Status CommState::allgather(const void* send, void* recv, size_t bytes) {
   return Status::Ok();
 }
 
+Status CommState::tuningAllgather(const void* send, void* recv, size_t bytes) {
+  if (ProcessRuntime::mpiThreads() && hostReady()) return allgatherOverTransport(send, recv, bytes);
+  return allgather(send, recv, bytes);
+}
+
 // The allgather of a thread that must not call MPI: every rank's bytes in
 // its own slot of a zeroed vector, OR-reduced over the peer group (an OR of
 // disjoint slots is their concatenation; recursive doubling: log2(p)
@@ -227,7 +232,7 @@ Status CommState::record(Tuner& tuner, Algorithm served, double us) {
   if (!tuner.needsAgreement()) return Status::Ok();
   const Tuner::Payload mine = tuner.payload();
   std::vector<double> all(Tuner::kAlgorithms * size_t(size_));
-  Status st = allgather(mine.data(), all.data(), sizeof mine);
+  Status st = tuningAllgather(mine.data(), all.data(), sizeof mine);
   if (!st.ok()) return st;
   if (rank_ == 0 && logEnabled(LogLevel::kDebug)) {
     std::string per_rank;

@@ -95,6 +95,12 @@ class CommState : public CommGroup {
   // not call MPI (ProcessRuntime::threadWithoutMpi) it runs over this
   // communicator's own transport instead (the host path must be ready).
   Status allgather(const void* send, void* recv, size_t bytes) override;
+  // The online tuner's allgathers (its agreements, the start of a measuring
+  // call): at MPI_THREAD_MULTIPLE over this communicator's own transport
+  // when the host path is ready (the previous module's collectives run by
+  // several threads are two orders of magnitude slower: docs/selection.md
+  // "Threads"), else allgather(). Alike on every rank.
+  Status tuningAllgather(const void* send, void* recv, size_t bytes);
 
   // Collective on first use: every rank calls it for the same call (the
   // decision to need it depends only on the call's arguments). Afterwards
@@ -138,8 +144,8 @@ class CommState : public CommGroup {
   Tuner* tuner() { return tuner_.get(); }
   const Tuner* tuner() const { return tuner_.get(); }
   // After a timed call: hands the tuner the call's local time and, when it
-  // asks, runs the agreement (an allgather over the previous module; every
-  // rank reaches it at the same call). An error: the ranks may now disagree.
+  // asks, runs the agreement (tuningAllgather; every rank reaches it at the
+  // same call). An error: the ranks may now disagree.
   Status tunerRecord(Algorithm served, double us);
   // A tuned call handed to the previous module: the glue reports its end
   // (previousDone) so the previous module's time is measured too.

@@ -226,7 +226,7 @@ CallOutcome dispatchAllreduce(CommState& state, const AllreduceArgs& args, bool 
     // A measuring call starts together on every rank (tuner.h).
     uint8_t mine = 1;
     std::vector<uint8_t> all(size_t(state.size()));
-    Status st = state.allgather(&mine, all.data(), 1);
+    Status st = state.tuningAllgather(&mine, all.data(), 1);
     if (!st.ok()) return fail(state, pick, st);
   }
   const double start = tuned ? nowUs() : 0;

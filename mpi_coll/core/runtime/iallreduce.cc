@@ -60,17 +60,20 @@ int route(switchagg_coll_comm& comm, const AllreduceArgs& args) {
   if (!in.switch_available) return routePrevious(c, "switch cannot stream");
   // The host algorithms have no nonblocking form: the switch serves when
   // the selector ranks it before the previous module (offload=on always),
-  // or, under offload=auto, when the blocking calls of this size settled on
-  // it: a nonblocking call cannot be timed call by call (its wait is the
-  // application's), so it inherits their measured verdict; a host choice
-  // sends it to the previous module. Alike on every rank (settling is
-  // agreed; calls of a communicator come in one order).
+  // or, under offload=auto, when the blocking calls of this size, once
+  // settled, measured it faster than the previous module: a nonblocking
+  // call cannot be timed call by call (its wait is the application's), so
+  // it inherits their measurements of its two paths (a settled host
+  // algorithm says neither: their own times do). Alike on every rank
+  // (settling and the times are agreed; calls of a communicator come in
+  // one order).
   const Decision& d = state.decide(in);
   if (Tuner* tuner = state.tuner(); tuner != nullptr && d.tunable) {
-    if (auto settled = tuner->settledChoice(in.bytes, in.switch_available, sw->epoch())) {
+    if (auto faster = tuner->settledFaster(in.bytes, in.switch_available, sw->epoch(),
+                                           Algorithm::kSwitch, Algorithm::kPrevious)) {
       ++c.inherited;
-      if (*settled == Algorithm::kSwitch) return SWITCHAGG_COLL_IROUTE_SWITCH;
-      return routePrevious(c, "tuned: the blocking calls of this size settled on a host path");
+      if (*faster == Algorithm::kSwitch) return SWITCHAGG_COLL_IROUTE_SWITCH;
+      return routePrevious(c, "tuned: the blocking calls of this size measured the previous module faster");
     }
   }
   for (Algorithm a : d.ranked) {

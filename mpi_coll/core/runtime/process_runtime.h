@@ -30,6 +30,7 @@
 #include "peer_group_comm.h"
 #include "switchagg/ucx/thread_gate.h"
 #include "selector.h"
+#include "switchagg/coll/coll_params.h"
 #include "switchagg/common/status.h"
 
 namespace switchagg::ucx {
@@ -51,7 +52,8 @@ struct ComponentParams {
   StallBounds stall;  // coll_switchagg_stall_timeout
   bool tune_online = true;  // coll_switchagg_tune=online|off
   std::string tune_file;    // coll_switchagg_tune_file: written at close by job rank 0
-  int thread_domains = 4;     // coll_switchagg_thread_domains (with threads only)
+  // coll_switchagg_thread_domains (with threads only)
+  int thread_domains = switchagg_coll_default_thread_domains();
 };
 
 // Whether this process is the job's rank 0 (or the launcher does not say):
@@ -72,7 +74,7 @@ class ProcessRuntime {
   const Selector& selector() const { return selector_; }
 
   // Domains (see above): 1 unless threads are on.
-  static constexpr int kMaxDomains = 64;
+  static constexpr int kMaxDomains = SWITCHAGG_COLL_MAX_thread_domains;  // the table's bound
   int domains() const;
   // A new communicator's domain, counting it live: the domain with the
   // fewest live communicators (the lowest of equals), so that while a

@@ -101,7 +101,7 @@ CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previo
       // A measuring call starts together on every rank (tuner.h).
       uint8_t mine = 1;
       std::vector<uint8_t> all(size_t(state.size()));
-      Status st = state.allgather(&mine, all.data(), 1);
+      Status st = state.tuningAllgather(&mine, all.data(), 1);
       if (!st.ok()) return tuningFailed(state, args.op, st);
     }
     start = nowUs();

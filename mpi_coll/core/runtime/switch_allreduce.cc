@@ -283,8 +283,13 @@ Status AgentSwitchPath::stepStream() {
     if (!group_) return Status(Code::kInternal, "no stream running");
     st = group_->stepCall();
     if (st.code() == Code::kInProgress) {
-      if (steadyMs() < stream_.deadline_ms) return st;
-      st = group_->abortCall(timeoutFor(stream_.bytes));
+      // Past the bound only while the agent says the call waits for a late
+      // member (WAITING, within the wait limit).
+      const int64_t timeout = timeoutFor(stream_.bytes);
+      const int64_t now = steadyMs();
+      if (now < stream_.deadline_ms || now < group_->deadline(stream_.deadline_ms, timeout))
+        return st;
+      st = group_->abortCall(now - stream_.deadline_ms + timeout);
     }
     countStream(stream_.before);
     if (stream_.routed) st = routedDecline(st);

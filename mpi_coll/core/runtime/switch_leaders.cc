@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "comm_state.h"
+#include "switchagg/common/half.h"
 #include "switchagg/common/reduce.h"
 #include "switchagg/ucx/thread_gate.h"
 
@@ -66,18 +67,29 @@ char* NodeLeaders::accumulator(size_t bytes) {
 Result<const void*> NodeLeaders::reduceAccumulator(Dtype dtype, Op op, size_t count) {
   host_ = comm_.hostComm();
   if (!host_) return Status(Code::kInternal, "no host transport for the node's reduce");
-  const size_t bytes = count * dtypeSize(dtype);
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
   AllreduceArgs node;
   node.send = nullptr;
   node.recv = acc_.data();
   node.count = count;
   node.dtype = dtype;
   node.op = op;
+  // 16-bit float sums: reduced in fp32 (shared memory), rounded once by the
+  // leader; what leaves the node stays 16-bit.
+  const bool wide = keepsWidePartials(node);
+  if (wide) {
+    if (wide_.size() < count) wide_.resize(count);
+    widenHalf(dtype, wide_.data(), reinterpret_cast<const uint16_t*>(acc_.data()), count);
+    node.dtype = Dtype::kFloat32;
+    node.recv = wide_.data();
+  }
+  const size_t bytes = count * dtypeSize(node.dtype);
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
   SubComm local(*host_, groups_.locals, 0);
   Status st = binomialReduce(local, node, scratch_.data());
   if (!st.ok()) return st;
-  return leader() ? static_cast<const void*>(acc_.data()) : nullptr;
+  if (!leader()) return static_cast<const void*>(nullptr);
+  if (wide) narrowHalf(dtype, reinterpret_cast<uint16_t*>(acc_.data()), wide_.data(), count);
+  return static_cast<const void*>(acc_.data());
 }
 
 int NodeLeaders::localIndexOf(int rank) const {
@@ -312,23 +324,32 @@ Segment segmentOf(size_t count, size_t segment, size_t s) {
 
 }  // namespace
 
-// One pipelined() call: its segments and the messages of each.
+// One pipelined() call: its segments and the messages of each. `node` is
+// the node's reduce: args on acc_, or for a 16-bit float SUM fp32 on wide_
+// (nesize 4), each segment rounded once into acc_ when it is complete.
 struct NodeLeaders::Pipeline {
   const AllreduceArgs& args;
+  const AllreduceArgs& node;
   HostComm& host;
   NodeLeaders& self;
-  size_t esize, bytes, segment, segments;
+  size_t esize, nesize, bytes, segment, segments;
 
   SubComm sub(size_t s) const {
     return SubComm(host, self.groups_.locals, uint32_t(s) * kNodePhaseTags);
   }
   AllreduceArgs part(size_t s) const {
-    AllreduceArgs a = args;
+    AllreduceArgs a = node;
     const Segment seg = segmentOf(args.count, segment, s);
-    a.send = nullptr;
     a.count = seg.count;
-    a.recv = elementPtr(self.acc_.data(), args.dtype, seg.begin);
+    a.recv = elementPtr(node.recv, node.dtype, seg.begin);
     return a;
+  }
+  // Segment s of the node's sum in acc_, what the agent reads.
+  void narrow(size_t s) const {
+    if (node.dtype == args.dtype) return;
+    const Segment seg = segmentOf(args.count, segment, s);
+    narrowHalf(args.dtype, reinterpret_cast<uint16_t*>(self.acc_.data()) + seg.begin,
+               self.wide_.data() + seg.begin, seg.count);
   }
 };
 
@@ -348,7 +369,7 @@ struct NodeLeaders::Lead {
         children(binomialRootChildren(int(p.self.groups_.locals.size()))),
         nc(children.size()) {
     std::vector<char>& scratch = p.self.scratch_;
-    if (scratch.size() < nc * p.segment * p.esize) scratch.resize(nc * p.segment * p.esize);
+    if (scratch.size() < nc * p.segment * p.nesize) scratch.resize(nc * p.segment * p.nesize);
     pending.resize(nc);
   }
   // What a round changed: unchanged in a round in which nothing visible happened.
@@ -356,10 +377,10 @@ struct NodeLeaders::Lead {
 
   Status postReduce(size_t s) {
     SubComm local = p.sub(s);
-    const size_t n = segmentOf(p.args.count, p.segment, s).count * p.esize;
+    const size_t n = segmentOf(p.args.count, p.segment, s).count * p.nesize;
     for (size_t c = 0; c < nc; ++c)
       SWITCHAGG_RETURN_IF_ERROR(local.postRecv(children[c].rank, children[c].reduce_tag,
-                                               p.self.scratch_.data() + c * p.segment * p.esize,
+                                               p.self.scratch_.data() + c * p.segment * p.nesize,
                                                n, &pending[c]));
     return Status::Ok();
   }
@@ -383,10 +404,11 @@ struct NodeLeaders::Lead {
       if (!done) break;
       const AllreduceArgs a = p.part(reduced);
       SWITCHAGG_RETURN_IF_ERROR(combineOrdered(
-          a, a.recv, p.self.scratch_.data() + combined * p.segment * p.esize, a.count, false));
+          a, a.recv, p.self.scratch_.data() + combined * p.segment * p.nesize, a.count, false));
       ++combined;
     }
     if (reduced < p.segments && combined == nc) {
+      p.narrow(reduced);
       ++reduced;
       combined = 0;
       if (reduced < p.segments) SWITCHAGG_RETURN_IF_ERROR(postReduce(reduced));
@@ -419,7 +441,19 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
   if (acc_.size() < bytes) acc_.resize(bytes);
   // The caller's input stays intact for a host redo: reduce in a copy.
   if (bytes) std::memcpy(acc_.data(), args.send ? args.send : args.recv, bytes);
-  const Pipeline p{args, *host, *this, esize, bytes, segment, segments};
+  // 16-bit float sums: the node's reduce (shared memory) in fp32, rounded
+  // once per segment by the leader; the agent's input and the broadcast
+  // stay 16-bit (docs/offload.md "16-bit floats").
+  AllreduceArgs node = args;
+  node.send = nullptr;
+  node.recv = acc_.data();
+  if (keepsWidePartials(args)) {
+    if (wide_.size() < args.count) wide_.resize(args.count);
+    widenHalf(args.dtype, wide_.data(), reinterpret_cast<const uint16_t*>(acc_.data()), args.count);
+    node.dtype = Dtype::kFloat32;
+    node.recv = wide_.data();
+  }
+  const Pipeline p{args, node, *host, *this, esize, dtypeSize(node.dtype), bytes, segment, segments};
   if (!leader()) return pipelinedFollow(p);
   return pipelinedLead(p, group, out, timeout_ms);
 }
@@ -427,7 +461,7 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
 Status NodeLeaders::pipelinedFollow(const Pipeline& p) {
   const AllreduceArgs& args = p.args;
   // Blocking per segment: the leader interleaves, we follow.
-  if (scratch_.size() < p.segment * p.esize) scratch_.resize(p.segment * p.esize);
+  if (scratch_.size() < p.segment * p.nesize) scratch_.resize(p.segment * p.nesize);
   if (result_.size() < p.bytes) result_.resize(p.bytes);
   for (size_t s = 0; s < p.segments; ++s) {
     SubComm local = p.sub(s);
@@ -435,6 +469,7 @@ Status NodeLeaders::pipelinedFollow(const Pipeline& p) {
   }
   for (size_t s = 0; s < p.segments; ++s) {
     AllreduceArgs a = p.part(s);
+    a.dtype = args.dtype;  // the broadcast moves the 16-bit result
     a.recv = elementPtr(result_.data(), args.dtype, segmentOf(args.count, p.segment, s).begin);
     SubComm local = p.sub(s);
     SWITCHAGG_RETURN_IF_ERROR(binomialBroadcast(local, a));
@@ -488,6 +523,13 @@ Status NodeLeaders::pipelinedLead(const Pipeline& p, agent::StripedGroup* group,
     // and other threads' turn at the gate (MPI_THREAD_MULTIPLE).
     if ((spin & 15) != 0) continue;
     if (nowUs() >= deadline_us) {
+      // Streaming: past the bound only while the agent says the call waits
+      // for a late member (WAITING; StripedGroup::deadline, in ms).
+      const auto bound_ms = static_cast<int64_t>(deadline_us / 1000);
+      if (streaming && static_cast<int64_t>(nowUs() / 1000) < group->deadline(bound_ms, timeout_ms)) {
+        ucx::ThreadGate::yield();
+        continue;
+      }
       if (streaming) return group->abortCall(timeout_ms);
       return Status(Code::kTimeout, "node leader: the node's reduce incomplete after " +
                                         std::to_string(timeout_ms) + " ms");

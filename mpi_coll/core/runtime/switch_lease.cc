@@ -161,6 +161,11 @@ Result<std::shared_ptr<agent::AggClient>> switchClient(const SwitchLease& lease,
   // the process waits in other components (ProcessRuntime::progress), once
   // per connection, for as long as the connection lives.
   agent::AggClient* raw = c.value().release();
+  // The agent's WAITING (a member late, outside MPI) extends a call up to
+  // coll_switchagg_stall_timeout past its bound; 0 (warn only): no limit but
+  // the agent's data.member_timeout (docs/offload.md "Late members").
+  const int64_t stall_ms = ProcessRuntime::instance().params().stall.fail_ms;
+  raw->setWaitLimit(stall_ms > 0 ? stall_ms : INT64_MAX / 2);
   ProcessRuntime::instance().addProgress(domain, raw, [raw] { return raw->progress(); });
   live = std::shared_ptr<agent::AggClient>(raw, [domain](agent::AggClient* p) {
     ProcessRuntime::instance().removeProgress(domain, p);

@@ -2,8 +2,11 @@
 // "Completion"): a member that received every result chunk of a call from
 // the agent(s) completes the call at once; nothing goes between hosts. A
 // member whose call failed (its connection died, the agent died after
-// sending some members their results, a timeout) asks the other members
-// what became of the call:
+// sending some members their results, a timeout) learns from the other
+// members what became of the call, in ceil(log2 p) rounds of an exchange
+// in which each member passes on the final outcomes it knows (a
+// dissemination pattern: 2 p log2 p messages when every member failed,
+// where asking every member took 2 p (p - 1)):
 //
 //   some member has the result  -> it copies it (kDone), the call completes
 //                                  with the same bits everywhere;
@@ -27,8 +30,10 @@
 //  * a member keeps its last done result (at most keep_bytes) until its next
 //    call completes through the agent, which needs every member's
 //    contribution to that next call, so the copy outlives every question;
-//  * a member concludes "nobody has it" only when every other member has
-//    answered failed (final), so no member can hold a result then.
+//  * a member concludes "nobody has it" only when it knows every member's
+//    own final "failed" (each passed on unchanged by the exchange), and a
+//    member that got the agent's result never says failed: so nobody can
+//    hold a result then, and every member decides alike.
 //
 // Questions and answers are active messages on the process's shared UCX
 // worker, answered inside its progress - from the progress callback Open
@@ -87,15 +92,16 @@ class CallLedger {
   // failed: for gatherInputs, `input` (intact until the call ends) is
   // copied so that other members can gather from it.
   void failed(const void* input = nullptr, size_t bytes = 0);
-  // After failed(): asks the other members until one has the result (copied
-  // into out, `bytes`), one says busy, or all say failed. Bounded by
-  // `stall` (warns past warn_ms naming who has not answered, fails past
-  // fail_ms); kGone from a member is an error (it cannot be decided safely).
+  // After failed(): the exchange, until a member that has the result is
+  // found (copied into out, `bytes`), one is known busy, or all are known
+  // failed. Bounded by `stall` (warns past warn_ms naming who has not
+  // answered, fails past fail_ms); kGone from a member, or a member whose
+  // connection failed, is an error (it cannot be decided safely).
   Result<Recovery> recover(void* out, size_t bytes, const StallBounds& stall);
 
-  // After failed(input): asks every other member for bytes [lo, hi) of its
-  // input to this call. kDone once some member is done and every member's
-  // part is here: `parts` holds them in member order (this member's from
+  // After failed(input): the exchange, then, once it found a done member,
+  // asks every other member for bytes [lo, hi) of its input to this call.
+  // kDone once some member is done and every member's part is here: `parts` holds them in member order (this member's from
   // its own input). lo == hi (nothing wanted: a reduce's non-root): kDone
   // as soon as one member is done. Else as recover(): kBusy, kFailed when
   // every member is final and none done; bounded by `stall`.

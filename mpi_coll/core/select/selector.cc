@@ -101,9 +101,10 @@ Decision decide(const SelectionInput& in, const CostModel& model, const Rules& r
   d.candidates = costRanking(in, model, policy);
   // Threads: the previous module's own collectives, run by several threads
   // at once, are two orders of magnitude slower than switchagg's (measured
-  // on Open MPI 4.1: docs/selection.md "Threads"), and online tuning's
-  // measuring calls synchronise through them: the model ranks switchagg's
-  // own paths only, untuned. The previous module stays last, for a call
+  // on Open MPI 4.1: docs/selection.md "Threads"): the model ranks
+  // switchagg's own paths only, and online tuning times them (its
+  // agreements then run over the communicator's own transport:
+  // CommState::tuningAllgather). The previous module stays last, for a call
   // nothing else serves.
   if (in.threads) {
     auto previous = std::find(d.candidates.begin(), d.candidates.end(), Algorithm::kPrevious);
@@ -111,7 +112,7 @@ Decision decide(const SelectionInput& in, const CostModel& model, const Rules& r
   }
   if (d.reason.empty()) {
     d.reason = in.threads ? "cost model, threads" : "cost model";
-    d.tunable = !in.threads;
+    d.tunable = true;
   }
   for (Algorithm a : d.candidates) pushUnique(&d.ranked, a);
   pushUnique(&d.ranked, Algorithm::kPrevious);

@@ -83,7 +83,7 @@ struct Decision {
   // Only the cost model chose (no forced algorithm, offload=on or rule):
   // online tuning may measure and overrule it, over `candidates` = every
   // eligible algorithm in the model's order (previous included, nothing cut;
-  // with SelectionInput::threads previous is cut and nothing is tunable).
+  // with SelectionInput::threads previous is cut).
   bool tunable = false;
   std::vector<Algorithm> candidates;
 };

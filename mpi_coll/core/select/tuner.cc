@@ -102,6 +102,21 @@ std::optional<Algorithm> Tuner::settledChoice(size_t bytes, bool switch_ok,
   return b.choice;
 }
 
+std::optional<Algorithm> Tuner::settledFaster(size_t bytes, bool switch_ok, uint64_t epoch,
+                                              Algorithm a, Algorithm b) const {
+  const std::optional<Algorithm> settled = settledChoice(bytes, switch_ok, epoch);
+  if (!settled) return std::nullopt;
+  if (*settled == a || *settled == b) return settled;
+  const double ta = agreedUs(bytes, switch_ok, a), tb = agreedUs(bytes, switch_ok, b);
+  if (std::isnan(ta) && std::isnan(tb)) return std::nullopt;
+  if (std::isnan(tb) || (!std::isnan(ta) && ta <= tb)) return a;
+  return b;
+}
+
+double Tuner::agreedUs(size_t bytes, bool switch_ok, Algorithm a) const {
+  return buckets_[size_t(bucketOf(bytes)) * 2 + switch_ok].agreed[slot(a)];
+}
+
 void Tuner::record(Algorithm served, double us) {
   if (current_ == nullptr) return;
   Bucket& b = *current_;

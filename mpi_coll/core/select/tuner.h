@@ -95,6 +95,16 @@ class Tuner {
   // next choose()). Nonblocking calls, which cannot be timed per call,
   // inherit it (docs/selection.md). Alike on every rank: settling is agreed.
   std::optional<Algorithm> settledChoice(size_t bytes, bool switch_ok, uint64_t epoch) const;
+  // Of `a` and `b`, the one the blocking calls of this size measured faster
+  // (agreed times; a pruned candidate keeps its round-1 time), once the
+  // bucket settled in `epoch`: the settled choice itself when it is one of
+  // them, else the faster measured one; nothing when neither was measured.
+  // A nonblocking call has only the switch and the previous module: a
+  // blocking verdict for a host algorithm says neither, their times do.
+  std::optional<Algorithm> settledFaster(size_t bytes, bool switch_ok, uint64_t epoch, Algorithm a,
+                                         Algorithm b) const;
+  // The agreed time of `a` in the bucket of `bytes` (NaN: not measured).
+  double agreedUs(size_t bytes, bool switch_ok, Algorithm a) const;
   // Whether the last choose() came from a settled bucket (else exploring).
   bool lastSettled() const { return last_settled_; }
   // The call just chosen for measures a candidate: start it together.

@@ -27,6 +27,13 @@ struct TestCut {
 // its sends were posted. Same RANK:CALL form as TestCut.
 using TestExitAfterSends = TestCut;
 
+// SWITCHAGG_TEST_RECOVERY_KILL=RANK:CALL (runtime/switch_recovery_exchange.cc):
+// communicator rank RANK SIGKILLs itself when its one-round-trip call CALL
+// failed and its recovery starts, before it answers anyone: a member dying
+// while the others recover that call (CALL 0: its first recovery). Same
+// RANK:CALL form as TestCut.
+using TestRecoveryKill = TestCut;
+
 // SWITCHAGG_AGENT_TEST_FAULT (daemon/data_plane.cc; the engine's side is
 // EngineConfig's test_* fields): what the agent does to its N-th chunk
 // result.
@@ -44,6 +51,11 @@ struct AgentTestFault {
 struct TestHooks {
   TestCut cut;
   TestExitAfterSends exit_after_sends;
+  TestRecoveryKill recovery_kill;
+  // SWITCHAGG_TEST_RECOVERY_ASK_ALL (runtime/switch_recovery.cc): recover a
+  // failed call by asking every member, the protocol before the exchange of
+  // final outcomes (for a benchmark or test comparing both in one build).
+  bool recovery_ask_all = false;
   AgentTestFault agent_fault;
 };
 

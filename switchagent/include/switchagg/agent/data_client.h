@@ -132,7 +132,13 @@ struct ClientCounters {
   uint64_t allreduces = 0;  // completed successfully
   uint64_t failures = 0;    // allreduce/join calls that failed
   uint64_t busy = 0;        // allreduce calls the agent refused as busy (group still usable)
+  uint64_t keepalives = 0;  // WAITING taken for a call in progress (another member was late)
 };
+
+// How far, by default, the agent's WAITING keepalives may extend a call
+// past its own bound (AggClient::setWaitLimit): the MPI layer's default
+// coll_switchagg_stall_timeout.
+inline constexpr int64_t kDefaultWaitLimitMs = 300000;
 
 // A group that spans several leaf agents of a tree (docs/offload.md
 // "Trees"): each member joins the leaf agent of its node with size/rank
@@ -191,6 +197,13 @@ class AggClient {
   bool failed() const;                     // the connection is dead
   const Status& failure() const;           // why (Ok while not failed)
   const ClientCounters& counters() const;  // totals over all groups
+  // A call whose chunks the agent says still wait for other members
+  // (WAITING: a member late, docs/agent-protocol.md "Waiting members") runs
+  // on past its timeout_ms, until timeout_ms after the last WAITING, but
+  // never more than limit_ms past its own bound. 0: WAITING extends
+  // nothing (every call ends at its timeout); above INT64_MAX / 4: no
+  // limit but the agent's (data.member_timeout). Default kDefaultWaitLimitMs.
+  void setWaitLimit(int64_t limit_ms);
 
   struct Impl;
 
@@ -230,6 +243,10 @@ class AggGroup {
   bool usable() const;
   const Status& failure() const;           // first failure (Ok while usable)
   const ClientCounters& counters() const;  // this group only
+  // The deadline of the call in progress begun with bound `bound_ms` (its
+  // start + timeout_ms): bound_ms, or later while the agent's WAITING says
+  // it waits for other members (AggClient::setWaitLimit).
+  int64_t deadline(int64_t bound_ms, int64_t timeout_ms) const;
 
   struct State;
 
@@ -322,6 +339,11 @@ class StripedGroup {
   Status startRouted(const RoutedCall& call);  // a routed call in steps, as startCall
   Status stepCall();
   Status abortCall(int64_t timeout_ms);
+  // The deadline of the call in progress begun with bound `bound_ms`: the
+  // earliest of its running stripes' (AggGroup::deadline), so a stripe's
+  // agent that falls silent ends the call at its own bound however long
+  // another stripe's agent says it waits.
+  int64_t deadline(int64_t bound_ms, int64_t timeout_ms) const;
   // A call whose input is still being written (the node leaders' pipeline):
   // after startCall only `send`'s first `elements` elements are read (until
   // this is called again with more; all by default). resultsReady(): the

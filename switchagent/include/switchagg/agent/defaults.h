@@ -13,6 +13,9 @@ inline constexpr const char* kDefaultControlListen = "127.0.0.1:18516";
 inline constexpr const char* kDefaultDataListen = "127.0.0.1:18515";
 inline constexpr size_t kDefaultSlotBytes = 256 * 1024;  // payload bytes per aggregation slot
 inline constexpr int64_t kDefaultMemberTimeoutMs = 10000;
+// WAITING to members of a chunk that waits (a quarter of a client's
+// default 2 s call bound: three may be lost before that bound passes).
+inline constexpr int64_t kDefaultKeepaliveMs = 500;
 inline constexpr int kDefaultMaxGroupsPerLease = 64;
 inline constexpr size_t kDefaultSlotMemoryBytes = size_t{1} << 30;  // all groups' slot buffers
 // Contribution bytes (a chunk's bytes x its members) one group's chunks may

@@ -67,8 +67,14 @@ constexpr uint32_t kJoinFlagUplink = 8;
 // calls then stay off that communicator). A leaf whose members all set it
 // joins its parent with kJoinFlagRouted.
 constexpr uint32_t kJoinFlagTreeRouted = 16;
-constexpr uint32_t kJoinKnownFlags =
-    kJoinFlagBusy | kJoinFlagRouted | kJoinFlagTree | kJoinFlagUplink | kJoinFlagTreeRouted;
+// Keepalives (docs/agent-protocol.md "Waiting members"): the member takes
+// WAITING, which the agent sends while a chunk it contributed to waits for
+// other members; its bound for the call then runs from the last WAITING.
+// An agent that predates it refuses the JOIN as malformed; the client joins
+// again without it (and keeps its plain wall-time bound).
+constexpr uint32_t kJoinFlagKeepalive = 32;
+constexpr uint32_t kJoinKnownFlags = kJoinFlagBusy | kJoinFlagRouted | kJoinFlagTree |
+                                     kJoinFlagUplink | kJoinFlagTreeRouted | kJoinFlagKeepalive;
 constexpr size_t kTreeJoinBodyBytes = 16 + 4 + 4;  // parent token, leaf index, leaves
 
 // CONTRIB_ROUTED modes.
@@ -121,8 +127,13 @@ enum class MsgType : uint8_t {
   // one chunk of a routed call - reduced or forwarded, its result sent only
   // to members [dest_lo, dest_hi] (the others get a header-only RESULT).
   kContribRouted = 12,
+  // Added with kJoinFlagKeepalive (sent only to members whose JOIN set it):
+  // chunk `chunk`, which this member contributed, still waits for `count`
+  // members, the lowest of them `rank`. Informational: it changes no state
+  // at the agent and answers nothing.
+  kWaiting = 13,
 };
-constexpr int kMaxMsgType = 12;
+constexpr int kMaxMsgType = 13;
 
 // Why a message was rejected or a group aborted. Wire-stable: append only.
 enum class Reason : uint16_t {
@@ -182,7 +193,7 @@ struct Message {
   Token token{};
   uint64_t group_id = 0;
   uint32_t size = 0;        // JOIN, JOIN_ACK
-  uint32_t rank = 0;        // JOIN, JOIN_ACK, CONTRIB, LEAVE
+  uint32_t rank = 0;        // JOIN, JOIN_ACK, CONTRIB, LEAVE; WAITING: lowest missing rank
   uint32_t window = 0;      // JOIN (request, 0 = as many as allowed), JOIN_ACK, HELLO_ACK (max)
   uint32_t flags = 0;       // JOIN (kJoinFlag*)
   // JOIN with kJoinFlagTree: the parent's lease token, this leaf's index
@@ -191,11 +202,11 @@ struct Message {
   uint32_t tree_index = 0, tree_size = 0;
   uint32_t slot_bytes = 0;  // HELLO_ACK, JOIN_ACK
   uint32_t slot = 0;        // CONTRIB, RESULT
-  uint64_t chunk = 0;       // CONTRIB, RESULT, ERROR (the rejected chunk, if any)
+  uint64_t chunk = 0;       // CONTRIB, RESULT, WAITING, ERROR (the rejected chunk, if any)
   uint64_t call_elems = 0;  // CONTRIB, RESULT: elements of the whole allreduce
   Dtype dtype = Dtype::kInt32;
   Op op = Op::kSum;
-  uint32_t count = 0;             // CONTRIB, RESULT: elements in this chunk
+  uint32_t count = 0;             // CONTRIB, RESULT: elements in this chunk; WAITING: members missing
   // CONTRIB_ROUTED: kModeReduce or kModeForward; the members that receive
   // the chunk's result, [dest_lo, dest_hi]; forward: where this member's
   // piece (payload_bytes / dtype size elements, maybe 0) starts in the chunk.
