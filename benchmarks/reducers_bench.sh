@@ -111,10 +111,13 @@ for rep in $(seq 1 "$reps"); do
     echo "$k $r0 | $r1" >>"$raw/rx_rep$rep.txt"
     run "switchi_k$k" "$rep" --mca coll_switchagg_offload on -x SWITCHAGG_SWITCH_LEADERS="$leaders" \
       --coll iallreduce
-    # auto, settled: 30 untimed calls a size let online tuning finish.
-    run "auto_k$k" "$rep" --mca coll_switchagg_offload auto --min-warmup 30
-    run "autoi_k$k" "$rep" --mca coll_switchagg_offload auto --coll iallreduce --min-warmup 30
-    run "autot_k$k" "$rep" --mca coll_switchagg_offload auto --thread-multiple --min-warmup 30
+    # auto, settled: 30 untimed calls a size let online tuning finish
+    # (--min-warmup alone is capped by --warmup: both).
+    run "auto_k$k" "$rep" --mca coll_switchagg_offload auto --min-warmup 30 --warmup 30
+    run "autoi_k$k" "$rep" --mca coll_switchagg_offload auto --coll iallreduce --min-warmup 30 \
+      --warmup 30
+    run "autot_k$k" "$rep" --mca coll_switchagg_offload auto --thread-multiple --min-warmup 30 \
+      --warmup 30
     lease_drop "$k"
   done
 done

@@ -57,7 +57,8 @@ const std::vector<OptionSpec>& optionTable() {
       {"--warmup", "N", "untimed calls before each size, scaled like --iters (default 20)",
        [](BenchOptions* o, const std::string& v) { return setCount("--warmup", v, 0, &o->warmup); }},
       {"--min-warmup", "N",
-       "fewest untimed calls at large sizes (default 1; 30 lets online tuning settle)",
+       "fewest untimed calls at large sizes, at most --warmup (default 1; --warmup 30 "
+       "--min-warmup 30 lets online tuning settle)",
        [](BenchOptions* o, const std::string& v) {
          return setCount("--min-warmup", v, 1, &o->min_warmup);
        }},
