@@ -5,7 +5,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "control_transport.h"
 #include "lease_json.h"
@@ -162,14 +165,19 @@ ApiResult<ControlReply> ControlClient::request(const std::string& method,
     Result<ControlAddress> addr = parseControlAddress(address_);
     if (!addr.ok()) return ApiFailure{ApiError::kConfig, addr.status().message()};
     // A connection the agent cut before answering (shed under a connection
-    // flood) is tried once more, with a fresh credential (munge refuses a
-    // replayed one), within the same timeout.
+    // flood) is tried again, each time with a fresh credential (munge
+    // refuses a replayed one) and a short pause growing from 5 ms, until
+    // the same timeout: under a flood of another user's connections the
+    // agent may cut more than one attempt in a row.
     const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : 5000;  // exchangeHttp's
     const int64_t deadline = controlNowMs() + timeout_ms;
     Result<HttpResponse> resp = attemptOnce(options_, *addr, method, path, body, timeout_ms);
-    const int64_t left = deadline - controlNowMs();
-    if (!resp.ok() && resp.status().code() == Code::kPeerFailed && left > 0)
-      resp = attemptOnce(options_, *addr, method, path, body, int(left));
+    for (int pause_ms = 5; !resp.ok() && resp.status().code() == Code::kPeerFailed;
+         pause_ms = std::min(2 * pause_ms, 100)) {
+      if (deadline - controlNowMs() <= pause_ms) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      resp = attemptOnce(options_, *addr, method, path, body, int(deadline - controlNowMs()));
+    }
     if (!resp.ok()) {
       // A garbled answer is the agent's fault; an address we cannot even
       // use (a socket path longer than sun_path) is the caller's; anything

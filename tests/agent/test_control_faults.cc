@@ -240,7 +240,7 @@ class CuttingServer {
   std::thread thread_;
 };
 
-TEST(ControlFaults, AConnectionCutBeforeAnyAnswerIsTriedOnceMore) {
+TEST(ControlFaults, AConnectionCutBeforeAnyAnswerIsTriedAgainUntilTheTimeout) {
   {
     CuttingServer once(1);
     ApiResult<AgentStatus> st = ControlClient(once.address()).status();
@@ -248,13 +248,28 @@ TEST(ControlFaults, AConnectionCutBeforeAnyAnswerIsTriedOnceMore) {
     EXPECT_EQ(st->version, "test");
     EXPECT_EQ(once.accepted(), 2);
   }
-  // Cut every time: one retry only, then unreachable, naming what happened.
-  CuttingServer always(1000);
-  ApiResult<AgentStatus> st = ControlClient(always.address()).status();
+  {
+    // Cut three times in a row (a flood the agent sheds): still answered.
+    CuttingServer thrice(3);
+    ApiResult<AgentStatus> st = ControlClient(thrice.address()).status();
+    ASSERT_TRUE(st.ok()) << st.status().toString();
+    EXPECT_EQ(thrice.accepted(), 4);
+  }
+  // Cut every time: tried again until the request's timeout, then
+  // unreachable, naming what happened, within the timeout.
+  CuttingServer always(100000);
+  ControlClientOptions o;
+  o.address = always.address();
+  o.timeout_ms = 400;
+  const auto t0 = std::chrono::steady_clock::now();
+  ApiResult<AgentStatus> st = ControlClient(o).status();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(st.error(), ApiError::kUnreachable);
   EXPECT_NE(st.status().message().find("closed before any answer"), std::string::npos)
       << st.status().message();
-  EXPECT_EQ(always.accepted(), 2);
+  EXPECT_GT(always.accepted(), 3);
+  EXPECT_LT(ms, 1500) << "the retries outlived the request's timeout";
 }
 
 // A Unix socket whose listen queue is full (a connection flood the agent
