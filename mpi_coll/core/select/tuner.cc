@@ -97,7 +97,7 @@ Algorithm Tuner::choose(size_t bytes, bool switch_ok, const std::vector<Algorith
 std::optional<Algorithm> Tuner::settledChoice(size_t bytes, bool switch_ok,
                                               uint64_t epoch) const {
   if (epoch != epoch_) return std::nullopt;
-  const Bucket& b = buckets_[size_t(bucketOf(bytes)) * 2 + switch_ok];
+  const Bucket& b = bucket(bucketOf(bytes), switch_ok);
   if (b.phase != Phase::kSettled) return std::nullopt;
   return b.choice;
 }
@@ -114,7 +114,7 @@ std::optional<Algorithm> Tuner::settledFaster(size_t bytes, bool switch_ok, uint
 }
 
 double Tuner::agreedUs(size_t bytes, bool switch_ok, Algorithm a) const {
-  return buckets_[size_t(bucketOf(bytes)) * 2 + switch_ok].agreed[slot(a)];
+  return bucket(bucketOf(bytes), switch_ok).agreed[slot(a)];
 }
 
 void Tuner::record(Algorithm served, double us) {

@@ -157,6 +157,9 @@ class Tuner {
   void finishRound1(Bucket& b, const Payload& agreed);
   void finishRound2(Bucket& b, const Payload& agreed);
   Bucket& bucket(int log2_bytes, bool switch_ok) { return buckets_[size_t(log2_bytes) * 2 + switch_ok]; }
+  const Bucket& bucket(int log2_bytes, bool switch_ok) const {
+    return buckets_[size_t(log2_bytes) * 2 + switch_ok];
+  }
 
   TunerOptions options_;
   std::array<Bucket, 64 * 2> buckets_;
