@@ -14,4 +14,12 @@ if (($# > 0)); then
     exit 1
   fi
 fi
-ctest --output-on-failure --timeout 600 "$@"
+# A failed test's output keeps its end (where the verdict is); after a failure
+# a digest of why each test failed ends the log, so its tail names the cause.
+status=0
+ctest --output-on-failure --test-output-truncation tail --timeout 600 -O "$build/ctest-output.log" \
+  "$@" || status=$?
+if ((status != 0)); then
+  python3 "$root/scripts/ctest_digest.py" "$build/ctest-output.log" || true
+fi
+exit "$status"
