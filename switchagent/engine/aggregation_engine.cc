@@ -402,13 +402,19 @@ void AggregationEngine::tick(int64_t now_ms) {
   std::vector<std::pair<Group*, std::pair<Reason, std::string>>> dead;
   const bool check_leases = now_ms >= next_lease_check_ms_;
   if (check_leases) next_lease_check_ms_ = now_ms + config_.lease_check_ms;
-  std::unordered_map<LeaseToken, bool> lease_alive;
+  // Each lease looked up once per check; the scratch is kept across ticks
+  // (a map built per check allocated on the data-plane thread every 250 ms).
+  lease_checked_.clear();
+  auto leaseAlive = [this](const LeaseToken& token) {
+    for (const auto& [t, alive] : lease_checked_)
+      if (t == token) return alive;
+    lease_checked_.emplace_back(token, lookup_(token).has_value());
+    return lease_checked_.back().second;
+  };
   for (auto& [key, gp] : groups_) {
     Group& g = *gp;
     if (check_leases) {
-      auto it = lease_alive.find(g.token);
-      if (it == lease_alive.end()) it = lease_alive.emplace(g.token, lookup_(g.token).has_value()).first;
-      if (!it->second) {
+      if (!leaseAlive(g.token)) {
         dead.push_back({&g, {Reason::kLeaseRevoked, "lease expired or deleted"}});
         continue;
       }

@@ -68,7 +68,6 @@ struct EngineConfig : EngineSettings {
   // slots together; 0 = no cap beyond the leases' own slot counts (which
   // the control plane keeps <= the pool).
   size_t pool_slots = 0;
-  int64_t lease_check_ms = 250;  // how often live groups re-check their lease
   // This agent has a parent (fabric map): it serves tree JOINs
   // (kJoinFlagTree) by joining the parent; without one they are refused.
   bool has_parent = false;
@@ -234,6 +233,7 @@ class AggregationEngine {
   std::vector<uint32_t> turnaround_us_;    // recent batches, a ring
   size_t turnaround_next_ = 0;
   int64_t next_lease_check_ms_ = 0;
+  std::vector<std::pair<LeaseToken, bool>> lease_checked_;  // tick's scratch: lease -> alive
   int64_t now_ms_ = 0;  // the clock of the last message or tick (reduceReady's, formGroup's)
 
   mutable std::mutex counters_mu_;

@@ -32,6 +32,9 @@ struct EngineSettings {
   // "Waiting members"); member_timeout stays the bound. 0: off, as an agent
   // that predates it (a JOIN with kJoinFlagKeepalive is malformed).
   int64_t keepalive_ms = kDefaultKeepaliveMs;
+  // How often live groups re-check their lease (not in the config file:
+  // tests shorten it).
+  int64_t lease_check_ms = 250;
   // The data link's rate, advertised (0 = unknown). The data plane fills it
   // from sysfs when the config leaves it 0 (daemon/link_rate.h).
   uint32_t link_mbps = 0;

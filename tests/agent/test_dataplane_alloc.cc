@@ -10,7 +10,8 @@
 // contributions and 1440 result sends) may allocate only what the engine's
 // scratch vectors need to reach a new high-water mark (a pass with more
 // chunks or pieces than any before: they double, so a handful over an
-// agent's life), never once per chunk or per send. What UCX allocates with
+// agent's life), never once per chunk, per send or per tick (the lease
+// check). What UCX allocates with
 // malloc is not seen (only the agent's own code is).
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -90,6 +91,9 @@ TEST(DataPlaneAlloc, ThePerChunkPathAllocatesNothingOnceWarm) {
   config.sysfs_root = "";
   config.engine.slot_bytes = 16 * 1024;
   config.engine.link_mbps = 100000;
+  // The live groups' lease check on every tick (50 ms), not every 250 ms:
+  // what the check allocates shows up however fast the calls run.
+  config.engine.lease_check_ms = 1;
   auto dp = DataPlane::start(config, "", leases);
   ASSERT_TRUE(dp.ok()) << dp.status().toString();
   const std::string address = dp.value()->address();
