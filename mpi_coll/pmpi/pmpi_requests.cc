@@ -109,13 +109,18 @@ bool overBoundLocked(IJob* job) {
       double(nowNs() - job->entry->moved_ns.load(std::memory_order_relaxed)) / 1e9;
   if (idle_s < std::min(10.0, g_stall_s / 2.0) || (job->warned && idle_s < g_stall_s))
     return false;
-  const bool head = switchagg_nb_queue_head(&job->entry->iqueue) == &job->call;
+  // A call queued behind others names the one it waits for (the queue's
+  // head) and where that stands.
+  const IJob* head = jobOf(switchagg_nb_queue_head(&job->entry->iqueue));
+  char behind[128] = "";
+  if (head != job)
+    std::snprintf(behind, sizeof behind, "queued behind %s #%llu on its communicator, ",
+                  callName(head), static_cast<unsigned long long>(head->seq));
   char what[320];
-  std::snprintf(what, sizeof what, "%s #%llu (%zu %s%s), %s", callName(job),
+  std::snprintf(what, sizeof what, "%s #%llu (%zu %s), %s%s", callName(job),
                 static_cast<unsigned long long>(job->seq), job->call.count,
-                switchagg_coll_kind_is_routed(job->call.kind) ? "bytes" : "elements",
-                head ? "" : ", queued behind earlier calls on its communicator",
-                stageName(head ? switchagg_nb_call_stage(&job->call) : int(SWITCHAGG_NB_QUEUED)));
+                switchagg_coll_kind_is_routed(job->call.kind) ? "bytes" : "elements", behind,
+                stageName(switchagg_nb_call_stage(&head->call)));
   if (idle_s >= g_stall_s) {
     std::fprintf(stderr,
                  "switchagg[pmpi] error: rank %d: %s: no progress for %d s "
