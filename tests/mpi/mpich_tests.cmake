@@ -159,15 +159,14 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_iallreduce_np3 180 "mpi;mpich;agent" program 3
     ${_mpich_bin}/mpi_iallreduce_check --mode matrix --expect switch)
   # 16-bit floats through the agent (issue 46), blocking and MPI_Iallreduce.
-  # One rank per node: the agent sums all in fp32 and rounds once, so mixed
-  # sums are bitwise the rank-ordered fp32 sum rounded once. One node: the
-  # leader's MPI_Iallreduce fold is one fp32 sum too (the agent passes one
-  # member through); its blocking node reduce is a binomial tree summed in
-  # fp32 and rounded once by the leader (--one-rounding: held to one ulp
-  # plus fp32's error; docs/offload.md "16-bit floats").
+  # One rank per node: the agent sums all in fp64 (exact) and rounds once,
+  # so mixed sums are bitwise the exact sum rounded once. One node: the
+  # leader's MPI_Iallreduce fold and its blocking node reduce (a binomial
+  # tree) are fp64 sums too, rounded once by the leader, and the agent
+  # passes one member through: exact as well (docs/offload.md "16-bit
+  # floats").
   add_mpich_switch_test(mpich_switch_fp16_np3 240 "mpi;mpich;agent" program 3
-    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-iswitch
-    --one-rounding)
+    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   add_mpich_switch_test(mpich_switch_fp16_ppn1_np4 240 "mpi;mpich;agent" program 4
     ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   set_tests_properties(mpich_switch_fp16_ppn1_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
