@@ -109,19 +109,48 @@ __attribute__((target("avx2,f16c"))) void widenAvx2(double* out, const uint16_t*
 }
 
 // Four doubles rounded to fp32 to odd (toOddFloat, four lanes).
-__attribute__((target("avx2,f16c"))) inline __m128 toOdd4(const double* in) {
-  const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+__attribute__((target("avx2,f16c"))) inline __m128 toOdd4(__m256d d) {
+  const __m256i u = _mm256_castpd_si256(d);
   const __m256i cut = _mm256_set1_epi64x(int64_t(kCut));
   const __m256i exact = _mm256_cmpeq_epi64(_mm256_and_si256(u, cut), _mm256_setzero_si256());
   const __m256i odd = _mm256_andnot_si256(exact, _mm256_set1_epi64x(int64_t(kOdd)));
   return _mm256_cvtpd_ps(_mm256_castsi256_pd(_mm256_or_si256(_mm256_andnot_si256(cut, u), odd)));
 }
 
+// out = first op in[0] op ... op in[k-1], binary16, eight elements a step
+// wholly in registers: widened, folded in fp64, rounded once - no
+// accumulator in memory. Each step reads its elements of every input
+// before it writes them, so `out` may be `first` or an input.
+template <Op O>
+__attribute__((target("avx2,f16c"))) void foldF16Avx2(uint16_t* out, const uint16_t* first,
+                                                     const uint16_t* const* in, size_t k, size_t n) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x0 = widen8<false>(first + i);
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x0));
+    __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x0, 1));
+    for (size_t r = 0; r < k; ++r) {
+      const __m256 x = widen8<false>(in[r] + i);
+      lo = apply4<O>(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+      hi = apply4<O>(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+    }
+    const __m256 f = _mm256_set_m128(toOdd4(hi), toOdd4(lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(f, kRound));
+  }
+  for (; i < n; ++i) {
+    double acc = widenOne(false, first[i]);
+    for (size_t r = 0; r < k; ++r) acc = applyOne(O, acc, widenOne(false, in[r][i]));
+    out[i] = doubleToHalf(acc);
+  }
+}
+
 __attribute__((target("avx2,f16c"))) void narrowF16Avx2(uint16_t* out, const double* in, size_t n) {
   constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 f = _mm256_set_m128(toOdd4(in + i + 4), toOdd4(in + i));
+    const __m256 f =
+        _mm256_set_m128(toOdd4(_mm256_loadu_pd(in + i + 4)), toOdd4(_mm256_loadu_pd(in + i)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(f, kRound));
   }
   for (; i < n; ++i) out[i] = doubleToHalf(in[i]);
@@ -196,6 +225,20 @@ static void narrowBfloat16Wide(uint16_t* out, const double* in, size_t n) {
     }
     for (size_t i = 0; i < m; ++i) out[at + i] = doubleToBfloat16(in[at + i]);
   }
+}
+
+bool foldHalfWide(Dtype d, Op op, uint16_t* out, const uint16_t* first, const uint16_t* const* in,
+                  size_t k, size_t n) {
+#if SWITCHAGG_HAVE_AVX2
+  if (d != Dtype::kFloat16 || !useAvx2F16c()) return false;
+  if (op == Op::kSum) foldF16Avx2<Op::kSum>(out, first, in, k, n);
+  else if (op == Op::kMin) foldF16Avx2<Op::kMin>(out, first, in, k, n);
+  else foldF16Avx2<Op::kMax>(out, first, in, k, n);
+  return true;
+#else
+  (void)d, (void)op, (void)out, (void)first, (void)in, (void)k, (void)n;
+  return false;
+#endif
 }
 
 void narrowHalfWide(Dtype d, uint16_t* out, const double* in, size_t n) {

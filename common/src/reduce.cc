@@ -149,6 +149,9 @@ void halfAccumulate(Dtype d, Op op, double* acc, const void* first, const void* 
 // before its result is written, so `out` may be `first` or an input.
 void halfFold(Dtype d, Op op, void* out, const void* first, const void* const* in, size_t n_in,
               size_t count) {
+  if (foldHalfWide(d, op, static_cast<uint16_t*>(out), static_cast<const uint16_t*>(first),
+                   reinterpret_cast<const uint16_t* const*>(in), n_in, count))
+    return;
   double acc[kHalfBlock];
   for (size_t at = 0; at < count; at += kHalfBlock) {
     const size_t n = std::min(kHalfBlock, count - at);

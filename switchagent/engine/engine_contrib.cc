@@ -63,8 +63,9 @@ bool aligned(const void* p, Dtype d) {
 }
 
 // A 16-bit float piece (every member, from = 0): each block of elements is
-// folded in fp64 on the stack across all the members, in rank order and in
-// batches, then rounded once (common/reduce.h, accumulateHalf).
+// folded in fp64 across all the members, in rank order - up to 16 members
+// in one pass in registers (reduceMany), more on the stack in batches
+// (accumulateHalf) - then rounded once.
 constexpr size_t kHalfBlockElems = 2048;  // 16 KiB of fp64 per pool thread
 
 void reduceHalfPiece(const Piece& p) {
@@ -74,9 +75,18 @@ void reduceHalfPiece(const Piece& p) {
   uint8_t* out = b.result(p.slot);
   const void* in[kBatchInputs];
   double acc[kHalfBlockElems];
+  size_t members = 0;
+  for (uint32_t r = 0; r < g.size; ++r) members += s.mode != 0 && !s.piece_len[r] ? 0 : 1;
   for (size_t at = p.begin; at < p.end; at += kHalfBlockElems) {
     const size_t n = std::min(kHalfBlockElems, p.end - at);
     const size_t off = at * sizeof(uint16_t);
+    if (members <= kBatchInputs) {  // one pass, nothing between in memory (half.h)
+      size_t k = 0;
+      for (uint32_t r = 0; r < g.size; ++r)
+        if (s.mode == 0 || s.piece_len[r]) in[k++] = b.contribution(p.slot, r) + off;
+      (void)reduceMany(s.dtype, s.op, out + off, in, k, n);
+      continue;
+    }
     bool start = true;
     size_t k = 0;
     auto flush = [&] {

@@ -50,6 +50,13 @@ void accumulateWidened(Dtype d, Op op, double* acc, const uint16_t* const* in, s
 // out[i] = in[i] rounded to `d` once, to nearest, ties to even (not through
 // an fp32 rounding to nearest, which could round twice).
 void narrowHalfWide(Dtype d, uint16_t* out, const double* in, size_t n);
+// out[i] = first[i] op in[0][i] op ... op in[k - 1][i], i < n, folded in
+// fp64 and rounded once - the same bits as widenHalfWide, accumulateWidened
+// and narrowHalfWide - in one pass with nothing in memory between (out may
+// be first or an input). False, doing nothing, where there is no such
+// kernel (bfloat16, or no AVX2/F16C): the caller takes the three steps.
+bool foldHalfWide(Dtype d, Op op, uint16_t* out, const uint16_t* first, const uint16_t* const* in,
+                  size_t k, size_t n);
 uint16_t doubleToHalf(double d);
 uint16_t doubleToBfloat16(double d);
 
