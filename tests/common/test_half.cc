@@ -195,9 +195,9 @@ std::vector<uint16_t> many(Dtype d, Op op, const std::vector<std::vector<uint16_
 }
 
 // 1 + four times 2^-11: each pairwise fp16 sum is a tie that rounds back to
-// 1, but the fp32 sum 1 + 2^-9 is exact in fp16. And 60000 + 60000 - 60000
-// overflows fp16 in the middle but not fp32.
-TEST(HalfReduce, SumsAccumulateInFp32AndRoundOnce) {
+// 1, but the wide sum 1 + 2^-9 is exact in fp16. And 60000 + 60000 - 60000
+// overflows fp16 in the middle but not the wide sum.
+TEST(HalfReduce, SumsAccumulateWideAndRoundOnce) {
   const uint16_t one = h16(1.0f), tiny = h16(std::ldexp(1.0f, -11));
   const std::vector<std::vector<uint16_t>> in = {{one}, {tiny}, {tiny}, {tiny}, {tiny}};
   EXPECT_EQ(many(Dtype::kFloat16, Op::kSum, in)[0], h16(1.0f + std::ldexp(1.0f, -9)));

@@ -114,7 +114,7 @@ struct Options {
   std::string expect = "auto";
   bool exact_switch = false;   // blocking and nonblocking switch calls round once
   bool exact_iswitch = false;  // nonblocking switch calls round once
-  bool one_rounding = false;   // blocking switch calls too: fp32 sums rounded once
+  bool one_rounding = false;   // blocking switch calls: held to the host algorithms' bound
   bool plain = false;  // no library: call MPI only (the abort test)
   bool nonblocking = true;
   int iters = 1;
