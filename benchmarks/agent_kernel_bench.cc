@@ -271,6 +271,67 @@ void slotReduceOmpSimd(benchmark::State& st) {
 constexpr int64_t kInCache = 256 << 10;
 constexpr int64_t kOutOfCache = 32 << 20;
 
+// 16-bit floats at the slot size: the agent's fold of k members' chunks
+// (reduceMany, SUM of binary16: widened, summed, rounded once; at most 16
+// inputs a call, as reduceHalfPiece batches them), 256 KiB of input per
+// member, random values of mixed magnitude. halfBound is the same bytes
+// touched by the simplest loop at -O3: k arrays of uint16 added as integers
+// into a block on the stack, stored once - the bound for those bytes, what
+// the kernel would reach if widening, adding and rounding were free.
+// Rate = input bytes (k x 256 KiB) per second.
+struct HalfInputs {
+  explicit HalfInputs(size_t k) : in(k, std::vector<uint16_t>(kInCache / 2)), out(kInCache / 2) {
+    uint32_t x = 46;
+    for (auto& v : in)
+      for (auto& e : v) {
+        x = x * 1664525u + 1013904223u;
+        // sign, exponent 5..24 of 31 (2^-10 .. 2^9), any fraction
+        e = uint16_t((x >> 16 & 0x8000u) | ((5 + (x >> 8) % 20) << 10) | (x & 0x3FFu));
+      }
+    for (const auto& v : in) ptr.push_back(v.data());
+  }
+  std::vector<std::vector<uint16_t>> in;
+  std::vector<uint16_t> out;
+  std::vector<const void*> ptr;
+};
+
+void halfSum(benchmark::State& st) {
+  HalfInputs h(static_cast<size_t>(st.range(0)));
+  for (auto _ : st) {
+    (void)switchagg::reduceMany(Dtype::kFloat16, Op::kSum, h.out.data(), h.ptr.data(),
+                                h.ptr.size(), h.out.size());
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0) * kInCache);
+}
+
+__attribute__((noinline)) void plainHalfBytes(uint16_t* __restrict out,
+                                              const std::vector<const void*>& inputs, size_t n) {
+  constexpr size_t kBlock = 512, kMaxIn = 16;
+  const uint16_t* in[kMaxIn];
+  const size_t k = std::min(kMaxIn, inputs.size());
+  for (size_t r = 0; r < k; ++r) in[r] = static_cast<const uint16_t*>(inputs[r]);
+  alignas(64) uint16_t acc[kBlock];
+  for (size_t at = 0; at < n; at += kBlock) {
+    const size_t m = std::min(kBlock, n - at);
+    std::memcpy(acc, in[0] + at, m * sizeof(uint16_t));
+    for (size_t r = 1; r < k; ++r) {
+      const uint16_t* __restrict b = in[r] + at;
+      for (size_t i = 0; i < m; ++i) acc[i] = uint16_t(acc[i] + b[i]);
+    }
+    std::memcpy(out + at, acc, m * sizeof(uint16_t));
+  }
+}
+
+void halfBound(benchmark::State& st) {
+  HalfInputs h(static_cast<size_t>(st.range(0)));
+  for (auto _ : st) {
+    plainHalfBytes(h.out.data(), h.ptr, h.out.size());
+    benchmark::ClobberMemory();
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * st.range(0) * kInCache);
+}
+
 // One slot in cache (the agent's default 256 KiB) and out of it (8 MiB), on
 // 1 and 2 threads; wall-clock time.
 void slotSizesAndThreads(benchmark::internal::Benchmark* b) {
@@ -306,6 +367,8 @@ BENCHMARK_TEMPLATE(placedLoop, 16)->Arg(kInCache);
 BENCHMARK_TEMPLATE(placedLoop, 40)->Arg(kInCache);
 BENCHMARK_TEMPLATE(placedLoop, 56)->Arg(kInCache);
 #endif
+BENCHMARK(halfSum)->Arg(2)->Arg(4)->Arg(16);
+BENCHMARK(halfBound)->Arg(2)->Arg(4)->Arg(16);
 BENCHMARK(slotReduce)->Apply(slotSizesAndThreads);
 BENCHMARK(slotReducePairwise)->Apply(slotSizesAndThreads);
 #ifdef SWITCHAGG_BENCH_OPENMP

@@ -1,5 +1,7 @@
 #include "bench_data.h"
 
+#include "switchagg/common/half.h"
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -14,7 +16,10 @@ int64_t pattern(size_t i, int r, int nranks, Op op, Dtype dtype) {
     case Op::kLand: case Op::kLor: case Op::kLxor: return int64_t((i + size_t(r)) % 3);
     default: break;
   }
-  if (dtypeSize(dtype) == 1 && op == Op::kSum) return int64_t((i + size_t(r)) % 2);
+  // Sums that stay exact: 8-bit integers and bfloat16 (integers exact to
+  // 256) add 0s and 1s; binary16 (exact to 2048) the 1..11 below.
+  if ((dtypeSize(dtype) == 1 || dtype == Dtype::kBfloat16) && op == Op::kSum)
+    return int64_t((i + size_t(r)) % 2);
   return int64_t((i * 7 + size_t(r) * 3) % 11) + 1;
 }
 
@@ -51,11 +56,19 @@ void storeAs(Dtype dtype, void* buf, size_t i, int64_t v) {
     case Dtype::kUint64: store<uint64_t>(buf, i, v); break;
     case Dtype::kFloat32: store<float>(buf, i, v); break;
     case Dtype::kFloat64: store<double>(buf, i, v); break;
+    case Dtype::kFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalf(float(v)); break;
+    case Dtype::kBfloat16: static_cast<uint16_t*>(buf)[i] = floatToBfloat16(float(v)); break;
     default: break;
   }
 }
 
 }  // namespace
+
+int maxRanksFor(Dtype dtype) {
+  if (dtype == Dtype::kFloat16) return 2048 / 11;
+  if (dtype == Dtype::kBfloat16) return 256;
+  return 0;
+}
 
 void fillInput(void* buf, size_t count, Dtype dtype, Op op, int rank, int nranks) {
   for (size_t i = 0; i < count; ++i) storeAs(dtype, buf, i, pattern(i, rank, nranks, op, dtype));
@@ -100,6 +113,8 @@ std::string elementText(const void* buf, size_t i, Dtype dtype) {
     case Dtype::kUint64: return std::to_string(get(uint64_t{}));
     case Dtype::kFloat32: return std::to_string(get(float{}));
     case Dtype::kFloat64: return std::to_string(get(double{}));
+    case Dtype::kFloat16: return std::to_string(halfToFloat(get(uint16_t{})));
+    case Dtype::kBfloat16: return std::to_string(bfloat16ToFloat(get(uint16_t{})));
     default: return "?";
   }
 }

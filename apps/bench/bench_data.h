@@ -1,6 +1,6 @@
 // Input patterns and the independent reference for --check. Inputs are small
-// integers (exact in float32 too), chosen per op so no sum or product can
-// overflow or round: any correct reduction order gives bit-identical results,
+// integers (exact in float32, and in float16/bfloat16 up to maxRanksFor
+// ranks), chosen per op so no sum or product can overflow or round: any correct reduction order gives bit-identical results,
 // so the check is an exact comparison for every dtype.
 #pragma once
 
@@ -11,6 +11,9 @@
 
 namespace switchagg::bench {
 
+// The most ranks whose sums of the pattern stay exact in `dtype` (binary16:
+// 2048 / 11; bfloat16: 256), 0 for no limit.
+int maxRanksFor(Dtype dtype);
 // Fills `count` elements of `dtype` with rank `rank`'s contribution.
 void fillInput(void* buf, size_t count, Dtype dtype, Op op, int rank, int nranks);
 // What every element must be after the allreduce over `nranks` ranks,

@@ -4,6 +4,11 @@
 // MPI_Gather/MPI_Bcast so that it never measures or trusts the allreduce
 // under test with itself.
 #include <mpi.h>
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI 5's MPIX_C_FLOAT16 (the shortfloat extension)
+#endif
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -32,6 +37,17 @@ MPI_Datatype mpiType(Dtype d) {
     case Dtype::kInt64: return MPI_INT64_T;
     case Dtype::kUint64: return MPI_UINT64_T;
     case Dtype::kFloat64: return MPI_DOUBLE;
+    // 16-bit floats: MPI_DATATYPE_NULL where this MPI does not define them.
+#ifdef MPIX_C_FLOAT16
+    case Dtype::kFloat16: return MPIX_C_FLOAT16;
+#else
+    case Dtype::kFloat16: return MPI_DATATYPE_NULL;
+#endif
+#ifdef MPIX_BFLOAT16
+    case Dtype::kBfloat16: return MPIX_BFLOAT16;
+#else
+    case Dtype::kBfloat16: return MPI_DATATYPE_NULL;
+#endif
     default: return MPI_FLOAT;
   }
 }
@@ -279,6 +295,15 @@ int main(int argc, char** argv) {
     rc = 2;
   } else if (opts->help) {
     if (rank == 0) fputs(benchUsage().c_str(), stdout);
+  } else if (isHalfFloat(opts->dtype) && !opts->measure_gamma &&
+             (mpiType(opts->dtype) == MPI_DATATYPE_NULL || nranks > maxRanksFor(opts->dtype))) {
+    if (rank == 0)
+      fprintf(stderr, "switchagg-bench: --dtype %s: %s\n", dtypeName(opts->dtype),
+              mpiType(opts->dtype) == MPI_DATATYPE_NULL
+                  ? (opts->dtype == switchagg::Dtype::kFloat16 ? "this MPI defines no MPIX_C_FLOAT16"
+                                                    : "this MPI defines no MPIX_BFLOAT16")
+                  : "more ranks than its checked sums stay exact for");
+    rc = 2;
   } else if (opts->measure_gamma) {
     if (rank == 0) {
       printf("gamma_ns=%.4f  # %s %s, %zu bytes, reduction kernel on one core\n",

@@ -185,7 +185,7 @@ std::string renderText(const InfoReport& r) {
     const std::string kv = e.name + "=" + e.value;
     out << "  " << kv << std::string(kv.size() < 38 ? 38 - kv.size() : 1, ' ') << e.source << "\n";
   }
-  out << "\nReductions (dtype: ops; float16/bfloat16 summed in fp32, rounded once):\n";
+  out << "\nReductions (dtype: ops; float16/bfloat16 summed in fp64, rounded once):\n";
   for (const auto& [dtype, ops] : r.reductions) {
     out << "  " << dtype << ":";
     for (const std::string& o : ops) out << " " << o;

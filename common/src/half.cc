@@ -3,6 +3,8 @@
 // compares them on every binary16 value and a sweep of fp32 ones).
 #include "switchagg/common/half.h"
 
+#include "bit_cast.h"
+
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -16,29 +18,13 @@
 namespace switchagg {
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+uint32_t bitsOf(float f) { return detail::bitCast<uint32_t>(f); }
+float floatOf(uint32_t u) { return detail::bitCast<float>(u); }
 
 // Rounds m / 2^s to an integer, to nearest, ties to even (1 <= s < 32).
 uint32_t shiftRoundEven(uint32_t m, uint32_t s) {
   const uint32_t q = m >> s, rem = m & ((1u << s) - 1), half = 1u << (s - 1);
   return q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
-}
-
-// One element of accumulateWidened: the kernels' SUM, MIN, MAX (reduce.cc).
-inline float applyOne(Op op, float acc, float x) {
-  if (op == Op::kSum) return acc + x;
-  if (op == Op::kMin) return x < acc ? x : acc;
-  return acc < x ? x : acc;
 }
 
 #if SWITCHAGG_HAVE_F16C
@@ -108,31 +94,6 @@ __attribute__((target("avx2"))) void narrowBf16Avx2(uint16_t* out, const float* 
 
 // "avx" checks that the OS saves the YMM registers too; F16C from CPUID
 // itself (clang's __builtin_cpu_supports has no "f16c").
-// Eight lanes of `in` widened (F16C for binary16, a shift for bfloat16).
-template <bool kBf16>
-__attribute__((target("avx2,f16c"))) inline __m256 widen8(const uint16_t* in) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
-  if constexpr (kBf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  else return _mm256_cvtph_ps(h);
-}
-
-// MINPS/MAXPS return their second operand unless the first is strictly
-// less/greater: min(x, acc) = x < acc ? x : acc, the kernels' MIN with acc
-// first, NaNs included; ADDPS(acc, x) is acc + x.
-template <bool kBf16>
-__attribute__((target("avx2,f16c"))) void accumulateAvx2(Op op, float* acc, const uint16_t* in,
-                                                         size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 a = _mm256_loadu_ps(acc + i), x = widen8<kBf16>(in + i);
-    const __m256 r = op == Op::kSum ? _mm256_add_ps(a, x)
-                     : op == Op::kMin ? _mm256_min_ps(x, a)
-                                      : _mm256_max_ps(x, a);
-    _mm256_storeu_ps(acc + i, r);
-  }
-  for (; i < n; ++i) acc[i] = applyOne(op, acc[i], kBf16 ? bfloat16ToFloat(in[i]) : halfToFloat(in[i]));
-}
-
 bool cpuHasF16c() {
   __builtin_cpu_init();
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -217,18 +178,6 @@ void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n) {
   if (halfUsesF16c()) return widenF16c(out, in, n);
 #endif
   for (size_t i = 0; i < n; ++i) out[i] = halfToFloat(in[i]);
-}
-
-void accumulateWidened(Dtype d, Op op, float* acc, const uint16_t* in, size_t n) {
-#if SWITCHAGG_HAVE_F16C
-  // Both need AVX2 (the bfloat16 shift; F16C machines have it in practice).
-  if (useAvx2() && halfUsesF16c())
-    return d == Dtype::kBfloat16 ? accumulateAvx2<true>(op, acc, in, n)
-                                 : accumulateAvx2<false>(op, acc, in, n);
-#endif
-  const bool bf = d == Dtype::kBfloat16;
-  for (size_t i = 0; i < n; ++i)
-    acc[i] = applyOne(op, acc[i], bf ? bfloat16ToFloat(in[i]) : halfToFloat(in[i]));
 }
 
 void narrowHalf(Dtype d, uint16_t* out, const float* in, size_t n) {

@@ -127,33 +127,36 @@ void fold(void* out_v, const void* const* in, size_t k, bool into, size_t n) {
   }
 }
 
-// 16-bit floats (kFloat16, kBfloat16): every operand is widened to fp32,
-// the fold runs in fp32, left to right, and only the result is rounded to
+// 16-bit floats (kFloat16, kBfloat16): every operand is widened to fp64,
+// the fold runs in fp64, left to right, and only the result is rounded to
 // 16 bits - once, however many operands. Blocks of kHalfBlock elements keep
-// the fp32 values on the stack. SUM, MIN and MAX only: MIN/MAX are exact
+// the fp64 values on the stack. SUM, MIN and MAX only: MIN/MAX are exact
 // (the result is an operand), and a sum of up to 2^13 binary16 values is
-// off the exactly rounded one by at most one ulp of the result in the
-// common case (docs/offload.md, "16-bit floats"); PROD is declined.
+// exact in fp64 (half.h), so the result is the correctly rounded sum
+// (docs/offload.md, "16-bit floats"); PROD is declined.
 constexpr size_t kHalfBlock = 512;
 
 // acc = (first, if given, else acc) op in[0] op ... op in[n_in - 1], in
-// fp32; elements [at, at + n) of the operands, acc holds n.
-void halfAccumulate(Dtype d, Op op, float* acc, const void* first, const void* const* in,
+// fp64; elements [at, at + n) of the operands, acc holds n.
+void halfAccumulate(Dtype d, Op op, double* acc, const void* first, const void* const* in,
                     size_t n_in, size_t at, size_t n) {
-  if (first) widenHalf(d, acc, static_cast<const uint16_t*>(first) + at, n);
-  for (size_t r = 0; r < n_in; ++r)
-    accumulateWidened(d, op, acc, static_cast<const uint16_t*>(in[r]) + at, n);
+  if (first) widenHalfWide(d, acc, static_cast<const uint16_t*>(first) + at, n);
+  if (n_in == 0) return;
+  accumulateWidened(d, op, acc, reinterpret_cast<const uint16_t* const*>(in), n_in, at, n);
 }
 
 // out = first op in[0] op ... op in[n_in - 1]. Each block is read whole
 // before its result is written, so `out` may be `first` or an input.
 void halfFold(Dtype d, Op op, void* out, const void* first, const void* const* in, size_t n_in,
               size_t count) {
-  float acc[kHalfBlock];
+  if (foldHalfWide(d, op, static_cast<uint16_t*>(out), static_cast<const uint16_t*>(first),
+                   reinterpret_cast<const uint16_t* const*>(in), n_in, count))
+    return;
+  double acc[kHalfBlock];
   for (size_t at = 0; at < count; at += kHalfBlock) {
     const size_t n = std::min(kHalfBlock, count - at);
     halfAccumulate(d, op, acc, first, in, n_in, at, n);
-    narrowHalf(d, static_cast<uint16_t*>(out) + at, acc, n);
+    narrowHalfWide(d, static_cast<uint16_t*>(out) + at, acc, n);
   }
 }
 
@@ -371,7 +374,7 @@ Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, si
   return Status::Ok();
 }
 
-Status accumulateHalf(Dtype dtype, Op op, float* acc, const void* const* in, size_t n_in,
+Status accumulateHalf(Dtype dtype, Op op, double* acc, const void* const* in, size_t n_in,
                       bool start, size_t count) {
   if (!isHalfFloat(dtype) || !get(dtype, op)) return unsupported(dtype, op);
   if (start && n_in == 0) return Status(Code::kInvalidArgument, "accumulateHalf: no inputs");
@@ -383,9 +386,9 @@ Status accumulateHalf(Dtype dtype, Op op, float* acc, const void* const* in, siz
   return Status::Ok();
 }
 
-Status roundHalf(Dtype dtype, void* out, const float* acc, size_t count) {
+Status roundHalf(Dtype dtype, void* out, const double* acc, size_t count) {
   if (!isHalfFloat(dtype)) return unsupported(dtype, Op::kSum);
-  narrowHalf(dtype, static_cast<uint16_t*>(out), acc, count);
+  narrowHalfWide(dtype, static_cast<uint16_t*>(out), acc, count);
   return Status::Ok();
 }
 

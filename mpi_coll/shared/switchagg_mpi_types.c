@@ -311,14 +311,14 @@ const char* switchagg_mpi_classify(MPI_Datatype dtype, MPI_Op op, int* sa_dtype,
 
 const char* switchagg_mpi_half_floats(void) {
 #if defined(MPIX_C_FLOAT16) && defined(MPIX_BFLOAT16)
-  return "MPIX_C_FLOAT16 as float16, MPIX_BFLOAT16 as bfloat16: sum, min, max (fp32 sums, "
-         "rounded once)";
+  return "MPIX_C_FLOAT16 as float16, MPIX_BFLOAT16 as bfloat16: sum, min, max (rounded once "
+         "from fp64 sums on the switch, fp32 on the host)";
 #elif defined(MPIX_C_FLOAT16)
-  return "MPIX_C_FLOAT16 as float16: sum, min, max (fp32 sums, rounded once); no MPIX_BFLOAT16 "
-         "in this MPI";
+  return "MPIX_C_FLOAT16 as float16: sum, min, max (rounded once from fp64 sums on the switch, "
+         "fp32 on the host); no MPIX_BFLOAT16 in this MPI";
 #elif defined(MPIX_BFLOAT16)
-  return "MPIX_BFLOAT16 as bfloat16: sum, min, max (fp32 sums, rounded once); no "
-         "MPIX_C_FLOAT16 in this MPI";
+  return "MPIX_BFLOAT16 as bfloat16: sum, min, max (rounded once from fp64 sums on the "
+         "switch, fp32 on the host); no MPIX_C_FLOAT16 in this MPI";
 #else
   return "none: this MPI's headers define no 16-bit float datatype (MPIX_C_FLOAT16, "
          "MPIX_BFLOAT16)";

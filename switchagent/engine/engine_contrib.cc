@@ -16,9 +16,10 @@
 // the members at once (common/reduce.h), hence the same bits as before.
 //
 // 16-bit floats are the exception: their contributions all wait in their
-// buffers and are folded once the last is in, in fp32 on the stack, and
-// rounded to 16 bits once (reduceHalfPiece), so no slot holds an fp32
-// prefix between arrivals.
+// buffers and are folded once the last is in, in fp64 on the stack, and
+// rounded to 16 bits once (reduceHalfPiece), so no slot holds an fp64
+// prefix between arrivals (for binary16 the fold is exact: the result is
+// the correctly rounded sum, common/half.h).
 //
 // Routed chunks (CONTRIB_ROUTED, docs/agent-protocol.md "Routed calls") are
 // copied into their buffers and reduced once all are in (kModeReduce), or
@@ -62,9 +63,10 @@ bool aligned(const void* p, Dtype d) {
 }
 
 // A 16-bit float piece (every member, from = 0): each block of elements is
-// folded in fp32 on the stack across all the members, in rank order and in
-// batches, then rounded once (common/reduce.h, accumulateHalf).
-constexpr size_t kHalfBlockElems = 2048;  // 8 KiB of fp32 per pool thread
+// folded in fp64 across all the members, in rank order - up to 16 members
+// in one pass in registers (reduceMany), more on the stack in batches
+// (accumulateHalf) - then rounded once.
+constexpr size_t kHalfBlockElems = 2048;  // 16 KiB of fp64 per pool thread
 
 void reduceHalfPiece(const Piece& p) {
   const Group& g = *p.group;
@@ -72,10 +74,19 @@ void reduceHalfPiece(const Piece& p) {
   const SlotBuffers& b = *g.buffers;
   uint8_t* out = b.result(p.slot);
   const void* in[kBatchInputs];
-  float acc[kHalfBlockElems];
+  double acc[kHalfBlockElems];
+  size_t members = 0;
+  for (uint32_t r = 0; r < g.size; ++r) members += s.mode != 0 && !s.piece_len[r] ? 0 : 1;
   for (size_t at = p.begin; at < p.end; at += kHalfBlockElems) {
     const size_t n = std::min(kHalfBlockElems, p.end - at);
     const size_t off = at * sizeof(uint16_t);
+    if (members <= kBatchInputs) {  // one pass, nothing between in memory (half.h)
+      size_t k = 0;
+      for (uint32_t r = 0; r < g.size; ++r)
+        if (s.mode == 0 || s.piece_len[r]) in[k++] = b.contribution(p.slot, r) + off;
+      (void)reduceMany(s.dtype, s.op, out + off, in, k, n);
+      continue;
+    }
     bool start = true;
     size_t k = 0;
     auto flush = [&] {

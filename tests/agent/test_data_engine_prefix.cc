@@ -181,23 +181,39 @@ TEST_F(PrefixTest, SizesAcrossBlocksAndPiecesInEveryOrder) {
 
 // 16-bit floats: member 0 sends 1, members 1..4 the smallest addend that a
 // 16-bit sum with 1 rounds away (half an ulp of 1). Rounded after every
-// addition the sum stays 1; the engine sums in fp32 and rounds once, so it
+// addition the sum stays 1; the engine sums in fp64 and rounds once, so it
 // is 1 + 4 halves of an ulp, exact in 16 bits - in all 120 arrival orders,
 // while the previous chunk's result is still being sent or not. Every
-// contribution waits in its buffer (the fold runs once all are in).
-TEST_F(PrefixTest, HalfFloatSumsAreFp32FoldsRoundedOnceInEveryOrder) {
+// contribution waits in its buffer (the fold runs once all are in). Then
+// 1, half an ulp and 2^-24 (members 0..2, the others 0): an fp32 sum
+// rounds that to 1 + half an ulp, a 16-bit tie that goes back to 1;
+// rounded once from fp64 it is 1 + 1 ulp (common/half.h).
+TEST_F(PrefixTest, HalfFloatSumsAreFp64FoldsRoundedOnceInEveryOrder) {
   const auto t = addLease(1, "job1", 1);
   const uint32_t m = 5;
   uint64_t gid = 5000;
+  for (int twice_rounded = 0; twice_rounded < 2; ++twice_rounded)
   for (Dtype d : {Dtype::kFloat16, Dtype::kBfloat16}) {
     const bool bf = d == Dtype::kBfloat16;
     const int frac = bf ? 7 : 10;
     auto narrow = [bf](float f) { return bf ? floatToBfloat16(f) : floatToHalf(f); };
     const uint16_t one = narrow(1.0f), half_ulp = narrow(std::ldexp(1.0f, -frac - 1));
-    const uint16_t want = narrow(1.0f + std::ldexp(1.0f, -frac + 1));
-    uint16_t chained = one;
-    for (uint32_t r = 1; r < m; ++r) ASSERT_TRUE(reduceInto(d, Op::kSum, &chained, &half_ulp, 1).ok());
-    ASSERT_EQ(chained, one) << "the inputs must make per-addition rounding visible";
+    const uint16_t tiny = narrow(std::ldexp(1.0f, -24)), zero = narrow(0.0f);
+    auto input = [&](uint32_t r) {
+      if (r == 0) return one;
+      if (!twice_rounded || r == 1) return half_ulp;
+      return r == 2 ? tiny : zero;
+    };
+    const uint16_t want = narrow(1.0f + std::ldexp(1.0f, twice_rounded ? -frac : -frac + 1));
+    if (!twice_rounded) {
+      uint16_t chained = one;
+      for (uint32_t r = 1; r < m; ++r) ASSERT_TRUE(reduceInto(d, Op::kSum, &chained, &half_ulp, 1).ok());
+      ASSERT_EQ(chained, one) << "the inputs must make per-addition rounding visible";
+    } else {
+      volatile float f32 = 1.0f + std::ldexp(1.0f, -frac - 1);
+      f32 = f32 + std::ldexp(1.0f, -24);
+      ASSERT_EQ(narrow(f32), one) << "the inputs must make rounding through fp32 visible";
+    }
     ASSERT_NE(want, one);
     std::vector<uint32_t> order(m);
     std::iota(order.begin(), order.end(), 0);
@@ -207,7 +223,7 @@ TEST_F(PrefixTest, HalfFloatSumsAreFp32FoldsRoundedOnceInEveryOrder) {
       const uint64_t staged0 = engine_->counters().bytes_staged;
       for (uint64_t c = 0; c < 2; ++c) {  // chunk 1 arrives while chunk 0's sends are pending
         for (uint32_t r : order) {
-          const uint16_t x = r == 0 ? one : half_ulp;
+          const uint16_t x = input(r);
           std::vector<uint8_t> body(3 * 2);
           for (int i = 0; i < 3; ++i) std::memcpy(body.data() + 2 * i, &x, 2);
           contrib(1 + r, t, gid, r, c, 1, d, Op::kSum, body, 6);

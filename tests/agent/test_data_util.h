@@ -10,6 +10,7 @@
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/half.h"
 #include "switchagg/common/reduce.h"
+#include "../common/half_reference.h"
 
 namespace switchagg::testing {
 
@@ -91,31 +92,32 @@ inline std::vector<uint8_t> makeInput(Dtype d, int rank, int iter, size_t count)
   return buf;
 }
 
-// 16-bit floats: widened, folded in fp32 left to right, rounded once -
-// written here from the conversions alone (not the engine's kernels).
+// 16-bit floats: widened, folded in fp64 left to right, rounded once -
+// written here from the widening and a rounding by definition
+// (tests/common/half_reference.h), not the engine's kernels.
 inline std::vector<uint8_t> onceRounded(Dtype d, Op op, const std::vector<std::vector<uint8_t>>& in,
                                         size_t count) {
   const bool bf = d == Dtype::kBfloat16;
   std::vector<uint8_t> out(count * 2);
   for (size_t i = 0; i < count; ++i) {
-    float acc = 0;
+    double acc = 0;
     for (size_t r = 0; r < in.size(); ++r) {
       uint16_t h;
       std::memcpy(&h, in[r].data() + 2 * i, 2);
-      const float x = bf ? bfloat16ToFloat(h) : halfToFloat(h);
+      const double x = bf ? bfloat16ToFloat(h) : halfToFloat(h);
       if (r == 0) acc = x;
       else if (op == Op::kSum) acc += x;
       else if (op == Op::kMin) acc = x < acc ? x : acc;
       else acc = acc < x ? x : acc;
     }
-    const uint16_t h = bf ? floatToBfloat16(acc) : floatToHalf(acc);
+    const uint16_t h = switchagg::testing::referenceRound16(acc, bf);
     std::memcpy(out.data() + 2 * i, &h, 2);
   }
   return out;
 }
 
 // in_0 op in_1 op ... op in_(size-1), left to right (the agent's order);
-// 16-bit floats accumulated in fp32 and rounded once.
+// 16-bit floats accumulated in fp64 and rounded once.
 inline std::vector<uint8_t> referenceResult(Dtype d, Op op, int size, int iter, size_t count) {
   if (isHalfFloat(d)) {
     std::vector<std::vector<uint8_t>> in;

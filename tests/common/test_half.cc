@@ -2,7 +2,7 @@
 // independent implementation: libgcc's soft-float, round to nearest even)
 // and a bfloat16 reference written here in double, the bulk (F16C) loops
 // against the scalar definition, and the reduction kernels' one rounding
-// after an fp32 fold.
+// after an fp64 fold (against half_reference.h's rounding by definition).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler_half.h"
+#include "half_reference.h"
 #include "switchagg/common/half.h"
 #include "switchagg/common/reduce.h"
 
@@ -194,9 +195,9 @@ std::vector<uint16_t> many(Dtype d, Op op, const std::vector<std::vector<uint16_
 }
 
 // 1 + four times 2^-11: each pairwise fp16 sum is a tie that rounds back to
-// 1, but the fp32 sum 1 + 2^-9 is exact in fp16. And 60000 + 60000 - 60000
-// overflows fp16 in the middle but not fp32.
-TEST(HalfReduce, SumsAccumulateInFp32AndRoundOnce) {
+// 1, but the wide sum 1 + 2^-9 is exact in fp16. And 60000 + 60000 - 60000
+// overflows fp16 in the middle but not the wide sum.
+TEST(HalfReduce, SumsAccumulateWideAndRoundOnce) {
   const uint16_t one = h16(1.0f), tiny = h16(std::ldexp(1.0f, -11));
   const std::vector<std::vector<uint16_t>> in = {{one}, {tiny}, {tiny}, {tiny}, {tiny}};
   EXPECT_EQ(many(Dtype::kFloat16, Op::kSum, in)[0], h16(1.0f + std::ldexp(1.0f, -9)));
@@ -256,7 +257,7 @@ TEST(HalfReduce, ProdAndBitwiseAreDeclined) {
   for (Dtype d : {Dtype::kFloat16, Dtype::kBfloat16})
     for (Op op : {Op::kProd, Op::kBand, Op::kLand, Op::kMinloc})
       EXPECT_FALSE(switchagg::reduceSupported(d, op)) << switchagg::opName(op);
-  float acc = 0;
+  double acc = 0;
   uint16_t x = 0;
   const void* in[1] = {&x};
   EXPECT_FALSE(switchagg::accumulateHalf(Dtype::kFloat16, Op::kProd, &acc, in, 1, true, 1).ok());
@@ -264,23 +265,22 @@ TEST(HalfReduce, ProdAndBitwiseAreDeclined) {
 }
 
 // Random inputs of mixed magnitude, 1..12 inputs, a count that spans the
-// kernels' blocks: reduceMany, reduceManyInto and an fp32 prefix in uneven
+// kernels' blocks: reduceMany, reduceManyInto and an fp64 prefix in uneven
 // batches (accumulateHalf, then roundHalf) give the same bits, equal to a
-// reference computed here (widen, add in float left to right, round once),
-// and off the exact sum by at most half an ulp of the result plus the fp32
-// fold's error bound, (n - 1) 2^-24 sum |x| (within an ulp unless the sum
-// cancels).
-TEST(HalfReduce, EveryWayOfFoldingGivesTheOnceRoundedFp32Sum) {
+// reference computed here (widen, add in double left to right - exact for
+// these inputs - and round once by definition): the correctly rounded sum.
+TEST(HalfReduce, EveryWayOfFoldingGivesTheCorrectlyRoundedSum) {
   std::mt19937 rng(46);
   std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
   std::uniform_int_distribution<int> expo(-12, 12);
   const size_t count = 1301;
   for (Dtype d : {Dtype::kFloat16, Dtype::kBfloat16}) {
-    auto narrow = [d](float f) {
-      return d == Dtype::kFloat16 ? switchagg::floatToHalf(f) : switchagg::floatToBfloat16(f);
+    const bool bf = d == Dtype::kBfloat16;
+    auto narrow = [bf](float f) {
+      return bf ? switchagg::floatToBfloat16(f) : switchagg::floatToHalf(f);
     };
-    auto widen = [d](uint16_t h) {
-      return d == Dtype::kFloat16 ? switchagg::halfToFloat(h) : switchagg::bfloat16ToFloat(h);
+    auto widen = [bf](uint16_t h) {
+      return bf ? switchagg::bfloat16ToFloat(h) : switchagg::halfToFloat(h);
     };
     for (size_t n_in = 1; n_in <= 12; ++n_in) {
       std::vector<std::vector<uint16_t>> in(n_in, std::vector<uint16_t>(count));
@@ -288,19 +288,9 @@ TEST(HalfReduce, EveryWayOfFoldingGivesTheOnceRoundedFp32Sum) {
         for (auto& e : v) e = narrow(std::ldexp(mant(rng), expo(rng)));
       std::vector<uint16_t> ref(count);
       for (size_t i = 0; i < count; ++i) {
-        float acc = widen(in[0][i]);
-        double exact = acc, magnitude = std::fabs(acc);
-        for (size_t r = 1; r < n_in; ++r) {
-          acc += widen(in[r][i]);
-          exact += widen(in[r][i]);
-          magnitude += std::fabs(widen(in[r][i]));
-        }
-        ref[i] = narrow(acc);
-        const double top = std::max(std::fabs(exact), double(std::fabs(acc)));
-        const int e = d == Dtype::kFloat16 ? std::max(std::ilogb(top + 1e-30), -14) - 10
-                                           : std::ilogb(top + 1e-38) - 7;
-        const double bound = std::ldexp(0.5, e) + double(n_in - 1) * std::ldexp(magnitude, -24);
-        ASSERT_LE(std::fabs(widen(ref[i]) - exact), bound) << "element " << i;
+        double exact = 0;
+        for (size_t r = 0; r < n_in; ++r) exact += widen(in[r][i]);
+        ref[i] = switchagg::testing::referenceRound16(exact, bf);
       }
       SCOPED_TRACE(::testing::Message() << switchagg::dtypeName(d) << " n_in=" << n_in);
       EXPECT_EQ(many(d, Op::kSum, in), ref);
@@ -310,7 +300,7 @@ TEST(HalfReduce, EveryWayOfFoldingGivesTheOnceRoundedFp32Sum) {
       ASSERT_TRUE(
           switchagg::reduceManyInto(d, Op::kSum, into.data(), p.data() + 1, n_in - 1, count).ok());
       EXPECT_EQ(into, ref);
-      std::vector<float> acc(count);
+      std::vector<double> acc(count);
       std::vector<uint16_t> out(count);
       for (size_t r = 0; r < n_in; r += 5)  // batches of 5, then the rest
         ASSERT_TRUE(switchagg::accumulateHalf(d, Op::kSum, acc.data(), p.data() + r,
@@ -320,6 +310,105 @@ TEST(HalfReduce, EveryWayOfFoldingGivesTheOnceRoundedFp32Sum) {
       EXPECT_EQ(out, ref);
     }
   }
+}
+
+// The fold rounds once, from fp64, directly to 16 bits: through an fp32
+// rounded to nearest it would round twice. 1 + 2^-11 + 2^-24 in fp32 is a
+// tie at fp32's last bit that goes to 1 + 2^-11, a binary16 tie that goes
+// to 1; the sum is above the tie, so 1 + 2^-10. bfloat16: 1 + 2^-8 + 2^-32
+// (2^-32 is lost in fp32) is 1 + 2^-7, not 1.
+TEST(HalfReduce, SumsRoundOnceFromFp64NotTwiceThroughFp32) {
+  const std::vector<std::vector<uint16_t>> in = {
+      {h16(1.0f)}, {h16(std::ldexp(1.0f, -11))}, {h16(std::ldexp(1.0f, -24))}};
+  EXPECT_EQ(many(Dtype::kFloat16, Op::kSum, in)[0], 0x3C01);
+  auto b = [](float f) { return switchagg::floatToBfloat16(f); };
+  const std::vector<std::vector<uint16_t>> bin = {
+      {b(1.0f)}, {b(std::ldexp(1.0f, -8))}, {b(std::ldexp(1.0f, -32))}};
+  EXPECT_EQ(many(Dtype::kBfloat16, Op::kSum, bin)[0], 0x3F81);
+  // One rounding a chunk, wherever the fold stops: the agent's batches.
+  std::vector<double> acc(1);
+  uint16_t out = 0;
+  const void* p[3] = {in[0].data(), in[1].data(), in[2].data()};
+  ASSERT_TRUE(switchagg::accumulateHalf(Dtype::kFloat16, Op::kSum, acc.data(), p, 2, true, 1).ok());
+  ASSERT_TRUE(switchagg::accumulateHalf(Dtype::kFloat16, Op::kSum, acc.data(), p + 2, 1, false, 1).ok());
+  ASSERT_TRUE(switchagg::roundHalf(Dtype::kFloat16, &out, acc.data(), 1).ok());
+  EXPECT_EQ(out, 0x3C01);
+}
+
+// The claim the fp64 fold rests on (half.h): 2^13 binary16 values of any
+// magnitude (every finite value, subnormals included) sum exactly in fp64,
+// in any order. Even elements: 4095 random values of every magnitude, then
+// their negations, then two small ones - partial sums reach 2^28 (fp32's
+// ulp there is 16) and the sum is small. Odd elements: random values below
+// 2^-4 (the sum stays finite). The reference sums them as integers in
+// units of 2^-24; the result is the same bits forwards and backwards.
+TEST(HalfReduce, TwoToTheThirteenBinary16ValuesSumExactlyInAnyOrder) {
+  std::mt19937 rng(4613);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xFFFF);
+  const size_t n = size_t(1) << 13, half = n / 2, count = 19;  // two vectors of 8 and a tail
+  std::vector<std::vector<uint16_t>> in(n, std::vector<uint16_t>(count));
+  auto finite = [&] {
+    uint16_t h;
+    do h = uint16_t(bits(rng));
+    while ((h & 0x7C00) == 0x7C00);
+    return h;
+  };
+  auto small = [&] { return uint16_t(finite() & 0xABFF); };  // exponent field <= 10: below 2^-4
+  for (size_t i = 0; i < count; ++i)
+    for (size_t r = 0; r < n; ++r) {
+      if (i % 2) in[r][i] = small();
+      else if (r < half - 1) in[r][i] = finite();
+      else if (r == half - 1 || r == n - 1) in[r][i] = small();
+      else in[r][i] = uint16_t(in[r - half][i] ^ 0x8000);
+    }
+  std::vector<uint16_t> want(count);
+  for (size_t i = 0; i < count; ++i) {
+    int64_t units = 0;
+    for (size_t r = 0; r < n; ++r) {
+      const uint16_t h = in[r][i];
+      const int64_t mag = (h & 0x7C00) ? int64_t((h & 0x3FF) | 0x400) << (((h >> 10) & 0x1F) - 1)
+                                       : int64_t(h & 0x3FF);
+      units += (h & 0x8000) ? -mag : mag;
+    }
+    want[i] = switchagg::testing::referenceRound16(std::ldexp(double(units), -24), false);
+  }
+  EXPECT_EQ(many(Dtype::kFloat16, Op::kSum, in), want);
+  std::reverse(in.begin(), in.end());
+  EXPECT_EQ(many(Dtype::kFloat16, Op::kSum, in), want);
+}
+
+// narrowHalfWide (vector and tail) and the scalar doubleToHalf /
+// doubleToBfloat16 against the rounding by definition, on doubles near
+// ties, across both formats' ranges: subnormals, overflow, below the
+// smallest subnormal, fp32's subnormal range.
+TEST(HalfWide, NarrowingFromDoubleIsCorrectlyRounded) {
+  std::mt19937_64 rng(1646);
+  std::uniform_int_distribution<int> e16(-27, 17), ebf(-140, 129);
+  std::uniform_int_distribution<uint64_t> frac(0, (uint64_t(1) << 52) - 1);
+  for (bool bf : {false, true}) {
+    std::vector<double> x;
+    for (int k = 0; k < 20000; ++k) {
+      const int digits = bf ? 8 : 11;
+      const int e = bf ? ebf(rng) : e16(rng);
+      double m = std::ldexp(double(frac(rng) | (uint64_t(1) << 52)), -52);  // [1, 2)
+      if (k % 3 == 0)  // a tie exactly, or a hair off one
+        m = std::ldexp(std::floor(std::ldexp(m, digits - 1)) + 0.5, 1 - digits) +
+            double(k % 9 - 4) * std::ldexp(1.0, -50);
+      x.push_back((k % 2 ? -1 : 1) * std::ldexp(m, e));
+    }
+    x.push_back(0.0);
+    x.push_back(-0.0);
+    x.push_back(std::numeric_limits<double>::infinity());
+    std::vector<uint16_t> got(x.size());
+    const Dtype d = bf ? Dtype::kBfloat16 : Dtype::kFloat16;
+    switchagg::narrowHalfWide(d, got.data(), x.data(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint16_t want = switchagg::testing::referenceRound16(x[i], bf);
+      ASSERT_EQ(got[i], want) << (bf ? "bfloat16 " : "binary16 ") << x[i];
+      ASSERT_EQ(bf ? switchagg::doubleToBfloat16(x[i]) : switchagg::doubleToHalf(x[i]), want) << x[i];
+    }
+  }
+  EXPECT_TRUE(halfIsNan(switchagg::doubleToHalf(std::nan(""))));
 }
 
 }  // namespace

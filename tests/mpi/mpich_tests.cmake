@@ -24,6 +24,13 @@ switchagg_add_mpich_program(switchagg-bench ${_bench_src}/main.cc ${_bench_src}/
   ${_bench_src}/gamma.cc ${_bench_src}/component_query.cc)
 target_include_directories(switchagg-bench_mpich PRIVATE ${_bench_src})
 target_link_libraries(switchagg-bench_mpich PRIVATE switchagg_common)
+# The bench's corrupting shim against MPICH (its binary16 results too).
+add_library(switchagg_test_corrupt_allreduce_mpich MODULE ${_bench_src}/testing/corrupt_allreduce.c)
+target_include_directories(switchagg_test_corrupt_allreduce_mpich SYSTEM BEFORE PRIVATE
+  ${SWITCHAGG_MPICH_INCLUDE_DIRS})
+target_link_libraries(switchagg_test_corrupt_allreduce_mpich PRIVATE ${SWITCHAGG_MPICH_LINK}
+  ${CMAKE_DL_LIBS})
+switchagg_warnings(switchagg_test_corrupt_allreduce_mpich)
 
 set(_mpich_lib ${CMAKE_BINARY_DIR}/lib/libswitchagg_pmpi.so)
 set(_mpiexec_mpich ${SWITCHAGG_MPICH_BINDIR}/mpiexec.mpich)
@@ -102,6 +109,25 @@ foreach(alg IN LISTS _host_algorithms)
 endforeach()
 add_mpich_test(mpich_fp16_auto_np4 4 auto mpi_fp16_check --expect auto)
 set_tests_properties(mpich_fp16_auto_np4 PROPERTIES ENVIRONMENT "SWITCHAGG_TUNE=off")
+# switchagg-bench --dtype float16 under the library (MPICH's own aborts on
+# the type): its exact check passes on a host algorithm, and fails (exit 1,
+# naming the expected value) when the corrupting shim changes one binary16
+# element of rank 1's results.
+add_test(NAME mpich_bench_fp16_check_np3 COMMAND ${_mpiexec_mpich} -n 3 -genv LD_PRELOAD
+  ${_mpich_lib} -genv SWITCHAGG_ALLREDUCE_ALGORITHM ring -genv SWITCHAGG_UCX_WAIT blocking
+  ${_mpich_bin}/switchagg-bench --dtype float16 --check --min 2 --max 64K --iters 2 --warmup 1
+  --csv -)
+set_tests_properties(mpich_bench_fp16_check_np3 PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+  RESOURCE_LOCK mpirun FAIL_REGULAR_EXPRESSION "FAILED" PASS_REGULAR_EXPRESSION
+  "65536,32768,[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,ring,ok")
+add_test(NAME mpich_bench_fp16_check_detects_wrong
+  COMMAND sh -c "out=$(\"$@\" 2>&1); rc=$?; echo \"$out\"; test $rc -eq 1 && echo \"$out\" | grep -q 'expected' && echo \"$out\" | grep -q 'validation FAILED'"
+          sh ${_mpiexec_mpich} -n 2 -genv LD_PRELOAD
+          $<TARGET_FILE:switchagg_test_corrupt_allreduce_mpich>:${_mpich_lib}
+          -genv SWITCHAGG_ALLREDUCE_ALGORITHM ring -genv SWITCHAGG_UCX_WAIT blocking
+          ${_mpich_bin}/switchagg-bench --dtype float16 --check --max 4K --iters 2 --warmup 0)
+set_tests_properties(mpich_bench_fp16_check_detects_wrong PROPERTIES LABELS "mpi;mpich"
+  TIMEOUT 120 RESOURCE_LOCK mpirun)
 # The same program under plain MPICH 4.0.2 (Debian 12), no library: it
 # aborts inside MPICH on its first MPIX_C_FLOAT16 sum ("Assertion failed in
 # file src/mpi/datatype/typerep/src/typerep_yaksa_pack.c ... actual_pack_bytes
@@ -159,15 +185,14 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_iallreduce_np3 180 "mpi;mpich;agent" program 3
     ${_mpich_bin}/mpi_iallreduce_check --mode matrix --expect switch)
   # 16-bit floats through the agent (issue 46), blocking and MPI_Iallreduce.
-  # One rank per node: the agent sums all in fp32 and rounds once, so mixed
-  # sums are bitwise the rank-ordered fp32 sum rounded once. One node: the
-  # leader's MPI_Iallreduce fold is one fp32 sum too (the agent passes one
-  # member through); its blocking node reduce is a binomial tree summed in
-  # fp32 and rounded once by the leader (--one-rounding: held to one ulp
-  # plus fp32's error; docs/offload.md "16-bit floats").
+  # One rank per node: the agent sums all in fp64 (exact) and rounds once,
+  # so mixed sums are bitwise the exact sum rounded once. One node: the
+  # leader's MPI_Iallreduce fold and its blocking node reduce (a binomial
+  # tree) are fp64 sums too, rounded once by the leader, and the agent
+  # passes one member through: exact as well (docs/offload.md "16-bit
+  # floats").
   add_mpich_switch_test(mpich_switch_fp16_np3 240 "mpi;mpich;agent" program 3
-    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-iswitch
-    --one-rounding)
+    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   add_mpich_switch_test(mpich_switch_fp16_ppn1_np4 240 "mpi;mpich;agent" program 4
     ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   set_tests_properties(mpich_switch_fp16_ppn1_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")

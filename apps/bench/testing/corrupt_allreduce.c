@@ -1,15 +1,37 @@
 /* Test shim (LD_PRELOAD): a wrong MPI_Allreduce (and, below, wrong
  * reduce-scatter, allgather, reduce, bcast and iallreduce). Rank 1 gets one float
- * element off by one in every result, so switchagg-bench --check must fail
+ * element off by one in every result (a binary16 one changed, where the MPI
+ * has MPIX_C_FLOAT16), so switchagg-bench --check must fail
  * with exit code 1. Proves the check compares real results, not the bench
- * with itself. Used by tests/mpi/selector_tests.cmake only. */
+ * with itself. Used by tests/mpi/selector_tests.cmake and (built against
+ * MPICH) tests/mpi/mpich_tests.cmake only. */
+#define _GNU_SOURCE
 #include <mpi.h>
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+#include <dlfcn.h>
+
+typedef int (*AllreduceFn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
 int MPI_Allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm) {
-  int rc = PMPI_Allreduce(send, recv, count, type, op, comm);
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
+#ifdef MPIX_C_FLOAT16
+  /* binary16: through the next MPI_Allreduce (switchagg's PMPI library when
+   * preloaded after this shim: MPICH's own aborts on the type), then one
+   * element's exponent changed at rank 1. */
+  if (type == MPIX_C_FLOAT16) {
+    AllreduceFn next = (AllreduceFn)dlsym(RTLD_NEXT, "MPI_Allreduce");
+    int rc = next ? next(send, recv, count, type, op, comm) : MPI_ERR_OTHER;
+    if (rc == MPI_SUCCESS && rank == 1 && count > 2) ((unsigned short *)recv)[count / 2] ^= 0x0400;
+    return rc;
+  }
+#endif
+  int rc = PMPI_Allreduce(send, recv, count, type, op, comm);
   if (rc == MPI_SUCCESS && rank == 1 && type == MPI_FLOAT && count > 2) {
     ((float *)recv)[count / 2] += 1.0f;
   }

@@ -73,13 +73,14 @@ Result<const void*> NodeLeaders::reduceAccumulator(Dtype dtype, Op op, size_t co
   node.count = count;
   node.dtype = dtype;
   node.op = op;
-  // 16-bit float sums: reduced in fp32 (shared memory), rounded once by the
-  // leader; what leaves the node stays 16-bit.
+  // 16-bit float sums: reduced in fp64 (shared memory; exact for binary16,
+  // common/half.h), rounded once by the leader; what leaves the node stays
+  // 16-bit.
   const bool wide = keepsWidePartials(node);
   if (wide) {
     if (wide_.size() < count) wide_.resize(count);
-    widenHalf(dtype, wide_.data(), reinterpret_cast<const uint16_t*>(acc_.data()), count);
-    node.dtype = Dtype::kFloat32;
+    widenHalfWide(dtype, wide_.data(), reinterpret_cast<const uint16_t*>(acc_.data()), count);
+    node.dtype = Dtype::kFloat64;
     node.recv = wide_.data();
   }
   const size_t bytes = count * dtypeSize(node.dtype);
@@ -88,7 +89,7 @@ Result<const void*> NodeLeaders::reduceAccumulator(Dtype dtype, Op op, size_t co
   Status st = binomialReduce(local, node, scratch_.data());
   if (!st.ok()) return st;
   if (!leader()) return static_cast<const void*>(nullptr);
-  if (wide) narrowHalf(dtype, reinterpret_cast<uint16_t*>(acc_.data()), wide_.data(), count);
+  if (wide) narrowHalfWide(dtype, reinterpret_cast<uint16_t*>(acc_.data()), wide_.data(), count);
   return static_cast<const void*>(acc_.data());
 }
 
@@ -325,8 +326,8 @@ Segment segmentOf(size_t count, size_t segment, size_t s) {
 }  // namespace
 
 // One pipelined() call: its segments and the messages of each. `node` is
-// the node's reduce: args on acc_, or for a 16-bit float SUM fp32 on wide_
-// (nesize 4), each segment rounded once into acc_ when it is complete.
+// the node's reduce: args on acc_, or for a 16-bit float SUM fp64 on wide_
+// (nesize 8), each segment rounded once into acc_ when it is complete.
 struct NodeLeaders::Pipeline {
   const AllreduceArgs& args;
   const AllreduceArgs& node;
@@ -348,7 +349,7 @@ struct NodeLeaders::Pipeline {
   void narrow(size_t s) const {
     if (node.dtype == args.dtype) return;
     const Segment seg = segmentOf(args.count, segment, s);
-    narrowHalf(args.dtype, reinterpret_cast<uint16_t*>(self.acc_.data()) + seg.begin,
+    narrowHalfWide(args.dtype, reinterpret_cast<uint16_t*>(self.acc_.data()) + seg.begin,
                self.wide_.data() + seg.begin, seg.count);
   }
 };
@@ -441,7 +442,7 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
   if (acc_.size() < bytes) acc_.resize(bytes);
   // The caller's input stays intact for a host redo: reduce in a copy.
   if (bytes) std::memcpy(acc_.data(), args.send ? args.send : args.recv, bytes);
-  // 16-bit float sums: the node's reduce (shared memory) in fp32, rounded
+  // 16-bit float sums: the node's reduce (shared memory) in fp64, rounded
   // once per segment by the leader; the agent's input and the broadcast
   // stay 16-bit (docs/offload.md "16-bit floats").
   AllreduceArgs node = args;
@@ -449,8 +450,9 @@ Status NodeLeaders::pipelined(const AllreduceArgs& args, size_t segment,
   node.recv = acc_.data();
   if (keepsWidePartials(args)) {
     if (wide_.size() < args.count) wide_.resize(args.count);
-    widenHalf(args.dtype, wide_.data(), reinterpret_cast<const uint16_t*>(acc_.data()), args.count);
-    node.dtype = Dtype::kFloat32;
+    widenHalfWide(args.dtype, wide_.data(), reinterpret_cast<const uint16_t*>(acc_.data()),
+                  args.count);
+    node.dtype = Dtype::kFloat64;
     node.recv = wide_.data();
   }
   const Pipeline p{args, node, *host, *this, esize, dtypeSize(node.dtype), bytes, segment, segments};

@@ -161,7 +161,7 @@ class NodeLeaders {
   NodeGroups groups_;
   std::unique_ptr<HostComm> host_;  // the current call's transport
   std::vector<char> acc_, scratch_, result_;
-  std::vector<float> wide_;  // the fp32 node sum of a 16-bit float SUM
+  std::vector<double> wide_;  // the fp64 node sum of a 16-bit float SUM
   std::vector<uint8_t> staging_;  // shareOutcome's [outcome][result]
   std::vector<char> gathered_;    // gather()'s node blocks on the leader
   std::vector<int> by_node_;      // byNode()

@@ -11,11 +11,13 @@
 // results however they arrived.
 //
 // 16-bit floats (kFloat16, kBfloat16; SUM, MIN, MAX): every call widens its
-// operands to fp32, folds them in fp32 left to right and rounds the result
+// operands to fp64, folds them in fp64 left to right and rounds the result
 // to 16 bits once (switchagg/common/half.h), so reduceMany of n inputs is
-// one rounding, not n - 1 as a chain of reduceInto would be. A caller that
-// folds a running prefix keeps it in fp32 (accumulateHalf) and rounds it
-// with roundHalf once the last input is in: the same bits as reduceMany.
+// one rounding, not n - 1 as a chain of reduceInto would be; for binary16
+// and up to 2^13 inputs the fold is exact, so the result is the correctly
+// rounded sum whatever the order. A caller that folds a running prefix
+// keeps it in fp64 (accumulateHalf) and rounds it with roundHalf once the
+// last input is in: the same bits as reduceMany.
 #pragma once
 
 #include <cstddef>
@@ -53,12 +55,12 @@ Status reduceMany(Dtype dtype, Op op, void* out, const void* const* in, size_t n
 Status reduceManyInto(Dtype dtype, Op op, void* inout, const void* const* in, size_t n_in,
                       size_t count);
 
-// 16-bit floats: acc (fp32, `count` values) = in[0] op ... op in[n_in - 1]
-// with `start`, else acc op in[0] op ..., left to right in fp32. Then
+// 16-bit floats: acc (fp64, `count` values) = in[0] op ... op in[n_in - 1]
+// with `start`, else acc op in[0] op ..., left to right in fp64. Then
 // roundHalf(out) = acc rounded to `dtype`. kInvalidArgument for any other
 // dtype or an op reduceSupported refuses.
-Status accumulateHalf(Dtype dtype, Op op, float* acc, const void* const* in, size_t n_in,
+Status accumulateHalf(Dtype dtype, Op op, double* acc, const void* const* in, size_t n_in,
                       bool start, size_t count);
-Status roundHalf(Dtype dtype, void* out, const float* acc, size_t count);
+Status roundHalf(Dtype dtype, void* out, const double* acc, size_t count);
 
 }  // namespace switchagg
