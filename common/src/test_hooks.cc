@@ -80,6 +80,12 @@ const ConfigTable<TestHooks>& testHooksTable() {
        "bad value: off)",
        parsedField<H, TestRecoveryKill>(&H::recovery_kill, ConfigKind::kString, parseCut,
                                         printCut)},
+      {"test.recovery_kill_asked", "SWITCHAGG_TEST_RECOVERY_KILL_ASKED",
+       "test only: RANK:CALL makes communicator rank RANK SIGKILL itself when it takes the "
+       "first recovery question about call CALL (0: any), before it answers it (a bad value: "
+       "off)",
+       parsedField<H, TestRecoveryKillAsked>(&H::recovery_kill_asked, ConfigKind::kString,
+                                             parseCut, printCut)},
       {"test.recovery_ask_all", "SWITCHAGG_TEST_RECOVERY_ASK_ALL",
        "test only: 1 makes a member whose switch-path call failed ask every other member "
        "instead of running the exchange of final outcomes (the protocol before it)",

@@ -61,3 +61,33 @@ foreach(fault skip rank:1)
     endforeach()
   endif()
 endforeach()
+# The other checker programs of the issue's list, each once with one rank's
+# result wrong (rank:1): the switch path's own checkers with a real agent
+# and lease (test_switch_check, mpi_oneshot_check: their verdicts also
+# travel point to point) and the tuner's checker (ring
+# forced, so its one-path rule holds and only the wrong value can fail it).
+# Each must fail with the job's FAIL line counting failures; each passes
+# without the fault point (the same runs in their own tests).
+set(_negative_fail "^FAIL .*: [0-9]+ cases checked on 3 ranks, [1-9][0-9]* failures")
+if(TARGET switchagg-agent AND TARGET switchagg-ctl)
+  foreach(check test_switch:test_switch_check:--repeat:1
+                oneshot:mpi_oneshot_check:--mode:ok)
+    string(REPLACE ":" ";" _parts ${check})
+    list(GET _parts 0 _name)
+    list(GET _parts 1 _prog)
+    list(SUBLIST _parts 2 -1 _args)
+    add_test(NAME mpi_negative_${_name}_np3
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_switch_run.sh ${CMAKE_BINARY_DIR} program_fails 3
+      "${_negative_fail}" -x SWITCHAGG_TEST_WRONG_RESULT=rank:1
+      $<TARGET_FILE:${_prog}> ${_args})
+    set_tests_properties(mpi_negative_${_name}_np3 PROPERTIES LABELS "mpi;agent;fault"
+      TIMEOUT 180 RESOURCE_LOCK mpirun ENVIRONMENT "MPI_FLAVOR=openmpi")
+  endforeach()
+endif()
+add_test(NAME mpi_negative_tune_np3 COMMAND ${_expect} --exit 1 "${_negative_fail}"
+  "test fault point SWITCHAGG_TEST_WRONG_RESULT=rank:1"
+  -- ${_mpirun} -np 3 -x SWITCHAGG_TEST_WRONG_RESULT=rank:1
+  --mca coll_switchagg_allreduce_algorithm ring
+  $<TARGET_FILE:mpi_tune_check> --sizes 4096,65536 --expect any --warmup 4 --measure 2)
+set_tests_properties(mpi_negative_tune_np3 PROPERTIES LABELS "mpi;fault" TIMEOUT 120
+  ENVIRONMENT "${_env}" RESOURCE_LOCK mpirun)

@@ -392,6 +392,13 @@ oneshot_fault(mpi_switch_fault_oneshot_partial_np8 8 partial 7
 # partner that could not decide; else at the 15 s stall bound), never a
 # result and never a hang.
 fault_test(mpi_switch_fault_recovery_death_np4 "" recovery_death 4 2)
+# Its answerer dies after it took the question (case 12): rank 2 SIGKILLs
+# itself as it takes the first question about the failed call, before it
+# answers. Its asker's endpoint to it (shared memory) may look healthy:
+# the failure sentinels' watch of rank 2 ends every survivor's call with an
+# error naming the failed connection within 8 s of the kill (the stall
+# bound is 30 s; before the watch the asker waited it out).
+fault_test(mpi_switch_fault_recovery_death_asked_np4 "" recovery_death 4 2 asked)
 oneshot_fault(mpi_switch_fault_oneshot_reduce_scatter_np8 8 partial_exit 7
   "PPN=1;FAULT_AT=39;ONESHOT_ITERS=6;EXPECT_RECOVERED=rank 1: switch reduce_scatter_block call 39 failed here.*folded from the members' inputs")
 # The loop's last call (a barrier) reaches member 0 only, which then makes

@@ -23,10 +23,11 @@
 #   program_fails NP PATTERN PROGRAM [ARGS...]  the run must fail (a fault
 #                         test) with a line matching PATTERN, well within
 #                         mpirun_lease's kill
-#   recovery_death NP RANK  mpi_recovery_death_check: every member's call
-#                         fails (revoke between chunks) and rank RANK dies
-#                         as its recovery starts: every survivor's call
-#                         errors within DEATH_BOUND_MS
+#   recovery_death NP RANK [asked]  mpi_recovery_death_check: every
+#                         member's call fails (revoke between chunks) and
+#                         rank RANK dies as its recovery starts (asked: as
+#                         it takes the first question, before answering):
+#                         every survivor's call errors within DEATH_BOUND_MS
 #   retired NP            mpi_retired_check: a member still recovering a
 #                         communicator's last call (miss:N:M) while the others
 #                         freed it and more (COMMS, default 10): it gets its
@@ -584,18 +585,31 @@ case $scenario in
     # Every rank a member; UCX's cma transport left out as in
     # mpi_peer_failure (UCX 1.13 aborts a survivor whose cma copy a dead
     # peer was in).
-    np=$1 dead=$2 bound=${DEATH_BOUND_MS:-25000}
+    #
+    # asked (safety case 12): rank RANK dies as it takes the first question
+    # about the call, before it answers: its asker's connection to it is on
+    # shared memory and may look healthy, so only the failure sentinels'
+    # watch of it tells the death. Stall bound 30 s, every survivor's error
+    # within 8 s of the kill, and the error names the failed connection to
+    # the dead rank, not the stall.
+    np=$1 dead=$2 when=${3:-start}
+    kill_var=SWITCHAGG_TEST_RECOVERY_KILL kill_what="as its recovery of call [0-9]* starts"
+    stall=15 bound=${DEATH_BOUND_MS:-25000} named="connection to rank $dead failed|no final answer came from rank\(s\) $dead "
+    if [[ $when == asked ]]; then
+      kill_var=SWITCHAGG_TEST_RECOVERY_KILL_ASKED kill_what="asked about call [0-9]*"
+      stall=30 bound=${DEATH_BOUND_MS:-8000} named="connection to rank $dead failed"
+    fi
     with_fault "revoke:${FAULT_AT:-70}" agent_start "$root/config/agent.toml" "$work" \
       --set agent.log_level=info --set data.slot_bytes=4K || die "agent start"
     lease "death-np$np"
     SWITCHAGG_SWITCH_TIMEOUT_MS=1000 run_mpi "$np" "$work/death.log" --enable-recovery \
       -x SWITCHAGG_SWITCH_TIMEOUT_MS -x SWITCHAGG_SWITCH_LEADERS=off \
-      -x "SWITCHAGG_TEST_RECOVERY_KILL=$dead:0" -x SWITCHAGG_UCX_PEER_TIMEOUT=2s -x UCX_TLS=^cma \
-      --mca coll_switchagg_stall_timeout 15 "$mpibin/mpi_recovery_death_check"
+      -x "$kill_var=$dead:0" -x SWITCHAGG_UCX_PEER_TIMEOUT=2s -x UCX_TLS=^cma \
+      --mca coll_switchagg_stall_timeout $stall "$mpibin/mpi_recovery_death_check"
     cat "$work/death.log"
     ! grep -q "WRONG_RESULT\|NO_ERROR" "$work/death.log" || die "a survivor got a result of the failed call"
-    kill_line=$(grep -m1 "SWITCHAGG_TEST_RECOVERY_KILL: rank $dead killed as its recovery of call [0-9]* starts" \
-      "$work/death.log") || die "the fault did not hit: rank $dead was not killed in its recovery"
+    kill_line=$(grep -m1 "$kill_var: rank $dead killed $kill_what" \
+      "$work/death.log") || die "the fault did not hit: rank $dead was not killed in its recovery ($when)"
     killed_at=$(sed -E 's/.*\(at ([0-9]+) ms\).*/\1/' <<<"$kill_line")
     grep -q "test fault: lease revoked after chunk result" "$work/agent.log" || die "the agent's fault point did not fire"
     for ((r = 0; r < np; ++r)); do
@@ -605,8 +619,7 @@ case $scenario in
       echo "rank $r: error $((at - killed_at)) ms after the kill (bound $bound ms)"
       ((at - killed_at <= bound)) || die "rank $r took $((at - killed_at)) ms, over $bound ms"
     done
-    grep -Eq "connection to rank $dead failed|no final answer came from rank\(s\) $dead " "$work/death.log" ||
-      die "no error line naming the dead rank (its failed connection, or no answer from it)"
+    grep -Eq "$named" "$work/death.log" || die "no error line naming the dead rank ($named)"
     echo "PASS recovery_death $np $dead"
     ;;
   oneshot)

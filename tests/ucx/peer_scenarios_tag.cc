@@ -235,6 +235,25 @@ void runIdle(const PeerEnv& env, PeerGroup& g) {
       " again=" + codeName(again.code()));
 }
 
+// PeerGroup::watch: both ranks make their connections to the other and
+// send nothing; rank 1 only progresses until it is killed; rank 0 waits
+// for peerStatus(1) to turn failed (the death noticed without a message).
+void runWatch(const PeerEnv& env, PeerGroup& g) {
+  const int peer = 1 - env.rank;
+  check(g.watch(peer), "watch");
+  const Status before = g.peerStatus(peer);
+  say("READY");
+  if (env.rank == 1) {
+    (void)env.worker->waitUntil([] { return false; }, 60000);
+    fail("not killed");
+  }
+  Status st = env.worker->waitUntil([&] { return !g.peerStatus(peer).ok(); }, kWaitMs);
+  const int64_t detected = monotonicMs();
+  say("RESULT detect_ms=" + std::to_string(detected) + " wait=" + codeName(st.code()) +
+      " before=" + codeName(before.code()) + " after=" + codeName(g.peerStatus(peer).code()) +
+      " sent=" + std::to_string(g.counters().messages_sent));
+}
+
 // Every rank exchanges a message with every other (so each peer's lanes
 // exist and carry data), then names the transports towards each peer:
 // "to<peer>=lane,0:,sysv/memory,...;sentinel:,tcp/lo" (spaces as commas,
@@ -283,6 +302,7 @@ void runScenario(const PeerEnv& env) {
   if (env.scenario == "idle") return runIdle(env, g);
   if (env.scenario == "revoke") return runRevoke(env, g);
   if (env.scenario == "locality") return runLocality(env, g);
+  if (env.scenario == "watch") return runWatch(env, g);
   fail("unknown scenario " + env.scenario);
 }
 

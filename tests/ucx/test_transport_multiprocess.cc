@@ -220,6 +220,22 @@ TEST(UcxTransport, KilledPeerFailsPendingPeerGroupOps) {
   EXPECT_EQ(r["again"], "PeerFailed");
 }
 
+// PeerGroup::watch makes a peer's connections (its failure sentinel among
+// them) without a message, and peerStatus reports its death from then on:
+// what the switch path's recovery relies on for its exchange partners.
+TEST(UcxTransport, KilledWatchedPeerIsKnownFailedWithoutAMessage) {
+  RankGroup g("watch", 2, {{"SWITCHAGG_UCX_PEER_TIMEOUT", "1s"}});
+  int64_t killed = 0;
+  auto r = killRankOne(g, &killed);
+  const int64_t elapsed = static_cast<int64_t>(num(r, "detect_ms")) - killed;
+  std::cout << "watched peer known failed " << elapsed << " ms after SIGKILL\n";
+  EXPECT_EQ(r["before"], "Ok");
+  EXPECT_EQ(r["wait"], "Ok") << "peerStatus never turned failed";
+  EXPECT_EQ(r["after"], "PeerFailed");
+  EXPECT_EQ(num(r, "sent"), 0u);
+  EXPECT_LE(elapsed, kDetectBoundMs);
+}
+
 TEST(UcxTransport, KilledListenerPeerFailsEndpoint) {
   RankGroup g("am-idle", 2, {{"SWITCHAGG_UCX_PEER_TIMEOUT", "1s"}});
   int64_t killed = 0;

@@ -263,6 +263,11 @@ std::string PeerGroup::describePending(const Request& request) const {
 int PeerGroup::rank() const { return impl_->rank; }
 int PeerGroup::size() const { return static_cast<int>(impl_->peers.size()); }
 const PeerGroupCounters& PeerGroup::counters() const { return impl_->counters; }
+Status PeerGroup::watch(int peer) {
+  SWITCHAGG_RETURN_IF_ERROR(impl_->checkPeer(peer));
+  return impl_->ensureLanes(peer);
+}
+Status PeerGroup::peerStatus(int peer) const { return impl_->checkPeer(peer); }
 Worker& PeerGroup::worker() { return *impl_->worker; }
 
 // What a send and a receive both do first: the message's number on its

@@ -36,6 +36,13 @@ class CommGroup {
     static const std::vector<std::vector<uint8_t>> none;
     return none;
   }
+  // The host transport's view of one rank's liveness, for waits outside
+  // the transport's calls (switch-path recovery): watchPeer makes its
+  // connections now (collective in spirit: every rank watches its
+  // partners at the same step), peerFailed says whether it is known dead.
+  // Without a host transport: nothing, and never.
+  virtual void watchPeer(int /*peer*/) {}
+  virtual bool peerFailed(int /*peer*/) const { return false; }
   // The thread domain whose worker and agent connections this group uses
   // (ProcessRuntime::takeDomain; 0 without threads).
   virtual int domain() const { return 0; }

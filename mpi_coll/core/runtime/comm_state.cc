@@ -267,6 +267,16 @@ uint64_t CommState::hostBytesSent() const {
   return peer_group_ ? peer_group_->counters().bytes_sent : 0;
 }
 
+void CommState::watchPeer(int peer) {
+  if (!peer_group_ || peer == rank()) return;
+  Status st = peer_group_->watch(peer);
+  if (!st.ok()) SA_DEBUG("coll", "comm %s: watching rank %d: %s", name().c_str(), peer, st.toString().c_str());
+}
+
+bool CommState::peerFailed(int peer) const {
+  return peer_group_ && peer != rank() && !peer_group_->peerStatus(peer).ok();
+}
+
 void CommState::recordServed(Algorithm a) {
   const auto i = static_cast<size_t>(a);
   ++counters_.served[i];

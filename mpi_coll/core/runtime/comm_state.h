@@ -112,6 +112,8 @@ class CommState : public CommGroup {
   std::unique_ptr<HostComm> hostComm() override;
   const std::vector<std::vector<uint8_t>>& workerAddresses() const override { return addresses_; }
   ucx::PeerGroup& peerGroup() { return *peer_group_; }
+  void watchPeer(int peer) override;
+  bool peerFailed(int peer) const override;
   // The switch candidate; nullptr when no switch path is built in.
   SwitchPath* switchPath() { return switch_path_.get(); }
   const SwitchPath* switchPath() const { return switch_path_.get(); }

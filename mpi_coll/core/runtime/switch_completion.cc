@@ -26,6 +26,15 @@ void AgentSwitchPath::makeLedger() {
     for (int r = 0; r < comm_.size(); ++r) members.push_back(r);
   ledger_ = std::make_unique<CallLedger>(*worker.value(), info_.group_id, comm_.rank(),
                                          std::move(members), addresses);
+  // Every member is alive at the join: the exchange partners' connections
+  // are made now (the recovery's, and the host transport's with its
+  // failure sentinel), so a partner that dies later is known dead without
+  // a connect to it (docs/offload.md "Completion", safety case 12).
+  for (int peer : ledger_->exchangePartners()) {
+    comm_.watchPeer(peer);
+    ledger_->connect(peer);
+  }
+  ledger_->setPeerProbe([this](int peer) { return comm_.peerFailed(peer); });
 }
 
 std::optional<CallOutcome> AgentSwitchPath::settledHere(const Status& mine, const void* kept,

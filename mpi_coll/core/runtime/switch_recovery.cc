@@ -46,6 +46,7 @@ CallLedger::CallLedger(ucx::Worker& worker, uint64_t key, int rank, std::vector<
 
 CallLedger::~CallLedger() {
   LedgerState& s = *state_;
+  s.peer_failed = nullptr;  // its communicator is going
   // Retired: still answers about its last call (kept or decided), nothing
   // else.
   s.flushDeferred(true);
@@ -86,6 +87,26 @@ void CallLedger::failed(const void* input, size_t bytes) {
   if (bytes) s.live.assign(p, p + bytes);
 }
 uint64_t CallLedger::messagesSent() const { return state_->messages; }
+std::vector<int> CallLedger::exchangePartners() const {
+  const LedgerState& s = *state_;
+  const int me = s.index();
+  const size_t p = s.members.size();
+  std::vector<int> out;
+  if (me < 0) return out;
+  for (size_t step = 1; step < p; step *= 2)
+    for (size_t m : {(size_t(me) + step) % p, (size_t(me) + p - step) % p})
+      if (std::find(out.begin(), out.end(), s.members[m]) == out.end() && s.members[m] != s.rank)
+        out.push_back(s.members[m]);
+  return out;
+}
+void CallLedger::setPeerProbe(std::function<bool(int)> peer_failed) {
+  state_->peer_failed = std::move(peer_failed);
+}
+void CallLedger::connect(int peer) {
+  Status why;
+  if (!state_->endpointTo(peer, &why))
+    SA_DEBUG("coll", "switch recovery: connecting rank %d: %s", peer, why.toString().c_str());
+}
 uint64_t CallLedger::seq() const { return state_->seq; }
 
 Result<Recovery> CallLedger::recover(void* out, size_t bytes, const StallBounds& stall) {
@@ -182,10 +203,14 @@ Status LedgerState::askRound(const Header& q, int64_t now, std::map<int, Asked>*
     if (o != CallOutcome::kPending) continue;
     round->open.push_back(m);
     Asked& a = (*asked)[m];
-    if (a.at != 0 && s.linkFailed(m))  // the peer died: it can never answer
+    if (s.peerGone(m)) {  // the peer died: it can never answer (and is not connected to)
+      auto late = s.answers.find(m);
+      if (late != s.answers.end() && late->second != CallOutcome::kPending)
+        continue;  // its last answer came after all: taken next round
       return Status(Code::kPeerFailed, "switch call " + std::to_string(s.asking) +
                                            " failed here and the connection to rank " +
                                            std::to_string(m) + " failed while asking it");
+    }
     if (a.at == 0 || now - a.at >= a.backoff) {
       if (a.at != 0) a.backoff = std::min<int64_t>(a.backoff * 2, 100);
       a.at = now;

@@ -46,6 +46,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,6 +108,20 @@ class CallLedger {
   // every member is final and none done; bounded by `stall`.
   Result<Recovery> gatherInputs(size_t lo, size_t hi, std::vector<std::vector<uint8_t>>* parts,
                                 const StallBounds& stall);
+
+  // The members this one asks in the exchange and those that ask it
+  // (communicator ranks, each once, not itself): the ones whose death it
+  // must notice while it waits on them, or they on it.
+  std::vector<int> exchangePartners() const;
+  // Where a member's death is known beside this ledger's own connections
+  // (the communicator's host transport, whose failure sentinel watches the
+  // partners: docs/offload.md safety case 12). Cleared by the destructor.
+  void setPeerProbe(std::function<bool(int)> peer_failed);
+  // Makes this worker's recovery connection to `peer` now (else made by
+  // the first question): while every member is alive, so no question ever
+  // opens a connection to a rank that died (UCX 1.13 can abort the process
+  // whose connect a dead rank refuses).
+  void connect(int peer);
 
   uint64_t messagesSent() const;  // questions and answers this member sent
   uint64_t seq() const;

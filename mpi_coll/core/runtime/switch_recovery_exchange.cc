@@ -158,7 +158,7 @@ Result<Recovery> LedgerState::exchange(const StallBounds& stall) {
   if (gathering) q.lo = q.hi = 0;  // a done answer says so; the parts come after
   const int64_t start = recovery::nowMs();
   int64_t due = 0, backoff = 1;
-  bool warned = false, sent = false;
+  bool warned = false;
   Result<Recovery> result = Status(Code::kInternal, "switch recovery did not run");
   for (;;) {
     if (!bad_answer.empty()) {
@@ -190,7 +190,6 @@ Result<Recovery> LedgerState::exchange(const StallBounds& stall) {
         if (o == CallOutcome::kFailed) ++rounds_done;
         due = 0;
         backoff = 1;
-        sent = false;
         flushDeferred(false);
       }
     }
@@ -214,7 +213,8 @@ Result<Recovery> LedgerState::exchange(const StallBounds& stall) {
       break;
     }
     const int partner = members[(size_t(me) + (size_t(1) << rounds_done)) % p];
-    if (sent && linkFailed(partner)) {
+    if (peerGone(partner)) {  // before the question too: never connect to a dead rank
+      if (round_answered || have_result || !bad_answer.empty()) continue;  // it answered first
       result = Status(Code::kPeerFailed,
                       "switch call " + std::to_string(asking) + " failed here and the connection to rank " +
                           std::to_string(partner) + " failed while asking it what became of the call");
@@ -224,7 +224,6 @@ Result<Recovery> LedgerState::exchange(const StallBounds& stall) {
     if (!awaiting && now >= due) {
       q.round = uint8_t(rounds_done + 1);
       Status st = send(partner, recovery::kAmQuery, q, nullptr, 0);
-      sent = true;
       awaiting = st.ok();
       if (!st.ok()) {  // not sent: asked again after the backoff
         SA_DEBUG("coll", "switch recovery: asking rank %d: %s", partner, st.toString().c_str());

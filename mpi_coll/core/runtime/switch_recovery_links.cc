@@ -15,15 +15,12 @@
 // it. A member still asking about the last call has not retired it, so
 // the answers it needs stay until it got them.
 #include <chrono>
-#include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
 
 #include "switch_recovery_state.h"
 #include "switchagg/common/log.h"
-#include "switchagg/common/test_hooks.h"
 
 namespace switchagg::coll {
 
@@ -76,7 +73,16 @@ ucx::Endpoint* LedgerState::endpointTo(int peer, Status* why) {
 bool LedgerState::linkFailed(int peer) const {
   if (links->closed) return true;
   auto it = links->endpoints.find(addresses[size_t(peer)]);
-  return it != links->endpoints.end() && it->second && it->second->failed();
+  if (it != links->endpoints.end() && it->second && it->second->failed()) return true;
+  return peer_failed && peer_failed(peer);
+}
+
+bool LedgerState::peerGone(int peer) {
+  if (!linkFailed(peer)) return false;
+  // An answer it sent before it died may be on the data path still,
+  // behind the sentinel's news: taken first.
+  (void)worker->waitUntil([] { return false; }, 0);
+  return true;
 }
 
 Status LedgerState::send(int peer, uint16_t id, const Header& h, const void* data, size_t bytes) {
@@ -132,6 +138,7 @@ void LedgerState::sendAnswer(int to, uint64_t s, CallOutcome o, const std::vecto
 // [lo, hi) of what it holds for that call. An exchange question (round >
 // 0) waits while this member's own exchange is behind it.
 void LedgerState::answer(int to, uint64_t s, uint64_t lo, uint64_t hi, int round) {
+  recovery::testKillWhenAsked(rank, s);
   if (round > 0) {
     if (answerRound(to, s, lo, hi, round - 1)) return;
     for (const Deferred& d : deferred)  // asked again: still one answer
@@ -269,35 +276,6 @@ std::string rankList(const std::vector<int>& ranks) {
   std::string s;
   for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
   return s;
-}
-
-bool askAllForced() {
-  static const bool forced = [] {
-    TestHooks hooks;
-    (void)testHooksTable().applyEnvironment(hooks, "test.recovery_ask_all");  // bad: off
-    return hooks.recovery_ask_all;
-  }();
-  return forced;
-}
-
-void testKillAtRecovery(int rank, uint64_t call) {
-  static const TestRecoveryKill want = [] {
-    TestHooks hooks;
-    (void)testHooksTable().applyEnvironment(hooks, "test.recovery_kill");  // bad: off
-    return hooks.recovery_kill;
-  }();
-  static bool fired = false;  // once (CALL 0: its first recovery)
-  if (fired || want.rank != rank || (want.call != 0 && want.call != call)) return;
-  fired = true;
-  std::fprintf(stderr,
-               "switchagg[coll] warning: test fault point SWITCHAGG_TEST_RECOVERY_KILL: rank %d "
-               "killed as its recovery of call %llu starts (at %lld ms)\n",
-               rank, static_cast<unsigned long long>(call),
-               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count()));
-  std::fflush(stderr);
-  std::raise(SIGKILL);
 }
 
 std::shared_ptr<WorkerLinks> linksOf(ucx::Worker* worker) {

@@ -1,13 +1,15 @@
 // Inside the recovery of switch-path calls (switch_recovery.h; protocol and
 // safety argument: docs/offload.md "Completion"): the wire header, a
-// ledger's state and the links its worker shares. Three files use it:
+// ledger's state and the links its worker shares. Four files use it:
 //   switch_recovery.cc           the ledger's calls and the ask-everyone loop
 //   switch_recovery_exchange.cc  the O(log p) exchange of final outcomes
 //   switch_recovery_links.cc     sends, answers, handlers, retirement
+//   switch_recovery_faults.cc    the test fault points
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -77,6 +79,9 @@ bool askAllForced();
 // Test-only: SWITCHAGG_TEST_RECOVERY_KILL=RANK:CALL kills communicator rank
 // RANK as its recovery of call CALL starts (test_hooks.h).
 void testKillAtRecovery(int rank, uint64_t call);
+// Test-only: SWITCHAGG_TEST_RECOVERY_KILL_ASKED=RANK:CALL kills communicator
+// rank RANK as it takes a question about call CALL, before it answers.
+void testKillWhenAsked(int rank, uint64_t call);
 
 }  // namespace recovery
 
@@ -88,6 +93,10 @@ struct LedgerState {
   std::vector<int> members;
   std::vector<std::vector<uint8_t>> addresses;
   std::shared_ptr<recovery::WorkerLinks> links;  // the worker's endpoints and sends
+  // The communicator's host transport's word on a member (its failure
+  // sentinel watches the exchange partners from the join on:
+  // docs/offload.md safety case 12); unset once the communicator is gone.
+  std::function<bool(int)> peer_failed;
   uint64_t messages = 0;
   // This member's calls.
   uint64_t seq = 0;
@@ -144,7 +153,12 @@ struct LedgerState {
   void sendRetirement(uint16_t id, int to);
   void askPast();
   ucx::Endpoint* endpointTo(int peer, Status* why);
-  bool linkFailed(int peer) const;  // this worker's endpoint to peer failed (peer failure)
+  // This worker's endpoint to peer failed, or the host transport knows the
+  // peer failed (it died or left).
+  bool linkFailed(int peer) const;
+  // linkFailed, after taking in what already arrived (an answer the peer
+  // sent before it died counts): true when the peer can no longer answer.
+  bool peerGone(int peer);
   Status send(int peer, uint16_t id, const Header& h, const void* data, size_t bytes);
   void reap();
   void answer(int to, uint64_t s, uint64_t lo, uint64_t hi, int round);

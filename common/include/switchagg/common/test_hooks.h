@@ -34,6 +34,12 @@ using TestExitAfterSends = TestCut;
 // RANK:CALL form as TestCut.
 using TestRecoveryKill = TestCut;
 
+// SWITCHAGG_TEST_RECOVERY_KILL_ASKED=RANK:CALL (runtime/switch_recovery_links.cc):
+// communicator rank RANK SIGKILLs itself when it takes the first recovery
+// question about call CALL (0: any call), before it answers it: an
+// answerer dying after its asker's question reached it.
+using TestRecoveryKillAsked = TestCut;
+
 // SWITCHAGG_AGENT_TEST_FAULT (daemon/data_plane.cc; the engine's side is
 // EngineConfig's test_* fields): what the agent does to its N-th chunk
 // result.
@@ -52,6 +58,7 @@ struct TestHooks {
   TestCut cut;
   TestExitAfterSends exit_after_sends;
   TestRecoveryKill recovery_kill;
+  TestRecoveryKillAsked recovery_kill_asked;
   // SWITCHAGG_TEST_RECOVERY_ASK_ALL (runtime/switch_recovery.cc): recover a
   // failed call by asking every member, the protocol before the exchange of
   // final outcomes (for a benchmark or test comparing both in one build).

@@ -346,6 +346,16 @@ class PeerGroup {
   Status sendrecv(int to, const void* sbuf, size_t slen, int from, void* rbuf, size_t rlen,
                   uint32_t tag, int64_t timeout_ms);
 
+  // Makes the connections to `peer` now, as its first send or receive
+  // would (its lanes and, where failure detection uses them, its failure
+  // sentinel), so its death is noticed from then on even if nothing is
+  // sent to it. Both sides should call it at the same point of the group's
+  // life (e.g. one collective step), as they would reach a first send.
+  Status watch(int peer);
+  // Ok until `peer` is known failed (its sentinel, a lane or a timeout
+  // said so), then that failure.
+  Status peerStatus(int peer) const;
+
   const PeerGroupCounters& counters() const;
   // One line per lane (and the failure sentinel) naming its transports;
   // connects to `peer` if needed. "" for a bad or failed rank.
