@@ -69,6 +69,9 @@ struct EngineConfig : EngineSettings {
   // the control plane keeps <= the pool).
   size_t pool_slots = 0;
   int64_t lease_check_ms = 250;  // how often live groups re-check their lease
+  // Slot memory shared with the other data-plane threads' engines
+  // (memory_bytes bounds the sum); nullptr = this engine's own.
+  MemoryAccount memory_account;
   // This agent has a parent (fabric map): it serves tree JOINs
   // (kJoinFlagTree) by joining the parent; without one they are refused.
   bool has_parent = false;
