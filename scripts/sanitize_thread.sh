@@ -5,6 +5,9 @@
 #   unit   ThreadGate (domains, Hold/TryHold/Release, poll), the host
 #          algorithms and node leaders over the in-memory fabric (a thread
 #          per rank), the agent's engine with its ReducePool threads
+#   agent  the TSan-built agent on 2 and 3 data-plane threads with member
+#          processes (DataAgentThreads.*: the matrix, a lease at another
+#          thread, a revocation reaching every thread)
 #   Open MPI  the component (TSan-built, loaded by mpirun) under the threads
 #          checker (mpi_thread_check: ring, four domains, one domain, busy
 #          waits, the switch path blocking and nonblocking, a member's
@@ -40,7 +43,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWITCH
 unit_tests=(test_ucx_thread_gate test_host_algorithms test_node_leaders test_data_unit test_engine_alloc)
 cmake --build "$build" -j "$(nproc)" --target "${unit_tests[@]}" mca_coll_switchagg mpi_thread_check \
   mpi_nbc_mix_check mpi_oneshot_check mpi_retired_check switchagg_pmpi mpi_thread_check_mpich mpi_nbc_mix_check_mpich \
-  mpi_iallreduce_check_mpich switchagg-agent switchagg-ctl >"$build.build.log" 2>&1 ||
+  mpi_iallreduce_check_mpich switchagg-agent switchagg-ctl test_data_agent test_data_member \
+  >"$build.build.log" 2>&1 ||
   { tail -50 "$build.build.log"; echo "FAIL: the TSan build" >&2; exit 1; }
 
 # What mpirun loads and MPICH preloads must carry TSan (a stale or plain
@@ -73,6 +77,15 @@ for t in "${unit_tests[@]}"; do
   fi
 done
 
+start=$SECONDS
+if timeout 600 "$build/bin/test_data_agent" --gtest_filter='DataAgentThreads.*' \
+  >"$reports/test_data_agent.out" 2>&1; then
+  echo "agent DataAgentThreads.*: passed ($((SECONDS - start)) s)"
+else
+  tail -30 "$reports/test_data_agent.out"
+  failed+=("DataAgentThreads")
+fi
+
 cd "$build"
 subset='mpi_threads_ring_np2|mpi_threads_domains_np2|mpi_threads_one_domain_np2|mpi_threads_ring_busy_np2'
 subset+='|mpi_switch_threads_np2|mpi_switch_threads_nonblocking_np3|mpi_switch_fault_oneshot_threads_np3'
@@ -102,4 +115,4 @@ if ((${#failed[@]} > 0)); then
   echo "FAIL: ${failed[*]}" >&2
   exit 1
 fi
-echo "PASS sanitize_thread: ${#unit_tests[@]} unit programs and $want MPI tests under TSan, no report"
+echo "PASS sanitize_thread: ${#unit_tests[@]} unit programs, the agent's data-plane threads and $want MPI tests under TSan, no report"

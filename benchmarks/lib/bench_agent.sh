@@ -8,7 +8,8 @@
 #   bench_start_agent AGENT_BIN DIR [UCX_TLS]
 # writes DIR/agent.toml (256 KiB slots, 128 pool slots, 16 slots a job,
 # default threads: one per core), starts AGENT_BIN with it (UCX_TLS set when
-# given), waits for "ready" and sets agent_pid and data (its data address);
+# given; more agent arguments from BENCH_AGENT_ARGS, e.g. "--data-threads
+# 2"), waits for "ready" and sets agent_pid and data (its data address);
 # exits naming the agent's stderr if it did not start.
 bench_start_agent() {
   local bin=$1 dir=$2 tls=${3:-}
@@ -26,7 +27,7 @@ max_slots_per_job = 16
 max_slots_per_user = 128
 EOF
   rm -f "$dir/agent.out"
-  env ${tls:+UCX_TLS=$tls} "$bin" --config "$dir/agent.toml" >"$dir/agent.out" 2>"$dir/agent.err" &
+  env ${tls:+UCX_TLS=$tls} "$bin" --config "$dir/agent.toml" ${BENCH_AGENT_ARGS:-} >"$dir/agent.out" 2>"$dir/agent.err" &
   agent_pid=$!
   for _ in $(seq 100); do grep -q ready "$dir/agent.out" 2>/dev/null && break; sleep 0.1; done
   data=$(sed -n 's/.* data=\([^ ]*\).*/\1/p' "$dir/agent.out")

@@ -106,6 +106,10 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        engine(sizeField(&E::memory_bytes, 1ull << 20, 1ull << 40))},
       {"data.threads", nullptr, "reduction threads; 0 = one per core",
        data(intField(&D::threads, 0, 256))},
+      {"data.plane_threads", nullptr,
+       "data-plane threads, each with its own UCX worker, listener and engine; a lease's groups "
+       "run on one of them; 0 = one per core, at most 4; 1 = a single thread",
+       data(intField(&D::plane_threads, 0, 64))},
       {"data.member_timeout", nullptr,
        "a group member silent this long has its group aborted; a client a send to it has made "
        "no progress for this long is dropped",

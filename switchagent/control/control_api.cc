@@ -99,6 +99,15 @@ int64_t secondsLeft(const Lease& lease) {
   return ms <= 0 ? 0 : (ms + 999) / 1000;
 }
 
+// Each data-plane thread's address and share (counters are their sums).
+json threadsJson(const DataPlaneCounters& c) {
+  json out = json::array();
+  for (const DataThreadCounters& t : c.threads)
+    out.push_back({{"address", t.address}, {"groups_created", t.groups_created},
+                   {"bytes_in", t.bytes_in}, {"clients_connected", t.clients_connected}});
+  return out;
+}
+
 LeaseView viewOf(const Lease& l, const std::string& data_address) {
   LeaseView v;
   v.job = l.job;
@@ -146,6 +155,11 @@ void ControlApi::countShed(const std::string& listener, const std::string& reaso
 
 std::string ControlApi::dataAddress() const {
   return data_plane_ != nullptr ? data_plane_->address() : config_.data.listen;
+}
+
+std::string ControlApi::dataAddressFor(const LeaseToken& token) const {
+  // A lease's jobs go to its home data-plane thread (data_thread.h).
+  return data_plane_ != nullptr ? data_plane_->addressFor(token.hex()) : config_.data.listen;
 }
 
 DataPlaneCounters ControlApi::counters() const {
@@ -229,6 +243,7 @@ ControlResponse ControlApi::getStatus() {
         {"slots_reserved", c.slots_reserved}, {"slot_memory_bytes", c.slot_memory_bytes},
         {"peers_stalled", c.peers_stalled}, {"rejected_total", rejected_total}}},
       {"rejected", c.rejected},
+      {"data_threads", threadsJson(c)},
       {"lease_file", leases_.leaseFile()},
       {"lease_file_save_failures", leases_.leaseFileSaveFailures()},
   };
@@ -283,7 +298,7 @@ ControlResponse ControlApi::createLease(const HttpRequest& req, const Caller& ca
             caller.via.c_str());
   }
   return jsonResponse(created->created ? 201 : 200,
-                      leaseJson(viewOf(l, dataAddress()), LeaseFields::kCreated));
+                      leaseJson(viewOf(l, dataAddressFor((l).token)), LeaseFields::kCreated));
 }
 
 ControlResponse ControlApi::leaseAction(const std::string& job, const std::string& action,
@@ -315,7 +330,7 @@ ControlResponse ControlApi::leaseAction(const std::string& job, const std::strin
     return jsonResponse(200, {{"deleted", deleted}});
   }
   if (is_token) {
-    return jsonResponse(200, leaseJson(viewOf(*lease, dataAddress()), LeaseFields::kToken));
+    return jsonResponse(200, leaseJson(viewOf(*lease, dataAddressFor((*lease).token)), LeaseFields::kToken));
   }
   Result<json> body = parseBody(req.body, {"ttl_s"});
   if (!body.ok()) return badRequest(body.status());
@@ -323,7 +338,7 @@ ControlResponse ControlApi::leaseAction(const std::string& job, const std::strin
   if (!ttl_ms.ok()) return badRequest(ttl_ms.status());
   ApiResult<Lease> renewed = leases_.renew(job, *ttl_ms);
   if (!renewed.ok()) return errorResponse(renewed.failure());
-  return jsonResponse(200, leaseJson(viewOf(*renewed, dataAddress()), LeaseFields::kRenewed));
+  return jsonResponse(200, leaseJson(viewOf(*renewed, dataAddressFor((*renewed).token)), LeaseFields::kRenewed));
 }
 
 ControlResponse ControlApi::drain(const HttpRequest& req, const Caller& caller) {

@@ -60,6 +60,7 @@ class ControlApi {
   ControlResponse drain(const HttpRequest& request, const Caller& caller);
   ControlResponse metrics();
   std::string dataAddress() const;
+  std::string dataAddressFor(const LeaseToken& token) const;  // the lease's data-plane thread
   DataPlaneCounters counters() const;
 
   const AgentConfig config_;

@@ -56,6 +56,7 @@ void usage(FILE* out) {
                "                       [--print-config] [--version] [--help]\n"
                "  --config FILE    site policy (TOML; example: etc/switchagg/agent.toml)\n"
                "  --set KEY=VALUE  override one key (wins over the file and environment)\n"
+               "  --data-threads N data-plane threads (same as --set data.plane_threads=N)\n"
                "  --check          validate the configuration and exit\n"
                "  --print-config   print the effective configuration as TOML and exit\n"
                "  --print-config-markdown  print the key table for docs/admin.md\n"
@@ -98,6 +99,10 @@ int parseArgs(int argc, char** argv, Args* a) {
       const char* v = value("--set");
       if (v == nullptr) return 3;
       a->overrides.push_back(v);
+    } else if (arg == "--data-threads") {
+      const char* v = value("--data-threads");
+      if (v == nullptr) return 3;
+      a->overrides.push_back(std::string("data.plane_threads=") + v);
     } else if (arg == "--check") {
       a->check = true;
     } else if (arg == "--print-config") {

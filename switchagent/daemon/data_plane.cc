@@ -1,399 +1,53 @@
-// DataPlane: the UCX side of the agent's data plane. One thread owns the
-// UCX worker: it waits (blocking) for messages, feeds them to the
-// AggregationEngine, reduces completed slots on the ReducePool, sends
-// results and control messages; a send's completion gives its descriptor
-// back to the SendPool (and a result's tells the engine). Other threads
-// only post lease revocations (picked up within the worker's 20 ms idle
-// tick) and read counters.
+// DataPlane: the agent's data-plane threads (data_thread.h) on one UCX
+// context. Each thread owns a worker, a listener, an engine and the clients
+// that connected to it; a lease's groups all live on its home thread
+// (homeThread), whose address the control plane gives the lease's jobs.
+// Revocations reach every thread; counters are summed over them.
 #include "data_plane.h"
 
-#include <pthread.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <mutex>
 #include <thread>
-#include <unordered_map>
 
 #include "aggregation_engine.h"
+#include "data_thread.h"
 #include "lease_table.h"
-#include "link_rate.h"
-#include "send_pool.h"
 #include "switchagg/agent/malloc_tuning.h"
-#include "switchagg/common/test_hooks.h"
 #include "switchagg/common/log.h"
 #include "switchagg/ucx/transport.h"
 
 namespace switchagg::agent {
-namespace {
 
-constexpr int64_t kLoopWaitMs = 50;
-constexpr int64_t kTickMs = 50;
-constexpr int64_t kShutdownDrainMs = 500;
-
-// Endpoint user data: our PeerId, 0 before adoption, kDying once the peer
-// was dropped (its endpoint is closing and must not be adopted again).
-constexpr uintptr_t kDying = ~uintptr_t{0};
-// The connection this agent made to its parent (trees): never a client.
-constexpr uintptr_t kParent = ~uintptr_t{0} - 1;
-
-uintptr_t tagOf(const ucx::Endpoint* ep) {
-  return ep ? reinterpret_cast<uintptr_t>(ep->userData()) : kDying;
+int homeThread(const LeaseToken& token, int threads) {
+  if (threads <= 1) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a: every tool and test computes the same
+  for (size_t i = 0; i < LeaseToken::size(); ++i) {
+    h ^= token[i];
+    h *= 1099511628211ull;
+  }
+  return static_cast<int>(h % static_cast<uint64_t>(threads));
 }
 
-struct Peer {
-  ucx::Endpoint* ep = nullptr;
-  std::unique_ptr<ucx::Endpoint> owned;  // set once the listener hands it over
-  bool stalled = false;                  // dropped by the stalled-send watch
-  int64_t last_done_ms = 0;              // when a send to it last completed
-};
+int defaultPlaneThreads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp<unsigned>(cores, 1, 4));
+}
 
-}  // namespace
-
-struct DataPlane::Impl : EngineOutput {
-  const DataPlaneConfig& config;
-  const std::string parent_address;  // "" = a root (DataPlane::start)
-  LeaseTable& leases;
+struct DataPlane::Impl {
   std::unique_ptr<ucx::Context> context;
-  std::unique_ptr<ucx::Worker> worker;
-  std::unique_ptr<ucx::Listener> listener;
-  std::unique_ptr<ReducePool> pool;
-  std::unique_ptr<AggregationEngine> engine;
-  std::string address;
+  std::unique_ptr<DataThreadShared> shared;
+  std::vector<std::unique_ptr<DataThread>> threads;  // destroyed before the context
 
-  std::unordered_map<PeerId, Peer> peers;
-  PeerId next_peer = 1;
-  std::vector<std::pair<PeerId, std::string>> failed;  // worker thread only
-  std::deque<std::pair<PeerId, wire::Frame>> outbox;   // control messages to send
-  // Sized in init(): two sends per slot of the pool before it must grow.
-  std::unique_ptr<SendPool> sends;
-
-  std::mutex mu;  // guards revokes
-  std::vector<std::pair<LeaseToken, std::string>> revokes;
-  std::atomic<bool> has_revokes{false};
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> peers_stalled{0};
-  // The loop's clock, read once per turn: what the stalled-send watch
-  // stamps sends and completions with (its bound is seconds; a turn waits
-  // at most kLoopWaitMs), so no send reads the clock.
-  int64_t loop_ms = 0;
-  std::thread thread;
-
-  Impl(const DataPlaneConfig& c, std::string parent, LeaseTable& l)
-      : config(c), parent_address(std::move(parent)), leases(l) {}
-
-  // Gives a connection its PeerId (on its first message or when the
-  // listener hands it over, whichever comes first); 0 for a dying one.
-  // The parent's connection: made on a tree group's first message up,
-  // dropped (and remade by the next one) when it fails.
-  std::unique_ptr<ucx::Endpoint> parent;
-  std::string parent_failure;  // worker thread: the failure to report
-
-  PeerId adopt(ucx::Endpoint* ep) {
-    const uintptr_t tag = tagOf(ep);
-    if (tag == kDying || tag == kParent) return 0;
-    if (tag != 0) return static_cast<PeerId>(tag);
-    const PeerId id = next_peer++;
-    ep->setUserData(reinterpret_cast<void*>(static_cast<uintptr_t>(id)));
-    peers[id].ep = ep;
-    engine->onPeerConnected();
-    return id;
-  }
-
-  ucx::Endpoint* endpoint(PeerId id) {
-    auto it = peers.find(id);
-    return (it == peers.end() || it->second.ep->failed()) ? nullptr : it->second.ep;
-  }
-
-  void sendControl(PeerId to, wire::Frame frame) override {
-    outbox.emplace_back(to, std::move(frame));
-  }
-
-  void sendResult(PeerId to, const uint8_t* header, size_t header_bytes, const void* payload,
-                  size_t bytes, std::shared_ptr<SlotBuffers> buffers, uint64_t serial,
-                  uint32_t slot) override {
-    ucx::Endpoint* ep = endpoint(to);
-    const uint32_t i = sends->take();
-    SendDescriptor& d = sends->at(i);
-    if (!ep || !ep->amSend(wire::kAmToClient, header, header_bytes, payload, bytes, d.request,
-                           completion(i))
-                    .ok()) {
-      sends->give(i);
-      engine->sendDone(serial, slot);  // the member's failure aborts the group
-      return;
-    }
-    // Filled after the post: the completion runs no earlier than the end of
-    // a progress round, never inside amSend.
-    d.buffers = std::move(buffers);
-    d.serial = serial;
-    d.slot = slot;
-    d.result = true;
-    d.to = to;
-    d.since_ms = loop_ms;
-  }
-
-  ucx::SendCompletion completion(uint32_t i) {
-    return ucx::SendCompletion{&Impl::onSendDone, this, i};
-  }
-
-  static void onSendDone(void* ctx, uint64_t id, const Status& /*status*/, size_t /*length*/) {
-    auto* self = static_cast<Impl*>(ctx);
-    SendDescriptor& d = self->sends->at(static_cast<uint32_t>(id));
-    if (d.to != 0) {
-      auto peer = self->peers.find(d.to);
-      if (peer != self->peers.end()) peer->second.last_done_ms = self->loop_ms;
-    }
-    const bool result = d.result;
-    const uint64_t serial = d.serial;
-    const uint32_t slot = d.slot;
-    self->sends->give(static_cast<uint32_t>(id));
-    // Failed or not: a member's failure reaches the engine on its own.
-    if (result) self->engine->sendDone(serial, slot);
-  }
-
-  bool sendUp(wire::Frame frame, const void* payload, size_t bytes,
-              std::shared_ptr<SlotBuffers> keep) override {
-    if (parent_address.empty()) return false;
-    if (parent && parent->failed()) return false;  // reported by the failure handler
-    if (!parent) {
-      auto ep = ucx::Endpoint::connect(*worker, parent_address);
-      if (!ep.ok()) {
-        SA_WARN("agent", "parent agent at %s: %s", parent_address.c_str(),
-                ep.status().toString().c_str());
-        return false;
-      }
-      parent = std::move(ep.value());
-      parent->setUserData(reinterpret_cast<void*>(kParent));
-      SA_INFO("agent", "connected to the parent agent at %s", parent_address.c_str());
-    }
-    return sendFrame(*parent, wire::kAmToAgent, std::move(frame), payload, bytes, std::move(keep));
-  }
-
-  // Sends a frame (its own body, or `payload` read from `keep`'s buffers)
-  // and tracks it until it completes; false if UCX refused it.
-  bool sendFrame(ucx::Endpoint& ep, uint16_t am, wire::Frame frame, const void* payload = nullptr,
-                 size_t bytes = 0, std::shared_ptr<SlotBuffers> keep = nullptr, PeerId to = 0) {
-    const uint32_t i = sends->take();
-    SendDescriptor& d = sends->at(i);
-    d.to = to;
-    d.since_ms = loop_ms;
-    d.frame = std::move(frame);
-    d.buffers = std::move(keep);
-    const auto& f = d.frame;
-    const void* body = payload ? payload : (f.body.empty() ? nullptr : f.body.data());
-    const size_t body_bytes = payload ? bytes : f.body.size();
-    if (!ep.amSend(am, f.header.data(), f.header_bytes, body, body_bytes, d.request, completion(i))
-             .ok()) {
-      sends->give(i);
-      return false;
-    }
-    return true;
-  }
-
-  void flushOutbox() {
-    while (!outbox.empty()) {
-      auto [to, frame] = std::move(outbox.front());
-      outbox.pop_front();
-      if (ucx::Endpoint* ep = endpoint(to))
-        (void)sendFrame(*ep, wire::kAmToClient, std::move(frame), nullptr, 0, nullptr, to);
-    }
-  }
-
-  void processEvents() {
-    if (has_revokes.exchange(false)) {
-      std::vector<std::pair<LeaseToken, std::string>> todo;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        todo.swap(revokes);
-      }
-      for (auto& [token, why] : todo) engine->revokeLease(token, why);
-    }
-    if (!parent_failure.empty()) {
-      const std::string why = std::move(parent_failure);
-      parent_failure.clear();
-      engine->onParentFailed(why);
-      // Its sends may still reference the endpoint: abandon, then close.
-      if (parent) parent->abandon();
-      parent.reset();
-    }
-    while (!failed.empty()) {
-      std::vector<std::pair<PeerId, std::string>> todo;
-      todo.swap(failed);
-      for (auto& [id, why] : todo) {
-        engine->onPeerFailed(id, why);
-        // Closing may progress the worker (and re-enter handlers): the
-        // engine is consistent here, and `failed` was swapped out.
-        auto it = peers.find(id);
-        if (it == peers.end()) continue;
-        std::unique_ptr<ucx::Endpoint> owned = std::move(it->second.owned);
-        // Forced close: cancels what is still in flight to it (a stalled
-        // peer's sends, and the slot buffers they hold, are let go).
-        it->second.ep->abandon();
-        it->second.ep->setUserData(reinterpret_cast<void*>(kDying));
-        peers.erase(it);
-        owned.reset();
-      }
-    }
-  }
-
-  // A client that has not taken a send for member_timeout (a SIGSTOPped or
-  // wedged process: its socket full, UCX's keepalive still answered by its
-  // kernel) would hold the slot buffers its results read forever, aborted
-  // group or not: it is dropped as failed, which aborts its groups and
-  // cancels those sends. One pass over the descriptors per tick.
-  void watchStalledSends(int64_t now) {
-    const int64_t bound = config.engine.member_timeout_ms;
-    sends->forEach([&](SendDescriptor& d) {
-      if (!d.in_flight || d.to == 0 || now - d.since_ms <= bound) return;
-      auto it = peers.find(d.to);
-      // Progress is any send to it completing (a queue of large sends to a
-      // slow but live member moves; one that takes nothing does not).
-      if (it == peers.end() || it->second.stalled || now - it->second.last_done_ms <= bound)
-        return;
-      it->second.stalled = true;
-      ++peers_stalled;
-      const std::string why = "a send to it made no progress for " +
-                              std::to_string(now -
-                                             std::max(d.since_ms, it->second.last_done_ms)) +
-                              " ms (data.member_timeout): a stopped or stuck member";
-      SA_WARN("agent", "client %llu dropped: %s", static_cast<unsigned long long>(d.to),
-              why.c_str());
-      failed.emplace_back(d.to, why);
-    });
-  }
-
-  bool wakeup() const {
-    return stop.load() || has_revokes.load() || !failed.empty() || !parent_failure.empty() ||
-           !outbox.empty() || engine->hasReducible();
-  }
-
-  void run() {
-    int64_t next_tick = 0;
-    loop_ms = steadyNowMs();
-    while (!stop.load()) {
-      (void)worker->waitUntil([this] { return wakeup(); }, kLoopWaitMs);
-      loop_ms = steadyNowMs();
-      processEvents();
-      flushOutbox();
-      engine->reduceReady();
-      flushOutbox();
-      const int64_t now = steadyNowMs();
-      if (now >= next_tick) {
-        engine->tick(now);
-        watchStalledSends(now);
-        next_tick = now + kTickMs;
-      }
-    }
-    engine->abortAll(wire::Reason::kShutdown, "agent shutting down");
-    flushOutbox();
-    (void)worker->waitUntil([this] { return sends->inFlight() == 0; }, kShutdownDrainMs);
-  }
-
-  Status init() {
-    auto opts = ucx::TransportOptions::fromEnvironment();
-    if (!opts.ok()) return opts.status();
-    opts->enable_tag = false;  // active messages only
-    opts->rndv_threshold = wire::kEagerThresholdBytes;
-    auto ctx = ucx::Context::create(*opts);
-    if (!ctx.ok()) return ctx.status();
-    context = std::move(ctx.value());
-    auto w = ucx::Worker::create(*context);
-    if (!w.ok()) return w.status();
-    worker = std::move(w.value());
-    pool = std::make_unique<ReducePool>(config.threads);
-    EngineConfig ec;
-    static_cast<EngineSettings&>(ec) = config.engine;
-    const LinkRate link = dataLinkRate(config.engine.link_mbps, config.sysfs_root, config.listen);
-    ec.link_mbps = link.mbps;
-    SA_INFO("agent", "%s", link.text().c_str());
-    ec.pool_slots = static_cast<size_t>(leases.limits().pool_slots);
-    ec.has_parent = !parent_address.empty();
-    sends = std::make_unique<SendPool>(2 * std::max<size_t>(ec.pool_slots, 1));
-    // Test-only fault point (EngineConfig::test_partial_result).
-    static_assert(AgentTestFault::kNoMember == EngineConfig::kNoMissMember);
-    TestHooks hooks;  // a bad value stops the agent, naming the variable
-    SWITCHAGG_RETURN_IF_ERROR(testHooksTable().applyEnvironment(hooks, "test.agent_fault"));
-    if (const AgentTestFault& f = hooks.agent_fault; f.kind != AgentTestFault::Kind::kNone) {
-      ec.test_partial_result = f.result;
-      ec.test_partial_exit = f.exit;
-      ec.test_miss_member = f.member;
-      ec.test_late_ms = f.late_ms;
-      ec.test_revoke = f.kind == AgentTestFault::Kind::kRevoke;
-      SA_WARN("agent", "test fault armed: %s", f.text.c_str());
-    }
-    LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
-      auto lease = leases.useByToken(token);  // a member or live group: the lease is in use
-      if (!lease) return std::nullopt;
-      return LeaseInfo{lease->job, static_cast<uint32_t>(std::max(lease->slots, 0))};
-    };
-    engine = std::make_unique<AggregationEngine>(ec, std::move(lookup), *this, *pool);
-    SWITCHAGG_RETURN_IF_ERROR(
-        worker->setAmHandler(wire::kAmToAgent, [this](const ucx::AmMessage& m) {
-          const PeerId from = m.from ? adopt(m.from) : 0;
-          engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs());
-        }));
-    SWITCHAGG_RETURN_IF_ERROR(
-        worker->setAmHandler(wire::kAmToClient, [this](const ucx::AmMessage& m) {
-          // Only the parent talks to this agent as to a client.
-          if (!m.from || tagOf(m.from) != kParent) return;
-          engine->onParentMessage(m.header, m.header_length, m.data, m.length, steadyNowMs());
-        }));
-    worker->setFailureHandler([this](ucx::Endpoint* ep, const Status& st) {
-      const uintptr_t tag = tagOf(ep);
-      if (tag == kParent) {
-        parent_failure = st.message().empty() ? "connection lost" : st.message();
-        return;
-      }
-      if (tag != 0 && tag != kDying) failed.emplace_back(static_cast<PeerId>(tag), st.message());
-    });
-    auto l =
-        ucx::Listener::listen(*worker, config.listen, [this](std::unique_ptr<ucx::Endpoint> ep) {
-          const PeerId id = adopt(ep.get());
-          if (id != 0) peers[id].owned = std::move(ep);  // else: dropped already, closes here
-        });
-    if (!l.ok()) return l.status();
-    listener = std::move(l.value());
-    const size_t colon = config.listen.rfind(':');
-    address = config.listen.substr(0, colon) + ":" + std::to_string(listener->port());
-    return Status::Ok();
-  }
-
-  ~Impl() override {
-    // Stop accepting and dispatching; then destroy the worker first: it
-    // force-closes every endpoint at once (a flushing close per endpoint
-    // could wait peer_timeout_ms for each unresponsive client). Slot buffers
-    // that sends still referenced live until UCX has purged those sends.
-    listener.reset();
-    if (worker) {
-      (void)worker->setAmHandler(wire::kAmToAgent, nullptr);
-      (void)worker->setAmHandler(wire::kAmToClient, nullptr);
-      worker->setFailureHandler(nullptr);
-    }
-    // Destroying a Request in flight cancels its completion (it never runs).
-    std::vector<std::shared_ptr<SlotBuffers>> keep;
-    if (sends) sends->forEach([&](SendDescriptor& d) { keep.push_back(std::move(d.buffers)); });
-    sends.reset();
-    outbox.clear();
-    if (parent) parent->abandon();
-    worker.reset();
-    parent.reset();
-    peers.clear();
-    keep.clear();
-    engine.reset();
+  ~Impl() {
+    for (auto& t : threads) t->stop();  // all loops end together, then each is joined
+    threads.clear();
     context.reset();
   }
 };
 
 DataPlane::DataPlane(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-DataPlane::~DataPlane() {
-  impl_->stop.store(true);
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
+DataPlane::~DataPlane() = default;
 
 Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& config,
                                                     std::string parent_address,
@@ -403,27 +57,96 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& confi
     return Status(Code::kInvalidArgument, "data.slot_bytes must be between 4 KiB and 64 MiB, got " +
                                               std::to_string(config.engine.slot_bytes));
   tuneMallocForStreaming();
-  auto impl = std::make_unique<Impl>(config, std::move(parent_address), leases);
-  SWITCHAGG_RETURN_IF_ERROR(impl->init());
-  Impl* raw = impl.get();
-  std::unique_ptr<DataPlane> dp(new DataPlane(std::move(impl)));
-  raw->thread = std::thread([raw] {
-    pthread_setname_np(pthread_self(), "switchagg-data");  // top -H, tests counting its allocations
-    raw->run();
-  });
-  SA_INFO("agent", "data plane listening on %s (%d reduction threads)", raw->address.c_str(),
-          raw->pool->threads());
-  return dp;
+  auto impl = std::make_unique<Impl>();
+  auto opts = ucx::TransportOptions::fromEnvironment();
+  if (!opts.ok()) return opts.status();
+  opts->enable_tag = false;  // active messages only
+  opts->rndv_threshold = wire::kEagerThresholdBytes;
+  auto ctx = ucx::Context::create(*opts);
+  if (!ctx.ok()) return ctx.status();
+  impl->context = std::move(ctx.value());
+  const int n = config.plane_threads > 0 ? config.plane_threads : defaultPlaneThreads();
+  impl->shared.reset(
+      new DataThreadShared{config, std::move(parent_address), leases, *impl->context});
+  impl->shared->count = n;
+  // The reduction threads (data.threads) are shared out over the planes.
+  const int reduce =
+      config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
+  impl->shared->reduce_threads = std::max(1, reduce / n);
+  // Thread 0 listens on data.listen; thread k on the same host, port P - k
+  // (P: data.listen's), so a restarted agent has the same addresses for the
+  // jobs whose leases it kept; any port when P is 0.
+  const size_t colon = config.listen.rfind(':');
+  const std::string host = config.listen.substr(0, colon);
+  const long port = std::strtol(config.listen.c_str() + colon + 1, nullptr, 10);
+  if (port != 0 && port - (n - 1) < 1024)
+    return Status(Code::kInvalidArgument,
+                  "data.listen's port " + std::to_string(port) + " leaves no room for " +
+                      std::to_string(n) + " data-plane threads (they take the ports below it, " +
+                      "down to " + std::to_string(port - (n - 1)) + "; 1024 is the lowest)");
+  for (int i = 0; i < n; ++i) {
+    const std::string listen =
+        i == 0 ? config.listen : host + ":" + std::to_string(port == 0 ? 0 : port - i);
+    auto t = DataThread::create(*impl->shared, i, listen);
+    if (!t.ok()) return t.status();
+    impl->threads.push_back(std::move(t.value()));
+  }
+  for (auto& t : impl->threads) t->start();
+  std::string all;
+  for (auto& t : impl->threads) all += (all.empty() ? "" : " ") + t->address();
+  SA_INFO("agent",
+          "data plane listening on %s (%d data-plane threads: %s; %d reduction threads each)",
+          impl->threads[0]->address().c_str(), n, all.c_str(), impl->shared->reduce_threads);
+  return std::unique_ptr<DataPlane>(new DataPlane(std::move(impl)));
 }
 
 std::string DataPlane::address() const {
-  return impl_->address;
+  return impl_->threads[0]->address();
 }
 
+std::string DataPlane::addressFor(const std::string& token_hex) const {
+  const std::optional<LeaseToken> token = LeaseToken::fromHex(token_hex);
+  const int n = static_cast<int>(impl_->threads.size());
+  return impl_->threads[token ? homeThread(*token, n) : 0]->address();
+}
+
+int DataPlane::threads() const {
+  return static_cast<int>(impl_->threads.size());
+}
+
+namespace {
+
+void addInto(std::map<std::string, uint64_t>& to, const std::map<std::string, uint64_t>& from) {
+  for (const auto& [k, v] : from) to[k] += v;
+}
+
+}  // namespace
+
+// The counters a DataPlane adds up over its threads.
+constexpr uint64_t DataPlaneCounters::*kSummed[] = {
+    &DataPlaneCounters::groups_active,     &DataPlaneCounters::groups_created,
+    &DataPlaneCounters::groups_aborted,    &DataPlaneCounters::chunks_reduced,
+    &DataPlaneCounters::bytes_reduced,     &DataPlaneCounters::bytes_in,
+    &DataPlaneCounters::bytes_out,         &DataPlaneCounters::bytes_up,
+    &DataPlaneCounters::bytes_staged,      &DataPlaneCounters::chunks_deferred,
+    &DataPlaneCounters::clients_connected, &DataPlaneCounters::slots_busy,
+    &DataPlaneCounters::slots_reserved,    &DataPlaneCounters::peers_stalled};
+
 DataPlaneCounters DataPlane::counters() const {
-  DataPlaneCounters c = impl_->engine->counters();
-  c.peers_stalled = impl_->peers_stalled.load();
-  return c;
+  DataPlaneCounters sum;
+  for (const auto& t : impl_->threads) {
+    const DataPlaneCounters c = t->counters();
+    for (uint64_t DataPlaneCounters::*field : kSummed) sum.*field += c.*field;
+    sum.largest_pass_bytes = std::max(sum.largest_pass_bytes, c.largest_pass_bytes);
+    addInto(sum.rejected, c.rejected);
+    addInto(sum.bytes_in_by_job, c.bytes_in_by_job);
+    addInto(sum.groups_by_job, c.groups_by_job);
+    sum.threads.push_back(
+        DataThreadCounters{t->address(), c.groups_created, c.bytes_in, c.clients_connected});
+  }
+  // One account for all threads: any thread's figure is the whole.
+  sum.slot_memory_bytes = impl_->shared->memory->load(std::memory_order_relaxed);
+  return sum;
 }
 
 std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::supported() {
@@ -440,11 +163,9 @@ std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::supported() {
 }
 
 void DataPlane::revokeLease(const LeaseToken& token, const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->revokes.emplace_back(token, reason);
-  }
-  impl_->has_revokes.store(true);
+  // Every thread: a lease's groups live on its home thread, but thread 0
+  // serves any lease whose jobs came to data.listen.
+  for (auto& t : impl_->threads) t->revokeLease(token, reason);
 }
 
 }  // namespace switchagg::agent

@@ -23,7 +23,7 @@ AggregationEngine::AggregationEngine(const EngineConfig& config, LeaseLookup loo
       lookup_(std::move(lookup)),
       out_(out),
       pool_(pool),
-      slots_(config.pool_slots, config.memory_bytes, config.slot_bytes) {
+      slots_(config.pool_slots, config.memory_bytes, config.slot_bytes, config.memory_account) {
   // The reduction rate clients are told: the float32 sum kernel on one slot,
   // best of a few runs, times the reduction threads (the pool splits a
   // chunk's work across them).

@@ -68,6 +68,9 @@ struct EngineConfig : EngineSettings {
   // slots together; 0 = no cap beyond the leases' own slot counts (which
   // the control plane keeps <= the pool).
   size_t pool_slots = 0;
+  // Slot memory shared with the other data-plane threads' engines
+  // (memory_bytes bounds the sum); nullptr = this engine's own.
+  MemoryAccount memory_account;
   // This agent has a parent (fabric map): it serves tree JOINs
   // (kJoinFlagTree) by joining the parent; without one they are refused.
   bool has_parent = false;

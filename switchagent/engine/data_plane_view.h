@@ -62,9 +62,18 @@ struct EngineSettings {
 struct DataPlaneConfig {
   std::string listen = kDefaultDataListen; // UCX socket address ("host:port", port 0 = any)
   int threads = 0;                         // reduction threads; 0 = nproc
+  // Data-plane threads, each with its own UCX worker, listener and engine
+  // (daemon/data_thread.h); 0 = one per core, at most 4. 1 = one thread.
+  int plane_threads = 0;
   // Where the link's rate is read when engine.link_mbps is 0 ("" = not read).
   std::string sysfs_root = "/sys";
   EngineSettings engine;
+};
+
+// One data-plane thread's share (DataPlaneCounters::threads).
+struct DataThreadCounters {
+  std::string address;  // its listener
+  uint64_t groups_created = 0, bytes_in = 0, clients_connected = 0;
 };
 
 struct DataPlaneCounters {
@@ -89,6 +98,7 @@ struct DataPlaneCounters {
   // member_timeout (a stopped or stuck process; its buffers are let go).
   uint64_t peers_stalled = 0;
   std::map<std::string, uint64_t> groups_by_job;  // job -> live groups
+  std::vector<DataThreadCounters> threads;  // per data-plane thread (the above are their sums)
 };
 
 // What the control plane needs from the data plane: DataPlane (daemon/)
@@ -97,6 +107,8 @@ class DataPlaneView {
  public:
   virtual ~DataPlaneView() = default;
   virtual std::string address() const = 0;
+  // The data address a lease's jobs are given: its home data-plane thread's.
+  virtual std::string addressFor(const std::string& /*token_hex*/) const { return address(); }
   virtual DataPlaneCounters counters() const = 0;
   virtual std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const = 0;
 };

@@ -29,10 +29,13 @@ SlotBuffers::~SlotBuffers() {
   std::free(base_);
 }
 
-SlotPool::SlotPool(size_t pool_slots, size_t memory_bytes, size_t slot_bytes)
+SlotPool::SlotPool(size_t pool_slots, size_t memory_bytes, size_t slot_bytes,
+                   MemoryAccount memory)
     : pool_slots_(pool_slots),
       memory_bytes_(memory_bytes),
-      slot_bytes_(std::max<size_t>(kMinSlotBytes, slot_bytes / 64 * 64)) {}
+      slot_bytes_(std::max<size_t>(kMinSlotBytes, slot_bytes / 64 * 64)) {
+  if (memory) memory_ = std::move(memory);
+}
 
 size_t SlotPool::reservedBy(const std::string& lease) const {
   auto it = by_lease_.find(lease);

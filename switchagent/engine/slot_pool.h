@@ -74,8 +74,11 @@ struct SlotGrant {
 
 class SlotPool {
  public:
-  // pool_slots 0 = no pool-wide cap (leases alone bound usage).
-  SlotPool(size_t pool_slots, size_t memory_bytes, size_t slot_bytes);
+  // pool_slots 0 = no pool-wide cap (leases alone bound usage). `memory`:
+  // an account shared with other pools (several data-plane threads under
+  // one data.slot_memory); nullptr = this pool's own.
+  SlotPool(size_t pool_slots, size_t memory_bytes, size_t slot_bytes,
+           MemoryAccount memory = nullptr);
 
   // A new group's window and chunk: min(want or lease_slots, lease_slots,
   // pool_slots, kMaxWindow); if (members + 1) x slot_bytes x window does not

@@ -31,7 +31,9 @@ struct Fabric {
     const char* nodes[] = {"\"n[1-2]\"", "[\"n3\", \"n4\"]", "\"n5\""};
     std::string text;
     for (int i = 0; i < 3; ++i) {
-      auto agent = AgentProcess::start({});
+      // One data-plane thread: a lease's data address is then data.listen's,
+      // compared exactly below (several: tests/agent/test_data_agent_threads.cc).
+      auto agent = AgentProcess::start(AgentOptions::withSets({"data.plane_threads=1"}));
       EXPECT_TRUE(agent.ok()) << agent.status().toString();
       if (!agent.ok()) return false;
       text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +

@@ -12,17 +12,6 @@
 namespace switchagg::testing {
 namespace {
 
-// Every (dtype, op) the agent advertises, as test_data_member --pairs.
-std::string allPairs() {
-  std::string out;
-  for (int d = 1; d <= kNumDtypes; ++d)
-    for (int o = 1; o <= kNumOps; ++o)
-      if (reduceSupported(static_cast<Dtype>(d), static_cast<Op>(o)))
-        out += std::string(out.empty() ? "" : ",") + dtypeName(static_cast<Dtype>(d)) + "/" +
-               opName(static_cast<Op>(o));
-  return out;
-}
-
 TEST_F(DataAgentTest, EveryDtypeAndOpWithOneToEightMembers) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("dtypes", 4);

@@ -78,7 +78,7 @@ TEST_F(DataAgentFault, AStalledMemberIsDroppedAndTheBuffersItsSendsHeldAreFreed)
   const std::string token = createLease("stalled", 16);
   auto member = [&](int rank, std::vector<std::string> extra) {
     std::vector<std::string> argv = {binaryPath("test_data_member"), "--agent",
-                                     agent_->dataAddress(), "--token", token, "--group", "9",
+                                     leaseAddress(token), "--token", token, "--group", "9",
                                      "--size", "2", "--rank", std::to_string(rank), "--dtype",
                                      "float32", "--op", "sum", "--count", "8388608", "--window",
                                      "8", "--timeout", "30000"};
@@ -156,7 +156,7 @@ TEST_F(DataAgentFault, AgentKilledMidStreamFailsFastWithInputIntact) {
 TEST_F(DataAgentFault, AgentGoneBeforeConnectFailsFast) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
   const std::string token = createLease("late", 2);
-  const std::string address = agent_->dataAddress();
+  const std::string address = leaseAddress(token);
   agent_->kill();
   const int64_t t0 = testNowMs();
   auto c = Child::spawn(

@@ -18,9 +18,9 @@ using DataAgentFault = DataAgentTest;
 
 // Member `rank` of group `gid` (size `size`): float32 sums of 1000 elements,
 // a 1 s call bound, `extra` flags (--delay, --iters, --wait-limit).
-std::unique_ptr<Child> member(AgentProcess& agent, const std::string& token, uint64_t gid,
+std::unique_ptr<Child> member(const std::string& address, const std::string& token, uint64_t gid,
                               int size, int rank, std::vector<std::string> extra) {
-  std::vector<std::string> argv = {binaryPath("test_data_member"), "--agent", agent.dataAddress(),
+  std::vector<std::string> argv = {binaryPath("test_data_member"), "--agent", address,
                                    "--token", token, "--group", std::to_string(gid), "--size",
                                    std::to_string(size), "--rank", std::to_string(rank),
                                    "--dtype", "float32", "--op", "sum", "--count", "1000",
@@ -35,10 +35,12 @@ std::unique_ptr<Child> member(AgentProcess& agent, const std::string& token, uin
 struct Pair {
   std::unique_ptr<Child> early, late;
 };
-Pair startPair(AgentProcess& agent, const std::string& token, uint64_t gid, int late_ms,
-               std::vector<std::string> early_extra = {}) {
-  Pair p{member(agent, token, gid, 2, 0, std::move(early_extra)),
-         member(agent, token, gid, 2, 1, {"--delay", std::to_string(late_ms)})};
+// `addresses`: the lease's data address by token (DataAgentTest::lease_addresses_).
+Pair startPair(const std::map<std::string, std::string>& addresses, const std::string& token,
+               uint64_t gid, int late_ms, std::vector<std::string> early_extra = {}) {
+  const std::string& address = addresses.at(token);
+  Pair p{member(address, token, gid, 2, 0, std::move(early_extra)),
+         member(address, token, gid, 2, 1, {"--delay", std::to_string(late_ms)})};
   EXPECT_TRUE(p.early && p.late);
   if (p.early) {
     EXPECT_TRUE(p.early->waitForOutput("STREAMING", 30000)) << p.early->output();
@@ -66,7 +68,7 @@ TEST_F(DataAgentFault, ALateMemberDoesNotFailTheOthersCalls) {
   const std::string token = createLease("late", 4);
   std::vector<std::unique_ptr<Child>> g;
   for (int r = 0; r < 3; ++r)
-    g.push_back(member(*agent_, token, 11, 3, r,
+    g.push_back(member(leaseAddress(token), token, 11, 3, r,
                        r == 2 ? std::vector<std::string>{"--iters", "3", "--delay", "3000"}
                               : std::vector<std::string>{"--iters", "3"}));
   for (auto& c : g) ASSERT_NE(c, nullptr);
@@ -85,7 +87,7 @@ TEST_F(DataAgentFault, ALateMemberDoesNotFailTheOthersCalls) {
 // 1 s (Timeout), as before keepalives.
 TEST_F(DataAgentFault, WithoutKeepalivesALateMemberFailsTheOthersAtTheirBound) {
   ASSERT_NO_FATAL_FAILURE(startAgent({"data.keepalive=0s"}));
-  auto [early, late] = startPair(*agent_, createLease("old", 4), 12, 3000);
+  auto [early, late] = startPair(lease_addresses_, createLease("old", 4), 12, 3000);
   ASSERT_TRUE(early && late);
   const int64_t t0 = testNowMs();
   EXPECT_EQ(early->wait(10000), 2) << early->output();
@@ -98,7 +100,7 @@ TEST_F(DataAgentFault, WithoutKeepalivesALateMemberFailsTheOthersAtTheirBound) {
 // drops, the agent aborts the group (member_failed) at once.
 TEST_F(DataAgentFault, ALateMemberThatDiesEndsTheWaitAtOnce) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
-  auto [early, late] = startPair(*agent_, createLease("dies", 4), 13, 60000);
+  auto [early, late] = startPair(lease_addresses_, createLease("dies", 4), 13, 60000);
   ASSERT_TRUE(early && late);
   pastItsBound(*early);
   late->kill(SIGKILL);
@@ -114,7 +116,7 @@ TEST_F(DataAgentFault, ALateMemberThatDiesEndsTheWaitAtOnce) {
 // 3 s here) ends the wait: ABORT member_timeout naming rank 1.
 TEST_F(DataAgentFault, AStoppedMemberEndsTheWaitAtTheAgentsMemberTimeout) {
   ASSERT_NO_FATAL_FAILURE(startAgent({"data.member_timeout=3s"}));
-  auto [early, late] = startPair(*agent_, createLease("stopped", 4), 14, 60000);
+  auto [early, late] = startPair(lease_addresses_, createLease("stopped", 4), 14, 60000);
   ASSERT_TRUE(early && late);
   const int64_t t0 = testNowMs();  // the early member's call began at about this
   ASSERT_TRUE(late->waitForOutput("STREAMING", 30000)) << late->output();
@@ -134,7 +136,7 @@ TEST_F(DataAgentFault, AStoppedMemberEndsTheWaitAtTheAgentsMemberTimeout) {
 // connection fails and the waiting member fails at once.
 TEST_F(DataAgentFault, AnAgentKilledWhileMembersWaitFailsThemFast) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
-  auto [early, late] = startPair(*agent_, createLease("agentdies", 4), 15, 60000);
+  auto [early, late] = startPair(lease_addresses_, createLease("agentdies", 4), 15, 60000);
   ASSERT_TRUE(early && late);
   pastItsBound(*early);
   agent_->kill();
@@ -152,7 +154,7 @@ TEST_F(DataAgentFault, AnAgentKilledWhileMembersWaitFailsThemFast) {
 // agent last said it waited for.
 TEST_F(DataAgentFault, AWedgedAgentStillEndsTheCallAtItsBound) {
   ASSERT_NO_FATAL_FAILURE(startAgent());
-  auto [early, late] = startPair(*agent_, createLease("wedged", 4), 16, 60000);
+  auto [early, late] = startPair(lease_addresses_, createLease("wedged", 4), 16, 60000);
   ASSERT_TRUE(early && late);
   pastItsBound(*early);
   ::kill(agent_->pid(), SIGSTOP);
@@ -176,7 +178,7 @@ TEST_F(DataAgentFault, AWedgedAgentStillEndsTheCallAtItsBound) {
 // the call ends at 1 s + 2 s.
 TEST_F(DataAgentFault, TheWaitLimitBoundsAnAgentThatSaysItWaitsForEver) {
   ASSERT_NO_FATAL_FAILURE(startAgent({"data.member_timeout=60s"}));
-  auto [early, late] = startPair(*agent_, createLease("forever", 4), 17, 60000,
+  auto [early, late] = startPair(lease_addresses_, createLease("forever", 4), 17, 60000,
                                  {"--wait-limit", "2000"});
   ASSERT_TRUE(early && late);
   const int64_t t0 = testNowMs();

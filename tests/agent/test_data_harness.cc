@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "switchagg/agent/control_client.h"
+#include "switchagg/common/reduce.h"
 
 namespace switchagg::testing {
 
@@ -96,11 +97,18 @@ void DataAgentTest::startAgent(std::vector<std::string> sets) {
   AgentOptions o;
   o.sets = {"data.slot_bytes=4096", "data.member_timeout=3s", "pool.slots=64",
             "policy.max_slots_per_job=16", "policy.max_slots_per_user=64"};
+  // SWITCHAGG_TEST_PLANE_THREADS=N runs every data-agent test on N
+  // data-plane threads (the agent's default is one per core, at most 4).
+  if (const char* n = std::getenv("SWITCHAGG_TEST_PLANE_THREADS"); n && *n)
+    o.sets.push_back(std::string("data.plane_threads=") + n);
   o.sets.insert(o.sets.end(), sets.begin(), sets.end());
   o.tcp = false;
   auto a = AgentProcess::start(o);
   ASSERT_TRUE(a.ok()) << a.status().toString();
   agent_ = std::move(a.value());
+  // A new agent process here listens on new ports (data.listen's port is
+  // 0): leases it kept are reached at its data.listen, which serves any.
+  lease_addresses_.clear();
 }
 
 void DataAgentTest::TearDown() {
@@ -111,7 +119,24 @@ std::string DataAgentTest::createLease(const std::string& job, int slots, int64_
   agent::ControlClient c({agent_->unixAddress()});
   auto l = c.createLease(job, -1, slots, ttl_s);
   EXPECT_TRUE(l.ok()) << l.status().toString();
-  return l.ok() ? l->token : std::string();
+  if (!l.ok()) return std::string();
+  lease_addresses_[l->token] = l->data_address;
+  return l->token;
+}
+
+std::string allPairs() {
+  std::string out;
+  for (int d = 1; d <= kNumDtypes; ++d)
+    for (int o = 1; o <= kNumOps; ++o)
+      if (reduceSupported(static_cast<Dtype>(d), static_cast<Op>(o)))
+        out += std::string(out.empty() ? "" : ",") + dtypeName(static_cast<Dtype>(d)) + "/" +
+               opName(static_cast<Op>(o));
+  return out;
+}
+
+std::string DataAgentTest::leaseAddress(const std::string& token) const {
+  auto it = lease_addresses_.find(token);
+  return it == lease_addresses_.end() ? agent_->dataAddress() : it->second;
 }
 
 bool DataAgentTest::deleteLease(const std::string& job) {
@@ -143,12 +168,13 @@ nlohmann::json DataAgentTest::waitStatus(const std::function<bool(const nlohmann
   return s;
 }
 
-std::vector<std::unique_ptr<Child>> DataAgentTest::startGroup(const MemberSpec& spec) {
+std::vector<std::unique_ptr<Child>> DataAgentTest::startGroup(const MemberSpec& spec,
+                                                               const std::string& address) {
   std::vector<std::unique_ptr<Child>> out;
   for (int r = 0; r < spec.size; ++r) {
     std::vector<std::string> argv = {binaryPath("test_data_member"),
                                      "--agent",
-                                     agent_->dataAddress(),
+                                     address.empty() ? leaseAddress(spec.token) : address,
                                      "--token",
                                      spec.token,
                                      "--group",

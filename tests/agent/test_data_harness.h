@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -51,12 +52,18 @@ class DataAgentTest : public ::testing::Test {
   void startAgent(std::vector<std::string> sets = {});
   void TearDown() override;
   std::string createLease(const std::string& job, int slots, int64_t ttl_s = 600);
+  // The data_address the agent gave the lease with this token (its home
+  // data-plane thread's); the agent's data.listen for a token not created here.
+  std::string leaseAddress(const std::string& token) const;
   bool deleteLease(const std::string& job);
   nlohmann::json status();
   // The agent's status counters hold these values (name, value).
   void expectCounters(const std::vector<std::pair<std::string, int64_t>>& want);
   // Starts `spec.size` members (ranks 0..size-1).
-  std::vector<std::unique_ptr<Child>> startGroup(const MemberSpec& spec);
+  // `address`: where they connect; "" = the lease's data_address (its home
+  // data-plane thread).
+  std::vector<std::unique_ptr<Child>> startGroup(const MemberSpec& spec,
+                                                 const std::string& address = "");
   // Waits for every member; expects exit 0 and "RESULT ok"; returns outputs.
   void expectAllOk(std::vector<std::unique_ptr<Child>>& members, int64_t timeout_ms);
   // Polls /v1/status until pred(status) or timeout; returns the last status.
@@ -64,8 +71,11 @@ class DataAgentTest : public ::testing::Test {
                             int64_t timeout_ms);
 
   std::unique_ptr<AgentProcess> agent_;
+  std::map<std::string, std::string> lease_addresses_;  // token -> data_address
 };
 
 int64_t testNowMs();
+// Every (dtype, op) the agent advertises, as test_data_member --pairs.
+std::string allPairs();
 
 }  // namespace switchagg::testing

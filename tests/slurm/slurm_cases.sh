@@ -23,7 +23,7 @@ case_require_srun() {
   [[ $(grep -c 'mode=require' "$W/out") == 2 ]] || fail "tasks lack SWITCHAGG_MODE=require: $(cat "$W/out")"
   [[ $(grep -c 'lease_len=32 ' "$W/out") == 2 ]] || fail "tasks lack a 32-char token: $(cat "$W/out")"
   [[ $(grep -o 'lease_sum=[0-9a-f]*' "$W/out" | sort -u | wc -l) == 1 ]] || fail "tasks got different tokens"
-  grep -q "agent=$(dataAddress) " "$W/out" || fail "SWITCHAGG_AGENT is not the agent's data address"
+  grep -qE "agent=$(dataAddresses) " "$W/out" || fail "SWITCHAGG_AGENT is not the agent's data address"
   grep -q "during=job:$job uid:0 slots:3" "$W/out" || fail "no 3-slot lease of job $job during the job: $(cat "$W/out")"
   [[ ! -s $W/err ]] || fail "unexpected stderr: $(cat "$W/err")"
   waitNoLease "$job"
@@ -322,7 +322,7 @@ case_fabric_map() {
     >"$W/out" 2>"$W/err" || fail "require job failed: $(cat "$W/err")"
   job=$(jobOf "$W/out")
   [[ $(grep -c 'mode=require lease_len=32 ' "$W/out") == 2 ]] || fail "tasks lack the lease: $(cat "$W/out")"
-  grep -q "agent=$(SWITCHAGG_CONTROL=$second dataAddress) " "$W/out" ||
+  grep -qE "agent=$(SWITCHAGG_CONTROL=$second dataAddresses) " "$W/out" ||
     fail "SWITCHAGG_AGENT is not the second agent's data address: $(cat "$W/out")"
   [[ $(grep -c "names=second fabric=$W/fabric.toml " "$W/out") == 2 ]] ||
     fail "tasks lack SWITCHAGG_AGENT_NAMES=second / SWITCHAGG_FABRIC=$W/fabric.toml: $(cat "$W/out")"
@@ -353,7 +353,7 @@ case_fabric_pool() {
   [[ $name == cluster || $name == second ]] || fail "tasks got agents '$name', not one of the pool: $(cat "$W/out")"
   local at=unix:$DIR/agent.sock
   [[ $name == second ]] && at=$second
-  grep -q "agent=$(SWITCHAGG_CONTROL=$at dataAddress) " "$W/out" ||
+  grep -qE "agent=$(SWITCHAGG_CONTROL=$at dataAddresses) " "$W/out" ||
     fail "SWITCHAGG_AGENT is not agent $name's data address: $(cat "$W/out")"
   grep -q "job $job: lease created .*agents $name\$" "$DIR/log/slurmd.log" ||
     fail "the prolog did not log the one agent it got: $(grep "job $job" "$DIR/log/slurmd.log" | tail -3)"

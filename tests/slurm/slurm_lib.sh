@@ -32,8 +32,13 @@ shedTotal() {
   "$CTL" metrics | awk '/^switchagg_control_shed_total/ { n += $2 } END { print n + 0 }'
 }
 
-dataAddress() {
-  "$CTL" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["data_address"])'
+# The agent's data addresses, one per data-plane thread, as an ERE
+# alternation: a lease's jobs get its home thread's (docs/agent-protocol.md
+# "Data-plane threads").
+dataAddresses() {
+  "$CTL" status --json | "$PY" -c 'import json, sys, re
+j = json.load(sys.stdin)
+print("(" + "|".join(re.escape(t["address"]) for t in j.get("data_threads") or [{"address": j["data_address"]}]) + ")")'
 }
 
 # Waits (up to $2 s, default 30) until the agent holds / no longer holds job $1's lease.

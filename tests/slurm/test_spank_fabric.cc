@@ -19,6 +19,7 @@
 namespace switchagg::spank {
 namespace {
 
+using testing::AgentOptions;
 using testing::AgentProcess;
 
 const JobRequest kOneSlot{Mode::kRequire, 1, 0};
@@ -29,7 +30,9 @@ class SpankFabric : public ::testing::Test {
     std::string text;
     const char* names[] = {"a", "b"};
     for (int i = 0; i < 2; ++i) {
-      auto agent = AgentProcess::start({});
+      // One data-plane thread: a lease's data address is then data.listen's,
+      // compared exactly below (several: tests/agent/test_data_agent_threads.cc).
+      auto agent = AgentProcess::start(AgentOptions::withSets({"data.plane_threads=1"}));
       ASSERT_TRUE(agent.ok()) << agent.status().toString();
       text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
               (*agent)->unixAddress() + "\"\nnodes = \"n" + std::to_string(i + 1) + "\"\n";
@@ -97,7 +100,9 @@ TEST_F(SpankFabric, PrologTaskAndEpilogCoverEveryAgentOfTheJob) {
 }
 
 TEST_F(SpankFabric, ATreeJobLeasesOnBothLeavesAndTheSpine) {
-  auto spine = AgentProcess::start({});
+  // One data-plane thread: a lease's data address is then data.listen's,
+  // compared exactly below (several: tests/agent/test_data_agent_threads.cc).
+  auto spine = AgentProcess::start(AgentOptions::withSets({"data.plane_threads=1"}));
   ASSERT_TRUE(spine.ok()) << spine.status().toString();
   agents_.push_back(std::move(*spine));
   std::string text;
