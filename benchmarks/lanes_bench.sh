@@ -45,17 +45,15 @@ done
   cat "$work"/*_rep*.csv | awk -F, "$(cat "$root/benchmarks/lib/stats.awk")"'
     $1 == "label" { next }
     { v[$1 SUBSEP $5] = v[$1 SUBSEP $5] " " $15; sizes[$5] = 1 }
+    function ms(name, s) { return median(v[name SUBSEP s]) / 1000 }
     END {
       print "| bytes | ring 1 lane | ring 4 lanes | ratio | rabenseifner 1 lane | rabenseifner 4 lanes | ratio |"
       print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-      n = sortedKeys(sizes, list)
-      for (i = 1; i <= n; i++) {
-        s = list[i]
-        r1 = median(v["ring_l1" SUBSEP s]) / 1000; r4 = median(v["ring_l4" SUBSEP s]) / 1000
-        b1 = median(v["rabenseifner_l1" SUBSEP s]) / 1000
-        b4 = median(v["rabenseifner_l4" SUBSEP s]) / 1000
-        printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", human(s), r1, r4, r4 / r1, b1, b4, b4 / b1
-      }
+      for (i = 1; i <= sortedKeys(sizes, list); i++)
+        printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", human(list[i]),
+               ms("ring_l1", list[i]), ms("ring_l4", list[i]), ms("ring_l4", list[i]) / ms("ring_l1", list[i]),
+               ms("rabenseifner_l1", list[i]), ms("rabenseifner_l4", list[i]),
+               ms("rabenseifner_l4", list[i]) / ms("rabenseifner_l1", list[i])
     }'
   bench_notes
 } >"$out.tmp"
