@@ -9,7 +9,7 @@ byte crosses the hosts' shaped links: `counters` shows it).
 
   fabric.py up NAME [--topo star|leaf-spine] [--hosts H] [--racks R]
                     [--rate MBIT] [--uplink MBIT] [--agent-rate MBIT]
-                    [--reducers K] [--reducer-rate MBIT[,MBIT...]]
+                    [--reducers K] [--reducer-rate MBIT[,MBIT...]] [--rails R]
                     [--subnet 10.77]        bring a fabric up (returns when ready)
   fabric.py down NAME                       tear it down (also what a dead run left)
   fabric.py status [NAME] [--json]          hosts, addresses, links, owner
@@ -23,6 +23,10 @@ comma list gives r1, r2, ... their own rates, unequal reducers), for
 agents on ordinary hosts (the reduction-server deployment a RoCE site can
 run today: a job stripes every call over K of them) beside the agent in the
 switch, which stays.
+
+Rails (--rails R, star only; fabric_rails.py): every compute host gets R
+links, link k to its own switch plane on its own subnet, and an agent host
+ar<k> per plane; `counters` splits the hosts' bytes by rail.
 
 Topologies:
   star        H hosts h1..hH on one switch; the agent host `agent` on the
@@ -49,6 +53,9 @@ import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fabric_rails  # noqa: E402
 
 STATE_ROOT = os.environ.get("SWITCHAGG_FABRIC_STATE", "/run/switchagg-fabric")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,3}$")
@@ -140,6 +147,7 @@ def plan(args):
             links.append(("aleaf%d" % r, leaf, args.agent_rate or hosts * rate))
         nodes.append({"name": "agent", "ip": "%s.1.1" % net, "role": "agent", "rack": -1})
         links.append(("agent", spine, args.agent_rate or racks * uplink))
+    fabric_rails.add_rails(args, nodes, sw, links)
     return nodes, sw, links
 
 
@@ -171,19 +179,23 @@ def owner_main(args):
             net.addHost(n["name"], ip=n["ip"] + "/16")
         for s in switches:
             net.addSwitch(s, dpid="%016x" % (switches.index(s) + 1))
-        for a, b, mbit in links:
-            net.addLink(a, b, bw=mbit)
+        for a, b, mbit, *ip in links:
+            net.addLink(a, b, bw=mbit, params1={"ip": ip[0]} if ip else None)
         net.build()
         net.start()
         record = {"name": args.name, "owner": os.getpid(), "topo": args.topo,
                   "rate_mbit": args.rate, "subnet": args.subnet + ".0.0/16",
-                  "switches": switches, "hosts": [], "links": []}
+                  "switches": switches, "hosts": [], "links": [],
+                  "rails": [fabric_rails.rail_subnet(args.subnet, k)
+                            for k in range(1, max(args.rails, 1) + 1)]}
         for n in nodes:
             h = net.get(n["name"])
             os.makedirs(os.path.join(d, "hosts", n["name"], "tmp"), exist_ok=True)
             os.chmod(os.path.join(d, "hosts", n["name"], "tmp"), 0o1777)
-            record["hosts"].append(dict(n, pid=h.pid, intf=h.defaultIntf().name))
-        for a, b, mbit in links:
+            record["hosts"].append(dict(n, pid=h.pid, intf=h.defaultIntf().name,
+                                        intfs={i.name: i.IP() for i in h.intfList()
+                                               if i.name != "lo"}))
+        for a, b, mbit, *_ in links:
             record["links"].append({"a": a, "b": b, "mbit": mbit})
         # Root-namespace interfaces (switch ports) and bridges, for cleanup.
         record["root_intfs"] = sorted(i.name for s in switches for i in net.get(s).intfList()
@@ -238,6 +250,7 @@ def cmd_up(args):
     if args.rate <= 0 or (args.uplink or 1) <= 0 or (args.agent_rate or 1) <= 0:
         die("link rates must be > 0 Mbit/s", 2)
     reducer_rates(args)
+    fabric_rails.check(args, die)
     if not 0 <= args.reducers <= 16:
         die("--reducers must be 0..16", 2)
     if args.reducers and args.topo != "star":
@@ -360,7 +373,11 @@ def print_status(st):
         st["name"], st["topo"], st["subnet"], st["rate_mbit"], st["owner"]))
     for h in st["hosts"]:
         print("  %-8s %-12s %-10s %s" % (h["name"], h["ip"], h["role"],
-                                       "rack %d" % h["rack"] if h["rack"] > 0 else ""))
+                                       "rack %d" % h["rack"] if h["rack"] > 0 else
+                                       "rail %d" % h["rail"] if h.get("rail") else ""))
+    if len(st.get("rails", [])) > 1:
+        print("  rails: %s" % " ".join("%d=%s.0.0/16" % (k, n)
+                                       for k, n in enumerate(st["rails"], 1)))
     for l in st["links"]:
         print("  link %s - %s %d Mbit/s" % (l["a"], l["b"], l["mbit"]))
     print("  mpirun launcher: %s" % os.path.join(state_dir(st["name"]), "rsh"))
@@ -452,14 +469,17 @@ def read_counters(st):
     for h in st["hosts"]:
         res = subprocess.run(["nsenter", "-t", str(h["pid"]), "-n", "cat", "/proc/net/dev"],
                              capture_output=True, text=True)
-        for line in res.stdout.splitlines():
-            if ":" not in line:
-                continue
-            ifname, rest = line.split(":", 1)
-            if ifname.strip() != h["intf"]:
-                continue
-            f = rest.split()
-            out[h["name"]] = {"rx_bytes": int(f[0]), "tx_bytes": int(f[8])}
+        c = fabric_rails.intf_counters(res.stdout)
+        if h["intf"] in c:
+            out[h["name"]] = {"rx_bytes": c[h["intf"]][0], "tx_bytes": c[h["intf"]][1]}
+        if len(st.get("rails", [])) > 1 and h["role"] == "host":
+            rails = {}
+            for ifname, ip in h.get("intfs", {}).items():
+                k = fabric_rails.rail_of(st["rails"], ip or "")
+                if k and ifname in c:
+                    rails[str(k)] = {"intf": ifname, "rx_bytes": c[ifname][0],
+                                     "tx_bytes": c[ifname][1]}
+            out[h["name"]]["rails"] = rails
     return out
 
 
@@ -485,6 +505,9 @@ def main():
         p.add_argument("--reducer-rate", default="",
                        help="reducer host link Mbit/s, or one per reducer: 400,400,200 "
                             "(default --rate)")
+        p.add_argument("--rails", type=int, default=1,
+                       help="links per compute host, each to its own switch plane with an "
+                            "agent host ar<k> (star; default 1)")
         p.add_argument("--subnet", default="10.77", help="first two octets (default 10.77)")
         p.add_argument("--quiet", action="store_true")
     p = sub.add_parser("down", help="tear a fabric down")

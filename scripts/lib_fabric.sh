@@ -3,7 +3,8 @@
 #   fabric_up NAME [fabric.py up options]   → FABRIC (name), FABRIC_DIR
 #   fabric_down                              (idempotent; also what a dead run left)
 #   fabric_hostfile PPN                      → path of a hostfile with PPN slots per host
-#   fabric_mpirun NP PPN [mpirun args] PROG… mpirun on h1 across the hosts
+#   fabric_mpirun NP PPN [mpirun args] PROG… mpirun on h1 across the hosts (Open MPI's
+#                                            TCP BTL on the fabric's subnet, or $FABRIC_BTL_IF)
 #   fabric_mpirun_with EXPORTS NP PPN [mpirun args] PROG…
 #                                            fabric_mpirun with exactly the lease of EXPORTS
 #                                            (switchagg-ctl's "export ..." lines; "" = none)
@@ -85,7 +86,7 @@ fabric_mpirun() {
     mpirun --hostfile "$hf" -np "$np" --map-by "ppr:$ppn:node" --bind-to none \
     --mca plm_rsh_agent "$FABRIC_DIR/rsh" \
     --mca oob_tcp_if_include "$net.0.0/16" --mca btl self,vader,tcp \
-    --mca btl_tcp_if_include "$net.0.0/16" \
+    --mca btl_tcp_if_include "${FABRIC_BTL_IF:-$net.0.0/16}" \
     --mca mca_base_component_path "$build/lib/openmpi:$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')" \
     -x UCX_TLS=self,tcp -x SWITCHAGG_UCX_WAIT="${SWITCHAGG_UCX_WAIT:-blocking}" "$@" 2>&1 |
     grep -v 'plm:rsh: Warning: setpgid'   # the launcher execs at once; harmless

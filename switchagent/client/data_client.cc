@@ -74,6 +74,7 @@ Result<std::unique_ptr<AggClient>> AggClient::connect(const std::string& agent_a
   if (!opts.ok()) return opts.status();
   opts->enable_tag = false;
   opts->rndv_threshold = wire::kEagerThresholdBytes;
+  opts->route_to = agent_address;  // the device (rail) that reaches this agent
   auto ctx = ucx::Context::create(*opts);
   if (!ctx.ok()) return ctx.status();
   impl->context = std::move(ctx.value());

@@ -186,7 +186,7 @@ Status StripedGroup::startRouted(const RoutedCall& call) {
     if (st.ok())
       running_[k] = 1;
     else
-      call_failed_ = st;
+      call_failed_ = stripeFailed(k, st);
   }
   if (!call_failed_.ok()) return endCall();
   if (out != call.out) routed_out_ = static_cast<uint8_t*>(call.out);
@@ -242,7 +242,7 @@ Status StripedGroup::startCall(Dtype dtype, Op op, const void* send, void* recv,
     if (st.ok())
       running_[k] = 1;
     else
-      call_failed_ = st;
+      call_failed_ = stripeFailed(k, st);
   }
   if (!call_failed_.ok()) return endCall();
   return Status(Code::kInProgress, "striped allreduce running");
@@ -263,7 +263,7 @@ Status StripedGroup::stepCall() {
     } else if (st.code() == Code::kInProgress)
       pending = true;
     else
-      call_failed_ = st;
+      call_failed_ = stripeFailed(k, st);
   }
   if (!call_failed_.ok() || !pending) return endCall();
   for (const std::shared_ptr<AggClient>& c : clients_) (void)c->progress();
@@ -289,14 +289,29 @@ size_t StripedGroup::resultsReady() {
 
 Status StripedGroup::abortCall(int64_t timeout_ms) {
   std::string late;  // the stripes (agents, in the lease's order) still streaming
+  std::string named;  // and their labels
   for (size_t k = 0; k < groups_.size(); ++k)
-    if (running_[k] && !done_[k]) late += (late.empty() ? "" : ",") + std::to_string(k);
+    if (running_[k] && !done_[k]) {
+      late += (late.empty() ? "" : ",") + std::to_string(k);
+      if (k < labels_.size()) named += "; stripe " + stripeName(k);
+    }
   call_failed_ = Status(Code::kTimeout, "striped allreduce: stripe(s) " + late + " of " +
                                             std::to_string(groups_.size()) + " incomplete after " +
                                             std::to_string(timeout_ms) +
                                             " ms (past the call's bound and any extension the "
-                                            "agents' WAITING gave)");
+                                            "agents' WAITING gave)" + named);
   return endCall();
+}
+
+std::string StripedGroup::stripeName(size_t k) const {
+  return k < labels_.size() && !labels_[k].empty() ? std::to_string(k) + " (" + labels_[k] + ")"
+                                                   : std::to_string(k);
+}
+
+Status StripedGroup::stripeFailed(size_t k, const Status& st) const {
+  if (groups_.size() < 2) return st;
+  return Status(st.code(), "stripe " + stripeName(k) + " of " + std::to_string(groups_.size()) +
+                               ": " + st.message());
 }
 
 Status StripedGroup::endCall() {

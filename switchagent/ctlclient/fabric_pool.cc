@@ -20,8 +20,9 @@ Result<FabricPool> parsePool(const toml::table& t, const std::string& where_in,
                              const FabricMap& map, std::set<std::string>* pooled) {
   for (const auto& [key, value] : t) {
     const std::string k(key.str());
-    if (k != "name" && k != "agents" && k != "nodes" && k != "reducers")
-      return bad(where_in + "." + k + ": unknown key (keys: name, agents, nodes, reducers)");
+    if (k != "name" && k != "agents" && k != "nodes" && k != "reducers" && k != "rails")
+      return bad(where_in + "." + k +
+                 ": unknown key (keys: name, agents, nodes, reducers, rails)");
   }
   FabricPool pool;
   Result<std::string> name = stringKey(t, where_in, "name", true);
@@ -54,6 +55,14 @@ Result<FabricPool> parsePool(const toml::table& t, const std::string& where_in,
       return bad(where + ".reducers: expected an integer from 1 to " +
                  std::to_string(pool.agents.size()) + " (its agents)");
     pool.reducers = int(*v);
+  }
+  if (const toml::node* r = t.get("rails")) {
+    if (!r->is_boolean()) return bad(where + ".rails: expected true or false");
+    pool.rails = *r->value<bool>();
+    if (pool.rails && pool.reducers > 0 && pool.reducers != int(pool.agents.size()))
+      return bad(where + ".reducers: a rail pool's jobs take all " +
+                 std::to_string(pool.agents.size()) + " agents (one per rail), not " +
+                 std::to_string(pool.reducers));
   }
   return pool;
 }
@@ -94,6 +103,9 @@ Result<std::vector<const FabricAgent*>> poolAgents(const FabricMap& map, const F
   const size_t k = size_t(request.reducers > 0 ? request.reducers
                           : pool.reducers > 0  ? pool.reducers
                                                : int(size));
+  if (pool.rails && k != size)
+    return bad("reducers=" + std::to_string(k) + ": pool '" + pool.name + "' is one agent per "
+               "rail; a job takes all " + std::to_string(size) + " (stripe k on rail k)");
   if (k > size)
     return bad("reducers=" + std::to_string(k) + ": pool '" + pool.name + "' has " +
                std::to_string(size) + " agent(s)");

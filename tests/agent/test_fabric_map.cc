@@ -276,6 +276,32 @@ TEST(FabricPool, TheAdminDefaultAndItsErrors) {
             std::string::npos);
 }
 
+// A rail pool: agent k is rail k's; every job takes all of them in rail
+// order (stripe k on rail k), whatever its id; asking for fewer is an error
+// naming the rails.
+TEST(FabricPool, ARailPoolGivesEveryJobEveryRailInRailOrder) {
+  Result<FabricMap> m = FabricMap::parse(poolMap("rails = true"), "t.toml");
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  EXPECT_TRUE(m->pools()[0].rails);
+  for (int job = 1000; job < 1010; ++job)
+    EXPECT_EQ(namesOf(m->agentsFor({"n1", "n4"}, {0, std::to_string(job)})),
+              (std::vector<std::string>{"r1", "r2", "r3", "r4"}));
+  EXPECT_EQ(m->agentsFor({"n1"}, {4, "7"})->size(), 4u);
+  EXPECT_NE(m->agentsFor({"n1"}, {2, "7"})
+                .status()
+                .message()
+                .find("reducers=2: pool 'reducers' is one agent per rail; a job takes all 4"),
+            std::string::npos);
+  EXPECT_NE(errorOf(poolMap("rails = true\nreducers = 2"))
+                .find("a rail pool's jobs take all 4 agents (one per rail), not 2"),
+            std::string::npos);
+  EXPECT_NE(errorOf(poolMap("rails = 1")).find("pool 'reducers'.rails: expected true or false"),
+            std::string::npos);
+  Result<FabricMap> plain = FabricMap::parse(poolMap(), "t.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->pools()[0].rails);
+}
+
 TEST(FabricMap, ShippedExampleParses) {
   Result<FabricMap> m = FabricMap::load(SWITCHAGG_SOURCE_DIR "/config/fabric.toml");
   ASSERT_TRUE(m.ok()) << m.status().toString();

@@ -51,6 +51,10 @@
 #              one agent telling half the link rate, stripes and the bytes
 #              on the reducer links follow the rates (2:2:1); the fabric with its
 #              reducer hosts goes down leaving nothing
+#   rails      2 rails (tests/fabric/rails_scenario.sh): 3 hosts with a link
+#              on each of 2 switch planes, an agent per plane, a rail pool;
+#              exact, bytes even over the rails, bitwise those of one rail,
+#              rail 2's link or agent down mid-loop: exact, bounded, named
 #   routed     3 hosts x 1 rank, the agent on the agent host: MPI_Reduce,
 #              MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast through
 #              the switch, every dtype x op x count x in place bitwise right
@@ -92,6 +96,7 @@ source "$root/scripts/lib_fabric.sh"
 name=${SWITCHAGG_TEST_FABRIC:-ft${scenario:0:1}}
 [[ $scenario == stripes ]] && name=${SWITCHAGG_TEST_FABRIC:-ftk}
 [[ $scenario == reducers ]] && name=${SWITCHAGG_TEST_FABRIC:-ftq}
+[[ $scenario == rails ]] && name=${SWITCHAGG_TEST_FABRIC:-ftz}
 subnet_of() { echo "${SWITCHAGG_TEST_SUBNET:-$1}"; }
 work=$(mktemp -d /var/tmp/switchagg-fabric-test.XXXXXX)
 die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
@@ -701,6 +706,9 @@ case $scenario in
       done
     done
     echo "PASS fabric oneshot"
+    ;;
+  rails)
+    source "$root/tests/fabric/rails_scenario.sh"
     ;;
   routed)
     fabric_with_lease 3 10.87 fabric-routed

@@ -62,7 +62,7 @@ TEST(InfoCli, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["traffic_class"], 104);
   EXPECT_EQ(j["sl"], 3);
   EXPECT_EQ(j["path_mtu"], 4096);
-  EXPECT_EQ(j["lanes"], 4);
+  EXPECT_EQ(j["lanes"], 1);  // auto: one lane (kRoceAutoLanes, measured)
   EXPECT_EQ(j["rdma_present"], true);
   // Applied values are read back from UCX's configuration.
   EXPECT_EQ(j["applied"]["NET_DEVICES"], "mlx5_0:1");

@@ -68,7 +68,18 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   SWITCHAGG_RETURN_IF_ERROR(validate(options));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  auto profile = resolveProfile(options.roce);
+  // An agent client reaches its agent through one device: pin UCX to it,
+  // so a rail's agent is fed over that rail (and UCX offers the agent no
+  // address on another rail's subnet, which it could not reach).
+  const std::string route_dev = options.route_to.empty() ? "" : routeNetdev(options.route_to);
+  const bool pin = !route_dev.empty() && route_dev != "lo" && options.roce.netdev.empty() &&
+                   options.roce.device.empty();
+  RoceOptions roce = options.roce;
+  if (pin) {
+    roce.netdev = route_dev;  // with RDMA: the RoCE port on that netdev
+    roce.max_rails = 1;
+  }
+  auto profile = resolveProfile(roce);
   if (!profile.ok()) return profile.status();
   impl->profile = std::move(profile.value());
   logProfileOnce(impl->profile);
@@ -83,6 +94,11 @@ Result<std::unique_ptr<Context>> Context::create(const TransportOptions& options
   if (st != UCS_OK) return statusFromUcs(st, "ucp_config_read");
   Status applied = applyProfile(config, impl->profile);
   if (applied.ok()) applied = applyKeepalive(config, options, impl->profile);
+  if (applied.ok() && pin && !impl->profile.rdma_present) {
+    applied = applyUcxSetting(config, "NET_DEVICES", route_dev, impl->profile);
+    SA_DEBUG("ucx", "UCX on %s only: the route to %s", route_dev.c_str(),
+             options.route_to.c_str());
+  }
   if (applied.ok() && options.rndv_threshold > 0)
     applied = applyUcxSetting(config, "RNDV_THRESH", std::to_string(options.rndv_threshold),
                               impl->profile);

@@ -14,6 +14,16 @@ namespace {
 
 constexpr int64_t kJoinTimeoutMs = 5000;
 
+// What a stripe's failure names: the agent's name in the fabric map (a rail
+// pool's "rail2") and its address, in the lease's order.
+std::vector<std::string> stripeLabels(const SwitchLease& lease) {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < lease.agents.size(); ++k)
+    out.push_back(k < lease.names.size() ? lease.names[k] + " at " + lease.agents[k]
+                                         : lease.agents[k]);
+  return out;
+}
+
 // The stripe weights: each agent's link rate, in the lease's order.
 std::vector<uint32_t> linkRates(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
   std::vector<uint32_t> rates;
@@ -235,6 +245,7 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
     if (!lease.tree && striped->stripes() <= agent::kMaxWeightedStripes)
       striped->setWeights(
           std::vector<uint32_t>(all[0].stripe_mbps, all[0].stripe_mbps + striped->stripes()));
+    if (!lease.tree) striped->setLabels(stripeLabels(lease));
   }
   // Bit 0: joined; bit 1: the member's agents all route (a non-leader has
   // no agent and does not veto). Routed collectives need every rank's bit 1.

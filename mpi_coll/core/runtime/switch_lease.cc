@@ -41,6 +41,7 @@ void readTree(const agent::JobEnvironment& env, SwitchLease* lease) {
               list.size(), agent::kEnvAgent, lease->agents.size());
     return;
   }
+  lease->names = list;
   auto index = [&](const std::string& name) {
     auto it = std::find(list.begin(), list.end(), name);
     return it == list.end() ? -1 : int(it - list.begin());

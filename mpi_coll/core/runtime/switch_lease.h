@@ -42,6 +42,7 @@ struct SwitchLease : SwitchSettings {
   std::string token;
   std::vector<std::string> agents;  // one per stripe, in the job-wide order
   std::vector<std::string> tokens;  // same order
+  std::vector<std::string> names;   // the agents' fabric map names (same order), if given
   bool require = false;
   // A tree lease: agents[leaf] serves this process's node, agents[root] is
   // its parent (the spine); leaf = -1 with tree_error saying why when the

@@ -129,7 +129,12 @@ void AgentSwitchPath::rejoinIfDue() {
 void AgentSwitchPath::giveUp(const Status& mine, int first_bad, const char* what,
                              const char* after) {
   ++failed_;
-  if (!mine.ok())
+  // The first rank that failed says why (which stripe, which agent) at
+  // info: rank 0's line below can only point at it.
+  if (!mine.ok() && comm_.rank() == first_bad && first_bad != 0)
+    SA_INFO("coll", "comm %s rank %d: switch %s failed here: %s", comm_.name().c_str(),
+            comm_.rank(), what, mine.toString().c_str());
+  else if (!mine.ok())
     SA_DEBUG("coll", "comm %s rank %d: switch %s failed: %s", comm_.name().c_str(),
              comm_.rank(), what, mine.toString().c_str());
   const std::string who = first_bad >= 0 ? "rank " + std::to_string(first_bad) : "a member";

@@ -315,6 +315,10 @@ class StripedGroup {
   // equal stripes (the default).
   void setWeights(std::vector<uint32_t> weights) { weights_ = std::move(weights); }
   const std::vector<uint32_t>& weights() const { return weights_; }
+  // What a failure names for stripe k, in the message's "stripe k of K
+  // (LABEL)": the switch path gives each agent's fabric map name and
+  // address (a rail pool's "rail2 at 10.0.2.1:18515"). Empty: the index only.
+  void setLabels(std::vector<std::string> labels) { labels_ = std::move(labels); }
   AggGroup& stripe(size_t k) { return *groups_[k]; }
   const AggGroup& stripe(size_t k) const { return *groups_[k]; }
   const GroupInfo& info() const { return groups_.front()->info(); }  // stripe 0's
@@ -360,6 +364,10 @@ class StripedGroup {
   std::vector<std::shared_ptr<AggClient>> clients_;
   std::vector<std::unique_ptr<AggGroup>> groups_;
   std::vector<uint32_t> weights_;  // empty: equal stripes
+  std::vector<std::string> labels_;  // setLabels()
+  // st of stripe k, its message prefixed "stripe k of K (label): " (K > 1).
+  Status stripeFailed(size_t k, const Status& st) const;
+  std::string stripeName(size_t k) const;  // "k (label)" or "k"
   StripeRange range(size_t count, size_t k) const {
     return weights_.size() == groups_.size() ? stripeOf(count, k, weights_)
                                              : stripeOf(count, k, groups_.size());

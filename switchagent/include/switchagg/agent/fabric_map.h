@@ -34,11 +34,17 @@ namespace switchagg::agent {
 //   agents = ["r1", "r2", "r3", "r4"]  # [[agent]] tables without nodes or parent
 //   nodes = "node[01-64]"
 //   reducers = 2                       # optional: K a job gets by default (default: all)
+//   rails = true                       # optional: agent k serves rail k of every node
+//
+// A rail pool (rails = true): the agents are the nodes' rails in order, the
+// agent of rail k in switch plane k, reached through each node's rail-k NIC.
+// Every job takes all of them, in pool order, so stripe k goes over rail k.
 struct FabricPool {
   std::string name;
   std::vector<std::string> agents;  // agent names, in file order
   std::vector<std::string> nodes;   // expanded
   int reducers = 0;                 // K by default; 0 = every agent of the pool
+  bool rails = false;               // agent k is rail k's; jobs take every agent
 };
 
 // What a job asks of a reducer pool; ignored outside pools unless reducers

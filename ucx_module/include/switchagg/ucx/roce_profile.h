@@ -16,9 +16,13 @@
 namespace switchagg::ucx {
 
 inline constexpr const char* kDefaultSysfsRoot = "/sys/class/infiniband";
-// Lanes (endpoints per peer) that "auto" means once a RoCE GID is in use:
-// several QPs per peer give ECMP more entropy (different UDP source ports).
-inline constexpr int kRoceAutoLanes = 4;
+// Lanes (endpoints per peer) that "auto" means once a RoCE GID is in use.
+// One: several QPs per peer only add ECMP entropy (different UDP source
+// ports), which one lane gets from IB_NUM_PATHS / IB_ROCE_PATH_FACTOR; on
+// the emulated cluster 4 lanes were no faster (0.94-1.06x the time of one
+// from 128 KiB, 1.29-1.57x at 64 KiB: benchmarks/results/lanes_fabric.md).
+// Sites whose fabric gains from more (a measurement) set SWITCHAGG_UCX_LANES.
+inline constexpr int kRoceAutoLanes = 1;
 
 struct RoceOptions {
   std::string sysfs_root = kDefaultSysfsRoot;  // the default also enables ibverbs

@@ -97,6 +97,12 @@ struct TransportOptions {
   // rendezvous, an extra round trip through both progress loops per chunk
   // (6x the latency of 8-32 KiB switch calls here; BENCHMARKS.md).
   size_t rndv_threshold = 0;
+  // "host:port" of the one peer this context talks to (an agent client):
+  // UCX gets only the network device the route to it leaves through (the
+  // rail whose subnet the agent is on: docs/tuning.md "Rails"), unless that
+  // is loopback or the user named a device (SWITCHAGG_ROCE_DEVICE/NETDEV,
+  // UCX_NET_DEVICES). "" = every device, as the profile says.
+  std::string route_to;
 
   // Reads SWITCHAGG_UCX_* environment variables over the defaults
   // (names, defaults and help: transportOptionTable()).
@@ -106,6 +112,10 @@ struct TransportOptions {
 // {name, env var, default, help} for every TransportOptions and RoceOptions
 // key; used by --help, switchagg-info and the docs.
 const std::vector<ConfigDoc>& transportOptionTable();
+
+// The local network device ("eth1") a connection to "host:port" leaves
+// through, from the kernel's routing table; "" when unknown.
+std::string routeNetdev(const std::string& host_port);
 
 class Worker;
 class Endpoint;
