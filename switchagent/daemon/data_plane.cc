@@ -6,6 +6,7 @@
 // only post lease revocations (picked up within the worker's 20 ms idle
 // tick) and read counters.
 #include "data_plane.h"
+#include "data_plane_receive.h"
 
 #include <pthread.h>
 
@@ -334,8 +335,12 @@ struct DataPlane::Impl : EngineOutput {
     SWITCHAGG_RETURN_IF_ERROR(
         worker->setAmHandler(wire::kAmToAgent, [this](const ucx::AmMessage& m) {
           const PeerId from = m.from ? adopt(m.from) : 0;
-          engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs());
+          engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs(),
+                            m.placed);
         }));
+    SWITCHAGG_RETURN_IF_ERROR(receiveIntoSlots(*worker, *engine, [this](ucx::Endpoint* ep) {
+      return adopt(ep);
+    }));
     SWITCHAGG_RETURN_IF_ERROR(
         worker->setAmHandler(wire::kAmToClient, [this](const ucx::AmMessage& m) {
           // Only the parent talks to this agent as to a client.
@@ -424,19 +429,6 @@ DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters c = impl_->engine->counters();
   c.peers_stalled = impl_->peers_stalled.load();
   return c;
-}
-
-std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::supported() {
-  const wire::CapTable caps = AggregationEngine::capTable();
-  std::vector<std::pair<Dtype, std::vector<Op>>> out;
-  for (int d = 1; d <= kNumDtypes; ++d) {
-    std::vector<Op> ops;
-    for (int o = 1; o <= kNumOps; ++o)
-      if (caps.supports(static_cast<Dtype>(d), static_cast<Op>(o)))
-        ops.push_back(static_cast<Op>(o));
-    if (!ops.empty()) out.emplace_back(static_cast<Dtype>(d), std::move(ops));
-  }
-  return out;
 }
 
 void DataPlane::revokeLease(const LeaseToken& token, const std::string& reason) {

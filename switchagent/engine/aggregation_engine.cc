@@ -82,8 +82,12 @@ void AggregationEngine::onPeerConnected() {
 }
 
 void AggregationEngine::onMessage(PeerId from, const void* header, size_t header_bytes,
-                                  const void* body, size_t body_bytes, int64_t now_ms) {
+                                  const void* body, size_t body_bytes, int64_t now_ms,
+                                  uint64_t placed) {
   now_ms_ = now_ms;
+  // A body received into a slot buffer: the reservation ends here, its
+  // buffers held until the message is handled (engine_placement.cc).
+  const std::shared_ptr<SlotBuffers> keep = placed ? takePlacement(placed) : nullptr;
   Message m;
   const Reason r = wire::decode(header, header_bytes, body, body_bytes, &m);
   if (r != Reason::kNone) {
@@ -246,6 +250,7 @@ void AggregationEngine::formGroup(Group& g) {
   for (uint32_t s = 0; s < grant.window; ++s) {
     g.slots[s].expect_chunk = s;
     g.slots[s].have.assign(g.size, 0);
+    g.slots[s].receiving.assign(g.size, 0);
     g.slots[s].piece_off.assign(g.size, 0);
     g.slots[s].piece_len.assign(g.size, 0);
   }
@@ -476,6 +481,7 @@ DataPlaneCounters AggregationEngine::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);
   DataPlaneCounters c = counters_;
   c.slot_memory_bytes = slots_.memoryInUse();  // an atomic, read from any thread
+  c.slot_memory_mapped_bytes = slots_.mappedBytes();
   return c;
 }
 

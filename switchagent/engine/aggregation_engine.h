@@ -117,8 +117,25 @@ class AggregationEngine {
   ~AggregationEngine();
 
   // One message from connection `from` (header/body as the AM delivered them).
+  // `placed`: the body was received where placeContrib said (its cookie).
   void onMessage(PeerId from, const void* header, size_t header_bytes, const void* body,
-                 size_t body_bytes, int64_t now_ms);
+                 size_t body_bytes, int64_t now_ms, uint64_t placed = 0);
+  // A CONTRIB whose body (body_bytes) is about to be received by rendezvous
+  // (docs/agent-protocol.md "Received into the slot"): where it may land,
+  // the member's contribution buffer of its slot, reserved until the
+  // message comes (onMessage with the cookie) or the receive ends without
+  // it (releasePlacement); the buffers stay alive and counted until then.
+  // {nullptr, 0}: not now (no such group, not this chunk's turn, a receive
+  // into that buffer already in flight...): a buffer of the transport's.
+  struct Placement {
+    uint8_t* data = nullptr;
+    uint64_t cookie = 0;
+  };
+  // Rendezvous bodies from this size on are placed (smaller ones go eagerly).
+  static constexpr size_t kPlacedMinBytes = 4096;
+  Placement placeContrib(PeerId from, const void* header, size_t header_bytes, size_t body_bytes);
+  void releasePlacement(uint64_t cookie);
+  size_t placementsInFlight() const { return reserved_.size() - reserved_free_.size(); }
   void onPeerFailed(PeerId peer, const std::string& why);
   // Tree groups: a message from the parent agent (JOIN_ACK, RESULT, ABORT,
   // ERROR for the groups this agent joined there), and the loss of the
@@ -149,6 +166,8 @@ class AggregationEngine {
   size_t liveGroups() const { return groups_.size(); }
   // Slot buffer bytes allocated (active groups' and idle groups' kept ones).
   size_t slotMemory() const { return slots_.memoryInUse(); }
+  // Slot buffers allocated from now on are registered with `mapper`.
+  void setMemoryMapper(MemoryMapper mapper) { slots_.setMapper(std::move(mapper)); }
 
  private:
   // The test fault point (EngineConfig::test_partial_result).
@@ -180,6 +199,9 @@ class AggregationEngine {
   void handleLeave(PeerId from, const wire::Message& m);
   bool checkContrib(Group& g, PeerId from, const wire::Message& m);
   bool checkSlot(Group& g, const wire::Message& m);
+  wire::Reason contribProblem(const Group& g, PeerId from, const wire::Message& m,
+                              std::string& why) const;
+  wire::Reason slotProblem(const Group& g, const wire::Message& m, std::string& why) const;
   bool checkPieces(Group& g, const Slot& s);  // forwarded pieces tile the chunk in rank order
   void assemble(Group& g, uint32_t slot);     // a forwarded chunk's pieces into its result
   // What admitCall makes of a contribution (lease admission is control/'s Admit).
@@ -214,6 +236,16 @@ class AggregationEngine {
   void reject(PeerId to, const wire::Message& m, wire::Reason reason, const std::string& why);
   void count(wire::Reason reason);
   Group* findGroup(const wire::Token& token, uint64_t group_id);
+
+  // Receives into slot buffers in flight (placeContrib): cookie = index + 1.
+  struct Reserved {
+    uint64_t serial = 0, chunk = 0;
+    uint32_t slot = 0, rank = 0;
+    std::shared_ptr<SlotBuffers> buffers;  // alive and counted until it ends
+  };
+  std::vector<Reserved> reserved_;
+  std::vector<uint32_t> reserved_free_;
+  std::shared_ptr<SlotBuffers> takePlacement(uint64_t cookie);  // ends it; its buffers
 
   EngineConfig config_;
   LeaseLookup lookup_;

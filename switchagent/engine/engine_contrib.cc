@@ -47,8 +47,6 @@ using wire::Reason;
 
 namespace {
 
-uint8_t modeOf(const Message& m) { return m.type == MsgType::kContribRouted ? m.mode : 0; }
-
 constexpr size_t kPieceBytes = 64 * 1024;  // one pool task
 constexpr size_t kBlockBytes = 16 * 1024;  // members' blocks stay in L1/L2 together
 constexpr size_t kBatchInputs = 16;        // inputs per reduce call (on the stack)
@@ -138,107 +136,6 @@ void cutPieces(Group& g, uint32_t slot, uint32_t from, uint32_t to, const uint8_
 
 }  // namespace
 
-// Group-state checks for a CONTRIB; on failure counts, aborts the group and
-// returns false.
-bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
-  Reason r = Reason::kNone;
-  std::string why;
-  if (m.rank >= g.size) {
-    r = Reason::kRankOutOfRange;
-    why = "rank " + std::to_string(m.rank) + " >= size " + std::to_string(g.size);
-  } else if (g.members[m.rank].peer != from || !g.members[m.rank].joined) {
-    r = Reason::kWrongMember;
-    why = "rank " + std::to_string(m.rank) + " sent from a connection that did not join as it";
-  } else if (!g.formed) {
-    r = Reason::kNotJoined;
-    why = "contribution before every member joined";
-  } else if (g.left > 0) {
-    r = Reason::kMemberLeft;
-    why = "contribution after a member left the group";
-  } else if (m.slot >= g.grant.window || m.chunk % g.grant.window != m.slot) {
-    r = Reason::kSlotOutOfRange;
-    why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) + " (window " +
-          std::to_string(g.grant.window) + ")";
-  } else if (m.payload_bytes > g.grant.slot_bytes ||
-             size_t(m.count) * dtypeSize(m.dtype) > g.grant.slot_bytes) {
-    r = Reason::kOversize;
-    why = std::to_string(size_t(m.count) * dtypeSize(m.dtype)) + "-byte chunk, slots hold " +
-          std::to_string(g.grant.slot_bytes);
-  } else if (m.type == MsgType::kContribRouted && !g.routed_aware) {
-    r = Reason::kRouteMismatch;
-    why = "routed contribution in a group whose members did not all join for routed calls";
-  } else if (m.type == MsgType::kContribRouted &&
-             ((m.route_flags & wire::kRouteUp) != 0) != g.tree) {
-    r = Reason::kRouteMismatch;
-    why = g.tree ? "routed contribution without an up-range in a tree group"
-                 : "routed contribution with an up-range in a group that is no tree's leaf";
-  } else if (m.type == MsgType::kContribRouted && g.tree && m.up_hi >= g.tree_size) {
-    r = Reason::kRouteMismatch;
-    why = "up-range " + std::to_string(m.up_lo) + ".." + std::to_string(m.up_hi) +
-          " beyond the group's " + std::to_string(g.tree_size) + " leaves";
-  } else if (m.type == MsgType::kContribRouted && m.dest_hi >= g.size) {
-    r = Reason::kRouteMismatch;
-    why = "destinations " + std::to_string(m.dest_lo) + ".." + std::to_string(m.dest_hi) +
-          " beyond the group's " + std::to_string(g.size) + " members";
-  }
-  if (r == Reason::kNone) return true;
-  count(r);
-  abortGroup(g, r, why);
-  return false;
-}
-
-// The slot's checks, once the call holds its slots (admitCall).
-bool AggregationEngine::checkSlot(Group& g, const Message& m) {
-  Reason r = Reason::kNone;
-  std::string why;
-  if (m.chunk >= g.call_end) {
-    r = Reason::kChunkOutOfWindow;
-    why = "chunk " + std::to_string(m.chunk) + " beyond the call in progress (ends before " +
-          std::to_string(g.call_end) + ")";
-  } else {
-    const Slot& s = g.slots[m.slot];
-    if (s.have[m.rank] || m.chunk < s.expect_chunk) {
-      r = Reason::kDuplicateContribution;
-      why = "rank " + std::to_string(m.rank) + " sent chunk " + std::to_string(m.chunk) + " twice";
-    } else if (m.chunk != s.expect_chunk) {
-      r = Reason::kChunkOutOfWindow;
-      why = "chunk " + std::to_string(m.chunk) + " while slot " + std::to_string(m.slot) +
-            " collects chunk " + std::to_string(s.expect_chunk);
-    } else if (s.arrived > 0 && (s.count != m.count || s.call_elems != m.call_elems)) {
-      r = Reason::kCountMismatch;
-      why = "rank " + std::to_string(m.rank) + " sent " + std::to_string(m.count) + " of " +
-            std::to_string(m.call_elems) + " elements, others " + std::to_string(s.count) + " of " +
-            std::to_string(s.call_elems);
-    } else if (s.arrived > 0 &&
-               (s.mode != modeOf(m) ||
-                (s.mode != 0 && (s.dest_lo != m.dest_lo || s.dest_hi != m.dest_hi ||
-                                 s.route_flags != m.route_flags || s.up_lo != m.up_lo ||
-                                 s.up_hi != m.up_hi)))) {
-      r = Reason::kRouteMismatch;
-      auto route = [](uint8_t mode, uint32_t lo, uint32_t hi, uint8_t flags, uint32_t ulo,
-                      uint32_t uhi) {
-        std::string t = "mode " + std::to_string(mode) + ", to " +
-                        ((flags & wire::kRouteNoDest) ? std::string("none")
-                                                      : std::to_string(lo) + ".." + std::to_string(hi));
-        if (flags & wire::kRouteUp) t += ", up to leaves " + std::to_string(ulo) + ".." + std::to_string(uhi);
-        return t;
-      };
-      why = "rank " + std::to_string(m.rank) + " routes chunk " + std::to_string(m.chunk) + " (" +
-            route(modeOf(m), m.dest_lo, m.dest_hi, m.route_flags, m.up_lo, m.up_hi) +
-            "), others (" + route(s.mode, s.dest_lo, s.dest_hi, s.route_flags, s.up_lo, s.up_hi) +
-            ")";
-    } else if (s.arrived > 0 && (s.dtype != m.dtype || s.op != m.op)) {
-      r = Reason::kOpMismatch;
-      why = std::string("rank ") + std::to_string(m.rank) + " sent " + dtypeName(m.dtype) + "/" +
-            opName(m.op) + ", others " + dtypeName(s.dtype) + "/" + opName(s.op);
-    }
-  }
-  if (r == Reason::kNone) return true;
-  count(r);
-  abortGroup(g, r, why);
-  return false;
-}
-
 void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now_ms) {
   Group* g = findGroup(m.token, m.group_id);
   if (!g) {
@@ -276,14 +173,17 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   const bool next = s.mode == 0 && s.sends_pending == 0 && m.rank == s.folded &&
                     !isHalfFloat(s.dtype);
   const bool staged = !(next && aligned(m.payload, s.dtype));
-  if (staged && m.payload_bytes)
-    std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
+  // Received straight into its buffer (placeContrib): nothing to copy.
+  uint8_t* buffer = g->buffers->contribution(m.slot, m.rank);
+  const bool placed = m.payload == buffer;
+  if (staged && m.payload_bytes && !placed) std::memcpy(buffer, m.payload, m.payload_bytes);
   if (next) foldPrefix(*g, m.slot, staged ? nullptr : static_cast<const uint8_t*>(m.payload));
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     if (s.arrived == 0) ++counters_.slots_busy;
     counters_.bytes_in += m.payload_bytes;
-    if (staged) counters_.bytes_staged += m.payload_bytes;
+    if (staged && !placed) counters_.bytes_staged += m.payload_bytes;
+    if (placed) counters_.bytes_placed += m.payload_bytes;
     *g->bytes_in_job += m.payload_bytes;
   }
   if (++s.arrived == g->size) {

@@ -33,11 +33,19 @@ struct RefusedCall {
 };
 
 // One slot of a group's window: collects chunk `expect_chunk`, then
+// A chunk's routing mode: 0 for a plain CONTRIB.
+inline uint8_t modeOf(const wire::Message& m) {
+  return m.type == wire::MsgType::kContribRouted ? m.mode : 0;
+}
+
 // expect_chunk + window, ... (slot = chunk mod window).
 struct Slot {
   uint64_t expect_chunk = 0;
   uint32_t arrived = 0;
   std::vector<uint8_t> have;  // per rank: contributed to expect_chunk
+  // Per rank: its chunk expect_chunk is being received straight into its
+  // contribution buffer (placeContrib); nothing reads that buffer meanwhile.
+  std::vector<uint8_t> receiving;
   uint32_t count = 0;         // elements, fixed by the first contribution
   uint64_t call_elems = 0;
   Dtype dtype = Dtype::kInt32;
