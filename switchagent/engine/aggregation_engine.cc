@@ -194,7 +194,8 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
     ++counters_.groups_created;
     ++counters_.groups_active;
     ++counters_.groups_by_job[g->job];
-    g->bytes_in_job = &counters_.bytes_in_by_job[g->job];  // a map node: stays put
+    // A map node: stays put; inserted under the lock counters() reads it under.
+    g->bytes_in_job = &job_bytes_in_.try_emplace(g->job, 0).first->second;
   }
   if (g->size != m.size) {
     const std::string why =
@@ -480,6 +481,11 @@ void AggregationEngine::tellWaiting(Group& g, int64_t now_ms) {
 DataPlaneCounters AggregationEngine::counters() const {
   std::lock_guard<std::mutex> lock(counters_mu_);
   DataPlaneCounters c = counters_;
+  c.bytes_in = contrib_counters_.bytes_in.load(std::memory_order_relaxed);
+  c.bytes_staged = contrib_counters_.bytes_staged.load(std::memory_order_relaxed);
+  c.bytes_placed = contrib_counters_.bytes_placed.load(std::memory_order_relaxed);
+  for (const auto& [job, bytes] : job_bytes_in_)
+    c.bytes_in_by_job[job] = bytes.load(std::memory_order_relaxed);
   c.slot_memory_bytes = slots_.memoryInUse();  // an atomic, read from any thread
   c.slot_memory_mapped_bytes = slots_.mappedBytes();
   return c;

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -269,7 +271,19 @@ class AggregationEngine {
   int64_t now_ms_ = 0;  // the clock of the last message or tick (reduceReady's, formGroup's)
 
   mutable std::mutex counters_mu_;
-  DataPlaneCounters counters_;
+  DataPlaneCounters counters_;  // less the per-contribution ones below
+  // Per-contribution counters, lock-free: this thread alone writes them (a
+  // plain add, no locked instruction), counters() reads them from any thread.
+  struct ContribCounters {
+    std::atomic<uint64_t> bytes_in{0}, bytes_staged{0}, bytes_placed{0};
+    static void add(std::atomic<uint64_t>& c, uint64_t n) {
+      c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+  };
+  ContribCounters contrib_counters_;
+  // Each job's bytes_in (Group::bytes_in_job points at its node, which stays
+  // put); inserted under counters_mu_, the lock counters() iterates under.
+  std::map<std::string, std::atomic<uint64_t>> job_bytes_in_;
 };
 
 }  // namespace switchagg::agent

@@ -178,13 +178,14 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   const bool placed = m.payload == buffer;
   if (staged && m.payload_bytes && !placed) std::memcpy(buffer, m.payload, m.payload_bytes);
   if (next) foldPrefix(*g, m.slot, staged ? nullptr : static_cast<const uint8_t*>(m.payload));
-  {
+  // Per contribution: no lock (this thread is the counters' only writer).
+  ContribCounters::add(contrib_counters_.bytes_in, m.payload_bytes);
+  if (staged && !placed) ContribCounters::add(contrib_counters_.bytes_staged, m.payload_bytes);
+  if (placed) ContribCounters::add(contrib_counters_.bytes_placed, m.payload_bytes);
+  ContribCounters::add(*g->bytes_in_job, m.payload_bytes);
+  if (s.arrived == 0) {  // once per chunk
     std::lock_guard<std::mutex> lock(counters_mu_);
-    if (s.arrived == 0) ++counters_.slots_busy;
-    counters_.bytes_in += m.payload_bytes;
-    if (staged && !placed) counters_.bytes_staged += m.payload_bytes;
-    if (placed) counters_.bytes_placed += m.payload_bytes;
-    *g->bytes_in_job += m.payload_bytes;
+    ++counters_.slots_busy;
   }
   if (++s.arrived == g->size) {
     if (s.mode != 0 && g->tree) {

@@ -2,6 +2,7 @@
 // its members and its window of slots. Internal to the aggregation engine.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,7 +82,7 @@ struct Group {
   uint64_t serial = 0;  // unique per agent run; names the group in send completions
   GroupKey key;
   std::string job;
-  uint64_t* bytes_in_job = nullptr;  // its job's bytes_in counter (under the counters' lock)
+  std::atomic<uint64_t>* bytes_in_job = nullptr;  // its job's bytes_in counter (one writer)
   wire::Token token{};
   uint64_t id = 0;
   uint32_t size = 0;
