@@ -36,6 +36,10 @@ ALLOWED = {
         "the kernel benchmark measures the engine's reduce pool itself",
     ("benchmarks/agent_kernel_bench.cc", "switchagent/engine/slot_pool.h"):
         "the kernel benchmark measures the engine's slot pool itself",
+    ("benchmarks/engine_bench.cc", "switchagent/engine/aggregation_engine.h"):
+        "the engine benchmark drives the aggregation engine itself, in one process",
+    ("benchmarks/engine_bench.cc", "switchagent/engine/reduce_pool.h"):
+        "the engine benchmark gives the engine its reduce pool, as the data plane does",
 }
 
 

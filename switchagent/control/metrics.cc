@@ -60,6 +60,9 @@ std::string renderMetrics(const MetricsInput& in) {
   w.metric("switchagg_slot_memory_bytes", "gauge",
            "Slot buffer bytes alive (destroyed groups' too while a send reads them).",
            d.slot_memory_bytes);
+  w.metric("switchagg_slot_memory_mapped_bytes", "gauge",
+           "Of the slot memory, bytes registered with the data plane's UCX context (ucp_mem_map).",
+           d.slot_memory_mapped_bytes);
   w.metric("switchagg_peers_stalled_total", "counter",
            "Clients dropped because a send to them made no progress for member_timeout.",
            d.peers_stalled);
@@ -80,6 +83,9 @@ std::string renderMetrics(const MetricsInput& in) {
            "Payload bytes copied into a slot buffer to wait (out of rank order, or the slot's "
            "previous result still being sent); the rest were reduced as they arrived.",
            d.bytes_staged);
+  w.metric("switchagg_bytes_placed_total", "counter",
+           "Payload bytes received by rendezvous straight into their slot buffer (no copy).",
+           d.bytes_placed);
   w.metric("switchagg_chunks_deferred_total", "counter",
            "Ready chunks a reduction pass left for the next one (data.fair_share).",
            d.chunks_deferred);

@@ -4,6 +4,7 @@
 // (homeThread), whose address the control plane gives the lease's jobs.
 // Revocations reach every thread; counters are summed over them.
 #include "data_plane.h"
+#include "data_plane_receive.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -147,19 +148,6 @@ DataPlaneCounters DataPlane::counters() const {
   // One account for all threads: any thread's figure is the whole.
   sum.slot_memory_bytes = impl_->shared->memory->load(std::memory_order_relaxed);
   return sum;
-}
-
-std::vector<std::pair<Dtype, std::vector<Op>>> DataPlane::supported() {
-  const wire::CapTable caps = AggregationEngine::capTable();
-  std::vector<std::pair<Dtype, std::vector<Op>>> out;
-  for (int d = 1; d <= kNumDtypes; ++d) {
-    std::vector<Op> ops;
-    for (int o = 1; o <= kNumOps; ++o)
-      if (caps.supports(static_cast<Dtype>(d), static_cast<Op>(o)))
-        ops.push_back(static_cast<Op>(o));
-    if (!ops.empty()) out.emplace_back(static_cast<Dtype>(d), std::move(ops));
-  }
-  return out;
 }
 
 void DataPlane::revokeLease(const LeaseToken& token, const std::string& reason) {

@@ -5,6 +5,7 @@
 // (and a result's tells the engine). Other threads only post lease
 // revocations (picked up within the worker's idle tick) and read counters.
 #include "data_thread.h"
+#include "data_plane_receive.h"
 
 #include <pthread.h>
 
@@ -334,8 +335,12 @@ struct DataThread::Impl : EngineOutput {
     SWITCHAGG_RETURN_IF_ERROR(
         worker->setAmHandler(wire::kAmToAgent, [this](const ucx::AmMessage& m) {
           const PeerId from = m.from ? adopt(m.from) : 0;
-          engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs());
+          engine->onMessage(from, m.header, m.header_length, m.data, m.length, steadyNowMs(),
+                            m.placed);
         }));
+    SWITCHAGG_RETURN_IF_ERROR(receiveIntoSlots(*worker, *engine, [this](ucx::Endpoint* ep) {
+      return adopt(ep);
+    }));
     SWITCHAGG_RETURN_IF_ERROR(
         worker->setAmHandler(wire::kAmToClient, [this](const ucx::AmMessage& m) {
           // Only the parent talks to this agent as to a client.

@@ -42,20 +42,6 @@ AggregationEngine::AggregationEngine(const EngineConfig& config, LeaseLookup loo
 
 AggregationEngine::~AggregationEngine() = default;
 
-wire::CapTable AggregationEngine::capTable() {
-  wire::CapTable caps;
-  for (int d = 1; d <= kNumDtypes; ++d)
-    for (int o = 1; o <= kNumOps; ++o)
-      if (reduceSupported(static_cast<Dtype>(d), static_cast<Op>(o)))
-        caps.add(static_cast<Dtype>(d), static_cast<Op>(o));
-  return caps;
-}
-
-void AggregationEngine::count(Reason reason) {
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  ++counters_.rejected[wire::reasonName(reason)];
-}
-
 void AggregationEngine::reject(PeerId to, const Message& m, Reason reason, const std::string& why) {
   count(reason);
   SA_DEBUG("agent", "rejected %s from peer %llu: %s", wire::reasonName(reason),
@@ -82,8 +68,12 @@ void AggregationEngine::onPeerConnected() {
 }
 
 void AggregationEngine::onMessage(PeerId from, const void* header, size_t header_bytes,
-                                  const void* body, size_t body_bytes, int64_t now_ms) {
+                                  const void* body, size_t body_bytes, int64_t now_ms,
+                                  uint64_t placed) {
   now_ms_ = now_ms;
+  // A body received into a slot buffer: the reservation ends here, its
+  // buffers held until the message is handled (engine_placement.cc).
+  const std::shared_ptr<SlotBuffers> keep = placed ? takePlacement(placed) : nullptr;
   Message m;
   const Reason r = wire::decode(header, header_bytes, body, body_bytes, &m);
   if (r != Reason::kNone) {
@@ -140,28 +130,6 @@ void AggregationEngine::handleHello(PeerId from, const Message& m) {
   out_.sendControl(from, wire::encode(a));
 }
 
-wire::Capacity AggregationEngine::capacity() const {
-  wire::Capacity c;
-  c.reduce_mbps = reduce_mbps_;
-  c.link_mbps = config_.link_mbps;
-  if (!turnaround_us_.empty()) {
-    std::vector<uint32_t> v = turnaround_us_;
-    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-    c.turnaround_us = std::max<uint32_t>(1, v[v.size() / 2]);
-  }
-  return c;
-}
-
-void AggregationEngine::handleCapacity(PeerId from, const Message& m) {
-  if (!lookup_(m.token))
-    return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
-  Message a;
-  a.type = MsgType::kCapacityAck;
-  a.token = m.token;
-  a.capacity = capacity();
-  out_.sendControl(from, wire::encode(a));
-}
-
 void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms) {
   auto lease = lookup_(m.token);
   if (!lease) return reject(from, m, Reason::kBadToken, "unknown or expired lease token");
@@ -190,7 +158,8 @@ void AggregationEngine::handleJoin(PeerId from, const Message& m, int64_t now_ms
     ++counters_.groups_created;
     ++counters_.groups_active;
     ++counters_.groups_by_job[g->job];
-    g->bytes_in_job = &counters_.bytes_in_by_job[g->job];  // a map node: stays put
+    // A map node: stays put; inserted under the lock counters() reads it under.
+    g->bytes_in_job = &job_bytes_in_.try_emplace(g->job, 0).first->second;
   }
   if (g->size != m.size) {
     const std::string why =
@@ -246,6 +215,7 @@ void AggregationEngine::formGroup(Group& g) {
   for (uint32_t s = 0; s < grant.window; ++s) {
     g.slots[s].expect_chunk = s;
     g.slots[s].have.assign(g.size, 0);
+    g.slots[s].receiving.assign(g.size, 0);
     g.slots[s].piece_off.assign(g.size, 0);
     g.slots[s].piece_len.assign(g.size, 0);
   }
@@ -476,13 +446,6 @@ void AggregationEngine::tellWaiting(Group& g, int64_t now_ms) {
     if (oldest->have[r] && mem.understands_waiting && !mem.left && mem.peer)
       out_.sendControl(mem.peer, wire::encode(w));
   }
-}
-
-DataPlaneCounters AggregationEngine::counters() const {
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  DataPlaneCounters c = counters_;
-  c.slot_memory_bytes = slots_.memoryInUse();  // an atomic, read from any thread
-  return c;
 }
 
 }  // namespace switchagg::agent

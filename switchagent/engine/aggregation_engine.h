@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -119,8 +121,25 @@ class AggregationEngine {
   ~AggregationEngine();
 
   // One message from connection `from` (header/body as the AM delivered them).
+  // `placed`: the body was received where placeContrib said (its cookie).
   void onMessage(PeerId from, const void* header, size_t header_bytes, const void* body,
-                 size_t body_bytes, int64_t now_ms);
+                 size_t body_bytes, int64_t now_ms, uint64_t placed = 0);
+  // A CONTRIB whose body (body_bytes) is about to be received by rendezvous
+  // (docs/agent-protocol.md "Received into the slot"): where it may land,
+  // the member's contribution buffer of its slot, reserved until the
+  // message comes (onMessage with the cookie) or the receive ends without
+  // it (releasePlacement); the buffers stay alive and counted until then.
+  // {nullptr, 0}: not now (no such group, not this chunk's turn, a receive
+  // into that buffer already in flight...): a buffer of the transport's.
+  struct Placement {
+    uint8_t* data = nullptr;
+    uint64_t cookie = 0;
+  };
+  // Rendezvous bodies from this size on are placed (smaller ones go eagerly).
+  static constexpr size_t kPlacedMinBytes = 4096;
+  Placement placeContrib(PeerId from, const void* header, size_t header_bytes, size_t body_bytes);
+  void releasePlacement(uint64_t cookie);
+  size_t placementsInFlight() const { return reserved_.size() - reserved_free_.size(); }
   void onPeerFailed(PeerId peer, const std::string& why);
   // Tree groups: a message from the parent agent (JOIN_ACK, RESULT, ABORT,
   // ERROR for the groups this agent joined there), and the loss of the
@@ -151,6 +170,8 @@ class AggregationEngine {
   size_t liveGroups() const { return groups_.size(); }
   // Slot buffer bytes allocated (active groups' and idle groups' kept ones).
   size_t slotMemory() const { return slots_.memoryInUse(); }
+  // Slot buffers allocated from now on are registered with `mapper`.
+  void setMemoryMapper(MemoryMapper mapper) { slots_.setMapper(std::move(mapper)); }
 
  private:
   // The test fault point (EngineConfig::test_partial_result).
@@ -182,6 +203,9 @@ class AggregationEngine {
   void handleLeave(PeerId from, const wire::Message& m);
   bool checkContrib(Group& g, PeerId from, const wire::Message& m);
   bool checkSlot(Group& g, const wire::Message& m);
+  wire::Reason contribProblem(const Group& g, PeerId from, const wire::Message& m,
+                              std::string& why) const;
+  wire::Reason slotProblem(const Group& g, const wire::Message& m, std::string& why) const;
   bool checkPieces(Group& g, const Slot& s);  // forwarded pieces tile the chunk in rank order
   void assemble(Group& g, uint32_t slot);     // a forwarded chunk's pieces into its result
   // What admitCall makes of a contribution (lease admission is control/'s Admit).
@@ -217,6 +241,16 @@ class AggregationEngine {
   void count(wire::Reason reason);
   Group* findGroup(const wire::Token& token, uint64_t group_id);
 
+  // Receives into slot buffers in flight (placeContrib): cookie = index + 1.
+  struct Reserved {
+    uint64_t serial = 0, chunk = 0;
+    uint32_t slot = 0, rank = 0;
+    std::shared_ptr<SlotBuffers> buffers;  // alive and counted until it ends
+  };
+  std::vector<Reserved> reserved_;
+  std::vector<uint32_t> reserved_free_;
+  std::shared_ptr<SlotBuffers> takePlacement(uint64_t cookie);  // ends it; its buffers
+
   EngineConfig config_;
   LeaseLookup lookup_;
   EngineOutput& out_;
@@ -240,7 +274,19 @@ class AggregationEngine {
   int64_t now_ms_ = 0;  // the clock of the last message or tick (reduceReady's, formGroup's)
 
   mutable std::mutex counters_mu_;
-  DataPlaneCounters counters_;
+  DataPlaneCounters counters_;  // less the per-contribution ones below
+  // Per-contribution counters, lock-free: this thread alone writes them (a
+  // plain add, no locked instruction), counters() reads them from any thread.
+  struct ContribCounters {
+    std::atomic<uint64_t> bytes_in{0}, bytes_staged{0}, bytes_placed{0};
+    static void add(std::atomic<uint64_t>& c, uint64_t n) {
+      c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+  };
+  ContribCounters contrib_counters_;
+  // Each job's bytes_in (Group::bytes_in_job points at its node, which stays
+  // put); inserted under counters_mu_, the lock counters() iterates under.
+  std::map<std::string, std::atomic<uint64_t>> job_bytes_in_;
 };
 
 }  // namespace switchagg::agent

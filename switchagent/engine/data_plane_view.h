@@ -84,6 +84,9 @@ struct DataPlaneCounters {
   // or the slot's previous result still being sent); the rest of bytes_in
   // was reduced straight from the message (engine_contrib.cc).
   uint64_t bytes_staged = 0;
+  // Contribution bytes received by rendezvous straight into their slot
+  // buffer (engine_placement.cc): no copy at all.
+  uint64_t bytes_placed = 0;
   uint64_t chunks_deferred = 0;  // ready chunks a pass left for the next (fair share)
   uint64_t largest_pass_bytes = 0;  // contribution bytes of the largest reduction pass
   uint64_t clients_connected = 0;
@@ -94,6 +97,8 @@ struct DataPlaneCounters {
   // Slot buffer bytes alive: every group's, and a destroyed group's while a
   // send still reads it; never above data.slot_memory.
   uint64_t slot_memory_bytes = 0;
+  // Of it, registered with the data plane's UCX context (ucp_mem_map).
+  uint64_t slot_memory_mapped_bytes = 0;
   // Clients dropped because a send to them made no progress for
   // member_timeout (a stopped or stuck process; its buffers are let go).
   uint64_t peers_stalled = 0;

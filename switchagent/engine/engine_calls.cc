@@ -38,7 +38,8 @@ bool AggregationEngine::allocateBuffers(Group& g) {
     dropBuffers(*lru);
   }
   g.buffers =
-      SlotBuffers::allocate(g.grant.window, g.size, g.grant.slot_bytes, slots_.memoryAccount());
+      SlotBuffers::allocate(g.grant.window, g.size, g.grant.slot_bytes, slots_.memoryAccount(),
+                            slots_.mapper(), slots_.mappedAccount());
   return g.buffers != nullptr;
 }
 

@@ -1,4 +1,5 @@
-// Engine: contributions, rank-ordered reduction and results.
+// Engine: contributions and the rank-ordered reduction (the results go out
+// from engine_results.cc).
 //
 // A plain chunk's result is always c0 op c1 op ... op c(n-1) in rank order,
 // so its value is the same bitwise whatever order the chunks arrived in and
@@ -47,8 +48,6 @@ using wire::MsgType;
 using wire::Reason;
 
 namespace {
-
-uint8_t modeOf(const Message& m) { return m.type == MsgType::kContribRouted ? m.mode : 0; }
 
 constexpr size_t kPieceBytes = 64 * 1024;  // one pool task
 constexpr size_t kBlockBytes = 16 * 1024;  // members' blocks stay in L1/L2 together
@@ -149,107 +148,6 @@ void cutPieces(Group& g, uint32_t slot, uint32_t from, uint32_t to, const uint8_
 
 }  // namespace
 
-// Group-state checks for a CONTRIB; on failure counts, aborts the group and
-// returns false.
-bool AggregationEngine::checkContrib(Group& g, PeerId from, const Message& m) {
-  Reason r = Reason::kNone;
-  std::string why;
-  if (m.rank >= g.size) {
-    r = Reason::kRankOutOfRange;
-    why = "rank " + std::to_string(m.rank) + " >= size " + std::to_string(g.size);
-  } else if (g.members[m.rank].peer != from || !g.members[m.rank].joined) {
-    r = Reason::kWrongMember;
-    why = "rank " + std::to_string(m.rank) + " sent from a connection that did not join as it";
-  } else if (!g.formed) {
-    r = Reason::kNotJoined;
-    why = "contribution before every member joined";
-  } else if (g.left > 0) {
-    r = Reason::kMemberLeft;
-    why = "contribution after a member left the group";
-  } else if (m.slot >= g.grant.window || m.chunk % g.grant.window != m.slot) {
-    r = Reason::kSlotOutOfRange;
-    why = "chunk " + std::to_string(m.chunk) + " in slot " + std::to_string(m.slot) + " (window " +
-          std::to_string(g.grant.window) + ")";
-  } else if (m.payload_bytes > g.grant.slot_bytes ||
-             size_t(m.count) * dtypeSize(m.dtype) > g.grant.slot_bytes) {
-    r = Reason::kOversize;
-    why = std::to_string(size_t(m.count) * dtypeSize(m.dtype)) + "-byte chunk, slots hold " +
-          std::to_string(g.grant.slot_bytes);
-  } else if (m.type == MsgType::kContribRouted && !g.routed_aware) {
-    r = Reason::kRouteMismatch;
-    why = "routed contribution in a group whose members did not all join for routed calls";
-  } else if (m.type == MsgType::kContribRouted &&
-             ((m.route_flags & wire::kRouteUp) != 0) != g.tree) {
-    r = Reason::kRouteMismatch;
-    why = g.tree ? "routed contribution without an up-range in a tree group"
-                 : "routed contribution with an up-range in a group that is no tree's leaf";
-  } else if (m.type == MsgType::kContribRouted && g.tree && m.up_hi >= g.tree_size) {
-    r = Reason::kRouteMismatch;
-    why = "up-range " + std::to_string(m.up_lo) + ".." + std::to_string(m.up_hi) +
-          " beyond the group's " + std::to_string(g.tree_size) + " leaves";
-  } else if (m.type == MsgType::kContribRouted && m.dest_hi >= g.size) {
-    r = Reason::kRouteMismatch;
-    why = "destinations " + std::to_string(m.dest_lo) + ".." + std::to_string(m.dest_hi) +
-          " beyond the group's " + std::to_string(g.size) + " members";
-  }
-  if (r == Reason::kNone) return true;
-  count(r);
-  abortGroup(g, r, why);
-  return false;
-}
-
-// The slot's checks, once the call holds its slots (admitCall).
-bool AggregationEngine::checkSlot(Group& g, const Message& m) {
-  Reason r = Reason::kNone;
-  std::string why;
-  if (m.chunk >= g.call_end) {
-    r = Reason::kChunkOutOfWindow;
-    why = "chunk " + std::to_string(m.chunk) + " beyond the call in progress (ends before " +
-          std::to_string(g.call_end) + ")";
-  } else {
-    const Slot& s = g.slots[m.slot];
-    if (s.have[m.rank] || m.chunk < s.expect_chunk) {
-      r = Reason::kDuplicateContribution;
-      why = "rank " + std::to_string(m.rank) + " sent chunk " + std::to_string(m.chunk) + " twice";
-    } else if (m.chunk != s.expect_chunk) {
-      r = Reason::kChunkOutOfWindow;
-      why = "chunk " + std::to_string(m.chunk) + " while slot " + std::to_string(m.slot) +
-            " collects chunk " + std::to_string(s.expect_chunk);
-    } else if (s.arrived > 0 && (s.count != m.count || s.call_elems != m.call_elems)) {
-      r = Reason::kCountMismatch;
-      why = "rank " + std::to_string(m.rank) + " sent " + std::to_string(m.count) + " of " +
-            std::to_string(m.call_elems) + " elements, others " + std::to_string(s.count) + " of " +
-            std::to_string(s.call_elems);
-    } else if (s.arrived > 0 &&
-               (s.mode != modeOf(m) ||
-                (s.mode != 0 && (s.dest_lo != m.dest_lo || s.dest_hi != m.dest_hi ||
-                                 s.route_flags != m.route_flags || s.up_lo != m.up_lo ||
-                                 s.up_hi != m.up_hi)))) {
-      r = Reason::kRouteMismatch;
-      auto route = [](uint8_t mode, uint32_t lo, uint32_t hi, uint8_t flags, uint32_t ulo,
-                      uint32_t uhi) {
-        std::string t = "mode " + std::to_string(mode) + ", to " +
-                        ((flags & wire::kRouteNoDest) ? std::string("none")
-                                                      : std::to_string(lo) + ".." + std::to_string(hi));
-        if (flags & wire::kRouteUp) t += ", up to leaves " + std::to_string(ulo) + ".." + std::to_string(uhi);
-        return t;
-      };
-      why = "rank " + std::to_string(m.rank) + " routes chunk " + std::to_string(m.chunk) + " (" +
-            route(modeOf(m), m.dest_lo, m.dest_hi, m.route_flags, m.up_lo, m.up_hi) +
-            "), others (" + route(s.mode, s.dest_lo, s.dest_hi, s.route_flags, s.up_lo, s.up_hi) +
-            ")";
-    } else if (s.arrived > 0 && (s.dtype != m.dtype || s.op != m.op)) {
-      r = Reason::kOpMismatch;
-      why = std::string("rank ") + std::to_string(m.rank) + " sent " + dtypeName(m.dtype) + "/" +
-            opName(m.op) + ", others " + dtypeName(s.dtype) + "/" + opName(s.op);
-    }
-  }
-  if (r == Reason::kNone) return true;
-  count(r);
-  abortGroup(g, r, why);
-  return false;
-}
-
 void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now_ms) {
   Group* g = findGroup(m.token, m.group_id);
   if (!g) {
@@ -287,15 +185,19 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   const bool next = s.mode == 0 && s.sends_pending == 0 && m.rank == s.folded &&
                     !isHalfFloat(s.dtype);
   const bool staged = !(next && aligned(m.payload, s.dtype));
-  if (staged && m.payload_bytes)
-    std::memcpy(g->buffers->contribution(m.slot, m.rank), m.payload, m.payload_bytes);
+  // Received straight into its buffer (placeContrib): nothing to copy.
+  uint8_t* buffer = g->buffers->contribution(m.slot, m.rank);
+  const bool placed = m.payload == buffer;
+  if (staged && m.payload_bytes && !placed) std::memcpy(buffer, m.payload, m.payload_bytes);
   if (next) foldPrefix(*g, m.slot, staged ? nullptr : static_cast<const uint8_t*>(m.payload));
-  {
+  // Per contribution: no lock (this thread is the counters' only writer).
+  ContribCounters::add(contrib_counters_.bytes_in, m.payload_bytes);
+  if (staged && !placed) ContribCounters::add(contrib_counters_.bytes_staged, m.payload_bytes);
+  if (placed) ContribCounters::add(contrib_counters_.bytes_placed, m.payload_bytes);
+  ContribCounters::add(*g->bytes_in_job, m.payload_bytes);
+  if (s.arrived == 0) {  // once per chunk
     std::lock_guard<std::mutex> lock(counters_mu_);
-    if (s.arrived == 0) ++counters_.slots_busy;
-    counters_.bytes_in += m.payload_bytes;
-    if (staged) counters_.bytes_staged += m.payload_bytes;
-    *g->bytes_in_job += m.payload_bytes;
+    ++counters_.slots_busy;
   }
   if (++s.arrived == g->size) {
     if (s.mode != 0 && g->tree) {
@@ -458,113 +360,6 @@ Message chunkMessage(MsgType type, const wire::Token& token, uint64_t group_id, 
   m.op = s.op;
   m.count = s.count;
   return m;
-}
-
-void AggregationEngine::sendResults(Group& g, uint32_t slot) {
-  Slot& s = g.slots[slot];
-  const size_t bytes = static_cast<size_t>(s.count) * dtypeSize(s.dtype);
-  Message m = chunkMessage(MsgType::kResult, g.token, g.id, s, slot);
-  if (s.mode == wire::kModeForward) m.result_flags = wire::kResultForward;
-  const wire::Frame f = wire::encode(m);
-  uint8_t* header = g.buffers->resultHeader(slot);
-  std::memcpy(header, f.header.data(), f.header_bytes);
-  // Routed: the members outside [dest_lo, dest_hi] get the header alone.
-  const uint32_t lo = s.dest_lo, hi = s.dest_hi;
-  const bool none = (s.route_flags & wire::kRouteNoDest) != 0;  // a tree leaf's: none here
-  const bool forwarded = s.mode == wire::kModeForward;
-  uint8_t* empty = g.buffers->emptyResultHeader(slot);
-  if (s.mode != 0) {
-    m.result_flags |= wire::kResultNoPayload;
-    const wire::Frame e = wire::encode(m);
-    std::memcpy(empty, e.header.data(), e.header_bytes);
-  }
-  // A member that forwarded the whole chunk has it already: header only
-  // (the bcast root, an allgather block's owner), so its link carries only
-  // what it lacks.
-  auto gets = [&](uint32_t r) {
-    return !none && r >= lo && r <= hi && !(forwarded && s.piece_len[r] == s.count);
-  };
-  uint32_t dests = 0;
-  for (uint32_t r = 0; r < g.size; ++r) dests += gets(r) ? 1 : 0;
-  // The slot collects its next chunk from now on; the result buffer stays
-  // busy until every send completed (sends_pending), see reduceReady.
-  s.expect_chunk += g.grant.window;
-  s.arrived = 0;
-  s.folded = 0;
-  s.ready = false;
-  std::fill(s.have.begin(), s.have.end(), 0);
-  --g.busy;
-  s.sends_pending = g.size;
-  {
-    std::lock_guard<std::mutex> lock(counters_mu_);
-    if (counters_.slots_busy) --counters_.slots_busy;
-    ++counters_.chunks_reduced;
-    if (!forwarded) counters_.bytes_reduced += bytes * g.size;
-    counters_.bytes_out += bytes * dests;
-  }
-  if (--g.call_left == 0) {
-    if (g.pinned) endPinnedCall(g);
-    else deactivate(g);  // its sends keep the buffers they read
-  }
-  const uint64_t serial = g.serial;
-  uint32_t send_to = g.size;
-  uint32_t skip = EngineConfig::kNoMissMember;  // miss:N:M: the member left out
-  if (config_.test_partial_result && ++results_sent_ == config_.test_partial_result) {
-    fault_fired_ = true;
-    fault_serial_ = serial;
-    fault_slot_ = slot;
-    const auto n = static_cast<unsigned long long>(results_sent_);
-    if (config_.test_revoke) {
-      revoke_ = g.token;  // sent to every member; the lease goes before the next reduction
-      std::fprintf(stderr,
-                   "switchagg-agent: test fault: lease revoked after chunk result %llu, "
-                   "%llu chunk(s) of its call left\n",
-                   n, static_cast<unsigned long long>(g.call_left));
-    } else if (config_.test_miss_member == EngineConfig::kNoMissMember) {
-      send_to = 1;  // the test fault: member 0 only
-      s.sends_pending = 1;
-      std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu sent to member 0 only\n",
-                   n);
-    } else if (config_.test_miss_member < g.size && config_.test_late_ms > 0) {
-      skip = config_.test_miss_member;  // that one's send held (late_), counted pending
-      const bool full = gets(skip);
-      late_ = LateResult{g.members[skip].peer, full ? header : empty, f.header_bytes,
-                         full ? g.buffers->result(slot) : nullptr, full ? bytes : 0, g.buffers,
-                         serial, slot, now_ms_ + config_.test_late_ms};
-      std::fprintf(stderr,
-                   "switchagg-agent: test fault: chunk result %llu to member %u held for %lld ms\n",
-                   n, skip, static_cast<long long>(config_.test_late_ms));
-    } else if (config_.test_miss_member < g.size) {
-      skip = config_.test_miss_member;  // every member but that one
-      s.sends_pending = g.size - 1;
-      std::fprintf(stderr, "switchagg-agent: test fault: chunk result %llu not sent to member %u\n",
-                   n, skip);
-    } else {
-      std::fprintf(stderr,
-                   "switchagg-agent: test fault: chunk result %llu: no member %u in a group of %u, "
-                   "sent to all\n",
-                   n, config_.test_miss_member, g.size);
-    }
-  }
-  for (uint32_t r = 0; r < send_to; ++r) {
-    if (r == skip) continue;
-    if (gets(r))
-      out_.sendResult(g.members[r].peer, header, f.header_bytes, g.buffers->result(slot), bytes,
-                      g.buffers, serial, slot);
-    else
-      out_.sendResult(g.members[r].peer, empty, f.header_bytes, nullptr, 0, g.buffers, serial,
-                      slot);
-  }
-}
-
-void AggregationEngine::sendDone(uint64_t group_serial, uint32_t slot) {
-  if (fault_fired_ && config_.test_partial_exit && group_serial == fault_serial_ &&
-      slot == fault_slot_ && fault_exit_at_ms_ == 0)
-    fault_exit_at_ms_ = now_ms_ + 100;
-  auto it = by_serial_.find(group_serial);
-  if (it == by_serial_.end()) return;  // group gone; its buffers die with the send
-  Slot& s = it->second->slots[slot];
-  if (s.sends_pending) --s.sends_pending;
 }
 
 }  // namespace switchagg::agent

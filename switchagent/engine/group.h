@@ -2,6 +2,7 @@
 // its members and its window of slots. Internal to the aggregation engine.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,11 +34,19 @@ struct RefusedCall {
 };
 
 // One slot of a group's window: collects chunk `expect_chunk`, then
+// A chunk's routing mode: 0 for a plain CONTRIB.
+inline uint8_t modeOf(const wire::Message& m) {
+  return m.type == wire::MsgType::kContribRouted ? m.mode : 0;
+}
+
 // expect_chunk + window, ... (slot = chunk mod window).
 struct Slot {
   uint64_t expect_chunk = 0;
   uint32_t arrived = 0;
   std::vector<uint8_t> have;  // per rank: contributed to expect_chunk
+  // Per rank: its chunk expect_chunk is being received straight into its
+  // contribution buffer (placeContrib); nothing reads that buffer meanwhile.
+  std::vector<uint8_t> receiving;
   uint32_t count = 0;         // elements, fixed by the first contribution
   uint64_t call_elems = 0;
   Dtype dtype = Dtype::kInt32;
@@ -73,7 +82,7 @@ struct Group {
   uint64_t serial = 0;  // unique per agent run; names the group in send completions
   GroupKey key;
   std::string job;
-  uint64_t* bytes_in_job = nullptr;  // its job's bytes_in counter (under the counters' lock)
+  std::atomic<uint64_t>* bytes_in_job = nullptr;  // its job's bytes_in counter (one writer)
   wire::Token token{};
   uint64_t id = 0;
   uint32_t size = 0;

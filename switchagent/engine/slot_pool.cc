@@ -9,7 +9,9 @@
 namespace switchagg::agent {
 
 std::shared_ptr<SlotBuffers> SlotBuffers::allocate(uint32_t window, uint32_t members,
-                                                   size_t slot_bytes, MemoryAccount account) {
+                                                   size_t slot_bytes, MemoryAccount account,
+                                                   const MemoryMapper* mapper,
+                                                   MemoryAccount mapped) {
   std::shared_ptr<SlotBuffers> b(new (std::nothrow) SlotBuffers());
   if (!b || window == 0 || members == 0 || slot_bytes % 64 != 0) return nullptr;
   b->window_ = window;
@@ -21,10 +23,18 @@ std::shared_ptr<SlotBuffers> SlotBuffers::allocate(uint32_t window, uint32_t mem
   if (!b->base_ || !b->headers_) return nullptr;
   if (account) account->fetch_add(b->bytes(), std::memory_order_relaxed);
   b->account_ = std::move(account);
+  // Mapped once, for the buffers' life (an idle group keeps them).
+  if (mapper && *mapper) b->mapping_ = (*mapper)(b->base_, b->bytes());
+  if (b->mapping_ && mapped) {
+    mapped->fetch_add(b->bytes(), std::memory_order_relaxed);
+    b->mapped_ = std::move(mapped);
+  }
   return b;
 }
 
 SlotBuffers::~SlotBuffers() {
+  mapping_.reset();  // unregistered before the memory goes
+  if (mapped_) mapped_->fetch_sub(bytes(), std::memory_order_relaxed);
   if (account_) account_->fetch_sub(bytes(), std::memory_order_relaxed);
   std::free(base_);
 }

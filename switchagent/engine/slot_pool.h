@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,12 @@ namespace switchagg::agent {
 // may be a send still reading an aborted group's result.
 using MemoryAccount = std::shared_ptr<std::atomic<size_t>>;
 
+// Registers a buffer with the data plane's transport (ucp_mem_map) so an
+// RDMA transport can place received data in it; the handle unregisters it
+// when the last copy goes. nullptr: not registered (the buffer works
+// unregistered: the transport stages through its own memory).
+using MemoryMapper = std::function<std::shared_ptr<void>(void* data, size_t bytes)>;
+
 // Buffers of one group: window x (members contributions + 1 result), each
 // slot_bytes, 64-byte aligned, in one allocation. Shared with the sends that
 // still read a result, so an aborted group's memory outlives its last send,
@@ -36,7 +43,9 @@ class SlotBuffers {
  public:
   static std::shared_ptr<SlotBuffers> allocate(
       uint32_t window, uint32_t members, size_t slot_bytes,
-      MemoryAccount account = nullptr);  // nullptr if no memory
+      MemoryAccount account = nullptr,  // nullptr if no memory
+      const MemoryMapper* mapper = nullptr, MemoryAccount mapped = nullptr);
+  bool mapped() const { return mapping_ != nullptr; }
   ~SlotBuffers();
   SlotBuffers(const SlotBuffers&) = delete;
   SlotBuffers& operator=(const SlotBuffers&) = delete;
@@ -60,6 +69,8 @@ class SlotBuffers {
  private:
   SlotBuffers() = default;
   MemoryAccount account_;
+  MemoryAccount mapped_;          // the pool's mapped bytes, while mapping_ holds
+  std::shared_ptr<void> mapping_;  // the registration; let go before the memory
   uint8_t* base_ = nullptr;
   std::unique_ptr<uint8_t[]> headers_;
   uint32_t window_ = 0, members_ = 0;
@@ -95,6 +106,11 @@ class SlotPool {
   // of destroyed ones still held by a send), counted by the buffers.
   bool memoryFits(size_t bytes) const { return memoryInUse() + bytes <= memory_bytes_; }
   const MemoryAccount& memoryAccount() const { return memory_; }
+  // Buffers allocated from now on are mapped with `mapper` (data plane).
+  void setMapper(MemoryMapper mapper) { mapper_ = std::move(mapper); }
+  const MemoryMapper* mapper() const { return mapper_ ? &mapper_ : nullptr; }
+  const MemoryAccount& mappedAccount() const { return mapped_; }
+  size_t mappedBytes() const { return mapped_->load(std::memory_order_relaxed); }
 
   size_t slotBytes() const { return slot_bytes_; }
   size_t reserved() const { return reserved_; }  // slots of calls in progress
@@ -107,6 +123,8 @@ class SlotPool {
   const size_t pool_slots_, memory_bytes_, slot_bytes_;
   size_t reserved_ = 0;
   MemoryAccount memory_ = std::make_shared<std::atomic<size_t>>(0);
+  MemoryAccount mapped_ = std::make_shared<std::atomic<size_t>>(0);
+  MemoryMapper mapper_;
   std::map<std::string, size_t> by_lease_;
 };
 

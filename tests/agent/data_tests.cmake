@@ -24,6 +24,7 @@ gtest_add_tests(TARGET test_data_unit SOURCES ${SWITCHAGG_DATA_UNIT_PLAIN}
   TEST_LIST SWITCHAGG_DATA_UNIT_TESTS)
 set_tests_properties(${SWITCHAGG_DATA_UNIT_TESTS} PROPERTIES LABELS "unit;agent" TIMEOUT 60)
 gtest_add_tests(TARGET test_data_unit SOURCES ${SWITCHAGG_DATA_TEST_DIR}/test_data_engine_faults.cc
+  ${SWITCHAGG_DATA_TEST_DIR}/test_data_engine_placement_faults.cc
   TEST_LIST SWITCHAGG_DATA_UNIT_FAULT_TESTS)
 set_tests_properties(${SWITCHAGG_DATA_UNIT_FAULT_TESTS} PROPERTIES LABELS "unit;agent;fault" TIMEOUT 60)
 endif()
@@ -77,6 +78,7 @@ if(TARGET switchagg_agent_fixture AND TARGET switchagg-agent AND SWITCHAGG_DATA_
   gtest_add_tests(TARGET test_data_agent
     SOURCES ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_faults.cc
             ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_waiting_faults.cc
+            ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_placement_faults.cc
     TEST_LIST SWITCHAGG_DATA_FAULT_TESTS)
   set_tests_properties(${SWITCHAGG_DATA_FAULT_TESTS} PROPERTIES LABELS "agent;fault" TIMEOUT 120)
   # The agent SIGKILLed and restarted: leases survive (a fault test too).

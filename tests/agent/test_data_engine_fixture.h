@@ -123,6 +123,18 @@ class EngineTest : public ::testing::Test {
       const auto* p = static_cast<const uint8_t*>(payload);
       body.assign(p, p + bytes);
     }
+    // As the data plane does for a rendezvous message: the body lands where
+    // the engine says, if it places it.
+    if (placed_ && body.size() >= AggregationEngine::kPlacedMinBytes) {
+      const auto at = engine_->placeContrib(from, f.header.data(), f.header_bytes, body.size());
+      if (at.data) {
+        std::memcpy(at.data, body.data(), body.size());
+        ++placements_;
+        engine_->onMessage(from, f.header.data(), f.header_bytes, at.data, body.size(), now_,
+                           at.cookie);
+        return;
+      }
+    }
     engine_->onMessage(from, f.header.data(), f.header_bytes, body.empty() ? nullptr : body.data(),
                        body.size(), now_);
   }
@@ -138,17 +150,25 @@ class EngineTest : public ::testing::Test {
     deliver(from, m);
   }
 
-  void contrib(PeerId from, const wire::Token& t, uint64_t gid, uint32_t rank, uint64_t chunk,
-               uint32_t window, Dtype d, Op op, const std::vector<uint8_t>& data,
-               uint64_t call_elems = 0) {
+  // A CONTRIB of `bytes` of chunk `chunk` (call_elems 0: the chunk is the call).
+  static wire::Message contribMessage(const wire::Token& t, uint64_t gid, uint32_t rank,
+                                      uint64_t chunk, uint32_t window, Dtype d, Op op,
+                                      size_t bytes, uint64_t call_elems = 0) {
     wire::Message m = clientMessage(wire::MsgType::kContrib, t, gid, rank);
     m.chunk = chunk;
     m.slot = static_cast<uint32_t>(chunk % window);
     m.dtype = d;
     m.op = op;
-    m.count = static_cast<uint32_t>(data.size() / dtypeSize(d));
+    m.count = static_cast<uint32_t>(bytes / dtypeSize(d));
     m.call_elems = call_elems ? call_elems : m.count;
-    deliver(from, m, data.data(), data.size());
+    return m;
+  }
+
+  void contrib(PeerId from, const wire::Token& t, uint64_t gid, uint32_t rank, uint64_t chunk,
+               uint32_t window, Dtype d, Op op, const std::vector<uint8_t>& data,
+               uint64_t call_elems = 0) {
+    deliver(from, contribMessage(t, gid, rank, chunk, window, d, op, data.size(), call_elems),
+            data.data(), data.size());
   }
 
   // Reduces what is ready and completes every recorded send.
@@ -177,6 +197,8 @@ class EngineTest : public ::testing::Test {
   EngineConfig config_;
   std::unique_ptr<AggregationEngine> engine_;
   int64_t now_ = 1000;
+  bool placed_ = false;     // contributions received as into the slot (placeContrib)
+  size_t placements_ = 0;   // how many were
 };
 
 template <typename T>

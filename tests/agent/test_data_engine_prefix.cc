@@ -125,7 +125,17 @@ class PrefixTest : public EngineTest {
 // point of the next chunk's arrivals (so some members fold from the message,
 // some wait in their buffers and are folded by the member before them or by
 // reduceReady).
-TEST_F(PrefixTest, EveryDtypeAndOpIsTheRankOrderedChainForEveryArrival) {
+std::string receiveName(const ::testing::TestParamInfo<bool>& p) {
+  return p.param ? "IntoTheSlot" : "Copied";
+}
+
+// Then the same with chunks of at least 4 KiB received into their slot
+// (placeContrib: every contribution but each call's first).
+class PrefixMatrix : public PrefixTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PrefixMatrix, EveryDtypeAndOpIsTheRankOrderedChainForEveryArrival) {
+  placed_ = GetParam();
+  const size_t count = placed_ ? 4100 : 37;
   const auto t = addLease(1, "job1", 1);
   std::mt19937 rng(20261206);
   uint64_t gid = 1;
@@ -141,19 +151,33 @@ TEST_F(PrefixTest, EveryDtypeAndOpIsTheRankOrderedChainForEveryArrival) {
         std::iota(o1.begin(), o1.end(), 0);
         std::shuffle(o0.begin(), o0.end(), rng);
         std::shuffle(o1.begin(), o1.end(), rng);
-        runCall(t, ++gid, d, op, m, 37, o0, o1, rng() % (m + 1));
+        runCall(t, ++gid, d, op, m, count, o0, o1, rng() % (m + 1));
         ++cases;
       }
     }
   EXPECT_GT(cases, 17 * 20);
   EXPECT_EQ(engine_->counters().groups_aborted, 0u);
+  if (placed_) {  // all but the first of each call's 2m: 17^2 for m = 1..17
+    EXPECT_EQ(placements_, size_t(cases / 17) * 17 * 17);
+    EXPECT_GT(engine_->counters().bytes_placed, 0u);
+    EXPECT_EQ(engine_->placementsInFlight(), 0u);
+  } else {
+    EXPECT_EQ(engine_->counters().bytes_placed, 0u);
+  }
 }
+INSTANTIATE_TEST_SUITE_P(Receive, PrefixMatrix, ::testing::Values(false, true),
+                         receiveName);
 
 // Sizes across every threshold of the fold: one element, a 16 KiB block and
 // one element more, a 64 KiB pool piece and one more, and a whole 256 KiB
 // slot; in order, reversed and random; float sums (order-sensitive) and an
 // integer max.
-TEST_F(PrefixTest, SizesAcrossBlocksAndPiecesInEveryOrder) {
+// Received into the slot or not (PrefixSizes/IntoTheSlot: from 4 KiB, the
+// placement threshold, on; one element less is copied).
+class PrefixSizes : public PrefixTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PrefixSizes, SizesAcrossBlocksAndPiecesInEveryOrder) {
+  placed_ = GetParam();
   const auto t = addLease(1, "job1", 1);
   std::mt19937 rng(7);
   uint64_t gid = 1000;
@@ -161,7 +185,8 @@ TEST_F(PrefixTest, SizesAcrossBlocksAndPiecesInEveryOrder) {
        {Dtype::kFloat32, Dtype::kFloat64, Dtype::kInt32, Dtype::kFloat16, Dtype::kBfloat16}) {
     const Op op = d == Dtype::kInt32 ? Op::kMax : Op::kSum;
     const size_t es = dtypeSize(d);
-    for (size_t bytes : {es, size_t(16384), size_t(16384) + es, size_t(65536),
+    const size_t edge = AggregationEngine::kPlacedMinBytes;
+    for (size_t bytes : {es, edge - es, edge, size_t(16384), size_t(16384) + es, size_t(65536),
                          size_t(65536) + es, size_t(262144)}) {
       const size_t count = bytes / es;
       for (uint32_t m : {1u, 2u, 5u, 16u, 17u}) {
@@ -177,7 +202,11 @@ TEST_F(PrefixTest, SizesAcrossBlocksAndPiecesInEveryOrder) {
     }
   }
   EXPECT_EQ(engine_->counters().groups_aborted, 0u);
+  EXPECT_EQ(engine_->placementsInFlight(), 0u);
+  EXPECT_EQ(placements_ > 0, placed_);
 }
+INSTANTIATE_TEST_SUITE_P(Receive, PrefixSizes, ::testing::Values(false, true),
+                         receiveName);
 
 // 16-bit floats: member 0 sends 1, members 1..4 the smallest addend that a
 // 16-bit sum with 1 rounds away (half an ulp of 1). Rounded after every

@@ -5,6 +5,11 @@
 // from a progress round (never inside amSend), with the send's id; a send
 // that did not start (an error return) never runs it; a Request destroyed
 // while its send is in flight never runs it.
+// AmPlacer (the agent receives rendezvous contributions into its slots,
+// docs/agent-protocol.md "Received into the slot"): a rendezvous message
+// lands where the placer said, in memory mapped with ucp_mem_map, and is
+// delivered with its cookie; one whose receive fails is released, never
+// delivered; eager ones are not placed.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -141,6 +146,96 @@ TEST(AmCompletion, ARequestDestroyedInFlightNeverRunsIt) {
     (void)p.server->progress();
   }
   EXPECT_EQ(done.calls, 0);
+}
+
+
+struct Placed {
+  std::vector<uint8_t> memory;
+  int placed = 0, released = 0, delivered = 0;
+  uint64_t cookie = 0;
+  const void* data = nullptr;
+  size_t length = 0;
+};
+
+void setPlacer(Pair& p, Placed& pl) {
+  ASSERT_TRUE(p.server
+                  ->setAmHandler(kAm,
+                                 [&](const AmMessage& m) {
+                                   ++p.received;
+                                   ++pl.delivered;
+                                   pl.cookie = m.placed;
+                                   pl.data = m.data;
+                                   pl.length = m.length;
+                                 })
+                  .ok());
+  ASSERT_TRUE(p.server
+                  ->setAmPlacer(kAm, AmPlacer{1024,
+                                              [&](Endpoint*, const void*, size_t, size_t n) {
+                                                ++pl.placed;
+                                                return n <= pl.memory.size()
+                                                           ? AmPlacement{pl.memory.data(), 77}
+                                                           : AmPlacement{};
+                                              },
+                                              [&](uint64_t c) {
+                                                EXPECT_EQ(c, 77u);
+                                                ++pl.released;
+                                              }})
+                  .ok());
+}
+
+TEST(AmPlacer, ARendezvousMessageLandsInMappedMemoryWhereThePlacerSaid) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.start());
+  Placed pl;
+  pl.memory.assign(4 << 20, 0);
+  auto map = p.server->mapMemory(pl.memory.data(), pl.memory.size());
+  ASSERT_TRUE(map.ok()) << map.status().toString();  // ucp_mem_map, even over TCP
+  ASSERT_NO_FATAL_FAILURE(setPlacer(p, pl));
+  const uint64_t header = 1;
+  std::vector<uint8_t> large(4 << 20), small(64, 9);
+  for (size_t i = 0; i < large.size(); ++i) large[i] = uint8_t(i * 7 + 1);
+  Request r1, r2;
+  ASSERT_TRUE(p.ep->amSend(kAm, &header, sizeof header, large.data(), large.size(), r1).ok());
+  ASSERT_TRUE(p.progressUntil([&] { return pl.delivered == 1 && r1.done(); }));
+  EXPECT_EQ(pl.placed, 1);
+  EXPECT_EQ(pl.cookie, 77u);
+  EXPECT_EQ(pl.data, pl.memory.data());
+  EXPECT_EQ(pl.length, large.size());
+  EXPECT_EQ(std::memcmp(pl.memory.data(), large.data(), large.size()), 0);
+  ASSERT_TRUE(p.ep->amSend(kAm, &header, sizeof header, small.data(), small.size(), r2).ok());
+  ASSERT_TRUE(p.progressUntil([&] { return pl.delivered == 2 && r2.done(); }));
+  EXPECT_EQ(pl.placed, 1) << "an eager message asked the placer";
+  EXPECT_EQ(pl.cookie, 0u);
+  EXPECT_EQ(pl.released, 0);
+}
+
+// The sender goes away mid-transfer (its endpoint closed by force, its
+// worker destroyed): the receive into the placed memory fails, the placer's
+// release runs once, the message is never delivered.
+TEST(AmPlacer, AFailedReceiveIsReleasedNotDelivered) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.start());
+  Placed pl;
+  pl.memory.assign(64 << 20, 0);
+  ASSERT_NO_FATAL_FAILURE(setPlacer(p, pl));
+  const uint64_t header = 1;
+  std::vector<uint8_t> huge(64 << 20, 5);
+  {
+    Request req;
+    ASSERT_TRUE(p.ep->amSend(kAm, &header, sizeof header, huge.data(), huge.size(), req).ok());
+    ASSERT_TRUE(p.progressUntil([&] { return pl.placed == 1; }));
+    p.ep->abandon();
+    p.ep.reset();
+  }
+  p.client.reset();  // the sender is gone
+  bool ended = false;
+  for (int i = 0; i < 2000000 && !ended; ++i) {
+    (void)p.server->progress();
+    ended = pl.released + pl.delivered > 0;
+  }
+  ASSERT_TRUE(ended) << "the receive into the placed memory never ended";
+  EXPECT_EQ(pl.released, 1);
+  EXPECT_EQ(pl.delivered, 0);
 }
 
 }  // namespace

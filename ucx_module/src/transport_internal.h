@@ -153,6 +153,7 @@ struct AmSlot {
   Worker::Impl* worker = nullptr;
   uint16_t id = 0;
   AmHandler handler;
+  AmPlacer placer;
 };
 
 // A rendezvous active message being pulled into a contiguous buffer.
@@ -161,6 +162,8 @@ struct PendingAm {
   ucp_ep_h reply_ep = nullptr;
   std::vector<uint8_t> header;
   std::unique_ptr<uint8_t[]> data;
+  uint8_t* target = nullptr;  // where it lands: data, or a placer's memory
+  uint64_t cookie = 0;        // the placer's (0: not placed)
   size_t length = 0;
   Request request;
 };

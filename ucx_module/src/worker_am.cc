@@ -1,7 +1,8 @@
 // Active-message receive: every message reaches the handler whole and
 // contiguous. Eager messages are handed over in place, inside progress();
-// rendezvous messages are pulled into a buffer with ucp_am_recv_data_nbx
-// (started outside the UCX callback) and delivered when the pull completes.
+// rendezvous messages are pulled with ucp_am_recv_data_nbx (started outside
+// the UCX callback) into memory an AmPlacer chose or a buffer of our own,
+// and delivered when the pull completes.
 #include "switchagg/common/log.h"
 #include "transport_internal.h"
 
@@ -9,12 +10,22 @@ namespace switchagg::ucx {
 namespace {
 
 void deliver(Worker::Impl* w, uint16_t id, ucp_ep_h reply_ep, const void* header,
-             size_t header_length, const void* data, size_t length) {
+             size_t header_length, const void* data, size_t length, uint64_t placed = 0) {
   auto it = w->am_slots.find(id);
-  if (it == w->am_slots.end() || !it->second->handler) return;
+  if (it == w->am_slots.end() || !it->second->handler) {
+    if (placed && it != w->am_slots.end() && it->second->placer.release)
+      it->second->placer.release(placed);
+    return;
+  }
   AmMessage msg{reply_ep ? w->endpointFor(reply_ep) : nullptr, header, header_length, data,
-                length};
+                length, placed};
   it->second->handler(msg);
+}
+
+void releasePlaced(Worker::Impl* w, const PendingAm& p) {
+  if (!p.cookie) return;
+  auto it = w->am_slots.find(p.id);
+  if (it != w->am_slots.end() && it->second->placer.release) it->second->placer.release(p.cookie);
 }
 
 // The rendezvous pull of a PendingAm (hook id) finished: hand it over.
@@ -27,14 +38,41 @@ void rendezvousDone(void* ctx, uint64_t id, const Status& status, size_t) {
   if (!status.ok()) {
     SA_WARN("ucx", "active message %u (%zu bytes) lost: %s", owned->id, owned->length,
             status.toString().c_str());
+    releasePlaced(w, *owned);
     return;
   }
   deliver(w, owned->id, owned->reply_ep, owned->header.data(), owned->header.size(),
-          owned->data.get(), owned->length);
+          owned->target, owned->length, owned->cookie);
+}
+
+// Chooses where `pending` lands: the placer's memory, else a buffer of its own.
+bool chooseTarget(Worker::Impl* w, PendingAm* pending) {
+  auto slot = w->am_slots.find(pending->id);
+  if (slot != w->am_slots.end() && slot->second->placer.place &&
+      pending->length >= slot->second->placer.min_length) {
+    const AmPlacement at = slot->second->placer.place(
+        pending->reply_ep ? w->endpointFor(pending->reply_ep) : nullptr, pending->header.data(),
+        pending->header.size(), pending->length);
+    if (at.data && at.cookie) {
+      pending->target = static_cast<uint8_t*>(at.data);
+      pending->cookie = at.cookie;
+      return true;
+    }
+  }
+  pending->data.reset(new (std::nothrow) uint8_t[pending->length > 0 ? pending->length : 1]);
+  pending->target = pending->data.get();
+  if (pending->target) return true;
+  SA_ERROR("ucx", "no memory for a %zu-byte active message; dropped", pending->length);
+  return false;
 }
 
 // Starts the rendezvous pull of `pending` (descriptor `desc`).
 void startRendezvous(Worker::Impl* w, PendingAm* pending, void* desc) {
+  if (!chooseTarget(w, pending)) {
+    ucp_am_data_release(w->ucp, desc);  // the sender's request fails
+    w->pending_am.erase(pending);
+    return;
+  }
   Request::State& s = *pending->request.state();
   (void)req::begin(s, w, nullptr);
   s.hook = Hook{rendezvousDone, nullptr, w, reinterpret_cast<uint64_t>(pending)};
@@ -42,7 +80,7 @@ void startRendezvous(Worker::Impl* w, PendingAm* pending, void* desc) {
   p.cb.recv_am = req::amDataCallback;
   s.is_recv = true;
   req::prepare(s, p);
-  ucs_status_ptr_t r = ucp_am_recv_data_nbx(w->ucp, desc, pending->data.get(), pending->length, &p);
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(w->ucp, desc, pending->target, pending->length, &p);
   req::attach(s, r, "am rendezvous receive", pending->length);
 }
 
@@ -62,11 +100,6 @@ ucs_status_t amCallback(void* arg, const void* header, size_t header_length, voi
   const auto* h = static_cast<const uint8_t*>(header);
   if (header_length > 0) pending->header.assign(h, h + header_length);
   pending->length = length;
-  pending->data.reset(new (std::nothrow) uint8_t[length > 0 ? length : 1]);
-  if (!pending->data) {
-    SA_ERROR("ucx", "no memory for a %zu-byte active message; dropped", length);
-    return UCS_ERR_NO_MEMORY;  // the sender's request fails with this status
-  }
   PendingAm* raw = pending.get();
   w->pending_am.emplace(raw, std::move(pending));
   std::weak_ptr<Worker::Impl*> alive = w->alive;
@@ -79,6 +112,30 @@ ucs_status_t amCallback(void* arg, const void* header, size_t header_length, voi
 }
 
 }  // namespace
+
+Status Worker::setAmPlacer(uint16_t id, AmPlacer placer) {
+  auto it = impl_->am_slots.find(id);
+  if (it == impl_->am_slots.end())
+    return Status(Code::kInvalidArgument,
+                  "active message " + std::to_string(id) + ": a placer needs its handler first");
+  it->second->placer = std::move(placer);
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<void>> Worker::mapMemory(void* data, size_t length) {
+  ucp_mem_map_params_t p{};
+  p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  p.address = data;
+  p.length = length;
+  ucp_mem_h memh = nullptr;
+  const ucs_status_t st = ucp_mem_map(impl_->ctx->ucp, &p, &memh);
+  if (st != UCS_OK)
+    return statusFromUcs(st, "ucp_mem_map of " + std::to_string(length) + " bytes");
+  ucp_context_h ucp = impl_->ctx->ucp;
+  return std::shared_ptr<void>(memh, [ucp](void* h) {
+    (void)ucp_mem_unmap(ucp, static_cast<ucp_mem_h>(h));
+  });
+}
 
 Status Worker::setAmHandler(uint16_t id, AmHandler handler) {
   auto& slot = impl_->am_slots[id];

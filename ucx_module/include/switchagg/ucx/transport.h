@@ -177,8 +177,31 @@ struct AmMessage {
   size_t header_length;
   const void* data;
   size_t length;
+  // Non-zero: a rendezvous message received straight into the memory an
+  // AmPlacer chose (data points there); the placer's cookie.
+  uint64_t placed = 0;
 };
 using AmHandler = std::function<void(const AmMessage&)>;
+
+// Where a rendezvous active message's data lands (Worker::setAmPlacer).
+// `place` runs outside UCX callbacks, before the receive starts, for every
+// rendezvous message of at least `min_length` bytes: it returns the
+// destination (length bytes; nullptr: a buffer of the worker's own) and a
+// non-zero cookie. The memory must stay valid until the message is
+// delivered (AmMessage::placed = cookie) or `release(cookie)` runs (the
+// receive failed or was cancelled: the peer died, the endpoint closed);
+// exactly one of the two happens, unless the Worker is destroyed first.
+struct AmPlacement {
+  void* data = nullptr;
+  uint64_t cookie = 0;
+};
+struct AmPlacer {
+  size_t min_length = 0;
+  std::function<AmPlacement(Endpoint* from, const void* header, size_t header_length,
+                            size_t length)>
+      place;
+  std::function<void(uint64_t cookie)> release;
+};
 
 // The wait hook: while any Worker waits (waitUntil and what is built on
 // it), it calls `hook` at least every kWaitHookTickMs, from the waiting
@@ -224,6 +247,12 @@ class Worker {
 
   // Active messages (ids 0..63). The handler runs inside progress().
   Status setAmHandler(uint16_t id, AmHandler handler);
+  // Rendezvous messages of `id` (set after its handler) go where the placer says.
+  Status setAmPlacer(uint16_t id, AmPlacer placer);
+  // Registers [data, data + length) with UCX (ucp_mem_map) so an RDMA
+  // transport can place received data there directly; the returned handle
+  // unmaps it when destroyed. Fails where UCX cannot map it.
+  Result<std::shared_ptr<void>> mapMemory(void* data, size_t length);
   // Nonblocking tagged receive on the raw 64-bit UCP tag space: matches when
   // (incoming & tag_mask) == (tag & tag_mask). PeerGroup owns tags with any
   // of the top 8 bits set; raw users keep them zero (see docs/transport.md).
