@@ -131,7 +131,8 @@ constexpr uint64_t DataPlaneCounters::*kSummed[] = {
     &DataPlaneCounters::bytes_out,         &DataPlaneCounters::bytes_up,
     &DataPlaneCounters::bytes_staged,      &DataPlaneCounters::chunks_deferred,
     &DataPlaneCounters::clients_connected, &DataPlaneCounters::slots_busy,
-    &DataPlaneCounters::slots_reserved,    &DataPlaneCounters::peers_stalled};
+    &DataPlaneCounters::slots_reserved,    &DataPlaneCounters::peers_stalled,
+    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes};
 
 DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters sum;
