@@ -278,7 +278,7 @@ struct DataThread::Impl : EngineOutput {
     int64_t next_tick = 0;
     loop_ms = steadyNowMs();
     while (!stop.load()) {
-      (void)worker->waitUntil([this] { return wakeup(); }, kLoopWaitMs);
+      (void)worker->waitIdle([this] { return wakeup(); }, kLoopWaitMs);
       loop_ms = steadyNowMs();
       processEvents();
       flushOutbox();

@@ -10,14 +10,16 @@
 // contributions and 1440 result sends) may allocate only what the engine's
 // scratch vectors need to reach a new high-water mark (a pass with more
 // chunks or pieces than any before: they double, so a handful over an
-// agent's life), never once per chunk, per send or per tick (the lease
-// check). What UCX allocates with
+// agent's life), never once per chunk, per send, per tick (the lease
+// check) or per idle wait of a data-plane thread (halfway through phase 2
+// the members pause). What UCX allocates with
 // malloc is not seen (only the agent's own code is).
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -129,6 +131,9 @@ TEST(DataPlaneAlloc, ThePerChunkPathAllocatesNothingOnceWarm) {
     for (int phase = 1; phase <= 2; ++phase) {
       const int calls = phase == 1 ? kWarmCalls : kCalls;
       for (int c = 0; c < calls && group; ++c, ++iter) {
+        // Halfway, the agent idles 600 ms: its threads' loops wait out
+        // their idle timeouts (12 each), which must allocate nothing either.
+        if (phase == 2 && c == calls / 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));
         const auto in = testing::makeInput(Dtype::kFloat32, rank, iter, kCount);
         std::vector<uint8_t> out(in.size());
         const Status st =

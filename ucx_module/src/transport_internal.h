@@ -202,6 +202,9 @@ struct Worker::Impl {
   bool progress();
   void progressSentinel();
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
+  // waitUntil; `quiet`: a timeout's Status carries no message (nothing
+  // allocated: Worker::waitIdle).
+  Status waitFor(const std::function<bool()>& pred, int64_t timeout_ms, bool quiet);
   Status flush(int64_t timeout_ms);
   Endpoint* endpointFor(ucp_ep_h ep) const;
   ~Impl();

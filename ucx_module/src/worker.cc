@@ -192,6 +192,10 @@ static int64_t nowUs() {
 }
 
 Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
+  return waitFor(pred, timeout_ms, false);
+}
+
+Status Worker::Impl::waitFor(const std::function<bool()>& pred, int64_t timeout_ms, bool quiet) {
   if (pred()) return Status::Ok();  // e.g. a send that completed in place
   const int64_t deadline = nowMs() + std::max<int64_t>(timeout_ms, 0);
   const bool blocking = ctx->options.wait_mode == WaitMode::kBlocking && efd >= 0;
@@ -216,7 +220,8 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
     if (pred()) return Status::Ok();
     int64_t now = nowMs();
     if (now >= deadline)
-      return Status(Code::kTimeout, "wait timed out after " + std::to_string(timeout_ms) + " ms");
+      return quiet ? Status(Code::kTimeout, std::string())
+                   : Status(Code::kTimeout, "wait timed out after " + std::to_string(timeout_ms) + " ms");
     if (in_spin && !any) {
       const int64_t us = nowUs();
       if (spin_end_us == 0) spin_end_us = us + spin_us;
@@ -326,6 +331,10 @@ Status Worker::flush(int64_t timeout_ms) { return impl_->flush(timeout_ms); }
 
 Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
   return impl_->waitUntil(pred, timeout_ms);
+}
+
+bool Worker::waitIdle(const std::function<bool()>& pred, int64_t timeout_ms) {
+  return impl_->waitFor(pred, timeout_ms, true).ok();
 }
 
 Status Worker::wait(Request& request, int64_t timeout_ms) {

@@ -236,6 +236,10 @@ class Worker {
   // Progress until `pred` holds or `timeout_ms` passes (kTimeout). Blocks in
   // the kernel between events in WaitMode::kBlocking.
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
+  // waitUntil for an event loop's idle wait, where running out of time is
+  // no error: true when `pred` holds. Allocates nothing (the timeout's
+  // message is never built): the agent's data-plane threads wait so.
+  bool waitIdle(const std::function<bool()>& pred, int64_t timeout_ms);
   Status wait(Request& request, int64_t timeout_ms);
   Status waitAll(const std::vector<Request*>& requests, int64_t timeout_ms);
   // Completes every operation this worker has started towards its peers,
