@@ -6,7 +6,10 @@ cause. Reads the console log ctest wrote with -O (scripts/test.sh passes
 BUILD/ctest-output.log); not ctest's LastTest.log, which any `ctest -N`
 in the build directory (tests/check_labels.py runs one) replaces mid-run.
 
-  scripts/ctest_digest.py CONSOLE_LOG
+  scripts/ctest_digest.py CONSOLE_LOG            the digest
+  scripts/ctest_digest.py --rerun-regex CONSOLE_LOG
+      a ctest -R regex selecting exactly the failed tests; exit 3 when a
+      failed test's output holds a sanitizer report (never to be retried)
 """
 import re
 import sys
@@ -33,20 +36,40 @@ def failures(lines):
         yield cur
 
 
+SANITIZER = re.compile(r"ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:|"
+                       r"WARNING: ThreadSanitizer")
+
+
+def rerun_regex(failed):
+    """The -R regex of the failed tests; 3 if one of them has a sanitizer report."""
+    if not failed:
+        return 2
+    if any(SANITIZER.search(l) for _, _, out in failed for l in out):
+        return 3
+    print("^(" + "|".join(re.sub(r"([][.*+?()|^$\\{}])", r"\\\1", n) for n, _, _ in failed) + ")$")
+    return 0
+
+
 def main():
-    if len(sys.argv) != 2:
-        print("usage: ctest_digest.py CONSOLE_LOG", file=sys.stderr)
+    args = sys.argv[1:]
+    rerun = bool(args) and args[0] == "--rerun-regex"
+    if rerun:
+        args = args[1:]
+    if len(args) != 1:
+        print("usage: ctest_digest.py [--rerun-regex] CONSOLE_LOG", file=sys.stderr)
         return 2
     try:
-        with open(sys.argv[1], errors="replace") as f:
+        with open(args[0], errors="replace") as f:
             lines = f.read().splitlines()
     except OSError as e:
-        print(f"ctest_digest: cannot read the test log: {e}")
-        return 0
+        print(f"ctest_digest: cannot read the test log: {e}", file=sys.stderr)
+        return 2 if rerun else 0
     failed = list(failures(lines))
+    if rerun:
+        return rerun_regex(failed)
     if not failed:
         return 0
-    print(f"\n==== why {len(failed)} test(s) failed (from {sys.argv[1]}) ====")
+    print(f"\n==== why {len(failed)} test(s) failed (from {args[0]}) ====")
     for name, verdict, out in failed:
         out = [l for l in out if l.strip()]
         print(f"---- {name}: {verdict}")
