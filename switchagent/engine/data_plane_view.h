@@ -63,8 +63,9 @@ struct DataPlaneConfig {
   std::string listen = kDefaultDataListen; // UCX socket address ("host:port", port 0 = any)
   int threads = 0;                         // reduction threads; 0 = nproc
   // Data-plane threads, each with its own UCX worker, listener and engine
-  // (daemon/data_thread.h); 0 = one per core, at most 4. 1 = one thread.
-  int plane_threads = 0;
+  // (daemon/data_thread.h); 0 = one per core, at most 4. 1 = one thread
+  // (the default: see docs/admin.md for when to raise it).
+  int plane_threads = 1;
   // Where the link's rate is read when engine.link_mbps is 0 ("" = not read).
   std::string sysfs_root = "/sys";
   EngineSettings engine;
