@@ -108,7 +108,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        data(intField(&D::threads, 0, 256))},
       {"data.plane_threads", nullptr,
        "data-plane threads, each with its own UCX worker, listener and engine; a lease's groups "
-       "run on one of them; 0 = one per core, at most 4; 1 = a single thread",
+       "run on one of them; 0 = one per core, at most 4; 1 = a single thread (the default: one "
+       "job runs on one thread, and jobs get their thread's address rather than a fabric map's "
+       "`data` address; raise it for agents serving many jobs)",
        data(intField(&D::plane_threads, 0, 64))},
       {"data.member_timeout", nullptr,
        "a group member silent this long has its group aborted; a client a send to it has made "
