@@ -28,7 +28,9 @@ inroot() { "$src/scripts/debian13_root.sh" --run "$@"; }
 "$src/scripts/debian13_root.sh" >/dev/null || fail "could not make the Debian 13 root"
 
 echo "== build in Debian 13 ($d13)"
+# -O2 as every build (the same warnings), no debug info: half the compile time.
 inroot "cmake -S '$src' -B '$d13' -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O2 -g0 -DNDEBUG' -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g0 -DNDEBUG' \
   -DSWITCHAGG_WERROR=ON -DSWITCHAGG_BUILD_SPANK=OFF >'$d13.configure.log' 2>&1 ||
   { cat '$d13.configure.log'; exit 1; }
   grep -q 'coll component for Open MPI 5\.' '$d13.configure.log' || { echo 'not Open MPI 5'; exit 1; }
