@@ -170,6 +170,16 @@ int mca_coll_switchagg_allgather(const void* sbuf, int scount, struct ompi_datat
 int mca_coll_switchagg_bcast(void* buff, int count, struct ompi_datatype_t* datatype, int root,
                              struct ompi_communicator_t* comm, mca_coll_base_module_t* module);
 
+/* The MPI code of a blocking call the core settled: served, or failed (the
+ * core logged why; MPI's error handler decides, fatal by default: a silently
+ * wrong result is never an option). -1: declined, the previous module serves
+ * it. */
+static inline int mca_coll_switchagg_settled(int outcome) {
+  if (SWITCHAGG_OUTCOME_DONE == outcome) return OMPI_SUCCESS;
+  if (SWITCHAGG_OUTCOME_ERROR == outcome) return MPI_ERR_OTHER;
+  return -1;
+}
+
 /* The datatype/op mapping: switchagg_mpi_classify (mpi_coll/shared). */
 
 END_C_DECLS

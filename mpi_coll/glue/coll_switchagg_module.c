@@ -152,10 +152,7 @@ int mca_coll_switchagg_allreduce(const void *sbuf, void *rbuf, int count,
   if (NULL != m->core && NULL == why && count >= 0) {
     int rc = switchagg_coll_allreduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                       (size_t)count * (size_t)scale, sa_dtype, sa_op, flags);
-    if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-    /* The core logged the failure; MPI's error handler decides (fatal by
-     * default). A silently wrong result is never an option. */
-    if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+    if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
     /* Declined: the previous module serves, and online tuning times it. */
     rc = m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
     if (OMPI_SUCCESS == rc && 0 != switchagg_coll_previous_done(m->core)) return MPI_ERR_OTHER;
@@ -190,8 +187,7 @@ int mca_coll_switchagg_barrier(struct ompi_communicator_t *comm, mca_coll_base_m
   mca_coll_switchagg_iallreduce_drain(m);
   if (NULL != m->core) {
     int rc = switchagg_coll_barrier(m->core);
-    if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-    if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+    if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
   }
   return m->previous_barrier(comm, m->previous_barrier_module);
 }

@@ -58,8 +58,7 @@ int mca_coll_switchagg_reduce(const void *sbuf, void *rbuf, int count,
     if (NULL == why) {
       int rc = switchagg_coll_reduce(m->core, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                      (size_t)count * (size_t)scale, sa_dtype, sa_op, root, flags);
-      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+      if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
     } else {
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_REDUCE, why);
     }
@@ -105,8 +104,7 @@ int mca_coll_switchagg_reduce_scatter(const void *sbuf, void *rbuf, const int *r
   mca_coll_switchagg_iallreduce_drain(m);
   rc = reduce_scatter_core(m, sbuf, rbuf, rcounts, 0, dtype, op, comm,
                            SWITCHAGG_COLL_REDUCE_SCATTER);
-  if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-  if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+  if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
   return previous_done(m, SWITCHAGG_COLL_REDUCE_SCATTER,
                        m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
                                                   m->previous_reduce_scatter_module));
@@ -122,8 +120,7 @@ int mca_coll_switchagg_reduce_scatter_block(const void *sbuf, void *rbuf, int rc
   mca_coll_switchagg_iallreduce_drain(m);
   rc = reduce_scatter_core(m, sbuf, rbuf, NULL, rcount, dtype, op, comm,
                            SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK);
-  if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-  if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+  if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
   return previous_done(m, SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK,
                        m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                         m->previous_reduce_scatter_block_module));
@@ -141,8 +138,7 @@ int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *data
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "device memory");
     } else if (mca_coll_switchagg_plain_bytes(datatype, count)) {
       rc = switchagg_coll_bcast(m->core, buff, bytes, root);
-      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+      if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
     } else {
       const bool is_root = ompi_comm_rank(comm) == root;
       void *staged = malloc(bytes > 0 ? bytes : 1);
@@ -157,8 +153,7 @@ int mca_coll_switchagg_bcast(void *buff, int count, struct ompi_datatype_t *data
           MPI_SUCCESS != mca_coll_switchagg_unpack(staged, bytes, buff, count, datatype, comm))
         rc = SWITCHAGG_OUTCOME_ERROR;
       free(staged);
-      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+      if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
     }
   } else if (NULL != m->core) {
     switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_BCAST, "over INT_MAX bytes");
@@ -231,8 +226,7 @@ int mca_coll_switchagg_allgather(const void *sbuf, int scount, struct ompi_datat
       switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "device memory");
     } else {
       int rc = allgather_core(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, block);
-      if (SWITCHAGG_OUTCOME_DONE == rc) return OMPI_SUCCESS;
-      if (SWITCHAGG_OUTCOME_ERROR == rc) return MPI_ERR_OTHER;
+      if ((rc = mca_coll_switchagg_settled(rc)) >= 0) return rc;
     }
   } else if (NULL != m->core) {
     switchagg_coll_note_routed_fallback(m->core, SWITCHAGG_COLL_ALLGATHER, "over INT_MAX bytes");

@@ -108,6 +108,17 @@ json threadsJson(const DataPlaneCounters& c) {
   return out;
 }
 
+// /v1/status's "counters": every row of SWITCHAGG_DATA_PLANE_COUNTERS by its
+// field's name, and the rejections' total.
+json countersJson(const DataPlaneCounters& c) {
+  json out = json::object();
+  for (const CounterInfo& k : kDataPlaneCounters) out[k.field] = c.*k.member;
+  uint64_t rejected_total = 0;
+  for (const auto& [reason, n] : c.rejected) rejected_total += n;
+  out["rejected_total"] = rejected_total;
+  return out;
+}
+
 LeaseView viewOf(const Lease& l, const std::string& data_address) {
   LeaseView v;
   v.job = l.job;
@@ -220,8 +231,6 @@ ControlResponse ControlApi::getStatus() {
       caps.push_back({{"dtype", dtypeName(dtype)}, {"ops", names}});
     }
   }
-  uint64_t rejected_total = 0;
-  for (const auto& [reason, n] : c.rejected) rejected_total += n;
   json body = {
       {"version", SWITCHAGG_VERSION},
       {"draining", leases_.draining()},
@@ -232,18 +241,7 @@ ControlResponse ControlApi::getStatus() {
       {"leases", leases_.list().size()},
       {"groups", c.groups_active},
       {"capabilities", caps},
-      {"counters",
-       {{"groups_active", c.groups_active}, {"groups_created", c.groups_created},
-        {"groups_aborted", c.groups_aborted}, {"chunks_reduced", c.chunks_reduced},
-        {"bytes_reduced", c.bytes_reduced}, {"bytes_in", c.bytes_in}, {"bytes_out", c.bytes_out},
-        {"bytes_up", c.bytes_up}, {"bytes_staged", c.bytes_staged},
-        {"bytes_placed", c.bytes_placed},
-        {"chunks_deferred", c.chunks_deferred},
-        {"largest_pass_bytes", c.largest_pass_bytes},
-        {"clients_connected", c.clients_connected}, {"slots_busy", c.slots_busy},
-        {"slots_reserved", c.slots_reserved}, {"slot_memory_bytes", c.slot_memory_bytes},
-        {"slot_memory_mapped_bytes", c.slot_memory_mapped_bytes},
-        {"peers_stalled", c.peers_stalled}, {"rejected_total", rejected_total}}},
+      {"counters", countersJson(c)},
       {"rejected", c.rejected},
       {"data_threads", threadsJson(c)},
       {"lease_file", leases_.leaseFile()},

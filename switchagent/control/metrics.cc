@@ -53,51 +53,16 @@ std::string renderMetrics(const MetricsInput& in) {
   w.metric("switchagg_slots_total", "gauge", "Aggregation slots in the pool.", total);
   w.metric("switchagg_slots_in_use", "gauge", "Slots reserved by leases.",
            static_cast<uint64_t>(in.slots_in_use));
-  w.metric("switchagg_slots_busy", "gauge", "Slots holding partial chunks right now.",
-           d.slots_busy);
-  w.metric("switchagg_slots_reserved", "gauge",
-           "Slots held by calls in progress (their groups' windows).", d.slots_reserved);
-  w.metric("switchagg_slot_memory_bytes", "gauge",
-           "Slot buffer bytes alive (destroyed groups' too while a send reads them).",
-           d.slot_memory_bytes);
-  w.metric("switchagg_slot_memory_mapped_bytes", "gauge",
-           "Of the slot memory, bytes registered with the data plane's UCX context (ucp_mem_map).",
-           d.slot_memory_mapped_bytes);
-  w.metric("switchagg_peers_stalled_total", "counter",
-           "Clients dropped because a send to them made no progress for member_timeout.",
-           d.peers_stalled);
   w.metric("switchagg_leases", "gauge", "Leases held.", in.leases.size());
   w.metric("switchagg_draining", "gauge", "1 while the agent refuses new leases.",
            in.draining ? 1 : 0);
-  w.metric("switchagg_groups", "gauge", "Live aggregation groups.", d.groups_active);
-  w.metric("switchagg_groups_created_total", "counter", "Groups created.", d.groups_created);
-  w.metric("switchagg_groups_aborted_total", "counter", "Groups aborted.", d.groups_aborted);
-  w.metric("switchagg_chunks_reduced_total", "counter", "Chunks reduced.", d.chunks_reduced);
-  w.metric("switchagg_bytes_reduced_total", "counter", "Result bytes produced by reductions.",
-           d.bytes_reduced);
-  w.metric("switchagg_bytes_in_total", "counter", "Payload bytes received.", d.bytes_in);
-  w.metric("switchagg_bytes_out_total", "counter", "Payload bytes sent.", d.bytes_out);
-  w.metric("switchagg_bytes_up_total", "counter",
-           "Payload bytes a leaf sent up to its parent agent (trees).", d.bytes_up);
-  w.metric("switchagg_bytes_staged_total", "counter",
-           "Payload bytes copied into a slot buffer to wait (out of rank order, or the slot's "
-           "previous result still being sent); the rest were reduced as they arrived.",
-           d.bytes_staged);
-  w.metric("switchagg_bytes_placed_total", "counter",
-           "Payload bytes received by rendezvous straight into their slot buffer (no copy).",
-           d.bytes_placed);
-  w.metric("switchagg_chunks_deferred_total", "counter",
-           "Ready chunks a reduction pass left for the next one (data.fair_share).",
-           d.chunks_deferred);
-  w.metric("switchagg_largest_pass_bytes", "gauge",
-           "Contribution bytes of the largest reduction pass so far (what a ready chunk may wait "
-           "behind).",
-           d.largest_pass_bytes);
   w.metric("switchagg_lease_file_save_failures_total", "counter",
            "Lease file (state.lease_file) saves that failed; leases stayed in memory.",
            in.lease_file_save_failures);
-  w.metric("switchagg_clients_connected", "gauge", "Data-plane clients connected.",
-           d.clients_connected);
+  // The data plane's counters, one family per row of the list.
+  for (const CounterInfo& k : kDataPlaneCounters) {
+    w.metric(k.metric, k.type == CounterType::kCounter ? "counter" : "gauge", k.help, d.*k.member);
+  }
 
   w.family("switchagg_rejected_total", "counter", "Data-plane messages rejected, by reason.");
   for (const auto& [reason, n] : d.rejected) w.sample("switchagg_rejected_total", n,

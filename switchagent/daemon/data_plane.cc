@@ -115,38 +115,15 @@ int DataPlane::threads() const {
   return static_cast<int>(impl_->threads.size());
 }
 
-namespace {
-
-void addInto(std::map<std::string, uint64_t>& to, const std::map<std::string, uint64_t>& from) {
-  for (const auto& [k, v] : from) to[k] += v;
-}
-
-}  // namespace
-
-// The counters a DataPlane adds up over its threads.
-constexpr uint64_t DataPlaneCounters::*kSummed[] = {
-    &DataPlaneCounters::groups_active,     &DataPlaneCounters::groups_created,
-    &DataPlaneCounters::groups_aborted,    &DataPlaneCounters::chunks_reduced,
-    &DataPlaneCounters::bytes_reduced,     &DataPlaneCounters::bytes_in,
-    &DataPlaneCounters::bytes_out,         &DataPlaneCounters::bytes_up,
-    &DataPlaneCounters::bytes_staged,      &DataPlaneCounters::chunks_deferred,
-    &DataPlaneCounters::clients_connected, &DataPlaneCounters::slots_busy,
-    &DataPlaneCounters::slots_reserved,    &DataPlaneCounters::peers_stalled,
-    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes};
-
 DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters sum;
   for (const auto& t : impl_->threads) {
     const DataPlaneCounters c = t->counters();
-    for (uint64_t DataPlaneCounters::*field : kSummed) sum.*field += c.*field;
-    sum.largest_pass_bytes = std::max(sum.largest_pass_bytes, c.largest_pass_bytes);
-    addInto(sum.rejected, c.rejected);
-    addInto(sum.bytes_in_by_job, c.bytes_in_by_job);
-    addInto(sum.groups_by_job, c.groups_by_job);
+    addThreadCounters(sum, c);
     sum.threads.push_back(
         DataThreadCounters{t->address(), c.groups_created, c.bytes_in, c.clients_connected});
   }
-  // One account for all threads: any thread's figure is the whole.
+  // One account for all threads (CounterCombine::kWhole): read it now.
   sum.slot_memory_bytes = impl_->shared->memory->load(std::memory_order_relaxed);
   return sum;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "data_plane_counters.h"
 #include "switchagg/agent/defaults.h"
 #include "switchagg/common/dtype.h"
 
@@ -69,42 +70,6 @@ struct DataPlaneConfig {
   // Where the link's rate is read when engine.link_mbps is 0 ("" = not read).
   std::string sysfs_root = "/sys";
   EngineSettings engine;
-};
-
-// One data-plane thread's share (DataPlaneCounters::threads).
-struct DataThreadCounters {
-  std::string address;  // its listener
-  uint64_t groups_created = 0, bytes_in = 0, clients_connected = 0;
-};
-
-struct DataPlaneCounters {
-  uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
-  uint64_t chunks_reduced = 0, bytes_reduced = 0, bytes_in = 0, bytes_out = 0;
-  uint64_t bytes_up = 0;  // a leaf's reduced chunks sent to its parent (trees)
-  // Contribution bytes copied into their buffer to wait (out of rank order,
-  // or the slot's previous result still being sent); the rest of bytes_in
-  // was reduced straight from the message (engine_contrib.cc).
-  uint64_t bytes_staged = 0;
-  // Contribution bytes received by rendezvous straight into their slot
-  // buffer (engine_placement.cc): no copy at all.
-  uint64_t bytes_placed = 0;
-  uint64_t chunks_deferred = 0;  // ready chunks a pass left for the next (fair share)
-  uint64_t largest_pass_bytes = 0;  // contribution bytes of the largest reduction pass
-  uint64_t clients_connected = 0;
-  std::map<std::string, uint64_t> rejected;         // reason -> count (bad_token, malformed, ...)
-  std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes
-  uint64_t slots_busy = 0;                          // slots holding partial chunks right now
-  uint64_t slots_reserved = 0;                    // slots held by calls in progress (their windows)
-  // Slot buffer bytes alive: every group's, and a destroyed group's while a
-  // send still reads it; never above data.slot_memory.
-  uint64_t slot_memory_bytes = 0;
-  // Of it, registered with the data plane's UCX context (ucp_mem_map).
-  uint64_t slot_memory_mapped_bytes = 0;
-  // Clients dropped because a send to them made no progress for
-  // member_timeout (a stopped or stuck process; its buffers are let go).
-  uint64_t peers_stalled = 0;
-  std::map<std::string, uint64_t> groups_by_job;  // job -> live groups
-  std::vector<DataThreadCounters> threads;  // per data-plane thread (the above are their sums)
 };
 
 // What the control plane needs from the data plane: DataPlane (daemon/)

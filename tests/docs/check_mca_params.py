@@ -11,9 +11,14 @@ values columns of every Open MPI parameter in the table's order. The doc's
 table under "## Parameters" must hold the same rows in the same order (its
 fourth column, the effect, is prose and not compared). Every difference is
 named: a missing or extra parameter, a row out of order, a cell that differs.
---selftest breaks copies of the doc in memory, one way each, and fails
+docs/pmpi.md (beside DOC) must name every environment variable the PMPI
+library reads for the table's rows (`switchagg-info --json` lists them with
+the help the table gives them), so its hand-written list cannot fall behind.
+--selftest breaks copies of the docs in memory, one way each, and fails
 unless the check catches every one.
 """
+import json
+import os
 import subprocess
 import sys
 
@@ -81,6 +86,20 @@ def expected_rows(info):
     return rows
 
 
+def pmpi_variables(info):
+    """The PMPI library's variables for the coll parameter table's rows."""
+    out = subprocess.run([info, "--json"], check=True, capture_output=True, text=True).stdout
+    return [o["env"] for o in json.loads(out)["options"]
+            if o["name"].startswith("coll_switchagg_") and o.get("env")]
+
+
+def compare_pmpi(variables, pmpi_text):
+    if not variables:
+        return ["switchagg-info --json lists no PMPI variable of the coll parameter table"]
+    return [f"docs/pmpi.md: {v} (the PMPI library reads it: coll_params.h) is not named"
+            for v in variables if f"`{v}`" not in pmpi_text]
+
+
 def selftest(expected, lines):
     if compare(expected, lines):
         print("FAIL: the doc as it is does not pass:\n" + "\n".join(compare(expected, lines)))
@@ -120,7 +139,7 @@ def selftest(expected, lines):
         copy = list(lines)
         breaker(copy)
         broken.append((name, compare(expected, copy), want))
-    return expect_caught(broken)
+    return broken
 
 
 def main(argv):
@@ -128,15 +147,31 @@ def main(argv):
     expected = expected_rows(info)
     with open(doc, encoding="utf-8") as f:
         lines = f.read().split("\n")
+    with open(os.path.join(os.path.dirname(doc), "pmpi.md"), encoding="utf-8") as f:
+        pmpi_text = f.read()
+    variables = pmpi_variables(info)
     if test:
-        return selftest(expected, lines)
-    errors = compare(expected, lines)
+        broken = selftest(expected, lines)
+        if not isinstance(broken, list):
+            return broken
+        if compare_pmpi(variables, pmpi_text):
+            print("FAIL: docs/pmpi.md as it is does not pass:\n"
+                  + "\n".join(compare_pmpi(variables, pmpi_text)))
+            return 1
+        dropped = pmpi_text.replace(f"`{variables[-1]}`", "`SWITCHAGG_SOMETHING_ELSE`")
+        broken.append(("a PMPI variable dropped from docs/pmpi.md",
+                       compare_pmpi(variables, dropped), f"{variables[-1]} (the PMPI library"))
+        return expect_caught(broken)
+    table_errors = compare(expected, lines)
+    errors = table_errors + compare_pmpi(variables, pmpi_text)
     for e in errors:
         print(e)
-    if errors:
+    if table_errors:
         print("regenerate the columns with: switchagg-info --coll-params")
+    if errors:
         return 1
-    print(f"ok: {len(expected)} parameters, the doc's table matches coll_params.h")
+    print(f"ok: {len(expected)} parameters, the doc's table matches coll_params.h; "
+          f"docs/pmpi.md names its {len(variables)} PMPI variables")
     return 0
 
 

@@ -144,7 +144,7 @@ class NodeLeaders {
   // Each segment's messages use their own kNodePhaseTags tags.
   static constexpr size_t kMaxSegments = kAlgorithmTagSpace / kNodePhaseTags;
 
-  // pipelined()'s two sides (switch_leaders.cc): a call's segments, the
+  // pipelined()'s two sides (switch_leaders_pipeline.cc): a call's segments, the
   // leader's state, a non-leader's blocking phases, the leader's loop.
   struct Pipeline;
   struct Lead;
