@@ -79,6 +79,9 @@ std::string renderMetrics(const MetricsInput& in) {
   w.metric("switchagg_bytes_out_total", "counter", "Payload bytes sent.", d.bytes_out);
   w.metric("switchagg_bytes_up_total", "counter",
            "Payload bytes a leaf sent up to its parent agent (trees).", d.bytes_up);
+  w.metric("switchagg_waiting_relayed_total", "counter",
+           "WAITING keepalives from the parent agent a leaf passed on to its members (trees).",
+           d.waiting_relayed);
   w.metric("switchagg_bytes_staged_total", "counter",
            "Payload bytes copied into a slot buffer to wait (out of rank order, or the slot's "
            "previous result still being sent); the rest were reduced as they arrived.",

@@ -132,7 +132,8 @@ constexpr uint64_t DataPlaneCounters::*kSummed[] = {
     &DataPlaneCounters::bytes_staged,      &DataPlaneCounters::chunks_deferred,
     &DataPlaneCounters::clients_connected, &DataPlaneCounters::slots_busy,
     &DataPlaneCounters::slots_reserved,    &DataPlaneCounters::peers_stalled,
-    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes};
+    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes,
+    &DataPlaneCounters::waiting_relayed};
 
 DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters sum;

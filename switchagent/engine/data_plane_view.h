@@ -81,6 +81,7 @@ struct DataPlaneCounters {
   uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
   uint64_t chunks_reduced = 0, bytes_reduced = 0, bytes_in = 0, bytes_out = 0;
   uint64_t bytes_up = 0;  // a leaf's reduced chunks sent to its parent (trees)
+  uint64_t waiting_relayed = 0;  // the parent's WAITINGs a leaf passed to its members (trees)
   // Contribution bytes copied into their buffer to wait (out of rank order,
   // or the slot's previous result still being sent); the rest of bytes_in
   // was reduced straight from the message (engine_contrib.cc).
