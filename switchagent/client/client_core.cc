@@ -262,7 +262,16 @@ int64_t GroupCore::deadline(int64_t bound_ms, int64_t timeout_ms, int64_t limit_
 
 Status GroupCore::timedOut(int64_t waited_ms) const {
   std::string why = "wait timed out after " + std::to_string(waited_ms) + " ms";
-  if (waiting_ms)
+  // A tree's leaf relays its parent's WAITING with rank = the leaf's member
+  // count + the lowest missing leaf (docs/agent-protocol.md "Waiting
+  // members", case 11).
+  const auto size = static_cast<uint32_t>(info.size);
+  if (waiting_ms && leaves > 0 && waiting_rank >= size)
+    why += " (the leaf agent last said chunk waited at the parent for " +
+           std::to_string(waiting_missing) + " leaf agent(s), leaf " +
+           std::to_string(waiting_rank - size) + " first, " +
+           std::to_string(clientNowMs() - waiting_ms) + " ms ago)";
+  else if (waiting_ms)
     why += " (the agent last said chunk waited for " + std::to_string(waiting_missing) +
            " member(s), rank " + std::to_string(waiting_rank) + " first, " +
            std::to_string(clientNowMs() - waiting_ms) + " ms ago)";

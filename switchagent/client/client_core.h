@@ -6,6 +6,7 @@
 // fuzz_client.cc drives this part alone with arbitrary agent frames.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -92,6 +93,12 @@ struct GroupCore {
   // The next chunk's slot, if the call and the window admit it now (not
   // refused, its input ready, the result of the chunk `window` back is in).
   bool windowAdmits(size_t* slot) const;
+  // Partial input (a pipeline's producer): chunks wholly inside the first
+  // `elements` may be sent (stripes.cc). Partial results: the elements of
+  // the leading run of received chunks, already in the caller's output (0
+  // while staged: nothing is there before the call ends).
+  void setInputReady(size_t elements);
+  size_t resultsReady();
   // The call's deadline: `bound_ms` (its own bound, `timeout_ms` after it
   // began), or past it while the agent keeps saying the call waits for
   // other members: timeout_ms after the last WAITING, never past
@@ -147,6 +154,19 @@ Status checkBuffers(const void* send, const void* recv, size_t count, size_t esi
 // True when a routed call's input and this member's output memory overlap
 // (its results must then be staged until the call succeeded).
 bool routedOverlaps(const RoutedCall& call, int rank, size_t esize);
+// Striped calls (stripes.cc; stripeOf in data_client.h). The same routed
+// call on the stripe [S, S + n) of the vector: input piece, wanted bounds
+// and this rank's output (`out`: its whole wanted range) cut to it.
+RoutedCall stripeRoutedCall(const RoutedCall& call, int rank, size_t S, size_t n, size_t esize,
+                            uint8_t* out);
+// Of the caller's first `elements` ready, those of stripe r (its own count).
+size_t stripeInputReady(size_t elements, const StripeRange& r);
+// The leading elements of a striped call whose results are in: stripes in
+// order, skipping empty and finished ones, up to the first still running
+// (stripe_ready(k): its own resultsReady) or not started (none of it).
+size_t stripedResultsReady(size_t count, const std::vector<StripeRange>& ranges,
+                           const std::vector<uint8_t>& running, const std::vector<uint8_t>& done,
+                           const std::function<size_t(size_t)>& stripe_ready);
 Status statusForReason(wire::Reason reason, bool abort, const std::string& text);
 Status busyStatus();
 

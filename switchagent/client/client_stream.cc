@@ -200,16 +200,11 @@ Status AggGroup::stepCall() {
 }
 
 void AggGroup::setInputReady(size_t elements) {
-  State& g = *state_;
-  if (!g.active) return;
-  g.ready_chunks = elements >= g.count ? g.n_chunks : elements / g.chunk_elems;
+  state_->setInputReady(elements);
 }
 
 size_t AggGroup::resultsReady() {
-  State& g = *state_;
-  if (!g.active || g.out != g.recv) return 0;
-  while (g.results_prefix < g.n_chunks && g.received[g.results_prefix]) ++g.results_prefix;
-  return std::min(g.results_prefix * g.chunk_elems, g.count);
+  return state_->resultsReady();
 }
 
 Status AggGroup::finishCall(Status outcome) {

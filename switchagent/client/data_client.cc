@@ -173,7 +173,7 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   j.flags = wire::kJoinFlagBusy | wire::kJoinFlagRouted | wire::kJoinFlagKeepalive;
   if (tree) {
     j.flags = wire::kJoinFlagBusy | wire::kJoinFlagTree | wire::kJoinFlagRouted |
-              wire::kJoinFlagTreeRouted;
+              wire::kJoinFlagTreeRouted | wire::kJoinFlagKeepalive;
     j.parent_token = *parent_token;
     j.tree_index = tree->leaf_index;
     j.tree_size = tree->leaves;
@@ -187,7 +187,8 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
   // An agent that predates a JOIN flag refuses it as malformed (without
   // creating the group): join again as an older client, first without
   // routed calls (allreduce and barrier only), then without ERROR(busy).
-  // A tree group: without routed calls through trees (a leaf that predates
+  // A tree group: without keepalives (WAITING; a leaf that predates them),
+  // then without routed calls through trees (a leaf that predates
   // them), but never flat: refused then is refused.
   auto refused = [&] {
     return st.ok() && g->dead && g->failure_reason == Reason::kMalformed && !c.broken();
@@ -206,6 +207,9 @@ Result<std::unique_ptr<AggGroup>> AggClient::join(uint64_t group_id, int size, i
       st = c.worker->waitUntil([&] { return g->acked || g->dead || c.broken(); },
                                deadline - clientNowMs());
   };
+  if (tree && refused())
+    rejoin(wire::kJoinFlagBusy | wire::kJoinFlagTree | wire::kJoinFlagRouted |
+           wire::kJoinFlagTreeRouted);
   if (tree && refused()) rejoin(wire::kJoinFlagBusy | wire::kJoinFlagTree);
   if (tree && refused())
     g->failure = Status(Code::kUnsupported,

@@ -4,9 +4,8 @@
 // client's worker, until all results are in, one stripe fails, or the
 // deadline passes. The loop spins (as SWITCHAGG_UCX_WAIT=busy does, whatever
 // the wait mode): one thread cannot sleep on K workers' event fds at once.
-//
-//   count 10, K 3:  stripe 0 = [0,4)  stripe 1 = [4,7)  stripe 2 = [7,10)
-//   count 2,  K 3:  stripe 0 = [0,1)  stripe 1 = [1,2)  stripe 2 = empty (skipped)
+// The cutting (stripeOf, the routed call per stripe, partial input and
+// results) is stripes.cc's, without UCX (fuzz_client drives it).
 #include <algorithm>
 #include <cstring>
 
@@ -14,31 +13,6 @@
 #include "switchagg/ucx/thread_gate.h"
 
 namespace switchagg::agent {
-
-StripeRange stripeOf(size_t count, size_t k, size_t stripes) {
-  if (stripes == 0 || k >= stripes) return {count, 0};
-  const size_t base = count / stripes, extra = count % stripes;
-  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
-}
-
-bool stripesWeighted(const std::vector<uint32_t>& weights) {
-  return weights.size() <= kMaxWeightedStripes &&
-         std::none_of(weights.begin(), weights.end(), [](uint32_t w) { return w == 0; }) &&
-         std::any_of(weights.begin(), weights.end(), [&](uint32_t w) { return w != weights[0]; });
-}
-
-StripeRange stripeOf(size_t count, size_t k, const std::vector<uint32_t>& weights) {
-  const size_t stripes = weights.size();
-  if (!stripesWeighted(weights) || k >= stripes) return stripeOf(count, k, stripes);
-  uint64_t before = 0, total = 0;
-  for (size_t i = 0; i < stripes; ++i) (i < k ? before : total) += weights[i];
-  total += before;
-  // count · sum fits 128 bits (count < 2^64, sum < 2^36).
-  __extension__ typedef unsigned __int128 Wide;
-  auto cut = [&](uint64_t sum) { return size_t(Wide(count) * sum / total); };
-  const size_t begin = cut(before), end = cut(before + weights[k]);
-  return {begin, end - begin};
-}
 
 StripedGroup::StripedGroup(std::vector<std::shared_ptr<AggClient>> clients,
                            std::vector<std::unique_ptr<AggGroup>> groups)
@@ -116,35 +90,6 @@ Status StripedGroup::routed(const RoutedCall& call, int64_t timeout_ms) {
   return runToEnd(startRouted(call), timeout_ms);
 }
 
-// Stripe k of a routed call over [S, S + n) of the vector: the same call
-// on that range (input piece, wanted bounds and output cut to it).
-static RoutedCall stripeCall(const RoutedCall& call, int rank, size_t S, size_t n, size_t esize,
-                             uint8_t* out) {
-  RoutedCall sc;
-  sc.kind = call.kind;
-  sc.dtype = call.dtype;
-  sc.op = call.op;
-  sc.total = n;
-  const auto* in = static_cast<const uint8_t*>(call.in);
-  if (call.kind == RoutedCall::Kind::kReduce) {
-    sc.in = in + S * esize;
-  } else {
-    const size_t lo = std::max(call.in_begin, S), hi = std::min(call.in_end, S + n);
-    if (lo < hi) {
-      sc.in = in + (lo - call.in_begin) * esize;
-      sc.in_begin = lo - S;
-      sc.in_end = hi - S;
-    }
-  }
-  auto clip = [&](size_t x) { return std::min(std::max(x, S), S + n) - S; };
-  for (size_t b : call.want) sc.want.push_back(clip(b));
-  for (size_t b : call.leaf_want) sc.leaf_want.push_back(clip(b));
-  size_t wb = 0, we = 0;
-  call.wanted(rank, &wb, &we);
-  if (clip(wb) < clip(we)) sc.out = out + (clip(wb) + S - wb) * esize;
-  return sc;
-}
-
 Status StripedGroup::resetCall(size_t count) {
   routed_out_ = nullptr;
   call_count_ = count;
@@ -182,7 +127,7 @@ Status StripedGroup::startRouted(const RoutedCall& call) {
   for (size_t k = 0; k < k_total && call_failed_.ok(); ++k) {
     const StripeRange r = range(call.total, k);
     if (r.count == 0) continue;
-    Status st = groups_[k]->startRouted(stripeCall(call, rank, r.begin, r.count, esize, out));
+    Status st = groups_[k]->startRouted(stripeRoutedCall(call, rank, r.begin, r.count, esize, out));
     if (st.ok())
       running_[k] = 1;
     else
@@ -273,18 +218,15 @@ Status StripedGroup::stepCall() {
 void StripedGroup::setInputReady(size_t elements) {
   for (size_t k = 0; k < groups_.size(); ++k) {
     if (!running_[k] || done_[k]) continue;
-    const StripeRange r = range(call_count_, k);
-    groups_[k]->setInputReady(elements <= r.begin ? 0 : std::min(elements - r.begin, r.count));
+    groups_[k]->setInputReady(stripeInputReady(elements, range(call_count_, k)));
   }
 }
 
 size_t StripedGroup::resultsReady() {
-  for (size_t k = 0; k < groups_.size(); ++k) {
-    const StripeRange r = range(call_count_, k);
-    if (r.count == 0 || (running_[k] && done_[k])) continue;
-    return r.begin + (running_[k] ? groups_[k]->resultsReady() : 0);
-  }
-  return call_count_;
+  std::vector<StripeRange> ranges;
+  for (size_t k = 0; k < groups_.size(); ++k) ranges.push_back(range(call_count_, k));
+  return stripedResultsReady(call_count_, ranges, running_, done_,
+                             [this](size_t k) { return groups_[k]->resultsReady(); });
 }
 
 Status StripedGroup::abortCall(int64_t timeout_ms) {

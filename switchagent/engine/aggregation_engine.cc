@@ -89,6 +89,9 @@ void AggregationEngine::onMessage(PeerId from, const void* header, size_t header
       if ((!config_.join_flags && m.flags != 0) ||
           (!config_.routed && (m.flags & (wire::kJoinFlagRouted | wire::kJoinFlagTreeRouted))) ||
           (!config_.routed_trees && (m.flags & wire::kJoinFlagTreeRouted)) ||
+          // (keepalives are newer than routed trees: refused with them)
+          (!config_.routed_trees && (m.flags & wire::kJoinFlagTree) &&
+           (m.flags & wire::kJoinFlagKeepalive)) ||
           ((config_.keepalive_ms <= 0 || !config_.routed) && (m.flags & wire::kJoinFlagKeepalive)))
         return reject(from, m, Reason::kMalformed,
                       std::string("undecodable message: ") + wire::reasonName(Reason::kMalformed));

@@ -224,6 +224,8 @@ class AggregationEngine {
   bool joinTree(Group& g, PeerId from, const wire::Message& m);  // a member's tree fields
   void joinParent(Group& g, int64_t now_ms);   // the formed leaf group joins the parent
   void parentJoined(Group& g, const wire::Message& ack);
+  bool sendParentJoin(Group& g);  // the uplink JOIN (again without keepalive if refused)
+  void relayWaiting(Group& g, const wire::Message& m);  // the parent's WAITING to members
   void sendMembersJoinAck(Group& g);
   bool checkTreeRoute(Group& g, Slot& s);  // a leaf's routed chunk: whole, tiled, wanted
   void sendUpward(Group& g, uint32_t slot, int64_t now_ms);  // a reduced chunk to the parent

@@ -42,6 +42,7 @@ enum class CounterType { kCounter, kGauge };
   X(bytes_in, kSum, "switchagg_bytes_in_total", kCounter, "Payload bytes received.") \
   X(bytes_out, kSum, "switchagg_bytes_out_total", kCounter, "Payload bytes sent.") \
   X(bytes_up, kSum, "switchagg_bytes_up_total", kCounter, "Payload bytes a leaf sent up to its parent agent (trees).") \
+  X(waiting_relayed, kSum, "switchagg_waiting_relayed_total", kCounter, "WAITING keepalives from the parent agent a leaf passed on to its members (trees).") \
   X(bytes_staged, kSum, "switchagg_bytes_staged_total", kCounter, "Payload bytes copied into a slot buffer to wait (out of rank order, or the slot's previous result still being sent); the rest were reduced as they arrived.") \
   X(bytes_placed, kSum, "switchagg_bytes_placed_total", kCounter, "Payload bytes received by rendezvous straight into their slot buffer (no copy).") \
   X(chunks_deferred, kSum, "switchagg_chunks_deferred_total", kCounter, "Ready chunks a reduction pass left for the next one (data.fair_share).") \

@@ -84,6 +84,17 @@ void AggregationEngine::joinParent(Group& g, int64_t now_ms) {
     return abortGroup(g, Reason::kDuplicateJoin,
                       "another group here joined the parent under the same lease and id");
   }
+  // A leaf that tells its members WAITING asks the parent for it too, and
+  // relays it (case 11 of "Waiting members"): members whose chunk waits at
+  // the parent for another leaf hear that it waits, not silence.
+  g.up_keepalive = config_.keepalive_ms > 0;
+  if (!sendParentJoin(g)) {
+    g.up_gone = true;
+    abortGroup(g, Reason::kParentFailed, "the parent agent cannot be reached");
+  }
+}
+
+bool AggregationEngine::sendParentJoin(Group& g) {
   Message j;
   j.type = MsgType::kJoin;
   j.token = g.parent_token;
@@ -93,11 +104,33 @@ void AggregationEngine::joinParent(Group& g, int64_t now_ms) {
   j.window = g.grant.window;
   // Routed calls go up as the leaf's own CONTRIB_ROUTED (to the leaves of
   // the up-range): the parent serves the leaves as a flat routed group.
-  j.flags = wire::kJoinFlagUplink | (g.routed_aware ? wire::kJoinFlagRouted : 0);
-  if (!out_.sendUp(wire::encode(j), nullptr, 0, nullptr)) {
-    g.up_gone = true;
-    abortGroup(g, Reason::kParentFailed, "the parent agent cannot be reached");
+  j.flags = wire::kJoinFlagUplink | (g.routed_aware ? wire::kJoinFlagRouted : 0) |
+            (g.up_keepalive ? wire::kJoinFlagKeepalive : 0);
+  return out_.sendUp(wire::encode(j), nullptr, 0, nullptr);
+}
+
+// The parent's WAITING for a chunk this leaf sent up and still waits for
+// goes to the leaf's members that asked for WAITING: `count` is how many
+// leaves the parent lacks, and `rank` the leaf's member count plus the
+// lowest missing leaf's index (so a member tells "leaf L at the parent"
+// from a member of its own leaf; capped below the decoder's bound). A
+// WAITING for anything else (a chunk answered since, not sent up) is stale
+// and ignored: it carries no data and changes nothing.
+void AggregationEngine::relayWaiting(Group& g, const Message& m) {
+  const Slot* waits = nullptr;
+  for (const Slot& s : g.slots)
+    if (s.up_pending && s.expect_chunk == m.chunk) waits = &s;
+  if (!waits) return;
+  Message w = m;  // the parent's WAITING: its chunk and missing count
+  w.token = g.token;
+  w.group_id = g.id;
+  w.rank = uint32_t(std::min<uint64_t>(uint64_t(g.size) + m.rank, wire::kMaxGroupSize - 1));
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    ++counters_.waiting_relayed;
   }
+  for (const Member& mem : g.members)
+    if (mem.understands_waiting && !mem.left && mem.peer) out_.sendControl(mem.peer, wire::encode(w));
 }
 
 void AggregationEngine::parentJoined(Group& g, const Message& ack) {
@@ -242,8 +275,18 @@ void AggregationEngine::onParentMessage(const void* header, size_t header_bytes,
     case MsgType::kResult:
       if (g.up_joined) return parentResult(g, m);
       break;
-    case MsgType::kAbort:
+    case MsgType::kWaiting:
+      if (g.up_joined) return relayWaiting(g, m);
+      break;
     case MsgType::kError:
+      // A parent that predates WAITING refuses the flag as malformed (the
+      // group is not made there): join again without it.
+      if (!g.up_joined && g.up_keepalive && m.reason == Reason::kMalformed) {
+        g.up_keepalive = false;
+        if (sendParentJoin(g)) return;
+      }
+      [[fallthrough]];
+    case MsgType::kAbort:
       g.up_gone = true;
       return abortGroup(g, Reason::kParentFailed,
                         std::string("the parent agent ") +

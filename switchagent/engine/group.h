@@ -115,6 +115,10 @@ struct Group {
   GroupKey up_key;
   bool has_up_key = false;  // this group owns up_key in the engine's by_up_
   bool up_joined = false, up_gone = false;
+  // The uplink JOIN asked the parent for WAITING (kJoinFlagKeepalive), which
+  // the leaf relays to its members (docs/agent-protocol.md "Waiting
+  // members", case 11); cleared when a parent that predates it refused it.
+  bool up_keepalive = false;
   int64_t formed_ms = 0;
   int64_t waiting_told_ms = 0;  // the last WAITING sent to its members (tick)
   uint64_t share_pass = 0, share_bytes = 0;  // fair share: bytes taken in pass share_pass

@@ -132,6 +132,80 @@ TEST_F(EngineTreeTest, MembersDisagreeingOnTheTreeAbortTheGroup) {
   EXPECT_TRUE(leaf_out_[0].up.empty());
 }
 
+// docs/agent-protocol.md "Waiting members", case 11: leaf 0's members sent
+// chunk 0, which went up and waits at the spine for leaf 1 (its member is
+// late). The spine tells leaf 0 (the uplink JOIN asked for WAITING) and
+// leaf 0 relays it to its members: one leaf missing, rank = leaf 0's
+// member count (2) + leaf 1. Stale ones (the chunk answered since) are
+// ignored, never an abort.
+TEST_F(EngineTreeTest, ALeafRelaysTheSpinesWaitingToItsMembersWhileTheChunkWaitsAbove) {
+  EngineConfig c;
+  c.keepalive_ms = 500;
+  c.member_timeout_ms = 3000;
+  build(c, 4);
+  join_flags_ |= wire::kJoinFlagKeepalive;
+  const uint32_t w = formTree(2, 1);
+  ASSERT_GT(w, 0u);
+  for (uint32_t r = 0; r < 2; ++r) send(0, r, 0, w, {1.f}, 1);
+  pump();
+  ASSERT_EQ(spine_->liveGroups(), 1u);
+  advance(400);  // less than an interval: nothing yet
+  EXPECT_TRUE(leaf_out_[0].take(MsgType::kWaiting).empty());
+  advance(200);
+  auto relayed = leaf_out_[0].take(MsgType::kWaiting);
+  ASSERT_EQ(relayed.size(), 2u);
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(relayed[r].to, PeerId(1 + r));
+    EXPECT_EQ(relayed[r].msg.token, leaf_token_);  // the leaf's lease, not the spine's
+    EXPECT_EQ(relayed[r].msg.group_id, 7u);
+    EXPECT_EQ(relayed[r].msg.chunk, 0u);
+    EXPECT_EQ(relayed[r].msg.count, 1u);  // one leaf missing
+    EXPECT_EQ(relayed[r].msg.rank, 2u + 1u);  // leaf 0's 2 members + leaf 1
+  }
+  EXPECT_EQ(leaf_[0]->counters().waiting_relayed, 1u);
+  advance(500);  // still waiting: once more per interval
+  EXPECT_EQ(leaf_out_[0].take(MsgType::kWaiting).size(), 2u);
+  EXPECT_TRUE(leaf_out_[1].take(MsgType::kWaiting).empty());  // leaf 1 sent nothing up
+  // Leaf 1's member comes: everyone gets the result, the WAITINGs stop.
+  send(1, 0, 0, w, {2.f}, 1);
+  pump();
+  EXPECT_EQ(leaf_out_[0].take(MsgType::kResult).size(), 2u);
+  EXPECT_EQ(leaf_out_[1].take(MsgType::kResult).size(), 1u);
+  advance(1000);
+  EXPECT_TRUE(leaf_out_[0].take(MsgType::kWaiting).empty());
+  // A stale WAITING from above (chunk 0 answered): ignored, no abort.
+  Message stale = clientMessage(MsgType::kWaiting, spine_token_, 7, 0);
+  stale.chunk = 0;
+  stale.count = 1;
+  stale.rank = 1;
+  const wire::Frame f = wire::encode(stale);
+  leaf_[0]->onParentMessage(f.header.data(), f.header_bytes, nullptr, 0, now_);
+  EXPECT_TRUE(leaf_out_[0].take(MsgType::kWaiting).empty());
+  EXPECT_TRUE(leaf_out_[0].take(MsgType::kAbort).empty());
+  EXPECT_EQ(leaf_[0]->liveGroups(), 1u);
+}
+
+// A spine that predates WAITING (data.keepalive = 0s answers as one)
+// refuses the uplink JOIN's flag as malformed: the leaf joins again without
+// it, the tree forms and serves calls; its members keep the wall-time bound
+// for waits above (nothing to relay).
+TEST_F(EngineTreeTest, ALeafJoinsASpineThatPredatesWaitingWithoutIt) {
+  EngineConfig c, old_spine;
+  c.keepalive_ms = 500;
+  old_spine.keepalive_ms = 0;
+  build(c, 4, old_spine);
+  join_flags_ |= wire::kJoinFlagKeepalive;
+  const uint32_t w = formTree(1, 1);
+  ASSERT_GT(w, 0u);
+  send(0, 0, 0, w, {1.f}, 1);
+  send(1, 0, 0, w, {2.f}, 1);
+  pump();
+  auto res = leaf_out_[0].take(MsgType::kResult);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(floats(res[0]), std::vector<float>{3.f});
+  EXPECT_TRUE(leaf_out_[0].take(MsgType::kAbort).empty());
+}
+
 TEST(WireTreeJoin, RoundTripsAndRefusesABadBody) {
   Message m;
   m.type = MsgType::kJoin;

@@ -47,7 +47,8 @@ class EngineTreeTest : public ::testing::Test {
 
   void SetUp() override { build(EngineConfig{}, 4); }
 
-  void build(EngineConfig c, uint32_t spine_slots) {
+  // spine: the spine's own configuration (default: the leaves').
+  void build(EngineConfig c, uint32_t spine_slots, std::optional<EngineConfig> spine = {}) {
     leaf_token_ = tokenOf(1);
     spine_token_ = tokenOf(2);
     leases_[leaf_token_] = LeaseInfo{"job1", 4};
@@ -65,7 +66,7 @@ class EngineTreeTest : public ::testing::Test {
           leaf_out_[i], pool_);
     }
     spine_ = std::make_unique<AggregationEngine>(
-        c,
+        spine.value_or(c),
         [this](const LeaseToken& t) -> std::optional<LeaseInfo> {
           auto it = spine_leases_.find(t);
           return it == spine_leases_.end() ? std::nullopt : std::optional<LeaseInfo>(it->second);
@@ -136,6 +137,16 @@ class EngineTreeTest : public ::testing::Test {
     if (acks0.size() != a || acks1.size() != b) return 0;
     EXPECT_EQ(acks0[0].msg.window, acks1[0].msg.window);
     return acks0[0].msg.window;
+  }
+  // Ticks the three engines every 50 ms (the data plane's period) for `ms`,
+  // delivering what they send.
+  void advance(int64_t ms) {
+    for (int64_t end = now_ + ms; now_ < end;) {
+      now_ += 50;
+      spine_->tick(now_);
+      for (auto& l : leaf_) l->tick(now_);
+      pump();
+    }
   }
   void send(int leaf, uint32_t rank, uint64_t chunk, uint32_t window, const std::vector<float>& v,
             uint64_t call_elems) {

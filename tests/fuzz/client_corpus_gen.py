@@ -48,6 +48,11 @@ def refusal(abort=False, busy=True, chunk=0):
 DEADLINE = bytes([15])
 
 
+def MORE_INPUT(more):
+    """Event 14 during a call with partial input: 1 + more % 32 more elements."""
+    return bytes([14, more])
+
+
 def waiting(b, count=1, rank=0):
     """A WAITING (event 13) for chunk base + b % 8 (b & 0x80: of the previous
     call; b & 0x20: another group; b & 0x40: no member missing, undecodable)."""
@@ -102,6 +107,24 @@ SEEDS = {
     result(0) + waiting(0) + result(1) + result(2) + call(0, INT32, SUM, 10) + waiting(0x80) +
     result(0) + result(1) + result(2),
     "waiting_malformed": connected() + call(0, INT32, SUM, 10) + waiting(0x40),
+    # Striped calls (kind | 64, then the stripe byte: K = 1 + b % 4, k =
+    # (b >> 2) % K, b & 0x40: weights follow): stripe 1 of 3 of 10 int32
+    # ([4, 7), one chunk); stripe 1 of 2 weighted 1:3 of a reduce-scatter
+    # of 12 (the stripe is [3, 12); rank 1 wants [4, 8): chunks 0 and 1
+    # carry its part, chunk 2 only a header).
+    "striped_allreduce": connected() + call(64, INT32, SUM, 10, bytes([6])) + result(0),
+    "striped_weighted_reduce_scatter": connected(size=3, rank=1) +
+    call(64 | 2 | 8, INT32, SUM, 12, bytes([0x45, 0, 2, 4, 4, 4])) + result(0) + result(1) +
+    result(2, payload=False),
+    # Partial input (kind | 128, the ready elements after the input): 5 of
+    # 12 ready (chunk 0 only), its result ready early (resultsReady 4), then
+    # the rest (event 14: 11 more) and the other results.
+    "partial_input_results": connected() + call(128, INT32, SUM, 12) + bytes([5]) + result(0) +
+    MORE_INPUT(10) + result(1) + result(2),
+    # Both: stripe 1 of 3 of 20 ([7, 14)): 9 of the vector ready is 2 of
+    # the stripe (no chunk), then 13 (chunk 0), then all.
+    "striped_partial_input": connected() + call(64 | 128, INT32, SUM, 20, bytes([6])) + bytes([9]) +
+    MORE_INPUT(3) + result(0) + MORE_INPUT(0) + result(1),
     # HELLO refused (bad token); JOIN_ACK for another size.
     "hello_refused": shape(2, 0) + bytes([1, 2, 0]),
     "join_ack_other_size": shape(2, 0) + ack(2, 16) + bytes([2, 250, 15, 0]) + bytes(12),

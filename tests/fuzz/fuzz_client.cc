@@ -25,6 +25,16 @@
 //    sent and not answered, and then extends the call's deadline within
 //    the wait limit, never before its own bound; any other is ignored
 //    (or, undecodable, fails the connection).
+// Striped calls (the call's kind byte & 64): the member's call is stripe k
+// of K (equal or weighted by the script: stripeOf, and stripeRoutedCall for
+// routed calls, as StripedGroup cuts them) of a vector whose buffers are
+// allocated whole; the K ranges tile the vector; the stripe writes nothing
+// of the caller's output outside its own part. Partial input (& 128): the
+// caller's input is ready in steps (setInputReady through stripeInputReady,
+// as a node leaders' pipeline feeds it); no chunk goes out before its
+// input is ready. Partial results: resultsReady() never shrinks, and every
+// element it reports is already final in the caller's output (allreduce,
+// not staged); stripedResultsReady puts it at the stripe's place.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -102,6 +112,14 @@ struct Call {
   Op op = Op::kSum;
   size_t esize = 0, total = 0;
   std::vector<uint8_t> in, in_copy;  // the input (forward: this member's piece)
+  size_t in_off = 0;                 // bytes: where this stripe's input starts in `in`
+  // Striped: stripe k of K over [r.begin, r.begin + r.count) of `total`.
+  size_t stripes = 1, k = 0;
+  StripeRange r{0, 0};
+  std::vector<StripeRange> ranges;
+  // Partial input: how many of the vector's elements are ready (total: all).
+  size_t input_ready = 0;
+  size_t results_ready = 0;  // the last resultsReady()
   std::vector<uint8_t> own_out;      // the output when not aliasing `in`
   uint8_t* out = nullptr;            // where results land ([want_begin, want_end))
   std::vector<uint8_t> expect;       // per wanted element, its delivered bytes
@@ -156,14 +174,15 @@ class Harness {
     if (m.result_flags & wire::kResultNoPayload) {
       // Only a chunk this member forwarded whole: its own piece.
       check(call.forward && g_.in_begin <= c0 && c1 <= g_.in_end);
-      std::memcpy(dst, call.in_copy.data() + (lo - g_.in_begin) * call.esize, bytes);
+      std::memcpy(dst, call.in_copy.data() + call.in_off + (lo - g_.in_begin) * call.esize, bytes);
     } else {
       check(m.payload_bytes == m.count * call.esize);
       std::memcpy(dst, static_cast<const uint8_t*>(m.payload) + (lo - c0) * call.esize, bytes);
       uint32_t dlo = 0, dhi = 0;
       destinations(g_, c0, c1, &dlo, &dhi);
       if (call.routed && keepsOwn(g_, dlo, dhi))
-        check(reduceInto(call.dtype, call.op, dst, call.in_copy.data() + lo * call.esize, hi - lo)
+        check(reduceInto(call.dtype, call.op, dst,
+                         call.in_copy.data() + call.in_off + lo * call.esize, hi - lo)
                   .ok());
     }
     std::fill(call.delivered.begin() + (lo - g_.want_begin),
@@ -342,15 +361,18 @@ class Harness {
     call.op = Op(1 + s_.u8() % kNumOps);
     call.esize = std::max<size_t>(dtypeSize(call.dtype), 1);
     call.total = s_.u8() % 97;
+    if (!cut(call, kind)) return false;
+    const size_t S = call.r.begin, n = call.r.count;
     if (!call.routed) {
       call.in = s_.fill(call.total * call.esize);
       call.in_copy = call.in;
       if (!call.in_place) call.own_out.assign(call.total * call.esize, 0xee);
       uint8_t* recv = call.in_place ? call.in.data() : call.own_out.data();
-      call.out = recv;
-      const Status st = call.total == 0 ? Status(Code::kInvalidArgument, "empty")
-                                        : g_.prepareCall(call.dtype, call.op, call.in.data(),
-                                                         recv, call.total);
+      call.in_off = S * call.esize;
+      call.out = recv + call.in_off;
+      const Status st = n == 0 ? Status(Code::kInvalidArgument, "empty")
+                               : g_.prepareCall(call.dtype, call.op, call.in.data() + call.in_off,
+                                                call.out, n);
       if (!st.ok()) return false;
       call.staged = call.in_place;
     } else {
@@ -364,7 +386,9 @@ class Harness {
         for (size_t i = 1; i < r.want.size(); ++i)
           r.want[i] = std::min(call.total, r.want[i - 1] + s_.u8() % 40);
         r.want.back() = call.total;
-        if (kind & 16) r.want[s_.u8() % r.want.size()] += 1;  // maybe invalid
+        // Maybe invalid (one stripe only: StripedGroup cuts bounds the MPI
+        // layer computed, it does not check them first).
+        if ((kind & 16) && call.stripes == 1) r.want[s_.u8() % r.want.size()] += 1;
       }
       size_t b = 0, e = call.total;
       if (r.want.size() == size_t(g_.info.size) + 1 && std::is_sorted(r.want.begin(), r.want.end()))
@@ -380,32 +404,127 @@ class Harness {
       call.in = s_.fill((r.in_end - r.in_begin) * call.esize);
       call.in_copy = call.in;
       r.in = call.in.empty() ? nullptr : call.in.data();
-      // Output over the input (staged until the call succeeded).
-      if (!call.forward && (kind & 32) && e > b) {
+      // Output over the input (staged until the call succeeded; a striped
+      // group stages the whole call instead: one stripe only here).
+      if (!call.forward && (kind & 32) && e > b && call.stripes == 1) {
         r.out = call.in.data() + b * call.esize;
       } else {
         call.own_out.assign((e - b) * call.esize, 0xee);
         r.out = call.own_out.empty() ? nullptr : call.own_out.data();
       }
-      const Status st = call.total == 0 ? Status(Code::kInvalidArgument, "empty")
-                                        : g_.prepareRouted(r);
+      // This stripe's call, as StripedGroup::startRouted makes it.
+      const RoutedCall sc =
+          call.stripes == 1 ? r
+                            : stripeRoutedCall(r, g_.info.rank, S, n, call.esize,
+                                               static_cast<uint8_t*>(r.out));
+      if (sc.in) call.in_off = size_t(static_cast<const uint8_t*>(sc.in) - call.in.data());
+      size_t sb = 0, se = sc.total;
+      if (sc.want.size() == size_t(g_.info.size) + 1 && std::is_sorted(sc.want.begin(), sc.want.end()))
+        sc.wanted(g_.info.rank, &sb, &se);
+      sb = std::min(sb, sc.total);
+      se = std::min(std::max(se, sb), sc.total);
+      // The stripe's input and output lie within the caller's buffers.
+      check(call.in_off + (sc.in_end - sc.in_begin) * call.esize <= call.in.size());
+      if (sc.out && se > sb && !call.own_out.empty())
+        check(static_cast<uint8_t*>(sc.out) >= call.own_out.data() &&
+              static_cast<uint8_t*>(sc.out) + (se - sb) * call.esize <=
+                  call.own_out.data() + call.own_out.size());
+      const Status st = sc.total == 0 ? Status(Code::kInvalidArgument, "empty")
+                                      : g_.prepareRouted(sc);
       if (!st.ok()) return false;
-      check(g_.want_begin == b && g_.want_end == e);
-      call.out = static_cast<uint8_t*>(r.out);
+      check(g_.want_begin == sb && g_.want_end == se);
+      call.out = static_cast<uint8_t*>(sc.out);
       call.staged = g_.out != g_.recv;
+    }
+    if (kind & 128) {  // partial input: the caller's first elements only
+      call.input_ready = s_.u8() % (call.total + 1);
+      g_.setInputReady(stripeInputReady(call.input_ready, call.r));
+    } else {
+      call.input_ready = call.total;
     }
     call.expect.assign((g_.want_end - g_.want_begin) * call.esize, 0);
     call.delivered.assign(g_.want_end - g_.want_begin, 0);
     return true;
   }
 
-  // Sends what the window admits (a send completes at once here).
-  void pump() {
+  // Striped (kind & 64): this member's call is stripe k of K (1..4; the
+  // script's weights or equal) of the vector; the K ranges must tile it.
+  // An empty stripe is skipped as StripedGroup skips it (a decline here).
+  bool cut(Call& call, uint8_t kind) {
+    if (!(kind & 64)) {
+      call.r = {0, call.total};
+      call.ranges = {call.r};
+      return true;
+    }
+    const uint8_t b = s_.u8();
+    call.stripes = 1 + b % 4;
+    call.k = (b >> 2) % call.stripes;
+    std::vector<uint32_t> weights;
+    if (b & 0x40)
+      for (size_t i = 0; i < call.stripes; ++i) weights.push_back((b & 0x80) ? s_.u8() : 1 + s_.u8() % 8);
+    size_t next = 0;
+    for (size_t i = 0; i < call.stripes; ++i) {
+      const StripeRange r = weights.empty() ? stripeOf(call.total, i, call.stripes)
+                                            : stripeOf(call.total, i, weights);
+      check(r.begin == next && r.begin + r.count <= call.total);
+      // Weighted: within one element of total · w_i / sum (floor cuts).
+      uint64_t sum = 0;
+      for (uint32_t w : weights) sum += w;
+      if (stripesWeighted(weights)) {
+        const uint64_t want = uint64_t(call.total) * weights[i], got = uint64_t(r.count) * sum;
+        check(got + sum > want && want + sum > got);
+      }
+      next = r.begin + r.count;
+      call.ranges.push_back(r);
+    }
+    check(next == call.total);
+    call.r = call.ranges[call.k];
+    if (getenv("FUZZ_CLIENT_TRACE"))
+      fprintf(stderr, "fuzz_client: stripe %zu of %zu%s: [%zu, %zu) of %zu\n", call.k,
+              call.stripes, weights.empty() ? "" : " (weighted)", call.r.begin,
+              call.r.begin + call.r.count, call.total);
+    return call.r.count > 0 || (call.total == 0);
+  }
+
+  // Sends what the window admits (a send completes at once here), never a
+  // chunk whose input is not ready.
+  void pump(const Call& call) {
     size_t slot = 0;
     while (g_.windowAdmits(&slot)) {
       check(slot < g_.info.window);
       ++g_.next_send;
     }
+    // The stripe's part of the caller's ready elements, by hand.
+    const size_t ready = call.input_ready <= call.r.begin
+                             ? 0
+                             : std::min(call.input_ready - call.r.begin, call.r.count);
+    check(g_.next_send <= g_.n_chunks &&
+          (ready >= call.r.count || g_.next_send * g_.chunk_elems <= ready));
+  }
+
+  // Partial results: never fewer than before, only received chunks, and
+  // (an allreduce written straight to the caller) already final there; at
+  // the stripe's place in the whole vector.
+  void checkResultsReady(Call& call) {
+    const size_t ready = g_.resultsReady();
+    check(ready >= call.results_ready && ready <= g_.count);
+    call.results_ready = ready;
+    if (call.staged) return check(ready == 0);
+    for (size_t c = 0; c * g_.chunk_elems < ready; ++c) check(g_.received[c] == 1);
+    if (!call.routed && ready > 0) {
+      check(std::memcmp(call.out, call.expect.data(), ready * call.esize) == 0);
+      check(std::all_of(call.delivered.begin(), call.delivered.begin() + ready,
+                        [](uint8_t d) { return d == 1; }));
+    }
+    std::vector<uint8_t> running(call.stripes, 0), done(call.stripes, 0);
+    for (size_t i = 0; i < call.k; ++i) running[i] = done[i] = 1;  // earlier stripes finished
+    running[call.k] = 1;
+    const size_t whole = stripedResultsReady(call.total, call.ranges, running, done,
+                                             [&](size_t i) { return i == call.k ? ready : 0; });
+    check(whole == call.r.begin + ready);
+    if (getenv("FUZZ_CLIENT_TRACE") && ready > 0)
+      fprintf(stderr, "fuzz_client: results ready: %zu of the stripe's %zu (%zu of %zu)\n", ready,
+              g_.count, whole, call.total);
   }
 
   void call() {
@@ -419,7 +538,8 @@ class Harness {
     check(g_.active && g_.n_chunks > 0);
     Status outcome = Status(Code::kTimeout, "fuzz script ended");
     for (;;) {
-      pump();
+      pump(call);
+      checkResultsReady(call);
       if (c_.failed) {
         outcome = c_.failure;
         break;
@@ -443,10 +563,24 @@ class Harness {
         feedWaiting(call);
         continue;
       }
+      if (e == 14 && call.input_ready < call.total) {  // more of the input is ready
+        call.input_ready = std::min<size_t>(call.total, call.input_ready + 1 + s_.u8() % 32);
+        g_.setInputReady(stripeInputReady(call.input_ready, call.r));
+        continue;
+      }
       feed(e == 0 ? raw() : e <= 10 ? result(call) : e <= 12 ? refusal() : ack(e), &call);
     }
     const size_t received = g_.n_received;
     const Status ended = g_.endCall(outcome, c_.counters);
+    // Whatever the outcome, the caller's output outside this stripe's part
+    // is untouched (the other stripes' agents write it).
+    if (!call.own_out.empty() && call.out) {
+      const size_t lo = size_t(call.out - call.own_out.data());
+      const size_t hi = lo + (g_.want_end - g_.want_begin) * call.esize;
+      check(lo <= hi && hi <= call.own_out.size());
+      check(std::all_of(call.own_out.begin(), call.own_out.begin() + lo, [](uint8_t b) { return b == 0xee; }));
+      check(std::all_of(call.own_out.begin() + hi, call.own_out.end(), [](uint8_t b) { return b == 0xee; }));
+    }
     if (getenv("FUZZ_CLIENT_TRACE"))  // how each call ended (checking seeds)
       fprintf(stderr, "fuzz_client: call of %zu chunks, %zu received: %s\n", g_.n_chunks,
               received, ended.toString().c_str());
@@ -458,10 +592,11 @@ class Harness {
       check(std::all_of(call.delivered.begin(), call.delivered.end(),
                         [](uint8_t d) { return d == 1; }));
       if (!call.expect.empty()) check(std::memcmp(call.out, call.expect.data(), call.expect.size()) == 0);
-      // The input is untouched but where the output is it (in place: all
-      // of it; a routed output over the input: the wanted range only).
-      const size_t skip_lo = call.staged ? g_.want_begin * call.esize : call.in.size();
-      const size_t skip_hi = call.staged ? g_.want_end * call.esize : call.in.size();
+      // The input is untouched but where the output is it (in place: the
+      // stripe's part; a routed output over the input: the wanted range).
+      const size_t out_bytes = (g_.want_end - g_.want_begin) * call.esize;
+      const size_t skip_lo = call.staged ? size_t(call.out - call.in.data()) : call.in.size();
+      const size_t skip_hi = call.staged ? skip_lo + out_bytes : call.in.size();
       check(std::equal(call.in.begin(), call.in.begin() + skip_lo, call.in_copy.begin()));
       check(std::equal(call.in.begin() + skip_hi, call.in.end(), call.in_copy.begin() + skip_hi));
       ++ok_;

@@ -254,6 +254,8 @@ add_switch_test(mpi_switch_stripes_np3 240 "mpi;agent" stripes 3)
 # leaders; a leaf killed, the spine killed, the spine's lease deleted mid-loop.
 add_switch_test(mpi_switch_tree_np4 240 "mpi;agent" tree 4 1)
 add_switch_test(mpi_switch_tree_leaders_np8 240 "mpi;agent" tree 8 2)
+# A rank of leaf 2 late for I/O: the spine's WAITING relayed by leaf 1.
+add_switch_test(mpi_switch_late_rank_tree_np4 120 "mpi;agent" tree 4 1 late)
 add_switch_test(mpi_switch_tree_leaf_kill 150 "mpi;agent;fault" tree 4 1 leaf_kill)
 add_switch_test(mpi_switch_tree_spine_kill 150 "mpi;agent;fault" tree 4 1 spine_kill)
 add_switch_test(mpi_switch_tree_spine_delete 150 "mpi;agent;fault" tree 4 1 spine_delete)

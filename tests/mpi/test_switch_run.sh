@@ -1050,7 +1050,7 @@ case $scenario in
       die "the stripes do not follow the agents' rates 4000:400: a=$a b=$b"
     ;;
   tree)
-    # tree NP PPN [leaf_kill|spine_kill|spine_delete]: NP ranks on emulated
+    # tree NP PPN [leaf_kill|spine_kill|spine_delete|late]: NP ranks on emulated
     # nodes of PPN ranks, through the tree (node leaders with PPN > 1).
     # leaf_partial / spine_partial: leaf 2 (to its member 0) or the spine
     # (to leaf 1) sends one chunk's result (FAULT_AT, default 30) to one
@@ -1127,6 +1127,20 @@ case $scenario in
       wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
       expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
         "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
+    elif [[ $fault == late ]]; then
+      # A rank late for I/O (docs/agent-protocol.md "Waiting members", case
+      # 11): rank 3 (leaf 2) sleeps 3 s outside MPI before the 15th call,
+      # past the 2 s call bound. Leaf 2 tells rank 2 WAITING, the spine
+      # tells leaf 1, which relays it to ranks 0 and 1: every call exact on
+      # the switch, none failed.
+      run_mpi "$np" "$work/late.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$mpibin/mpi_liveness_check" --sizes 4 --iters 20 --warmup 0 --between none \
+        --stall-rank $((np - 1)) --stall-seconds 3 --stall-every 15 --expect switch \
+        --no-fallbacks --counters || { cat "$work/late.log"; die "the late-rank run failed"; }
+      expect_pass "$work/late.log" "a tree over 2 leaf agents"
+      relayed=$(metric_at "${LEAF_SOCKET[1]}" switchagg_waiting_relayed_total)
+      echo "leaf 1 relayed ${relayed:-0} WAITING(s) from the spine"
+      [[ ${relayed:-0} -gt 0 ]] || die "leaf 1 relayed no WAITING from the spine"
     elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$mpibin/mpi_allreduce_check" --expect switch --quick ||
