@@ -106,9 +106,12 @@ std::string DataPlane::address() const {
 }
 
 std::string DataPlane::addressFor(const std::string& token_hex) const {
+  return impl_->threads[threadOf(token_hex)]->address();
+}
+
+int DataPlane::threadOf(const std::string& token_hex) const {
   const std::optional<LeaseToken> token = LeaseToken::fromHex(token_hex);
-  const int n = static_cast<int>(impl_->threads.size());
-  return impl_->threads[token ? homeThread(*token, n) : 0]->address();
+  return token ? homeThread(*token, threads()) : 0;
 }
 
 int DataPlane::threads() const {
@@ -132,7 +135,19 @@ constexpr uint64_t DataPlaneCounters::*kSummed[] = {
     &DataPlaneCounters::bytes_staged,      &DataPlaneCounters::chunks_deferred,
     &DataPlaneCounters::clients_connected, &DataPlaneCounters::slots_busy,
     &DataPlaneCounters::slots_reserved,    &DataPlaneCounters::peers_stalled,
-    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes};
+    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes,
+    &DataPlaneCounters::contributions};
+
+// The counters each thread's share (DataThreadCounters) shows.
+constexpr std::pair<uint64_t DataThreadCounters::*, uint64_t DataPlaneCounters::*> kShare[] = {
+    {&DataThreadCounters::groups_active, &DataPlaneCounters::groups_active},
+    {&DataThreadCounters::groups_created, &DataPlaneCounters::groups_created},
+    {&DataThreadCounters::groups_aborted, &DataPlaneCounters::groups_aborted},
+    {&DataThreadCounters::bytes_in, &DataPlaneCounters::bytes_in},
+    {&DataThreadCounters::bytes_out, &DataPlaneCounters::bytes_out},
+    {&DataThreadCounters::contributions, &DataPlaneCounters::contributions},
+    {&DataThreadCounters::chunks_reduced, &DataPlaneCounters::chunks_reduced},
+    {&DataThreadCounters::clients_connected, &DataPlaneCounters::clients_connected}};
 
 DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters sum;
@@ -143,8 +158,14 @@ DataPlaneCounters DataPlane::counters() const {
     addInto(sum.rejected, c.rejected);
     addInto(sum.bytes_in_by_job, c.bytes_in_by_job);
     addInto(sum.groups_by_job, c.groups_by_job);
-    sum.threads.push_back(
-        DataThreadCounters{t->address(), c.groups_created, c.bytes_in, c.clients_connected});
+    DataThreadCounters share;
+    share.index = static_cast<int>(sum.threads.size());
+    share.address = t->address();
+    for (const auto& [to, from] : kShare) share.*to = c.*from;
+    share.busy_ns = t->busyNs();
+    share.bytes_in_by_job = c.bytes_in_by_job;
+    share.groups_by_job = c.groups_by_job;
+    sum.threads.push_back(std::move(share));  // its leases: the control plane's (threadOf)
   }
   // One account for all threads: any thread's figure is the whole.
   sum.slot_memory_bytes = impl_->shared->memory->load(std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include "data_plane_receive.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -437,6 +438,15 @@ DataPlaneCounters DataThread::counters() const {
   DataPlaneCounters c = impl_->engine->counters();
   c.peers_stalled = impl_->peers_stalled.load();
   return c;
+}
+
+uint64_t DataThread::busyNs() const {
+  clockid_t clock;
+  timespec ts;
+  if (!impl_->thread.joinable() || pthread_getcpuclockid(impl_->thread.native_handle(), &clock) ||
+      clock_gettime(clock, &ts))
+    return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 void DataThread::revokeLease(const LeaseToken& token, const std::string& reason) {

@@ -58,6 +58,8 @@ class DataThread {
   void stop();                         // asks the loop to end (joined by the destructor)
   const std::string& address() const;  // "host:port" actually listening
   DataPlaneCounters counters() const;  // thread-safe snapshot of this thread's engine
+  // CPU time this thread has used, ns (its thread clock; 0 before start).
+  uint64_t busyNs() const;
   // Thread-safe: abort every group of the lease (within ~50 ms).
   void revokeLease(const LeaseToken& token, const std::string& reason);
 

@@ -278,7 +278,7 @@ class AggregationEngine {
   // Per-contribution counters, lock-free: this thread alone writes them (a
   // plain add, no locked instruction), counters() reads them from any thread.
   struct ContribCounters {
-    std::atomic<uint64_t> bytes_in{0}, bytes_staged{0}, bytes_placed{0};
+    std::atomic<uint64_t> bytes_in{0}, bytes_staged{0}, bytes_placed{0}, contributions{0};
     static void add(std::atomic<uint64_t>& c, uint64_t n) {
       c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     }

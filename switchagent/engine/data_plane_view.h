@@ -71,15 +71,31 @@ struct DataPlaneConfig {
   EngineSettings engine;
 };
 
-// One data-plane thread's share (DataPlaneCounters::threads).
+// One data-plane thread's share (DataPlaneCounters::threads): what an admin
+// needs to see a thread that carries more than its part.
 struct DataThreadCounters {
-  std::string address;  // its listener
-  uint64_t groups_created = 0, bytes_in = 0, clients_connected = 0;
+  int index = 0;        // 0..data.plane_threads-1; thread k listens on data.listen's port - k
+  std::string address;  // its listener ("host:port")
+  // Leases whose home thread this is (the control plane counts them:
+  // DataPlaneView::threadOf); thread 0 also serves any lease whose jobs
+  // came to data.listen.
+  uint64_t leases = 0;
+  uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
+  uint64_t bytes_in = 0, bytes_out = 0, contributions = 0, chunks_reduced = 0;
+  uint64_t clients_connected = 0;
+  // CPU time the thread has used (user + system, from its thread clock):
+  // receiving, reducing, sending, and its short spins after traffic; an
+  // idle thread sleeps in the kernel and adds nothing. Its reduction pool's
+  // helper threads are not counted.
+  uint64_t busy_ns = 0;
+  std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes, on this thread
+  std::map<std::string, uint64_t> groups_by_job;    // job -> live groups, on this thread
 };
 
 struct DataPlaneCounters {
   uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
   uint64_t chunks_reduced = 0, bytes_reduced = 0, bytes_in = 0, bytes_out = 0;
+  uint64_t contributions = 0;  // CONTRIB messages taken into a slot (one per member per chunk)
   uint64_t bytes_up = 0;  // a leaf's reduced chunks sent to its parent (trees)
   // Contribution bytes copied into their buffer to wait (out of rank order,
   // or the slot's previous result still being sent); the rest of bytes_in
@@ -115,6 +131,8 @@ class DataPlaneView {
   virtual std::string address() const = 0;
   // The data address a lease's jobs are given: its home data-plane thread's.
   virtual std::string addressFor(const std::string& /*token_hex*/) const { return address(); }
+  // The index of that data-plane thread (DataThreadCounters::index).
+  virtual int threadOf(const std::string& /*token_hex*/) const { return 0; }
   virtual DataPlaneCounters counters() const = 0;
   virtual std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const = 0;
 };

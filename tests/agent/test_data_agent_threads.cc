@@ -4,9 +4,14 @@
 // serves any lease; a thread above 0 refuses another thread's lease; a
 // revocation reaches every thread; /v1/status sums the threads and lists
 // each one's share. Real agent, real member processes.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "switchagg/agent/control_client.h"
@@ -29,20 +34,83 @@ class DataAgentThreads : public DataAgentTest {
   // every thread's address has been handed out (a lease's home thread is
   // its token hashed; 40 tries leave a 3-thread agent a thread unseen with
   // probability 3 (2/3)^40 < 1e-6).
-  std::vector<std::string> leasePerThread(const std::string& job) {
+  std::vector<std::string> leasePerThread(const std::string& job, int slots = 1) {
     const std::vector<std::string> addresses = threadAddresses();
     std::vector<std::string> out(addresses.size());
     size_t found = 0;
     for (int i = 0; i < 40 && found < addresses.size(); ++i) {
-      const std::string token = createLease(job + std::to_string(i), 1);
+      const std::string token = createLease(job + std::to_string(i), slots);
       for (size_t t = 0; t < addresses.size(); ++t)
         if (leaseAddress(token) == addresses[t] && out[t].empty()) {
           out[t] = token;
+          job_of_[token] = job + std::to_string(i);
           ++found;
         }
     }
     EXPECT_EQ(found, addresses.size()) << "some data-plane thread got no lease in 40";
     return out;
+  }
+  std::map<std::string, std::string> job_of_;  // token -> job (leasePerThread)
+
+  // Each thread's share in /v1/status, /metrics and `switchagg-ctl status`
+  // after `tokens[t]`'s groups of `size` members ran on thread t alone: the
+  // shares add up to the totals, and each job's bytes are on its home
+  // thread and nowhere else.
+  void expectThreadShares(const std::vector<std::string>& tokens, uint64_t size) {
+    const auto s = status();
+    ASSERT_EQ(s["data_threads"].size(), tokens.size()) << s.dump();
+    std::map<std::string, uint64_t> sums;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const auto& th = s["data_threads"][t];
+      SCOPED_TRACE("thread " + std::to_string(t) + ": " + th.dump());
+      EXPECT_EQ(th["index"], t);
+      const std::string address = th["address"];
+      EXPECT_EQ(std::to_string(th["port"].get<uint64_t>()), address.substr(address.rfind(':') + 1));
+      for (const char* k : {"leases", "groups_active", "groups_created", "groups_aborted",
+                            "bytes_in", "bytes_out", "contributions", "chunks_reduced",
+                            "clients_connected"})
+        sums[k] += th[k].get<uint64_t>();
+      // Its job's bytes, all of them, and no other job's.
+      const std::string job = job_of_[tokens[t]];
+      EXPECT_EQ(th["bytes_in_by_job"].size(), 1u);
+      EXPECT_GT(th["bytes_in"], 0);
+      EXPECT_EQ(th["bytes_in_by_job"].value(job, uint64_t{0}), th["bytes_in"]);
+      // One contribution per member per chunk; it did the work, so it used CPU.
+      EXPECT_EQ(th["contributions"], size * th["chunks_reduced"].get<uint64_t>());
+      EXPECT_GT(th["busy_ns"], 0);
+      EXPECT_GE(th["leases"], 1);  // tokens[t]'s at least
+    }
+    for (const auto& [k, v] : sums) {
+      if (k == "leases") continue;
+      EXPECT_EQ(s["counters"][k], v) << k << ": " << s.dump();
+    }
+    EXPECT_EQ(s["leases"], sums["leases"]) << s.dump();
+    // /metrics: a sample per thread, labelled with its index and address.
+    auto m = agent::ControlClient({agent_->unixAddress()}).request("GET", "/metrics");
+    ASSERT_TRUE(m.ok());
+    for (const auto& th : s["data_threads"]) {
+      const std::string labels = "{thread=\"" + std::to_string(th["index"].get<int>()) +
+                                 "\",address=\"" + th["address"].get<std::string>() + "\"} ";
+      for (const auto& [family, key] : std::vector<std::pair<std::string, std::string>>{
+               {"switchagg_thread_bytes_in_total", "bytes_in"},
+               {"switchagg_thread_bytes_out_total", "bytes_out"},
+               {"switchagg_thread_contributions_total", "contributions"},
+               {"switchagg_thread_leases", "leases"}})
+        EXPECT_NE(m->body.find(family + labels + std::to_string(th[key].get<uint64_t>()) + "\n"),
+                  std::string::npos)
+            << family << labels << th[key] << " not in\n" << m->body;
+      EXPECT_NE(m->body.find("switchagg_thread_busy_seconds_total" + labels), std::string::npos);
+    }
+    // switchagg-ctl status: a line per thread with its address and bytes in.
+    ProcessResult ctl = runProcess({binaryPath("switchagg-ctl"), "--agent", agent_->unixAddress(),
+                                    "status"});
+    ASSERT_EQ(ctl.exit_code, 0) << ctl.err;
+    for (const auto& th : s["data_threads"]) {
+      const std::regex line("\n  " + std::to_string(th["index"].get<int>()) + " +" +
+                            th["address"].get<std::string>() + " +[0-9]+ +[0-9]+ +" +
+                            std::to_string(th["bytes_in"].get<uint64_t>()) + " ");
+      EXPECT_TRUE(std::regex_search(ctl.out, line)) << th.dump() << "\n" << ctl.out;
+    }
   }
 };
 
@@ -62,16 +130,9 @@ TEST_F(DataAgentThreads, EveryDtypeAndOpExactOnTwoAndThreeThreads) {
     }
     expectAllOk(all, 100000);
     const auto s = status();
-    uint64_t groups = 0, bytes = 0;
-    for (const auto& t : s["data_threads"]) {
-      EXPECT_EQ(t["groups_created"], 1) << s.dump();
-      EXPECT_GT(t["bytes_in"], 0) << s.dump();
-      groups += t["groups_created"].get<uint64_t>();
-      bytes += t["bytes_in"].get<uint64_t>();
-    }
-    EXPECT_EQ(s["counters"]["groups_created"], groups);
-    EXPECT_EQ(s["counters"]["bytes_in"], bytes);
+    for (const auto& t : s["data_threads"]) EXPECT_EQ(t["groups_created"], 1) << s.dump();
     EXPECT_EQ(s["counters"]["groups_aborted"], 0);
+    expectThreadShares(tokens, 3);
     agent_->stop();
     agent_.reset();
   }
