@@ -44,6 +44,11 @@ struct DataThreadShared {
 // The thread (0..threads-1) that serves a lease's groups.
 int homeThread(const LeaseToken& token, int threads);
 
+struct EngineConfig;
+// Arms the test-only fault point SWITCHAGG_AGENT_TEST_FAULT in `ec` (its
+// fields test_*; data_thread_fault.cc); a bad value is an error naming it.
+Status armTestFault(EngineConfig& ec);
+
 class DataThread {
  public:
   // Creates the worker, engine and listener on the caller's thread (a bad

@@ -197,5 +197,64 @@ TEST_F(DataAgentThreads, ARevocationReachesEveryThread) {
   EXPECT_EQ(s["counters"]["groups_active"], 0) << s.dump();
 }
 
+// Stall isolation (docs/agent-protocol.md "Data-plane threads", case 3): job
+// A on thread 1 is stalled twice over: its thread blocks for 8 s
+// (SWITCHAGG_AGENT_TEST_FAULT=wedge:2:8000: a long reduction or a wedged UCX
+// call) and another of its groups has a member that never sends. Job B on
+// thread 0 starts once the thread is wedged: each of its 40 calls ends
+// within its 2 s bound and all of them before the wedge ends, while A's
+// member is still waiting. A's calls then end within their bounds (the
+// wedged one right or failed as from a wedged agent, the unfed one failed).
+TEST_F(DataAgentThreads, AStalledThreadOrJobDoesNotDelayAnotherThreadsJob) {
+  constexpr int64_t kWedgeMs = 8000;
+  setenv("SWITCHAGG_AGENT_TEST_FAULT", ("wedge:2:" + std::to_string(kWedgeMs)).c_str(), 1);
+  startAgent({"data.plane_threads=2"});
+  unsetenv("SWITCHAGG_AGENT_TEST_FAULT");
+  ASSERT_TRUE(agent_);
+  const std::vector<std::string> tokens = leasePerThread("iso", 8);  // slots for each group
+  ASSERT_EQ(tokens.size(), 2u);
+  const std::string& a = tokens[1];  // job A: thread 1
+  const std::string& b = tokens[0];  // job B: thread 0 (its own lease's home)
+  // A's group 2: rank 1 joins and never sends; rank 0 waits in its call.
+  std::vector<std::unique_ptr<Child>> unfed;
+  for (int rank : {0, 1}) {
+    std::vector<std::string> argv = {binaryPath("test_data_member"), "--agent", leaseAddress(a),
+                                     "--token", a, "--group", "2", "--size", "2", "--rank",
+                                     std::to_string(rank), "--timeout", "20000", "--window", "1"};
+    if (rank == 1) argv.insert(argv.end(), {"--delay", "30000"});
+    unfed.push_back(Child::spawn(argv));
+  }
+  for (auto& c : unfed) ASSERT_TRUE(c->waitForOutput("STREAMING", 15000)) << c->output();
+  // A's group 1 (two members, 5 chunks): its 2nd chunk result wedges thread 1.
+  auto wedged = startGroup({1, 2, a, {"--count", "5000", "--window", "1", "--timeout", "30000"}});
+  const int64_t wedge_deadline = testNowMs() + 15000;
+  while (agent_->stderrText().find("data-plane thread wedged") == std::string::npos &&
+         testNowMs() < wedge_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int64_t wedged_at = testNowMs();
+  ASSERT_NE(agent_->stderrText().find("data-plane thread wedged"), std::string::npos)
+      << "the wedge fault never fired within 15 s:\n"
+      << agent_->stderrText() << "\nits member:\n" << wedged[0]->output();
+  // Job B on thread 0: 40 calls, each bounded at 2 s.
+  auto fed = startGroup({3, 2, b, {"--iters", "40", "--count", "3000", "--timeout", "2000"}});
+  expectAllOk(fed, kWedgeMs - 500);
+  const int64_t b_ms = testNowMs() - wedged_at;
+  EXPECT_LT(b_ms, kWedgeMs) << "job B took until the wedge of thread 1 ended";
+  EXPECT_EQ(wedged[0]->wait(0), -1) << "A's wedged call ended before B's: no overlap shown\n"
+                                    << wedged[0]->output();
+  std::printf("job B's 40 calls took %lld ms after thread 1 wedged for %lld ms\n",
+              static_cast<long long>(b_ms), static_cast<long long>(kWedgeMs));
+  // A's wedged call ends within its bound: exact after the wedge, or failed
+  // as from a wedged agent (UCX's endpoint timeout on the silent thread).
+  for (auto& m : wedged) {
+    const int rc = m->wait(25000);
+    EXPECT_TRUE(rc == 0 || (rc == 2 && m->output().find("RESULT fail PeerFailed") !=
+                                           std::string::npos))
+        << rc << "\n" << m->output();
+  }
+  // The unfed call cannot complete: its rank 0 fails (member timeout or its bound).
+  EXPECT_EQ(unfed[0]->wait(25000), 2) << unfed[0]->output();
+}
+
 }  // namespace
 }  // namespace switchagg::testing
