@@ -9,7 +9,8 @@
 #                                            fabric_mpirun with exactly the lease of EXPORTS
 #                                            (switchagg-ctl's "export ..." lines; "" = none)
 #   fabric_agent_start WORKDIR [--set K=V…]  agent on the host `agent` (or $FABRIC_AGENT_HOST,
-#                                            e.g. a leaf's `aleaf1`), told its link's rate
+#                                            e.g. a leaf's `aleaf1`), told its link's rate,
+#                                            data port $FABRIC_AGENT_PORT (default any)
 #                                            → AGENT_* (lib_agent.sh)
 #   fabric_tree_start WORKDIR RACKS HOSTS [--set K=V…]
 #                                            a leaf-spine fabric's agents: the spine agent on
@@ -126,7 +127,9 @@ fabric_agent_start() {
   local link=()
   [[ -n $mbit ]] && link=(--set "data.link_mbps=$mbit")
   AGENT_LAUNCH=(/usr/bin/python3 "$root/scripts/fabric.py" exec "$FABRIC" "$host" --)
-  AGENT_DATA_LISTEN=$ip:0
+  # FABRIC_AGENT_PORT: a fixed data port P (data-plane thread k listens on
+  # P - k, docs/fabric.md); default 0, any port.
+  AGENT_DATA_LISTEN=$ip:${FABRIC_AGENT_PORT:-0}
   agent_start "$root/config/agent.toml" "$dir" "${link[@]}" "$@"
 }
 

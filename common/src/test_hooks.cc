@@ -46,12 +46,17 @@ Status parseAgentFault(const std::string& key, const std::string& text, AgentTes
             member != AgentTestFault::kNoMember && ms > 0;
     f.member = member;
     f.late_ms = ms;
+  } else if (std::strncmp(s, "wedge:", 6) == 0) {
+    f.kind = Kind::kWedge;
+    valid = std::sscanf(s, "wedge:%llu:%lld%15s", &n, &ms, tail) == 2 && ms > 0;
+    f.late_ms = ms;
   }
   if (!valid || n == 0)
     return invalidValue(key, text,
-                        "expected partial:N[:exit], miss:N:M, late:N:M:MS or revoke:N (N >= 1: "
-                        "the N-th chunk result; M: the member it is not sent to, or sent MS > 0 "
-                        "ms late; revoke: its lease revoked after it)");
+                        "expected partial:N[:exit], miss:N:M, late:N:M:MS, revoke:N or "
+                        "wedge:N:MS (N >= 1: the N-th chunk result; M: the member it is not sent "
+                        "to, or sent MS > 0 ms late; revoke: its lease revoked after it; wedge: "
+                        "its data-plane thread blocks MS ms after it)");
   f.result = n;
   f.text = text;
   *fault = f;
@@ -91,7 +96,7 @@ const ConfigTable<TestHooks>& testHooksTable() {
        "instead of running the exchange of final outcomes (the protocol before it)",
        boolField(&H::recovery_ask_all)},
       {"test.agent_fault", "SWITCHAGG_AGENT_TEST_FAULT",
-       "test only: partial:N[:exit], miss:N:M, late:N:M:MS or revoke:N makes the agent "
+       "test only: partial:N[:exit], miss:N:M, late:N:M:MS, revoke:N or wedge:N:MS makes the agent "
        "mishandle its N-th chunk result (docs/admin.md); the agent refuses a bad value",
        parsedField<H, AgentTestFault>(&H::agent_fault, ConfigKind::kString, parseAgentFault,
                                       [](const AgentTestFault& f) { return f.text; })},

@@ -1,6 +1,7 @@
 #include "control_api.h"
 
 #include <nlohmann/json.hpp>
+#include <cstdlib>
 #include <optional>
 
 #include "lease_json.h"
@@ -102,9 +103,17 @@ int64_t secondsLeft(const Lease& lease) {
 // Each data-plane thread's address and share (counters are their sums).
 json threadsJson(const DataPlaneCounters& c) {
   json out = json::array();
-  for (const DataThreadCounters& t : c.threads)
-    out.push_back({{"address", t.address}, {"groups_created", t.groups_created},
-                   {"bytes_in", t.bytes_in}, {"clients_connected", t.clients_connected}});
+  for (const DataThreadCounters& t : c.threads) {
+    const size_t colon = t.address.rfind(':');
+    const long port = colon == std::string::npos ? 0 : std::atol(t.address.c_str() + colon + 1);
+    out.push_back({{"index", t.index}, {"address", t.address}, {"port", port},
+                   {"leases", t.leases}, {"groups_active", t.groups_active},
+                   {"groups_created", t.groups_created}, {"groups_aborted", t.groups_aborted},
+                   {"bytes_in", t.bytes_in}, {"bytes_out", t.bytes_out},
+                   {"contributions", t.contributions}, {"chunks_reduced", t.chunks_reduced},
+                   {"clients_connected", t.clients_connected}, {"busy_ns", t.busy_ns},
+                   {"bytes_in_by_job", t.bytes_in_by_job}, {"groups_by_job", t.groups_by_job}});
+  }
   return out;
 }
 
@@ -174,7 +183,15 @@ std::string ControlApi::dataAddressFor(const LeaseToken& token) const {
 }
 
 DataPlaneCounters ControlApi::counters() const {
-  return data_plane_ != nullptr ? data_plane_->counters() : DataPlaneCounters{};
+  if (data_plane_ == nullptr) return DataPlaneCounters{};
+  DataPlaneCounters c = data_plane_->counters();
+  // Each lease counts on its home thread (the one its jobs are sent to).
+  if (!c.threads.empty())
+    for (const Lease& l : leases_.list()) {
+      const auto k = static_cast<size_t>(data_plane_->threadOf(l.token.hex()));
+      ++c.threads[k < c.threads.size() ? k : 0].leases;
+    }
+  return c;
 }
 
 ControlResponse ControlApi::handle(const HttpRequest& request, const Caller& caller) {

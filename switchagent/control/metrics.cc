@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <cstdio>
 #include <set>
 
 #include "switchagg/common/version.h"
@@ -28,9 +29,12 @@ class Writer {
     out_ += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
   }
   void sample(const char* name, uint64_t value, const std::string& labels = "") {
+    sampleText(name, std::to_string(value), labels);
+  }
+  void sampleText(const char* name, const std::string& value, const std::string& labels) {
     out_ += name;
     if (!labels.empty()) out_ += "{" + labels + "}";
-    out_ += " " + std::to_string(value) + "\n";
+    out_ += " " + value + "\n";
   }
   void metric(const char* name, const char* type, const char* help, uint64_t value) {
     family(name, type, help);
@@ -41,6 +45,49 @@ class Writer {
  private:
   std::string out_;
 };
+
+// One family per data-plane thread's figure, a sample per thread labelled
+// thread="k",address="host:port": an admin compares the threads' shares.
+void threadFamilies(Writer& w, const std::vector<DataThreadCounters>& threads) {
+  const auto labels = [](const DataThreadCounters& t) {
+    return "thread=\"" + std::to_string(t.index) + "\",address=\"" + label(t.address) + "\"";
+  };
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t DataThreadCounters::*field;
+  };
+  static const Family kFamilies[] = {
+      {"switchagg_thread_leases", "gauge", "Leases whose home is this data-plane thread.",
+       &DataThreadCounters::leases},
+      {"switchagg_thread_groups", "gauge", "Live aggregation groups on this data-plane thread.",
+       &DataThreadCounters::groups_active},
+      {"switchagg_thread_groups_created_total", "counter",
+       "Groups created on this data-plane thread.", &DataThreadCounters::groups_created},
+      {"switchagg_thread_bytes_in_total", "counter",
+       "Payload bytes this data-plane thread received.", &DataThreadCounters::bytes_in},
+      {"switchagg_thread_bytes_out_total", "counter", "Payload bytes this data-plane thread sent.",
+       &DataThreadCounters::bytes_out},
+      {"switchagg_thread_contributions_total", "counter",
+       "Contributions (one per member per chunk) this data-plane thread took.",
+       &DataThreadCounters::contributions},
+      {"switchagg_thread_clients_connected", "gauge",
+       "Data-plane clients connected to this thread's listener.",
+       &DataThreadCounters::clients_connected},
+  };
+  for (const Family& f : kFamilies) {
+    w.family(f.name, f.type, f.help);
+    for (const DataThreadCounters& t : threads) w.sample(f.name, t.*f.field, labels(t));
+  }
+  w.family("switchagg_thread_busy_seconds_total", "counter",
+           "CPU time this data-plane thread used (user + system; an idle thread sleeps).");
+  for (const DataThreadCounters& t : threads) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6f", static_cast<double>(t.busy_ns) / 1e9);
+    w.sampleText("switchagg_thread_busy_seconds_total", text, labels(t));
+  }
+}
 
 }  // namespace
 
@@ -94,6 +141,7 @@ std::string renderMetrics(const MetricsInput& in) {
   for (const auto& [job, n] : d.bytes_in_by_job) {
     w.sample("switchagg_job_bytes_in_total", n, "job=\"" + label(job) + "\"");
   }
+  threadFamilies(w, d.threads);
   return w.take();
 }
 

@@ -73,6 +73,23 @@ int reportError(const ApiFailure& failure) {
   }
 }
 
+// One line per data-plane thread: an imbalanced thread stands out.
+static void printThreads(const std::vector<DataThreadStatus>& threads) {
+  if (threads.empty()) return;
+  std::printf("data-plane threads\n  %-6s %-22s %6s %6s %12s %12s %10s %8s\n", "THREAD", "ADDRESS",
+              "LEASES", "GROUPS", "BYTES_IN", "BYTES_OUT", "CONTRIBS", "BUSY_S");
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const auto figure = [&](const char* name) {
+      auto it = threads[i].figures.find(name);
+      return static_cast<unsigned long long>(it == threads[i].figures.end() ? 0 : it->second);
+    };
+    std::printf("  %-6zu %-22s %6llu %6llu %12llu %12llu %10llu %8.3f\n", i,
+                threads[i].address.c_str(), figure("leases"), figure("groups_active"),
+                figure("bytes_in"), figure("bytes_out"), figure("contributions"),
+                static_cast<double>(figure("busy_ns")) / 1e9);
+  }
+}
+
 int cmdStatus(ControlClient& client, const CtlOptions& o) {
   if (o.json) return rawJson(client, "GET", "/v1/status", "");
   ApiResult<AgentStatus> s = client.status();
@@ -97,6 +114,7 @@ int cmdStatus(ControlClient& client, const CtlOptions& o) {
   for (const auto& [name, value] : s->counters) {
     std::printf("  %-20s %llu\n", name.c_str(), static_cast<unsigned long long>(value));
   }
+  printThreads(s->threads);
   return kExitOk;
 }
 

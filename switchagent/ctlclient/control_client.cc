@@ -239,6 +239,14 @@ ApiResult<AgentStatus> ControlClient::status() {
         if (it->is_number()) s.counters[it.key()] = static_cast<uint64_t>(jsonInt(*counters, it.key().c_str()));
       }
     }
+    const json threads = j->value("data_threads", json::array());
+    for (const json& t : threads.is_array() ? threads : json::array()) {
+      if (!t.is_object()) continue;
+      DataThreadStatus& ts = s.threads.emplace_back();
+      ts.address = jsonString(t, "address");
+      for (const auto& [name, v] : t.items())
+        if (v.is_number_unsigned()) ts.figures[name] = v.get<uint64_t>();
+    }
     return s;
   } catch (...) {
     return unexpected("status");

@@ -106,22 +106,42 @@ std::string DataPlane::address() const {
 }
 
 std::string DataPlane::addressFor(const std::string& token_hex) const {
+  return impl_->threads[threadOf(token_hex)]->address();
+}
+
+int DataPlane::threadOf(const std::string& token_hex) const {
   const std::optional<LeaseToken> token = LeaseToken::fromHex(token_hex);
-  const int n = static_cast<int>(impl_->threads.size());
-  return impl_->threads[token ? homeThread(*token, n) : 0]->address();
+  return token ? homeThread(*token, threads()) : 0;
 }
 
 int DataPlane::threads() const {
   return static_cast<int>(impl_->threads.size());
 }
 
+// The counters each thread's share (DataThreadCounters) shows.
+constexpr std::pair<uint64_t DataThreadCounters::*, uint64_t DataPlaneScalars::*> kShare[] = {
+    {&DataThreadCounters::groups_active, &DataPlaneScalars::groups_active},
+    {&DataThreadCounters::groups_created, &DataPlaneScalars::groups_created},
+    {&DataThreadCounters::groups_aborted, &DataPlaneScalars::groups_aborted},
+    {&DataThreadCounters::bytes_in, &DataPlaneScalars::bytes_in},
+    {&DataThreadCounters::bytes_out, &DataPlaneScalars::bytes_out},
+    {&DataThreadCounters::contributions, &DataPlaneScalars::contributions},
+    {&DataThreadCounters::chunks_reduced, &DataPlaneScalars::chunks_reduced},
+    {&DataThreadCounters::clients_connected, &DataPlaneScalars::clients_connected}};
+
 DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters sum;
   for (const auto& t : impl_->threads) {
     const DataPlaneCounters c = t->counters();
     addThreadCounters(sum, c);
-    sum.threads.push_back(
-        DataThreadCounters{t->address(), c.groups_created, c.bytes_in, c.clients_connected});
+    DataThreadCounters share;
+    share.index = static_cast<int>(sum.threads.size());
+    share.address = t->address();
+    for (const auto& [to, from] : kShare) share.*to = c.*from;
+    share.busy_ns = t->busyNs();
+    share.bytes_in_by_job = c.bytes_in_by_job;
+    share.groups_by_job = c.groups_by_job;
+    sum.threads.push_back(std::move(share));  // its leases: the control plane's (threadOf)
   }
   // One account for all threads (CounterCombine::kWhole): read it now.
   sum.slot_memory_bytes = impl_->shared->memory->load(std::memory_order_relaxed);

@@ -46,6 +46,7 @@ class DataPlane final : public DataPlaneView {
   // The home thread's address of the lease with this token (thread 0's for
   // a malformed token).
   std::string addressFor(const std::string& token_hex) const override;
+  int threadOf(const std::string& token_hex) const override;  // that home thread's index
   int threads() const;                          // data-plane threads running
   DataPlaneCounters counters() const override;  // thread-safe snapshot
   // Capabilities: dtype -> ops the agent reduces (advertised in /v1/status and to clients).

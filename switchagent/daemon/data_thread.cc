@@ -8,6 +8,7 @@
 #include "data_plane_receive.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,7 +22,6 @@
 #include "link_rate.h"
 #include "send_pool.h"
 #include "switchagg/common/log.h"
-#include "switchagg/common/test_hooks.h"
 #include "switchagg/ucx/transport.h"
 
 namespace switchagg::agent {
@@ -310,18 +310,7 @@ struct DataThread::Impl : EngineOutput {
     ec.has_parent = !parent_address.empty();
     ec.memory_account = shared.memory;
     sends = std::make_unique<SendPool>(2 * std::max<size_t>(ec.pool_slots, 1));
-    // Test-only fault point (EngineConfig::test_partial_result).
-    static_assert(AgentTestFault::kNoMember == EngineConfig::kNoMissMember);
-    TestHooks hooks;  // a bad value stops the agent, naming the variable
-    SWITCHAGG_RETURN_IF_ERROR(testHooksTable().applyEnvironment(hooks, "test.agent_fault"));
-    if (const AgentTestFault& f = hooks.agent_fault; f.kind != AgentTestFault::Kind::kNone) {
-      ec.test_partial_result = f.result;
-      ec.test_partial_exit = f.exit;
-      ec.test_miss_member = f.member;
-      ec.test_late_ms = f.late_ms;
-      ec.test_revoke = f.kind == AgentTestFault::Kind::kRevoke;
-      SA_WARN("agent", "test fault armed: %s", f.text.c_str());
-    }
+    SWITCHAGG_RETURN_IF_ERROR(armTestFault(ec));  // SWITCHAGG_AGENT_TEST_FAULT, test only
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
       if (index != 0 && homeThread(token, shared.count) != index) {
         warnWrongThread(token);
@@ -437,6 +426,15 @@ DataPlaneCounters DataThread::counters() const {
   DataPlaneCounters c = impl_->engine->counters();
   c.peers_stalled = impl_->peers_stalled.load();
   return c;
+}
+
+uint64_t DataThread::busyNs() const {
+  clockid_t clock;
+  timespec ts;
+  if (!impl_->thread.joinable() || pthread_getcpuclockid(impl_->thread.native_handle(), &clock) ||
+      clock_gettime(clock, &ts))
+    return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 void DataThread::revokeLease(const LeaseToken& token, const std::string& reason) {

@@ -44,6 +44,11 @@ struct DataThreadShared {
 // The thread (0..threads-1) that serves a lease's groups.
 int homeThread(const LeaseToken& token, int threads);
 
+struct EngineConfig;
+// Arms the test-only fault point SWITCHAGG_AGENT_TEST_FAULT in `ec` (its
+// fields test_*; data_thread_fault.cc); a bad value is an error naming it.
+Status armTestFault(EngineConfig& ec);
+
 class DataThread {
  public:
   // Creates the worker, engine and listener on the caller's thread (a bad
@@ -58,6 +63,8 @@ class DataThread {
   void stop();                         // asks the loop to end (joined by the destructor)
   const std::string& address() const;  // "host:port" actually listening
   DataPlaneCounters counters() const;  // thread-safe snapshot of this thread's engine
+  // CPU time this thread has used, ns (its thread clock; 0 before start).
+  uint64_t busyNs() const;
   // Thread-safe: abort every group of the lease (within ~50 ms).
   void revokeLease(const LeaseToken& token, const std::string& reason);
 

@@ -86,13 +86,17 @@ struct EngineConfig : EngineSettings {
   // M gets it test_late_ms later (a result arriving after the member's
   // bound); revoke:N: the N-th result goes to every member, then the
   // engine aborts every group of that group's lease as a revocation does
-  // (revokeLease; the lease itself stays). 0: off.
+  // (revokeLease; the lease itself stays); wedge:N:MS: after sending it,
+  // the engine's thread blocks test_wedge_ms (a long reduction or a wedged
+  // UCX call), once per process: the first data-plane thread to reach N.
+  // 0: off.
   static constexpr uint32_t kNoMissMember = UINT32_MAX;
   uint64_t test_partial_result = 0;
   bool test_partial_exit = false;
   uint32_t test_miss_member = kNoMissMember;
   int64_t test_late_ms = 0;
   bool test_revoke = false;
+  int64_t test_wedge_ms = 0;
 };
 
 // A group's name: its lease token and its id; hashed without a string (the
@@ -280,7 +284,7 @@ class AggregationEngine {
   // Per-contribution counters, lock-free: this thread alone writes them (a
   // plain add, no locked instruction), counters() reads them from any thread.
   struct ContribCounters {
-    std::atomic<uint64_t> bytes_in{0}, bytes_staged{0}, bytes_placed{0};
+    std::atomic<uint64_t> bytes_in{0}, bytes_staged{0}, bytes_placed{0}, contributions{0};
     static void add(std::atomic<uint64_t>& c, uint64_t n) {
       c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     }

@@ -40,6 +40,7 @@ enum class CounterType { kCounter, kGauge };
   X(chunks_reduced, kSum, "switchagg_chunks_reduced_total", kCounter, "Chunks reduced.") \
   X(bytes_reduced, kSum, "switchagg_bytes_reduced_total", kCounter, "Result bytes produced by reductions.") \
   X(bytes_in, kSum, "switchagg_bytes_in_total", kCounter, "Payload bytes received.") \
+  X(contributions, kSum, "switchagg_contributions_total", kCounter, "Contributions taken (one per member per chunk).") \
   X(bytes_out, kSum, "switchagg_bytes_out_total", kCounter, "Payload bytes sent.") \
   X(bytes_up, kSum, "switchagg_bytes_up_total", kCounter, "Payload bytes a leaf sent up to its parent agent (trees).") \
   X(waiting_relayed, kSum, "switchagg_waiting_relayed_total", kCounter, "WAITING keepalives from the parent agent a leaf passed on to its members (trees).") \
@@ -55,10 +56,25 @@ enum class CounterType { kCounter, kGauge };
   X(peers_stalled, kSum, "switchagg_peers_stalled_total", kCounter, "Clients dropped because a send to them made no progress for member_timeout.")
 // clang-format on
 
-// One data-plane thread's share (DataPlaneCounters::threads).
+// One data-plane thread's share (DataPlaneCounters::threads): what an admin
+// needs to see a thread that carries more than its part.
 struct DataThreadCounters {
-  std::string address;  // its listener
-  uint64_t groups_created = 0, bytes_in = 0, clients_connected = 0;
+  int index = 0;        // 0..data.plane_threads-1; thread k listens on data.listen's port - k
+  std::string address;  // its listener ("host:port")
+  // Leases whose home thread this is (the control plane counts them:
+  // DataPlaneView::threadOf); thread 0 also serves any lease whose jobs
+  // came to data.listen.
+  uint64_t leases = 0;
+  uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
+  uint64_t bytes_in = 0, bytes_out = 0, contributions = 0, chunks_reduced = 0;
+  uint64_t clients_connected = 0;
+  // CPU time the thread has used (user + system, from its thread clock):
+  // receiving, reducing, sending, and its short spins after traffic; an
+  // idle thread sleeps in the kernel and adds nothing. Its reduction pool's
+  // helper threads are not counted.
+  uint64_t busy_ns = 0;
+  std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes, on this thread
+  std::map<std::string, uint64_t> groups_by_job;    // job -> live groups, on this thread
 };
 
 #define SWITCHAGG_COUNTER_FIELD(field, combine, metric, type, help) uint64_t field = 0;

@@ -80,6 +80,8 @@ class DataPlaneView {
   virtual std::string address() const = 0;
   // The data address a lease's jobs are given: its home data-plane thread's.
   virtual std::string addressFor(const std::string& /*token_hex*/) const { return address(); }
+  // The index of that data-plane thread (DataThreadCounters::index).
+  virtual int threadOf(const std::string& /*token_hex*/) const { return 0; }
   virtual DataPlaneCounters counters() const = 0;
   virtual std::vector<std::pair<Dtype, std::vector<Op>>> capabilities() const = 0;
 };

@@ -55,6 +55,7 @@ DataPlaneCounters AggregationEngine::counters() const {
   c.bytes_in = contrib_counters_.bytes_in.load(std::memory_order_relaxed);
   c.bytes_staged = contrib_counters_.bytes_staged.load(std::memory_order_relaxed);
   c.bytes_placed = contrib_counters_.bytes_placed.load(std::memory_order_relaxed);
+  c.contributions = contrib_counters_.contributions.load(std::memory_order_relaxed);
   for (const auto& [job, bytes] : job_bytes_in_)
     c.bytes_in_by_job[job] = bytes.load(std::memory_order_relaxed);
   c.slot_memory_bytes = slots_.memoryInUse();  // an atomic, read from any thread

@@ -192,6 +192,7 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   if (next) foldPrefix(*g, m.slot, staged ? nullptr : static_cast<const uint8_t*>(m.payload));
   // Per contribution: no lock (this thread is the counters' only writer).
   ContribCounters::add(contrib_counters_.bytes_in, m.payload_bytes);
+  ContribCounters::add(contrib_counters_.contributions, 1);
   if (staged && !placed) ContribCounters::add(contrib_counters_.bytes_staged, m.payload_bytes);
   if (placed) ContribCounters::add(contrib_counters_.bytes_placed, m.payload_bytes);
   ContribCounters::add(*g->bytes_in_job, m.payload_bytes);

@@ -4,8 +4,11 @@
 // only once every send of the previous chunk is done). The test fault
 // points (EngineConfig::test_partial_result) act here.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "group.h"
 
@@ -63,12 +66,21 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   const uint64_t serial = g.serial;
   uint32_t send_to = g.size;
   uint32_t skip = EngineConfig::kNoMissMember;  // miss:N:M: the member left out
+  bool wedge = false;                           // wedge:N:MS, after the sends
   if (config_.test_partial_result && ++results_sent_ == config_.test_partial_result) {
     fault_fired_ = true;
     fault_serial_ = serial;
     fault_slot_ = slot;
     const auto n = static_cast<unsigned long long>(results_sent_);
-    if (config_.test_revoke) {
+    static std::atomic<bool> wedged{false};  // once per process: one thread of the agent
+    if (config_.test_wedge_ms > 0) {
+      wedge = !wedged.exchange(true);
+      if (wedge)
+        std::fprintf(stderr,
+                     "switchagg-agent: test fault: data-plane thread wedged for %lld ms after "
+                     "chunk result %llu\n",
+                     static_cast<long long>(config_.test_wedge_ms), n);
+    } else if (config_.test_revoke) {
       revoke_ = g.token;  // sent to every member; the lease goes before the next reduction
       std::fprintf(stderr,
                    "switchagg-agent: test fault: lease revoked after chunk result %llu, "
@@ -109,6 +121,7 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
       out_.sendResult(g.members[r].peer, empty, f.header_bytes, nullptr, 0, g.buffers, serial,
                       slot);
   }
+  if (wedge) std::this_thread::sleep_for(std::chrono::milliseconds(config_.test_wedge_ms));
 }
 
 void AggregationEngine::sendDone(uint64_t group_serial, uint32_t slot) {

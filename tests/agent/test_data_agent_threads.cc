@@ -4,9 +4,14 @@
 // serves any lease; a thread above 0 refuses another thread's lease; a
 // revocation reaches every thread; /v1/status sums the threads and lists
 // each one's share. Real agent, real member processes.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "switchagg/agent/control_client.h"
@@ -29,20 +34,83 @@ class DataAgentThreads : public DataAgentTest {
   // every thread's address has been handed out (a lease's home thread is
   // its token hashed; 40 tries leave a 3-thread agent a thread unseen with
   // probability 3 (2/3)^40 < 1e-6).
-  std::vector<std::string> leasePerThread(const std::string& job) {
+  std::vector<std::string> leasePerThread(const std::string& job, int slots = 1) {
     const std::vector<std::string> addresses = threadAddresses();
     std::vector<std::string> out(addresses.size());
     size_t found = 0;
     for (int i = 0; i < 40 && found < addresses.size(); ++i) {
-      const std::string token = createLease(job + std::to_string(i), 1);
+      const std::string token = createLease(job + std::to_string(i), slots);
       for (size_t t = 0; t < addresses.size(); ++t)
         if (leaseAddress(token) == addresses[t] && out[t].empty()) {
           out[t] = token;
+          job_of_[token] = job + std::to_string(i);
           ++found;
         }
     }
     EXPECT_EQ(found, addresses.size()) << "some data-plane thread got no lease in 40";
     return out;
+  }
+  std::map<std::string, std::string> job_of_;  // token -> job (leasePerThread)
+
+  // Each thread's share in /v1/status, /metrics and `switchagg-ctl status`
+  // after `tokens[t]`'s groups of `size` members ran on thread t alone: the
+  // shares add up to the totals, and each job's bytes are on its home
+  // thread and nowhere else.
+  void expectThreadShares(const std::vector<std::string>& tokens, uint64_t size) {
+    const auto s = status();
+    ASSERT_EQ(s["data_threads"].size(), tokens.size()) << s.dump();
+    std::map<std::string, uint64_t> sums;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const auto& th = s["data_threads"][t];
+      SCOPED_TRACE("thread " + std::to_string(t) + ": " + th.dump());
+      EXPECT_EQ(th["index"], t);
+      const std::string address = th["address"];
+      EXPECT_EQ(std::to_string(th["port"].get<uint64_t>()), address.substr(address.rfind(':') + 1));
+      for (const char* k : {"leases", "groups_active", "groups_created", "groups_aborted",
+                            "bytes_in", "bytes_out", "contributions", "chunks_reduced",
+                            "clients_connected"})
+        sums[k] += th[k].get<uint64_t>();
+      // Its job's bytes, all of them, and no other job's.
+      const std::string job = job_of_[tokens[t]];
+      EXPECT_EQ(th["bytes_in_by_job"].size(), 1u);
+      EXPECT_GT(th["bytes_in"], 0);
+      EXPECT_EQ(th["bytes_in_by_job"].value(job, uint64_t{0}), th["bytes_in"]);
+      // One contribution per member per chunk; it did the work, so it used CPU.
+      EXPECT_EQ(th["contributions"], size * th["chunks_reduced"].get<uint64_t>());
+      EXPECT_GT(th["busy_ns"], 0);
+      EXPECT_GE(th["leases"], 1);  // tokens[t]'s at least
+    }
+    for (const auto& [k, v] : sums) {
+      if (k == "leases") continue;
+      EXPECT_EQ(s["counters"][k], v) << k << ": " << s.dump();
+    }
+    EXPECT_EQ(s["leases"], sums["leases"]) << s.dump();
+    // /metrics: a sample per thread, labelled with its index and address.
+    auto m = agent::ControlClient({agent_->unixAddress()}).request("GET", "/metrics");
+    ASSERT_TRUE(m.ok());
+    for (const auto& th : s["data_threads"]) {
+      const std::string labels = "{thread=\"" + std::to_string(th["index"].get<int>()) +
+                                 "\",address=\"" + th["address"].get<std::string>() + "\"} ";
+      for (const auto& [family, key] : std::vector<std::pair<std::string, std::string>>{
+               {"switchagg_thread_bytes_in_total", "bytes_in"},
+               {"switchagg_thread_bytes_out_total", "bytes_out"},
+               {"switchagg_thread_contributions_total", "contributions"},
+               {"switchagg_thread_leases", "leases"}})
+        EXPECT_NE(m->body.find(family + labels + std::to_string(th[key].get<uint64_t>()) + "\n"),
+                  std::string::npos)
+            << family << labels << th[key] << " not in\n" << m->body;
+      EXPECT_NE(m->body.find("switchagg_thread_busy_seconds_total" + labels), std::string::npos);
+    }
+    // switchagg-ctl status: a line per thread with its address and bytes in.
+    ProcessResult ctl = runProcess({binaryPath("switchagg-ctl"), "--agent", agent_->unixAddress(),
+                                    "status"});
+    ASSERT_EQ(ctl.exit_code, 0) << ctl.err;
+    for (const auto& th : s["data_threads"]) {
+      const std::regex line("\n  " + std::to_string(th["index"].get<int>()) + " +" +
+                            th["address"].get<std::string>() + " +[0-9]+ +[0-9]+ +" +
+                            std::to_string(th["bytes_in"].get<uint64_t>()) + " ");
+      EXPECT_TRUE(std::regex_search(ctl.out, line)) << th.dump() << "\n" << ctl.out;
+    }
   }
 };
 
@@ -62,16 +130,9 @@ TEST_F(DataAgentThreads, EveryDtypeAndOpExactOnTwoAndThreeThreads) {
     }
     expectAllOk(all, 100000);
     const auto s = status();
-    uint64_t groups = 0, bytes = 0;
-    for (const auto& t : s["data_threads"]) {
-      EXPECT_EQ(t["groups_created"], 1) << s.dump();
-      EXPECT_GT(t["bytes_in"], 0) << s.dump();
-      groups += t["groups_created"].get<uint64_t>();
-      bytes += t["bytes_in"].get<uint64_t>();
-    }
-    EXPECT_EQ(s["counters"]["groups_created"], groups);
-    EXPECT_EQ(s["counters"]["bytes_in"], bytes);
+    for (const auto& t : s["data_threads"]) EXPECT_EQ(t["groups_created"], 1) << s.dump();
     EXPECT_EQ(s["counters"]["groups_aborted"], 0);
+    expectThreadShares(tokens, 3);
     agent_->stop();
     agent_.reset();
   }
@@ -134,6 +195,65 @@ TEST_F(DataAgentThreads, ARevocationReachesEveryThread) {
       [](const nlohmann::json& j) { return j["counters"]["slots_reserved"] == 0; }, 5000);
   EXPECT_EQ(s["counters"]["slots_reserved"], 0) << s.dump();
   EXPECT_EQ(s["counters"]["groups_active"], 0) << s.dump();
+}
+
+// Stall isolation (docs/agent-protocol.md "Data-plane threads", case 3): job
+// A on thread 1 is stalled twice over: its thread blocks for 8 s
+// (SWITCHAGG_AGENT_TEST_FAULT=wedge:2:8000: a long reduction or a wedged UCX
+// call) and another of its groups has a member that never sends. Job B on
+// thread 0 starts once the thread is wedged: each of its 40 calls ends
+// within its 2 s bound and all of them before the wedge ends, while A's
+// member is still waiting. A's calls then end within their bounds (the
+// wedged one right or failed as from a wedged agent, the unfed one failed).
+TEST_F(DataAgentThreads, AStalledThreadOrJobDoesNotDelayAnotherThreadsJob) {
+  constexpr int64_t kWedgeMs = 8000;
+  setenv("SWITCHAGG_AGENT_TEST_FAULT", ("wedge:2:" + std::to_string(kWedgeMs)).c_str(), 1);
+  startAgent({"data.plane_threads=2"});
+  unsetenv("SWITCHAGG_AGENT_TEST_FAULT");
+  ASSERT_TRUE(agent_);
+  const std::vector<std::string> tokens = leasePerThread("iso", 8);  // slots for each group
+  ASSERT_EQ(tokens.size(), 2u);
+  const std::string& a = tokens[1];  // job A: thread 1
+  const std::string& b = tokens[0];  // job B: thread 0 (its own lease's home)
+  // A's group 2: rank 1 joins and never sends; rank 0 waits in its call.
+  std::vector<std::unique_ptr<Child>> unfed;
+  for (int rank : {0, 1}) {
+    std::vector<std::string> argv = {binaryPath("test_data_member"), "--agent", leaseAddress(a),
+                                     "--token", a, "--group", "2", "--size", "2", "--rank",
+                                     std::to_string(rank), "--timeout", "20000", "--window", "1"};
+    if (rank == 1) argv.insert(argv.end(), {"--delay", "30000"});
+    unfed.push_back(Child::spawn(argv));
+  }
+  for (auto& c : unfed) ASSERT_TRUE(c->waitForOutput("STREAMING", 15000)) << c->output();
+  // A's group 1 (two members, 5 chunks): its 2nd chunk result wedges thread 1.
+  auto wedged = startGroup({1, 2, a, {"--count", "5000", "--window", "1", "--timeout", "30000"}});
+  const int64_t wedge_deadline = testNowMs() + 15000;
+  while (agent_->stderrText().find("data-plane thread wedged") == std::string::npos &&
+         testNowMs() < wedge_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int64_t wedged_at = testNowMs();
+  ASSERT_NE(agent_->stderrText().find("data-plane thread wedged"), std::string::npos)
+      << "the wedge fault never fired within 15 s:\n"
+      << agent_->stderrText() << "\nits member:\n" << wedged[0]->output();
+  // Job B on thread 0: 40 calls, each bounded at 2 s.
+  auto fed = startGroup({3, 2, b, {"--iters", "40", "--count", "3000", "--timeout", "2000"}});
+  expectAllOk(fed, kWedgeMs - 500);
+  const int64_t b_ms = testNowMs() - wedged_at;
+  EXPECT_LT(b_ms, kWedgeMs) << "job B took until the wedge of thread 1 ended";
+  EXPECT_EQ(wedged[0]->wait(0), -1) << "A's wedged call ended before B's: no overlap shown\n"
+                                    << wedged[0]->output();
+  std::printf("job B's 40 calls took %lld ms after thread 1 wedged for %lld ms\n",
+              static_cast<long long>(b_ms), static_cast<long long>(kWedgeMs));
+  // A's wedged call ends within its bound: exact after the wedge, or failed
+  // as from a wedged agent (UCX's endpoint timeout on the silent thread).
+  for (auto& m : wedged) {
+    const int rc = m->wait(25000);
+    EXPECT_TRUE(rc == 0 || (rc == 2 && m->output().find("RESULT fail PeerFailed") !=
+                                           std::string::npos))
+        << rc << "\n" << m->output();
+  }
+  // The unfed call cannot complete: its rank 0 fails (member timeout or its bound).
+  EXPECT_EQ(unfed[0]->wait(25000), 2) << unfed[0]->output();
 }
 
 }  // namespace

@@ -271,7 +271,24 @@ case $scenario in
     echo "PASS fabric hosts"
     ;;
   switch)
-    fabric_with_lease 3 10.82 fabric-switch
+    # Two data-plane threads on fixed ports (thread k listens on the data
+    # port minus k) and a lease whose home is thread 1: the ranks on every
+    # host reach port 18699 of the agent host across the fabric, and that
+    # thread, not thread 0, carries the job (docs/fabric.md "Data-plane
+    # threads").
+    fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.82)" || die "fabric up"
+    FABRIC_AGENT_PORT=18700 fabric_agent_start "$work" --set data.plane_threads=2 ||
+      die "agent start"
+    for i in $(seq 1 40); do
+      out=$("$build/bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create \
+        --job "fabric-switch$i" --slots 8 --ttl 10m) || die "lease create: $out"
+      eval "$(grep '^export ' <<<"$out")"
+      [[ $SWITCHAGG_AGENT == "${AGENT_DATA%:*}:18699" ]] && break
+      "$build/bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease delete \
+        --job "fabric-switch$i" >/dev/null || die "lease delete fabric-switch$i"
+    done
+    [[ $SWITCHAGG_AGENT == "${AGENT_DATA%:*}:18699" ]] ||
+      die "no lease of 40 got data-plane thread 1 (port 18699): $SWITCHAGG_AGENT"
     # 1 rank per host, then 2 (node leaders: only each host's lowest rank
     # talks to the agent, which the check asserts from the host names).
     # Exact either way, and each host sends N per call, not ppn x N.
@@ -284,6 +301,15 @@ case $scenario in
       check_bytes "switch ppn $ppn, 4 x 8 MiB" "$work/sent" $((4 * 8388608)) ||
         die "switch bytes, ppn $ppn"
     done
+    "$build/bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" --json status >"$work/status.json"
+    /usr/bin/python3 - "$work/status.json" "$SWITCHAGG_AGENT" <<'PY' || die "thread 1 did not carry the job"
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s["data_threads"]
+print("data-plane threads: " + ", ".join("%s %d bytes in" % (x["address"], x["bytes_in"]) for x in t))
+assert len(t) == 2 and t[1]["address"] == sys.argv[2], t
+assert t[1]["bytes_in"] > 4 * 8388608 and t[0]["bytes_in"] == 0, t
+PY
     echo "PASS fabric switch"
     ;;
   negative)

@@ -44,13 +44,13 @@ using TestRecoveryKillAsked = TestCut;
 // EngineConfig's test_* fields): what the agent does to its N-th chunk
 // result.
 struct AgentTestFault {
-  enum class Kind { kNone, kPartial, kMiss, kLate, kRevoke };
+  enum class Kind { kNone, kPartial, kMiss, kLate, kRevoke, kWedge };
   static constexpr uint32_t kNoMember = UINT32_MAX;
   Kind kind = Kind::kNone;
   uint64_t result = 0;         // N >= 1
   bool exit = false;           // partial:N:exit
   uint32_t member = kNoMember;  // miss:N:M, late:N:M:MS
-  int64_t late_ms = 0;         // late:N:M:MS
+  int64_t late_ms = 0;         // late:N:M:MS; wedge:N:MS
   std::string text;            // as given, for the agent's "armed" line
 };
 

@@ -56,6 +56,12 @@ struct Capability {
   std::vector<std::string> ops;
 };
 
+// One data-plane thread's share of the agent's work (/v1/status data_threads).
+struct DataThreadStatus {
+  std::string address;                      // its listener, host:port
+  std::map<std::string, uint64_t> figures;  // leases, groups_active, bytes_in, busy_ns, ...
+};
+
 struct AgentStatus {
   std::string version;
   bool draining = false;
@@ -69,6 +75,7 @@ struct AgentStatus {
   std::map<std::string, uint64_t> counters;  // numeric counters from the data plane
   std::string lease_file;                    // state.lease_file; "" = persistence off
   uint64_t lease_file_save_failures = 0;
+  std::vector<DataThreadStatus> threads;     // thread 0 first (data.listen's)
 };
 
 // Raw reply, for tools that print the agent's JSON as is (switchagg-ctl --json).
