@@ -196,6 +196,21 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_fp16_ppn1_np4 240 "mpi;mpich;agent" program 4
     ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   set_tests_properties(mpich_switch_fp16_ppn1_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
+  # Node leaders on two emulated nodes (PPN=2): the leaders stream their
+  # nodes' fp64 sums, the agent sums them in fp64 and each leader rounds
+  # once, so blocking and MPI_Iallreduce mixed sums are bitwise the exact
+  # sum rounded once (16-bit partials on the uplink gave element 0: 1 + 2^-10
+  # for 1 + 3 2^-11). A leader that streams 16-bit partials (a member of
+  # another build, the test fault point) is refused by the agent naming both
+  # dtypes (docs/offload.md "Wide partials on the leaders' uplink", case 4).
+  add_mpich_switch_test(mpich_switch_fp16_leaders_np4 240 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
+  set_tests_properties(mpich_switch_fp16_leaders_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
+  add_mpich_switch_test(mpich_switch_fp16_leaders_mixed_np4 120 "mpi;mpich;agent;fault"
+    program_fails 4 "sent float16/sum, others float64/sum|sent float64/sum, others float16/sum"
+    -x SWITCHAGG_TEST_NARROW_UPLINK=2 ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only)
+  set_tests_properties(mpich_switch_fp16_leaders_mixed_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
   # One rank per emulated node (PPN=1): every rank an agent member, no node
   # leaders (the run above has one node: a leader for the three).
   add_mpich_switch_test(mpich_switch_iallreduce_ppn1_np3 180 "mpi;mpich;agent" program 3

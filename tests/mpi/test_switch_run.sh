@@ -431,7 +431,8 @@ case $scenario in
     echo "PASS stripes_late_stall: the call failed after $ms ms"
     ;;
   program_fails)
-    # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...]: the run must
+    # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...] (with PPN: on
+    # emulated nodes, as program): the run must
     # end in an error (non-zero, before mpirun_lease's own 240 s kill) whose
     # output matches PATTERN (a fault test: the error names what failed).
     np=$1 pattern=$2
@@ -439,7 +440,13 @@ case $scenario in
     start_agent
     lease "program-fails-np$np"
     started=$SECONDS
-    if run_mpi "$np" "$work/program.log" "$@"; then
+    # With PPN: the emulated-node prefix before the program (as in program).
+    args=()
+    for a in "$@"; do
+      if ((${#emu[@]} > 0)) && [[ -f $a && -x $a ]]; then args+=("${emu[@]}"); emu=(); fi
+      args+=("$a")
+    done
+    if run_mpi "$np" "$work/program.log" "${args[@]}"; then
       cat "$work/program.log"
       die "the run succeeded; it must fail"
     fi
