@@ -211,6 +211,12 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     -x SWITCHAGG_TEST_NARROW_UPLINK=2 ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only)
   set_tests_properties(mpich_switch_fp16_leaders_mixed_np4 PROPERTIES
     ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
+  # Through an agent tree (a spine, two leaves): 4 emulated nodes of 2 ranks,
+  # 2 node leaders per leaf, the leaders' fp64 call summed in fp64 at every
+  # level: bitwise the exact sum rounded once (blocking calls; ~13 s; the
+  # MPI_Iallreduce path is mpich_switch_fp16_leaders_np4's). With the
+  # leaders' 16-bit partials (main) element 0 was 0x3c03, not 0x3c04.
+  add_mpich_switch_test(mpich_switch_tree_fp16_leaders_np8 240 "mpi;mpich;agent" tree 8 2 fp16)
   # One rank per emulated node (PPN=1): every rank an agent member, no node
   # leaders (the run above has one node: a leader for the three).
   add_mpich_switch_test(mpich_switch_iallreduce_ppn1_np3 180 "mpi;mpich;agent" program 3

@@ -1059,6 +1059,7 @@ case $scenario in
   tree)
     # tree NP PPN [leaf_kill|spine_kill|spine_delete]: NP ranks on emulated
     # nodes of PPN ranks, through the tree (node leaders with PPN > 1).
+    # fp16 (MPI_FLAVOR=mpich): mpi_fp16_check through the tree.
     # leaf_partial / spine_partial: leaf 2 (to its member 0) or the spine
     # (to leaf 1) sends one chunk's result (FAULT_AT, default 30) to one
     # member only; the members that missed it recover it from a peer.
@@ -1134,6 +1135,20 @@ case $scenario in
       wait $pid || { cat "$work/routed.log"; die "the job failed after the fault"; }
       expect_pass "$work/routed.log" "a tree over 2 leaf agents" \
         "switch (reduce|reduce_scatter|reduce_scatter_block|allgather|bcast) failed .*redone on the previous module"
+    elif [[ $fault == fp16 ]]; then
+      # 16-bit float sums through the tree (MPICH, mpi_fp16_check). With
+      # node leaders (PPN > 1) on every leaf the leaders' call is a float64
+      # SUM, added in fp64 at the leaves and the spine and rounded once by
+      # each leader: bitwise the exact sum rounded once (--exact-switch).
+      # One rank per node: 16-bit partials per level, held to the bound.
+      exact=()
+      [[ $ppn -gt 1 ]] && exact=(--exact-switch)
+      run_mpi "$np" "$work/fp16.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$mpibin/mpi_fp16_check" --expect switch --blocking-only "${exact[@]}" ||
+        { cat "$work/fp16.log"; die "fp16 run failed"; }
+      expect_pass "$work/fp16.log" "a tree over 2 leaf agents"
+      [[ $ppn -eq 1 ]] || grep -q "$((np / ppn)) node leaders for $np ranks" "$work/fp16.log" ||
+        die "no node leaders at $ppn ranks per node"
     elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$mpibin/mpi_allreduce_check" --expect switch --quick ||
