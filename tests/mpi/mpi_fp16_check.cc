@@ -117,6 +117,7 @@ struct Options {
   bool one_rounding = false;   // blocking switch calls: held to the host algorithms' bound
   bool plain = false;  // no library: call MPI only (the abort test)
   bool nonblocking = true;
+  bool routed = false;  // MPI_Reduce and MPI_Reduce_scatter_block instead (routedCalls)
   int iters = 1;
 };
 
@@ -128,6 +129,57 @@ double ulpOf(double x) {
 }
 
 const char* opLabel(MPI_Op op) { return op == MPI_SUM ? "sum" : op == MPI_MIN ? "min" : "max"; }
+
+// --routed: MPI_Reduce (root p - 1) and MPI_Reduce_scatter_block of
+// MPIX_C_FLOAT16 (SUM, MIN, MAX; integer and mixed inputs), each result
+// against the reference of its elements: bitwise where every partial sum
+// is exact (MIN, MAX, integer sums), within p 2^-11 sum |x| (a rounding at
+// each level that folds) for mixed sums. Each op must be counted
+// <op>:switch at least once (with --expect switch).
+void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::string& expect,
+                 int rank, int size) {
+  const size_t counts[] = {1, 7, 1001, 65537};
+  for (Family fam : {Family::kIntegers, Family::kMixed})
+    for (MPI_Op op : {MPI_SUM, MPI_MIN, MPI_MAX})
+      for (size_t count : counts)
+        for (int kind = 0; kind < 2; ++kind) {  // 0: MPI_Reduce, 1: MPI_Reduce_scatter_block
+          const size_t total = kind ? count * size_t(size) : count;
+          std::vector<uint16_t> send(total), recv(kind ? count : total, 0xFFFF);
+          for (size_t i = 0; i < total; ++i) send[i] = input(fam, rank, i, 0);
+          const int rc = kind ? MPI_Reduce_scatter_block(send.data(), recv.data(), int(count),
+                                                         MPIX_C_FLOAT16, op, MPI_COMM_WORLD)
+                              : MPI_Reduce(send.data(), recv.data(), int(count), MPIX_C_FLOAT16,
+                                           op, size - 1, MPI_COMM_WORLD);
+          const std::string what = std::string(kind ? "reduce_scatter_block " : "reduce ") +
+                                   (fam == Family::kMixed ? "mixed " : "integers ") + opLabel(op) +
+                                   " count " + std::to_string(count);
+          ++ctx.cases;
+          if (rc != MPI_SUCCESS) {
+            ctx.fail(what.c_str(), "MPI error " + std::to_string(rc));
+            continue;
+          }
+          if (!kind && rank != size - 1) continue;
+          const Reference ref = reference(fam, op, size, total, 0);
+          const size_t at = kind ? count * size_t(rank) : 0;
+          const bool exact = op != MPI_SUM || fam == Family::kIntegers;
+          size_t bad = 0;
+          for (size_t i = 0; i < count; ++i) {
+            const size_t j = at + i;
+            const double bound = double(size) * std::ldexp(ref.mag[j], -11) + 0x1p-24;
+            const bool ok = exact ? recv[i] == ref.once[j]
+                                  : std::fabs(double(fromHalf(recv[i])) - ref.exact[j]) <= bound;
+            if (!ok && bad++ == 0)
+              ctx.fail(what.c_str(), "element " + std::to_string(j) + ": got " +
+                                         std::to_string(fromHalf(recv[i])) + ", want " +
+                                         std::to_string(ref.exact[j]));
+          }
+        }
+  if (expect != "switch") return;
+  for (const char* name : {"reduce:switch", "reduce_scatter_block:switch"}) {
+    const uint64_t n = diag.counter(MPI_COMM_WORLD, name);
+    if (n == 0 || n == UINT64_MAX) ctx.fail(name, "no fp16 call counted");
+  }
+}
 
 }  // namespace
 
@@ -143,6 +195,7 @@ int main(int argc, char** argv) {
     else if (a == "--one-rounding") o.one_rounding = true;
     else if (a == "--plain") o.plain = true;
     else if (a == "--blocking-only") o.nonblocking = false;
+    else if (a == "--routed") o.routed = true;
     else if (a == "--iters" && i + 1 < argc) o.iters = std::atoi(argv[++i]);
     else {
       if (rank == 0) std::fprintf(stderr, "mpi_fp16_check: unknown argument %s\n", a.c_str());
@@ -156,6 +209,12 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   check::Ctx ctx(MPI_COMM_WORLD, "fp16", o.expect, diag);
+  if (o.routed) {
+    routedCalls(ctx, diag, o.expect, rank, size);
+    const int code = switchagg_verdict(ctx.failures, ctx.cases, "fp16 reduce and reduce_scatter_block");
+    MPI_Finalize();
+    return code;
+  }
   long switch_exact = 0;
   const size_t counts[] = {1, 2, 7, 1001, 65537, 300001};
   for (int iter = 0; iter < o.iters; ++iter)

@@ -217,6 +217,15 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   # MPI_Iallreduce path is mpich_switch_fp16_leaders_np4's). With the
   # leaders' 16-bit partials (main) element 0 was 0x3c03, not 0x3c04.
   add_mpich_switch_test(mpich_switch_tree_fp16_leaders_np8 240 "mpi;mpich;agent" tree 8 2 fp16)
+  # MPI_Reduce and MPI_Reduce_scatter_block of MPIX_C_FLOAT16 through the
+  # switch's routed calls with node leaders (2 emulated nodes x 2 ranks):
+  # served (reduce:switch, reduce_scatter_block:switch counted), MIN, MAX and
+  # integer sums bitwise, mixed sums within p 2^-11 sum |x| (~2 s). Coverage
+  # of the routed path's 16-bit partials (docs/offload.md "16-bit floats").
+  add_mpich_switch_test(mpich_switch_fp16_routed_leaders_np4 120 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --routed)
+  set_tests_properties(mpich_switch_fp16_routed_leaders_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
   # One rank per emulated node (PPN=1): every rank an agent member, no node
   # leaders (the run above has one node: a leader for the three).
   add_mpich_switch_test(mpich_switch_iallreduce_ppn1_np3 180 "mpi;mpich;agent" program 3
