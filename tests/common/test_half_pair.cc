@@ -52,13 +52,13 @@ void expectPairsAgree(Dtype d, const std::vector<uint16_t>& a, const std::vector
 // zeros, the smallest and largest subnormal, the smallest normal, one, the
 // largest finite, infinities, quiet and signalling NaNs), both signs.
 std::vector<uint16_t> edges(Dtype d) {
-  const std::vector<uint16_t> h = d == Dtype::kFloat16
-      ? std::vector<uint16_t>{0x0000, 0x0001, 0x0002, 0x03FF, 0x0400, 0x0401, 0x3C00, 0x3C01,
-                              0x1400, 0x7BFF, 0x7BFE, 0x7800, 0x7C00, 0x7E00, 0x7C01, 0x7FFF,
-                              0x5BFF, 0x2000}
-      : std::vector<uint16_t>{0x0000, 0x0001, 0x0002, 0x007F, 0x0080, 0x0081, 0x3F80, 0x3F81,
-                              0x3B80, 0x7F7F, 0x7F7E, 0x7F00, 0x7F80, 0x7FC0, 0x7F81, 0x7FFF,
-                              0x4B7F, 0x0B80};
+  const std::vector<uint16_t> h =
+      d == Dtype::kFloat16 ? std::vector<uint16_t>{0x0000, 0x0001, 0x0002, 0x03FF, 0x0400, 0x0401,
+                                                   0x3C00, 0x3C01, 0x1400, 0x7BFF, 0x7BFE, 0x7800,
+                                                   0x7C00, 0x7E00, 0x7C01, 0x7FFF, 0x5BFF, 0x2000}
+                           : std::vector<uint16_t>{0x0000, 0x0001, 0x0002, 0x007F, 0x0080, 0x0081,
+                                                   0x3F80, 0x3F81, 0x3B80, 0x7F7F, 0x7F7E, 0x7F00,
+                                                   0x7F80, 0x7FC0, 0x7F81, 0x7FFF, 0x4B7F, 0x0B80};
   std::vector<uint16_t> all = h;
   for (uint16_t x : h) all.push_back(uint16_t(x | 0x8000));
   return all;
@@ -105,12 +105,14 @@ TEST(HalfPair, TwoOperandBinary16SumsAreCorrectlyRounded) {
     a[i] = uint16_t(rng() % 0x7C00) | uint16_t(rng() & 0x8000);  // finite
     b[i] = uint16_t(rng() % 0x7C00) | uint16_t(rng() & 0x8000);
   }
-  ASSERT_TRUE(switchagg::reduce3(Dtype::kFloat16, Op::kSum, out.data(), a.data(), b.data(), n).ok());
+  ASSERT_TRUE(
+      switchagg::reduce3(Dtype::kFloat16, Op::kSum, out.data(), a.data(), b.data(), n).ok());
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i) {
     // Widening is exact (Half.WideningIsExactOnEveryBinary16Value), and so
     // is the sum of two binary16 values in double.
-    const double exact = double(switchagg::halfToFloat(a[i])) + double(switchagg::halfToFloat(b[i]));
+    const double exact =
+        double(switchagg::halfToFloat(a[i])) + double(switchagg::halfToFloat(b[i]));
     if (out[i] != switchagg::testing::referenceRound16(exact, false) && bad++ < 5)
       ADD_FAILURE() << std::hex << a[i] << " + " << b[i] << " gave " << out[i];
   }

@@ -16,11 +16,12 @@
 //   The host algorithms keep fp32 partial sums and round once, in their own
 //   order: within one fp16 ulp of the exact sum plus p 2^-24 sum |x|
 //   (fp32's error; a 16-bit partial sum would miss by up to 2^-11 sum |x|
-//   per step). The switch path with node leaders on several nodes rounds
-//   each node's sum to 16 bits at its leader and the agent's sum once
-//   more: within p 2^-11 sum |x| of the exact sum (--one-rounding holds
-//   such calls to the host algorithms' bound instead). The same bits on
-//   every rank on every path.
+//   per step). The switch path with node leaders on several nodes sends
+//   the nodes' fp64 sums up and rounds once (exact too, --exact-switch);
+//   where a path rounds partial sums to 16 bits the switch's calls are
+//   held within p 2^-11 sum |x| of the exact sum (--one-rounding: to the
+//   host algorithms' bound instead). The same bits on every rank on every
+//   path. --routed: MPI_Reduce and MPI_Reduce_scatter_block (routedCalls).
 //
 // This is the program that aborts under plain MPICH 4.0.2 (Debian 12):
 // MPI_Allreduce of MPIX_C_FLOAT16 with MPI_SUM fails an assertion in
@@ -211,7 +212,8 @@ int main(int argc, char** argv) {
   check::Ctx ctx(MPI_COMM_WORLD, "fp16", o.expect, diag);
   if (o.routed) {
     routedCalls(ctx, diag, o.expect, rank, size);
-    const int code = switchagg_verdict(ctx.failures, ctx.cases, "fp16 reduce and reduce_scatter_block");
+    const int code =
+        switchagg_verdict(ctx.failures, ctx.cases, "fp16 reduce and reduce_scatter_block");
     MPI_Finalize();
     return code;
   }

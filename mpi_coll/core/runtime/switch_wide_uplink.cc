@@ -36,8 +36,8 @@ bool narrowUplinkFault(int rank) {
   static const int want = [] {
     const char* v = std::getenv("SWITCHAGG_TEST_NARROW_UPLINK");
     if (!v || !*v) return -1;
-    std::fprintf(stderr, "switchagg[coll] warning: test fault point SWITCHAGG_TEST_NARROW_UPLINK=%s\n",
-                 v);
+    std::fprintf(stderr,
+                 "switchagg[coll] warning: test fault point SWITCHAGG_TEST_NARROW_UPLINK=%s\n", v);
     return std::atoi(v);
   }();
   return want == rank;
