@@ -21,7 +21,8 @@
 //   where a path rounds partial sums to 16 bits the switch's calls are
 //   held within p 2^-11 sum |x| of the exact sum (--one-rounding: to the
 //   host algorithms' bound instead). The same bits on every rank on every
-//   path. --routed: MPI_Reduce and MPI_Reduce_scatter_block (routedCalls).
+//   path. --max-ulp N: the switch's mixed sums at most N fp16 ulps from the
+//   exact sum rounded once (the largest is printed in the verdict). --routed: MPI_Reduce and MPI_Reduce_scatter_block (routedCalls).
 //
 // This is the program that aborts under plain MPICH 4.0.2 (Debian 12):
 // MPI_Allreduce of MPIX_C_FLOAT16 with MPI_SUM fails an assertion in
@@ -120,6 +121,7 @@ struct Options {
   bool nonblocking = true;
   bool routed = false;  // MPI_Reduce and MPI_Reduce_scatter_block instead (routedCalls)
   int iters = 1;
+  double max_ulp = -1;  // --max-ulp N: fail when a switch mixed sum is off by more (< 0: unchecked)
 };
 
 // One fp16 ulp at x: 2^(e - 10) for |x| in [2^e, 2^(e+1)), 2^-24 below 2^-14.
@@ -198,6 +200,7 @@ int main(int argc, char** argv) {
     else if (a == "--blocking-only") o.nonblocking = false;
     else if (a == "--routed") o.routed = true;
     else if (a == "--iters" && i + 1 < argc) o.iters = std::atoi(argv[++i]);
+    else if (a == "--max-ulp" && i + 1 < argc) o.max_ulp = std::atof(argv[++i]);
     else {
       if (rank == 0) std::fprintf(stderr, "mpi_fp16_check: unknown argument %s\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -218,6 +221,9 @@ int main(int argc, char** argv) {
     return code;
   }
   long switch_exact = 0;
+  // The largest distance of a switch mixed sum from the exact sum rounded
+  // once, in fp16 ulps at the exact sum (0: correctly rounded).
+  double switch_ulp = 0;
   const size_t counts[] = {1, 2, 7, 1001, 65537, 300001};
   for (int iter = 0; iter < o.iters; ++iter)
     for (Family fam : {Family::kIntegers, Family::kMixed})
@@ -273,6 +279,10 @@ int main(int argc, char** argv) {
                 const double bound = double(size) * std::ldexp(ref.mag[i], -11) + 0x1p-24;
                 ok = std::fabs(double(fromHalf(recv[i])) - ref.exact[i]) <= bound;
               }
+              if (on_switch && fam == Family::kMixed && op == MPI_SUM)
+                switch_ulp = std::max(switch_ulp, std::fabs(double(fromHalf(recv[i])) -
+                                                            double(fromHalf(ref.once[i]))) /
+                                                      ulpOf(ref.exact[i]));
               if (!ok && bad++ == 0) {
                 char b[160];
                 std::snprintf(b, sizeof b, "element %zu: got %#06x (%g), want %#06x (%g)%s", i,
@@ -296,9 +306,14 @@ int main(int argc, char** argv) {
   if (!o.plain) ctx.requireServed();
   if ((o.exact_switch || o.exact_iswitch) && o.expect == "switch" && switch_exact == 0)
     ctx.fail("switch", "no mixed sum was checked bitwise on the switch path");
-  char summary[160];
-  std::snprintf(summary, sizeof summary, "fp16 allreduce (%s, %ld mixed sums exact on the switch)",
-                o.expect.c_str(), switch_exact);
+  if (o.max_ulp >= 0 && switch_ulp > o.max_ulp)
+    ctx.fail("switch", "a mixed sum is off by " + std::to_string(switch_ulp) + " ulp (bound " +
+                           std::to_string(o.max_ulp) + ")");
+  char summary[200];
+  std::snprintf(summary, sizeof summary,
+                "fp16 allreduce (%s, %ld mixed sums exact on the switch, max %.2f ulp on the "
+                "switch)",
+                o.expect.c_str(), switch_exact, switch_ulp);
   const int code = switchagg_verdict(ctx.failures, ctx.cases, summary);
   MPI_Finalize();
   return code;

@@ -200,17 +200,28 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   # nodes' fp64 sums, the agent sums them in fp64 and each leader rounds
   # once, so blocking and MPI_Iallreduce mixed sums are bitwise the exact
   # sum rounded once (16-bit partials on the uplink gave element 0: 1 + 2^-10
-  # for 1 + 3 2^-11). A leader that streams 16-bit partials (a member of
-  # another build, the test fault point) is refused by the agent naming both
+  # for 1 + 3 2^-11). A leader that streams 16-bit partials (rank 2 alone
+  # with coll_switchagg_half_uplink=half) is refused by the agent naming both
   # dtypes (docs/offload.md "Wide partials on the leaders' uplink", case 4).
   add_mpich_switch_test(mpich_switch_fp16_leaders_np4 240 "mpi;mpich;agent" program 4
     ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   set_tests_properties(mpich_switch_fp16_leaders_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
+  # coll_switchagg_half_uplink=float32: the leaders' node sums rounded once
+  # to fp32 on the uplink (2x the 16-bit bytes): every switch mixed sum
+  # within one fp16 ulp plus p 2^-24 sum |x| of the exact sum (--one-rounding)
+  # and at most 1 ulp from the exact sum rounded once - and exactly 1 for
+  # these inputs (fp64 partials give 0: the pattern pins fp32 on the wire;
+  # half_uplink=half fails the bound: 0xcbfc for 0xcbfb). Blocking, ~3 s.
+  add_mpich_switch_test(mpich_switch_fp16_leaders_f32_np4 120 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only --one-rounding --max-ulp 1)
+  set_tests_properties(mpich_switch_fp16_leaders_f32_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;SWITCHAGG_HALF_UPLINK=float32"
+    PASS_REGULAR_EXPRESSION "PASS fp16 allreduce .*max 1.00 ulp on the switch")
   add_mpich_switch_test(mpich_switch_fp16_leaders_mixed_np4 120 "mpi;mpich;agent;fault"
     program_fails 4 "sent float16/sum, others float64/sum|sent float64/sum, others float16/sum"
-    -x SWITCHAGG_TEST_NARROW_UPLINK=2 ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only)
+    ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only)
   set_tests_properties(mpich_switch_fp16_leaders_mixed_np4 PROPERTIES
-    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;EMU_RANK_ENV=2:SWITCHAGG_HALF_UPLINK=half")
   # Through an agent tree (a spine, two leaves): 4 emulated nodes of 2 ranks,
   # 2 node leaders per leaf, the leaders' fp64 call summed in fp64 at every
   # level: bitwise the exact sum rounded once (blocking calls; ~13 s; the
@@ -375,6 +386,13 @@ if(SWITCHAGG_MPICH_FC)
     "dot = " -- ${_mpiexec_mpich} -n 2 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_OFFLOAD bogus
     ${_dot})
   set_tests_properties(mpich_bad_parameter PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+    RESOURCE_LOCK mpirun)
+  # coll_switchagg_half_uplink's twin: the error names it and its values.
+  add_test(NAME mpich_bad_half_uplink COMMAND ${_expect}
+    "switchagg\\[pmpi\\] error: .*SWITCHAGG_HALF_UPLINK.*bogus.*exact.*float32.*half.*switchagg disabled"
+    "dot = " -- ${_mpiexec_mpich} -n 2 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_HALF_UPLINK
+    bogus ${_dot})
+  set_tests_properties(mpich_bad_half_uplink PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
     RESOURCE_LOCK mpirun)
 endif()
 

@@ -336,7 +336,8 @@ class AgentSwitchPath : public SwitchPath {
   bool routed_;            // every member's agent routes (agreed at each join)
   TreeLayout tree_;        // placement of a tree communicator's participants
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
-  std::vector<double> wide_out_;  // a wide uplink's fp64 result (wideArgs)
+  std::vector<double> wide_out_;  // a wide uplink's result (wideArgs; fp32 in its front)
+  std::vector<float> wide_f32_;   // half_uplink=float32: the node sum sent
   std::vector<uint8_t> placed_;   // a staged call's vector in placement order (staged())
   RejoinSchedule rejoin_;  // after a failure: when to join again (alike on every rank)
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
