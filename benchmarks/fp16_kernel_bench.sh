@@ -5,33 +5,40 @@
 # built from `git archive` with this tree's benchmark file, Release, no MPI.
 #
 #   benchmarks/fp16_kernel_bench.sh [--build DIR] [--base COMMIT] [--rounds 5]
+#                                    [--before BIN]
+# --before BIN: that agent_kernel_bench binary as the other side (e.g. this
+# tree's build with one file reverted) instead of building --base.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build base=main rounds=5
+build=$root/build base=main rounds=5 before=''
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --before) before=$2; shift 2 ;;
     *) echo "fp16_kernel_bench: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
 old=$root/build-fp16-base
-rm -rf "$old/src" && mkdir -p "$old/src"
-git -C "$root" archive "$base" | tar -x -C "$old/src"
-cp "$root/benchmarks/agent_kernel_bench.cc" "$old/src/benchmarks/"
-cmake -S "$old/src" -B "$old/b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWITCHAGG_BUILD_MPI=OFF \
-  -DSWITCHAGG_BUILD_SPANK=OFF -DSWITCHAGG_BUILD_TESTS=OFF >/dev/null
-ninja -C "$old/b" -j2 agent_kernel_bench >/dev/null
+if [[ -z $before ]]; then
+  rm -rf "$old/src" && mkdir -p "$old/src"
+  git -C "$root" archive "$base" | tar -x -C "$old/src"
+  cp "$root/benchmarks/agent_kernel_bench.cc" "$old/src/benchmarks/"
+  cmake -S "$old/src" -B "$old/b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWITCHAGG_BUILD_MPI=OFF \
+    -DSWITCHAGG_BUILD_SPANK=OFF -DSWITCHAGG_BUILD_TESTS=OFF >/dev/null
+  ninja -C "$old/b" -j2 agent_kernel_bench >/dev/null
+  before=$old/b/bin/agent_kernel_bench
+fi
 ninja -C "$build" -j2 agent_kernel_bench >/dev/null
 tmp=$(mktemp -d /tmp/fp16_kernel_bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 echo "# $(date -u '+%F %H:%M') UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
   for side in before now; do
-    b=$old/b/bin/agent_kernel_bench
+    b=$before
     [[ $side == now ]] && b=$build/bin/agent_kernel_bench
-    "$b" --benchmark_filter='^half(Sum|Bound)' --benchmark_repetitions=3 --benchmark_min_time=0.05 \
+    "$b" --benchmark_filter='^(half(Sum|Bound)|kernelSum<float>/262144)' --benchmark_repetitions=3 --benchmark_min_time=0.05 \
       --benchmark_report_aggregates_only=true --benchmark_format=json >"$tmp/$side-$r.json" 2>/dev/null
   done
 done

@@ -145,10 +145,33 @@ void halfAccumulate(Dtype d, Op op, double* acc, const void* first, const void* 
   accumulateWidened(d, op, acc, reinterpret_cast<const uint16_t* const*>(in), n_in, at, n);
 }
 
+// out = a + b for two 16-bit operands: one fp32 addition, one rounding to
+// 16 bits. Rounding the exact sum to fp32 (24 bits) and then to binary16
+// (11) or bfloat16 (8) gives the correctly rounded sum, the fp64 fold's
+// bits: double rounding is innocuous for one addition when p >= 2q + 2
+// (24 >= 24, 24 >= 18; Figueroa), and a sum below the 16-bit normal range
+// is exact in fp32. Only for two operands: a third addition rounds in fp32
+// again. F16C/AVX2 widening and narrowing where the CPU has them (half.cc).
+void halfPairSum32(Dtype d, uint16_t* out, const uint16_t* a, const uint16_t* b, size_t count) {
+  float x[kHalfBlock], y[kHalfBlock];
+  for (size_t at = 0; at < count; at += kHalfBlock) {
+    const size_t n = std::min(kHalfBlock, count - at);
+    widenHalf(d, x, a + at, n);
+    widenHalf(d, y, b + at, n);
+    for (size_t i = 0; i < n; ++i) x[i] += y[i];
+    narrowHalf(d, out + at, x, n);
+  }
+}
+
 // out = first op in[0] op ... op in[n_in - 1]. Each block is read whole
 // before its result is written, so `out` may be `first` or an input.
 void halfFold(Dtype d, Op op, void* out, const void* first, const void* const* in, size_t n_in,
               size_t count) {
+  if (op == Op::kSum && n_in == 1) {
+    halfPairSum32(d, static_cast<uint16_t*>(out), static_cast<const uint16_t*>(first),
+                  static_cast<const uint16_t*>(in[0]), count);
+    return;
+  }
   if (foldHalfWide(d, op, static_cast<uint16_t*>(out), static_cast<const uint16_t*>(first),
                    reinterpret_cast<const uint16_t* const*>(in), n_in, count))
     return;

@@ -15,4 +15,9 @@ case ${EMU_LAYOUT:-block} in
 esac
 SWITCHAGG_NODE_NAME="emu$node"
 export SWITCHAGG_NODE_NAME
+# EMU_RANK_ENV="R:VAR=V": rank R alone gets VAR=V (one rank configured
+# unlike the others).
+if [ -n "${EMU_RANK_ENV:-}" ] && [ "${EMU_RANK_ENV%%:*}" = "$rank" ]; then
+  export "${EMU_RANK_ENV#*:}"
+fi
 exec "$@"

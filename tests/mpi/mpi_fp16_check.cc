@@ -16,11 +16,13 @@
 //   The host algorithms keep fp32 partial sums and round once, in their own
 //   order: within one fp16 ulp of the exact sum plus p 2^-24 sum |x|
 //   (fp32's error; a 16-bit partial sum would miss by up to 2^-11 sum |x|
-//   per step). The switch path with node leaders on several nodes rounds
-//   each node's sum to 16 bits at its leader and the agent's sum once
-//   more: within p 2^-11 sum |x| of the exact sum (--one-rounding holds
-//   such calls to the host algorithms' bound instead). The same bits on
-//   every rank on every path.
+//   per step). The switch path with node leaders on several nodes sends
+//   the nodes' fp64 sums up and rounds once (exact too, --exact-switch);
+//   where a path rounds partial sums to 16 bits the switch's calls are
+//   held within p 2^-11 sum |x| of the exact sum (--one-rounding: to the
+//   host algorithms' bound instead). The same bits on every rank on every
+//   path. --max-ulp N: the switch's mixed sums at most N fp16 ulps from the
+//   exact sum rounded once (the largest is printed in the verdict). --routed: MPI_Reduce and MPI_Reduce_scatter_block (routedCalls).
 //
 // This is the program that aborts under plain MPICH 4.0.2 (Debian 12):
 // MPI_Allreduce of MPIX_C_FLOAT16 with MPI_SUM fails an assertion in
@@ -117,7 +119,9 @@ struct Options {
   bool one_rounding = false;   // blocking switch calls: held to the host algorithms' bound
   bool plain = false;  // no library: call MPI only (the abort test)
   bool nonblocking = true;
+  bool routed = false;  // MPI_Reduce and MPI_Reduce_scatter_block instead (routedCalls)
   int iters = 1;
+  double max_ulp = -1;  // --max-ulp N: fail when a switch mixed sum is off by more (< 0: unchecked)
 };
 
 // One fp16 ulp at x: 2^(e - 10) for |x| in [2^e, 2^(e+1)), 2^-24 below 2^-14.
@@ -128,6 +132,57 @@ double ulpOf(double x) {
 }
 
 const char* opLabel(MPI_Op op) { return op == MPI_SUM ? "sum" : op == MPI_MIN ? "min" : "max"; }
+
+// --routed: MPI_Reduce (root p - 1) and MPI_Reduce_scatter_block of
+// MPIX_C_FLOAT16 (SUM, MIN, MAX; integer and mixed inputs), each result
+// against the reference of its elements: bitwise where every partial sum
+// is exact (MIN, MAX, integer sums), within p 2^-11 sum |x| (a rounding at
+// each level that folds) for mixed sums. Each op must be counted
+// <op>:switch at least once (with --expect switch).
+void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::string& expect,
+                 int rank, int size) {
+  const size_t counts[] = {1, 7, 1001, 65537};
+  for (Family fam : {Family::kIntegers, Family::kMixed})
+    for (MPI_Op op : {MPI_SUM, MPI_MIN, MPI_MAX})
+      for (size_t count : counts)
+        for (int kind = 0; kind < 2; ++kind) {  // 0: MPI_Reduce, 1: MPI_Reduce_scatter_block
+          const size_t total = kind ? count * size_t(size) : count;
+          std::vector<uint16_t> send(total), recv(kind ? count : total, 0xFFFF);
+          for (size_t i = 0; i < total; ++i) send[i] = input(fam, rank, i, 0);
+          const int rc = kind ? MPI_Reduce_scatter_block(send.data(), recv.data(), int(count),
+                                                         MPIX_C_FLOAT16, op, MPI_COMM_WORLD)
+                              : MPI_Reduce(send.data(), recv.data(), int(count), MPIX_C_FLOAT16,
+                                           op, size - 1, MPI_COMM_WORLD);
+          const std::string what = std::string(kind ? "reduce_scatter_block " : "reduce ") +
+                                   (fam == Family::kMixed ? "mixed " : "integers ") + opLabel(op) +
+                                   " count " + std::to_string(count);
+          ++ctx.cases;
+          if (rc != MPI_SUCCESS) {
+            ctx.fail(what.c_str(), "MPI error " + std::to_string(rc));
+            continue;
+          }
+          if (!kind && rank != size - 1) continue;
+          const Reference ref = reference(fam, op, size, total, 0);
+          const size_t at = kind ? count * size_t(rank) : 0;
+          const bool exact = op != MPI_SUM || fam == Family::kIntegers;
+          size_t bad = 0;
+          for (size_t i = 0; i < count; ++i) {
+            const size_t j = at + i;
+            const double bound = double(size) * std::ldexp(ref.mag[j], -11) + 0x1p-24;
+            const bool ok = exact ? recv[i] == ref.once[j]
+                                  : std::fabs(double(fromHalf(recv[i])) - ref.exact[j]) <= bound;
+            if (!ok && bad++ == 0)
+              ctx.fail(what.c_str(), "element " + std::to_string(j) + ": got " +
+                                         std::to_string(fromHalf(recv[i])) + ", want " +
+                                         std::to_string(ref.exact[j]));
+          }
+        }
+  if (expect != "switch") return;
+  for (const char* name : {"reduce:switch", "reduce_scatter_block:switch"}) {
+    const uint64_t n = diag.counter(MPI_COMM_WORLD, name);
+    if (n == 0 || n == UINT64_MAX) ctx.fail(name, "no fp16 call counted");
+  }
+}
 
 }  // namespace
 
@@ -143,7 +198,9 @@ int main(int argc, char** argv) {
     else if (a == "--one-rounding") o.one_rounding = true;
     else if (a == "--plain") o.plain = true;
     else if (a == "--blocking-only") o.nonblocking = false;
+    else if (a == "--routed") o.routed = true;
     else if (a == "--iters" && i + 1 < argc) o.iters = std::atoi(argv[++i]);
+    else if (a == "--max-ulp" && i + 1 < argc) o.max_ulp = std::atof(argv[++i]);
     else {
       if (rank == 0) std::fprintf(stderr, "mpi_fp16_check: unknown argument %s\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -156,7 +213,17 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   check::Ctx ctx(MPI_COMM_WORLD, "fp16", o.expect, diag);
+  if (o.routed) {
+    routedCalls(ctx, diag, o.expect, rank, size);
+    const int code =
+        switchagg_verdict(ctx.failures, ctx.cases, "fp16 reduce and reduce_scatter_block");
+    MPI_Finalize();
+    return code;
+  }
   long switch_exact = 0;
+  // The largest distance of a switch mixed sum from the exact sum rounded
+  // once, in fp16 ulps at the exact sum (0: correctly rounded).
+  double switch_ulp = 0;
   const size_t counts[] = {1, 2, 7, 1001, 65537, 300001};
   for (int iter = 0; iter < o.iters; ++iter)
     for (Family fam : {Family::kIntegers, Family::kMixed})
@@ -212,6 +279,10 @@ int main(int argc, char** argv) {
                 const double bound = double(size) * std::ldexp(ref.mag[i], -11) + 0x1p-24;
                 ok = std::fabs(double(fromHalf(recv[i])) - ref.exact[i]) <= bound;
               }
+              if (on_switch && fam == Family::kMixed && op == MPI_SUM)
+                switch_ulp = std::max(switch_ulp, std::fabs(double(fromHalf(recv[i])) -
+                                                            double(fromHalf(ref.once[i]))) /
+                                                      ulpOf(ref.exact[i]));
               if (!ok && bad++ == 0) {
                 char b[160];
                 std::snprintf(b, sizeof b, "element %zu: got %#06x (%g), want %#06x (%g)%s", i,
@@ -235,9 +306,14 @@ int main(int argc, char** argv) {
   if (!o.plain) ctx.requireServed();
   if ((o.exact_switch || o.exact_iswitch) && o.expect == "switch" && switch_exact == 0)
     ctx.fail("switch", "no mixed sum was checked bitwise on the switch path");
-  char summary[160];
-  std::snprintf(summary, sizeof summary, "fp16 allreduce (%s, %ld mixed sums exact on the switch)",
-                o.expect.c_str(), switch_exact);
+  if (o.max_ulp >= 0 && switch_ulp > o.max_ulp)
+    ctx.fail("switch", "a mixed sum is off by " + std::to_string(switch_ulp) + " ulp (bound " +
+                           std::to_string(o.max_ulp) + ")");
+  char summary[200];
+  std::snprintf(summary, sizeof summary,
+                "fp16 allreduce (%s, %ld mixed sums exact on the switch, max %.2f ulp on the "
+                "switch)",
+                o.expect.c_str(), switch_exact, switch_ulp);
   const int code = switchagg_verdict(ctx.failures, ctx.cases, summary);
   MPI_Finalize();
   return code;

@@ -196,6 +196,48 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_fp16_ppn1_np4 240 "mpi;mpich;agent" program 4
     ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
   set_tests_properties(mpich_switch_fp16_ppn1_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=1")
+  # Node leaders on two emulated nodes (PPN=2): the leaders stream their
+  # nodes' fp64 sums, the agent sums them in fp64 and each leader rounds
+  # once, so blocking and MPI_Iallreduce mixed sums are bitwise the exact
+  # sum rounded once (16-bit partials on the uplink gave element 0: 1 + 2^-10
+  # for 1 + 3 2^-11). A leader that streams 16-bit partials (rank 2 alone
+  # with coll_switchagg_half_uplink=half) is refused by the agent naming both
+  # dtypes (docs/offload.md "Wide partials on the leaders' uplink", case 4).
+  add_mpich_switch_test(mpich_switch_fp16_leaders_np4 240 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch)
+  set_tests_properties(mpich_switch_fp16_leaders_np4 PROPERTIES ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
+  # coll_switchagg_half_uplink=float32: the leaders' node sums rounded once
+  # to fp32 on the uplink (2x the 16-bit bytes): every switch mixed sum
+  # within one fp16 ulp plus p 2^-24 sum |x| of the exact sum (--one-rounding)
+  # and at most 1 ulp from the exact sum rounded once - and exactly 1 for
+  # these inputs (fp64 partials give 0: the pattern pins fp32 on the wire;
+  # half_uplink=half fails the bound: 0xcbfc for 0xcbfb). Blocking and
+  # MPI_Iallreduce, ~6 s.
+  add_mpich_switch_test(mpich_switch_fp16_leaders_f32_np4 120 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --one-rounding --max-ulp 1)
+  set_tests_properties(mpich_switch_fp16_leaders_f32_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;SWITCHAGG_HALF_UPLINK=float32"
+    PASS_REGULAR_EXPRESSION "PASS fp16 allreduce .*max 1.00 ulp on the switch")
+  add_mpich_switch_test(mpich_switch_fp16_leaders_mixed_np4 120 "mpi;mpich;agent;fault"
+    program_fails 4 "sent float16/sum, others float64/sum|sent float64/sum, others float16/sum"
+    ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only)
+  set_tests_properties(mpich_switch_fp16_leaders_mixed_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;EMU_RANK_ENV=2:SWITCHAGG_HALF_UPLINK=half")
+  # Through an agent tree (a spine, two leaves): 4 emulated nodes of 2 ranks,
+  # 2 node leaders per leaf, the leaders' fp64 call summed in fp64 at every
+  # level: bitwise the exact sum rounded once (blocking calls; ~13 s; the
+  # MPI_Iallreduce path is mpich_switch_fp16_leaders_np4's). With the
+  # leaders' 16-bit partials (main) element 0 was 0x3c03, not 0x3c04.
+  add_mpich_switch_test(mpich_switch_tree_fp16_leaders_np8 240 "mpi;mpich;agent" tree 8 2 fp16)
+  # MPI_Reduce and MPI_Reduce_scatter_block of MPIX_C_FLOAT16 through the
+  # switch's routed calls with node leaders (2 emulated nodes x 2 ranks):
+  # served (reduce:switch, reduce_scatter_block:switch counted), MIN, MAX and
+  # integer sums bitwise, mixed sums within p 2^-11 sum |x| (~2 s). Coverage
+  # of the routed path's 16-bit partials (docs/offload.md "16-bit floats").
+  add_mpich_switch_test(mpich_switch_fp16_routed_leaders_np4 120 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --routed)
+  set_tests_properties(mpich_switch_fp16_routed_leaders_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
   # One rank per emulated node (PPN=1): every rank an agent member, no node
   # leaders (the run above has one node: a leader for the three).
   add_mpich_switch_test(mpich_switch_iallreduce_ppn1_np3 180 "mpi;mpich;agent" program 3
@@ -345,6 +387,13 @@ if(SWITCHAGG_MPICH_FC)
     "dot = " -- ${_mpiexec_mpich} -n 2 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_OFFLOAD bogus
     ${_dot})
   set_tests_properties(mpich_bad_parameter PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
+    RESOURCE_LOCK mpirun)
+  # coll_switchagg_half_uplink's twin: the error names it and its values.
+  add_test(NAME mpich_bad_half_uplink COMMAND ${_expect}
+    "switchagg\\[pmpi\\] error: .*SWITCHAGG_HALF_UPLINK.*bogus.*exact.*float32.*half.*switchagg disabled"
+    "dot = " -- ${_mpiexec_mpich} -n 2 -genv LD_PRELOAD ${_mpich_lib} -genv SWITCHAGG_HALF_UPLINK
+    bogus ${_dot})
+  set_tests_properties(mpich_bad_half_uplink PROPERTIES LABELS "mpi;mpich" TIMEOUT 120
     RESOURCE_LOCK mpirun)
 endif()
 

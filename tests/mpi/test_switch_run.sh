@@ -431,7 +431,8 @@ case $scenario in
     echo "PASS stripes_late_stall: the call failed after $ms ms"
     ;;
   program_fails)
-    # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...]: the run must
+    # program_fails NP PATTERN MPIRUN-ARGS... PROGRAM [ARGS...] (with PPN: on
+    # emulated nodes, as program): the run must
     # end in an error (non-zero, before mpirun_lease's own 240 s kill) whose
     # output matches PATTERN (a fault test: the error names what failed).
     np=$1 pattern=$2
@@ -439,7 +440,13 @@ case $scenario in
     start_agent
     lease "program-fails-np$np"
     started=$SECONDS
-    if run_mpi "$np" "$work/program.log" "$@"; then
+    # With PPN: the emulated-node prefix before the program (as in program).
+    args=()
+    for a in "$@"; do
+      if ((${#emu[@]} > 0)) && [[ -f $a && -x $a ]]; then args+=("${emu[@]}"); emu=(); fi
+      args+=("$a")
+    done
+    if run_mpi "$np" "$work/program.log" "${args[@]}"; then
       cat "$work/program.log"
       die "the run succeeded; it must fail"
     fi
@@ -1050,8 +1057,9 @@ case $scenario in
       die "the stripes do not follow the agents' rates 4000:400: a=$a b=$b"
     ;;
   tree)
-    # tree NP PPN [leaf_kill|spine_kill|spine_delete|late]: NP ranks on emulated
+    # tree NP PPN [leaf_kill|spine_kill|spine_delete|late|fp16]: NP ranks on emulated
     # nodes of PPN ranks, through the tree (node leaders with PPN > 1).
+    # fp16 (MPI_FLAVOR=mpich): mpi_fp16_check through the tree.
     # leaf_partial / spine_partial: leaf 2 (to its member 0) or the spine
     # (to leaf 1) sends one chunk's result (FAULT_AT, default 30) to one
     # member only; the members that missed it recover it from a peer.
@@ -1141,6 +1149,20 @@ case $scenario in
       relayed=$(metric_at "${LEAF_SOCKET[1]}" switchagg_waiting_relayed_total)
       echo "leaf 1 relayed ${relayed:-0} WAITING(s) from the spine"
       [[ ${relayed:-0} -gt 0 ]] || die "leaf 1 relayed no WAITING from the spine"
+    elif [[ $fault == fp16 ]]; then
+      # 16-bit float sums through the tree (MPICH, mpi_fp16_check). With
+      # node leaders (PPN > 1) on every leaf the leaders' call is a float64
+      # SUM, added in fp64 at the leaves and the spine and rounded once by
+      # each leader: bitwise the exact sum rounded once (--exact-switch).
+      # One rank per node: 16-bit partials per level, held to the bound.
+      exact=()
+      [[ $ppn -gt 1 ]] && exact=(--exact-switch)
+      run_mpi "$np" "$work/fp16.log" "${tree_env[@]}" "${tree_emu[@]}" \
+        "$mpibin/mpi_fp16_check" --expect switch --blocking-only "${exact[@]}" ||
+        { cat "$work/fp16.log"; die "fp16 run failed"; }
+      expect_pass "$work/fp16.log" "a tree over 2 leaf agents"
+      [[ $ppn -eq 1 ]] || grep -q "$((np / ppn)) node leaders for $np ranks" "$work/fp16.log" ||
+        die "no node leaders at $ppn ranks per node"
     elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$mpibin/mpi_allreduce_check" --expect switch --quick ||

@@ -94,6 +94,17 @@ int switchagg_coll_open(const switchagg_coll_params_t* params) {
     }
     p.tune_online = tune == "online";
     p.tune_file = text(params->tune_file, "");
+    const std::string uplink = text(params->half_uplink, switchagg_coll_default_half_uplink());
+    if (uplink != "exact" && uplink != "float32" && uplink != "half") {
+      std::fprintf(stderr,
+                   "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_half_uplink "
+                   "must be exact, float32 or half, got '%s'\n",
+                   uplink.c_str());
+      return -1;
+    }
+    p.half_uplink = uplink == "exact"     ? switchagg::coll::HalfUplink::kExact
+                    : uplink == "float32" ? switchagg::coll::HalfUplink::kFloat32
+                                          : switchagg::coll::HalfUplink::kHalf;
     if (params->thread_domains < SWITCHAGG_COLL_MIN_thread_domains ||
         params->thread_domains > SWITCHAGG_COLL_MAX_thread_domains) {
       std::fprintf(stderr,

@@ -45,6 +45,11 @@ namespace switchagg::coll {
 // of the node), else the host name up to its first dot.
 std::string processNodeName(const char* mpi_name);
 
+// coll_switchagg_half_uplink: what node leaders on >= 2 nodes send the
+// agent for a 16-bit float SUM (docs/offload.md "Wide partials on the
+// leaders' uplink").
+enum class HalfUplink { kExact, kFloat32, kHalf };
+
 struct ComponentParams {
   SelectionPolicy policy;
   std::string rules_path;
@@ -52,6 +57,7 @@ struct ComponentParams {
   StallBounds stall;  // coll_switchagg_stall_timeout
   bool tune_online = true;  // coll_switchagg_tune=online|off
   std::string tune_file;    // coll_switchagg_tune_file: written at close by job rank 0
+  HalfUplink half_uplink = HalfUplink::kExact;  // coll_switchagg_half_uplink
   // coll_switchagg_thread_domains (with threads only)
   int thread_domains = switchagg_coll_default_thread_domains();
 };

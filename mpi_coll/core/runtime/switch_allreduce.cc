@@ -24,7 +24,9 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   // Calls within the keep limit go one round trip; the pipeline (which
   // ends with the agreement) serves only the calls above it.
   if (oneRoundTrip(bytes)) return allreduceOneRoundTrip(args, bytes);
-  const bool pipelined = leaders_ && segment > 0 && args.count >= 2 * segment;
+  // A wide uplink streams the whole fp64 node sum (no overlapped pipeline).
+  const bool wide = wideUplink(args);
+  const bool pipelined = leaders_ && segment > 0 && args.count >= 2 * segment && !wide;
   if (pipelined) {
     // The node's reduce, the stream and the node's broadcast overlapped.
     if (group_ && in_place) {
@@ -45,7 +47,7 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
       if (scratch_.size() < bytes) scratch_.resize(bytes);
       out = scratch_.data();
     }
-    mine = stream(args, input, out, bytes);
+    mine = wide ? streamWide(args, out) : stream(args, input, out, bytes);
   }
   // Success is local (the agent may die after sending some members their
   // last chunk): nobody trusts its result until every rank says ok.
@@ -115,8 +117,9 @@ Status AgentSwitchPath::allreduceOneRoundTrip(const AllreduceArgs& args, size_t 
   if (ledger_) {
     ledger_->begin();
     if (mine.ok())
-      mine = group_ ? stream(args, input, out, bytes)
-                    : Status(Code::kAborted, "the switch group was lost in an earlier call");
+      mine = !group_ ? Status(Code::kAborted, "the switch group was lost in an earlier call")
+             : wideUplink(args) ? streamWide(args, out)
+                                : stream(args, input, out, bytes);
     if (mine.ok() && testCutNow(comm_.rank(), ledger_->seq())) {
       (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
       mine = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
@@ -197,7 +200,8 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args, bool barrier) {
   last_bytes_sent_ = 0;
   if (leaders_) {
     stream_.node_phase = true;
-    Status st = leaders_->startFlat(args);
+    stream_.wide = wideUplink(args) && leaders_->leader();
+    Status st = leaders_->startFlat(args, stream_.wide);
     if (!st.ok()) {
       stream_.mine = st;
       return st;
@@ -262,8 +266,13 @@ Status AgentSwitchPath::stepNode() {
   if (stream_.routed) return startLeaderRouted();
   stream_.deadline_ms = steadyMs() + timeoutFor(stream_.bytes);
   stream_.before = group_->counters();
-  st = group_->startCall(stream_.args.dtype, stream_.args.op, leaders_->nodeSum(), stream_.out,
-                         stream_.args.count);
+  if (stream_.wide) {
+    const AllreduceArgs w = wideArgs(stream_.args);
+    st = group_->startCall(w.dtype, w.op, w.send, w.recv, w.count);
+  } else {
+    st = group_->startCall(stream_.args.dtype, stream_.args.op, leaders_->nodeSum(), stream_.out,
+                           stream_.args.count);
+  }
   if (st.code() == Code::kInProgress) return st;
   countStream(stream_.before);
   return st;
@@ -294,6 +303,8 @@ Status AgentSwitchPath::stepStream() {
     countStream(stream_.before);
     if (stream_.routed) st = routedDecline(st);
   }
+  // A wide uplink's fp64 result, rounded once (the leader's call ended).
+  if (stream_.wide && st.ok()) narrowWide(stream_.args, stream_.out);
   stream_.mine = st;
   // Above the keep limit the leader's node learns its outcome (and result)
   // now, before the agreement; a node message that cannot go fails the call

@@ -112,7 +112,7 @@ Result<const void*> NodeLeaders::gather(const void* block, size_t bytes) {
   return static_cast<const void*>(gathered_.data());
 }
 
-Status NodeLeaders::startFlat(const AllreduceArgs& args) {
+Status NodeLeaders::startFlat(const AllreduceArgs& args, bool wide) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
   const size_t n = groups_.locals.size();
   FlatShape shape;
@@ -122,6 +122,7 @@ Status NodeLeaders::startFlat(const AllreduceArgs& args) {
   SWITCHAGG_RETURN_IF_ERROR(startFlatShape(args.send ? args.send : args.recv, std::move(shape)));
   flat_.args = args;
   flat_.fold = true;
+  flat_.wide = wide;
   return Status::Ok();
 }
 
@@ -187,6 +188,7 @@ Status NodeLeaders::stepFlat(bool* ready) {
     for (size_t i = 0; i < groups_.locals.size(); ++i) in.push_back(flatInput(i));
     SWITCHAGG_RETURN_IF_ERROR(
         reduceMany(a.dtype, a.op, accumulator(bytes), in.data(), in.size(), a.count));
+    if (flat_.wide) foldWide(in);  // the same fold, kept in fp64 for the uplink
   } else if (!leader()) {
     host_.reset();  // this rank's part of the call ended
   }

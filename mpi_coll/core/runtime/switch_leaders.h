@@ -82,7 +82,9 @@ class NodeLeaders {
   // (flatOutcome(), flatResult()). finishFlat() (the leader, once it knows
   // the call's outcome) sends every other rank of the node [outcome][its
   // part of `result`] and ends the call.
-  Status startFlat(const AllreduceArgs& args);
+  // wide: a 16-bit float SUM whose uplink carries fp64 partials (the
+  // leader also keeps the node's fp64 sum in wideSum()).
+  Status startFlat(const AllreduceArgs& args, bool wide = false);
   // The same steps for any shape, per local rank i (the leader is i = 0):
   // in[i] bytes from rank i to the leader (this rank sends `input`; 0:
   // nothing), and out[i] bytes at out_at[i] of the leader's result back.
@@ -92,6 +94,12 @@ class NodeLeaders {
   Status startFlatShape(const void* input, FlatShape shape);
   Status stepFlat(bool* ready);
   const void* nodeSum() const { return acc_.data(); }
+  // The leader's fp64 node sum of a 16-bit float SUM (reduce(), or a wide
+  // startFlat() once ready): exact for binary16 (common/half.h).
+  const double* wideSum() const { return wide_.data(); }
+  // wideSum() = the fp64 fold of the node's 16-bit inputs, in rank order
+  // (switch_wide_uplink.cc).
+  void foldWide(const std::vector<const void*>& in);
   // The leader, once ready: local rank i's input (i = 0: its own).
   const void* flatInput(size_t i) const;
   Status finishFlat(uint8_t outcome, const void* result);
@@ -168,6 +176,7 @@ class NodeLeaders {
   struct Flat {                   // a nonblocking call's node steps in flight
     AllreduceArgs args;            // MPI_Iallreduce's (fold: the node's sum)
     bool fold = false;
+    bool wide = false;  // the fold kept in fp64 too (wideSum())
     const void* input = nullptr;
     FlatShape shape;
     std::vector<size_t> in_at;     // where local rank i's input sits in gathered_

@@ -261,6 +261,14 @@ class AgentSwitchPath : public SwitchPath {
     return lease_.call_timeout_ms + int64_t(bytes / 4096);
   }
   Status stream(const AllreduceArgs& args, const void* input, void* out, size_t bytes);
+  // Wide partials on the leaders' uplink (switch_wide_uplink.cc): whether
+  // this call's leaders stream fp64 node sums (alike on every rank), its
+  // fp64 call (the leader's wideSum() into wide_out_), the one rounding of
+  // wide_out_ into `out`, and the blocking stream of all three.
+  bool wideUplink(const AllreduceArgs& args) const;
+  AllreduceArgs wideArgs(const AllreduceArgs& args);
+  void narrowWide(const AllreduceArgs& args, void* out) const;
+  Status streamWide(const AllreduceArgs& args, void* out);
   // This rank's agent call for a flat routed call (scratch_ holds an
   // in-place allgather's own block, a bcast root's returning copy).
   RoutedPlan planRouted(const RoutedArgs& args);
@@ -328,6 +336,8 @@ class AgentSwitchPath : public SwitchPath {
   bool routed_;            // every member's agent routes (agreed at each join)
   TreeLayout tree_;        // placement of a tree communicator's participants
   std::vector<uint8_t> scratch_;  // in-place results until all ranks agree
+  std::vector<double> wide_out_;  // a wide uplink's result (wideArgs; fp32 in its front)
+  std::vector<float> wide_f32_;   // half_uplink=float32: the node sum sent
   std::vector<uint8_t> placed_;   // a staged call's vector in placement order (staged())
   RejoinSchedule rejoin_;  // after a failure: when to join again (alike on every rank)
   uint64_t calls_ = 0, bytes_sent_ = 0, chunks_ = 0, failed_ = 0, rejoined_ = 0, busy_ = 0;
@@ -358,6 +368,7 @@ class AgentSwitchPath : public SwitchPath {
     bool node_failed = false;  // node leaders: it failed here (no node message goes)
     bool barrier = false;     // an MPI_Ibarrier (counted as a barrier)
     bool routed = false;      // MPI_Iallgather / MPI_Ibcast: rargs, plan
+    bool wide = false;        // a wide uplink (wideUplink): narrowed once done
     RoutedArgs rargs;
     std::vector<size_t> counts;  // rargs.counts (reduce-scatter)
     RoutedPlan plan;
