@@ -57,6 +57,10 @@ std::string renderMetrics(const MetricsInput& in) {
            d.slots_busy);
   w.metric("switchagg_slots_reserved", "gauge",
            "Slots held by calls in progress (their groups' windows).", d.slots_reserved);
+  w.metric("switchagg_inflight_granted_bytes", "gauge",
+           "Contribution bytes granted to calls in progress.", d.inflight_granted_bytes);
+  w.metric("switchagg_inflight_held_max_bytes", "gauge",
+           "Most contribution bytes held at one port for unanswered chunks.", d.inflight_held_max);
   w.metric("switchagg_slot_memory_bytes", "gauge",
            "Slot buffer bytes alive (destroyed groups' too while a send reads them).",
            d.slot_memory_bytes);

@@ -132,7 +132,8 @@ constexpr uint64_t DataPlaneCounters::*kSummed[] = {
     &DataPlaneCounters::bytes_staged,      &DataPlaneCounters::chunks_deferred,
     &DataPlaneCounters::clients_connected, &DataPlaneCounters::slots_busy,
     &DataPlaneCounters::slots_reserved,    &DataPlaneCounters::peers_stalled,
-    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes};
+    &DataPlaneCounters::bytes_placed,      &DataPlaneCounters::slot_memory_mapped_bytes,
+    &DataPlaneCounters::inflight_granted_bytes};
 
 DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters sum;
@@ -140,6 +141,9 @@ DataPlaneCounters DataPlane::counters() const {
     const DataPlaneCounters c = t->counters();
     for (uint64_t DataPlaneCounters::*field : kSummed) sum.*field += c.*field;
     sum.largest_pass_bytes = std::max(sum.largest_pass_bytes, c.largest_pass_bytes);
+    // Credits are per listener (port): the busiest port's figures.
+    sum.inflight_granted_max = std::max(sum.inflight_granted_max, c.inflight_granted_max);
+    sum.inflight_held_max = std::max(sum.inflight_held_max, c.inflight_held_max);
     addInto(sum.rejected, c.rejected);
     addInto(sum.bytes_in_by_job, c.bytes_in_by_job);
     addInto(sum.groups_by_job, c.groups_by_job);

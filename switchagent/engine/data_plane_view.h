@@ -55,6 +55,12 @@ struct EngineSettings {
   // always at least one chunk); the rest wait for the next pass, after
   // every other group's share. 0: a pass takes every ready chunk.
   size_t fair_share_bytes = kDefaultFairShareBytes;
+  // Credits at the port: contribution bytes (members x window x chunk) the
+  // calls in progress may have in flight toward this engine's listener,
+  // together; a group's window is cut at formation so one call fits, and a
+  // call that would pass it is refused busy (docs/agent-protocol.md
+  // "Credits at the agent's port"). 0: no bound.
+  size_t inflight_bytes = kDefaultInflightBytes;
 };
 
 // [data] as the agent's config table binds it (AgentConfig::data): the
@@ -95,6 +101,12 @@ struct DataPlaneCounters {
   std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes
   uint64_t slots_busy = 0;                          // slots holding partial chunks right now
   uint64_t slots_reserved = 0;                    // slots held by calls in progress (their windows)
+  // Credits at the port (data.inflight_bytes): contribution bytes granted
+  // to the calls in progress (members x window x chunk) now, the most ever
+  // granted at once, and the most contribution bytes ever received and
+  // held for chunks whose result was not sent yet (what really converged).
+  // Per data-plane thread (one listener each): the sums take the maximum.
+  uint64_t inflight_granted_bytes = 0, inflight_granted_max = 0, inflight_held_max = 0;
   // Slot buffer bytes alive: every group's, and a destroyed group's while a
   // send still reads it; never above data.slot_memory.
   uint64_t slot_memory_bytes = 0;
