@@ -14,6 +14,8 @@ namespace {
 
 // 2 members x a window of 4 chunks of 64 KiB fill the whole 512 KiB bound:
 // while one such call runs, any other call at the port is refused busy.
+// The groups of a test share one lease (16 slots: room for both windows),
+// so they share its home data-plane thread's port, whose bound it is.
 constexpr int64_t kBound = 512 * 1024;
 const std::vector<std::string> kSets = {"data.slot_bytes=65536",
                                         "data.inflight_bytes=" + std::to_string(kBound),
@@ -87,7 +89,7 @@ class DataAgentCreditFault : public DataAgentTest {
 // the group, and its credit and held bytes go back with it.
 TEST_F(DataAgentCreditFault, ACreditHeldByADeadMembersCallComesBack) {
   ASSERT_NO_FATAL_FAILURE(startAgent(kSets));
-  const std::string ta = createLease("dead", 8), tb = createLease("after", 8);
+  const std::string ta = createLease("dead", 16), tb = ta;  // one lease: one port
   auto a = pair(ta, 1, {"--forever", "--in-place"});
   for (auto& m : a) ASSERT_TRUE(m->waitForOutput("STREAMING window=4", 30000)) << m->output();
   ASSERT_NO_FATAL_FAILURE(expectBoundHeld());
@@ -104,7 +106,7 @@ TEST_F(DataAgentCreditFault, ACreditHeldByADeadMembersCallComesBack) {
 // call completes exact when its member comes.
 TEST_F(DataAgentCreditFault, LateMembersNeverMakeAnotherCallWait) {
   ASSERT_NO_FATAL_FAILURE(startAgent(kSets));
-  const std::string ta = createLease("late", 8), tb = createLease("other", 8);
+  const std::string ta = createLease("late", 16), tb = ta;  // one lease: one port
   // A late joiner: rank 0 of group 3 waits for rank 1 to join.
   auto early = member(ta, 3, 0, {});
   ASSERT_TRUE(early);
@@ -131,7 +133,7 @@ TEST_F(DataAgentCreditFault, LateMembersNeverMakeAnotherCallWait) {
 // group and its credit comes back.
 TEST_F(DataAgentCreditFault, AStalledMembersCreditComesBackAfterTheMemberTimeout) {
   ASSERT_NO_FATAL_FAILURE(startAgent(kSets));
-  const std::string ta = createLease("stall", 8), tb = createLease("others", 8);
+  const std::string ta = createLease("stall", 16), tb = ta;  // one lease: one port
   auto stalled = member(ta, 1, 1, {"--stall"});
   auto waiting = member(ta, 1, 0, {"--forever", "--delay", "500"});
   ASSERT_TRUE(stalled && waiting);
