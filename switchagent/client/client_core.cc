@@ -279,7 +279,9 @@ Status GroupCore::timedOut(int64_t waited_ms) const {
 }
 
 Status busyStatus() {
-  return Status(Code::kBusy, "agent busy: the lease's slots were in use when this call began");
+  return Status(Code::kBusy,
+                "agent busy: the lease's slots or the agent port's credit were in use when this "
+                "call began");
 }
 
 

@@ -1,7 +1,6 @@
 // Engine: message dispatch, group membership (HELLO, JOIN, LEAVE), aborts,
 // timeouts and counters. Contributions and reduction: engine_contrib.cc.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,20 +23,8 @@ AggregationEngine::AggregationEngine(const EngineConfig& config, LeaseLookup loo
       out_(out),
       pool_(pool),
       slots_(config.pool_slots, config.memory_bytes, config.slot_bytes, config.memory_account) {
-  // The reduction rate clients are told: the float32 sum kernel on one slot,
-  // best of a few runs, times the reduction threads (the pool splits a
-  // chunk's work across them).
-  const size_t count = std::max<size_t>(1, config.slot_bytes / sizeof(float));
-  std::vector<float> acc(count, 1.0f), in(count, 0.5f);
-  double best_s = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    (void)reduceInto(Dtype::kFloat32, Op::kSum, acc.data(), in.data(), count);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rep == 0 || s < best_s) best_s = s;
-  }
-  const double mbps = best_s > 0 ? double(count * sizeof(float)) / best_s / 1e6 : 0;
-  reduce_mbps_ = uint32_t(std::min(4e9, mbps * pool.threads()));
+  slots_.setInflightBytes(config.inflight_bytes);
+  reduce_mbps_ = measureReduceMbps(config.slot_bytes, size_t(pool.threads()));
 }
 
 AggregationEngine::~AggregationEngine() = default;
@@ -208,7 +195,8 @@ void AggregationEngine::formGroup(Group& g) {
   if (grant.window == 0) {
     count(Reason::kNoResource);
     return abortGroup(g, Reason::kNoResource,
-                      std::string("no aggregation slots (limit: ") + grant.limit + ")");
+                      std::string("no aggregation slots (limit: ") + grant.limit + ")" +
+                          creditNote(g, grant));
   }
   g.grant = grant;
   g.caps = capTable();
@@ -299,12 +287,14 @@ void AggregationEngine::destroyGroup(Group& g) {
   ready_.erase(std::remove_if(ready_.begin(), ready_.end(),
                               [&](const std::pair<Group*, uint32_t>& e) { return e.first == &g; }),
                ready_.end());
-  if (g.active) slots_.releaseSlots(g.job, g.grant.window);
+  if (g.active) slots_.releaseSlots(g.job, g.grant.window, credit(g));
+  held_now_ -= std::min(held_now_, g.held_bytes);  // what it held of the port's credit
   dropBuffers(g);
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
     counters_.slots_busy -= std::min<uint64_t>(counters_.slots_busy, g.busy);
     counters_.slots_reserved = slots_.reserved();
+    counters_.inflight_granted_bytes = slots_.inflightGranted();
     --counters_.groups_active;
     auto it = counters_.groups_by_job.find(g.job);
     if (it != counters_.groups_by_job.end() && --it->second == 0) counters_.groups_by_job.erase(it);

@@ -171,6 +171,8 @@ class AggregationEngine {
   // What CAPACITY_ACK tells clients (link_mbps from EngineConfig).
   wire::Capacity capacity() const;
   static wire::CapTable capTable();
+  // The float32 sum kernel's rate on one slot times the reduction threads.
+  static uint32_t measureReduceMbps(size_t slot_bytes, size_t threads);
   size_t liveGroups() const { return groups_.size(); }
   // Slot buffer bytes allocated (active groups' and idle groups' kept ones).
   size_t slotMemory() const { return slots_.memoryInUse(); }
@@ -217,6 +219,9 @@ class AggregationEngine {
   ChunkFate admitCall(Group& g, PeerId from, const wire::Message& m);
   const char* activate(Group& g);  // nullptr: the call holds its slots; else what is short
   void deactivate(Group& g);
+  static size_t credit(const Group& g);  // one call's grant of the port's credit
+  // Why a group the port's credit cannot hold was refused ("" if not that).
+  std::string creditNote(const Group& g, const SlotGrant& grant) const;
   bool allocateBuffers(Group& g);  // evicts idle groups' buffers (LRU) to fit the budget
   void dropBuffers(Group& g);
   void publishSlots();
@@ -290,6 +295,11 @@ class AggregationEngine {
     }
   };
   ContribCounters contrib_counters_;
+  // Credits at the port: contribution bytes received for chunks whose
+  // result is not sent yet (this thread only), and the most ever (read by
+  // counters() from any thread).
+  uint64_t held_now_ = 0;
+  std::atomic<uint64_t> held_max_{0};
   // Each job's bytes_in (Group::bytes_in_job points at its node, which stays
   // put); inserted under counters_mu_, the lock counters() iterates under.
   std::map<std::string, std::atomic<uint64_t>> job_bytes_in_;

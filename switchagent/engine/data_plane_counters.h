@@ -51,6 +51,9 @@ enum class CounterType { kCounter, kGauge };
   X(clients_connected, kSum, "switchagg_clients_connected", kGauge, "Data-plane clients connected.") \
   X(slots_busy, kSum, "switchagg_slots_busy", kGauge, "Slots holding partial chunks right now.") \
   X(slots_reserved, kSum, "switchagg_slots_reserved", kGauge, "Slots held by calls in progress (their groups' windows).") \
+  X(inflight_granted_bytes, kSum, "switchagg_inflight_granted_bytes", kGauge, "Contribution bytes granted to calls in progress (credits at the port, data.inflight_bytes).") \
+  X(inflight_granted_max, kMax, "switchagg_inflight_granted_max_bytes", kGauge, "Most contribution bytes granted at once at one port.") \
+  X(inflight_held_max, kMax, "switchagg_inflight_held_max_bytes", kGauge, "Most contribution bytes held at one port for unanswered chunks.") \
   X(slot_memory_bytes, kWhole, "switchagg_slot_memory_bytes", kGauge, "Slot buffer bytes alive (destroyed groups' too while a send reads them).") \
   X(slot_memory_mapped_bytes, kSum, "switchagg_slot_memory_mapped_bytes", kGauge, "Of the slot memory, bytes registered with the data plane's UCX context (ucp_mem_map).") \
   X(peers_stalled, kSum, "switchagg_peers_stalled_total", kCounter, "Clients dropped because a send to them made no progress for member_timeout.")

@@ -56,6 +56,12 @@ struct EngineSettings {
   // always at least one chunk); the rest wait for the next pass, after
   // every other group's share. 0: a pass takes every ready chunk.
   size_t fair_share_bytes = kDefaultFairShareBytes;
+  // Credits at the port: contribution bytes (members x window x chunk) the
+  // calls in progress may have in flight toward this engine's listener,
+  // together; a group's window is cut at formation so one call fits, and a
+  // call that would pass it is refused busy (docs/agent-protocol.md
+  // "Credits at the agent's port"). 0: no bound.
+  size_t inflight_bytes = kDefaultInflightBytes;
 };
 
 // [data] as the agent's config table binds it (AgentConfig::data): the

@@ -19,6 +19,19 @@ using wire::Reason;
 void AggregationEngine::publishSlots() {
   std::lock_guard<std::mutex> lock(counters_mu_);
   counters_.slots_reserved = slots_.reserved();
+  counters_.inflight_granted_bytes = slots_.inflightGranted();
+  counters_.inflight_granted_max = slots_.inflightGrantedMax();
+}
+
+std::string AggregationEngine::creditNote(const Group& g, const SlotGrant& grant) const {
+  if (std::string(grant.limit) != "inflight") return "";
+  return ": data.inflight_bytes " + std::to_string(config_.inflight_bytes) + " cannot hold one " +
+         std::to_string(SlotPool::kMinSlotBytes) + "-byte chunk of each of " +
+         std::to_string(g.size) + " members";
+}
+
+size_t AggregationEngine::credit(const Group& g) {
+  return SlotPool::creditFor(g.grant.window, g.size, g.grant.slot_bytes);
 }
 
 void AggregationEngine::dropBuffers(Group& g) {
@@ -44,11 +57,12 @@ bool AggregationEngine::allocateBuffers(Group& g) {
 }
 
 const char* AggregationEngine::activate(Group& g) {
-  if (const char* short_of = slots_.acquire(g.job, g.lease_slots, g.grant.window)) return short_of;
+  if (const char* short_of = slots_.acquire(g.job, g.lease_slots, g.grant.window, credit(g)))
+    return short_of;
   // An idle group keeps its buffers while the budget allows: a call then
   // costs no allocation and no page faults.
   if (!g.buffers && !allocateBuffers(g)) {
-    slots_.releaseSlots(g.job, g.grant.window);
+    slots_.releaseSlots(g.job, g.grant.window, credit(g));
     return "memory";
   }
   g.active = true;
@@ -67,7 +81,7 @@ void AggregationEngine::deactivate(Group& g) {
   g.active = false;
   g.next_call = g.call_end;
   g.last_use = ++use_clock_;
-  slots_.releaseSlots(g.job, g.grant.window);
+  slots_.releaseSlots(g.job, g.grant.window, credit(g));
   publishSlots();
 }
 
@@ -111,8 +125,13 @@ AggregationEngine::ChunkFate AggregationEngine::admitCall(Group& g, PeerId from,
     return ChunkFate::kProceed;
   }
   g.next_call = m.chunk + n;
-  const std::string why = std::string("no free aggregation slots for a call (limit: ") + short_of +
-                          ", " + std::to_string(g.grant.window) + " needed)";
+  const bool credit_short = std::string(short_of) == "inflight";
+  const std::string why =
+      credit_short ? "no free credit at the agent's port for a call (limit: inflight, " +
+                         std::to_string(credit(g)) + " bytes needed, " +
+                         std::to_string(slots_.inflightGranted()) + " granted to calls in progress)"
+                   : std::string("no free aggregation slots for a call (limit: ") + short_of +
+                         ", " + std::to_string(g.grant.window) + " needed)";
   if (!g.busy_aware) {  // an older client would take ERROR(busy) for a broken agent
     count(Reason::kNoResource);
     abortGroup(g, Reason::kNoResource, why);

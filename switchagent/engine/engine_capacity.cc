@@ -2,6 +2,7 @@
 // its capacity (CAPACITY_ACK: reduce rate, link rate, recent turnaround) and
 // its counters (the control plane reads them from any thread).
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "group.h"
@@ -25,6 +26,23 @@ wire::CapTable AggregationEngine::capTable() {
 void AggregationEngine::count(Reason reason) {
   std::lock_guard<std::mutex> lock(counters_mu_);
   ++counters_.rejected[wire::reasonName(reason)];
+}
+
+uint32_t AggregationEngine::measureReduceMbps(size_t slot_bytes, size_t threads) {
+  // The reduction rate clients are told: the float32 sum kernel on one slot,
+  // best of a few runs, times the reduction threads (the pool splits a
+  // chunk's work across them).
+  const size_t count = std::max<size_t>(1, slot_bytes / sizeof(float));
+  std::vector<float> acc(count, 1.0f), in(count, 0.5f);
+  double best_s = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)reduceInto(Dtype::kFloat32, Op::kSum, acc.data(), in.data(), count);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep == 0 || s < best_s) best_s = s;
+  }
+  const double mbps = best_s > 0 ? double(count * sizeof(float)) / best_s / 1e6 : 0;
+  return uint32_t(std::min(4e9, mbps * double(threads)));
 }
 
 wire::Capacity AggregationEngine::capacity() const {
@@ -60,6 +78,7 @@ DataPlaneCounters AggregationEngine::counters() const {
     c.bytes_in_by_job[job] = bytes.load(std::memory_order_relaxed);
   c.slot_memory_bytes = slots_.memoryInUse();  // an atomic, read from any thread
   c.slot_memory_mapped_bytes = slots_.mappedBytes();
+  c.inflight_held_max = held_max_.load(std::memory_order_relaxed);
   return c;
 }
 

@@ -196,6 +196,12 @@ void AggregationEngine::handleContrib(PeerId from, const Message& m, int64_t now
   if (staged && !placed) ContribCounters::add(contrib_counters_.bytes_staged, m.payload_bytes);
   if (placed) ContribCounters::add(contrib_counters_.bytes_placed, m.payload_bytes);
   ContribCounters::add(*g->bytes_in_job, m.payload_bytes);
+  // Credits at the port: held until the chunk's result is sent.
+  s.arrived_bytes += m.payload_bytes;
+  g->held_bytes += m.payload_bytes;
+  held_now_ += m.payload_bytes;
+  if (held_now_ > held_max_.load(std::memory_order_relaxed))
+    held_max_.store(held_now_, std::memory_order_relaxed);
   if (s.arrived == 0) {  // once per chunk
     std::lock_guard<std::mutex> lock(counters_mu_);
     ++counters_.slots_busy;

@@ -46,6 +46,9 @@ void AggregationEngine::sendResults(Group& g, uint32_t slot) {
   // The slot collects its next chunk from now on; the result buffer stays
   // busy until every send completed (sends_pending), see reduceReady.
   s.expect_chunk += g.grant.window;
+  held_now_ -= std::min(held_now_, s.arrived_bytes);
+  g.held_bytes -= std::min(g.held_bytes, s.arrived_bytes);
+  s.arrived_bytes = 0;
   s.arrived = 0;
   s.folded = 0;
   s.ready = false;

@@ -138,13 +138,15 @@ void AggregationEngine::parentJoined(Group& g, const Message& ack) {
   // One window for both levels: the leaf forwards chunk c + window only
   // after the parent's result of chunk c, into the parent's same slot.
   const uint32_t window = std::min(g.grant.window, ack.window);
-  if (window < g.grant.window) {
-    slots_.releaseSlots(g.job, g.grant.window - window);
-    g.grant.window = window;
+  const size_t held_credit = credit(g);  // the pinned group's, taken at formation
+  const uint32_t old_window = g.grant.window;
+  g.grant.window = window;
+  g.grant.slot_bytes = std::min<size_t>(g.grant.slot_bytes, ack.slot_bytes);
+  if (window < old_window || credit(g) < held_credit) {
+    slots_.releaseSlots(g.job, old_window - window, held_credit - credit(g));
     g.slots.resize(window);
     publishSlots();
   }
-  g.grant.slot_bytes = std::min<size_t>(g.grant.slot_bytes, ack.slot_bytes);
   for (size_t i = 0; i < g.caps.mask.size(); ++i) g.caps.mask[i] &= ack.caps.mask[i];
   SA_INFO("agent", "group %llx of job %s: the parent agent took leaf %u of %u (window %u x %zu)",
           static_cast<unsigned long long>(g.id), g.job.c_str(), g.tree_index, g.tree_size,

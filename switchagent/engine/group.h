@@ -76,6 +76,7 @@ struct Slot {
   bool up_pending = false;
   int64_t up_ms = 0;
   uint32_t sends_pending = 0;  // RESULT sends of the previous chunk still reading
+  uint64_t arrived_bytes = 0;  // contribution bytes of expect_chunk received (credits)
 };
 
 struct Group {
@@ -121,6 +122,7 @@ struct Group {
   bool up_keepalive = false;
   int64_t formed_ms = 0;
   int64_t waiting_told_ms = 0;  // the last WAITING sent to its members (tick)
+  uint64_t held_bytes = 0;  // contribution bytes of chunks not answered yet (credits)
   uint64_t share_pass = 0, share_bytes = 0;  // fair share: bytes taken in pass share_pass
   std::vector<RefusedCall> refused;
   std::vector<Member> members;

@@ -70,21 +70,34 @@ SlotGrant SlotPool::plan(uint32_t lease_slots, uint32_t want, uint32_t members) 
     if (window * per_chunk * bytes > memory_bytes_) bytes = memory_bytes_ / per_chunk / 64 * 64;
     if (bytes < kMinSlotBytes) return SlotGrant{0, 0, "memory"};
   }
+  // The port's credit: one call's members x window x chunk must fit it.
+  if (inflight_bytes_ != 0 && creditFor(uint32_t(window), members, bytes) > inflight_bytes_) {
+    g.limit = "inflight";
+    window = std::max<size_t>(1, inflight_bytes_ / (size_t{members} * bytes));
+    if (creditFor(uint32_t(window), members, bytes) > inflight_bytes_)
+      bytes = inflight_bytes_ / members / 64 * 64;
+    if (bytes < kMinSlotBytes) return SlotGrant{0, 0, "inflight"};
+  }
   g.window = static_cast<uint32_t>(window);
   g.slot_bytes = bytes;
   return g;
 }
 
-const char* SlotPool::acquire(const std::string& lease, uint32_t lease_slots, uint32_t window) {
+const char* SlotPool::acquire(const std::string& lease, uint32_t lease_slots, uint32_t window,
+                              size_t credit) {
   if (reservedBy(lease) + window > lease_slots) return "lease";
   if (pool_slots_ != 0 && reserved_ + window > pool_slots_) return "pool";
+  if (inflight_bytes_ != 0 && granted_ + credit > inflight_bytes_) return "inflight";
+  granted_ += credit;
+  granted_max_ = std::max(granted_max_, granted_);
   reserved_ += window;
   by_lease_[lease] += window;
   return nullptr;
 }
 
-void SlotPool::releaseSlots(const std::string& lease, uint32_t window) {
+void SlotPool::releaseSlots(const std::string& lease, uint32_t window, size_t credit) {
   reserved_ -= std::min<size_t>(reserved_, window);
+  granted_ -= std::min(granted_, credit);
   auto it = by_lease_.find(lease);
   if (it == by_lease_.end()) return;
   // A zero entry stays (no map node freed and allocated again per call)

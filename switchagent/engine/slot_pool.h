@@ -93,13 +93,24 @@ class SlotPool {
 
   // A new group's window and chunk: min(want or lease_slots, lease_slots,
   // pool_slots, kMaxWindow); if (members + 1) x slot_bytes x window does not
-  // fit the whole memory budget, shrinks the window, then the chunk size
-  // (not below kMinSlotBytes). Takes nothing. window 0: it can never run.
+  // fit the whole memory budget, or members x slot_bytes x window the port's
+  // credit (setInflightBytes), shrinks the window, then the chunk size (not
+  // below kMinSlotBytes). Takes nothing. window 0: it can never run.
   SlotGrant plan(uint32_t lease_slots, uint32_t want, uint32_t members) const;
-  // Takes `window` slots for one call: nullptr on success, else what is
-  // short ("lease" or "pool"); never waits.
-  const char* acquire(const std::string& lease, uint32_t lease_slots, uint32_t window);
-  void releaseSlots(const std::string& lease, uint32_t window);
+  // Takes `window` slots and `credit` bytes of the port's credit for one
+  // call: nullptr on success, else what is short ("lease", "pool" or
+  // "inflight"); never waits.
+  const char* acquire(const std::string& lease, uint32_t lease_slots, uint32_t window,
+                      size_t credit = 0);
+  void releaseSlots(const std::string& lease, uint32_t window, size_t credit = 0);
+  // Credits at the port (data.inflight_bytes): 0 = no bound.
+  void setInflightBytes(size_t bytes) { inflight_bytes_ = bytes; }
+  size_t inflightGranted() const { return granted_; }
+  size_t inflightGrantedMax() const { return granted_max_; }
+  // What one call of a group with this geometry is granted.
+  static size_t creditFor(uint32_t window, uint32_t members, size_t slot_bytes) {
+    return static_cast<size_t>(window) * members * slot_bytes;
+  }
   void forget(const std::string& lease);  // its last group ended
 
   // Slot buffer memory: every buffer alive (of active and idle groups, and
@@ -122,6 +133,7 @@ class SlotPool {
  private:
   const size_t pool_slots_, memory_bytes_, slot_bytes_;
   size_t reserved_ = 0;
+  size_t inflight_bytes_ = 0, granted_ = 0, granted_max_ = 0;
   MemoryAccount memory_ = std::make_shared<std::atomic<size_t>>(0);
   MemoryAccount mapped_ = std::make_shared<std::atomic<size_t>>(0);
   MemoryMapper mapper_;

@@ -79,6 +79,7 @@ if(TARGET switchagg_agent_fixture AND TARGET switchagg-agent AND SWITCHAGG_DATA_
     SOURCES ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_faults.cc
             ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_waiting_faults.cc
             ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_placement_faults.cc
+            ${SWITCHAGG_DATA_TEST_DIR}/test_data_agent_credit_faults.cc
     TEST_LIST SWITCHAGG_DATA_FAULT_TESTS)
   set_tests_properties(${SWITCHAGG_DATA_FAULT_TESTS} PROPERTIES LABELS "agent;fault" TIMEOUT 120)
   # The agent SIGKILLed and restarted: leases survive (a fault test too).

@@ -21,6 +21,13 @@ inline constexpr size_t kDefaultSlotMemoryBytes = size_t{1} << 30;  // all group
 // Contribution bytes (a chunk's bytes x its members) one group's chunks may
 // put into one reduction pass: the fair share (docs/agent-protocol.md).
 inline constexpr size_t kDefaultFairShareBytes = size_t{4} << 20;
+// Credit at the agent's port: contribution bytes the calls in progress on
+// one data-plane listener may have granted at once (members x window x
+// chunk per call): what may converge on the port. 32 MiB = a 400 Gbit/s
+// port's bytes in 670 us (the bandwidth-delay product of a round trip plus
+// a window's reduction), and still 2 chunks of 256 KiB in flight for each
+// of 64 members (docs/agent-protocol.md "Credits at the agent's port").
+inline constexpr size_t kDefaultInflightBytes = size_t{32} << 20;
 // Lease policy (the config table's [policy] and admission's limits).
 inline constexpr int kDefaultPoolSlots = 64;
 inline constexpr int kDefaultMaxSlotsPerJob = 16;
