@@ -33,7 +33,7 @@ static const switchagg_pvar_t switchagg_pvars[] = {
      "MPI_Allreduce calls whose switch-path attempt failed (agent gone, lease revoked, "
      "member lost) and that were redone on the host"},
     {"allreduce_switch_busy", "fallback:switch-busy",
-     "MPI_Allreduce calls the agent refused as busy (slots in use) and that ran on the host"},
+     "MPI_Allreduce calls the agent refused as busy (slots or the port's credit in use) and that ran on the host"},
     {"switch_bytes_sent", "switch:bytes_sent",
      "Bytes this rank sent to the switch agent for this communicator's calls"},
     {"host_bytes_sent", "host:bytes_sent",

@@ -314,8 +314,9 @@ class AgentSwitchPath : public SwitchPath {
     ++busy_;
     if (busy_ == 1 && comm_.rank() == 0)
       SA_INFO("coll",
-              "comm %s: switch busy (the lease's slots were in use by the job's other "
-              "communicators); call redone on the host (fallback:switch-busy), switch path kept",
+              "comm %s: switch busy (the lease's slots or the agent port's credit were in "
+              "use by other calls); call redone on the host (fallback:switch-busy), switch "
+              "path kept",
               comm_.name().c_str());
     return Status(Code::kUnsupported, "switch busy; redone on the host");
   }
