@@ -95,6 +95,7 @@ struct Options {
   bool nonblocking = false;
   int time = 0;          // --time K: K timed calls instead of the error figure
   bool float32 = false;  // --float32: the same count of MPI_FLOAT (with --time)
+  bool no_finalize = false;  // --no-finalize: leave without MPI_Finalize (with --time)
 };
 
 // --time: the median time of K blocking calls (2 untimed first), each after
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
     else if (a == "--nonblocking") o.nonblocking = true;
     else if (a == "--time" && more) o.time = std::atoi(argv[++i]);
     else if (a == "--float32") o.float32 = true;
+    else if (a == "--no-finalize") o.no_finalize = true;
     else {
       if (rank == 0) std::fprintf(stderr, "fp16_accuracy: unknown argument %s\n", a.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -162,12 +164,18 @@ int main(int argc, char** argv) {
       dlsym(RTLD_DEFAULT, SWITCHAGG_COLL_COMM_COUNTER_SYMBOL));
   if (o.time > 0) {
     timeCalls(o, rank, size, last);
-    // Across emulated hosts MPICH 4.0.2 (UCX over TCP) sometimes never
-    // leaves MPI_Finalize (benchmarks/mpich_bench.sh): the figure is out,
-    // every rank is past the last call, so leave without it.
-    MPI_Barrier(MPI_COMM_WORLD);
-    std::fflush(stdout);
-    std::_Exit(0);
+    if (o.no_finalize) {
+      // Across emulated hosts MPICH 4.0.2 (UCX over TCP) sometimes never
+      // leaves MPI_Finalize (benchmarks/mpich_bench.sh): the figure is out,
+      // every rank is past the last call, so leave without it. Hydra takes
+      // a rank that exits unfinalized as a bad end and SIGKILLs the ranks
+      // still running (the run "fails" after its figure): only across hosts.
+      MPI_Barrier(MPI_COMM_WORLD);
+      std::fflush(stdout);
+      std::_Exit(0);
+    }
+    MPI_Finalize();
+    return 0;
   }
   const uint64_t iswitch0 = counter ? counter(MPI_COMM_WORLD, "iallreduce:switch") : 0;
 

@@ -62,7 +62,7 @@ if [[ -n $hosts ]]; then
       if [[ $path == switch ]]; then envs+=(SWITCHAGG_OFFLOAD=auto "${lease[@]}"); else envs+=(SWITCHAGG_OFFLOAD=off); fi
       f32=()
       [[ $d == float32 ]] && f32=(--float32)
-      if ! bench_mpich_run "$hosts" "${envs[@]}" -- "$prog" --count "$n" --time "$calls" "${f32[@]}" \
+      if ! bench_mpich_run "$hosts" "${envs[@]}" -- "$prog" --count "$n" --time "$calls" --no-finalize "${f32[@]}" \
         --label "rep$rep-$path" >"$work/run.log" 2>&1 && ! grep -q '^fp16_time' "$work/run.log"; then
         cat "$work/run.log" >&2
         echo "fp16_accuracy --speed: $path $d $n failed" >&2
