@@ -1163,6 +1163,20 @@ case $scenario in
       expect_pass "$work/fp16.log" "a tree over 2 leaf agents"
       [[ $ppn -eq 1 ]] || grep -q "$((np / ppn)) node leaders for $np ranks" "$work/fp16.log" ||
         die "no node leaders at $ppn ranks per node"
+      if [[ $ppn -gt 1 ]]; then
+        # coll_switchagg_half_uplink float32 through the tree: the leaders'
+        # node sums rounded once to fp32, summed in fp32 at the leaves and
+        # the spine, rounded once to 16 bits (docs/offload.md "Wide partials
+        # on the leaders' uplink"): within FP16_TREE_F32_ULP of the exact sum
+        # rounded once, and not 0 (0 would mean fp64 on the wire).
+        run_mpi "$np" "$work/fp16_f32.log" "${tree_env[@]}" --mca coll_switchagg_half_uplink float32 \
+          "${tree_emu[@]}" "$mpibin/mpi_fp16_check" --expect switch \
+          --blocking-only --one-rounding --max-ulp "${FP16_TREE_F32_ULP:-1}" ||
+          { cat "$work/fp16_f32.log"; die "fp16 run with float32 partials failed"; }
+        expect_pass "$work/fp16_f32.log" "a tree over 2 leaf agents"
+        grep -q "max 0.00 ulp" "$work/fp16_f32.log" &&
+          { cat "$work/fp16_f32.log"; die "float32 partials gave 0 ulp: not fp32 on the wire"; }
+      fi
     elif [[ -z $fault ]]; then
       run_mpi "$np" "$work/matrix.log" "${tree_env[@]}" "${tree_emu[@]}" \
         "$mpibin/mpi_allreduce_check" --expect switch --quick ||
