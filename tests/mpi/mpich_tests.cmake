@@ -225,10 +225,10 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;EMU_RANK_ENV=2:SWITCHAGG_HALF_UPLINK=half")
   # Through an agent tree (a spine, two leaves): 4 emulated nodes of 2 ranks,
   # 2 node leaders per leaf, the leaders' fp64 call summed in fp64 at every
-  # level: bitwise the exact sum rounded once (blocking calls; the
-  # MPI_Iallreduce path is mpich_switch_fp16_leaders_np4's). With the
-  # leaders' 16-bit partials (main) element 0 was 0x3c03, not 0x3c04. A
-  # second run with half_uplink=float32: within 1 ulp and not 0 (~11 s both).
+  # level: bitwise the exact sum rounded once (blocking calls and
+  # MPI_Iallreduce). With the leaders' 16-bit partials (main) element 0 was
+  # 0x3c03, not 0x3c04. A second run with half_uplink=float32 (blocking):
+  # within 1 ulp and not 0 (~20 s both).
   add_mpich_switch_test(mpich_switch_tree_fp16_leaders_np8 240 "mpi;mpich;agent" tree 8 2 fp16)
   # MPI_Reduce and MPI_Reduce_scatter_block of MPIX_C_FLOAT16 through the
   # switch's routed calls with node leaders (2 emulated nodes x 2 ranks):

@@ -1153,12 +1153,13 @@ case $scenario in
       # 16-bit float sums through the tree (MPICH, mpi_fp16_check). With
       # node leaders (PPN > 1) on every leaf the leaders' call is a float64
       # SUM, added in fp64 at the leaves and the spine and rounded once by
-      # each leader: bitwise the exact sum rounded once (--exact-switch).
+      # each leader: bitwise the exact sum rounded once (--exact-switch),
+      # blocking calls and MPI_Iallreduce.
       # One rank per node: 16-bit partials per level, held to the bound.
       exact=()
       [[ $ppn -gt 1 ]] && exact=(--exact-switch)
       run_mpi "$np" "$work/fp16.log" "${tree_env[@]}" "${tree_emu[@]}" \
-        "$mpibin/mpi_fp16_check" --expect switch --blocking-only "${exact[@]}" ||
+        "$mpibin/mpi_fp16_check" --expect switch "${exact[@]}" ||
         { cat "$work/fp16.log"; die "fp16 run failed"; }
       expect_pass "$work/fp16.log" "a tree over 2 leaf agents"
       [[ $ppn -eq 1 ]] || grep -q "$((np / ppn)) node leaders for $np ranks" "$work/fp16.log" ||
