@@ -106,12 +106,13 @@ json threadsJson(const DataPlaneCounters& c) {
   for (const DataThreadCounters& t : c.threads) {
     const size_t colon = t.address.rfind(':');
     const long port = colon == std::string::npos ? 0 : std::atol(t.address.c_str() + colon + 1);
+    const DataPlaneScalars& k = t.counters;
     out.push_back({{"index", t.index}, {"address", t.address}, {"port", port},
-                   {"leases", t.leases}, {"groups_active", t.groups_active},
-                   {"groups_created", t.groups_created}, {"groups_aborted", t.groups_aborted},
-                   {"bytes_in", t.bytes_in}, {"bytes_out", t.bytes_out},
-                   {"contributions", t.contributions}, {"chunks_reduced", t.chunks_reduced},
-                   {"clients_connected", t.clients_connected}, {"busy_ns", t.busy_ns},
+                   {"leases", t.leases}, {"groups_active", k.groups_active},
+                   {"groups_created", k.groups_created}, {"groups_aborted", k.groups_aborted},
+                   {"bytes_in", k.bytes_in}, {"bytes_out", k.bytes_out},
+                   {"contributions", k.contributions}, {"chunks_reduced", k.chunks_reduced},
+                   {"clients_connected", k.clients_connected}, {"busy_ns", t.busy_ns},
                    {"bytes_in_by_job", t.bytes_in_by_job}, {"groups_by_job", t.groups_by_job}});
   }
   return out;

@@ -56,29 +56,30 @@ void threadFamilies(Writer& w, const std::vector<DataThreadCounters>& threads) {
     const char* name;
     const char* type;
     const char* help;
-    uint64_t DataThreadCounters::*field;
+    uint64_t DataPlaneScalars::*field;
   };
+  w.family("switchagg_thread_leases", "gauge", "Leases whose home is this data-plane thread.");
+  for (const DataThreadCounters& t : threads)
+    w.sample("switchagg_thread_leases", t.leases, labels(t));
   static const Family kFamilies[] = {
-      {"switchagg_thread_leases", "gauge", "Leases whose home is this data-plane thread.",
-       &DataThreadCounters::leases},
       {"switchagg_thread_groups", "gauge", "Live aggregation groups on this data-plane thread.",
-       &DataThreadCounters::groups_active},
+       &DataPlaneScalars::groups_active},
       {"switchagg_thread_groups_created_total", "counter",
-       "Groups created on this data-plane thread.", &DataThreadCounters::groups_created},
+       "Groups created on this data-plane thread.", &DataPlaneScalars::groups_created},
       {"switchagg_thread_bytes_in_total", "counter",
-       "Payload bytes this data-plane thread received.", &DataThreadCounters::bytes_in},
+       "Payload bytes this data-plane thread received.", &DataPlaneScalars::bytes_in},
       {"switchagg_thread_bytes_out_total", "counter", "Payload bytes this data-plane thread sent.",
-       &DataThreadCounters::bytes_out},
+       &DataPlaneScalars::bytes_out},
       {"switchagg_thread_contributions_total", "counter",
        "Contributions (one per member per chunk) this data-plane thread took.",
-       &DataThreadCounters::contributions},
+       &DataPlaneScalars::contributions},
       {"switchagg_thread_clients_connected", "gauge",
        "Data-plane clients connected to this thread's listener.",
-       &DataThreadCounters::clients_connected},
+       &DataPlaneScalars::clients_connected},
   };
   for (const Family& f : kFamilies) {
     w.family(f.name, f.type, f.help);
-    for (const DataThreadCounters& t : threads) w.sample(f.name, t.*f.field, labels(t));
+    for (const DataThreadCounters& t : threads) w.sample(f.name, t.counters.*f.field, labels(t));
   }
   w.family("switchagg_thread_busy_seconds_total", "counter",
            "CPU time this data-plane thread used (user + system; an idle thread sleeps).");

@@ -118,17 +118,6 @@ int DataPlane::threads() const {
   return static_cast<int>(impl_->threads.size());
 }
 
-// The counters each thread's share (DataThreadCounters) shows.
-constexpr std::pair<uint64_t DataThreadCounters::*, uint64_t DataPlaneScalars::*> kShare[] = {
-    {&DataThreadCounters::groups_active, &DataPlaneScalars::groups_active},
-    {&DataThreadCounters::groups_created, &DataPlaneScalars::groups_created},
-    {&DataThreadCounters::groups_aborted, &DataPlaneScalars::groups_aborted},
-    {&DataThreadCounters::bytes_in, &DataPlaneScalars::bytes_in},
-    {&DataThreadCounters::bytes_out, &DataPlaneScalars::bytes_out},
-    {&DataThreadCounters::contributions, &DataPlaneScalars::contributions},
-    {&DataThreadCounters::chunks_reduced, &DataPlaneScalars::chunks_reduced},
-    {&DataThreadCounters::clients_connected, &DataPlaneScalars::clients_connected}};
-
 DataPlaneCounters DataPlane::counters() const {
   DataPlaneCounters sum;
   for (const auto& t : impl_->threads) {
@@ -137,7 +126,7 @@ DataPlaneCounters DataPlane::counters() const {
     DataThreadCounters share;
     share.index = static_cast<int>(sum.threads.size());
     share.address = t->address();
-    for (const auto& [to, from] : kShare) share.*to = c.*from;
+    share.counters = static_cast<const DataPlaneScalars&>(c);
     share.busy_ns = t->busyNs();
     share.bytes_in_by_job = c.bytes_in_by_job;
     share.groups_by_job = c.groups_by_job;

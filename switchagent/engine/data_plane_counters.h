@@ -59,6 +59,12 @@ enum class CounterType { kCounter, kGauge };
   X(peers_stalled, kSum, "switchagg_peers_stalled_total", kCounter, "Clients dropped because a send to them made no progress for member_timeout.")
 // clang-format on
 
+#define SWITCHAGG_COUNTER_FIELD(field, combine, metric, type, help) uint64_t field = 0;
+struct DataPlaneScalars {
+  SWITCHAGG_DATA_PLANE_COUNTERS(SWITCHAGG_COUNTER_FIELD)
+};
+#undef SWITCHAGG_COUNTER_FIELD
+
 // One data-plane thread's share (DataPlaneCounters::threads): what an admin
 // needs to see a thread that carries more than its part.
 struct DataThreadCounters {
@@ -68,9 +74,9 @@ struct DataThreadCounters {
   // DataPlaneView::threadOf); thread 0 also serves any lease whose jobs
   // came to data.listen.
   uint64_t leases = 0;
-  uint64_t groups_active = 0, groups_created = 0, groups_aborted = 0;
-  uint64_t bytes_in = 0, bytes_out = 0, contributions = 0, chunks_reduced = 0;
-  uint64_t clients_connected = 0;
+  // The thread's own counters (the terms of DataPlaneCounters' sums); the
+  // status JSON, the metrics and switchagg-ctl show some of them per thread.
+  DataPlaneScalars counters;
   // CPU time the thread has used (user + system, from its thread clock):
   // receiving, reducing, sending, and its short spins after traffic; an
   // idle thread sleeps in the kernel and adds nothing. Its reduction pool's
@@ -79,12 +85,6 @@ struct DataThreadCounters {
   std::map<std::string, uint64_t> bytes_in_by_job;  // job -> bytes, on this thread
   std::map<std::string, uint64_t> groups_by_job;    // job -> live groups, on this thread
 };
-
-#define SWITCHAGG_COUNTER_FIELD(field, combine, metric, type, help) uint64_t field = 0;
-struct DataPlaneScalars {
-  SWITCHAGG_DATA_PLANE_COUNTERS(SWITCHAGG_COUNTER_FIELD)
-};
-#undef SWITCHAGG_COUNTER_FIELD
 
 struct DataPlaneCounters : DataPlaneScalars {
   std::map<std::string, uint64_t> rejected;         // reason -> count (bad_token, malformed, ...)
