@@ -186,9 +186,11 @@ Status NodeLeaders::stepFlat(bool* ready) {
     const size_t bytes = a.count * dtypeSize(a.dtype);
     std::vector<const void*> in;
     for (size_t i = 0; i < groups_.locals.size(); ++i) in.push_back(flatInput(i));
-    SWITCHAGG_RETURN_IF_ERROR(
-        reduceMany(a.dtype, a.op, accumulator(bytes), in.data(), in.size(), a.count));
-    if (flat_.wide) foldWide(in);  // the same fold, kept in fp64 for the uplink
+    if (flat_.wide)
+      foldWide(in);  // kept in fp64 for the uplink (wideSum()); nodeSum() is not sent
+    else
+      SWITCHAGG_RETURN_IF_ERROR(
+          reduceMany(a.dtype, a.op, accumulator(bytes), in.data(), in.size(), a.count));
   } else if (!leader()) {
     host_.reset();  // this rank's part of the call ended
   }

@@ -17,10 +17,9 @@ namespace switchagg::coll {
 void NodeLeaders::foldWide(const std::vector<const void*>& in) {
   const AllreduceArgs& a = flat_.args;
   if (wide_.size() < a.count) wide_.resize(a.count);
-  std::vector<const uint16_t*> halves;
-  for (const void* p : in) halves.push_back(static_cast<const uint16_t*>(p));
+  const auto* halves = reinterpret_cast<const uint16_t* const*>(in.data());
   widenHalfWide(a.dtype, wide_.data(), halves[0], a.count);
-  accumulateWidened(a.dtype, a.op, wide_.data(), halves.data() + 1, halves.size() - 1, 0, a.count);
+  accumulateWidened(a.dtype, a.op, wide_.data(), halves + 1, in.size() - 1, 0, a.count);
 }
 
 }  // namespace switchagg::coll
