@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -84,24 +85,28 @@ int switchagg_coll_open(const switchagg_coll_params_t* params) {
       return -1;
     }
     p.stall.fail_ms = int64_t(params->stall_timeout) * 1000;
-    const std::string tune = text(params->tune, switchagg_coll_default_tune());
-    if (tune != "online" && tune != "off") {
+    // An enum parameter's value: one of `allowed`, or an error naming them.
+    auto oneOf = [](const char* param, const std::string& value,
+                    std::initializer_list<const char*> allowed) {
+      std::string list;
+      size_t i = 0;
+      for (const char* a : allowed) {
+        if (value == a) return true;
+        list += std::string(i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + a;
+        ++i;
+      }
       std::fprintf(stderr,
-                   "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_tune must be "
-                   "online or off, got '%s'\n",
-                   tune.c_str());
-      return -1;
-    }
+                   "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_%s must be %s, "
+                   "got '%s'\n",
+                   param, list.c_str(), value.c_str());
+      return false;
+    };
+    const std::string tune = text(params->tune, switchagg_coll_default_tune());
+    if (!oneOf("tune", tune, {"online", "off"})) return -1;
     p.tune_online = tune == "online";
     p.tune_file = text(params->tune_file, "");
     const std::string uplink = text(params->half_uplink, switchagg_coll_default_half_uplink());
-    if (uplink != "exact" && uplink != "float32" && uplink != "half") {
-      std::fprintf(stderr,
-                   "switchagg[coll] error: coll_switchagg disabled: coll_switchagg_half_uplink "
-                   "must be exact, float32 or half, got '%s'\n",
-                   uplink.c_str());
-      return -1;
-    }
+    if (!oneOf("half_uplink", uplink, {"exact", "float32", "half"})) return -1;
     p.half_uplink = uplink == "exact"     ? switchagg::coll::HalfUplink::kExact
                     : uplink == "float32" ? switchagg::coll::HalfUplink::kFloat32
                                           : switchagg::coll::HalfUplink::kHalf;
