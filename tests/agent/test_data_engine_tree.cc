@@ -16,8 +16,7 @@ TEST_F(EngineTreeTest, LeavesReduceInRankOrderTheSpineInLeafOrderEveryMemberGets
   const uint32_t w = formTree(2, 3);
   ASSERT_GT(w, 0u);
   for (uint64_t chunk = 0; chunk < 2; ++chunk) {  // two chunks of one 4-element call
-    for (uint32_t r = 0; r < 3; ++r) send(1, r, chunk, w, in1_[r], 4);
-    for (uint32_t r = 0; r < 2; ++r) send(0, r, chunk, w, in0_[r], 4);
+    sendEvery(chunk, w, 4);
     pump();
   }
   const std::vector<float> want = treeSum();

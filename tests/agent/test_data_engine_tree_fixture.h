@@ -159,6 +159,12 @@ class EngineTreeTest : public ::testing::Test {
     m.call_elems = call_elems;
     toLeaf(leaf, 1 + rank, m, bytesOf(v));
   }
+  // Chunk `chunk` of a call of `call_elems` elements from every member,
+  // leaf 1's members first: in1_ and in0_.
+  void sendEvery(uint64_t chunk, uint32_t window, uint64_t call_elems) {
+    for (uint32_t r = 0; r < 3; ++r) send(1, r, chunk, window, in1_[r], call_elems);
+    for (uint32_t r = 0; r < 2; ++r) send(0, r, chunk, window, in0_[r], call_elems);
+  }
   // Two elements per member whose float sum depends on the association:
   // leaf 0's members {1e8, 1}, leaf 1's {-1e8, 1, 1} (first element); the
   // tree's order is (1e8 + 1) + ((-1e8 + 1) + 1). treeSum(): that sum.
