@@ -10,12 +10,14 @@ byte crosses the hosts' shaped links: `counters` shows it).
   fabric.py up NAME [--topo star|leaf-spine] [--hosts H] [--racks R]
                     [--rate MBIT] [--uplink MBIT] [--agent-rate MBIT]
                     [--reducers K] [--reducer-rate MBIT[,MBIT...]] [--rails R]
-                    [--subnet 10.77]        bring a fabric up (returns when ready)
+                    [--agent-queue PACKETS] [--subnet 10.77]
+                                            bring a fabric up (returns when ready)
   fabric.py down NAME                       tear it down (also what a dead run left)
   fabric.py status [NAME] [--json]          hosts, addresses, links, owner
   fabric.py exec NAME HOST -- CMD...        run CMD on HOST (its netns, hostname, /tmp)
   fabric.py hostfile NAME [--ppn N]         an Open MPI hostfile of the compute hosts
   fabric.py counters NAME                   bytes sent/received per host interface
+                                            (and the agent ports' queue drops)
 
 Reducer hosts (--reducers K, star only): hosts r1..rK on the same switch,
 each with a link at --reducer-rate (default: a compute host's rate; a
@@ -27,6 +29,10 @@ switch, which stays.
 Rails (--rails R, star only; fabric_rails.py): every compute host gets R
 links, link k to its own switch plane on its own subnet, and an agent host
 ar<k> per plane; `counters` splits the hosts' bytes by rail.
+
+A shallow queue at the agents' ports (--agent-queue N; fabric_queue.py):
+the switch's port toward each agent host queues at most N packets (pfifo),
+so an incast on that port drops and TCP retransmits.
 
 Topologies:
   star        H hosts h1..hH on one switch; the agent host `agent` on the
@@ -55,6 +61,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fabric_counters  # noqa: E402
+import fabric_queue  # noqa: E402
 import fabric_rails  # noqa: E402
 
 STATE_ROOT = os.environ.get("SWITCHAGG_FABRIC_STATE", "/run/switchagg-fabric")
@@ -179,15 +187,18 @@ def owner_main(args):
             net.addHost(n["name"], ip=n["ip"] + "/16")
         for s in switches:
             net.addSwitch(s, dpid="%016x" % (switches.index(s) + 1))
-        for a, b, mbit, *ip in links:
-            net.addLink(a, b, bw=mbit, params1={"ip": ip[0]} if ip else None)
+        made = [(spec, net.addLink(spec[0], spec[1], bw=spec[2],
+                                   params1={"ip": spec[3]} if len(spec) > 3 else None))
+                for spec in links]
         net.build()
         net.start()
+        queued = fabric_queue.limit_agent_ports(args, nodes, made)
         record = {"name": args.name, "owner": os.getpid(), "topo": args.topo,
                   "rate_mbit": args.rate, "subnet": args.subnet + ".0.0/16",
                   "switches": switches, "hosts": [], "links": [],
                   "rails": [fabric_rails.rail_subnet(args.subnet, k)
-                            for k in range(1, max(args.rails, 1) + 1)]}
+                            for k in range(1, max(args.rails, 1) + 1)],
+                  "agent_queue": args.agent_queue, "agent_ports": queued}
         for n in nodes:
             h = net.get(n["name"])
             os.makedirs(os.path.join(d, "hosts", n["name"], "tmp"), exist_ok=True)
@@ -251,6 +262,7 @@ def cmd_up(args):
         die("link rates must be > 0 Mbit/s", 2)
     reducer_rates(args)
     fabric_rails.check(args, die)
+    fabric_queue.check(args, die)
     if not 0 <= args.reducers <= 16:
         die("--reducers must be 0..16", 2)
     if args.reducers and args.topo != "star":
@@ -464,27 +476,9 @@ def cmd_hostfile(args):
             print("%s slots=%d" % (h["name"], args.ppn))
 
 
-def read_counters(st):
-    out = {}
-    for h in st["hosts"]:
-        res = subprocess.run(["nsenter", "-t", str(h["pid"]), "-n", "cat", "/proc/net/dev"],
-                             capture_output=True, text=True)
-        c = fabric_rails.intf_counters(res.stdout)
-        if h["intf"] in c:
-            out[h["name"]] = {"rx_bytes": c[h["intf"]][0], "tx_bytes": c[h["intf"]][1]}
-        if len(st.get("rails", [])) > 1 and h["role"] == "host":
-            rails = {}
-            for ifname, ip in h.get("intfs", {}).items():
-                k = fabric_rails.rail_of(st["rails"], ip or "")
-                if k and ifname in c:
-                    rails[str(k)] = {"intf": ifname, "rx_bytes": c[ifname][0],
-                                     "tx_bytes": c[ifname][1]}
-            out[h["name"]]["rails"] = rails
-    return out
-
-
 def cmd_counters(args):
-    print(json.dumps(read_counters(load_state(args.name)), indent=1, sort_keys=True))
+    print(json.dumps(fabric_counters.read_counters(load_state(args.name)), indent=1,
+                     sort_keys=True))
 
 
 def main():
@@ -508,6 +502,7 @@ def main():
         p.add_argument("--rails", type=int, default=1,
                        help="links per compute host, each to its own switch plane with an "
                             "agent host ar<k> (star; default 1)")
+        fabric_queue.add_argument(p)
         p.add_argument("--subnet", default="10.77", help="first two octets (default 10.77)")
         p.add_argument("--quiet", action="store_true")
     p = sub.add_parser("down", help="tear a fabric down")
