@@ -55,6 +55,10 @@
 #              on each of 2 switch planes, an agent per plane, a rail pool;
 #              exact, bytes even over the rails, bitwise those of one rail,
 #              rail 2's link or agent down mid-loop: exact, bounded, named
+#   rail_leaders  2 rails, 2 ranks per host, SWITCHAGG_SWITCH_RAIL_LEADERS=on
+#              (tests/fabric/rail_leaders_scenario.sh): a rail leader per rail
+#              on each host, exact, each member streams its stripe, bytes even
+#              over the rails, bitwise those of one leader per node
 #   routed     3 hosts x 1 rank, the agent on the agent host: MPI_Reduce,
 #              MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast through
 #              the switch, every dtype x op x count x in place bitwise right
@@ -97,6 +101,7 @@ name=${SWITCHAGG_TEST_FABRIC:-ft${scenario:0:1}}
 [[ $scenario == stripes ]] && name=${SWITCHAGG_TEST_FABRIC:-ftk}
 [[ $scenario == reducers ]] && name=${SWITCHAGG_TEST_FABRIC:-ftq}
 [[ $scenario == rails ]] && name=${SWITCHAGG_TEST_FABRIC:-ftz}
+[[ $scenario == rail_leaders ]] && name=${SWITCHAGG_TEST_FABRIC:-ftw}
 subnet_of() { echo "${SWITCHAGG_TEST_SUBNET:-$1}"; }
 work=$(mktemp -d /var/tmp/switchagg-fabric-test.XXXXXX)
 die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
@@ -735,6 +740,9 @@ PY
     ;;
   rails)
     source "$root/tests/fabric/rails_scenario.sh"
+    ;;
+  rail_leaders)
+    source "$root/tests/fabric/rail_leaders_scenario.sh"
     ;;
   routed)
     fabric_with_lease 3 10.87 fabric-routed

@@ -11,78 +11,8 @@
 # rail-2 link): every result exact, the call redone on the host within its
 # bound, the failure naming rail 2's agent (the host path may fail too, with
 # a clear error). Rail 2's agent killed: see the note at the end.
-fabric_up "$name" --hosts 3 --rails 2 --rate 100 --subnet "$(subnet_of 10.94)" ||
-  die "fabric up"
-declare -a asock apid
-for k in 1 2; do
-  mkdir -p "$work/a$k"
-  FABRIC_AGENT_HOST=ar$k fabric_agent_start "$work/a$k" --set agent.log_level=info ||
-    die "the agent of rail $k did not start on ar$k"
-  asock[$k]=$AGENT_SOCKET apid[$k]=$AGENT_PID
-  EXTRA_AGENT_PIDS+=("$AGENT_PID")
-  rail_data[$k]=$AGENT_DATA
-done
-AGENT_PID=
-# rail_map K...: a rail pool of the agents of rails K... over h[1-3].
-rail_map() {
-  local k list=""
-  for k in "$@"; do
-    printf '[[agent]]\nname = "rail%s"\ncontrol = "unix:%s"\n\n' "$k" "${asock[$k]}"
-    list+="${list:+, }\"rail$k\""
-  done
-  printf '[[pool]]\nname = "rails"\nagents = [%s]\nnodes = "h[1-3]"\nrails = true\n' "$list"
-}
-rail_map 1 2 >"$work/map2.toml"
-rail_map 1 >"$work/map1.toml"
-# rail_lease MAP JOB: the job's lease on every agent of MAP, exported.
-rail_lease() {
-  local out
-  out=$("$build/bin/switchagg-ctl" lease create --job "$2" --slots 16 --ttl 10m \
-    --nodes 'h[1-3]' --fabric "$work/$1.toml") || die "lease create on $1: $out"
-  eval "$(grep '^export ' <<<"$out")"
-}
-rail_unlease() {
-  "$build/bin/switchagg-ctl" lease delete --job "$2" --fabric "$work/$1.toml" >/dev/null ||
-    die "lease delete on $1"
-}
-# bounded LOG NP PPN ARGS...: fabric_mpirun NP PPN ARGS into LOG, killed
-# after 150 s (exit 137); its exit status.
-bounded() {
-  local log=$1 np=$2 ppn=$3
-  shift 3
-  timeout -s KILL 150 bash -c "$(declare -f fabric_py fabric_net fabric_hostfile fabric_mpirun)
-    root='$root' build='$build' FABRIC='$FABRIC' FABRIC_DIR='$FABRIC_DIR'
-    fabric_mpirun $np $ppn $(printf '%q ' "$@")" </dev/null >"$log" 2>&1
-}
-switch_on=(--mca coll_switchagg_offload on --mca coll_switchagg_verbose 1
-  -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE)
-# rails_run STRIPES PPN LOG PROGRAM ARGS...: PROGRAM on the 3 hosts, PPN
-# ranks each, on the switch path; asserts PASS and STRIPES stripes joined.
-rails_run() {
-  local k=$1 ppn=$2 log=$3 t0=$SECONDS rc
-  shift 3
-  bounded "$log" $((3 * ppn)) "$ppn" "${switch_on[@]}" "$@"
-  rc=$?
-  cat "$log"
-  [[ $rc -eq 0 ]] && grep -q '^PASS' "$log" || die "$k rail(s), ppn $ppn: ${1##*/} failed (exit $rc)"
-  grep -q "joined switch group .*($k stripe(s)" "$log" || die "$k rail(s), ppn $ppn: not $k stripes"
-  echo "$k rail(s), ppn $ppn: ${1##*/} passed in $((SECONDS - t0)) s"
-}
-# rail_bytes: "name rail1_tx rail2_tx" per compute host, "arK rx" per agent.
-rail_bytes() {
-  fabric_py counters "$FABRIC" | /usr/bin/python3 -c '
-import json, sys
-c = json.load(sys.stdin)
-for h, v in sorted(c.items()):
-    if "rails" in v:
-        print(h, v["rails"]["1"]["tx_bytes"], v["rails"]["2"]["tx_bytes"])
-    elif h.startswith("ar"):
-        print(h, v["rx_bytes"], 0)'
-}
-hashes() {
-  sed -n 's/.*int64 hash \([0-9a-f]*\) double hash \([0-9a-f]*\).*/\1 \2/p' "$1"
-}
-
+rails_subnet=10.94
+source "$root/tests/fabric/rails_lib.sh"
 rail_lease map2 rails-2
 [[ $SWITCHAGG_AGENT == *"${rail_data[2]%:*}"* ]] ||
   die "the 2-rail lease does not name rail 2's agent: $SWITCHAGG_AGENT"
@@ -93,16 +23,7 @@ rails_run 2 2 "$work/repeat2.log" "$build/bin/test_switch_check" --repeat 3 --bi
 rail_bytes >"$work/r1"
 grep -q "3 node leaders for 6 ranks" "$work/repeat2.log" || die "no node leaders at 2 ranks per host"
 rail_unlease map2 rails-2
-# Each host's two rails within 10% of their mean; the agents' too.
-paste "$work/r0" "$work/r1" | awk '
-  { a = $5 - $2; b = $6 - $3; m = (a + b) / 2
-    if ($1 ~ /^ar/) { rx[$1] = a; next }
-    printf "%s sent %d bytes on rail 1, %d on rail 2\n", $1, a, b
-    if (m < 1048576 || a < 0.9 * m || b < 0.9 * m) bad = 1 }
-  END { m = (rx["ar1"] + rx["ar2"]) / 2
-        printf "rail agents received %d (ar1) and %d (ar2) bytes\n", rx["ar1"], rx["ar2"]
-        if (rx["ar1"] < 0.9 * m || rx["ar2"] < 0.9 * m) bad = 1
-        exit bad }' || die "the two rails did not carry equal shares"
+rails_even "$work/r0" "$work/r1" || die "the two rails did not carry equal shares"
 # One rail: rail 2 stays idle (its bytes under 5% of rail 1's), same sums.
 rail_lease map1 rails-1
 rail_bytes >"$work/r2"

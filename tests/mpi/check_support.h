@@ -324,10 +324,21 @@ inline void inexactDoubleSum(Ctx& c, size_t count) {
 // sets it, else the host name) and SWITCHAGG_SWITCH_LEADERS: with more
 // than one rank on some node and leaders not turned off, only each node's
 // lowest rank is an agent member (it sends N per call, the others 0).
+// With SWITCHAGG_SWITCH_RAIL_LEADERS on and a lease of R >= 2 agents
+// (SWITCHAGG_AGENT, comma-separated) on a communicator whose every node has
+// R ranks, each node's R lowest ranks are (rail leaders).
 struct Leaders {
   bool active = false;  // node leaders expected on this communicator
   bool leader = true;   // this rank talks to the agent
   int nodes = 1;
+  int rails = 1;        // rail leaders: R, and this rank's rail (its local index)
+  int rail = 0;
+  // What a member streams of a `count`-element call: all of it, or a rail
+  // leader its rail's stripe (equal stripes, the first count % R one longer).
+  size_t streamed(size_t count) const {
+    if (rails <= 1) return count;
+    return count / size_t(rails) + (size_t(rail) < count % size_t(rails) ? 1 : 0);
+  }
 };
 
 inline Leaders expectedLeaders(MPI_Comm comm) {
@@ -343,19 +354,34 @@ inline Leaders expectedLeaders(MPI_Comm comm) {
   MPI_Allgather(mine, int(kName), MPI_CHAR, all.data(), int(kName), MPI_CHAR, comm);
   Leaders l;
   l.nodes = 0;
-  int first_on_mine = -1;
+  int local = 0;                 // this rank's place among its node's ranks
+  int fewest = size;             // ranks of the node with the fewest
   for (int r = 0; r < size; ++r) {
     const char* name = all.data() + kName * size_t(r);
     bool seen = false;
     for (int q = 0; q < r && !seen; ++q) seen = std::strcmp(name, all.data() + kName * size_t(q)) == 0;
-    if (!seen) ++l.nodes;
-    if (first_on_mine < 0 && std::strcmp(name, mine) == 0) first_on_mine = r;
+    if (seen) continue;
+    ++l.nodes;
+    int on_node = 0;
+    for (int q = r; q < size; ++q) on_node += std::strcmp(name, all.data() + kName * size_t(q)) == 0;
+    fewest = std::min(fewest, on_node);
   }
-  const char* off = std::getenv("SWITCHAGG_SWITCH_LEADERS");
-  const bool disabled = off && (!strcasecmp(off, "off") || !strcasecmp(off, "false") ||
-                                !strcasecmp(off, "no") || !strcasecmp(off, "0"));
-  l.active = l.nodes < size && !disabled;
-  l.leader = !l.active || first_on_mine == rank;
+  for (int q = 0; q < rank; ++q) local += std::strcmp(mine, all.data() + kName * size_t(q)) == 0;
+  auto on = [](const char* v, bool dflt) {
+    if (!v || !*v) return dflt;
+    return !(!strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+             !strcasecmp(v, "0"));
+  };
+  const char* agents = std::getenv("SWITCHAGG_AGENT");
+  const int rails = agents ? 1 + int(std::count(agents, agents + std::strlen(agents), ',')) : 1;
+  l.active = l.nodes < size && on(std::getenv("SWITCHAGG_SWITCH_LEADERS"), true);
+  const bool by_rail =
+      l.active && rails >= 2 && fewest >= rails && on(std::getenv("SWITCHAGG_SWITCH_RAIL_LEADERS"), false);
+  l.leader = !l.active || local < (by_rail ? rails : 1);
+  if (by_rail) {
+    l.rails = rails;
+    l.rail = local;
+  }
   return l;
 }
 

@@ -11,7 +11,8 @@
 //     identical across the N runs and across ranks, served by `switch`, and
 //     switch:bytes_sent grows by exactly the call's bytes on every member of
 //     the agent's group and not at all on the other ranks (with node
-//     leaders, check::expectedLeaders: only each node's lowest rank).
+//     leaders, check::expectedLeaders: only each node's lowest rank; with
+//     rail leaders each node's R lowest, rail k's stripe each).
 //
 //   test_switch_check --fault DIR [--bytes B] [--after K] [--max-call-ms M]
 //     int64 sums of B bytes (in place every other call), checked each call.
@@ -138,7 +139,7 @@ uint64_t repeatCase(MPI_Datatype dt, const char* name, size_t count, int repeat)
                               (in_place ? " in place" : "") + " run " + std::to_string(k);
     const char* path = g_last(MPI_COMM_WORLD);
     if (!path || std::strcmp(path, "switch") != 0) fail(where + ": served by " + (path ? path : "?"));
-    const uint64_t want = g_leaders.leader ? count * sizeof(T) : 0;
+    const uint64_t want = g_leaders.leader ? g_leaders.streamed(count) * sizeof(T) : 0;
     if (counter("switch:bytes_sent") - sent0 != want)
       fail(where + ": switch:bytes_sent grew by " +
            std::to_string(counter("switch:bytes_sent") - sent0));

@@ -14,6 +14,7 @@ namespace switchagg::coll::switch_detail {
 
 Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   if (!serves(args)) return Status(Code::kUnsupported, "switch path cannot serve this call");
+  if (railLeaders()) return allreduceRails(args);
   const size_t bytes = args.count * dtypeSize(args.dtype);
   const bool in_place = args.send == nullptr;
   const void* input = in_place ? args.recv : args.send;
@@ -67,6 +68,10 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
     return leaders_ ? leaders_->broadcast(args) : Status::Ok();
   }
   if (leaders_ && !pipelined) leaders_->abandon();
+  return redoAgreed(mine, oks);
+}
+
+Status AgentSwitchPath::redoAgreed(const Status& mine, const std::vector<uint8_t>& oks) {
   if (!anyFailed(oks)) {
     // Busy (the job's other communicators held the lease's slots when this
     // call began): refused for this call only, the group is alive. Same
@@ -77,6 +82,52 @@ Status AgentSwitchPath::allreduce(const AllreduceArgs& args) {
   // The input is intact on every rank (send never written; in place results
   // went to scratch): the next candidate redoes the reduction on the host.
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
+}
+
+// Rail leaders (docs/offload.md "Rail leaders"): stripe k of the node's
+// inputs reduced into local rank k, which streams it to rail k's agent;
+// the outcome agreement over every rank; then each stripe from its rail
+// leader to the node. A rail leader's stripe is agent::stripeOf(count, k,
+// R) on every rank alike, so the stripes tile the vector exactly once.
+Status AgentSwitchPath::allreduceRails(const AllreduceArgs& args) {
+  const size_t esize = dtypeSize(args.dtype);
+  const size_t bytes = args.count * esize;
+  const bool in_place = args.send == nullptr;
+  last_bytes_sent_ = 0;
+  Result<const void*> input = leaders_->railReduce(args);
+  Status mine = input.status();
+  const int rail = leaders_->rail();
+  const agent::StripeRange r =
+      rail >= 0 ? agent::stripeOf(args.count, size_t(rail), size_t(leaders_->rails()))
+                : agent::StripeRange{};
+  uint8_t* out = static_cast<uint8_t*>(args.recv);
+  if (in_place && group_) {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    out = scratch_.data();
+  }
+  if (mine.ok() && group_ && r.count) {
+    AllreduceArgs stripe = args;
+    stripe.count = r.count;
+    mine = stream(stripe, *input, out + r.begin * esize, r.count * esize);
+    // A rail's failure names the rail's agent (the fabric map's name).
+    if (!mine.ok())
+      mine = Status(mine.code(), "rail leader of stripe " + std::to_string(rail) + " (" +
+                                     (size_t(rail) < lease_.names.size()
+                                          ? lease_.names[size_t(rail)] + " at "
+                                          : std::string()) +
+                                     lease_.agents[size_t(rail)] + "): " + mine.message());
+  }
+  std::vector<uint8_t> oks;
+  SWITCHAGG_RETURN_IF_ERROR(agree(mine, &oks));
+  if (allDone(oks)) {
+    if (out != args.recv && r.count)
+      std::memcpy(static_cast<uint8_t*>(args.recv) + r.begin * esize, out + r.begin * esize,
+                  r.count * esize);
+    ++calls_;
+    return leaders_->railBroadcast(args);
+  }
+  leaders_->abandon();
+  return redoAgreed(mine, oks);
 }
 
 // Test-only fault point: SWITCHAGG_TEST_CUT=RANK:CALL makes communicator
@@ -171,7 +222,7 @@ int64_t steadyMs() {
 void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* in) const {
   // Not joined_: decided when posted, streamed later (startStream declines
   // then, alike on every rank, if the path failed meanwhile).
-  if (info_.caps.supports(args.dtype, args.op)) fill(in);
+  if (info_.caps.supports(args.dtype, args.op) && !railLeaders()) fill(in);
 }
 
 // As allreduce() without the blocking parts: the result goes to scratch for
@@ -182,7 +233,7 @@ Status AgentSwitchPath::startStream(const AllreduceArgs& args, bool barrier) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
   // Alike on every rank: joined_, the caps and the keep limit are agreed
   // (a non-leader never holds a group).
-  if (!serves(args) || (!leaders_ && !group_))
+  if (!serves(args) || (!leaders_ && !group_) || railLeaders())
     return Status(Code::kUnsupported, "switch path cannot stream this call");
   stream_ = Stream{};
   stream_.args = args;

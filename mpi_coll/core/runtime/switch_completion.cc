@@ -15,7 +15,9 @@ namespace switchagg::coll::switch_detail {
 // group id (alike on every rank; a rejoin keeps the ledger and its count).
 void AgentSwitchPath::makeLedger() {
   const std::vector<std::vector<uint8_t>>& addresses = comm_.workerAddresses();
-  one_round_trip_ = !lease_.agree_every_call && lease_.keep_bytes > 0 && !addresses.empty();
+  // Rail leaders: no member holds a whole result, every call is agreed.
+  one_round_trip_ = !lease_.agree_every_call && lease_.keep_bytes > 0 && !addresses.empty() &&
+                    !(leaders_ && leaders_->rails() > 1);
   if (!one_round_trip_ || (leaders_ && !leaders_->leader())) return;
   Result<ucx::Worker*> worker = ProcessRuntime::instance().worker(comm_.domain());
   if (!worker.ok()) return;  // cannot be: the host transport runs on it

@@ -96,13 +96,15 @@ TreeLayout treePlace(const std::vector<JoinHello>& all, const NodeLeaders* leade
 namespace {
 
 // A member's connections: one per agent of the lease (one stripe each), or
-// for a tree lease one, to the leaf agent of this rank's node. An error:
-// some agent could not be reached (named); connected means to all of them.
-Status connectAgents(const SwitchLease& lease, int domain,
+// for a tree lease one, to the leaf agent of this rank's node, or for a
+// rail leader one, to its rail's agent (`only`, else -1). An error: some
+// agent could not be reached (named); connected means to all of them.
+Status connectAgents(const SwitchLease& lease, int domain, int only,
                      std::vector<std::shared_ptr<agent::AggClient>>* clients) {
   if (lease.tree && lease.leaf < 0) return Status(Code::kUnsupported, lease.tree_error);
   for (size_t k = 0; k < lease.agents.size(); ++k) {
     if (lease.tree && k != size_t(lease.leaf)) continue;
+    if (only >= 0 && k != size_t(only)) continue;
     Result<std::shared_ptr<agent::AggClient>> c = switchClient(lease, k, domain);
     if (!c.ok()) return Status(c.status().code(), lease.agents[k] + ": " + c.status().message());
     clients->push_back(std::move(c.value()));
@@ -137,11 +139,11 @@ void reportUnavailable(CommGroup& comm, const SwitchLease& lease, bool first, co
 // one.
 Status joinAgents(const SwitchLease& lease,
                   const std::vector<std::shared_ptr<agent::AggClient>>& clients, uint64_t group_id,
-                  int size, int rank, const TreeLayout& tree,
+                  int size, int rank, const TreeLayout& tree, int only,
                   std::vector<std::unique_ptr<agent::AggGroup>>* groups) {
   const uint32_t share = tree.leaves > 1 ? 4 : 2;
   for (size_t k = 0; k < clients.size(); ++k) {
-    const size_t agent_k = lease.tree ? size_t(lease.leaf) : k;
+    const size_t agent_k = lease.tree ? size_t(lease.leaf) : only >= 0 ? size_t(only) : k;
     const uint32_t window = lease.window_request
                                 ? lease.window_request
                                 : std::max<uint32_t>(1, clients[k]->agent().max_window / share);
@@ -184,7 +186,13 @@ void logJoined(CommGroup& comm, const SwitchLease& lease, const NodeLeaders* lea
   if (tree.leaves > 1)
     SA_INFO("coll", "comm %s: a tree over %u leaf agents and the spine %s", comm.name().c_str(),
             tree.leaves, lease.agents[size_t(lease.root)].c_str());
-  if (leaders)
+  if (leaders && leaders->rails() > 1)
+    SA_INFO("coll",
+            "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
+            "bytes; %d rail leaders on each of %d nodes for %d ranks)",
+            comm.name().c_str(), group_id, lease.agent.c_str(), stripes, info.window,
+            info.slot_bytes, leaders->rails(), leaders->nodes(), comm.size());
+  else if (leaders)
     SA_INFO("coll",
             "comm %s: joined switch group %016" PRIx64 " at %s (%zu stripe(s), window %u x %zu "
             "bytes; %d node leaders for %d ranks)",
@@ -206,10 +214,12 @@ void logJoined(CommGroup& comm, const SwitchLease& lease, const NodeLeaders* lea
 }  // namespace
 
 Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLeaders* leaders) {
-  // A non-leader opens no connection and agrees to whatever the others saw.
-  const bool member = !leaders || leaders->leader();
+  // A non-leader opens no connection and agrees to whatever the others saw;
+  // a rail leader connects to its rail's agent only.
+  const bool member = !leaders || leaders->member();
+  const int only = leaders && leaders->rails() > 1 ? leaders->rail() : -1;
   std::vector<std::shared_ptr<agent::AggClient>> clients;
-  const Status connect_failure = member ? connectAgents(lease, comm.domain(), &clients)
+  const Status connect_failure = member ? connectAgents(lease, comm.domain(), only, &clients)
                                  : lease.tree && lease.leaf < 0
                                      ? Status(Code::kUnsupported, lease.tree_error)
                                      : Status::Ok();
@@ -238,18 +248,20 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   int rank = leaders ? leaders->node() : comm.rank();
   TreeLayout tree = lease.tree ? treePlace(all, leaders, &size, &rank) : TreeLayout{};
   std::vector<std::unique_ptr<agent::AggGroup>> groups;
-  const Status join_failure = joinAgents(lease, clients, group_id, size, rank, tree, &groups);
+  const Status join_failure =
+      joinAgents(lease, clients, group_id, size, rank, tree, only, &groups);
   std::unique_ptr<agent::StripedGroup> striped;
   if (member) {
     striped = std::make_unique<agent::StripedGroup>(std::move(clients), std::move(groups));
-    if (!lease.tree && striped->stripes() <= agent::kMaxWeightedStripes)
+    if (!lease.tree && only < 0 && striped->stripes() <= agent::kMaxWeightedStripes)
       striped->setWeights(
           std::vector<uint32_t>(all[0].stripe_mbps, all[0].stripe_mbps + striped->stripes()));
-    if (!lease.tree) striped->setLabels(stripeLabels(lease));
+    if (!lease.tree && only < 0) striped->setLabels(stripeLabels(lease));
   }
   // Bit 0: joined; bit 1: the member's agents all route (a non-leader has
-  // no agent and does not veto). Routed collectives need every rank's bit 1.
-  const bool routes = !member || (join_failure.ok() && striped->routedSupported());
+  // no agent and does not veto). Routed collectives need every rank's bit 1;
+  // rail leaders route nothing (every rank alike: the lease and layout are).
+  const bool routes = !member || (join_failure.ok() && only < 0 && striped->routedSupported());
   uint8_t ok = join_failure.ok() ? uint8_t(1 | (routes ? 2 : 0)) : 0;
   std::vector<uint8_t> oks(size_t(comm.size()));
   const bool all_joined =

@@ -63,30 +63,80 @@ char* NodeLeaders::accumulator(size_t bytes) {
 Result<const void*> NodeLeaders::reduceAccumulator(Dtype dtype, Op op, size_t count) {
   host_ = comm_.hostComm();
   if (!host_) return Status(Code::kInternal, "no host transport for the node's reduce");
+  Result<bool> root = reduceRange(dtype, op, 0, count, 0, 0);
+  if (!root.ok()) return root.status();
+  return static_cast<const void*>(*root ? acc_.data() : nullptr);
+}
+
+Result<bool> NodeLeaders::reduceRange(Dtype dtype, Op op, size_t begin, size_t count, int root,
+                                      uint32_t tag_base) {
   AllreduceArgs node;
   node.send = nullptr;
-  node.recv = acc_.data();
+  node.recv = elementPtr(acc_.data(), dtype, begin);
   node.count = count;
   node.dtype = dtype;
   node.op = op;
   // 16-bit float sums: reduced in fp64 (shared memory; exact for binary16,
-  // common/half.h), rounded once by the leader; what leaves the node stays
+  // common/half.h), rounded once by the root; what leaves the node stays
   // 16-bit.
   const bool wide = keepsWidePartials(node);
   if (wide) {
-    if (wide_.size() < count) wide_.resize(count);
-    widenHalfWide(dtype, wide_.data(), reinterpret_cast<const uint16_t*>(acc_.data()), count);
+    if (wide_.size() < begin + count) wide_.resize(begin + count);
+    widenHalfWide(dtype, wide_.data() + begin, static_cast<const uint16_t*>(node.recv), count);
     node.dtype = Dtype::kFloat64;
-    node.recv = wide_.data();
+    node.recv = wide_.data() + begin;
   }
   const size_t bytes = count * dtypeSize(node.dtype);
   if (scratch_.size() < bytes) scratch_.resize(bytes);
-  SubComm local(*host_, groups_.locals, 0);
-  Status st = binomialReduce(local, node, scratch_.data());
-  if (!st.ok()) return st;
-  if (!leader()) return static_cast<const void*>(nullptr);
-  if (wide) narrowHalfWide(dtype, reinterpret_cast<uint16_t*>(acc_.data()), wide_.data(), count);
-  return static_cast<const void*>(acc_.data());
+  SubComm local(*host_, rootedAt(root), tag_base);
+  SWITCHAGG_RETURN_IF_ERROR(binomialReduce(local, node, scratch_.data()));
+  if (localIndex() != root) return false;
+  if (wide)
+    narrowHalfWide(dtype, reinterpret_cast<uint16_t*>(acc_.data()) + begin, wide_.data() + begin,
+                   count);
+  return true;
+}
+
+std::vector<int> NodeLeaders::rootedAt(int root) const {
+  std::vector<int> order(groups_.locals.begin() + root, groups_.locals.end());
+  order.insert(order.end(), groups_.locals.begin(), groups_.locals.begin() + root);
+  return order;
+}
+
+Result<const void*> NodeLeaders::railReduce(const AllreduceArgs& args) {
+  const size_t bytes = args.count * dtypeSize(args.dtype);
+  // The caller's input stays intact for a host redo: reduce in a copy.
+  char* acc = accumulator(bytes);
+  if (bytes) std::memcpy(acc, args.send ? args.send : args.recv, bytes);
+  host_ = comm_.hostComm();
+  if (!host_) return Status(Code::kInternal, "no host transport for the node's reduce");
+  const void* mine = nullptr;
+  for (int k = 0; k < rails_; ++k) {
+    const agent::StripeRange r = agent::stripeOf(args.count, size_t(k), size_t(rails_));
+    if (r.count == 0) continue;  // fewer elements than rails: alike on every rank
+    // Each stripe's messages on their own tags.
+    Result<bool> root =
+        reduceRange(args.dtype, args.op, r.begin, r.count, k, uint32_t(k) * kNodePhaseTags);
+    if (!root.ok()) return root.status();
+    if (*root) mine = elementPtr(acc_.data(), args.dtype, r.begin);
+  }
+  return mine;
+}
+
+Status NodeLeaders::railBroadcast(const AllreduceArgs& args) {
+  std::unique_ptr<HostComm> host = std::move(host_);
+  if (!host) return Status(Code::kInternal, "node broadcast without a node reduce");
+  for (int k = 0; k < rails_; ++k) {
+    const agent::StripeRange r = agent::stripeOf(args.count, size_t(k), size_t(rails_));
+    if (r.count == 0) continue;
+    AllreduceArgs part = args;
+    part.send = nullptr;
+    part.recv = elementPtr(args.recv, args.dtype, r.begin);
+    part.count = r.count;
+    SubComm local(*host, rootedAt(k), uint32_t(k) * kNodePhaseTags);
+    SWITCHAGG_RETURN_IF_ERROR(binomialBroadcast(local, part));
+  }
+  return Status::Ok();
 }
 
 int NodeLeaders::localIndexOf(int rank) const {
@@ -327,6 +377,17 @@ Status NodeLeaders::shareInfo(const agent::GroupInfo* group, agent::GroupInfo* i
   info->slot_bytes = size_t(all[0].slot_bytes);
   info->window = all[0].window;
   info->caps = all[0].caps;
+  if (rails_ > 1) {
+    // Each rail's agent granted its own: the smallest window and slot and
+    // the (dtype, op) pairs every rail leader's agent reduces.
+    for (int r = 0; r < comm_.size(); ++r) {
+      const SharedInfo& o = all[size_t(r)];
+      if (o.window == 0) continue;  // not a rail leader
+      info->window = std::min(info->window, o.window);
+      info->slot_bytes = std::min(info->slot_bytes, size_t(o.slot_bytes));
+      for (size_t i = 0; i < info->caps.mask.size(); ++i) info->caps.mask[i] &= o.caps.mask[i];
+    }
+  }
   return Status::Ok();
 }
 

@@ -30,6 +30,23 @@ class NodeLeaders {
   static std::unique_ptr<NodeLeaders> create(CommGroup& comm, bool enabled);
 
   bool leader() const { return groups_.locals.front() == comm_.rank(); }
+  // Rail leaders (docs/offload.md "Rail leaders"): with rails() = R > 1 the
+  // node's local ranks 0..R-1 are members, local rank k of agent k (rail
+  // k) with stripe k of every call (agent::stripeOf(count, k, R): the same
+  // cut on every rank, from the call's count and R alone). Set once, alike
+  // on every rank, before the join; R <= the ranks of every node.
+  void setRails(int rails) { rails_ = rails; }
+  int rails() const { return rails_; }
+  int rail() const { return localIndex() < rails_ ? localIndex() : -1; }  // -1: none
+  bool member() const { return rails_ > 1 ? rail() >= 0 : leader(); }
+  // The node's inputs reduced stripe by stripe, stripe k into local rank
+  // k's copy (a binomial tree rooted there); returns stripe rail() of the
+  // node's sum on a rail leader, nullptr elsewhere. The caller's input
+  // stays intact. Starts the call's host transport.
+  Result<const void*> railReduce(const AllreduceArgs& args);
+  // Once every rank agreed: stripe k of rail leader k's args.recv into
+  // every rank of the node. Ends the call.
+  Status railBroadcast(const AllreduceArgs& args);
   int node() const { return groups_.node; }
   int nodes() const { return int(groups_.leaders.size()); }
 
@@ -165,6 +182,14 @@ class NodeLeaders {
   Status pipelinedLead(const Pipeline& p, agent::StripedGroup* group, void* out,
                        int64_t timeout_ms);
 
+  // Elements [begin, begin + count) of acc_ reduced into local rank
+  // `root`'s (a binomial tree over the node's ranks from there, tags from
+  // tag_base); true on the root.
+  Result<bool> reduceRange(Dtype dtype, Op op, size_t begin, size_t count, int root,
+                           uint32_t tag_base);
+  // The node's ranks in local order starting at local rank `root`.
+  std::vector<int> rootedAt(int root) const;
+
   CommGroup& comm_;
   NodeGroups groups_;
   std::unique_ptr<HostComm> host_;  // the current call's transport
@@ -184,6 +209,7 @@ class NodeLeaders {
     std::vector<bool> done;
   } flat_;
   bool contiguous_ = true;
+  int rails_ = 1;
 };
 
 }  // namespace switchagg::coll

@@ -42,6 +42,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
@@ -160,7 +161,7 @@ bool AgentSwitchPath::counter(const std::string& name, uint64_t* value) const {
   else if (name == "switch:busy" || name == "fallback:switch-busy") *value = busy_;
   else if (name == "switch:joined") *value = 1;
   else if (name == "switch:dead") *value = joined_ ? 0 : 1;
-  else if (name == "switch:leader") *value = !leaders_ || leaders_->leader() ? 1 : 0;
+  else if (name == "switch:leader") *value = !leaders_ || leaders_->member() ? 1 : 0;
   else if (name == "switch:members") *value = uint64_t(leaders_ ? leaders_->nodes() : comm_.size());
   else if (name == "switch:rejoined") *value = rejoined_;
   else if (name == "switch:barriers") *value = barriers_;
@@ -213,6 +214,31 @@ size_t routedVectorBytes(const RoutedArgs& args, int size) {
   return 0;
 }
 
+namespace {
+
+// SWITCHAGG_SWITCH_RAIL_LEADERS: R = the lease's agents leaders per node
+// when every node has R ranks (alike on every rank: the lease is job-wide,
+// the layout agreed); otherwise one leader per node, said once by rank 0.
+void placeRailLeaders(CommGroup& comm, const SwitchLease& lease, NodeLeaders* leaders) {
+  if (!leaders || !lease.rail_leaders) return;
+  const int rails = int(lease.agents.size());
+  std::vector<int> per_node(size_t(comm.layout().nodes), 0);
+  for (int node : comm.layout().node_of) ++per_node[size_t(node)];
+  const int fewest = *std::min_element(per_node.begin(), per_node.end());
+  std::string why;
+  if (lease.tree) why = "a tree lease";
+  else if (rails < 2) why = "the lease has one agent";
+  else if (fewest < rails)
+    why = "a node has " + std::to_string(fewest) + " rank(s), fewer than the " +
+          std::to_string(rails) + " rails";
+  if (why.empty()) return leaders->setRails(rails);
+  if (comm.rank() == 0)
+    SA_INFO("coll", "comm %s: SWITCHAGG_SWITCH_RAIL_LEADERS: one leader per node (%s)",
+            comm.name().c_str(), why.c_str());
+}
+
+}  // namespace
+
 std::unique_ptr<SwitchPath> createSwitchPath(CommGroup& comm) {
   using switch_detail::AgentSwitchPath;
   using switch_detail::Joined;
@@ -223,6 +249,7 @@ std::unique_ptr<SwitchPath> createSwitchPath(CommGroup& comm) {
   // A forced host algorithm never asks the switch; do not occupy slots.
   if (policy.forcesHost()) return nullptr;
   std::unique_ptr<NodeLeaders> leaders = NodeLeaders::create(comm, lease->node_leaders);
+  placeRailLeaders(comm, *lease, leaders.get());
   Joined joined = switch_detail::joinGroup(comm, *lease, true, leaders.get());
   if (!joined.ok) return nullptr;
   return std::make_unique<AgentSwitchPath>(comm, *lease, std::move(joined), std::move(leaders));

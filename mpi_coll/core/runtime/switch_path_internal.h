@@ -233,6 +233,11 @@ class AgentSwitchPath : public SwitchPath {
   }
   void makeLedger();
   Status allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes);
+  // Rail leaders (switch_leaders.h): every rank alike; their blocking
+  // allreduce; an agreed call's host redo, busy or failed.
+  bool railLeaders() const { return leaders_ && leaders_->rails() > 1; }
+  Status allreduceRails(const AllreduceArgs& args);
+  Status redoAgreed(const Status& mine, const std::vector<uint8_t>& oks);
   Status barrierOneRoundTrip(CallOutcome* how);
   // A member's end of a one-round-trip call: its own outcome, or after a
   // failure what the other members said (recovery). *source: the member

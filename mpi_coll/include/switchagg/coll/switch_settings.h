@@ -19,6 +19,12 @@ struct SwitchSettings {
   uint32_t rejoin_calls = 100;     // 0: a failed switch path stays off
   int64_t rejoin_ms = 60000;       // or after this long, if sooner (0: calls only)
   bool node_leaders = true;        // reduce inside each node; one member per node
+  // With node leaders and a lease of R >= 2 agents (rails): R leaders per
+  // node, local rank k feeding stripe k to agent k (docs/offload.md "Rail
+  // leaders"). Off by default: it serves blocking allreduces and barriers
+  // only (one-round-trip completion, the pipeline, nonblocking and routed
+  // calls go to the host path while it is on).
+  bool rail_leaders = false;
   // Node leaders' pipeline segment; 0: no pipeline. Off by default: on the
   // only fabric measured (emulated, CPU-bound) it was slower than without
   // (benchmarks/results/fabric_leaders.md).
@@ -58,6 +64,11 @@ inline const ConfigTable<SwitchSettings>& switchSettingsTable() {
        "with several ranks per node, reduce inside each node first and let one leader per "
        "node (its lowest rank) talk to the agent (off: every rank is a member)",
        boolField(&S::node_leaders)},
+      {"switch.rail_leaders", "SWITCHAGG_SWITCH_RAIL_LEADERS",
+       "with node leaders and a lease of R >= 2 agents (rails), R leaders per node: local rank "
+       "k reduces stripe k of the node's vector and streams it to agent k (blocking allreduce "
+       "and barrier only; needs R ranks on every node)",
+       boolField(&S::rail_leaders)},
       {"switch.segment", "SWITCHAGG_SWITCH_SEGMENT",
        "with node leaders, calls of at least two segments of this size overlap the node's "
        "reduce and broadcast with the agent stream segment by segment (0, the default: never; "
