@@ -58,7 +58,8 @@
 #   rail_leaders  2 rails, 2 ranks per host, SWITCHAGG_SWITCH_RAIL_LEADERS=on
 #              (tests/fabric/rail_leaders_scenario.sh): a rail leader per rail
 #              on each host, exact, each member streams its stripe, bytes even
-#              over the rails, bitwise those of one leader per node
+#              over the rails; rail_leaders_fault: rail 2's link down at h2
+#              mid-loop: exact (or a clear error), bounded, the rail named
 #   routed     3 hosts x 1 rank, the agent on the agent host: MPI_Reduce,
 #              MPI_Reduce_scatter(_block), MPI_Allgather and MPI_Bcast through
 #              the switch, every dtype x op x count x in place bitwise right
@@ -102,6 +103,7 @@ name=${SWITCHAGG_TEST_FABRIC:-ft${scenario:0:1}}
 [[ $scenario == reducers ]] && name=${SWITCHAGG_TEST_FABRIC:-ftq}
 [[ $scenario == rails ]] && name=${SWITCHAGG_TEST_FABRIC:-ftz}
 [[ $scenario == rail_leaders ]] && name=${SWITCHAGG_TEST_FABRIC:-ftw}
+[[ $scenario == rail_leaders_fault ]] && name=${SWITCHAGG_TEST_FABRIC:-ftv}
 subnet_of() { echo "${SWITCHAGG_TEST_SUBNET:-$1}"; }
 work=$(mktemp -d /var/tmp/switchagg-fabric-test.XXXXXX)
 die() { echo "FAIL: $*" >&2; [[ -f $work/agent.log ]] && tail -20 "$work/agent.log" >&2; exit 1; }
@@ -741,7 +743,7 @@ PY
   rails)
     source "$root/tests/fabric/rails_scenario.sh"
     ;;
-  rail_leaders)
+  rail_leaders | rail_leaders_fault)
     source "$root/tests/fabric/rail_leaders_scenario.sh"
     ;;
   routed)
