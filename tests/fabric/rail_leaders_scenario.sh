@@ -15,7 +15,7 @@
 # h2 while 4 MiB calls stream: every result exact, each call within 8 s,
 # the failure naming h2's rail-2 leader's agent (rail2 at its address),
 # or a clear switchagg error when the host path's lanes on rail 2 fail too.
-rails_subnet=10.96
+rails_subnet=10.98
 source "$root/tests/fabric/rails_lib.sh"
 switch_on+=(-x SWITCHAGG_SWITCH_RAIL_LEADERS=on)
 if [[ $scenario == rail_leaders_fault ]]; then
