@@ -93,7 +93,9 @@ run() {  # NAME REP [mpirun args] [-- bench args]
   fabric_mpirun $((hosts * ppn)) "$ppn" "${margs[@]}" -x SWITCHAGG_AGENT -x SWITCHAGG_LEASE -x SWITCHAGG_MODE \
     -x SWITCHAGG_SWITCH_WINDOW "$bin/switchagg-bench" --min "$min" --max "$max" \
     --iters 12 --min-iters 5 --warmup 2 "${bargs[@]}" --label "$name" \
-    --csv "$raw/${name}_rep$rep.csv" >"$work/run.log" || { cat "$work/run.log" >&2; exit 1; }
+    --csv "$raw/${name}_rep$rep.csv" >"$work/run.log" 2>&1 || { cat "$work/run.log" >&2; exit 1; }
+  # --settle's word that a size still measured: kept for the page.
+  grep 'switchagg-bench: .*tuning' "$work/run.log" | sed "s/^/$name rep $rep: /" >>"$raw/unsettled.txt" || true
 }
 for rep in $(seq 1 "$reps"); do
   for p in "${host_paths[@]}"; do
@@ -111,13 +113,14 @@ for rep in $(seq 1 "$reps"); do
     echo "$k $r0 | $r1" >>"$raw/rx_rep$rep.txt"
     run "switchi_k$k" "$rep" --mca coll_switchagg_offload on -x SWITCHAGG_SWITCH_LEADERS="$leaders" \
       --coll iallreduce
-    # auto, settled: 30 untimed calls a size let online tuning finish
-    # (--min-warmup alone is capped by --warmup: both).
-    run "auto_k$k" "$rep" --mca coll_switchagg_offload auto --min-warmup 30 --warmup 30
+    # auto, settled: 30 untimed calls a size, then up to 40 more while
+    # online tuning still measures (--settle; --min-warmup alone is capped
+    # by --warmup: both).
+    run "auto_k$k" "$rep" --mca coll_switchagg_offload auto --min-warmup 30 --warmup 30 --settle 40
     run "autoi_k$k" "$rep" --mca coll_switchagg_offload auto --coll iallreduce --min-warmup 30 \
-      --warmup 30
+      --warmup 30 --settle 40
     run "autot_k$k" "$rep" --mca coll_switchagg_offload auto --thread-multiple --min-warmup 30 \
-      --warmup 30
+      --warmup 30 --settle 40
     lease_drop "$k"
   done
 done
@@ -162,7 +165,8 @@ done
       }
     }'
   echo
-  echo "\`auto\` settled (offload=auto with the lease, 30 untimed calls a size first), against the"
+  echo "\`auto\` settled (offload=auto with the lease, 30 untimed calls a size first, then up to 40"
+  echo "more while online tuning still measures: switchagg-bench --settle), against the"
   echo "best fixed path for the same call, ms (× the best): blocking MPI_Allreduce against ring,"
   echo "Rabenseifner, Open MPI tuned and the switch; MPI_Iallreduce + MPI_Wait (warmed up with"
   echo "blocking calls, whose verdict it inherits) against Open MPI's own MPI_Iallreduce and the"
@@ -204,6 +208,14 @@ done
   echo "column per reducer host r1..r$kmax: before | after):"
   echo
   sed 's/^/    /' "$raw/rx_rep1.txt"
+  echo
+  if [[ -s $raw/unsettled.txt ]]; then
+    echo "Sizes whose timed \`auto\` calls were not all settled (switchagg-bench --settle):"
+    echo
+    sed 's/^/    /' "$raw/unsettled.txt"
+  else
+    echo "Every timed \`auto\` call ran a settled choice (switchagg-bench --settle said nothing)."
+  fi
   bench_notes
 } >"$out.tmp"
 mv "$out.tmp" "$out"

@@ -62,6 +62,11 @@ const std::vector<OptionSpec>& optionTable() {
        [](BenchOptions* o, const std::string& v) {
          return setCount("--min-warmup", v, 1, &o->min_warmup);
        }},
+      {"--settle", "N",
+       "after the warm-up, up to N more untimed calls while online tuning still measures "
+       "the size (the component's tune:explore_calls grows); a size still measuring then "
+       "is reported on stderr (default 0)",
+       [](BenchOptions* o, const std::string& v) { return setCount("--settle", v, 0, &o->settle); }},
       {"--dtype", "T",
        "int8..uint64, float32, float64, float16, bfloat16 (default float32; the 16-bit "
        "floats where the MPI defines MPIX_C_FLOAT16 / MPIX_BFLOAT16, op sum/min/max)",

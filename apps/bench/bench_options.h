@@ -18,6 +18,7 @@ struct BenchOptions {
   int min_iters = 5;        // floor for large sizes
   int warmup = 20;
   int min_warmup = 1;       // floor for large sizes (e.g. to let online tuning settle)
+  int settle = 0;           // at most this many more untimed calls while tuning measures
   Dtype dtype = Dtype::kFloat32;
   Op op = Op::kSum;
   Coll coll = Coll::kAllreduce;

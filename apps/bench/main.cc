@@ -84,6 +84,7 @@ class Bench {
 
  private:
   std::vector<double> timedLoop(size_t count, int iters, bool* ok);
+  void settle(Coll warm, size_t count, size_t bytes);
   bool checkResult(size_t count);
   CollBuffers buffers();
   const BenchOptions& o_;
@@ -134,6 +135,24 @@ std::vector<double> Bench::timedLoop(size_t count, int iters, bool* ok) {
   return samples;
 }
 
+// --settle: untimed calls while online tuning still measures this size. The
+// tuner's counters are alike on every rank (its decisions are agreed), so
+// every rank leaves the loop at the same call.
+void Bench::settle(Coll warm, size_t count, size_t bytes) {
+  const char* kExplore = "tune:explore_calls";
+  int64_t before = query_.counter(MPI_COMM_WORLD, kExplore);
+  if (o_.settle == 0 || before < 0) return;
+  for (int i = 0; i < o_.settle; ++i) {
+    collCall(warm, buffers(), count, mpiType(o_.dtype), mpiOp(o_.op), nranks_);
+    const int64_t after = query_.counter(MPI_COMM_WORLD, kExplore);
+    if (after == before) return;  // that call ran a settled choice
+    before = after;
+  }
+  if (rank_ == 0)
+    fprintf(stderr, "switchagg-bench: %zu bytes: online tuning still measuring after %d calls "
+                    "past the warm-up (--settle)\n", bytes, o_.settle);
+}
+
 // {mean, median} in microseconds.
 std::pair<double, double> meanAndMedianUs(std::vector<double> s) {
   double sum = 0;
@@ -151,6 +170,7 @@ SizeResult Bench::runSize(size_t count) {
   const Coll warm = o_.coll == Coll::kIallreduce ? Coll::kAllreduce : o_.coll;
   for (int i = 0; i < warmupFor(o_, bytes); ++i)
     collCall(warm, buffers(), count, mpiType(o_.dtype), mpiOp(o_.op), nranks_);
+  settle(warm, count, bytes);
   SizeResult r;
   r.bytes = bytes;
   r.count = count;
@@ -161,7 +181,14 @@ SizeResult Bench::runSize(size_t count) {
   const std::string switched = std::string(collName(o_.coll)) + ":switch";
   const int64_t switched_before = query_.counter(MPI_COMM_WORLD, switched.c_str());
   const int64_t sent_before = query_.bytesSent(MPI_COMM_WORLD);
+  const int64_t explored_before = query_.counter(MPI_COMM_WORLD, "tune:explore_calls");
   const std::pair<double, double> mine = meanAndMedianUs(timedLoop(count, r.iters, &ok));
+  const int64_t explored = query_.counter(MPI_COMM_WORLD, "tune:explore_calls") - explored_before;
+  if (o_.settle > 0 && explored_before >= 0 && explored > 0 && rank_ == 0)
+    fprintf(stderr,
+            "switchagg-bench: %zu bytes: %lld of the %d timed calls measured a candidate "
+            "(online tuning not settled)\n",
+            bytes, static_cast<long long>(explored), r.iters);
   const int64_t sent_after = query_.bytesSent(MPI_COMM_WORLD);
   const double my_sent = sent_before < 0 ? -1.0 : double(sent_after - sent_before) / r.iters;
   std::vector<double> sent(static_cast<size_t>(nranks_));

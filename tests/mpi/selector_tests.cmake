@@ -37,6 +37,21 @@ if(TARGET switchagg-bench AND TARGET mca_coll_switchagg)
             $<TARGET_FILE:switchagg-bench> --check --max 4K --iters 2 --warmup 0)
   set_tests_properties(bench_check_detects_wrong_results PROPERTIES LABELS mpi TIMEOUT 120
     ENVIRONMENT "${_bench_env}")
+  # --settle: after one warm-up call, untimed calls while online tuning
+  # still measures the size (offload auto, no lease: the host candidates),
+  # so no timed call measures a candidate; with too few it says so.
+  add_test(NAME bench_settle_np2
+    COMMAND ${_bench_mpirun} $<TARGET_FILE:switchagg-bench> --min 64K --max 64K --iters 3
+            --warmup 1 --settle 60 --csv -)
+  set_tests_properties(bench_settle_np2 PROPERTIES LABELS mpi TIMEOUT 120
+    ENVIRONMENT "${_bench_env}" PASS_REGULAR_EXPRESSION "65536,16384,3,"
+    FAIL_REGULAR_EXPRESSION "timed calls measured;still measuring;n/a")
+  add_test(NAME bench_settle_says_when_not_settled
+    COMMAND ${_bench_mpirun} $<TARGET_FILE:switchagg-bench> --min 64K --max 64K --iters 3
+            --warmup 1 --settle 2 --csv -)
+  set_tests_properties(bench_settle_says_when_not_settled PROPERTIES LABELS mpi TIMEOUT 120
+    ENVIRONMENT "${_bench_env}"
+    PASS_REGULAR_EXPRESSION "65536 bytes: online tuning still measuring after 2 calls.*65536 bytes: [0-9]+ of the 3 timed calls measured")
   # Open MPI 4.1 has no 16-bit float type: --dtype float16 is refused,
   # naming what is missing (exit 2), not run as something else.
   add_test(NAME bench_fp16_refused_without_the_type

@@ -213,10 +213,13 @@ void Tuner::finishRound1(Bucket& b, const Payload& agreed) {
   double best = std::numeric_limits<double>::infinity();
   for (Algorithm a : b.order)
     if (!std::isnan(agreed[slot(a)])) best = std::min(best, agreed[slot(a)]);
+  const double bound =
+      std::min(options_.prune_factor * best,
+               std::max(options_.confirm_factor * best, best + options_.confirm_slack_us));
   std::vector<Algorithm> survivors;
   for (Algorithm a : b.order) {
     const double t = agreed[slot(a)];
-    if (!std::isnan(t) && t <= options_.prune_factor * best) survivors.push_back(a);
+    if (!std::isnan(t) && t <= bound) survivors.push_back(a);
   }
   if (survivors.empty()) survivors.push_back(b.order.front());  // nothing measured
   b.order = survivors;

@@ -12,7 +12,12 @@
 //             rank's time for it is the faster of the two (a preemption on
 //             a busy node must not condemn a path); agreement; candidates
 //             slower than prune_factor x the fastest are dropped and never
-//             measured again in this bucket.
+//             measured again in this bucket, and so are those slower than
+//             both confirm_factor x the fastest and the fastest plus
+//             confirm_slack_us: a long call's round-1 time is already
+//             sharp (a preemption is small beside it), so round 2 only
+//             separates the close ones; a short call's noise is a few
+//             scheduler slices, so below the slack prune_factor decides.
 //   round 2   each survivor round2_calls times; agreement; the fastest
 //             median is the choice: the bucket is settled.
 //   settled   the choice runs. After check_first calls (then doubling up to
@@ -59,6 +64,14 @@ namespace switchagg::coll {
 struct TunerOptions {
   int round2_calls = 3;
   double prune_factor = 2.0;
+  // Round 2 for long calls: only candidates within confirm_factor x the
+  // fastest round-1 time, or within confirm_slack_us of it (the shared
+  // cores' noise: a preemption or two), are measured again. On reducer
+  // hosts at 2 MiB (~100 ms calls) prune_factor alone sent all six
+  // candidates to round 2: 36 calls before the bucket settled
+  // (Tuner.ReducerHostsAt2MiBSettleWithinTheBenchWarmUp).
+  double confirm_factor = 1.2;
+  double confirm_slack_us = 2000;
   double reopen_factor = 1.5;
   uint32_t check_first = 32;
   uint32_t check_max = 4096;
