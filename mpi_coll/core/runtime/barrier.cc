@@ -29,7 +29,7 @@ CallOutcome dispatchBarrier(CommState& state) {
   }
   sw->rejoinIfDue();
   CallOutcome how = CallOutcome::kDone;
-  Status st = sw->barrier(&how);
+  Status st = sw->start(SwitchCall::ofBarrier({}, /*stream=*/false), &how);
   if (st.code() == Code::kUnsupported) {
     ++c.previous;
     ++c.unavailable;

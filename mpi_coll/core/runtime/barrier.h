@@ -1,6 +1,6 @@
-// MPI_Barrier: the switch path's barrier (SwitchPath::barrier) when the
-// policy allows it, else the previous coll module (docs/offload.md
-// "Barrier"). Every rank reaches the same outcome for the same call: the
+// MPI_Barrier: the switch path's barrier (SwitchPath::start with a
+// barrier SwitchCall) when the policy allows it, else the previous coll
+// module (docs/offload.md "Barrier"). Every rank reaches the same outcome for the same call: the
 // choice depends only on parameters and on state all ranks agreed on.
 #pragma once
 

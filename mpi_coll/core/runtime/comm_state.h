@@ -73,7 +73,7 @@ class CommState : public CommGroup {
   int size() const override { return size_; }
   // A call's selector input as the communicator sees it: its bytes (the
   // model's n), dtype and op, the size and node layout; the switch path
-  // fills its own fields (describe, describeStream, describeRouted).
+  // fills its own fields (SwitchPath::describe).
   SelectionInput callShape(size_t bytes, Dtype dtype, Op op) const {
     SelectionInput in;
     in.bytes = bytes;

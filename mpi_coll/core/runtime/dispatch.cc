@@ -89,7 +89,8 @@ Status runHost(CommState& state, Algorithm a, const AllreduceArgs& args) {
 
 SelectionInput describeCall(const CommState& state, const AllreduceArgs& args) {
   SelectionInput in = state.callShape(args.count * dtypeSize(args.dtype), args.dtype, args.op);
-  if (const SwitchPath* sw = state.switchPath()) sw->describe(args, &in);
+  if (const SwitchPath* sw = state.switchPath())
+    sw->describe(SwitchCall::ofAllreduce(args, /*stream=*/false), &in);
   in.threads = ProcessRuntime::mpiThreads();
   return in;
 }
@@ -144,7 +145,8 @@ CallOutcome tryCandidate(CommState& state, Algorithm a, const AllreduceArgs& arg
   if (a == Algorithm::kSwitch) {
     SwitchPath* sw = state.switchPath();
     if (!sw) return CallOutcome::kDeclined;
-    Status st = sw->allreduce(args);
+    CallOutcome how = CallOutcome::kDone;
+    Status st = sw->start(SwitchCall::ofAllreduce(args, /*stream=*/false), &how);
     if (st.code() == Code::kUnsupported) return CallOutcome::kDeclined;
     if (!st.ok()) return fail(state, a, st);
     announce(state, a, in, reason);  // only once it served: it may have declined

@@ -56,7 +56,7 @@ int route(switchagg_coll_comm& comm, const AllreduceArgs& args) {
   SwitchPath* sw = state.switchPath();
   if (sw == nullptr) return routePrevious(c, "no switch path");
   SelectionInput in = state.callShape(args.count * dtypeSize(args.dtype), args.dtype, args.op);
-  sw->describeStream(args, &in);
+  sw->describe(SwitchCall::ofAllreduce(args, /*stream=*/true), &in);
   if (!in.switch_available) return routePrevious(c, "switch cannot stream");
   // The host algorithms have no nonblocking form: the switch serves when
   // the selector ranks it before the previous module (offload=on always),
@@ -102,7 +102,7 @@ int routeBarrier(switchagg_coll_comm& comm) {
   int32_t entered = 0;
   const AllreduceArgs args{&one, &entered, 1, Dtype::kInt32, Op::kSum};
   SelectionInput in = state.callShape(sizeof one, Dtype::kInt32, Op::kSum);
-  sw->describeStream(args, &in);
+  sw->describe(SwitchCall::ofBarrier(args, /*stream=*/true), &in);
   if (!in.switch_available) return routePrevious(c, "switch cannot stream");
   return SWITCHAGG_COLL_IROUTE_SWITCH;
 }
@@ -147,7 +147,8 @@ int routeRouted(switchagg_coll_comm& comm, IallreduceCounters& c, const RoutedAr
   if (sw == nullptr) return routePrevious(c, "no switch path");
   SelectionInput in = state.callShape(args.op == SWITCHAGG_COLL_ALLGATHER ? args.count : bytes,
                                       args.dtype, args.reduce_op);
-  if (const char* why = sw->describeRoutedStream(args, &in)) return routePrevious(c, why);
+  if (const char* why = sw->describe(SwitchCall::ofRouted(args, /*stream=*/true), &in))
+    return routePrevious(c, why);
   if (!chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(), policy).use_switch)
     return routePrevious(c, "selected");
   return SWITCHAGG_COLL_IROUTE_SWITCH;
@@ -172,23 +173,26 @@ class StepScope {
 // The counters of the stream running on `comm` (set when it started).
 IallreduceCounters& streamCounters(switchagg_coll_comm& comm) { return *comm.istream; }
 
-int streamResult(const Status& st, int* outcome) {
+// A started or stepped stream's answer (SwitchPath::start, step): running,
+// or this rank's outcome.
+int streamResult(const Status& st, CallOutcome how, int* outcome) {
   if (st.code() == Code::kInProgress) return SWITCHAGG_COLL_ISTREAM_RUNNING;
-  *outcome = outcomeInt(outcomeOf(st));
+  *outcome = outcomeInt(st.ok() ? how : CallOutcome::kFailed);
   return SWITCHAGG_COLL_ISTREAM_OUTCOME;
 }
 
 // A stream's start, counted in `c` (the running stream's counters from now
-// on): `start` asks the path to start it.
-template <typename F>
-int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, int* outcome, F&& start) {
+// on).
+int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, const SwitchCall& call,
+                 int* outcome) {
   StepScope step(comm);
   if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
   ProcessRuntime::CallScope in_call(comm.state.domain());
   return guarded<int>("istream start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
     SwitchPath* sw = comm.state.switchPath();
     comm.istream = &c;
-    Status st = sw ? start(*sw) : Status(Code::kUnsupported, "no path");
+    CallOutcome how = CallOutcome::kFailed;
+    Status st = sw ? sw->start(call, &how) : Status(Code::kUnsupported, "no path");
     if (st.code() == Code::kUnsupported) {
       // The path failed on an earlier call (every rank agreed to that).
       ++c.redo;
@@ -196,7 +200,7 @@ int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, int* outcome,
       return static_cast<int>(SWITCHAGG_COLL_ISTREAM_DECLINED);
     }
     ++c.steps;
-    return streamResult(st, outcome);
+    return streamResult(st, how, outcome);
   });
 }
 
@@ -222,6 +226,7 @@ using switchagg::Dtype;
 using switchagg::Op;
 using switchagg::coll::AllreduceArgs;
 using switchagg::coll::ProcessRuntime;
+using switchagg::coll::SwitchCall;
 using switchagg::coll::SwitchPath;
 using switchagg::coll::CallOutcome;
 using switchagg::coll::outcomeInt;
@@ -245,13 +250,6 @@ int switchagg_coll_ibarrier_route(switchagg_coll_comm_t* comm) {
                                        [&] { return switchagg::coll::routeBarrier(*comm); });
 }
 
-int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, const void* send, void* recv,
-                                 size_t count, int dtype, int op, int barrier, int* outcome) {
-  AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
-  return switchagg::coll::startCounted(
-      *comm, barrier ? comm->ibarrier : comm->iallreduce, outcome,
-      [&](SwitchPath& sw) { return sw.startStream(args, barrier != 0); });
-}
 
 int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, size_t count,
                                  int dtype, int op, int root) {
@@ -267,16 +265,25 @@ int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, siz
   });
 }
 
-int switchagg_coll_istream_start_routed(switchagg_coll_comm_t* comm, int routed_op,
-                                        const void* send, void* recv, size_t count, int dtype,
-                                        int op, int root, int* outcome) {
-  switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
-  if (c == nullptr) return SWITCHAGG_COLL_ISTREAM_DECLINED;
-  std::vector<size_t> counts;  // copied by the path (startRoutedStream)
-  const switchagg::coll::RoutedArgs args = switchagg::coll::iroutedArgs(
-      *comm, routed_op, send, recv, count, dtype, op, root, &counts);
-  return switchagg::coll::startCounted(*comm, *c, outcome,
-                                       [&](SwitchPath& sw) { return sw.startRoutedStream(args); });
+int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, int kind, const void* send,
+                                 void* recv, size_t count, int dtype, int op, int root,
+                                 int* outcome) {
+  if (switchagg_coll_kind_is_routed(kind)) {
+    switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, kind);
+    if (c == nullptr) return SWITCHAGG_COLL_ISTREAM_DECLINED;
+    std::vector<size_t> counts;  // copied by the path (SwitchPath::start)
+    const switchagg::coll::RoutedArgs args = switchagg::coll::iroutedArgs(
+        *comm, kind, send, recv, count, dtype, op, root, &counts);
+    return switchagg::coll::startCounted(*comm, *c, SwitchCall::ofRouted(args, /*stream=*/true),
+                                         outcome);
+  }
+  AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
+  const bool barrier = kind == SWITCHAGG_COLL_BARRIER;
+  return switchagg::coll::startCounted(
+      *comm, barrier ? comm->ibarrier : comm->iallreduce,
+      barrier ? SwitchCall::ofBarrier(args, /*stream=*/true)
+              : SwitchCall::ofAllreduce(args, /*stream=*/true),
+      outcome);
 }
 
 int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
@@ -295,7 +302,9 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
     switchagg::coll::IallreduceCounters& c = switchagg::coll::streamCounters(*comm);
     do {
       ++c.steps;
-      rc = switchagg::coll::streamResult(sw->stepStream(), outcome);
+      CallOutcome how = CallOutcome::kFailed;
+      const switchagg::Status st = sw->step(&how);
+      rc = switchagg::coll::streamResult(st, how, outcome);
     } while (rc == SWITCHAGG_COLL_ISTREAM_RUNNING && switchagg::coll::nowUs() < until);
     return rc;
   });
@@ -304,7 +313,7 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
 int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int* agreed) {
   switchagg::coll::StepScope step(*comm);
   SwitchPath* sw = comm->state.switchPath();
-  if (!sw || !sw->streamSettles()) {
+  if (!sw || !sw->settles()) {
     comm->istream_agree_start_us = switchagg::coll::nowUs();
     return SWITCHAGG_COLL_ISETTLE_AGREE;
   }
@@ -313,7 +322,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int*
   ProcessRuntime::CallScope in_call(comm->state.domain());
   return switchagg::coll::guarded<int>("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
     CallOutcome settled = CallOutcome::kFailed;
-    switchagg::Status st = sw->settleStream(static_cast<CallOutcome>(outcome), &settled);
+    switchagg::Status st = sw->settle(static_cast<CallOutcome>(outcome), &settled);
     if (st.ok()) {
       *agreed = outcomeInt(settled);
       return static_cast<int>(SWITCHAGG_COLL_ISETTLE_SETTLED);
@@ -337,7 +346,7 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
       comm->istream_agree_start_us = 0;
     }
     const CallOutcome end =
-        comm->state.switchPath()->endStream(static_cast<CallOutcome>(agreed), first_rank);
+        comm->state.switchPath()->finish(static_cast<CallOutcome>(agreed), first_rank);
     if (end == CallOutcome::kDone) {
       ++c.switched;
       return outcomeInt(end);

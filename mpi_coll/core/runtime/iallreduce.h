@@ -64,19 +64,19 @@ int switchagg_coll_ibarrier_route(switchagg_coll_comm_t *comm);
  * result at its start). The route as for MPI_Iallreduce (LOCAL:
  * count 0 or one rank, nothing copied: the glue hands it to the previous
  * module, whose trivial copy honours any datatype); the stream started by
- * istream_start_routed (send NULL: in place; bcast: the buffer is recv),
- * then istream_step / _settle / _end as MPI_Iallreduce's. Counted as
+ * istream_start (send NULL: in place; bcast: the buffer is recv), then
+ * istream_step / _settle / _end as MPI_Iallreduce's. Counted as
  * iallgather:* / ibcast:* / ireduce_scatter_block:*, the same names as
  * iallreduce:*. */
 int switchagg_coll_irouted_route(switchagg_coll_comm_t *comm, int routed_op, size_t count,
                                  int dtype, int op, int root);
-int switchagg_coll_istream_start_routed(switchagg_coll_comm_t *comm, int routed_op,
-                                        const void *send, void *recv, size_t count, int dtype,
-                                        int op, int root, int *outcome);
 void switchagg_coll_irouted_note(switchagg_coll_comm_t *comm, int routed_op, const char *what);
-/* barrier: 1 for an MPI_Ibarrier's stream (counted as ibarrier:*). */
-int switchagg_coll_istream_start(switchagg_coll_comm_t *comm, const void *send, void *recv,
-                                 size_t count, int dtype, int op, int barrier, int *outcome);
+/* A stream's start, one entry for every kind (switchagg_coll_kind):
+ * SWITCHAGG_COLL_ALLREDUCE; _BARRIER, an MPI_Ibarrier's one-int32 sum of
+ * ones (counted as ibarrier:*); a routed kind as above (root: bcast's). */
+int switchagg_coll_istream_start(switchagg_coll_comm_t *comm, int kind, const void *send,
+                                 void *recv, size_t count, int dtype, int op, int root,
+                                 int *outcome);
 int switchagg_coll_istream_step(switchagg_coll_comm_t *comm, int *outcome);
 int switchagg_coll_istream_end(switchagg_coll_comm_t *comm, int agreed, int first_rank);
 /* After OUTCOME, before any agreement: a small call completes on one agent
@@ -114,7 +114,7 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int 
  *                       algorithm's failure). */
 /*   irouted_redo_host   the same for an MPI_Iallgather / MPI_Ibcast /
  *                       MPI_Ireduce_scatter_block (routed_op; arguments
- *                       as istream_start_routed's), as allreduces over the
+ *                       as istream_start's), as allreduces over the
  *                       transport: allgather and bcast a bytewise OR of
  *                       zero-filled images (every rank's block in its slot;
  *                       the root's buffer), reduce_scatter_block the whole

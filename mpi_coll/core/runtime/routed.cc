@@ -81,7 +81,8 @@ CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previo
   // The model's n: one rank's block for allgather, else the whole vector.
   SelectionInput in = state.callShape(args.op == SWITCHAGG_COLL_ALLGATHER ? args.count : bytes,
                                       args.dtype, args.reduce_op);
-  if (const char* why = sw->describeRouted(args, &in)) return previous(state, args.op, why);
+  if (const char* why = sw->describe(SwitchCall::ofRouted(args, /*stream=*/false), &in))
+    return previous(state, args.op, why);
   const RoutedChoice choice = chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(),
                                            policy, previous_differs);
   // offload=auto with online tuning: the model only orders the two
@@ -114,7 +115,7 @@ CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previo
   };
   if (!use_switch) return handBack(tuner ? "tuned" : "selected");
   CallOutcome how = CallOutcome::kDone;
-  Status st = sw->routed(args, &how);
+  Status st = sw->start(SwitchCall::ofRouted(args, /*stream=*/false), &how);
   if (st.code() == Code::kUnsupported) return handBack("unavailable");
   if (!st.ok()) {
     // The agreement itself failed: the ranks may now disagree.

@@ -1,7 +1,7 @@
 // MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Allgather, MPI_Bcast: the
-// switch path's routed calls (SwitchPath::routed) when the policy and the
-// path allow, else the previous coll module (docs/offload.md "Routed
-// collectives"). Every rank reaches the same outcome for the same call: the
+// switch path's routed calls (SwitchPath::start with a routed SwitchCall)
+// when the policy and the path allow, else the previous coll module
+// (docs/offload.md "Routed collectives"). Every rank reaches the same outcome for the same call: the
 // choice depends only on the call's shape (alike on every rank: sizes,
 // dtype, op, root), the parameters and state all ranks agreed on.
 #pragma once

@@ -228,7 +228,7 @@ void AgentSwitchPath::describeStream(const AllreduceArgs& args, SelectionInput* 
 // As allreduce() without the blocking parts: the result goes to scratch for
 // an in-place call (the input stays intact until the ranks agree). With node
 // leaders: the node's inputs to the leader first (stepStream), the leader's
-// stream, then its [outcome][result] to the node (settleStream).
+// stream, then its [outcome][result] to the node (settle).
 Status AgentSwitchPath::startStream(const AllreduceArgs& args, bool barrier) {
   const size_t bytes = args.count * dtypeSize(args.dtype);
   // Alike on every rank: joined_, the caps and the keep limit are agreed
@@ -369,7 +369,7 @@ Status AgentSwitchPath::stepStream() {
   return stream_.mine;
 }
 
-Status AgentSwitchPath::settleStream(CallOutcome outcome, CallOutcome* agreed) {
+Status AgentSwitchPath::settle(CallOutcome outcome, CallOutcome* agreed) {
   const Status mine = outcome == CallOutcome::kDone   ? Status::Ok()
                       : outcome == CallOutcome::kBusy ? Status(Code::kBusy, "refused busy")
                       : !stream_.mine.ok()     ? stream_.mine
@@ -404,7 +404,7 @@ Status AgentSwitchPath::settleStream(CallOutcome outcome, CallOutcome* agreed) {
   return Status::Ok();
 }
 
-CallOutcome AgentSwitchPath::endStream(CallOutcome agreed, int first_rank) {
+CallOutcome AgentSwitchPath::finish(CallOutcome agreed, int first_rank) {
   if (stream_.settled) ++one_trip_;
   else ++agreements_;  // the glue's nonblocking agreement ended
   if (stream_.routed) return endRoutedStream(agreed, first_rank);

@@ -130,7 +130,7 @@ Status AgentSwitchPath::startLeaderRouted() {
   return routedDecline(st);
 }
 
-// The leader's one-round-trip end (settleStream): as the blocking calls'
+// The leader's one-round-trip end (settle): as the blocking calls'
 // leaders settle (routedBlocksOutcome, routedLeadersOneRoundTrip).
 Result<CallOutcome> AgentSwitchPath::settleRoutedLeaders(const Status& mine, int* source) {
   const RoutedArgs& args = stream_.rargs;

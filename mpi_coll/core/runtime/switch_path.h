@@ -1,16 +1,24 @@
-// The slot for the switch candidate (offload to the switch agent). Dispatch
-// asks it three things per call and knows nothing else about it:
+// The slot for the switch candidate (offload to the switch agent), shaped
+// as a collective task: one SwitchCall names the kind of collective
+// (allreduce, barrier, a routed reduce / reduce_scatter(_block) /
+// allgather / bcast) and whether it is blocking or streamed; the callers
+// (dispatch, barrier, routed, iallreduce) ask the path:
 //
 //   rejoinIfDue() once per call, first: after a failure, rejoins the agent
-//                when due (collective: the only communication outside
-//                allreduce());
+//                when due (collective: the only communication outside a
+//                call);
 //   describe()   fills SelectionInput's switch fields (available, window,
-//                slot bytes) so the selector can rank `switch`; local;
-//   allreduce()  runs the call when `switch` is tried.
+//                slot bytes) so the selector can rank `switch`, or says
+//                why the path cannot serve the call; local;
+//   start()      runs the call: a blocking call ends in start(); a
+//                streamed one returns kInProgress, then
+//   step()       until it ends, and
+//   settle()     / finish(): the ranks' outcome and the commit or restore.
 //
-// All must give the same answer on every rank of the communicator for the
-// same call, as every candidate must (see dispatch.cc). The path sees its
-// communicator only as a CommGroup.
+// How a call ended is one CallOutcome (call_outcome.h) for every kind and
+// both shapes. All must give the same answer on every rank of the
+// communicator for the same call, as every candidate must (see
+// dispatch.cc). The path sees its communicator only as a CommGroup.
 #pragma once
 
 #include <cstdint>
@@ -44,92 +52,101 @@ struct RoutedArgs {
 // allgather: all blocks; bcast: the buffer) for a communicator of `size`.
 size_t routedVectorBytes(const RoutedArgs& args, int size);
 
+// One call on the switch path: the kind of collective and its arguments.
+struct SwitchCall {
+  // SWITCHAGG_COLL_ALLREDUCE, _BARRIER, or a routed kind (routed.op).
+  CollKind kind = SWITCHAGG_COLL_ALLREDUCE;
+  // allreduce; a streamed barrier: the one-int32 sum of ones whose result
+  // is the number of ranks that entered (a blocking barrier: unused).
+  AllreduceArgs allreduce;
+  RoutedArgs routed;  // the routed kinds
+  // A nonblocking call: decided when it is posted and run later in steps
+  // from progress (iallreduce.h), the agreement left to the caller.
+  bool stream = false;
+
+  static SwitchCall ofAllreduce(const AllreduceArgs& args, bool stream) {
+    SwitchCall c;
+    c.allreduce = args;
+    c.stream = stream;
+    return c;
+  }
+  static SwitchCall ofBarrier(const AllreduceArgs& sum_of_ones, bool stream) {
+    SwitchCall c = ofAllreduce(sum_of_ones, stream);
+    c.kind = SWITCHAGG_COLL_BARRIER;
+    return c;
+  }
+  static SwitchCall ofRouted(const RoutedArgs& args, bool stream) {
+    SwitchCall c;
+    c.kind = args.op;
+    c.routed = args;
+    c.stream = stream;
+    return c;
+  }
+};
+
 class SwitchPath {
  public:
   virtual ~SwitchPath() = default;
   // Every rank calls it for the same calls in the same order.
   virtual void rejoinIfDue() {}
-  virtual void describe(const AllreduceArgs& args, SelectionInput* in) const = 0;
-  // Ok: the result is in args.recv. kUnsupported: declined before anything
-  // was touched, on every rank alike -> dispatch tries the next candidate.
-  // Anything else: the call failed and dispatch reports it (a failure the
-  // path can recover from on the host is returned as kUnsupported).
-  virtual Status allreduce(const AllreduceArgs& args) = 0;
-  // MPI_Barrier through the agent (barrier.h, docs/offload.md "Barrier").
-  // Ok: every rank entered (through the agent, or - after a failure or a
-  // busy refusal, counted - proven by the outcome agreement itself); *how
-  // says which (CallOutcome kDone, kBusy, kFailed), alike on every rank.
-  // kUnsupported: declined on every rank alike, nothing sent.
-  virtual Status barrier(CallOutcome* how) {
-    (void)how;
-    return Status(Code::kUnsupported, "no switch barrier");
+  // Null after filling `in`'s switch fields (`in` may be null for a routed
+  // call) when the path can serve the call, else why not, alike on every
+  // rank. Allreduce: always null (blocking: `in` says whether the path is
+  // available; streamed: `in` is left alone when the path cannot stream
+  // it). A blocking barrier: null (start() declines when it cannot). A
+  // routed call: "unavailable" (failed, not rejoined; blocking only),
+  // "one-node" (node leaders with every rank on one node: nothing to
+  // route), "agent-not-routed" (an agent predates routed calls),
+  // "dtype-op" (the agent does not reduce the pair). A streamed call is
+  // decided when it is posted and streamed later, so describe() must not
+  // depend on an outcome some ranks have not seen yet (a failure being
+  // agreed; not whether the path is joined now).
+  virtual const char* describe(const SwitchCall& call, SelectionInput* in) const = 0;
+  // Starts the call. Every kind, both shapes, answers alike:
+  //   kInProgress  a streamed call runs: step() until something else;
+  //   kUnsupported declined on every rank alike, nothing sent or touched
+  //                (blocking: the next candidate or the previous module
+  //                serves; streamed: the path failed on an earlier call, the
+  //                caller redoes the call on the host);
+  //   Ok           it ended, *how says how: blocking, the ranks' agreed
+  //                outcome (kDone: the result is in place; kBusy, kFailed:
+  //                nothing committed, the input intact, the caller redoes
+  //                the call; a failure disables the path until it rejoins;
+  //                a blocking barrier's kBusy/kFailed: every rank entered,
+  //                proven by the agreement itself); streamed, this rank's
+  //                own outcome, for settle() or the caller's agreement;
+  //   other error  the call failed (blocking: the agreement itself failed,
+  //                the ranks may disagree: the MPI error path).
+  // A blocking allreduce ends with kDone or declines: a failure it can
+  // recover from on the host is kUnsupported (the next candidate serves).
+  virtual Status start(const SwitchCall& call, CallOutcome* how) = 0;
+  // One step of the streamed call start() left running: as start().
+  virtual Status step(CallOutcome* how) {
+    *how = CallOutcome::kFailed;
+    return Status(Code::kInternal, "no stream running");
   }
-  // A routed collective (routed.h, docs/offload.md "Routed collectives").
-  // describeRouted: null after filling `in`'s switch fields (as describe;
-  // `in` may be null) when the path can serve the call, else why not, alike
-  // on every rank: "unavailable" (failed, not rejoined), "one-node"
-  // (node leaders with every rank on one node: nothing to route),
-  // "agent-not-routed" (an agent predates routed calls), "dtype-op" (the
-  // agent does not reduce the pair). routed(): Ok with *how kDone:
-  // the result is in place (the agreement saw every rank ok); Ok with kBusy
-  // or kFailed: nothing committed, the input intact, the caller redoes the
-  // call on the previous module (a failure disables the path as for
-  // allreduce); kUnsupported: declined alike on every rank, nothing sent;
-  // any other error: the agreement itself failed.
-  virtual const char* describeRouted(const RoutedArgs& /*args*/, SelectionInput* /*in*/) const {
-    return "unavailable";
-  }
-  virtual Status routed(const RoutedArgs& /*args*/, CallOutcome* /*how*/) {
-    return Status(Code::kUnsupported, "no switch routing");
-  }
-  // MPI_Iallreduce (iallreduce.h, docs/offload.md "MPI_Iallreduce"): the
-  // same call in steps, driven from Open MPI's progress callback, the
-  // agreement left to the caller. describeStream: as describe, for a call
-  // decided when it is posted and streamed later, so it must not depend on
-  // an outcome some ranks have not seen yet (a failure being agreed); a
-  // path that cannot stream the call leaves `in` alone. startStream: kInProgress (call stepStream until it returns
-  // something else), kUnsupported (declined alike on every rank, nothing
-  // sent: the caller redoes the call on the host), or this rank's outcome.
-  // endStream(agreed, first): the ranks' agreed outcome (kDone, kBusy,
-  // kFailed: the worst) and the lowest rank with it. kDone: the result is
-  // in args.recv; kBusy or kFailed: redo on the host (counted, a failure
-  // disables the path as for allreduce).
-  virtual void describeStream(const AllreduceArgs& /*args*/, SelectionInput* /*in*/) const {}
-  // barrier: the stream is an MPI_Ibarrier (a one-int32 sum of ones whose
-  // result is the number of ranks that entered), counted as a barrier.
-  virtual Status startStream(const AllreduceArgs& /*args*/, bool /*barrier*/ = false) {
-    return Status(Code::kUnsupported, "no switch stream");
-  }
-  virtual Status stepStream() { return Status(Code::kInternal, "no stream running"); }
-  virtual CallOutcome endStream(CallOutcome /*agreed*/, int /*first_rank*/) {
-    return CallOutcome::kFailed;
-  }
-  // One-round-trip completion of the stream (docs/offload.md "Completion"):
-  // streamSettles() says, alike on every rank, that the running stream ends
-  // without the agreement; settleStream(outcome) then gives *agreed (this
+  // One-round-trip completion of the streamed call (docs/offload.md
+  // "Completion"), once it has this rank's outcome: Ok with *agreed (this
   // rank's outcome, or after a failure what recovery learnt from the other
-  // members: kDone, kBusy or kFailed) for endStream(agreed, -1). An error:
-  // recovery could not decide.
-  virtual bool streamSettles() const { return false; }
-  virtual Status settleStream(CallOutcome /*outcome*/, CallOutcome* /*agreed*/) {
+  // members: kDone, kBusy or kFailed) for finish(agreed, -1). settles()
+  // says, alike on every rank, whether it applies; when it does not the
+  // caller agrees the ranks' outcomes itself. An error: recovery could not
+  // decide.
+  virtual bool settles() const { return false; }
+  virtual Status settle(CallOutcome outcome, CallOutcome* agreed) {
+    (void)outcome;
+    (void)agreed;
     return Status(Code::kInternal, "no switch stream");
   }
-  // MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block (iallreduce.h): a
-  // routed call streamed as
-  // the MPI_Iallreduce stream is (stepStream, streamSettles, settleStream,
-  // endStream are the same). describeRoutedStream: as describeRouted, for a
-  // call decided when it is posted (so nothing a pending outcome changes:
-  // not whether the path is joined now): null after filling `in`, else why
-  // not ("one-node": node leaders with every rank on one node, "agent-not-routed", "dtype-op"). startRoutedStream:
-  // as startStream (kUnsupported: the path failed on an earlier call, alike
-  // on every rank, nothing sent). endStream's Ok: the result is in place
-  // (an in-place allgather's own block restored before a redo).
-  virtual const char* describeRoutedStream(const RoutedArgs& /*args*/,
-                                           SelectionInput* /*in*/) const {
-    return "no switch stream";
-  }
-  virtual Status startRoutedStream(const RoutedArgs& /*args*/) {
-    return Status(Code::kUnsupported, "no switch stream");
+  // The streamed call's end: the ranks' agreed outcome (kDone, kBusy,
+  // kFailed: the worst) and the lowest rank with it (-1 after settle()).
+  // kDone: the result is in place; kBusy or kFailed: redo on the host, the
+  // input intact (an in-place allgather's own block restored; counted, a
+  // failure disables the path as for a blocking call).
+  virtual CallOutcome finish(CallOutcome agreed, int first_rank) {
+    (void)agreed;
+    (void)first_rank;
+    return CallOutcome::kFailed;
   }
   // Counters the switch path keeps ("switch:bytes_sent",
   // "fallback:switch-failed", "fallback:switch-busy", ...; docs/offload.md). False: not one of its

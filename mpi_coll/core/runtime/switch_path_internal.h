@@ -162,12 +162,33 @@ class AgentSwitchPath : public SwitchPath {
   }
   ~AgentSwitchPath() override;
 
+  // The task (switch_task.cc): each kind's own entries below.
   void rejoinIfDue() override;
-  void describe(const AllreduceArgs& args, SelectionInput* in) const override;
-  Status allreduce(const AllreduceArgs& args) override;
-  Status barrier(CallOutcome* how) override;
-  const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const override;
-  Status routed(const RoutedArgs& args, CallOutcome* how) override;
+  const char* describe(const SwitchCall& call, SelectionInput* in) const override;
+  Status start(const SwitchCall& call, CallOutcome* how) override;
+  Status step(CallOutcome* how) override;
+  bool settles() const override { return stream_.one_trip; }
+  Status settle(CallOutcome outcome, CallOutcome* agreed) override;
+  CallOutcome finish(CallOutcome agreed, int first_rank) override;
+  bool counter(const std::string& name, uint64_t* value) const override;
+  uint64_t epoch() const override { return failed_ + rejoined_; }
+
+ private:
+  // Each kind's entries, reached only through the task above.
+  void describe(const AllreduceArgs& args, SelectionInput* in) const;
+  Status allreduce(const AllreduceArgs& args);
+  Status barrier(CallOutcome* how);
+  const char* describeRouted(const RoutedArgs& args, SelectionInput* in) const;
+  Status routed(const RoutedArgs& args, CallOutcome* how);
+  // The streamed calls (iallreduce.h): started here, then step()
+  // (stepStream), settle() and finish().
+  const char* describeRoutedStream(const RoutedArgs& args, SelectionInput* in) const;
+  Status startRoutedStream(const RoutedArgs& args);
+  void describeStream(const AllreduceArgs& args, SelectionInput* in) const;
+  Status startStream(const AllreduceArgs& args, bool barrier = false);
+  Status stepStream();
+
+ public:
   Status routedLeaders(const RoutedArgs& args, CallOutcome* how);  // bcast, reduce
   // routedLeaders()'s node step and the leaders' call it describes.
   Status routedLeadersNodeStep(const RoutedArgs& args, size_t bytes, agent::RoutedCall* out);
@@ -207,17 +228,6 @@ class AgentSwitchPath : public SwitchPath {
                                CallOutcome* how);
   Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
                                    const Status& mine, size_t bytes, CallOutcome* how);
-  const char* describeRoutedStream(const RoutedArgs& args, SelectionInput* in) const override;
-  Status startRoutedStream(const RoutedArgs& args) override;
-  void describeStream(const AllreduceArgs& args, SelectionInput* in) const override;
-  Status startStream(const AllreduceArgs& args, bool barrier = false) override;
-  Status stepStream() override;
-  CallOutcome endStream(CallOutcome agreed, int first_rank) override;
-  bool streamSettles() const override { return stream_.one_trip; }
-  Status settleStream(CallOutcome outcome, CallOutcome* agreed) override;
-  bool counter(const std::string& name, uint64_t* value) const override;
-  uint64_t epoch() const override { return failed_ + rejoined_; }
-
  private:
   void fill(SelectionInput* in) const;  // describe's switch fields
   // A tree's placement order is not rank order here (no node leaders):
@@ -284,9 +294,9 @@ class AgentSwitchPath : public SwitchPath {
   // An allgather's or bcast's whole vector, kept or recovered (recv; a bcast
   // root whose call failed: scratch).
   void* routedWhole(const RoutedArgs& args, const Status& mine, size_t bytes);
-  // The routed stream's one-round-trip end (settleStream).
+  // The routed stream's one-round-trip end (settle).
   Result<CallOutcome> settleRoutedStream(const Status& mine, int* source);
-  // The routed stream's end (endStream): commit or restore, counted.
+  // The routed stream's end (finish): commit or restore, counted.
   CallOutcome endRoutedStream(CallOutcome agreed, int first_rank);
   // A nonblocking call with node leaders: the node step (stepNode), and for
   // the routed calls (switch_istream_leaders.cc) the node's inputs posted,
@@ -368,8 +378,8 @@ class AgentSwitchPath : public SwitchPath {
     agent::ClientCounters before;
     Status mine;
     void* out = nullptr;    // where the result goes (scratch for in place)
-    bool one_trip = false;  // ends without the agreement (settleStream)
-    bool settled = false;   // settleStream ran
+    bool one_trip = false;  // ends without the agreement (settle)
+    bool settled = false;   // settle ran
     bool node_phase = false;  // node leaders: the node's step runs (stepNode)
     bool node_failed = false;  // node leaders: it failed here (no node message goes)
     bool barrier = false;     // an MPI_Ibarrier (counted as a barrier)

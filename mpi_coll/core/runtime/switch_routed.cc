@@ -184,7 +184,7 @@ const char* AgentSwitchPath::describeRoutedStream(const RoutedArgs& args,
 }
 
 // As routed() without the blocking parts: the stream runs from progress
-// (stepStream), ends in one round trip up to the keep limit (settleStream,
+// (stepStream), ends in one round trip up to the keep limit (settle,
 // the same recovery as the blocking call) or on the glue's agreement.
 Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   // Alike on every rank: joined_ (an earlier call's failure, agreed before
@@ -215,7 +215,7 @@ Status AgentSwitchPath::startRoutedStream(const RoutedArgs& args) {
   return stream_.mine;
 }
 
-// A routed stream's one-round-trip end (settleStream): allgather and bcast
+// A routed stream's one-round-trip end (settle): allgather and bcast
 // as the blocking calls (the whole vector kept or copied), reductions with
 // their inputs kept and folded (settleReduction).
 Result<CallOutcome> AgentSwitchPath::settleRoutedStream(const Status& mine, int* source) {

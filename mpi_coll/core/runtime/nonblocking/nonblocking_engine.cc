@@ -14,16 +14,13 @@ void setStage(switchagg_nb_call_t* call, int stage, const switchagg_nb_host_t* h
   if (host->moved != nullptr) host->moved(call);
 }
 
-// The stream's start; a switchagg_coll_istream answer.
+// The stream's start, one entry for every kind; a switchagg_coll_istream
+// answer. A barrier streams its one-int32 sum of ones.
 int startStream(switchagg_nb_call_t* c) {
-  if (switchagg_coll_kind_is_routed(c->kind))
-    return switchagg_coll_istream_start_routed(c->core, c->kind, c->send, c->recv, c->count,
-                                               c->dtype, c->op, c->root, &c->outcome);
-  if (c->kind == SWITCHAGG_COLL_BARRIER)
-    return switchagg_coll_istream_start(c->core, &c->one, &c->entered, 1, c->dtype, c->op, 1,
-                                        &c->outcome);
-  return switchagg_coll_istream_start(c->core, c->send, c->recv, c->count, c->dtype, c->op, 0,
-                                      &c->outcome);
+  const int barrier = c->kind == SWITCHAGG_COLL_BARRIER;
+  return switchagg_coll_istream_start(c->core, c->kind, barrier ? &c->one : c->send,
+                                      barrier ? &c->entered : c->recv, barrier ? 1 : c->count,
+                                      c->dtype, c->op, c->root, &c->outcome);
 }
 
 void fail(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {

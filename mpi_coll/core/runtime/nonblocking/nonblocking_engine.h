@@ -3,7 +3,7 @@
  * MPI_Ireduce_scatter_block) and the machine each call runs through,
  * written once for both glues (docs/design.md "The nonblocking engine"):
  *
- *   QUEUED  -> its stream starts (switchagg_coll_istream_start*), when it
+ *   QUEUED  -> its stream starts (switchagg_coll_istream_start), when it
  *              reaches the head of its communicator's queue
  *   STREAM  -> stepped until this rank's outcome
  *   SETTLE  -> one agent round trip settles it (the same answer on every
@@ -63,7 +63,7 @@ enum switchagg_nb_wait {
 
 /* One call: embedded in the host's request, its fields set before
  * switchagg_nb_queue_push (switchagg_nb_call_init first). send/recv/count/
- * dtype/op/root are what the core streams (switchagg_coll_istream_start*:
+ * dtype/op/root are what the core streams (switchagg_coll_istream_start:
  * switchagg dtype and op codes, byte images for allgather and bcast). */
 typedef struct switchagg_nb_call {
   switchagg_coll_comm_t *core;
