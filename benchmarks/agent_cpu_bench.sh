@@ -68,18 +68,7 @@ PY
 raw=$tmp/raw.txt
 : >"$raw"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for rep in $(seq "$reps"); do
-  for b in $sizes; do
-    # Alternate which side goes first, rep by rep.
-    if ((rep % 2)); then order="before after"; else order="after before"; fi
-    for side in $order; do
-      dir=$before
-      [[ $side == after ]] && dir=$after
-      echo "agent_cpu_bench: rep $rep, $b bytes, $side" >&2
-      run "$side" "$dir" "$b" "$rep" >>"$raw"
-    done
-  done
-done
+bench_interleave agent_cpu_bench "$sizes" "after=$after" "before=$before"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mkdir -p "$(dirname "$out")"

@@ -80,17 +80,7 @@ raw=$tmp/raw.txt
 : >"$raw"
 read -r -a side_list <<<"$sides"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for rep in $(seq "$reps"); do
-  for m in $members; do
-    # Rotate which side goes first, rep by rep.
-    n=${#side_list[@]}
-    for k in $(seq 0 $((n - 1))); do
-      s=${side_list[$(((k + rep) % n))]}
-      echo "agent_latency_bench: rep $rep, $m members, ${s%%=*}" >&2
-      run "${s%%=*}" "${s#*=}" "$m" "$rep" >>"$raw"
-    done
-  done
-done
+bench_interleave agent_latency_bench "$members" "${side_list[@]}"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mkdir -p "$(dirname "$out")"

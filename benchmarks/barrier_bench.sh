@@ -42,8 +42,7 @@ for np in $np_list; do
       if [[ $name == switch ]] && ! grep -q "joined switch group" "$work/run.txt"; then
         cat "$work/run.txt" >&2; echo "barrier_bench: the switch run did not join" >&2; exit 1
       fi
-      v=$(awk '/^barrier_us/ { print $3 }' "$work/run.txt")
-      [[ -n $v ]] || { cat "$work/run.txt" >&2; exit 1; }
+      v=$(bench_value "$work/run.txt" awk '/^barrier_us/ { print $3 }')
       echo "np=$np rep=$rep $name p50=${v} us" >&2
       samples[$np,$name]+="$v "
     done

@@ -11,15 +11,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build base=main rounds=5 before=''
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --build) build=$2; shift 2 ;;
-    --base) base=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --before) before=$2; shift 2 ;;
-    *) echo "fp16_kernel_bench: unknown option '$1'" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=benchmarks/lib/bench_args.sh
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args fp16_kernel_bench 2,10 "build base rounds before" "" "$@"
 old=$root/build-fp16-base
 if [[ -z $before ]]; then
   rm -rf "$old/src" && mkdir -p "$old/src"

@@ -13,17 +13,10 @@
 #   benchmarks/recovery_messages.sh [--build DIR] [--nps "4 16 32"] [--reps 3] [--out FILE]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build nps="4 16 32" reps=3
-out=$root/benchmarks/results/recovery_messages.md
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --build) build=$2; shift 2 ;;
-    --nps) nps=$2; shift 2 ;;
-    --reps) reps=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    *) echo "recovery_messages: unknown option $1" >&2; exit 2 ;;
-  esac
-done
+build=$root/build nps="4 16 32" reps=3 out=$root/benchmarks/results/recovery_messages.md
+# shellcheck source=benchmarks/lib/bench_args.sh
+source "$root/benchmarks/lib/bench_args.sh"
+bench_args recovery_messages 2,13 "build nps reps out" "" "$@"
 build=$(cd "$build" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

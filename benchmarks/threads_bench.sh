@@ -50,8 +50,7 @@ for rep in $(seq 1 "$reps"); do
         "$bin/mpi_thread_check" --expect auto --threads "$threads" --iters "$iters" --warmup $nb \
         >"$work/run.txt" 2>&1 || { cat "$work/run.txt" >&2; exit 1; }
       # "time: W ms for C calls per rank (T threads)"
-      ms=$(sed -n 's/^time: \([0-9.]*\) ms .*/\1/p' "$work/run.txt")
-      [[ -n $ms ]] || { cat "$work/run.txt" >&2; exit 1; }
+      ms=$(bench_value "$work/run.txt" sed -n 's/^time: \([0-9.]*\) ms .*/\1/p')
       echo "rep=$rep $name threads=$run: $ms ms" >&2
       res[$name,$run]+="$ms "
     done

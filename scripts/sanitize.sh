@@ -14,15 +14,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${SWITCHAGG_BUILD_DIR:-$root/build}-asan}
-"$root/scripts/bootstrap.sh"
-# -O1 -g1 (line tables: whole stacks with file:line in the reports) halves
-# the compile time of -O2 -g under the sanitizers (measured: control_api.cc
-# 52 s -> 27 s, test_data_agent.cc 17 s -> 10 s).
-sanitize_flags="-O1 -g1 -DNDEBUG"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWITCHAGG_SANITIZE=ON \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="$sanitize_flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitize_flags" \
-  -DSWITCHAGG_WERROR=ON >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log"; echo "FAIL: configure" >&2; exit 1; }
+# shellcheck source=scripts/lib_sanitize.sh
+source "$root/scripts/lib_sanitize.sh"
+sanitize_configure "$root" "$build" ON
 cmake --build "$build" -j "$(nproc)" >"$build.build.log" 2>&1 ||
   { tail -50 "$build.build.log"; echo "FAIL: the sanitized build" >&2; exit 1; }
 cd "$build"

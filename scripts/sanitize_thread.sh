@@ -35,15 +35,9 @@ if [[ ${1:-} == --all ]]; then
   shift
 fi
 build=${1:-${SWITCHAGG_BUILD_DIR:-$root/build}-tsan}
-"$root/scripts/bootstrap.sh"
-# -O1 -g1 (line tables: whole stacks with file:line in the reports) halves
-# the compile time of -O2 -g under the sanitizers (measured: control_api.cc
-# 52 s -> 27 s, test_data_agent.cc 17 s -> 10 s).
-sanitize_flags="-O1 -g1 -DNDEBUG"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWITCHAGG_SANITIZE=thread \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="$sanitize_flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitize_flags" \
-  -DSWITCHAGG_WERROR=ON >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log"; echo "FAIL: configure" >&2; exit 1; }
+# shellcheck source=scripts/lib_sanitize.sh
+source "$root/scripts/lib_sanitize.sh"
+sanitize_configure "$root" "$build" thread
 # Only what runs below (the whole tree under TSan would double the time).
 unit_tests=(test_ucx_thread_gate test_host_algorithms test_node_leaders test_data_unit test_engine_alloc)
 cmake --build "$build" -j "$(nproc)" --target "${unit_tests[@]}" mca_coll_switchagg mpi_thread_check \

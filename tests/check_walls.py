@@ -12,6 +12,10 @@ headers, any part's public headers and system headers; an include of
 another part's private header is a crossing. Tests (tests/) are not a part:
 they reach internals through the *_internal CMake targets.
 
+The build draws the same walls: check_walls_cmake.py checks the parts'
+CMake files (private folders are PRIVATE include directories, reached
+through *_internal targets, which only their own part and the tests link).
+
 The crossings that are known and meant are listed in ALLOWED, each with why;
 a new one fails the check until it is moved behind a public header or
 listed here with its reason.
@@ -20,6 +24,9 @@ import os
 import re
 import sys
 import tempfile
+
+from check_walls_cmake import ALLOWED_LINKS, cmake_crossings
+from check_walls_cmake import selftest as cmake_selftest
 
 PARTS = ["common", "ucx_module", "switchagent", "mpi_coll", "spank_plugin", "apps", "benchmarks"]
 HEADER_EXT = (".h", ".hpp")
@@ -112,7 +119,13 @@ def selftest():
         if got != want:
             print("selftest: planted %s, found %s" % (sorted(want), sorted(got)))
             return 1
-    print("selftest: a clean tree passes, both planted crossings are caught")
+        wrong = cmake_selftest(put, root, PARTS)
+        if wrong:
+            print("selftest (CMake): " + wrong)
+            return 1
+    print("selftest: a clean tree passes, both planted crossings are caught, and the CMake "
+          "files' three breaches (a published private folder, an *_internal target linked "
+          "PUBLIC, one linked from another part)")
     return 0
 
 
@@ -127,14 +140,18 @@ def main(argv):
     for rel, name, h in found:
         print('%s: #include "%s" is %s, private to %s (make it public, or list it in '
               "tests/check_walls.py ALLOWED with why)" % (rel, name, h, h.split("/")[0]))
-    for (rel, h), why in sorted(ALLOWED.items()):
+    for (rel, h), why in sorted(ALLOWED.items()) + sorted(ALLOWED_LINKS.items()):
         if not os.path.exists(os.path.join(root, rel)):
             print("ALLOWED names %s, which is gone: drop the entry" % rel)
             found.append((rel, "", h))
-    if not found:
-        print("no part includes another part's private headers (%d allowed: %s)"
-              % (len(ALLOWED), "; ".join(sorted(set(ALLOWED.values())))))
-    return 1 if found else 0
+    walls = cmake_crossings(root, PARTS)
+    for line in walls:
+        print(line)
+    if not found and not walls:
+        print("no part includes another part's private headers (%d allowed: %s); the CMake "
+              "files keep private folders PRIVATE (%d cross-part links allowed)"
+              % (len(ALLOWED), "; ".join(sorted(set(ALLOWED.values()))), len(ALLOWED_LINKS)))
+    return 1 if found or walls else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-#include "fabric_cmd.h"
+#include "commands.h"
 
 #include <cstdio>
 #include <cstring>

@@ -6,10 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "fabric_cmd.h"  // --fabric: check a fabric map, a job's agents
+#include "commands.h"  // --select, --fabric, --coll-params
 #include "info_report.h"
-#include "params_cmd.h"  // --coll-params: the coll parameters' table (docs/mca-params.md)
-#include "select_cmd.h"  // --select: allreduce selection table (mpi_coll/core/select)
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "params_cmd.h"
+#include "commands.h"
 
 #include <climits>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "select_cmd.h"
+#include "commands.h"
 
 #include <strings.h>
 

@@ -11,6 +11,24 @@
 # given; more agent arguments from BENCH_AGENT_ARGS, e.g. "--data-threads
 # 2"), waits for "ready" and sets agent_pid and data (its data address);
 # exits naming the agent's stderr if it did not start.
+#   bench_interleave NAME VALUES SIDE=DIR...
+# side by side on a noisy machine: for each of $reps repetitions and each of
+# VALUES (blank-separated), the caller's `run SIDE DIR VALUE REP` for every
+# side, appended to $raw; the sides' order rotates rep by rep, so which side
+# goes first moves.
+bench_interleave() {
+  local name=$1 values=$2 rep v k s
+  shift 2
+  for rep in $(seq "$reps"); do
+    for v in $values; do
+      for ((k = 0; k < $#; ++k)); do
+        s=${*:$(((k + rep) % $# + 1)):1}
+        echo "$name: rep $rep, $v, ${s%%=*}" >&2
+        run "${s%%=*}" "${s#*=}" "$v" "$rep" >>"$raw"
+      done
+    done
+  done
+}
 bench_start_agent() {
   local bin=$1 dir=$2 tls=${3:-}
   cat >"$dir/agent.toml" <<EOF

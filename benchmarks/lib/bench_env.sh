@@ -22,6 +22,8 @@
 #                             seconds (300)
 #   bench_median            → the median of the numbers on stdin (blank-
 #                             separated; an even count gives the lower middle)
+#   bench_value FILE CMD... → CMD's output on FILE (a run's figure); when it
+#                             finds nothing, FILE on stderr and a failure
 #   bench_agent JOB FABRIC [fabric_up options]
 #                           → one agent (agent.log_level=warn) and JOB's
 #                             bench_lease: on this machine, or with $hosts
@@ -146,6 +148,14 @@ bench_mpich_run() {
 # calls completed inside the compute, hidden fraction, agreement ms).
 bench_overlap_fields() {
   grep '^overlap:' | sed -E 's/.*alone ([0-9.]+) ms, compute ([0-9.]+) ms, both ([0-9.]+) ms, ratio ([0-9.]+).*hidden (-?[0-9.]+).*during compute ([0-9]+)\/([0-9]+).*agreement ([0-9.]+) ms.*/\1 \2 \3 \4 \6\/\7 \5 \8/'
+}
+
+bench_value() {
+  local file=$1 v
+  shift
+  v=$("$@" "$file")
+  [[ -n $v ]] || { cat "$file" >&2; return 1; }
+  echo "$v"
 }
 
 bench_median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }

@@ -164,34 +164,39 @@ bool useAvx2() {
   return false;
 #endif
 }
+
+// A whole buffer's vector loop, where the build has one.
+template <typename To, typename From>
+using VectorLoop = void (*)(To*, const From*, size_t);
+#if SWITCHAGG_HAVE_F16C
+#define SWITCHAGG_VECTOR_LOOP(f) f
+#else
+#define SWITCHAGG_VECTOR_LOOP(f) nullptr
+#endif
+
+// bfloat16 through AVX2 and binary16 through F16C where the CPU has them,
+// else value by value with the scalar definition (kBf16, kHalf).
+template <typename To, typename From, To (*kBf16)(From), To (*kHalf)(From)>
+void convertHalf(Dtype d, To* out, const From* in, size_t n, VectorLoop<To, From> bf16_avx2,
+                 VectorLoop<To, From> f16c) {
+  if (d == Dtype::kBfloat16) {
+    if (bf16_avx2 && useAvx2()) return bf16_avx2(out, in, n);
+    for (size_t i = 0; i < n; ++i) out[i] = kBf16(in[i]);
+    return;
+  }
+  if (f16c && halfUsesF16c()) return f16c(out, in, n);
+  for (size_t i = 0; i < n; ++i) out[i] = kHalf(in[i]);
+}
 }  // namespace
 
 void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n) {
-  if (d == Dtype::kBfloat16) {
-#if SWITCHAGG_HAVE_F16C
-    if (useAvx2()) return widenBf16Avx2(out, in, n);
-#endif
-    for (size_t i = 0; i < n; ++i) out[i] = bfloat16ToFloat(in[i]);
-    return;
-  }
-#if SWITCHAGG_HAVE_F16C
-  if (halfUsesF16c()) return widenF16c(out, in, n);
-#endif
-  for (size_t i = 0; i < n; ++i) out[i] = halfToFloat(in[i]);
+  convertHalf<float, uint16_t, bfloat16ToFloat, halfToFloat>(
+      d, out, in, n, SWITCHAGG_VECTOR_LOOP(widenBf16Avx2), SWITCHAGG_VECTOR_LOOP(widenF16c));
 }
 
 void narrowHalf(Dtype d, uint16_t* out, const float* in, size_t n) {
-  if (d == Dtype::kBfloat16) {
-#if SWITCHAGG_HAVE_F16C
-    if (useAvx2()) return narrowBf16Avx2(out, in, n);
-#endif
-    for (size_t i = 0; i < n; ++i) out[i] = floatToBfloat16(in[i]);
-    return;
-  }
-#if SWITCHAGG_HAVE_F16C
-  if (halfUsesF16c()) return narrowF16c(out, in, n);
-#endif
-  for (size_t i = 0; i < n; ++i) out[i] = floatToHalf(in[i]);
+  convertHalf<uint16_t, float, floatToBfloat16, floatToHalf>(
+      d, out, in, n, SWITCHAGG_VECTOR_LOOP(narrowBf16Avx2), SWITCHAGG_VECTOR_LOOP(narrowF16c));
 }
 
 }  // namespace switchagg

@@ -228,12 +228,7 @@ void AggregationEngine::formGroup(Group& g) {
 }
 
 void AggregationEngine::sendMembersJoinAck(Group& g) {
-  Message a;
-  a.type = MsgType::kJoinAck;
-  a.token = g.token;
-  a.group_id = g.id;
-  a.size = g.size;
-  a.window = g.grant.window;
+  Message a = joinMessage(MsgType::kJoinAck, g.token, g, g.size);
   a.slot_bytes = static_cast<uint32_t>(g.grant.slot_bytes);
   a.caps = g.caps;
   for (uint32_t r = 0; r < g.size; ++r) {

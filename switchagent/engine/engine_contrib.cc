@@ -369,4 +369,14 @@ Message chunkMessage(MsgType type, const wire::Token& token, uint64_t group_id, 
   return m;
 }
 
+Message joinMessage(MsgType type, const wire::Token& token, const Group& g, uint32_t size) {
+  Message m;
+  m.type = type;
+  m.token = token;
+  m.group_id = g.id;
+  m.size = size;
+  m.window = g.grant.window;
+  return m;
+}
+
 }  // namespace switchagg::agent

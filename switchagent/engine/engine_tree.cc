@@ -95,13 +95,8 @@ void AggregationEngine::joinParent(Group& g, int64_t now_ms) {
 }
 
 bool AggregationEngine::sendParentJoin(Group& g) {
-  Message j;
-  j.type = MsgType::kJoin;
-  j.token = g.parent_token;
-  j.group_id = g.id;
-  j.size = g.tree_size;
+  Message j = joinMessage(MsgType::kJoin, g.parent_token, g, g.tree_size);
   j.rank = g.tree_index;
-  j.window = g.grant.window;
   // Routed calls go up as the leaf's own CONTRIB_ROUTED (to the leaves of
   // the up-range): the parent serves the leaves as a flat routed group.
   j.flags = wire::kJoinFlagUplink | (g.routed_aware ? wire::kJoinFlagRouted : 0) |

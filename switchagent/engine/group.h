@@ -150,5 +150,10 @@ inline GroupKey groupKey(const wire::Token& token, uint64_t group_id) { return {
 // what differs (rank, flags).
 wire::Message chunkMessage(wire::MsgType type, const wire::Token& token, uint64_t group_id,
                            const Slot& s, uint32_t slot);
+// The header fields of group `g`'s JOIN (to its parent, under `token`) or
+// JOIN_ACK (to its members): a group of `size` with g's window; the caller
+// adds what differs (rank, flags, slot bytes, caps).
+wire::Message joinMessage(wire::MsgType type, const wire::Token& token, const Group& g,
+                          uint32_t size);
 
 }  // namespace switchagg::agent

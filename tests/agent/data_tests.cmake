@@ -11,7 +11,7 @@ file(GLOB SWITCHAGG_DATA_AGENT_SOURCES CONFIGURE_DEPENDS
 
 if(SWITCHAGG_DATA_UNIT_SOURCES)
 add_executable(test_data_unit ${SWITCHAGG_DATA_UNIT_SOURCES})
-target_link_libraries(test_data_unit PRIVATE switchagg_engine GTest::gtest_main)
+target_link_libraries(test_data_unit PRIVATE switchagg_engine_internal GTest::gtest_main)
 switchagg_warnings(test_data_unit)
 # gtest_add_tests (source scan) rather than gtest_discover_tests: CMake 3.25's
 # discovery splits list-valued properties, so LABELS "agent;fault" would
@@ -32,7 +32,7 @@ endif()
 # The engine's per-chunk path allocates nothing once warm: its own
 # executable, because it replaces the global operator new to count.
 add_executable(test_engine_alloc ${SWITCHAGG_DATA_TEST_DIR}/test_engine_alloc.cc)
-target_link_libraries(test_engine_alloc PRIVATE switchagg_engine GTest::gtest_main)
+target_link_libraries(test_engine_alloc PRIVATE switchagg_engine_internal GTest::gtest_main)
 switchagg_warnings(test_engine_alloc)
 # GCC sees free() under the replaced operator delete and new's malloc() as a mismatch.
 target_compile_options(test_engine_alloc PRIVATE -Wno-mismatched-new-delete)

@@ -4,7 +4,7 @@
 # The restart-and-rejoin test lives in test_data_agent_restart.cc, which
 # data_tests.cmake builds into test_data_agent with the data-plane harness.
 add_executable(test_lease_store ${CMAKE_CURRENT_LIST_DIR}/test_lease_store.cc)
-target_link_libraries(test_lease_store PRIVATE switchagg_control switchagg_test_support
+target_link_libraries(test_lease_store PRIVATE switchagg_control_internal switchagg_test_support
   GTest::gtest_main)
 switchagg_warnings(test_lease_store)
 # gtest_add_tests, not gtest_discover_tests: CMake 3.25's discovery splits

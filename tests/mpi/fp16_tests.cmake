@@ -4,30 +4,13 @@
 # type: its MPI_T variable says so instead. mpi_fp16_check computes its own
 # references and tallies verdicts point to point (MPICH twins:
 # mpich_tests.cmake).
-include(CheckCXXSourceCompiles)
-set(CMAKE_REQUIRED_LIBRARIES MPI::MPI_CXX)
-check_cxx_source_compiles("
-#include <mpi.h>
-#if defined(OPEN_MPI) && defined(__has_include)
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>
-#endif
-#endif
-#ifndef MPIX_C_FLOAT16
-#error no MPIX_C_FLOAT16
-#endif
-int main() { return 0; }" SWITCHAGG_TEST_OMPI_FLOAT16)
-unset(CMAKE_REQUIRED_LIBRARIES)
-if(NOT SWITCHAGG_TEST_OMPI_FLOAT16)
+include(SwitchaggOmpiFloat16)
+if(NOT SWITCHAGG_OMPI_FLOAT16)
   add_mpi_test(mpi_mpit_half_floats_np1 1 ring $<TARGET_FILE:switchagg-mpit>
     --cvar "half_floats=none: this MPI's headers define no 16-bit float datatype")
   return()
 endif()
 add_mpi_check_program(mpi_fp16_check)
-# The fp16 accuracy figure's program (benchmarks/fp16_accuracy.sh).
-add_executable(fp16_accuracy ${PROJECT_SOURCE_DIR}/benchmarks/fp16_accuracy.cc)
-target_link_libraries(fp16_accuracy PRIVATE switchagg_coll_api MPI::MPI_CXX ${CMAKE_DL_LIBS})
-switchagg_warnings(fp16_accuracy)
 add_mpi_test(mpi_mpit_half_floats_np1 1 ring $<TARGET_FILE:switchagg-mpit>
   --cvar "half_floats=MPIX_C_FLOAT16 as float16")
 # Host algorithms (blocking: their roundings within the bound the checker

@@ -1,6 +1,8 @@
 // Request: completion handles, and the one place ucs_status_t becomes Status.
 #include <time.h>
 
+#include <utility>
+
 #include "transport_internal.h"
 
 namespace switchagg::ucx {
@@ -34,26 +36,22 @@ Status statusFromUcs(ucs_status_t status, const std::string& what) {
   if (status == UCS_OK) return Status::Ok();
   std::string msg = what + ": " + ucs_status_string(status);
   if (isPeerError(status)) return Status(Code::kPeerFailed, msg);
-  switch (status) {
-    case UCS_INPROGRESS:
-      return Status(Code::kInProgress, msg);
-    case UCS_ERR_CANCELED:
-      return Status(Code::kAborted, msg);
-    case UCS_ERR_NO_MEMORY:
-    case UCS_ERR_NO_RESOURCE:
-    case UCS_ERR_EXCEEDS_LIMIT:
-      return Status(Code::kNoResource, msg);
-    case UCS_ERR_INVALID_PARAM:
-    case UCS_ERR_INVALID_ADDR:
-      return Status(Code::kInvalidArgument, msg);
-    case UCS_ERR_MESSAGE_TRUNCATED:
-      return Status(Code::kProtocol, msg);
-    case UCS_ERR_UNSUPPORTED:
-    case UCS_ERR_NO_DEVICE:
-      return Status(Code::kUnsupported, msg);
-    default:
-      return Status(Code::kInternal, msg);
-  }
+  // Every other status UCX names here, and its code; the rest are internal.
+  static constexpr std::pair<ucs_status_t, Code> kCodes[] = {
+      {UCS_INPROGRESS, Code::kInProgress},
+      {UCS_ERR_CANCELED, Code::kAborted},
+      {UCS_ERR_NO_MEMORY, Code::kNoResource},
+      {UCS_ERR_NO_RESOURCE, Code::kNoResource},
+      {UCS_ERR_EXCEEDS_LIMIT, Code::kNoResource},
+      {UCS_ERR_INVALID_PARAM, Code::kInvalidArgument},
+      {UCS_ERR_INVALID_ADDR, Code::kInvalidArgument},
+      {UCS_ERR_MESSAGE_TRUNCATED, Code::kProtocol},
+      {UCS_ERR_UNSUPPORTED, Code::kUnsupported},
+      {UCS_ERR_NO_DEVICE, Code::kUnsupported},
+  };
+  for (const auto& [known, code] : kCodes)
+    if (status == known) return Status(code, msg);
+  return Status(Code::kInternal, msg);
 }
 
 Request::Request() : state_(std::make_unique<State>()) {}
