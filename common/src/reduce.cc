@@ -153,6 +153,7 @@ void halfAccumulate(Dtype d, Op op, double* acc, const void* first, const void* 
 // is exact in fp32. Only for two operands: a third addition rounds in fp32
 // again. F16C/AVX2 widening and narrowing where the CPU has them (half.cc).
 void halfPairSum32(Dtype d, uint16_t* out, const uint16_t* a, const uint16_t* b, size_t count) {
+  if (sumHalfPair(d, out, a, b, count)) return;  // one pass in registers
   float x[kHalfBlock], y[kHalfBlock];
   for (size_t at = 0; at < count; at += kHalfBlock) {
     const size_t n = std::min(kHalfBlock, count - at);

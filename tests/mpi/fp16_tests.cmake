@@ -23,3 +23,9 @@ foreach(alg ring rabenseifner)
 endforeach()
 add_switch_test(mpi_switch_fp16_np3 240 "mpi;agent" program 3
   $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-switch)
+# MPI_Reduce / MPI_Reduce_scatter_block through node leaders on 2 emulated
+# nodes: the leaders' wide uplink, every mixed sum bitwise the exact sum
+# rounded once (MPICH twin: mpich_switch_fp16_routed_exact_leaders_np4).
+add_switch_test(mpi_switch_fp16_routed_exact_leaders_np4 120 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-routed)
+set_tests_properties(mpi_switch_fp16_routed_exact_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")

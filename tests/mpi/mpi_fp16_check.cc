@@ -22,7 +22,8 @@
 //   held within p 2^-11 sum |x| of the exact sum (--one-rounding: to the
 //   host algorithms' bound instead). The same bits on every rank on every
 //   path. --max-ulp N: the switch's mixed sums at most N fp16 ulps from the
-//   exact sum rounded once (the largest is printed in the verdict). --routed: MPI_Reduce and MPI_Reduce_scatter_block (routedCalls).
+//   exact sum rounded once (the largest is printed in the verdict). --routed: MPI_Reduce and MPI_Reduce_scatter_block (routedCalls);
+//   --exact-routed: their mixed sums bitwise the exact sum rounded once.
 //
 // This is the program that aborts under plain MPICH 4.0.2 (Debian 12):
 // MPI_Allreduce of MPIX_C_FLOAT16 with MPI_SUM fails an assertion in
@@ -120,6 +121,7 @@ struct Options {
   bool plain = false;  // no library: call MPI only (the abort test)
   bool nonblocking = true;
   bool routed = false;  // MPI_Reduce and MPI_Reduce_scatter_block instead (routedCalls)
+  bool exact_routed = false;  // their mixed sums rounded once (a wide uplink)
   int iters = 1;
   double max_ulp = -1;  // --max-ulp N: fail when a switch mixed sum is off by more (< 0: unchecked)
 };
@@ -131,16 +133,23 @@ double ulpOf(double x) {
   return std::ldexp(1.0, std::max(e - 1, -14) - 10);
 }
 
+std::string hexOf(uint16_t h) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%#06x", h);
+  return b;
+}
+
 const char* opLabel(MPI_Op op) { return op == MPI_SUM ? "sum" : op == MPI_MIN ? "min" : "max"; }
 
 // --routed: MPI_Reduce (root p - 1) and MPI_Reduce_scatter_block of
 // MPIX_C_FLOAT16 (SUM, MIN, MAX; integer and mixed inputs), each result
 // against the reference of its elements: bitwise where every partial sum
 // is exact (MIN, MAX, integer sums), within p 2^-11 sum |x| (a rounding at
-// each level that folds) for mixed sums. Each op must be counted
-// <op>:switch at least once (with --expect switch).
+// each level that folds) for mixed sums, or bitwise the exact sum rounded
+// once (exact_mixed: node leaders with a wide uplink). Each op must be
+// counted <op>:switch at least once (with --expect switch).
 void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::string& expect,
-                 int rank, int size) {
+                 int rank, int size, bool exact_mixed) {
   const size_t counts[] = {1, 7, 1001, 65537};
   for (Family fam : {Family::kIntegers, Family::kMixed})
     for (MPI_Op op : {MPI_SUM, MPI_MIN, MPI_MAX})
@@ -164,7 +173,7 @@ void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::str
           if (!kind && rank != size - 1) continue;
           const Reference ref = reference(fam, op, size, total, 0);
           const size_t at = kind ? count * size_t(rank) : 0;
-          const bool exact = op != MPI_SUM || fam == Family::kIntegers;
+          const bool exact = op != MPI_SUM || fam == Family::kIntegers || exact_mixed;
           size_t bad = 0;
           for (size_t i = 0; i < count; ++i) {
             const size_t j = at + i;
@@ -173,8 +182,9 @@ void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::str
                                   : std::fabs(double(fromHalf(recv[i])) - ref.exact[j]) <= bound;
             if (!ok && bad++ == 0)
               ctx.fail(what.c_str(), "element " + std::to_string(j) + ": got " +
-                                         std::to_string(fromHalf(recv[i])) + ", want " +
-                                         std::to_string(ref.exact[j]));
+                                         hexOf(recv[i]) + " " + std::to_string(fromHalf(recv[i])) +
+                                         ", want " + hexOf(ref.once[j]) + " (exact " +
+                                         std::to_string(ref.exact[j]) + ")");
           }
         }
   if (expect != "switch") return;
@@ -199,6 +209,7 @@ int main(int argc, char** argv) {
     else if (a == "--plain") o.plain = true;
     else if (a == "--blocking-only") o.nonblocking = false;
     else if (a == "--routed") o.routed = true;
+    else if (a == "--exact-routed") o.routed = o.exact_routed = true;
     else if (a == "--iters" && i + 1 < argc) o.iters = std::atoi(argv[++i]);
     else if (a == "--max-ulp" && i + 1 < argc) o.max_ulp = std::atof(argv[++i]);
     else {
@@ -214,7 +225,7 @@ int main(int argc, char** argv) {
   }
   check::Ctx ctx(MPI_COMM_WORLD, "fp16", o.expect, diag);
   if (o.routed) {
-    routedCalls(ctx, diag, o.expect, rank, size);
+    routedCalls(ctx, diag, o.expect, rank, size, o.exact_routed);
     const int code =
         switchagg_verdict(ctx.failures, ctx.cases, "fp16 reduce and reduce_scatter_block");
     MPI_Finalize();

@@ -218,6 +218,20 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   set_tests_properties(mpich_switch_fp16_leaders_f32_np4 PROPERTIES
     ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;SWITCHAGG_HALF_UPLINK=float32"
     PASS_REGULAR_EXPRESSION "PASS fp16 allreduce .*max 1.00 ulp on the switch")
+  # Case 3 of "Wide partials on the leaders' uplink" under a fault: node 1's
+  # leader (rank 2) has its agent connection cut after its one-round-trip
+  # call 41 succeeded (SWITCHAGG_TEST_CUT; the mixed sum of count 7, whose
+  # elements 0 and 1 round differently through fp32), so it takes the result
+  # from rank 0's ledger: every rank's result bitwise the exact sum rounded
+  # once and the same as rank 0's, the calls after it redone on the host
+  # with the reason named (fallback:switch-failed). A recovered leader that
+  # rounds its own fp64 result through fp32 instead fails it (element 1:
+  # 0x3c00 for 0x3c01, on ranks 2 and 3). ~4 s.
+  add_mpich_switch_test(mpich_switch_fault_fp16_leaders_cut_np4 120 "mpi;mpich;agent;fault"
+    program 4 --mca coll_switchagg_stall_timeout 60
+    ${_mpich_bin}/mpi_fp16_check --expect auto --exact-switch --blocking-only)
+  set_tests_properties(mpich_switch_fault_fp16_leaders_cut_np4 PROPERTIES ENVIRONMENT
+    "MPI_FLAVOR=mpich;PPN=2;SWITCHAGG_TEST_CUT=2:41;EXPECT_LOG=rank 2: switch allreduce call 41 failed here \\(PeerFailed: test fault.*its result came from rank 0 \\(switch:recovered\\)")
   add_mpich_switch_test(mpich_switch_fp16_leaders_mixed_np4 120 "mpi;mpich;agent;fault"
     program_fails 4 "sent float16/sum, others float64/sum|sent float64/sum, others float16/sum"
     ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only)
@@ -238,6 +252,16 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   add_mpich_switch_test(mpich_switch_fp16_routed_leaders_np4 120 "mpi;mpich;agent" program 4
     ${_mpich_bin}/mpi_fp16_check --expect switch --routed)
   set_tests_properties(mpich_switch_fp16_routed_leaders_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
+  # The same calls with the leaders' wide uplink (docs/offload.md "Wide
+  # partials on the leaders' uplink", default half_uplink=exact): the
+  # leaders' routed reduce / reduce-scatter carries their nodes' fp64 sums
+  # and each result is rounded once, so every mixed sum is bitwise the exact
+  # sum rounded once (with 16-bit partials: reduce element 0, 1 + 3 2^-11,
+  # came out 0x3c01 for 0x3c02). ~3 s.
+  add_mpich_switch_test(mpich_switch_fp16_routed_exact_leaders_np4 120 "mpi;mpich;agent" program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-routed)
+  set_tests_properties(mpich_switch_fp16_routed_exact_leaders_np4 PROPERTIES
     ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
   # One rank per emulated node (PPN=1): every rank an agent member, no node
   # leaders (the run above has one node: a leader for the three).

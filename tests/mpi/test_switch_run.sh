@@ -19,7 +19,8 @@
 #                         communicator must rejoin and use the switch again
 #   program NP PROGRAM [ARGS...]  any check program that prints PASS (e.g.
 #                         mpi_fortran_types --expect switch), offload on
-#                         (OFFLOAD=off in the environment: off, no join)
+#                         (OFFLOAD=off in the environment: off, no join;
+#                         EXPECT_LOG=RE: the log must match RE too)
 #   program_fails NP PATTERN PROGRAM [ARGS...]  the run must fail (a fault
 #                         test) with a line matching PATTERN, well within
 #                         mpirun_lease's kill
@@ -400,8 +401,9 @@ case $scenario in
     done
     run_mpi "$np" "$work/program.log" "${args[@]}" || { cat "$work/program.log"; die "program run failed"; }
     # OFFLOAD=off: nothing joins the agent (the program checks its counters).
+    # EXPECT_LOG: a line the log must hold too (a fault test's recovery).
     if [[ ${OFFLOAD:-on} == off ]]; then expect_pass "$work/program.log"
-    else expect_pass "$work/program.log" "joined switch group"; fi
+    else expect_pass "$work/program.log" "joined switch group" ${EXPECT_LOG:+"$EXPECT_LOG"}; fi
     ;;
   stripes_program)
     np=$1

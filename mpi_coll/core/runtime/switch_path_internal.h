@@ -226,8 +226,25 @@ class AgentSwitchPath : public SwitchPath {
                                       size_t lo, size_t hi);
   Status endRoutedOneRoundTrip(CallOutcome outcome, const Status& mine, CollKind op,
                                CallOutcome* how);
+  // A routed reduction through node leaders on a wide uplink (the same
+  // choice as allreduce's, wideUplink): the leaders' call switched to the
+  // wide type, its input the node's fp64 sum, its result in wide_out_,
+  // narrowed once into `narrow_to` (where the 16-bit call would have put
+  // it; null on a leader that gets no result) when the call is done.
+  struct WideRouted {
+    bool on = false;
+    Dtype half = Dtype::kFloat16;
+    size_t scale = 1;           // wide bytes per 16-bit byte (2 or 4)
+    void* narrow_to = nullptr;  // the 16-bit result's place here
+    size_t count = 0;           // elements of the result here
+  };
+  WideRouted widenRouted(const RoutedArgs& args, agent::RoutedCall* call, size_t count);
+  // args with the wide dtype (what the leaders' call and its recovery fold).
+  static RoutedArgs wideRoutedArgs(const RoutedArgs& args, const agent::RoutedCall& call);
+  void narrowRouted(const WideRouted& w) const;
   Status routedLeadersOneRoundTrip(const RoutedArgs& args, const agent::RoutedCall& call,
-                                   const Status& mine, size_t bytes, CallOutcome* how);
+                                   const Status& mine, size_t bytes, const WideRouted& w,
+                                   CallOutcome* how);
  private:
   void fill(SelectionInput* in) const;  // describe's switch fields
   // A tree's placement order is not rank order here (no node leaders):
@@ -282,6 +299,8 @@ class AgentSwitchPath : public SwitchPath {
   // wide_out_ into `out`, and the blocking stream of all three.
   bool wideUplink(const AllreduceArgs& args) const;
   AllreduceArgs wideArgs(const AllreduceArgs& args);
+  const void* wideInput(size_t count);  // the node's sum as the uplink sends it
+  void narrowWideTo(Dtype half, void* out, size_t count) const;  // wide_out_ rounded once
   void narrowWide(const AllreduceArgs& args, void* out) const;
   Status streamWide(const AllreduceArgs& args, void* out);
   // This rank's agent call for a flat routed call (scratch_ holds an

@@ -31,14 +31,16 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, CallOutcome* how) 
   const int root_leader = leaders_->leaderOf(leaders_->nodeOf(args.root));
   agent::RoutedCall call;
   Status mine = routedLeadersNodeStep(args, bytes, &call);
+  // A 16-bit reduce's leaders send their node's fp64 (or fp32) sum.
+  const WideRouted wide = widenRouted(args, &call, root_leader == rank ? args.count : 0);
   last_bytes_sent_ = 0;
   // One round trip for a call up to the keep limit (alike on every rank).
   const bool one_trip = oneRoundTrip(bytes);
   if (one_trip && ledger_) ledger_->begin();
-  if (mine.ok() && group_) mine = streamRouted(call, bytes);
+  if (mine.ok() && group_) mine = streamRouted(call, bytes * wide.scale);
   else if (mine.ok() && leaders_->leader())
     mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
-  if (one_trip) return routedLeadersOneRoundTrip(args, call, mine, bytes, how);
+  if (one_trip) return routedLeadersOneRoundTrip(args, call, mine, bytes, wide, how);
   std::vector<uint8_t> oks;
   Status agreed = agree(mine, &oks);
   if (!agreed.ok()) {
@@ -48,6 +50,7 @@ Status AgentSwitchPath::routedLeaders(const RoutedArgs& args, CallOutcome* how) 
   if (allDone(oks)) {
     ++routed_calls_;
     *how = CallOutcome::kDone;
+    narrowRouted(wide);  // into the place the 16-bit call's result takes below
     // A leader sends from its recv (a root leader's buffer is only read; the
     // agent returns a root only headers); a non-leader root receives its
     // copy into staging.
@@ -132,26 +135,31 @@ Status AgentSwitchPath::routedLeadersNodeStep(const RoutedArgs& args, size_t byt
 Status AgentSwitchPath::routedLeadersOneRoundTrip(const RoutedArgs& args,
                                                   const agent::RoutedCall& call,
                                                   const Status& mine, size_t bytes,
-                                                  CallOutcome* how) {
+                                                  const WideRouted& wide, CallOutcome* how) {
   const int rank = comm_.rank();
   const bool bcast = args.op == SWITCHAGG_COLL_BCAST;
   const bool root_node = leaders_->node() == leaders_->nodeOf(args.root);
   const bool in_place = args.send == nullptr;
   // A leader's copy of the node's result: a bcast's vector (a root
   // leader's echo goes to scratch), the reduce's result on the root's node.
-  void* leader_result = bcast ? (rank == args.root ? scratchFor(bytes) : args.recv) : call.out;
+  // (A wide uplink's: rounded from wide_out_ once settled.)
+  void* leader_result = bcast              ? (rank == args.root ? scratchFor(bytes) : args.recv)
+                        : wide.narrow_to ? wide.narrow_to
+                                         : call.out;
   CallOutcome outcome = CallOutcome::kDone;
   if (ledger_) {
     int source = -1;
+    const size_t wbytes = bytes * wide.scale;
     Result<CallOutcome> end =
         bcast ? settle(mine, leader_result, bytes, &source, collKindName(args.op))
-              : settleReduction(mine, args, call.in, bytes, static_cast<uint8_t*>(call.out), 0,
-                                root_node ? bytes : 0);
+              : settleReduction(mine, wideRoutedArgs(args, call), call.in, wbytes,
+                                static_cast<uint8_t*>(call.out), 0, root_node ? wbytes : 0);
     if (!end.ok()) {
       leaders_->abandon();
       return end.status();
     }
     outcome = *end;
+    if (outcome == CallOutcome::kDone) narrowRouted(wide);
   }
   const size_t share = bcast || root_node ? bytes : 0;
   void* target = (bcast && rank != args.root) || (!bcast && rank == args.root)
@@ -193,16 +201,28 @@ Status AgentSwitchPath::routedLeadersBlocks(const RoutedArgs& args, CallOutcome*
   // (the agent's result lands in its recv).
   const void* own_copy = nullptr;
   Status mine = routedBlocksNodeStep(args, l, &call, &own_copy);
+  // A 16-bit reduce-scatter's leaders send their node's fp64 (or fp32) sum
+  // and round their node's part once (the layout in the wide type for the
+  // call and its recovery).
+  const WideRouted wide = widenRouted(args, &call, l.hi - l.lo);
+  BlockLayout wl = l;
+  wl.esize *= wide.scale;
+  wl.vector_bytes *= wide.scale;
   last_bytes_sent_ = 0;
   const bool one_trip = oneRoundTrip(l.vector_bytes);
   if (one_trip && ledger_) ledger_->begin();
-  if (mine.ok() && group_) mine = streamRouted(call, l.vector_bytes);
+  if (mine.ok() && group_) mine = streamRouted(call, wl.vector_bytes);
   else if (mine.ok() && leader)
     mine = Status(Code::kAborted, "the switch group was lost in an earlier call");
 
   std::vector<uint8_t> oks;
-  Result<CallOutcome> outcome = routedBlocksOutcome(args, l, call, mine, one_trip, &oks);
+  Result<CallOutcome> outcome =
+      routedBlocksOutcome(wideRoutedArgs(args, call), wl, call, mine, one_trip, &oks);
   if (!outcome.ok()) return outcome.status();
+  if (wide.narrow_to) {
+    if (*outcome == CallOutcome::kDone) narrowRouted(wide);
+    call.out = wide.narrow_to;  // what the node receives (16-bit)
+  }
   if (*outcome != CallOutcome::kDone && own_copy && args.count)
     std::memcpy(static_cast<uint8_t*>(args.recv) + size_t(rank) * args.count, own_copy, args.count);
 

@@ -46,30 +46,72 @@ bool AgentSwitchPath::wideUplink(const AllreduceArgs& args) const {
 }
 
 // exact: the leader's fp64 node sum as it is; float32: rounded once to fp32
-// (within 2^-24 of the node sum). The result comes back in wide_out_.
+// (within 2^-24 of the node sum).
+const void* AgentSwitchPath::wideInput(size_t count) {
+  const double* sum = leaders_->wideSum();
+  if (uplinkChoice() != HalfUplink::kFloat32) return sum;
+  if (wide_f32_.size() < count) wide_f32_.resize(count);
+  for (size_t i = 0; i < count; ++i) wide_f32_[i] = static_cast<float>(sum[i]);
+  return wide_f32_.data();
+}
+
+// The result comes back in wide_out_.
 AllreduceArgs AgentSwitchPath::wideArgs(const AllreduceArgs& args) {
   if (wide_out_.size() < args.count) wide_out_.resize(args.count);
   AllreduceArgs w = args;
   w.recv = wide_out_.data();
-  if (uplinkChoice() == HalfUplink::kFloat32) {
-    if (wide_f32_.size() < args.count) wide_f32_.resize(args.count);
-    const double* sum = leaders_->wideSum();
-    for (size_t i = 0; i < args.count; ++i) wide_f32_[i] = static_cast<float>(sum[i]);
-    w.send = wide_f32_.data();
-    w.dtype = Dtype::kFloat32;
-  } else {
-    w.send = leaders_->wideSum();
-    w.dtype = Dtype::kFloat64;
+  w.send = wideInput(args.count);
+  w.dtype = uplinkChoice() == HalfUplink::kFloat32 ? Dtype::kFloat32 : Dtype::kFloat64;
+  return w;
+}
+
+void AgentSwitchPath::narrowWideTo(Dtype half, void* out, size_t count) const {
+  if (uplinkChoice() == HalfUplink::kFloat32)
+    narrowHalf(half, static_cast<uint16_t*>(out), reinterpret_cast<const float*>(wide_out_.data()),
+               count);
+  else
+    narrowHalfWide(half, static_cast<uint16_t*>(out), wide_out_.data(), count);
+}
+
+void AgentSwitchPath::narrowWide(const AllreduceArgs& args, void* out) const {
+  narrowWideTo(args.dtype, out, args.count);
+}
+
+// MPI_Reduce / MPI_Reduce_scatter(_block) through node leaders: the same
+// choice (wideUplink of the call's dtype and op: alike on every leader), the
+// leaders' routed call in the wide type over the node's fp64 sum
+// (NodeLeaders::reduceAccumulator keeps it in wideSum(), in the call's
+// element order), `count` result elements here into wide_out_.
+AgentSwitchPath::WideRouted AgentSwitchPath::widenRouted(const RoutedArgs& args,
+                                                        agent::RoutedCall* call, size_t count) {
+  WideRouted w;
+  AllreduceArgs probe;
+  probe.dtype = args.dtype;
+  probe.op = args.reduce_op;
+  probe.count = call->total;
+  if (!isReduction(args.op) || !leaders_->leader() || !wideUplink(probe)) return w;
+  w.on = true;
+  w.half = args.dtype;
+  call->dtype = uplinkChoice() == HalfUplink::kFloat32 ? Dtype::kFloat32 : Dtype::kFloat64;
+  w.scale = dtypeSize(call->dtype) / dtypeSize(args.dtype);
+  if (call->in) call->in = wideInput(call->total);
+  if (call->out != static_cast<const void*>(no_output_)) {
+    w.narrow_to = call->out;
+    w.count = count;
+    if (wide_out_.size() < count) wide_out_.resize(count);
+    call->out = wide_out_.data();
   }
   return w;
 }
 
-void AgentSwitchPath::narrowWide(const AllreduceArgs& args, void* out) const {
-  if (uplinkChoice() == HalfUplink::kFloat32)
-    narrowHalf(args.dtype, static_cast<uint16_t*>(out),
-               reinterpret_cast<const float*>(wide_out_.data()), args.count);
-  else
-    narrowHalfWide(args.dtype, static_cast<uint16_t*>(out), wide_out_.data(), args.count);
+RoutedArgs AgentSwitchPath::wideRoutedArgs(const RoutedArgs& args, const agent::RoutedCall& call) {
+  RoutedArgs w = args;
+  if (isReduction(args.op)) w.dtype = call.dtype;  // the 16-bit type unless wide
+  return w;
+}
+
+void AgentSwitchPath::narrowRouted(const WideRouted& w) const {
+  if (w.on && w.narrow_to && w.count) narrowWideTo(w.half, w.narrow_to, w.count);
 }
 
 Status AgentSwitchPath::streamWide(const AllreduceArgs& args, void* out) {

@@ -30,6 +30,13 @@ void widenHalf(Dtype d, float* out, const uint16_t* in, size_t n);
 // out[i] = in[i] rounded to `d` (to nearest, ties to even).
 void narrowHalf(Dtype d, uint16_t* out, const float* in, size_t n);
 
+// out[i] = a[i] + b[i] added in fp32 and rounded once (a's NaN kept where
+// a[i] is one), in one pass on F16C (binary16) or AVX2 (bfloat16); false,
+// doing nothing, where the CPU has neither (the caller widens, adds and
+// narrows in blocks). out may be a or b. The two-operand SUM kernel
+// (reduce.cc halfPairSum32): the same bits (tests/common/test_half_pair.cc).
+bool sumHalfPair(Dtype d, uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n);
+
 // fp64 accumulation (half_wide.cc), what every 16-bit float fold uses
 // (common/reduce.h): binary16 values are multiples of 2^-24 below 2^16, so
 // any sum of up to 2^13 of them, partial sums included, is a multiple of
