@@ -17,7 +17,7 @@ add_mpi_test(mpi_mpit_half_floats_np1 1 ring $<TARGET_FILE:switchagg-mpit>
 # states) and the switch path on one node (fp64 folds, one rounding:
 # bitwise the exact sum rounded once, blocking and MPI_Iallreduce, as under
 # MPICH).
-foreach(alg ring rabenseifner)
+foreach(alg IN LISTS _host_algorithms)
   add_mpi_test(mpi_fp16_${alg}_np3 3 ${alg} $<TARGET_FILE:mpi_fp16_check> --expect ${alg}
     --blocking-only)
 endforeach()
@@ -26,6 +26,12 @@ add_switch_test(mpi_switch_fp16_np3 240 "mpi;agent" program 3
 # MPI_Reduce / MPI_Reduce_scatter_block through node leaders on 2 emulated
 # nodes: the leaders' wide uplink, every mixed sum bitwise the exact sum
 # rounded once (MPICH twin: mpich_switch_fp16_routed_exact_leaders_np4).
+# Node leaders on 2 emulated nodes: the leaders' wide (fp64) uplink, every
+# mixed sum bitwise the exact sum rounded once, blocking and MPI_Iallreduce
+# (MPICH twin: mpich_switch_fp16_leaders_np4).
+add_switch_test(mpi_switch_fp16_leaders_np4 240 "mpi;agent" program 4
+  $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-switch)
+set_tests_properties(mpi_switch_fp16_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fp16_routed_exact_leaders_np4 120 "mpi;agent" program 4
   $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-routed)
 set_tests_properties(mpi_switch_fp16_routed_exact_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
