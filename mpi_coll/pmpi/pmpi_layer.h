@@ -151,6 +151,12 @@ int unpack(const void* staged, size_t bytes, void* buf, int count, MPI_Datatype 
 //                        communicator's state must not be freed)
 void progressThreadOpen(bool wanted, int stall_timeout_s);
 bool progressThreadEnabled();
+// The answering thread (pmpi_answer.cc): in a job with a switch path, drives
+// the core's transport from open to close, so this rank answers a peer's
+// recovery question while it waits in a call the layer does not serve.
+// Needs the core's gate on.
+void answeringThreadStart();
+void answeringThreadStop();
 int postIallreduce(CommEntry* e, const void* send, void* recv, size_t count, int dtype, int op,
                    MPI_Request* request);
 int completedRequest(MPI_Request* request);

@@ -92,6 +92,7 @@ void finishLocked(IJob* job, int rc) {
   CommEntry* e = job->entry;
   if (!job->abandoned) job->rc = rc;
   switchagg_nb_queue_pop(&e->iqueue);
+  switchagg_coll_mark_busy(-1);  // marked in post: the answering thread may drive again
   moved(e);
   if (switchagg_nb_queue_head(&e->iqueue) == nullptr)
     g_active.erase(std::find(g_active.begin(), g_active.end(), e));
@@ -364,6 +365,9 @@ int post(IJob* job, MPI_Request* request) {
         e->thread = new std::thread(entryThreadMain, e);
       }
       job->seq = ++g_next_seq;
+      // In flight from here to finishLocked: the answering thread stays out
+      // of the core meanwhile (pmpi_answer.cc).
+      switchagg_coll_mark_busy(1);
       queued = switchagg_nb_queue_push(&e->iqueue, &job->call) == 0;
       if (!queued) {
         g_active.push_back(e);

@@ -12,10 +12,11 @@
 // library runs: at the start of every served call (pmpi::progress), inside
 // the core's own waits (its allgathers run here as PMPI_Iallgather +
 // PMPI_Test + progress loops, so a peer's rendezvous or recovery question
-// is answered while this rank waits for it) and in MPI_Finalize. A rank
-// blocked in a call the library does not serve (MPI_Recv, MPI_Wait on a
-// point-to-point request, ...) does not drive it until it returns to a
-// served call: docs/pmpi.md "Progress" says what that means.
+// is answered while this rank waits for it) and in MPI_Finalize; in a job
+// with a switch path also on the answering thread (pmpi_answer.cc), so a
+// rank blocked in a call the library does not serve (MPI_Recv, MPI_Wait on
+// a point-to-point request, ...) still answers its peers' recovery
+// questions: docs/pmpi.md "Progress".
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -191,8 +192,12 @@ State openLocked() {
   progressThreadOpen(g_params.progress_thread == "auto" &&
                          (!job.agents.empty() || !job.tokens.empty()),
                      g_params.stall_timeout);
+  // The answering thread (pmpi_answer.cc) wherever a peer may ask this
+  // rank about a switch call: the job has a switch path.
+  const bool answering = g_params.progress_thread == "auto" &&
+                         (!job.agents.empty() || !job.tokens.empty());
   if (level == MPI_THREAD_MULTIPLE) switchagg_coll_enable_threads();
-  else if (progressThreadEnabled()) switchagg_coll_enable_gate();
+  else if (progressThreadEnabled() || answering) switchagg_coll_enable_gate();
   g_cache_ok = level != MPI_THREAD_MULTIPLE;
   if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, deleteEntry, &g_keyval, nullptr) !=
       MPI_SUCCESS) {
@@ -211,6 +216,7 @@ State openLocked() {
       PMPI_Irecv(&g_progress_sink, 1, MPI_INT, MPI_ANY_SOURCE, 0, g_progress_comm,
                  &g_progress_request) == MPI_SUCCESS)
     switchagg_coll_set_mpi_progress(mpiProgress);
+  if (answering) answeringThreadStart();
   int rank = 0;
   (void)PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (g_params.verbose > 0 && rank == 0)
@@ -236,6 +242,7 @@ void close() {
     return;
   }
   progress();
+  answeringThreadStop();  // before any communicator's state goes
   std::vector<CommEntry*> alive;
   {
     std::lock_guard<std::mutex> lock(g_mutex);

@@ -431,9 +431,9 @@ PY
     # stripes: three agents on the agent host (own control sockets, own data
     # ports); reducers: agent a<k> on reducer host r<k>, at a host's rate.
     if [[ $scenario == reducers ]]; then
-      # 100 Mbit/s links: a 4 MiB call is link-bound (N/B = 335 ms) even on
+      # 200 Mbit/s links: a 4 MiB call is link-bound (N/B = 168 ms) even on
       # 2 shared cores running 3 ranks and 3 agents.
-      fabric_up "$name" --hosts 3 --reducers 3 --rate 100 --subnet "$(subnet_of 10.89)" ||
+      fabric_up "$name" --hosts 3 --reducers 3 --rate 200 --subnet "$(subnet_of 10.89)" ||
         die "fabric up"
     else
       fabric_up "$name" --hosts 3 --subnet "$(subnet_of 10.86)" || die "fabric up"
@@ -549,15 +549,15 @@ PY
               for (h in d) { printf "reducer %s received %d bytes (mean %d)\n", h, d[h], mean
                              if (mean < 1048576 || d[h] < 0.9 * mean || d[h] > 1.1 * mean) bad = 1 }
               exit bad }' || die "the reducer links carried unequal shares (or none)"
-      # Unequal reducers: a3 restarted telling a link of 50 Mbit/s (its
-      # data.link_mbps; the others tell their hosts' 100). Stripes follow the
+      # Unequal reducers: a3 restarted telling a link of 100 Mbit/s (its
+      # data.link_mbps; the others tell their hosts' 200). Stripes follow the
       # rates (2:2:1), each reducer link's share of the bytes within 10% of
       # its rate's, and the sums bitwise those of K = 1 and 3 equal stripes.
       kill -TERM "${apid[3]}"
       wait "${apid[3]}" 2>/dev/null || true
       mkdir -p "$work/a3-slow"
       FABRIC_AGENT_HOST=r3 fabric_agent_start "$work/a3-slow" --set agent.log_level=info \
-        --set data.link_mbps=50 || die "agent a3 restart at 50 Mbit/s"
+        --set data.link_mbps=100 || die "agent a3 restart at 100 Mbit/s"
       asock[3]=$AGENT_SOCKET
       EXTRA_AGENT_PIDS+=("$AGENT_PID")
       AGENT_PID=

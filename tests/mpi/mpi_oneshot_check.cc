@@ -21,6 +21,12 @@
 //   --finalize-early  no MPI call after the loop but MPI_Finalize (no
 //                 summary collective, no MPI_Comm_free): each rank prints
 //                 its own line and exits 1 on a failure of its own.
+//   --handoff     after the loop, rank 0 waits in MPI_Recv for one word
+//                 from each other rank, sent point to point once that rank's
+//                 last call completed: a peer that missed the last call's
+//                 result asks rank 0 while rank 0 sits in a call no
+//                 switchagg code serves (the PMPI layer's answering thread
+//                 must answer it: docs/pmpi.md "Progress").
 // Without node leaders (every rank a member) the loop also runs an
 // MPI_Iallreduce (waited at once), and where the agents route calls an
 // MPI_Allgather, an MPI_Bcast, an MPI_Reduce_scatter_block and an
@@ -64,6 +70,7 @@ struct Options {
   size_t large_bytes = 2 << 20;  // above the default keep limit (1 MiB)
   std::string ready;
   bool finalize_early = false;
+  bool handoff = false;
   int leaves = 1;
 };
 
@@ -100,6 +107,7 @@ int main(int argc, char** argv) {
     else if (a == "--large-bytes") o.large_bytes = size_t(std::atol(next()));
     else if (a == "--ready") o.ready = next();
     else if (a == "--finalize-early") o.finalize_early = true;
+    else if (a == "--handoff") o.handoff = true;
     else if (a == "--leaves") o.leaves = std::max(1, std::atoi(next()));
     else {
       std::fprintf(stderr, "mpi_oneshot_check: unknown argument '%s'\n", a.c_str());
@@ -397,6 +405,21 @@ int main(int argc, char** argv) {
     allreduce(o.large_bytes / sizeof(double) + 1, 7, false);
     const uint64_t ran = counter(diag, comm, names[4]) - agreements;
     if (ran != 1) fail("a call above the keep limit ran " + std::to_string(ran) + " agreement(s), want 1");
+  }
+  if (o.handoff) {
+    const double t0 = nowMs();
+    int word = rank;
+    if (rank == 0) {
+      for (int r = 1; r < size; ++r) {
+        MPI_Recv(&word, 1, MPI_INT, r, 41, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (word != r) fail("handoff: rank " + std::to_string(r) + " sent " + std::to_string(word));
+      }
+    } else {
+      MPI_Send(&word, 1, MPI_INT, 0, 41, MPI_COMM_WORLD);
+    }
+    std::printf("rank %d: %d iterations, recovered %" PRIu64 ", failures %ld; handoff %.0f ms\n",
+                rank, o.iters, delta(5), failures, nowMs() - t0);
+    std::fflush(stdout);
   }
   if (o.finalize_early) {
     // No MPI call after the loop but MPI_Finalize: a rank done with the

@@ -658,11 +658,11 @@ case $scenario in
         with_fault "$fault" agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info \
           --set data.slot_bytes=4K || die "agent start" ;;
       threads) SWITCHAGG_AGENT_TEST_FAULT=partial:100:exit start_agent ;;
-      finalize)
+      finalize | handoff)
         # 3 iterations of 10 calls after 2 warm-up calls: chunk result 32
         # is the loop's last call, a barrier, reaching member 0 only.
         SWITCHAGG_AGENT_TEST_FAULT=partial:32 start_agent ;;
-      *) die "oneshot mode must be ok, partial, partial_exit, miss, late, cut, revoke, revoke_chunk, threads or finalize, got '$mode'" ;;
+      *) die "oneshot mode must be ok, partial, partial_exit, miss, late, cut, revoke, revoke_chunk, threads, finalize or handoff, got '$mode'" ;;
     esac
     lease "oneshot-np$np"
     if [[ $mode == threads ]]; then
@@ -727,6 +727,32 @@ case $scenario in
         grep -Eq "rank $r: switch barrier call 32 failed here.*its result came from rank 0" \
           "$work/oneshot.log" || die "rank $r: no line naming rank 0 as the source of call 32"
       done
+    elif [[ $mode == handoff ]]; then
+      # Member 0 is done with the last call and waits in MPI_Recv (a call
+      # no switchagg code serves) for a word from each other rank, which
+      # each sends once its own last call completed: they time out (3 s),
+      # ask rank 0 and must get the result from it while it sits there.
+      # The stall bound 10 s: a rank 0 that never answers fails the run in
+      # about 11 s instead of 300 s. The call bound 3 s (not the 1 s of the
+      # other oneshot faults): a rank 1 s late to an early call on loaded
+      # cores must not end the switch path before call 32.
+      SWITCHAGG_SWITCH_TIMEOUT_MS=3000 run_mpi "$np" "$work/oneshot.log" -x SWITCHAGG_SWITCH_TIMEOUT_MS \
+        --mca coll_switchagg_stall_timeout 10 "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode fault \
+        --iters 3 --max-call-ms 8000 --handoff --expect-recovered $((np - 1)) ||
+        { cat "$work/oneshot.log"; die "oneshot handoff run failed"; }
+      cat "$work/oneshot.log"
+      grep -q "test fault: chunk result 32 sent to member 0 only" "$work/agent.log" ||
+        die "the agent's fault point did not fire"
+      grep -q "rank 0: 3 iterations, recovered 0, failures 0; handoff" "$work/oneshot.log" ||
+        die "rank 0 did not end its handoff cleanly"
+      # Each from rank 0 or from a rank that already recovered it from rank 0.
+      for r in $(seq 1 $((np - 1))); do
+        grep -Eq "rank $r: switch barrier call 32 failed here.*its result came from rank [0-9]" \
+          "$work/oneshot.log" || die "rank $r: no line naming the source of call 32"
+      done
+      grep -Eq "switch barrier call 32 failed here.*its result came from rank 0 " "$work/oneshot.log" ||
+        die "nobody got call 32's result from rank 0"
+      expect_pass "$work/oneshot.log" "\\(switch:recovered\\)"
     elif [[ $mode == ok ]]; then
       run_mpi "$np" "$work/oneshot.log" "${emu[@]}" "$mpibin/mpi_oneshot_check" --mode ok ||
         { cat "$work/oneshot.log"; die "oneshot run failed"; }

@@ -188,6 +188,13 @@ int switchagg_coll_progress(void) {
   return guarded("progress", 0, [] { return switchagg::coll::ProcessRuntime::instance().progress(); });
 }
 
+int switchagg_coll_progress_idle(void) {
+  return guarded("progress", 0,
+                 [] { return switchagg::coll::ProcessRuntime::instance().progress(true); });
+}
+
+void switchagg_coll_mark_busy(int delta) { switchagg::coll::ProcessRuntime::markBusy(delta); }
+
 namespace {
 // Test fault point, the negative control of every checker (tests/mpi/
 // verdict.h; never set in production): SWITCHAGG_TEST_WRONG_RESULT=

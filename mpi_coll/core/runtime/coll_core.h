@@ -92,6 +92,17 @@ void switchagg_coll_comm_destroy(switchagg_coll_comm_t *comm);
  * after this process left the call. Returns the number of events; never
  * re-enters a running switchagg call. */
 int switchagg_coll_progress(void);
+/* For a glue's own thread (the PMPI layer's answering thread): as
+ * switchagg_coll_progress, but a domain is driven only while no switchagg
+ * work is in flight anywhere in the process - no core call running on any
+ * thread, nothing marked with switchagg_coll_mark_busy - so it answers
+ * peers while the program is outside switchagg and never interleaves with
+ * a running call. */
+int switchagg_coll_progress_idle(void);
+/* +1 / -1: work of the glue's in flight between core calls (a queued
+ * nonblocking call, from its post until its end), for
+ * switchagg_coll_progress_idle. */
+void switchagg_coll_mark_busy(int delta);
 
 /* The MPI library's own progress, for the core's waits (the glue sets it at
  * open; NULL: none). While a switchagg call waits - for the agent, its host

@@ -18,6 +18,7 @@
 namespace switchagg::coll {
 
 thread_local int ProcessRuntime::t_in_call = 0;
+std::atomic<int> ProcessRuntime::s_busy{0};
 
 namespace {
 thread_local bool t_without_mpi = false;
@@ -150,7 +151,7 @@ std::string processNodeName(const char* mpi_name) {
   return h.substr(0, h.find('.'));
 }
 
-int ProcessRuntime::progress() {
+int ProcessRuntime::progress(bool only_idle) {
   int events = 0;
   int64_t now = -1;  // read once, at the first domain that can run
   const int n = domains();
@@ -161,6 +162,10 @@ int ProcessRuntime::progress() {
     // waits, and that wait may be for a peer that needs this domain first.
     ucx::ThreadGate::TryHold gate(d.gate, /*nest=*/true);
     if (!gate.held() || (!ucx::ThreadGate::enabled() && t_in_call > 0)) continue;
+    // A call counts itself before it takes its domain, so once this thread
+    // holds the domain a zero means no call is inside it, nor will one be
+    // until the pass ends.
+    if (only_idle && s_busy.load(std::memory_order_acquire) > 0) continue;
     if (now < 0)
       now = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now().time_since_epoch())

@@ -126,8 +126,16 @@ class ProcessRuntime {
   // `auto` 4 MiB allreduce on Open MPI's module 25-60 % slower than the
   // forced previous module). What it drives - answers to other members'
   // recovery questions, background sends - waits at most that long.
-  int progress();
+  // only_idle (a glue's own thread, switchagg_coll_progress_idle): a domain
+  // is driven only while no switchagg work is in flight in the process (no
+  // CallScope on any thread, nothing marked busy), checked with the
+  // domain held: such a pass never interleaves with a call's or a queued
+  // nonblocking call's use of the domain.
+  int progress(bool only_idle = false);
   static constexpr int64_t kProgressIntervalUs = 20;
+  // Work in flight outside any call (a glue's queued nonblocking calls):
+  // counted with the calls running, for progress(only_idle).
+  static void markBusy(int delta) { s_busy.fetch_add(delta, std::memory_order_acq_rel); }
   // Switchagg calls running on this thread (CallScope depth): a progress
   // callback that would step the switch path stays out while it is > 0.
   int inCall() const { return t_in_call; }
@@ -137,10 +145,14 @@ class ProcessRuntime {
    public:
     // `domain` < 0: holds none (a communicator's creation touches no domain).
     explicit CallScope(int domain) {
+      s_busy.fetch_add(1, std::memory_order_acq_rel);  // before the domain: see progress()
       if (domain >= 0) hold_.emplace(instance().gate(domain));
       ++t_in_call;
     }
-    ~CallScope() { --t_in_call; }
+    ~CallScope() {
+      --t_in_call;
+      s_busy.fetch_sub(1, std::memory_order_acq_rel);
+    }
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
 
@@ -179,6 +191,8 @@ class ProcessRuntime {
   Result<ucx::Context*> context();
   // Switchagg calls running on this thread (CallScope depth).
   static thread_local int t_in_call;
+  // CallScopes on every thread plus markBusy's count.
+  static std::atomic<int> s_busy;
   struct Domain {
     ucx::ThreadGate::Domain gate;
     // Under `gate`:
