@@ -42,7 +42,7 @@ sanitize_configure "$root" "$build" thread
 unit_tests=(test_ucx_thread_gate test_host_algorithms test_node_leaders test_data_unit test_engine_alloc)
 cmake --build "$build" -j "$(nproc)" --target "${unit_tests[@]}" mca_coll_switchagg mpi_thread_check \
   mpi_nbc_mix_check mpi_oneshot_check mpi_retired_check switchagg_pmpi mpi_thread_check_mpich mpi_nbc_mix_check_mpich \
-  mpi_iallreduce_check_mpich switchagg-agent switchagg-ctl test_data_agent test_data_member \
+  mpi_iallreduce_check_mpich mpi_oneshot_check_mpich switchagg-agent switchagg-ctl test_data_agent test_data_member \
   >"$build.build.log" 2>&1 ||
   { tail -50 "$build.build.log"; echo "FAIL: the TSan build" >&2; exit 1; }
 
