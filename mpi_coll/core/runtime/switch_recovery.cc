@@ -86,7 +86,9 @@ void CallLedger::failed(const void* input, size_t bytes) {
   const uint8_t* p = static_cast<const uint8_t*>(input);
   if (bytes) s.live.assign(p, p + bytes);
 }
-uint64_t CallLedger::messagesSent() const { return state_->messages; }
+uint64_t CallLedger::messagesSent() const {
+  return state_->messages.load(std::memory_order_relaxed);
+}
 std::vector<int> CallLedger::exchangePartners() const {
   const LedgerState& s = *state_;
   const int me = s.index();

@@ -96,7 +96,7 @@ Status LedgerState::send(int peer, uint16_t id, const Header& h, const void* dat
   m.header = h;
   if (bytes)
     m.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
-  ++messages;
+  messages.fetch_add(1, std::memory_order_relaxed);
   return ep->amSend(id, &m.header, sizeof m.header, m.data.data(), m.data.size(), m.request);
 }
 

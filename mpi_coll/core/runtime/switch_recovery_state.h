@@ -7,6 +7,7 @@
 //   switch_recovery_faults.cc    the test fault points
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -97,7 +98,9 @@ struct LedgerState {
   // sentinel watches the exchange partners from the join on:
   // docs/offload.md safety case 12); unset once the communicator is gone.
   std::function<bool(int)> peer_failed;
-  uint64_t messages = 0;
+  // Written where answers are sent (the PMPI layer's answering thread too),
+  // read by the counters' readers outside any call: atomic, relaxed.
+  std::atomic<uint64_t> messages{0};
   // This member's calls.
   uint64_t seq = 0;
   CallOutcome outcome = CallOutcome::kDone;  // of call `seq` (0: none yet)
