@@ -189,13 +189,12 @@ State openLocked() {
   (void)PMPI_Query_thread(&level);
   // The progress thread (MPICH family) uses the core beside the user's
   // threads: the core's gate on, whatever the thread level.
-  progressThreadOpen(g_params.progress_thread == "auto" &&
-                         (!job.agents.empty() || !job.tokens.empty()),
-                     g_params.stall_timeout);
-  // The answering thread (pmpi_answer.cc) wherever a peer may ask this
-  // rank about a switch call: the job has a switch path.
+  // The job has a switch path: the progress thread may run, and the
+  // answering thread (pmpi_answer.cc) does - a peer may ask this rank about
+  // a switch call.
   const bool answering = g_params.progress_thread == "auto" &&
                          (!job.agents.empty() || !job.tokens.empty());
+  progressThreadOpen(answering, g_params.stall_timeout);
   if (level == MPI_THREAD_MULTIPLE) switchagg_coll_enable_threads();
   else if (progressThreadEnabled() || answering) switchagg_coll_enable_gate();
   g_cache_ok = level != MPI_THREAD_MULTIPLE;
@@ -216,7 +215,10 @@ State openLocked() {
       PMPI_Irecv(&g_progress_sink, 1, MPI_INT, MPI_ANY_SOURCE, 0, g_progress_comm,
                  &g_progress_request) == MPI_SUCCESS)
     switchagg_coll_set_mpi_progress(mpiProgress);
-  if (answering) answeringThreadStart();
+  if (answering) {
+    switchagg_coll_enable_idle_progress();  // before any call
+    answeringThreadStart();
+  }
   int rank = 0;
   (void)PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (g_params.verbose > 0 && rank == 0)

@@ -193,6 +193,8 @@ int switchagg_coll_progress_idle(void) {
                  [] { return switchagg::coll::ProcessRuntime::instance().progress(true); });
 }
 
+void switchagg_coll_enable_idle_progress(void) { switchagg::coll::ProcessRuntime::trackBusy(); }
+
 void switchagg_coll_mark_busy(int delta) { switchagg::coll::ProcessRuntime::markBusy(delta); }
 
 namespace {

@@ -99,6 +99,10 @@ int switchagg_coll_progress(void);
  * peers while the program is outside switchagg and never interleaves with
  * a running call. */
 int switchagg_coll_progress_idle(void);
+/* Before switchagg_coll_progress_idle's first use, at open (before any
+ * call): the core counts its running calls from then on (without it, a
+ * core call costs no shared atomic). */
+void switchagg_coll_enable_idle_progress(void);
 /* +1 / -1: work of the glue's in flight between core calls (a queued
  * nonblocking call, from its post until its end), for
  * switchagg_coll_progress_idle. */

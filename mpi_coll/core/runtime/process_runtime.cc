@@ -19,6 +19,7 @@ namespace switchagg::coll {
 
 thread_local int ProcessRuntime::t_in_call = 0;
 std::atomic<int> ProcessRuntime::s_busy{0};
+std::atomic<bool> ProcessRuntime::s_track_busy{false};
 
 namespace {
 thread_local bool t_without_mpi = false;

@@ -136,6 +136,9 @@ class ProcessRuntime {
   // Work in flight outside any call (a glue's queued nonblocking calls):
   // counted with the calls running, for progress(only_idle).
   static void markBusy(int delta) { s_busy.fetch_add(delta, std::memory_order_acq_rel); }
+  // Turns the counting on (switchagg_coll_enable_idle_progress, at open,
+  // before any call): until then CallScope costs no shared atomic.
+  static void trackBusy() { s_track_busy.store(true, std::memory_order_release); }
   // Switchagg calls running on this thread (CallScope depth): a progress
   // callback that would step the switch path stays out while it is > 0.
   int inCall() const { return t_in_call; }
@@ -144,19 +147,20 @@ class ProcessRuntime {
   class CallScope {
    public:
     // `domain` < 0: holds none (a communicator's creation touches no domain).
-    explicit CallScope(int domain) {
-      s_busy.fetch_add(1, std::memory_order_acq_rel);  // before the domain: see progress()
+    explicit CallScope(int domain) : counted_(s_track_busy.load(std::memory_order_acquire)) {
+      if (counted_) s_busy.fetch_add(1, std::memory_order_acq_rel);  // before the domain: see progress()
       if (domain >= 0) hold_.emplace(instance().gate(domain));
       ++t_in_call;
     }
     ~CallScope() {
       --t_in_call;
-      s_busy.fetch_sub(1, std::memory_order_acq_rel);
+      if (counted_) s_busy.fetch_sub(1, std::memory_order_acq_rel);
     }
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
 
    private:
+    bool counted_;
     std::optional<ucx::ThreadGate::Hold> hold_;
   };
   // Inside a switchagg call, while it waits in the previous module (the
@@ -191,8 +195,10 @@ class ProcessRuntime {
   Result<ucx::Context*> context();
   // Switchagg calls running on this thread (CallScope depth).
   static thread_local int t_in_call;
-  // CallScopes on every thread plus markBusy's count.
+  // CallScopes on every thread plus markBusy's count (CallScopes counted
+  // only once trackBusy ran).
   static std::atomic<int> s_busy;
+  static std::atomic<bool> s_track_busy;
   struct Domain {
     ucx::ThreadGate::Domain gate;
     // Under `gate`:
