@@ -49,7 +49,7 @@ cmake --build "$build" -j "$(nproc)" --target "${unit_tests[@]}" mca_coll_switch
 # What mpirun loads and MPICH preloads must carry TSan (a stale or plain
 # build would pass with nothing checked).
 for lib in "$build/lib/openmpi/mca_coll_switchagg.so" "$build/lib/libswitchagg_pmpi.so"; do
-  ldd "$lib" | grep -q libtsan || { echo "FAIL: $lib is not built with TSan" >&2; exit 1; }
+  ldd "$lib" | grep libtsan >/dev/null || { echo "FAIL: $lib is not built with TSan" >&2; exit 1; }
 done
 
 reports=$build/tsan-reports

@@ -165,7 +165,7 @@ waitForRanks() {
 # The fabric demo's fabric (name dm), its bridge ports and its agent are gone.
 fabricGone() {
   [[ ! -e /run/switchagg-fabric/dm ]] || fail "the fabric's state /run/switchagg-fabric/dm is left"
-  ! ip -o link show | grep -q ': dms0' || fail "the fabric's bridge or ports are left"
+  ! ip -o link show | grep ': dms0' >/dev/null || fail "the fabric's bridge or ports are left"
   ! grep -lsaF "switchagg-demo-fabric." /proc/[0-9]*/cmdline >/dev/null ||
     fail "a process of the fabric demo is left: $(grep -lsaF switchagg-demo-fabric. /proc/[0-9]*/cmdline | head -3)"
 }

@@ -178,7 +178,7 @@ stopAll() {
   # fabric, still up), then stop the daemons.
   if [[ -s $dir/slurmctld.pid && -x $dir/client ]] && alive "$(cat "$dir/slurmctld.pid")"; then
     timeout 5 "$dir/client" scancel --quiet --state=PENDING,RUNNING,SUSPENDED 2>/dev/null || true
-    waitFor "! timeout 3 '$dir/client' squeue -h -t PD,R,CG,S -o %i | grep -q ." 30 || true
+    waitFor "! timeout 3 '$dir/client' squeue -h -t PD,R,CG,S -o %i | grep . >/dev/null" 30 || true
   fi
   for f in "$dir"/slurmd-*.pid; do
     [[ -e $f ]] && stopRecorded "$f" slurmd
@@ -217,7 +217,7 @@ startAll() {
 
   startOnHost "$dir" "$fabric" h1 "$dir/slurmctld.pid" "$dir/log/slurmctld.out" \
     /usr/sbin/slurmctld -D -i -f "$dir/slurm.conf"
-  waitFor "timeout 3 '$dir/client' scontrol ping | grep -q 'is UP'" 150 ||
+  waitFor "timeout 3 '$dir/client' scontrol ping | grep 'is UP' >/dev/null" 150 ||
     { tail -5 "$dir/log/slurmctld.log" "$dir/log/slurmctld.out" >&2; die "slurmctld did not come up"; }
   while read -r host _; do
     startOnHost "$dir" "$fabric" "$host" "$dir/slurmd-$host.pid" "$dir/log/d-$host.out" \

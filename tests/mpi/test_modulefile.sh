@@ -45,7 +45,7 @@ want="$prefix/lib/openmpi:$ompi"
   fail "switchagg-bench resolves to $(command -v switchagg-bench), not the prefix's"
 echo "module load: SWITCHAGG_PREFIX, PATH, LD_LIBRARY_PATH and the component path ($want) set"
 
-ompi_info --param coll switchagg --level 9 | grep -q 'parameter "coll_switchagg_enable"' ||
+ompi_info --param coll switchagg --level 9 | grep 'parameter "coll_switchagg_enable"' >/dev/null ||
   fail "ompi_info does not see the component after module load"
 
 out=$(mpirun --oversubscribe -np 2 switchagg-bench --check --max 64K 2>&1) ||
@@ -54,11 +54,11 @@ echo "$out"
 # Its algorithm column comes from the component ("n/a" when it is not loaded).
 rows=$(echo "$out" | grep -E '^ +[0-9]+ ' || true)
 [[ -n $rows ]] || fail "switchagg-bench printed no result rows"
-if echo "$rows" | grep -qw 'n/a'; then fail "switchagg-bench ran without the component (algorithm n/a)"; fi
+if echo "$rows" | grep -w 'n/a' >/dev/null; then fail "switchagg-bench ran without the component (algorithm n/a)"; fi
 out=$(mpirun --oversubscribe -np 2 "$program" --expect auto --quick --counts 1,1001 2>&1) ||
   fail "$program failed: $out"
 echo "$out"
-echo "$out" | grep -q "^PASS np=2" || fail "the program did not pass"
+echo "$out" | grep "^PASS np=2" >/dev/null || fail "the program did not pass"
 
 module unload switchagg
 [[ -z ${SWITCHAGG_PREFIX:-} && -z ${OMPI_MCA_mca_base_component_path:-} && $PATH != *"$prefix/bin"* ]] ||

@@ -44,7 +44,7 @@ want="switchagg-agent switchagg-dev switchagg-openmpi switchagg-pmpi switchagg-s
 [[ $names == "$want" ]] || fail "packages: '$names' (want '$want')"
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 ompi_dir=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
-has() { dpkg-deb -c "$work/debs/$1"_*.deb | awk '{print $6}' | grep -qx "./${2#/}" || fail "$1 lacks $2"; }
+has() { dpkg-deb -c "$work/debs/$1"_*.deb | awk '{print $6}' | grep -x "./${2#/}" >/dev/null || fail "$1 lacks $2"; }
 has switchagg-openmpi "$ompi_dir/mca_coll_switchagg.so"
 has switchagg-agent /usr/bin/switchagg-agent
 has switchagg-agent /usr/bin/switchagg-ctl
@@ -55,7 +55,7 @@ has switchagg-slurm /etc/slurm/plugstack.conf.d/switchagg.conf.example
 has switchagg-pmpi /usr/lib/$multiarch/switchagg/libswitchagg_pmpi.so
 has switchagg-dev /usr/lib/$multiarch/cmake/switchagg/switchaggConfig.cmake
 has switchagg-dev /usr/include/switchagg/agent/control_client.h
-dpkg-deb -I "$work"/debs/switchagg-agent_*.deb conffiles | grep -qx /etc/switchagg/agent.toml ||
+dpkg-deb -I "$work"/debs/switchagg-agent_*.deb conffiles | grep -x /etc/switchagg/agent.toml >/dev/null ||
   fail "/etc/switchagg/agent.toml is not a conffile"
 echo "packages: $names(files in place, conffiles marked)"
 
@@ -94,9 +94,9 @@ cat >"$work/inroot.sh" <<'EOF'
 set -euo pipefail
 fail() { echo "FAIL (in the root): $*" >&2; exit 1; }
 # Open MPI finds the component by itself; every part says the package's version.
-ompi_info --parsable | grep -q '^mca:coll:switchagg:' || fail "ompi_info does not list coll switchagg"
+ompi_info --parsable | grep '^mca:coll:switchagg:' >/dev/null || fail "ompi_info does not list coll switchagg"
 v=$(dpkg-query -W -f='${Version}' switchagg-openmpi)
-ompi_info | grep -q "MCA coll: switchagg (.*Component v$v)" || fail "ompi_info does not say v$v"
+ompi_info | grep "MCA coll: switchagg (.*Component v$v)" >/dev/null || fail "ompi_info does not say v$v"
 [[ $(switchagg-agent --version) == "switchagg-agent $v" && $(switchagg-ctl --version) == "switchagg-ctl $v" ]] ||
   fail "--version: $(switchagg-agent --version), $(switchagg-ctl --version) (package $v)"
 # The agent as systemd would start it: the unit's user, directories and commands.
@@ -114,7 +114,7 @@ setpriv --reuid="$user" --regid="$user" --init-groups -- "${start[@]}" >/tmp/age
 agent=$!
 for _ in $(seq 100); do [[ -S /run/switchagg/agent.sock ]] && break; sleep 0.1; done
 [[ -S /run/switchagg/agent.sock ]] || fail "the agent made no control socket: $(cat /tmp/agent.log)"
-switchagg-ctl metrics | grep -qx "switchagg_build_info{version=\"$v\"} 1" || fail "the agent's metrics lack version $v"
+switchagg-ctl metrics | grep -x "switchagg_build_info{version=\"$v\"} 1" >/dev/null || fail "the agent's metrics lack version $v"
 # An ordinary user: a lease, then a plain mpirun through the switch path.
 useradd -m -s /bin/bash alice
 runuser -l alice -c '

@@ -21,8 +21,8 @@ done
 
 dynamic=$(readelf -dW "$so")
 grep -q 'BIND_NOW' <<<"$dynamic" || bad "not linked with -z now"
-readelf -lW "$so" | grep -q GNU_RELRO || bad "no RELRO segment"
-readelf -lW "$so" | grep GNU_STACK | grep -q 'RWE' && bad "executable stack"
+readelf -lW "$so" | grep GNU_RELRO >/dev/null || bad "no RELRO segment"
+readelf -lW "$so" | grep GNU_STACK | grep 'RWE' >/dev/null && bad "executable stack"
 undefined=$(nm -D --undefined-only "$so")
 grep -q '__stack_chk_fail' <<<"$undefined" || bad "no stack protector"
 grep -q '_chk@' <<<"$undefined" || bad "no _FORTIFY_SOURCE checks"

@@ -164,9 +164,9 @@ case_invalid_options() {
   expectRefused 'valid: an integer from 1 to 64' srun --switch-agg-reducers=0 -n 1 true
   expectRefused 'SWITCHAGG_JOB_REDUCERS: invalid value' env SWITCHAGG_JOB_REDUCERS=x srun -n 1 true
   [[ $(jobCount) == "$before" ]] || fail "a refused submission created a job"
-  srun --help | grep -A1 -- '--switch-agg=' | grep -q 'auto=if available; require=or fail' || fail "--help lacks --switch-agg"
-  srun --help | grep -q -- '--switch-agg-slots=N  *switch slots to reserve, 1-8' || fail "--help lacks --switch-agg-slots"
-  srun --help | grep -q -- '--switch-agg-reducers=K *reducer hosts' || fail "--help lacks --switch-agg-reducers"
+  srun --help | grep -A1 -- '--switch-agg=' | grep 'auto=if available; require=or fail' >/dev/null || fail "--help lacks --switch-agg"
+  srun --help | grep -- '--switch-agg-slots=N  *switch slots to reserve, 1-8' >/dev/null || fail "--help lacks --switch-agg-slots"
+  srun --help | grep -- '--switch-agg-reducers=K *reducer hosts' >/dev/null || fail "--help lacks --switch-agg-reducers"
 }
 
 # The agent down when a job ends. The agent keeps its leases in a lease
@@ -244,8 +244,8 @@ case_token_secrecy() {
   local hits
   hits=$(grep -rl "$token" "$DIR/log" 2>/dev/null || true)
   [[ -z $hits ]] || fail "token found in logs: $hits"
-  ! scontrol show job -d "$job" | grep -q "$token" || fail "token in scontrol show job"
-  ! scontrol show job -d "$job" | grep -qi 'SWITCHAGG_LEASE' || fail "lease variable in scontrol show job"
+  ! scontrol show job -d "$job" | grep "$token" >/dev/null || fail "token in scontrol show job"
+  ! scontrol show job -d "$job" | grep -i 'SWITCHAGG_LEASE' >/dev/null || fail "lease variable in scontrol show job"
   # While a job holds a lease, another (non-admin) user cannot fetch its token.
   local held
   held=$(sbatch --parsable --uid=nobody --gid=nogroup --switch-agg=require -o /dev/null --wrap 'sleep 60')
@@ -441,7 +441,7 @@ case_mpi_offload() {
 case_mpich_offload() {
   local check=${SWITCHAGG_MPICH_CHECK:?} icheck=${SWITCHAGG_MPICH_ICHECK:?} lib=${SWITCHAGG_PMPI_LIB:?}
   local before after job
-  srun --mpi=list 2>&1 | grep -qw pmi2 || fail "srun --mpi=list has no pmi2: $(srun --mpi=list 2>&1)"
+  srun --mpi=list 2>&1 | grep -w pmi2 >/dev/null || fail "srun --mpi=list has no pmi2: $(srun --mpi=list 2>&1)"
   before=$(agentCounter groups_created)
   # The library is preloaded into the MPI program only (not srun, not bash).
   SWITCHAGG_TEST_PRELOAD=$lib SWITCHAGG_OFFLOAD=on SWITCHAGG_VERBOSE=1 SWITCHAGG_UCX_WAIT=blocking \

@@ -225,7 +225,7 @@ stopAll() {
   if [[ -s $dir/slurmctld.pid ]] && alive "$(cat "$dir/slurmctld.pid")"; then
     export SLURM_CONF=$dir/slurm.conf
     timeout 5 scancel --quiet --state=PENDING,RUNNING,SUSPENDED 2>/dev/null || true
-    waitFor "! squeue -h -t PD,R,CG,S -o %i | grep -q ." 50 || true
+    waitFor "! squeue -h -t PD,R,CG,S -o %i | grep . >/dev/null" 50 || true
   fi
   killPidFile "$dir/slurmd.pid"
   killPidFile "$dir/slurmctld.pid"
