@@ -47,7 +47,7 @@ run_side() {
     "tuned|--mca coll ^switchagg"
     "han|--mca coll ^switchagg --mca coll_han_priority 100"
   )
-  if ompi_info | grep -q 'MCA coll: ucc'; then
+  if ompi_info | grep 'MCA coll: ucc' >/dev/null; then
     paths+=("ucc|--mca coll ^switchagg --mca coll_ucc_enable 1 --mca coll_ucc_priority 100")
   fi
   # Each repetition starts at another path, so that whatever a run leaves
@@ -85,7 +85,7 @@ run_side() {
         --min-iters 5 --warmup 5 --check --label "$name" --csv "$csv" >"$work/run.txt" 2>&1 ||
         { cat "$work/run.txt" >&2; echo "ompi5_bench: $side np=$np $name failed" >&2; exit 1; }
       # The switch column must really have gone through the agent.
-      if [[ $name == switch ]] && awk -F, 'NR > 1 && $13 != "switch"' "$csv" | grep -q .; then
+      if [[ $name == switch ]] && awk -F, 'NR > 1 && $13 != "switch"' "$csv" | grep . >/dev/null; then
         echo "ompi5_bench: $side np=$np: a switch row not served by the switch" >&2
         exit 1
       fi

@@ -69,7 +69,7 @@ for np in $np_list; do
       IFS='|' read -r name agree args <<<"$p"
       export SWITCHAGG_SWITCH_AGREE_EVERY_CALL=$agree
       bench "$np" "$iters" "$args"
-      if [[ $name == switch* ]] && ! cat "$work/run.err" "$work/run.csv" | grep -q "joined switch group"; then
+      if [[ $name == switch* ]] && ! cat "$work/run.err" "$work/run.csv" | grep "joined switch group" >/dev/null; then
         cat "$work/run.err" >&2; echo "oneshot_bench: the $name run did not join the agent" >&2; exit 1
       fi
       while IFS=, read -r _ _ _ _ bytes _ _ _ _ _ _ _ _ _ p50 _; do

@@ -21,7 +21,7 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
   local rc=$?
   fabric_down
-  if ip -o link show | grep -Eq "^[0-9]+: ${name}s[0-9]+"; then
+  if ip -o link show | grep -E "^[0-9]+: ${name}s[0-9]+" >/dev/null; then
     echo "FAIL: fabric $name left links" >&2
     rc=1
   fi

@@ -139,7 +139,7 @@ teardown() {
     echo "FAIL teardown: still running after teardown: ${left[*]}" >&2
     rc=1
   fi
-  if ip -o link show | grep -Eq "^[0-9]+: ${FABRIC}[sl][0-9]"; then
+  if ip -o link show | grep -E "^[0-9]+: ${FABRIC}[sl][0-9]" >/dev/null; then
     echo "FAIL teardown: fabric links/bridges left: $(ip -o link show | grep -Eo "^[0-9]+: ${FABRIC}[sl][0-9][^:@]*" | tr '\n' ' ')" >&2
     rc=1
   fi

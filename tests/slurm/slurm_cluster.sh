@@ -203,7 +203,7 @@ slurmdRestart() {
   export SLURM_CONF=$dir/slurm.conf
   killPidFile "$dir/slurmd.pid"
   /usr/sbin/slurmd -f "$dir/slurm.conf" || die "slurmd failed: $(tail -5 "$dir/log/slurmd.log")"
-  waitFor "alive \$(cat $dir/slurmd.pid) && scontrol ping >/dev/null && sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)\$'" 300 ||
+  waitFor "alive \$(cat $dir/slurmd.pid) && scontrol ping >/dev/null && sinfo -h -o %t | grep -E '^(idle|mix|alloc)\$' >/dev/null" 300 ||
     die "slurmd did not come back: $(tail -5 "$dir/log/slurmd.log")"
 }
 
@@ -302,7 +302,7 @@ startAll() {
   export SLURM_CONF=$dir/slurm.conf
   /usr/sbin/slurmctld -f "$dir/slurm.conf" -i || die "slurmctld failed: $(tail -5 "$dir/log/slurmctld.log")"
   /usr/sbin/slurmd -f "$dir/slurm.conf" || die "slurmd failed: $(tail -5 "$dir/log/slurmd.log")"
-  waitFor "sinfo -h -o %t | grep -Eq '^(idle|mix|alloc)'" 300 ||
+  waitFor "sinfo -h -o %t | grep -E '^(idle|mix|alloc)' >/dev/null" 300 ||
     { tail -5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2; die "node did not become idle"; }
   local max=${SWITCHAGG_CLUSTER_MAX_S:-900}
   setsid bash -c "sleep $max; exec '$(realpath "$0")' stop '$dir'" >/dev/null 2>&1 </dev/null &
