@@ -179,20 +179,32 @@ int MPI_Ibcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm
 int MPI_Ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype dtype,
                               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   const int kOp = SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK;
-  CommEntry* e = routedEntry(comm, kOp);
-  if (e == nullptr || rcount < 0)
-    return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = 0;
   // Predefined datatypes and ops only (no staging), as MPI_Iallreduce.
-  if (const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale))
+  const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
+  // A type MPICH's own reduction aborts on or gets wrong is not handed to
+  // it: a call the switch path does not take here runs now, blocking,
+  // through this layer's MPI_Reduce_scatter_block (after the
+  // communicator's queued calls; on a host allreduce when the switch does
+  // not serve it there either), and its request is complete at once. Every
+  // rank decides alike (dtype, op and the core's route).
+  auto previous = [&](CommEntry* entry) {
+    if (entry == nullptr || why != nullptr || (flags & SWITCHAGG_COLL_PREVIOUS_WRONG) == 0)
+      return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
+    switchagg_coll_irouted_note(entry->core, kOp, "host:previous wrong");
+    const int blocking = MPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
+    return blocking == MPI_SUCCESS ? switchagg::pmpi::completedRequest(request) : blocking;
+  };
+  if (rcount < 0) return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
+  CommEntry* e = routedEntry(comm, kOp);
+  if (e == nullptr) return previous(threadEntry(comm));
+  if (why != nullptr)
     switchagg_coll_irouted_note(e->core, kOp, (std::string("previous:") + why).c_str());
   else
     rc = routedDecision(e, kOp,
                         switchagg_coll_irouted_route(e->core, kOp, size_t(rcount) * size_t(scale),
                                                      sa_dtype, sa_op, 0));
-  if (rc != 1)
-    return rc == 0 ? PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request)
-                   : rc;
+  if (rc != 1) return rc == 0 ? previous(e) : rc;
   IJob* job = routedJob(e, kOp, 0);
   job->call.send = switchagg::pmpi::sendOrNull(sbuf);
   job->call.recv = rbuf;

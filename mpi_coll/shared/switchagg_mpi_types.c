@@ -207,9 +207,9 @@ static int previous_differs(MPI_Datatype dtype, int sa_dtype, int sa_op) {
                            sa_dtype == SWITCHAGG_DT_UINT32 || sa_dtype == SWITCHAGG_DT_UINT64;
   (void)dtype;
   if (is_unsigned && (sa_op == SWITCHAGG_OP_MIN || sa_op == SWITCHAGG_OP_MAX))
-    return SWITCHAGG_COLL_PREVIOUS_DIFFERS;
+    return SWITCHAGG_COLL_PREVIOUS_DIFFERS | SWITCHAGG_COLL_PREVIOUS_WRONG;
   if (sa_dtype == SWITCHAGG_DT_FLOAT16 || sa_dtype == SWITCHAGG_DT_BFLOAT16)
-    return SWITCHAGG_COLL_PREVIOUS_DIFFERS;
+    return SWITCHAGG_COLL_PREVIOUS_DIFFERS | SWITCHAGG_COLL_PREVIOUS_WRONG;
   return 0;
 #else
   const bool small_int = sa_dtype == SWITCHAGG_DT_INT8 || sa_dtype == SWITCHAGG_DT_UINT8 ||

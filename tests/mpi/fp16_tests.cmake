@@ -35,3 +35,10 @@ set_tests_properties(mpi_switch_fp16_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
 add_switch_test(mpi_switch_fp16_routed_exact_leaders_np4 120 "mpi;agent" program 4
   $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-routed)
 set_tests_properties(mpi_switch_fp16_routed_exact_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")
+# Rail leaders (2 agents, 2 emulated nodes of 2 ranks, a leader per rail):
+# each rail leader's fp64 stripe on the wide uplink, every mixed sum bitwise
+# the exact sum rounded once (MPICH twin: mpich_switch_fp16_rail_leaders_np4).
+add_switch_test(mpi_switch_fp16_rail_leaders_np4 120 "mpi;agent" stripes_program 4
+  -x SWITCHAGG_SWITCH_RAIL_LEADERS=on $<TARGET_FILE:mpi_fp16_check> --expect switch --exact-switch
+  --blocking-only)
+set_tests_properties(mpi_switch_fp16_rail_leaders_np4 PROPERTIES ENVIRONMENT "PPN=2")

@@ -22,8 +22,10 @@
 //   held within p 2^-11 sum |x| of the exact sum (--one-rounding: to the
 //   host algorithms' bound instead). The same bits on every rank on every
 //   path. --max-ulp N: the switch's mixed sums at most N fp16 ulps from the
-//   exact sum rounded once (the largest is printed in the verdict). --routed: MPI_Reduce and MPI_Reduce_scatter_block (routedCalls);
-//   --exact-routed: their mixed sums bitwise the exact sum rounded once.
+//   exact sum rounded once (the largest is printed in the verdict).
+//   --routed: MPI_Reduce, MPI_Reduce_scatter_block and
+//   MPI_Ireduce_scatter_block (routedCalls); --exact-routed: their mixed
+//   sums bitwise the exact sum rounded once where the switch served them.
 //
 // This is the program that aborts under plain MPICH 4.0.2 (Debian 12):
 // MPI_Allreduce of MPIX_C_FLOAT16 with MPI_SUM fails an assertion in
@@ -141,12 +143,14 @@ std::string hexOf(uint16_t h) {
 
 const char* opLabel(MPI_Op op) { return op == MPI_SUM ? "sum" : op == MPI_MIN ? "min" : "max"; }
 
-// --routed: MPI_Reduce (root p - 1) and MPI_Reduce_scatter_block of
+// --routed: MPI_Reduce (root p - 1), MPI_Reduce_scatter_block and
+// MPI_Ireduce_scatter_block (+ MPI_Wait) of
 // MPIX_C_FLOAT16 (SUM, MIN, MAX; integer and mixed inputs), each result
 // against the reference of its elements: bitwise where every partial sum
 // is exact (MIN, MAX, integer sums), within p 2^-11 sum |x| (a rounding at
 // each level that folds) for mixed sums, or bitwise the exact sum rounded
-// once (exact_mixed: node leaders with a wide uplink). Each op must be
+// once (exact_mixed: node leaders with a wide uplink, where the switch
+// served the call: its counter moved). Each op must be
 // counted <op>:switch at least once (with --expect switch).
 void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::string& expect,
                  int rank, int size, bool exact_mixed) {
@@ -154,15 +158,30 @@ void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::str
   for (Family fam : {Family::kIntegers, Family::kMixed})
     for (MPI_Op op : {MPI_SUM, MPI_MIN, MPI_MAX})
       for (size_t count : counts)
-        for (int kind = 0; kind < 2; ++kind) {  // 0: MPI_Reduce, 1: MPI_Reduce_scatter_block
+        // 0: MPI_Reduce, 1: MPI_Reduce_scatter_block, 2: MPI_Ireduce_scatter_block
+        for (int kind = 0; kind < 3; ++kind) {
           const size_t total = kind ? count * size_t(size) : count;
           std::vector<uint16_t> send(total), recv(kind ? count : total, 0xFFFF);
-          for (size_t i = 0; i < total; ++i) send[i] = input(fam, rank, i, 0);
-          const int rc = kind ? MPI_Reduce_scatter_block(send.data(), recv.data(), int(count),
-                                                         MPIX_C_FLOAT16, op, MPI_COMM_WORLD)
-                              : MPI_Reduce(send.data(), recv.data(), int(count), MPIX_C_FLOAT16,
-                                           op, size - 1, MPI_COMM_WORLD);
-          const std::string what = std::string(kind ? "reduce_scatter_block " : "reduce ") +
+          // Inputs distinct per kind: a stale result from the call before fails.
+          for (size_t i = 0; i < total; ++i) send[i] = input(fam, rank, i, kind);
+          const char* served[] = {"reduce:switch", "reduce_scatter_block:switch",
+                                  "ireduce_scatter_block:switch"};
+          const uint64_t switched = diag.counter(MPI_COMM_WORLD, served[kind]);
+          int rc = MPI_SUCCESS;
+          if (kind == 2) {
+            MPI_Request req = MPI_REQUEST_NULL;
+            rc = MPI_Ireduce_scatter_block(send.data(), recv.data(), int(count), MPIX_C_FLOAT16,
+                                           op, MPI_COMM_WORLD, &req);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+          } else if (kind == 1) {
+            rc = MPI_Reduce_scatter_block(send.data(), recv.data(), int(count), MPIX_C_FLOAT16, op,
+                                          MPI_COMM_WORLD);
+          } else {
+            rc = MPI_Reduce(send.data(), recv.data(), int(count), MPIX_C_FLOAT16, op, size - 1,
+                            MPI_COMM_WORLD);
+          }
+          const char* kinds[] = {"reduce ", "reduce_scatter_block ", "ireduce_scatter_block "};
+          const std::string what = std::string(kinds[kind]) +
                                    (fam == Family::kMixed ? "mixed " : "integers ") + opLabel(op) +
                                    " count " + std::to_string(count);
           ++ctx.cases;
@@ -171,9 +190,13 @@ void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::str
             continue;
           }
           if (!kind && rank != size - 1) continue;
-          const Reference ref = reference(fam, op, size, total, 0);
+          const Reference ref = reference(fam, op, size, total, kind);
           const size_t at = kind ? count * size_t(rank) : 0;
-          const bool exact = op != MPI_SUM || fam == Family::kIntegers || exact_mixed;
+          // exact_mixed holds where the switch served the call (after a
+          // fault the host allreduce serves: within the bound).
+          const bool on_switch = diag.counter(MPI_COMM_WORLD, served[kind]) > switched;
+          const bool exact =
+              op != MPI_SUM || fam == Family::kIntegers || (exact_mixed && on_switch);
           size_t bad = 0;
           for (size_t i = 0; i < count; ++i) {
             const size_t j = at + i;
@@ -188,7 +211,8 @@ void routedCalls(check::Ctx& ctx, const check::Diagnostics& diag, const std::str
           }
         }
   if (expect != "switch") return;
-  for (const char* name : {"reduce:switch", "reduce_scatter_block:switch"}) {
+  for (const char* name :
+       {"reduce:switch", "reduce_scatter_block:switch", "ireduce_scatter_block:switch"}) {
     const uint64_t n = diag.counter(MPI_COMM_WORLD, name);
     if (n == 0 || n == UINT64_MAX) ctx.fail(name, "no fp16 call counted");
   }
@@ -227,7 +251,7 @@ int main(int argc, char** argv) {
   if (o.routed) {
     routedCalls(ctx, diag, o.expect, rank, size, o.exact_routed);
     const int code =
-        switchagg_verdict(ctx.failures, ctx.cases, "fp16 reduce and reduce_scatter_block");
+        switchagg_verdict(ctx.failures, ctx.cases, "fp16 reduce, reduce_scatter_block and ireduce_scatter_block");
     MPI_Finalize();
     return code;
   }

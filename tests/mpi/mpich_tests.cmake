@@ -109,6 +109,11 @@ foreach(alg IN LISTS _host_algorithms)
 endforeach()
 add_mpich_test(mpich_fp16_auto_np4 4 auto mpi_fp16_check --expect auto)
 set_tests_properties(mpich_fp16_auto_np4 PROPERTIES ENVIRONMENT "SWITCHAGG_TUNE=off")
+# MPI_Reduce, MPI_Reduce_scatter_block and MPI_Ireduce_scatter_block of
+# MPIX_C_FLOAT16 without an agent: each on a host allreduce, each rank
+# keeping its part (reduce:host; the nonblocking one completed at post),
+# every result within the fp16 bound. MPICH's own aborts on each of them.
+add_mpich_test(mpich_fp16_routed_np3 3 auto mpi_fp16_check --expect auto --routed)
 # switchagg-bench --dtype float16 under the library (MPICH's own aborts on
 # the type): its exact check passes on a host algorithm, and fails (exit 1,
 # naming the expected value) when the corrupting shim changes one binary16
@@ -232,11 +237,33 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     ${_mpich_bin}/mpi_fp16_check --expect auto --exact-switch --blocking-only)
   set_tests_properties(mpich_switch_fault_fp16_leaders_cut_np4 PROPERTIES ENVIRONMENT
     "MPI_FLAVOR=mpich;PPN=2;SWITCHAGG_TEST_CUT=2:41;EXPECT_LOG=rank 2: switch allreduce call 41 failed here \\(PeerFailed: test fault.*its result came from rank 0 \\(switch:recovered\\)")
+  # The same cut in MPI_Ireduce_scatter_block through node leaders on the
+  # wide uplink (call 45: mixed sums, 1001 per rank; inputs differ per call):
+  # rank 2's stream result is dropped, its settle folds the leaders' fp64
+  # inputs from rank 0's ledger and rounds its node's part once (bitwise
+  # the exact sum rounded once). A recovery that folds in 16 bits (inf and
+  # 0 for 156.25) or keeps a stale part fails it. The calls after the cut,
+  # with the switch path disabled, run on a host allreduce, not on MPICH's
+  # own fp16 reduce (which aborts). ~4 s.
+  add_mpich_switch_test(mpich_switch_fault_fp16_ireduce_cut_np4 120 "mpi;mpich;agent;fault"
+    program 4 --mca coll_switchagg_stall_timeout 60
+    ${_mpich_bin}/mpi_fp16_check --expect auto --exact-routed)
+  set_tests_properties(mpich_switch_fault_fp16_ireduce_cut_np4 PROPERTIES ENVIRONMENT
+    "MPI_FLAVOR=mpich;PPN=2;SWITCHAGG_TEST_CUT=2:45;EXPECT_LOG=rank 2: switch reduce_scatter_block call 45 failed here \\(PeerFailed: test fault.*rank 0 had finished it, so its result was folded")
   add_mpich_switch_test(mpich_switch_fp16_leaders_mixed_np4 120 "mpi;mpich;agent;fault"
     program_fails 4 "sent float16/sum, others float64/sum|sent float64/sum, others float16/sum"
     ${_mpich_bin}/mpi_fp16_check --expect switch --blocking-only)
   set_tests_properties(mpich_switch_fp16_leaders_mixed_np4 PROPERTIES
     ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;EMU_RANK_ENV=2:SWITCHAGG_HALF_UPLINK=half")
+  # The routed reductions with a mismatched leader (docs/offload.md "Wide
+  # partials on the leaders' uplink", cases 4 and 6): rank 2 alone sends
+  # 16-bit partials, the agent refuses the leaders' routed reduce naming
+  # both types, the call is redone on a host allreduce (MPICH's own fp16
+  # reduce aborts) and every result holds (exact where the switch served).
+  add_mpich_switch_test(mpich_switch_fp16_routed_leaders_mixed_np4 120 "mpi;mpich;agent;fault"
+    program 4 ${_mpich_bin}/mpi_fp16_check --expect auto --exact-routed)
+  set_tests_properties(mpich_switch_fp16_routed_leaders_mixed_np4 PROPERTIES ENVIRONMENT
+    "MPI_FLAVOR=mpich;PPN=2;EMU_RANK_ENV=2:SWITCHAGG_HALF_UPLINK=half;EXPECT_LOG=op_mismatch\\): rank [0-9] sent float(16/sum, others float64|64/sum, others float16)/sum")
   # Through an agent tree (a spine, two leaves): 4 emulated nodes of 2 ranks,
   # 2 node leaders per leaf, the leaders' fp64 call summed in fp64 at every
   # level: bitwise the exact sum rounded once (blocking calls and
@@ -263,6 +290,15 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
     ${_mpich_bin}/mpi_fp16_check --expect switch --exact-routed)
   set_tests_properties(mpich_switch_fp16_routed_exact_leaders_np4 PROPERTIES
     ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2")
+  # Rail leaders on 2 emulated nodes of 2 ranks over 2 agents (a leader per
+  # rail, docs/offload.md "Rail leaders"): each rail leader streams its
+  # stripe of the node's fp64 sum on the wide uplink and rounds the agent's
+  # result once: every mixed sum bitwise the exact sum rounded once. With
+  # the rails' 16-bit partials: "got 0x3c01, want 0x3c02". ~4 s.
+  add_mpich_switch_test(mpich_switch_fp16_rail_leaders_np4 120 "mpi;mpich;agent" stripes_program 4
+    ${_mpich_bin}/mpi_fp16_check --expect switch --exact-switch --blocking-only)
+  set_tests_properties(mpich_switch_fp16_rail_leaders_np4 PROPERTIES
+    ENVIRONMENT "MPI_FLAVOR=mpich;PPN=2;SWITCHAGG_SWITCH_RAIL_LEADERS=on")
   # One rank per emulated node (PPN=1): every rank an agent member, no node
   # leaders (the run above has one node: a leader for the three).
   add_mpich_switch_test(mpich_switch_iallreduce_ppn1_np3 180 "mpi;mpich;agent" program 3

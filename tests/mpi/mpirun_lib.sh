@@ -124,6 +124,17 @@ expect_no_offload() {  # LOG
 # The emulated-node prefix of a program's command line: rank r on node r / PPN.
 emu=()
 [[ -n ${PPN:-} ]] && emu=("$here/emulate_nodes.sh" "$PPN")
+# with_emu MPIRUN-ARGS... PROGRAM [ARGS...]: args=() the same with the
+# emulated-node prefix (PPN) before the program (the first argument that is
+# an executable file; mpirun's options come before it).
+with_emu() {
+  args=()
+  local a pre=("${emu[@]}")
+  for a in "$@"; do
+    if ((${#pre[@]} > 0)) && [[ -f $a && -x $a ]]; then args+=("${pre[@]}"); pre=(); fi
+    args+=("$a")
+  done
+}
 
 # fire_fault PID LOG KIND JOB DELAY_MS: once the job (PID, output in LOG)
 # created $work/ready, waits DELAY_MS, then SIGKILLs the agent (KIND *kill)

@@ -71,7 +71,7 @@
 #                         mid-loop: every answer right, every call bounded;
 #                         FAULT (leaf|spine)_(partial|partial_exit|miss) | cut:
 #                         mpi_oneshot_check --mode fault (below)
-#   stripes_program NP PROGRAM [ARGS...]  as program, over two agents (the
+#   stripes_program NP PROGRAM [ARGS...]  as program (PPN too), over two agents (the
 #                         stripes' lease): the program's PASS and 2 stripes
 #   stripes_late_stall    (WAITING with stripes) two agents; rank 2 sleeps 3 s
 #                         before call 25 of 40 and agent b is stopped when it
@@ -392,13 +392,7 @@ case $scenario in
     shift
     start_agent
     lease "program-np$np"
-    # With PPN: the emulated-node prefix before the program (the first
-    # argument that is an executable file; mpirun's options come before it).
-    args=()
-    for a in "$@"; do
-      if ((${#emu[@]} > 0)) && [[ -f $a && -x $a ]]; then args+=("${emu[@]}"); emu=(); fi
-      args+=("$a")
-    done
+    with_emu "$@"
     run_mpi "$np" "$work/program.log" "${args[@]}" || { cat "$work/program.log"; die "program run failed"; }
     # OFFLOAD=off: nothing joins the agent (the program checks its counters).
     # EXPECT_LOG: a line the log must hold too (a fault test's recovery).
@@ -409,7 +403,8 @@ case $scenario in
     np=$1
     shift
     start_two_agents_and_lease "stripes-program-np$np"
-    run_mpi "$np" "$work/program.log" "$@" || { cat "$work/program.log"; die "program run failed"; }
+    with_emu "$@"
+    run_mpi "$np" "$work/program.log" "${args[@]}" || { cat "$work/program.log"; die "program run failed"; }
     expect_pass "$work/program.log" "joined switch group .*\(2 stripe\(s\)"
     ;;
   stripes_late_stall)
@@ -442,12 +437,7 @@ case $scenario in
     start_agent
     lease "program-fails-np$np"
     started=$SECONDS
-    # With PPN: the emulated-node prefix before the program (as in program).
-    args=()
-    for a in "$@"; do
-      if ((${#emu[@]} > 0)) && [[ -f $a && -x $a ]]; then args+=("${emu[@]}"); emu=(); fi
-      args+=("$a")
-    done
+    with_emu "$@"
     if run_mpi "$np" "$work/program.log" "${args[@]}"; then
       cat "$work/program.log"
       die "the run succeeded; it must fail"

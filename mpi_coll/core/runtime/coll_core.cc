@@ -50,10 +50,12 @@ static_assert(SWITCHAGG_OP_SUM == static_cast<int>(Op::kSum) &&
 namespace {
 
 int routedCall(const char* where, switchagg_coll_comm_t* comm,
-               const switchagg::coll::RoutedArgs& args, bool previous_differs) {
+               const switchagg::coll::RoutedArgs& args, int flags) {
   switchagg::coll::ProcessRuntime::CallScope in_call(comm->state.domain());
   return guarded(where, static_cast<int>(SWITCHAGG_OUTCOME_ERROR), [&] {
-    return outcomeInt(switchagg::coll::dispatchRouted(comm->state, args, previous_differs));
+    return outcomeInt(switchagg::coll::dispatchRouted(
+        comm->state, args, (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0,
+        (flags & SWITCHAGG_COLL_PREVIOUS_WRONG) != 0));
   });
 }
 
@@ -276,7 +278,7 @@ int switchagg_coll_reduce(switchagg_coll_comm_t* comm, const void* send, void* r
   return routedCall("reduce", comm,
                     {SWITCHAGG_COLL_REDUCE, send, recv, count, nullptr, static_cast<Dtype>(dtype),
                      static_cast<Op>(op), root},
-                    (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0);
+                    flags);
 }
 
 int switchagg_coll_reduce_scatter(switchagg_coll_comm_t* comm, const void* send, void* recv,
@@ -286,20 +288,20 @@ int switchagg_coll_reduce_scatter(switchagg_coll_comm_t* comm, const void* send,
   return routedCall("reduce_scatter", comm,
                     {kind, send, recv, 0, recvcounts, static_cast<Dtype>(dtype),
                      static_cast<Op>(op), 0},
-                    (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0);
+                    flags);
 }
 
 int switchagg_coll_allgather(switchagg_coll_comm_t* comm, const void* send, void* recv,
                              size_t bytes) {
   return routedCall(
       "allgather", comm,
-      {SWITCHAGG_COLL_ALLGATHER, send, recv, bytes, nullptr, Dtype::kUint8, Op::kSum, 0}, false);
+      {SWITCHAGG_COLL_ALLGATHER, send, recv, bytes, nullptr, Dtype::kUint8, Op::kSum, 0}, 0);
 }
 
 int switchagg_coll_bcast(switchagg_coll_comm_t* comm, void* buf, size_t bytes, int root) {
   return routedCall(
       "bcast", comm,
-      {SWITCHAGG_COLL_BCAST, nullptr, buf, bytes, nullptr, Dtype::kUint8, Op::kSum, root}, false);
+      {SWITCHAGG_COLL_BCAST, nullptr, buf, bytes, nullptr, Dtype::kUint8, Op::kSum, root}, 0);
 }
 
 void switchagg_coll_note_routed_fallback(switchagg_coll_comm_t* comm, int routed_op,

@@ -128,7 +128,12 @@ enum switchagg_coll_flags {
   SWITCHAGG_COLL_PREVIOUS_DIFFERS = 1,
   /* switchagg_coll_reduce_scatter: the call is MPI_Reduce_scatter_block
    * (equal counts; counted as reduce_scatter_block:*). */
-  SWITCHAGG_COLL_BLOCK = 2
+  SWITCHAGG_COLL_BLOCK = 2,
+  /* The previous module aborts or answers wrongly (MPICH 4.0.2: 16-bit
+   * floats abort, unsigned MIN/MAX compare as signed): a routed reduction
+   * (reduce, reduce-scatter) the switch path does not serve runs as a host
+   * allreduce instead of being handed back (<op>:host). */
+  SWITCHAGG_COLL_PREVIOUS_WRONG = 4
 };
 
 /* After the glue ran the previous module for a call the core declined:
@@ -217,7 +222,8 @@ const char *switchagg_coll_algorithm_help(void);
  * MPI_Barrier its own ("barrier:*"), the routed collectives theirs
  * ("reduce:*", "reduce_scatter:*", "reduce_scatter_block:*", "allgather:*",
  * "bcast:*": local, switch, switch-failed, switch-busy, previous,
- * previous:<reason>), the nonblocking calls theirs ("iallreduce:*",
+ * previous:<reason>, host: a reduction the MPI's own gets wrong, served by
+ * a host allreduce instead), the nonblocking calls theirs ("iallreduce:*",
  * "ibarrier:*", "iallgather:*", "ibcast:*", "ireduce_scatter_block:*":
  * iallreduce.h).
  * Unknown names count 0. */

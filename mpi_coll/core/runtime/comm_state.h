@@ -59,6 +59,7 @@ struct RoutedCounters {
   uint64_t failed = 0;    // <op>:switch-failed, redone on the previous module
   uint64_t busy = 0;      // <op>:switch-busy, redone on the previous module, path kept
   uint64_t previous = 0;  // <op>:previous, handed to the previous module untried
+  uint64_t host = 0;      // <op>:host, on a host allreduce (the MPI's own differs: routed.cc)
   std::map<std::string, uint64_t> reasons;  // <op>:previous:<reason>
 };
 

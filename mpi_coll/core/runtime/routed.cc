@@ -28,8 +28,21 @@ void copyLocal(const RoutedArgs& args) {
   if (bytes) std::memcpy(args.recv, args.send, bytes);
 }
 
-CallOutcome previous(CommState& state, CollKind op, const char* reason) {
-  recordRoutedFallback(state, op, reason);
+CallOutcome routedOnHost(CommState& state, const RoutedArgs& args);
+
+bool reduction(CollKind op) {
+  return op == SWITCHAGG_COLL_REDUCE || op == SWITCHAGG_COLL_REDUCE_SCATTER ||
+         op == SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK;
+}
+
+// Not served here: the previous module's, or (a reduction it gets wrong:
+// previous_wrong) a host allreduce's.
+CallOutcome previous(CommState& state, const RoutedArgs& args, bool wrong, const char* reason) {
+  if (wrong && reduction(args.op)) {
+    const CallOutcome host = routedOnHost(state, args);
+    if (host != CallOutcome::kDeclined) return host;
+  }
+  recordRoutedFallback(state, args.op, reason);
   return CallOutcome::kDeclined;
 }
 
@@ -61,7 +74,50 @@ void recordRoutedFallback(CommState& state, CollKind op, const char* reason) {
             collKindName(op), reason);
 }
 
-CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs) {
+namespace {
+
+// A routed reduction the MPI's own call gets wrong or aborts on
+// (previous_wrong: 16-bit floats and unsigned MIN/MAX under MPICH 4.0.2)
+// is not handed back when the switch path did not serve it: the cheapest
+// host allreduce of the whole vector runs here and every rank keeps its
+// part (reduce: the root the vector; reduce-scatter: its block), counted
+// <op>:host. It moves the whole vector where a reduce-scatter needs a part,
+// only for the calls the switch path did not take. Alike on every rank:
+// the flag is a function of dtype and op, the set-up is collective.
+CallOutcome routedOnHost(CommState& state, const RoutedArgs& args) {
+  state.ensureSetup();
+  const int size = state.size(), rank = state.rank();
+  size_t total = args.count, at = 0, mine = args.count;
+  if (args.op != SWITCHAGG_COLL_REDUCE) {
+    total = 0;
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) at = total;
+      total += args.counts[r];
+    }
+    mine = args.counts[rank];
+  }
+  const size_t esize = dtypeSize(args.dtype);
+  std::vector<uint8_t> whole(total * esize);
+  const AllreduceArgs host{args.send ? args.send : args.recv, whole.data(), total, args.dtype,
+                           args.reduce_op};
+  const Status st = runCheapestHost(state, host);
+  if (st.code() == Code::kUnsupported) return CallOutcome::kDeclined;  // no host transport
+  if (!st.ok()) {
+    state.markBroken();
+    SA_ERROR("coll", "comm %s rank %d: %s on a host allreduce failed: %s; returning MPI_ERR_OTHER",
+             state.name().c_str(), rank, collKindName(args.op), st.toString().c_str());
+    return CallOutcome::kError;
+  }
+  const bool keeps = args.op != SWITCHAGG_COLL_REDUCE || rank == args.root;
+  if (keeps && mine) std::memcpy(args.recv, whole.data() + at * esize, mine * esize);
+  ++state.routedCounters(args.op).host;
+  return CallOutcome::kDone;
+}
+
+}  // namespace
+
+CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs,
+                           bool previous_wrong) {
   RoutedCounters& c = state.routedCounters(args.op);
   if (state.broken()) return CallOutcome::kError;
   const size_t bytes = routedVectorBytes(args, state.size());
@@ -72,17 +128,17 @@ CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previo
   }
   const SelectionPolicy& policy = ProcessRuntime::instance().params().policy;
   if (policy.offload == Offload::kOff)
-    return previous(state, args.op, "selected");  // offload=off: no setup, no agent
+    return previous(state, args, previous_wrong, "selected");  // offload=off: no setup, no agent
   // Collective on first use, as for an allreduce: every rank calls it.
   state.ensureSetup();
   SwitchPath* sw = state.switchPath();
-  if (sw == nullptr) return previous(state, args.op, "unavailable");
+  if (sw == nullptr) return previous(state, args, previous_wrong, "unavailable");
   sw->rejoinIfDue();
   // The model's n: one rank's block for allgather, else the whole vector.
   SelectionInput in = state.callShape(args.op == SWITCHAGG_COLL_ALLGATHER ? args.count : bytes,
                                       args.dtype, args.reduce_op);
   if (const char* why = sw->describe(SwitchCall::ofRouted(args, /*stream=*/false), &in))
-    return previous(state, args.op, why);
+    return previous(state, args, previous_wrong, why);
   const RoutedChoice choice = chooseRouted(args.op, in, ProcessRuntime::instance().selector().model(),
                                            policy, previous_differs);
   // offload=auto with online tuning: the model only orders the two
@@ -111,7 +167,7 @@ CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previo
   // reports its end (switchagg_coll_routed_previous_done).
   auto handBack = [&](const char* why) {
     if (tuner) state.startRoutedPreviousTiming(args.op, start);
-    return previous(state, args.op, why);
+    return previous(state, args, previous_wrong, why);
   };
   if (!use_switch) return handBack(tuner ? "tuned" : "selected");
   CallOutcome how = CallOutcome::kDone;
@@ -139,6 +195,7 @@ CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previo
   // Redone on the previous module from the intact input (its time is not a
   // sample of the switch: the tuner keeps only the pick's own times).
   if (tuner) state.startRoutedPreviousTiming(args.op, start);
+  if (previous_wrong && reduction(args.op)) return routedOnHost(state, args);
   return CallOutcome::kDeclined;
 }
 
@@ -152,7 +209,7 @@ bool routedCounter(const CommState& state, const std::string& name, uint64_t* va
     if (!counterField<R>(c, key,
                          {{"local", &R::local}, {"switch", &R::switched},
                           {"switch-failed", &R::failed}, {"switch-busy", &R::busy},
-                          {"previous", &R::previous}},
+                          {"previous", &R::previous}, {"host", &R::host}},
                          value))
       *value = counterKey(key, "previous:", &reason) ? countOf(c.reasons, reason) : 0;
     return true;

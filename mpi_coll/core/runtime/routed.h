@@ -20,7 +20,10 @@ namespace switchagg::coll {
 // kFailed: the outcome agreement itself failed; the communicator is broken.
 // `previous_differs` (reductions): the previous module would not follow C
 // semantics for the pair, so `auto` prefers the switch when it can serve.
-CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs);
+// `previous_wrong` (reductions): it would abort or answer wrongly, so a
+// call the switch does not serve runs as a host allreduce (<op>:host).
+CallOutcome dispatchRouted(CommState& state, const RoutedArgs& args, bool previous_differs,
+                           bool previous_wrong = false);
 
 // Counts a call the glue handed to the previous module without asking the
 // core (derived datatype, user-defined op, ...): <op>:previous:<reason>.

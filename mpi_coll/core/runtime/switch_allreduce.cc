@@ -108,7 +108,17 @@ Status AgentSwitchPath::allreduceRails(const AllreduceArgs& args) {
   if (mine.ok() && group_ && r.count) {
     AllreduceArgs stripe = args;
     stripe.count = r.count;
-    mine = stream(stripe, *input, out + r.begin * esize, r.count * esize);
+    if (wideUplink(args)) {
+      // A 16-bit sum on the wide uplink (as node leaders'): the rail
+      // leader's fp64 node sum of its stripe goes up (NodeLeaders kept it
+      // in wideSum() at the stripe's place), the agent's wide result is
+      // rounded once into the stripe.
+      const AllreduceArgs w = wideArgs(stripe, r.begin);
+      mine = stream(w, w.send, w.recv, r.count * dtypeSize(w.dtype));
+      if (mine.ok()) narrowWideTo(args.dtype, out + r.begin * esize, r.count);
+    } else {
+      mine = stream(stripe, *input, out + r.begin * esize, r.count * esize);
+    }
     // A rail's failure names the rail's agent (the fabric map's name).
     if (!mine.ok())
       mine = Status(mine.code(), "rail leader of stripe " + std::to_string(rail) + " (" +
@@ -354,8 +364,16 @@ Status AgentSwitchPath::stepStream() {
     countStream(stream_.before);
     if (stream_.routed) st = routedDecline(st);
   }
+  // The test-only cut (SWITCHAGG_TEST_CUT) of a one-round-trip stream: its
+  // result is dropped before anything uses it; settle recovers it.
+  if (st.ok() && stream_.one_trip && group_ && ledger_ &&
+      testCutNow(comm_.rank(), ledger_->seq())) {
+    (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
+    st = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
+  }
   // A wide uplink's fp64 result, rounded once (the leader's call ended).
   if (stream_.wide && st.ok()) narrowWide(stream_.args, stream_.out);
+  if (stream_.wide_routed.on && st.ok()) narrowRouted(stream_.wide_routed);
   stream_.mine = st;
   // Above the keep limit the leader's node learns its outcome (and result)
   // now, before the agreement; a node message that cannot go fails the call

@@ -99,16 +99,25 @@ Status AgentSwitchPath::startLeaderRouted() {
     const BlockLayout& l = stream_.layout;
     std::vector<const void*> in;
     for (size_t i = 0; i < n; ++i) in.push_back(leaders_->flatInput(i));
-    // The node's sum in rank order (the agent's kernel), in a copy.
-    void* sum = leaders_->accumulator(l.vector_bytes);
-    SWITCHAGG_RETURN_IF_ERROR(reduceMany(args.dtype, args.reduce_op, sum, in.data(), in.size(),
-                                         l.total));
     call.kind = agent::RoutedCall::Kind::kReduce;
     call.dtype = args.dtype;
     call.op = args.reduce_op;
     call.total = l.total;
     call.want = l.part;  // each node its part
-    call.in = sum;
+    if (widensRouted(args, l.total)) {
+      // A 16-bit sum on a wide uplink (as the blocking call's): the node's
+      // fp64 fold in rank order goes up, the part comes back wide and is
+      // rounded once into call.out's 16-bit place (narrowRouted).
+      leaders_->foldWide(in, args.dtype, args.reduce_op, l.total);
+      call.in = leaders_->wideSum();
+      stream_.wide_routed = widenRouted(args, &call, l.hi - l.lo);
+    } else {
+      // The node's sum in rank order (the agent's kernel), in a copy.
+      void* sum = leaders_->accumulator(l.vector_bytes);
+      SWITCHAGG_RETURN_IF_ERROR(reduceMany(args.dtype, args.reduce_op, sum, in.data(), in.size(),
+                                           l.total));
+      call.in = sum;
+    }
   } else {
     const BlockLayout& l = stream_.layout;
     const size_t b = args.count;
@@ -139,8 +148,15 @@ Result<CallOutcome> AgentSwitchPath::settleRoutedLeaders(const Status& mine, int
   if (args.op == SWITCHAGG_COLL_BCAST) return settle(mine, call.out, stream_.bytes, source, what);
   const BlockLayout& l = stream_.layout;
   if (!isReduction(args.op)) return settle(mine, call.out, l.vector_bytes, source, what);
-  return settleReduction(mine, args, call.in, l.vector_bytes, static_cast<uint8_t*>(call.out),
-                         l.lo * l.esize, l.hi * l.esize);
+  // A wide uplink: the call, its result and its recovery in the wide type,
+  // the part rounded once when done.
+  const WideRouted& w = stream_.wide_routed;
+  const size_t scale = w.on ? w.scale : 1;
+  Result<CallOutcome> end = settleReduction(
+      mine, w.on ? wideRoutedArgs(args, call) : args, call.in, l.vector_bytes * scale,
+      static_cast<uint8_t*>(call.out), l.lo * l.esize * scale, l.hi * l.esize * scale);
+  if (end.ok() && *end == CallOutcome::kDone) narrowRouted(w);
+  return end;
 }
 
 // Once every rank's outcome is final and ok: each rank's result from its
@@ -148,8 +164,8 @@ Result<CallOutcome> AgentSwitchPath::settleRoutedLeaders(const Status& mine, int
 void AgentSwitchPath::deliverRoutedLeaders() {
   const RoutedArgs& args = stream_.rargs;
   const int rank = comm_.rank();
-  const uint8_t* from = static_cast<const uint8_t*>(
-      leaders_->leader() ? stream_.plan.call.out : leaders_->flatResult());
+  const uint8_t* from =
+      static_cast<const uint8_t*>(leaders_->leader() ? leaderNodeResult() : leaders_->flatResult());
   if (args.op == SWITCHAGG_COLL_BCAST) {
     if (rank != args.root && stream_.bytes) std::memcpy(args.recv, from, stream_.bytes);
     return;
@@ -168,8 +184,10 @@ void AgentSwitchPath::deliverRoutedLeaders() {
 }
 
 // What the leader's node message carries after the outcome byte.
+// (A wide uplink's part: its 16-bit rounding, not the wide result.)
 const void* AgentSwitchPath::leaderNodeResult() const {
-  return stream_.routed ? stream_.plan.call.out : stream_.out;
+  if (!stream_.routed) return stream_.out;
+  return stream_.wide_routed.on ? stream_.wide_routed.narrow_to : stream_.plan.call.out;
 }
 
 }  // namespace switchagg::coll::switch_detail

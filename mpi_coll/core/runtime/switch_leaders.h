@@ -117,6 +117,9 @@ class NodeLeaders {
   // wideSum() = the fp64 fold of the node's 16-bit inputs, in rank order
   // (switch_wide_uplink.cc).
   void foldWide(const std::vector<const void*>& in);
+  // The same fold of `count` elements of `dtype` under `op` (a routed
+  // reduce-scatter's node step: MPI_Ireduce_scatter_block).
+  void foldWide(const std::vector<const void*>& in, Dtype dtype, Op op, size_t count);
   // The leader, once ready: local rank i's input (i = 0: its own).
   const void* flatInput(size_t i) const;
   Status finishFlat(uint8_t outcome, const void* result);

@@ -239,6 +239,7 @@ class AgentSwitchPath : public SwitchPath {
     size_t count = 0;           // elements of the result here
   };
   WideRouted widenRouted(const RoutedArgs& args, agent::RoutedCall* call, size_t count);
+  bool widensRouted(const RoutedArgs& args, size_t total) const;  // widenRouted's choice
   // args with the wide dtype (what the leaders' call and its recovery fold).
   static RoutedArgs wideRoutedArgs(const RoutedArgs& args, const agent::RoutedCall& call);
   void narrowRouted(const WideRouted& w) const;
@@ -298,8 +299,9 @@ class AgentSwitchPath : public SwitchPath {
   // fp64 call (the leader's wideSum() into wide_out_), the one rounding of
   // wide_out_ into `out`, and the blocking stream of all three.
   bool wideUplink(const AllreduceArgs& args) const;
-  AllreduceArgs wideArgs(const AllreduceArgs& args);
-  const void* wideInput(size_t count);  // the node's sum as the uplink sends it
+  // (begin: from that element of the node's sum: a rail leader's stripe)
+  AllreduceArgs wideArgs(const AllreduceArgs& args, size_t begin = 0);
+  const void* wideInput(size_t count, size_t begin = 0);  // the node's sum as the uplink sends it
   void narrowWideTo(Dtype half, void* out, size_t count) const;  // wide_out_ rounded once
   void narrowWide(const AllreduceArgs& args, void* out) const;
   Status streamWide(const AllreduceArgs& args, void* out);
@@ -404,6 +406,7 @@ class AgentSwitchPath : public SwitchPath {
     bool barrier = false;     // an MPI_Ibarrier (counted as a barrier)
     bool routed = false;      // MPI_Iallgather / MPI_Ibcast: rargs, plan
     bool wide = false;        // a wide uplink (wideUplink): narrowed once done
+    WideRouted wide_routed;   // node leaders' MPI_Ireduce_scatter_block on a wide uplink
     RoutedArgs rargs;
     std::vector<size_t> counts;  // rargs.counts (reduce-scatter)
     RoutedPlan plan;

@@ -15,11 +15,14 @@
 namespace switchagg::coll {
 
 void NodeLeaders::foldWide(const std::vector<const void*>& in) {
-  const AllreduceArgs& a = flat_.args;
-  if (wide_.size() < a.count) wide_.resize(a.count);
+  foldWide(in, flat_.args.dtype, flat_.args.op, flat_.args.count);
+}
+
+void NodeLeaders::foldWide(const std::vector<const void*>& in, Dtype dtype, Op op, size_t count) {
+  if (wide_.size() < count) wide_.resize(count);
   const auto* halves = reinterpret_cast<const uint16_t* const*>(in.data());
-  widenHalfWide(a.dtype, wide_.data(), halves[0], a.count);
-  accumulateWidened(a.dtype, a.op, wide_.data(), halves + 1, in.size() - 1, 0, a.count);
+  widenHalfWide(dtype, wide_.data(), halves[0], count);
+  accumulateWidened(dtype, op, wide_.data(), halves + 1, in.size() - 1, 0, count);
 }
 
 }  // namespace switchagg::coll
@@ -46,9 +49,10 @@ bool AgentSwitchPath::wideUplink(const AllreduceArgs& args) const {
 }
 
 // exact: the leader's fp64 node sum as it is; float32: rounded once to fp32
-// (within 2^-24 of the node sum).
-const void* AgentSwitchPath::wideInput(size_t count) {
-  const double* sum = leaders_->wideSum();
+// (within 2^-24 of the node sum). From element `begin` (a rail leader's
+// stripe).
+const void* AgentSwitchPath::wideInput(size_t count, size_t begin) {
+  const double* sum = leaders_->wideSum() + begin;
   if (uplinkChoice() != HalfUplink::kFloat32) return sum;
   if (wide_f32_.size() < count) wide_f32_.resize(count);
   for (size_t i = 0; i < count; ++i) wide_f32_[i] = static_cast<float>(sum[i]);
@@ -56,11 +60,11 @@ const void* AgentSwitchPath::wideInput(size_t count) {
 }
 
 // The result comes back in wide_out_.
-AllreduceArgs AgentSwitchPath::wideArgs(const AllreduceArgs& args) {
+AllreduceArgs AgentSwitchPath::wideArgs(const AllreduceArgs& args, size_t begin) {
   if (wide_out_.size() < args.count) wide_out_.resize(args.count);
   AllreduceArgs w = args;
   w.recv = wide_out_.data();
-  w.send = wideInput(args.count);
+  w.send = wideInput(args.count, begin);
   w.dtype = uplinkChoice() == HalfUplink::kFloat32 ? Dtype::kFloat32 : Dtype::kFloat64;
   return w;
 }
@@ -82,14 +86,18 @@ void AgentSwitchPath::narrowWide(const AllreduceArgs& args, void* out) const {
 // leaders' routed call in the wide type over the node's fp64 sum
 // (NodeLeaders::reduceAccumulator keeps it in wideSum(), in the call's
 // element order), `count` result elements here into wide_out_.
-AgentSwitchPath::WideRouted AgentSwitchPath::widenRouted(const RoutedArgs& args,
-                                                        agent::RoutedCall* call, size_t count) {
-  WideRouted w;
+bool AgentSwitchPath::widensRouted(const RoutedArgs& args, size_t total) const {
   AllreduceArgs probe;
   probe.dtype = args.dtype;
   probe.op = args.reduce_op;
-  probe.count = call->total;
-  if (!isReduction(args.op) || !leaders_->leader() || !wideUplink(probe)) return w;
+  probe.count = total;
+  return isReduction(args.op) && leaders_->leader() && wideUplink(probe);
+}
+
+AgentSwitchPath::WideRouted AgentSwitchPath::widenRouted(const RoutedArgs& args,
+                                                        agent::RoutedCall* call, size_t count) {
+  WideRouted w;
+  if (!widensRouted(args, call->total)) return w;
   w.on = true;
   w.half = args.dtype;
   call->dtype = uplinkChoice() == HalfUplink::kFloat32 ? Dtype::kFloat32 : Dtype::kFloat64;
