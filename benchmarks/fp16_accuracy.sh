@@ -23,6 +23,7 @@
 #   benchmarks/fp16_accuracy.sh [--build DIR] [--np "4 8 16"] [--count 65536]
 #                               [--iters 4] [--ompi5] [--before LIB]
 #   benchmarks/fp16_accuracy.sh --speed H [--rate 400] [--reps 3] [--calls 5]
+#   benchmarks/fp16_accuracy.sh --fabric H [--ppn "1 2 4"] [--count 65536] [--iters 4]
 #
 # --speed H: time instead (fp16_accuracy --time): fp16 against fp32
 # MPI_Allreduce of the same element count, 512 Ki - 4 Mi elements (fp16
@@ -33,22 +34,85 @@
 # median call (the slowest rank's). The switch path's runs force the
 # allreduce onto the switch with offload auto, so the barriers between
 # timed calls stay on the host. Raw lines: fp16_speed_raw/fabric.txt.
+#
+# --fabric H: accuracy on an emulated cluster of H hosts (network
+# namespaces, --rate Mbit/s links, the agent in the switch) at each ranks-
+# per-host of --ppn (p = H x ppn): the host algorithms forced one by one
+# (hierarchical where ppn > 1) and the switch path (every rank a member at
+# ppn 1, node leaders above), MPICH with the PMPI library, real hosts'
+# layouts instead of SWITCHAGG_NODE_NAME. Raw lines:
+# fp16_accuracy_raw/fabric.txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np_list="4 8 16" count=65536 iters=4 ompi5='' before='' hosts='' rate=400 reps=3 calls=5
+fab_hosts='' ppn_list="1 2 4"
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args fp16_accuracy 2,35 "build np=np_list count iters before speed=hosts rate reps calls" \
+bench_args fp16_accuracy 2,44 "build np=np_list count iters before speed=hosts rate reps calls fabric=fab_hosts ppn=ppn_list" \
   "ompi5=ompi5=1" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
-if [[ -n $hosts ]]; then
-  bench_setup fp16-speed fp16_speed_raw
+# accuracy_cell NP LABEL OUT ENV... -- [PREFIX...] PROGRAM [OPTIONS...]: one
+# run, its raw line appended to OUT (and shown); a run without its line
+# prints its log and ends the script. (Across hosts a run may "fail" after
+# its line: --no-finalize.)
+accuracy_cell() {
+  local np=$1 label=$2 out=$3
+  shift 3
+  if ! bench_mpich_run "$np" "$@" --label "$label" --out "$out" >"$work/run.log" 2>&1 &&
+    ! grep -q '^fp16_accuracy' "$work/run.log"; then
+    cat "$work/run.log" >&2
+    echo "fp16_accuracy: $label np $np failed" >&2
+    exit 1
+  fi
+  grep '^fp16_accuracy' "$work/run.log" >&2
+}
+# fabric_setup JOB FABRIC RAWDIR TIMEOUT [NOTE]: the emulated cluster of
+# $hosts hosts with the agent in the switch, its lease in lease=(), the raw
+# file $rawf started with the date, the hosts and the load.
+fabric_setup() {
+  bench_setup "$1" "$3"
   prog=$bin/mpich/fp16_accuracy lib=$build/lib/libswitchagg_pmpi.so
   bench_need "$prog" "$bin/switchagg-agent" "$bin/switchagg-ctl"
-  export SWITCHAGG_UCX_WAIT=blocking BENCH_MPICH_TIMEOUT=${BENCH_MPICH_TIMEOUT:-60}
-  bench_agent fp16-speed f16
+  export SWITCHAGG_UCX_WAIT=blocking BENCH_MPICH_TIMEOUT=${BENCH_MPICH_TIMEOUT:-$4}
+  bench_agent "$1" "$2"
   lease=(SWITCHAGG_AGENT="$SWITCHAGG_AGENT" SWITCHAGG_LEASE="$SWITCHAGG_LEASE" SWITCHAGG_MODE="$SWITCHAGG_MODE")
   rawf=$raw/fabric.txt
-  { echo "# $(date -u '+%F %H:%M') UTC, $hosts hosts at $rate Mbit/s, load $(cut -d' ' -f1-3 /proc/loadavg)"; } >"$rawf"
+  echo "# $(date -u '+%F %H:%M') UTC, $hosts hosts at $rate Mbit/s${5:+, $5}, load $(cut -d' ' -f1-3 /proc/loadavg)" >"$rawf"
+}
+if [[ -n $fab_hosts ]]; then
+  hosts=$fab_hosts
+  fabric_setup fp16-fabric f17 fp16_accuracy_raw 600 "ppn $ppn_list"
+  for ppn in $ppn_list; do
+    np=$((hosts * ppn))
+    algs=(ring recursive_doubling rabenseifner)
+    ((ppn > 1)) && algs+=(hierarchical)
+    algs+=(switch)
+    for a in "${algs[@]}"; do
+      envs=(LD_PRELOAD="$lib" SWITCHAGG_VERBOSE=1 SWITCHAGG_ALLREDUCE_ALGORITHM="$a")
+      label=$a
+      if [[ $a == switch ]]; then
+        envs+=(SWITCHAGG_OFFLOAD=on "${lease[@]}")
+        label=switch_members
+        ((ppn > 1)) && label=switch_leaders
+      else
+        envs+=(SWITCHAGG_OFFLOAD=off)
+      fi
+      echo "== np $np ($hosts hosts x $ppn) $label" >&2
+      # --no-finalize: MPICH 4.0.2 across hosts may never leave MPI_Finalize
+      # (fp16_accuracy.cc).
+      BENCH_PPN=$ppn accuracy_cell "$np" "$label" "$rawf" "${envs[@]}" -- "$prog" --count "$count" \
+        --iters "$iters" --no-finalize
+      # The layout must be the hosts' (the switch's join names the nodes).
+      if [[ $label == switch_leaders ]] && ! grep -q "node leaders for $np ranks" "$work/run.log"; then
+        cat "$work/run.log" >&2; echo "fp16_accuracy --fabric: no node leaders at ppn $ppn" >&2; exit 1
+      fi
+    done
+  done
+  echo "# load after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$rawf"
+  cat "$rawf"
+  exit 0
+fi
+if [[ -n $hosts ]]; then
+  fabric_setup fp16-speed f16 fp16_speed_raw 60
   cells=()
   for n in 524288 1048576 2097152 4194304; do
     for path in switch ring; do
@@ -129,13 +193,8 @@ for np in $np_list; do
     envs=($envs) pre=($pre) opts=($opts)
     echo "== np $np $name" >&2
     # (options given last win over --count and --iters)
-    if ! bench_mpich_run "$np" "${envs[@]}" -- "${pre[@]}" "$prog" --count "$count" --iters "$iters" \
-      --label "$name" --out "$raw_one" "${opts[@]}" >"$work/run.log" 2>&1; then
-      cat "$work/run.log" >&2
-      echo "fp16_accuracy: $name np $np failed" >&2
-      exit 1
-    fi
-    grep '^fp16_accuracy' "$work/run.log" >&2
+    accuracy_cell "$np" "$name" "$raw_one" "${envs[@]}" -- "${pre[@]}" "$prog" --count "$count" \
+      --iters "$iters" "${opts[@]}"
     if [[ $name == switch_stripes ]] && ! grep -q "2 stripe(s)" "$work/run.log"; then
       cat "$work/run.log" >&2; echo "fp16_accuracy: $name did not cut 2 stripes" >&2; exit 1
     fi

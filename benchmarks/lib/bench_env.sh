@@ -121,8 +121,8 @@ bench_lease() {
 }
 
 # bench_mpich_run NP ENV... -- PROG ARGS...: mpiexec.mpich here, or across
-# the fabric when $hosts is set (one rank per host, Hydra's rsh launcher =
-# the fabric's, UCX over TCP). The lease reaches only the runs given it
+# the fabric when $hosts is set (BENCH_PPN ranks per host, default 1,
+# Hydra's rsh launcher = the fabric's, UCX over TCP). The lease reaches only the runs given it
 # (bench_agent exported it here): ENV K=V pairs are passed with -genv.
 # Killed after BENCH_MPICH_TIMEOUT seconds (default 300 across the fabric,
 # 900 here).
@@ -133,10 +133,11 @@ bench_mpich_run() {
   shift
   local clean=(env -u SWITCHAGG_AGENT -u SWITCHAGG_LEASE -u SWITCHAGG_MODE)
   if [[ -n ${hosts:-} ]]; then
-    local hostlist
-    hostlist=$(fabric_py hostfile "$FABRIC" --ppn 1 | awk '{ printf "%s%s:1", (NR > 1 ? "," : ""), $1 }')
+    local hostlist ppn=${BENCH_PPN:-1}
+    hostlist=$(fabric_py hostfile "$FABRIC" --ppn "$ppn" |
+      awk -v ppn="$ppn" '{ printf "%s%s:%s", (NR > 1 ? "," : ""), $1, ppn }')
     fabric_py exec "$FABRIC" h1 -- "${clean[@]}" timeout -s KILL "${BENCH_MPICH_TIMEOUT:-300}" mpiexec.mpich -launcher rsh \
-      -launcher-exec "$FABRIC_DIR/rsh" -hosts "$hostlist" -n "$np" -ppn 1 -iface h1-eth0 \
+      -launcher-exec "$FABRIC_DIR/rsh" -hosts "$hostlist" -n "$np" -ppn "$ppn" -iface h1-eth0 \
       -genv UCX_TLS self,tcp "${genv[@]}" "$@"
   else
     "${clean[@]}" timeout -s KILL "${BENCH_MPICH_TIMEOUT:-900}" mpiexec.mpich -n "$np" "${genv[@]}" "$@"
