@@ -179,6 +179,11 @@ int MPI_Ibcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm
 int MPI_Ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype dtype,
                               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   const int kOp = SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK;
+  if (rcount < 0) return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
+  CommEntry* e = routedEntry(comm, kOp);  // nullptr: not queued here (no progress thread)
+  CommEntry* served = e != nullptr ? e : threadEntry(comm);
+  if (served == nullptr)
+    return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
   int sa_dtype = 0, sa_op = 0, flags = 0, scale = 1, rc = 0;
   // Predefined datatypes and ops only (no staging), as MPI_Iallreduce.
   const char* why = switchagg_mpi_classify(dtype, op, &sa_dtype, &sa_op, &flags, &scale);
@@ -188,23 +193,21 @@ int MPI_Ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Data
   // communicator's queued calls; on a host allreduce when the switch does
   // not serve it there either), and its request is complete at once. Every
   // rank decides alike (dtype, op and the core's route).
-  auto previous = [&](CommEntry* entry) {
-    if (entry == nullptr || why != nullptr || (flags & SWITCHAGG_COLL_PREVIOUS_WRONG) == 0)
+  auto previous = [&]() {
+    if (why != nullptr || (flags & SWITCHAGG_COLL_PREVIOUS_WRONG) == 0)
       return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
-    switchagg_coll_irouted_note(entry->core, kOp, "host:previous wrong");
+    switchagg_coll_irouted_note(served->core, kOp, "host:previous wrong");
     const int blocking = MPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
     return blocking == MPI_SUCCESS ? switchagg::pmpi::completedRequest(request) : blocking;
   };
-  if (rcount < 0) return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
-  CommEntry* e = routedEntry(comm, kOp);
-  if (e == nullptr) return previous(threadEntry(comm));
+  if (e == nullptr) return previous();
   if (why != nullptr)
     switchagg_coll_irouted_note(e->core, kOp, (std::string("previous:") + why).c_str());
   else
     rc = routedDecision(e, kOp,
                         switchagg_coll_irouted_route(e->core, kOp, size_t(rcount) * size_t(scale),
                                                      sa_dtype, sa_op, 0));
-  if (rc != 1) return rc == 0 ? previous(e) : rc;
+  if (rc != 1) return rc == 0 ? previous() : rc;
   IJob* job = routedJob(e, kOp, 0);
   job->call.send = switchagg::pmpi::sendOrNull(sbuf);
   job->call.recv = rbuf;
