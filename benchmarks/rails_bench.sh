@@ -5,7 +5,9 @@
 # switch), the two agents a rail pool of the fabric map. switchagg-bench
 # (float32 sum, PPN ranks a host, node leaders) per path, interleaved
 # repetitions, medians of the per-size p50: the switch path over both rails
-# and over rail 1 alone, the ring, hierarchical and Open MPI's tuned (its
+# and over rail 1 alone, with rail leaders (SWITCHAGG_SWITCH_RAIL_LEADERS=on:
+# a leader per rail and host, PPN >= 2) against one leader a host, the
+# ring, hierarchical and Open MPI's tuned (its
 # TCP BTL on both rails' subnets); the bytes each rail carried per call (the
 # hosts' interface counters) for the switch runs. Writes
 # benchmarks/results/rails_fabric.md.
@@ -22,7 +24,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build hosts=4 ppn=2 rate=400 reps=2 min=1M max=8M
 out=$root/benchmarks/results/rails_fabric.md
 source "$root/benchmarks/lib/bench_args.sh"
-bench_args rails_bench 2,19 "build hosts ppn rate reps min max out" "" "$@"
+bench_args rails_bench 2,21 "build hosts ppn rate reps min max out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
 bench_setup rails-bench "$(basename "$out" .md)_raw"
 declare -a apids asocks
@@ -81,6 +83,14 @@ for rep in $(seq 1 "$reps"); do
     lease_r "$r"
     run "switch_r$r" "$rep" --mca coll_switchagg_offload on \
       --mca coll_switchagg_allreduce_algorithm switch
+    if ((r == 2 && ppn >= 2)); then
+      SWITCHAGG_SWITCH_RAIL_LEADERS=on run switch_rl2 "$rep" --mca coll_switchagg_offload on \
+        --mca coll_switchagg_allreduce_algorithm switch --mca coll_switchagg_verbose 1 \
+        -x SWITCHAGG_SWITCH_RAIL_LEADERS
+      # The join must say so (else one leader a host served: no figure).
+      grep -q "2 rail leaders on each of $hosts nodes" "$work/run.log" ||
+        { cat "$work/run.log" >&2; echo "rails_bench: no rail leaders in switch_rl2" >&2; exit 1; }
+    fi
     lease_drop "$r"
   done
 done
@@ -97,6 +107,9 @@ done
   echo "switch 2 rails / 1 rail: the switch path forced, node leaders (one member a host), the"
   echo "lease on both rails' agents or on rail 1's only. Open MPI tuned with its TCP BTL on both"
   echo "rails' subnets. Theory per host for large N: switch N/(2B) on 2 rails, N/B on one."
+  echo "Rail leaders (SWITCHAGG_SWITCH_RAIL_LEADERS=on, PPN ≥ 2): a leader per rail and host, each"
+  echo "streaming its stripe, against one leader a host driving both rails; the same bytes per"
+  echo "rail, so the link theory is the same N/(2B); what differs is one process or two per host."
   echo
   cat "$raw"/*_rep*.csv | awk -F, -v H="$hosts" -v P=$((hosts * ppn)) -v mbit="$rate" \
     "$(cat "$root/benchmarks/lib/stats.awk")"'
@@ -104,16 +117,18 @@ done
     { key = $1 SUBSEP $5; v[key] = v[key] " " $15; sizes[$5] = 1 }
     END {
       B = mbit * 1e6 / 8
-      print "| bytes | switch 2 rails ms | N/(2B) ms | 2-rail / bound | switch 1 rail ms | N/B ms | 1 rail / 2 rails | ring ms | hierarchical ms | tuned ms | switch 2 rails / ring |"
-      print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+      print "| bytes | switch 2 rails ms | N/(2B) ms | 2-rail / bound | switch 1 rail ms | N/B ms | 1 rail / 2 rails | rail leaders ms | rail leaders / one leader | ring ms | hierarchical ms | tuned ms | switch 2 rails / ring |"
+      print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
       n = sortedKeys(sizes, list)
       for (i = 1; i <= n; i++) {
         s = list[i]
         s2 = median(v["switch_r2" SUBSEP s]) / 1000; s1 = median(v["switch_r1" SUBSEP s]) / 1000
         rg = median(v["ring" SUBSEP s]) / 1000
-        printf "| %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f |\n",
+        rl = ("switch_rl2" SUBSEP s) in v ? median(v["switch_rl2" SUBSEP s]) / 1000 : 0
+        printf "| %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %s | %s | %.1f | %.1f | %.1f | %.2f |\n",
                human(s), s2, s / (2 * B) * 1000, s2 / (s / (2 * B) * 1000), s1, s / B * 1000,
-               s1 / s2, rg, median(v["hierarchical" SUBSEP s]) / 1000,
+               s1 / s2, rl ? sprintf("%.1f", rl) : "—", rl ? sprintf("%.2f", rl / s2) : "—", rg,
+               median(v["hierarchical" SUBSEP s]) / 1000,
                median(v["tuned" SUBSEP s]) / 1000, s2 / rg
       }
     }'
