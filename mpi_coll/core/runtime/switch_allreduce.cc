@@ -84,12 +84,14 @@ Status AgentSwitchPath::redoAgreed(const Status& mine, const std::vector<uint8_t
   return Status(Code::kUnsupported, "switch path failed; redone on the host");
 }
 
+namespace {
 // Test-only fault point: SWITCHAGG_TEST_CUT=RANK:CALL makes communicator
 // rank RANK drop its agent group right after its one-round-trip call CALL
-// (an allreduce, or a routed reduction) succeeded, as if its connection had been cut after the agent sent the
-// results: the call counts as failed here (recovered from the others), the
-// group is left (unusable here; its LEAVE makes the agent abort it for the
-// others' next call). Fires once per process.
+// (an allreduce, a routed reduction, or a nonblocking stream) succeeded, as
+// if its connection had been cut after the agent sent the results: the
+// call counts as failed here (recovered from the others; a stream's result
+// is dropped), the group is left (unusable here; its LEAVE makes the agent
+// abort it for the others' next call). Fires once per process.
 bool testCutNow(int rank, uint64_t call) {
   static std::atomic<bool> fired{false};
   static const TestCut want = [] {
@@ -99,6 +101,13 @@ bool testCutNow(int rank, uint64_t call) {
   }();
   if (want.rank != rank || want.call != call) return false;
   return !fired.exchange(true);
+}
+}  // namespace
+
+Status AgentSwitchPath::testCut(const Status& st) {
+  if (!st.ok() || !group_ || !ledger_ || !testCutNow(comm_.rank(), ledger_->seq())) return st;
+  (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
+  return Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
 }
 
 // One agent round trip and nothing between hosts on success: node reduce
@@ -125,10 +134,7 @@ Status AgentSwitchPath::allreduceOneRoundTrip(const AllreduceArgs& args, size_t 
       mine = !group_ ? Status(Code::kAborted, "the switch group was lost in an earlier call")
              : wideUplink(args) ? streamWide(args, out)
                                 : stream(args, input, out, bytes);
-    if (mine.ok() && testCutNow(comm_.rank(), ledger_->seq())) {
-      (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
-      mine = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
-    }
+    mine = testCut(mine);
   }
   Result<CallOutcome> end = endOneRoundTrip(mine, out, args.recv, bytes, &source, "allreduce");
   if (!end.ok()) return end.status();
@@ -310,11 +316,7 @@ Status AgentSwitchPath::stepStream() {
   }
   // The test-only cut (SWITCHAGG_TEST_CUT) of a one-round-trip stream: its
   // result is dropped before anything uses it; settle recovers it.
-  if (st.ok() && stream_.one_trip && group_ && ledger_ &&
-      testCutNow(comm_.rank(), ledger_->seq())) {
-    (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
-    st = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
-  }
+  if (stream_.one_trip) st = testCut(st);
   // A wide uplink's fp64 result, rounded once (the leader's call ended).
   if (stream_.wide && st.ok()) narrowWide(stream_.args, stream_.out);
   if (stream_.wide_routed.on && st.ok()) narrowRouted(stream_.wide_routed);

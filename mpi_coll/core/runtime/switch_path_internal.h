@@ -32,9 +32,6 @@
 
 namespace switchagg::coll::switch_detail {
 
-// Test-only fault point (switch_allreduce.cc): SWITCHAGG_TEST_CUT=RANK:CALL.
-bool testCutNow(int rank, uint64_t call);
-
 
 struct JoinHello {
   uint64_t nonce;
@@ -260,6 +257,10 @@ class AgentSwitchPath : public SwitchPath {
     return one_round_trip_ && bytes <= lease_.keep_bytes;
   }
   void makeLedger();
+  // Test-only fault point (switch_allreduce.cc): SWITCHAGG_TEST_CUT=RANK:CALL.
+  // `st` of a one-round-trip call that succeeded here, or the cut's
+  // PeerFailed (the group left) when this rank and ledger call are armed.
+  Status testCut(const Status& st);
   Status allreduceOneRoundTrip(const AllreduceArgs& args, size_t bytes);
   // Rail leaders (switch_leaders.h): every rank alike; their blocking
   // allreduce; an agreed call's host redo, busy or failed.

@@ -90,10 +90,7 @@ Status AgentSwitchPath::routedReduction(const RoutedArgs& args, const agent::Rou
   const size_t vector_bytes = call.total * dtypeSize(args.dtype);
   ledger_->begin();
   Status mine = streamRouted(call, vector_bytes);
-  if (mine.ok() && testCutNow(comm_.rank(), ledger_->seq())) {
-    (void)group_->leave(agent::AggClient::kDrainMs);  // unusable from now on, as after a cut
-    mine = Status(Code::kPeerFailed, "test fault: agent connection cut after the call");
-  }
+  mine = testCut(mine);
   // The result: the caller's buffer, or scratch until committed (in place).
   uint8_t* out = static_cast<uint8_t*>(commit ? scratch_.data() : call.out);
   Result<CallOutcome> end = settleReduction(mine, args, call.in, vector_bytes, out, lo, hi);
