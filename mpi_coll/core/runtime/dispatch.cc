@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "process_runtime.h"
 #include "switch_path.h"
@@ -187,6 +189,16 @@ Algorithm tunedPick(CommState& state, const SelectionInput& in, const Decision& 
 Status runCheapestHost(CommState& state, const AllreduceArgs& args) {
   if (!state.hostReady()) return Status(Code::kUnsupported, "no host path");
   return runHost(state, cheapestHost(describeCall(state, args)), args);
+}
+
+Status runPartOnHost(CommState& state, const void* input, void* recv, size_t total, size_t at,
+                     size_t part, Dtype dtype, Op op) {
+  const size_t esize = dtypeSize(dtype);
+  std::vector<uint8_t> whole(total * esize);
+  if (!whole.empty()) std::memcpy(whole.data(), input, whole.size());
+  SWITCHAGG_RETURN_IF_ERROR(runCheapestHost(state, {nullptr, whole.data(), total, dtype, op}));
+  if (part) std::memcpy(recv, whole.data() + at * esize, part * esize);
+  return Status::Ok();
 }
 
 CallOutcome countForcedPrevious(CommState& state, Dtype dtype, Op op) {

@@ -29,5 +29,11 @@ CallOutcome countForcedPrevious(CommState& comm, Dtype dtype, Op op);
 // redo that must not call the previous module (a glue's progress thread).
 // kUnsupported when the communicator has no host path.
 Status runCheapestHost(CommState& comm, const AllreduceArgs& args);
+// A reduction's part the same way: the cheapest host allreduce of the
+// whole vector (`total` elements of `input`, reduced in a copy), then
+// `part` elements from element `at` into `recv` (0: nothing kept here).
+// For a reduce or reduce-scatter the previous module must not serve.
+Status runPartOnHost(CommState& comm, const void* input, void* recv, size_t total, size_t at,
+                     size_t part, Dtype dtype, Op op);
 
 }  // namespace switchagg::coll

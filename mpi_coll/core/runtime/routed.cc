@@ -96,11 +96,9 @@ CallOutcome routedOnHost(CommState& state, const RoutedArgs& args) {
     }
     mine = args.counts[rank];
   }
-  const size_t esize = dtypeSize(args.dtype);
-  std::vector<uint8_t> whole(total * esize);
-  const AllreduceArgs host{args.send ? args.send : args.recv, whole.data(), total, args.dtype,
-                           args.reduce_op};
-  const Status st = runCheapestHost(state, host);
+  const bool keeps = args.op != SWITCHAGG_COLL_REDUCE || rank == args.root;
+  const Status st = runPartOnHost(state, args.send ? args.send : args.recv, args.recv, total, at,
+                                  keeps ? mine : 0, args.dtype, args.reduce_op);
   if (st.code() == Code::kUnsupported) return CallOutcome::kDeclined;  // no host transport
   if (!st.ok()) {
     state.markBroken();
@@ -108,8 +106,6 @@ CallOutcome routedOnHost(CommState& state, const RoutedArgs& args) {
              state.name().c_str(), rank, collKindName(args.op), st.toString().c_str());
     return CallOutcome::kError;
   }
-  const bool keeps = args.op != SWITCHAGG_COLL_REDUCE || rank == args.root;
-  if (keeps && mine) std::memcpy(args.recv, whole.data() + at * esize, mine * esize);
   ++state.routedCounters(args.op).host;
   return CallOutcome::kDone;
 }

@@ -50,15 +50,9 @@ Status routedRedo(CommState& state, int routed_op, const void* send, void* recv,
     case SWITCHAGG_COLL_BCAST:  // `count` bytes from root, in recv
       if (int(rank) != root) std::memset(out, 0, count);
       return runCheapestHost(state, {nullptr, out, count, Dtype::kUint8, Op::kBor});
-    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK: {  // `count` elements a rank
-      const size_t esize = dtypeSize(static_cast<Dtype>(dtype));
-      std::vector<uint8_t> all(size * count * esize);
-      if (!all.empty()) std::memcpy(all.data(), send ? send : out, all.size());
-      SWITCHAGG_RETURN_IF_ERROR(runCheapestHost(
-          state, {nullptr, all.data(), size * count, static_cast<Dtype>(dtype), static_cast<Op>(op)}));
-      if (count) std::memcpy(out, all.data() + rank * count * esize, count * esize);
-      return Status::Ok();
-    }
+    case SWITCHAGG_COLL_REDUCE_SCATTER_BLOCK:  // `count` elements a rank
+      return runPartOnHost(state, send ? send : out, out, size * count, rank * count, count,
+                           static_cast<Dtype>(dtype), static_cast<Op>(op));
     default:
       return Status(Code::kUnsupported, "not a nonblocking routed collective");
   }
