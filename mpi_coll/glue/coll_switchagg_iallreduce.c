@@ -53,8 +53,7 @@ static int ipost(mca_coll_switchagg_module_t *m, struct ompi_communicator_t *com
   }
   if (OMPI_SUCCESS != mca_coll_switchagg_nbc_prepare(m, comm)) {
     /* Collective and alike on every rank: nothing was queued anywhere. */
-    if (SWITCHAGG_COLL_BARRIER == kind) switchagg_coll_ibarrier_note(m->core, "error");
-    else switchagg_coll_iallreduce_note(m->core, "error");
+    switchagg_coll_inote(m->core, kind, "error");
     *rc = MPI_ERR_OTHER;
     return IPOST_ENDED;
   }
@@ -96,7 +95,7 @@ int mca_coll_switchagg_iallreduce(const void *sbuf, void *rbuf, int count,
   if (NULL != why) {
     char what[96];
     snprintf(what, sizeof what, "previous:%s", why);
-    switchagg_coll_iallreduce_note(m->core, what);
+    switchagg_coll_inote(m->core, SWITCHAGG_COLL_ALLREDUCE, what);
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                   m->previous_iallreduce_module);
   }
@@ -157,7 +156,7 @@ static int irouted_route(mca_coll_switchagg_module_t *m, struct ompi_communicato
   if (NULL != why) {
     char what[96];
     snprintf(what, sizeof what, "previous:%s", why);
-    switchagg_coll_irouted_note(m->core, routed_op, what);
+    switchagg_coll_inote(m->core, routed_op, what);
     return 0;
   }
   switch (switchagg_coll_irouted_route(m->core, routed_op, core_count, sa_dtype, sa_op, root)) {
@@ -169,7 +168,7 @@ static int irouted_route(mca_coll_switchagg_module_t *m, struct ompi_communicato
     default: return MPI_ERR_OTHER;
   }
   if (OMPI_SUCCESS != mca_coll_switchagg_nbc_prepare(m, comm)) {
-    switchagg_coll_irouted_note(m->core, routed_op, "error");
+    switchagg_coll_inote(m->core, routed_op, "error");
     return MPI_ERR_OTHER;
   }
   return 1;

@@ -175,7 +175,7 @@ int mca_coll_switchagg_allreduce_init(const void *sbuf, void *rbuf, int count,
                                       ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_switchagg_module_t *m = (mca_coll_switchagg_module_t *)module;
   if (NULL == m->previous_allreduce_init) return OMPI_ERR_NOT_SUPPORTED;
-  if (NULL != m->core) switchagg_coll_iallreduce_note(m->core, "previous:persistent");
+  if (NULL != m->core) switchagg_coll_inote(m->core, SWITCHAGG_COLL_ALLREDUCE, "previous:persistent");
   return m->previous_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
                                     m->previous_allreduce_init_module);
 }

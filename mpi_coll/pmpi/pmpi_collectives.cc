@@ -202,18 +202,18 @@ int MPI_Iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype dtype, 
   auto previous = [&](const char* note) {
     if (why == nullptr && (flags & SWITCHAGG_COLL_PREVIOUS_DIFFERS) != 0) {
       if (!switchagg::pmpi::drain(e)) return failed(comm);
-      switchagg_coll_iallreduce_note(core, "host:previous differs");
+      switchagg_coll_inote(core, SWITCHAGG_COLL_ALLREDUCE, "host:previous differs");
       const int rc =
           switchagg_coll_allreduce(core, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op, flags);
       if (rc == SWITCHAGG_OUTCOME_DONE) return switchagg::pmpi::completedRequest(request);
       if (rc == SWITCHAGG_OUTCOME_ERROR) return failed(comm);
     }
-    if (note != nullptr) switchagg_coll_iallreduce_note(core, note);  // the route noted its own
+    if (note != nullptr) switchagg_coll_inote(core, SWITCHAGG_COLL_ALLREDUCE, note);  // the route noted its own
     return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
   };
   if (!switchagg::pmpi::progressThreadEnabled()) return previous("previous:PMPI layer");
   if (why != nullptr) {
-    switchagg_coll_iallreduce_note(core, (std::string("previous:") + why).c_str());
+    switchagg_coll_inote(core, SWITCHAGG_COLL_ALLREDUCE, (std::string("previous:") + why).c_str());
     return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
   }
   switch (switchagg_coll_iallreduce_route(core, sendOrNull(sbuf), rbuf, n, sa_dtype, sa_op)) {

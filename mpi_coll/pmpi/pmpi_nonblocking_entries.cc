@@ -36,10 +36,7 @@ int routedDecision(CommEntry* e, int kind, int route) {
     default: return switchagg::pmpi::failed(e->comm);
   }
   if (switchagg_coll_host_ready(e->core)) return 1;
-  if (kind == SWITCHAGG_COLL_BARRIER)
-    switchagg_coll_ibarrier_note(e->core, "previous:no host path");
-  else
-    switchagg_coll_irouted_note(e->core, kind, "previous:no host path");
+  switchagg_coll_inote(e->core, kind, "previous:no host path");
   return 0;
 }
 
@@ -55,7 +52,7 @@ IJob* routedJob(CommEntry* e, int kind, int root) {
 CommEntry* routedEntry(MPI_Comm comm, int routed_op) {
   CommEntry* e = threadEntry(comm);
   if (e != nullptr && !switchagg::pmpi::progressThreadEnabled()) {
-    switchagg_coll_irouted_note(e->core, routed_op, "previous:PMPI layer");
+    switchagg_coll_inote(e->core, routed_op, "previous:PMPI layer");
     return nullptr;
   }
   return e;
@@ -69,7 +66,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
   CommEntry* e = threadEntry(comm);
   if (e == nullptr) return PMPI_Ibarrier(comm, request);
   if (!switchagg::pmpi::progressThreadEnabled()) {
-    switchagg_coll_ibarrier_note(e->core, "previous:PMPI layer");
+    switchagg_coll_inote(e->core, SWITCHAGG_COLL_BARRIER, "previous:PMPI layer");
     return PMPI_Ibarrier(comm, request);
   }
   const int route = switchagg_coll_ibarrier_route(e->core);
@@ -94,7 +91,7 @@ int MPI_Iallgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf
   const size_t block = switchagg::pmpi::typeBytes(rdtype, rcount);
   int rc = 0;
   if (block > size_t(INT_MAX))  // MPI_Pack's limit
-    switchagg_coll_irouted_note(e->core, kOp, "previous:over INT_MAX bytes");
+    switchagg_coll_inote(e->core, kOp, "previous:over INT_MAX bytes");
   else
     rc = routedDecision(e, kOp, switchagg_coll_irouted_route(e->core, kOp, block, 0, 0, 0));
   if (rc != 1)
@@ -133,7 +130,7 @@ int MPI_Iallgather(const void* sbuf, int scount, MPI_Datatype sdtype, void* rbuf
     job->call.send = job->staged_send.data();
   }
   if (staged != MPI_SUCCESS) {  // nothing queued: the call fails here
-    switchagg_coll_irouted_note(e->core, kOp, "error");
+    switchagg_coll_inote(e->core, kOp, "error");
     switchagg::pmpi::discard(job);
     return switchagg::pmpi::failed(comm);
   }
@@ -148,7 +145,7 @@ int MPI_Ibcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm
   const size_t bytes = switchagg::pmpi::typeBytes(dtype, count);
   int rc = 0;
   if (bytes > size_t(INT_MAX))
-    switchagg_coll_irouted_note(e->core, kOp, "previous:over INT_MAX bytes");
+    switchagg_coll_inote(e->core, kOp, "previous:over INT_MAX bytes");
   else
     rc = routedDecision(e, kOp, switchagg_coll_irouted_route(e->core, kOp, bytes, 0, 0, root));
   if (rc != 1) return rc == 0 ? PMPI_Ibcast(buf, count, dtype, root, comm, request) : rc;
@@ -168,7 +165,7 @@ int MPI_Ibcast(void* buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm
     if (rank == root &&
         switchagg::pmpi::pack(buf, count, dtype, job->staged_recv.data(), bytes, comm) !=
             MPI_SUCCESS) {
-      switchagg_coll_irouted_note(e->core, kOp, "error");
+      switchagg_coll_inote(e->core, kOp, "error");
       switchagg::pmpi::discard(job);
       return switchagg::pmpi::failed(comm);
     }
@@ -196,13 +193,13 @@ int MPI_Ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Data
   auto previous = [&]() {
     if (why != nullptr || (flags & SWITCHAGG_COLL_PREVIOUS_WRONG) == 0)
       return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
-    switchagg_coll_irouted_note(served->core, kOp, "host:previous wrong");
+    switchagg_coll_inote(served->core, kOp, "host:previous wrong");
     const int blocking = MPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
     return blocking == MPI_SUCCESS ? switchagg::pmpi::completedRequest(request) : blocking;
   };
   if (e == nullptr) return previous();
   if (why != nullptr)
-    switchagg_coll_irouted_note(e->core, kOp, (std::string("previous:") + why).c_str());
+    switchagg_coll_inote(e->core, kOp, (std::string("previous:") + why).c_str());
   else
     rc = routedDecision(e, kOp,
                         switchagg_coll_irouted_route(e->core, kOp, size_t(rcount) * size_t(scale),

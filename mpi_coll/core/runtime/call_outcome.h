@@ -25,7 +25,11 @@ enum switchagg_coll_outcome {
   SWITCHAGG_OUTCOME_DECLINED = 5,
   /* The MPI error path (a peer failed mid-algorithm, an agreement could
    * not be made). */
-  SWITCHAGG_OUTCOME_ERROR = 6
+  SWITCHAGG_OUTCOME_ERROR = 6,
+  /* Local only, never sent to another member: the nonblocking stream API's
+   * "try later" (a blocking switchagg call holds this thread's gate, or a
+   * recovery must wait for it; iallreduce.h). */
+  SWITCHAGG_OUTCOME_NOT_NOW = 7
 };
 
 #ifdef __cplusplus
@@ -44,6 +48,7 @@ enum class CallOutcome : uint8_t {
   kGone = SWITCHAGG_OUTCOME_GONE,
   kDeclined = SWITCHAGG_OUTCOME_DECLINED,
   kError = SWITCHAGG_OUTCOME_ERROR,
+  kNotNow = SWITCHAGG_OUTCOME_NOT_NOW,
 };
 
 inline const char* callOutcomeName(CallOutcome o) {
@@ -55,6 +60,7 @@ inline const char* callOutcomeName(CallOutcome o) {
     case CallOutcome::kGone: return "gone";
     case CallOutcome::kDeclined: return "declined";
     case CallOutcome::kError: return "error";
+    case CallOutcome::kNotNow: return "not now";
   }
   return "?";
 }

@@ -52,4 +52,12 @@ inline IallreduceCounters* iroutedCounters(switchagg_coll_comm& comm, int routed
   return nullptr;
 }
 
+// A nonblocking call's counters by its kind (switchagg_coll_kind): the
+// routed ones above, MPI_Ibarrier's, MPI_Iallreduce's; null for another.
+inline IallreduceCounters* icounters(switchagg_coll_comm& comm, int kind) {
+  if (kind == int(SWITCHAGG_COLL_ALLREDUCE)) return &comm.iallreduce;
+  if (kind == int(SWITCHAGG_COLL_BARRIER)) return &comm.ibarrier;
+  return iroutedCounters(comm, kind);
+}
+
 }  // namespace switchagg::coll

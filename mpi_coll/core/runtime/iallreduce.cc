@@ -173,22 +173,20 @@ class StepScope {
 // The counters of the stream running on `comm` (set when it started).
 IallreduceCounters& streamCounters(switchagg_coll_comm& comm) { return *comm.istream; }
 
-// A started or stepped stream's answer (SwitchPath::start, step): running,
-// or this rank's outcome.
-int streamResult(const Status& st, CallOutcome how, int* outcome) {
-  if (st.code() == Code::kInProgress) return SWITCHAGG_COLL_ISTREAM_RUNNING;
-  *outcome = outcomeInt(st.ok() ? how : CallOutcome::kFailed);
-  return SWITCHAGG_COLL_ISTREAM_OUTCOME;
+// A started or stepped stream's answer (SwitchPath::start, step): pending
+// (still streaming), or this rank's outcome.
+int streamResult(const Status& st, CallOutcome how) {
+  if (st.code() == Code::kInProgress) return SWITCHAGG_OUTCOME_PENDING;
+  return outcomeInt(st.ok() ? how : CallOutcome::kFailed);
 }
 
 // A stream's start, counted in `c` (the running stream's counters from now
 // on).
-int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, const SwitchCall& call,
-                 int* outcome) {
+int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, const SwitchCall& call) {
   StepScope step(comm);
-  if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
+  if (!step.allowed()) return SWITCHAGG_OUTCOME_NOT_NOW;
   ProcessRuntime::CallScope in_call(comm.state.domain());
-  return guarded<int>("istream start", SWITCHAGG_COLL_ISTREAM_DECLINED, [&] {
+  return guarded<int>("istream start", SWITCHAGG_OUTCOME_DECLINED, [&] {
     SwitchPath* sw = comm.state.switchPath();
     comm.istream = &c;
     CallOutcome how = CallOutcome::kFailed;
@@ -197,10 +195,10 @@ int startCounted(switchagg_coll_comm& comm, IallreduceCounters& c, const SwitchC
       // The path failed on an earlier call (every rank agreed to that).
       ++c.redo;
       ++c.events["redo:switch-unavailable"];
-      return static_cast<int>(SWITCHAGG_COLL_ISTREAM_DECLINED);
+      return static_cast<int>(SWITCHAGG_OUTCOME_DECLINED);
     }
     ++c.steps;
-    return streamResult(st, how, outcome);
+    return streamResult(st, how);
   });
 }
 
@@ -266,32 +264,28 @@ int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, siz
 }
 
 int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, int kind, const void* send,
-                                 void* recv, size_t count, int dtype, int op, int root,
-                                 int* outcome) {
+                                 void* recv, size_t count, int dtype, int op, int root) {
   if (switchagg_coll_kind_is_routed(kind)) {
     switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, kind);
-    if (c == nullptr) return SWITCHAGG_COLL_ISTREAM_DECLINED;
+    if (c == nullptr) return SWITCHAGG_OUTCOME_DECLINED;
     std::vector<size_t> counts;  // copied by the path (SwitchPath::start)
     const switchagg::coll::RoutedArgs args = switchagg::coll::iroutedArgs(
         *comm, kind, send, recv, count, dtype, op, root, &counts);
-    return switchagg::coll::startCounted(*comm, *c, SwitchCall::ofRouted(args, /*stream=*/true),
-                                         outcome);
+    return switchagg::coll::startCounted(*comm, *c, SwitchCall::ofRouted(args, /*stream=*/true));
   }
   AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
   const bool barrier = kind == SWITCHAGG_COLL_BARRIER;
   return switchagg::coll::startCounted(
       *comm, barrier ? comm->ibarrier : comm->iallreduce,
       barrier ? SwitchCall::ofBarrier(args, /*stream=*/true)
-              : SwitchCall::ofAllreduce(args, /*stream=*/true),
-      outcome);
+              : SwitchCall::ofAllreduce(args, /*stream=*/true));
 }
 
-int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
+int switchagg_coll_istream_step(switchagg_coll_comm_t* comm) {
   switchagg::coll::StepScope step(*comm);
-  if (!step.allowed()) return SWITCHAGG_COLL_ISTREAM_NOT_NOW;
+  if (!step.allowed()) return SWITCHAGG_OUTCOME_NOT_NOW;
   ProcessRuntime::CallScope in_call(comm->state.domain());
-  return switchagg::coll::guarded<int>("iallreduce step", SWITCHAGG_COLL_ISTREAM_OUTCOME, [&] {
-    *outcome = SWITCHAGG_OUTCOME_FAILED;
+  return switchagg::coll::guarded<int>("iallreduce step", SWITCHAGG_OUTCOME_FAILED, [&] {
     // One step sends what the window allows and drives the clients' worker
     // once; a 256 KiB chunk over TCP takes many. A code that calls MPI_Test
     // every few hundred microseconds would stream at one step per test, so
@@ -304,35 +298,38 @@ int switchagg_coll_istream_step(switchagg_coll_comm_t* comm, int* outcome) {
       ++c.steps;
       CallOutcome how = CallOutcome::kFailed;
       const switchagg::Status st = sw->step(&how);
-      rc = switchagg::coll::streamResult(st, how, outcome);
-    } while (rc == SWITCHAGG_COLL_ISTREAM_RUNNING && switchagg::coll::nowUs() < until);
+      rc = switchagg::coll::streamResult(st, how);
+    } while (rc == SWITCHAGG_OUTCOME_PENDING && switchagg::coll::nowUs() < until);
     return rc;
   });
 }
 
-int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome, int* agreed) {
+int switchagg_coll_istream_settle(switchagg_coll_comm_t* comm, int outcome) {
   switchagg::coll::StepScope step(*comm);
   SwitchPath* sw = comm->state.switchPath();
   if (!sw || !sw->settles()) {
     comm->istream_agree_start_us = switchagg::coll::nowUs();
-    return SWITCHAGG_COLL_ISETTLE_AGREE;
+    return SWITCHAGG_OUTCOME_PENDING;
   }
   // Recovery waits on the process's worker: not inside a blocking call.
-  if (outcome != SWITCHAGG_OUTCOME_DONE && !step.allowed()) return SWITCHAGG_COLL_ISETTLE_NOT_NOW;
+  if (outcome != SWITCHAGG_OUTCOME_DONE && !step.allowed()) return SWITCHAGG_OUTCOME_NOT_NOW;
   ProcessRuntime::CallScope in_call(comm->state.domain());
-  return switchagg::coll::guarded<int>("iallreduce settle", SWITCHAGG_COLL_ISETTLE_ERROR, [&] {
+  return switchagg::coll::guarded<int>("iallreduce settle", SWITCHAGG_OUTCOME_ERROR, [&] {
     CallOutcome settled = CallOutcome::kFailed;
     switchagg::Status st = sw->settle(static_cast<CallOutcome>(outcome), &settled);
-    if (st.ok()) {
-      *agreed = outcomeInt(settled);
-      return static_cast<int>(SWITCHAGG_COLL_ISETTLE_SETTLED);
-    }
+    // Only an end every rank sees alike settles the call.
+    if (st.ok() && (settled == CallOutcome::kDone || settled == CallOutcome::kBusy ||
+                    settled == CallOutcome::kFailed))
+      return outcomeInt(settled);
+    if (st.ok())
+      st = Status(Code::kInternal, std::string("settled as '") +
+                                       switchagg::coll::callOutcomeName(settled) + "'");
     // Bounded waits that ran out (a node step, recovery): say what for.
     SA_ERROR("coll",
              "comm %s rank %d: a nonblocking switch call ended without an outcome: %s; the "
              "request completes with MPI_ERR_OTHER",
              comm->state.name().c_str(), comm->state.rank(), st.toString().c_str());
-    return static_cast<int>(SWITCHAGG_COLL_ISETTLE_ERROR);
+    return static_cast<int>(SWITCHAGG_OUTCOME_ERROR);
   });
 }
 
@@ -357,23 +354,9 @@ int switchagg_coll_istream_end(switchagg_coll_comm_t* comm, int agreed, int firs
   });
 }
 
-void switchagg_coll_iallreduce_note(switchagg_coll_comm_t* comm, const char* what) {
-  switchagg::coll::guarded<int>("iallreduce note", 0, [&] {
-    switchagg::coll::noteEvent(comm->iallreduce, what);
-    return 0;
-  });
-}
-
-void switchagg_coll_ibarrier_note(switchagg_coll_comm_t* comm, const char* what) {
-  switchagg::coll::guarded<int>("ibarrier note", 0, [&] {
-    switchagg::coll::noteEvent(comm->ibarrier, what);
-    return 0;
-  });
-}
-
-void switchagg_coll_irouted_note(switchagg_coll_comm_t* comm, int routed_op, const char* what) {
-  switchagg::coll::guarded<int>("irouted note", 0, [&] {
-    if (switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op))
+void switchagg_coll_inote(switchagg_coll_comm_t* comm, int kind, const char* what) {
+  switchagg::coll::guarded<int>("nonblocking note", 0, [&] {
+    if (switchagg::coll::IallreduceCounters* c = switchagg::coll::icounters(*comm, kind))
       switchagg::coll::noteEvent(*c, what);
     return 0;
   });

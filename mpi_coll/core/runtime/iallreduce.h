@@ -1,9 +1,11 @@
-/* MPI_Iallreduce through the switch path (docs/offload.md "MPI_Iallreduce").
+/* MPI_Iallreduce (and the other nonblocking collectives) through the switch
+ * path (docs/offload.md "MPI_Iallreduce").
  *
- * The glue (coll_switchagg_iallreduce.c) owns the requests, the per-
- * communicator queue and every call into Open MPI; the core decides the
- * route when a call is posted and runs the switch stream in steps that
- * never wait. One call:
+ * The glues own the requests and every call into MPI; the nonblocking
+ * engine (nonblocking/nonblocking_engine.h) the per-communicator queue;
+ * the core decides the route when a call is posted and runs the switch
+ * stream in steps that never wait. Every step answers in the one type of
+ * how a call ended (switchagg_coll_outcome, call_outcome.h). One call:
  *
  *   route()  when posted (in MPI_Iallreduce, so in the same order on every
  *            rank): LOCAL (done, result in recv), PREVIOUS (the glue hands
@@ -12,16 +14,17 @@
  *            FAILED. Depends only on the call and on state every rank had
  *            agreed before it was posted, so every rank routes alike.
  *   start() / step()  the stream, one at a time per communicator, from
- *            the glue's progress callback (or the posting call): RUNNING,
- *            DECLINED (alike on every rank: the path failed on an earlier
- *            call, redo on the host without an agreement), NOT_NOW (a
- *            blocking switchagg call runs on this thread: try later) or
- *            OUTCOME with this rank's outcome (SWITCHAGG_OUTCOME_DONE, _BUSY
- *            or _FAILED, call_outcome.h).
- *   end()    the ranks' agreed outcome (the glue's nonblocking MAXLOC over
- *            the previous module) and the lowest rank with it: DONE = the
- *            result is committed in recv, BUSY or FAILED = redo on the
- *            previous module from the intact input (counted by reason).
+ *            the engine's progress (or the posting call): PENDING (still
+ *            streaming), DECLINED (alike on every rank: the path failed on
+ *            an earlier call, redo on the host without an agreement),
+ *            NOT_NOW (a blocking switchagg call runs on this thread: try
+ *            later) or this rank's outcome (DONE, BUSY or FAILED).
+ *   settle() after this rank's outcome: the outcome every rank will see,
+ *            or PENDING (the ranks must agree first), NOT_NOW, ERROR.
+ *   end()    the ranks' agreed outcome (settled, or the host's agreement)
+ *            and the lowest rank with it: DONE = the result is committed
+ *            in recv, BUSY or FAILED = redo on the host from the intact
+ *            input (counted by reason).
  * Plain C: included by the glue. */
 #ifndef SWITCHAGG_COLL_IALLREDUCE_H
 #define SWITCHAGG_COLL_IALLREDUCE_H
@@ -42,12 +45,6 @@ enum switchagg_coll_iroute {
   SWITCHAGG_COLL_IROUTE_FAILED = 3
 };
 
-enum switchagg_coll_istream {
-  SWITCHAGG_COLL_ISTREAM_OUTCOME = 0,
-  SWITCHAGG_COLL_ISTREAM_RUNNING = 1,
-  SWITCHAGG_COLL_ISTREAM_DECLINED = 2,
-  SWITCHAGG_COLL_ISTREAM_NOT_NOW = 3
-};
 
 /* send == NULL: in place. dtype/op as for switchagg_coll_allreduce. */
 int switchagg_coll_iallreduce_route(switchagg_coll_comm_t *comm, const void *send, void *recv,
@@ -70,28 +67,21 @@ int switchagg_coll_ibarrier_route(switchagg_coll_comm_t *comm);
  * iallreduce:*. */
 int switchagg_coll_irouted_route(switchagg_coll_comm_t *comm, int routed_op, size_t count,
                                  int dtype, int op, int root);
-void switchagg_coll_irouted_note(switchagg_coll_comm_t *comm, int routed_op, const char *what);
 /* A stream's start, one entry for every kind (switchagg_coll_kind):
  * SWITCHAGG_COLL_ALLREDUCE; _BARRIER, an MPI_Ibarrier's one-int32 sum of
  * ones (counted as ibarrier:*); a routed kind as above (root: bcast's). */
 int switchagg_coll_istream_start(switchagg_coll_comm_t *comm, int kind, const void *send,
-                                 void *recv, size_t count, int dtype, int op, int root,
-                                 int *outcome);
-int switchagg_coll_istream_step(switchagg_coll_comm_t *comm, int *outcome);
+                                 void *recv, size_t count, int dtype, int op, int root);
+int switchagg_coll_istream_step(switchagg_coll_comm_t *comm);
 int switchagg_coll_istream_end(switchagg_coll_comm_t *comm, int agreed, int first_rank);
-/* After OUTCOME, before any agreement: a small call completes on one agent
- * round trip (docs/offload.md "Completion"). Returns SETTLED with *agreed
- * (what every rank will see: pass it to _end with first_rank -1), AGREE
- * (the call needs the agreement), NOT_NOW (a failure must be recovered
+/* After this rank's outcome (DONE, BUSY or FAILED), before any agreement:
+ * a small call completes on one agent round trip (docs/offload.md
+ * "Completion"). Returns the settled outcome (DONE, BUSY or FAILED: what
+ * every rank will see; pass it to _end with first_rank -1), PENDING (the
+ * call needs the ranks' agreement), NOT_NOW (a failure must be recovered
  * and a blocking switchagg call runs on this thread: try later) or ERROR
  * (recovery could not decide: the request fails). */
-enum switchagg_coll_isettle {
-  SWITCHAGG_COLL_ISETTLE_AGREE = 0,
-  SWITCHAGG_COLL_ISETTLE_SETTLED = 1,
-  SWITCHAGG_COLL_ISETTLE_NOT_NOW = 2,
-  SWITCHAGG_COLL_ISETTLE_ERROR = 3
-};
-int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int *agreed);
+int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome);
 /* For a glue whose own progress thread runs the queue and never calls MPI
  * (the PMPI layer under MPICH, docs/pmpi.md "MPI_Iallreduce"):
  *   thread_without_mpi  marks the calling thread (once, before its first
@@ -103,39 +93,35 @@ int switchagg_coll_istream_settle(switchagg_coll_comm_t *comm, int outcome, int 
  *                       (alike on every rank after the route set it up):
  *                       without it the two calls below cannot run.
  *   istream_agree       the outcome agreement over that transport, for
- *                       ISETTLE_AGREE: the worst outcome of all ranks
+ *                       a settle that answered PENDING: the worst outcome of all ranks
  *                       (*agreed) and the lowest rank with it; pass both to
  *                       _end. 0, or -1 when it failed (the request fails).
- *   iallreduce_redo_host  the redo _end asked for (it returned 1), from the
- *                       intact input, on the host algorithm the cost model
- *                       rates fastest (the same on every rank), over that
- *                       transport: 0, or -1 (the request fails; the
- *                       communicator is unusable, as after a host
- *                       algorithm's failure). */
-/*   irouted_redo_host   the same for an MPI_Iallgather / MPI_Ibcast /
- *                       MPI_Ireduce_scatter_block (routed_op; arguments
- *                       as istream_start's), as allreduces over the
- *                       transport: allgather and bcast a bytewise OR of
+ *   iredo_host          the redo _end asked for (it returned 1), from the
+ *                       intact input, over that transport, for a call of
+ *                       `kind` (arguments as istream_start's): an
+ *                       allreduce on the host algorithm the cost model
+ *                       rates fastest (the same on every rank); MPI_Ibarrier
+ *                       a one-int32 sum that must come to the size;
+ *                       MPI_Iallgather / MPI_Ibcast / MPI_Ireduce_scatter_block
+ *                       as allreduces: allgather and bcast a bytewise OR of
  *                       zero-filled images (every rank's block in its slot;
  *                       the root's buffer), reduce_scatter_block the whole
- *                       vector reduced, then this rank's block. Correct,
- *                       not bandwidth-optimal: only failures take it.
- *   ibarrier_redo_host  MPI_Ibarrier's: a one-int32 sum that must come to
- *                       the size. */
+ *                       vector reduced, then this rank's block (correct,
+ *                       not bandwidth-optimal: only failures take it).
+ *                       0, or -1 (the request fails; the communicator is
+ *                       unusable, as after a host algorithm's failure). */
 void switchagg_coll_thread_without_mpi(void);
 int switchagg_coll_host_ready(switchagg_coll_comm_t *comm);
 int switchagg_coll_istream_agree(switchagg_coll_comm_t *comm, int outcome, int *agreed,
                                  int *first_rank);
-int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t *comm, const void *send, void *recv,
-                                        size_t count, int dtype, int op);
-int switchagg_coll_irouted_redo_host(switchagg_coll_comm_t *comm, int routed_op, const void *send,
-                                     void *recv, size_t count, int dtype, int op, int root);
-int switchagg_coll_ibarrier_redo_host(switchagg_coll_comm_t *comm);
-/* Counts a glue-side event: "queued" (posted behind another switch call on
- * the communicator), "error" (an agreement or redo failed), or a reason the
- * glue sent the call to the previous module without asking ("previous:<reason>"). */
-void switchagg_coll_iallreduce_note(switchagg_coll_comm_t *comm, const char *what);
-void switchagg_coll_ibarrier_note(switchagg_coll_comm_t *comm, const char *what);
+int switchagg_coll_iredo_host(switchagg_coll_comm_t *comm, int kind, const void *send,
+                              void *recv, size_t count, int dtype, int op, int root);
+/* Counts a glue-side event of a nonblocking call of `kind`
+ * (switchagg_coll_kind; read as iallreduce:<what>, ibarrier:<what>, ...):
+ * "queued" (posted behind another switch call on the communicator), "error"
+ * (an agreement or redo failed), or a reason the glue sent the call to the
+ * previous module without asking ("previous:<reason>"). */
+void switchagg_coll_inote(switchagg_coll_comm_t *comm, int kind, const char *what);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,15 @@ int startStream(switchagg_nb_call_t* c) {
   const int barrier = c->kind == SWITCHAGG_COLL_BARRIER;
   return switchagg_coll_istream_start(c->core, c->kind, barrier ? &c->one : c->send,
                                       barrier ? &c->entered : c->recv, barrier ? 1 : c->count,
-                                      c->dtype, c->op, c->root, &c->outcome);
+                                      c->dtype, c->op, c->root);
+}
+
+// This rank's outcome of a stream (start or step answered DONE, BUSY or
+// FAILED): kept for the settle and the agreement.
+bool finished(switchagg_nb_call_t* c, int answer) {
+  if (answer == SWITCHAGG_OUTCOME_PENDING || answer == SWITCHAGG_OUTCOME_NOT_NOW) return false;
+  c->outcome = answer;
+  return true;
 }
 
 void fail(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
@@ -59,18 +67,21 @@ void agreed(switchagg_nb_call_t* c, int wait, int agreed_outcome, int first_rank
 bool settle(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
   int agreed_outcome = 0, first_rank = -1;
   if (c->stage != SWITCHAGG_NB_SETTLE) setStage(c, SWITCHAGG_NB_SETTLE, host);
-  switch (switchagg_coll_istream_settle(c->core, c->outcome, &agreed_outcome)) {
-    case SWITCHAGG_COLL_ISETTLE_NOT_NOW:
+  const int settled = switchagg_coll_istream_settle(c->core, c->outcome);
+  switch (settled) {
+    case SWITCHAGG_OUTCOME_NOT_NOW:
       return false;
-    case SWITCHAGG_COLL_ISETTLE_SETTLED:
-      end(c, agreed_outcome, -1, host);
+    case SWITCHAGG_OUTCOME_DONE:
+    case SWITCHAGG_OUTCOME_BUSY:
+    case SWITCHAGG_OUTCOME_FAILED:
+      end(c, settled, -1, host);
       return true;
-    case SWITCHAGG_COLL_ISETTLE_AGREE: {
+    case SWITCHAGG_OUTCOME_PENDING: {  // the ranks must agree
       const int wait = host->agree(c, c->outcome, &agreed_outcome, &first_rank);
       agreed(c, wait, agreed_outcome, first_rank, host);
       return true;
     }
-    default:  // the core logged why
+    default:  // ERROR: the core logged why
       fail(c, host);
       return true;
   }
@@ -127,18 +138,20 @@ int switchagg_nb_step(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
   int agreed_outcome = 0, first_rank = -1, wait = 0;
   switch (c->stage) {
     case SWITCHAGG_NB_QUEUED:
-      switch (startStream(c)) {
-        case SWITCHAGG_COLL_ISTREAM_NOT_NOW: return 0;  // a blocking call holds the gate
-        case SWITCHAGG_COLL_ISTREAM_DECLINED:  // alike on every rank: no agreement
+      switch (const int answer = startStream(c)) {
+        case SWITCHAGG_OUTCOME_NOT_NOW: return 0;  // a blocking call holds the gate
+        case SWITCHAGG_OUTCOME_DECLINED:  // alike on every rank: no agreement
           setStage(c, SWITCHAGG_NB_REDO, host);
           startRedo(c, host);
           return 1;
-        case SWITCHAGG_COLL_ISTREAM_RUNNING: setStage(c, SWITCHAGG_NB_STREAM, host); return 1;
-        default: (void)settle(c, host); return 1;
+        case SWITCHAGG_OUTCOME_PENDING: setStage(c, SWITCHAGG_NB_STREAM, host); return 1;
+        default:  // this rank's outcome already
+          (void)finished(c, answer);
+          (void)settle(c, host);
+          return 1;
       }
     case SWITCHAGG_NB_STREAM:
-      if (switchagg_coll_istream_step(c->core, &c->outcome) != SWITCHAGG_COLL_ISTREAM_OUTCOME)
-        return 0;
+      if (!finished(c, switchagg_coll_istream_step(c->core))) return 0;
       (void)settle(c, host);
       return 1;
     case SWITCHAGG_NB_SETTLE:
@@ -159,26 +172,14 @@ int switchagg_nb_step(switchagg_nb_call_t* c, const switchagg_nb_host_t* host) {
 }
 
 void switchagg_nb_note(const switchagg_nb_call_t* call, const char* what) {
-  if (call->core == nullptr) return;
-  if (switchagg_coll_kind_is_routed(call->kind))
-    switchagg_coll_irouted_note(call->core, call->kind, what);
-  else if (call->kind == SWITCHAGG_COLL_BARRIER)
-    switchagg_coll_ibarrier_note(call->core, what);
-  else
-    switchagg_coll_iallreduce_note(call->core, what);
+  if (call->core != nullptr) switchagg_coll_inote(call->core, call->kind, what);
 }
 
 int switchagg_nb_redo_host(switchagg_nb_call_t* c) {
-  int rc = -1;
-  if (switchagg_coll_kind_is_routed(c->kind))
-    rc = switchagg_coll_irouted_redo_host(c->core, c->kind, c->send, c->recv, c->count, c->dtype,
-                                          c->op, c->root);
-  else if (c->kind == SWITCHAGG_COLL_BARRIER)
-    rc = switchagg_coll_ibarrier_redo_host(c->core);
-  else
-    rc = switchagg_coll_iallreduce_redo_host(c->core, c->send, c->recv, c->count, c->dtype,
-                                             c->op);
-  return rc == 0 ? SWITCHAGG_NB_DONE : SWITCHAGG_NB_ERROR;
+  return switchagg_coll_iredo_host(c->core, c->kind, c->send, c->recv, c->count, c->dtype, c->op,
+                                   c->root) == 0
+             ? SWITCHAGG_NB_DONE
+             : SWITCHAGG_NB_ERROR;
 }
 
 }  // extern "C"

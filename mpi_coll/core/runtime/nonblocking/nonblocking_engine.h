@@ -126,9 +126,9 @@ switchagg_nb_call_t *switchagg_nb_queue_head(const switchagg_nb_queue_t *queue);
 int switchagg_nb_step(switchagg_nb_call_t *call, const switchagg_nb_host_t *host);
 
 /* Counts `what` on the call's own counters (iallreduce:*, ibarrier:*,
- * iallgather:*, ...; switchagg_coll_iallreduce_note). */
+ * iallgather:*, ...; switchagg_coll_inote). */
 void switchagg_nb_note(const switchagg_nb_call_t *call, const char *what);
-/* The redo on the communicator's own transport (switchagg_coll_*_redo_host,
+/* The redo on the communicator's own transport (switchagg_coll_iredo_host,
  * iallreduce.h), for a host that has no MPI of its own to redo with:
  * DONE or ERROR. */
 int switchagg_nb_redo_host(switchagg_nb_call_t *call);

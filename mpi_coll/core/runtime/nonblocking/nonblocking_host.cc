@@ -67,6 +67,38 @@ using switchagg::Op;
 using switchagg::coll::AllreduceArgs;
 using switchagg::coll::ProcessRuntime;
 
+// The redo of each kind (switchagg_coll_iredo_host).
+namespace {
+
+int iallreduceRedo(switchagg_coll_comm_t* comm, const void* send, void* recv, size_t count,
+                   int dtype, int op) {
+  const AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
+  return switchagg::coll::redoOnHost(*comm, comm->iallreduce, "MPI_Iallreduce",
+                                     switchagg::coll::runCheapestHost(comm->state, args));
+}
+
+int iroutedRedo(switchagg_coll_comm_t* comm, int kind, const void* send, void* recv,
+                size_t count, int dtype, int op, int root) {
+  switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, kind);
+  if (c == nullptr) return -1;
+  return switchagg::coll::redoOnHost(
+      *comm, *c, switchagg::coll::collKindName(static_cast<switchagg::coll::CollKind>(kind)),
+      switchagg::coll::routedRedo(comm->state, kind, send, recv, count, dtype, op, root));
+}
+
+int ibarrierRedo(switchagg_coll_comm_t* comm) {
+  int32_t entered = 1;
+  const AllreduceArgs args{nullptr, &entered, 1, Dtype::kInt32, Op::kSum};
+  switchagg::Status st = switchagg::coll::runCheapestHost(comm->state, args);
+  if (st.ok() && entered != comm->state.size())
+    st = switchagg::Status(Code::kInternal, std::to_string(entered) + " of " +
+                                                std::to_string(comm->state.size()) +
+                                                " ranks counted in the barrier's redo");
+  return switchagg::coll::redoOnHost(*comm, comm->ibarrier, "MPI_Ibarrier", st);
+}
+
+}  // namespace
+
 extern "C" {
 
 void switchagg_coll_thread_without_mpi(void) { ProcessRuntime::markThreadWithoutMpi(); }
@@ -102,39 +134,14 @@ int switchagg_coll_istream_agree(switchagg_coll_comm_t* comm, int outcome, int* 
   });
 }
 
-int switchagg_coll_iallreduce_redo_host(switchagg_coll_comm_t* comm, const void* send, void* recv,
-                                        size_t count, int dtype, int op) {
+int switchagg_coll_iredo_host(switchagg_coll_comm_t* comm, int kind, const void* send,
+                              void* recv, size_t count, int dtype, int op, int root) {
   ProcessRuntime::CallScope in_call(comm->state.domain());
-  return switchagg::coll::guarded<int>("iallreduce redo", -1, [&] {
-    const AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
-    return switchagg::coll::redoOnHost(*comm, comm->iallreduce, "MPI_Iallreduce",
-                                       switchagg::coll::runCheapestHost(comm->state, args));
-  });
-}
-
-int switchagg_coll_irouted_redo_host(switchagg_coll_comm_t* comm, int routed_op, const void* send,
-                                     void* recv, size_t count, int dtype, int op, int root) {
-  ProcessRuntime::CallScope in_call(comm->state.domain());
-  return switchagg::coll::guarded<int>("irouted redo", -1, [&] {
-    switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, routed_op);
-    if (c == nullptr) return -1;
-    return switchagg::coll::redoOnHost(
-        *comm, *c, switchagg::coll::collKindName(static_cast<switchagg::coll::CollKind>(routed_op)),
-        switchagg::coll::routedRedo(comm->state, routed_op, send, recv, count, dtype, op, root));
-  });
-}
-
-int switchagg_coll_ibarrier_redo_host(switchagg_coll_comm_t* comm) {
-  ProcessRuntime::CallScope in_call(comm->state.domain());
-  return switchagg::coll::guarded<int>("ibarrier redo", -1, [&] {
-    int32_t entered = 1;
-    const AllreduceArgs args{nullptr, &entered, 1, Dtype::kInt32, Op::kSum};
-    switchagg::Status st = switchagg::coll::runCheapestHost(comm->state, args);
-    if (st.ok() && entered != comm->state.size())
-      st = switchagg::Status(Code::kInternal, std::to_string(entered) + " of " +
-                                                  std::to_string(comm->state.size()) +
-                                                  " ranks counted in the barrier's redo");
-    return switchagg::coll::redoOnHost(*comm, comm->ibarrier, "MPI_Ibarrier", st);
+  return switchagg::coll::guarded<int>("nonblocking redo", -1, [&] {
+    if (kind == SWITCHAGG_COLL_BARRIER) return ibarrierRedo(comm);
+    if (switchagg_coll_kind_is_routed(kind))
+      return iroutedRedo(comm, kind, send, recv, count, dtype, op, root);
+    return iallreduceRedo(comm, send, recv, count, dtype, op);
   });
 }
 
