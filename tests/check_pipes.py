@@ -15,6 +15,9 @@ import re
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "docs"))
+from check_lib import report  # noqa: E402
+
 PIPE_GREP_Q = re.compile(r"(?<!\|)\|(?!\|)\s*grep\s+(-[A-Za-z]*q[A-Za-z]*\b|--quiet\b)")
 
 
@@ -49,14 +52,9 @@ def main():
             assert len(scan(d)) == 1, "the planted 'ldd | grep -q' was not caught"
         print("PASS check_pipes selftest")
         return 0
-    found = scan(sys.argv[1])
-    for f in found:
-        print(f)
-    if found:
-        print(f"FAIL: {len(found)} 'producer | grep -q' under pipefail (a SIGPIPE race; use 'grep ... >/dev/null')")
-        return 1
-    print("PASS check_pipes: no 'producer | grep -q' under pipefail")
-    return 0
+    return report(scan(sys.argv[1]),
+                  "FAIL: 'producer | grep -q' under pipefail (a SIGPIPE race; use 'grep ... >/dev/null')",
+                  "PASS check_pipes: no 'producer | grep -q' under pipefail")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from check_lib import report
+
 MAX_ROW = 150
 MAX_LINES = 250
 ROW_LINK = re.compile(r"\|\s*\[([^\]]+)\]\s*\|\s*$")
@@ -102,14 +104,8 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    errors = check(sys.argv[1])
-    for e in errors:
-        print(e)
-    if errors:
-        print(f"check_benchmarks: {len(errors)} problem(s)")
-        return 1
-    print("check_benchmarks: BENCHMARKS.md is an index of every page")
-    return 0
+    return report(check(sys.argv[1]), "check_benchmarks: problems",
+                  "check_benchmarks: BENCHMARKS.md is an index of every page")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,18 @@ def split_args(argv, counts, usage):
     return test, args
 
 
+def report(problems, fail, ok):
+    """Prints each problem, then `fail` (with the count) or `ok`: the check's
+    exit status, 1 or 0."""
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{fail}: {len(problems)}")
+        return 1
+    print(ok)
+    return 0
+
+
 def expect_caught(cases):
     """cases: (name, the errors the check found in a copy broken that way,
     what one of them must say). Prints a line per case; 1 if any was missed."""
