@@ -71,11 +71,22 @@ SlotGrant SlotPool::plan(uint32_t lease_slots, uint32_t want, uint32_t members) 
     if (bytes < kMinSlotBytes) return SlotGrant{0, 0, "memory"};
   }
   // The port's credit: one call's members x window x chunk must fit it.
+  // Whole chunks while a window of 2 fits; then smaller chunks at 2 (the
+  // arrival of one overlaps the result of the other); a window of 1 last.
   if (inflight_bytes_ != 0 && creditFor(uint32_t(window), members, bytes) > inflight_bytes_) {
     g.limit = "inflight";
-    window = std::max<size_t>(1, inflight_bytes_ / (size_t{members} * bytes));
-    if (creditFor(uint32_t(window), members, bytes) > inflight_bytes_)
-      bytes = inflight_bytes_ / members / 64 * 64;
+    const size_t chunk = bytes;
+    const size_t whole = inflight_bytes_ / (size_t{members} * chunk);
+    if (whole >= kCreditWindow) {
+      window = std::min(window, whole);
+    } else {
+      window = std::min(window, kCreditWindow);
+      bytes = std::min(bytes, inflight_bytes_ / (size_t{members} * window) / 64 * 64);
+      if (bytes < kMinSlotBytes && window > 1) {
+        window = 1;
+        bytes = std::min(chunk, inflight_bytes_ / members / 64 * 64);
+      }
+    }
     if (bytes < kMinSlotBytes) return SlotGrant{0, 0, "inflight"};
   }
   g.window = static_cast<uint32_t>(window);

@@ -93,9 +93,13 @@ class SlotPool {
 
   // A new group's window and chunk: min(want or lease_slots, lease_slots,
   // pool_slots, kMaxWindow); if (members + 1) x slot_bytes x window does not
-  // fit the whole memory budget, or members x slot_bytes x window the port's
-  // credit (setInflightBytes), shrinks the window, then the chunk size (not
-  // below kMinSlotBytes). Takes nothing. window 0: it can never run.
+  // fit the whole memory budget, shrinks the window, then the chunk size
+  // (not below kMinSlotBytes). If members x slot_bytes x window does not fit
+  // the port's credit (setInflightBytes), the window shrinks while 2 or
+  // more still fit at the full chunk, else the chunk shrinks at a window of
+  // 2 (a chunk arrives while the previous one's result leaves: kCreditWindow),
+  // and only below kMinSlotBytes does the window go to 1. Takes nothing.
+  // window 0: it can never run.
   SlotGrant plan(uint32_t lease_slots, uint32_t want, uint32_t members) const;
   // Takes `window` slots and `credit` bytes of the port's credit for one
   // call: nullptr on success, else what is short ("lease", "pool" or
@@ -129,6 +133,10 @@ class SlotPool {
   size_t reservedBy(const std::string& lease) const;
 
   static constexpr size_t kMinSlotBytes = 4096;
+  // The window a credit cut keeps while the chunk can shrink instead: at 1,
+  // every chunk waits for the previous one's result (measured 1.31-1.44x the
+  // unbounded time at a 1 MiB bound, benchmarks/results/incast_credits.md).
+  static constexpr size_t kCreditWindow = 2;
 
  private:
   const size_t pool_slots_, memory_bytes_, slot_bytes_;
