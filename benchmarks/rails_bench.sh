@@ -26,10 +26,9 @@ out=$root/benchmarks/results/rails_fabric.md
 source "$root/benchmarks/lib/bench_args.sh"
 bench_args rails_bench 2,21 "build hosts ppn rate reps min max out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
-bench_setup rails-bench "$(basename "$out" .md)_raw"
+bench_setup rails-bench "$(basename "$out" .md)_raw" fresh
 declare -a apids asocks
 trap 'for p in "${apids[@]}"; do AGENT_PID=$p; agent_stop; done; fabric_down; rm -rf "$work"' EXIT
-rm -f "$raw"/*.csv "$raw"/*.txt
 fabric_up rlb --hosts "$hosts" --rate "$rate" --rails 2 --subnet 10.96
 for k in 1 2; do
   mkdir -p "$work/a$k"

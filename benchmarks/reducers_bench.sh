@@ -30,8 +30,7 @@ out=$root/benchmarks/results/reducers.md
 source "$root/benchmarks/lib/bench_args.sh"
 bench_args reducers_bench 2,25 "build hosts ppn rate ks reps min max out" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
-bench_setup reducers-bench "$(basename "$out" .md)_raw"
-rm -f "$raw"/*.csv "$raw"/*.txt
+bench_setup reducers-bench "$(basename "$out" .md)_raw" fresh
 kmax=0
 for k in $ks; do ((k > kmax)) && kmax=$k; done
 ((kmax >= 1 && kmax <= 16)) || { echo "reducers_bench: --ks must name 1..16 reducers" >&2; exit 2; }

@@ -17,8 +17,7 @@ build=$root/build np=2 reps=3 min=64K max=16M
 source "$root/benchmarks/lib/bench_args.sh"
 bench_args stripes_bench 2,13 "build np reps min max" "" "$@"
 source "$root/benchmarks/lib/bench_env.sh"
-bench_setup stripes-bench stripes_raw
-rm -f "$raw"/*.csv
+bench_setup stripes-bench stripes_raw fresh
 mkdir -p "$work/a" "$work/b"
 agent_start "$root/config/agent.toml" "$work/a" --set agent.log_level=warn || exit 1
 first_pid=$AGENT_PID first_socket=$AGENT_SOCKET

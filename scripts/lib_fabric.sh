@@ -23,6 +23,7 @@
 #   fabric_tx_bytes                          "host bytes" lines: bytes sent per host so far
 #   fabric_tx_delta BEFORE AFTER             "host bytes" each compute host sent between two
 #                                            fabric_tx_bytes snapshots (files)
+#   fabric_retransmits HOST…                 TCP segments the hosts retransmitted so far (sum)
 # Needs $build (the build tree) and $root (the checkout).
 FABRIC_STATE_ROOT=${SWITCHAGG_FABRIC_STATE:-/run/switchagg-fabric}
 
@@ -149,6 +150,18 @@ fabric_host_bytes() {
 import json, sys
 c = json.load(sys.stdin)
 print(sum(v["tx_bytes"] for h, v in c.items() if h != "agent") - c.get("agent", {}).get("rx_bytes", 0))'
+}
+
+# TCP segments HOST... retransmitted so far, summed (each host is its own
+# network namespace: its /proc/net/snmp); fails naming a host without it.
+fabric_retransmits() {
+  local h n sum=0
+  for h in "$@"; do
+    n=$(fabric_py exec "$FABRIC" "$h" -- awk '/^Tcp:/ && ++n == 2 { print $13 }' /proc/net/snmp)
+    [[ $n =~ ^[0-9]+$ ]] || { echo "no RetransSegs on $h: '$n'" >&2; return 1; }
+    sum=$((sum + n))
+  done
+  echo "$sum"
 }
 
 fabric_tx_delta() { paste "$1" "$2" | awk '$1 ~ /^h[0-9]+$/ { print $1, $4 - $2 }'; }

@@ -1,10 +1,13 @@
 # Sourced by the benchmark scripts that start agents or emulated fabrics,
 # after their option parsing (which sets root and build):
-#   bench_setup NAME [RAW]  → bin, comp_path (the component from the build
+#   bench_setup NAME [RAW [fresh]]
+#                           → bin, comp_path (the component from the build
 #                             first, then Open MPI's own), work (a scratch
 #                             dir under /var/tmp: emulated hosts have a
 #                             private /tmp), raw (benchmarks/results/RAW,
-#                             created) and a trap that stops the agent and
+#                             created; `fresh`: its *.csv and *.txt of an
+#                             earlier run removed, so a page is this run's
+#                             alone) and a trap that stops the agent and
 #                             the fabric and removes work on any exit.
 #   bench_out BASE [SUFFIX] → out, unless given: benchmarks/results/
 #                             BASE[_fabric]SUFFIX.md, _fabric with $hosts set
@@ -47,6 +50,7 @@ bench_setup() {
   if [[ -n ${2:-} ]]; then
     raw=$root/benchmarks/results/$2
     mkdir -p "$raw"
+    [[ ${3:-} != fresh ]] || rm -f "$raw"/*.csv "$raw"/*.txt
   fi
   trap 'agent_stop; fabric_down; rm -rf "$work"' EXIT
   trap 'exit 130' INT TERM

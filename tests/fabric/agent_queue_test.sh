@@ -33,15 +33,7 @@ trap 'exit 130' INT TERM
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
 
 # Retransmitted TCP segments of h1..h3 so far.
-retransmits() {
-  local h sum=0 n
-  for h in h1 h2 h3; do
-    n=$(fabric_py exec "$name" "$h" -- awk '/^Tcp:/ && ++n == 2 { print $13 }' /proc/net/snmp)
-    [[ $n =~ ^[0-9]+$ ]] || die "no RetransSegs on $h: '$n'"
-    sum=$((sum + n))
-  done
-  echo "$sum"
-}
+retransmits() { fabric_retransmits h1 h2 h3 || die "no retransmit counter"; }
 # The agent's port_queue field $1 (empty when the port has none).
 port_queue() {
   fabric_py counters "$name" | /usr/bin/python3 -c '
@@ -53,7 +45,7 @@ print("" if q is None else q[sys.argv[1]])' "$1"
 # RETRANS (the senders' retransmits during it); fails unless all arrived.
 incast() {
   local before h pids=()
-  before=$(retransmits)
+  before=$(retransmits) || exit 1
   timeout 60 /usr/bin/python3 "$root/scripts/fabric.py" exec "$name" agent -- \
     /usr/bin/python3 "$probe" sink 5001 3 >"$work/sink.log" 2>&1 &
   local sink=$!
@@ -67,7 +59,9 @@ incast() {
   for h in "${pids[@]}"; do wait "$h" || die "$1: a sender failed"; done
   wait "$sink" || die "$1: the sink failed: $(cat "$work/sink.log")"
   grep -q '^RECEIVED 6000000$' "$work/sink.log" || die "$1: not every byte arrived: $(cat "$work/sink.log")"
-  RETRANS=$(($(retransmits) - before))
+  local after
+  after=$(retransmits) || exit 1
+  RETRANS=$((after - before))
 }
 
 fabric_up "$name" --hosts 3 --rate 50 --agent-rate 50 --agent-queue 8 --subnet "$subnet" ||
