@@ -45,7 +45,11 @@ run_side() {
   SWITCHAGG_UCX_WAIT=busy bench "$side" "$dir" recursive_doubling --min 8 --max 4096 --iters 2000
   SWITCHAGG_UCX_WAIT=blocking bench "$side" "$dir" ring --min 1M --max 4M --iters 20
   build=$dir
-  agent_start "$root/config/agent.toml" "$work" --set agent.log_level=warn
+  # Each agent with its own checkout's config (a newer one names keys an
+  # older agent refuses).
+  local src
+  src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$dir/CMakeCache.txt")
+  agent_start "${src:-$root}/config/agent.toml" "$work" --set agent.log_level=warn
   build=$keep
   eval "$("$dir/bin/switchagg-ctl" --agent "unix:$AGENT_SOCKET" lease create --job before-after \
     --slots 8 --ttl 1h | grep '^export ')"
@@ -92,7 +96,7 @@ for alg, size in keys:
     mb, ma = statistics.median(b), statistics.median(a)
     print("| %s | %d | %.2f | %.2f | %.2f |" % (alg, size, mb, ma, ma / mb))
 PY
-  # What the figures mean (written after a run; kept beside the script).
-  [[ -f $root/benchmarks/before_after_notes.md ]] && cat "$root/benchmarks/before_after_notes.md"
+  # What the figures mean (written after a run; benchmarks/<page>_notes.md).
+  bench_notes
 } >"$out"
 cat "$out"
