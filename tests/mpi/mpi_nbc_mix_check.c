@@ -230,6 +230,15 @@ static long sum_of(int seq, int i, int upto) { /* ranks 0..upto-1 */
   return s;
 }
 
+/* A gather's result: rank j's block of n elements, in rank order. */
+static void check_gathered(struct worker *w, const struct call *c, const char *what, int p) {
+  const int n = c->n;
+  for (int j = 0; j < p; ++j)
+    for (int i = 0; i < n; ++i)
+      if (c->irecv[j * n + i] != value(j, c->seq, i))
+        return fail(w, c, what, j * n + i, c->irecv[j * n + i], value(j, c->seq, i));
+}
+
 static void check(struct worker *w, struct call *c) {
   const int n = c->n, p = g_size, me = g_rank;
   ++w->cases;
@@ -272,10 +281,7 @@ static void check(struct worker *w, struct call *c) {
         }
       break;
     case K_IGATHER:
-      if (me == 0)
-        for (int j = 0; j < p; ++j)
-          for (int i = 0; i < n; ++i)
-            if (c->irecv[j * n + i] != value(j, c->seq, i)) return fail(w, c, "gather", j * n + i, c->irecv[j * n + i], value(j, c->seq, i));
+      if (me == 0) check_gathered(w, c, "gather", p);
       break;
     case K_ISCATTER:
       for (int i = 0; i < n; ++i)
@@ -288,9 +294,7 @@ static void check(struct worker *w, struct call *c) {
       break;
     case K_IALLGATHER:
     case K_IALLGATHERV:
-      for (int j = 0; j < p; ++j)
-        for (int i = 0; i < n; ++i)
-          if (c->irecv[j * n + i] != value(j, c->seq, i)) return fail(w, c, "allgather", j * n + i, c->irecv[j * n + i], value(j, c->seq, i));
+      check_gathered(w, c, "allgather", p);
       break;
     case K_ISCAN:
       for (int i = 0; i < n; ++i)
