@@ -73,6 +73,12 @@ class EngineTreeRoutedTest : public EngineTreeTest {
     }
     EXPECT_EQ(leaf_[leaf]->liveGroups(), 0u);
   }
+  // Leaf 0's two members aborted for a route mismatch (`text`), and nothing
+  // of theirs went up to the spine.
+  void expectMismatchBeforeAnythingWentUp(const std::string& text) {
+    expectAborted(0, 2, Reason::kRouteMismatch, text);
+    EXPECT_EQ(leaf_[0]->counters().bytes_up, 0u);
+  }
 };
 
 TEST_F(EngineTreeRoutedTest, ReduceToAMemberAtTheOtherLeafInTreeOrderOthersGetHeaders) {
@@ -200,8 +206,7 @@ TEST_F(EngineTreeRoutedTest, MembersOfALeafDisagreeingOnTheUpRangeAbortIt) {
   ASSERT_GT(w, 0u);
   route(0, 0, 0, w, {wire::kModeReduce, false, 0, 0, 0, 1}, 1, 1, {1.f});
   route(0, 1, 0, w, {wire::kModeReduce, false, 0, 0, 0, 0}, 1, 1, {1.f});
-  expectAborted(0, 2, Reason::kRouteMismatch, "up to leaves 0..0");
-  EXPECT_EQ(leaf_[0]->counters().bytes_up, 0u);
+  expectMismatchBeforeAnythingWentUp("up to leaves 0..0");
 }
 
 TEST_F(EngineTreeRoutedTest, PiecesWithAGapAtALeafAbortBeforeAnythingGoesUp) {
@@ -210,8 +215,7 @@ TEST_F(EngineTreeRoutedTest, PiecesWithAGapAtALeafAbortBeforeAnythingGoesUp) {
   const Route r{wire::kModeForward, false, 0, 1, 0, 1};
   route(0, 0, 0, w, r, 4, 4, {1.f}, 0);
   route(0, 1, 0, w, r, 4, 4, {3.f}, 2);  // element 1 is nobody's
-  expectAborted(0, 2, Reason::kRouteMismatch, "rank 1's piece starts at element 2");
-  EXPECT_EQ(leaf_[0]->counters().bytes_up, 0u);
+  expectMismatchBeforeAnythingWentUp("rank 1's piece starts at element 2");
 }
 
 TEST_F(EngineTreeRoutedTest, LeavesPiecesThatDoNotTileTheChunkAbortAtTheSpine) {

@@ -516,23 +516,20 @@ PY
       # theory 2.25 at 3 hosts) the switch and Open MPI's own allreduce are
       # close (either may win: the faster as measured must serve), with
       # three (0.75) the switch.
-      STRIPES_OFFLOAD=auto stripes_run 1 1 "$work/inherit-k1.log" \
-        "$build/bin/mpi_iallreduce_check" --mode inherit --bytes 4194304 --expect measured
       # MPI_THREAD_MULTIPLE: 2 threads per rank, each on its own
       # communicator, are timed by online tuning (docs/selection.md
       # "Threads") and settle on a host path with one reducer host, on the
       # switch with three.
-      STRIPES_OFFLOAD=auto stripes_run 1 1 "$work/threads-k1.log" \
-        "$build/bin/mpi_thread_check" --expect auto --threads 2 --iters 40 --bytes 2097152 \
-        --tuned --final host
-      lease_gone 1 reducers-k1
-      lease_k 3 reducers-k3
-      STRIPES_OFFLOAD=auto stripes_run 3 1 "$work/inherit-k3.log" \
-        "$build/bin/mpi_iallreduce_check" --mode inherit --bytes 4194304 --expect switch
-      STRIPES_OFFLOAD=auto stripes_run 3 1 "$work/threads-k3.log" \
-        "$build/bin/mpi_thread_check" --expect auto --threads 2 --iters 40 --bytes 2097152 \
-        --tuned --final switch
-      lease_gone 3 reducers-k3
+      for k in 1 3; do
+        if ((k == 1)); then inherit=measured final=host; else inherit=switch final=switch; fi
+        ((k == 1)) || lease_k "$k" "reducers-k$k"
+        STRIPES_OFFLOAD=auto stripes_run "$k" 1 "$work/inherit-k$k.log" \
+          "$build/bin/mpi_iallreduce_check" --mode inherit --bytes 4194304 --expect "$inherit"
+        STRIPES_OFFLOAD=auto stripes_run "$k" 1 "$work/threads-k$k.log" \
+          "$build/bin/mpi_thread_check" --expect auto --threads 2 --iters 40 --bytes 2097152 \
+          --tuned --final "$final"
+        lease_gone "$k" "reducers-k$k"
+      done
       for k in 1 3; do
         sed -n 's/.*int64 hash \([0-9a-f]*\) double hash \([0-9a-f]*\).*/\1 \2/p' \
           "$work/repeat-k$k.log" >"$work/hash$k"
