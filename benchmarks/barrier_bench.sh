@@ -78,7 +78,7 @@ done
   for np in $np_list; do
     s=$(bench_median <<<"${samples[$np,switch]}") t=$(bench_median <<<"${samples[$np,tuned]}")
     o=$(bench_median <<<"${samples[$np,offload-off]}")
-    echo "| $np | $s | $t | $o | $(awk -v s="$s" -v t="$t" 'BEGIN { printf "%.1f", s / t }') |"
+    echo "| $np | $s | $t | $o | $(bench_ratio "$s" "$t" 1) |"
   done
   echo
   echo "Every run's p50 (µs), in run order — single runs move with the load of"

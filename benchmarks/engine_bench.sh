@@ -16,6 +16,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build base=main reps=5 seconds=1 members=4
 out=$root/benchmarks/results/engine.md
+source "$root/benchmarks/lib/bench_env.sh"  # bench_ratio
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2 ;; --base) base=$2 ;; --reps) reps=$2 ;; --seconds) seconds=$2 ;;
@@ -85,7 +86,6 @@ fit() {  # $1 side -> "alpha beta"
 read -r a0 b0 <<<"$(fit before)"
 read -r a1 b1 <<<"$(fit after)"
 pct() { awk -v x="$1" -v y="$bound" 'BEGIN {printf "%.0f", 100 * x / y}'; }
-ratio() { awk -v x="$1" -v y="$2" 'BEGIN {printf "%.2f", (y > 0) ? x / y : 0}'; }
 {
   echo "# The engine alone: one data-plane thread, $members members as threads, no network (baseline $rev)"
   echo
@@ -128,6 +128,6 @@ ratio() { awk -v x="$1" -v y="$2" 'BEGIN {printf "%.2f", (y > 0) ? x / y : 0}'; 
   done
   echo
   echo "Fit per chunk = α + m·β: baseline α = $a0 µs, β = $b0 µs; this tree α = $a1 µs, β = $b1 µs"
-  echo "(β ratio baseline / this tree: $(ratio "$b0" "$b1"))."
+  echo "(β ratio baseline / this tree: $(bench_ratio "$b0" "$b1"))."
 } >"$out"
 cat "$out"

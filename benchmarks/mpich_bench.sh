@@ -94,7 +94,6 @@ for np in $np_list; do
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # The declined call: plain MPICH against the library with every call handed on.
 if [[ -n $declined ]]; then
@@ -143,7 +142,7 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | sort -un)
       m=$(median <<<"${samples[$np,mpich,$b]:-}") h=$(median <<<"${samples[$np,layer-host,$b]:-}")
       s=$(median <<<"${samples[$np,layer-switch,$b]:-}")
       [[ -n $m && -n $h && -n $s ]] || continue
-      echo "| $b B | $m | $h | $s | $(ratio "$h" "$m") | $(ratio "$s" "$m") | ${algs[$np,layer-host,$b]}, ${algs[$np,layer-switch,$b]} |"
+      echo "| $b B | $m | $h | $s | $(bench_ratio "$h" "$m" 3) | $(bench_ratio "$s" "$m" 3) | ${algs[$np,layer-host,$b]}, ${algs[$np,layer-switch,$b]} |"
     done
   done
   echo
@@ -184,7 +183,7 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | sort -un)
       pm=$(awk -v b="$b" '$1 == b { print $2 }' "$work/d.plain" | median)
       pv=$(awk -v b="$b" '$1 == b { print $2 }' "$work/d.previous" | median)
       po=$(awk -v b="$b" '$1 == b { print $2 }' "$work/d.off" | median)
-      echo "| $b B | $pm | $pv | $po | $(ratio "$pv" "$pm") | $(ratio "$po" "$pm") |"
+      echo "| $b B | $pm | $pv | $po | $(bench_ratio "$pv" "$pm" 3) | $(bench_ratio "$po" "$pm" 3) |"
     done
     echo
     echo "Theory: a declined call adds a fixed amount of work on each rank before its data"

@@ -137,8 +137,7 @@ sizes=$(for k in "${!samples[@]}"; do echo "${k##*,}"; done | grep -v barrier | 
       [[ -n $s && -n $a && -n $t && -n $h ]] || continue
       label=$key
       [[ $key != barrier ]] && label="$key B"
-      ratio() { awk -v s="$1" -v t="$2" 'BEGIN { printf "%.2f", s / t }'; }
-      echo "| $label | $s | $a | $h | $t | $(ratio "$s" "$a") | $(ratio "$s" "$h") | $(ratio "$s" "$t") |"
+      echo "| $label | $s | $a | $h | $t | $(bench_ratio "$s" "$a") | $(bench_ratio "$s" "$h") | $(bench_ratio "$s" "$t") |"
     done
     if [[ -n $hosts && -z $large ]]; then
       echo

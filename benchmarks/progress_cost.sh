@@ -11,6 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build np=2 reps=7 iters=20000 out=$root/benchmarks/results/progress.md
 source "$root/benchmarks/lib/bench_args.sh"
 bench_args progress_cost 2,8 "build np reps iters out" "" "$@"
+source "$root/benchmarks/lib/bench_env.sh"  # bench_ratio
 build=$(cd "$build" && pwd)
 prog=$build/bin/progress_cost
 [[ -x $prog ]] || { echo "progress_cost: $prog not built" >&2; exit 1; }
@@ -30,7 +31,6 @@ done
 read -r b0 b1 s0 s1 < <(awk "$(cat "$root/benchmarks/lib/stats.awk")"'
   { b[$1] = b[$1] " " $2; s[$1] = s[$1] " " $3 }
   END { print median(b[0]), median(b[1]), median(s[0]), median(s[1]) }' "$raw")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 {
   echo "# Progress callback: cost to Open MPI's own operations"
   echo
@@ -50,7 +50,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
   echo
   echo "| np | operation | disabled (µs) | enabled (µs) | ratio |"
   echo "| ---: | --- | ---: | ---: | ---: |"
-  echo "| $np | MPI_Barrier | $b0 | $b1 | $(ratio "$b1" "$b0") |"
-  echo "| $np | MPI_Sendrecv 8 B ring | $s0 | $s1 | $(ratio "$s1" "$s0") |"
+  echo "| $np | MPI_Barrier | $b0 | $b1 | $(bench_ratio "$b1" "$b0") |"
+  echo "| $np | MPI_Sendrecv 8 B ring | $s0 | $s1 | $(bench_ratio "$s1" "$s0") |"
 } >"$out"
 cat "$out"

@@ -23,6 +23,8 @@
 #                             rank a host; else here (vader, the component
 #                             from comp_path), killed after $bench_timeout
 #                             seconds (300)
+#   bench_ratio A B [DIGITS] → A / B with DIGITS decimals (default 2); "—"
+#                             when B is 0
 #   bench_median            → the median of the numbers on stdin (blank-
 #                             separated; an even count gives the lower middle)
 #   bench_value FILE CMD... → CMD's output on FILE (a run's figure); when it
@@ -163,4 +165,8 @@ bench_value() {
   echo "$v"
 }
 
+# bench_ratio A B [DIGITS]: A / B with DIGITS decimals (2), "—" when B is 0.
+bench_ratio() {
+  awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { if (b + 0 == 0) printf "—"; else printf "%." d "f", a / b }'
+}
 bench_median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
