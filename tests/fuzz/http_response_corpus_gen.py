@@ -15,10 +15,12 @@ import sys
 import tempfile
 import time
 
+# The same lease asked for twice: the second answer is the idempotent one.
+LEASE = '{"job":"77","uid":1000,"slots":2,"ttl_s":600}'
 REQUESTS = [
     ("status", "GET", "/v1/status", ""),
-    ("create", "POST", "/v1/leases", '{"job":"77","uid":1000,"slots":2,"ttl_s":600}'),
-    ("create_again", "POST", "/v1/leases", '{"job":"77","uid":1000,"slots":2,"ttl_s":600}'),
+    ("create", "POST", "/v1/leases", LEASE),
+    ("create_again", "POST", "/v1/leases", LEASE),
     ("list", "GET", "/v1/leases", ""),
     ("token", "GET", "/v1/leases/77/token", ""),
     ("renew", "POST", "/v1/leases/77/renew", '{"ttl_s":900}'),
