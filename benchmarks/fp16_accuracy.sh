@@ -219,7 +219,7 @@ if [[ -n $ompi5 ]]; then
     set -e
     mpicxx -O2 -std=c++17 -I'$root/mpi_coll/include' '$root/benchmarks/fp16_accuracy.cc' \
       -o '$d13/fp16_accuracy' -ldl
-    ompi_info --version | head -1 >>'$raw5'
+    ompi_info --version | sed -n 1p >>'$raw5'
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     for np in $np_list; do
       for c in 'tuned|--mca coll ^han' 'tuned_ring|--mca coll ^han --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4' \

@@ -64,7 +64,7 @@ field() { tr ';' '\n' | grep . | awk -v f="$1" '{ print $f }' | bench_median; }
   echo "# MPICH: MPI_Iallreduce through the layer's progress thread vs MPICH's own${hosts:+ (emulated cluster)}"
   echo
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg),"
-  echo "$(mpichversion 2>/dev/null | sed -n 's/^MPICH Version:[[:space:]]*/MPICH /p' | head -1), np $np."
+  echo "$(mpichversion 2>/dev/null | sed -n 's/^MPICH Version:[[:space:]]*/MPICH /p' | sed -n 1p), np $np."
   if [[ -n $hosts ]]; then
     echo "An emulated cluster of $hosts hosts (one rank each, links shaped to $rate Mbit/s, UCX over TCP,"
     echo "the agent on its own emulated host)."

@@ -70,7 +70,7 @@ run_side() {
       "$bin/switchagg-bench" --min 8 --max 8 --iters 1 >"$work/han.txt" 2>&1 || true
     {
       echo "open_mpi $(ompi_info --version | awk '/Open MPI/ {print $NF; exit}' | tr -d v)"
-      echo "ucx $(ucx_info -v | sed -n 's/.*[Vv]ersion:\{0,1\} \([0-9][0-9.]*\).*/\1/p' | head -1)"
+      echo "ucx $(ucx_info -v | sed -n 's/.*[Vv]ersion:\{0,1\} \([0-9][0-9.]*\).*/\1/p' | sed -n 1p)"
       echo "han_disqualified $(grep -c 'han.*only local processes; disqualifying' "$work/han.txt")"
       echo "paths ${paths[*]%%|*}"
     } >"$raw/$side.info"

@@ -34,8 +34,8 @@ one() {
     { tail -40 "$log" >&2; echo "recovery_messages: np $np $side failed" >&2; exit 1; }
   t1=$(date +%s.%N)
   local m f
-  m=$(grep -ho 'recovery messages (all ranks) [0-9]*' "$log" | head -1 | awk '{print $NF}')
-  f=$(grep -ho 'fallbacks (all ranks) [0-9]*' "$log" | head -1 | awk '{print $NF}')
+  m=$(grep -ho 'recovery messages (all ranks) [0-9]*' "$log" | sed -n 1p | awk '{print $NF}')
+  f=$(grep -ho 'fallbacks (all ranks) [0-9]*' "$log" | sed -n 1p | awk '{print $NF}')
   echo "$side $np $m $f $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" >>"$raw"
 }
 

@@ -66,7 +66,7 @@ demoProcesses() {
     if running "$p"; then echo "$p $(cat "/proc/$p/comm" 2>/dev/null)"; fi
   done | sort -un
 }
-workDir() { { sed -n 's/^work dir \(\/tmp\/switchagg-demo\.[A-Za-z0-9]*\)$/\1/p' "$log" 2>/dev/null || true; } | head -1; }
+workDir() { { sed -n 's/^work dir \(\/tmp\/switchagg-demo\.[A-Za-z0-9]*\)$/\1/p' "$log" 2>/dev/null || true; } | sed -n 1p; }
 nothingLeft() {
   [[ -n $work ]] || fail "the demo did not print its work dir"
   local left
@@ -167,7 +167,7 @@ fabricGone() {
   [[ ! -e /run/switchagg-fabric/dm ]] || fail "the fabric's state /run/switchagg-fabric/dm is left"
   ! ip -o link show | grep ': dms0' >/dev/null || fail "the fabric's bridge or ports are left"
   ! grep -lsaF "switchagg-demo-fabric." /proc/[0-9]*/cmdline >/dev/null ||
-    fail "a process of the fabric demo is left: $(grep -lsaF switchagg-demo-fabric. /proc/[0-9]*/cmdline | head -3)"
+    fail "a process of the fabric demo is left: $(grep -lsaF switchagg-demo-fabric. /proc/[0-9]*/cmdline | sed -n 1,3p)"
 }
 
 fabricCase() {

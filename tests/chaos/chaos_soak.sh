@@ -214,7 +214,7 @@ srun --switch-agg=require --switch-agg-slots=2 --mpi=pmix -n 2 --overcommit -J c
   bash -c 'echo "job=$SLURM_JOB_ID"; exec "$0" "$@"' \
   "$tools/switchagg-chaos-check" --seconds 3 --log-dir "$out/logs" >"$out/logs/final.out" 2>&1 &&
   final_rc=0 || final_rc=$?
-final_job=$(sed -n 's/^job=\([0-9]*\).*/\1/p' "$out/logs/final.out" | head -1)
+final_job=$(sed -n 's/^job=\([0-9]*\).*/\1/p' "$out/logs/final.out" | sed -n 1p)
 # Every job has ended: its epilog must have deleted its lease.
 leases_left=-1
 for _ in $(seq 1 100); do

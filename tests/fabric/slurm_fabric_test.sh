@@ -251,7 +251,7 @@ client() { "$CL/client" "$@"; }
 jobNamed() {
   local end=$((SECONDS + 20)) id
   while ((SECONDS < end)); do
-    id=$(client squeue -h -n "$1" -o %i 2>/dev/null | head -1)
+    id=$(client squeue -h -n "$1" -o %i 2>/dev/null | sed -n 1p)
     [[ -n $id ]] && { echo "$id"; return 0; }
     sleep 0.5
   done
@@ -313,7 +313,7 @@ case_srun_3_nodes() {
   [[ $max == 1 && $seen == " $job" ]] ||
     fail "the agent held $max lease(s) at once (jobs:$seen) during job $job; want exactly job $job's"
   local sum
-  sum=$(grep -o 'lease_sum=[0-9a-f]*' "$J/c1.out" | head -1 | cut -d= -f2)
+  sum=$(grep -o 'lease_sum=[0-9a-f]*' "$J/c1.out" | sed -n 1p | cut -d= -f2)
   [[ -n $tokens && $(tr ' ' '\n' <<<"$tokens" | sort -u | grep . | tr -d '\n') == "$sum" ]] ||
     fail "the tasks' token is not the lease the agent holds for job $job"
   [[ ! -s $J/c1.err ]] || fail "unexpected stderr: $(cat "$J/c1.err")"
@@ -426,7 +426,7 @@ case_slurmd_killed() {
   local by
   by=$(grep -l "switchagg: job $job: lease deleted" "$CL"/log/d-h*.log 2>/dev/null | sed 's|.*/d-\(h[0-9]*\)\.log|\1|' | tr '\n' ' ') || true
   local agent_says
-  agent_says=$(grep -o "lease deleted: job $job (by uid [0-9]*)" "$AG/agent.log" | head -1) || true
+  agent_says=$(grep -o "lease deleted: job $job (by uid [0-9]*)" "$AG/agent.log" | sed -n 1p) || true
   [[ -n $by && -n $agent_says ]] ||
     fail "job $job's lease went, but no epilog deleted it (slurmd logs: '${by}', agent: '$agent_says'): $(grep "job $job" "$AG/agent.log")"
   [[ " $by" != *" h3 "* ]] || fail "job $job's lease was deleted by an epilog on the dead node h3 (nodes: $by)"
@@ -447,7 +447,7 @@ case_srun_tree() {
     -J sa-tree env PROBE_HOLD=3 "$PROBE"
   local pid=$BG job="" end=$((SECONDS + 60)) a held="" all
   while alive "$pid" && ((SECONDS < end)); do
-    [[ -n $job ]] || job=$(client squeue -h -n sa-tree -o %i 2>/dev/null | head -1)
+    [[ -n $job ]] || job=$(client squeue -h -n sa-tree -o %i 2>/dev/null | sed -n 1p)
     if [[ -n $job ]]; then
       all=""
       for a in "$AG/l1/agent.sock" "$AG/l2/agent.sock" "$AGENT_SOCKET"; do
@@ -551,9 +551,9 @@ checkMpiOutput() {
   [[ $(grep -c '^task .* mode=require$' "$out") == 3 ]] ||
     fail "a task lacks SWITCHAGG_MODE=require from the plugin: $(grep '^task ' "$out")"
   grep -q "^PASS np=3 expect=switch: [0-9]* cases checked on [0-9]* ranks, 0 failures" "$out" ||
-    fail "$what did not pass (every result exact and on the switch path): $(grep -h 'FAIL\|error' "$out" "$err" | head -10)"
+    fail "$what did not pass (every result exact and on the switch path): $(grep -h 'FAIL\|error' "$out" "$err" | sed -n 1,10p)"
   grep -q '3 ranks on 3 nodes (max 1 per node)' "$out" "$err" ||
-    fail "the component did not see 3 nodes: $(grep -h 'ranks on' "$out" "$err" | head -3)"
+    fail "the component did not see 3 nodes: $(grep -h 'ranks on' "$out" "$err" | sed -n 1,3p)"
 }
 
 # The MPI job $1 (output in $2/$3) running mpi_allreduce_check --expect
@@ -578,7 +578,7 @@ case_mpi_3_nodes() {
   b0=$(counterAt "$AGENT_SOCKET" bytes_reduced)
   runMpiCheck sa-mpi "$out" "$err" "across h1 h2 h3" --quick
   grep -q "joined switch group .* at ${AGENT_DATA%:*}" "$out" "$err" ||
-    fail "the ranks did not join the agent at its fabric address $AGENT_DATA: $(grep -h 'switch' "$err" | head -5)"
+    fail "the ranks did not join the agent at its fabric address $AGENT_DATA: $(grep -h 'switch' "$err" | sed -n 1,5p)"
   g1=$(counterAt "$AGENT_SOCKET" groups_created)
   b1=$(counterAt "$AGENT_SOCKET" bytes_reduced)
   ((g1 > g0)) || fail "the agent created no aggregation group for job $MPI_JOB: offload did not happen"
@@ -631,7 +631,7 @@ case_mpi_tree() {
   u20=$(counterAt "$AG/l2/agent.sock" bytes_up)
   runMpiCheck sa-mpitree "$out" "$err" "across two racks" --quick --counts 2,1001
   grep -q "a tree over 2 leaf agents" "$out" "$err" ||
-    fail "the calls did not use the tree of leaf1, leaf2 and the spine: $(grep -h 'switch\|tree' "$err" | head -5)"
+    fail "the calls did not use the tree of leaf1, leaf2 and the spine: $(grep -h 'switch\|tree' "$err" | sed -n 1,5p)"
   s1=$(counterAt "$AGENT_SOCKET" bytes_reduced)
   u11=$(counterAt "$AG/l1/agent.sock" bytes_up)
   u21=$(counterAt "$AG/l2/agent.sock" bytes_up)

@@ -23,5 +23,5 @@ grep -q '^converged' "$work/off.log" || fail "no convergence without switchagg"
 grep -q 'served by: not switchagg' "$work/off.log" || fail "switchagg served the 'off' run"
 grep -q "served by: $expect\$" "$work/on.log" || fail "the 'on' run was not served by $expect"
 cmp -s "$work/off.hist" "$work/on.hist" ||
-  { diff "$work/off.hist" "$work/on.hist" | head; fail "residual histories differ"; }
+  { diff "$work/off.hist" "$work/on.hist" | sed -n 1,10p; fail "residual histories differ"; }
 echo "PASS residual histories of $(wc -l <"$work/on.hist") iterations bitwise equal, on: $expect"

@@ -423,7 +423,7 @@ case $scenario in
     wait $pid || { cat "$work/fault.log"; die "the job failed around the stall"; }
     expect_pass "$work/fault.log" "2 stripe\(s\)" "stripe\(s\) ([0-9],)*1 of 2 incomplete after"
     # The call ended at its bound (2 s, + scheduling), not when rank 2 came (3 s).
-    ms=$(grep -o "incomplete after [0-9]* ms" "$work/fault.log" | head -1 | grep -o "[0-9]*")
+    ms=$(grep -o "incomplete after [0-9]* ms" "$work/fault.log" | sed -n 1p | grep -o "[0-9]*")
     [[ -n $ms && $ms -lt 2900 ]] || die "the call waited $ms ms: agent a's WAITING held it past stripe 1's bound"
     echo "PASS stripes_late_stall: the call failed after $ms ms"
     ;;

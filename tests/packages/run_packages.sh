@@ -101,7 +101,7 @@ ompi_info | grep "MCA coll: switchagg (.*Component v$v)" >/dev/null || fail "omp
   fail "--version: $(switchagg-agent --version), $(switchagg-ctl --version) (package $v)"
 # The agent as systemd would start it: the unit's user, directories and commands.
 unit=/lib/systemd/system/switchagg-agent.service
-key() { sed -n "s/^$1=//p" "$unit" | head -1; }
+key() { sed -n "s/^$1=//p" "$unit" | sed -n 1p; }
 user=$(key User)
 [[ -n $user ]] && id "$user" >/dev/null || fail "the unit's User=$user does not exist"
 install -d -o "$user" -g "$user" -m "$(key RuntimeDirectoryMode)" "/run/$(key RuntimeDirectory)"
