@@ -149,8 +149,9 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        engine(sizeField(&E::fair_share_bytes, 0, 1ull << 40))},
       {"data.inflight_bytes", nullptr, "credits at the agent's port: contribution bytes (members x window x chunk "
        "per call) the calls in progress on one data listener may have in flight toward it together; windows are "
-       "cut at join so one call fits, a call past it is refused busy (0: no bound). Default: a 400 Gbit/s port's "
-       "bandwidth-delay product with room for 2 chunks of each of 64 members",
+       "cut at join so one call fits, a call past it is refused busy (0: no bound). Default: room for 2 chunks "
+       "of each of 64 members on a deep-buffered 400 Gbit/s port; set it to a few times what the agent's switch "
+       "port can queue (measured: [tuning.md](tuning.md#credits-at-the-agents-port))",
        engine(sizeField(&E::inflight_bytes, 0, 1ull << 40))},
       {"pool.slots", nullptr, "aggregation slots of the switch (the pool leases draw from)",
        limits(intField(&L::pool_slots, 1, 1 << 20))},
