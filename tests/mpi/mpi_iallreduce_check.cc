@@ -48,8 +48,9 @@
 //                    offload=auto, then --iters MPI_Iallreduce + Wait of the
 //                    same size: each routed by the blocking calls' settled
 //                    verdict (iallreduce:inherited) and served as --expect
-//                    says (switch, previous, or measured: the one of the
-//                    two the blocking calls measured faster)
+//                    says (switch, previous, or measured: the switch when
+//                    the blocking calls measured it no slower than every
+//                    other path, else previous)
 //   --mode recv      MPI's progress rule through a call the library does not
 //                    intercept: per round every rank posts an Iallreduce of
 //                    --bytes (and one of 8 ints); rank 0 then blocks in
@@ -882,9 +883,10 @@ void runLate(double late_ms, int late_rank) {
 // settles that size), then --iters MPI_Iallreduce + MPI_Wait of the same
 // size: every one must be routed by the blocking calls' settled verdict
 // (iallreduce:inherited) and served as --expect says: switch, previous, or
-// measured: whichever of the two the blocking calls measured faster (the
-// tuner's agreed times, counters tune:us:switch:<bytes> and
-// tune:us:previous:<bytes>). Every result exact.
+// measured: the switch when the blocking calls measured it no slower than
+// every other path they measured, else the previous module (the tuner's
+// agreed times, counters tune:us:<algorithm>:<bytes>; docs/selection.md).
+// Every result exact.
 void runInherit(size_t bytes, int warm, int iters, const std::string& expect) {
   const size_t n = bytes / sizeof(double);
   int size = 1;
@@ -926,12 +928,18 @@ void runInherit(size_t bytes, int warm, int iters, const std::string& expect) {
   if (expect == "measured") {
     const std::string b = std::to_string(bytes);
     const uint64_t sw_us = counter(MPI_COMM_WORLD, ("tune:us:switch:" + b).c_str());
-    const uint64_t prev_us = counter(MPI_COMM_WORLD, ("tune:us:previous:" + b).c_str());
-    if (sw_us == 0 && prev_us == 0) fail("inherit: neither the switch nor previous was measured");
-    want_path = sw_us != 0 && (prev_us == 0 || sw_us <= prev_us) ? "switch" : "previous";
-    std::printf("rank %d: inherit: the blocking calls measured switch %llu us, previous %llu us: "
-                "expect %s\n", world_rank, static_cast<unsigned long long>(sw_us),
-                static_cast<unsigned long long>(prev_us), want_path.c_str());
+    // The fastest other path measured (0: not measured).
+    uint64_t other_us = 0;
+    std::string other = "nothing";
+    for (const char* alg : {"ring", "recursive_doubling", "rabenseifner", "hierarchical", "previous"}) {
+      const uint64_t us = counter(MPI_COMM_WORLD, ("tune:us:" + std::string(alg) + ":" + b).c_str());
+      if (us != 0 && (other_us == 0 || us < other_us)) other_us = us, other = alg;
+    }
+    if (sw_us == 0 && other_us == 0) fail("inherit: no path was measured");
+    want_path = sw_us != 0 && (other_us == 0 || sw_us <= other_us) ? "switch" : "previous";
+    std::printf("rank %d: inherit: the blocking calls measured switch %llu us, fastest other %s "
+                "%llu us: expect %s\n", world_rank, static_cast<unsigned long long>(sw_us),
+                other.c_str(), static_cast<unsigned long long>(other_us), want_path.c_str());
   }
   const uint64_t served = want_path == "switch" ? sw : prev;
   if (served != uint64_t(iters))

@@ -61,19 +61,19 @@ int route(switchagg_coll_comm& comm, const AllreduceArgs& args) {
   // The host algorithms have no nonblocking form: the switch serves when
   // the selector ranks it before the previous module (offload=on always),
   // or, under offload=auto, when the blocking calls of this size, once
-  // settled, measured it faster than the previous module: a nonblocking
-  // call cannot be timed call by call (its wait is the application's), so
-  // it inherits their measurements of its two paths (a settled host
-  // algorithm says neither: their own times do). Alike on every rank
+  // settled, measured it no slower than every other path (the previous
+  // module's nonblocking allreduce runs a host schedule, which the best
+  // measured host path stands for): a nonblocking call cannot be timed
+  // call by call (its wait is the application's), so it inherits their
+  // measurements (Tuner::settledNonblocking). Alike on every rank
   // (settling and the times are agreed; calls of a communicator come in
   // one order).
   const Decision& d = state.decide(in);
   if (Tuner* tuner = state.tuner(); tuner != nullptr && d.tunable) {
-    if (auto faster = tuner->settledFaster(in.bytes, in.switch_available, sw->epoch(),
-                                           Algorithm::kSwitch, Algorithm::kPrevious)) {
+    if (auto path = tuner->settledNonblocking(in.bytes, in.switch_available, sw->epoch())) {
       ++c.inherited;
-      if (*faster == Algorithm::kSwitch) return SWITCHAGG_COLL_IROUTE_SWITCH;
-      return routePrevious(c, "tuned: the blocking calls of this size measured the previous module faster");
+      if (*path == Algorithm::kSwitch) return SWITCHAGG_COLL_IROUTE_SWITCH;
+      return routePrevious(c, "tuned: the blocking calls of this size measured a host path faster");
     }
   }
   for (Algorithm a : d.ranked) {

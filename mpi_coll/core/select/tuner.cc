@@ -102,15 +102,19 @@ std::optional<Algorithm> Tuner::settledChoice(size_t bytes, bool switch_ok,
   return b.choice;
 }
 
-std::optional<Algorithm> Tuner::settledFaster(size_t bytes, bool switch_ok, uint64_t epoch,
-                                              Algorithm a, Algorithm b) const {
+std::optional<Algorithm> Tuner::settledNonblocking(size_t bytes, bool switch_ok,
+                                                   uint64_t epoch) const {
   const std::optional<Algorithm> settled = settledChoice(bytes, switch_ok, epoch);
   if (!settled) return std::nullopt;
-  if (*settled == a || *settled == b) return settled;
-  const double ta = agreedUs(bytes, switch_ok, a), tb = agreedUs(bytes, switch_ok, b);
-  if (std::isnan(ta) && std::isnan(tb)) return std::nullopt;
-  if (std::isnan(tb) || (!std::isnan(ta) && ta <= tb)) return a;
-  return b;
+  if (*settled == Algorithm::kSwitch || *settled == Algorithm::kPrevious) return settled;
+  const double ts = agreedUs(bytes, switch_ok, Algorithm::kSwitch);
+  if (std::isnan(ts)) return Algorithm::kPrevious;
+  for (const AlgorithmInfo& row : algorithmRegistry()) {
+    if (row.id == Algorithm::kSwitch) continue;
+    const double t = agreedUs(bytes, switch_ok, row.id);
+    if (!std::isnan(t) && t < ts) return Algorithm::kPrevious;
+  }
+  return Algorithm::kSwitch;
 }
 
 double Tuner::agreedUs(size_t bytes, bool switch_ok, Algorithm a) const {

@@ -108,14 +108,16 @@ class Tuner {
   // next choose()). Nonblocking calls, which cannot be timed per call,
   // inherit it (docs/selection.md). Alike on every rank: settling is agreed.
   std::optional<Algorithm> settledChoice(size_t bytes, bool switch_ok, uint64_t epoch) const;
-  // Of `a` and `b`, the one the blocking calls of this size measured faster
-  // (agreed times; a pruned candidate keeps its round-1 time), once the
-  // bucket settled in `epoch`: the settled choice itself when it is one of
-  // them, else the faster measured one; nothing when neither was measured.
-  // A nonblocking call has only the switch and the previous module: a
-  // blocking verdict for a host algorithm says neither, their times do.
-  std::optional<Algorithm> settledFaster(size_t bytes, bool switch_ok, uint64_t epoch, Algorithm a,
-                                         Algorithm b) const;
+  // A nonblocking call's path (kSwitch or kPrevious) from what the blocking
+  // calls of this size measured, once the bucket settled in `epoch`: the
+  // switch when they settled on it, or measured it no slower than every
+  // other measured candidate (agreed times; a pruned candidate keeps its
+  // round-1 time); else the previous module, whose nonblocking allreduce
+  // runs a host schedule that its blocking choice (or switchagg's own host
+  // algorithms) stands for - its blocking time alone can be a slower
+  // algorithm than its nonblocking one (Open MPI tuned vs libnbc). Nothing
+  // while measuring or after the epoch moved.
+  std::optional<Algorithm> settledNonblocking(size_t bytes, bool switch_ok, uint64_t epoch) const;
   // The agreed time of `a` in the bucket of `bytes` (NaN: not measured).
   double agreedUs(size_t bytes, bool switch_ok, Algorithm a) const;
   // Whether the last choose() came from a settled bucket (else exploring).
