@@ -20,7 +20,7 @@ import tempfile
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "docs"))
 from check_lib import report  # noqa: E402
 
-PIPE_GREP_Q = re.compile(r"(?<!\|)\|(?!\|)\s*(grep\s+(-[A-Za-z]*q[A-Za-z]*\b|--quiet\b)|head\b)")
+PIPE_EARLY_EXIT = re.compile(r"(?<!\|)\|(?!\|)\s*(grep\s+(-[A-Za-z]*q[A-Za-z]*\b|--quiet\b)|head\b)")
 
 
 def offences(path):
@@ -30,7 +30,7 @@ def offences(path):
     found = []
     for no, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0] if line.lstrip().startswith("#") else line
-        if PIPE_GREP_Q.search(code):
+        if PIPE_EARLY_EXIT.search(code):
             found.append(f"{path}:{no}: {line.strip()}")
     return found
 

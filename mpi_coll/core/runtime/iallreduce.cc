@@ -265,20 +265,19 @@ int switchagg_coll_irouted_route(switchagg_coll_comm_t* comm, int routed_op, siz
 
 int switchagg_coll_istream_start(switchagg_coll_comm_t* comm, int kind, const void* send,
                                  void* recv, size_t count, int dtype, int op, int root) {
+  switchagg::coll::IallreduceCounters* c = switchagg::coll::icounters(*comm, kind);
+  if (c == nullptr) return SWITCHAGG_OUTCOME_DECLINED;
   if (switchagg_coll_kind_is_routed(kind)) {
-    switchagg::coll::IallreduceCounters* c = switchagg::coll::iroutedCounters(*comm, kind);
-    if (c == nullptr) return SWITCHAGG_OUTCOME_DECLINED;
     std::vector<size_t> counts;  // copied by the path (SwitchPath::start)
     const switchagg::coll::RoutedArgs args = switchagg::coll::iroutedArgs(
         *comm, kind, send, recv, count, dtype, op, root, &counts);
     return switchagg::coll::startCounted(*comm, *c, SwitchCall::ofRouted(args, /*stream=*/true));
   }
   AllreduceArgs args{send, recv, count, static_cast<Dtype>(dtype), static_cast<Op>(op)};
-  const bool barrier = kind == SWITCHAGG_COLL_BARRIER;
-  return switchagg::coll::startCounted(
-      *comm, barrier ? comm->ibarrier : comm->iallreduce,
-      barrier ? SwitchCall::ofBarrier(args, /*stream=*/true)
-              : SwitchCall::ofAllreduce(args, /*stream=*/true));
+  return switchagg::coll::startCounted(*comm, *c,
+                                       kind == SWITCHAGG_COLL_BARRIER
+                                           ? SwitchCall::ofBarrier(args, /*stream=*/true)
+                                           : SwitchCall::ofAllreduce(args, /*stream=*/true));
 }
 
 int switchagg_coll_istream_step(switchagg_coll_comm_t* comm) {
