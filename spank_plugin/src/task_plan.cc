@@ -41,7 +41,7 @@ TaskPlan planTaskEnv(const TaskInputs& in) {
   if (in.token.ok() && !in.token.value().token.empty()) {
     const agent::LeaseView& lease = in.token.value();
     plan.set.emplace_back(kEnvAgent, lease.data_address);
-    plan.set.emplace_back(kEnvLease, lease.token);
+    plan.set.emplace_back(kEnvLease, agent::jobTokens(lease));
     plan.set.emplace_back(kEnvTaskMode, modeName(in.mode));
     if (in.fabric.empty()) {
       plan.unset = {kEnvAgentNames};  // none left from an outer step's map

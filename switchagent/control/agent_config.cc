@@ -112,6 +112,13 @@ const ConfigTable<AgentConfig>& agentConfigTable() {
        "job runs on one thread, and jobs get their thread's address rather than a fabric map's "
        "`data` address; raise it for agents serving many jobs)",
        data(intField(&D::plane_threads, 0, 64))},
+      {"data.threads_per_job", nullptr,
+       "data-plane threads each lease spreads over: its jobs get that many addresses (its home "
+       "thread's and the next ones') and stripe every call over them, one stripe per thread, so "
+       "one job can use several cores of a reducer host; 1 = the home thread only (the default); "
+       "0 = every data-plane thread; never more than data.plane_threads; an agent with a parent "
+       "(a tree's leaf) keeps 1",
+       data(intField(&D::threads_per_job, 0, 64))},
       {"data.member_timeout", nullptr,
        "a group member silent this long has its group aborted; a client a send to it has made "
        "no progress for this long is dropped",

@@ -45,7 +45,7 @@ int rawJson(ControlClient& client, const std::string& method, const std::string&
 // job's client then also gets the agents' names and the map's absolute path.
 void printExports(const LeaseView& l, const std::string& mode, const std::string& fabric = "") {
   std::printf("export %s=%s %s=%s %s=%s", kEnvAgent, l.data_address.c_str(), kEnvLease,
-              l.token.c_str(), kEnvMode, mode.c_str());
+              jobTokens(l).c_str(), kEnvMode, mode.c_str());
   if (!fabric.empty())
     std::printf(" %s=%s %s=%s", kEnvAgentNames, l.agent_names.c_str(), kEnvFabric,
                 std::filesystem::absolute(fabric).lexically_normal().c_str());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "switchagg/common/config.h"  // splitList
+
 namespace switchagg::agent {
 
 namespace {
@@ -17,19 +19,36 @@ ApiFailure named(const FabricAgent& a, const ApiFailure& f) {
   return {f.error, "agent '" + a.name + "' (" + a.control + "): " + f.status().message()};
 }
 
-// Folds agent k's view into the job's combined one.
-void add(LeaseView* all, const FabricAgent& a, const LeaseView& one, bool first) {
-  const std::string data = a.data.empty() ? one.data_address : a.data;
-  if (first) {
-    *all = one;
-    all->data_address = data;
-    all->agent_names = a.name;
-    return;
+// Folds agent k's view into the job's combined one: one stripe, or with
+// `threads` one per data-plane thread the agent lists (fabric_lease.h).
+void add(LeaseView* all, const FabricAgent& a, const LeaseView& one, bool first, bool threads) {
+  std::vector<std::string> data = splitList(one.data_address);
+  if (data.empty()) data.push_back(one.data_address);
+  if (!threads || data.size() == 1) {
+    data = {a.data.empty() ? data[0] : a.data};
+  } else if (!a.data.empty()) {
+    const std::string host = a.data.substr(0, a.data.rfind(':'));
+    for (std::string& d : data) d = host + d.substr(d.rfind(':'));
   }
-  all->data_address += "," + data;
-  all->agent_names += "," + a.name;
-  all->token += "," + one.token;
-  all->created = all->created || one.created;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (first && i == 0) {
+      *all = one;
+      all->data_address = data[0];
+      all->agent_names = a.name;
+      continue;
+    }
+    all->data_address += "," + data[i];
+    all->agent_names += "," + a.name;
+    all->token += "," + one.token;
+  }
+  if (!first) all->created = all->created || one.created;
+}
+
+// Whether the agents' data-plane threads may each be a stripe: not in a
+// tree (a leaf talks to its spine whole) nor a rail pool (stripe k is rail k).
+bool threadStripes(const std::vector<const FabricAgent*>& agents) {
+  return !FabricMap::isTree(agents) &&
+         std::none_of(agents.begin(), agents.end(), [](const FabricAgent* a) { return a->rail; });
 }
 
 }  // namespace
@@ -54,7 +73,7 @@ ApiResult<LeaseView> createFabricLease(const std::vector<const FabricAgent*>& ag
       return named(*agents[k], one.failure());
     }
     if (one->created) made.push_back(agents[k]);
-    add(&all, *agents[k], *one, k == 0);
+    add(&all, *agents[k], *one, k == 0, threadStripes(agents));
   }
   return all;
 }
@@ -66,7 +85,7 @@ ApiResult<LeaseView> fetchFabricToken(const std::vector<const FabricAgent*>& age
   for (size_t k = 0; k < agents.size(); ++k) {
     ApiResult<LeaseView> one = clientFor(*agents[k], base).fetchToken(job);
     if (!one.ok()) return named(*agents[k], one.failure());
-    add(&all, *agents[k], *one, k == 0);
+    add(&all, *agents[k], *one, k == 0, threadStripes(agents));
   }
   return all;
 }
@@ -92,7 +111,7 @@ ApiResult<LeaseView> renewFabricLease(const std::vector<const FabricAgent*>& age
     }
     const int64_t earliest =
         *renewed == 0 ? one->expires_in_s : std::min(all.expires_in_s, one->expires_in_s);
-    add(&all, *a, *one, *renewed == 0);
+    add(&all, *a, *one, *renewed == 0, threadStripes(agents));
     all.expires_in_s = earliest;
     ++*renewed;
   }

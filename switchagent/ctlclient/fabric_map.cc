@@ -207,6 +207,10 @@ Result<FabricMap> FabricMap::parse(const std::string& text, const std::string& o
   Result<std::vector<FabricPool>> pools = fabric_detail::parsePools(root, map, &served_by);
   if (!pools.ok()) return err(pools.status().message());
   map.pools_ = std::move(*pools);
+  for (const FabricPool& pool : map.pools_)
+    for (FabricAgent& a : map.agents_)
+      if (pool.rails && std::find(pool.agents.begin(), pool.agents.end(), a.name) != pool.agents.end())
+        a.rail = true;
   Status tree = map.checkTree();
   if (!tree.ok()) return err(tree.message());
   for (size_t i = 0; i < map.agents_.size(); ++i)

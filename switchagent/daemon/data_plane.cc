@@ -29,6 +29,12 @@ int homeThread(const LeaseToken& token, int threads) {
   return static_cast<int>(h % static_cast<uint64_t>(threads));
 }
 
+bool leaseServedBy(const LeaseToken& token, int index, int threads, int spread) {
+  if (index == 0 || threads <= 1) return true;
+  const int home = homeThread(token, threads);
+  return (index - home + threads) % threads < std::clamp(spread, 1, threads);
+}
+
 int defaultPlaneThreads() {
   const unsigned cores = std::thread::hardware_concurrency();
   return static_cast<int>(std::clamp<unsigned>(cores, 1, 4));
@@ -70,6 +76,10 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& confi
   impl->shared.reset(
       new DataThreadShared{config, std::move(parent_address), leases, *impl->context});
   impl->shared->count = n;
+  // A leaf of a tree forwards each group to its spine whole: no spreading.
+  impl->shared->spread = parent_address.empty() && n > 1
+                             ? (config.threads_per_job > 0 ? std::min(config.threads_per_job, n) : n)
+                             : 1;
   // The reduction threads (data.threads) are shared out over the planes.
   const int reduce =
       config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -96,8 +106,10 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& confi
   std::string all;
   for (auto& t : impl->threads) all += (all.empty() ? "" : " ") + t->address();
   SA_INFO("agent",
-          "data plane listening on %s (%d data-plane threads: %s; %d reduction threads each)",
-          impl->threads[0]->address().c_str(), n, all.c_str(), impl->shared->reduce_threads);
+          "data plane listening on %s (%d data-plane threads: %s; %d reduction threads each; "
+          "each lease on %d of them)",
+          impl->threads[0]->address().c_str(), n, all.c_str(), impl->shared->reduce_threads,
+          impl->shared->spread);
   return std::unique_ptr<DataPlane>(new DataPlane(std::move(impl)));
 }
 
@@ -106,7 +118,15 @@ std::string DataPlane::address() const {
 }
 
 std::string DataPlane::addressFor(const std::string& token_hex) const {
-  return impl_->threads[threadOf(token_hex)]->address();
+  // The home thread first, then the next spread - 1 (wrapping): the order
+  // every member stripes in.
+  const int home = threadOf(token_hex);
+  const int n = threads();
+  const int spread = LeaseToken::fromHex(token_hex) ? impl_->shared->spread : 1;
+  std::string out;
+  for (int i = 0; i < spread; ++i)
+    out += (i == 0 ? "" : ",") + impl_->threads[size_t((home + i) % n)]->address();
+  return out;
 }
 
 int DataPlane::threadOf(const std::string& token_hex) const {

@@ -43,8 +43,9 @@ class DataPlane final : public DataPlaneView {
   DataPlane& operator=(const DataPlane&) = delete;
 
   std::string address() const override;  // thread 0's "host:port" (data.listen, port resolved)
-  // The home thread's address of the lease with this token (thread 0's for
-  // a malformed token).
+  // The address of the home thread of the lease with this token, then those
+  // of the data.threads_per_job - 1 threads after it (comma-separated; thread
+  // 0's alone for a malformed token).
   std::string addressFor(const std::string& token_hex) const override;
   int threadOf(const std::string& token_hex) const override;  // that home thread's index
   int threads() const;                          // data-plane threads running

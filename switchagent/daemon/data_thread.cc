@@ -312,7 +312,7 @@ struct DataThread::Impl : EngineOutput {
     sends = std::make_unique<SendPool>(2 * std::max<size_t>(ec.pool_slots, 1));
     SWITCHAGG_RETURN_IF_ERROR(armTestFault(ec));  // SWITCHAGG_AGENT_TEST_FAULT, test only
     LeaseLookup lookup = [this](const LeaseToken& token) -> std::optional<LeaseInfo> {
-      if (index != 0 && homeThread(token, shared.count) != index) {
+      if (!leaseServedBy(token, index, shared.count, shared.spread)) {
         warnWrongThread(token);
         return std::nullopt;  // refused as an unknown token: not this thread's lease
       }
@@ -385,9 +385,10 @@ struct DataThread::Impl : EngineOutput {
     int64_t last = wrong_thread_warned_ms.load();
     if (now - last < 1000 || !wrong_thread_warned_ms.compare_exchange_strong(last, now)) return;
     SA_WARN("agent",
-            "data thread %d (%s): lease %.8s... is served by data thread %d; refused as unknown "
-            "(connect to the lease's data_address)",
-            index, address.c_str(), token.hex().c_str(), homeThread(token, shared.count));
+            "data thread %d (%s): lease %.8s... is served by data thread %d (and the %d after it); "
+            "refused as unknown (connect to the lease's data_address)",
+            index, address.c_str(), token.hex().c_str(), homeThread(token, shared.count),
+            shared.spread - 1);
   }
 };
 

@@ -8,7 +8,10 @@
 // every group of a lease lands on one thread and each engine stays
 // single-threaded. Thread 0 listens on data.listen and serves every lease
 // (fabric maps, hand-set addresses, agents of one thread); a thread above 0
-// refuses a lease that is not its own as an unknown token.
+// refuses a lease that is not its own as an unknown token. With
+// data.threads_per_job = T > 1 a lease is served by T threads (its home and
+// the T - 1 after it, wrapping): its jobs get their T addresses and stripe
+// every call over them, one stripe (one group) per thread.
 // docs/agent-protocol.md "Data-plane threads" has the safety argument.
 #pragma once
 
@@ -38,11 +41,16 @@ struct DataThreadShared {
   // Slot memory of all threads together: data.slot_memory bounds the sum.
   MemoryAccount memory = std::make_shared<std::atomic<size_t>>(0);
   int count = 1;           // data.plane_threads
+  int spread = 1;          // threads per lease (data.threads_per_job, at most count)
   int reduce_threads = 1;  // each thread's ReducePool
 };
 
 // The thread (0..threads-1) that serves a lease's groups.
 int homeThread(const LeaseToken& token, int threads);
+// True if thread `index` serves the lease's groups: thread 0 serves every
+// lease; thread k > 0 the leases whose home is k or one of the spread - 1
+// threads before it (wrapping modulo `threads`).
+bool leaseServedBy(const LeaseToken& token, int index, int threads, int spread);
 
 struct EngineConfig;
 // Arms the test-only fault point SWITCHAGG_AGENT_TEST_FAULT in `ec` (its

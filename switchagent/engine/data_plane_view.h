@@ -73,6 +73,10 @@ struct DataPlaneConfig {
   // (daemon/data_thread.h); 0 = one per core, at most 4. 1 = one thread
   // (the default: see docs/admin.md for when to raise it).
   int plane_threads = 1;
+  // Data-plane threads each lease spreads over (daemon/data_thread.h,
+  // leaseServedBy): its jobs get that many addresses and stripe every call
+  // over them, one stripe per thread. 1 = its home thread only; 0 = all.
+  int threads_per_job = 1;
   // Where the link's rate is read when engine.link_mbps is 0 ("" = not read).
   std::string sysfs_root = "/sys";
   EngineSettings engine;
@@ -84,7 +88,8 @@ class DataPlaneView {
  public:
   virtual ~DataPlaneView() = default;
   virtual std::string address() const = 0;
-  // The data address a lease's jobs are given: its home data-plane thread's.
+  // The data address a lease's jobs are given: its home data-plane thread's,
+  // or the comma-separated addresses of the threads it spreads over.
   virtual std::string addressFor(const std::string& /*token_hex*/) const { return address(); }
   // The index of that data-plane thread (DataThreadCounters::index).
   virtual int threadOf(const std::string& /*token_hex*/) const { return 0; }

@@ -26,14 +26,18 @@ struct Fabric {
   TempDir dir{"fabric"};
   std::string map;
 
-  bool start(bool tree = false, bool pool = false) {
+  // spread_b: agent b runs 2 data-plane threads and spreads each lease over
+  // both (data.threads_per_job = 2).
+  bool start(bool tree = false, bool pool = false, bool spread_b = false) {
     const char* names[] = {"a", "b", "c"};
     const char* nodes[] = {"\"n[1-2]\"", "[\"n3\", \"n4\"]", "\"n5\""};
     std::string text;
     for (int i = 0; i < 3; ++i) {
       // One data-plane thread: a lease's data address is then data.listen's,
       // compared exactly below (several: tests/agent/test_data_agent_threads.cc).
-      auto agent = AgentProcess::start(AgentOptions::withSets({"data.plane_threads=1"}));
+      auto agent = AgentProcess::start(AgentOptions::withSets(
+          spread_b && i == 1 ? std::vector<std::string>{"data.plane_threads=2", "data.threads_per_job=2"}
+                             : std::vector<std::string>{"data.plane_threads=1"}));
       EXPECT_TRUE(agent.ok()) << agent.status().toString();
       if (!agent.ok()) return false;
       text += std::string("[[agent]]\nname = \"") + names[i] + "\"\ncontrol = \"" +
@@ -201,6 +205,55 @@ TEST(CtlFabric, OneAgentDeadLeavesNoLeaseAnywhere) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("agent 'c'"), std::string::npos) << r.err;
   EXPECT_FALSE(f.hasLease(0, "k"));
+}
+
+// An agent whose data-plane threads spread a lease (b: 2 threads, 2 per
+// job) is one stripe per thread in a job striped over plain agents or a
+// reducer pool: its addresses in its order, its name and token repeated;
+// in a tree it stays one stripe (its first address).
+TEST(CtlFabric, AnAgentSpreadingALeaseIsOneStripePerThreadExceptInATree) {
+  for (const bool pool : {false, true}) {
+    SCOPED_TRACE(pool ? "reducer pool" : "plain agents");
+    Fabric f;
+    ASSERT_TRUE(f.start(false, pool, /*spread_b=*/true));
+    ProcessResult r = leaseCreate(f.map, "s", pool ? "n1" : "n[2-3]", {"--slots", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ApiResult<LeaseView> at_b = ControlClient(f.agents[1]->unixAddress()).fetchToken("s");
+    ASSERT_TRUE(at_b.ok());
+    ASSERT_NE(at_b->data_address.find(','), std::string::npos) << at_b->data_address;
+    ApiResult<LeaseView> at_a = ControlClient(f.agents[0]->unixAddress()).fetchToken("s");
+    ASSERT_TRUE(at_a.ok());
+    std::string want = f.agents[0]->dataAddress() + "," + at_b->data_address;
+    std::string tokens = at_a->token + "," + at_b->token + "," + at_b->token;
+    std::string names = "a,b,b";
+    if (pool) {
+      ApiResult<LeaseView> at_c = ControlClient(f.agents[2]->unixAddress()).fetchToken("s");
+      ASSERT_TRUE(at_c.ok());
+      want += "," + at_c->data_address;
+      tokens += "," + at_c->token;
+      names += ",c";
+    }
+    EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT"), want) << r.out;
+    EXPECT_EQ(exportOf(r.out, "SWITCHAGG_LEASE"), tokens) << r.out;
+    EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), names) << r.out;
+    // token gives the same exports again.
+    r = ctl({"lease", "token", "--job", "s", "--nodes", pool ? "n1" : "n[2-3]", "--fabric", f.map});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT"), want) << r.out;
+    EXPECT_EQ(exportOf(r.out, "SWITCHAGG_LEASE"), tokens) << r.out;
+    deleteEverywhere(f, "s");
+  }
+  Fabric t;
+  ASSERT_TRUE(t.start(/*tree=*/true, false, /*spread_b=*/true));
+  ProcessResult r = leaseCreate(t.map, "t", "n4,n1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ApiResult<LeaseView> at_b = ControlClient(t.agents[1]->unixAddress()).fetchToken("t");
+  ASSERT_TRUE(at_b.ok());
+  const std::string b_first = at_b->data_address.substr(0, at_b->data_address.find(','));
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT"),
+            t.agents[0]->dataAddress() + "," + b_first + "," + t.agents[2]->dataAddress());
+  EXPECT_EQ(exportOf(r.out, "SWITCHAGG_AGENT_NAMES"), "a,b,c");
+  deleteEverywhere(t, "t");
 }
 
 TEST(CtlFabric, TreeLeaseCoversBothLeavesAndTheSpine) {

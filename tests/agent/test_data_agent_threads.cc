@@ -4,6 +4,7 @@
 // serves any lease; a thread above 0 refuses another thread's lease; a
 // revocation reaches every thread; /v1/status sums the threads and lists
 // each one's share. Real agent, real member processes.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -195,6 +196,72 @@ TEST_F(DataAgentThreads, ARevocationReachesEveryThread) {
       [](const nlohmann::json& j) { return j["counters"]["slots_reserved"] == 0; }, 5000);
   EXPECT_EQ(s["counters"]["slots_reserved"], 0) << s.dump();
   EXPECT_EQ(s["counters"]["groups_active"], 0) << s.dump();
+}
+
+// data.threads_per_job = 2 on 3 threads: a lease's data_address lists its
+// home thread and the next one (wrapping), its jobs stripe over both (one
+// group per thread; here each stripe a group of its own, as a job's members
+// form them), every dtype x op exact on each, and each thread counts its
+// stripe's bytes under the job; the third thread refuses the lease unless it
+// is thread 0 (which serves any). An agent with threads_per_job = 1 (the
+// default) lists the home thread alone.
+TEST_F(DataAgentThreads, ALeaseSpreadOverTwoThreadsIsServedOnBothAndRefusedOnTheThird) {
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.plane_threads=3", "data.threads_per_job=2"}));
+  const std::vector<std::string> addresses = threadAddresses();
+  ASSERT_EQ(addresses.size(), 3u);
+  EXPECT_NE(agent_->stderrText().find("each lease on 2 of them"), std::string::npos)
+      << agent_->stderrText();
+  // Leases until one's home is thread 1 (its spread: threads 1 and 2, thread
+  // 0 out of it but serving any) and one's is thread 0 (spread 0 and 1):
+  // 60 tries miss either with probability < 2 (2/3)^60.
+  std::string token, job, home0;
+  for (int i = 0; i < 60 && (token.empty() || home0.empty()); ++i) {
+    const std::string t = createLease("spread" + std::to_string(i), 2);
+    if (leaseAddress(t) == addresses[1] + "," + addresses[2]) token = t, job = "spread" + std::to_string(i);
+    if (leaseAddress(t) == addresses[0] + "," + addresses[1]) home0 = t;
+  }
+  ASSERT_FALSE(token.empty()) << "no lease with home thread 1 in 60";
+  ASSERT_FALSE(home0.empty()) << "no lease with home thread 0 in 60";
+  // Every lease lists two threads, home first: home, home + 1 (mod 3).
+  for (const auto& [t, address] : lease_addresses_) {
+    const size_t comma = address.find(',');
+    ASSERT_NE(comma, std::string::npos) << address;
+    const auto home = std::find(addresses.begin(), addresses.end(), address.substr(0, comma));
+    ASSERT_NE(home, addresses.end()) << address;
+    EXPECT_EQ(address.substr(comma + 1), addresses[size_t(home - addresses.begin() + 1) % 3])
+        << address;
+  }
+  std::vector<std::unique_ptr<Child>> all;
+  for (size_t t : {1u, 2u})
+    for (auto& c : startGroup({10 + t, 3, token, {"--pairs", allPairs(), "--count", "3000",
+                                                   "--window", "1"}},
+                              addresses[t]))
+      all.push_back(std::move(c));
+  expectAllOk(all, 100000);
+  auto s = status();
+  for (size_t t : {1u, 2u}) {
+    const auto& th = s["data_threads"][t];
+    EXPECT_EQ(th["groups_created"], 1) << s.dump();
+    EXPECT_GT(th["bytes_in_by_job"].value(job, uint64_t{0}), 0u) << s.dump();
+  }
+  EXPECT_EQ(s["data_threads"][0]["groups_created"], 0) << s.dump();
+  // A home-0 lease spreads to threads 0 and 1: thread 2 refuses it, naming
+  // where it is served.
+  auto wrong = startGroup({20, 1, home0, {"--timeout", "5000"}}, addresses[2]);
+  ASSERT_EQ(wrong[0]->wait(20000), 4) << wrong[0]->output();
+  EXPECT_NE(wrong[0]->output().find("RESULT fail Denied connect"), std::string::npos)
+      << wrong[0]->output();
+  EXPECT_NE(agent_->stderrText().find("(and the 1 after it)"), std::string::npos)
+      << agent_->stderrText();
+  // Thread 0 serves any lease, this one too.
+  auto at0 = startGroup({21, 2, token, {}}, addresses[0]);
+  expectAllOk(at0, 30000);
+  agent_->stop();
+  agent_.reset();
+  // The default: one address per lease.
+  lease_addresses_.clear();
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.plane_threads=3"}));
+  EXPECT_EQ(leaseAddress(createLease("one", 2)).find(','), std::string::npos);
 }
 
 // Stall isolation (docs/agent-protocol.md "Data-plane threads", case 3): job

@@ -249,6 +249,8 @@ set_tests_properties(mpi_switch_fault_stall_rejoin_time PROPERTIES ENVIRONMENT
 add_switch_test(mpi_switch_fault_require_unreachable 120 "mpi;agent;fault" require_unreachable)
 # Stripes: a lease over two agents (fabric map), each call cut in two.
 add_switch_test(mpi_switch_stripes_np3 240 "mpi;agent" stripes 3)
+# One agent whose two data-plane threads spread the lease: two stripes, one per thread.
+add_switch_test(mpi_switch_thread_stripes_np2 180 "mpi;agent" thread_stripes 2)
 # Trees: a spine agent and two leaf agents on this machine, 4 emulated nodes
 # (2 per leaf): exact through the tree with 1 rank per node and with node
 # leaders; a leaf killed, the spine killed, the spine's lease deleted mid-loop.

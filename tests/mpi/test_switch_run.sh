@@ -78,6 +78,12 @@
 #                         does: agent a's WAITING cannot hold the call, which
 #                         fails at its own 2 s bound naming stripe 1 (before
 #                         rank 2 comes); every answer exact (on the host after)
+#   thread_stripes NP     one agent, 2 data-plane threads spreading each lease
+#                         over both (data.threads_per_job = 2): the lease lists
+#                         both threads (one token each), every call is cut in 2
+#                         stripes, the dtype x op matrix and THREAD_MULTIPLE
+#                         exact, each thread carried half the bytes (/metrics),
+#                         and each stripe is charged half the host's link
 #   stripes_mismatch      SWITCHAGG_AGENT names two agents, SWITCHAGG_LEASE one
 #                         token: one warning, no agent traffic, right answers
 #   stripes_kill BYTES DELAY_MS NP  as kill, with two agents: the second
@@ -1242,6 +1248,45 @@ case $scenario in
         kill -0 "${LEAF_PID[$k]}" || die "leaf $k died"
       done
     fi
+    ;;
+  thread_stripes)
+    np=$1
+    agent_start "$root/config/agent.toml" "$work" --set agent.log_level=info \
+      --set data.plane_threads=2 --set data.threads_per_job=2 --set data.link_mbps=4000 ||
+      die "agent start"
+    # A lease whose home is thread 0 (listed first), so thread 1 serves it
+    # only as part of its spread (thread 0 serves any lease): 30 tries miss
+    # with probability 2^-30.
+    zero=$(ctl --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["data_address"])')
+    for i in $(seq 30); do
+      out=$(ctl lease create --job "threads-np$np-$i" --slots 8 --ttl 10m) || die "lease create: $out"
+      eval "$(grep '^export ' <<<"$out")"
+      [[ ${SWITCHAGG_AGENT%%,*} == "$zero" ]] && break
+    done
+    echo "$out"
+    [[ ${SWITCHAGG_AGENT%%,*} == "$zero" ]] || die "no lease with its home at thread 0 ($zero) in 30"
+    [[ $SWITCHAGG_AGENT =~ ^[^,]+:[0-9]+,[^,]+:[0-9]+$ ]] ||
+      die "the lease should list both threads' addresses: SWITCHAGG_AGENT=$SWITCHAGG_AGENT"
+    [[ $SWITCHAGG_LEASE =~ ^([0-9a-f]{32}),([0-9a-f]{32})$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]] ||
+      die "one token per thread address expected: SWITCHAGG_LEASE=$SWITCHAGG_LEASE"
+    run_mpi "$np" "$work/matrix.log" "$mpibin/mpi_allreduce_check" --expect switch --quick ||
+      { cat "$work/matrix.log"; die "matrix run failed"; }
+    # The two stripes share the host's 4000 Mbit/s link: 2000 each, not 4000.
+    expect_pass "$work/matrix.log" "joined switch group .*\(2 stripe\(s\)" \
+      "the agent advertises .* link 2000 Mbit/s"
+    run_mpi "$np" "$work/threads.log" --mca coll_switchagg_stall_timeout 60 \
+      "$mpibin/mpi_thread_check" --expect switch --threads 2 --iters 100 ||
+      { cat "$work/threads.log"; die "threads run failed"; }
+    expect_pass "$work/threads.log" "2 stripe\(s\)"
+    # Each thread's bytes from /metrics: both carried traffic, about half each.
+    ctl metrics >"$work/metrics.txt" || die "metrics"
+    t0=$(awk 'index($1, "switchagg_thread_bytes_in_total{thread=\"0\"") == 1 { print $2 }' "$work/metrics.txt")
+    t1=$(awk 'index($1, "switchagg_thread_bytes_in_total{thread=\"1\"") == 1 { print $2 }' "$work/metrics.txt")
+    echo "bytes in: thread 0 $t0, thread 1 $t1"
+    [[ -n $t0 && -n $t1 && $t0 -gt 0 && $t1 -gt 0 ]] || die "a thread carried nothing: $t0 / $t1"
+    awk -v a="$t0" -v b="$t1" 'BEGIN { r = a / (a + b); exit !(r > 0.4 && r < 0.6) }' ||
+      die "the stripes are not even over the threads: $t0 / $t1"
+    echo "PASS thread_stripes $np"
     ;;
   stripes_mismatch)
     export SWITCHAGG_AGENT=127.0.0.1:9,127.0.0.1:10 SWITCHAGG_MODE=require

@@ -60,6 +60,20 @@ TEST(SpankTaskPlan, LeaseGoesIntoTheTaskEnvironment) {
   }
 }
 
+// An agent whose data-plane threads spread the lease (data.threads_per_job)
+// lists an address per thread and one token: the tasks get the token once
+// per address; a fabric view's tokens (one per agent already) stay as they are.
+TEST(SpankTaskPlan, OneTokenForSeveralThreadAddressesIsRepeatedPerAddress) {
+  agent::LeaseView l = lease();
+  l.data_address = "10.0.0.1:18515,10.0.0.1:18514";
+  TaskPlan p = planTaskEnv(inputs(Mode::kAuto, l));
+  EXPECT_EQ(setValue(p, kEnvAgent), l.data_address);
+  EXPECT_EQ(setValue(p, kEnvLease), kToken + "," + kToken);
+  l.token = kToken + "," + std::string(32, 'f');
+  p = planTaskEnv(inputs(Mode::kAuto, l));
+  EXPECT_EQ(setValue(p, kEnvLease), l.token);
+}
+
 TEST(SpankTaskPlan, AFabricMapAddsTheAgentNamesAndTheMap) {
   agent::LeaseView l = lease();
   l.data_address = "10.0.0.1:1,10.0.0.2:1,10.0.0.9:1";

@@ -2,6 +2,7 @@
 // agreed group id, tree placement, the join per agent, the agreed outcome.
 #include "switch_path_internal.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
@@ -24,11 +25,23 @@ std::vector<std::string> stripeLabels(const SwitchLease& lease) {
   return out;
 }
 
-// The stripe weights: each agent's link rate, in the lease's order.
-std::vector<uint32_t> linkRates(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
+// The stripe weights: each agent's link rate, in the lease's order. Stripes
+// whose addresses share a host share its link (an agent's data-plane
+// threads spreading the lease, data.threads_per_job, or two agents on one
+// host): each is charged its share, so the stripes of a host add up to its
+// link, not one link per stripe.
+std::vector<uint32_t> linkRates(const SwitchLease& lease,
+                                const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
   std::vector<uint32_t> rates;
   for (const std::shared_ptr<agent::AggClient>& c : clients)
     rates.push_back(c->agent().capacity.link_mbps);
+  if (clients.size() != lease.agents.size()) return rates;  // a tree's leaf, a rail leader: one
+  auto host = [](const std::string& a) { return a.substr(0, a.rfind(':')); };
+  for (size_t k = 0; k < rates.size(); ++k) {
+    const auto same = std::count_if(lease.agents.begin(), lease.agents.end(),
+                                    [&](const std::string& a) { return host(a) == host(lease.agents[k]); });
+    rates[k] = uint32_t(rates[k] / uint32_t(same));
+  }
   return rates;
 }
 
@@ -39,19 +52,20 @@ std::vector<uint32_t> linkRates(const std::vector<std::shared_ptr<agent::AggClie
 // (every agent told one, at most kMaxWeightedStripes) end together, as K
 // links of (sum of the rates)/K each would; equal stripes wait for the
 // slowest link.
-agent::wire::Capacity slowestAgent(const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
+agent::wire::Capacity slowestAgent(const SwitchLease& lease,
+                                   const std::vector<std::shared_ptr<agent::AggClient>>& clients) {
   agent::wire::Capacity slow;
   auto lowest = [](uint32_t have, uint32_t v) { return v == 0 ? have : have == 0 ? v : std::min(have, v); };
+  const std::vector<uint32_t> rates = linkRates(lease, clients);
   uint64_t link_sum = 0;
-  for (const std::shared_ptr<agent::AggClient>& c : clients) {
-    const agent::wire::Capacity& k = c->agent().capacity;
-    slow.reduce_mbps = lowest(slow.reduce_mbps, k.reduce_mbps);
-    slow.link_mbps = lowest(slow.link_mbps, k.link_mbps);
-    slow.turnaround_us = std::max(slow.turnaround_us, k.turnaround_us);
-    link_sum += k.link_mbps;
+  for (size_t k = 0; k < clients.size(); ++k) {
+    const agent::wire::Capacity& c = clients[k]->agent().capacity;
+    slow.reduce_mbps = lowest(slow.reduce_mbps, c.reduce_mbps);
+    slow.link_mbps = lowest(slow.link_mbps, rates[k]);
+    slow.turnaround_us = std::max(slow.turnaround_us, c.turnaround_us);
+    link_sum += rates[k];
   }
-  if (agent::stripesWeighted(linkRates(clients)))
-    slow.link_mbps = uint32_t(link_sum / clients.size());
+  if (agent::stripesWeighted(rates)) slow.link_mbps = uint32_t(link_sum / clients.size());
   return slow;
 }
 
@@ -228,8 +242,8 @@ Joined joinGroup(CommGroup& comm, const SwitchLease& lease, bool first, NodeLead
   mine.nonce = comm.rank() == 0 ? randomNonce() : 0;
   mine.leaf = lease.tree && lease.leaf >= 0 ? uint16_t(lease.leaf + 1) : 0;
   if (member && connect_failure.ok()) {
-    mine.capacity = slowestAgent(clients);
-    const std::vector<uint32_t> rates = linkRates(clients);
+    mine.capacity = slowestAgent(lease, clients);
+    const std::vector<uint32_t> rates = linkRates(lease, clients);
     for (size_t k = 0; k < rates.size() && k < agent::kMaxWeightedStripes; ++k)
       mine.stripe_mbps[k] = rates[k];
   }

@@ -4,6 +4,8 @@
 // the names of the variables a job's tasks get. Links no UCX and no MPI.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -95,13 +97,27 @@ struct LeaseView {
   int64_t ttl_s = 0;
   int64_t expires_in_s = 0;
   std::string token;         // hex; only from create and token, never in listings
-  std::string data_address;  // UCX address of the data plane ("host:port")
+  // UCX address of the data plane ("host:port"); an agent whose data-plane
+  // threads spread a lease (data.threads_per_job) lists one per thread,
+  // comma-separated: the job stripes over them (jobTokens).
+  std::string data_address;
   int groups = 0;            // listings only
   bool created = false;      // client, createLease: true = new (201), false = existing (200)
   // fabric_lease.h only: the agents' names, comma-joined as data_address
   // (SWITCHAGG_AGENT_NAMES); "" from one agent's ControlClient.
   std::string agent_names;
 };
+
+// SWITCHAGG_LEASE for a lease's jobs: one token per address of
+// data_address (the one agent's token repeated when its threads spread the
+// lease; a fabric view's tokens as they are).
+inline std::string jobTokens(const LeaseView& l) {
+  const size_t addresses = size_t(std::count(l.data_address.begin(), l.data_address.end(), ',')) + 1;
+  if (l.token.empty() || l.token.find(',') != std::string::npos || addresses == 1) return l.token;
+  std::string out = l.token;
+  for (size_t i = 1; i < addresses; ++i) out += "," + l.token;
+  return out;
+}
 
 // Which fields an endpoint renders (lease_json.h renders and reads them).
 enum class LeaseFields {

@@ -5,7 +5,13 @@
 // every agent's, comma-joined in the order FabricMap::agentsFor gives
 // (SWITCHAGG_AGENT / SWITCHAGG_LEASE / SWITCHAGG_AGENT_NAMES as the job gets
 // them; a tree's spine is the last one). One agent gives what ControlClient
-// gives, plus its name. Links no UCX and no MPI.
+// gives, plus its name. An agent whose data-plane threads spread a lease
+// (data.threads_per_job > 1: its data_address lists one address per thread)
+// is one stripe per thread, its name and token repeated, when the job
+// stripes over plain agents or a reducer pool; in a tree or a rail pool it
+// stays one stripe (its first address, or the map's `data`, where thread 0
+// serves the lease whole). A map's `data` address keeps its host and takes
+// each thread's port. Links no UCX and no MPI.
 #pragma once
 
 #include <string>

@@ -65,6 +65,7 @@ struct FabricAgent {
   std::string data;
   std::vector<std::string> nodes;  // expanded, in file order; empty for a spine
   std::string parent;              // "" = a root
+  bool rail = false;               // an agent of a rail pool (stripe k is rail k's)
 };
 
 class FabricMap {
