@@ -3,6 +3,7 @@
 // SUM allreduces of `bytes` and prints one line:
 //   rank=R bytes=B iters=I median_us=M min_us=m goodput_MBps=G
 // goodput = bytes / median time (this member's vector reduced per second).
+// --agent takes a comma-separated list: one stripe per address (StripedGroup).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,23 +46,35 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto client = AggClient::connect(agent, token, 10000);
-  if (!client.ok()) {
-    std::fprintf(stderr, "connect: %s\n", client.status().toString().c_str());
-    return 1;
+  // --agent A,B,...: one stripe per address (an agent's data-plane threads
+  // spreading the lease, or several agents), the token the same for all.
+  std::vector<std::shared_ptr<AggClient>> clients;
+  std::vector<std::unique_ptr<AggGroup>> groups;
+  for (size_t at = 0; at <= agent.size();) {
+    const size_t comma = std::min(agent.find(',', at), agent.size());
+    auto client = AggClient::connect(agent.substr(at, comma - at), token, 10000);
+    if (!client.ok()) {
+      std::fprintf(stderr, "connect: %s\n", client.status().toString().c_str());
+      return 1;
+    }
+    auto g = (*client)->join(group, size, rank, 30000, static_cast<uint32_t>(window));
+    if (!g.ok()) {
+      std::fprintf(stderr, "join: %s\n", g.status().toString().c_str());
+      return 1;
+    }
+    clients.push_back(std::move(*client));
+    groups.push_back(std::move(*g));
+    at = comma + 1;
   }
-  auto g = (*client)->join(group, size, rank, 30000, static_cast<uint32_t>(window));
-  if (!g.ok()) {
-    std::fprintf(stderr, "join: %s\n", g.status().toString().c_str());
-    return 1;
-  }
+  const std::string transports = clients.front()->transports();
+  auto g = std::make_unique<StripedGroup>(std::move(clients), std::move(groups));
   const size_t count = std::max<size_t>(1, bytes / sizeof(float));
   std::vector<float> send(count, 1.0f + static_cast<float>(rank)), recv(count);
   std::vector<double> us;
   for (int i = 0; i < warmup + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     const Status st =
-        (*g)->allreduce(Dtype::kFloat32, Op::kSum, send.data(), recv.data(), count, 60000);
+        g->allreduce(Dtype::kFloat32, Op::kSum, send.data(), recv.data(), count, 60000);
     const auto t1 = std::chrono::steady_clock::now();
     if (!st.ok()) {
       std::fprintf(stderr, "allreduce: %s\n", st.toString().c_str());
@@ -77,11 +90,10 @@ int main(int argc, char** argv) {
   std::sort(us.begin(), us.end());
   const double med = us[us.size() / 2];
   std::printf(
-      "transports=%s rank=%d bytes=%zu iters=%d window=%u slot_bytes=%zu median_us=%.1f "
-      "min_us=%.1f "
-      "goodput_MBps=%.1f\n",
-      (*client)->transports().c_str(), rank, count * sizeof(float), iters, (*g)->info().window,
-      (*g)->info().slot_bytes, med, us.front(), static_cast<double>(count * sizeof(float)) / med);
-  g->reset();
+      "transports=%s rank=%d bytes=%zu iters=%d stripes=%zu window=%u slot_bytes=%zu "
+      "median_us=%.1f min_us=%.1f goodput_MBps=%.1f\n",
+      transports.c_str(), rank, count * sizeof(float), iters, g->stripes(), g->info().window,
+      g->info().slot_bytes, med, us.front(), static_cast<double>(count * sizeof(float)) / med);
+  g.reset();
   return 0;
 }

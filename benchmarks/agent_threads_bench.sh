@@ -3,22 +3,26 @@
 # by side in one run: JOBS jobs at once (one lease each, their home threads
 # distinct when the agent has several), MEMBERS members each
 # (agent_client_bench, float32 SUM, one group a job) over TCP loopback.
+# --spread: each lease spread over every thread (data.threads_per_job = 0):
+# every job's members stripe each call over the threads (one stripe per
+# thread), so one job (--jobs 1) uses them all.
 # Per run: input GB/s (all jobs' input bytes over the wall time from the
 # first member's start to the last one's exit) and the agent's CPU seconds
 # per GB of input. Sides alternate which goes first, rep by rep; medians.
 # Writes benchmarks/results/agent_threads.md.
 #
 #   benchmarks/agent_threads_bench.sh [--build DIR] [--jobs 2] [--members 2]
-#       [--sizes "1048576 8388608"] [--mb 800] [--reps 3] [--threads "1 2"] [--out FILE]
+#       [--sizes "1048576 8388608"] [--mb 800] [--reps 3] [--threads "1 2"] [--spread]
+#       [--out FILE]
 # DIR: a build tree with bin/switchagg-agent, bin/switchagg-ctl and
 # bin/agent_client_bench (default: build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build jobs=2 members=2 sizes="1048576 8388608" mb=800 reps=3 threads="1 2"
+build=$root/build jobs=2 members=2 sizes="1048576 8388608" mb=800 reps=3 threads="1 2" spread=
 out=$root/benchmarks/results/agent_threads.md
 source "$root/benchmarks/lib/bench_args.sh"
 source "$root/benchmarks/lib/bench_agent.sh"
-bench_args agent_threads_bench 2,14 "build jobs members sizes mb reps threads out" "" "$@"
+bench_args agent_threads_bench 2,18 "build jobs members sizes mb reps threads out" "spread=spread=1" "$@"
 for b in switchagg-agent switchagg-ctl agent_client_bench; do
   [[ -x $build/bin/$b ]] || { echo "agent_threads_bench: $build/bin/$b is not built" >&2; exit 2; }
 done
@@ -37,7 +41,7 @@ leases() {  # $1 threads, $2 tag
     addr=$(sed -n 's/.*SWITCHAGG_AGENT=\([^ ]*\).*/\1/p' <<<"$line")
     token=$(sed -n 's/.*SWITCHAGG_LEASE=\([0-9a-f]*\).*/\1/p' <<<"$line")
     i=$((i + 1))
-    if ((n >= $1)) || [[ " $seen " != *" $addr "* ]]; then
+    if [[ -n $spread ]] || ((n >= $1)) || [[ " $seen " != *" $addr "* ]]; then
       echo "$addr $token"
       seen="$seen $addr"
       n=$((n + 1))
@@ -50,7 +54,7 @@ run() {  # $1 threads, $2 bytes, $3 rep
   local pids=() cpu0 cpu1 t0 t1 iters addr token
   iters=$((mb * 1000000 / (jobs * members * $2)))
   ((iters >= 10)) || iters=10
-  BENCH_AGENT_ARGS="--data-threads $1" bench_start_agent "$build/bin/switchagg-agent" "$tmp"
+  BENCH_AGENT_ARGS="--data-threads $1${spread:+ --set data.threads_per_job=0}" bench_start_agent "$build/bin/switchagg-agent" "$tmp"
   leases "$1" "$3$2" >"$tmp/leases.txt"
   [[ $(wc -l <"$tmp/leases.txt") == "$jobs" ]] || { echo "agent_threads_bench: no $jobs leases" >&2; exit 1; }
   cpu0=$(awk '{print $14 + $15}' "/proc/$agent_pid/stat")
@@ -92,9 +96,9 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 mkdir -p "$(dirname "$out")"
 {
-  echo "# Agent data-plane threads: $jobs jobs x $members members at once, 1 vs 2 threads, TCP loopback"
+  echo "# Agent data-plane threads: $jobs job(s) x $members members at once, 1 vs 2 threads${spread:+, each lease spread over every thread}, TCP loopback"
   echo
-  echo "\`benchmarks/agent_threads_bench.sh --jobs $jobs --members $members --sizes \"$sizes\" --mb $mb --reps $reps\`"
+  echo "\`benchmarks/agent_threads_bench.sh --jobs $jobs --members $members --sizes \"$sizes\" --mb $mb --reps $reps${spread:+ --spread}\`"
   echo "(UCX_TLS=$UCX_TLS, about $mb MB of input per run, $warmup warm-ups; $(nproc) cores,"
   echo "load $load_before before, $load_after after; $(date -u +%Y-%m-%d)). Medians over reps."
   echo

@@ -121,6 +121,8 @@ bool AggClient::supports(Dtype d, Op o) const {
 }
 int AggClient::progress() { return impl_->worker && impl_->worker->progress() ? 1 : 0; }
 
+ucx::Worker* AggClient::worker() const { return impl_->worker.get(); }
+
 bool AggClient::failed() const {
   return impl_->broken();
 }

@@ -2,8 +2,9 @@
 // streamed through the group at agent k, all at once. One loop steps every
 // stripe (sends what its window allows, never waits) and progresses every
 // client's worker, until all results are in, one stripe fails, or the
-// deadline passes. The loop spins (as SWITCHAGG_UCX_WAIT=busy does, whatever
-// the wait mode): one thread cannot sleep on K workers' event fds at once.
+// deadline passes. It waits as one connection's call does (spins with
+// SWITCHAGG_UCX_WAIT=busy; blocking, it sleeps on all K workers' event fds
+// at once: ucx::Worker::waitAny).
 // The cutting (stripeOf, the routed call per stripe, partial input and
 // results) is stripes.cc's, without UCX (fuzz_client drives it).
 #include <algorithm>
@@ -147,17 +148,25 @@ int64_t StripedGroup::deadline(int64_t bound_ms, int64_t timeout_ms) const {
 
 Status StripedGroup::runToEnd(Status st, int64_t timeout_ms) {
   const int64_t start = clientNowMs(), bound = start + timeout_ms;
-  for (uint32_t spin = 1; st.code() == Code::kInProgress; ++spin) {
+  std::vector<ucx::Worker*> workers;
+  for (const std::shared_ptr<AggClient>& c : clients_)
+    if (c->worker() != nullptr) workers.push_back(c->worker());
+  const auto step = [&] {
     st = stepCall();
-    if (st.code() != Code::kInProgress) break;
-    // As Worker::waitUntil spins (SWITCHAGG_UCX_WAIT=busy): the clock every
-    // 16th round, and other threads' turn at the gate (MPI_THREAD_MULTIPLE:
-    // a thread waiting for its peers must not stop another thread's
-    // operation, which those peers may need first).
-    if ((spin & 15) != 0) continue;
-    const int64_t now = clientNowMs();
-    if (now >= bound && now >= deadline(bound, timeout_ms)) return abortCall(now - start);
-    ucx::ThreadGate::yield();
+    return st.code() != Code::kInProgress;
+  };
+  while (st.code() == Code::kInProgress) {
+    // The bound, or later while an agent says its chunks still wait for
+    // other members (WAITING: each stripe's deadline).
+    const int64_t now = clientNowMs(), until = std::max(bound, deadline(bound, timeout_ms));
+    if (now >= until) return abortCall(now - start);
+    // Progress every stripe's worker; blocking waits sleep on all of them
+    // at once (and give other threads their turn at the UCX gate).
+    const Status w = ucx::Worker::waitAny(workers, step, until - now);
+    if (!w.ok() && w.code() != Code::kTimeout) {
+      call_failed_ = w;
+      return endCall();
+    }
   }
   return st;
 }

@@ -205,6 +205,11 @@ struct Worker::Impl {
   // waitUntil; `quiet`: a timeout's Status carries no message (nothing
   // allocated: Worker::waitIdle).
   Status waitFor(const std::function<bool()>& pred, int64_t timeout_ms, bool quiet);
+  // waitFor over n workers at once (Worker::waitAny); more than
+  // kMaxWaitWorkers spin instead of sleeping.
+  static constexpr size_t kMaxWaitWorkers = 16;
+  static Status waitOn(Impl* const* ws, size_t n, const std::function<bool()>& pred,
+                       int64_t timeout_ms, bool quiet);
   Status flush(int64_t timeout_ms);
   Endpoint* endpointFor(ucp_ep_h ep) const;
   ~Impl();

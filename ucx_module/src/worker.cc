@@ -196,16 +196,28 @@ Status Worker::Impl::waitUntil(const std::function<bool()>& pred, int64_t timeou
 }
 
 Status Worker::Impl::waitFor(const std::function<bool()>& pred, int64_t timeout_ms, bool quiet) {
+  Impl* self = this;
+  return waitOn(&self, 1, pred, timeout_ms, quiet);
+}
+
+// The wait over n workers (one, or a striped call's connections): each
+// round progresses them all; a blocking wait arms every one (and its
+// sentinel) and sleeps on all their event fds at once.
+Status Worker::Impl::waitOn(Impl* const* ws, size_t n, const std::function<bool()>& pred,
+                            int64_t timeout_ms, bool quiet) {
   if (pred()) return Status::Ok();  // e.g. a send that completed in place
   const int64_t deadline = nowMs() + std::max<int64_t>(timeout_ms, 0);
-  const bool blocking = ctx->options.wait_mode == WaitMode::kBlocking && efd >= 0;
+  bool blocking = n <= kMaxWaitWorkers;
+  for (size_t i = 0; i < n; ++i)
+    blocking = blocking && ws[i]->ctx->options.wait_mode == WaitMode::kBlocking && ws[i]->efd >= 0;
   // Blocking waits spin up to spin_us after the last event before they arm
-  // the worker and sleep: an answer that comes within it costs no wake-up.
-  const int64_t spin_us = blocking ? ctx->options.spin_us : 0;
+  // the workers and sleep: an answer that comes within it costs no wake-up.
+  const int64_t spin_us = blocking ? ws[0]->ctx->options.spin_us : 0;
   bool in_spin = spin_us > 0;
   int64_t spin_end_us = 0;  // 0: starts at the next clock reading
   for (uint32_t spin = 1;; ++spin) {
-    bool any = progress();
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) any = ws[i]->progress() || any;
     if (pred()) return Status::Ok();
     if (any && spin_us > 0) {
       in_spin = true;
@@ -231,26 +243,40 @@ Status Worker::Impl::waitFor(const std::function<bool()>& pred, int64_t timeout_
       ThreadGate::yield();  // others' turn at the gate between spin rounds
       continue;
     }
-    ucs_status_t st = ucp_worker_arm(ucp);
-    if (st == UCS_ERR_BUSY) continue;
-    if (st != UCS_OK) return statusFromUcs(st, "ucp_worker_arm");
-    int nfds = 1;
-    pollfd pfd[2] = {{efd, POLLIN, 0}, {sentinel_efd, POLLIN, 0}};
-    if (sentinel_efd >= 0) {
-      progressSentinel();
-      if (!completions.empty() || !deferred.empty()) continue;  // e.g. a failure to report
-      if (ucp_worker_arm(sentinel) == UCS_OK) nfds = 2;
+    // Arm every worker (busy: an event came meanwhile, progress again), and
+    // each one's sentinel; sleep on all their fds.
+    pollfd pfd[2 * kMaxWaitWorkers];
+    Impl* owner[2 * kMaxWaitWorkers];
+    int nfds = 0;
+    bool again = false;
+    for (size_t i = 0; i < n && !again; ++i) {
+      Impl& w = *ws[i];
+      ucs_status_t st = ucp_worker_arm(w.ucp);
+      if (st == UCS_ERR_BUSY) again = true;
+      else if (st != UCS_OK) return statusFromUcs(st, "ucp_worker_arm");
+      pfd[nfds] = {w.efd, POLLIN, 0};
+      owner[nfds++] = nullptr;
+      if (w.sentinel_efd >= 0 && !again) {
+        w.progressSentinel();
+        if (!w.completions.empty() || !w.deferred.empty()) again = true;  // e.g. a failure to report
+        else if (ucp_worker_arm(w.sentinel) == UCS_OK) {
+          pfd[nfds] = {w.sentinel_efd, POLLIN, 0};
+          owner[nfds++] = &w;
+        }
+      }
     }
+    if (again) continue;
     int wait_ms = static_cast<int>(std::min<int64_t>(
         deadline - now, g_wait_hook.load(std::memory_order_relaxed) != nullptr ? kWaitHookTickMs
                                                                                : kIdleTickMs));
-    ++sleeps;
+    for (size_t i = 0; i < n; ++i) ++ws[i]->sleeps;
     if (ThreadGate::poll(pfd, nfds, wait_ms) == 0) {
       unsigned events = 0;
-      for (int i = 0; i < kIdleProgressBurst; ++i) {
-        events += ucp_worker_progress(ucp);
-        if (sentinel != nullptr) events += ucp_worker_progress(sentinel);
-      }
+      for (size_t i = 0; i < n; ++i)
+        for (int b = 0; b < kIdleProgressBurst; ++b) {
+          events += ucp_worker_progress(ws[i]->ucp);
+          if (ws[i]->sentinel != nullptr) events += ucp_worker_progress(ws[i]->sentinel);
+        }
       // What this burst completed may be another thread's: that thread may
       // have armed the worker before we drained its event, and would sleep
       // out its tick (as progress() does after its events).
@@ -259,8 +285,9 @@ Status Worker::Impl::waitFor(const std::function<bool()>& pred, int64_t timeout_
         in_spin = true;
         spin_end_us = 0;
       }
-    } else if (nfds == 2 && pfd[1].revents != 0) {
-      progressSentinel();
+    } else {
+      for (int f = 0; f < nfds; ++f)
+        if (owner[f] != nullptr && pfd[f].revents != 0) owner[f]->progressSentinel();
     }
   }
 }
@@ -331,6 +358,13 @@ Status Worker::flush(int64_t timeout_ms) { return impl_->flush(timeout_ms); }
 
 Status Worker::waitUntil(const std::function<bool()>& pred, int64_t timeout_ms) {
   return impl_->waitUntil(pred, timeout_ms);
+}
+
+Status Worker::waitAny(const std::vector<Worker*>& workers, const std::function<bool()>& pred,
+                       int64_t timeout_ms) {
+  std::vector<Impl*> ws;
+  for (Worker* w : workers) ws.push_back(w->impl_.get());
+  return Impl::waitOn(ws.data(), ws.size(), pred, timeout_ms, false);
 }
 
 bool Worker::waitIdle(const std::function<bool()>& pred, int64_t timeout_ms) {

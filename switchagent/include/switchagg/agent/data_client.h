@@ -59,6 +59,10 @@
 #include "switchagg/common/dtype.h"
 #include "switchagg/common/status.h"
 
+namespace switchagg::ucx {
+class Worker;
+}
+
 namespace switchagg::agent {
 
 // What HELLO_ACK told us about the agent and the lease.
@@ -194,6 +198,9 @@ class AggClient {
   // One round of progress on the client's worker outside any call (the
   // component drives it from Open MPI's progress engine); events seen.
   int progress();
+  // The connection's UCX worker (StripedGroup sleeps on all its stripes'
+  // workers at once: ucx::Worker::waitAny); nullptr once closed.
+  ucx::Worker* worker() const;
   bool failed() const;                     // the connection is dead
   const Status& failure() const;           // why (Ok while not failed)
   const ClientCounters& counters() const;  // totals over all groups

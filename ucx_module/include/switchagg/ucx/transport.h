@@ -236,6 +236,12 @@ class Worker {
   // Progress until `pred` holds or `timeout_ms` passes (kTimeout). Blocks in
   // the kernel between events in WaitMode::kBlocking.
   Status waitUntil(const std::function<bool()>& pred, int64_t timeout_ms);
+  // waitUntil over several workers at once (a striped call's connections,
+  // each with its own worker): progresses them all each round and, in
+  // WaitMode::kBlocking, sleeps on every one's event fd together (at most
+  // 16 workers; more spin). One worker: exactly waitUntil.
+  static Status waitAny(const std::vector<Worker*>& workers, const std::function<bool()>& pred,
+                        int64_t timeout_ms);
   // waitUntil for an event loop's idle wait, where running out of time is
   // no error: true when `pred` holds. Allocates nothing (the timeout's
   // message is never built): the agent's data-plane threads wait so.
