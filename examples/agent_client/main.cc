@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
   }
   int rc = 1;
   {
-    auto client = AggClient::connect(lease->data_address, lease->token, 5000);
+    // One address (an agent that spreads leases over threads lists one per
+    // thread; the first, the lease's home thread, serves the whole call).
+    const std::string address = lease->data_address.substr(0, lease->data_address.find(','));
+    auto client = AggClient::connect(address, lease->token, 5000);
     if (!client.ok()) {
       std::fprintf(stderr, "agent_client: connect: %s\n", client.status().toString().c_str());
     } else if (auto group = (*client)->join(1, 1, 0, 5000); !group.ok()) {

@@ -28,7 +28,8 @@ void add(LeaseView* all, const FabricAgent& a, const LeaseView& one, bool first,
     data = {a.data.empty() ? data[0] : a.data};
   } else if (!a.data.empty()) {
     const std::string host = a.data.substr(0, a.data.rfind(':'));
-    for (std::string& d : data) d = host + d.substr(d.rfind(':'));
+    for (std::string& d : data)
+      if (const size_t colon = d.rfind(':'); colon != std::string::npos) d = host + d.substr(colon);
   }
   for (size_t i = 0; i < data.size(); ++i) {
     if (first && i == 0) {

@@ -128,5 +128,19 @@ TEST(WorkerSpin, WaitAnyInBusyModeSpinsAndNeverSleeps) {
   EXPECT_EQ(w.sleeps[1], 0u);
 }
 
+// No worker at all (every stripe's connection closed): a bounded wait on
+// the predicate alone, no crash, and its timeout still ends it.
+TEST(WorkerSpin, WaitAnyOverNoWorkerWaitsOnThePredicateAndTimesOut) {
+  std::atomic<bool> flag{false};
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    flag.store(true);
+  });
+  EXPECT_TRUE(Worker::waitAny({}, [&] { return flag.load(); }, 5000).ok());
+  setter.join();
+  const Status st = Worker::waitAny({}, [] { return false; }, 50);
+  EXPECT_EQ(st.code(), Code::kTimeout) << st.toString();
+}
+
 }  // namespace
 }  // namespace switchagg::ucx

@@ -207,7 +207,7 @@ Status Worker::Impl::waitOn(Impl* const* ws, size_t n, const std::function<bool(
                             int64_t timeout_ms, bool quiet) {
   if (pred()) return Status::Ok();  // e.g. a send that completed in place
   const int64_t deadline = nowMs() + std::max<int64_t>(timeout_ms, 0);
-  bool blocking = n <= kMaxWaitWorkers;
+  bool blocking = n > 0 && n <= kMaxWaitWorkers;  // none: a bounded spin on pred
   for (size_t i = 0; i < n; ++i)
     blocking = blocking && ws[i]->ctx->options.wait_mode == WaitMode::kBlocking && ws[i]->efd >= 0;
   // Blocking waits spin up to spin_us after the last event before they arm
@@ -243,6 +243,11 @@ Status Worker::Impl::waitOn(Impl* const* ws, size_t n, const std::function<bool(
       ThreadGate::yield();  // others' turn at the gate between spin rounds
       continue;
     }
+    // What the hook or pred just did (a striped call's next sends) may
+    // need a progress round before the workers sleep.
+    bool moved = false;
+    for (size_t i = 0; i < n; ++i) moved = ws[i]->progress() || moved;
+    if (moved) continue;
     // Arm every worker (busy: an event came meanwhile, progress again), and
     // each one's sentinel; sleep on all their fds.
     pollfd pfd[2 * kMaxWaitWorkers];

@@ -40,7 +40,7 @@ std::vector<uint32_t> linkRates(const SwitchLease& lease,
   for (size_t k = 0; k < rates.size(); ++k) {
     const auto same = std::count_if(lease.agents.begin(), lease.agents.end(),
                                     [&](const std::string& a) { return host(a) == host(lease.agents[k]); });
-    rates[k] = uint32_t(rates[k] / uint32_t(same));
+    if (rates[k] != 0) rates[k] = std::max<uint32_t>(1, rates[k] / uint32_t(same));  // 0: unknown
   }
   return rates;
 }
