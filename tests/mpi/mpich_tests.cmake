@@ -172,6 +172,8 @@ if(TARGET switchagg-agent AND TARGET switchagg-ctl)
   endfunction()
   add_mpich_switch_test(mpich_switch_serve_np3 240 "mpi;mpich;agent" serve 3 --large)
   add_mpich_switch_test(mpich_switch_serve_np4 300 "mpi;mpich;agent" serve 4)
+  # One agent's two data-plane threads spreading the lease: two stripes through the PMPI layer.
+  add_mpich_switch_test(mpich_switch_thread_stripes_np2 180 "mpi;mpich;agent" thread_stripes 2)
   add_mpich_switch_test(mpich_switch_routed_np3 180 "mpi;mpich;agent" routed 3 on)
   add_mpich_switch_test(mpich_switch_routed_np4 180 "mpi;mpich;agent" routed 4 on)
   add_mpich_switch_test(mpich_switch_barrier_np3 180 "mpi;mpich;agent" barrier 3 on)
