@@ -1264,6 +1264,8 @@ case $scenario in
       out=$(ctl lease create --job "threads-np$np-$i" --slots 8 --ttl 10m) || die "lease create: $out"
       eval "$(grep '^export ' <<<"$out")"
       [[ ${SWITCHAGG_AGENT%%,*} == "$zero" ]] && break
+      # Not homed at 0: given back, so the uid's slot quota never runs out.
+      ctl lease delete --job "threads-np$np-$i" >/dev/null || die "lease delete threads-np$np-$i"
     done
     echo "$out"
     [[ ${SWITCHAGG_AGENT%%,*} == "$zero" ]] || die "no lease with its home at thread 0 ($zero) in 30"
