@@ -39,6 +39,8 @@ echo "  switchagg's host algorithms; previous = Open MPI's own module (tuned), p
 echo "  model when it is cheapest (its bytes are not counted: n/a). on/off < 1: the switch was faster."
 echo "offload=auto is what every job gets (srun --switch-agg=auto): online tuning timed the candidates"
 echo "  in the warm-up and serves the fastest; auto/best = its time over the faster of on and off."
+echo "  on, off and auto are three runs one after another: where auto served off's path, auto/best"
+echo "  is their run-to-run noise (1.4-1.9x seen with 4 ranks on 2 cores; BENCHMARKS.md interleaves)."
 printf '%s\n' "$table" | awk -F'|' '$6 + 0 > 0 { print $6 + 0 }' | sort -g |
   awk '{ r[NR] = $1 } END { if (NR) printf "auto/best over %d sizes: median %.2f, worst %.2f\n", NR, r[int((NR + 1) / 2)], r[NR] }'
 
