@@ -77,7 +77,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::start(const DataPlaneConfig& confi
       new DataThreadShared{config, std::move(parent_address), leases, *impl->context});
   impl->shared->count = n;
   // A leaf of a tree forwards each group to its spine whole: no spreading.
-  impl->shared->spread = parent_address.empty() && n > 1
+  impl->shared->spread = impl->shared->parent_address.empty() && n > 1
                              ? (config.threads_per_job > 0 ? std::min(config.threads_per_job, n) : n)
                              : 1;
   // The reduction threads (data.threads) are shared out over the planes.

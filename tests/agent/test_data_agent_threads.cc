@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "switchagg/agent/control_client.h"
+#include "temp_dir.h"
 #include "test_data_harness.h"
 
 namespace switchagg::testing {
@@ -262,6 +264,21 @@ TEST_F(DataAgentThreads, ALeaseSpreadOverTwoThreadsIsServedOnBothAndRefusedOnThe
   lease_addresses_.clear();
   ASSERT_NO_FATAL_FAILURE(startAgent({"data.plane_threads=3"}));
   EXPECT_EQ(leaseAddress(createLease("one", 2)).find(','), std::string::npos);
+  agent_->stop();
+  agent_.reset();
+  // A tree's leaf (its fabric map names a parent) never spreads: its
+  // groups go to the spine whole.
+  TempDir dir("leafspread");
+  const std::string map = dir.path() + "/fabric.toml";
+  std::ofstream(map) << "[[agent]]\nname = \"leaf\"\ncontrol = \"unix:/nonexistent\"\n"
+                        "nodes = \"n1\"\nparent = \"spine\"\n\n[[agent]]\nname = \"spine\"\n"
+                        "control = \"unix:/nonexistent2\"\ndata = \"127.0.0.1:9\"\n";
+  lease_addresses_.clear();
+  ASSERT_NO_FATAL_FAILURE(startAgent({"data.plane_threads=2", "data.threads_per_job=2",
+                                      "fabric.map=" + map, "fabric.name=leaf"}));
+  EXPECT_NE(agent_->stderrText().find("each lease on 1 of them"), std::string::npos)
+      << agent_->stderrText();
+  EXPECT_EQ(leaseAddress(createLease("leaf", 2)).find(','), std::string::npos);
 }
 
 // Stall isolation (docs/agent-protocol.md "Data-plane threads", case 3): job
