@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "switchagg/agent/data_client.h"
+#include "switchagg/common/config.h"  // splitList
 
 using namespace switchagg;
 using namespace switchagg::agent;
@@ -50,9 +51,8 @@ int main(int argc, char** argv) {
   // spreading the lease, or several agents), the token the same for all.
   std::vector<std::shared_ptr<AggClient>> clients;
   std::vector<std::unique_ptr<AggGroup>> groups;
-  for (size_t at = 0; at <= agent.size();) {
-    const size_t comma = std::min(agent.find(',', at), agent.size());
-    auto client = AggClient::connect(agent.substr(at, comma - at), token, 10000);
+  for (const std::string& address : splitList(agent)) {
+    auto client = AggClient::connect(address, token, 10000);
     if (!client.ok()) {
       std::fprintf(stderr, "connect: %s\n", client.status().toString().c_str());
       return 1;
@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
     }
     clients.push_back(std::move(*client));
     groups.push_back(std::move(*g));
-    at = comma + 1;
+  }
+  if (clients.empty()) {
+    std::fprintf(stderr, "connect: --agent names no address\n");
+    return 1;
   }
   const std::string transports = clients.front()->transports();
   auto g = std::make_unique<StripedGroup>(std::move(clients), std::move(groups));

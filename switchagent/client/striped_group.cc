@@ -149,8 +149,7 @@ int64_t StripedGroup::deadline(int64_t bound_ms, int64_t timeout_ms) const {
 Status StripedGroup::runToEnd(Status st, int64_t timeout_ms) {
   const int64_t start = clientNowMs(), bound = start + timeout_ms;
   std::vector<ucx::Worker*> workers;
-  for (const std::shared_ptr<AggClient>& c : clients_)
-    if (c->worker() != nullptr) workers.push_back(c->worker());
+  for (const std::shared_ptr<AggClient>& c : clients_) workers.push_back(c->worker());
   const auto step = [&] {
     st = stepCall();
     return st.code() != Code::kInProgress;

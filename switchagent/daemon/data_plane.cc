@@ -120,11 +120,12 @@ std::string DataPlane::address() const {
 std::string DataPlane::addressFor(const std::string& token_hex) const {
   // The home thread first, then the next spread - 1 (wrapping): the order
   // every member stripes in.
-  const int home = threadOf(token_hex);
+  const std::optional<LeaseToken> token = LeaseToken::fromHex(token_hex);
+  if (!token) return address();  // thread 0 serves any
   const int n = threads();
-  const int spread = LeaseToken::fromHex(token_hex) ? impl_->shared->spread : 1;
+  const int home = homeThread(*token, n);
   std::string out;
-  for (int i = 0; i < spread; ++i)
+  for (int i = 0; i < impl_->shared->spread; ++i)
     out += (i == 0 ? "" : ",") + impl_->threads[size_t((home + i) % n)]->address();
   return out;
 }

@@ -215,9 +215,13 @@ Status Worker::Impl::waitOn(Impl* const* ws, size_t n, const std::function<bool(
   const int64_t spin_us = blocking ? ws[0]->ctx->options.spin_us : 0;
   bool in_spin = spin_us > 0;
   int64_t spin_end_us = 0;  // 0: starts at the next clock reading
-  for (uint32_t spin = 1;; ++spin) {
+  const auto progressAll = [ws, n] {
     bool any = false;
     for (size_t i = 0; i < n; ++i) any = ws[i]->progress() || any;
+    return any;
+  };
+  for (uint32_t spin = 1;; ++spin) {
+    bool any = progressAll();
     if (pred()) return Status::Ok();
     if (any && spin_us > 0) {
       in_spin = true;
@@ -245,9 +249,7 @@ Status Worker::Impl::waitOn(Impl* const* ws, size_t n, const std::function<bool(
     }
     // What the hook or pred just did (a striped call's next sends) may
     // need a progress round before the workers sleep.
-    bool moved = false;
-    for (size_t i = 0; i < n; ++i) moved = ws[i]->progress() || moved;
-    if (moved) continue;
+    if (progressAll()) continue;
     // Arm every worker (busy: an event came meanwhile, progress again), and
     // each one's sentinel; sleep on all their fds.
     pollfd pfd[2 * kMaxWaitWorkers];

@@ -198,8 +198,8 @@ class AggClient {
   // One round of progress on the client's worker outside any call (the
   // component drives it from Open MPI's progress engine); events seen.
   int progress();
-  // The connection's UCX worker (StripedGroup sleeps on all its stripes'
-  // workers at once: ucx::Worker::waitAny); nullptr once closed.
+  // The connection's UCX worker, for the client's whole life (StripedGroup
+  // sleeps on all its stripes' workers at once: ucx::Worker::waitAny).
   ucx::Worker* worker() const;
   bool failed() const;                     // the connection is dead
   const Status& failure() const;           // why (Ok while not failed)
